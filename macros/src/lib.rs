@@ -1,0 +1,1 @@
+use proc_macro::TokenStream; #[proc_macro_attribute] pub fn jit(_a: TokenStream, i: TokenStream) -> TokenStream { i }

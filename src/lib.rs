@@ -1,0 +1,1 @@
+pub use jitfuse_runtime::*; pub use jitfuse_macros::jit;
