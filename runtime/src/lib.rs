@@ -1,1 +1,29 @@
+//! The runtime of jitfuse: tensors, tracing, the graph IR, the reference
+//! interpreter, Cranelift code generation and the per-function cache.
+//! See ARCHITECTURE.md at the repository root for the map.
 
+pub mod dtype;
+pub mod error;
+pub mod interp;
+pub mod ir;
+pub mod shape;
+pub mod storage;
+pub mod tensor;
+pub mod trace;
+
+pub use dtype::{DType, Element, Literal, Scalar};
+pub use error::{Error, ErrorKind, SourceLoc};
+pub use tensor::Tensor;
+pub mod codegen;
+pub mod exec;
+pub mod jit;
+
+pub use jit::{clear_caches, CacheStats, Lowered};
+pub use tensor::ops::{select, where_, IntoOperand};
+
+/// What `#[jit]`-generated code calls. Not a stable API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::jit::{assert_static_arg, fail, CallArgs, FnCache, FromOutputs, IntoOutputs, StaticArg};
+    pub use crate::trace::is_tracing;
+}

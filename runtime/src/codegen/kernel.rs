@@ -1,0 +1,388 @@
+//! One kernel as one Cranelift function:
+//! `extern "C" fn(ptrs: *const *mut u8, begin: i64, end: i64)`.
+//!
+//! `ptrs` holds the buffers of the kernel's inputs, then its outputs.
+//! The iteration shape is first collapsed (size-1 dimensions dropped,
+//! adjacent dimensions merged where every access is contiguous across them);
+//! `begin..end` is a range of the outermost collapsed dimension, so callers
+//! can split the work. The innermost dimension runs a SIMD loop unrolled
+//! UNROLL times, then single vectors, then a *padded* tail: the last partial
+//! vector is copied into stack slots and computed by the same vector code, so
+//! tail elements get bit-identical results to body elements.
+
+use super::vector::{self, Vals, LANES};
+use crate::exec::partition::{is_const_like, Kernel};
+use crate::ir::{Graph, Op, ValueId};
+use crate::{shape, DType, Literal};
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{types, BlockArg, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Value};
+use cranelift_frontend::FunctionBuilder;
+use std::collections::HashMap;
+
+const UNROLL: usize = 4;
+
+/// How one operand is addressed in the loop nest.
+struct Access {
+    /// Index into `ptrs`.
+    ptr: usize,
+    dtype: DType,
+    /// Stride in elements along each collapsed dimension.
+    strides: Vec<usize>,
+}
+
+/// Where the vector code finds an access at the current position.
+#[derive(Clone, Copy)]
+enum Addr {
+    /// LANES consecutive elements start here.
+    Run(Value),
+    /// One element here is broadcast to every lane.
+    Splat(Value),
+}
+
+pub struct Layout {
+    /// Collapsed iteration dims (at least one).
+    pub dims: Vec<usize>,
+}
+
+struct Plan {
+    dims: Vec<usize>,
+    accesses: Vec<Access>,
+    /// Access of each external value read directly (same shape).
+    direct: HashMap<ValueId, usize>,
+    /// Access of each broadcast node.
+    bcast: HashMap<ValueId, usize>,
+    /// Access of each output, in output order.
+    outs: Vec<usize>,
+}
+
+fn plan(g: &Graph, k: &Kernel) -> Plan {
+    let s = &k.shape;
+    let contiguous = shape::strides(s);
+    let mut raw: Vec<(usize, DType, Vec<usize>)> = Vec::new();
+    let mut direct = HashMap::new();
+    let mut bcast = HashMap::new();
+    let in_kernel: std::collections::HashSet<ValueId> = k.nodes.iter().copied().collect();
+    for &v in &k.nodes {
+        let n = g.node(v);
+        if n.op == Op::Broadcast {
+            let src = n.inputs[0];
+            if is_const_like(g, src) {
+                continue;
+            }
+            let ptr = k.inputs.iter().position(|x| *x == src).expect("broadcast source is an input");
+            raw.push((ptr, n.dtype, shape::broadcast_strides(&g.node(src).shape, s)));
+            bcast.insert(v, raw.len() - 1);
+            continue;
+        }
+        for &x in &n.inputs {
+            if in_kernel.contains(&x) || is_const_like(g, x) || direct.contains_key(&x) {
+                continue;
+            }
+            let ptr = k.inputs.iter().position(|y| *y == x).expect("operand is an input");
+            raw.push((ptr, g.node(x).dtype, contiguous.clone()));
+            direct.insert(x, raw.len() - 1);
+        }
+    }
+    let mut outs = Vec::new();
+    for (j, &o) in k.outputs.iter().enumerate() {
+        raw.push((k.inputs.len() + j, g.node(o).dtype, contiguous.clone()));
+        outs.push(raw.len() - 1);
+    }
+    // Collapse: drop size-1 dims, merge i into i+1 where every access is
+    // contiguous across the pair.
+    let mut dims: Vec<usize> = Vec::new();
+    let mut st: Vec<Vec<usize>> = vec![Vec::new(); raw.len()];
+    for d in 0..s.len() {
+        if s[d] == 1 {
+            continue;
+        }
+        let mergeable = !dims.is_empty()
+            && raw.iter().enumerate().all(|(a, r)| *st[a].last().unwrap() == r.2[d] * s[d]);
+        if mergeable {
+            *dims.last_mut().unwrap() *= s[d];
+            for (a, r) in raw.iter().enumerate() {
+                *st[a].last_mut().unwrap() = r.2[d];
+            }
+        } else {
+            dims.push(s[d]);
+            for (a, r) in raw.iter().enumerate() {
+                st[a].push(r.2[d]);
+            }
+        }
+    }
+    if dims.is_empty() {
+        dims.push(1);
+        for s in st.iter_mut() {
+            s.push(1);
+        }
+    }
+    let accesses = raw.into_iter().zip(st).map(|((ptr, dtype, _), strides)| Access { ptr, dtype, strides }).collect();
+    Plan { dims, accesses, direct, bcast, outs }
+}
+
+/// The collapsed iteration dims of a kernel (the first is what `begin..end`
+/// ranges over).
+pub fn layout(g: &Graph, k: &Kernel) -> Layout {
+    Layout { dims: plan(g, k).dims }
+}
+
+/// Emit a counted loop `for i in (lo..hi).step_by(step)` while `i + step <= hi`;
+/// returns the first `i` not run.
+fn emit_loop(b: &mut FunctionBuilder, lo: Value, hi: Value, step: i64, mut body: impl FnMut(&mut FunctionBuilder, Value)) -> Value {
+    let header = b.create_block();
+    let body_blk = b.create_block();
+    let exit = b.create_block();
+    let i = b.append_block_param(header, types::I64);
+    let out = b.append_block_param(exit, types::I64);
+    b.ins().jump(header, &[BlockArg::Value(lo)]);
+    b.switch_to_block(header);
+    let next = b.ins().iadd_imm_s(i, step);
+    let go = b.ins().icmp(IntCC::SignedLessThanOrEqual, next, hi);
+    b.ins().brif(go, body_blk, &[], exit, &[BlockArg::Value(i)]);
+    b.switch_to_block(body_blk);
+    body(b, i);
+    let next2 = b.ins().iadd_imm_s(i, step);
+    b.ins().jump(header, &[BlockArg::Value(next2)]);
+    b.switch_to_block(exit);
+    out
+}
+
+pub fn build(b: &mut FunctionBuilder, g: &Graph, k: &Kernel) {
+    let p = plan(g, k);
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let params = b.block_params(entry).to_vec();
+    let (ptrs, begin, end) = (params[0], params[1], params[2]);
+    let flags = MemFlagsData::new().with_notrap();
+    let nptr = k.inputs.len() + k.outputs.len();
+    let bases: Vec<Value> = (0..nptr).map(|i| b.ins().load(types::I64, flags, ptrs, (i * 8) as i32)).collect();
+
+    // Stack slots for the padded tail (one LANES-wide run per access).
+    let slots: Vec<Value> = p
+        .accesses
+        .iter()
+        .map(|a| {
+            let bytes = (LANES * a.dtype.size()) as u32;
+            let ss = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, bytes.max(16), 4));
+            b.ins().stack_addr(types::I64, ss, 0)
+        })
+        .collect();
+
+    let nd = p.dims.len();
+    let inner = *p.dims.last().unwrap() as i64;
+    if nd == 1 {
+        // begin..end is the inner range itself.
+        let rows: Vec<Value> = p.accesses.iter().map(|a| bases[a.ptr]).collect();
+        emit_inner(b, g, k, &p, &rows, &slots, begin, end, None);
+    } else {
+        // Outer loops: dim 0 over begin..end, dims 1..nd-1 full.
+        let mut idx: Vec<Value> = Vec::new();
+        emit_outer(b, g, k, &p, &bases, &slots, begin, end, 0, &mut idx, inner);
+    }
+    b.ins().return_(&[]);
+}
+
+#[allow(clippy::too_many_arguments)]
+fn emit_outer(
+    b: &mut FunctionBuilder,
+    g: &Graph,
+    k: &Kernel,
+    p: &Plan,
+    bases: &[Value],
+    slots: &[Value],
+    lo: Value,
+    hi: Value,
+    d: usize,
+    idx: &mut Vec<Value>,
+    inner: i64,
+) {
+    let nd = p.dims.len();
+    emit_loop(b, lo, hi, 1, |b, j| {
+        idx.push(j);
+        if d + 2 == nd {
+            // Row bases for the inner loop.
+            let rows: Vec<Value> = p
+                .accesses
+                .iter()
+                .map(|a| {
+                    let mut off = b.ins().iconst(types::I64, 0);
+                    for (dd, &jv) in idx.iter().enumerate() {
+                        let bytes = (a.strides[dd] * a.dtype.size()) as i64;
+                        if bytes != 0 {
+                            let t = b.ins().imul_imm_s(jv, bytes);
+                            off = b.ins().iadd(off, t);
+                        }
+                    }
+                    b.ins().iadd(bases[a.ptr], off)
+                })
+                .collect();
+            let zero = b.ins().iconst(types::I64, 0);
+            let n = b.ins().iconst(types::I64, inner);
+            emit_inner(b, g, k, p, &rows, slots, zero, n, Some(inner));
+        } else {
+            let zero = b.ins().iconst(types::I64, 0);
+            let n = b.ins().iconst(types::I64, p.dims[d + 1] as i64);
+            emit_outer(b, g, k, p, bases, slots, zero, n, d + 1, idx, inner);
+        }
+        idx.pop();
+    });
+}
+
+/// The inner loop over elements lo..hi of a row (`known` = static length).
+#[allow(clippy::too_many_arguments)]
+fn emit_inner(
+    b: &mut FunctionBuilder,
+    g: &Graph,
+    k: &Kernel,
+    p: &Plan,
+    rows: &[Value],
+    slots: &[Value],
+    lo: Value,
+    hi: Value,
+    known: Option<i64>,
+) {
+    let l = LANES as i64;
+    let w = l * UNROLL as i64;
+    let addr_at = |b: &mut FunctionBuilder, i: Value, extra: i64| -> Vec<Addr> {
+        p.accesses
+            .iter()
+            .enumerate()
+            .map(|(a, acc)| {
+                if *acc.strides.last().unwrap() == 0 {
+                    Addr::Splat(rows[a])
+                } else {
+                    let size = acc.dtype.size() as i64;
+                    let off = b.ins().imul_imm_s(i, size);
+                    let off = b.ins().iadd_imm_s(off, extra * size);
+                    Addr::Run(b.ins().iadd(rows[a], off))
+                }
+            })
+            .collect()
+    };
+    let mut i = lo;
+    if known.is_none_or(|n| n >= w) {
+        i = emit_loop(b, i, hi, w, |b, i| {
+            for u in 0..UNROLL {
+                let addrs = addr_at(b, i, u as i64 * l);
+                emit_vector(b, g, k, p, &addrs);
+            }
+        });
+    }
+    if known.is_none_or(|n| n % w >= l) {
+        i = emit_loop(b, i, hi, l, |b, i| {
+            let addrs = addr_at(b, i, 0);
+            emit_vector(b, g, k, p, &addrs);
+        });
+    }
+    if known.is_none_or(|n| n % l != 0) {
+        let tail = b.create_block();
+        let done = b.create_block();
+        let more = b.ins().icmp(IntCC::SignedLessThan, i, hi);
+        b.ins().brif(more, tail, &[], done, &[]);
+        b.switch_to_block(tail);
+        let r = b.ins().isub(hi, i);
+        let addrs = addr_at(b, i, 0);
+        // Inputs: copy r elements into their slots; outputs: compute into slots.
+        let tail_addrs: Vec<Addr> = addrs
+            .iter()
+            .enumerate()
+            .map(|(a, ad)| match ad {
+                Addr::Splat(x) => Addr::Splat(*x),
+                Addr::Run(src) => {
+                    if !p.outs.contains(&a) {
+                        copy_elems(b, *src, slots[a], r, p.accesses[a].dtype.size());
+                    }
+                    Addr::Run(slots[a])
+                }
+            })
+            .collect();
+        emit_vector(b, g, k, p, &tail_addrs);
+        for &a in &p.outs {
+            if let Addr::Run(dst) = addrs[a] {
+                copy_elems(b, slots[a], dst, r, p.accesses[a].dtype.size());
+            }
+        }
+        b.ins().jump(done, &[]);
+        b.switch_to_block(done);
+    }
+}
+
+/// Copy `n` elements of `size` bytes (a dynamic count below LANES).
+fn copy_elems(b: &mut FunctionBuilder, src: Value, dst: Value, n: Value, size: usize) {
+    let ty = match size {
+        1 => types::I8,
+        4 => types::I32,
+        _ => types::I64,
+    };
+    let flags = MemFlagsData::new().with_notrap();
+    let zero = b.ins().iconst(types::I64, 0);
+    emit_loop(b, zero, n, 1, |b, j| {
+        let off = b.ins().imul_imm_s(j, size as i64);
+        let s = b.ins().iadd(src, off);
+        let d = b.ins().iadd(dst, off);
+        let v = b.ins().load(ty, flags, s, 0);
+        b.ins().store(flags, v, d, 0);
+    });
+}
+
+/// Compute every node of the kernel on one lane vector and store the outputs.
+fn emit_vector(b: &mut FunctionBuilder, g: &Graph, k: &Kernel, p: &Plan, addrs: &[Addr]) {
+    let mut env: HashMap<ValueId, Vals> = HashMap::new();
+    let read = |b: &mut FunctionBuilder, a: usize| -> Vals {
+        let d = p.accesses[a].dtype;
+        match addrs[a] {
+            Addr::Run(x) => vector::load(b, d, x),
+            Addr::Splat(x) => vector::load_splat(b, d, x),
+        }
+    };
+    let const_of = |v: ValueId| -> Option<Literal> {
+        let n = g.node(v);
+        match n.op {
+            Op::Const(l) => Some(l),
+            Op::Broadcast => match g.node(n.inputs[0]).op {
+                Op::Const(l) => Some(l),
+                _ => None,
+            },
+            _ => None,
+        }
+    };
+    for &v in &k.nodes {
+        let n = g.node(v);
+        let mut args: Vec<Vals> = Vec::with_capacity(n.inputs.len());
+        if n.op != Op::Broadcast {
+            for &x in &n.inputs {
+                if let Some(val) = env.get(&x) {
+                    args.push(val.clone());
+                } else if let Some(l) = const_of(x) {
+                    let val = vector::splat(b, g.node(x).dtype, l);
+                    env.insert(x, val.clone());
+                    args.push(val);
+                } else {
+                    let val = read(b, p.direct[&x]);
+                    env.insert(x, val.clone());
+                    args.push(val);
+                }
+            }
+        }
+        let val = match &n.op {
+            Op::Broadcast => match const_of(v) {
+                Some(l) => vector::splat(b, n.dtype, l),
+                None => read(b, p.bcast[&v]),
+            },
+            Op::Unary(u) => vector::unary(b, *u, n.dtype, &args[0]),
+            Op::Binary(o) => vector::binary(b, *o, n.dtype, &args[0], &args[1]),
+            Op::Compare(c) => vector::compare(b, *c, g.node(n.inputs[0]).dtype, &args[0], &args[1]),
+            Op::Select => vector::select(b, n.dtype, &args[0], &args[1], &args[2]),
+            Op::Cast(to) => vector::cast(b, g.node(n.inputs[0]).dtype, *to, &args[0]),
+            other => unreachable!("{} is not computed in a kernel", other.name()),
+        };
+        env.insert(v, val);
+    }
+    for (j, &o) in k.outputs.iter().enumerate() {
+        let a = p.outs[j];
+        if let Addr::Run(x) = addrs[a] {
+            vector::store(b, p.accesses[a].dtype, &env[&o], x);
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! Cranelift code generation: one function per kernel, all kernels of a
+//! program in one JIT module whose code is freed with the program.
+
+mod kernel;
+pub mod math;
+mod vector;
+
+pub use kernel::layout;
+
+use crate::exec::partition::Kernel;
+use crate::ir::Graph;
+use crate::Error;
+use cranelift_codegen::ir::{types, AbiParam};
+use cranelift_codegen::isa::OwnedTargetIsa;
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::Module;
+use once_cell::sync::Lazy;
+
+/// The signature of every compiled kernel.
+pub type KernelFn = unsafe extern "C" fn(ptrs: *const *mut u8, begin: i64, end: i64);
+
+/// The host ISA with its CPU features (AVX2/FMA here), built once.
+static ISA: Lazy<Result<OwnedTargetIsa, String>> = Lazy::new(|| {
+    let mut fb = settings::builder();
+    let set = |fb: &mut settings::Builder, k: &str, v: &str| fb.set(k, v).map_err(|e| format!("{k}={v}: {e}"));
+    set(&mut fb, "opt_level", "speed")?;
+    // The verifier runs in debug builds and tests (it costs 30-50 % of compile time).
+    set(&mut fb, "enable_verifier", if cfg!(debug_assertions) { "true" } else { "false" })?;
+    set(&mut fb, "is_pic", "false")?;
+    let isa = cranelift_native::builder().map_err(|e| format!("host ISA: {e}"))?;
+    isa.finish(settings::Flags::new(fb)).map_err(|e| format!("host ISA: {e}"))
+});
+
+/// A JIT module's code, freed when the program is dropped.
+pub struct JitCode {
+    module: Option<JITModule>,
+}
+
+// SAFETY: the module is only touched at drop; its finalized code is immutable
+// and callable from any thread.
+unsafe impl Send for JitCode {}
+unsafe impl Sync for JitCode {}
+
+impl Drop for JitCode {
+    fn drop(&mut self) {
+        if let Some(m) = self.module.take() {
+            // SAFETY: the program owning this code is being dropped, so no
+            // call can be running through its function pointers.
+            unsafe { m.free_memory() };
+        }
+    }
+}
+
+pub struct CompiledKernels {
+    pub fns: Vec<KernelFn>,
+    /// Cranelift IR text of each kernel (when asked for).
+    pub clif: Vec<String>,
+    pub code: JitCode,
+}
+
+pub fn compile(g: &Graph, kernels: &[Kernel], keep_clif: bool) -> Result<CompiledKernels, Error> {
+    let isa = ISA.as_ref().map_err(|e| Error::codegen(e.clone()))?.clone();
+    let mut module = JITModule::new(JITBuilder::with_isa(isa, cranelift_module::default_libcall_names()));
+    let mut ctx = module.make_context();
+    let mut fctx = FunctionBuilderContext::new();
+    let mut sig = module.make_signature();
+    for _ in 0..3 {
+        sig.params.push(AbiParam::new(types::I64));
+    }
+    let mut ids = Vec::new();
+    let mut clif = Vec::new();
+    for k in kernels {
+        ctx.func.signature = sig.clone();
+        {
+            let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+            kernel::build(&mut b, g, k);
+            b.seal_all_blocks();
+            b.finalize(module.target_config());
+        }
+        if keep_clif {
+            clif.push(ctx.func.display().to_string());
+        }
+        let id = module.declare_anonymous_function(&sig).map_err(|e| Error::codegen(e.to_string()))?;
+        module.define_function(id, &mut ctx).map_err(|e| Error::codegen(format!("{e:?}")))?;
+        module.clear_context(&mut ctx);
+        ids.push(id);
+    }
+    module.finalize_definitions().map_err(|e| Error::codegen(e.to_string()))?;
+    let fns = ids
+        .iter()
+        .map(|&id| {
+            let p = module.get_finalized_function(id);
+            // SAFETY: every kernel was built with the KernelFn signature.
+            unsafe { std::mem::transmute::<*const u8, KernelFn>(p) }
+        })
+        .collect();
+    Ok(CompiledKernels { fns, clif, code: JitCode { module: Some(module) } })
+}

@@ -1,0 +1,392 @@
+//! Emission of one IR op on a "lane vector": LANES logical elements held in
+//! one or two 128-bit Cranelift vectors (the widest x86-64 Cranelift lowers).
+//!
+//! Representation by dtype (`parts` of a `Vals`):
+//! - f32: one F32X4; i32: one I32X4; bool: one I32X4 mask (all ones = true);
+//! - f64: two F64X2; i64: two I64X2 (lanes 0-1, then 2-3).
+//! Ops without a vector lowering on x64 (integer division, 64-bit int <->
+//! float casts) are done lane by lane on scalars.
+
+use super::math;
+use crate::ir::{BinaryOp, CmpOp, UnaryOp};
+use crate::{DType, Literal};
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::{types, ConstantData, Endianness, InstBuilder, MemFlagsData, Type, Value};
+use cranelift_frontend::FunctionBuilder;
+
+pub const LANES: usize = 4;
+
+pub type Vals = Vec<Value>;
+
+/// The Cranelift type of each part, and how many parts a dtype takes.
+pub fn part_type(d: DType) -> (Type, usize) {
+    match d {
+        DType::F32 => (types::F32X4, 1),
+        DType::I32 | DType::Bool => (types::I32X4, 1),
+        DType::F64 => (types::F64X2, 2),
+        DType::I64 => (types::I64X2, 2),
+    }
+}
+
+fn scalar_type(d: DType) -> Type {
+    match d {
+        DType::F32 => types::F32,
+        DType::F64 => types::F64,
+        DType::I32 | DType::Bool => types::I32,
+        DType::I64 => types::I64,
+    }
+}
+
+fn flags() -> MemFlagsData {
+    MemFlagsData::new().with_notrap()
+}
+
+fn le() -> MemFlagsData {
+    MemFlagsData::new().with_endianness(Endianness::Little)
+}
+
+/// A scalar constant of dtype `d` (bool: 0 or -1, the mask encoding).
+fn scalar_const(b: &mut FunctionBuilder, d: DType, l: Literal) -> Value {
+    match d {
+        DType::F32 => b.ins().f32const(l.as_f64(d) as f32),
+        DType::F64 => b.ins().f64const(l.as_f64(d)),
+        DType::I32 => b.ins().iconst(types::I32, l.as_i64(d) as i32 as i64),
+        DType::I64 => b.ins().iconst(types::I64, l.as_i64(d)),
+        DType::Bool => b.ins().iconst(types::I32, -(l.as_i64(d) & 1)),
+    }
+}
+
+pub fn splat(b: &mut FunctionBuilder, d: DType, l: Literal) -> Vals {
+    let s = scalar_const(b, d, l);
+    let (ty, n) = part_type(d);
+    let v = b.ins().splat(ty, s);
+    vec![v; n]
+}
+
+/// Load LANES consecutive elements at `addr`.
+pub fn load(b: &mut FunctionBuilder, d: DType, addr: Value) -> Vals {
+    match d {
+        DType::Bool => {
+            let w = b.ins().load(types::I32, flags(), addr, 0);
+            let v = b.ins().scalar_to_vector(types::I32X4, w);
+            let v = b.ins().bitcast(types::I8X16, le(), v);
+            let v = b.ins().uwiden_low(v);
+            let v = b.ins().uwiden_low(v);
+            let zero = b.ins().iconst(types::I32, 0);
+            let zero = b.ins().splat(types::I32X4, zero);
+            vec![b.ins().icmp(IntCC::NotEqual, v, zero)]
+        }
+        _ => {
+            let (ty, n) = part_type(d);
+            (0..n).map(|p| b.ins().load(ty, flags(), addr, (p * 16) as i32)).collect()
+        }
+    }
+}
+
+/// Load the one element at `addr` into every lane.
+pub fn load_splat(b: &mut FunctionBuilder, d: DType, addr: Value) -> Vals {
+    let (ty, n) = part_type(d);
+    let s = match d {
+        DType::Bool => {
+            let x = b.ins().uload8(types::I32, flags(), addr, 0);
+            b.ins().ineg(x)
+        }
+        _ => b.ins().load(scalar_type(d), flags(), addr, 0),
+    };
+    let v = b.ins().splat(ty, s);
+    vec![v; n]
+}
+
+pub fn store(b: &mut FunctionBuilder, d: DType, v: &Vals, addr: Value) {
+    match d {
+        DType::Bool => {
+            let one = b.ins().iconst(types::I32, 1);
+            let one = b.ins().splat(types::I32X4, one);
+            let x = b.ins().band(v[0], one);
+            let x = b.ins().unarrow(x, x); // I16X8
+            let x = b.ins().unarrow(x, x); // I8X16
+            let x = b.ins().bitcast(types::I32X4, le(), x);
+            let w = b.ins().extractlane(x, 0);
+            b.ins().store(flags(), w, addr, 0);
+        }
+        _ => {
+            for (p, part) in v.iter().enumerate() {
+                b.ins().store(flags(), *part, addr, (p * 16) as i32);
+            }
+        }
+    }
+}
+
+/// Shuffle the lanes of two 4x32-bit vectors of type `ty`: `idx` picks lanes
+/// 0-3 of `x` and 4-7 of `y`.
+fn shuffle32(b: &mut FunctionBuilder, ty: Type, x: Value, y: Value, idx: [u8; 4]) -> Value {
+    let xb = b.ins().bitcast(types::I8X16, le(), x);
+    let yb = b.ins().bitcast(types::I8X16, le(), y);
+    let bytes: Vec<u8> = idx.iter().flat_map(|&l| (0..4).map(move |k| l * 4 + k)).collect();
+    let mask = b.func.dfg.immediates.push(ConstantData::from(bytes));
+    let r = b.ins().shuffle(xb, yb, mask);
+    b.ins().bitcast(ty, le(), r)
+}
+
+/// A mask over two I64X2 (or F64X2 compare results) narrowed to one I32X4.
+fn narrow_mask(b: &mut FunctionBuilder, lo: Value, hi: Value) -> Value {
+    let lo = b.ins().bitcast(types::I32X4, le(), lo);
+    let hi = b.ins().bitcast(types::I32X4, le(), hi);
+    shuffle32(b, types::I32X4, lo, hi, [0, 2, 4, 6])
+}
+
+/// An I32X4 mask widened to two I64X2 masks.
+fn widen_mask(b: &mut FunctionBuilder, m: Value) -> [Value; 2] {
+    [b.ins().swiden_low(m), b.ins().swiden_high(m)]
+}
+
+/// The scalar lanes of a value (LANES of them), in order.
+fn lanes(b: &mut FunctionBuilder, v: &Vals) -> Vec<Value> {
+    let per = LANES / v.len();
+    v.iter().flat_map(|&p| (0..per).map(move |l| (p, l as u8)).collect::<Vec<_>>()).map(|(p, l)| b.ins().extractlane(p, l)).collect()
+}
+
+/// Build a value of dtype `d` from LANES scalars of its scalar type.
+fn from_lanes(b: &mut FunctionBuilder, d: DType, ls: &[Value]) -> Vals {
+    let (ty, n) = part_type(d);
+    let per = LANES / n;
+    (0..n)
+        .map(|p| {
+            let mut v = b.ins().splat(ty, ls[p * per]);
+            for l in 1..per {
+                v = b.ins().insertlane(v, ls[p * per + l], l as u8);
+            }
+            v
+        })
+        .collect()
+}
+
+fn map_parts(v: &Vals, mut f: impl FnMut(Value) -> Value) -> Vals {
+    v.iter().map(|&p| f(p)).collect()
+}
+
+fn zip_parts(a: &Vals, c: &Vals, mut f: impl FnMut(Value, Value) -> Value) -> Vals {
+    a.iter().zip(c).map(|(&x, &y)| f(x, y)).collect()
+}
+
+fn fsplat(b: &mut FunctionBuilder, ty: Type, v: f64) -> Value {
+    let s = if ty == types::F32X4 { b.ins().f32const(v as f32) } else { b.ins().f64const(v) };
+    b.ins().splat(ty, s)
+}
+
+pub fn unary(b: &mut FunctionBuilder, op: UnaryOp, d: DType, x: &Vals) -> Vals {
+    let (ty, _) = part_type(d);
+    if op == UnaryOp::Not {
+        return map_parts(x, |p| b.ins().bnot(p));
+    }
+    if d.is_float() {
+        return map_parts(x, |p| match op {
+            UnaryOp::Neg => b.ins().fneg(p),
+            UnaryOp::Abs => b.ins().fabs(p),
+            UnaryOp::Sqrt => b.ins().sqrt(p),
+            UnaryOp::Rsqrt => {
+                let s = b.ins().sqrt(p);
+                let one = fsplat(b, ty, 1.0);
+                b.ins().fdiv(one, s)
+            }
+            UnaryOp::Recip => {
+                let one = fsplat(b, ty, 1.0);
+                b.ins().fdiv(one, p)
+            }
+            UnaryOp::Square => b.ins().fmul(p, p),
+            UnaryOp::Relu => {
+                // x < 0 ? 0 : x  (NaN and -0 pass through)
+                let zero = fsplat(b, ty, 0.0);
+                let m = b.ins().fcmp(FloatCC::LessThan, p, zero);
+                let m = b.ins().bitcast(ty, MemFlagsData::new(), m);
+                b.ins().bitselect(m, zero, p)
+            }
+            UnaryOp::Exp => math::exp(b, p),
+            UnaryOp::Ln => math::ln(b, p),
+            UnaryOp::Tanh => math::tanh(b, p),
+            UnaryOp::Sigmoid => math::sigmoid(b, p),
+            UnaryOp::Sin => math::sin(b, p),
+            UnaryOp::Cos => math::cos(b, p),
+            UnaryOp::Not => unreachable!(),
+        });
+    }
+    map_parts(x, |p| match op {
+        UnaryOp::Neg => b.ins().ineg(p),
+        UnaryOp::Abs => {
+            let n = b.ins().ineg(p);
+            b.ins().smax(p, n) // wraps at MIN like wrapping_abs
+        }
+        UnaryOp::Square => b.ins().imul(p, p),
+        UnaryOp::Relu => {
+            let z = b.ins().iconst(ty.lane_type(), 0);
+            let z = b.ins().splat(ty, z);
+            b.ins().smax(p, z)
+        }
+        _ => unreachable!("{op:?} on integers is rejected at trace time"),
+    })
+}
+
+pub fn binary(b: &mut FunctionBuilder, op: BinaryOp, d: DType, x: &Vals, y: &Vals) -> Vals {
+    if d.is_float() {
+        return zip_parts(x, y, |p, q| match op {
+            BinaryOp::Add => b.ins().fadd(p, q),
+            BinaryOp::Sub => b.ins().fsub(p, q),
+            BinaryOp::Mul => b.ins().fmul(p, q),
+            BinaryOp::Div => b.ins().fdiv(p, q),
+            BinaryOp::Max => b.ins().fmax(p, q),
+            BinaryOp::Min => b.ins().fmin(p, q),
+            BinaryOp::Pow => math::pow(b, p, q),
+            BinaryOp::And | BinaryOp::Or => unreachable!(),
+        });
+    }
+    match op {
+        BinaryOp::Div => int_div(b, d, x, y),
+        _ => zip_parts(x, y, |p, q| match op {
+            BinaryOp::Add => b.ins().iadd(p, q),
+            BinaryOp::Sub => b.ins().isub(p, q),
+            BinaryOp::Mul => b.ins().imul(p, q),
+            BinaryOp::Max => b.ins().smax(p, q),
+            BinaryOp::Min => b.ins().smin(p, q),
+            BinaryOp::And => b.ins().band(p, q),
+            BinaryOp::Or => b.ins().bor(p, q),
+            BinaryOp::Div | BinaryOp::Pow => unreachable!(),
+        }),
+    }
+}
+
+/// Truncating division lane by lane, with XLA's definitions where the
+/// hardware would trap: `x / 0 = -1`, `MIN / -1 = MIN`.
+fn int_div(b: &mut FunctionBuilder, d: DType, x: &Vals, y: &Vals) -> Vals {
+    let st = scalar_type(d);
+    let xs = lanes(b, x);
+    let ys = lanes(b, y);
+    let out: Vec<Value> = xs
+        .iter()
+        .zip(&ys)
+        .map(|(&a, &c)| {
+            let is0 = b.ins().icmp_imm_s(IntCC::Equal, c, 0);
+            let ism1 = b.ins().icmp_imm_s(IntCC::Equal, c, -1);
+            let bad = b.ins().bor(is0, ism1);
+            let one = b.ins().iconst(st, 1);
+            let safe = b.ins().select(bad, one, c);
+            let q = b.ins().sdiv(a, safe);
+            let neg = b.ins().ineg(a);
+            let q = b.ins().select(ism1, neg, q);
+            let m1 = b.ins().iconst(st, -1);
+            b.ins().select(is0, m1, q)
+        })
+        .collect();
+    from_lanes(b, d, &out)
+}
+
+/// Compare two values of dtype `d`; the result is a bool mask (one I32X4).
+pub fn compare(b: &mut FunctionBuilder, op: CmpOp, d: DType, x: &Vals, y: &Vals) -> Vals {
+    let parts: Vec<Value> = if d.is_float() {
+        let cc = match op {
+            CmpOp::Lt => FloatCC::LessThan,
+            CmpOp::Le => FloatCC::LessThanOrEqual,
+            CmpOp::Gt => FloatCC::GreaterThan,
+            CmpOp::Ge => FloatCC::GreaterThanOrEqual,
+            CmpOp::Eq => FloatCC::Equal,
+            CmpOp::Ne => FloatCC::NotEqual,
+        };
+        zip_parts(x, y, |p, q| b.ins().fcmp(cc, p, q))
+    } else {
+        let cc = match op {
+            CmpOp::Lt => IntCC::SignedLessThan,
+            CmpOp::Le => IntCC::SignedLessThanOrEqual,
+            CmpOp::Gt => IntCC::SignedGreaterThan,
+            CmpOp::Ge => IntCC::SignedGreaterThanOrEqual,
+            CmpOp::Eq => IntCC::Equal,
+            CmpOp::Ne => IntCC::NotEqual,
+        };
+        zip_parts(x, y, |p, q| b.ins().icmp(cc, p, q))
+    };
+    if parts.len() == 2 {
+        vec![narrow_mask(b, parts[0], parts[1])]
+    } else {
+        parts
+    }
+}
+
+pub fn select(b: &mut FunctionBuilder, d: DType, c: &Vals, x: &Vals, y: &Vals) -> Vals {
+    let (ty, n) = part_type(d);
+    let masks: Vec<Value> = if n == 2 { widen_mask(b, c[0]).to_vec() } else { vec![c[0]] };
+    masks
+        .iter()
+        .zip(x.iter().zip(y))
+        .map(|(&m, (&p, &q))| {
+            let m = if ty.is_float() { b.ins().bitcast(ty, MemFlagsData::new(), m) } else { m };
+            b.ins().bitselect(m, p, q)
+        })
+        .collect()
+}
+
+/// Convert a value of dtype `from` to `to` (Rust `as` semantics: float to int
+/// saturates, NaN gives 0; anything to bool is `!= 0`).
+pub fn cast(b: &mut FunctionBuilder, from: DType, to: DType, x: &Vals) -> Vals {
+    use DType::*;
+    if from == to {
+        return x.clone();
+    }
+    if to == Bool {
+        let zero = splat(b, from, Literal::Int(0));
+        return compare(b, CmpOp::Ne, from, x, &zero);
+    }
+    if from == Bool {
+        // mask & bits(1)
+        let one = splat(b, to, Literal::Int(1));
+        let (ty, n) = part_type(to);
+        let masks: Vec<Value> = if n == 2 { widen_mask(b, x[0]).to_vec() } else { vec![x[0]] };
+        return masks
+            .iter()
+            .zip(&one)
+            .map(|(&m, &o)| {
+                let m = if ty.is_float() { b.ins().bitcast(ty, MemFlagsData::new(), m) } else { m };
+                b.ins().band(m, o)
+            })
+            .collect();
+    }
+    match (from, to) {
+        (F32, I32) => vec![b.ins().fcvt_to_sint_sat(types::I32X4, x[0])],
+        (I32, F32) => vec![b.ins().fcvt_from_sint(types::F32X4, x[0])],
+        (F32, F64) => {
+            let lo = b.ins().fvpromote_low(x[0]);
+            let hi_in = shuffle32(b, types::F32X4, x[0], x[0], [2, 3, 2, 3]);
+            let hi = b.ins().fvpromote_low(hi_in);
+            vec![lo, hi]
+        }
+        (F64, F32) => {
+            let lo = b.ins().fvdemote(x[0]);
+            let hi = b.ins().fvdemote(x[1]);
+            vec![shuffle32(b, types::F32X4, lo, hi, [0, 1, 4, 5])]
+        }
+        _ => {
+            // Lane by lane on scalars.
+            let ls = lanes(b, x);
+            let st = scalar_type(to);
+            let out: Vec<Value> = ls
+                .iter()
+                .map(|&s| match (from.is_float(), to.is_float()) {
+                    (true, false) => b.ins().fcvt_to_sint_sat(st, s),
+                    (false, true) => b.ins().fcvt_from_sint(st, s),
+                    (true, true) => {
+                        if to == F64 {
+                            b.ins().fpromote(st, s)
+                        } else {
+                            b.ins().fdemote(st, s)
+                        }
+                    }
+                    (false, false) => {
+                        if to == I64 {
+                            b.ins().sextend(st, s)
+                        } else {
+                            b.ins().ireduce(st, s)
+                        }
+                    }
+                })
+                .collect();
+            from_lanes(b, to, &out)
+        }
+    }
+}

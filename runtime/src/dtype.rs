@@ -1,0 +1,227 @@
+//! Element types, the Rust types that carry them, and the promotion rules.
+
+use std::fmt;
+
+/// The element type of a tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DType {
+    F32,
+    F64,
+    I32,
+    I64,
+    Bool,
+}
+
+impl DType {
+    pub const ALL: [DType; 5] = [DType::F32, DType::F64, DType::I32, DType::I64, DType::Bool];
+
+    /// Bytes of one element in memory (`bool` is one byte holding 0 or 1).
+    pub fn size(self) -> usize {
+        match self {
+            DType::F32 | DType::I32 => 4,
+            DType::F64 | DType::I64 => 8,
+            DType::Bool => 1,
+        }
+    }
+
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F32 | DType::F64)
+    }
+
+    pub fn is_int(self) -> bool {
+        matches!(self, DType::I32 | DType::I64)
+    }
+
+    /// The name used in error messages and in the IR text (`f32`, `i64`, `bool`).
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::F32 => "f32",
+            DType::F64 => "f64",
+            DType::I32 => "i32",
+            DType::I64 => "i64",
+            DType::Bool => "bool",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<DType> {
+        DType::ALL.into_iter().find(|d| d.name() == s)
+    }
+
+    /// The dtype two tensors of an arithmetic op are promoted to, in the spirit
+    /// of JAX's lattice: the wider of two ints or of two floats; int with float
+    /// gives the float. `bool` takes part in no arithmetic (cast it first):
+    /// `None` means "no promotion exists".
+    pub fn promote(a: DType, b: DType) -> Option<DType> {
+        use DType::*;
+        if a == b {
+            return Some(a);
+        }
+        match (a, b) {
+            (Bool, _) | (_, Bool) => None,
+            (F64, _) | (_, F64) => Some(F64),
+            (F32, _) | (_, F32) => Some(F32),
+            _ => Some(I64), // i32 with i64
+        }
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A Rust type that is the element type of a tensor: `f32`, `f64`, `i32`,
+/// `i64` or `bool`.
+pub trait Element: sealed::Sealed + Copy + Send + Sync + PartialEq + fmt::Debug + 'static {
+    const DTYPE: DType;
+    fn to_f64(self) -> f64;
+    fn to_i64(self) -> i64;
+    fn from_literal(l: Literal) -> Self;
+    fn to_literal(self) -> Literal;
+}
+
+macro_rules! element {
+    ($t:ty, $d:ident, $lit:ident) => {
+        impl sealed::Sealed for $t {}
+        impl Element for $t {
+            const DTYPE: DType = DType::$d;
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            fn to_i64(self) -> i64 {
+                self as i64
+            }
+            fn from_literal(l: Literal) -> Self {
+                match l {
+                    Literal::Float(v) => v as $t,
+                    Literal::Int(v) => v as $t,
+                    Literal::Bool(v) => v as u8 as $t,
+                }
+            }
+            fn to_literal(self) -> Literal {
+                Literal::$lit(self as _)
+            }
+        }
+    };
+}
+element!(f32, F32, Float);
+element!(f64, F64, Float);
+element!(i32, I32, Int);
+element!(i64, I64, Int);
+
+impl sealed::Sealed for bool {}
+impl Element for bool {
+    const DTYPE: DType = DType::Bool;
+    fn to_f64(self) -> f64 {
+        self as u8 as f64
+    }
+    fn to_i64(self) -> i64 {
+        self as i64
+    }
+    fn from_literal(l: Literal) -> Self {
+        match l {
+            Literal::Float(v) => v != 0.0,
+            Literal::Int(v) => v != 0,
+            Literal::Bool(v) => v,
+        }
+    }
+    fn to_literal(self) -> Literal {
+        Literal::Bool(self)
+    }
+}
+
+/// A Rust scalar that may stand beside a tensor in arithmetic (`x * 2.0`).
+/// Such scalars are *weakly typed*, as in JAX: they take the tensor's dtype,
+/// except that a float scalar with an integer tensor promotes to `f32`.
+pub trait Scalar: Copy + 'static {
+    fn literal(self) -> Literal;
+}
+impl Scalar for f32 {
+    fn literal(self) -> Literal {
+        Literal::Float(self as f64)
+    }
+}
+impl Scalar for f64 {
+    fn literal(self) -> Literal {
+        Literal::Float(self)
+    }
+}
+impl Scalar for i32 {
+    fn literal(self) -> Literal {
+        Literal::Int(self as i64)
+    }
+}
+impl Scalar for i64 {
+    fn literal(self) -> Literal {
+        Literal::Int(self)
+    }
+}
+
+/// A constant value before it is given a dtype. Floats are kept in `f64` and
+/// rounded when the dtype is known, so a weak `0.1` with an `f32` tensor is the
+/// `f32` nearest to 0.1.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Literal {
+    Float(f64),
+    Int(i64),
+    Bool(bool),
+}
+
+impl Literal {
+    /// The dtype a weak scalar gets beside a tensor of dtype `t`.
+    pub fn weak_dtype(self, t: DType) -> Option<DType> {
+        match (self, t) {
+            (_, DType::Bool) => None,
+            (Literal::Bool(_), _) => None,
+            (Literal::Float(_), d) if d.is_int() => Some(DType::F32),
+            (_, d) => Some(d),
+        }
+    }
+
+    /// The value rounded to `dtype`, as an `f64` (exact for every i32 and f32;
+    /// i64 constants beyond 2^53 go through `as_i64`).
+    pub fn as_f64(self, dtype: DType) -> f64 {
+        match dtype {
+            DType::F32 => self.raw_f64() as f32 as f64,
+            DType::F64 => self.raw_f64(),
+            DType::I32 => self.as_i64(dtype) as f64,
+            DType::I64 => self.as_i64(dtype) as f64,
+            DType::Bool => (self.raw_f64() != 0.0) as u8 as f64,
+        }
+    }
+
+    pub fn as_i64(self, dtype: DType) -> i64 {
+        let v = match self {
+            Literal::Float(v) => v as i64,
+            Literal::Int(v) => v,
+            Literal::Bool(v) => v as i64,
+        };
+        match dtype {
+            DType::I32 => v as i32 as i64,
+            DType::Bool => (v != 0) as i64,
+            _ => v,
+        }
+    }
+
+    fn raw_f64(self) -> f64 {
+        match self {
+            Literal::Float(v) => v,
+            Literal::Int(v) => v as f64,
+            Literal::Bool(v) => v as u8 as f64,
+        }
+    }
+
+    /// The literal as it will be stored, converted to `dtype`.
+    pub fn cast(self, dtype: DType) -> Literal {
+        match dtype {
+            DType::F32 | DType::F64 => Literal::Float(self.as_f64(dtype)),
+            DType::I32 | DType::I64 => Literal::Int(self.as_i64(dtype)),
+            DType::Bool => Literal::Bool(self.raw_f64() != 0.0),
+        }
+    }
+}

@@ -1,0 +1,136 @@
+//! A compiled program (`Executable`): the graph, its kernels and their
+//! machine code, and `run`, which checks the arguments, allocates the
+//! buffers and calls the kernels in order.
+
+pub mod partition;
+
+use crate::codegen::{self, CompiledKernels};
+use crate::error::type_str;
+use crate::ir::{self, Graph, Op, ValueId};
+use crate::jit::{CallArgs, Signature};
+use crate::storage::Buffer;
+use crate::tensor::Tensor;
+use crate::trace::Traced;
+use crate::{interp, Error};
+use partition::Kernel;
+use std::sync::Arc;
+
+pub struct Executable {
+    graph: Graph,
+    captured: Vec<Tensor>,
+    kernels: Vec<Kernel>,
+    /// Extent of the outermost collapsed dim of each kernel (`end` of a call).
+    extents: Vec<i64>,
+    compiled: CompiledKernels,
+    signature: Signature,
+}
+
+impl Executable {
+    /// Verify, partition and compile a traced graph.
+    pub fn compile(traced: Traced, sig: &Signature, keep_text: bool) -> Result<Executable, Error> {
+        let graph = traced.graph;
+        if cfg!(debug_assertions) {
+            ir::verify(&graph)?;
+        }
+        let kernels = partition::partition(&graph);
+        let extents = kernels.iter().map(|k| codegen::layout(&graph, k).dims[0] as i64).collect();
+        let compiled = codegen::compile(&graph, &kernels, keep_text)?;
+        Ok(Executable { graph, captured: traced.captured, kernels, extents, compiled, signature: sig.clone() })
+    }
+
+    pub fn graph(&self) -> &Graph {
+        &self.graph
+    }
+
+    pub fn kernel_count(&self) -> usize {
+        self.kernels.len()
+    }
+
+    pub fn traced_text(&self) -> String {
+        self.graph.to_text()
+    }
+
+    pub fn kernels_text(&self) -> String {
+        partition::kernels_text(&self.graph, &self.kernels)
+    }
+
+    pub fn clif_text(&self) -> String {
+        self.compiled.clif.join("\n")
+    }
+
+    /// Check that the arguments have the types the program was compiled for.
+    fn check_args(&self, args: &CallArgs) -> Result<(), Error> {
+        if args.tensors.len() != self.signature.args.len() {
+            return Err(Error::argument(format!(
+                "program expects {} tensor arguments, got {}",
+                self.signature.args.len(),
+                args.tensors.len()
+            )));
+        }
+        for (i, ((_, t), s)) in args.tensors.iter().zip(&self.signature.args).enumerate() {
+            let t = t.tensor();
+            if t.is_traced() || t.shape() != s.shape.as_slice() || t.dtype() != s.dtype {
+                return Err(Error::argument(format!(
+                    "argument {i}: program compiled for {}, got {}",
+                    type_str(s.dtype, &s.shape),
+                    type_str(t.dtype(), t.shape())
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Run the program on arguments of its signature.
+    pub fn run(&self, args: CallArgs) -> Result<Vec<Tensor>, Error> {
+        self.check_args(&args)?;
+        let params: Vec<&Tensor> = args.tensors.iter().map(|(_, t)| t.tensor()).collect();
+        let mut bufs: Vec<Option<Arc<Buffer>>> = vec![None; self.graph.nodes.len()];
+        for (i, n) in self.graph.nodes.iter().enumerate() {
+            match n.op {
+                Op::Param(k) => bufs[i] = params[k].buffer().cloned(),
+                Op::Captured(k) => bufs[i] = self.captured[k].buffer().cloned(),
+                _ => {}
+            }
+        }
+        let mut ptrs: Vec<*mut u8> = Vec::new();
+        for (ki, k) in self.kernels.iter().enumerate() {
+            ptrs.clear();
+            for &x in &k.inputs {
+                ptrs.push(bufs[x.index()].as_ref().expect("input computed before use").as_mut_ptr());
+            }
+            for &o in &k.outputs {
+                let n = self.graph.node(o);
+                let buf = Arc::new(Buffer::uninit(crate::shape::numel(&n.shape) * n.dtype.size()));
+                ptrs.push(buf.as_mut_ptr());
+                bufs[o.index()] = Some(buf);
+            }
+            if crate::shape::numel(&k.shape) == 0 {
+                continue;
+            }
+            // SAFETY: the pointers are live buffers of the sizes the kernel
+            // was compiled for (checked by check_args and allocated above);
+            // outputs are fresh and not yet shared.
+            unsafe { (self.compiled.fns[ki])(ptrs.as_ptr(), 0, self.extents[ki]) };
+        }
+        let outs = self
+            .graph
+            .outputs
+            .iter()
+            .map(|&o| self.output(o, &bufs))
+            .collect::<Result<Vec<_>, _>>()?;
+        drop(args);
+        Ok(outs)
+    }
+
+    fn output(&self, o: ValueId, bufs: &[Option<Arc<Buffer>>]) -> Result<Tensor, Error> {
+        let n = self.graph.node(o);
+        if let Some(b) = &bufs[o.index()] {
+            return Ok(Tensor::from_buffer(b.clone(), n.shape.clone(), n.dtype));
+        }
+        match n.op {
+            Op::Const(l) => Ok(interp::filled(l.cast(n.dtype), &n.shape, n.dtype)),
+            _ => Err(Error::verify(format!("output %{} was never computed", o.0))),
+        }
+    }
+}
+

@@ -1,0 +1,344 @@
+//! The reference interpreter: evaluates any op of the IR in plain Rust. It is
+//! the eager path of `Tensor` and the oracle of the differential tests, so it
+//! is written for obviousness, not speed. Float ops on `f32` are computed in
+//! `f64` and rounded once (exact for + - * / sqrt; within half an ulp of the
+//! true value for the transcendentals).
+
+use crate::ir::{BinaryOp, CmpOp, Graph, Op, UnaryOp};
+use crate::storage::Buffer;
+use crate::tensor::Tensor;
+use crate::{shape, DType, Element, Error, Literal};
+use std::sync::Arc;
+
+enum View<'a> {
+    F32(&'a [f32]),
+    F64(&'a [f64]),
+    I32(&'a [i32]),
+    I64(&'a [i64]),
+    Bool(&'a [bool]),
+}
+
+fn view(t: &Tensor) -> View<'_> {
+    let b = t.buffer().expect("interpreter needs concrete tensors");
+    match t.dtype {
+        DType::F32 => View::F32(b.typed()),
+        DType::F64 => View::F64(b.typed()),
+        DType::I32 => View::I32(b.typed()),
+        DType::I64 => View::I64(b.typed()),
+        DType::Bool => View::Bool(b.typed()),
+    }
+}
+
+/// Every element as `f64` (exact for all dtypes but i64 beyond 2^53).
+fn as_f64s(t: &Tensor) -> Vec<f64> {
+    match view(t) {
+        View::F32(v) => v.iter().map(|&x| x as f64).collect(),
+        View::F64(v) => v.to_vec(),
+        View::I32(v) => v.iter().map(|&x| x as f64).collect(),
+        View::I64(v) => v.iter().map(|&x| x as f64).collect(),
+        View::Bool(v) => v.iter().map(|&x| x as u8 as f64).collect(),
+    }
+}
+
+fn as_i64s(t: &Tensor) -> Vec<i64> {
+    match view(t) {
+        View::I32(v) => v.iter().map(|&x| x as i64).collect(),
+        View::I64(v) => v.to_vec(),
+        View::Bool(v) => v.iter().map(|&x| x as i64).collect(),
+        _ => unreachable!("as_i64s on a float tensor"),
+    }
+}
+
+fn as_bools(t: &Tensor) -> Vec<bool> {
+    match view(t) {
+        View::Bool(v) => v.to_vec(),
+        _ => unreachable!("as_bools on a non-bool tensor"),
+    }
+}
+
+fn tensor_of<T: Element>(v: Vec<T>, shape: &[usize]) -> Tensor {
+    Tensor::from_vec(v, shape).expect("interpreter result has the right length")
+}
+
+/// A tensor from per-element f64 values, rounded to a float dtype.
+fn from_f64s(v: Vec<f64>, shape: &[usize], dtype: DType) -> Tensor {
+    match dtype {
+        DType::F32 => tensor_of(v.into_iter().map(|x| x as f32).collect(), shape),
+        DType::F64 => tensor_of(v, shape),
+        _ => unreachable!(),
+    }
+}
+
+/// A tensor from per-element i64 values, wrapped to an integer dtype.
+fn from_i64s(v: Vec<i64>, shape: &[usize], dtype: DType) -> Tensor {
+    match dtype {
+        DType::I32 => tensor_of(v.into_iter().map(|x| x as i32).collect(), shape),
+        DType::I64 => tensor_of(v, shape),
+        _ => unreachable!(),
+    }
+}
+
+pub(crate) fn read_f64(t: &Tensor, i: usize) -> f64 {
+    match view(t) {
+        View::F32(v) => v[i] as f64,
+        View::F64(v) => v[i],
+        View::I32(v) => v[i] as f64,
+        View::I64(v) => v[i] as f64,
+        View::Bool(v) => v[i] as u8 as f64,
+    }
+}
+
+pub(crate) fn read_literal(t: &Tensor, i: usize) -> Literal {
+    match view(t) {
+        View::F32(v) => Literal::Float(v[i] as f64),
+        View::F64(v) => Literal::Float(v[i]),
+        View::I32(v) => Literal::Int(v[i] as i64),
+        View::I64(v) => Literal::Int(v[i]),
+        View::Bool(v) => Literal::Bool(v[i]),
+    }
+}
+
+pub(crate) fn write_literal(buf: &mut Buffer, dtype: DType, i: usize, l: Literal) {
+    match dtype {
+        DType::F32 => buf.typed_mut::<f32>()[i] = l.as_f64(dtype) as f32,
+        DType::F64 => buf.typed_mut::<f64>()[i] = l.as_f64(dtype),
+        DType::I32 => buf.typed_mut::<i32>()[i] = l.as_i64(dtype) as i32,
+        DType::I64 => buf.typed_mut::<i64>()[i] = l.as_i64(dtype),
+        DType::Bool => buf.typed_mut::<bool>()[i] = l.as_i64(dtype) != 0,
+    }
+}
+
+/// A tensor with every element `l`.
+pub(crate) fn filled(l: Literal, shape: &[usize], dtype: DType) -> Tensor {
+    let n = shape::numel(shape);
+    let mut buf = Buffer::zeroed(n * dtype.size());
+    for i in 0..n {
+        write_literal(&mut buf, dtype, i, l);
+    }
+    Tensor::from_buffer(Arc::new(buf), shape.to_vec(), dtype)
+}
+
+/// The float semantics of each unary op, in f64.
+pub fn unary_f64(op: UnaryOp, x: f64) -> f64 {
+    match op {
+        UnaryOp::Neg => -x,
+        UnaryOp::Exp => x.exp(),
+        UnaryOp::Ln => x.ln(),
+        UnaryOp::Tanh => x.tanh(),
+        UnaryOp::Sqrt => x.sqrt(),
+        UnaryOp::Rsqrt => 1.0 / x.sqrt(),
+        UnaryOp::Abs => x.abs(),
+        // NaN stays NaN and -0 stays -0, as `x < 0 ? 0 : x`.
+        UnaryOp::Relu => {
+            if x < 0.0 {
+                0.0
+            } else {
+                x
+            }
+        }
+        UnaryOp::Sigmoid => {
+            if x >= 0.0 {
+                1.0 / (1.0 + (-x).exp())
+            } else {
+                let e = x.exp();
+                e / (1.0 + e)
+            }
+        }
+        UnaryOp::Sin => x.sin(),
+        UnaryOp::Cos => x.cos(),
+        UnaryOp::Square => x * x,
+        UnaryOp::Recip => 1.0 / x,
+        UnaryOp::Not => unreachable!(),
+    }
+}
+
+/// The integer semantics of each unary op (wrapping), in i64.
+pub fn unary_i64(op: UnaryOp, x: i64, dtype: DType) -> i64 {
+    let wrap = |v: i64| if dtype == DType::I32 { v as i32 as i64 } else { v };
+    match op {
+        UnaryOp::Neg => wrap(x.wrapping_neg()),
+        UnaryOp::Abs => wrap(x.wrapping_abs()),
+        UnaryOp::Relu => x.max(0),
+        UnaryOp::Square => wrap(x.wrapping_mul(x)),
+        _ => unreachable!(),
+    }
+}
+
+pub fn binary_f64(op: BinaryOp, a: f64, b: f64) -> f64 {
+    match op {
+        BinaryOp::Add => a + b,
+        BinaryOp::Sub => a - b,
+        BinaryOp::Mul => a * b,
+        BinaryOp::Div => a / b,
+        // NaN propagates (as XLA's max/min do).
+        BinaryOp::Max => {
+            if a.is_nan() || b.is_nan() {
+                f64::NAN
+            } else {
+                a.max(b)
+            }
+        }
+        BinaryOp::Min => {
+            if a.is_nan() || b.is_nan() {
+                f64::NAN
+            } else {
+                a.min(b)
+            }
+        }
+        BinaryOp::Pow => a.powf(b),
+        BinaryOp::And | BinaryOp::Or => unreachable!(),
+    }
+}
+
+pub fn binary_i64(op: BinaryOp, a: i64, b: i64, dtype: DType) -> i64 {
+    let wrap = |v: i64| if dtype == DType::I32 { v as i32 as i64 } else { v };
+    match op {
+        BinaryOp::Add => wrap(a.wrapping_add(b)),
+        BinaryOp::Sub => wrap(a.wrapping_sub(b)),
+        BinaryOp::Mul => wrap(a.wrapping_mul(b)),
+        BinaryOp::Div => {
+            if b == 0 {
+                -1
+            } else {
+                wrap(a.wrapping_div(b))
+            }
+        }
+        BinaryOp::Max => a.max(b),
+        BinaryOp::Min => a.min(b),
+        _ => unreachable!(),
+    }
+}
+
+fn compare<T: PartialOrd>(op: CmpOp, a: T, b: T) -> bool {
+    match op {
+        CmpOp::Lt => a < b,
+        CmpOp::Le => a <= b,
+        CmpOp::Gt => a > b,
+        CmpOp::Ge => a >= b,
+        CmpOp::Eq => a == b,
+        CmpOp::Ne => a != b,
+    }
+}
+
+fn cast(x: &Tensor, to: DType) -> Tensor {
+    let s = &x.shape;
+    match (view(x), to) {
+        (_, DType::Bool) => tensor_of(as_f64s(x).into_iter().map(|v| v != 0.0).collect(), s),
+        (View::F32(v), DType::I32) => tensor_of(v.iter().map(|&a| a as i32).collect(), s),
+        (View::F32(v), DType::I64) => tensor_of(v.iter().map(|&a| a as i64).collect(), s),
+        (View::F64(v), DType::I32) => tensor_of(v.iter().map(|&a| a as i32).collect(), s),
+        (View::F64(v), DType::I64) => tensor_of(v.iter().map(|&a| a as i64).collect(), s),
+        // i64 -> f32 rounds once, directly.
+        (View::I64(v), DType::F32) => tensor_of(v.iter().map(|&a| a as f32).collect(), s),
+        (View::I64(v), DType::F64) => tensor_of(v.iter().map(|&a| a as f64).collect(), s),
+        (_, DType::F32 | DType::F64) => from_f64s(as_f64s(x), s, to),
+        (_, DType::I32 | DType::I64) => from_i64s(as_i64s(x), s, to),
+    }
+}
+
+fn broadcast(x: &Tensor, to: &[usize]) -> Tensor {
+    let st = shape::broadcast_strides(&x.shape, to);
+    let n = shape::numel(to);
+    let size = x.dtype.size();
+    let src = x.buffer().unwrap().bytes();
+    let out = Buffer::zeroed(n * size);
+    // SAFETY: `out` is fresh and owned here.
+    let dst = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr(), n * size) };
+    let mut idx = vec![0usize; to.len()];
+    for i in 0..n {
+        let off: usize = idx.iter().zip(&st).map(|(a, b)| a * b).sum();
+        dst[i * size..(i + 1) * size].copy_from_slice(&src[off * size..(off + 1) * size]);
+        for d in (0..to.len()).rev() {
+            idx[d] += 1;
+            if idx[d] < to[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    Tensor::from_buffer(Arc::new(out), to.to_vec(), x.dtype)
+}
+
+/// Evaluate one op on concrete operands of the op's exact shapes and dtypes.
+pub fn eval_op(op: &Op, ins: &[&Tensor], shape: &[usize], dtype: DType) -> Result<Tensor, Error> {
+    let s = shape;
+    Ok(match op {
+        Op::Param(_) | Op::Captured(_) => {
+            return Err(Error::verify(format!("`{}` has no value of its own", op.name())))
+        }
+        Op::Const(l) => filled(*l, s, dtype),
+        Op::Broadcast => broadcast(ins[0], s),
+        Op::Cast(d) => cast(ins[0], *d),
+        Op::Unary(UnaryOp::Not) => tensor_of(as_bools(ins[0]).into_iter().map(|v| !v).collect(), s),
+        Op::Unary(u) if dtype.is_float() => {
+            from_f64s(as_f64s(ins[0]).into_iter().map(|x| unary_f64(*u, x)).collect(), s, dtype)
+        }
+        Op::Unary(u) => from_i64s(as_i64s(ins[0]).into_iter().map(|x| unary_i64(*u, x, dtype)).collect(), s, dtype),
+        Op::Binary(b @ (BinaryOp::And | BinaryOp::Or)) => {
+            let (x, y) = (as_bools(ins[0]), as_bools(ins[1]));
+            let and = *b == BinaryOp::And;
+            tensor_of(x.iter().zip(&y).map(|(a, b)| if and { *a && *b } else { *a || *b }).collect(), s)
+        }
+        Op::Binary(b) if dtype.is_float() => {
+            let (x, y) = (as_f64s(ins[0]), as_f64s(ins[1]));
+            from_f64s(x.iter().zip(&y).map(|(a, c)| binary_f64(*b, *a, *c)).collect(), s, dtype)
+        }
+        Op::Binary(b) => {
+            let (x, y) = (as_i64s(ins[0]), as_i64s(ins[1]));
+            from_i64s(x.iter().zip(&y).map(|(a, c)| binary_i64(*b, *a, *c, dtype)).collect(), s, dtype)
+        }
+        Op::Compare(c) => {
+            let d = ins[0].dtype;
+            let r: Vec<bool> = if d.is_float() {
+                let (x, y) = (as_f64s(ins[0]), as_f64s(ins[1]));
+                x.iter().zip(&y).map(|(a, b)| compare(*c, a, b)).collect()
+            } else {
+                let (x, y) = (as_i64s(ins[0]), as_i64s(ins[1]));
+                x.iter().zip(&y).map(|(a, b)| compare(*c, a, b)).collect()
+            };
+            tensor_of(r, s)
+        }
+        Op::Select => {
+            let c = as_bools(ins[0]);
+            let size = dtype.size();
+            let (a, b) = (ins[1].buffer().unwrap().bytes(), ins[2].buffer().unwrap().bytes());
+            let mut out = Vec::with_capacity(a.len());
+            for (i, &ci) in c.iter().enumerate() {
+                let src = if ci { a } else { b };
+                out.extend_from_slice(&src[i * size..(i + 1) * size]);
+            }
+            Tensor::from_buffer(Arc::new(Buffer::from_bytes(&out)), s.to_vec(), dtype)
+        }
+    })
+}
+
+/// Evaluate a whole graph, node by node.
+pub fn eval_graph(g: &Graph, params: &[Tensor], captured: &[Tensor]) -> Result<Vec<Tensor>, Error> {
+    let mut vals: Vec<Tensor> = Vec::with_capacity(g.nodes.len());
+    for n in &g.nodes {
+        let t = match n.op {
+            Op::Param(k) => params
+                .get(k)
+                .cloned()
+                .ok_or_else(|| Error::argument(format!("graph needs parameter {k}, {} given", params.len())))?,
+            Op::Captured(k) => captured
+                .get(k)
+                .cloned()
+                .ok_or_else(|| Error::argument(format!("graph needs captured tensor {k}")))?,
+            _ => {
+                let ins: Vec<&Tensor> = n.inputs.iter().map(|v| &vals[v.index()]).collect();
+                eval_op(&n.op, &ins, &n.shape, n.dtype)?
+            }
+        };
+        if t.shape != n.shape || t.dtype != n.dtype {
+            return Err(Error::argument(format!(
+                "value %{} is {} but the graph declares {}",
+                vals.len(),
+                crate::error::type_str(t.dtype, &t.shape),
+                crate::error::type_str(n.dtype, &n.shape)
+            )));
+        }
+        vals.push(t);
+    }
+    Ok(g.outputs.iter().map(|o| vals[o.index()].clone()).collect())
+}

@@ -1,0 +1,45 @@
+//! The text form of a graph, one node a line:
+//!
+//! ```text
+//! %0 = param 0 : f32[4,8]
+//! %1 = const 2.0 : f32[4,8]
+//! %2 = mul %0, %1 : f32[4,8]
+//! return %2
+//! ```
+//! Every line ends with the node's type, so a pass's output reads without
+//! looking anything up. `parse` reads exactly this back.
+
+use super::{Graph, Op};
+use crate::error::type_str;
+use crate::Literal;
+use std::fmt::Write;
+
+pub fn print(g: &Graph) -> String {
+    let mut s = String::new();
+    for (i, n) in g.nodes.iter().enumerate() {
+        write!(s, "%{i} = {}", n.op.name()).unwrap();
+        match &n.op {
+            Op::Param(k) | Op::Captured(k) => write!(s, " {k}").unwrap(),
+            Op::Const(l) => write!(s, " {}", literal_text(*l)).unwrap(),
+            _ => {}
+        }
+        for (j, v) in n.inputs.iter().enumerate() {
+            s.push_str(if j == 0 { " " } else { ", " });
+            write!(s, "%{}", v.0).unwrap();
+        }
+        writeln!(s, " : {}", type_str(n.dtype, &n.shape)).unwrap();
+    }
+    let outs: Vec<String> = g.outputs.iter().map(|v| format!("%{}", v.0)).collect();
+    writeln!(s, "return {}", outs.join(", ")).unwrap();
+    s
+}
+
+/// Literals print so that they parse back to the same value: floats always
+/// carry a `.`, an exponent, `inf` or `NaN` (Rust's shortest round-trip form).
+pub fn literal_text(l: Literal) -> String {
+    match l {
+        Literal::Float(v) => format!("{v:?}"),
+        Literal::Int(v) => v.to_string(),
+        Literal::Bool(v) => v.to_string(),
+    }
+}

@@ -1,0 +1,183 @@
+//! The arguments of one jitted call, as the `#[jit]` wrapper collects them,
+//! and the signature (cache key) they give.
+
+use crate::{DType, Error, Tensor};
+use std::any::Any;
+use std::fmt::Debug;
+use std::hash::{Hash, Hasher};
+
+/// How a tensor argument is passed: the user's Rust type decides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ArgKind {
+    /// `&Tensor`: never written.
+    Borrowed,
+    /// `Tensor` by value: its buffer may be reused (donated).
+    Owned,
+    /// `f32` / `f64`: a traced scalar; a new value does not recompile.
+    Scalar,
+}
+
+pub(crate) enum ArgTensor<'a> {
+    Borrowed(&'a Tensor),
+    Owned(Tensor),
+}
+
+impl ArgTensor<'_> {
+    pub(crate) fn tensor(&self) -> &Tensor {
+        match self {
+            ArgTensor::Borrowed(t) => t,
+            ArgTensor::Owned(t) => t,
+        }
+    }
+}
+
+/// A static (non-traced) parameter value: part of the cache key.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a static parameter of a #[jit] function",
+    label = "static parameters must be `Hash + Eq + Clone + Debug + Send + Sync + 'static`",
+    note = "parameters of type `&Tensor`, `Tensor`, `f32` and `f64` are traced; every other parameter is \
+            static: it is part of the cache key, so it must be hashable and comparable"
+)]
+pub trait StaticArg: Any + Debug + Send + Sync {
+    fn dyn_eq(&self, other: &dyn StaticArg) -> bool;
+    fn dyn_hash(&self, h: &mut dyn Hasher);
+    fn clone_box(&self) -> Box<dyn StaticArg>;
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl<T: Hash + Eq + Clone + Debug + Send + Sync + 'static> StaticArg for T {
+    fn dyn_eq(&self, other: &dyn StaticArg) -> bool {
+        other.as_any().downcast_ref::<T>() == Some(self)
+    }
+    fn dyn_hash(&self, mut h: &mut dyn Hasher) {
+        self.hash(&mut h)
+    }
+    fn clone_box(&self) -> Box<dyn StaticArg> {
+        Box::new(self.clone())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// Compile-time check emitted by `#[jit]` for each static parameter type.
+pub fn assert_static_arg<T: StaticArg>() {}
+
+pub(crate) struct StaticValue(pub Box<dyn StaticArg>);
+
+impl PartialEq for StaticValue {
+    fn eq(&self, o: &StaticValue) -> bool {
+        self.0.dyn_eq(&*o.0)
+    }
+}
+impl Eq for StaticValue {}
+impl Hash for StaticValue {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.0.dyn_hash(h)
+    }
+}
+impl Clone for StaticValue {
+    fn clone(&self) -> StaticValue {
+        StaticValue(self.0.clone_box())
+    }
+}
+impl Debug for StaticValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// One traced argument's type in the signature.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ArgSig {
+    pub kind: ArgKind,
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+}
+
+/// The cache key of a call: the traced arguments' kinds, dtypes and shapes,
+/// and the static arguments' values.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Signature {
+    pub args: Vec<ArgSig>,
+    pub(crate) statics: Vec<StaticValue>,
+}
+
+impl Signature {
+    /// The static argument values, as written by their `Debug`.
+    pub fn statics_debug(&self) -> Vec<String> {
+        self.statics.iter().map(|s| format!("{s:?}")).collect()
+    }
+}
+
+impl std::fmt::Display for Signature {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut parts: Vec<String> = self
+            .args
+            .iter()
+            .map(|a| {
+                let t = crate::error::type_str(a.dtype, &a.shape);
+                match a.kind {
+                    ArgKind::Borrowed => format!("&{t}"),
+                    ArgKind::Owned => t,
+                    ArgKind::Scalar => format!("scalar {t}"),
+                }
+            })
+            .collect();
+        parts.extend(self.statics.iter().map(|s| format!("static {s:?}")));
+        write!(f, "({})", parts.join(", "))
+    }
+}
+
+/// The arguments of one call, in parameter order (statics separately).
+#[derive(Default)]
+pub struct CallArgs<'a> {
+    pub(crate) tensors: Vec<(ArgKind, ArgTensor<'a>)>,
+    pub(crate) statics: Vec<StaticValue>,
+}
+
+impl<'a> CallArgs<'a> {
+    pub fn new() -> CallArgs<'a> {
+        CallArgs::default()
+    }
+
+    pub fn borrowed(&mut self, t: &'a Tensor) {
+        self.tensors.push((ArgKind::Borrowed, ArgTensor::Borrowed(t)));
+    }
+
+    pub fn owned(&mut self, t: Tensor) {
+        self.tensors.push((ArgKind::Owned, ArgTensor::Owned(t)));
+    }
+
+    pub fn scalar_f32(&mut self, v: f32) {
+        self.tensors.push((ArgKind::Scalar, ArgTensor::Owned(Tensor::scalar(v))));
+    }
+
+    pub fn scalar_f64(&mut self, v: f64) {
+        self.tensors.push((ArgKind::Scalar, ArgTensor::Owned(Tensor::scalar(v))));
+    }
+
+    pub fn static_arg<T: StaticArg + Clone>(&mut self, v: &T) {
+        self.statics.push(StaticValue(Box::new(v.clone())));
+    }
+
+    /// The tensors as the traced body receives them (in the eager or inlined
+    /// path they are the concrete arguments themselves).
+    pub(crate) fn tensor_list(&self) -> Vec<Tensor> {
+        self.tensors.iter().map(|(_, t)| t.tensor().clone()).collect()
+    }
+
+    pub(crate) fn signature(&self) -> Result<Signature, Error> {
+        let mut args = Vec::with_capacity(self.tensors.len());
+        for (i, (kind, t)) in self.tensors.iter().enumerate() {
+            let t = t.tensor();
+            if t.is_traced() {
+                return Err(Error::argument(format!(
+                    "argument {i} is a traced tensor from a finished trace; pass concrete tensors"
+                )));
+            }
+            args.push(ArgSig { kind: *kind, dtype: t.dtype(), shape: t.shape().to_vec() });
+        }
+        Ok(Signature { args, statics: self.statics.clone() })
+    }
+}

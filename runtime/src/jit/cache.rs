@@ -1,0 +1,141 @@
+//! The per-function cache of compiled programs, keyed by signature.
+//!
+//! Thread-safe: the map is behind a mutex held only for the lookup; each entry
+//! is a `OnceCell`, so concurrent first calls with one signature compile once
+//! (the others wait for the result). Executables are shared by `Arc`: clearing
+//! the cache frees a program's code once no running call holds it.
+
+use super::args::{CallArgs, Signature};
+use super::lowered::Lowered;
+use crate::exec::Executable;
+use crate::trace::{self, ParamSpec};
+use crate::{Error, Tensor};
+use once_cell::sync::OnceCell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+type Entry = Arc<OnceCell<Result<Arc<Executable>, Error>>>;
+
+/// The body of a jitted function as the wrapper hands it over: traced tensor
+/// arguments in, output tensors out (static arguments are captured).
+pub type Body<'a> = &'a dyn Fn(&[Tensor]) -> Vec<Tensor>;
+
+/// Counters of one function's cache.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Calls that found a compiled program.
+    pub hits: u64,
+    /// Calls that traced and compiled.
+    pub misses: u64,
+    /// Signatures currently cached.
+    pub entries: usize,
+    /// Time spent tracing and compiling, over all misses.
+    pub compile_time: Duration,
+}
+
+pub struct FnCache {
+    name: &'static str,
+    map: Mutex<Option<HashMap<Signature, Entry>>>,
+    hits: AtomicU64,
+    misses: AtomicU64,
+    compile_nanos: AtomicU64,
+    registered: AtomicBool,
+}
+
+static REGISTRY: Mutex<Vec<&'static FnCache>> = Mutex::new(Vec::new());
+
+/// Clear the caches of every jitted function.
+pub fn clear_caches() {
+    let all: Vec<&'static FnCache> = REGISTRY.lock().unwrap().clone();
+    for c in all {
+        c.clear();
+    }
+}
+
+impl FnCache {
+    pub const fn new(name: &'static str) -> FnCache {
+        FnCache {
+            name,
+            map: Mutex::new(None),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+            compile_nanos: AtomicU64::new(0),
+            registered: AtomicBool::new(false),
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Run the function: inlined into the enclosing trace when tracing,
+    /// otherwise through the compiled program for the call's signature.
+    pub fn call(&'static self, args: CallArgs<'_>, body: Body<'_>) -> Result<Vec<Tensor>, Error> {
+        if trace::is_tracing() {
+            return Ok(body(&args.tensor_list()));
+        }
+        let sig = args.signature()?;
+        let exe = self.get_or_compile(&sig, body)?;
+        exe.run(args)
+    }
+
+    /// Trace and compile for these arguments without running, keeping every
+    /// stage's text. Does not touch the cache.
+    pub fn lower(&'static self, args: CallArgs<'_>, body: Body<'_>) -> Result<Lowered, Error> {
+        let sig = args.signature()?;
+        let traced = trace_body(&sig, body)?;
+        let exe = Executable::compile(traced, &sig, true)?;
+        Ok(Lowered::new(self.name, &sig, Arc::new(exe)))
+    }
+
+    fn get_or_compile(&'static self, sig: &Signature, body: Body<'_>) -> Result<Arc<Executable>, Error> {
+        self.register();
+        let entry = {
+            let mut map = self.map.lock().unwrap();
+            map.get_or_insert_with(HashMap::new).entry(sig.clone()).or_default().clone()
+        };
+        let mut compiled_here = false;
+        let result = entry.get_or_init(|| {
+            compiled_here = true;
+            let start = Instant::now();
+            let r = trace_body(sig, body).and_then(|t| Executable::compile(t, sig, false)).map(Arc::new);
+            self.compile_nanos.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            r
+        });
+        if compiled_here {
+            self.misses.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.hits.fetch_add(1, Ordering::Relaxed);
+        }
+        result.clone()
+    }
+
+    fn register(&'static self) {
+        if !self.registered.swap(true, Ordering::AcqRel) {
+            REGISTRY.lock().unwrap().push(self);
+        }
+    }
+
+    pub fn stats(&self) -> CacheStats {
+        CacheStats {
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+            entries: self.map.lock().unwrap().as_ref().map_or(0, |m| m.len()),
+            compile_time: Duration::from_nanos(self.compile_nanos.load(Ordering::Relaxed)),
+        }
+    }
+
+    /// Drop every cached program. Counters are kept; calls running now finish
+    /// on the program they hold, whose code is freed when they are done.
+    pub fn clear(&self) {
+        let old = self.map.lock().unwrap().take();
+        drop(old);
+    }
+}
+
+fn trace_body(sig: &Signature, body: Body<'_>) -> Result<trace::Traced, Error> {
+    let specs: Vec<ParamSpec> = sig.args.iter().map(|a| ParamSpec { shape: a.shape.clone(), dtype: a.dtype }).collect();
+    trace::trace(&specs, |ts| body(ts))
+}

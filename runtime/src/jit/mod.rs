@@ -1,0 +1,20 @@
+//! What `#[jit]` expands to calls: argument collection, the per-function
+//! cache, output conversion and lowering.
+
+mod args;
+mod cache;
+mod lowered;
+mod outputs;
+
+pub use args::{assert_static_arg, ArgKind, ArgSig, CallArgs, Signature, StaticArg};
+pub use cache::{clear_caches, Body, CacheStats, FnCache};
+pub use lowered::Lowered;
+pub use outputs::{FromOutputs, IntoOutputs};
+#[allow(unused_imports)]
+pub(crate) use args::ArgTensor;
+
+/// The plain call of a jitted function panics with the error `try_call` gives.
+#[track_caller]
+pub fn fail(e: crate::Error) -> ! {
+    panic!("{e}")
+}

@@ -1,0 +1,98 @@
+//! Tensor storage: one 64-byte-aligned heap block, shared by `Arc`.
+
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::ptr::NonNull;
+
+/// Alignment of every buffer: a cache line, so vector loads never split one.
+pub const ALIGN: usize = 64;
+
+/// An owned, aligned, zero-initialised block of bytes. Immutable once shared
+/// (tensors are values); only a compiled program writes into a fresh buffer
+/// before handing it out.
+pub struct Buffer {
+    ptr: NonNull<u8>,
+    bytes: usize,
+}
+
+// SAFETY: a Buffer is a plain heap block; it is only written while uniquely
+// owned (before it is wrapped in an Arc and shared).
+unsafe impl Send for Buffer {}
+unsafe impl Sync for Buffer {}
+
+impl Buffer {
+    pub fn zeroed(bytes: usize) -> Buffer {
+        if bytes == 0 {
+            // A dangling but aligned pointer: never dereferenced.
+            return Buffer { ptr: NonNull::new(ALIGN as *mut u8).unwrap(), bytes: 0 };
+        }
+        let layout = Layout::from_size_align(bytes, ALIGN).expect("tensor too large");
+        // SAFETY: layout has non-zero size.
+        let ptr = unsafe { alloc_zeroed(layout) };
+        let ptr = NonNull::new(ptr).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
+        Buffer { ptr, bytes }
+    }
+
+    pub fn from_bytes(src: &[u8]) -> Buffer {
+        let b = Buffer::zeroed(src.len());
+        // SAFETY: b owns `src.len()` fresh bytes.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), b.ptr.as_ptr(), src.len()) };
+        b
+    }
+
+    pub fn len_bytes(&self) -> usize {
+        self.bytes
+    }
+
+    pub fn as_ptr(&self) -> *const u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// Pointer for writing. Callers must own the buffer uniquely (it is fresh,
+    /// or `Arc::get_mut` succeeded) while they write.
+    pub fn as_mut_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: ptr is valid for `bytes` bytes (dangling only when 0).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.bytes) }
+    }
+
+    /// The contents as a typed slice. `T` must be a plain element type.
+    pub fn typed<T: crate::Element>(&self) -> &[T] {
+        debug_assert_eq!(self.bytes % std::mem::size_of::<T>(), 0);
+        // SAFETY: aligned to 64, sized by the tensor that owns it; bool buffers
+        // only ever hold 0 or 1.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr() as *const T, self.bytes / std::mem::size_of::<T>()) }
+    }
+
+    pub fn typed_mut<T: crate::Element>(&mut self) -> &mut [T] {
+        // SAFETY: as `typed`, and `&mut self` proves unique access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr() as *mut T, self.bytes / std::mem::size_of::<T>()) }
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        if self.bytes != 0 {
+            let layout = Layout::from_size_align(self.bytes, ALIGN).unwrap();
+            // SAFETY: allocated in `zeroed` with this layout.
+            unsafe { dealloc(self.ptr.as_ptr(), layout) };
+        }
+    }
+}
+
+impl Buffer {
+    /// A buffer whose contents are unspecified: for kernel outputs, which
+    /// write every element before anyone reads them.
+    pub fn uninit(bytes: usize) -> Buffer {
+        if bytes == 0 {
+            return Buffer::zeroed(0);
+        }
+        let layout = Layout::from_size_align(bytes, ALIGN).expect("tensor too large");
+        // SAFETY: non-zero size.
+        let ptr = unsafe { std::alloc::alloc(layout) };
+        let ptr = NonNull::new(ptr).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
+        Buffer { ptr, bytes }
+    }
+}

@@ -1,0 +1,212 @@
+//! `Tensor`: one type for concrete arrays and traced graph values.
+//!
+//! A concrete tensor owns (shares) an aligned row-major buffer; a traced one
+//! names a node of the trace on this thread. Every operation works on both:
+//! with a traced operand it records a node, otherwise it computes eagerly
+//! through the reference interpreter.
+
+mod arith;
+mod display;
+pub mod ops;
+
+use crate::ir::ValueId;
+use crate::storage::Buffer;
+use crate::{shape, DType, Element, Error, ErrorKind, Literal, Scalar};
+use std::sync::Arc;
+
+#[derive(Clone)]
+pub struct Tensor {
+    pub(crate) shape: Vec<usize>,
+    pub(crate) dtype: DType,
+    pub(crate) data: Data,
+}
+
+#[derive(Clone)]
+pub(crate) enum Data {
+    Concrete(Arc<Buffer>),
+    Traced { trace: u64, id: ValueId },
+}
+
+impl Tensor {
+    pub(crate) fn traced(trace: u64, id: ValueId, shape: Vec<usize>, dtype: DType) -> Tensor {
+        Tensor { shape, dtype, data: Data::Traced { trace, id } }
+    }
+
+    pub(crate) fn from_buffer(buf: Arc<Buffer>, shape: Vec<usize>, dtype: DType) -> Tensor {
+        debug_assert_eq!(buf.len_bytes(), shape::numel(&shape) * dtype.size());
+        Tensor { shape, dtype, data: Data::Concrete(buf) }
+    }
+
+    /// A tensor of `shape` holding `data` in row-major order.
+    pub fn from_vec<T: Element>(data: Vec<T>, shape: &[usize]) -> Result<Tensor, Error> {
+        Tensor::from_slice(&data, shape)
+    }
+
+    /// Like `from_vec`, copying from a slice.
+    pub fn from_slice<T: Element>(data: &[T], shape: &[usize]) -> Result<Tensor, Error> {
+        let n = shape::numel(shape);
+        if data.len() != n {
+            return Err(Error::shape(format!(
+                "from_vec: {} elements do not fill shape {:?} ({} elements)",
+                data.len(),
+                shape,
+                n
+            )));
+        }
+        // SAFETY: Element types are plain data (bool is one byte 0/1).
+        let bytes = unsafe { std::slice::from_raw_parts(data.as_ptr() as *const u8, std::mem::size_of_val(data)) };
+        Ok(Tensor::from_buffer(Arc::new(Buffer::from_bytes(bytes)), shape.to_vec(), T::DTYPE))
+    }
+
+    /// A 1-D tensor from a slice (`[n]`).
+    pub fn vector<T: Element>(data: &[T]) -> Tensor {
+        Tensor::from_slice(data, &[data.len()]).expect("length matches")
+    }
+
+    /// A tensor of shape `[]` holding `v`.
+    pub fn scalar<T: Element>(v: T) -> Tensor {
+        Tensor::from_slice(&[v], &[]).expect("one element")
+    }
+
+    pub fn zeros(shape: &[usize], dtype: DType) -> Tensor {
+        Tensor::from_buffer(Arc::new(Buffer::zeroed(shape::numel(shape) * dtype.size())), shape.to_vec(), dtype)
+    }
+
+    pub fn ones(shape: &[usize], dtype: DType) -> Tensor {
+        Tensor::full(shape, 1, dtype)
+    }
+
+    /// A tensor of `shape` with every element `value` converted to `dtype`.
+    pub fn full<S: Scalar>(shape: &[usize], value: S, dtype: DType) -> Tensor {
+        crate::interp::filled(value.literal().cast(dtype), shape, dtype)
+    }
+
+    /// `[0, 1, ..., n-1]` as a 1-D tensor of `dtype`.
+    pub fn arange(n: usize, dtype: DType) -> Tensor {
+        let mut t = Tensor::zeros(&[n], dtype);
+        t.fill_with(|i| Literal::Int(i as i64));
+        t
+    }
+
+    /// `start, start+step, ...` up to (excluding) `end`, as NumPy's `arange`.
+    pub fn arange_step(start: f64, end: f64, step: f64, dtype: DType) -> Result<Tensor, Error> {
+        if step == 0.0 || !step.is_finite() || !start.is_finite() || !end.is_finite() {
+            return Err(Error::argument(format!("arange: bad range {start}..{end} step {step}")));
+        }
+        let n = ((end - start) / step).ceil().max(0.0) as usize;
+        let mut t = Tensor::zeros(&[n], dtype);
+        t.fill_with(|i| Literal::Float(start + step * i as f64));
+        Ok(t)
+    }
+
+    fn fill_with(&mut self, f: impl Fn(usize) -> Literal) {
+        let Data::Concrete(buf) = &mut self.data else { unreachable!() };
+        let buf = Arc::get_mut(buf).expect("fresh buffer");
+        for i in 0..shape::numel(&self.shape) {
+            crate::interp::write_literal(buf, self.dtype, i, f(i));
+        }
+    }
+
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    pub fn ndim(&self) -> usize {
+        self.shape.len()
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        shape::numel(&self.shape)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes of the elements (`len() * dtype().size()`).
+    pub fn size_bytes(&self) -> usize {
+        self.len() * self.dtype.size()
+    }
+
+    pub fn is_traced(&self) -> bool {
+        matches!(self.data, Data::Traced { .. })
+    }
+
+    /// The buffer of a concrete tensor.
+    pub(crate) fn buffer(&self) -> Option<&Arc<Buffer>> {
+        match &self.data {
+            Data::Concrete(b) => Some(b),
+            Data::Traced { .. } => None,
+        }
+    }
+
+    /// Whether two tensors share one buffer (clones do).
+    pub fn shares_buffer_with(&self, other: &Tensor) -> bool {
+        match (self.buffer(), other.buffer()) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+
+    #[track_caller]
+    fn concrete_buffer(&self, what: &str) -> Result<&Arc<Buffer>, Error> {
+        self.buffer().ok_or_else(|| {
+            Error::new(
+                ErrorKind::TracedValue,
+                format!(
+                    "{what}: this tensor {} is traced inside a #[jit] function, so it has no value yet. \
+                     Return it from the jitted function and read the result, or compute with tensor \
+                     operations (use `select` instead of branching on its value)",
+                    crate::error::type_str(self.dtype, &self.shape)
+                ),
+            )
+            .at(std::panic::Location::caller())
+        })
+    }
+
+    /// The elements in row-major order. Errors when `T` is not the tensor's
+    /// dtype, or the tensor is traced.
+    #[track_caller]
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>, Error> {
+        let buf = self.concrete_buffer("to_vec")?;
+        if T::DTYPE != self.dtype {
+            return Err(Error::dtype(format!(
+                "to_vec::<{}>() on a tensor of dtype {}; use to_vec::<{}>() or cast first",
+                T::DTYPE,
+                self.dtype,
+                self.dtype
+            ))
+            .at(std::panic::Location::caller()));
+        }
+        Ok(buf.typed::<T>().to_vec())
+    }
+
+    /// The single element of a one-element tensor.
+    #[track_caller]
+    pub fn item<T: Element>(&self) -> Result<T, Error> {
+        let buf = self.concrete_buffer("item")?;
+        if self.len() != 1 {
+            return Err(Error::shape(format!(
+                "item() needs a tensor with one element, this one is {}",
+                crate::error::type_str(self.dtype, &self.shape)
+            ))
+            .at(std::panic::Location::caller()));
+        }
+        if T::DTYPE != self.dtype {
+            return Err(Error::dtype(format!("item::<{}>() on a tensor of dtype {}", T::DTYPE, self.dtype))
+                .at(std::panic::Location::caller()));
+        }
+        Ok(buf.typed::<T>()[0])
+    }
+
+    /// Element `i` (row-major) of a concrete tensor, as an `f64`.
+    pub(crate) fn get_f64(&self, i: usize) -> f64 {
+        crate::interp::read_f64(self, i)
+    }
+}
+

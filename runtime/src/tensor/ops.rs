@@ -1,0 +1,370 @@
+//! Tensor operations: argument checking, dtype promotion and broadcasting,
+//! then one `apply` that records a node (traced) or evaluates (concrete).
+
+use super::Tensor;
+use crate::error::type_str;
+use crate::ir::{BinaryOp, CmpOp, Op, UnaryOp};
+use crate::trace::{self, fail};
+use crate::{interp, shape, DType, Error, ErrorKind, Literal, Scalar, SourceLoc};
+use std::borrow::Cow;
+use std::panic::Location;
+
+/// One side of a binary operation: a tensor or a weakly typed Rust scalar.
+pub enum Operand<'a> {
+    Tensor(Cow<'a, Tensor>),
+    Scalar(Literal),
+}
+
+/// Anything that can stand beside a tensor in an operation: `&Tensor`,
+/// `Tensor`, or a Rust scalar (`f32`, `f64`, `i32`, `i64`).
+pub trait IntoOperand<'a> {
+    fn into_operand(self) -> Operand<'a>;
+}
+impl<'a> IntoOperand<'a> for &'a Tensor {
+    fn into_operand(self) -> Operand<'a> {
+        Operand::Tensor(Cow::Borrowed(self))
+    }
+}
+impl<'a> IntoOperand<'a> for Tensor {
+    fn into_operand(self) -> Operand<'a> {
+        Operand::Tensor(Cow::Owned(self))
+    }
+}
+impl<'a> IntoOperand<'a> for &'a &'a Tensor {
+    fn into_operand(self) -> Operand<'a> {
+        Operand::Tensor(Cow::Borrowed(*self))
+    }
+}
+impl<'a, S: Scalar> IntoOperand<'a> for S {
+    fn into_operand(self) -> Operand<'a> {
+        Operand::Scalar(self.literal())
+    }
+}
+
+/// Record or evaluate one op whose operands already have the right shapes
+/// and dtypes.
+pub(crate) fn apply(op: Op, inputs: &[&Tensor], shape: Vec<usize>, dtype: DType, loc: SourceLoc) -> Tensor {
+    if inputs.iter().any(|t| t.is_traced()) {
+        if trace::current_trace().is_none() {
+            fail(
+                Error::new(
+                    ErrorKind::LeakedTracer,
+                    format!(
+                        "`{}`: a traced tensor was used after its #[jit] trace ended; return it from \
+                         the jitted function instead of storing it",
+                        op.name()
+                    ),
+                )
+                .at(loc),
+            );
+        }
+        return trace::push_node(op, inputs, shape, dtype, loc);
+    }
+    match interp::eval_op(&op, inputs, &shape, dtype) {
+        Ok(t) => t,
+        Err(e) => fail(e.at(loc)),
+    }
+}
+
+fn operand_desc(o: &Operand) -> String {
+    match o {
+        Operand::Tensor(t) => type_str(t.dtype, &t.shape),
+        Operand::Scalar(l) => format!("scalar {}", crate::ir::literal_text(*l)),
+    }
+}
+
+/// Convert an operand to a tensor of `dtype` and `shape` (cast, broadcast or
+/// materialise a constant as needed).
+fn coerce(o: Operand, dtype: DType, shape: &[usize], loc: SourceLoc) -> Tensor {
+    match o {
+        Operand::Scalar(l) => constant(l, shape, dtype, loc),
+        Operand::Tensor(t) => {
+            let mut t = t.into_owned();
+            if t.dtype != dtype {
+                let s = t.shape.clone();
+                t = apply(Op::Cast(dtype), &[&t], s, dtype, loc);
+            }
+            if t.shape != shape {
+                t = apply(Op::Broadcast, &[&t], shape.to_vec(), dtype, loc);
+            }
+            t
+        }
+    }
+}
+
+fn constant(l: Literal, shape: &[usize], dtype: DType, loc: SourceLoc) -> Tensor {
+    if trace::current_trace().is_some() {
+        trace::push_const(l, shape.to_vec(), dtype, loc)
+    } else {
+        interp::filled(l.cast(dtype), shape, dtype)
+    }
+}
+
+/// The common dtype of operands, by the promotion rules (weak scalars adapt).
+fn common_dtype(name: &str, ops: &[&Operand], loc: SourceLoc) -> DType {
+    let mut strong: Option<DType> = None;
+    for o in ops {
+        if let Operand::Tensor(t) = o {
+            strong = Some(match strong {
+                None => t.dtype,
+                Some(d) => match DType::promote(d, t.dtype) {
+                    Some(p) => p,
+                    None => fail(
+                        Error::dtype(format!(
+                            "`{name}`: cannot combine {} with {}: bool tensors take part in no arithmetic \
+                             (cast first, e.g. `.cast(DType::F32)`)",
+                            d, t.dtype
+                        ))
+                        .at(loc),
+                    ),
+                },
+            });
+        }
+    }
+    let mut d = match strong {
+        Some(d) => d,
+        // Only scalars: the default dtype of their kind.
+        None => match ops.iter().find_map(|o| if let Operand::Scalar(l) = o { Some(*l) } else { None }) {
+            Some(Literal::Float(_)) => DType::F32,
+            Some(Literal::Int(_)) => DType::I32,
+            _ => DType::Bool,
+        },
+    };
+    for o in ops {
+        if let Operand::Scalar(l) = o {
+            match l.weak_dtype(d) {
+                Some(w) => d = w,
+                None => fail(
+                    Error::dtype(format!(
+                        "`{name}`: a scalar {} cannot stand beside a {d} tensor",
+                        crate::ir::literal_text(*l)
+                    ))
+                    .at(loc),
+                ),
+            }
+        }
+    }
+    d
+}
+
+fn common_shape(name: &str, ops: &[&Operand], loc: SourceLoc) -> Vec<usize> {
+    let mut out: Vec<usize> = vec![];
+    let labels = ["lhs", "rhs", "third operand"];
+    let mut first_desc = String::new();
+    for (i, o) in ops.iter().enumerate() {
+        if let Operand::Tensor(t) = o {
+            match shape::broadcast(&out, &t.shape) {
+                Some(s) => out = s,
+                None => fail(
+                    Error::shape(format!(
+                        "`{name}`: shapes do not broadcast: {} ({}) with {} ({})",
+                        first_desc,
+                        if ops.len() == 3 { "a and b so far" } else { labels[0] },
+                        type_str(t.dtype, &t.shape),
+                        labels[i.min(2)]
+                    ))
+                    .at(loc),
+                ),
+            }
+            first_desc = if first_desc.is_empty() {
+                type_str(t.dtype, &t.shape)
+            } else {
+                format!("{first_desc} and {}", type_str(t.dtype, &t.shape))
+            };
+        }
+    }
+    out
+}
+
+pub(crate) fn binary(op: BinaryOp, name: &str, a: Operand, b: Operand, loc: SourceLoc) -> Tensor {
+    let dtype = common_dtype(name, &[&a, &b], loc);
+    if !op.accepts(dtype) {
+        fail(
+            Error::dtype(format!(
+                "`{name}` does not accept {dtype} operands (lhs {}, rhs {}){}",
+                operand_desc(&a),
+                operand_desc(&b),
+                if dtype.is_int() { "; cast to a float dtype first" } else { "" }
+            ))
+            .at(loc),
+        );
+    }
+    let shape = common_shape(name, &[&a, &b], loc);
+    let a = coerce(a, dtype, &shape, loc);
+    let b = coerce(b, dtype, &shape, loc);
+    apply(Op::Binary(op), &[&a, &b], shape, dtype, loc)
+}
+
+fn compare(op: CmpOp, a: Operand, b: Operand, loc: SourceLoc) -> Tensor {
+    let name = op.name();
+    let dtype = match (&a, &b) {
+        (Operand::Tensor(x), Operand::Tensor(y)) if x.dtype == DType::Bool && y.dtype == DType::Bool => DType::Bool,
+        _ => common_dtype(name, &[&a, &b], loc),
+    };
+    if !op.accepts(dtype) {
+        fail(Error::dtype(format!("`{name}` does not order bool tensors; compare with eq/ne")).at(loc));
+    }
+    let shape = common_shape(name, &[&a, &b], loc);
+    let a = coerce(a, dtype, &shape, loc);
+    let b = coerce(b, dtype, &shape, loc);
+    apply(Op::Compare(op), &[&a, &b], shape, DType::Bool, loc)
+}
+
+pub(crate) fn unary(t: &Tensor, op: UnaryOp, loc: SourceLoc) -> Tensor {
+    if !op.accepts(t.dtype) {
+        let hint = if t.dtype.is_int() { ": cast it to a float dtype first (`.cast(DType::F32)`)" } else { "" };
+        fail(
+            Error::dtype(format!("`{}` does not accept a {} tensor{hint}", op.name(), type_str(t.dtype, &t.shape)))
+                .at(loc),
+        );
+    }
+    apply(Op::Unary(op), &[t], t.shape.clone(), t.dtype, loc)
+}
+
+/// `select(cond, a, b)`: elements of `a` where `cond` is true, else of `b`
+/// (NumPy's `where`). `cond` must be `bool`; all three broadcast.
+#[track_caller]
+pub fn select<'a, 'b, 'c>(cond: impl IntoOperand<'a>, a: impl IntoOperand<'b>, b: impl IntoOperand<'c>) -> Tensor {
+    let loc = Location::caller();
+    let cond = cond.into_operand();
+    let (a, b) = (a.into_operand(), b.into_operand());
+    let c_ok = match &cond {
+        Operand::Tensor(t) => t.dtype == DType::Bool,
+        Operand::Scalar(l) => matches!(l, Literal::Bool(_)),
+    };
+    if !c_ok {
+        fail(
+            Error::dtype(format!(
+                "`select`: the condition must be a bool tensor, found {} (compare first, e.g. `x.gt(0.0)`)",
+                operand_desc(&cond)
+            ))
+            .at(loc),
+        );
+    }
+    let dtype = common_dtype("select", &[&a, &b], loc);
+    let shape = common_shape("select", &[&cond, &a, &b], loc);
+    let cond = coerce(cond, DType::Bool, &shape, loc);
+    let a = coerce(a, dtype, &shape, loc);
+    let b = coerce(b, dtype, &shape, loc);
+    apply(Op::Select, &[&cond, &a, &b], shape, dtype, loc)
+}
+
+macro_rules! unary_methods {
+    ($($(#[$m:meta])* $name:ident => $op:ident;)*) => {
+        $( $(#[$m])* #[track_caller] pub fn $name(&self) -> Tensor { unary(self, UnaryOp::$op, Location::caller()) } )*
+    };
+}
+
+macro_rules! cmp_methods {
+    ($($name:ident => $op:ident;)*) => {
+        $(
+            /// Elementwise comparison, a `bool` tensor (operands broadcast).
+            #[track_caller]
+            pub fn $name<'a>(&self, other: impl IntoOperand<'a>) -> Tensor {
+                compare(CmpOp::$op, self.into_operand(), other.into_operand(), Location::caller())
+            }
+        )*
+    };
+}
+
+impl Tensor {
+    unary_methods! {
+        /// `e^x` (vectorised approximation when compiled; see `codegen::math`).
+        exp => Exp;
+        /// Natural logarithm.
+        ln => Ln;
+        /// Natural logarithm (alias of `ln`).
+        log => Ln;
+        tanh => Tanh;
+        sqrt => Sqrt;
+        /// `1 / sqrt(x)`.
+        rsqrt => Rsqrt;
+        abs => Abs;
+        /// `max(x, 0)`.
+        relu => Relu;
+        /// `1 / (1 + e^-x)`.
+        sigmoid => Sigmoid;
+        sin => Sin;
+        cos => Cos;
+        /// `x * x`.
+        square => Square;
+        /// `1 / x`.
+        recip => Recip;
+        /// Logical not of a bool tensor.
+        logical_not => Not;
+    }
+
+    cmp_methods! { lt => Lt; le => Le; gt => Gt; ge => Ge; eq => Eq; ne => Ne; }
+
+    /// `x^p` elementwise (float tensors), with `p` a scalar or a tensor.
+    #[track_caller]
+    pub fn powf<'a>(&self, p: impl IntoOperand<'a>) -> Tensor {
+        binary(BinaryOp::Pow, "powf", self.into_operand(), p.into_operand(), Location::caller())
+    }
+
+    /// Elementwise maximum (operands broadcast).
+    #[track_caller]
+    pub fn maximum<'a>(&self, other: impl IntoOperand<'a>) -> Tensor {
+        binary(BinaryOp::Max, "maximum", self.into_operand(), other.into_operand(), Location::caller())
+    }
+
+    /// Elementwise minimum (operands broadcast).
+    #[track_caller]
+    pub fn minimum<'a>(&self, other: impl IntoOperand<'a>) -> Tensor {
+        binary(BinaryOp::Min, "minimum", self.into_operand(), other.into_operand(), Location::caller())
+    }
+
+    /// Logical and of bool tensors.
+    #[track_caller]
+    pub fn logical_and<'a>(&self, other: impl IntoOperand<'a>) -> Tensor {
+        binary(BinaryOp::And, "logical_and", self.into_operand(), other.into_operand(), Location::caller())
+    }
+
+    /// Logical or of bool tensors.
+    #[track_caller]
+    pub fn logical_or<'a>(&self, other: impl IntoOperand<'a>) -> Tensor {
+        binary(BinaryOp::Or, "logical_or", self.into_operand(), other.into_operand(), Location::caller())
+    }
+
+    /// `select(cond, a, b)` as an associated function (NumPy's `where`).
+    #[track_caller]
+    pub fn select<'a, 'b, 'c>(cond: impl IntoOperand<'a>, a: impl IntoOperand<'b>, b: impl IntoOperand<'c>) -> Tensor {
+        select(cond, a, b)
+    }
+
+    /// Convert every element to `dtype` (float to int saturates and maps NaN
+    /// to 0, like Rust's `as`; anything to bool is `!= 0`).
+    #[track_caller]
+    pub fn cast(&self, dtype: DType) -> Tensor {
+        if dtype == self.dtype {
+            return self.clone();
+        }
+        apply(Op::Cast(dtype), &[self], self.shape.clone(), dtype, Location::caller())
+    }
+
+    /// Broadcast to `shape` by NumPy's rules.
+    #[track_caller]
+    pub fn broadcast_to(&self, shape: &[usize]) -> Tensor {
+        let loc = Location::caller();
+        if !shape::broadcasts_to(&self.shape, shape) {
+            fail(
+                Error::shape(format!(
+                    "`broadcast_to`: {} does not broadcast to {:?}",
+                    type_str(self.dtype, &self.shape),
+                    shape
+                ))
+                .at(loc),
+            );
+        }
+        if shape == self.shape.as_slice() {
+            return self.clone();
+        }
+        apply(Op::Broadcast, &[self], shape.to_vec(), self.dtype, loc)
+    }
+}
+
+/// `where(cond, a, b)`, NumPy's name for [`select`].
+#[track_caller]
+pub fn where_<'a, 'b, 'c>(cond: impl IntoOperand<'a>, a: impl IntoOperand<'b>, b: impl IntoOperand<'c>) -> Tensor {
+    select(cond, a, b)
+}

@@ -1,0 +1,189 @@
+//! The thread-local trace context. While a `#[jit]` body runs under
+//! [`trace`], every tensor operation whose operands include a traced tensor
+//! appends a node to the graph on top of this thread's trace stack instead of
+//! computing. Errors inside a trace unwind to [`trace`] (without running the
+//! panic hook) and come back as `Err`.
+
+use crate::ir::{Graph, Node, Op, ValueId};
+use crate::tensor::{Data, Tensor};
+use crate::{DType, Error, ErrorKind, Literal, SourceLoc};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+static NEXT_TRACE: AtomicU64 = AtomicU64::new(1);
+
+pub(crate) struct TraceState {
+    pub id: u64,
+    pub graph: Graph,
+    /// Concrete tensors the body closed over, in `captured k` order.
+    pub captured: Vec<Tensor>,
+    captured_by_ptr: HashMap<usize, usize>,
+    pub error: Option<Error>,
+}
+
+thread_local! {
+    static STACK: RefCell<Vec<TraceState>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Payload of the unwind that aborts a trace after an error was recorded.
+struct TraceAbort;
+
+/// Whether this thread is tracing (a `#[jit]` call here is inlined).
+pub fn is_tracing() -> bool {
+    STACK.with(|s| !s.borrow().is_empty())
+}
+
+/// Id of the innermost trace, if any.
+pub(crate) fn current_trace() -> Option<u64> {
+    STACK.with(|s| s.borrow().last().map(|t| t.id))
+}
+
+/// Report an error from a tensor operation: inside a trace it aborts the trace
+/// (and `trace` returns it); eagerly it panics with the message.
+pub(crate) fn fail(err: Error) -> ! {
+    let recorded = STACK.with(|s| {
+        let mut s = s.borrow_mut();
+        match s.last_mut() {
+            Some(top) => {
+                top.error.get_or_insert(err.clone());
+                true
+            }
+            None => false,
+        }
+    });
+    if recorded {
+        resume_unwind(Box::new(TraceAbort));
+    }
+    panic!("{err}");
+}
+
+/// A traced function's description of one parameter.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ParamSpec {
+    pub shape: Vec<usize>,
+    pub dtype: DType,
+}
+
+/// The result of tracing: the graph and the tensors it captured.
+pub struct Traced {
+    pub graph: Graph,
+    pub captured: Vec<Tensor>,
+}
+
+/// Trace `body` on parameters of the given types.
+pub fn trace(params: &[ParamSpec], body: impl FnOnce(&[Tensor]) -> Vec<Tensor>) -> Result<Traced, Error> {
+    let id = NEXT_TRACE.fetch_add(1, Ordering::Relaxed);
+    let mut state = TraceState {
+        id,
+        graph: Graph::new(),
+        captured: Vec::new(),
+        captured_by_ptr: HashMap::new(),
+        error: None,
+    };
+    let mut args = Vec::with_capacity(params.len());
+    for (k, p) in params.iter().enumerate() {
+        let v = state.graph.push(Node { op: Op::Param(k), inputs: vec![], shape: p.shape.clone(), dtype: p.dtype, loc: None });
+        args.push(Tensor::traced(id, v, p.shape.clone(), p.dtype));
+    }
+    STACK.with(|s| s.borrow_mut().push(state));
+    // Pop our frame however the body leaves (return, error, user panic).
+    struct Pop;
+    impl Drop for Pop {
+        fn drop(&mut self) {
+            STACK.with(|s| s.borrow_mut().pop());
+        }
+    }
+    let result = {
+        let _pop = Pop;
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            let outs = body(&args);
+            drop(args);
+            outs.iter().map(|t| to_value(t, None)).collect::<Vec<_>>()
+        }));
+        let state = STACK.with(|s| {
+            let mut s = s.borrow_mut();
+            let top = s.last_mut().expect("trace stack");
+            (std::mem::take(&mut top.graph), std::mem::take(&mut top.captured), top.error.take())
+        });
+        (r, state)
+    };
+    match result {
+        (Ok(outputs), (mut graph, captured, None)) => {
+            graph.outputs = outputs;
+            Ok(Traced { graph, captured })
+        }
+        (_, (_, _, Some(err))) => Err(err),
+        (Err(payload), _) => {
+            if payload.is::<TraceAbort>() {
+                Err(Error::new(ErrorKind::Panic, "trace aborted without an error (bug in jitfuse)"))
+            } else {
+                resume_unwind(payload)
+            }
+        }
+    }
+}
+
+/// The value of `t` in the innermost trace: its node if it is traced there,
+/// otherwise a new `const` (one-element concrete tensors) or `captured` node.
+/// Must be called while tracing.
+pub(crate) fn to_value(t: &Tensor, loc: Option<SourceLoc>) -> ValueId {
+    let r = STACK.with(|s| {
+        let mut s = s.borrow_mut();
+        let top = s.last_mut().expect("to_value outside a trace");
+        match &t.data {
+            Data::Traced { trace, id } if *trace == top.id => Ok(*id),
+            Data::Traced { .. } => Err(Error::new(
+                ErrorKind::LeakedTracer,
+                format!(
+                    "a traced tensor {} from another trace was used here; traced tensors live only \
+                     inside the #[jit] call that made them: return it as an output instead of \
+                     storing it",
+                    crate::error::type_str(t.dtype, &t.shape)
+                ),
+            )),
+            Data::Concrete(buf) => {
+                if t.len() == 1 {
+                    let lit = crate::interp::read_literal(t, 0);
+                    let node = Node { op: Op::Const(lit), inputs: vec![], shape: t.shape.clone(), dtype: t.dtype, loc };
+                    return Ok(top.graph.push(node));
+                }
+                let key = std::sync::Arc::as_ptr(buf) as usize;
+                let k = match top.captured_by_ptr.get(&key) {
+                    Some(k) => *k,
+                    None => {
+                        top.captured.push(t.clone());
+                        top.captured_by_ptr.insert(key, top.captured.len() - 1);
+                        top.captured.len() - 1
+                    }
+                };
+                let node = Node { op: Op::Captured(k), inputs: vec![], shape: t.shape.clone(), dtype: t.dtype, loc };
+                Ok(top.graph.push(node))
+            }
+        }
+    });
+    match r {
+        Ok(v) => v,
+        Err(e) => fail(match loc {
+            Some(l) => e.at(l),
+            None => e,
+        }),
+    }
+}
+
+/// Append a node to the innermost trace and return its traced tensor.
+pub(crate) fn push_node(op: Op, inputs: &[&Tensor], shape: Vec<usize>, dtype: DType, loc: SourceLoc) -> Tensor {
+    let ids: Vec<ValueId> = inputs.iter().map(|t| to_value(t, Some(loc))).collect();
+    STACK.with(|s| {
+        let mut s = s.borrow_mut();
+        let top = s.last_mut().expect("push_node outside a trace");
+        let v = top.graph.push(Node { op, inputs: ids, shape: shape.clone(), dtype, loc: Some(loc) });
+        Tensor::traced(top.id, v, shape, dtype)
+    })
+}
+
+/// A constant node in the innermost trace.
+pub(crate) fn push_const(lit: Literal, shape: Vec<usize>, dtype: DType, loc: SourceLoc) -> Tensor {
+    push_node(Op::Const(lit.cast(dtype)), &[], shape, dtype, loc)
+}
