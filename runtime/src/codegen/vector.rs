@@ -316,7 +316,7 @@ pub fn select(b: &mut FunctionBuilder, d: DType, c: &Vals, x: &Vals, y: &Vals) -
         .iter()
         .zip(x.iter().zip(y))
         .map(|(&m, (&p, &q))| {
-            let m = if ty.is_float() { b.ins().bitcast(ty, MemFlagsData::new(), m) } else { m };
+            let m = if ty.lane_type().is_float() { b.ins().bitcast(ty, MemFlagsData::new(), m) } else { m };
             b.ins().bitselect(m, p, q)
         })
         .collect()
@@ -342,7 +342,7 @@ pub fn cast(b: &mut FunctionBuilder, from: DType, to: DType, x: &Vals) -> Vals {
             .iter()
             .zip(&one)
             .map(|(&m, &o)| {
-                let m = if ty.is_float() { b.ins().bitcast(ty, MemFlagsData::new(), m) } else { m };
+                let m = if ty.lane_type().is_float() { b.ins().bitcast(ty, MemFlagsData::new(), m) } else { m };
                 b.ins().band(m, o)
             })
             .collect();

@@ -7,7 +7,7 @@ pub mod partition;
 use crate::codegen::{self, CompiledKernels};
 use crate::error::type_str;
 use crate::ir::{self, Graph, Op, ValueId};
-use crate::jit::{CallArgs, Signature};
+use crate::jit::{ArgKind, ArgSig, CallArgs, Signature};
 use crate::storage::Buffer;
 use crate::tensor::Tensor;
 use crate::trace::Traced;
@@ -36,6 +36,38 @@ impl Executable {
         let extents = kernels.iter().map(|k| codegen::layout(&graph, k).dims[0] as i64).collect();
         let compiled = codegen::compile(&graph, &kernels, keep_text)?;
         Ok(Executable { graph, captured: traced.captured, kernels, extents, compiled, signature: sig.clone() })
+    }
+
+    /// Compile a graph built by hand or parsed from text; every parameter is
+    /// taken as borrowed. `captured` fills its `captured k` slots.
+    pub fn from_graph(graph: Graph, captured: Vec<Tensor>) -> Result<Executable, Error> {
+        ir::verify(&graph)?;
+        if captured.len() < graph.num_captured() {
+            return Err(Error::argument(format!(
+                "graph reads {} captured tensors, {} given",
+                graph.num_captured(),
+                captured.len()
+            )));
+        }
+        let args = graph
+            .params()
+            .iter()
+            .map(|&p| {
+                let n = graph.node(p);
+                ArgSig { kind: ArgKind::Borrowed, dtype: n.dtype, shape: n.shape.clone() }
+            })
+            .collect();
+        let sig = Signature { args, statics: vec![] };
+        Executable::compile(Traced { graph, captured }, &sig, true)
+    }
+
+    /// Run on borrowed arguments (for programs made by `from_graph`).
+    pub fn run_with(&self, args: &[&Tensor]) -> Result<Vec<Tensor>, Error> {
+        let mut call = CallArgs::new();
+        for a in args {
+            call.borrowed(a);
+        }
+        self.run(call)
     }
 
     pub fn graph(&self) -> &Graph {

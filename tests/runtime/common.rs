@@ -1,0 +1,116 @@
+//! Shared helpers: a seeded generator, random tensors and shapes, and the
+//! comparison of compiled results against the reference interpreter.
+
+use jitfuse::exec::Executable;
+use jitfuse::ir::{self, Graph};
+use jitfuse::{interp, DType, Tensor};
+
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        // xorshift64*
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+    pub fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
+        lo + (hi - lo) * ((self.next_u64() >> 11) as f64 / (1u64 << 53) as f64)
+    }
+    pub fn chance(&mut self, p: f64) -> bool {
+        self.uniform(0.0, 1.0) < p
+    }
+}
+
+/// Dims chosen to hit vector-width edges: 1, below 4, odd, multiples of 16.
+const DIMS: [usize; 10] = [1, 2, 3, 4, 5, 7, 16, 17, 33, 64];
+
+pub fn random_shape(rng: &mut Rng) -> Vec<usize> {
+    let rank = rng.below(4);
+    (0..rank).map(|_| if rng.chance(0.03) { 0 } else { DIMS[rng.below(DIMS.len())] }).collect()
+}
+
+/// A shape that broadcasts with `s`: some dims set to 1, some leading dims dropped.
+pub fn broadcast_partner(rng: &mut Rng, s: &[usize]) -> Vec<usize> {
+    let drop = rng.below(s.len() + 1);
+    s[drop..].iter().map(|&d| if rng.chance(0.3) { 1 } else { d }).collect()
+}
+
+/// Random values in `[lo, hi]`, with special values mixed in when `specials`.
+pub fn random_tensor(rng: &mut Rng, shape: &[usize], dtype: DType, lo: f64, hi: f64, specials: bool) -> Tensor {
+    let n: usize = shape.iter().product();
+    let special = [0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 1.0, -1.0];
+    let vals: Vec<f64> = (0..n)
+        .map(|_| if specials && rng.chance(0.05) { special[rng.below(special.len())] } else { rng.uniform(lo, hi) })
+        .collect();
+    match dtype {
+        DType::F32 => Tensor::from_vec(vals.iter().map(|&v| v as f32).collect(), shape),
+        DType::F64 => Tensor::from_vec(vals, shape),
+        DType::I32 => Tensor::from_vec(vals.iter().map(|&v| v.round() as i32).collect(), shape),
+        DType::I64 => Tensor::from_vec(vals.iter().map(|&v| v.round() as i64).collect(), shape),
+        DType::Bool => Tensor::from_vec(vals.iter().map(|&v| v > (lo + hi) / 2.0).collect(), shape),
+    }
+    .unwrap()
+}
+
+/// Allowed difference between compiled and interpreted floats.
+#[derive(Clone, Copy, Debug)]
+pub struct Tol {
+    pub rel: f64,
+    pub abs: f64,
+}
+
+pub const EXACT: Tol = Tol { rel: 0.0, abs: 0.0 };
+
+/// Elementwise comparison; NaN matches NaN, and infinities must match exactly.
+pub fn assert_close(got: &Tensor, want: &Tensor, tol: Tol, what: &str) {
+    assert_eq!(got.shape(), want.shape(), "{what}: shape");
+    assert_eq!(got.dtype(), want.dtype(), "{what}: dtype");
+    let as_f64 = |t: &Tensor| -> Vec<f64> {
+        match t.dtype() {
+            DType::F32 => t.to_vec::<f32>().unwrap().into_iter().map(|v| v as f64).collect(),
+            DType::F64 => t.to_vec::<f64>().unwrap(),
+            DType::I32 => t.to_vec::<i32>().unwrap().into_iter().map(|v| v as f64).collect(),
+            DType::I64 => t.to_vec::<i64>().unwrap().into_iter().map(|v| v as f64).collect(),
+            DType::Bool => t.to_vec::<bool>().unwrap().into_iter().map(|v| v as u8 as f64).collect(),
+        }
+    };
+    let (g, w) = (as_f64(got), as_f64(want));
+    for (i, (a, b)) in g.iter().zip(&w).enumerate() {
+        let ok = if b.is_nan() || a.is_nan() {
+            a.is_nan() && b.is_nan()
+        } else if b.is_infinite() || a.is_infinite() {
+            a == b || (a - b).abs() <= tol.abs + tol.rel * b.abs().min(a.abs())
+        } else {
+            (a - b).abs() <= tol.abs + tol.rel * b.abs()
+        };
+        assert!(ok, "{what}: element {i}: compiled {a:e}, interpreter {b:e} (tol {tol:?})");
+    }
+}
+
+/// Compile `g`, run it, and compare every output with the interpreter.
+pub fn check_graph(g: &Graph, args: &[Tensor], tol: Tol, what: &str) {
+    ir::verify(g).unwrap_or_else(|e| panic!("{what}: {e}\n{g}"));
+    let want = interp::eval_graph(g, args, &[]).unwrap();
+    let exe = Executable::from_graph(g.clone(), vec![]).unwrap_or_else(|e| panic!("{what}: {e}\n{g}"));
+    let refs: Vec<&Tensor> = args.iter().collect();
+    let got = exe.run_with(&refs).unwrap();
+    assert_eq!(got.len(), want.len());
+    for (k, (a, b)) in got.iter().zip(&want).enumerate() {
+        assert_close(a, b, tol, &format!("{what}, output {k}\n{g}"));
+    }
+}
+
+/// Trace `f` on parameters shaped like `args`.
+pub fn trace_fn(args: &[Tensor], f: impl FnOnce(&[Tensor]) -> Vec<Tensor>) -> Graph {
+    let specs: Vec<jitfuse::trace::ParamSpec> =
+        args.iter().map(|a| jitfuse::trace::ParamSpec { shape: a.shape().to_vec(), dtype: a.dtype() }).collect();
+    jitfuse::trace::trace(&specs, f).unwrap().graph
+}

@@ -1,0 +1,223 @@
+//! Every op, traced and compiled, against the reference interpreter on
+//! random data and shapes: lengths off the vector width, size-1 broadcast
+//! axes, scalars, empty tensors, all dtypes.
+
+use crate::common::*;
+use jitfuse::ir::UnaryOp;
+use jitfuse::{DType, Tensor};
+
+const FLOATS: [DType; 2] = [DType::F32, DType::F64];
+const NUMERIC: [DType; 4] = [DType::F32, DType::F64, DType::I32, DType::I64];
+
+/// Tolerance of the vectorised approximations (see codegen::math).
+fn approx_tol(d: DType) -> Tol {
+    if d == DType::F32 {
+        Tol { rel: 4e-6, abs: 2e-6 }
+    } else {
+        Tol { rel: 1e-13, abs: 1e-14 }
+    }
+}
+
+fn unary_case(op: UnaryOp) -> (f64, f64, bool) {
+    // (input range, whether the op is exact)
+    match op {
+        UnaryOp::Exp => (-90.0, 90.0, false),
+        UnaryOp::Ln | UnaryOp::Sqrt => (0.0, 1e4, op == UnaryOp::Sqrt),
+        UnaryOp::Rsqrt => (1e-3, 1e4, false),
+        UnaryOp::Tanh | UnaryOp::Sigmoid => (-20.0, 20.0, false),
+        UnaryOp::Sin | UnaryOp::Cos => (-100.0, 100.0, false),
+        _ => (-100.0, 100.0, true),
+    }
+}
+
+fn apply_unary(op: UnaryOp, t: &Tensor) -> Tensor {
+    match op {
+        UnaryOp::Neg => -t,
+        UnaryOp::Exp => t.exp(),
+        UnaryOp::Ln => t.ln(),
+        UnaryOp::Tanh => t.tanh(),
+        UnaryOp::Sqrt => t.sqrt(),
+        UnaryOp::Rsqrt => t.rsqrt(),
+        UnaryOp::Abs => t.abs(),
+        UnaryOp::Relu => t.relu(),
+        UnaryOp::Sigmoid => t.sigmoid(),
+        UnaryOp::Sin => t.sin(),
+        UnaryOp::Cos => t.cos(),
+        UnaryOp::Square => t.square(),
+        UnaryOp::Recip => t.recip(),
+        UnaryOp::Not => !t,
+    }
+}
+
+#[test]
+fn unary_ops_match_interpreter() {
+    let mut rng = Rng::new(1);
+    for op in UnaryOp::ALL {
+        let dtypes: Vec<DType> = DType::ALL.into_iter().filter(|d| op.accepts(*d)).collect();
+        for &d in &dtypes {
+            for trial in 0..6 {
+                let shape = random_shape(&mut rng);
+                let (lo, hi, exact) = unary_case(op);
+                let x = random_tensor(&mut rng, &shape, d, lo, hi, d.is_float());
+                let g = trace_fn(&[x.clone()], |ts| vec![apply_unary(op, &ts[0])]);
+                let tol = if exact || !d.is_float() { EXACT } else { approx_tol(d) };
+                check_graph(&g, &[x], tol, &format!("{op:?} {d} trial {trial}"));
+            }
+        }
+    }
+}
+
+#[test]
+fn binary_ops_broadcast_and_match_interpreter() {
+    let mut rng = Rng::new(2);
+    type F = fn(&Tensor, &Tensor) -> Tensor;
+    let ops: [(&str, F, bool); 7] = [
+        ("add", |a, b| a + b, true),
+        ("sub", |a, b| a - b, true),
+        ("mul", |a, b| a * b, true),
+        ("div", |a, b| a / b, true),
+        ("maximum", |a, b| a.maximum(b), true),
+        ("minimum", |a, b| a.minimum(b), true),
+        ("powf", |a, b| a.abs().powf(b), false),
+    ];
+    for (name, f, exact) in ops {
+        for d in NUMERIC {
+            if name == "powf" && !d.is_float() {
+                continue;
+            }
+            for _ in 0..8 {
+                let s = random_shape(&mut rng);
+                let t = broadcast_partner(&mut rng, &s);
+                let (sa, sb) = if rng.chance(0.5) { (s, t) } else { (t, s) };
+                let (lo, hi) = if name == "powf" { (-4.0, 4.0) } else { (-50.0, 50.0) };
+                let a = random_tensor(&mut rng, &sa, d, lo, hi, d.is_float());
+                let b = random_tensor(&mut rng, &sb, d, lo, hi, d.is_float());
+                let g = trace_fn(&[a.clone(), b.clone()], |ts| vec![f(&ts[0], &ts[1])]);
+                let tol = if exact || !d.is_float() { EXACT } else { approx_tol(d) };
+                check_graph(&g, &[a, b], tol, &format!("{name} {d} {sa:?} {sb:?}"));
+            }
+        }
+    }
+}
+
+#[test]
+fn integer_division_is_defined_everywhere() {
+    for d in [DType::I32, DType::I64] {
+        let (min, vals) = if d == DType::I32 { (i32::MIN as f64, 7.0) } else { (i64::MIN as f64, 7.0) };
+        let a = [min, 7.0, -7.0, 0.0, vals, min, 5.0];
+        let b = [-1.0, 0.0, 2.0, 0.0, -2.0, 1.0, 3.0];
+        let mk = |v: &[f64]| match d {
+            DType::I32 => Tensor::vector(&v.iter().map(|&x| x as i32).collect::<Vec<_>>()),
+            _ => Tensor::vector(&v.iter().map(|&x| x as i64).collect::<Vec<_>>()),
+        };
+        let (ta, tb) = (mk(&a), mk(&b));
+        let g = trace_fn(&[ta.clone(), tb.clone()], |ts| vec![&ts[0] / &ts[1]]);
+        check_graph(&g, &[ta.clone(), tb.clone()], EXACT, &format!("int div {d}"));
+        let eager = (&ta / &tb).cast(DType::I64).to_vec::<i64>().unwrap();
+        let m = min as i64;
+        assert_eq!(eager, vec![m, -1, -3, -1, -3, m, 1], "{d}");
+    }
+}
+
+#[test]
+fn comparisons_select_and_logic_match_interpreter() {
+    let mut rng = Rng::new(3);
+    for d in DType::ALL {
+        for trial in 0..6 {
+            let s = random_shape(&mut rng);
+            let t = broadcast_partner(&mut rng, &s);
+            let a = random_tensor(&mut rng, &s, d, -3.0, 3.0, d.is_float());
+            let b = random_tensor(&mut rng, &t, d, -3.0, 3.0, d.is_float());
+            let g = trace_fn(&[a.clone(), b.clone()], |ts| {
+                let (x, y) = (&ts[0], &ts[1]);
+                let mut outs = vec![x.eq(y), x.ne(y)];
+                if d != DType::Bool {
+                    outs.extend([x.lt(y), x.le(y), x.gt(y), x.ge(y)]);
+                    outs.push(jitfuse::select(x.gt(y), x, y));
+                    outs.push(jitfuse::select(x.lt(y).logical_or(x.eq(y)), y, x));
+                } else {
+                    outs.push(x.logical_and(y));
+                    outs.push(x.logical_or(y));
+                    outs.push(!x);
+                    outs.push(jitfuse::select(x, y, x));
+                }
+                outs
+            });
+            check_graph(&g, &[a, b], EXACT, &format!("compare/select {d} trial {trial}"));
+        }
+    }
+}
+
+#[test]
+fn casts_between_every_dtype_pair() {
+    let mut rng = Rng::new(4);
+    for from in DType::ALL {
+        for to in DType::ALL {
+            for trial in 0..4 {
+                let s = random_shape(&mut rng);
+                // Range beyond i32 to exercise saturation.
+                let x = random_tensor(&mut rng, &s, from, -3e9, 3e9, from.is_float());
+                let g = trace_fn(&[x.clone()], |ts| vec![ts[0].cast(to)]);
+                check_graph(&g, &[x], EXACT, &format!("cast {from} -> {to} trial {trial}"));
+            }
+        }
+    }
+}
+
+#[test]
+fn scalars_and_weak_literals_take_the_tensor_dtype() {
+    let mut rng = Rng::new(5);
+    for d in FLOATS {
+        let x = random_tensor(&mut rng, &[37], d, -2.0, 2.0, false);
+        let g = trace_fn(&[x.clone()], |ts| {
+            let x = &ts[0];
+            vec![0.5 * x * (1.0 + (0.797_884_56 * (x + 0.044_715 * x * x * x)).tanh()), (x.abs() + 1e-5).sqrt(), 2 * x - 1]
+        });
+        for n in &g.nodes {
+            assert_eq!(n.dtype, d, "weak scalars keep {d}:\n{g}");
+        }
+        check_graph(&g, &[x], approx_tol(d), &format!("gelu {d}"));
+    }
+    // A float scalar with an integer tensor promotes to f32, as in JAX.
+    let i = Tensor::vector(&[1i32, 2, 3]);
+    assert_eq!((&i * 0.5).dtype(), DType::F32);
+    assert_eq!((&i * 2).dtype(), DType::I32);
+}
+
+/// Random elementwise expression DAGs over broadcast inputs: many ops in one
+/// kernel, values crossing kernels through broadcasts.
+#[test]
+fn random_fused_expressions_match_interpreter() {
+    let mut rng = Rng::new(6);
+    for trial in 0..40 {
+        let d = FLOATS[rng.below(2)];
+        let s = random_shape(&mut rng);
+        let shapes = [s.clone(), broadcast_partner(&mut rng, &s), broadcast_partner(&mut rng, &s)];
+        let args: Vec<Tensor> = shapes.iter().map(|sh| random_tensor(&mut rng, sh, d, -2.0, 2.0, false)).collect();
+        let picks: Vec<usize> = (0..24).map(|_| rng.below(1000)).collect();
+        let g = trace_fn(&args, |ts| {
+            let mut pool: Vec<Tensor> = ts.to_vec();
+            for (k, &p) in picks.iter().enumerate() {
+                let a = pool[p % pool.len()].clone();
+                let b = pool[(p / 7 + k) % pool.len()].clone();
+                let v = match p % 11 {
+                    0 => &a + &b,
+                    1 => &a - &b,
+                    2 => &a * &b,
+                    3 => a.tanh(),
+                    4 => a.sigmoid(),
+                    5 => a.sin(),
+                    6 => a.maximum(&b),
+                    7 => jitfuse::select(a.gt(&b), &a, &b * 0.5),
+                    8 => (a.square() + 1.0).sqrt(),
+                    9 => a.abs().minimum(3.0),
+                    _ => a.cos() * b.exp().minimum(4.0),
+                };
+                pool.push(v);
+            }
+            let n = pool.len();
+            vec![pool[n - 1].clone(), pool[n - 2].clone(), pool[n / 2].clone()]
+        });
+        check_graph(&g, &args, Tol { rel: 1e-4, abs: 1e-5 }, &format!("random expr {trial} {d}"));
+    }
+}

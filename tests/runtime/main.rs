@@ -1,0 +1,6 @@
+//! Integration tests of the runtime (one binary: build time matters).
+
+mod common;
+mod differential;
+mod ir_text;
+mod tensor_api;

@@ -1,0 +1,87 @@
+//! The eager Tensor API: construction, access, errors, printing.
+
+use jitfuse::{DType, ErrorKind, Tensor};
+
+#[test]
+fn construction_and_access() {
+    let t = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap();
+    assert_eq!(t.shape(), &[2, 3]);
+    assert_eq!(t.dtype(), DType::F32);
+    assert_eq!(t.len(), 6);
+    assert_eq!(t.to_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    let e = Tensor::from_vec(vec![1.0f32; 5], &[2, 3]).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Shape);
+    assert!(e.to_string().contains("5 elements do not fill shape [2, 3]"), "{e}");
+    let e = t.to_vec::<f64>().unwrap_err();
+    assert!(e.to_string().contains("to_vec::<f64>() on a tensor of dtype f32"), "{e}");
+    assert_eq!(Tensor::scalar(2.5f64).item::<f64>().unwrap(), 2.5);
+    assert!(t.item::<f32>().is_err());
+    assert_eq!(Tensor::zeros(&[2], DType::I64).to_vec::<i64>().unwrap(), vec![0, 0]);
+    assert_eq!(Tensor::ones(&[2], DType::Bool).to_vec::<bool>().unwrap(), vec![true, true]);
+    assert_eq!(Tensor::full(&[3], 2.5, DType::F32).to_vec::<f32>().unwrap(), vec![2.5; 3]);
+    assert_eq!(Tensor::arange(4, DType::I32).to_vec::<i32>().unwrap(), vec![0, 1, 2, 3]);
+    assert_eq!(
+        Tensor::arange_step(0.0, 1.0, 0.25, DType::F64).unwrap().to_vec::<f64>().unwrap(),
+        vec![0.0, 0.25, 0.5, 0.75]
+    );
+    let z = Tensor::zeros(&[0, 3], DType::F32);
+    assert!(z.is_empty());
+    assert_eq!((&z + 1.0).shape(), &[0, 3]);
+}
+
+#[test]
+fn clones_share_storage() {
+    let t = Tensor::from_vec(vec![1i32; 1000], &[1000]).unwrap();
+    let u = t.clone();
+    assert!(t.shares_buffer_with(&u));
+    assert!(!t.shares_buffer_with(&(&t + 0)));
+}
+
+#[test]
+fn eager_ops_broadcast_and_promote() {
+    let a = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3, 1]).unwrap();
+    let b = Tensor::vector(&[10.0f64, 20.0]);
+    let c = &a + &b;
+    assert_eq!(c.shape(), &[3, 2]);
+    assert_eq!(c.dtype(), DType::F64);
+    assert_eq!(c.to_vec::<f64>().unwrap(), vec![11.0, 21.0, 12.0, 22.0, 13.0, 23.0]);
+    let i = Tensor::vector(&[1i32, 2]) + Tensor::vector(&[1i64, 1]);
+    assert_eq!(i.dtype(), DType::I64);
+    let f = Tensor::vector(&[1i32, 2]) * Tensor::vector(&[0.5f32, 0.5]);
+    assert_eq!(f.to_vec::<f32>().unwrap(), vec![0.5, 1.0]);
+}
+
+#[test]
+fn eager_errors_name_op_shapes_and_line() {
+    let a = Tensor::zeros(&[3], DType::F32);
+    let b = Tensor::zeros(&[4], DType::F32);
+    let line = line!() + 1;
+    let r = std::panic::catch_unwind(|| &a + &b);
+    let msg = *r.unwrap_err().downcast::<String>().unwrap();
+    assert!(msg.contains("`add`") && msg.contains("f32[3]") && msg.contains("f32[4]"), "{msg}");
+    assert!(msg.contains(&format!("tensor_api.rs:{line}:")), "{msg}");
+    let r = std::panic::catch_unwind(|| Tensor::vector(&[1i32]).exp());
+    let msg = *r.unwrap_err().downcast::<String>().unwrap();
+    assert!(msg.contains("`exp` does not accept a i32[1] tensor"), "{msg}");
+    let r = std::panic::catch_unwind(|| Tensor::vector(&[true]) + Tensor::vector(&[1.0f32]));
+    let msg = *r.unwrap_err().downcast::<String>().unwrap();
+    assert!(msg.contains("bool"), "{msg}");
+}
+
+#[test]
+fn prints_like_numpy() {
+    let t = Tensor::from_vec(vec![1.0f32, 2.5, -3.0, 4.0], &[2, 2]).unwrap();
+    assert_eq!(t.to_string(), "[[ 1.   2.5]\n [-3.   4. ]]");
+    assert_eq!(Tensor::vector(&[1i64, -20, 3]).to_string(), "[  1 -20   3]");
+    assert_eq!(Tensor::vector(&[true, false]).to_string(), "[ True False]");
+    assert_eq!(Tensor::scalar(3.0f64).to_string(), "3.");
+    assert_eq!(Tensor::vector(&[1.0f32, 2.0]).to_string(), "[1. 2.]");
+    assert_eq!(format!("{:?}", Tensor::vector(&[1i32, 2])), "Tensor([1 2], i32[2])");
+    let big = Tensor::arange(2000, DType::I32);
+    assert_eq!(big.to_string(), "[   0    1    2 ... 1997 1998 1999]");
+    let m = Tensor::arange(3000, DType::F32);
+    let s = (m / 3000.0 + 1.0).to_string();
+    assert!(s.starts_with("[1.") && s.contains("...") && s.len() < 120, "{s}");
+    let sci = Tensor::vector(&[1e-8f64, 1.0]);
+    assert_eq!(sci.to_string(), "[1.e-08 1.e+00]");
+}
