@@ -18,6 +18,7 @@ pub mod codegen;
 pub mod exec;
 pub mod jit;
 
+pub use exec::MemoryAnalysis;
 pub use jit::{clear_caches, CacheStats, Lowered};
 pub use tensor::ops::{select, where_, IntoOperand};
 

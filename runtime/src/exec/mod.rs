@@ -15,6 +15,19 @@ use crate::{interp, Error};
 use partition::Kernel;
 use std::sync::Arc;
 
+/// Memory figures of a compiled program, in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryAnalysis {
+    pub argument_bytes: usize,
+    pub output_bytes: usize,
+    /// Intermediates the program materialises (kernel outputs that are not
+    /// program outputs).
+    pub temp_bytes: usize,
+    /// Intermediates an eager evaluation allocates: one buffer per computed
+    /// op result that is not an output (the baseline fusion saves).
+    pub eager_temp_bytes: usize,
+}
+
 pub struct Executable {
     graph: Graph,
     captured: Vec<Tensor>,
@@ -68,6 +81,23 @@ impl Executable {
             call.borrowed(a);
         }
         self.run(call)
+    }
+
+    /// Bytes of the program's arguments, outputs and temporaries, and what an
+    /// eager evaluation of the same graph allocates for intermediates.
+    pub fn memory_analysis(&self) -> MemoryAnalysis {
+        let g = &self.graph;
+        let bytes = |v: ValueId| crate::shape::numel(&g.node(v).shape) * g.node(v).dtype.size();
+        let is_output = |v: ValueId| g.outputs.contains(&v);
+        let argument_bytes = g.params().iter().map(|&p| bytes(p)).sum();
+        let output_bytes = g.outputs.iter().map(|&o| bytes(o)).sum();
+        let temp_bytes = self.kernels.iter().flat_map(|k| k.outputs.iter()).filter(|&&v| !is_output(v)).map(|&v| bytes(v)).sum();
+        let eager_temp_bytes = (0..g.nodes.len())
+            .map(|i| ValueId(i as u32))
+            .filter(|&v| g.node(v).op.is_elementwise() && !is_output(v))
+            .map(bytes)
+            .sum();
+        MemoryAnalysis { argument_bytes, output_bytes, temp_bytes, eager_temp_bytes }
     }
 
     pub fn graph(&self) -> &Graph {

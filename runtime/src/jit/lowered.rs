@@ -38,6 +38,10 @@ impl Lowered {
         self.exe.kernel_count()
     }
 
+    pub fn memory_analysis(&self) -> crate::exec::MemoryAnalysis {
+        self.exe.memory_analysis()
+    }
+
     pub fn executable(&self) -> &Arc<Executable> {
         &self.exe
     }
