@@ -85,3 +85,89 @@ fn prints_like_numpy() {
     let sci = Tensor::vector(&[1e-8f64, 1.0]);
     assert_eq!(sci.to_string(), "[1.e-08 1.e+00]");
 }
+
+#[test]
+fn reading_a_traced_value_says_why_and_what_to_do() {
+    let x = Tensor::zeros(&[3], DType::F32);
+    let specs = [jitfuse::trace::ParamSpec { shape: vec![3], dtype: DType::F32 }];
+    let mut seen = None;
+    let r = jitfuse::trace::trace(&specs, |ts| {
+        seen = Some(ts[0].to_vec::<f32>().unwrap_err());
+        vec![ts[0].clone()]
+    });
+    assert!(r.is_ok());
+    let e = seen.unwrap();
+    assert_eq!(e.kind, ErrorKind::TracedValue);
+    assert!(e.to_string().contains("traced inside a #[jit] function"), "{e}");
+    assert!(e.to_string().contains("Return it from the jitted function"), "{e}");
+    assert!(x.to_vec::<f32>().is_ok());
+}
+
+#[test]
+fn trace_errors_come_back_as_err_with_the_source_line() {
+    let specs = [
+        jitfuse::trace::ParamSpec { shape: vec![3], dtype: DType::F32 },
+        jitfuse::trace::ParamSpec { shape: vec![4], dtype: DType::F32 },
+    ];
+    let line = line!() + 1;
+    let e = jitfuse::trace::trace(&specs, |ts| vec![(&ts[0] * 2.0) + &ts[1]]).err().unwrap();
+    assert_eq!(e.kind, ErrorKind::Shape);
+    let msg = e.to_string();
+    assert!(msg.contains("`add`") && msg.contains("f32[3]") && msg.contains("f32[4]"), "{msg}");
+    assert!(msg.contains(&format!("tensor_api.rs:{line}:")), "{msg}");
+    // The trace stack is clean afterwards.
+    assert!(!jitfuse::trace::is_tracing());
+}
+
+#[test]
+fn leaked_tracers_are_errors() {
+    let specs = [jitfuse::trace::ParamSpec { shape: vec![2], dtype: DType::F32 }];
+    let mut leaked = None;
+    jitfuse::trace::trace(&specs, |ts| {
+        leaked = Some(ts[0].clone());
+        vec![ts[0].clone()]
+    })
+    .unwrap();
+    let leaked = leaked.unwrap();
+    let r = std::panic::catch_unwind(|| leaked.exp());
+    let msg = *r.unwrap_err().downcast::<String>().unwrap();
+    assert!(msg.contains("after its #[jit] trace ended"), "{msg}");
+    // Used inside a later trace, it is an error of that trace.
+    let e = jitfuse::trace::trace(&specs, |ts| vec![&ts[0] + &leaked]).err().unwrap();
+    assert_eq!(e.kind, ErrorKind::LeakedTracer);
+}
+
+#[test]
+fn programs_check_arguments_before_running() {
+    let g = jitfuse::ir::parse("%0 = param 0 : f32[4]\n%1 = exp %0 : f32[4]\nreturn %1").unwrap();
+    let exe = jitfuse::exec::Executable::from_graph(g, vec![]).unwrap();
+    let e = exe.run_with(&[&Tensor::zeros(&[5], DType::F32)]).unwrap_err();
+    assert!(e.to_string().contains("argument 0: program compiled for f32[4], got f32[5]"), "{e}");
+    let e = exe.run_with(&[&Tensor::zeros(&[4], DType::F64)]).unwrap_err();
+    assert!(e.to_string().contains("got f64[4]"), "{e}");
+    assert!(exe.run_with(&[]).is_err());
+}
+
+#[test]
+fn dropping_a_program_frees_its_code() {
+    let g = jitfuse::ir::parse("%0 = param 0 : f32[4]\n%1 = neg %0 : f32[4]\nreturn %1").unwrap();
+    let exes: Vec<_> = (0..5).map(|_| jitfuse::exec::Executable::from_graph(g.clone(), vec![]).unwrap()).collect();
+    let ids: Vec<u64> = exes.iter().map(|e| e.code_id()).collect();
+    assert!(ids.iter().all(|&i| jitfuse::codegen::is_code_live(i)));
+    drop(exes);
+    assert!(ids.iter().all(|&i| !jitfuse::codegen::is_code_live(i)));
+}
+
+#[test]
+fn captured_tensors_are_held_not_copied() {
+    let big = Tensor::from_vec((0..1000).map(|i| i as f32).collect(), &[1000]).unwrap();
+    let specs = [jitfuse::trace::ParamSpec { shape: vec![1000], dtype: DType::F32 }];
+    let t = jitfuse::trace::trace(&specs, |ts| vec![&ts[0] + &big, &ts[0] * &big]).unwrap();
+    assert_eq!(t.captured.len(), 1, "one capture for two uses");
+    assert!(t.captured[0].shares_buffer_with(&big));
+    let exe = jitfuse::exec::Executable::from_graph(t.graph, t.captured).unwrap();
+    let x = Tensor::full(&[1000], 1.0, DType::F32);
+    let out = exe.run_with(&[&x]).unwrap();
+    assert_eq!(out[0].to_vec::<f32>().unwrap()[999], 1000.0);
+    assert_eq!(out[1].to_vec::<f32>().unwrap()[999], 999.0);
+}

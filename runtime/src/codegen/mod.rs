@@ -33,9 +33,24 @@ static ISA: Lazy<Result<OwnedTargetIsa, String>> = Lazy::new(|| {
     isa.finish(settings::Flags::new(fb)).map_err(|e| format!("host ISA: {e}"))
 });
 
+static LIVE: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
+static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// Whether the code of the program with this id (`Executable::code_id`) is
+/// still mapped. Lets tests check that clearing caches frees code.
+pub fn is_code_live(id: u64) -> bool {
+    LIVE.lock().unwrap().contains(&id)
+}
+
+/// Number of compiled programs whose code is mapped now.
+pub fn live_code_count() -> usize {
+    LIVE.lock().unwrap().len()
+}
+
 /// A JIT module's code, freed when the program is dropped.
 pub struct JitCode {
     module: Option<JITModule>,
+    pub id: u64,
 }
 
 // SAFETY: the module is only touched at drop; its finalized code is immutable
@@ -49,6 +64,7 @@ impl Drop for JitCode {
             // SAFETY: the program owning this code is being dropped, so no
             // call can be running through its function pointers.
             unsafe { m.free_memory() };
+            LIVE.lock().unwrap().retain(|&i| i != self.id);
         }
     }
 }
@@ -96,5 +112,7 @@ pub fn compile(g: &Graph, kernels: &[Kernel], keep_clif: bool) -> Result<Compile
             unsafe { std::mem::transmute::<*const u8, KernelFn>(p) }
         })
         .collect();
-    Ok(CompiledKernels { fns, clif, code: JitCode { module: Some(module) } })
+    let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    LIVE.lock().unwrap().push(id);
+    Ok(CompiledKernels { fns, clif, code: JitCode { module: Some(module), id } })
 }

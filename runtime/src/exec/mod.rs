@@ -104,6 +104,11 @@ impl Executable {
         &self.graph
     }
 
+    /// Identifies this program's machine code (see `codegen::is_code_live`).
+    pub fn code_id(&self) -> u64 {
+        self.compiled.code.id
+    }
+
     pub fn kernel_count(&self) -> usize {
         self.kernels.len()
     }
