@@ -139,3 +139,47 @@ fn trace_body(sig: &Signature, body: Body<'_>) -> Result<trace::Traced, Error> {
     let specs: Vec<ParamSpec> = sig.args.iter().map(|a| ParamSpec { shape: a.shape.clone(), dtype: a.dtype }).collect();
     trace::trace(&specs, |ts| body(ts))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::DType;
+
+    fn code_ids(c: &FnCache) -> Vec<u64> {
+        let map = c.map.lock().unwrap();
+        map.iter()
+            .flat_map(|m| m.values())
+            .filter_map(|e| e.get().and_then(|r| r.as_ref().ok()).map(|x| x.code_id()))
+            .collect()
+    }
+
+    #[test]
+    fn clearing_frees_code_once_no_call_holds_it() {
+        static CACHE: FnCache = FnCache::new("double");
+        let body = |ts: &[Tensor]| vec![&ts[0] * 2.0];
+        let x = Tensor::zeros(&[8], DType::F32);
+        let call = || {
+            let mut a = CallArgs::new();
+            a.borrowed(&x);
+            CACHE.call(a, &body).unwrap()
+        };
+        call();
+        call();
+        let ids = code_ids(&CACHE);
+        assert_eq!(ids.len(), 1);
+        assert!(crate::codegen::is_code_live(ids[0]));
+        // A call in flight holds its executable: simulate by holding the Arc.
+        let held = {
+            let map = CACHE.map.lock().unwrap();
+            map.as_ref().unwrap().values().next().unwrap().get().unwrap().clone().unwrap()
+        };
+        CACHE.clear();
+        assert_eq!(CACHE.stats().entries, 0);
+        assert!(crate::codegen::is_code_live(ids[0]), "still held by a running call");
+        drop(held);
+        assert!(!crate::codegen::is_code_live(ids[0]), "freed when the last holder is done");
+        call();
+        let s = CACHE.stats();
+        assert_eq!((s.hits, s.misses, s.entries), (1, 2, 1));
+    }
+}
