@@ -10,7 +10,7 @@ use crate::tensor::Tensor;
 use crate::{shape, DType, Element, Error, Literal};
 use std::sync::Arc;
 
-enum View<'a> {
+pub(crate) enum View<'a> {
     F32(&'a [f32]),
     F64(&'a [f64]),
     I32(&'a [i32]),
@@ -18,7 +18,7 @@ enum View<'a> {
     Bool(&'a [bool]),
 }
 
-fn view(t: &Tensor) -> View<'_> {
+pub(crate) fn view(t: &Tensor) -> View<'_> {
     let b = t.buffer().expect("interpreter needs concrete tensors");
     match t.dtype {
         DType::F32 => View::F32(b.typed()),
@@ -30,7 +30,7 @@ fn view(t: &Tensor) -> View<'_> {
 }
 
 /// Every element as `f64` (exact for all dtypes but i64 beyond 2^53).
-fn as_f64s(t: &Tensor) -> Vec<f64> {
+pub(crate) fn as_f64s(t: &Tensor) -> Vec<f64> {
     match view(t) {
         View::F32(v) => v.iter().map(|&x| x as f64).collect(),
         View::F64(v) => v.to_vec(),
@@ -40,7 +40,7 @@ fn as_f64s(t: &Tensor) -> Vec<f64> {
     }
 }
 
-fn as_i64s(t: &Tensor) -> Vec<i64> {
+pub(crate) fn as_i64s(t: &Tensor) -> Vec<i64> {
     match view(t) {
         View::I32(v) => v.iter().map(|&x| x as i64).collect(),
         View::I64(v) => v.to_vec(),
@@ -56,12 +56,12 @@ fn as_bools(t: &Tensor) -> Vec<bool> {
     }
 }
 
-fn tensor_of<T: Element>(v: Vec<T>, shape: &[usize]) -> Tensor {
+pub(crate) fn tensor_of<T: Element>(v: Vec<T>, shape: &[usize]) -> Tensor {
     Tensor::from_vec(v, shape).expect("interpreter result has the right length")
 }
 
 /// A tensor from per-element f64 values, rounded to a float dtype.
-fn from_f64s(v: Vec<f64>, shape: &[usize], dtype: DType) -> Tensor {
+pub(crate) fn from_f64s(v: Vec<f64>, shape: &[usize], dtype: DType) -> Tensor {
     match dtype {
         DType::F32 => tensor_of(v.into_iter().map(|x| x as f32).collect(), shape),
         DType::F64 => tensor_of(v, shape),
@@ -70,7 +70,7 @@ fn from_f64s(v: Vec<f64>, shape: &[usize], dtype: DType) -> Tensor {
 }
 
 /// A tensor from per-element i64 values, wrapped to an integer dtype.
-fn from_i64s(v: Vec<i64>, shape: &[usize], dtype: DType) -> Tensor {
+pub(crate) fn from_i64s(v: Vec<i64>, shape: &[usize], dtype: DType) -> Tensor {
     match dtype {
         DType::I32 => tensor_of(v.into_iter().map(|x| x as i32).collect(), shape),
         DType::I64 => tensor_of(v, shape),
@@ -148,6 +148,8 @@ pub fn unary_f64(op: UnaryOp, x: f64) -> f64 {
         UnaryOp::Cos => x.cos(),
         UnaryOp::Square => x * x,
         UnaryOp::Recip => 1.0 / x,
+        UnaryOp::Erf => libm::erf(x),
+        UnaryOp::Floor => x.floor(),
         UnaryOp::Not => unreachable!(),
     }
 }
@@ -186,6 +188,7 @@ pub fn binary_f64(op: BinaryOp, a: f64, b: f64) -> f64 {
             }
         }
         BinaryOp::Pow => a.powf(b),
+        BinaryOp::Rem => a % b,
         BinaryOp::And | BinaryOp::Or => unreachable!(),
     }
 }
@@ -205,6 +208,13 @@ pub fn binary_i64(op: BinaryOp, a: i64, b: i64, dtype: DType) -> i64 {
         }
         BinaryOp::Max => a.max(b),
         BinaryOp::Min => a.min(b),
+        BinaryOp::Rem => {
+            if b == 0 {
+                a
+            } else {
+                wrap(a.wrapping_rem(b))
+            }
+        }
         _ => unreachable!(),
     }
 }
@@ -236,18 +246,33 @@ fn cast(x: &Tensor, to: DType) -> Tensor {
     }
 }
 
-fn broadcast(x: &Tensor, to: &[usize]) -> Tensor {
-    let st = shape::broadcast_strides(&x.shape, to);
+/// For a view op (broadcast, transpose, slice): the element offset in the
+/// input of output element 0, and the input stride of each output axis.
+pub fn view_map(op: &Op, in_shape: &[usize], out_shape: &[usize]) -> (i64, Vec<i64>) {
+    let st = shape::strides(in_shape);
+    match op {
+        Op::Broadcast => (0, shape::broadcast_strides(in_shape, out_shape).into_iter().map(|x| x as i64).collect()),
+        Op::Transpose(p) => (0, p.iter().map(|&a| st[a] as i64).collect()),
+        Op::Slice(sl) => {
+            let off = sl.iter().zip(&st).map(|((start, _), s)| start * *s as i64).sum();
+            (off, sl.iter().zip(&st).map(|((_, step), s)| step * *s as i64).collect())
+        }
+        Op::Reshape => (0, shape::strides(out_shape).into_iter().map(|x| x as i64).collect()),
+        _ => unreachable!("{} is not a view", op.name()),
+    }
+}
+
+/// Copy the elements of an affine view of `x`.
+fn gather_view(op: &Op, x: &Tensor, to: &[usize]) -> Tensor {
+    let (off0, st) = view_map(op, &x.shape, to);
     let n = shape::numel(to);
     let size = x.dtype.size();
     let src = x.buffer().unwrap().bytes();
-    let out = Buffer::zeroed(n * size);
-    // SAFETY: `out` is fresh and owned here.
-    let dst = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr(), n * size) };
+    let mut out = vec![0u8; n * size];
     let mut idx = vec![0usize; to.len()];
     for i in 0..n {
-        let off: usize = idx.iter().zip(&st).map(|(a, b)| a * b).sum();
-        dst[i * size..(i + 1) * size].copy_from_slice(&src[off * size..(off + 1) * size]);
+        let off = (off0 + idx.iter().zip(&st).map(|(a, b)| *a as i64 * b).sum::<i64>()) as usize;
+        out[i * size..(i + 1) * size].copy_from_slice(&src[off * size..(off + 1) * size]);
         for d in (0..to.len()).rev() {
             idx[d] += 1;
             if idx[d] < to[d] {
@@ -256,7 +281,79 @@ fn broadcast(x: &Tensor, to: &[usize]) -> Tensor {
             idx[d] = 0;
         }
     }
-    Tensor::from_buffer(Arc::new(out), to.to_vec(), x.dtype)
+    Tensor::from_buffer(Arc::new(Buffer::from_bytes(&out)), to.to_vec(), x.dtype)
+}
+
+/// Bytes of each "row" of `s` from `axis` on, and how many such rows precede.
+fn outer_inner(s: &[usize], axis: usize) -> (usize, usize) {
+    (s[..axis].iter().product(), s[axis..].iter().product())
+}
+
+fn concat(ins: &[&Tensor], axis: usize, s: &[usize]) -> Tensor {
+    let size = ins[0].dtype.size();
+    let (outer, _) = outer_inner(s, axis);
+    let mut out = Vec::with_capacity(shape::numel(s) * size);
+    for o in 0..outer {
+        for t in ins {
+            let (_, inner) = outer_inner(&t.shape, axis);
+            let b = t.buffer().unwrap().bytes();
+            out.extend_from_slice(&b[o * inner * size..(o + 1) * inner * size]);
+        }
+    }
+    Tensor::from_buffer(Arc::new(Buffer::from_bytes(&out)), s.to_vec(), ins[0].dtype)
+}
+
+fn pad(x: &Tensor, p: &[(usize, usize)], l: Literal, s: &[usize]) -> Tensor {
+    let out = filled(l.cast(x.dtype), s, x.dtype);
+    let size = x.dtype.size();
+    let ost = shape::strides(s);
+    let src = x.buffer().unwrap().bytes();
+    let dst_buf = out.buffer().unwrap();
+    // SAFETY: `out` is fresh and unshared until returned.
+    let dst = unsafe { std::slice::from_raw_parts_mut(dst_buf.as_mut_ptr(), dst_buf.len_bytes()) };
+    let n = shape::numel(&x.shape);
+    let mut idx = vec![0usize; s.len()];
+    for i in 0..n {
+        let off: usize = idx.iter().zip(p).zip(&ost).map(|((a, (lo, _)), st)| (a + lo) * st).sum();
+        dst[off * size..(off + 1) * size].copy_from_slice(&src[i * size..(i + 1) * size]);
+        for d in (0..s.len()).rev() {
+            idx[d] += 1;
+            if idx[d] < x.shape[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    out
+}
+
+/// Clamp an index into `0..n` after counting negative ones from the end.
+pub fn clamp_index(i: i64, n: usize) -> usize {
+    let i = if i < 0 { i + n as i64 } else { i };
+    i.clamp(0, n as i64 - 1) as usize
+}
+
+fn take(x: &Tensor, idx: &Tensor, axis: usize, s: &[usize]) -> Tensor {
+    let size = x.dtype.size();
+    let n = x.shape[axis];
+    let (outer, _) = outer_inner(&x.shape, axis);
+    let inner: usize = x.shape[axis + 1..].iter().product();
+    let ids = as_i64s(idx);
+    let src = x.buffer().unwrap().bytes();
+    let mut out = Vec::with_capacity(shape::numel(s) * size);
+    for o in 0..outer {
+        for &i in &ids {
+            if n == 0 {
+                continue;
+            }
+            let k = clamp_index(i, n);
+            let start = (o * n + k) * inner * size;
+            out.extend_from_slice(&src[start..start + inner * size]);
+        }
+    }
+    // n == 0 with indices: the result has no elements only if it is empty.
+    out.resize(shape::numel(s) * size, 0);
+    Tensor::from_buffer(Arc::new(Buffer::from_bytes(&out)), s.to_vec(), x.dtype)
 }
 
 /// Evaluate one op on concrete operands of the op's exact shapes and dtypes.
@@ -267,7 +364,6 @@ pub fn eval_op(op: &Op, ins: &[&Tensor], shape: &[usize], dtype: DType) -> Resul
             return Err(Error::verify(format!("`{}` has no value of its own", op.name())))
         }
         Op::Const(l) => filled(*l, s, dtype),
-        Op::Broadcast => broadcast(ins[0], s),
         Op::Cast(d) => cast(ins[0], *d),
         Op::Unary(UnaryOp::Not) => tensor_of(as_bools(ins[0]).into_iter().map(|v| !v).collect(), s),
         Op::Unary(u) if dtype.is_float() => {
@@ -298,6 +394,24 @@ pub fn eval_op(op: &Op, ins: &[&Tensor], shape: &[usize], dtype: DType) -> Resul
             };
             tensor_of(r, s)
         }
+        Op::Reshape => Tensor::from_buffer(ins[0].buffer().unwrap().clone(), s.to_vec(), dtype),
+        Op::Transpose(_) | Op::Slice(_) | Op::Broadcast => gather_view(op, ins[0], s),
+        Op::Concat(axis) => concat(ins, *axis, s),
+        Op::Pad(p, l) => pad(ins[0], p, *l, s),
+        Op::Reduce(r, axes) => crate::interp_reduce::reduce(*r, axes, ins[0], s),
+        Op::ArgMax(axis) => crate::interp_reduce::arg_extreme(true, *axis, ins[0], s),
+        Op::ArgMin(axis) => crate::interp_reduce::arg_extreme(false, *axis, ins[0], s),
+        Op::Take(axis) => take(ins[0], ins[1], *axis, s),
+        Op::Iota(axis) => {
+            let st = shape::strides(s);
+            let n = shape::numel(s);
+            let mut buf = Buffer::zeroed(n * dtype.size());
+            for i in 0..n {
+                write_literal(&mut buf, dtype, i, Literal::Int(((i / st[*axis]) % s[*axis]) as i64));
+            }
+            Tensor::from_buffer(Arc::new(buf), s.to_vec(), dtype)
+        }
+        Op::Matmul => crate::interp_reduce::matmul(ins[0], ins[1], s),
         Op::Select => {
             let c = as_bools(ins[0]);
             let size = dtype.size();

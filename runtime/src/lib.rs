@@ -5,6 +5,7 @@
 pub mod dtype;
 pub mod error;
 pub mod interp;
+mod interp_reduce;
 pub mod ir;
 pub mod shape;
 pub mod storage;
@@ -17,6 +18,7 @@ pub use tensor::Tensor;
 pub mod codegen;
 pub mod exec;
 pub mod jit;
+mod library;
 
 pub use exec::MemoryAnalysis;
 pub use jit::{clear_caches, CacheStats, Lowered};

@@ -24,7 +24,7 @@ fn unary_case(op: UnaryOp) -> (f64, f64, bool) {
         UnaryOp::Exp => (-90.0, 90.0, false),
         UnaryOp::Ln | UnaryOp::Sqrt => (0.0, 1e4, op == UnaryOp::Sqrt),
         UnaryOp::Rsqrt => (1e-3, 1e4, false),
-        UnaryOp::Tanh | UnaryOp::Sigmoid => (-20.0, 20.0, false),
+        UnaryOp::Tanh | UnaryOp::Sigmoid | UnaryOp::Erf => (-20.0, 20.0, false),
         UnaryOp::Sin | UnaryOp::Cos => (-100.0, 100.0, false),
         _ => (-100.0, 100.0, true),
     }
@@ -46,6 +46,8 @@ fn apply_unary(op: UnaryOp, t: &Tensor) -> Tensor {
         UnaryOp::Square => t.square(),
         UnaryOp::Recip => t.recip(),
         UnaryOp::Not => !t,
+        UnaryOp::Erf => t.erf(),
+        UnaryOp::Floor => t.floor(),
     }
 }
 
@@ -71,7 +73,7 @@ fn unary_ops_match_interpreter() {
 fn binary_ops_broadcast_and_match_interpreter() {
     let mut rng = Rng::new(2);
     type F = fn(&Tensor, &Tensor) -> Tensor;
-    let ops: [(&str, F, bool); 7] = [
+    let ops: [(&str, F, bool); 8] = [
         ("add", |a, b| a + b, true),
         ("sub", |a, b| a - b, true),
         ("mul", |a, b| a * b, true),
@@ -79,6 +81,7 @@ fn binary_ops_broadcast_and_match_interpreter() {
         ("maximum", |a, b| a.maximum(b), true),
         ("minimum", |a, b| a.minimum(b), true),
         ("powf", |a, b| a.abs().powf(b), false),
+        ("rem", |a, b| a % b, true),
     ];
     for (name, f, exact) in ops {
         for d in NUMERIC {

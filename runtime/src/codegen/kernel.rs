@@ -11,9 +11,9 @@
 //! tail elements get bit-identical results to body elements.
 
 use super::vector::{self, Vals, LANES};
-use crate::exec::partition::{is_const_like, Kernel};
+use crate::exec::partition::{const_value, Kernel, Partition};
 use crate::ir::{Graph, Op, ValueId};
-use crate::{shape, DType, Literal};
+use crate::{shape, DType};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, BlockArg, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Value};
 use cranelift_frontend::FunctionBuilder;
@@ -26,8 +26,10 @@ struct Access {
     /// Index into `ptrs`.
     ptr: usize,
     dtype: DType,
-    /// Stride in elements along each collapsed dimension.
-    strides: Vec<usize>,
+    /// Element offset of the first iteration point.
+    offset: i64,
+    /// Stride in elements along each collapsed dimension (may be 0 or negative).
+    strides: Vec<i64>,
 }
 
 /// Where the vector code finds an access at the current position.
@@ -37,6 +39,8 @@ enum Addr {
     Run(Value),
     /// One element here is broadcast to every lane.
     Splat(Value),
+    /// Lane l is at `base + l * stride` bytes.
+    Gather(Value, i64),
 }
 
 pub struct Layout {
@@ -47,66 +51,69 @@ pub struct Layout {
 struct Plan {
     dims: Vec<usize>,
     accesses: Vec<Access>,
-    /// Access of each external value read directly (same shape).
-    direct: HashMap<ValueId, usize>,
-    /// Access of each broadcast node.
-    bcast: HashMap<ValueId, usize>,
+    /// Access of each value read from memory in the kernel: inputs read
+    /// directly, folded views, and computed views (read through their map).
+    reads: HashMap<ValueId, usize>,
     /// Access of each output, in output order.
     outs: Vec<usize>,
 }
 
-fn plan(g: &Graph, k: &Kernel) -> Plan {
+fn plan(g: &Graph, p: &Partition, k: &Kernel) -> Plan {
     let s = &k.shape;
-    let contiguous = shape::strides(s);
-    let mut raw: Vec<(usize, DType, Vec<usize>)> = Vec::new();
-    let mut direct = HashMap::new();
-    let mut bcast = HashMap::new();
+    let contiguous: Vec<i64> = shape::strides(s).into_iter().map(|x| x as i64).collect();
+    let mut raw: Vec<(usize, DType, i64, Vec<i64>)> = Vec::new();
+    let mut reads = HashMap::new();
     let in_kernel: std::collections::HashSet<ValueId> = k.nodes.iter().copied().collect();
+    let ptr_of = |x: ValueId| k.inputs.iter().position(|y| *y == x).expect("read value is a kernel input");
+    let add_read = |x: ValueId, raw: &mut Vec<(usize, DType, i64, Vec<i64>)>, reads: &mut HashMap<ValueId, usize>| {
+        if reads.contains_key(&x) || const_value(g, x).is_some() {
+            return;
+        }
+        let entry = match p.views.get(&x) {
+            Some(a) if !(in_kernel.contains(&x) && !g.node(x).op.is_view()) && !k.inputs.contains(&x) => {
+                (ptr_of(a.root), g.node(x).dtype, a.offset, a.strides.clone())
+            }
+            _ => (ptr_of(x), g.node(x).dtype, 0, contiguous.clone()),
+        };
+        raw.push(entry);
+        reads.insert(x, raw.len() - 1);
+    };
     for &v in &k.nodes {
         let n = g.node(v);
-        if n.op == Op::Broadcast {
-            let src = n.inputs[0];
-            if is_const_like(g, src) {
-                continue;
-            }
-            let ptr = k.inputs.iter().position(|x| *x == src).expect("broadcast source is an input");
-            raw.push((ptr, n.dtype, shape::broadcast_strides(&g.node(src).shape, s)));
-            bcast.insert(v, raw.len() - 1);
+        if n.op.is_view() {
+            add_read(v, &mut raw, &mut reads);
             continue;
         }
         for &x in &n.inputs {
-            if in_kernel.contains(&x) || is_const_like(g, x) || direct.contains_key(&x) {
+            if in_kernel.contains(&x) {
                 continue;
             }
-            let ptr = k.inputs.iter().position(|y| *y == x).expect("operand is an input");
-            raw.push((ptr, g.node(x).dtype, contiguous.clone()));
-            direct.insert(x, raw.len() - 1);
+            add_read(x, &mut raw, &mut reads);
         }
     }
     let mut outs = Vec::new();
     for (j, &o) in k.outputs.iter().enumerate() {
-        raw.push((k.inputs.len() + j, g.node(o).dtype, contiguous.clone()));
+        raw.push((k.inputs.len() + j, g.node(o).dtype, 0, contiguous.clone()));
         outs.push(raw.len() - 1);
     }
-    // Collapse: drop size-1 dims, merge i into i+1 where every access is
-    // contiguous across the pair.
+    // Collapse: drop size-1 dims, merge a dim into the previous one where
+    // every access is linear across the pair.
     let mut dims: Vec<usize> = Vec::new();
-    let mut st: Vec<Vec<usize>> = vec![Vec::new(); raw.len()];
+    let mut st: Vec<Vec<i64>> = vec![Vec::new(); raw.len()];
     for d in 0..s.len() {
         if s[d] == 1 {
             continue;
         }
-        let mergeable = !dims.is_empty()
-            && raw.iter().enumerate().all(|(a, r)| *st[a].last().unwrap() == r.2[d] * s[d]);
+        let mergeable = !dims.is_empty() && raw.iter().enumerate().all(|(a, r)| *st[a].last().unwrap() == r.3[d] * s[d] as i64);
         if mergeable {
             *dims.last_mut().unwrap() *= s[d];
             for (a, r) in raw.iter().enumerate() {
-                *st[a].last_mut().unwrap() = r.2[d];
+                *st[a].last_mut().unwrap() = r.3[d];
             }
         } else {
             dims.push(s[d]);
             for (a, r) in raw.iter().enumerate() {
-                st[a].push(r.2[d]);
+                st[a].push(r.3[d]);
             }
         }
     }
@@ -116,14 +123,18 @@ fn plan(g: &Graph, k: &Kernel) -> Plan {
             s.push(1);
         }
     }
-    let accesses = raw.into_iter().zip(st).map(|((ptr, dtype, _), strides)| Access { ptr, dtype, strides }).collect();
-    Plan { dims, accesses, direct, bcast, outs }
+    let accesses = raw
+        .into_iter()
+        .zip(st)
+        .map(|((ptr, dtype, offset, _), strides)| Access { ptr, dtype, offset, strides })
+        .collect();
+    Plan { dims, accesses, reads, outs }
 }
 
 /// The collapsed iteration dims of a kernel (the first is what `begin..end`
 /// ranges over).
-pub fn layout(g: &Graph, k: &Kernel) -> Layout {
-    Layout { dims: plan(g, k).dims }
+pub fn layout(g: &Graph, p: &Partition, k: &Kernel) -> Layout {
+    Layout { dims: plan(g, p, k).dims }
 }
 
 /// Emit a counted loop `for i in (lo..hi).step_by(step)` while `i + step <= hi`;
@@ -147,8 +158,8 @@ fn emit_loop(b: &mut FunctionBuilder, lo: Value, hi: Value, step: i64, mut body:
     out
 }
 
-pub fn build(b: &mut FunctionBuilder, g: &Graph, k: &Kernel) {
-    let p = plan(g, k);
+pub fn build(b: &mut FunctionBuilder, g: &Graph, part: &Partition, k: &Kernel) {
+    let p = plan(g, part, k);
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
@@ -171,14 +182,17 @@ pub fn build(b: &mut FunctionBuilder, g: &Graph, k: &Kernel) {
 
     let nd = p.dims.len();
     let inner = *p.dims.last().unwrap() as i64;
+    // Each access's first element.
+    let starts: Vec<Value> =
+        p.accesses.iter().map(|a| b.ins().iadd_imm_s(bases[a.ptr], a.offset * a.dtype.size() as i64)).collect();
     if nd == 1 {
         // begin..end is the inner range itself.
-        let rows: Vec<Value> = p.accesses.iter().map(|a| bases[a.ptr]).collect();
+        let rows = starts;
         emit_inner(b, g, k, &p, &rows, &slots, begin, end, None);
     } else {
         // Outer loops: dim 0 over begin..end, dims 1..nd-1 full.
         let mut idx: Vec<Value> = Vec::new();
-        emit_outer(b, g, k, &p, &bases, &slots, begin, end, 0, &mut idx, inner);
+        emit_outer(b, g, k, &p, &starts, &slots, begin, end, 0, &mut idx, inner);
     }
     b.ins().return_(&[]);
 }
@@ -205,16 +219,17 @@ fn emit_outer(
             let rows: Vec<Value> = p
                 .accesses
                 .iter()
-                .map(|a| {
+                .enumerate()
+                .map(|(ai, a)| {
                     let mut off = b.ins().iconst(types::I64, 0);
                     for (dd, &jv) in idx.iter().enumerate() {
-                        let bytes = (a.strides[dd] * a.dtype.size()) as i64;
+                        let bytes = a.strides[dd] * a.dtype.size() as i64;
                         if bytes != 0 {
                             let t = b.ins().imul_imm_s(jv, bytes);
                             off = b.ins().iadd(off, t);
                         }
                     }
-                    b.ins().iadd(bases[a.ptr], off)
+                    b.ins().iadd(bases[ai], off)
                 })
                 .collect();
             let zero = b.ins().iconst(types::I64, 0);
@@ -249,13 +264,18 @@ fn emit_inner(
             .iter()
             .enumerate()
             .map(|(a, acc)| {
-                if *acc.strides.last().unwrap() == 0 {
-                    Addr::Splat(rows[a])
+                let stride = *acc.strides.last().unwrap();
+                if stride == 0 {
+                    return Addr::Splat(rows[a]);
+                }
+                let step = stride * acc.dtype.size() as i64;
+                let off = b.ins().imul_imm_s(i, step);
+                let off = b.ins().iadd_imm_s(off, extra * step);
+                let at = b.ins().iadd(rows[a], off);
+                if stride == 1 {
+                    Addr::Run(at)
                 } else {
-                    let size = acc.dtype.size() as i64;
-                    let off = b.ins().imul_imm_s(i, size);
-                    let off = b.ins().iadd_imm_s(off, extra * size);
-                    Addr::Run(b.ins().iadd(rows[a], off))
+                    Addr::Gather(at, step)
                 }
             })
             .collect()
@@ -289,9 +309,11 @@ fn emit_inner(
             .enumerate()
             .map(|(a, ad)| match ad {
                 Addr::Splat(x) => Addr::Splat(*x),
-                Addr::Run(src) => {
+                Addr::Run(src) | Addr::Gather(src, _) => {
+                    let size = p.accesses[a].dtype.size();
+                    let step = if let Addr::Gather(_, st) = ad { *st } else { size as i64 };
                     if !p.outs.contains(&a) {
-                        copy_elems(b, *src, slots[a], r, p.accesses[a].dtype.size());
+                        copy_elems(b, *src, step, slots[a], r, size);
                     }
                     Addr::Run(slots[a])
                 }
@@ -300,7 +322,8 @@ fn emit_inner(
         emit_vector(b, g, k, p, &tail_addrs);
         for &a in &p.outs {
             if let Addr::Run(dst) = addrs[a] {
-                copy_elems(b, slots[a], dst, r, p.accesses[a].dtype.size());
+                let size = p.accesses[a].dtype.size();
+                copy_elems(b, slots[a], size as i64, dst, r, size);
             }
         }
         b.ins().jump(done, &[]);
@@ -308,8 +331,9 @@ fn emit_inner(
     }
 }
 
-/// Copy `n` elements of `size` bytes (a dynamic count below LANES).
-fn copy_elems(b: &mut FunctionBuilder, src: Value, dst: Value, n: Value, size: usize) {
+/// Copy `n` elements of `size` bytes (a dynamic count below LANES), reading
+/// every `src_step` bytes and writing contiguously.
+fn copy_elems(b: &mut FunctionBuilder, src: Value, src_step: i64, dst: Value, n: Value, size: usize) {
     let ty = match size {
         1 => types::I8,
         4 => types::I32,
@@ -318,8 +342,9 @@ fn copy_elems(b: &mut FunctionBuilder, src: Value, dst: Value, n: Value, size: u
     let flags = MemFlagsData::new().with_notrap();
     let zero = b.ins().iconst(types::I64, 0);
     emit_loop(b, zero, n, 1, |b, j| {
+        let soff = b.ins().imul_imm_s(j, src_step);
         let off = b.ins().imul_imm_s(j, size as i64);
-        let s = b.ins().iadd(src, off);
+        let s = b.ins().iadd(src, soff);
         let d = b.ins().iadd(dst, off);
         let v = b.ins().load(ty, flags, s, 0);
         b.ins().store(flags, v, d, 0);
@@ -334,42 +359,34 @@ fn emit_vector(b: &mut FunctionBuilder, g: &Graph, k: &Kernel, p: &Plan, addrs: 
         match addrs[a] {
             Addr::Run(x) => vector::load(b, d, x),
             Addr::Splat(x) => vector::load_splat(b, d, x),
+            Addr::Gather(x, step) => vector::load_gather(b, d, x, step),
         }
     };
-    let const_of = |v: ValueId| -> Option<Literal> {
-        let n = g.node(v);
-        match n.op {
-            Op::Const(l) => Some(l),
-            Op::Broadcast => match g.node(n.inputs[0]).op {
-                Op::Const(l) => Some(l),
-                _ => None,
-            },
-            _ => None,
+    // Value of an operand (or of a computed view) not produced in this vector.
+    let fetch = |b: &mut FunctionBuilder, x: ValueId| -> Vals {
+        match const_value(g, x) {
+            Some(l) => vector::splat(b, g.node(x).dtype, l),
+            None => read(b, p.reads[&x]),
         }
     };
     for &v in &k.nodes {
         let n = g.node(v);
+        if n.op.is_view() {
+            let val = fetch(b, v);
+            env.insert(v, val);
+            continue;
+        }
         let mut args: Vec<Vals> = Vec::with_capacity(n.inputs.len());
-        if n.op != Op::Broadcast {
-            for &x in &n.inputs {
-                if let Some(val) = env.get(&x) {
-                    args.push(val.clone());
-                } else if let Some(l) = const_of(x) {
-                    let val = vector::splat(b, g.node(x).dtype, l);
-                    env.insert(x, val.clone());
-                    args.push(val);
-                } else {
-                    let val = read(b, p.direct[&x]);
-                    env.insert(x, val.clone());
-                    args.push(val);
-                }
+        for &x in &n.inputs {
+            if let Some(val) = env.get(&x) {
+                args.push(val.clone());
+            } else {
+                let val = fetch(b, x);
+                env.insert(x, val.clone());
+                args.push(val);
             }
         }
         let val = match &n.op {
-            Op::Broadcast => match const_of(v) {
-                Some(l) => vector::splat(b, n.dtype, l),
-                None => read(b, p.bcast[&v]),
-            },
             Op::Unary(u) => vector::unary(b, *u, n.dtype, &args[0]),
             Op::Binary(o) => vector::binary(b, *o, n.dtype, &args[0], &args[1]),
             Op::Compare(c) => vector::compare(b, *c, g.node(n.inputs[0]).dtype, &args[0], &args[1]),

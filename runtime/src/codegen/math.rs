@@ -18,6 +18,8 @@ extern "C" fn tanh64(x: f64) -> f64 { x.tanh() }
 extern "C" fn sig64(x: f64) -> f64 { 1.0 / (1.0 + (-x).exp()) }
 extern "C" fn sin64(x: f64) -> f64 { x.sin() }
 extern "C" fn cos64(x: f64) -> f64 { x.cos() }
+extern "C" fn erf32(x: f32) -> f32 { libm::erf(x as f64) as f32 }
+extern "C" fn erf64(x: f64) -> f64 { libm::erf(x) }
 extern "C" fn pow64(x: f64, y: f64) -> f64 { x.powf(y) }
 
 fn per_lane(b: &mut FunctionBuilder, xs: &[Value], f32fn: usize, f64fn: usize) -> Value {
@@ -50,3 +52,4 @@ pub fn sigmoid(b: &mut FunctionBuilder, x: Value) -> Value { per_lane(b, &[x], s
 pub fn sin(b: &mut FunctionBuilder, x: Value) -> Value { per_lane(b, &[x], sin32 as usize, sin64 as usize) }
 pub fn cos(b: &mut FunctionBuilder, x: Value) -> Value { per_lane(b, &[x], cos32 as usize, cos64 as usize) }
 pub fn pow(b: &mut FunctionBuilder, x: Value, y: Value) -> Value { per_lane(b, &[x, y], pow32 as usize, pow64 as usize) }
+pub fn erf(b: &mut FunctionBuilder, x: Value) -> Value { per_lane(b, &[x], erf32 as usize, erf64 as usize) }

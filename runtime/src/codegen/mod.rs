@@ -7,7 +7,7 @@ mod vector;
 
 pub use kernel::layout;
 
-use crate::exec::partition::Kernel;
+use crate::exec::partition::{Partition, Step};
 use crate::ir::Graph;
 use crate::Error;
 use cranelift_codegen::ir::{types, AbiParam};
@@ -76,7 +76,9 @@ pub struct CompiledKernels {
     pub code: JitCode,
 }
 
-pub fn compile(g: &Graph, kernels: &[Kernel], keep_clif: bool) -> Result<CompiledKernels, Error> {
+/// Compile every kernel step of a partition (in step order).
+pub fn compile(g: &Graph, part: &Partition, keep_clif: bool) -> Result<CompiledKernels, Error> {
+    let kernels = part.steps.iter().filter_map(|s| if let Step::Kernel(k) = s { Some(k) } else { None });
     let isa = ISA.as_ref().map_err(|e| Error::codegen(e.clone()))?.clone();
     let mut module = JITModule::new(JITBuilder::with_isa(isa, cranelift_module::default_libcall_names()));
     let mut ctx = module.make_context();
@@ -91,7 +93,7 @@ pub fn compile(g: &Graph, kernels: &[Kernel], keep_clif: bool) -> Result<Compile
         ctx.func.signature = sig.clone();
         {
             let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-            kernel::build(&mut b, g, k);
+            kernel::build(&mut b, g, part, k);
             b.seal_all_blocks();
             b.finalize(module.target_config());
         }

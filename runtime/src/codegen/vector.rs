@@ -83,6 +83,20 @@ pub fn load(b: &mut FunctionBuilder, d: DType, addr: Value) -> Vals {
     }
 }
 
+/// Load lane `l` from `addr + l * step` bytes (a strided view).
+pub fn load_gather(b: &mut FunctionBuilder, d: DType, addr: Value, step: i64) -> Vals {
+    let ls: Vec<Value> = (0..LANES as i64)
+        .map(|l| match d {
+            DType::Bool => {
+                let x = b.ins().uload8(types::I32, flags(), addr, (l * step) as i32);
+                b.ins().ineg(x)
+            }
+            _ => b.ins().load(scalar_type(d), flags(), addr, (l * step) as i32),
+        })
+        .collect();
+    from_lanes(b, d, &ls)
+}
+
 /// Load the one element at `addr` into every lane.
 pub fn load_splat(b: &mut FunctionBuilder, d: DType, addr: Value) -> Vals {
     let (ty, n) = part_type(d);
@@ -207,6 +221,8 @@ pub fn unary(b: &mut FunctionBuilder, op: UnaryOp, d: DType, x: &Vals) -> Vals {
             UnaryOp::Sigmoid => math::sigmoid(b, p),
             UnaryOp::Sin => math::sin(b, p),
             UnaryOp::Cos => math::cos(b, p),
+            UnaryOp::Erf => math::erf(b, p),
+            UnaryOp::Floor => b.ins().floor(p),
             UnaryOp::Not => unreachable!(),
         });
     }
@@ -236,11 +252,13 @@ pub fn binary(b: &mut FunctionBuilder, op: BinaryOp, d: DType, x: &Vals, y: &Val
             BinaryOp::Max => b.ins().fmax(p, q),
             BinaryOp::Min => b.ins().fmin(p, q),
             BinaryOp::Pow => math::pow(b, p, q),
+            BinaryOp::Rem => float_rem(b, p, q),
             BinaryOp::And | BinaryOp::Or => unreachable!(),
         });
     }
     match op {
-        BinaryOp::Div => int_div(b, d, x, y),
+        BinaryOp::Div => int_div(b, d, x, y, false),
+        BinaryOp::Rem => int_div(b, d, x, y, true),
         _ => zip_parts(x, y, |p, q| match op {
             BinaryOp::Add => b.ins().iadd(p, q),
             BinaryOp::Sub => b.ins().isub(p, q),
@@ -249,14 +267,15 @@ pub fn binary(b: &mut FunctionBuilder, op: BinaryOp, d: DType, x: &Vals, y: &Val
             BinaryOp::Min => b.ins().smin(p, q),
             BinaryOp::And => b.ins().band(p, q),
             BinaryOp::Or => b.ins().bor(p, q),
-            BinaryOp::Div | BinaryOp::Pow => unreachable!(),
+            BinaryOp::Div | BinaryOp::Pow | BinaryOp::Rem => unreachable!(),
         }),
     }
 }
 
-/// Truncating division lane by lane, with XLA's definitions where the
-/// hardware would trap: `x / 0 = -1`, `MIN / -1 = MIN`.
-fn int_div(b: &mut FunctionBuilder, d: DType, x: &Vals, y: &Vals) -> Vals {
+/// Truncating division (or remainder) lane by lane, with XLA's definitions
+/// where the hardware would trap: `x / 0 = -1`, `MIN / -1 = MIN`,
+/// `x % 0 = x`, `MIN % -1 = 0`.
+fn int_div(b: &mut FunctionBuilder, d: DType, x: &Vals, y: &Vals, rem: bool) -> Vals {
     let st = scalar_type(d);
     let xs = lanes(b, x);
     let ys = lanes(b, y);
@@ -269,6 +288,12 @@ fn int_div(b: &mut FunctionBuilder, d: DType, x: &Vals, y: &Vals) -> Vals {
             let bad = b.ins().bor(is0, ism1);
             let one = b.ins().iconst(st, 1);
             let safe = b.ins().select(bad, one, c);
+            if rem {
+                let r = b.ins().srem(a, safe);
+                let zero = b.ins().iconst(st, 0);
+                let r = b.ins().select(ism1, zero, r);
+                return b.ins().select(is0, a, r);
+            }
             let q = b.ins().sdiv(a, safe);
             let neg = b.ins().ineg(a);
             let q = b.ins().select(ism1, neg, q);
@@ -389,4 +414,37 @@ pub fn cast(b: &mut FunctionBuilder, from: DType, to: DType, x: &Vals) -> Vals {
             from_lanes(b, to, &out)
         }
     }
+}
+
+extern "C" fn fmod32(x: f32, y: f32) -> f32 {
+    x % y
+}
+extern "C" fn fmod64(x: f64, y: f64) -> f64 {
+    x % y
+}
+
+/// Float remainder (`fmod`, exact) lane by lane through a call: there is no
+/// exact SIMD fmod, and `%` on floats is rare in array code.
+fn float_rem(b: &mut FunctionBuilder, x: Value, y: Value) -> Value {
+    use cranelift_codegen::ir::{AbiParam, Signature};
+    let ty = b.func.dfg.value_type(x);
+    let (lt, n, f) = if ty == types::F32X4 {
+        (types::F32, 4u8, fmod32 as *const () as i64)
+    } else {
+        (types::F64, 2u8, fmod64 as *const () as i64)
+    };
+    let mut sig = Signature::new(cranelift_codegen::isa::CallConv::SystemV);
+    sig.params.extend([AbiParam::new(lt), AbiParam::new(lt)]);
+    sig.returns.push(AbiParam::new(lt));
+    let sr = b.import_signature(sig);
+    let fp = b.ins().iconst(types::I64, f);
+    let first = b.ins().extractlane(x, 0);
+    let mut out = b.ins().splat(ty, first);
+    for l in 0..n {
+        let (a, c) = (b.ins().extractlane(x, l), b.ins().extractlane(y, l));
+        let call = b.ins().call_indirect(sr, fp, &[a, c]);
+        let r = b.inst_results(call)[0];
+        out = b.ins().insertlane(out, r, l);
+    }
+    out
 }

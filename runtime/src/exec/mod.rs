@@ -12,7 +12,7 @@ use crate::storage::Buffer;
 use crate::tensor::Tensor;
 use crate::trace::Traced;
 use crate::{interp, Error};
-use partition::Kernel;
+use partition::{Partition, Step};
 use std::sync::Arc;
 
 /// Memory figures of a compiled program, in bytes.
@@ -31,8 +31,8 @@ pub struct MemoryAnalysis {
 pub struct Executable {
     graph: Graph,
     captured: Vec<Tensor>,
-    kernels: Vec<Kernel>,
-    /// Extent of the outermost collapsed dim of each kernel (`end` of a call).
+    part: Partition,
+    /// Extent of the outermost collapsed dim of each kernel step (`end` of a call).
     extents: Vec<i64>,
     compiled: CompiledKernels,
     signature: Signature,
@@ -45,10 +45,14 @@ impl Executable {
         if cfg!(debug_assertions) {
             ir::verify(&graph)?;
         }
-        let kernels = partition::partition(&graph);
-        let extents = kernels.iter().map(|k| codegen::layout(&graph, k).dims[0] as i64).collect();
-        let compiled = codegen::compile(&graph, &kernels, keep_text)?;
-        Ok(Executable { graph, captured: traced.captured, kernels, extents, compiled, signature: sig.clone() })
+        let part = partition::partition(&graph);
+        let extents = part
+            .steps
+            .iter()
+            .filter_map(|s| if let Step::Kernel(k) = s { Some(codegen::layout(&graph, &part, k).dims[0] as i64) } else { None })
+            .collect();
+        let compiled = codegen::compile(&graph, &part, keep_text)?;
+        Ok(Executable { graph, captured: traced.captured, part, extents, compiled, signature: sig.clone() })
     }
 
     /// Compile a graph built by hand or parsed from text; every parameter is
@@ -91,7 +95,17 @@ impl Executable {
         let is_output = |v: ValueId| g.outputs.contains(&v);
         let argument_bytes = g.params().iter().map(|&p| bytes(p)).sum();
         let output_bytes = g.outputs.iter().map(|&o| bytes(o)).sum();
-        let temp_bytes = self.kernels.iter().flat_map(|k| k.outputs.iter()).filter(|&&v| !is_output(v)).map(|&v| bytes(v)).sum();
+        let temp_bytes = self
+            .part
+            .steps
+            .iter()
+            .flat_map(|s| match s {
+                Step::Kernel(k) => k.outputs.clone(),
+                Step::Library(v) => vec![*v],
+            })
+            .filter(|&v| !is_output(v))
+            .map(bytes)
+            .sum();
         let eager_temp_bytes = (0..g.nodes.len())
             .map(|i| ValueId(i as u32))
             .filter(|&v| g.node(v).op.is_elementwise() && !is_output(v))
@@ -109,8 +123,14 @@ impl Executable {
         self.compiled.code.id
     }
 
+    /// Number of compiled (Cranelift) kernels.
     pub fn kernel_count(&self) -> usize {
-        self.kernels.len()
+        self.part.steps.iter().filter(|s| matches!(s, Step::Kernel(_))).count()
+    }
+
+    /// Number of steps (kernels and library calls).
+    pub fn step_count(&self) -> usize {
+        self.part.steps.len()
     }
 
     pub fn traced_text(&self) -> String {
@@ -118,7 +138,7 @@ impl Executable {
     }
 
     pub fn kernels_text(&self) -> String {
-        partition::kernels_text(&self.graph, &self.kernels)
+        partition::steps_text(&self.graph, &self.part)
     }
 
     pub fn clif_text(&self) -> String {
@@ -160,24 +180,36 @@ impl Executable {
             }
         }
         let mut ptrs: Vec<*mut u8> = Vec::new();
-        for (ki, k) in self.kernels.iter().enumerate() {
-            ptrs.clear();
-            for &x in &k.inputs {
-                ptrs.push(bufs[x.index()].as_ref().expect("input computed before use").as_mut_ptr());
+        let mut ki = 0;
+        for step in &self.part.steps {
+            match step {
+                Step::Kernel(k) => {
+                    ptrs.clear();
+                    for &x in &k.inputs {
+                        ptrs.push(bufs[x.index()].as_ref().expect("input computed before use").as_mut_ptr());
+                    }
+                    for &o in &k.outputs {
+                        let n = self.graph.node(o);
+                        let buf = Arc::new(Buffer::uninit(crate::shape::numel(&n.shape) * n.dtype.size()));
+                        ptrs.push(buf.as_mut_ptr());
+                        bufs[o.index()] = Some(buf);
+                    }
+                    if crate::shape::numel(&k.shape) > 0 {
+                        // SAFETY: the pointers are live buffers of the sizes the
+                        // kernel was compiled for (checked by check_args and
+                        // allocated above); outputs are fresh and unshared.
+                        unsafe { (self.compiled.fns[ki])(ptrs.as_ptr(), 0, self.extents[ki]) };
+                    }
+                    ki += 1;
+                }
+                Step::Library(v) => {
+                    let n = self.graph.node(*v);
+                    let ins: Vec<Tensor> = n.inputs.iter().map(|&x| self.value(x, &bufs)).collect::<Result<_, _>>()?;
+                    let refs: Vec<&Tensor> = ins.iter().collect();
+                    let out = crate::library::run(&n.op, &refs, &n.shape, n.dtype)?;
+                    bufs[v.index()] = out.buffer().cloned();
+                }
             }
-            for &o in &k.outputs {
-                let n = self.graph.node(o);
-                let buf = Arc::new(Buffer::uninit(crate::shape::numel(&n.shape) * n.dtype.size()));
-                ptrs.push(buf.as_mut_ptr());
-                bufs[o.index()] = Some(buf);
-            }
-            if crate::shape::numel(&k.shape) == 0 {
-                continue;
-            }
-            // SAFETY: the pointers are live buffers of the sizes the kernel
-            // was compiled for (checked by check_args and allocated above);
-            // outputs are fresh and not yet shared.
-            unsafe { (self.compiled.fns[ki])(ptrs.as_ptr(), 0, self.extents[ki]) };
         }
         let outs = self
             .graph
@@ -187,6 +219,11 @@ impl Executable {
             .collect::<Result<Vec<_>, _>>()?;
         drop(args);
         Ok(outs)
+    }
+
+    /// A materialised value as a tensor (constants are filled on demand).
+    fn value(&self, x: ValueId, bufs: &[Option<Arc<Buffer>>]) -> Result<Tensor, Error> {
+        self.output(x, bufs)
     }
 
     fn output(&self, o: ValueId, bufs: &[Option<Arc<Buffer>>]) -> Result<Tensor, Error> {

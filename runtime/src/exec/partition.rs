@@ -1,18 +1,35 @@
-//! Splitting a graph into kernels: each kernel is one loop nest over an
-//! iteration shape, computing a set of same-shaped elementwise nodes.
+//! Splitting a graph into steps: Cranelift kernels and library calls.
+//!
+//! A kernel is one loop nest over an iteration shape computing a set of
+//! same-shaped nodes: elementwise ops, and view ops (broadcast, transpose,
+//! slice, reshape) that must be materialised. Views that are only read are
+//! not computed at all: the reader folds their index map into its loads
+//! (`Affine`). Constants are never materialised: kernels splat them.
+//! Library steps (reductions, matmul, concat, pad, take, arg-reductions,
+//! iota) run outside Cranelift on materialised inputs.
 //!
 //! This is the foundation's placeholder for the fusion pass: all elementwise
-//! nodes of one shape go into one kernel, unless that would make a kernel
-//! depend on a later one (then a new kernel starts). Broadcasts are not
-//! computed: the consuming kernel reads the source with stride 0. Constants
-//! are never materialised: a kernel splats them.
+//! nodes of one shape go into one kernel unless that would make a kernel
+//! depend on a later step (then a new kernel starts).
 //!
-//! Invariant: kernel k reads only parameters, captured tensors and outputs of
-//! kernels < k, so running kernels in index order is a valid schedule.
+//! Invariant: step k reads only parameters, captured tensors and outputs of
+//! steps < k (or values it computes itself), so running steps in index order
+//! is a valid schedule.
 
 use crate::error::type_str;
 use crate::ir::{Graph, Op, ValueId};
+use crate::{shape, Literal};
+use std::collections::HashMap;
 use std::fmt::Write;
+
+/// An index map from a view's coordinates into a materialised root buffer:
+/// element `i` of the view is `root[offset + Σ i_d * strides[d]]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Affine {
+    pub root: ValueId,
+    pub offset: i64,
+    pub strides: Vec<i64>,
+}
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Kernel {
@@ -20,89 +37,290 @@ pub struct Kernel {
     pub shape: Vec<usize>,
     /// Nodes computed in the kernel, in topological order.
     pub nodes: Vec<ValueId>,
-    /// Materialised values read (parameters, captured, other kernels' outputs).
+    /// Materialised values read (parameters, captured, earlier steps' outputs).
     pub inputs: Vec<ValueId>,
-    /// Values written to buffers: graph outputs and values other kernels read.
+    /// Values written to buffers: graph outputs and values later steps read.
     pub outputs: Vec<ValueId>,
 }
 
-/// Whether a value lives in a buffer (as opposed to being splatted).
-pub fn is_const_like(g: &Graph, v: ValueId) -> bool {
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    Kernel(Kernel),
+    /// One op run by the runtime library on materialised inputs.
+    Library(ValueId),
+}
+
+/// How each value is available to the code that reads it.
+pub struct Partition {
+    pub steps: Vec<Step>,
+    /// Foldable views: their map into a materialised root.
+    pub views: HashMap<ValueId, Affine>,
+}
+
+fn is_library(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Reduce(..)
+            | Op::Matmul
+            | Op::Concat(_)
+            | Op::Pad(..)
+            | Op::Take(_)
+            | Op::ArgMax(_)
+            | Op::ArgMin(_)
+            | Op::Iota(_)
+    )
+}
+
+/// The constant a value holds everywhere, if it is a constant or a view of one.
+pub fn const_value(g: &Graph, v: ValueId) -> Option<Literal> {
     let n = g.node(v);
-    match n.op {
-        Op::Const(_) => true,
-        Op::Broadcast => matches!(g.node(n.inputs[0]).op, Op::Const(_)),
-        _ => false,
+    match &n.op {
+        Op::Const(l) => Some(*l),
+        op if op.is_view() => const_value(g, n.inputs[0]),
+        _ => None,
     }
 }
 
-pub fn partition(g: &Graph) -> Vec<Kernel> {
-    let mut kernel_of: Vec<Option<usize>> = vec![None; g.nodes.len()];
-    let mut kernels: Vec<Kernel> = Vec::new();
+/// Per output dim of a view (not reshape): `(input dim, step)` or `None` for a
+/// new broadcast dim, plus the start index per input dim.
+fn dim_map(op: &Op, in_shape: &[usize], out_shape: &[usize]) -> (Vec<Option<(usize, i64)>>, Vec<i64>) {
+    match op {
+        Op::Broadcast => {
+            let off = out_shape.len() - in_shape.len();
+            let m = (0..out_shape.len())
+                .map(|d| {
+                    if d < off {
+                        None
+                    } else {
+                        let e = d - off;
+                        Some((e, if in_shape[e] == out_shape[d] { 1 } else { 0 }))
+                    }
+                })
+                .collect();
+            (m, vec![0; in_shape.len()])
+        }
+        Op::Transpose(p) => (p.iter().map(|&e| Some((e, 1))).collect(), vec![0; in_shape.len()]),
+        Op::Slice(sl) => (sl.iter().enumerate().map(|(d, &(_, step))| Some((d, step))).collect(), sl.iter().map(|s| s.0).collect()),
+        _ => unreachable!(),
+    }
+}
+
+fn contiguous(shape: &[usize]) -> Vec<i64> {
+    shape::strides(shape).into_iter().map(|s| s as i64).collect()
+}
+
+/// Whether strides are row-major contiguous for `shape` (size-1 dims ignored).
+fn is_contiguous(strides: &[i64], shape: &[usize]) -> bool {
+    let c = contiguous(shape);
+    shape.iter().zip(strides.iter().zip(&c)).all(|(&n, (a, b))| n == 1 || a == b)
+}
+
+/// The affine map of a view over its materialised root, or `None` when a
+/// reshape of a non-contiguous view makes it non-affine (then the reshape's
+/// source must be materialised).
+fn fold_view(g: &Graph, v: ValueId, views: &HashMap<ValueId, Affine>, materialised: &[bool]) -> Option<Affine> {
+    let n = g.node(v);
+    let src = n.inputs[0];
+    let s = g.node(src);
+    let a = if !materialised[src.index()] && views.contains_key(&src) {
+        views[&src].clone()
+    } else {
+        Affine { root: src, offset: 0, strides: contiguous(&s.shape) }
+    };
+    if n.op == Op::Reshape {
+        if !is_contiguous(&a.strides, &s.shape) {
+            return None;
+        }
+        return Some(Affine { root: a.root, offset: a.offset, strides: contiguous(&n.shape) });
+    }
+    let (m, starts) = dim_map(&n.op, &s.shape, &n.shape);
+    let offset = a.offset + starts.iter().zip(&a.strides).map(|(st, sd)| st * sd).sum::<i64>();
+    let strides = m.iter().map(|d| d.map_or(0, |(e, step)| step * a.strides[e])).collect();
+    Some(Affine { root: a.root, offset, strides })
+}
+
+pub fn partition(g: &Graph) -> Partition {
+    let nn = g.nodes.len();
+    // 1. What must live in a buffer: outputs, library operands, sources of
+    //    non-foldable reshapes. Views of constants never need one.
+    let mut materialised = vec![false; nn];
     for (i, n) in g.nodes.iter().enumerate() {
-        let v = ValueId(i as u32);
-        if !(n.op.is_elementwise() || n.op == Op::Broadcast) {
-            continue;
+        if matches!(n.op, Op::Param(_) | Op::Captured(_)) || is_library(&n.op) {
+            materialised[i] = true;
         }
-        // The kernels this node's operands come from, seen from kernel `k`.
-        let producers: Vec<usize> = n.inputs.iter().filter_map(|x| kernel_of[x.index()]).collect();
-        let candidate = kernels.iter().rposition(|k| k.shape == n.shape);
-        let k = match candidate {
-            Some(k) if producers.iter().all(|&p| p <= k) && !(n.op == Op::Broadcast && producers.contains(&k)) => k,
-            _ => {
-                kernels.push(Kernel { shape: n.shape.clone(), nodes: vec![], inputs: vec![], outputs: vec![] });
-                kernels.len() - 1
-            }
-        };
-        kernel_of[i] = Some(k);
-        kernels[k].nodes.push(v);
-    }
-    for (k, kernel) in kernels.iter_mut().enumerate() {
-        for &v in &kernel.nodes {
-            let n = g.node(v);
+        if is_library(&n.op) {
+            // (Plain constants have no buffer; the executable fills them.)
             for &x in &n.inputs {
-                let internal = kernel_of[x.index()] == Some(k) && n.op != Op::Broadcast;
-                if !internal && !is_const_like(g, x) && !kernel.inputs.contains(&x) {
-                    kernel.inputs.push(x);
-                }
+                materialised[x.index()] = true;
             }
-        }
-    }
-    // Outputs: read by another kernel, or returned.
-    let mut needed = vec![false; g.nodes.len()];
-    for kernel in &kernels {
-        for &x in &kernel.inputs {
-            needed[x.index()] = true;
         }
     }
     for &o in &g.outputs {
+        if !matches!(g.node(o).op, Op::Const(_)) {
+            materialised[o.index()] = true;
+        }
+    }
+    // Fold views in order; a reshape that cannot fold forces its source.
+    let mut views: HashMap<ValueId, Affine> = HashMap::new();
+    for (i, n) in g.nodes.iter().enumerate() {
+        let v = ValueId(i as u32);
+        if !n.op.is_view() || const_value(g, v).is_some() {
+            continue;
+        }
+        match fold_view(g, v, &views, &materialised) {
+            Some(a) => {
+                views.insert(v, a);
+            }
+            None => {
+                materialised[n.inputs[0].index()] = true;
+                let a = fold_view(g, v, &views, &materialised).expect("reshape of a materialised value folds");
+                views.insert(v, a);
+            }
+        }
+    }
+    // A materialised view is computed by a kernel reading its map; a view
+    // whose root became materialised after it was folded still folds (the
+    // map was taken over the root, which exists either way).
+
+    // 2. Steps in node order.
+    let mut step_of: Vec<Option<usize>> = vec![None; nn];
+    let mut steps: Vec<Step> = Vec::new();
+    // The step that produces a value's buffer (for a folded view: its root's).
+    let producer = |x: ValueId, step_of: &Vec<Option<usize>>, views: &HashMap<ValueId, Affine>| -> Option<usize> {
+        if !materialised[x.index()] {
+            if let Some(a) = views.get(&x) {
+                return step_of[a.root.index()];
+            }
+        }
+        step_of[x.index()]
+    };
+    for (i, n) in g.nodes.iter().enumerate() {
+        let v = ValueId(i as u32);
+        if is_library(&n.op) {
+            steps.push(Step::Library(v));
+            step_of[i] = Some(steps.len() - 1);
+            continue;
+        }
+        let computed = n.op.is_elementwise() || (n.op.is_view() && materialised[i]);
+        if !computed {
+            continue;
+        }
+        // A computed view reads its root through its map: the root must come
+        // from an earlier step. Elementwise operands may be in the same kernel.
+        let mut need_before = Vec::new();
+        let mut allow_same = Vec::new();
+        if n.op.is_view() {
+            if let Some(a) = views.get(&v) {
+                if let Some(p) = step_of[a.root.index()] {
+                    need_before.push(p);
+                }
+            }
+        } else {
+            for &x in &n.inputs {
+                if let Some(p) = producer(x, &step_of, &views) {
+                    if materialised[x.index()] || !views.contains_key(&x) {
+                        allow_same.push(p);
+                    } else {
+                        need_before.push(p);
+                    }
+                }
+            }
+        }
+        let candidate = steps.iter().rposition(|s| matches!(s, Step::Kernel(k) if k.shape == n.shape));
+        let k = match candidate {
+            Some(k) if need_before.iter().all(|&p| p < k) && allow_same.iter().all(|&p| p <= k) => k,
+            _ => {
+                steps.push(Step::Kernel(Kernel { shape: n.shape.clone(), nodes: vec![], inputs: vec![], outputs: vec![] }));
+                steps.len() - 1
+            }
+        };
+        step_of[i] = Some(k);
+        if let Step::Kernel(kern) = &mut steps[k] {
+            kern.nodes.push(v);
+        }
+    }
+    // 3. Kernel inputs and outputs.
+    let mut needed = vec![false; nn];
+    for &o in &g.outputs {
         needed[o.index()] = true;
     }
-    for kernel in kernels.iter_mut() {
-        kernel.outputs = kernel.nodes.iter().copied().filter(|v| needed[v.index()]).collect();
+    for n in &g.nodes {
+        if is_library(&n.op) {
+            for &x in &n.inputs {
+                needed[x.index()] = true;
+            }
+        }
     }
-    kernels.retain(|k| !k.outputs.is_empty());
-    kernels
+    for (k, step) in steps.iter_mut().enumerate() {
+        let Step::Kernel(kernel) = step else { continue };
+        let mut inputs: Vec<ValueId> = Vec::new();
+        for &v in &kernel.nodes {
+            let n = g.node(v);
+            let reads: Vec<ValueId> = if n.op.is_view() {
+                views.get(&v).map(|a| vec![a.root]).unwrap_or_default()
+            } else {
+                n.inputs
+                    .iter()
+                    .filter(|x| const_value(g, **x).is_none())
+                    .map(|&x| if !materialised[x.index()] && views.contains_key(&x) { views[&x].root } else { x })
+                    .collect()
+            };
+            for x in reads {
+                if step_of[x.index()] == Some(k) && !(n.op.is_view()) {
+                    continue;
+                }
+                needed[x.index()] = true;
+                if !inputs.contains(&x) {
+                    inputs.push(x);
+                }
+            }
+        }
+        kernel.inputs = inputs;
+    }
+    for step in steps.iter_mut() {
+        if let Step::Kernel(kernel) = step {
+            kernel.outputs = kernel.nodes.iter().copied().filter(|v| needed[v.index()]).collect();
+        }
+    }
+    steps.retain(|s| !matches!(s, Step::Kernel(k) if k.outputs.is_empty()));
+    Partition { steps, views }
 }
 
-/// Text of the kernel list, for `Lowered::as_text`.
-pub fn kernels_text(g: &Graph, kernels: &[Kernel]) -> String {
+/// Text of the step list, for `Lowered::as_text`.
+pub fn steps_text(g: &Graph, p: &Partition) -> String {
     let mut s = String::new();
-    for (i, k) in kernels.iter().enumerate() {
-        let list = |vs: &[ValueId]| vs.iter().map(|v| format!("%{}", v.0)).collect::<Vec<_>>().join(", ");
-        let dtype = g.node(k.nodes[0]).dtype;
-        writeln!(
-            s,
-            "kernel k{i} over {} reads ({}) writes ({})",
-            type_str(dtype, &k.shape).split_once('[').map(|(_, r)| format!("[{r}")).unwrap_or_default(),
-            list(&k.inputs),
-            list(&k.outputs)
-        )
-        .unwrap();
-        for &v in &k.nodes {
-            let n = g.node(v);
-            let ins = n.inputs.iter().map(|x| format!("%{}", x.0)).collect::<Vec<_>>().join(", ");
-            writeln!(s, "  %{} = {} {} : {}", v.0, n.op.name(), ins, type_str(n.dtype, &n.shape)).unwrap();
+    let list = |vs: &[ValueId]| vs.iter().map(|v| format!("%{}", v.0)).collect::<Vec<_>>().join(", ");
+    for (i, step) in p.steps.iter().enumerate() {
+        match step {
+            Step::Library(v) => {
+                let n = g.node(*v);
+                writeln!(
+                    s,
+                    "step {i}: library %{} = {}{} {} : {}",
+                    v.0,
+                    n.op.name(),
+                    crate::ir::attr_text(&n.op),
+                    list(&n.inputs),
+                    type_str(n.dtype, &n.shape)
+                )
+                .unwrap();
+            }
+            Step::Kernel(k) => {
+                writeln!(s, "step {i}: kernel over {:?} reads ({}) writes ({})", k.shape, list(&k.inputs), list(&k.outputs)).unwrap();
+                for &v in &k.nodes {
+                    let n = g.node(v);
+                    writeln!(
+                        s,
+                        "  %{} = {}{} {} : {}",
+                        v.0,
+                        n.op.name(),
+                        crate::ir::attr_text(&n.op),
+                        list(&n.inputs),
+                        type_str(n.dtype, &n.shape)
+                    )
+                    .unwrap();
+                }
+            }
         }
     }
     s

@@ -7,13 +7,14 @@
 //! tracer inserts explicit `broadcast` nodes); dtypes follow the op's rule;
 //! `param k` nodes are numbered 0.. in order of appearance.
 
+pub mod infer;
 mod op;
-pub use print::literal_text;
+pub use print::{attr_text, literal_text};
 mod parse;
 mod print;
 mod verify;
 
-pub use op::{BinaryOp, CmpOp, Op, UnaryOp};
+pub use op::{BinaryOp, CmpOp, Op, ReduceOp, UnaryOp};
 pub use parse::parse;
 pub use verify::verify;
 

@@ -19,6 +19,10 @@ pub enum UnaryOp {
     Recip,
     /// Logical not of a `bool` tensor.
     Not,
+    /// The error function.
+    Erf,
+    /// Largest integer not above x.
+    Floor,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -36,6 +40,29 @@ pub enum BinaryOp {
     /// Logical and / or of `bool` tensors.
     And,
     Or,
+    /// Remainder with the sign of the dividend (Rust's `%`); on integers
+    /// `x % 0 = x` and `MIN % -1 = 0`, as XLA defines them.
+    Rem,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    Sum,
+    Max,
+    Min,
+    Prod,
+}
+
+impl ReduceOp {
+    pub const ALL: [ReduceOp; 4] = [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::Prod];
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "reduce_sum",
+            ReduceOp::Max => "reduce_max",
+            ReduceOp::Min => "reduce_min",
+            ReduceOp::Prod => "reduce_prod",
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -65,10 +92,34 @@ pub enum Op {
     Cast(DType),
     /// NumPy broadcast of the input to the node's shape.
     Broadcast,
+    /// Same elements in row-major order, new shape.
+    Reshape,
+    /// `out.shape[d] = in.shape[perm[d]]`.
+    Transpose(Vec<usize>),
+    /// Per axis `(start, step)`: output index `i` reads input `start + i*step`
+    /// (the length is the node's shape; a negative step walks backwards).
+    Slice(Vec<(i64, i64)>),
+    /// Concatenation of the inputs along an axis.
+    Concat(usize),
+    /// Constant padding: `(before, after)` per axis.
+    Pad(Vec<(usize, usize)>, Literal),
+    /// Reduction over the listed axes (sorted, distinct); they are removed.
+    Reduce(ReduceOp, Vec<usize>),
+    /// Index (i64) of the first maximum / minimum along an axis, which is
+    /// removed. NaN counts as the extreme.
+    ArgMax(usize),
+    ArgMin(usize),
+    /// `take(x, idx)` along an axis: `out.shape = x[..axis] + idx + x[axis+1..]`.
+    /// Negative indices count from the end; out-of-range ones are clamped.
+    Take(usize),
+    /// The index along an axis, as the node's dtype.
+    Iota(usize),
+    /// `a[..., m, k] @ b[..., k, n]`, batch dimensions broadcast.
+    Matmul,
 }
 
 impl UnaryOp {
-    pub const ALL: [UnaryOp; 14] = [
+    pub const ALL: [UnaryOp; 16] = [
         UnaryOp::Neg,
         UnaryOp::Exp,
         UnaryOp::Ln,
@@ -83,6 +134,8 @@ impl UnaryOp {
         UnaryOp::Square,
         UnaryOp::Recip,
         UnaryOp::Not,
+        UnaryOp::Erf,
+        UnaryOp::Floor,
     ];
 
     pub fn name(self) -> &'static str {
@@ -101,6 +154,8 @@ impl UnaryOp {
             UnaryOp::Square => "square",
             UnaryOp::Recip => "recip",
             UnaryOp::Not => "not",
+            UnaryOp::Erf => "erf",
+            UnaryOp::Floor => "floor",
         }
     }
 
@@ -115,7 +170,7 @@ impl UnaryOp {
 }
 
 impl BinaryOp {
-    pub const ALL: [BinaryOp; 9] = [
+    pub const ALL: [BinaryOp; 10] = [
         BinaryOp::Add,
         BinaryOp::Sub,
         BinaryOp::Mul,
@@ -125,6 +180,7 @@ impl BinaryOp {
         BinaryOp::Pow,
         BinaryOp::And,
         BinaryOp::Or,
+        BinaryOp::Rem,
     ];
 
     pub fn name(self) -> &'static str {
@@ -138,6 +194,7 @@ impl BinaryOp {
             BinaryOp::Pow => "pow",
             BinaryOp::And => "and",
             BinaryOp::Or => "or",
+            BinaryOp::Rem => "rem",
         }
     }
 
@@ -182,7 +239,23 @@ impl Op {
             Op::Select => "select",
             Op::Cast(_) => "cast",
             Op::Broadcast => "broadcast",
+            Op::Reshape => "reshape",
+            Op::Transpose(_) => "transpose",
+            Op::Slice(_) => "slice",
+            Op::Concat(_) => "concat",
+            Op::Pad(..) => "pad",
+            Op::Reduce(r, _) => r.name(),
+            Op::ArgMax(_) => "argmax",
+            Op::ArgMin(_) => "argmin",
+            Op::Take(_) => "take",
+            Op::Iota(_) => "iota",
+            Op::Matmul => "matmul",
         }
+    }
+
+    /// Ops that only move elements (an index map over their input).
+    pub fn is_view(&self) -> bool {
+        matches!(self, Op::Broadcast | Op::Reshape | Op::Transpose(_) | Op::Slice(_))
     }
 
     /// Ops computed element by element (fusible into one loop).

@@ -40,8 +40,20 @@ pub fn parse(text: &str) -> Result<Graph, Error> {
             .ok_or_else(|| Error::parse(line_no, "missing `: dtype[shape]` at the end of the line"))?;
         let (dtype, shape) = parse_type(ty.trim(), line_no)?;
         let mut words = body.trim().splitn(2, ' ');
-        let opname = words.next().unwrap_or("");
+        let opword = words.next().unwrap_or("");
         let args = words.next().unwrap_or("").trim();
+        let (opname, attrs) = match opword.split_once('[') {
+            Some((n, rest)) => {
+                let a = rest
+                    .strip_suffix(']')
+                    .ok_or_else(|| Error::parse(line_no, format!("unclosed `[` in `{opword}`")))?;
+                (n, Some(a))
+            }
+            None => (opword, None),
+        };
+        let attr = |what: &str| -> Result<&str, Error> {
+            attrs.ok_or_else(|| Error::parse(line_no, format!("`{opname}` needs {what} in brackets, e.g. `{opname}[0]`")))
+        };
         let (op, operand_text) = match opname {
             "param" | "captured" => {
                 let (k, rest) = split_first_word(args);
@@ -55,6 +67,30 @@ pub fn parse(text: &str) -> Result<Graph, Error> {
                 (Op::Const(parse_literal(lit, line_no)?), rest)
             }
             "select" => (Op::Select, args),
+            "reshape" => (Op::Reshape, args),
+            "matmul" => (Op::Matmul, args),
+            "transpose" => (Op::Transpose(usizes(attr("a permutation")?, line_no)?), args),
+            "concat" => (Op::Concat(one(attr("an axis")?, line_no)?), args),
+            "argmax" => (Op::ArgMax(one(attr("an axis")?, line_no)?), args),
+            "argmin" => (Op::ArgMin(one(attr("an axis")?, line_no)?), args),
+            "take" => (Op::Take(one(attr("an axis")?, line_no)?), args),
+            "iota" => (Op::Iota(one(attr("an axis")?, line_no)?), args),
+            "slice" => {
+                let pairs = pairs::<i64>(attr("start:step per axis")?, line_no)?;
+                (Op::Slice(pairs), args)
+            }
+            "pad" => {
+                let pairs = pairs::<usize>(attr("before:after per axis")?, line_no)?;
+                let (lit, rest) = split_first_word(args);
+                (Op::Pad(pairs, parse_literal(lit, line_no)?), rest)
+            }
+            r if r.starts_with("reduce_") => {
+                let op = crate::ir::ReduceOp::ALL
+                    .into_iter()
+                    .find(|o| o.name() == r)
+                    .ok_or_else(|| Error::parse(line_no, format!("unknown op `{r}`")))?;
+                (Op::Reduce(op, usizes(attr("the axes")?, line_no)?), args)
+            }
             "cast" => (Op::Cast(dtype), args),
             "broadcast" => (Op::Broadcast, args),
             other => {
@@ -120,4 +156,28 @@ fn parse_literal(s: &str, line: usize) -> Result<Literal, Error> {
         }
     }
     s.parse::<f64>().map(Literal::Float).map_err(|_| Error::parse(line, format!("bad literal `{s}`")))
+}
+
+fn usizes(s: &str, line: usize) -> Result<Vec<usize>, Error> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|x| !x.is_empty())
+        .map(|x| x.parse::<usize>().map_err(|_| Error::parse(line, format!("expected an index, found `{x}`"))))
+        .collect()
+}
+
+fn one(s: &str, line: usize) -> Result<usize, Error> {
+    s.trim().parse::<usize>().map_err(|_| Error::parse(line, format!("expected an axis, found `{s}`")))
+}
+
+fn pairs<T: std::str::FromStr>(s: &str, line: usize) -> Result<Vec<(T, T)>, Error> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|x| !x.is_empty())
+        .map(|x| {
+            let bad = || Error::parse(line, format!("expected `a:b`, found `{x}`"));
+            let (a, b) = x.split_once(':').ok_or_else(bad)?;
+            Ok((a.trim().parse::<T>().map_err(|_| bad())?, b.trim().parse::<T>().map_err(|_| bad())?))
+        })
+        .collect()
 }

@@ -17,10 +17,10 @@ use std::fmt::Write;
 pub fn print(g: &Graph) -> String {
     let mut s = String::new();
     for (i, n) in g.nodes.iter().enumerate() {
-        write!(s, "%{i} = {}", n.op.name()).unwrap();
+        write!(s, "%{i} = {}{}", n.op.name(), attr_text(&n.op)).unwrap();
         match &n.op {
             Op::Param(k) | Op::Captured(k) => write!(s, " {k}").unwrap(),
-            Op::Const(l) => write!(s, " {}", literal_text(*l)).unwrap(),
+            Op::Const(l) | Op::Pad(_, l) => write!(s, " {}", literal_text(*l)).unwrap(),
             _ => {}
         }
         for (j, v) in n.inputs.iter().enumerate() {
@@ -41,5 +41,22 @@ pub fn literal_text(l: Literal) -> String {
         Literal::Float(v) => format!("{v:?}"),
         Literal::Int(v) => v.to_string(),
         Literal::Bool(v) => v.to_string(),
+    }
+}
+
+fn list<T: std::fmt::Display>(xs: &[T]) -> String {
+    xs.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(",")
+}
+
+/// The bracketed attributes written right after an op's name
+/// (`transpose[1,0]`, `slice[0:1,3:-1]`, `pad[1:2,0:0]`, `reduce_sum[0,2]`).
+pub fn attr_text(op: &Op) -> String {
+    match op {
+        Op::Transpose(p) => format!("[{}]", list(p)),
+        Op::Reduce(_, axes) => format!("[{}]", list(axes)),
+        Op::Slice(sl) => format!("[{}]", sl.iter().map(|(a, b)| format!("{a}:{b}")).collect::<Vec<_>>().join(",")),
+        Op::Pad(p, _) => format!("[{}]", p.iter().map(|(a, b)| format!("{a}:{b}")).collect::<Vec<_>>().join(",")),
+        Op::Concat(a) | Op::ArgMax(a) | Op::ArgMin(a) | Op::Take(a) | Op::Iota(a) => format!("[{a}]"),
+        _ => String::new(),
     }
 }

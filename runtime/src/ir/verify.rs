@@ -15,11 +15,39 @@ pub fn verify(g: &Graph) -> Result<(), Error> {
             }
         }
         let ins: Vec<_> = n.inputs.iter().map(|v| g.node(*v)).collect();
+        if !matches!(
+            n.op,
+            Op::Param(_)
+                | Op::Const(_)
+                | Op::Captured(_)
+                | Op::Unary(_)
+                | Op::Cast(_)
+                | Op::Broadcast
+                | Op::Binary(_)
+                | Op::Compare(_)
+                | Op::Select
+        ) {
+            let tys: Vec<(&[usize], DType)> = ins.iter().map(|x| (x.shape.as_slice(), x.dtype)).collect();
+            match super::infer::infer(&n.op, &tys, (&n.shape, n.dtype)) {
+                Ok((shape, dtype)) if shape == n.shape && dtype == n.dtype => {}
+                Ok((shape, dtype)) => {
+                    return fail(format!("result should be {}, is declared {}", type_str(dtype, &shape), type_str(n.dtype, &n.shape)))
+                }
+                Err(e) => return fail(e),
+            }
+            if let Op::Pad(_, l) = &n.op {
+                if !super::infer::pad_value_ok(*l, n.dtype) {
+                    return fail(format!("pad value does not fit {}", n.dtype));
+                }
+            }
+            continue;
+        }
         let arity = match n.op {
             Op::Param(_) | Op::Const(_) | Op::Captured(_) => 0,
             Op::Unary(_) | Op::Cast(_) | Op::Broadcast => 1,
             Op::Binary(_) | Op::Compare(_) => 2,
             Op::Select => 3,
+            _ => unreachable!(),
         };
         if ins.len() != arity {
             return fail(format!("expects {arity} operands, has {}", ins.len()));
@@ -81,6 +109,7 @@ pub fn verify(g: &Graph) -> Result<(), Error> {
                     ));
                 }
             }
+            _ => unreachable!("structural ops are checked by infer above"),
         }
     }
     for o in &g.outputs {

@@ -9,7 +9,7 @@ use super::ops::{binary, IntoOperand};
 use super::Tensor;
 use crate::ir::{BinaryOp, UnaryOp};
 use crate::Scalar;
-use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Not, Sub, SubAssign};
+use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Not, Rem, RemAssign, Sub, SubAssign};
 use std::panic::Location;
 
 macro_rules! binary_operator {
@@ -100,6 +100,7 @@ binary_operator!(Add, add, AddAssign, add_assign, Add, "add");
 binary_operator!(Sub, sub, SubAssign, sub_assign, Sub, "sub");
 binary_operator!(Mul, mul, MulAssign, mul_assign, Mul, "mul");
 binary_operator!(Div, div, DivAssign, div_assign, Div, "div");
+binary_operator!(Rem, rem, RemAssign, rem_assign, Rem, "rem");
 
 impl Neg for Tensor {
     type Output = Tensor;

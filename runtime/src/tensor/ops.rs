@@ -292,6 +292,10 @@ impl Tensor {
         recip => Recip;
         /// Logical not of a bool tensor.
         logical_not => Not;
+        /// The error function.
+        erf => Erf;
+        /// Largest integer not above x (float tensors).
+        floor => Floor;
     }
 
     cmp_methods! { lt => Lt; le => Le; gt => Gt; ge => Ge; eq => Eq; ne => Ne; }

@@ -1,0 +1,147 @@
+//! Result types of the structural ops (shape ops, reductions, indexing,
+//! matmul): one place for the typing rules, used by the verifier and by the
+//! tracer (which adds user-facing messages on top).
+
+use super::Op;
+use crate::{DType, Literal};
+
+pub type Ty<'a> = (&'a [usize], DType);
+
+/// The `(shape, dtype)` a structural op gives on these operand types, or why
+/// it is ill-typed. `declared` is the node's own type, which some ops (reshape,
+/// iota, slice lengths) take as given and only check.
+pub fn infer(op: &Op, ins: &[Ty], declared: Ty) -> Result<(Vec<usize>, DType), String> {
+    let arity = |n: usize| if ins.len() == n { Ok(()) } else { Err(format!("expects {n} operands, has {}", ins.len())) };
+    match op {
+        Op::Reshape => {
+            arity(1)?;
+            let (n_in, n_out): (usize, usize) = (ins[0].0.iter().product(), declared.0.iter().product());
+            if n_in != n_out {
+                return Err(format!("reshape of {n_in} elements to {n_out}"));
+            }
+            Ok((declared.0.to_vec(), ins[0].1))
+        }
+        Op::Transpose(perm) => {
+            arity(1)?;
+            let s = ins[0].0;
+            let mut seen = vec![false; s.len()];
+            if perm.len() != s.len() || perm.iter().any(|&p| p >= s.len() || std::mem::replace(&mut seen[p], true)) {
+                return Err(format!("{perm:?} is not a permutation of {} axes", s.len()));
+            }
+            Ok((perm.iter().map(|&p| s[p]).collect(), ins[0].1))
+        }
+        Op::Slice(sl) => {
+            arity(1)?;
+            let s = ins[0].0;
+            if sl.len() != s.len() || declared.0.len() != s.len() {
+                return Err(format!("slice needs one start:step per axis ({} axes)", s.len()));
+            }
+            for (d, (&(start, step), &len)) in sl.iter().zip(declared.0).enumerate() {
+                if step == 0 {
+                    return Err(format!("axis {d}: step 0"));
+                }
+                if len > 0 {
+                    let last = start + (len as i64 - 1) * step;
+                    if start < 0 || start >= s[d] as i64 || last < 0 || last >= s[d] as i64 {
+                        return Err(format!("axis {d}: {len} elements from {start} by {step} leave 0..{}", s[d]));
+                    }
+                }
+            }
+            Ok((declared.0.to_vec(), ins[0].1))
+        }
+        Op::Concat(axis) => {
+            if ins.is_empty() {
+                return Err("concat of nothing".into());
+            }
+            let (s0, d0) = ins[0];
+            if *axis >= s0.len() {
+                return Err(format!("axis {axis} out of range for rank {}", s0.len()));
+            }
+            let mut out = s0.to_vec();
+            out[*axis] = 0;
+            for (s, d) in ins {
+                if *d != d0 || s.len() != s0.len() || (0..s.len()).any(|i| i != *axis && s[i] != s0[i]) {
+                    return Err(format!("operands {:?} {d} and {:?} {d0} differ off axis {axis}", s, s0));
+                }
+                out[*axis] += s[*axis];
+            }
+            Ok((out, d0))
+        }
+        Op::Pad(p, _) => {
+            arity(1)?;
+            let s = ins[0].0;
+            if p.len() != s.len() {
+                return Err(format!("pad needs before:after per axis ({} axes)", s.len()));
+            }
+            Ok((s.iter().zip(p).map(|(d, (a, b))| d + a + b).collect(), ins[0].1))
+        }
+        Op::Reduce(_, axes) => {
+            arity(1)?;
+            let s = ins[0].0;
+            if axes.windows(2).any(|w| w[0] >= w[1]) || axes.iter().any(|&a| a >= s.len()) {
+                return Err(format!("axes {axes:?} must be sorted, distinct and below rank {}", s.len()));
+            }
+            if ins[0].1 == DType::Bool {
+                return Err("reductions take numeric tensors".into());
+            }
+            Ok(((0..s.len()).filter(|a| !axes.contains(a)).map(|a| s[a]).collect(), ins[0].1))
+        }
+        Op::ArgMax(axis) | Op::ArgMin(axis) => {
+            arity(1)?;
+            let s = ins[0].0;
+            if *axis >= s.len() || s[*axis] == 0 {
+                return Err(format!("axis {axis} must exist and be non-empty in {s:?}"));
+            }
+            if ins[0].1 == DType::Bool {
+                return Err("argmax/argmin take numeric tensors".into());
+            }
+            Ok(((0..s.len()).filter(|a| a != axis).map(|a| s[a]).collect(), DType::I64))
+        }
+        Op::Take(axis) => {
+            arity(2)?;
+            let (s, d) = ins[0];
+            if *axis >= s.len() {
+                return Err(format!("axis {axis} out of range for rank {}", s.len()));
+            }
+            if !ins[1].1.is_int() {
+                return Err(format!("indices must be i32 or i64, not {}", ins[1].1));
+            }
+            let mut out = s[..*axis].to_vec();
+            out.extend_from_slice(ins[1].0);
+            out.extend_from_slice(&s[axis + 1..]);
+            Ok((out, d))
+        }
+        Op::Iota(axis) => {
+            arity(0)?;
+            if *axis >= declared.0.len() || declared.1 == DType::Bool {
+                return Err(format!("iota axis {axis} of a {} tensor of rank {}", declared.1, declared.0.len()));
+            }
+            Ok((declared.0.to_vec(), declared.1))
+        }
+        Op::Matmul => {
+            arity(2)?;
+            let ((a, da), (b, db)) = (ins[0], ins[1]);
+            if da != db || !da.is_float() {
+                return Err(format!("matmul takes two f32 or two f64 operands, not {da} and {db}"));
+            }
+            if a.len() < 2 || b.len() < 2 {
+                return Err("matmul operands have rank >= 2 in the IR".into());
+            }
+            let (m, k) = (a[a.len() - 2], a[a.len() - 1]);
+            let (k2, n) = (b[b.len() - 2], b[b.len() - 1]);
+            if k != k2 {
+                return Err(format!("contracting dimensions differ: {k} and {k2}"));
+            }
+            let mut out = crate::shape::broadcast(&a[..a.len() - 2], &b[..b.len() - 2])
+                .ok_or_else(|| format!("batch dimensions {:?} and {:?} do not broadcast", &a[..a.len() - 2], &b[..b.len() - 2]))?;
+            out.extend([m, n]);
+            Ok((out, da))
+        }
+        _ => unreachable!("infer is for structural ops"),
+    }
+}
+
+/// Whether a pad value can be stored in `d`.
+pub fn pad_value_ok(l: Literal, d: DType) -> bool {
+    l.weak_dtype(d).is_some() || d == DType::Bool && matches!(l, Literal::Bool(_))
+}
