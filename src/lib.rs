@@ -24,5 +24,5 @@ pub use jitfuse_runtime::*;
 /// Everything a user of jitfuse needs in scope.
 pub mod prelude {
     pub use jitfuse_macros::jit;
-    pub use jitfuse_runtime::{select, where_, DType, Error, Tensor};
+    pub use jitfuse_runtime::{concat, select, softmax_cross_entropy, stack, where_, DType, Error, Slice, Tensor};
 }

@@ -22,7 +22,10 @@ mod library;
 
 pub use exec::MemoryAnalysis;
 pub use jit::{clear_caches, CacheStats, Lowered};
+pub use tensor::composite::softmax_cross_entropy;
 pub use tensor::ops::{select, where_, IntoOperand};
+pub use tensor::reduce::Axes;
+pub use tensor::shape_ops::{concat, stack, Slice};
 
 /// What `#[jit]`-generated code calls. Not a stable API.
 #[doc(hidden)]

@@ -1,55 +1,687 @@
-//! TEMPORARY: per-lane calls into Rust's libm, until the vectorised
-//! approximations land. Same signatures as the final module.
+//! Vectorised transcendental functions emitted as Cranelift IR (no libm calls), for `F32X4` and
+//! `F64X2` values: range reduction with integer bit tricks on the lanes, Remez minimax
+//! polynomials evaluated with `fma`, special values fixed with compare + `bitselect` (blendv).
+//!
+//! ## Measured maximum error (tests in `math_tests.rs`)
+//! Errors in ulp of the correctly rounded result. f32 is compared with the f64 std function
+//! (erf: a double-double reference), f64 with the same std f64 function (itself < 1 ulp), so
+//! f64 figures include the reference's own error. "all f32 /97" = every 97th finite f32 bit
+//! pattern, both signs. f64 samples: 400k uniform / log-uniform (±) per range.
+//!
+//! | fn | f32 max err | f32 ranges | f64 max err | f64 ranges |
+//! |---|---|---|---|---|
+//! | exp | 0.88 ulp | all f32 /97; dense [-104, 89], [-100, 100] | 1 ulp | [-746, 710], [-1, 1], ±[1e-300, 1e3] |
+//! | ln | 1.50 ulp (1.2e-7 rel) | all f32 /97; (1e-30, 1e38], [0.5, 2], subnormals [1e-45, 1e-37] | 1 ulp | [1e-320, 1e308], [0.5, 2], [0.999, 1.001] |
+//! | tanh | 1.53 ulp (1.8e-7 rel) | all f32 /97; [-10, 10], [-1, 1] | 3 ulp | [-10, 10], [-1, 1], ±[1e-300, 50] |
+//! | sigmoid | 2.34 ulp (1.8e-7 rel) | all f32 /97; [-10, 10], [-110, 30] | 2 ulp | [-10, 10], [-750, 40], ±[1e-300, 1e3] |
+//! | sin | 2.23 ulp (1.8e-7 rel, 1.3e-7 abs) | \|x\| <= 1e5: all f32 /97; [-1e4, 1e4], [-10, 10] | 2 ulp | [-10, 10], [-1e4, 1e4], ±[1e-300, 1e9] |
+//! | cos | 2.23 ulp (1.6e-7 rel, 1.3e-7 abs) | same as sin | 2 ulp | same as sin |
+//! | pow | 0.50 ulp | x in [1e-3, 1e3] (1500 log-spaced) × y in [-30, 30] (1201); x<0 with integer y; random x in [1e-45, 3e38], y in [-3, 3]; over/underflow edges | 42 ulp (see below) | x in [1e-3,1e3] × y in [-30,30]; x in [1e-300,1e300] × y in [-2,2]; x<0 integer y; \|y ln x\| up to ~740 |
+//! | erf | 2.51 ulp (1.7e-7 rel) | all f32 /97; [-5, 5], [-1.3, 1.3] | 2 ulp | [-7, 7], [-1.3, 1.3], ±[1e-300, 10] |
+//!
+//! Notes:
+//! - exp: overflow gives +inf, underflow gives correctly scaled **subnormal** results (two-step
+//!   2^k scaling) and then +0. ln handles subnormal inputs (pre-scaled by 2^23 / 2^52).
+//! - sin/cos: x - j*pi with a 3-part Cody-Waite pi and `fma` (first step exact), j from the
+//!   1.5*2^m shifter. Error bound claimed for |x| <= 1e5 (f32) and |x| <= 1e9 (f64; the method
+//!   holds far beyond, to ~2^50). Beyond that, results are finite and in [-1, 1] (r and the
+//!   result are clamped) but not accurate; ±inf and NaN give NaN.
+//! - pow: C99/IEEE special cases as Rust's `powf` (checked exactly on a 22x22 grid of special
+//!   values). f32 is computed in f64 (fvpromote_low / shuffle / fvdemote). f64 uses a
+//!   double-double log without tables: the error grows with |y ln x| (<= ~2 ulp for
+//!   |y ln x| < 20, 42 ulp measured near |y ln x| ~ 700, i.e. near overflow/underflow).
+//! - tanh: |x| < 0.5493 odd polynomial, else 1 - 2/(e^{2|x|}+1) (1 division); tanh(-0) = -0.
+//! - sigmoid: e/(1+e) or 1/(1+e) with e = exp(-|x|): no overflow, relative accuracy down to
+//!   subnormal results; the f64 reference (std exp + division) has ~1-2 ulp error itself.
+//! - erf: |x| < 1.2 x P(x^2), else 1 - e^{-x^2} Q(|x| - c); erf(-0) = -0.
+//!
+//! Code size of a whole test kernel (loop + loads/stores + function), x86-64 AVX2+FMA:
+//! exp 560/800 B (f32x4/f64x2), ln 1200/1248, tanh 944/1600, sigmoid 624/960, sin 512/688,
+//! cos 592/832, pow 3760/2800, erf 1568/2848.
 
-use cranelift_codegen::ir::{types, AbiParam, InstBuilder, Signature, Value};
-use cranelift_codegen::isa::CallConv;
+use cranelift_codegen::ir::condcodes::FloatCC;
+use cranelift_codegen::ir::{types, ConstantData, Endianness, InstBuilder, MemFlagsData, Type, Value};
 use cranelift_frontend::FunctionBuilder;
 
-extern "C" fn exp32(x: f32) -> f32 { x.exp() }
-extern "C" fn ln32(x: f32) -> f32 { x.ln() }
-extern "C" fn tanh32(x: f32) -> f32 { x.tanh() }
-extern "C" fn sig32(x: f32) -> f32 { (1.0 / (1.0 + (-(x as f64)).exp())) as f32 }
-extern "C" fn sin32(x: f32) -> f32 { x.sin() }
-extern "C" fn cos32(x: f32) -> f32 { x.cos() }
-extern "C" fn pow32(x: f32, y: f32) -> f32 { x.powf(y) }
-extern "C" fn exp64(x: f64) -> f64 { x.exp() }
-extern "C" fn ln64(x: f64) -> f64 { x.ln() }
-extern "C" fn tanh64(x: f64) -> f64 { x.tanh() }
-extern "C" fn sig64(x: f64) -> f64 { 1.0 / (1.0 + (-x).exp()) }
-extern "C" fn sin64(x: f64) -> f64 { x.sin() }
-extern "C" fn cos64(x: f64) -> f64 { x.cos() }
-extern "C" fn erf32(x: f32) -> f32 { libm::erf(x as f64) as f32 }
-extern "C" fn erf64(x: f64) -> f64 { libm::erf(x) }
-extern "C" fn pow64(x: f64, y: f64) -> f64 { x.powf(y) }
+// ---------------------------------------------------------------------------------------------
+// Small IR helpers. `K` describes the lane format of the value being processed.
+// ---------------------------------------------------------------------------------------------
 
-fn per_lane(b: &mut FunctionBuilder, xs: &[Value], f32fn: usize, f64fn: usize) -> Value {
-    let ty = b.func.dfg.value_type(xs[0]);
-    let (lt, n, f) = if ty == types::F32X4 { (types::F32, 4u8, f32fn) } else { (types::F64, 2u8, f64fn) };
-    let mut sig = Signature::new(CallConv::SystemV);
-    for _ in xs {
-        sig.params.push(AbiParam::new(lt));
-    }
-    sig.returns.push(AbiParam::new(lt));
-    let sr = b.import_signature(sig);
-    let fp = b.ins().iconst(types::I64, f as i64);
-    let mut out = None;
-    for l in 0..n {
-        let args: Vec<Value> = xs.iter().map(|&x| b.ins().extractlane(x, l)).collect();
-        let c = b.ins().call_indirect(sr, fp, &args);
-        let r = b.inst_results(c)[0];
-        out = Some(match out {
-            None => b.ins().splat(ty, r),
-            Some(v) => b.ins().insertlane(v, r, l),
-        });
-    }
-    out.unwrap()
+#[derive(Clone, Copy)]
+struct K {
+    /// F32X4 or F64X2.
+    ty: Type,
+    /// I32X4 or I64X2 (same lane count, for bit tricks).
+    ity: Type,
+    d: bool,
 }
 
-pub fn exp(b: &mut FunctionBuilder, x: Value) -> Value { per_lane(b, &[x], exp32 as usize, exp64 as usize) }
-pub fn ln(b: &mut FunctionBuilder, x: Value) -> Value { per_lane(b, &[x], ln32 as usize, ln64 as usize) }
-pub fn tanh(b: &mut FunctionBuilder, x: Value) -> Value { per_lane(b, &[x], tanh32 as usize, tanh64 as usize) }
-pub fn sigmoid(b: &mut FunctionBuilder, x: Value) -> Value { per_lane(b, &[x], sig32 as usize, sig64 as usize) }
-pub fn sin(b: &mut FunctionBuilder, x: Value) -> Value { per_lane(b, &[x], sin32 as usize, sin64 as usize) }
-pub fn cos(b: &mut FunctionBuilder, x: Value) -> Value { per_lane(b, &[x], cos32 as usize, cos64 as usize) }
-pub fn pow(b: &mut FunctionBuilder, x: Value, y: Value) -> Value { per_lane(b, &[x, y], pow32 as usize, pow64 as usize) }
-pub fn erf(b: &mut FunctionBuilder, x: Value) -> Value { per_lane(b, &[x], erf32 as usize, erf64 as usize) }
+impl K {
+    fn of(b: &FunctionBuilder, x: Value) -> K {
+        let ty = b.func.dfg.value_type(x);
+        match ty {
+            types::F32X4 => K { ty, ity: types::I32X4, d: false },
+            types::F64X2 => K { ty, ity: types::I64X2, d: true },
+            _ => panic!("jitfuse math: expected F32X4 or F64X2, got {ty}"),
+        }
+    }
+    /// Mantissa bits.
+    fn mbits(self) -> i64 {
+        if self.d { 52 } else { 23 }
+    }
+    fn bias(self) -> i64 {
+        if self.d { 1023 } else { 127 }
+    }
+    fn sign_bit(self) -> i64 {
+        if self.d { i64::MIN } else { 0x8000_0000u32 as i32 as i64 }
+    }
+    /// 1.5 * 2^mbits: adding it rounds to an integer and leaves that integer in the low bits.
+    fn shifter(self) -> f64 {
+        1.5 * (2.0f64).powi(self.mbits() as i32)
+    }
+}
+
+/// Splatted float constant (rounded to the lane type).
+fn fc(b: &mut FunctionBuilder, k: K, c: f64) -> Value {
+    let s = if k.d { b.ins().f64const(c) } else { b.ins().f32const(c as f32) };
+    b.ins().splat(k.ty, s)
+}
+
+/// Splatted integer constant (lane-sized).
+fn ic(b: &mut FunctionBuilder, k: K, c: i64) -> Value {
+    let s = if k.d { b.ins().iconst(types::I64, c) } else { b.ins().iconst(types::I32, c as i32 as u32 as i64) };
+    b.ins().splat(k.ity, s)
+}
+
+fn to_i(b: &mut FunctionBuilder, k: K, x: Value) -> Value {
+    b.ins().bitcast(k.ity, MemFlagsData::new(), x)
+}
+
+fn to_f(b: &mut FunctionBuilder, k: K, x: Value) -> Value {
+    b.ins().bitcast(k.ty, MemFlagsData::new(), x)
+}
+
+/// Lane mask (all ones / zero, integer typed) of `x cc y`.
+fn cmp(b: &mut FunctionBuilder, cc: FloatCC, x: Value, y: Value) -> Value {
+    b.ins().fcmp(cc, x, y)
+}
+
+/// `m ? t : f` for an integer lane mask `m` (one blendv).
+fn sel(b: &mut FunctionBuilder, k: K, m: Value, t: Value, f: Value) -> Value {
+    let mf = to_f(b, k, m);
+    b.ins().bitselect(mf, t, f)
+}
+
+/// `a < x ? a : x` (one minps/minpd; a NaN `x` is passed through).
+fn min_keep_nan(b: &mut FunctionBuilder, k: K, a: Value, x: Value) -> Value {
+    let m = cmp(b, FloatCC::LessThan, a, x);
+    sel(b, k, m, a, x)
+}
+
+/// `a > x ? a : x` (one maxps/maxpd; a NaN `x` is passed through).
+fn max_keep_nan(b: &mut FunctionBuilder, k: K, a: Value, x: Value) -> Value {
+    let m = cmp(b, FloatCC::LessThan, x, a);
+    sel(b, k, m, a, x)
+}
+
+/// Clamp to [lo, hi], NaN preserved.
+fn clamp(b: &mut FunctionBuilder, k: K, x: Value, lo: f64, hi: f64) -> Value {
+    let h = fc(b, k, hi);
+    let x = min_keep_nan(b, k, h, x);
+    let l = fc(b, k, lo);
+    max_keep_nan(b, k, l, x)
+}
+
+/// Horner evaluation of c[0] + c[1] x + ... with fma.
+fn horner(b: &mut FunctionBuilder, k: K, x: Value, c: &[f64]) -> Value {
+    let mut acc = fc(b, k, *c.last().unwrap());
+    for &ci in c.iter().rev().skip(1) {
+        let cv = fc(b, k, ci);
+        acc = b.ins().fma(acc, x, cv);
+    }
+    acc
+}
+
+/// |x| and the sign bits of x (integer typed).
+fn abs_and_sign(b: &mut FunctionBuilder, k: K, x: Value) -> (Value, Value) {
+    let xi = to_i(b, k, x);
+    let sm = ic(b, k, k.sign_bit());
+    let s = b.ins().band(xi, sm);
+    let a = b.ins().bxor(xi, s);
+    (to_f(b, k, a), s)
+}
+
+/// Bitwise OR of float lanes with integer bits (used to apply a sign).
+fn or_bits(b: &mut FunctionBuilder, k: K, x: Value, bits: Value) -> Value {
+    let xi = to_i(b, k, x);
+    let r = b.ins().bor(xi, bits);
+    to_f(b, k, r)
+}
+
+fn xor_bits(b: &mut FunctionBuilder, k: K, x: Value, bits: Value) -> Value {
+    let xi = to_i(b, k, x);
+    let r = b.ins().bxor(xi, bits);
+    to_f(b, k, r)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Constants
+// ---------------------------------------------------------------------------------------------
+
+const LN2: f64 = std::f64::consts::LN_2;
+/// ln 2 - (ln 2 rounded to f64).
+const LN2_LO_F64: f64 = 2.319046813846299558e-17;
+const LOG2E: f64 = std::f64::consts::LOG2_E;
+/// Cody-Waite split of pi: PI_A is pi rounded to the lane type, PI_B the next part, PI_C the next.
+/// (f32 parts are computed in f64 at build time and rounded; see `pi_parts`.)
+/// All three parts are positive (PI_B rounded down), so that j = +0 keeps r = x = -0 exact.
+const PI_F64: [f64; 3] = [3.141592653589793116, 1.224646799147353e-16, 2.165713347843828e-32];
+
+fn ln2_parts(k: K) -> (f64, f64) {
+    if k.d {
+        (LN2, LN2_LO_F64)
+    } else {
+        let hi = LN2 as f32 as f64;
+        (hi, LN2 - hi)
+    }
+}
+
+fn pi_parts(k: K) -> [f64; 3] {
+    if k.d {
+        PI_F64
+    } else {
+        // Exact pi as a double-double (PI_F64[0] + PI_F64[1]), split into f32 parts each rounded
+        // toward zero, so all parts are positive (then j = +0 keeps r = x = -0).
+        let down = |v: f64| {
+            let f = v as f32;
+            (if f as f64 > v { f32::from_bits(f.to_bits() - 1) } else { f }) as f64
+        };
+        let a = down(PI_F64[0]);
+        let r = (PI_F64[0] - a) + PI_F64[1];
+        let bb = down(r);
+        let c = ((PI_F64[0] - a) - bb) + PI_F64[1];
+        [a, bb, c]
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// exp
+// ---------------------------------------------------------------------------------------------
+
+/// e^x for x already clamped to the valid range (NaN allowed). With `split`, the 2^k scaling is
+/// done in two steps so that results in the subnormal range (and k up to bias+2) are correct;
+/// without it, k must stay within the normal exponent range.
+fn exp_core(b: &mut FunctionBuilder, k: K, x: Value, split: bool) -> Value {
+    let s = fc(b, k, k.shifter());
+    let l2e = fc(b, k, LOG2E);
+    let n = b.ins().fma(x, l2e, s); // S + round(x / ln2)
+    let kf = b.ins().fsub(n, s);
+    let (hi, lo) = ln2_parts(k);
+    let nhi = fc(b, k, -hi);
+    let nlo = fc(b, k, -lo);
+    let r = b.ins().fma(kf, nhi, x); // exact
+    let r = b.ins().fma(kf, nlo, r);
+    // e^r = 1 + r + r^2 P(r) on |r| <= ln2/2.
+    let coeffs: &[f64] = if k.d { &EXP_F64 } else { &EXP_F32 };
+    let mut c = vec![1.0, 1.0];
+    c.extend_from_slice(coeffs);
+    let p = horner(b, k, r, &c);
+    exp_scale(b, k, p, n, kf, split)
+}
+
+/// p * 2^k where `n` = shifter + k (as float) and `kf` = k.
+fn exp_scale(b: &mut FunctionBuilder, k: K, p: Value, n: Value, kf: Value, split: bool) -> Value {
+    let ni = to_i(b, k, n);
+    let bias = ic(b, k, k.bias());
+    let mb = k.mbits();
+    if !split {
+        let e = b.ins().iadd(ni, bias);
+        let e = b.ins().ishl_imm_u(e, mb);
+        let sc = to_f(b, k, e);
+        return b.ins().fmul(p, sc);
+    }
+    // k1 = round(k/2), k2 = k - k1; 2^k = 2^k1 * 2^k2, both factors normal.
+    let s = fc(b, k, k.shifter());
+    let half = fc(b, k, 0.5);
+    let n1 = b.ins().fma(kf, half, s);
+    let n1i = to_i(b, k, n1);
+    let e1 = b.ins().iadd(n1i, bias);
+    let e1 = b.ins().ishl_imm_u(e1, mb);
+    let d = b.ins().isub(ni, n1i);
+    let e2 = b.ins().iadd(d, bias);
+    let e2 = b.ins().ishl_imm_u(e2, mb);
+    let s1 = to_f(b, k, e1);
+    let s2 = to_f(b, k, e2);
+    let p = b.ins().fmul(p, s1);
+    b.ins().fmul(p, s2)
+}
+
+/// Input range of `exp`: below `lo` the result is 0, above `hi` it is +inf.
+fn exp_limits(k: K) -> (f64, f64) {
+    if k.d { (-746.0, 710.0) } else { (-104.0, 89.0) }
+}
+
+/// e^x. Overflow gives +inf, underflow gives (correctly scaled) subnormals and then 0.
+pub fn exp(b: &mut FunctionBuilder, x: Value) -> Value {
+    let k = K::of(b, x);
+    let (lo, hi) = exp_limits(k);
+    let x = clamp(b, k, x, lo, hi);
+    exp_core(b, k, x, true)
+}
+
+// ---------------------------------------------------------------------------------------------
+// ln
+// ---------------------------------------------------------------------------------------------
+
+/// Reduction x = 2^e * m, m in [sqrt(1/2), sqrt(2)). Returns (e as float, f = m - 1).
+/// Handles subnormal x; garbage (finite) for x <= 0, inf, NaN.
+fn ln_reduce(b: &mut FunctionBuilder, k: K, x: Value) -> (Value, Value) {
+    let mb = k.mbits();
+    // Subnormals: scale by 2^mbits and correct the exponent.
+    let minpos = fc(b, k, if k.d { f64::MIN_POSITIVE } else { f32::MIN_POSITIVE as f64 });
+    let tiny = cmp(b, FloatCC::LessThan, x, minpos);
+    let scale = fc(b, k, (2.0f64).powi(mb as i32));
+    let xs = b.ins().fmul(x, scale);
+    let x = sel(b, k, tiny, xs, x);
+    let (one_bits, sqrt_half_bits): (i64, i64) =
+        if k.d { (0x3ff0_0000_0000_0000, 0x3fe6_a09e_667f_3bcd) } else { (0x3f80_0000, 0x3f35_04f3) };
+    let xi = to_i(b, k, x);
+    let adj = ic(b, k, one_bits - sqrt_half_bits);
+    let ix = b.ins().iadd(xi, adj);
+    // exponent as float: (ix >> mb) | bits(2^mb)  ->  2^mb + e_biased
+    let eb = b.ins().ushr_imm_u(ix, mb);
+    let two_mb_bits = if k.d { 0x4330_0000_0000_0000i64 } else { 0x4b00_0000 };
+    let tb = ic(b, k, two_mb_bits);
+    let ef = b.ins().bor(eb, tb);
+    let ef = to_f(b, k, ef);
+    let off = fc(b, k, (2.0f64).powi(mb as i32) + k.bias() as f64);
+    let e = b.ins().fsub(ef, off);
+    // subtract mbits for the scaled subnormals: mask & bits(mbits as float)
+    let mbf = fc(b, k, mb as f64);
+    let mbi = to_i(b, k, mbf);
+    let corr = b.ins().band(tiny, mbi);
+    let corr = to_f(b, k, corr);
+    let e = b.ins().fsub(e, corr);
+    // mantissa
+    let mm = ic(b, k, (1i64 << mb) - 1);
+    let mi = b.ins().band(ix, mm);
+    let sh = ic(b, k, sqrt_half_bits);
+    let mi = b.ins().iadd(mi, sh);
+    let m = to_f(b, k, mi);
+    let one = fc(b, k, 1.0);
+    let f = b.ins().fsub(m, one);
+    (e, f)
+}
+
+/// ln for f64 lanes, musl-style: log1p(f) = f - (hfsq - s (hfsq + z Q(z))), s = f/(2+f).
+fn ln_poly_f64(b: &mut FunctionBuilder, k: K, f: Value) -> (Value, Value, Value) {
+    let two = fc(b, k, 2.0);
+    let u = b.ins().fadd(two, f);
+    let s = b.ins().fdiv(f, u);
+    let z = b.ins().fmul(s, s);
+    let q = horner(b, k, z, &LN_F64);
+    let r = b.ins().fmul(z, q);
+    let half = fc(b, k, 0.5);
+    let hf = b.ins().fmul(f, half);
+    let hfsq = b.ins().fmul(hf, f);
+    let t = b.ins().fadd(hfsq, r);
+    (s, hfsq, t)
+}
+
+/// Special values of ln: 0 -> -inf, < 0 -> NaN, +inf -> +inf, NaN -> NaN.
+fn ln_specials(b: &mut FunctionBuilder, k: K, x: Value, res: Value) -> Value {
+    let inf = fc(b, k, f64::INFINITY);
+    let m = cmp(b, FloatCC::UnorderedOrGreaterThanOrEqual, x, inf);
+    let res = sel(b, k, m, x, res);
+    let zero = fc(b, k, 0.0);
+    let m = cmp(b, FloatCC::LessThan, x, zero);
+    let nan = fc(b, k, f64::NAN);
+    let res = sel(b, k, m, nan, res);
+    let m = cmp(b, FloatCC::Equal, x, zero);
+    let ninf = fc(b, k, f64::NEG_INFINITY);
+    sel(b, k, m, ninf, res)
+}
+
+/// Natural logarithm.
+pub fn ln(b: &mut FunctionBuilder, x: Value) -> Value {
+    let k = K::of(b, x);
+    let (e, f) = ln_reduce(b, k, x);
+    let (hi, lo) = ln2_parts(k);
+    let lhi = fc(b, k, hi);
+    let llo = fc(b, k, lo);
+    let res = if k.d {
+        let (s, hfsq, t) = ln_poly_f64(b, k, f);
+        let a = b.ins().fmul(e, llo);
+        let a = b.ins().fma(s, t, a);
+        let a = b.ins().fsub(a, hfsq);
+        let a = b.ins().fadd(a, f);
+        b.ins().fma(e, lhi, a)
+    } else {
+        // log1p(f) = f (1 + f (-1/2 + f P(f)))
+        let mut c = vec![1.0, -0.5];
+        c.extend_from_slice(&LN_F32);
+        let p = horner(b, k, f, &c);
+        let p = b.ins().fmul(p, f);
+        let p = b.ins().fma(e, llo, p);
+        b.ins().fma(e, lhi, p)
+    };
+    ln_specials(b, k, x, res)
+}
+
+// ---------------------------------------------------------------------------------------------
+// tanh, sigmoid
+// ---------------------------------------------------------------------------------------------
+
+/// tanh: |x| < 0.5493: x + x^3 P(x^2); else sign(x) (1 - 2 / (e^{2|x|} + 1)).
+pub fn tanh(b: &mut FunctionBuilder, x: Value) -> Value {
+    let k = K::of(b, x);
+    let (ax, sign) = abs_and_sign(b, k, x);
+    // small branch
+    let z = b.ins().fmul(x, x);
+    let q = horner(b, k, z, if k.d { &TANH_F64 } else { &TANH_F32 });
+    let one = fc(b, k, 1.0);
+    let q = b.ins().fma(z, q, one);
+    let small = b.ins().fmul(x, q); // x (1 + z P(z)): keeps the sign of -0
+    // large branch (|2x| clamped where tanh rounds to 1)
+    let two = fc(b, k, 2.0);
+    let a2 = b.ins().fmul(ax, two);
+    let top = if k.d { 40.0 } else { 20.0 };
+    let topv = fc(b, k, top);
+    let a2 = min_keep_nan(b, k, topv, a2);
+    let e = exp_core(b, k, a2, false);
+    let ep1 = b.ins().fadd(e, one);
+    let q = b.ins().fdiv(two, ep1);
+    let t = b.ins().fsub(one, q);
+    let large = or_bits(b, k, t, sign);
+    let thr = fc(b, k, 0.5493);
+    let m = cmp(b, FloatCC::LessThan, ax, thr);
+    sel(b, k, m, small, large)
+}
+
+/// 1 / (1 + e^-x), computed as e/(1+e) (x < 0) or 1/(1+e) (x >= 0) with e = e^-|x| so that it
+/// never overflows and keeps full relative accuracy for very negative x (down to subnormals).
+pub fn sigmoid(b: &mut FunctionBuilder, x: Value) -> Value {
+    let k = K::of(b, x);
+    let (ax, _) = abs_and_sign(b, k, x);
+    let nax = b.ins().fneg(ax);
+    let (lo, _) = exp_limits(k);
+    let lov = fc(b, k, lo);
+    let nax = max_keep_nan(b, k, lov, nax);
+    let e = exp_core(b, k, nax, true);
+    let one = fc(b, k, 1.0);
+    let zero = fc(b, k, 0.0);
+    let neg = cmp(b, FloatCC::LessThan, x, zero);
+    let num = sel(b, k, neg, e, one);
+    let den = b.ins().fadd(one, e);
+    b.ins().fdiv(num, den)
+}
+
+// ---------------------------------------------------------------------------------------------
+// sin, cos
+// ---------------------------------------------------------------------------------------------
+
+/// Shared tail: r = x - q*pi/2 (q = 2j or 2j+1 given as float `qf` with parts of pi/2 scaled),
+/// polynomial, sign flip from the low bit of `n`'s integer.
+fn sincos_tail(b: &mut FunctionBuilder, k: K, x: Value, jf: Value, n: Value, pscale: f64) -> Value {
+    let p = pi_parts(k);
+    let mut r = x;
+    for part in p {
+        let c = fc(b, k, -part * pscale);
+        r = b.ins().fma(jf, c, r);
+    }
+    // |r| <= pi/2 + |x| 2^-25 (rounding of j); beyond the reduction range r can be anything:
+    // clamp to the fitted interval so the polynomial stays bounded (NaN kept).
+    let r = clamp(b, k, r, -1.6, 1.6);
+    let z = b.ins().fmul(r, r);
+    let q = horner(b, k, z, if k.d { &SIN_F64 } else { &SIN_F32 });
+    let one = fc(b, k, 1.0);
+    let q = b.ins().fma(z, q, one);
+    let s = b.ins().fmul(r, q); // r (1 + z P(z)): keeps the sign of -0
+    // the polynomial may overshoot 1 by an ulp near r = pi/2: clamp (NaN kept)
+    let s = clamp(b, k, s, -1.0, 1.0);
+    let ni = to_i(b, k, n);
+    let sh = if k.d { 63 } else { 31 };
+    let sg = b.ins().ishl_imm_u(ni, sh);
+    xor_bits(b, k, s, sg)
+}
+
+/// sin x = (-1)^j sin(x - j pi), j = round(x / pi).
+pub fn sin(b: &mut FunctionBuilder, x: Value) -> Value {
+    let k = K::of(b, x);
+    let s = fc(b, k, k.shifter());
+    let ip = fc(b, k, std::f64::consts::FRAC_1_PI);
+    let n = b.ins().fma(x, ip, s);
+    let jf = b.ins().fsub(n, s);
+    sincos_tail(b, k, x, jf, n, 1.0)
+}
+
+/// cos x = (-1)^(j+1) sin(x - (2j+1) pi/2), j = round(x/pi - 1/2).
+pub fn cos(b: &mut FunctionBuilder, x: Value) -> Value {
+    let k = K::of(b, x);
+    let ip = fc(b, k, std::f64::consts::FRAC_1_PI);
+    let mhalf = fc(b, k, -0.5);
+    let t = b.ins().fma(x, ip, mhalf);
+    // shifter + 1 so that the low bit of n is that of j + 1
+    let s1 = fc(b, k, k.shifter() + 1.0);
+    let n = b.ins().fadd(t, s1);
+    let jf = b.ins().fsub(n, s1);
+    let two = fc(b, k, 2.0);
+    let one = fc(b, k, 1.0);
+    let qf = b.ins().fma(jf, two, one);
+    sincos_tail(b, k, x, qf, n, 0.5)
+}
+
+// ---------------------------------------------------------------------------------------------
+// pow
+// ---------------------------------------------------------------------------------------------
+
+/// musl's split of ln 2: the high part has 32 significant bits, so e * LN2_HI is exact.
+const LN2_HI_MUSL: f64 = 6.93147180369123816490e-01;
+const LN2_LO_MUSL: f64 = 1.90821492927058770002e-10;
+
+/// ln x as an unevaluated sum hi + lo (f64 lanes, x > 0 finite; garbage otherwise).
+/// log1p(f) = 2 atanh(s) = 2 s + s^3 Q(s^2), s = f/(2+f) kept as a double-double.
+fn ln_dd_f64(b: &mut FunctionBuilder, k: K, x: Value) -> (Value, Value) {
+    let (e, f) = ln_reduce(b, k, x);
+    let two = fc(b, k, 2.0);
+    let u = b.ins().fadd(two, f);
+    let u2 = b.ins().fsub(u, two);
+    let ulo = b.ins().fsub(f, u2); // u + ulo = 2 + f exactly
+    let s = b.ins().fdiv(f, u);
+    let ns = b.ins().fneg(s);
+    let rr = b.ins().fma(ns, u, f);
+    let rr = b.ins().fma(ns, ulo, rr);
+    // 1/(2+f) = (1 - s)/2
+    let mh = fc(b, k, -0.5);
+    let half = fc(b, k, 0.5);
+    let inv = b.ins().fma(s, mh, half);
+    let slo = b.ins().fmul(rr, inv);
+    let z = b.ins().fmul(s, s);
+    let q = horner(b, k, z, &LN_F64);
+    let sz = b.ins().fmul(s, z);
+    let tail = b.ins().fmul(sz, q);
+    let lhi = fc(b, k, LN2_HI_MUSL);
+    let a = b.ins().fmul(e, lhi); // exact
+    let s2 = b.ins().fadd(s, s);
+    let h = b.ins().fadd(a, s2);
+    let d = b.ins().fsub(a, h);
+    let l0 = b.ins().fadd(d, s2); // Fast2Sum error (|a| >= |2s| or a == 0)
+    let llo = fc(b, k, LN2_LO_MUSL);
+    let t = b.ins().fma(e, llo, l0);
+    let t = b.ins().fma(slo, two, t);
+    let t = b.ins().fadd(t, tail);
+    // normalise (Fast2Sum, |h| >= |t|) so that y * t stays below an ulp of y * h
+    let hn = b.ins().fadd(h, t);
+    let dh = b.ins().fsub(h, hn);
+    let tn = b.ins().fadd(dh, t);
+    (hn, tn)
+}
+
+/// |x|^y for f64 lanes, ax = |x|. Correct for finite ax > 0 and any y (|x| == 1 or y == 0 give 1,
+/// NaN propagates); ax = 0 / inf are fixed up by the caller. With `for_f32` the result only needs
+/// to be right after demotion to f32 (no subnormal f64 results).
+fn pow_mag_f64(b: &mut FunctionBuilder, ax: Value, y: Value, for_f32: bool) -> Value {
+    let k = K { ty: types::F64X2, ity: types::I64X2, d: true };
+    let yc = clamp(b, k, y, -1.8446744073709552e19, 1.8446744073709552e19);
+    let (h, t) = ln_dd_f64(b, k, ax);
+    let th = b.ins().fmul(yc, h);
+    let nth = b.ins().fneg(th);
+    let terr = b.ins().fma(yc, h, nth);
+    let tl = b.ins().fma(yc, t, terr);
+    let zero = fc(b, k, 0.0);
+    let m1 = cmp(b, FloatCC::Equal, h, zero);
+    let m2 = cmp(b, FloatCC::Equal, y, zero);
+    let m = b.ins().bor(m1, m2);
+    let th = sel(b, k, m, zero, th);
+    let tl = sel(b, k, m, zero, tl);
+    let (lo, hi) = if for_f32 { (-110.0, 100.0) } else { exp_limits(k) };
+    let th = clamp(b, k, th, lo, hi);
+    // |tl| <= ulp(th) unless th was clamped (then the result is 0 or inf anyway)
+    let tl = clamp(b, k, tl, -1e-3, 1e-3);
+    // exp(th + tl)
+    let s = fc(b, k, k.shifter());
+    let l2e = fc(b, k, LOG2E);
+    let n = b.ins().fma(th, l2e, s);
+    let kf = b.ins().fsub(n, s);
+    let (chi, clo) = ln2_parts(k);
+    let nhi = fc(b, k, -chi);
+    let nlo = fc(b, k, -clo);
+    let r = b.ins().fma(kf, nhi, th);
+    let r = b.ins().fma(kf, nlo, r);
+    let r = b.ins().fadd(r, tl);
+    let mut c = vec![1.0, 1.0];
+    c.extend_from_slice(&EXP_F64);
+    let p = horner(b, k, r, &c);
+    exp_scale(b, k, p, n, kf, !for_f32)
+}
+
+fn shuffle_bytes(b: &mut FunctionBuilder, x: Value, y: Value, mask: [u8; 16]) -> Value {
+    let le = MemFlagsData::new().with_endianness(Endianness::Little);
+    let ty = b.func.dfg.value_type(x);
+    let xb = b.ins().bitcast(types::I8X16, le, x);
+    let yb = b.ins().bitcast(types::I8X16, le, y);
+    let imm = b.func.dfg.immediates.push(ConstantData::from(mask.to_vec()));
+    let r = b.ins().shuffle(xb, yb, imm);
+    b.ins().bitcast(ty, le, r)
+}
+
+const HIGH_TO_LOW: [u8; 16] = [8, 9, 10, 11, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15];
+const CONCAT_LOW: [u8; 16] = [0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23];
+
+/// x^y with C99 / IEEE-754 pow special cases (as Rust's `powf`/`powi`-free `f32::powf`, `f64::powf`).
+/// f32 lanes are computed in f64 (one double-double-ln path per half) and rounded once.
+pub fn pow(b: &mut FunctionBuilder, x: Value, y: Value) -> Value {
+    let k = K::of(b, x);
+    let (ax, sx) = abs_and_sign(b, k, x);
+    let mag = if k.d {
+        pow_mag_f64(b, ax, y, false)
+    } else {
+        let ax_hi = shuffle_bytes(b, ax, ax, HIGH_TO_LOW);
+        let y_hi = shuffle_bytes(b, y, y, HIGH_TO_LOW);
+        let ax0 = b.ins().fvpromote_low(ax);
+        let y0 = b.ins().fvpromote_low(y);
+        let ax1 = b.ins().fvpromote_low(ax_hi);
+        let y1 = b.ins().fvpromote_low(y_hi);
+        let m0 = pow_mag_f64(b, ax0, y0, true);
+        let m1 = pow_mag_f64(b, ax1, y1, true);
+        let d0 = b.ins().fvdemote(m0);
+        let d1 = b.ins().fvdemote(m1);
+        shuffle_bytes(b, d0, d1, CONCAT_LOW)
+    };
+    // |x| = 0 or inf, y != 0 and not NaN: the magnitude is 0 or inf.
+    let zero = fc(b, k, 0.0);
+    let inf = fc(b, k, f64::INFINITY);
+    let xz = cmp(b, FloatCC::Equal, ax, zero);
+    let xi = cmp(b, FloatCC::Equal, ax, inf);
+    let x0i = b.ins().bor(xz, xi);
+    let (ay, _) = abs_and_sign(b, k, y);
+    let ynz = cmp(b, FloatCC::GreaterThan, ay, zero);
+    let c = b.ins().band(x0i, ynz);
+    let yneg = cmp(b, FloatCC::LessThan, y, zero);
+    let big = b.ins().bxor(xi, yneg);
+    let spv = sel(b, k, big, inf, zero);
+    let mag = sel(b, k, c, spv, mag);
+    // Sign: negative x (incl. -0, -inf) and odd integer y.
+    let ty = b.ins().trunc(y);
+    let yint = cmp(b, FloatCC::Equal, ty, y);
+    let half = fc(b, k, 0.5);
+    let hy = b.ins().fmul(y, half);
+    let thy = b.ins().trunc(hy);
+    let hodd = cmp(b, FloatCC::NotEqual, thy, hy);
+    let yodd = b.ins().band(yint, hodd);
+    let sg = b.ins().band(sx, yodd);
+    let res = xor_bits(b, k, mag, sg);
+    // NaN: finite x < 0 and non-integer y.
+    let xneg = cmp(b, FloatCC::LessThan, x, zero);
+    let ninf = fc(b, k, f64::NEG_INFINITY);
+    let xfin = cmp(b, FloatCC::GreaterThan, x, ninf);
+    let nf = b.ins().band(xneg, xfin);
+    let nanm = b.ins().band_not(nf, yint);
+    // NaN x with y != 0 (the log path does not see NaN x).
+    let xnan = cmp(b, FloatCC::Unordered, x, x);
+    let yz = cmp(b, FloatCC::Equal, y, zero);
+    let xn = b.ins().band_not(xnan, yz);
+    let nanm = b.ins().bor(nanm, xn);
+    let nan = fc(b, k, f64::NAN);
+    sel(b, k, nanm, nan, res)
+}
+
+// ---------------------------------------------------------------------------------------------
+// erf
+// ---------------------------------------------------------------------------------------------
+
+/// erf: |x| < 1.2: x P(x^2); else sign(x) (1 - e^{-a^2} Q(a - c)), a = min(|x|, where erf
+/// rounds to 1).
+pub fn erf(b: &mut FunctionBuilder, x: Value) -> Value {
+    let k = K::of(b, x);
+    let (ax, sign) = abs_and_sign(b, k, x);
+    let z = b.ins().fmul(x, x);
+    let p = horner(b, k, z, if k.d { &ERF_SMALL_F64 } else { &ERF_SMALL_F32 });
+    let small = b.ins().fmul(x, p);
+    let (top, center) = if k.d { (5.93, (1.2 + 5.93) / 2.0) } else { (3.92, (1.2 + 3.92) / 2.0) };
+    let topv = fc(b, k, top);
+    let a = min_keep_nan(b, k, topv, ax);
+    let a2 = b.ins().fmul(a, a);
+    let na2 = b.ins().fneg(a2);
+    let e = exp_core(b, k, na2, false);
+    let cv = fc(b, k, center);
+    let u = b.ins().fsub(a, cv);
+    let q = horner(b, k, u, if k.d { &ERF_LARGE_F64 } else { &ERF_LARGE_F32 });
+    let one = fc(b, k, 1.0);
+    let ne = b.ins().fneg(e);
+    let large = b.ins().fma(ne, q, one);
+    let large = or_bits(b, k, large, sign);
+    let thr = fc(b, k, 1.2);
+    let m = cmp(b, FloatCC::LessThan, ax, thr);
+    sel(b, k, m, small, large)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Polynomial coefficients (generated by a Remez exchange in mpmath, 50 digits; see the table
+// above for the ranges; rounded to the lane type when emitted).
+// ---------------------------------------------------------------------------------------------
+
+/// Remez minimax fit, max weighted error 3.137e-9.
+const EXP_F32: [f64; 5] = [0.49999993368929947566, 0.16666520149403904123, 0.041668389304664306242, 0.0083687848009009077649, 0.0013815250962154599661];
+/// Remez minimax fit, max weighted error 3.664e-18.
+const EXP_F64: [f64; 10] = [0.5000000000000010721, 0.16666666666666410232, 0.041666666666529188262, 0.0083333333334956256052, 0.0013888888943922743829, 0.00019841269504760930885, 0.000024801492762677011926, 2.7557587346617829285e-6, 2.763037866505286543e-7, 2.4999963811855767455e-8];
+/// Remez minimax fit, max weighted error 5.889e-9.
+const LN_F32: [f64; 8] = [0.3333333168193819641, -0.25000826766685379319, 0.20001235886556384378, -0.16623144526979266213, 0.14201368421113419676, -0.13162003344399741771, 0.12765429286098890952, -0.076343916421278192384];
+/// Remez minimax fit, max weighted error 2.217e-18.
+const LN_F64: [f64; 8] = [0.66666666666666666445, 0.40000000000000951215, 0.28571428570759092322, 0.22222222401629593829, 0.18181794596888879677, 0.15386295667336023465, 0.1326729300602569555, 0.13101928595100962458];
+/// Remez minimax fit, max weighted error 1.04e-9.
+const TANH_F32: [f64; 5] = [-0.33333317599947515954, 0.13332587641808687047, -0.053852480948146352938, 0.021072434519402440479, -0.0062753761588491728481];
+/// Remez minimax fit, max weighted error 5.723e-19.
+const TANH_F64: [f64; 11] = [-0.33333333333333298612, 0.1333333333332665501, -0.053968253963781069828, 0.021869488386458951791, -0.0088632326116110833306, 0.0035920921360792504442, -0.0014555435448010649281, 0.00058844743967706294294, -0.00023338927660729792556, 0.000083327780777233381299, -0.000019501856606703820752];
+/// Remez minimax fit, max weighted error 7.332e-9.
+const SIN_F32: [f64; 4] = [-0.1666665838820468892, 0.0083330344450809311549, -0.00019807158726043088983, 2.6001707460712475247e-6];
+/// Remez minimax fit, max weighted error 3.876e-19.
+const SIN_F64: [f64; 8] = [-0.16666666666666665185, 0.0083333333333331525903, -0.00019841269841193969569, 2.7557319208502064797e-6, -2.505210662994543399e-8, 1.6058927438554197133e-10, -7.6426711389143513712e-13, 2.7177943671247763422e-15];
+/// Remez minimax fit, max weighted error 1.365e-8.
+const ERF_SMALL_F32: [f64; 7] = [1.1283791516907807457, -0.37612537629627330971, 0.11282685481218524646, -0.0268201707741806152, 0.0051312738101129109628, -0.00075621925755287937786, 0.000065273964697024405773];
+/// Remez minimax fit, max weighted error 1.285e-17.
+const ERF_SMALL_F64: [f64; 13] = [1.1283791670955125594, -0.37612638903183420557, 0.11283791670942468779, -0.026866170643226692187, 0.0052239776104958320235, -0.00085483263229234508467, 0.00012055311829697023521, -0.000014925220602453414722, 1.6456105825072416919e-6, -1.6307716870202291226e-7, 1.4422553502978458393e-8, -1.0606635058877284785e-9, 4.8636703667188465104e-11];
+/// Remez minimax fit, max weighted error 3.288e-9.
+const ERF_LARGE_F32: [f64; 8] = [0.20643263250527469399, -0.071428903615679353261, 0.023635096233939576352, -0.0072834568854788191791, 0.0021847108909795479965, -0.0011373395375560563375, -0.00032253565670715978169, -0.00025566572459190907396];
+/// Remez minimax fit, max weighted error 2.487e-19.
+const ERF_LARGE_F64: [f64; 22] = [0.15265194371756861112, -0.039970808388292214237, 0.01015601181613863767, -0.0025097508583752224552, 0.00060437490994125856294, -0.00014206183246571402535, 0.000032641745684010967571, -7.3403008456085155628e-6, 1.6190373559929094274e-6, -3.4926111718861547817e-7, 7.3043656753686032039e-8, -1.7178533182747301166e-8, 2.4755079106905354934e-9, -1.9687576844650889146e-10, 8.0596967458123343008e-10, 2.8996135645466048734e-10, 1.2067577715687640998e-11, -6.6210097526852031517e-11, -3.6238475237330174023e-11, -1.0107632171014691532e-11, -1.5074628453587759191e-12, -1.0227835477541096146e-13];

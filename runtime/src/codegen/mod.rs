@@ -3,6 +3,8 @@
 
 mod kernel;
 pub mod math;
+#[cfg(test)]
+mod math_tests;
 mod vector;
 
 pub use kernel::layout;

@@ -8,6 +8,9 @@
 mod arith;
 mod display;
 pub mod ops;
+pub mod shape_ops;
+pub mod reduce;
+pub mod composite;
 
 use crate::ir::ValueId;
 use crate::storage::Buffer;

@@ -92,7 +92,7 @@ fn coerce(o: Operand, dtype: DType, shape: &[usize], loc: SourceLoc) -> Tensor {
     }
 }
 
-fn constant(l: Literal, shape: &[usize], dtype: DType, loc: SourceLoc) -> Tensor {
+pub(crate) fn constant(l: Literal, shape: &[usize], dtype: DType, loc: SourceLoc) -> Tensor {
     if trace::current_trace().is_some() {
         trace::push_const(l, shape.to_vec(), dtype, loc)
     } else {

@@ -1,0 +1,147 @@
+//! Linear algebra and the composites people use (softmax, layer norm, gelu,
+//! cross-entropy...), written in terms of the primitive ops so that later
+//! fusion and autodiff see through them.
+
+use super::ops::apply;
+use super::Tensor;
+use crate::error::type_str;
+use crate::ir::Op;
+use crate::trace::fail;
+use crate::{shape, Error, Scalar};
+use std::panic::Location;
+
+impl Tensor {
+    /// Matrix product. 1-D operands are treated as a row (left) or column
+    /// (right) vector and that axis is removed from the result; batch
+    /// dimensions broadcast (NumPy's `matmul`).
+    #[track_caller]
+    pub fn matmul(&self, other: &Tensor) -> Tensor {
+        let loc = Location::caller();
+        let (a, b) = (self, other);
+        if a.ndim() == 0 || b.ndim() == 0 {
+            fail(Error::shape("`matmul` of a scalar: use `*`".to_string()).at(loc));
+        }
+        let dtype = match crate::DType::promote(a.dtype, b.dtype) {
+            Some(d) if d.is_float() => d,
+            _ => fail(
+                Error::dtype(format!(
+                    "`matmul` takes float tensors, found {} and {}",
+                    type_str(a.dtype, &a.shape),
+                    type_str(b.dtype, &b.shape)
+                ))
+                .at(loc),
+            ),
+        };
+        let a2 = if a.ndim() == 1 { a.expand_dims(0) } else { a.clone() };
+        let b2 = if b.ndim() == 1 { b.expand_dims(1) } else { b.clone() };
+        let (ra, rb) = (a2.ndim(), b2.ndim());
+        let k = a2.shape[ra - 1];
+        let batch = shape::broadcast(&a2.shape[..ra - 2], &b2.shape[..rb - 2]);
+        if b2.shape[rb - 2] != k || batch.is_none() {
+            fail(
+                Error::shape(format!(
+                    "`matmul`: {} @ {} — inner dimensions {} and {} {}",
+                    type_str(a.dtype, &a.shape),
+                    type_str(b.dtype, &b.shape),
+                    k,
+                    b2.shape[rb - 2],
+                    if batch.is_none() { "(and batch dimensions do not broadcast)" } else { "differ" }
+                ))
+                .at(loc),
+            );
+        }
+        let mut out = batch.unwrap();
+        out.extend([a2.shape[ra - 2], b2.shape[rb - 1]]);
+        let r = apply(Op::Matmul, &[&a2.cast(dtype), &b2.cast(dtype)], out.clone(), dtype, loc);
+        let mut fin: Vec<isize> = out.iter().map(|&d| d as isize).collect();
+        let n = fin.len();
+        if b.ndim() == 1 {
+            fin.remove(n - 1);
+        }
+        if a.ndim() == 1 {
+            fin.remove(fin.len() - if b.ndim() == 1 { 1 } else { 2 });
+        }
+        if fin.len() != n {
+            r.reshape(&fin)
+        } else {
+            r
+        }
+    }
+
+    /// `exp(x - max) / sum(exp(x - max))` along `axis`.
+    #[track_caller]
+    pub fn softmax(&self, axis: isize) -> Tensor {
+        let m = self.max_keepdims(axis);
+        let e = (self - &m).exp();
+        &e / e.sum_keepdims(axis)
+    }
+
+    /// `x - logsumexp(x)` along `axis`.
+    #[track_caller]
+    pub fn log_softmax(&self, axis: isize) -> Tensor {
+        let m = self.max_keepdims(axis);
+        let shifted = self - &m;
+        &shifted - shifted.exp().sum_keepdims(axis).ln()
+    }
+
+    /// `(x - mean) / sqrt(var + eps) * gamma + beta` over `axis`.
+    #[track_caller]
+    pub fn layer_norm(&self, gamma: &Tensor, beta: &Tensor, eps: f64, axis: isize) -> Tensor {
+        let mean = self.mean_keepdims(axis);
+        let d = self - &mean;
+        let var = d.square().mean_keepdims(axis);
+        d * (var + eps).rsqrt() * gamma + beta
+    }
+
+    /// GELU, tanh approximation.
+    #[track_caller]
+    pub fn gelu(&self) -> Tensor {
+        0.5 * self * (1.0 + (0.797_884_560_802_865_4 * (self + 0.044_715 * self * self * self)).tanh())
+    }
+
+    /// GELU, exact form with `erf`.
+    #[track_caller]
+    pub fn gelu_erf(&self) -> Tensor {
+        0.5 * self * (1.0 + (self * std::f64::consts::FRAC_1_SQRT_2).erf())
+    }
+
+    /// `x * sigmoid(x)`.
+    #[track_caller]
+    pub fn silu(&self) -> Tensor {
+        self * self.sigmoid()
+    }
+
+    /// `ln(1 + exp(x))`, stable for large |x|.
+    #[track_caller]
+    pub fn softplus(&self) -> Tensor {
+        self.relu() + (-self.abs()).exp().ln_1p_via()
+    }
+
+    fn ln_1p_via(&self) -> Tensor {
+        (self + 1.0).ln()
+    }
+
+    /// Clamp into `[lo, hi]`.
+    #[track_caller]
+    pub fn clamp<A: Scalar, B: Scalar>(&self, lo: A, hi: B) -> Tensor {
+        self.maximum(lo).minimum(hi)
+    }
+}
+
+/// Mean over the batch of `-sum(labels * log_softmax(logits), -1)`: a scalar.
+#[track_caller]
+pub fn softmax_cross_entropy(logits: &Tensor, labels_one_hot: &Tensor) -> Tensor {
+    let loc = Location::caller();
+    if logits.shape != labels_one_hot.shape {
+        fail(
+            Error::shape(format!(
+                "`softmax_cross_entropy`: logits {} and labels {} must have the same shape",
+                type_str(logits.dtype, &logits.shape),
+                type_str(labels_one_hot.dtype, &labels_one_hot.shape)
+            ))
+            .at(loc),
+        );
+    }
+    let per_row = -(labels_one_hot * logits.log_softmax(-1)).sum(-1);
+    per_row.mean_all()
+}

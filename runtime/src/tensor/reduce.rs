@@ -1,0 +1,236 @@
+//! Reductions: `sum`, `mean`, `max`, `min`, `prod`, `logsumexp`, `var`,
+//! `std` over one or several axes (negative counts from the end), each with a
+//! `_keepdims` and an `_all` form; `argmax` / `argmin`.
+
+use super::ops::apply;
+use super::shape_ops::norm_axis;
+use super::Tensor;
+use crate::error::type_str;
+use crate::ir::{Op, ReduceOp};
+use crate::trace::fail;
+use crate::{DType, Error, SourceLoc};
+use std::panic::Location;
+
+/// Axes of a reduction: one `isize` (or `i32`), a slice, an array or a `Vec`.
+pub trait Axes {
+    fn axes(&self) -> Vec<isize>;
+}
+impl Axes for isize {
+    fn axes(&self) -> Vec<isize> {
+        vec![*self]
+    }
+}
+impl Axes for i32 {
+    fn axes(&self) -> Vec<isize> {
+        vec![*self as isize]
+    }
+}
+impl Axes for usize {
+    fn axes(&self) -> Vec<isize> {
+        vec![*self as isize]
+    }
+}
+impl Axes for &[isize] {
+    fn axes(&self) -> Vec<isize> {
+        self.to_vec()
+    }
+}
+impl<const N: usize> Axes for [isize; N] {
+    fn axes(&self) -> Vec<isize> {
+        self.to_vec()
+    }
+}
+impl<const N: usize> Axes for [i32; N] {
+    fn axes(&self) -> Vec<isize> {
+        self.iter().map(|&a| a as isize).collect()
+    }
+}
+impl Axes for Vec<isize> {
+    fn axes(&self) -> Vec<isize> {
+        self.clone()
+    }
+}
+
+/// Sorted, distinct, normalised axes.
+fn norm_axes(op: &str, t: &Tensor, axes: &dyn Axes, loc: SourceLoc) -> Vec<usize> {
+    let mut v: Vec<usize> = axes.axes().into_iter().map(|a| norm_axis(op, t, a, t.ndim(), loc)).collect();
+    v.sort();
+    let n = v.len();
+    v.dedup();
+    if v.len() != n {
+        fail(Error::shape(format!("`{op}`: an axis is listed twice in {:?}", axes.axes())).at(loc));
+    }
+    v
+}
+
+fn reduce_at(t: &Tensor, op: ReduceOp, axes: &[usize], keepdims: bool, loc: SourceLoc) -> Tensor {
+    if t.dtype == DType::Bool {
+        fail(
+            Error::dtype(format!(
+                "`{}` of a bool tensor {}: cast it to a number first",
+                op.name().trim_start_matches("reduce_"),
+                type_str(t.dtype, &t.shape)
+            ))
+            .at(loc),
+        );
+    }
+    let out: Vec<usize> = (0..t.ndim()).filter(|a| !axes.contains(a)).map(|a| t.shape[a]).collect();
+    let r = if axes.is_empty() { t.clone() } else { apply(Op::Reduce(op, axes.to_vec()), &[t], out, t.dtype, loc) };
+    if keepdims {
+        keep(t, &r, axes)
+    } else {
+        r
+    }
+}
+
+/// Reinsert reduced axes with size 1.
+fn keep(t: &Tensor, r: &Tensor, axes: &[usize]) -> Tensor {
+    let s: Vec<isize> = (0..t.ndim()).map(|a| if axes.contains(&a) { 1 } else { t.shape[a] as isize }).collect();
+    r.reshape(&s)
+}
+
+fn count(t: &Tensor, axes: &[usize]) -> usize {
+    axes.iter().map(|&a| t.shape[a]).product()
+}
+
+fn float_only(op: &str, t: &Tensor, loc: SourceLoc) {
+    if !t.dtype.is_float() {
+        fail(
+            Error::dtype(format!("`{op}` needs a float tensor, found {}: cast it first", type_str(t.dtype, &t.shape)))
+                .at(loc),
+        );
+    }
+}
+
+macro_rules! reductions {
+    ($($name:ident, $keep:ident, $all:ident => $op:ident;)*) => {
+        impl Tensor {
+            $(
+                #[doc = concat!("`", stringify!($op), "` over the given axes, which are removed.")]
+                #[track_caller]
+                pub fn $name(&self, axes: impl Axes) -> Tensor {
+                    let loc = Location::caller();
+                    let a = norm_axes(stringify!($name), self, &axes, loc);
+                    reduce_at(self, ReduceOp::$op, &a, false, loc)
+                }
+                #[doc = concat!("`", stringify!($name), "` keeping the reduced axes with size 1.")]
+                #[track_caller]
+                pub fn $keep(&self, axes: impl Axes) -> Tensor {
+                    let loc = Location::caller();
+                    let a = norm_axes(stringify!($name), self, &axes, loc);
+                    reduce_at(self, ReduceOp::$op, &a, true, loc)
+                }
+                #[doc = concat!("`", stringify!($name), "` over every axis: a scalar.")]
+                #[track_caller]
+                pub fn $all(&self) -> Tensor {
+                    let a: Vec<usize> = (0..self.ndim()).collect();
+                    reduce_at(self, ReduceOp::$op, &a, false, Location::caller())
+                }
+            )*
+        }
+    };
+}
+
+reductions! {
+    sum, sum_keepdims, sum_all => Sum;
+    max, max_keepdims, max_all => Max;
+    min, min_keepdims, min_all => Min;
+    prod, prod_keepdims, prod_all => Prod;
+}
+
+macro_rules! float_reductions {
+    ($($name:ident, $keep:ident, $all:ident => $f:ident;)*) => {
+        impl Tensor {
+            $(
+                #[track_caller]
+                pub fn $name(&self, axes: impl Axes) -> Tensor {
+                    let loc = Location::caller();
+                    let a = norm_axes(stringify!($name), self, &axes, loc);
+                    $f(self, &a, false, loc)
+                }
+                #[track_caller]
+                pub fn $keep(&self, axes: impl Axes) -> Tensor {
+                    let loc = Location::caller();
+                    let a = norm_axes(stringify!($name), self, &axes, loc);
+                    $f(self, &a, true, loc)
+                }
+                #[track_caller]
+                pub fn $all(&self) -> Tensor {
+                    let a: Vec<usize> = (0..self.ndim()).collect();
+                    $f(self, &a, false, Location::caller())
+                }
+            )*
+        }
+    };
+}
+
+float_reductions! {
+    mean, mean_keepdims, mean_all => mean_at;
+    var, var_keepdims, var_all => var_at;
+    std, std_keepdims, std_all => std_at;
+    logsumexp, logsumexp_keepdims, logsumexp_all => logsumexp_at;
+}
+
+fn mean_at(t: &Tensor, axes: &[usize], keepdims: bool, loc: SourceLoc) -> Tensor {
+    float_only("mean", t, loc);
+    let n = count(t, axes);
+    reduce_at(t, ReduceOp::Sum, axes, keepdims, loc) * (1.0 / n as f64)
+}
+
+/// Population variance (ddof = 0, as NumPy and JAX default), two-pass.
+fn var_at(t: &Tensor, axes: &[usize], keepdims: bool, loc: SourceLoc) -> Tensor {
+    float_only("var", t, loc);
+    let m = mean_at(t, axes, true, loc);
+    let d = t - &m;
+    mean_at(&d.square(), axes, keepdims, loc)
+}
+
+fn std_at(t: &Tensor, axes: &[usize], keepdims: bool, loc: SourceLoc) -> Tensor {
+    var_at(t, axes, keepdims, loc).sqrt()
+}
+
+/// `log(sum(exp(x)))` computed stably: the max is subtracted first (and a
+/// row of all -inf gives -inf, not NaN).
+fn logsumexp_at(t: &Tensor, axes: &[usize], keepdims: bool, loc: SourceLoc) -> Tensor {
+    float_only("logsumexp", t, loc);
+    let m = reduce_at(t, ReduceOp::Max, axes, true, loc);
+    let finite = m.abs().lt(f64::INFINITY);
+    let m = crate::select(&finite, &m, 0.0);
+    let s = reduce_at(&(t - &m).exp(), ReduceOp::Sum, axes, true, loc).ln() + &m;
+    if keepdims {
+        s
+    } else {
+        let kept: Vec<isize> = (0..t.ndim()).filter(|a| !axes.contains(a)).map(|a| t.shape[a] as isize).collect();
+        s.reshape(&kept)
+    }
+}
+
+impl Tensor {
+    /// Index (i64) of the first maximum along `axis`; NaN counts as the maximum.
+    #[track_caller]
+    pub fn argmax(&self, axis: isize) -> Tensor {
+        arg_at(self, axis, true, Location::caller())
+    }
+
+    /// Index (i64) of the first minimum along `axis`; NaN counts as the minimum.
+    #[track_caller]
+    pub fn argmin(&self, axis: isize) -> Tensor {
+        arg_at(self, axis, false, Location::caller())
+    }
+}
+
+fn arg_at(t: &Tensor, axis: isize, max: bool, loc: SourceLoc) -> Tensor {
+    let name = if max { "argmax" } else { "argmin" };
+    let a = norm_axis(name, t, axis, t.ndim(), loc);
+    if t.dtype == DType::Bool || t.shape[a] == 0 {
+        fail(
+            Error::shape(format!(
+                "`{name}` along axis {a} of {}: needs a numeric tensor with a non-empty axis",
+                type_str(t.dtype, &t.shape)
+            ))
+            .at(loc),
+        );
+    }
+    let out: Vec<usize> = (0..t.ndim()).filter(|&d| d != a).map(|d| t.shape[d]).collect();
+    apply(if max { Op::ArgMax(a) } else { Op::ArgMin(a) }, &[t], out, DType::I64, loc)
+}

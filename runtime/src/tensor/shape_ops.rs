@@ -1,0 +1,416 @@
+//! Shape and layout ops, indexing and creation: reshape, transpose, slice,
+//! concat, pad, take, one_hot, iota. Each checks its arguments (errors name
+//! the op, the operand and the axis) and records or evaluates one IR node.
+
+use super::ops::apply;
+use super::Tensor;
+use crate::error::type_str;
+use crate::ir::Op;
+use crate::trace::fail;
+use crate::{shape, DType, Error, Literal, Scalar, SourceLoc};
+use std::panic::Location;
+
+/// Normalise a possibly negative axis of a rank-`rank` tensor.
+pub(crate) fn norm_axis(op: &str, t: &Tensor, axis: isize, rank: usize, loc: SourceLoc) -> usize {
+    let a = if axis < 0 { axis + rank as isize } else { axis };
+    if a < 0 || a >= rank as isize {
+        fail(
+            Error::shape(format!(
+                "`{op}`: axis {axis} is out of range for {} (rank {rank})",
+                type_str(t.dtype, &t.shape)
+            ))
+            .at(loc),
+        );
+    }
+    a as usize
+}
+
+/// One axis of a `slice`: Python's `start:end:step` (open ends are `None`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slice {
+    pub start: Option<isize>,
+    pub end: Option<isize>,
+    pub step: isize,
+}
+
+impl Slice {
+    pub fn new(start: impl Into<Option<isize>>, end: impl Into<Option<isize>>, step: isize) -> Slice {
+        Slice { start: start.into(), end: end.into(), step }
+    }
+    /// The whole axis.
+    pub fn full() -> Slice {
+        Slice { start: None, end: None, step: 1 }
+    }
+    /// The whole axis, backwards.
+    pub fn rev() -> Slice {
+        Slice { start: None, end: None, step: -1 }
+    }
+    /// `(first index, length)` on an axis of `n`, by Python's rules.
+    fn resolve(self, n: usize) -> (i64, usize) {
+        let n = n as i64;
+        let step = self.step as i64;
+        let norm = |v: isize, lo: i64, hi: i64| {
+            let v = v as i64;
+            let v = if v < 0 { v + n } else { v };
+            v.clamp(lo, hi)
+        };
+        let (start, end) = if step > 0 {
+            (self.start.map_or(0, |s| norm(s, 0, n)), self.end.map_or(n, |e| norm(e, 0, n)))
+        } else {
+            (self.start.map_or(n - 1, |s| norm(s, -1, n - 1)), self.end.map_or(-1, |e| norm(e, -1, n - 1)))
+        };
+        let len = if step > 0 { (end - start + step - 1) / step } else { (start - end + (-step) - 1) / (-step) };
+        (start, len.max(0) as usize)
+    }
+}
+
+impl From<std::ops::Range<isize>> for Slice {
+    fn from(r: std::ops::Range<isize>) -> Slice {
+        Slice::new(r.start, r.end, 1)
+    }
+}
+impl From<std::ops::RangeFrom<isize>> for Slice {
+    fn from(r: std::ops::RangeFrom<isize>) -> Slice {
+        Slice::new(r.start, None, 1)
+    }
+}
+impl From<std::ops::RangeTo<isize>> for Slice {
+    fn from(r: std::ops::RangeTo<isize>) -> Slice {
+        Slice::new(None, r.end, 1)
+    }
+}
+impl From<std::ops::RangeFull> for Slice {
+    fn from(_: std::ops::RangeFull) -> Slice {
+        Slice::full()
+    }
+}
+
+impl Tensor {
+    /// Same elements, new shape; one dimension may be `-1` (inferred).
+    #[track_caller]
+    pub fn reshape(&self, shape: &[isize]) -> Tensor {
+        let loc = Location::caller();
+        let n = self.len();
+        let bad = |why: String| -> ! {
+            fail(Error::shape(format!("`reshape` of {} to {shape:?}: {why}", type_str(self.dtype, &self.shape))).at(loc))
+        };
+        let unknown: Vec<usize> = (0..shape.len()).filter(|&i| shape[i] == -1).collect();
+        if unknown.len() > 1 || shape.iter().any(|&d| d < -1) {
+            bad("at most one dimension may be -1, the others must be >= 0".into());
+        }
+        let known: usize = shape.iter().filter(|&&d| d >= 0).map(|&d| d as usize).product();
+        let mut out: Vec<usize> = shape.iter().map(|&d| d.max(0) as usize).collect();
+        if let Some(&u) = unknown.first() {
+            if known == 0 || n % known != 0 {
+                bad(format!("{n} elements cannot fill the other dimensions ({known})"));
+            }
+            out[u] = n / known;
+        } else if known != n {
+            bad(format!("{n} elements do not fill {known}"));
+        }
+        if out == self.shape {
+            return self.clone();
+        }
+        apply(Op::Reshape, &[self], out, self.dtype, loc)
+    }
+
+    /// Permute the axes: `out.shape[d] = self.shape[perm[d]]`.
+    #[track_caller]
+    pub fn transpose(&self, perm: &[usize]) -> Tensor {
+        let loc = Location::caller();
+        let r = self.ndim();
+        let mut seen = vec![false; r];
+        if perm.len() != r || perm.iter().any(|&p| p >= r || std::mem::replace(&mut seen[p], true)) {
+            fail(
+                Error::shape(format!(
+                    "`transpose`: {perm:?} is not a permutation of the {r} axes of {}",
+                    type_str(self.dtype, &self.shape)
+                ))
+                .at(loc),
+            );
+        }
+        if perm.iter().enumerate().all(|(i, &p)| i == p) {
+            return self.clone();
+        }
+        let out = perm.iter().map(|&p| self.shape[p]).collect();
+        apply(Op::Transpose(perm.to_vec()), &[self], out, self.dtype, loc)
+    }
+
+    /// Swap the last two axes (identity for rank < 2).
+    #[track_caller]
+    pub fn t(&self) -> Tensor {
+        let r = self.ndim();
+        if r < 2 {
+            return self.clone();
+        }
+        let mut perm: Vec<usize> = (0..r).collect();
+        perm.swap(r - 2, r - 1);
+        self.transpose(&perm)
+    }
+
+    /// Insert an axis of size 1 at `axis` (negative counts from the end of
+    /// the result).
+    #[track_caller]
+    pub fn expand_dims(&self, axis: isize) -> Tensor {
+        let loc = Location::caller();
+        let a = norm_axis("expand_dims", self, axis, self.ndim() + 1, loc);
+        let mut s: Vec<isize> = self.shape.iter().map(|&d| d as isize).collect();
+        s.insert(a, 1);
+        self.reshape(&s)
+    }
+
+    /// Alias of `expand_dims`.
+    #[track_caller]
+    pub fn unsqueeze(&self, axis: isize) -> Tensor {
+        self.expand_dims(axis)
+    }
+
+    /// Remove the listed axes, which must have size 1 (`&[]`: every size-1 axis).
+    #[track_caller]
+    pub fn squeeze(&self, axes: &[isize]) -> Tensor {
+        let loc = Location::caller();
+        let r = self.ndim();
+        let drop: Vec<usize> = if axes.is_empty() {
+            (0..r).filter(|&a| self.shape[a] == 1).collect()
+        } else {
+            axes.iter().map(|&a| norm_axis("squeeze", self, a, r, loc)).collect()
+        };
+        for &a in &drop {
+            if self.shape[a] != 1 {
+                fail(
+                    Error::shape(format!(
+                        "`squeeze`: axis {a} of {} has size {}, not 1",
+                        type_str(self.dtype, &self.shape),
+                        self.shape[a]
+                    ))
+                    .at(loc),
+                );
+            }
+        }
+        let s: Vec<isize> = (0..r).filter(|a| !drop.contains(a)).map(|a| self.shape[a] as isize).collect();
+        self.reshape(&s)
+    }
+
+    /// Python-style slicing, one `Slice` per leading axis (the rest are
+    /// whole): negative indices count from the end, out-of-range bounds clamp,
+    /// a negative step walks backwards.
+    #[track_caller]
+    pub fn slice(&self, axes: &[Slice]) -> Tensor {
+        let loc = Location::caller();
+        if axes.len() > self.ndim() {
+            fail(
+                Error::shape(format!(
+                    "`slice`: {} slices for {} (rank {})",
+                    axes.len(),
+                    type_str(self.dtype, &self.shape),
+                    self.ndim()
+                ))
+                .at(loc),
+            );
+        }
+        let mut starts = Vec::new();
+        let mut out = Vec::new();
+        for d in 0..self.ndim() {
+            let s = axes.get(d).copied().unwrap_or_else(Slice::full);
+            if s.step == 0 {
+                fail(Error::shape(format!("`slice`: step 0 on axis {d}")).at(loc));
+            }
+            let (start, len) = s.resolve(self.shape[d]);
+            starts.push((if len == 0 { 0 } else { start }, s.step as i64));
+            out.push(len);
+        }
+        if starts.iter().zip(&self.shape).all(|(&(st, step), _)| st == 0 && step == 1) && out == self.shape {
+            return self.clone();
+        }
+        apply(Op::Slice(starts), &[self], out, self.dtype, loc)
+    }
+
+    /// `start..end` by `step` on one axis.
+    #[track_caller]
+    pub fn slice_axis(&self, axis: isize, start: impl Into<Option<isize>>, end: impl Into<Option<isize>>, step: isize) -> Tensor {
+        let loc = Location::caller();
+        let a = norm_axis("slice_axis", self, axis, self.ndim(), loc);
+        let mut v = vec![Slice::full(); a + 1];
+        v[a] = Slice::new(start, end, step);
+        self.slice(&v)
+    }
+
+    /// Reverse the listed axes.
+    #[track_caller]
+    pub fn flip(&self, axes: &[isize]) -> Tensor {
+        let loc = Location::caller();
+        let mut v = vec![Slice::full(); self.ndim()];
+        for &a in axes {
+            v[norm_axis("flip", self, a, self.ndim(), loc)] = Slice::rev();
+        }
+        self.slice(&v)
+    }
+
+    /// Constant padding: `(before, after)` for each axis.
+    #[track_caller]
+    pub fn pad<S: Scalar>(&self, pads: &[(usize, usize)], value: S) -> Tensor {
+        let loc = Location::caller();
+        if pads.len() != self.ndim() {
+            fail(
+                Error::shape(format!(
+                    "`pad`: {} (before, after) pairs for {} (rank {})",
+                    pads.len(),
+                    type_str(self.dtype, &self.shape),
+                    self.ndim()
+                ))
+                .at(loc),
+            );
+        }
+        let l = value.literal();
+        if l.weak_dtype(self.dtype).is_none() || (self.dtype.is_int() && matches!(l, Literal::Float(_))) {
+            fail(Error::dtype(format!("`pad`: a {l:?} cannot fill a {} tensor", self.dtype)).at(loc));
+        }
+        let out = self.shape.iter().zip(pads).map(|(d, (a, b))| d + a + b).collect();
+        apply(Op::Pad(pads.to_vec(), l.cast(self.dtype)), &[self], out, self.dtype, loc)
+    }
+
+    /// Elements at integer indices along `axis`:
+    /// `out.shape = self.shape[..axis] + idx.shape + self.shape[axis+1..]`.
+    /// Negative indices count from the end; indices still out of range are
+    /// clamped to the axis (XLA's rule), never read out of bounds.
+    #[track_caller]
+    pub fn take(&self, idx: &Tensor, axis: isize) -> Tensor {
+        let loc = Location::caller();
+        let a = norm_axis("take", self, axis, self.ndim(), loc);
+        if !idx.dtype.is_int() {
+            fail(Error::dtype(format!("`take`: indices must be i32 or i64, found {}", type_str(idx.dtype, &idx.shape))).at(loc));
+        }
+        if self.shape[a] == 0 && !idx.is_empty() {
+            fail(
+                Error::shape(format!("`take`: axis {a} of {} is empty", type_str(self.dtype, &self.shape))).at(loc),
+            );
+        }
+        let mut out = self.shape[..a].to_vec();
+        out.extend_from_slice(&idx.shape);
+        out.extend_from_slice(&self.shape[a + 1..]);
+        apply(Op::Take(a), &[self, idx], out, self.dtype, loc)
+    }
+
+    /// Alias of `take`.
+    #[track_caller]
+    pub fn gather(&self, idx: &Tensor, axis: isize) -> Tensor {
+        self.take(idx, axis)
+    }
+
+    /// One-hot encoding of integer indices as `f32`: a new last axis of `n`;
+    /// out-of-range indices give all-zero rows (as in JAX).
+    #[track_caller]
+    pub fn one_hot(&self, n: usize) -> Tensor {
+        self.one_hot_as(n, DType::F32)
+    }
+
+    #[track_caller]
+    pub fn one_hot_as(&self, n: usize, dtype: DType) -> Tensor {
+        let loc = Location::caller();
+        if !self.dtype.is_int() {
+            fail(Error::dtype(format!("`one_hot`: indices must be i32 or i64, found {}", type_str(self.dtype, &self.shape))).at(loc));
+        }
+        let mut shape = self.shape.clone();
+        shape.push(n);
+        let classes = iota_at(&shape, shape.len() - 1, self.dtype, loc);
+        let idx = self.expand_dims(-1);
+        classes.eq(&idx).cast(dtype)
+    }
+
+    /// A tensor of zeros (ones, `value`) with this tensor's shape and dtype.
+    #[track_caller]
+    pub fn zeros_like(&self) -> Tensor {
+        self.full_like(0)
+    }
+    #[track_caller]
+    pub fn ones_like(&self) -> Tensor {
+        self.full_like(1)
+    }
+    #[track_caller]
+    pub fn full_like<S: Scalar>(&self, value: S) -> Tensor {
+        super::ops::constant(value.literal(), &self.shape, self.dtype, Location::caller())
+    }
+
+    /// `iota(shape, axis, dtype)`: each element is its index along `axis`.
+    #[track_caller]
+    pub fn iota(shape: &[usize], axis: usize, dtype: DType) -> Tensor {
+        let loc = Location::caller();
+        if axis >= shape.len() || dtype == DType::Bool {
+            fail(Error::shape(format!("`iota`: axis {axis} of shape {shape:?} as {dtype}")).at(loc));
+        }
+        iota_at(shape, axis, dtype, loc)
+    }
+
+    /// Concatenate along `axis` (all other dimensions equal).
+    #[track_caller]
+    pub fn concat(ts: &[&Tensor], axis: isize) -> Tensor {
+        concat_at(ts, axis, Location::caller())
+    }
+
+    /// Stack along a new `axis`.
+    #[track_caller]
+    pub fn stack(ts: &[&Tensor], axis: isize) -> Tensor {
+        let loc = Location::caller();
+        if ts.is_empty() {
+            fail(Error::shape("`stack` of no tensors").at(loc));
+        }
+        let expanded: Vec<Tensor> = ts.iter().map(|t| t.expand_dims(axis)).collect();
+        let refs: Vec<&Tensor> = expanded.iter().collect();
+        let a = if axis < 0 { axis } else { axis };
+        concat_at(&refs, a, loc)
+    }
+}
+
+fn iota_at(shape: &[usize], axis: usize, dtype: DType, loc: SourceLoc) -> Tensor {
+    if crate::trace::current_trace().is_some() {
+        crate::trace::push_node(Op::Iota(axis), &[], shape.to_vec(), dtype, loc)
+    } else {
+        crate::interp::eval_op(&Op::Iota(axis), &[], shape, dtype).expect("iota")
+    }
+}
+
+fn concat_at(ts: &[&Tensor], axis: isize, loc: SourceLoc) -> Tensor {
+    if ts.is_empty() {
+        fail(Error::shape("`concat` of no tensors").at(loc));
+    }
+    let first = ts[0];
+    let a = norm_axis("concat", first, axis, first.ndim(), loc);
+    let dtype = ts.iter().skip(1).fold(first.dtype, |d, t| {
+        DType::promote(d, t.dtype).unwrap_or_else(|| {
+            fail(Error::dtype(format!("`concat`: cannot combine {d} with {}", t.dtype)).at(loc))
+        })
+    });
+    for (i, t) in ts.iter().enumerate() {
+        if t.ndim() != first.ndim() || (0..t.ndim()).any(|d| d != a && t.shape[d] != first.shape[d]) {
+            fail(
+                Error::shape(format!(
+                    "`concat` along axis {a}: operand {i} is {}, operand 0 is {}",
+                    type_str(t.dtype, &t.shape),
+                    type_str(first.dtype, &first.shape)
+                ))
+                .at(loc),
+            );
+        }
+    }
+    if ts.len() == 1 {
+        return first.cast(dtype);
+    }
+    let cast: Vec<Tensor> = ts.iter().map(|t| t.cast(dtype)).collect();
+    let refs: Vec<&Tensor> = cast.iter().collect();
+    let mut out = first.shape.clone();
+    out[a] = ts.iter().map(|t| t.shape[a]).sum();
+    let _ = shape::numel(&out);
+    apply(Op::Concat(a), &refs, out, dtype, loc)
+}
+
+/// Concatenate along `axis`.
+#[track_caller]
+pub fn concat(ts: &[&Tensor], axis: isize) -> Tensor {
+    concat_at(ts, axis, Location::caller())
+}
+
+/// Stack along a new `axis`.
+#[track_caller]
+pub fn stack(ts: &[&Tensor], axis: isize) -> Tensor {
+    Tensor::stack(ts, axis)
+}
