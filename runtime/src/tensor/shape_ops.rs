@@ -262,7 +262,8 @@ impl Tensor {
             );
         }
         let l = value.literal();
-        if l.weak_dtype(self.dtype).is_none() || (self.dtype.is_int() && matches!(l, Literal::Float(_))) {
+        let bool_ok = self.dtype == DType::Bool && matches!(l, Literal::Int(0 | 1));
+        if !bool_ok && (l.weak_dtype(self.dtype).is_none() || (self.dtype.is_int() && matches!(l, Literal::Float(_)))) {
             fail(Error::dtype(format!("`pad`: a {l:?} cannot fill a {} tensor", self.dtype)).at(loc));
         }
         let out = self.shape.iter().zip(pads).map(|(d, (a, b))| d + a + b).collect();

@@ -1,0 +1,273 @@
+//! The array language (issue 3): shape ops, indexing, reductions, matmul and
+//! composites, traced and compiled vs the interpreter on random shapes
+//! (0-sized and size-1 axes included), plus fixed-value checks.
+
+use crate::common::*;
+use jitfuse::{DType, Slice, Tensor};
+
+const FLOATS: [DType; 2] = [DType::F32, DType::F64];
+
+fn tol(d: DType) -> Tol {
+    if d == DType::F32 {
+        Tol { rel: 2e-5, abs: 2e-5 }
+    } else {
+        Tol { rel: 1e-12, abs: 1e-12 }
+    }
+}
+
+fn random_perm(rng: &mut Rng, n: usize) -> Vec<usize> {
+    let mut p: Vec<usize> = (0..n).collect();
+    for i in (1..n).rev() {
+        p.swap(i, rng.below(i + 1));
+    }
+    p
+}
+
+fn random_slice(rng: &mut Rng) -> Slice {
+    let pick = |rng: &mut Rng| if rng.chance(0.3) { None } else { Some(rng.below(9) as isize - 4) };
+    let step = [1, 1, 2, -1, -2, 3][rng.below(6)];
+    Slice::new(pick(rng), pick(rng), step)
+}
+
+/// Views (transpose, slice, flip, reshape, broadcast, expand/squeeze) folded
+/// into elementwise kernels and returned as outputs.
+#[test]
+fn layout_views_fold_into_kernels() {
+    let mut rng = Rng::new(20);
+    for trial in 0..60 {
+        let d = [DType::F32, DType::F64, DType::I32, DType::Bool][rng.below(4)];
+        let s: Vec<usize> = (0..1 + rng.below(3)).map(|_| [1, 2, 3, 5, 8][rng.below(5)]).collect();
+        let x = random_tensor(&mut rng, &s, d, -9.0, 9.0, false);
+        let perm = random_perm(&mut rng, s.len());
+        let slices: Vec<Slice> = (0..s.len()).map(|_| random_slice(&mut rng)).collect();
+        let flip_axis = rng.below(s.len()) as isize;
+        let g = trace_fn(&[x.clone()], |ts| {
+            let x = &ts[0];
+            let t = x.transpose(&perm);
+            let sl = t.slice(&slices);
+            let f = sl.flip(&[-1, flip_axis.min(sl.ndim() as isize - 1)]);
+            let r = f.reshape(&[-1]);
+            let e = x.expand_dims(0).squeeze(&[0]).t();
+            let mut outs = vec![t.clone(), sl.clone(), f.clone(), r, e];
+            if d != DType::Bool {
+                // Elementwise on a view, and a view of an elementwise result.
+                outs.push(&f + &f.flip(&[0]));
+                outs.push((x * 2).transpose(&perm).slice(&slices));
+                outs.push(&t + t.slice_axis(0, 0, 1, 1));
+            }
+            outs
+        });
+        check_graph(&g, &[x], EXACT, &format!("views {d} {s:?} trial {trial}"));
+    }
+}
+
+#[test]
+fn slicing_follows_python_rules() {
+    let x = Tensor::arange(10, DType::I32);
+    let v = |t: Tensor| t.to_vec::<i32>().unwrap();
+    assert_eq!(v(x.slice(&[Slice::from(2..5)])), vec![2, 3, 4]);
+    assert_eq!(v(x.slice(&[Slice::from(-3..)])), vec![7, 8, 9]);
+    assert_eq!(v(x.slice(&[Slice::new(None, None, -3)])), vec![9, 6, 3, 0]);
+    assert_eq!(v(x.slice(&[Slice::new(8, 2, -2)])), vec![8, 6, 4]);
+    assert_eq!(v(x.slice(&[Slice::new(-100, 100, 4)])), vec![0, 4, 8]);
+    assert_eq!(v(x.slice(&[Slice::from(5..2)])), Vec::<i32>::new());
+    assert_eq!(v(x.flip(&[0])), (0..10).rev().collect::<Vec<_>>());
+    let m = Tensor::arange(6, DType::I32).reshape(&[2, 3]);
+    assert_eq!(v(m.t()), vec![0, 3, 1, 4, 2, 5]);
+    assert_eq!(m.reshape(&[3, -1]).shape(), &[3, 2]);
+    assert_eq!(m.expand_dims(-1).shape(), &[2, 3, 1]);
+    assert_eq!(m.expand_dims(-1).squeeze(&[]).shape(), &[2, 3]);
+}
+
+#[test]
+fn concat_stack_pad_take_one_hot() {
+    let mut rng = Rng::new(21);
+    for trial in 0..30 {
+        let d = DType::ALL[rng.below(5)];
+        let rank = 1 + rng.below(3);
+        let s: Vec<usize> = (0..rank).map(|_| [0, 1, 2, 3, 5][rng.below(5)]).collect();
+        let axis = rng.below(rank);
+        let mut s2 = s.clone();
+        s2[axis] = [0, 1, 4][rng.below(3)];
+        let a = random_tensor(&mut rng, &s, d, -5.0, 5.0, false);
+        let b = random_tensor(&mut rng, &s2, d, -5.0, 5.0, false);
+        let pads: Vec<(usize, usize)> = (0..rank).map(|_| (rng.below(3), rng.below(3))).collect();
+        let n = s[axis];
+        let idx_shape: Vec<usize> = (0..rng.below(3)).map(|_| 1 + rng.below(4)).collect();
+        let idx_vals: Vec<i64> = (0..idx_shape.iter().product::<usize>()).map(|_| rng.below(2 * n + 4) as i64 - n as i64 - 2).collect();
+        let idx = Tensor::from_vec(idx_vals, &idx_shape).unwrap();
+        let g = trace_fn(&[a.clone(), b.clone(), idx.clone()], |ts| {
+            let (a, b, idx) = (&ts[0], &ts[1], &ts[2]);
+            let mut outs = vec![
+                jitfuse::concat(&[a, b, a], axis as isize),
+                jitfuse::stack(&[a, a], -1),
+                a.pad(&pads, if d == DType::Bool { 0 } else { 7 }),
+                idx.one_hot(5),
+            ];
+            if n > 0 {
+                outs.push(a.take(idx, axis as isize));
+            }
+            outs
+        });
+        check_graph(&g, &[a, b, idx], EXACT, &format!("concat/pad/take {d} {s:?} axis {axis} trial {trial}"));
+    }
+    // Fixed values: clamping and negative indices.
+    let x = Tensor::vector(&[10.0f32, 20.0, 30.0]);
+    let i = Tensor::vector(&[-1i32, 0, 5, -7]);
+    assert_eq!(x.take(&i, 0).to_vec::<f32>().unwrap(), vec![30.0, 10.0, 30.0, 10.0]);
+    let oh = Tensor::vector(&[1i64, 3, -1]).one_hot(3);
+    assert_eq!(oh.to_vec::<f32>().unwrap(), vec![0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+    assert_eq!(x.pad(&[(1, 2)], 0).to_vec::<f32>().unwrap(), vec![0.0, 10.0, 20.0, 30.0, 0.0, 0.0]);
+}
+
+#[test]
+fn reductions_match_interpreter_over_random_axes() {
+    let mut rng = Rng::new(22);
+    for trial in 0..60 {
+        let d = [DType::F32, DType::F64, DType::I32, DType::I64][rng.below(4)];
+        let rank = 1 + rng.below(3);
+        let s: Vec<usize> = (0..rank).map(|_| [0, 1, 2, 3, 7, 16][rng.below(6)]).collect();
+        let x = random_tensor(&mut rng, &s, d, -3.0, 3.0, false);
+        let mut axes: Vec<isize> = Vec::new();
+        for a in 0..rank as isize {
+            if rng.chance(0.5) {
+                axes.push(if rng.chance(0.5) { a - rank as isize } else { a });
+            }
+        }
+        let nonempty_axis = (0..rank).find(|&a| s[a] > 0);
+        let g = trace_fn(&[x.clone()], |ts| {
+            let x = &ts[0];
+            let mut outs = vec![
+                x.sum(axes.clone()),
+                x.max_keepdims(axes.clone()),
+                x.min(axes.clone()),
+                x.prod_keepdims(axes.clone()),
+                x.sum_all(),
+            ];
+            if d.is_float() {
+                outs.extend([x.mean(axes.clone()), x.var_keepdims(axes.clone()), x.std(axes.clone()), x.logsumexp(axes.clone())]);
+            }
+            if let Some(a) = nonempty_axis {
+                outs.extend([x.argmax(a as isize), x.argmin(a as isize - rank as isize)]);
+            }
+            outs
+        });
+        check_graph(&g, &[x], tol(d), &format!("reductions {d} {s:?} axes {axes:?} trial {trial}"));
+    }
+}
+
+#[test]
+fn reduction_values_and_edge_cases() {
+    let x = Tensor::from_vec(vec![1.0f32, 5.0, 3.0, 4.0, 2.0, 6.0], &[2, 3]).unwrap();
+    assert_eq!(x.sum(-1).to_vec::<f32>().unwrap(), vec![9.0, 12.0]);
+    assert_eq!(x.sum(0).to_vec::<f32>().unwrap(), vec![5.0, 7.0, 9.0]);
+    assert_eq!(x.sum([0, 1]).item::<f32>().unwrap(), 21.0);
+    assert_eq!(x.sum_keepdims(-1).shape(), &[2, 1]);
+    assert_eq!(x.mean_all().item::<f32>().unwrap(), 3.5);
+    assert_eq!(x.argmax(1).to_vec::<i64>().unwrap(), vec![1, 2]);
+    assert_eq!(x.argmin(0).to_vec::<i64>().unwrap(), vec![0, 1, 0]);
+    let e = Tensor::zeros(&[0, 3], DType::F32);
+    assert_eq!(e.sum(0).to_vec::<f32>().unwrap(), vec![0.0; 3]);
+    assert_eq!(e.max(0).to_vec::<f32>().unwrap(), vec![f32::NEG_INFINITY; 3]);
+    let n = Tensor::vector(&[1.0f64, f64::NAN, 3.0]);
+    assert!(n.max_all().item::<f64>().unwrap().is_nan());
+    assert_eq!(n.argmax(0).item::<i64>().unwrap(), 1);
+    let all_neg_inf = Tensor::vector(&[f32::NEG_INFINITY; 3]);
+    assert_eq!(all_neg_inf.logsumexp(0).item::<f32>().unwrap(), f32::NEG_INFINITY);
+    let big = Tensor::vector(&[1000.0f32, 1000.0]);
+    assert!((big.logsumexp(0).item::<f32>().unwrap() - (1000.0 + 2f32.ln())).abs() < 1e-3);
+}
+
+#[test]
+fn matmul_shapes_and_values() {
+    let mut rng = Rng::new(23);
+    for trial in 0..30 {
+        let d = FLOATS[rng.below(2)];
+        let (m, k, n) = (1 + rng.below(9), rng.below(9), 1 + rng.below(9));
+        let batch_a: Vec<usize> = (0..rng.below(3)).map(|_| [1, 2, 3][rng.below(3)]).collect();
+        let batch_b: Vec<usize> = batch_a.iter().map(|&x| if rng.chance(0.3) { 1 } else { x }).collect();
+        let mut sa = batch_a.clone();
+        sa.extend([m, k]);
+        let mut sb = batch_b.clone();
+        sb.extend([k, n]);
+        let a = random_tensor(&mut rng, &sa, d, -2.0, 2.0, false);
+        let b = random_tensor(&mut rng, &sb, d, -2.0, 2.0, false);
+        let v = random_tensor(&mut rng, &[k], d, -2.0, 2.0, false);
+        let g = trace_fn(&[a.clone(), b.clone(), v.clone()], |ts| {
+            let (a, b, v) = (&ts[0], &ts[1], &ts[2]);
+            vec![a.matmul(b), a.matmul(v), v.matmul(b), (a.matmul(b) + 1.0).relu()]
+        });
+        check_graph(&g, &[a, b, v], tol(d), &format!("matmul {d} {sa:?} @ {sb:?} trial {trial}"));
+    }
+    let a = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
+    let v = Tensor::vector(&[1.0f32, 1.0]);
+    assert_eq!(a.matmul(&a).to_vec::<f32>().unwrap(), vec![7.0, 10.0, 15.0, 22.0]);
+    assert_eq!(a.matmul(&v).to_vec::<f32>().unwrap(), vec![3.0, 7.0]);
+    assert_eq!(v.matmul(&a).to_vec::<f32>().unwrap(), vec![4.0, 6.0]);
+    assert_eq!(v.matmul(&v).shape(), &[] as &[usize]);
+}
+
+#[test]
+fn composites_match_interpreter_and_known_values() {
+    let mut rng = Rng::new(24);
+    for d in FLOATS {
+        let x = random_tensor(&mut rng, &[7, 33], d, -4.0, 4.0, false);
+        let gamma = random_tensor(&mut rng, &[33], d, 0.5, 1.5, false);
+        let beta = random_tensor(&mut rng, &[33], d, -1.0, 1.0, false);
+        let labels = Tensor::from_vec((0..7).map(|i| (i * 5 % 33) as i32).collect(), &[7]).unwrap().one_hot_as(33, d);
+        let g = trace_fn(&[x.clone(), gamma.clone(), beta.clone(), labels.clone()], |ts| {
+            let (x, g, b, y) = (&ts[0], &ts[1], &ts[2], &ts[3]);
+            vec![
+                x.softmax(-1),
+                x.log_softmax(0),
+                x.layer_norm(g, b, 1e-5, -1),
+                jitfuse::softmax_cross_entropy(x, y),
+                x.gelu(),
+                x.gelu_erf(),
+                x.silu(),
+                x.softplus(),
+                x.clamp(-1.0, 2.5),
+            ]
+        });
+        check_graph(&g, &[x.clone(), gamma, beta, labels], tol(d), &format!("composites {d}"));
+        let s = x.softmax(-1).sum(-1);
+        assert_close(&s, &Tensor::full(&[7], 1.0, d), tol(d), "softmax rows sum to 1");
+    }
+}
+
+#[test]
+fn float_sums_are_accurate_on_ten_million_elements() {
+    let n = 10_000_000;
+    let mut rng = Rng::new(25);
+    let vals: Vec<f32> = (0..n).map(|_| rng.uniform(0.0, 1.0) as f32).collect();
+    let exact: f64 = vals.iter().map(|&v| v as f64).sum();
+    let x = Tensor::from_vec(vals, &[n]).unwrap();
+    let g = trace_fn(&[x.clone()], |ts| vec![ts[0].sum_all()]);
+    let exe = jitfuse::exec::Executable::from_graph(g, vec![]).unwrap();
+    let got = exe.run_with(&[&x]).unwrap()[0].item::<f32>().unwrap() as f64;
+    let rel = (got - exact).abs() / exact;
+    assert!(rel < 1e-6, "sum of 1e7 f32: {got} vs {exact} (rel {rel:e})");
+}
+
+#[test]
+fn shape_errors_name_op_operands_and_axis() {
+    let x = Tensor::zeros(&[2, 3], DType::F32);
+    let cases: Vec<(Box<dyn Fn() -> Tensor + std::panic::RefUnwindSafe>, &str)> = vec![
+        (Box::new(|| Tensor::zeros(&[2, 3], DType::F32).reshape(&[4, -1])), "`reshape` of f32[2,3] to [4, -1]"),
+        (Box::new(|| Tensor::zeros(&[2, 3], DType::F32).transpose(&[0, 0])), "`transpose`: [0, 0] is not a permutation"),
+        (Box::new(|| Tensor::zeros(&[2, 3], DType::F32).sum(2)), "`sum`: axis 2 is out of range for f32[2,3]"),
+        (Box::new(|| Tensor::zeros(&[2, 3], DType::F32).matmul(&Tensor::zeros(&[2, 3], DType::F32))), "inner dimensions 3 and 2"),
+        (Box::new(|| jitfuse::concat(&[&Tensor::zeros(&[2, 3], DType::F32), &Tensor::zeros(&[3, 3], DType::F32)], 1)), "`concat` along axis 1"),
+        (Box::new(|| Tensor::zeros(&[2, 3], DType::F32).take(&Tensor::zeros(&[2], DType::F32), 0)), "indices must be i32 or i64"),
+        (Box::new(|| Tensor::zeros(&[2, 0], DType::F32).argmax(1)), "`argmax` along axis 1 of f32[2,0]"),
+        (Box::new(|| Tensor::zeros(&[2], DType::Bool).sum(0)), "`sum` of a bool tensor"),
+        (Box::new(|| Tensor::zeros(&[2], DType::I32).mean(0)), "`mean` needs a float tensor"),
+        (Box::new(|| Tensor::zeros(&[2, 3], DType::F32).squeeze(&[0])), "`squeeze`: axis 0 of f32[2,3] has size 2"),
+    ];
+    for (f, want) in cases {
+        let msg = *std::panic::catch_unwind(|| f()).unwrap_err().downcast::<String>().unwrap();
+        assert!(msg.contains(want), "{msg:?} should contain {want:?}");
+        assert!(msg.contains("array_ops.rs:"), "source line in {msg:?}");
+    }
+    drop(x);
+}
