@@ -180,12 +180,15 @@ fn collect_args(f: &JitFn) -> TokenStream {
                 body_args.push(quote!(&__jitfuse_ts[#i]));
             }
             ParamKind::Static => {
+                // All spanned at the type: a type that is not `Hash + Eq +
+                // ...` is reported there, with the runtime's on_unimplemented
+                // text, and once (rustc drops a repeated predicate at the
+                // same span).
                 let ty = rerooted(&p.ty);
-                // Spanned at the type: a type that is not `Hash + Eq + ...`
-                // is reported there, with the runtime's on_unimplemented text.
-                checks.push(quote_spanned!(p.ty.span()=> ::jitfuse::__private::assert_static_arg::<#ty>();));
-                pushes.push(quote!(__jitfuse_args.static_arg(&#name);));
-                body_args.push(quote!(::core::clone::Clone::clone(&#name)));
+                let span = p.ty.span();
+                checks.push(quote_spanned!(span=> ::jitfuse::__private::assert_static_arg::<#ty>();));
+                pushes.push(quote_spanned!(span=> __jitfuse_args.static_arg::<#ty>(&#name);));
+                body_args.push(quote_spanned!(span=> <#ty as ::core::clone::Clone>::clone(&#name)));
             }
         }
     }

@@ -2,7 +2,8 @@ use jitfuse::prelude::*;
 
 #[jit]
 fn step(w: &mut Tensor, dw: &Tensor) -> Tensor {
-    w - dw
+    *w = &*w - dw;
+    w.clone()
 }
 
 fn main() {}

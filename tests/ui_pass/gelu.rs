@@ -1,4 +1,5 @@
 // Unsuffixed literals must infer on both sides of a tensor.
+#![deny(warnings)]
 use jitfuse::prelude::*;
 
 /// GELU, tanh approximation.

@@ -1,5 +1,6 @@
 // A #[jit] function calling another one (inlined while tracing); a
 // parameter named like generated locals would be; names that shadow.
+#![deny(warnings)]
 use jitfuse::prelude::*;
 
 #[jit]

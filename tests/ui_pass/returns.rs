@@ -1,4 +1,5 @@
 // Tuple returns, `lower`, `cache_stats`, `clear_cache`, `try_call`.
+#![deny(warnings)]
 use jitfuse::prelude::*;
 
 #[jit]

@@ -28,11 +28,21 @@ pub mod layers {
 
     #[jit]
     fn private(x: &Tensor) -> Tensor {
-        x.abs()
+        x.abs() + inner::for_parent(x) + inner::for_layers::try_call(x).unwrap()
     }
 
     pub mod inner {
         use jitfuse::prelude::*;
+
+        #[jit]
+        pub(super) fn for_parent(x: &Tensor) -> Tensor {
+            x.exp()
+        }
+
+        #[jit]
+        pub(in crate::layers) fn for_layers(x: &Tensor) -> Tensor {
+            x.exp()
+        }
 
         #[jit]
         pub fn uses_super(x: &Tensor, cfg: super::Config) -> Tensor {
