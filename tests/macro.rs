@@ -57,7 +57,7 @@ twin!(rms / rms_eager (x: &Tensor) -> Tensor {
 
 twin!(owned_affine / owned_affine_eager (x: Tensor, b: &Tensor) -> (Tensor, Tensor) {
     let y = x * 3.0 + b;
-    let z = (&y).exp();
+    let z = y.exp();
     (y, z)
 });
 

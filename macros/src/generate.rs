@@ -1,9 +1,10 @@
-//! [`JitFn`] → the staged body, the plain wrapper and the companion module.
+//! [`JitFn`] → the staged body, the plain wrapper and the companion.
 //!
 //! ```text
 //! fn __jitfuse_body_f(..)        the user's body, in the user's scope
 //! VIS fn f(..) -> R              the plain call: panics on error
-//! VIS mod f { try_call, lower, cache_stats, clear_cache }
+//! VIS struct f {}               the companion, in the type namespace:
+//! impl f { try_call, lower, cache_stats, clear_cache }
 //! ```
 //! Generated names start with `__jitfuse_`, so no user parameter clashes with
 //! them; paths are absolute.
@@ -13,14 +14,13 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
-use syn::visit_mut::VisitMut;
-use syn::{Attribute, Ident, Type};
+use syn::{Attribute, Ident};
 
 pub fn generate(f: &JitFn) -> TokenStream {
     let body_fn = body_fn(f);
     let wrapper = wrapper(f);
-    let module = module(f);
-    quote!(#body_fn #wrapper #module)
+    let companion = companion(f);
+    quote!(#body_fn #wrapper #companion)
 }
 
 fn body_ident(f: &JitFn) -> Ident {
@@ -59,14 +59,13 @@ fn body_fn(f: &JitFn) -> TokenStream {
     }
 }
 
-/// `name: Type` for the signatures of the wrapper and the module's
+/// `name: Type` for the signatures of the wrapper and the companion's
 /// functions (no `mut`: these only pass the value on).
-fn signature_params(params: &[Param], reroot: bool) -> Vec<TokenStream> {
+fn signature_params(params: &[Param]) -> Vec<TokenStream> {
     params
         .iter()
         .map(|p| {
-            let name = &p.name;
-            let ty = if reroot { rerooted(&p.ty) } else { p.ty.clone() };
+            let (name, ty) = (&p.name, &p.ty);
             quote!(#name: #ty)
         })
         .collect()
@@ -81,7 +80,7 @@ fn names(params: &[Param]) -> Vec<&Ident> {
 fn wrapper(f: &JitFn) -> TokenStream {
     let attrs = f.attrs.iter().filter(|a| !a.path().is_ident("track_caller"));
     let (vis, name, ret) = (&f.vis, &f.name, &f.ret);
-    let params = signature_params(&f.params, false);
+    let params = signature_params(&f.params);
     let args = names(&f.params);
     quote! {
         #(#attrs)*
@@ -95,31 +94,44 @@ fn wrapper(f: &JitFn) -> TokenStream {
     }
 }
 
-/// The companion module: `try_call`, `lower`, `cache_stats`, `clear_cache`,
-/// sharing one cache.
-fn module(f: &JitFn) -> TokenStream {
-    let attrs = f.attrs.iter().filter(|a| attr_is(a, CFG) || a.path().is_ident("doc"));
-    let (vis, name) = (&f.vis, &f.name);
+/// The companion: `f::try_call`, `f::lower`, `f::cache_stats`,
+/// `f::clear_cache`, sharing one cache.
+///
+/// It is a braced struct with inherent associated functions, not a `mod`:
+/// a struct `f {}` lives in the type namespace only (next to the function
+/// `f`), and its `impl` sits in the user's scope, so the signature's types
+/// resolve as written even when that scope is a block (a `#[jit]` function
+/// inside `fn main`, as in every doctest), which `mod f { use super::*; }`
+/// cannot see.
+fn companion(f: &JitFn) -> TokenStream {
+    let cfgs: Vec<&Attribute> = f.attrs.iter().filter(|a| attr_is(a, CFG)).collect();
+    let docs = f.attrs.iter().filter(|a| a.path().is_ident("doc"));
+    let (vis, name, ret) = (&f.vis, &f.name, &f.ret);
     let name_str = name.unraw().to_string();
-    let ret = rerooted(&f.ret);
-    let params = signature_params(&f.params, true);
+    let params = signature_params(&f.params);
     let args = names(&f.params);
     let collect = collect_args(f);
     quote! {
-        #(#attrs)*
-        #[allow(non_snake_case, unused_imports, dead_code)]
-        #vis mod #name {
-            use super::*;
+        #(#cfgs)*
+        #(#docs)*
+        #[allow(non_camel_case_types, dead_code)]
+        #vis struct #name {}
 
-            static __JITFUSE_CACHE: ::jitfuse::__private::FnCache = ::jitfuse::__private::FnCache::new(#name_str);
+        #(#cfgs)*
+        #[allow(dead_code)]
+        impl #name {
+            fn __jitfuse_cache() -> &'static ::jitfuse::__private::FnCache {
+                static __JITFUSE_CACHE: ::jitfuse::__private::FnCache = ::jitfuse::__private::FnCache::new(#name_str);
+                &__JITFUSE_CACHE
+            }
 
             #collect
 
             /// Call the function; a shape or dtype mismatch in its body, or a
             /// bad argument, is returned as `Err` instead of panicking.
             pub fn try_call(#(#params),*) -> ::core::result::Result<#ret, ::jitfuse::Error> {
-                let __jitfuse_outputs = __jitfuse_with_args(#(#args,)* |__jitfuse_args, __jitfuse_body| {
-                    __JITFUSE_CACHE.call(__jitfuse_args, __jitfuse_body)
+                let __jitfuse_outputs = Self::__jitfuse_with_args(#(#args,)* |__jitfuse_args, __jitfuse_body| {
+                    Self::__jitfuse_cache().call(__jitfuse_args, __jitfuse_body)
                 })?;
                 <#ret as ::jitfuse::__private::FromOutputs>::from_outputs(__jitfuse_outputs)
             }
@@ -127,19 +139,19 @@ fn module(f: &JitFn) -> TokenStream {
             /// Trace and compile for these arguments without running, keeping
             /// the text of every stage. Does not touch the cache.
             pub fn lower(#(#params),*) -> ::core::result::Result<::jitfuse::Lowered, ::jitfuse::Error> {
-                __jitfuse_with_args(#(#args,)* |__jitfuse_args, __jitfuse_body| {
-                    __JITFUSE_CACHE.lower(__jitfuse_args, __jitfuse_body)
+                Self::__jitfuse_with_args(#(#args,)* |__jitfuse_args, __jitfuse_body| {
+                    Self::__jitfuse_cache().lower(__jitfuse_args, __jitfuse_body)
                 })
             }
 
             /// Hits, misses and cached signatures of this function.
             pub fn cache_stats() -> ::jitfuse::CacheStats {
-                __JITFUSE_CACHE.stats()
+                Self::__jitfuse_cache().stats()
             }
 
             /// Drop this function's compiled programs: the next call recompiles.
             pub fn clear_cache() {
-                __JITFUSE_CACHE.clear()
+                Self::__jitfuse_cache().clear()
             }
         }
     }
@@ -150,7 +162,7 @@ fn module(f: &JitFn) -> TokenStream {
 /// to `k` (the cache's `call` or `lower`). One place for both, so a bad
 /// static parameter type is reported once.
 fn collect_args(f: &JitFn) -> TokenStream {
-    let params = signature_params(&f.params, true);
+    let params = signature_params(&f.params);
     let body = body_ident(f);
     let mut checks = Vec::new();
     let mut pushes = Vec::new();
@@ -184,7 +196,7 @@ fn collect_args(f: &JitFn) -> TokenStream {
                 // ...` is reported there, with the runtime's on_unimplemented
                 // text, and once (rustc drops a repeated predicate at the
                 // same span).
-                let ty = rerooted(&p.ty);
+                let ty = &p.ty;
                 let span = p.ty.span();
                 checks.push(quote_spanned!(span=> ::jitfuse::__private::assert_static_arg::<#ty>();));
                 pushes.push(quote_spanned!(span=> __jitfuse_args.static_arg::<#ty>(&#name);));
@@ -204,34 +216,8 @@ fn collect_args(f: &JitFn) -> TokenStream {
             let mut __jitfuse_args = ::jitfuse::__private::CallArgs::new();
             #(#pushes)*
             __jitfuse_k(__jitfuse_args, &|__jitfuse_ts: &[::jitfuse::Tensor]| {
-                ::jitfuse::__private::IntoOutputs::into_outputs(super::#body(#(#body_args),*))
+                ::jitfuse::__private::IntoOutputs::into_outputs(#body(#(#body_args),*))
             })
         }
     }
 }
-
-/// A type of the user's scope as written one module deeper (inside the
-/// companion module): `self::T` becomes `super::T`, `super::T` becomes
-/// `super::super::T`; other paths resolve through `use super::*`.
-fn rerooted(ty: &Type) -> Type {
-    struct Reroot;
-    impl VisitMut for Reroot {
-        fn visit_path_mut(&mut self, path: &mut syn::Path) {
-            if path.leading_colon.is_none() {
-                if let Some(first) = path.segments.first_mut() {
-                    if first.ident == "self" {
-                        first.ident = Ident::new("super", first.ident.span());
-                    } else if first.ident == "super" {
-                        let span = first.ident.span();
-                        path.segments.insert(0, syn::PathSegment::from(Ident::new("super", span)));
-                    }
-                }
-            }
-            syn::visit_mut::visit_path_mut(self, path);
-        }
-    }
-    let mut ty = ty.clone();
-    Reroot.visit_type_mut(&mut ty);
-    ty
-}
-

@@ -7,7 +7,7 @@
 //! 2. on errors, the original item is emitted unchanged next to the
 //!    `compile_error!`s, so IDEs and the rest of the crate keep working;
 //! 3. otherwise [`generate`] writes the staged body, the plain wrapper and the
-//!    companion module, using absolute paths only (`::jitfuse::...`).
+//!    companion (`f::try_call`, `f::lower`, ...), using absolute paths only (`::jitfuse::...`).
 
 mod classify;
 mod generate;
