@@ -1,1 +1,31 @@
-use proc_macro::TokenStream; #[proc_macro_attribute] pub fn jit(_a: TokenStream, i: TokenStream) -> TokenStream { i }
+//! The `#[jit]` attribute of jitfuse.
+//!
+//! Like serde_derive, the macro works in three steps:
+//! 1. [`parse`] reads the item into the macro's own [`model`], checking every
+//!    part and collecting *all* errors (each a `syn::Error` at the offending
+//!    tokens, saying what to write instead);
+//! 2. on errors, the original item is emitted unchanged next to the
+//!    `compile_error!`s, so IDEs and the rest of the crate keep working;
+//! 3. otherwise [`generate`] writes the staged body, the plain wrapper and the
+//!    companion (`f::try_call`, `f::lower`, ...), using absolute paths only (`::jitfuse::...`).
+
+mod classify;
+mod generate;
+mod model;
+mod parse;
+
+use proc_macro::TokenStream;
+
+/// Stage a function of tensors: on the first call for each input signature
+/// its body is traced, compiled and cached; see the `jitfuse` crate docs.
+#[proc_macro_attribute]
+pub fn jit(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let item = proc_macro2::TokenStream::from(item);
+    match parse::parse(attr.into(), item.clone()) {
+        Ok(func) => generate::generate(&func).into(),
+        Err(err) => {
+            let errors = err.to_compile_error();
+            quote::quote!(#errors #item).into()
+        }
+    }
+}

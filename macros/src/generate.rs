@@ -1,0 +1,223 @@
+//! [`JitFn`] → the staged body, the plain wrapper and the companion.
+//!
+//! ```text
+//! fn __jitfuse_body_f(..)        the user's body, in the user's scope
+//! VIS fn f(..) -> R              the plain call: panics on error
+//! VIS struct f {}               the companion, in the type namespace:
+//! impl f { try_call, lower, cache_stats, clear_cache }
+//! ```
+//! Generated names start with `__jitfuse_`, so no user parameter clashes with
+//! them; paths are absolute.
+
+use crate::model::{Float, JitFn, Param, ParamKind};
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
+use syn::ext::IdentExt;
+use syn::spanned::Spanned;
+use syn::{Attribute, Ident};
+
+pub fn generate(f: &JitFn) -> TokenStream {
+    let body_fn = body_fn(f);
+    let wrapper = wrapper(f);
+    let companion = companion(f);
+    quote!(#body_fn #wrapper #companion)
+}
+
+fn body_ident(f: &JitFn) -> Ident {
+    format_ident!("__jitfuse_body_{}", f.name)
+}
+
+fn attr_is(attr: &Attribute, names: &[&str]) -> bool {
+    names.iter().any(|n| attr.path().is_ident(n))
+}
+
+const CFG: &[&str] = &["cfg", "cfg_attr"];
+/// Lint levels that never complain about themselves (unlike `expect`).
+const LINTS: &[&str] = &["allow", "warn", "deny", "forbid"];
+
+/// The user's body in the user's scope, so every name resolves as written.
+/// A traced scalar parameter is a `&Tensor` here.
+fn body_fn(f: &JitFn) -> TokenStream {
+    let ident = body_ident(f);
+    let attrs = f.attrs.iter().filter(|a| attr_is(a, CFG) || attr_is(a, LINTS));
+    let params = f.params.iter().map(|p| {
+        let (m, name) = (&p.mutability, &p.name);
+        match p.kind {
+            ParamKind::Scalar(_) => quote!(#m #name: &::jitfuse::Tensor),
+            _ => {
+                let ty = &p.ty;
+                quote!(#m #name: #ty)
+            }
+        }
+    });
+    let (ret, body) = (&f.ret, &f.body);
+    quote! {
+        #(#attrs)*
+        #[doc(hidden)]
+        #[allow(non_snake_case, dead_code, clippy::all)]
+        fn #ident(#(#params),*) -> #ret #body
+    }
+}
+
+/// `name: Type` for the signatures of the wrapper and the companion's
+/// functions (no `mut`: these only pass the value on).
+fn signature_params(params: &[Param]) -> Vec<TokenStream> {
+    params
+        .iter()
+        .map(|p| {
+            let (name, ty) = (&p.name, &p.ty);
+            quote!(#name: #ty)
+        })
+        .collect()
+}
+
+fn names(params: &[Param]) -> Vec<&Ident> {
+    params.iter().map(|p| &p.name).collect()
+}
+
+/// The plain call, with the user's attributes: panics with the message
+/// `try_call` returns as `Err`, at the caller's location.
+fn wrapper(f: &JitFn) -> TokenStream {
+    let attrs = f.attrs.iter().filter(|a| !a.path().is_ident("track_caller"));
+    let (vis, name, ret) = (&f.vis, &f.name, &f.ret);
+    let params = signature_params(&f.params);
+    let args = names(&f.params);
+    quote! {
+        #(#attrs)*
+        #[track_caller]
+        #vis fn #name(#(#params),*) -> #ret {
+            match #name::try_call(#(#args),*) {
+                ::core::result::Result::Ok(__jitfuse_value) => __jitfuse_value,
+                ::core::result::Result::Err(__jitfuse_error) => ::jitfuse::__private::fail(__jitfuse_error),
+            }
+        }
+    }
+}
+
+/// The companion: `f::try_call`, `f::lower`, `f::cache_stats`,
+/// `f::clear_cache`, sharing one cache.
+///
+/// It is a braced struct with inherent associated functions, not a `mod`:
+/// a struct `f {}` lives in the type namespace only (next to the function
+/// `f`), and its `impl` sits in the user's scope, so the signature's types
+/// resolve as written even when that scope is a block (a `#[jit]` function
+/// inside `fn main`, as in every doctest), which `mod f { use super::*; }`
+/// cannot see.
+fn companion(f: &JitFn) -> TokenStream {
+    let cfgs: Vec<&Attribute> = f.attrs.iter().filter(|a| attr_is(a, CFG)).collect();
+    let docs = f.attrs.iter().filter(|a| a.path().is_ident("doc"));
+    let (vis, name, ret) = (&f.vis, &f.name, &f.ret);
+    let name_str = name.unraw().to_string();
+    let params = signature_params(&f.params);
+    let args = names(&f.params);
+    let collect = collect_args(f);
+    quote! {
+        #(#cfgs)*
+        #(#docs)*
+        #[allow(non_camel_case_types, dead_code)]
+        #vis struct #name {}
+
+        #(#cfgs)*
+        #[allow(dead_code)]
+        impl #name {
+            fn __jitfuse_cache() -> &'static ::jitfuse::__private::FnCache {
+                static __JITFUSE_CACHE: ::jitfuse::__private::FnCache = ::jitfuse::__private::FnCache::new(#name_str);
+                &__JITFUSE_CACHE
+            }
+
+            #collect
+
+            /// Call the function; a shape or dtype mismatch in its body, or a
+            /// bad argument, is returned as `Err` instead of panicking.
+            pub fn try_call(#(#params),*) -> ::core::result::Result<#ret, ::jitfuse::Error> {
+                let __jitfuse_outputs = Self::__jitfuse_with_args(#(#args,)* |__jitfuse_args, __jitfuse_body| {
+                    Self::__jitfuse_cache().call(__jitfuse_args, __jitfuse_body)
+                })?;
+                <#ret as ::jitfuse::__private::FromOutputs>::from_outputs(__jitfuse_outputs)
+            }
+
+            /// Trace and compile for these arguments without running, keeping
+            /// the text of every stage. Does not touch the cache.
+            pub fn lower(#(#params),*) -> ::core::result::Result<::jitfuse::Lowered, ::jitfuse::Error> {
+                Self::__jitfuse_with_args(#(#args,)* |__jitfuse_args, __jitfuse_body| {
+                    Self::__jitfuse_cache().lower(__jitfuse_args, __jitfuse_body)
+                })
+            }
+
+            /// Hits, misses and cached signatures of this function.
+            pub fn cache_stats() -> ::jitfuse::CacheStats {
+                Self::__jitfuse_cache().stats()
+            }
+
+            /// Drop this function's compiled programs: the next call recompiles.
+            pub fn clear_cache() {
+                Self::__jitfuse_cache().clear()
+            }
+        }
+    }
+}
+
+/// `__jitfuse_with_args(params.., k)`: collects the call's arguments and
+/// hands them, with the staged body as a closure over the static arguments,
+/// to `k` (the cache's `call` or `lower`). One place for both, so a bad
+/// static parameter type is reported once.
+fn collect_args(f: &JitFn) -> TokenStream {
+    let params = signature_params(&f.params);
+    let body = body_ident(f);
+    let mut checks = Vec::new();
+    let mut pushes = Vec::new();
+    let mut body_args = Vec::new();
+    let mut traced = 0usize;
+    for p in &f.params {
+        let name = &p.name;
+        let i = traced;
+        if p.is_traced() {
+            traced += 1;
+        }
+        match p.kind {
+            ParamKind::Borrowed => {
+                pushes.push(quote!(__jitfuse_args.borrowed(#name);));
+                body_args.push(quote!(&__jitfuse_ts[#i]));
+            }
+            ParamKind::Owned => {
+                pushes.push(quote!(__jitfuse_args.owned(#name);));
+                body_args.push(quote!(::core::clone::Clone::clone(&__jitfuse_ts[#i])));
+            }
+            ParamKind::Scalar(float) => {
+                let method = match float {
+                    Float::F32 => quote!(scalar_f32),
+                    Float::F64 => quote!(scalar_f64),
+                };
+                pushes.push(quote!(__jitfuse_args.#method(#name);));
+                body_args.push(quote!(&__jitfuse_ts[#i]));
+            }
+            ParamKind::Static => {
+                // All spanned at the type: a type that is not `Hash + Eq +
+                // ...` is reported there, with the runtime's on_unimplemented
+                // text, and once (rustc drops a repeated predicate at the
+                // same span).
+                let ty = &p.ty;
+                let span = p.ty.span();
+                checks.push(quote_spanned!(span=> ::jitfuse::__private::assert_static_arg::<#ty>();));
+                pushes.push(quote_spanned!(span=> __jitfuse_args.static_arg::<#ty>(&#name);));
+                body_args.push(quote_spanned!(span=> <#ty as ::core::clone::Clone>::clone(&#name)));
+            }
+        }
+    }
+    quote! {
+        fn __jitfuse_with_args<__JitfuseR>(
+            #(#params,)*
+            __jitfuse_k: impl ::core::ops::FnOnce(
+                ::jitfuse::__private::CallArgs<'_>,
+                &dyn ::core::ops::Fn(&[::jitfuse::Tensor]) -> ::std::vec::Vec<::jitfuse::Tensor>,
+            ) -> __JitfuseR,
+        ) -> __JitfuseR {
+            #(#checks)*
+            let mut __jitfuse_args = ::jitfuse::__private::CallArgs::new();
+            #(#pushes)*
+            __jitfuse_k(__jitfuse_args, &|__jitfuse_ts: &[::jitfuse::Tensor]| {
+                ::jitfuse::__private::IntoOutputs::into_outputs(#body(#(#body_args),*))
+            })
+        }
+    }
+}

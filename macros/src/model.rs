@@ -1,0 +1,49 @@
+//! The macro's model of a `#[jit]` function: what `parse` produces after
+//! every check passed, and all that `generate` needs.
+
+use syn::{Attribute, Block, Ident, Type, Visibility};
+
+pub struct JitFn {
+    /// The user's outer attributes (doc comments, `#[allow]`, `#[inline]`...).
+    pub attrs: Vec<Attribute>,
+    pub vis: Visibility,
+    pub name: Ident,
+    pub params: Vec<Param>,
+    /// `Tensor` or a tuple of 1..=8 `Tensor`s, as the user wrote it.
+    pub ret: Type,
+    pub body: Box<Block>,
+}
+
+pub struct Param {
+    pub name: Ident,
+    /// `mut` on the binding: kept for the staged body only.
+    pub mutability: Option<syn::Token![mut]>,
+    /// The type as the user wrote it.
+    pub ty: Type,
+    pub kind: ParamKind,
+}
+
+/// How a parameter is passed; its Rust type decides.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ParamKind {
+    /// `&Tensor`: a traced tensor, never written.
+    Borrowed,
+    /// `Tensor` by value: a traced tensor whose buffer is donated.
+    Owned,
+    /// `f32` / `f64`: a traced scalar, a `&Tensor` of shape `[]` in the body.
+    Scalar(Float),
+    /// Any other type: part of the cache key, received by clone.
+    Static,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Float {
+    F32,
+    F64,
+}
+
+impl Param {
+    pub fn is_traced(&self) -> bool {
+        self.kind != ParamKind::Static
+    }
+}

@@ -1,0 +1,232 @@
+//! Tokens → [`JitFn`], checking everything the macro cannot stage and
+//! collecting every error before giving up (like serde_derive's `Ctxt`).
+
+use crate::classify::{self, ReturnClass, TypeClass, MAX_OUTPUTS};
+use crate::model::{Float, JitFn, Param, ParamKind};
+use proc_macro2::{Span, TokenStream};
+use quote::ToTokens;
+use syn::{FnArg, Item, ItemFn, Pat, ReturnType, Signature, Type};
+
+/// Collects errors; combined `syn::Error`s expand to one `compile_error!`
+/// each, so the user sees all of them at once.
+#[derive(Default)]
+struct Errors(Option<syn::Error>);
+
+impl Errors {
+    fn at(&mut self, tokens: impl ToTokens, msg: impl std::fmt::Display) {
+        self.push(syn::Error::new_spanned(tokens, msg));
+    }
+
+    fn push(&mut self, e: syn::Error) {
+        match &mut self.0 {
+            Some(all) => all.combine(e),
+            None => self.0 = Some(e),
+        }
+    }
+}
+
+pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<JitFn> {
+    let mut errors = Errors::default();
+    if !attr.is_empty() {
+        errors.at(&attr, "`#[jit]` takes no arguments yet: write `#[jit]` alone");
+    }
+    let ItemFn { attrs, vis, sig, block } = match syn::parse2::<Item>(item)? {
+        Item::Fn(f) => f,
+        other => {
+            errors.push(not_a_function(&other));
+            return Err(errors.0.expect("just pushed"));
+        }
+    };
+    check_qualifiers(&sig, &mut errors);
+    let params: Vec<Param> = sig.inputs.iter().filter_map(|arg| param(arg, &mut errors)).collect();
+    let ret = return_type(&sig, &mut errors);
+    match (errors.0, ret) {
+        (Some(e), _) => Err(e),
+        (None, Some(ret)) => Ok(JitFn { attrs, vis, name: sig.ident, params, ret, body: block }),
+        (None, None) => unreachable!("a bad return type is reported"),
+    }
+}
+
+/// `a b` as one token stream, for an error spanning both.
+fn join(a: &impl ToTokens, b: &impl ToTokens) -> TokenStream {
+    let mut ts = a.to_token_stream();
+    b.to_tokens(&mut ts);
+    ts
+}
+
+fn not_a_function(item: &Item) -> syn::Error {
+    const MSG: &str = "`#[jit]` applies to functions: put it on a `fn` of tensors, \
+                       e.g. `#[jit] fn f(x: &Tensor) -> Tensor { ... }`";
+    let head = match item {
+        Item::Struct(i) => join(&i.struct_token, &i.ident),
+        Item::Enum(i) => join(&i.enum_token, &i.ident),
+        Item::Union(i) => join(&i.union_token, &i.ident),
+        Item::Trait(i) => join(&i.trait_token, &i.ident),
+        Item::Mod(i) => join(&i.mod_token, &i.ident),
+        Item::Const(i) => join(&i.const_token, &i.ident),
+        Item::Static(i) => join(&i.static_token, &i.ident),
+        Item::Type(i) => join(&i.type_token, &i.ident),
+        Item::Impl(i) => {
+            return syn::Error::new_spanned(
+                join(&i.impl_token, &i.self_ty),
+                "`#[jit]` applies to functions, not `impl` blocks (methods are not supported yet): \
+                 put `#[jit]` on a free function of tensors and call it from the method",
+            )
+        }
+        _ => return syn::Error::new(Span::call_site(), MSG),
+    };
+    syn::Error::new_spanned(head, MSG)
+}
+
+fn check_qualifiers(sig: &Signature, errors: &mut Errors) {
+    if let Some(t) = &sig.constness {
+        errors.at(t, "a `#[jit]` function traces and compiles when called, it cannot be `const`: remove `const`");
+    }
+    if let Some(t) = &sig.asyncness {
+        errors.at(
+            t,
+            "a `#[jit]` function cannot be `async`: its body is traced synchronously; \
+             remove `async` (call it from async code as a normal function)",
+        );
+    }
+    if let Some(t) = &sig.unsafety {
+        errors.at(
+            t,
+            "a `#[jit]` function cannot be `unsafe`: its body is traced, not run on the data; \
+             remove `unsafe` and keep unsafe code out of the traced body",
+        );
+    }
+    if let Some(abi) = &sig.abi {
+        errors.at(abi, "a `#[jit]` function is called from Rust: remove the `extern` ABI");
+    }
+    if !sig.generics.params.is_empty() {
+        errors.at(
+            &sig.generics,
+            "generic `#[jit]` functions are not supported yet: write the function for concrete types \
+             (tensor dtypes and shapes are already generic: they are part of the cache key)",
+        );
+    }
+    if let Some(w) = &sig.generics.where_clause {
+        errors.at(w, "`where` clauses on `#[jit]` functions are not supported yet: remove it");
+    }
+    if let Some(v) = &sig.variadic {
+        errors.at(v, "a `#[jit]` function cannot be variadic: remove `...`");
+    }
+}
+
+fn param(arg: &FnArg, errors: &mut Errors) -> Option<Param> {
+    let arg = match arg {
+        FnArg::Receiver(r) => {
+            errors.at(
+                r,
+                "`#[jit]` does not support methods yet: write a free `#[jit]` function taking the \
+                 tensors as parameters, and call it from the method",
+            );
+            return None;
+        }
+        FnArg::Typed(arg) => arg,
+    };
+    let mut ok = true;
+    if let Some(attr) = arg.attrs.first() {
+        errors.at(attr, "attributes on `#[jit]` parameters are not supported: remove it");
+        ok = false;
+    }
+    let ident = match &*arg.pat {
+        Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => Some(p),
+        pat => {
+            errors.at(
+                pat,
+                "a `#[jit]` parameter must be a plain name: write `name: Type` and destructure \
+                 inside the body (`let (a, b) = name;`)",
+            );
+            None
+        }
+    };
+    let kind = param_kind(&arg.ty, errors);
+    match (ident, kind) {
+        (Some(p), Some(kind)) if ok => {
+            Some(Param { name: p.ident.clone(), mutability: p.mutability, ty: (*arg.ty).clone(), kind })
+        }
+        _ => None,
+    }
+}
+
+fn param_kind(ty: &Type, errors: &mut Errors) -> Option<ParamKind> {
+    Some(match classify::classify(ty) {
+        TypeClass::TensorRef => ParamKind::Borrowed,
+        TypeClass::Tensor => ParamKind::Owned,
+        TypeClass::F32 => ParamKind::Scalar(Float::F32),
+        TypeClass::F64 => ParamKind::Scalar(Float::F64),
+        TypeClass::Static => ParamKind::Static,
+        TypeClass::TensorMut(r) => {
+            errors.at(
+                join(&r.and_token, &r.mutability),
+                "tensors are values: a `#[jit]` function cannot write through `&mut Tensor`; \
+                 take `&Tensor` (or `Tensor` to donate its buffer) and return the new tensor instead",
+            );
+            return None;
+        }
+        TypeClass::OtherRef(r) => {
+            let elem = &r.elem;
+            errors.at(
+                ty,
+                format!(
+                    "static parameters are taken by value (they are part of the cache key): \
+                     write `{}` instead of `{}`",
+                    classify::display(elem),
+                    classify::display(ty)
+                ),
+            );
+            return None;
+        }
+        TypeClass::ImplTrait => {
+            errors.at(
+                ty,
+                "`impl Trait` parameters are not supported by `#[jit]`: use `&Tensor`, `Tensor`, \
+                 `f32`, `f64` (traced) or a concrete `Hash + Eq + Clone` type (static)",
+            );
+            return None;
+        }
+        TypeClass::ContainsTensor => {
+            errors.at(
+                ty,
+                "`#[jit]` traces parameters of type `&Tensor`, `Tensor`, `f32` and `f64`; this type \
+                 holds tensors but would be a static parameter: pass each tensor as its own \
+                 `&Tensor` parameter",
+            );
+            return None;
+        }
+    })
+}
+
+fn return_type(sig: &Signature, errors: &mut Errors) -> Option<Type> {
+    let ty = match &sig.output {
+        ReturnType::Type(_, ty) => ty,
+        ReturnType::Default => {
+            let mut head = join(&sig.fn_token, &sig.ident);
+            sig.paren_token.surround(&mut head, |ts| sig.inputs.to_tokens(ts));
+            errors.at(
+                head,
+                "a `#[jit]` function returns its results: add `-> Tensor` \
+                 (or a tuple of tensors, `-> (Tensor, Tensor)`)",
+            );
+            return None;
+        }
+    };
+    match classify::classify_return(ty) {
+        ReturnClass::Ok => return Some((**ty).clone()),
+        ReturnClass::TooMany(n) => errors.at(
+            ty,
+            format!("a `#[jit]` function returns at most {MAX_OUTPUTS} tensors, this tuple has {n}"),
+        ),
+        ReturnClass::Unsupported => errors.at(
+            ty,
+            format!(
+                "a `#[jit]` function returns `Tensor` or a tuple of up to {MAX_OUTPUTS} tensors \
+                 (`(Tensor, Tensor)`), not `{}`",
+                classify::display(ty)
+            ),
+        ),
+    }
+    None
+}

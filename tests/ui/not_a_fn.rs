@@ -1,0 +1,8 @@
+use jitfuse::prelude::*;
+
+#[jit]
+struct Model {
+    w: Tensor,
+}
+
+fn main() {}

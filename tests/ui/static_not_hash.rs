@@ -1,0 +1,12 @@
+use jitfuse::prelude::*;
+
+struct Config {
+    depth: usize,
+}
+
+#[jit]
+fn f(x: &Tensor, cfg: Config) -> Tensor {
+    x * cfg.depth as f64
+}
+
+fn main() {}

@@ -1,0 +1,9 @@
+use jitfuse::prelude::*;
+
+#[jit]
+fn f(x: &Tensor) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor) {
+    let y = x.exp();
+    (y.clone(), y.clone(), y.clone(), y.clone(), y.clone(), y.clone(), y.clone(), y.clone(), y)
+}
+
+fn main() {}
