@@ -64,6 +64,8 @@ pub(crate) fn fail(err: Error) -> ! {
 pub struct ParamSpec {
     pub shape: Vec<usize>,
     pub dtype: DType,
+    /// Traced scalars of `f32`/`f64` parameters are weakly typed.
+    pub weak: bool,
 }
 
 /// The result of tracing: the graph and the tensors it captured.
@@ -85,7 +87,8 @@ pub fn trace(params: &[ParamSpec], body: impl FnOnce(&[Tensor]) -> Vec<Tensor>) 
     let mut args = Vec::with_capacity(params.len());
     for (k, p) in params.iter().enumerate() {
         let v = state.graph.push(Node { op: Op::Param(k), inputs: vec![], shape: p.shape.clone(), dtype: p.dtype, loc: None });
-        args.push(Tensor::traced(id, v, p.shape.clone(), p.dtype));
+        let t = Tensor::traced(id, v, p.shape.clone(), p.dtype);
+        args.push(if p.weak { t.into_weak() } else { t });
     }
     STACK.with(|s| s.borrow_mut().push(state));
     // Pop our frame however the body leaves (return, error, user panic).
@@ -117,10 +120,16 @@ pub fn trace(params: &[ParamSpec], body: impl FnOnce(&[Tensor]) -> Vec<Tensor>) 
         (_, (_, _, Some(err))) => Err(err),
         (Err(payload), _) => {
             if payload.is::<TraceAbort>() {
-                Err(Error::new(ErrorKind::Panic, "trace aborted without an error (bug in jitfuse)"))
-            } else {
-                resume_unwind(payload)
+                return Err(Error::new(ErrorKind::Panic, "trace aborted without an error (bug in jitfuse)"));
             }
+            // A panic of the user's body while tracing: reported like any
+            // other error of the call (the panic hook has printed where).
+            let msg = payload
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "a non-string panic payload".into());
+            Err(Error::new(ErrorKind::Panic, format!("the traced body panicked: {msg}")))
         }
     }
 }

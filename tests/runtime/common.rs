@@ -111,6 +111,6 @@ pub fn check_graph(g: &Graph, args: &[Tensor], tol: Tol, what: &str) {
 /// Trace `f` on parameters shaped like `args`.
 pub fn trace_fn(args: &[Tensor], f: impl FnOnce(&[Tensor]) -> Vec<Tensor>) -> Graph {
     let specs: Vec<jitfuse::trace::ParamSpec> =
-        args.iter().map(|a| jitfuse::trace::ParamSpec { shape: a.shape().to_vec(), dtype: a.dtype() }).collect();
+        args.iter().map(|a| jitfuse::trace::ParamSpec { shape: a.shape().to_vec(), dtype: a.dtype(), weak: false }).collect();
     jitfuse::trace::trace(&specs, f).unwrap().graph
 }

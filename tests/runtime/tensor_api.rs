@@ -89,7 +89,7 @@ fn prints_like_numpy() {
 #[test]
 fn reading_a_traced_value_says_why_and_what_to_do() {
     let x = Tensor::zeros(&[3], DType::F32);
-    let specs = [jitfuse::trace::ParamSpec { shape: vec![3], dtype: DType::F32 }];
+    let specs = [jitfuse::trace::ParamSpec { shape: vec![3], dtype: DType::F32, weak: false }];
     let mut seen = None;
     let r = jitfuse::trace::trace(&specs, |ts| {
         seen = Some(ts[0].to_vec::<f32>().unwrap_err());
@@ -106,8 +106,8 @@ fn reading_a_traced_value_says_why_and_what_to_do() {
 #[test]
 fn trace_errors_come_back_as_err_with_the_source_line() {
     let specs = [
-        jitfuse::trace::ParamSpec { shape: vec![3], dtype: DType::F32 },
-        jitfuse::trace::ParamSpec { shape: vec![4], dtype: DType::F32 },
+        jitfuse::trace::ParamSpec { shape: vec![3], dtype: DType::F32, weak: false },
+        jitfuse::trace::ParamSpec { shape: vec![4], dtype: DType::F32, weak: false },
     ];
     let line = line!() + 1;
     let e = jitfuse::trace::trace(&specs, |ts| vec![(&ts[0] * 2.0) + &ts[1]]).err().unwrap();
@@ -121,7 +121,7 @@ fn trace_errors_come_back_as_err_with_the_source_line() {
 
 #[test]
 fn leaked_tracers_are_errors() {
-    let specs = [jitfuse::trace::ParamSpec { shape: vec![2], dtype: DType::F32 }];
+    let specs = [jitfuse::trace::ParamSpec { shape: vec![2], dtype: DType::F32, weak: false }];
     let mut leaked = None;
     jitfuse::trace::trace(&specs, |ts| {
         leaked = Some(ts[0].clone());
@@ -161,7 +161,7 @@ fn dropping_a_program_frees_its_code() {
 #[test]
 fn captured_tensors_are_held_not_copied() {
     let big = Tensor::from_vec((0..1000).map(|i| i as f32).collect(), &[1000]).unwrap();
-    let specs = [jitfuse::trace::ParamSpec { shape: vec![1000], dtype: DType::F32 }];
+    let specs = [jitfuse::trace::ParamSpec { shape: vec![1000], dtype: DType::F32, weak: false }];
     let t = jitfuse::trace::trace(&specs, |ts| vec![&ts[0] + &big, &ts[0] * &big]).unwrap();
     assert_eq!(t.captured.len(), 1, "one capture for two uses");
     assert!(t.captured[0].shares_buffer_with(&big));
@@ -170,4 +170,51 @@ fn captured_tensors_are_held_not_copied() {
     let out = exe.run_with(&[&x]).unwrap();
     assert_eq!(out[0].to_vec::<f32>().unwrap()[999], 1000.0);
     assert_eq!(out[1].to_vec::<f32>().unwrap()[999], 999.0);
+}
+
+#[test]
+fn weak_scalars_take_the_tensor_dtype() {
+    use jitfuse::trace::{trace, ParamSpec};
+    let specs = [
+        ParamSpec { shape: vec![], dtype: DType::F64, weak: true },
+        ParamSpec { shape: vec![3], dtype: DType::F32, weak: false },
+    ];
+    let t = trace(&specs, |ts| vec![&ts[0] * &ts[1], &ts[0] * 2.0, ts[0].exp()]).unwrap();
+    let outs: Vec<DType> = t.graph.outputs.iter().map(|&o| t.graph.node(o).dtype).collect();
+    assert_eq!(outs, vec![DType::F32, DType::F64, DType::F64], "{}", t.graph);
+    // Eagerly too.
+    let w = Tensor::scalar(0.5f64).into_weak();
+    assert!(w.is_weak());
+    assert_eq!((&w * Tensor::vector(&[1.0f32, 2.0])).dtype(), DType::F32);
+    assert_eq!((&w * Tensor::vector(&[1i32, 2])).dtype(), DType::F32);
+    assert!((&w * 2.0).is_weak());
+    assert!(!(&w * Tensor::vector(&[1.0f32])).is_weak());
+}
+
+#[test]
+fn reading_a_traced_value_points_at_the_users_line() {
+    let specs = [jitfuse::trace::ParamSpec { shape: vec![3], dtype: DType::F32, weak: false }];
+    let mut err = None;
+    let line = line!() + 2;
+    jitfuse::trace::trace(&specs, |ts| {
+        err = ts[0].to_vec::<f32>().err();
+        vec![ts[0].clone()]
+    })
+    .unwrap();
+    let loc = err.unwrap().location.unwrap();
+    assert_eq!((loc.file(), loc.line()), ("tests/runtime/tensor_api.rs", line));
+}
+
+#[test]
+fn a_panic_in_the_traced_body_is_an_error() {
+    let specs = [jitfuse::trace::ParamSpec { shape: vec![3], dtype: DType::F32, weak: false }];
+    let e = jitfuse::trace::trace(&specs, |ts| {
+        let v = ts[0].to_vec::<f32>().unwrap();
+        vec![Tensor::vector(&v)]
+    })
+    .err()
+    .unwrap();
+    assert_eq!(e.kind, ErrorKind::Panic);
+    assert!(e.to_string().contains("the traced body panicked") && e.to_string().contains("traced inside a #[jit] function"), "{e}");
+    assert!(!jitfuse::trace::is_tracing());
 }

@@ -150,11 +150,11 @@ impl<'a> CallArgs<'a> {
     }
 
     pub fn scalar_f32(&mut self, v: f32) {
-        self.tensors.push((ArgKind::Scalar, ArgTensor::Owned(Tensor::scalar(v))));
+        self.tensors.push((ArgKind::Scalar, ArgTensor::Owned(Tensor::scalar(v).into_weak())));
     }
 
     pub fn scalar_f64(&mut self, v: f64) {
-        self.tensors.push((ArgKind::Scalar, ArgTensor::Owned(Tensor::scalar(v))));
+        self.tensors.push((ArgKind::Scalar, ArgTensor::Owned(Tensor::scalar(v).into_weak())));
     }
 
     pub fn static_arg<T: StaticArg + Clone>(&mut self, v: &T) {

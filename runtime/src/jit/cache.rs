@@ -136,7 +136,7 @@ impl FnCache {
 }
 
 fn trace_body(sig: &Signature, body: Body<'_>) -> Result<trace::Traced, Error> {
-    let specs: Vec<ParamSpec> = sig.args.iter().map(|a| ParamSpec { shape: a.shape.clone(), dtype: a.dtype }).collect();
+    let specs: Vec<ParamSpec> = sig.args.iter().map(|a| ParamSpec { shape: a.shape.clone(), dtype: a.dtype, weak: a.kind == super::ArgKind::Scalar }).collect();
     trace::trace(&specs, |ts| body(ts))
 }
 

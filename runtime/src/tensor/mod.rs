@@ -22,6 +22,9 @@ pub struct Tensor {
     pub(crate) shape: Vec<usize>,
     pub(crate) dtype: DType,
     pub(crate) data: Data,
+    /// Weakly typed, as JAX's Python scalars: a traced `f32`/`f64` parameter
+    /// of a `#[jit]` function takes the dtype of the tensors it meets.
+    pub(crate) weak: bool,
 }
 
 #[derive(Clone)]
@@ -32,12 +35,12 @@ pub(crate) enum Data {
 
 impl Tensor {
     pub(crate) fn traced(trace: u64, id: ValueId, shape: Vec<usize>, dtype: DType) -> Tensor {
-        Tensor { shape, dtype, data: Data::Traced { trace, id } }
+        Tensor { shape, dtype, data: Data::Traced { trace, id }, weak: false }
     }
 
     pub(crate) fn from_buffer(buf: Arc<Buffer>, shape: Vec<usize>, dtype: DType) -> Tensor {
         debug_assert_eq!(buf.len_bytes(), shape::numel(&shape) * dtype.size());
-        Tensor { shape, dtype, data: Data::Concrete(buf) }
+        Tensor { shape, dtype, data: Data::Concrete(buf), weak: false }
     }
 
     /// A tensor of `shape` holding `data` in row-major order.
@@ -110,6 +113,18 @@ impl Tensor {
         }
     }
 
+    /// The same tensor marked weakly typed (see `Tensor::is_weak`).
+    pub fn into_weak(mut self) -> Tensor {
+        self.weak = true;
+        self
+    }
+
+    /// Whether the tensor is weakly typed: in an op with strongly typed
+    /// tensors it takes their dtype, like a Rust scalar literal.
+    pub fn is_weak(&self) -> bool {
+        self.weak
+    }
+
     pub fn shape(&self) -> &[usize] {
         &self.shape
     }
@@ -158,6 +173,7 @@ impl Tensor {
 
     #[track_caller]
     fn concrete_buffer(&self, what: &str) -> Result<&Arc<Buffer>, Error> {
+        let loc = std::panic::Location::caller();
         self.buffer().ok_or_else(|| {
             Error::new(
                 ErrorKind::TracedValue,
@@ -168,7 +184,7 @@ impl Tensor {
                     crate::error::type_str(self.dtype, &self.shape)
                 ),
             )
-            .at(std::panic::Location::caller())
+            .at(loc)
         })
     }
 

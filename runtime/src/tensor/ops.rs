@@ -105,6 +105,9 @@ fn common_dtype(name: &str, ops: &[&Operand], loc: SourceLoc) -> DType {
     let mut strong: Option<DType> = None;
     for o in ops {
         if let Operand::Tensor(t) = o {
+            if t.weak {
+                continue;
+            }
             strong = Some(match strong {
                 None => t.dtype,
                 Some(d) => match DType::promote(d, t.dtype) {
@@ -121,8 +124,14 @@ fn common_dtype(name: &str, ops: &[&Operand], loc: SourceLoc) -> DType {
             });
         }
     }
+    let weak_tensors: Vec<DType> =
+        ops.iter().filter_map(|o| if let Operand::Tensor(t) = o { t.weak.then_some(t.dtype) } else { None }).collect();
     let mut d = match strong {
         Some(d) => d,
+        // Only weak tensors: their common dtype.
+        None if !weak_tensors.is_empty() => {
+            weak_tensors.iter().skip(1).fold(weak_tensors[0], |a, &b| DType::promote(a, b).unwrap_or(a))
+        }
         // Only scalars: the default dtype of their kind.
         None => match ops.iter().find_map(|o| if let Operand::Scalar(l) = o { Some(*l) } else { None }) {
             Some(Literal::Float(_)) => DType::F32,
@@ -130,6 +139,13 @@ fn common_dtype(name: &str, ops: &[&Operand], loc: SourceLoc) -> DType {
             _ => DType::Bool,
         },
     };
+    // Weak tensors adapt like scalars of their kind.
+    for &w in &weak_tensors {
+        let as_lit = if w.is_float() { Literal::Float(0.0) } else { Literal::Int(0) };
+        if let Some(x) = as_lit.weak_dtype(d) {
+            d = x;
+        }
+    }
     for o in ops {
         if let Operand::Scalar(l) = o {
             match l.weak_dtype(d) {
@@ -190,9 +206,18 @@ pub(crate) fn binary(op: BinaryOp, name: &str, a: Operand, b: Operand, loc: Sour
         );
     }
     let shape = common_shape(name, &[&a, &b], loc);
+    let weak = [&a, &b].iter().all(|o| match o {
+        Operand::Tensor(t) => t.weak,
+        Operand::Scalar(_) => true,
+    });
     let a = coerce(a, dtype, &shape, loc);
     let b = coerce(b, dtype, &shape, loc);
-    apply(Op::Binary(op), &[&a, &b], shape, dtype, loc)
+    let r = apply(Op::Binary(op), &[&a, &b], shape, dtype, loc);
+    if weak {
+        r.into_weak()
+    } else {
+        r
+    }
 }
 
 fn compare(op: CmpOp, a: Operand, b: Operand, loc: SourceLoc) -> Tensor {
@@ -218,7 +243,12 @@ pub(crate) fn unary(t: &Tensor, op: UnaryOp, loc: SourceLoc) -> Tensor {
                 .at(loc),
         );
     }
-    apply(Op::Unary(op), &[t], t.shape.clone(), t.dtype, loc)
+    let r = apply(Op::Unary(op), &[t], t.shape.clone(), t.dtype, loc);
+    if t.weak {
+        r.into_weak()
+    } else {
+        r
+    }
 }
 
 /// `select(cond, a, b)`: elements of `a` where `cond` is true, else of `b`
