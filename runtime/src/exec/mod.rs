@@ -2,6 +2,7 @@
 //! machine code, and `run`, which checks the arguments, allocates the
 //! buffers and calls the kernels in order.
 
+mod parallel;
 pub mod partition;
 
 use crate::codegen::{self, CompiledKernels};
@@ -32,8 +33,8 @@ pub struct Executable {
     graph: Graph,
     captured: Vec<Tensor>,
     part: Partition,
-    /// Extent of the outermost collapsed dim of each kernel step (`end` of a call).
-    extents: Vec<i64>,
+    /// Collapsed iteration dims of each kernel step (`end` of a call is dims[0]).
+    layouts: Vec<Vec<usize>>,
     compiled: CompiledKernels,
     signature: Signature,
 }
@@ -46,13 +47,13 @@ impl Executable {
             ir::verify(&graph)?;
         }
         let part = partition::partition(&graph);
-        let extents = part
+        let layouts = part
             .steps
             .iter()
-            .filter_map(|s| if let Step::Kernel(k) = s { Some(codegen::layout(&graph, &part, k).dims[0] as i64) } else { None })
+            .filter_map(|s| if let Step::Kernel(k) = s { Some(codegen::layout(&graph, &part, k).dims) } else { None })
             .collect();
         let compiled = codegen::compile(&graph, &part, keep_text)?;
-        Ok(Executable { graph, captured: traced.captured, part, extents, compiled, signature: sig.clone() })
+        Ok(Executable { graph, captured: traced.captured, part, layouts, compiled, signature: sig.clone() })
     }
 
     /// Compile a graph built by hand or parsed from text; every parameter is
@@ -198,7 +199,7 @@ impl Executable {
                         // SAFETY: the pointers are live buffers of the sizes the
                         // kernel was compiled for (checked by check_args and
                         // allocated above); outputs are fresh and unshared.
-                        unsafe { (self.compiled.fns[ki])(ptrs.as_ptr(), 0, self.extents[ki]) };
+                        unsafe { parallel::run_kernel(self.compiled.fns[ki], &ptrs, &self.layouts[ki]) };
                     }
                     ki += 1;
                 }
