@@ -224,3 +224,16 @@ fn random_fused_expressions_match_interpreter() {
         check_graph(&g, &args, Tol { rel: 1e-4, abs: 1e-5 }, &format!("random expr {trial} {d}"));
     }
 }
+
+/// Kernels large enough to be split across threads (1-D and 2-D, with a
+/// ragged last chunk) give the same results as the interpreter.
+#[test]
+fn parallel_kernels_match_interpreter() {
+    let mut rng = Rng::new(7);
+    for (shape, other) in [(vec![200_003], vec![1]), (vec![301, 257], vec![257]), (vec![3, 70_001], vec![3, 1])] {
+        let a = random_tensor(&mut rng, &shape, DType::F32, -3.0, 3.0, false);
+        let b = random_tensor(&mut rng, &other, DType::F32, -3.0, 3.0, false);
+        let g = trace_fn(&[a.clone(), b.clone()], |ts| vec![(&ts[0] * &ts[1]).tanh() + &ts[0], ts[0].t().exp()]);
+        check_graph(&g, &[a, b], approx_tol(DType::F32), &format!("parallel {shape:?}"));
+    }
+}
