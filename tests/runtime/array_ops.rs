@@ -271,3 +271,30 @@ fn shape_errors_name_op_operands_and_axis() {
     }
     drop(x);
 }
+
+/// Reductions large enough to run in parallel, in row and column form, over
+/// views, against the interpreter; and they compile to reduction kernels.
+#[test]
+fn large_reductions_in_row_and_column_form() {
+    let mut rng = Rng::new(26);
+    for (shape, axes) in [
+        (vec![1000, 300], vec![1isize]),
+        (vec![300, 1001], vec![0]),
+        (vec![5, 70_001], vec![1]),
+        (vec![64, 33, 40], vec![0, 2]),
+        (vec![70_003], vec![0]),
+    ] {
+        for d in [DType::F32, DType::F64, DType::I32] {
+            let x = random_tensor(&mut rng, &shape, d, -2.0, 2.0, false);
+            let g = trace_fn(&[x.clone()], |ts| {
+                let x = &ts[0];
+                vec![x.sum(axes.clone()), x.max(axes.clone()), x.t().min(axes.clone()), x.flip(&[-1]).sum_keepdims(axes.clone())]
+            });
+            let exe = jitfuse::exec::Executable::from_graph(g.clone(), vec![]).unwrap();
+            assert_eq!(exe.step_count(), 4, "four reduction kernels, views folded:\n{}", exe.kernels_text());
+            assert!(exe.kernels_text().contains("reduce kernel"), "{}", exe.kernels_text());
+            let t = if d == DType::F32 { Tol { rel: 1e-5, abs: 1e-3 } } else { tol(d) };
+            check_graph(&g, &[x], t, &format!("large reduction {d} {shape:?} {axes:?}"));
+        }
+    }
+}

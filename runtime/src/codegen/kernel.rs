@@ -139,7 +139,7 @@ pub fn layout(g: &Graph, p: &Partition, k: &Kernel) -> Layout {
 
 /// Emit a counted loop `for i in (lo..hi).step_by(step)` while `i + step <= hi`;
 /// returns the first `i` not run.
-fn emit_loop(b: &mut FunctionBuilder, lo: Value, hi: Value, step: i64, mut body: impl FnMut(&mut FunctionBuilder, Value)) -> Value {
+pub(super) fn emit_loop(b: &mut FunctionBuilder, lo: Value, hi: Value, step: i64, mut body: impl FnMut(&mut FunctionBuilder, Value)) -> Value {
     let header = b.create_block();
     let body_blk = b.create_block();
     let exit = b.create_block();
@@ -333,7 +333,7 @@ fn emit_inner(
 
 /// Copy `n` elements of `size` bytes (a dynamic count below LANES), reading
 /// every `src_step` bytes and writing contiguously.
-fn copy_elems(b: &mut FunctionBuilder, src: Value, src_step: i64, dst: Value, n: Value, size: usize) {
+pub(super) fn copy_elems(b: &mut FunctionBuilder, src: Value, src_step: i64, dst: Value, n: Value, size: usize) {
     let ty = match size {
         1 => types::I8,
         4 => types::I32,

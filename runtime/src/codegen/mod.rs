@@ -2,12 +2,14 @@
 //! program in one JIT module whose code is freed with the program.
 
 mod kernel;
+mod reduce;
 pub mod math;
 #[cfg(test)]
 mod math_tests;
 mod vector;
 
 pub use kernel::layout;
+pub use reduce::{extent as reduce_extent, input_map as reduce_input_map};
 
 use crate::exec::partition::{Partition, Step};
 use crate::ir::Graph;
@@ -78,9 +80,9 @@ pub struct CompiledKernels {
     pub code: JitCode,
 }
 
-/// Compile every kernel step of a partition (in step order).
+/// Compile every kernel and reduction step of a partition (in step order).
 pub fn compile(g: &Graph, part: &Partition, keep_clif: bool) -> Result<CompiledKernels, Error> {
-    let kernels = part.steps.iter().filter_map(|s| if let Step::Kernel(k) = s { Some(k) } else { None });
+    let kernels = part.steps.iter().filter(|s| !matches!(s, Step::Library(_)));
     let isa = ISA.as_ref().map_err(|e| Error::codegen(e.clone()))?.clone();
     let mut module = JITModule::new(JITBuilder::with_isa(isa, cranelift_module::default_libcall_names()));
     let mut ctx = module.make_context();
@@ -95,7 +97,11 @@ pub fn compile(g: &Graph, part: &Partition, keep_clif: bool) -> Result<CompiledK
         ctx.func.signature = sig.clone();
         {
             let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-            kernel::build(&mut b, g, part, k);
+            match k {
+                Step::Kernel(k) => kernel::build(&mut b, g, part, k),
+                Step::Reduce(v) => reduce::build(&mut b, g, part, *v),
+                Step::Library(_) => unreachable!(),
+            }
             b.seal_all_blocks();
             b.finalize(module.target_config());
         }

@@ -28,7 +28,7 @@ pub fn part_type(d: DType) -> (Type, usize) {
     }
 }
 
-fn scalar_type(d: DType) -> Type {
+pub fn scalar_type(d: DType) -> Type {
     match d {
         DType::F32 => types::F32,
         DType::F64 => types::F64,
@@ -46,7 +46,7 @@ fn le() -> MemFlagsData {
 }
 
 /// A scalar constant of dtype `d` (bool: 0 or -1, the mask encoding).
-fn scalar_const(b: &mut FunctionBuilder, d: DType, l: Literal) -> Value {
+pub fn scalar_const(b: &mut FunctionBuilder, d: DType, l: Literal) -> Value {
     match d {
         DType::F32 => b.ins().f32const(l.as_f64(d) as f32),
         DType::F64 => b.ins().f64const(l.as_f64(d)),
@@ -155,7 +155,7 @@ fn widen_mask(b: &mut FunctionBuilder, m: Value) -> [Value; 2] {
 }
 
 /// The scalar lanes of a value (LANES of them), in order.
-fn lanes(b: &mut FunctionBuilder, v: &Vals) -> Vec<Value> {
+pub fn lanes(b: &mut FunctionBuilder, v: &Vals) -> Vec<Value> {
     let per = LANES / v.len();
     v.iter().flat_map(|&p| (0..per).map(move |l| (p, l as u8)).collect::<Vec<_>>()).map(|(p, l)| b.ins().extractlane(p, l)).collect()
 }

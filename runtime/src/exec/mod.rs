@@ -33,8 +33,8 @@ pub struct Executable {
     graph: Graph,
     captured: Vec<Tensor>,
     part: Partition,
-    /// Collapsed iteration dims of each kernel step (`end` of a call is dims[0]).
-    layouts: Vec<Vec<usize>>,
+    /// How each compiled step's `begin..end` range may be split.
+    layouts: Vec<parallel::Split>,
     compiled: CompiledKernels,
     signature: Signature,
 }
@@ -50,7 +50,17 @@ impl Executable {
         let layouts = part
             .steps
             .iter()
-            .filter_map(|s| if let Step::Kernel(k) = s { Some(codegen::layout(&graph, &part, k).dims) } else { None })
+            .filter_map(|s| match s {
+                Step::Kernel(k) => {
+                    let dims = codegen::layout(&graph, &part, k).dims;
+                    Some(parallel::Split { extent: dims[0], work: dims.iter().product(), align: if dims.len() == 1 { 64 } else { 1 } })
+                }
+                Step::Reduce(v) => {
+                    let (extent, work, align) = codegen::reduce_extent(&graph, &part, *v);
+                    Some(parallel::Split { extent, work, align })
+                }
+                Step::Library(_) => None,
+            })
             .collect();
         let compiled = codegen::compile(&graph, &part, keep_text)?;
         Ok(Executable { graph, captured: traced.captured, part, layouts, compiled, signature: sig.clone() })
@@ -102,7 +112,7 @@ impl Executable {
             .iter()
             .flat_map(|s| match s {
                 Step::Kernel(k) => k.outputs.clone(),
-                Step::Library(v) => vec![*v],
+                Step::Library(v) | Step::Reduce(v) => vec![*v],
             })
             .filter(|&v| !is_output(v))
             .map(bytes)
@@ -126,7 +136,7 @@ impl Executable {
 
     /// Number of compiled (Cranelift) kernels.
     pub fn kernel_count(&self) -> usize {
-        self.part.steps.iter().filter(|s| matches!(s, Step::Kernel(_))).count()
+        self.part.steps.iter().filter(|s| !matches!(s, Step::Library(_))).count()
     }
 
     /// Number of steps (kernels and library calls).
@@ -187,7 +197,12 @@ impl Executable {
                 Step::Kernel(k) => {
                     ptrs.clear();
                     for &x in &k.inputs {
-                        ptrs.push(bufs[x.index()].as_ref().expect("input computed before use").as_mut_ptr());
+                        ptrs.push(
+                            bufs[x.index()]
+                                .as_ref()
+                                .unwrap_or_else(|| panic!("%{} not computed before use\n{}\n{}", x.0, self.graph, self.kernels_text()))
+                                .as_mut_ptr(),
+                        );
                     }
                     for &o in &k.outputs {
                         let n = self.graph.node(o);
@@ -199,8 +214,21 @@ impl Executable {
                         // SAFETY: the pointers are live buffers of the sizes the
                         // kernel was compiled for (checked by check_args and
                         // allocated above); outputs are fresh and unshared.
-                        unsafe { parallel::run_kernel(self.compiled.fns[ki], &ptrs, &self.layouts[ki]) };
+                        unsafe { parallel::run_kernel(self.compiled.fns[ki], &ptrs, self.layouts[ki]) };
                     }
+                    ki += 1;
+                }
+                Step::Reduce(v) => {
+                    let n = self.graph.node(*v);
+                    let root = codegen::reduce_input_map(&self.graph, &self.part, *v).root;
+                    let input = self.value(root, &bufs)?;
+                    let out = Arc::new(Buffer::uninit(crate::shape::numel(&n.shape) * n.dtype.size()));
+                    let ptrs = [input.buffer().unwrap().as_mut_ptr(), out.as_mut_ptr()];
+                    if crate::shape::numel(&n.shape) > 0 {
+                        // SAFETY: input and output buffers of the compiled shapes.
+                        unsafe { parallel::run_kernel(self.compiled.fns[ki], &ptrs, self.layouts[ki]) };
+                    }
+                    bufs[v.index()] = Some(out);
                     ki += 1;
                 }
                 Step::Library(v) => {
@@ -229,6 +257,10 @@ impl Executable {
 
     fn output(&self, o: ValueId, bufs: &[Option<Arc<Buffer>>]) -> Result<Tensor, Error> {
         let n = self.graph.node(o);
+        if let Some(&root) = self.part.aliases.get(&o) {
+            let t = self.output(root, bufs)?;
+            return Ok(Tensor::from_buffer(t.buffer().unwrap().clone(), n.shape.clone(), n.dtype));
+        }
         if let Some(b) = &bufs[o.index()] {
             return Ok(Tensor::from_buffer(b.clone(), n.shape.clone(), n.dtype));
         }

@@ -9,22 +9,29 @@ use rayon::prelude::*;
 /// Elements below which a kernel runs on the calling thread.
 const PARALLEL_MIN_ELEMENTS: usize = 1 << 16;
 
-/// Run `f` over its whole iteration space (`dims`: collapsed dims, the first
-/// is what `begin..end` ranges over).
+/// How a compiled step's `begin..end` range may be split.
+#[derive(Clone, Copy, Debug)]
+pub struct Split {
+    /// `end` of a whole call.
+    pub extent: usize,
+    /// Elements touched by a whole call (decides whether to go parallel).
+    pub work: usize,
+    /// Chunk boundaries are multiples of this (64 for ranges over vector
+    /// lanes, so every chunk but the last runs whole unrolled blocks).
+    pub align: usize,
+}
+
+/// Run `f` over its whole range.
 ///
 /// # Safety
 /// `ptrs` must hold the kernel's live input and output buffers.
-pub unsafe fn run_kernel(f: KernelFn, ptrs: &[*mut u8], dims: &[usize]) {
-    let total: usize = dims.iter().product();
-    let extent = dims[0];
+pub unsafe fn run_kernel(f: KernelFn, ptrs: &[*mut u8], split: Split) {
+    let Split { extent, work, align } = split;
     let threads = rayon::current_num_threads();
-    if total < PARALLEL_MIN_ELEMENTS || extent < 2 || threads < 2 {
+    if work < PARALLEL_MIN_ELEMENTS || extent < 2 || threads < 2 {
         f(ptrs.as_ptr(), 0, extent as i64);
         return;
     }
-    // 1-D kernels split on multiples of 64 elements so every chunk but the
-    // last runs whole unrolled vector blocks.
-    let align = if dims.len() == 1 { 64 } else { 1 };
     let chunks = (threads * 2).min(extent.div_ceil(align)).max(1);
     let per = extent.div_ceil(chunks).div_ceil(align) * align;
     let addr = ptrs.as_ptr() as usize;

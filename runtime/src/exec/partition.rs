@@ -48,6 +48,8 @@ pub enum Step {
     Kernel(Kernel),
     /// One op run by the runtime library on materialised inputs.
     Library(ValueId),
+    /// A compiled reduction kernel (reads its input through `views`).
+    Reduce(ValueId),
 }
 
 /// How each value is available to the code that reads it.
@@ -55,8 +57,14 @@ pub struct Partition {
     pub steps: Vec<Step>,
     /// Foldable views: their map into a materialised root.
     pub views: HashMap<ValueId, Affine>,
+    /// Whether each value lives in a buffer of its own.
+    pub materialised: Vec<bool>,
+    /// Outputs that are a reshape of a whole buffer: returned as that buffer
+    /// with the output's shape, without a copy (output → root).
+    pub aliases: HashMap<ValueId, ValueId>,
 }
 
+/// Ops that run as their own step (library call or reduction kernel).
 fn is_library(op: &Op) -> bool {
     matches!(
         op,
@@ -139,6 +147,29 @@ fn fold_view(g: &Graph, v: ValueId, views: &HashMap<ValueId, Affine>, materialis
     Some(Affine { root: a.root, offset, strides })
 }
 
+/// Fold every view (in node order) into an affine map over a materialised
+/// root; a reshape that cannot fold forces its source into a buffer.
+fn fold_all(g: &Graph, materialised: &mut [bool]) -> HashMap<ValueId, Affine> {
+    let mut views: HashMap<ValueId, Affine> = HashMap::new();
+    for (i, n) in g.nodes.iter().enumerate() {
+        let v = ValueId(i as u32);
+        if !n.op.is_view() || const_value(g, v).is_some() {
+            continue;
+        }
+        match fold_view(g, v, &views, materialised) {
+            Some(a) => {
+                views.insert(v, a);
+            }
+            None => {
+                materialised[n.inputs[0].index()] = true;
+                let a = fold_view(g, v, &views, materialised).expect("reshape of a materialised value folds");
+                views.insert(v, a);
+            }
+        }
+    }
+    views
+}
+
 pub fn partition(g: &Graph) -> Partition {
     let nn = g.nodes.len();
     // 1. What must live in a buffer: outputs, library operands, sources of
@@ -150,8 +181,12 @@ pub fn partition(g: &Graph) -> Partition {
         }
         if is_library(&n.op) {
             // (Plain constants have no buffer; the executable fills them.)
+            // A reduction reads a view of its input through the view's map.
             for &x in &n.inputs {
-                materialised[x.index()] = true;
+                let view_read = matches!(n.op, Op::Reduce(..)) && g.node(x).op.is_view() && const_value(g, x).is_none();
+                if !view_read {
+                    materialised[x.index()] = true;
+                }
             }
         }
     }
@@ -160,27 +195,31 @@ pub fn partition(g: &Graph) -> Partition {
             materialised[o.index()] = true;
         }
     }
-    // Fold views in order; a reshape that cannot fold forces its source.
-    let mut views: HashMap<ValueId, Affine> = HashMap::new();
-    for (i, n) in g.nodes.iter().enumerate() {
-        let v = ValueId(i as u32);
-        if !n.op.is_view() || const_value(g, v).is_some() {
-            continue;
-        }
-        match fold_view(g, v, &views, &materialised) {
-            Some(a) => {
-                views.insert(v, a);
-            }
-            None => {
-                materialised[n.inputs[0].index()] = true;
-                let a = fold_view(g, v, &views, &materialised).expect("reshape of a materialised value folds");
-                views.insert(v, a);
-            }
-        }
-    }
+    let mut views = fold_all(g, &mut materialised);
     // A materialised view is computed by a kernel reading its map; a view
     // whose root became materialised after it was folded still folds (the
     // map was taken over the root, which exists either way).
+
+    // Outputs that only reinterpret a whole buffer alias it instead.
+    let mut aliases = HashMap::new();
+    for &o in &g.outputs {
+        if let Some(a) = views.get(&o) {
+            let root = g.node(a.root);
+            if a.offset == 0
+                && is_contiguous(&a.strides, &g.node(o).shape)
+                && shape::numel(&root.shape) == shape::numel(&g.node(o).shape)
+                && root.dtype == g.node(o).dtype
+            {
+                materialised[o.index()] = false;
+                materialised[a.root.index()] = true;
+                aliases.insert(o, a.root);
+            }
+        }
+    }
+    // Views folded through an aliased output must now fold through to its root.
+    if !aliases.is_empty() {
+        views = fold_all(g, &mut materialised);
+    }
 
     // 2. Steps in node order.
     let mut step_of: Vec<Option<usize>> = vec![None; nn];
@@ -197,7 +236,7 @@ pub fn partition(g: &Graph) -> Partition {
     for (i, n) in g.nodes.iter().enumerate() {
         let v = ValueId(i as u32);
         if is_library(&n.op) {
-            steps.push(Step::Library(v));
+            steps.push(if matches!(n.op, Op::Reduce(..)) { Step::Reduce(v) } else { Step::Library(v) });
             step_of[i] = Some(steps.len() - 1);
             continue;
         }
@@ -242,12 +281,13 @@ pub fn partition(g: &Graph) -> Partition {
     // 3. Kernel inputs and outputs.
     let mut needed = vec![false; nn];
     for &o in &g.outputs {
-        needed[o.index()] = true;
+        needed[aliases.get(&o).copied().unwrap_or(o).index()] = true;
     }
     for n in &g.nodes {
         if is_library(&n.op) {
             for &x in &n.inputs {
-                needed[x.index()] = true;
+                let read = if !materialised[x.index()] && views.contains_key(&x) { views[&x].root } else { x };
+                needed[read.index()] = true;
             }
         }
     }
@@ -283,7 +323,7 @@ pub fn partition(g: &Graph) -> Partition {
         }
     }
     steps.retain(|s| !matches!(s, Step::Kernel(k) if k.outputs.is_empty()));
-    Partition { steps, views }
+    Partition { steps, views, materialised, aliases }
 }
 
 /// Text of the step list, for `Lowered::as_text`.
@@ -292,11 +332,12 @@ pub fn steps_text(g: &Graph, p: &Partition) -> String {
     let list = |vs: &[ValueId]| vs.iter().map(|v| format!("%{}", v.0)).collect::<Vec<_>>().join(", ");
     for (i, step) in p.steps.iter().enumerate() {
         match step {
-            Step::Library(v) => {
+            Step::Library(v) | Step::Reduce(v) => {
                 let n = g.node(*v);
+                let kind = if matches!(step, Step::Reduce(_)) { "reduce kernel" } else { "library" };
                 writeln!(
                     s,
-                    "step {i}: library %{} = {}{} {} : {}",
+                    "step {i}: {kind} %{} = {}{} {} : {}",
                     v.0,
                     n.op.name(),
                     crate::ir::attr_text(&n.op),

@@ -1,0 +1,443 @@
+//! Reduction kernels: `extern "C" fn(ptrs, begin, end)` with `ptrs = [input
+//! root, output]`, `begin..end` over the outermost kept dimension.
+//!
+//! The input is read through its affine map (so a reduction of a transposed
+//! or sliced view reads the original buffer). Dimensions are split into kept
+//! and reduced groups, size-1 dims dropped, adjacent linear dims merged. Two
+//! loop shapes:
+//! - **row** (the innermost reduced dim is contiguous, or nothing else is):
+//!   per output element, a SIMD loop over the innermost reduced dim with
+//!   UNROLL vector accumulators, a padded tail (identity in the padding),
+//!   and a horizontal combine. f32 sums and products accumulate blocks of at
+//!   most BLOCK elements in f32, then add each block's result into an f64
+//!   accumulator: accurate (tested on 10^7 elements) at f32 speed.
+//! - **column** (the innermost kept dim is contiguous): vectors of 4
+//!   consecutive outputs accumulate over every reduced position (f32 sums in
+//!   f64 lanes); leftover outputs go one by one.
+
+use super::kernel::{copy_elems, emit_loop};
+use super::vector::{self, Vals, LANES};
+use crate::exec::partition::{Affine, Partition};
+use crate::ir::{BinaryOp, Graph, Op, ReduceOp, ValueId};
+use crate::{shape, DType, Literal};
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{types, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Value};
+use cranelift_frontend::{FunctionBuilder, Variable};
+
+const UNROLL: usize = 4;
+const BLOCK: i64 = 2048;
+
+#[derive(Clone, Copy, Debug)]
+struct Dim {
+    size: usize,
+    /// Input stride in elements.
+    stride: i64,
+}
+
+struct RPlan {
+    op: ReduceOp,
+    dtype: DType,
+    offset: i64,
+    kept: Vec<Dim>,
+    red: Vec<Dim>,
+    column: bool,
+}
+
+fn merge(dims: Vec<Dim>) -> Vec<Dim> {
+    let mut out: Vec<Dim> = Vec::new();
+    for d in dims.into_iter().filter(|d| d.size != 1) {
+        match out.last_mut() {
+            Some(p) if p.stride == d.stride * d.size as i64 => {
+                p.size *= d.size;
+                p.stride = d.stride;
+            }
+            _ => out.push(d),
+        }
+    }
+    out
+}
+
+/// The map through which the reduction reads its input.
+pub fn input_map(g: &Graph, p: &Partition, v: ValueId) -> Affine {
+    let x = g.node(v).inputs[0];
+    match p.views.get(&x) {
+        Some(a) if !p.materialised[x.index()] => a.clone(),
+        _ => Affine {
+            root: x,
+            offset: 0,
+            strides: shape::strides(&g.node(x).shape).into_iter().map(|s| s as i64).collect(),
+        },
+    }
+}
+
+fn plan(g: &Graph, p: &Partition, v: ValueId) -> RPlan {
+    let n = g.node(v);
+    let Op::Reduce(op, axes) = &n.op else { unreachable!() };
+    let x = g.node(n.inputs[0]);
+    let a = input_map(g, p, v);
+    let mut kept = Vec::new();
+    let mut red = Vec::new();
+    for (d, &size) in x.shape.iter().enumerate() {
+        let dim = Dim { size, stride: a.strides[d] };
+        if axes.contains(&d) {
+            red.push(dim);
+        } else {
+            kept.push(dim);
+        }
+    }
+    // Kept dims merge only where the (contiguous) output is linear too, which
+    // holds for adjacent kept dims; their input strides decide.
+    let mut kept = merge(kept);
+    let mut red = merge(red);
+    if kept.is_empty() {
+        kept.push(Dim { size: 1, stride: 0 });
+    }
+    if red.is_empty() {
+        red.push(Dim { size: 1, stride: 1 });
+    }
+    let row_ok = red.last().unwrap().stride == 1;
+    let column = !row_ok && kept.last().unwrap().stride == 1 && kept.last().unwrap().size >= LANES;
+    RPlan { op: *op, dtype: n.dtype, offset: a.offset, kept, red, column }
+}
+
+/// `(outer extent, total input elements, chunk alignment)` of a reduction step.
+pub fn extent(g: &Graph, p: &Partition, v: ValueId) -> (usize, usize, usize) {
+    let r = plan(g, p, v);
+    let align = if r.column && r.kept.len() == 1 { 64 } else { 1 };
+    (r.kept[0].size, r.kept.iter().chain(&r.red).map(|d| d.size).product(), align)
+}
+
+fn binop(op: ReduceOp) -> BinaryOp {
+    match op {
+        ReduceOp::Sum => BinaryOp::Add,
+        ReduceOp::Prod => BinaryOp::Mul,
+        ReduceOp::Max => BinaryOp::Max,
+        ReduceOp::Min => BinaryOp::Min,
+    }
+}
+
+fn identity(op: ReduceOp, d: DType) -> Literal {
+    match (op, d.is_float()) {
+        (ReduceOp::Sum, _) => Literal::Int(0),
+        (ReduceOp::Prod, _) => Literal::Int(1),
+        (ReduceOp::Max, true) => Literal::Float(f64::NEG_INFINITY),
+        (ReduceOp::Min, true) => Literal::Float(f64::INFINITY),
+        (ReduceOp::Max, false) => Literal::Int(if d == DType::I32 { i32::MIN as i64 } else { i64::MIN }),
+        (ReduceOp::Min, false) => Literal::Int(if d == DType::I32 { i32::MAX as i64 } else { i64::MAX }),
+    }
+}
+
+/// The dtype accumulators are kept in: f64 for f32 sums and products.
+fn acc_dtype(op: ReduceOp, d: DType) -> DType {
+    if d == DType::F32 && matches!(op, ReduceOp::Sum | ReduceOp::Prod) {
+        DType::F64
+    } else {
+        d
+    }
+}
+
+fn scalar_op(b: &mut FunctionBuilder, op: ReduceOp, d: DType, x: Value, y: Value) -> Value {
+    match (op, d.is_float()) {
+        (ReduceOp::Sum, true) => b.ins().fadd(x, y),
+        (ReduceOp::Prod, true) => b.ins().fmul(x, y),
+        (ReduceOp::Max, true) => b.ins().fmax(x, y),
+        (ReduceOp::Min, true) => b.ins().fmin(x, y),
+        (ReduceOp::Sum, false) => b.ins().iadd(x, y),
+        (ReduceOp::Prod, false) => b.ins().imul(x, y),
+        (ReduceOp::Max, false) => b.ins().smax(x, y),
+        (ReduceOp::Min, false) => b.ins().smin(x, y),
+    }
+}
+
+/// Vals held in frontend variables (loop-carried accumulators).
+struct VarVals(Vec<Variable>);
+
+impl VarVals {
+    fn new(b: &mut FunctionBuilder, init: &Vals) -> VarVals {
+        VarVals(
+            init.iter()
+                .map(|&v| {
+                    let ty = b.func.dfg.value_type(v);
+                    let var = b.declare_var(ty);
+                    b.def_var(var, v);
+                    var
+                })
+                .collect(),
+        )
+    }
+    fn get(&self, b: &mut FunctionBuilder) -> Vals {
+        self.0.iter().map(|&v| b.use_var(v)).collect()
+    }
+    fn set(&self, b: &mut FunctionBuilder, vals: &Vals) {
+        for (&var, &v) in self.0.iter().zip(vals) {
+            b.def_var(var, v);
+        }
+    }
+}
+
+fn flags() -> MemFlagsData {
+    MemFlagsData::new().with_notrap()
+}
+
+/// Nested loops over `dims` (all full), calling `body` with the element
+/// offset (in elements, as an I64 value) of each point.
+fn nest(b: &mut FunctionBuilder, dims: &[Dim], base: Value, body: &mut dyn FnMut(&mut FunctionBuilder, Value)) {
+    match dims.split_first() {
+        None => body(b, base),
+        Some((d, rest)) => {
+            let zero = b.ins().iconst(types::I64, 0);
+            let n = b.ins().iconst(types::I64, d.size as i64);
+            emit_loop(b, zero, n, 1, |b, j| {
+                let off = b.ins().imul_imm_s(j, d.stride);
+                let at = b.ins().iadd(base, off);
+                nest(b, rest, at, body);
+            });
+        }
+    }
+}
+
+pub fn build(b: &mut FunctionBuilder, g: &Graph, part: &Partition, v: ValueId) {
+    let r = plan(g, part, v);
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let params = b.block_params(entry).to_vec();
+    let (ptrs, begin, end) = (params[0], params[1], params[2]);
+    let in_base = b.ins().load(types::I64, flags(), ptrs, 0);
+    let out_base = b.ins().load(types::I64, flags(), ptrs, 8);
+    let esize = r.dtype.size() as i64;
+    let in_base = b.ins().iadd_imm_s(in_base, r.offset * esize);
+    let slot = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 32, 4));
+    let slot = b.ins().stack_addr(types::I64, slot, 0);
+
+    // Output strides (elements) of the kept dims: contiguous.
+    let kept_sizes: Vec<usize> = r.kept.iter().map(|d| d.size).collect();
+    let out_strides = shape::strides(&kept_sizes);
+    if r.column {
+        build_column(b, &r, in_base, out_base, begin, end, &out_strides, slot);
+    } else {
+        // Loop over kept dims: the first over begin..end.
+        let zero = b.ins().iconst(types::I64, 0);
+        let mut idx: Vec<Value> = Vec::new();
+        kept_loops(b, &r, 0, begin, end, &mut idx, &mut |b, idx| {
+            let mut in_off = zero;
+            let mut out_off = zero;
+            for (k, &j) in idx.iter().enumerate() {
+                let t = b.ins().imul_imm_s(j, r.kept[k].stride);
+                in_off = b.ins().iadd(in_off, t);
+                let t = b.ins().imul_imm_s(j, out_strides[k] as i64);
+                out_off = b.ins().iadd(out_off, t);
+            }
+            let row = b.ins().imul_imm_s(in_off, esize);
+            let row = b.ins().iadd(in_base, row);
+            let acc = row_reduce(b, &r, row, slot);
+            let o = b.ins().imul_imm_s(out_off, esize);
+            let o = b.ins().iadd(out_base, o);
+            b.ins().store(flags(), acc, o, 0);
+        });
+    }
+    b.ins().return_(&[]);
+}
+
+fn kept_loops(
+    b: &mut FunctionBuilder,
+    r: &RPlan,
+    d: usize,
+    lo: Value,
+    hi: Value,
+    idx: &mut Vec<Value>,
+    body: &mut dyn FnMut(&mut FunctionBuilder, &[Value]),
+) {
+    emit_loop(b, lo, hi, 1, |b, j| {
+        idx.push(j);
+        if d + 1 == r.kept.len() {
+            body(b, idx);
+        } else {
+            let zero = b.ins().iconst(types::I64, 0);
+            let n = b.ins().iconst(types::I64, r.kept[d + 1].size as i64);
+            kept_loops(b, r, d + 1, zero, n, idx, body);
+        }
+        idx.pop();
+    });
+}
+
+/// Reduce every reduced position of one output element whose input starts at
+/// `row` (bytes); returns the result as a scalar of the output dtype.
+fn row_reduce(b: &mut FunctionBuilder, r: &RPlan, row: Value, slot: Value) -> Value {
+    let d = r.dtype;
+    let ad = acc_dtype(r.op, d);
+    let esize = d.size() as i64;
+    let init = vector::scalar_const(b, ad, identity(r.op, ad));
+    let total = b.declare_var(vector::scalar_type(ad));
+    b.def_var(total, init);
+    let (outer, last) = r.red.split_at(r.red.len() - 1);
+    let last = last[0];
+    let outer_bytes: Vec<Dim> = outer.iter().map(|x| Dim { size: x.size, stride: x.stride * esize }).collect();
+    nest(b, &outer_bytes, row, &mut |b, start| {
+        let n = last.size as i64;
+        let block = |b: &mut FunctionBuilder, lo: Value, hi: Value| {
+            let part = block_reduce(b, r, start, last.stride, lo, hi, slot);
+            let part = if ad != d { b.ins().fpromote(types::F64, part) } else { part };
+            let t = b.use_var(total);
+            let t = scalar_op(b, r.op, ad, t, part);
+            b.def_var(total, t);
+        };
+        let zero = b.ins().iconst(types::I64, 0);
+        let nv = b.ins().iconst(types::I64, n);
+        if n <= BLOCK {
+            block(b, zero, nv);
+        } else {
+            let i = emit_loop(b, zero, nv, BLOCK, |b, i| {
+                let e = b.ins().iadd_imm_s(i, BLOCK);
+                block(b, i, e);
+            });
+            if n % BLOCK != 0 {
+                block(b, i, nv);
+            }
+        }
+    });
+    let t = b.use_var(total);
+    if ad != d {
+        b.ins().fdemote(types::F32, t)
+    } else {
+        t
+    }
+}
+
+/// Reduce elements `lo..hi` of a strided run starting at `start` (bytes,
+/// element stride `stride`) in the input dtype; returns a scalar.
+fn block_reduce(b: &mut FunctionBuilder, r: &RPlan, start: Value, stride: i64, lo: Value, hi: Value, slot: Value) -> Value {
+    let d = r.dtype;
+    let esize = d.size() as i64;
+    let step = stride * esize;
+    let id = identity(r.op, d);
+    let op = binop(r.op);
+    let init = vector::splat(b, d, id);
+    let accs: Vec<VarVals> = (0..UNROLL).map(|_| VarVals::new(b, &init)).collect();
+    let load_at = |b: &mut FunctionBuilder, i: Value, extra: i64| -> Vals {
+        let off = b.ins().imul_imm_s(i, step);
+        let off = b.ins().iadd_imm_s(off, extra * step);
+        let at = b.ins().iadd(start, off);
+        if stride == 1 {
+            vector::load(b, d, at)
+        } else {
+            vector::load_gather(b, d, at, step)
+        }
+    };
+    let l = LANES as i64;
+    let i = emit_loop(b, lo, hi, l * UNROLL as i64, |b, i| {
+        for (u, acc) in accs.iter().enumerate() {
+            let x = load_at(b, i, u as i64 * l);
+            let a = acc.get(b);
+            let y = vector::binary(b, op, d, &a, &x);
+            acc.set(b, &y);
+        }
+    });
+    let i = emit_loop(b, i, hi, l, |b, i| {
+        let x = load_at(b, i, 0);
+        let a = accs[0].get(b);
+        let y = vector::binary(b, op, d, &a, &x);
+        accs[0].set(b, &y);
+    });
+    // Padded tail: identity in the slot, then the r < LANES real elements.
+    let tail = b.create_block();
+    let done = b.create_block();
+    let more = b.ins().icmp(IntCC::SignedLessThan, i, hi);
+    b.ins().brif(more, tail, &[], done, &[]);
+    b.switch_to_block(tail);
+    let idv = vector::splat(b, d, id);
+    vector::store(b, d, &idv, slot);
+    let rem = b.ins().isub(hi, i);
+    let off = b.ins().imul_imm_s(i, step);
+    let src = b.ins().iadd(start, off);
+    copy_elems(b, src, step, slot, rem, d.size());
+    let x = vector::load(b, d, slot);
+    let a = accs[0].get(b);
+    let y = vector::binary(b, op, d, &a, &x);
+    accs[0].set(b, &y);
+    b.ins().jump(done, &[]);
+    b.switch_to_block(done);
+    // Combine the accumulators, then the lanes.
+    let mut v = accs[0].get(b);
+    for acc in &accs[1..] {
+        let a = acc.get(b);
+        v = vector::binary(b, op, d, &v, &a);
+    }
+    let ls = vector::lanes(b, &v);
+    let mut s = ls[0];
+    for &x in &ls[1..] {
+        s = scalar_op(b, r.op, d, s, x);
+    }
+    s
+}
+
+/// Column reduction: the innermost kept dim is contiguous; vectors of LANES
+/// outputs accumulate over all reduced positions.
+#[allow(clippy::too_many_arguments)]
+fn build_column(
+    b: &mut FunctionBuilder,
+    r: &RPlan,
+    in_base: Value,
+    out_base: Value,
+    begin: Value,
+    end: Value,
+    out_strides: &[usize],
+    _slot: Value,
+) {
+    let d = r.dtype;
+    let ad = acc_dtype(r.op, d);
+    let esize = d.size() as i64;
+    let op = binop(r.op);
+    let nk = r.kept.len();
+    let red_bytes: Vec<Dim> = r.red.iter().map(|x| Dim { size: x.size, stride: x.stride * esize }).collect();
+    // One vector of outputs at column i (or a single output, splatted).
+    let column = |b: &mut FunctionBuilder, row_in: Value, row_out: Value, i: Value, single: bool| {
+        let init = vector::splat(b, ad, identity(r.op, ad));
+        let acc = VarVals::new(b, &init);
+        let off = b.ins().imul_imm_s(i, esize);
+        let start = b.ins().iadd(row_in, off);
+        nest(b, &red_bytes, start, &mut |b, at| {
+            let x = if single { vector::load_splat(b, d, at) } else { vector::load(b, d, at) };
+            let x = if ad != d { vector::cast(b, d, ad, &x) } else { x };
+            let a = acc.get(b);
+            let y = vector::binary(b, op, ad, &a, &x);
+            acc.set(b, &y);
+        });
+        let res = acc.get(b);
+        let res = if ad != d { vector::cast(b, ad, d, &res) } else { res };
+        let o = b.ins().iadd(row_out, off);
+        if single {
+            let ls = vector::lanes(b, &res);
+            b.ins().store(flags(), ls[0], o, 0);
+        } else {
+            vector::store(b, d, &res, o);
+        }
+    };
+    let inner = |b: &mut FunctionBuilder, row_in: Value, row_out: Value, lo: Value, hi: Value| {
+        let i = emit_loop(b, lo, hi, LANES as i64, |b, i| column(b, row_in, row_out, i, false));
+        emit_loop(b, i, hi, 1, |b, i| column(b, row_in, row_out, i, true));
+    };
+    if nk == 1 {
+        inner(b, in_base, out_base, begin, end);
+        return;
+    }
+    let zero = b.ins().iconst(types::I64, 0);
+    let last = r.kept[nk - 1].size as i64;
+    let mut idx = Vec::new();
+    let outer = RPlan { op: r.op, dtype: r.dtype, offset: 0, kept: r.kept[..nk - 1].to_vec(), red: vec![], column: true };
+    kept_loops(b, &outer, 0, begin, end, &mut idx, &mut |b, idx| {
+        let mut in_off = zero;
+        let mut out_off = zero;
+        for (k, &j) in idx.iter().enumerate() {
+            let t = b.ins().imul_imm_s(j, r.kept[k].stride * esize);
+            in_off = b.ins().iadd(in_off, t);
+            let t = b.ins().imul_imm_s(j, out_strides[k] as i64 * esize);
+            out_off = b.ins().iadd(out_off, t);
+        }
+        let row_in = b.ins().iadd(in_base, in_off);
+        let row_out = b.ins().iadd(out_base, out_off);
+        let z = b.ins().iconst(types::I64, 0);
+        let n = b.ins().iconst(types::I64, last);
+        inner(b, row_in, row_out, z, n);
+    });
+}
