@@ -17,6 +17,7 @@ pub use error::{Error, ErrorKind, SourceLoc};
 pub use tensor::Tensor;
 pub mod codegen;
 pub mod exec;
+pub mod fusion;
 pub mod jit;
 mod library;
 

@@ -291,8 +291,8 @@ fn large_reductions_in_row_and_column_form() {
                 vec![x.sum(axes.clone()), x.max(axes.clone()), x.t().min(axes.clone()), x.flip(&[-1]).sum_keepdims(axes.clone())]
             });
             let exe = jitfuse::exec::Executable::from_graph(g.clone(), vec![]).unwrap();
-            assert_eq!(exe.step_count(), 4, "four reduction kernels, views folded:\n{}", exe.kernels_text());
-            assert!(exe.kernels_text().contains("reduce kernel"), "{}", exe.kernels_text());
+            assert_eq!(exe.kernel_count(), exe.step_count(), "all compiled, no library step:\n{}", exe.kernels_text());
+            assert!(exe.step_count() <= 4, "views folded, siblings fused:\n{}", exe.kernels_text());
             let t = if d == DType::F32 { Tol { rel: 1e-5, abs: 1e-3 } } else { tol(d) };
             check_graph(&g, &[x], t, &format!("large reduction {d} {shape:?} {axes:?}"));
         }

@@ -3,6 +3,7 @@
 
 mod kernel;
 mod reduce;
+mod row;
 pub mod math;
 #[cfg(test)]
 mod math_tests;
@@ -10,6 +11,7 @@ mod vector;
 
 pub use kernel::layout;
 pub use reduce::{extent as reduce_extent, input_map as reduce_input_map};
+pub use row::{check as check_row_kernels, extent as row_extent};
 
 use crate::exec::partition::{Partition, Step};
 use crate::ir::Graph;
@@ -100,6 +102,7 @@ pub fn compile(g: &Graph, part: &Partition, keep_clif: bool) -> Result<CompiledK
             match k {
                 Step::Kernel(k) => kernel::build(&mut b, g, part, k),
                 Step::Reduce(v) => reduce::build(&mut b, g, part, *v),
+                Step::Row(rk) => row::build(&mut b, g, part, rk),
                 Step::Library(_) => unreachable!(),
             }
             b.seal_all_blocks();

@@ -59,6 +59,10 @@ impl Executable {
                     let (extent, work, align) = codegen::reduce_extent(&graph, &part, *v);
                     Some(parallel::Split { extent, work, align })
                 }
+                Step::Row(rk) => {
+                    let (extent, work) = codegen::row_extent(&graph, &part, rk);
+                    Some(parallel::Split { extent, work, align: 1 })
+                }
                 Step::Library(_) => None,
             })
             .collect();
@@ -112,6 +116,7 @@ impl Executable {
             .iter()
             .flat_map(|s| match s {
                 Step::Kernel(k) => k.outputs.clone(),
+                Step::Row(r) => r.outputs.clone(),
                 Step::Library(v) | Step::Reduce(v) => vec![*v],
             })
             .filter(|&v| !is_output(v))
@@ -214,6 +219,25 @@ impl Executable {
                         // SAFETY: the pointers are live buffers of the sizes the
                         // kernel was compiled for (checked by check_args and
                         // allocated above); outputs are fresh and unshared.
+                        unsafe { parallel::run_kernel(self.compiled.fns[ki], &ptrs, self.layouts[ki]) };
+                    }
+                    ki += 1;
+                }
+                Step::Row(rk) => {
+                    let mut ins = Vec::with_capacity(rk.inputs.len());
+                    for &x in &rk.inputs {
+                        ins.push(self.value(x, &bufs)?);
+                    }
+                    ptrs.clear();
+                    ptrs.extend(ins.iter().map(|t| t.buffer().unwrap().as_mut_ptr()));
+                    for &o in &rk.outputs {
+                        let n = self.graph.node(o);
+                        let buf = Arc::new(Buffer::uninit(crate::shape::numel(&n.shape) * n.dtype.size()));
+                        ptrs.push(buf.as_mut_ptr());
+                        bufs[o.index()] = Some(buf);
+                    }
+                    if crate::shape::numel(&rk.group.o) > 0 {
+                        // SAFETY: live buffers of the compiled shapes.
                         unsafe { parallel::run_kernel(self.compiled.fns[ki], &ptrs, self.layouts[ki]) };
                     }
                     ki += 1;

@@ -17,9 +17,10 @@
 //! is a valid schedule.
 
 use crate::error::type_str;
+use crate::fusion::{find_row_groups, RowGroup};
 use crate::ir::{Graph, Op, ValueId};
 use crate::{shape, Literal};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
 /// An index map from a view's coordinates into a materialised root buffer:
@@ -43,8 +44,22 @@ pub struct Kernel {
     pub outputs: Vec<ValueId>,
 }
 
+/// A row group (see `fusion::row_groups`) with the buffers its kernel reads
+/// and writes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RowKernel {
+    pub group: RowGroup,
+    /// Materialised values read (roots of the members' external operands).
+    pub inputs: Vec<ValueId>,
+    /// Members written to buffers.
+    pub outputs: Vec<ValueId>,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Step {
+    /// A fused row kernel: reductions over trailing axes with their
+    /// producers and consumers.
+    Row(RowKernel),
     Kernel(Kernel),
     /// One op run by the runtime library on materialised inputs.
     Library(ValueId),
@@ -149,11 +164,11 @@ fn fold_view(g: &Graph, v: ValueId, views: &HashMap<ValueId, Affine>, materialis
 
 /// Fold every view (in node order) into an affine map over a materialised
 /// root; a reshape that cannot fold forces its source into a buffer.
-fn fold_all(g: &Graph, materialised: &mut [bool]) -> HashMap<ValueId, Affine> {
+fn fold_all(g: &Graph, materialised: &mut [bool], members: &HashSet<ValueId>) -> HashMap<ValueId, Affine> {
     let mut views: HashMap<ValueId, Affine> = HashMap::new();
     for (i, n) in g.nodes.iter().enumerate() {
         let v = ValueId(i as u32);
-        if !n.op.is_view() || const_value(g, v).is_some() {
+        if !n.op.is_view() || const_value(g, v).is_some() || members.contains(&v) {
             continue;
         }
         match fold_view(g, v, &views, materialised) {
@@ -171,11 +186,46 @@ fn fold_all(g: &Graph, materialised: &mut [bool]) -> HashMap<ValueId, Affine> {
 }
 
 pub fn partition(g: &Graph) -> Partition {
+    let mut excluded = HashSet::new();
+    loop {
+        let groups = find_row_groups(g, &excluded);
+        let p = partition_with(g, groups);
+        match crate::codegen::check_row_kernels(g, &p) {
+            Ok(()) => return p,
+            // A group the row kernel cannot address (its within-row dims do
+            // not collapse to one run): leave its reductions unfused.
+            Err(seed) => {
+                excluded.insert(seed);
+            }
+        }
+    }
+}
+
+fn partition_with(g: &Graph, groups: Vec<RowGroup>) -> Partition {
     let nn = g.nodes.len();
+    let mut group_of: Vec<Option<usize>> = vec![None; nn];
+    for (k, grp) in groups.iter().enumerate() {
+        for &m in &grp.members {
+            group_of[m.index()] = Some(k);
+        }
+    }
+    let members: HashSet<ValueId> = groups.iter().flat_map(|g| g.members.iter().copied()).collect();
+    let group_last: Vec<ValueId> = groups.iter().map(|g| *g.members.last().unwrap()).collect();
     // 1. What must live in a buffer: outputs, library operands, sources of
     //    non-foldable reshapes. Views of constants never need one.
     let mut materialised = vec![false; nn];
     for (i, n) in g.nodes.iter().enumerate() {
+        if group_of[i].is_some() {
+            // Members live in the row kernel's registers; those read outside
+            // the group become its outputs. Their external operands are read
+            // like a loop kernel's (buffers, folded views, splatted constants).
+            continue;
+        }
+        for &x in &n.inputs {
+            if members.contains(&x) {
+                materialised[x.index()] = true;
+            }
+        }
         if matches!(n.op, Op::Param(_) | Op::Captured(_)) || is_library(&n.op) {
             materialised[i] = true;
         }
@@ -195,7 +245,7 @@ pub fn partition(g: &Graph) -> Partition {
             materialised[o.index()] = true;
         }
     }
-    let mut views = fold_all(g, &mut materialised);
+    let mut views = fold_all(g, &mut materialised, &members);
     // A materialised view is computed by a kernel reading its map; a view
     // whose root became materialised after it was folded still folds (the
     // map was taken over the root, which exists either way).
@@ -218,7 +268,7 @@ pub fn partition(g: &Graph) -> Partition {
     }
     // Views folded through an aliased output must now fold through to its root.
     if !aliases.is_empty() {
-        views = fold_all(g, &mut materialised);
+        views = fold_all(g, &mut materialised, &members);
     }
 
     // 2. Steps in node order.
@@ -235,6 +285,16 @@ pub fn partition(g: &Graph) -> Partition {
     };
     for (i, n) in g.nodes.iter().enumerate() {
         let v = ValueId(i as u32);
+        if let Some(k) = group_of[i] {
+            if group_last[k] == v {
+                steps.push(Step::Row(RowKernel { group: groups[k].clone(), inputs: vec![], outputs: vec![] }));
+                let at = steps.len() - 1;
+                for &m in &groups[k].members {
+                    step_of[m.index()] = Some(at);
+                }
+            }
+            continue;
+        }
         if is_library(&n.op) {
             steps.push(if matches!(n.op, Op::Reduce(..)) { Step::Reduce(v) } else { Step::Library(v) });
             step_of[i] = Some(steps.len() - 1);
@@ -318,11 +378,31 @@ pub fn partition(g: &Graph) -> Partition {
         kernel.inputs = inputs;
     }
     for step in steps.iter_mut() {
-        if let Step::Kernel(kernel) = step {
-            kernel.outputs = kernel.nodes.iter().copied().filter(|v| needed[v.index()]).collect();
+        let Step::Row(rk) = step else { continue };
+        let own: HashSet<ValueId> = rk.group.members.iter().copied().collect();
+        let mut inputs = Vec::new();
+        for &m in &rk.group.members {
+            for &x in &g.node(m).inputs {
+                if own.contains(&x) || const_value(g, x).is_some() {
+                    continue;
+                }
+                let root = if !materialised[x.index()] && views.contains_key(&x) { views[&x].root } else { x };
+                needed[root.index()] = true;
+                if !inputs.contains(&root) {
+                    inputs.push(root);
+                }
+            }
+        }
+        rk.inputs = inputs;
+    }
+    for step in steps.iter_mut() {
+        match step {
+            Step::Kernel(kernel) => kernel.outputs = kernel.nodes.iter().copied().filter(|v| needed[v.index()]).collect(),
+            Step::Row(rk) => rk.outputs = rk.group.members.iter().copied().filter(|v| needed[v.index()]).collect(),
+            _ => {}
         }
     }
-    steps.retain(|s| !matches!(s, Step::Kernel(k) if k.outputs.is_empty()));
+    steps.retain(|s| !matches!(s, Step::Kernel(k) if k.outputs.is_empty()) && !matches!(s, Step::Row(r) if r.outputs.is_empty()));
     Partition { steps, views, materialised, aliases }
 }
 
@@ -345,6 +425,30 @@ pub fn steps_text(g: &Graph, p: &Partition) -> String {
                     type_str(n.dtype, &n.shape)
                 )
                 .unwrap();
+            }
+            Step::Row(rk) => {
+                writeln!(
+                    s,
+                    "step {i}: row kernel over rows {:?} x {:?} reads ({}) writes ({})",
+                    rk.group.o,
+                    rk.group.i,
+                    list(&rk.inputs),
+                    list(&rk.outputs)
+                )
+                .unwrap();
+                for &v in &rk.group.members {
+                    let n = g.node(v);
+                    writeln!(
+                        s,
+                        "  %{} = {}{} {} : {}",
+                        v.0,
+                        n.op.name(),
+                        crate::ir::attr_text(&n.op),
+                        list(&n.inputs),
+                        type_str(n.dtype, &n.shape)
+                    )
+                    .unwrap();
+                }
             }
             Step::Kernel(k) => {
                 writeln!(s, "step {i}: kernel over {:?} reads ({}) writes ({})", k.shape, list(&k.inputs), list(&k.outputs)).unwrap();

@@ -1,0 +1,662 @@
+//! Row kernels (see `fusion::row_groups`): `extern "C" fn(ptrs, begin, end)`,
+//! `ptrs` = the group's inputs then outputs, `begin..end` over the first
+//! (collapsed) row dimension.
+//!
+//! Per row: row-level values are SSA vectors (the scalar splatted), computed
+//! as soon as the reductions they need are done. Reductions run in phases:
+//! all reductions whose operands are ready share one SIMD loop over the row
+//! (sibling fusion: mean and mean-of-squares in one pass), with UNROLL
+//! accumulators each, a padded and masked tail, and f32 sums/products
+//! accumulated per block of BLOCK elements into f64. A final loop computes
+//! and stores the element-level outputs. Inputs are read through their
+//! affine maps; the within-row dimensions must collapse to one run.
+
+use super::kernel::{copy_elems, emit_loop};
+use super::vector::{self, Vals, LANES};
+use crate::exec::partition::{const_value, Partition, RowKernel};
+use crate::ir::{BinaryOp, Graph, Op, ReduceOp, ValueId};
+use crate::{shape, DType, Literal};
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{types, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Value};
+use cranelift_frontend::{FunctionBuilder, Variable};
+use std::collections::{HashMap, HashSet};
+
+const UNROLL: usize = 4;
+const BLOCK: i64 = 2048;
+
+struct Access {
+    ptr: usize,
+    dtype: DType,
+    offset: i64,
+    o_strides: Vec<i64>,
+    /// Stride along the row run (0 for row-level values).
+    i_stride: i64,
+}
+
+struct Plan {
+    /// Collapsed row dims.
+    o_dims: Vec<usize>,
+    /// Elements in one row.
+    n: usize,
+    accesses: Vec<Access>,
+    /// External values read per element.
+    elem_reads: HashMap<ValueId, usize>,
+    /// External values read per row.
+    row_reads: HashMap<ValueId, usize>,
+    /// Access of each output.
+    outs: Vec<usize>,
+    members: HashSet<ValueId>,
+}
+
+fn affine_of(g: &Graph, p: &Partition, x: ValueId) -> (ValueId, i64, Vec<i64>) {
+    match p.views.get(&x) {
+        Some(a) if !p.materialised[x.index()] => (a.root, a.offset, a.strides.clone()),
+        _ => (x, 0, shape::strides(&g.node(x).shape).into_iter().map(|s| s as i64).collect()),
+    }
+}
+
+/// Collapse `dims` (with each access's strides) dropping size-1 dims and
+/// merging linear neighbours. Returns the dims and per-access strides.
+fn collapse(dims: &[usize], strides: &[Vec<i64>]) -> (Vec<usize>, Vec<Vec<i64>>) {
+    let mut out: Vec<usize> = Vec::new();
+    let mut st: Vec<Vec<i64>> = vec![Vec::new(); strides.len()];
+    for d in 0..dims.len() {
+        if dims[d] == 1 {
+            continue;
+        }
+        let merge = !out.is_empty() && strides.iter().enumerate().all(|(a, s)| *st[a].last().unwrap() == s[d] * dims[d] as i64);
+        if merge {
+            *out.last_mut().unwrap() *= dims[d];
+            for (a, s) in strides.iter().enumerate() {
+                *st[a].last_mut().unwrap() = s[d];
+            }
+        } else {
+            out.push(dims[d]);
+            for (a, s) in strides.iter().enumerate() {
+                st[a].push(s[d]);
+            }
+        }
+    }
+    (out, st)
+}
+
+fn plan(g: &Graph, p: &Partition, rk: &RowKernel) -> Result<Plan, ValueId> {
+    let grp = &rk.group;
+    let members: HashSet<ValueId> = grp.members.iter().copied().collect();
+    let seed = *grp.members.iter().find(|m| matches!(g.node(**m).op, Op::Reduce(..))).unwrap();
+    let no = grp.o.len();
+    let s_full = grp.full_shape();
+    let ptr_of = |x: ValueId| rk.inputs.iter().position(|y| *y == x).unwrap_or_else(|| panic!("row kernel input %{} missing: {:?}\n{}", x.0, rk, g));
+    // (ptr, dtype, offset, strides over O, strides over I or None)
+    let mut raw: Vec<(usize, DType, i64, Vec<i64>, Vec<i64>)> = Vec::new();
+    let mut elem_reads = HashMap::new();
+    let mut row_reads = HashMap::new();
+    for &m in &grp.members {
+        let n = g.node(m);
+        if matches!(n.op, Op::Broadcast | Op::Reshape) {
+            continue; // reads a member
+        }
+        let element_level = matches!(n.op, Op::Reduce(..)) || grp.is_element_shape(&n.shape);
+        for &x in &n.inputs {
+            if members.contains(&x) || const_value(g, x).is_some() {
+                continue;
+            }
+            let map = if element_level { &mut elem_reads } else { &mut row_reads };
+            if map.contains_key(&x) {
+                continue;
+            }
+            let (root, off, st) = affine_of(g, p, x);
+            let (os, is) = if element_level { (st[..no].to_vec(), st[no..].to_vec()) } else { (st[..no].to_vec(), vec![0; grp.i.len()]) };
+            raw.push((ptr_of(root), g.node(x).dtype, off, os, is));
+            map.insert(x, raw.len() - 1);
+        }
+    }
+    let mut outs = Vec::new();
+    for (j, &o) in rk.outputs.iter().enumerate() {
+        let n = g.node(o);
+        let (os, is) = if grp.is_element_shape(&n.shape) && !matches!(n.op, Op::Reduce(..)) {
+            let st: Vec<i64> = shape::strides(&s_full).into_iter().map(|s| s as i64).collect();
+            (st[..no].to_vec(), st[no..].to_vec())
+        } else {
+            (shape::strides(&grp.o).into_iter().map(|s| s as i64).collect(), vec![0; grp.i.len()])
+        };
+        raw.push((rk.inputs.len() + j, n.dtype, 0, os, is));
+        outs.push(raw.len() - 1);
+    }
+    // The row must be one run (or a broadcast) for every access.
+    let i_strides: Vec<Vec<i64>> = raw.iter().map(|r| r.4.clone()).collect();
+    let (i_dims, i_st) = collapse(&grp.i, &i_strides);
+    if i_dims.len() > 1 {
+        return Err(seed);
+    }
+    let n: usize = grp.i.iter().product();
+    let o_strides: Vec<Vec<i64>> = raw.iter().map(|r| r.3.clone()).collect();
+    let (mut o_dims, mut o_st) = collapse(&grp.o, &o_strides);
+    if o_dims.is_empty() {
+        o_dims.push(1);
+        for s in o_st.iter_mut() {
+            s.push(0);
+        }
+    }
+    let accesses = raw
+        .into_iter()
+        .enumerate()
+        .map(|(a, (ptr, dtype, offset, _, _))| Access {
+            ptr,
+            dtype,
+            offset,
+            o_strides: o_st[a].clone(),
+            i_stride: i_st[a].first().copied().unwrap_or(0),
+        })
+        .collect();
+    Ok(Plan { o_dims, n, accesses, elem_reads, row_reads, outs, members })
+}
+
+/// Check that every row group of the partition can be compiled; returns the
+/// seed reduction of the first one that cannot.
+pub fn check(g: &Graph, p: &Partition) -> Result<(), ValueId> {
+    for s in &p.steps {
+        if let crate::exec::partition::Step::Row(rk) = s {
+            plan(g, p, rk)?;
+        }
+    }
+    Ok(())
+}
+
+/// `(outer extent, elements per call)` of a row kernel.
+pub fn extent(g: &Graph, p: &Partition, rk: &RowKernel) -> (usize, usize) {
+    let pl = plan(g, p, rk).expect("checked");
+    (pl.o_dims[0], pl.o_dims.iter().product::<usize>() * pl.n)
+}
+
+fn binop(op: ReduceOp) -> BinaryOp {
+    match op {
+        ReduceOp::Sum => BinaryOp::Add,
+        ReduceOp::Prod => BinaryOp::Mul,
+        ReduceOp::Max => BinaryOp::Max,
+        ReduceOp::Min => BinaryOp::Min,
+    }
+}
+
+fn identity(op: ReduceOp, d: DType) -> Literal {
+    match (op, d.is_float()) {
+        (ReduceOp::Sum, _) => Literal::Int(0),
+        (ReduceOp::Prod, _) => Literal::Int(1),
+        (ReduceOp::Max, true) => Literal::Float(f64::NEG_INFINITY),
+        (ReduceOp::Min, true) => Literal::Float(f64::INFINITY),
+        (ReduceOp::Max, false) => Literal::Int(if d == DType::I32 { i32::MIN as i64 } else { i64::MIN }),
+        (ReduceOp::Min, false) => Literal::Int(if d == DType::I32 { i32::MAX as i64 } else { i64::MAX }),
+    }
+}
+
+fn scalar_op(b: &mut FunctionBuilder, op: ReduceOp, d: DType, x: Value, y: Value) -> Value {
+    match (op, d.is_float()) {
+        (ReduceOp::Sum, true) => b.ins().fadd(x, y),
+        (ReduceOp::Prod, true) => b.ins().fmul(x, y),
+        (ReduceOp::Max, true) => b.ins().fmax(x, y),
+        (ReduceOp::Min, true) => b.ins().fmin(x, y),
+        (ReduceOp::Sum, false) => b.ins().iadd(x, y),
+        (ReduceOp::Prod, false) => b.ins().imul(x, y),
+        (ReduceOp::Max, false) => b.ins().smax(x, y),
+        (ReduceOp::Min, false) => b.ins().smin(x, y),
+    }
+}
+
+fn flags() -> MemFlagsData {
+    MemFlagsData::new().with_notrap()
+}
+
+/// Where element-level reads find their data in the current vector.
+#[derive(Clone, Copy)]
+enum Addr {
+    Run(Value),
+    Splat(Value),
+    Gather(Value, i64),
+}
+
+struct Ctx<'a> {
+    g: &'a Graph,
+    pl: &'a Plan,
+    /// Row pointer of each access.
+    rows: Vec<Value>,
+    /// Row-level values (splatted).
+    row_env: HashMap<ValueId, Vals>,
+}
+
+impl Ctx<'_> {
+    /// Element-level values of `targets` at one vector position.
+    fn eval(&self, b: &mut FunctionBuilder, addrs: &[Addr], targets: &[ValueId]) -> HashMap<ValueId, Vals> {
+        let g = self.g;
+        // Needed members, in topological order.
+        let mut need: HashSet<ValueId> = HashSet::new();
+        let mut stack: Vec<ValueId> = targets.to_vec();
+        while let Some(v) = stack.pop() {
+            if !self.pl.members.contains(&v) || self.row_env.contains_key(&v) || !need.insert(v) {
+                continue;
+            }
+            if g.node(v).op != Op::Broadcast {
+                stack.extend(g.node(v).inputs.iter().copied());
+            }
+        }
+        let mut order: Vec<ValueId> = need.into_iter().collect();
+        order.sort();
+        let mut env: HashMap<ValueId, Vals> = HashMap::new();
+        let fetch = |b: &mut FunctionBuilder, env: &mut HashMap<ValueId, Vals>, x: ValueId| -> Vals {
+            if let Some(v) = env.get(&x).or_else(|| self.row_env.get(&x)) {
+                return v.clone();
+            }
+            let v = match const_value(g, x) {
+                Some(l) => vector::splat(b, g.node(x).dtype, l),
+                None => {
+                    let a = self.pl.elem_reads[&x];
+                    let d = self.pl.accesses[a].dtype;
+                    match addrs[a] {
+                        Addr::Run(p) => vector::load(b, d, p),
+                        Addr::Splat(p) => vector::load_splat(b, d, p),
+                        Addr::Gather(p, st) => vector::load_gather(b, d, p, st),
+                    }
+                }
+            };
+            env.insert(x, v.clone());
+            v
+        };
+        for v in order {
+            let n = g.node(v);
+            let val = match &n.op {
+                Op::Broadcast | Op::Reshape => self.row_env[&n.inputs[0]].clone(),
+                _ => {
+                    let args: Vec<Vals> = n.inputs.iter().map(|&x| fetch(b, &mut env, x)).collect();
+                    elementwise(b, g, v, &args)
+                }
+            };
+            env.insert(v, val);
+        }
+        for &t in targets {
+            if !env.contains_key(&t) {
+                let v = fetch(b, &mut env, t);
+                env.insert(t, v);
+            }
+        }
+        env
+    }
+}
+
+fn elementwise(b: &mut FunctionBuilder, g: &Graph, v: ValueId, args: &[Vals]) -> Vals {
+    let n = g.node(v);
+    match &n.op {
+        Op::Unary(u) => vector::unary(b, *u, n.dtype, &args[0]),
+        Op::Binary(o) => vector::binary(b, *o, n.dtype, &args[0], &args[1]),
+        Op::Compare(c) => vector::compare(b, *c, g.node(n.inputs[0]).dtype, &args[0], &args[1]),
+        Op::Select => vector::select(b, n.dtype, &args[0], &args[1], &args[2]),
+        Op::Cast(to) => vector::cast(b, g.node(n.inputs[0]).dtype, *to, &args[0]),
+        other => unreachable!("{} in a row kernel", other.name()),
+    }
+}
+
+pub fn build(b: &mut FunctionBuilder, g: &Graph, p: &Partition, rk: &RowKernel) {
+    let pl = plan(g, p, rk).expect("checked");
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let params = b.block_params(entry).to_vec();
+    let (ptrs, begin, end) = (params[0], params[1], params[2]);
+    let nptr = rk.inputs.len() + rk.outputs.len();
+    let bases: Vec<Value> = (0..nptr).map(|i| b.ins().load(types::I64, flags(), ptrs, (i * 8) as i32)).collect();
+    let starts: Vec<Value> =
+        pl.accesses.iter().map(|a| b.ins().iadd_imm_s(bases[a.ptr], a.offset * a.dtype.size() as i64)).collect();
+    let slots: Vec<Value> = pl
+        .accesses
+        .iter()
+        .map(|a| {
+            let ss = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, (LANES * a.dtype.size()).max(16) as u32, 4));
+            b.ins().stack_addr(types::I64, ss, 0)
+        })
+        .collect();
+    let mut idx = Vec::new();
+    outer(b, g, &pl, rk, &starts, &slots, 0, begin, end, &mut idx);
+    b.ins().return_(&[]);
+}
+
+#[allow(clippy::too_many_arguments)]
+fn outer(
+    b: &mut FunctionBuilder,
+    g: &Graph,
+    pl: &Plan,
+    rk: &RowKernel,
+    starts: &[Value],
+    slots: &[Value],
+    d: usize,
+    lo: Value,
+    hi: Value,
+    idx: &mut Vec<Value>,
+) {
+    emit_loop(b, lo, hi, 1, |b, j| {
+        idx.push(j);
+        if d + 1 == pl.o_dims.len() {
+            let rows: Vec<Value> = pl
+                .accesses
+                .iter()
+                .enumerate()
+                .map(|(a, acc)| {
+                    let mut p = starts[a];
+                    for (k, &jv) in idx.iter().enumerate() {
+                        let bytes = acc.o_strides[k] * acc.dtype.size() as i64;
+                        if bytes != 0 {
+                            let t = b.ins().imul_imm_s(jv, bytes);
+                            p = b.ins().iadd(p, t);
+                        }
+                    }
+                    p
+                })
+                .collect();
+            row(b, g, pl, rk, rows, slots);
+        } else {
+            let zero = b.ins().iconst(types::I64, 0);
+            let n = b.ins().iconst(types::I64, pl.o_dims[d + 1] as i64);
+            outer(b, g, pl, rk, starts, slots, d + 1, zero, n, idx);
+        }
+        idx.pop();
+    });
+}
+
+/// Loop over one row's elements `0..n` in vectors; `body(b, addrs, mask)`
+/// gets each vector's addresses and, in the tail, the count of real lanes.
+fn row_loop(
+    b: &mut FunctionBuilder,
+    pl: &Plan,
+    rows: &[Value],
+    slots: &[Value],
+    lo: Value,
+    hi: Value,
+    body: &mut dyn FnMut(&mut FunctionBuilder, &[Addr], usize, Option<Value>),
+) {
+    let addr_at = |b: &mut FunctionBuilder, i: Value, extra: i64| -> Vec<Addr> {
+        pl.accesses
+            .iter()
+            .enumerate()
+            .map(|(a, acc)| {
+                if acc.i_stride == 0 {
+                    return Addr::Splat(rows[a]);
+                }
+                let step = acc.i_stride * acc.dtype.size() as i64;
+                let off = b.ins().imul_imm_s(i, step);
+                let off = b.ins().iadd_imm_s(off, extra * step);
+                let at = b.ins().iadd(rows[a], off);
+                if acc.i_stride == 1 {
+                    Addr::Run(at)
+                } else {
+                    Addr::Gather(at, step)
+                }
+            })
+            .collect()
+    };
+    let l = LANES as i64;
+    let i = emit_loop(b, lo, hi, l * UNROLL as i64, |b, i| {
+        for u in 0..UNROLL {
+            let addrs = addr_at(b, i, u as i64 * l);
+            body(b, &addrs, u, None);
+        }
+    });
+    let i = emit_loop(b, i, hi, l, |b, i| {
+        let addrs = addr_at(b, i, 0);
+        body(b, &addrs, 0, None);
+    });
+    let tail = b.create_block();
+    let done = b.create_block();
+    let more = b.ins().icmp(IntCC::SignedLessThan, i, hi);
+    b.ins().brif(more, tail, &[], done, &[]);
+    b.switch_to_block(tail);
+    let r = b.ins().isub(hi, i);
+    let addrs = addr_at(b, i, 0);
+    let tail_addrs: Vec<Addr> = addrs
+        .iter()
+        .enumerate()
+        .map(|(a, ad)| match *ad {
+            Addr::Splat(x) => Addr::Splat(x),
+            Addr::Run(src) | Addr::Gather(src, _) => {
+                let size = pl.accesses[a].dtype.size();
+                let step = if let Addr::Gather(_, st) = *ad { st } else { size as i64 };
+                if !pl.outs.contains(&a) {
+                    copy_elems(b, src, step, slots[a], r, size);
+                }
+                Addr::Run(slots[a])
+            }
+        })
+        .collect();
+    body(b, &tail_addrs, 0, Some(r));
+    for &a in &pl.outs {
+        if let Addr::Run(dst) = addrs[a] {
+            let size = pl.accesses[a].dtype.size();
+            copy_elems(b, slots[a], size as i64, dst, r, size);
+        }
+    }
+    b.ins().jump(done, &[]);
+    b.switch_to_block(done);
+}
+
+/// Mask of the first `r` lanes.
+fn lane_mask(b: &mut FunctionBuilder, r: Value) -> Vals {
+    let r32 = b.ins().ireduce(types::I32, r);
+    let rv = b.ins().splat(types::I32X4, r32);
+    let zero = b.ins().iconst(types::I32, 0);
+    let mut iota = b.ins().splat(types::I32X4, zero);
+    for l in 1..LANES as i64 {
+        let c = b.ins().iconst(types::I32, l);
+        iota = b.ins().insertlane(iota, c, l as u8);
+    }
+    vec![b.ins().icmp(IntCC::SignedLessThan, iota, rv)]
+}
+
+fn row(b: &mut FunctionBuilder, g: &Graph, pl: &Plan, rk: &RowKernel, rows: Vec<Value>, slots: &[Value]) {
+    let grp = &rk.group;
+    let mut ctx = Ctx { g, pl, rows, row_env: HashMap::new() };
+    let reductions: Vec<ValueId> = grp.members.iter().copied().filter(|m| matches!(g.node(*m).op, Op::Reduce(..))).collect();
+    let row_level: Vec<ValueId> = grp
+        .members
+        .iter()
+        .copied()
+        .filter(|m| !matches!(g.node(*m).op, Op::Reduce(..)) && grp.is_row_shape(&g.node(*m).shape))
+        .collect();
+    // Which reductions each member depends on (through members).
+    let mut deps: HashMap<ValueId, HashSet<ValueId>> = HashMap::new();
+    for &m in &grp.members {
+        let mut d = HashSet::new();
+        for x in &g.node(m).inputs {
+            if let Some(dx) = deps.get(x) {
+                d.extend(dx.iter().copied());
+            }
+            if reductions.contains(x) {
+                d.insert(*x);
+            }
+        }
+        deps.insert(m, d);
+    }
+    let mut done: HashSet<ValueId> = HashSet::new();
+    let zero = b.ins().iconst(types::I64, 0);
+    let nrow = b.ins().iconst(types::I64, pl.n as i64);
+    loop {
+        compute_row_level(b, &mut ctx, &row_level, &deps, &done);
+        let ready: Vec<ValueId> =
+            reductions.iter().copied().filter(|r| !done.contains(r) && deps[r].iter().all(|x| done.contains(x))).collect();
+        if ready.is_empty() {
+            break;
+        }
+        reduce_phase(b, &mut ctx, &ready, slots, zero, nrow);
+        done.extend(ready);
+    }
+    compute_row_level(b, &mut ctx, &row_level, &deps, &done);
+    // Final pass: element-level outputs.
+    let elem_outs: Vec<(usize, ValueId)> = rk
+        .outputs
+        .iter()
+        .copied()
+        .enumerate()
+        .filter(|(_, o)| !matches!(g.node(*o).op, Op::Reduce(..)) && grp.is_element_shape(&g.node(*o).shape))
+        .collect();
+    if !elem_outs.is_empty() {
+        let targets: Vec<ValueId> = elem_outs.iter().map(|(_, o)| *o).collect();
+        let rows = ctx.rows.clone();
+        row_loop(b, pl, &rows, slots, zero, nrow, &mut |b, addrs, _, _| {
+            let env = ctx.eval(b, addrs, &targets);
+            for (j, o) in &elem_outs {
+                let a = pl.outs[*j];
+                if let Addr::Run(p) = addrs[a] {
+                    vector::store(b, g.node(*o).dtype, &env[o], p);
+                }
+            }
+        });
+    }
+    // Row-level outputs: one scalar per row.
+    for (j, &o) in rk.outputs.iter().enumerate() {
+        let n = g.node(o);
+        if matches!(n.op, Op::Reduce(..)) || !grp.is_element_shape(&n.shape) {
+            let v = &ctx.row_env[&o];
+            let ls = vector::lanes(b, v);
+            let lane0 = if n.dtype == DType::Bool {
+                let one = b.ins().iconst(types::I32, 1);
+                let x = b.ins().band(ls[0], one);
+                b.ins().ireduce(types::I8, x)
+            } else {
+                ls[0]
+            };
+            b.ins().store(flags(), lane0, ctx.rows[pl.outs[j]], 0);
+        }
+    }
+}
+
+fn compute_row_level(
+    b: &mut FunctionBuilder,
+    ctx: &mut Ctx,
+    row_level: &[ValueId],
+    deps: &HashMap<ValueId, HashSet<ValueId>>,
+    done: &HashSet<ValueId>,
+) {
+    let g = ctx.g;
+    for &m in row_level {
+        if ctx.row_env.contains_key(&m) || !deps[&m].iter().all(|x| done.contains(x)) {
+            continue;
+        }
+        let n = g.node(m);
+        let val = match &n.op {
+            Op::Broadcast | Op::Reshape => ctx.row_env[&n.inputs[0]].clone(),
+            _ => {
+                let args: Vec<Vals> = n
+                    .inputs
+                    .iter()
+                    .map(|&x| {
+                        if let Some(v) = ctx.row_env.get(&x) {
+                            v.clone()
+                        } else if let Some(l) = const_value(g, x) {
+                            vector::splat(b, g.node(x).dtype, l)
+                        } else {
+                            let a = ctx.pl.row_reads[&x];
+                            vector::load_splat(b, ctx.pl.accesses[a].dtype, ctx.rows[a])
+                        }
+                    })
+                    .collect();
+                elementwise(b, g, m, &args)
+            }
+        };
+        ctx.row_env.insert(m, val);
+    }
+}
+
+/// One pass over the row computing the reductions `rs` together.
+fn reduce_phase(b: &mut FunctionBuilder, ctx: &mut Ctx, rs: &[ValueId], slots: &[Value], zero: Value, nrow: Value) {
+    let g = ctx.g;
+    let pl = ctx.pl;
+    struct Red {
+        v: ValueId,
+        op: ReduceOp,
+        d: DType,
+        acc_d: DType,
+        input: ValueId,
+        total: Variable,
+        accs: Vec<Vec<Variable>>,
+    }
+    let mut reds: Vec<Red> = Vec::new();
+    for &v in rs {
+        let n = g.node(v);
+        let Op::Reduce(op, _) = n.op.clone() else { unreachable!() };
+        let d = n.dtype;
+        let acc_d = if d == DType::F32 && matches!(op, ReduceOp::Sum | ReduceOp::Prod) { DType::F64 } else { d };
+        let init = vector::scalar_const(b, acc_d, identity(op, acc_d));
+        let total = b.declare_var(vector::scalar_type(acc_d));
+        b.def_var(total, init);
+        reds.push(Red { v, op, d, acc_d, input: n.inputs[0], total, accs: vec![] });
+    }
+    let n = pl.n as i64;
+    let targets: Vec<ValueId> = reds.iter().map(|r| r.input).collect();
+    let block = |b: &mut FunctionBuilder, ctx: &Ctx, reds: &mut Vec<Red>, lo: Value, hi: Value| {
+        for r in reds.iter_mut() {
+            let init = vector::splat(b, r.d, identity(r.op, r.d));
+            r.accs = (0..UNROLL)
+                .map(|_| {
+                    init.iter()
+                        .map(|&x| {
+                            let ty = b.func.dfg.value_type(x);
+                            let var = b.declare_var(ty);
+                            b.def_var(var, x);
+                            var
+                        })
+                        .collect()
+                })
+                .collect();
+        }
+        let rows = ctx.rows.clone();
+        row_loop(b, pl, &rows, slots, lo, hi, &mut |b, addrs, u, tail| {
+            let env = ctx.eval(b, addrs, &targets);
+            let mask = tail.map(|r| lane_mask(b, r));
+            for r in reds.iter() {
+                let mut x = env[&r.input].clone();
+                if let Some(m) = &mask {
+                    let id = vector::splat(b, r.d, identity(r.op, r.d));
+                    x = vector::select(b, r.d, m, &x, &id);
+                }
+                let a: Vals = r.accs[u].iter().map(|&var| b.use_var(var)).collect();
+                let y = vector::binary(b, binop(r.op), r.d, &a, &x);
+                for (&var, &val) in r.accs[u].iter().zip(&y) {
+                    b.def_var(var, val);
+                }
+            }
+        });
+        for r in reds.iter() {
+            let mut v: Vals = r.accs[0].iter().map(|&var| b.use_var(var)).collect();
+            for acc in &r.accs[1..] {
+                let a: Vals = acc.iter().map(|&var| b.use_var(var)).collect();
+                v = vector::binary(b, binop(r.op), r.d, &v, &a);
+            }
+            let ls = vector::lanes(b, &v);
+            let mut s = ls[0];
+            for &x in &ls[1..] {
+                s = scalar_op(b, r.op, r.d, s, x);
+            }
+            let s = if r.acc_d != r.d { b.ins().fpromote(types::F64, s) } else { s };
+            let t = b.use_var(r.total);
+            let t = scalar_op(b, r.op, r.acc_d, t, s);
+            b.def_var(r.total, t);
+        }
+    };
+    if n <= BLOCK {
+        block(b, ctx, &mut reds, zero, nrow);
+    } else {
+        let i = {
+            let ctx_ref: &Ctx = ctx;
+            let reds_ref = &mut reds;
+            emit_loop(b, zero, nrow, BLOCK, |b, i| {
+                let e = b.ins().iadd_imm_s(i, BLOCK);
+                block(b, ctx_ref, reds_ref, i, e);
+            })
+        };
+        if n % BLOCK != 0 {
+            block(b, ctx, &mut reds, i, nrow);
+        }
+    }
+    for r in &reds {
+        let t = b.use_var(r.total);
+        let t = if r.acc_d != r.d { b.ins().fdemote(types::F32, t) } else { t };
+        let (ty, parts) = vector::part_type(r.d);
+        let sp = b.ins().splat(ty, t);
+        ctx.row_env.insert(r.v, vec![sp; parts]);
+    }
+}
