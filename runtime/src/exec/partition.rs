@@ -343,8 +343,8 @@ fn partition_with(g: &Graph, groups: Vec<RowGroup>) -> Partition {
     for &o in &g.outputs {
         needed[aliases.get(&o).copied().unwrap_or(o).index()] = true;
     }
-    for n in &g.nodes {
-        if is_library(&n.op) {
+    for (i, n) in g.nodes.iter().enumerate() {
+        if is_library(&n.op) && group_of[i].is_none() {
             for &x in &n.inputs {
                 let read = if !materialised[x.index()] && views.contains_key(&x) { views[&x].root } else { x };
                 needed[read.index()] = true;
