@@ -19,6 +19,7 @@ pub mod codegen;
 pub mod exec;
 pub mod fusion;
 pub mod jit;
+pub mod passes;
 mod library;
 
 pub use exec::MemoryAnalysis;

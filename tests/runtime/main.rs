@@ -3,5 +3,6 @@
 mod array_ops;
 mod common;
 mod differential;
+mod passes;
 mod ir_text;
 mod tensor_api;

@@ -30,6 +30,8 @@ pub struct MemoryAnalysis {
 }
 
 pub struct Executable {
+    /// The graph as traced, and after the passes (what the kernels compute).
+    traced: Graph,
     graph: Graph,
     captured: Vec<Tensor>,
     part: Partition,
@@ -42,9 +44,13 @@ pub struct Executable {
 impl Executable {
     /// Verify, partition and compile a traced graph.
     pub fn compile(traced: Traced, sig: &Signature, keep_text: bool) -> Result<Executable, Error> {
-        let graph = traced.graph;
+        let traced_graph = traced.graph;
         if cfg!(debug_assertions) {
-            ir::verify(&graph)?;
+            ir::verify(&traced_graph)?;
+        }
+        let graph = crate::passes::simplify(&traced_graph);
+        if cfg!(debug_assertions) {
+            ir::verify(&graph).map_err(|e| Error::verify(format!("after simplify: {e}")))?;
         }
         let part = partition::partition(&graph);
         let layouts = part
@@ -67,7 +73,7 @@ impl Executable {
             })
             .collect();
         let compiled = codegen::compile(&graph, &part, keep_text)?;
-        Ok(Executable { graph, captured: traced.captured, part, layouts, compiled, signature: sig.clone() })
+        Ok(Executable { traced: traced_graph, graph, captured: traced.captured, part, layouts, compiled, signature: sig.clone() })
     }
 
     /// Compile a graph built by hand or parsed from text; every parameter is
@@ -150,6 +156,11 @@ impl Executable {
     }
 
     pub fn traced_text(&self) -> String {
+        self.traced.to_text()
+    }
+
+    /// The graph after the passes (simplification), which the kernels compute.
+    pub fn optimized_text(&self) -> String {
         self.graph.to_text()
     }
 

@@ -19,10 +19,11 @@ impl Lowered {
     /// and the Cranelift IR of each kernel.
     pub fn as_text(&self) -> String {
         format!(
-            "// jitfuse: {} {}\n// ---- traced graph ----\n{}// ---- kernels ----\n{}// ---- cranelift ----\n{}",
+            "// jitfuse: {} {}\n// ---- traced graph ----\n{}// ---- simplified graph ----\n{}// ---- kernels ----\n{}// ---- cranelift ----\n{}",
             self.name,
             self.signature,
             self.exe.traced_text(),
+            self.exe.optimized_text(),
             self.exe.kernels_text(),
             self.exe.clif_text()
         )

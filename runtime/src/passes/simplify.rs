@@ -1,0 +1,158 @@
+//! Simplification before fusion: constant folding, algebraic identities that
+//! are exact in IEEE arithmetic, common-subexpression elimination and
+//! dead-code elimination, iterated to a fixed point in one sweep (nodes are
+//! visited in topological order, so each sees its simplified operands).
+//!
+//! Identities applied (all exact, -0 and NaN included): `x*1`, `1*x`, `x/1`,
+//! `x-0`, `x+(-0)` → x (and `x+0`, `x-0` on integers); `neg(neg x)` → x;
+//! `select(c, x, x)` → x; views that change nothing (same-shape broadcast or
+//! reshape, identity transpose/slice) → x; chains of reshapes → one reshape.
+//! Not applied because inexact: `x*0`, `x+0` on floats, `x-x`.
+
+use crate::interp;
+use crate::ir::{BinaryOp, Graph, Node, Op, UnaryOp, ValueId};
+use crate::{DType, Literal, Tensor};
+use std::collections::HashMap;
+
+/// The simplified graph (parameters are kept, in order, even if unused).
+pub fn simplify(g: &Graph) -> Graph {
+    let mut out = Graph::new();
+    // Old value → new value.
+    let mut map: Vec<ValueId> = Vec::with_capacity(g.nodes.len());
+    let mut cse: HashMap<String, ValueId> = HashMap::new();
+    let live = live_nodes(g);
+    for (i, n) in g.nodes.iter().enumerate() {
+        if !live[i] {
+            map.push(ValueId(u32::MAX));
+            continue;
+        }
+        let inputs: Vec<ValueId> = n.inputs.iter().map(|x| map[x.index()]).collect();
+        let node = Node { op: n.op.clone(), inputs, shape: n.shape.clone(), dtype: n.dtype, loc: n.loc };
+        let v = match rewrite(&out, &node) {
+            Some(existing) => existing,
+            None => {
+                let node = fold_constant(&out, node);
+                if matches!(node.op, Op::Param(_)) {
+                    out.push(node)
+                } else {
+                    let key = key(&node);
+                    match cse.get(&key) {
+                        Some(&v) => v,
+                        None => {
+                            let v = out.push(node);
+                            cse.insert(key, v);
+                            v
+                        }
+                    }
+                }
+            }
+        };
+        map.push(v);
+    }
+    out.outputs = g.outputs.iter().map(|o| map[o.index()]).collect();
+    // Rewrites may have left nodes unused: one more dead-code sweep.
+    prune(&out)
+}
+
+/// Nodes reachable from the outputs, plus every parameter.
+fn live_nodes(g: &Graph) -> Vec<bool> {
+    let mut live = vec![false; g.nodes.len()];
+    let mut stack: Vec<ValueId> = g.outputs.clone();
+    while let Some(v) = stack.pop() {
+        if !std::mem::replace(&mut live[v.index()], true) {
+            stack.extend(g.node(v).inputs.iter().copied());
+        }
+    }
+    for (i, n) in g.nodes.iter().enumerate() {
+        if matches!(n.op, Op::Param(_)) {
+            live[i] = true;
+        }
+    }
+    live
+}
+
+fn prune(g: &Graph) -> Graph {
+    let live = live_nodes(g);
+    let mut out = Graph::new();
+    let mut map = vec![ValueId(u32::MAX); g.nodes.len()];
+    for (i, n) in g.nodes.iter().enumerate() {
+        if live[i] {
+            let mut n = n.clone();
+            n.inputs = n.inputs.iter().map(|x| map[x.index()]).collect();
+            map[i] = out.push(n);
+        }
+    }
+    out.outputs = g.outputs.iter().map(|o| map[o.index()]).collect();
+    out
+}
+
+/// CSE key: the op with its attributes, operands and type.
+fn key(n: &Node) -> String {
+    let lit = match &n.op {
+        Op::Const(l) | Op::Pad(_, l) => crate::ir::literal_text(*l),
+        Op::Param(k) | Op::Captured(k) => k.to_string(),
+        _ => String::new(),
+    };
+    format!("{}{} {} {:?} {:?} {:?}", n.op.name(), crate::ir::attr_text(&n.op), lit, n.inputs, n.shape, n.dtype)
+}
+
+fn const_of(g: &Graph, v: ValueId) -> Option<Literal> {
+    match g.node(v).op {
+        Op::Const(l) => Some(l),
+        _ => None,
+    }
+}
+
+fn is_const(g: &Graph, v: ValueId, want: f64) -> bool {
+    const_of(g, v).is_some_and(|l| {
+        let d = g.node(v).dtype;
+        d != DType::Bool && l.as_f64(d) == want && (want != 0.0 || l.as_f64(d).is_sign_negative() == want.is_sign_negative())
+    })
+}
+
+/// An existing value the node equals, if an identity applies.
+fn rewrite(g: &Graph, n: &Node) -> Option<ValueId> {
+    let ins = &n.inputs;
+    let int = n.dtype.is_int();
+    match &n.op {
+        Op::Binary(BinaryOp::Mul) if is_const(g, ins[1], 1.0) => Some(ins[0]),
+        Op::Binary(BinaryOp::Mul) if is_const(g, ins[0], 1.0) => Some(ins[1]),
+        Op::Binary(BinaryOp::Div) if is_const(g, ins[1], 1.0) => Some(ins[0]),
+        Op::Binary(BinaryOp::Sub) if is_const(g, ins[1], 0.0) => Some(ins[0]),
+        Op::Binary(BinaryOp::Add) if is_const(g, ins[1], -0.0) || (int && is_const(g, ins[1], 0.0)) => Some(ins[0]),
+        Op::Binary(BinaryOp::Add) if is_const(g, ins[0], -0.0) || (int && is_const(g, ins[0], 0.0)) => Some(ins[1]),
+        Op::Unary(UnaryOp::Neg) if g.node(ins[0]).op == Op::Unary(UnaryOp::Neg) => Some(g.node(ins[0]).inputs[0]),
+        Op::Select if ins[1] == ins[2] => Some(ins[1]),
+        Op::Broadcast | Op::Reshape if g.node(ins[0]).shape == n.shape => Some(ins[0]),
+        Op::Transpose(p) if p.iter().enumerate().all(|(i, &x)| i == x) => Some(ins[0]),
+        Op::Slice(sl) if sl.iter().all(|&(start, step)| start == 0 && step == 1) && g.node(ins[0]).shape == n.shape => {
+            Some(ins[0])
+        }
+        _ => None,
+    }
+}
+
+/// Replace a node computed only from constants by a constant; collapse
+/// reshape-of-reshape.
+fn fold_constant(g: &Graph, mut n: Node) -> Node {
+    if n.op == Op::Reshape && g.node(n.inputs[0]).op == Op::Reshape {
+        n.inputs = vec![g.node(n.inputs[0]).inputs[0]];
+        return n;
+    }
+    let foldable = n.op.is_elementwise() || matches!(n.op, Op::Broadcast | Op::Reshape);
+    if !foldable || n.inputs.is_empty() {
+        return n;
+    }
+    let lits: Option<Vec<Literal>> = n.inputs.iter().map(|&x| const_of(g, x)).collect();
+    let Some(lits) = lits else { return n };
+    // Evaluate on one element with the interpreter (the same semantics as
+    // every other evaluation).
+    let ins: Vec<Tensor> =
+        n.inputs.iter().zip(&lits).map(|(&x, &l)| interp::filled(l, &[], g.node(x).dtype)).collect();
+    let refs: Vec<&Tensor> = ins.iter().collect();
+    let op = if n.op.is_elementwise() { n.op.clone() } else { return Node { op: Op::Const(lits[0]), inputs: vec![], ..n } };
+    match interp::eval_op(&op, &refs, &[], n.dtype) {
+        Ok(t) => Node { op: Op::Const(interp::read_literal(&t, 0)), inputs: vec![], ..n },
+        Err(_) => n,
+    }
+}

@@ -1,0 +1,232 @@
+//! Passes and fusion decisions as text in → text out. Snapshots are
+//! `expect_test` literals: run with `UPDATE_EXPECT=1` to rewrite them after a
+//! deliberate change, then read the diff.
+
+use crate::common::trace_fn;
+use expect_test::{expect, Expect};
+use jitfuse::exec::Executable;
+use jitfuse::ir;
+use jitfuse::{DType, Tensor};
+
+fn check_simplify(input: &str, want: Expect) {
+    let g = ir::parse(input).unwrap();
+    ir::verify(&g).unwrap();
+    let s = jitfuse::passes::simplify(&g);
+    ir::verify(&s).unwrap_or_else(|e| panic!("{e}\n{s}"));
+    want.assert_eq(&s.to_text());
+}
+
+#[test]
+fn simplify_folds_constants_and_removes_dead_code() {
+    check_simplify(
+        "%x = param 0 : f32[4]
+         %a = const 2.0 : f32[4]
+         %b = const 3.0 : f32[4]
+         %c = mul %a, %b : f32[4]
+         %dead = exp %x : f32[4]
+         %y = add %x, %c : f32[4]
+         %i = const 7 : i32[4]
+         %f = cast %i : f32[4]
+         %z = mul %y, %f : f32[4]
+         return %z",
+        expect![[r#"
+            %0 = param 0 : f32[4]
+            %1 = const 6.0 : f32[4]
+            %2 = add %0, %1 : f32[4]
+            %3 = const 7.0 : f32[4]
+            %4 = mul %2, %3 : f32[4]
+            return %4
+        "#]],
+    );
+}
+
+#[test]
+fn simplify_eliminates_common_subexpressions_and_exact_identities() {
+    check_simplify(
+        "%x = param 0 : f32[2,3]
+         %unused = param 1 : f32[]
+         %one = const 1.0 : f32[2,3]
+         %zero = const 0.0 : f32[2,3]
+         %negzero = const -0.0 : f32[2,3]
+         %a = mul %x, %one : f32[2,3]
+         %b = sub %a, %zero : f32[2,3]
+         %c = add %b, %negzero : f32[2,3]
+         %keep = add %x, %zero : f32[2,3]
+         %e1 = exp %c : f32[2,3]
+         %e2 = exp %x : f32[2,3]
+         %n = neg %e1 : f32[2,3]
+         %nn = neg %n : f32[2,3]
+         %s = add %nn, %e2 : f32[2,3]
+         %r = reshape %s : f32[2,3]
+         %t = transpose[0,1] %r : f32[2,3]
+         %m = gt %t, %keep : bool[2,3]
+         %sel = select %m, %t, %t : f32[2,3]
+         return %sel, %keep",
+        expect![[r#"
+            %0 = param 0 : f32[2,3]
+            %1 = param 1 : f32[]
+            %2 = const 0.0 : f32[2,3]
+            %3 = add %0, %2 : f32[2,3]
+            %4 = exp %0 : f32[2,3]
+            %5 = add %4, %4 : f32[2,3]
+            return %5, %3
+        "#]],
+    );
+}
+
+#[test]
+fn simplify_keeps_integer_semantics_and_collapses_reshapes() {
+    check_simplify(
+        "%x = param 0 : i32[6]
+         %z = const 0 : i32[6]
+         %a = add %x, %z : i32[6]
+         %r1 = reshape %a : i32[2,3]
+         %r2 = reshape %r1 : i32[3,2]
+         %d = const 0 : i32[3,2]
+         %q = div %r2, %d : i32[3,2]
+         return %r2, %q",
+        expect![[r#"
+            %0 = param 0 : i32[6]
+            %1 = reshape %0 : i32[3,2]
+            %2 = const 0 : i32[3,2]
+            %3 = div %1, %2 : i32[3,2]
+            return %1, %3
+        "#]],
+    );
+}
+
+/// The fusion decision for a traced function: the optimised graph's kernels.
+fn fusion_text(args: &[Tensor], f: impl FnOnce(&[Tensor]) -> Vec<Tensor>) -> (String, Executable) {
+    let g = trace_fn(args, f);
+    let exe = Executable::from_graph(g, vec![]).unwrap();
+    (exe.kernels_text(), exe)
+}
+
+#[test]
+fn fusion_gelu_is_one_kernel() {
+    let x = Tensor::zeros(&[1024], DType::F32);
+    let (text, exe) = fusion_text(&[x], |ts| vec![ts[0].gelu()]);
+    expect![[r#"
+        step 0: kernel over [1024] reads (%0) writes (%13)
+          %2 = mul %1, %0 : f32[1024]
+          %4 = mul %3, %0 : f32[1024]
+          %5 = mul %4, %0 : f32[1024]
+          %6 = mul %5, %0 : f32[1024]
+          %7 = add %0, %6 : f32[1024]
+          %9 = mul %8, %7 : f32[1024]
+          %10 = tanh %9 : f32[1024]
+          %12 = add %11, %10 : f32[1024]
+          %13 = mul %2, %12 : f32[1024]
+    "#]]
+    .assert_eq(&text);
+    assert_eq!(exe.memory_analysis().temp_bytes, 0);
+}
+
+#[test]
+fn fusion_softmax_is_one_row_kernel() {
+    let x = Tensor::zeros(&[8, 16], DType::F32);
+    let (text, exe) = fusion_text(&[x], |ts| vec![ts[0].softmax(-1)]);
+    expect![[r#"
+        step 0: row kernel over rows [8] x [16] reads (%0) writes (%9)
+          %1 = reduce_max[1] %0 : f32[8]
+          %2 = reshape %1 : f32[8,1]
+          %3 = broadcast %2 : f32[8,16]
+          %4 = sub %0, %3 : f32[8,16]
+          %5 = exp %4 : f32[8,16]
+          %6 = reduce_sum[1] %5 : f32[8]
+          %7 = reshape %6 : f32[8,1]
+          %8 = broadcast %7 : f32[8,16]
+          %9 = div %5, %8 : f32[8,16]
+    "#]]
+    .assert_eq(&text);
+    assert_eq!(exe.memory_analysis().temp_bytes, 0);
+}
+
+#[test]
+fn fusion_layer_norm_is_one_row_kernel() {
+    let x = Tensor::zeros(&[8, 16], DType::F32);
+    let g = Tensor::zeros(&[16], DType::F32);
+    let (text, exe) = fusion_text(&[x, g.clone(), g], |ts| vec![ts[0].layer_norm(&ts[1], &ts[2], 1e-5, -1)]);
+    expect![[r#"
+        step 0: row kernel over rows [8] x [16] reads (%0, %1, %2) writes (%21)
+          %3 = reduce_sum[1] %0 : f32[8]
+          %4 = reshape %3 : f32[8,1]
+          %6 = mul %4, %5 : f32[8,1]
+          %7 = broadcast %6 : f32[8,16]
+          %8 = sub %0, %7 : f32[8,16]
+          %9 = square %8 : f32[8,16]
+          %10 = reduce_sum[1] %9 : f32[8]
+          %11 = reshape %10 : f32[8,1]
+          %12 = mul %11, %5 : f32[8,1]
+          %14 = add %12, %13 : f32[8,1]
+          %15 = rsqrt %14 : f32[8,1]
+          %16 = broadcast %15 : f32[8,16]
+          %17 = mul %8, %16 : f32[8,16]
+          %19 = mul %17, %18 : f32[8,16]
+          %21 = add %19, %20 : f32[8,16]
+    "#]]
+    .assert_eq(&text);
+    assert_eq!(exe.memory_analysis().temp_bytes, 0);
+}
+
+#[test]
+fn fusion_mlp_forward() {
+    let x = Tensor::zeros(&[16, 32], DType::F32);
+    let w1 = Tensor::zeros(&[32, 8], DType::F32);
+    let b1 = Tensor::zeros(&[8], DType::F32);
+    let w2 = Tensor::zeros(&[8, 4], DType::F32);
+    let b2 = Tensor::zeros(&[4], DType::F32);
+    let y = Tensor::zeros(&[16, 4], DType::F32);
+    let (text, _) = fusion_text(&[x, w1, b1, w2, b2, y], |ts| {
+        let h = (ts[0].matmul(&ts[1]) + &ts[2]).relu();
+        vec![jitfuse::softmax_cross_entropy(&(h.matmul(&ts[3]) + &ts[4]), &ts[5])]
+    });
+    expect![[r#"
+        step 0: library %6 = matmul %0, %1 : f32[16,8]
+        step 1: kernel over [16, 8] reads (%6, %2) writes (%9)
+          %8 = add %6, %7 : f32[16,8]
+          %9 = relu %8 : f32[16,8]
+        step 2: library %10 = matmul %9, %3 : f32[16,4]
+        step 3: row kernel over rows [16] x [4] reads (%10, %4, %5) writes (%25)
+          %12 = add %10, %11 : f32[16,4]
+          %13 = reduce_max[1] %12 : f32[16]
+          %14 = reshape %13 : f32[16,1]
+          %15 = broadcast %14 : f32[16,4]
+          %16 = sub %12, %15 : f32[16,4]
+          %17 = exp %16 : f32[16,4]
+          %18 = reduce_sum[1] %17 : f32[16]
+          %19 = reshape %18 : f32[16,1]
+          %20 = ln %19 : f32[16,1]
+          %21 = broadcast %20 : f32[16,4]
+          %22 = sub %16, %21 : f32[16,4]
+          %23 = mul %5, %22 : f32[16,4]
+          %24 = reduce_sum[1] %23 : f32[16]
+          %25 = neg %24 : f32[16]
+        step 4: row kernel over rows [] x [16] reads (%25) writes (%28)
+          %26 = reduce_sum[0] %25 : f32[]
+          %28 = mul %26, %27 : f32[]
+    "#]]
+    .assert_eq(&text);
+}
+
+#[test]
+fn fusion_chain_of_twenty_elementwise_ops_is_one_kernel_without_temporaries() {
+    let x = Tensor::zeros(&[4096], DType::F32);
+    let y = Tensor::zeros(&[4096], DType::F32);
+    let (text, exe) = fusion_text(&[x, y], |ts| {
+        let (x, y) = (&ts[0], &ts[1]);
+        let mut h = x.clone();
+        for k in 0..20 {
+            h = match k % 4 {
+                0 => &h * y,
+                1 => &h + x,
+                2 => h.tanh(),
+                _ => &h - y,
+            };
+        }
+        vec![h]
+    });
+    assert_eq!(exe.step_count(), 1, "{text}");
+    assert_eq!(text.lines().count(), 21, "{text}");
+    assert_eq!(exe.memory_analysis().temp_bytes, 0);
+}
