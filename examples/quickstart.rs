@@ -84,7 +84,7 @@ fn main() {
     let eager_out = gelu_eager(&x).to_vec::<f32>().unwrap();
     let max_err_eager = got.iter().zip(&eager_out).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
 
-    let mem = gelu::lower(&x).unwrap().memory_analysis();
+    let mem = gelu::lower(&x).unwrap().compile().unwrap().memory_analysis();
     let mib = |b: usize| b as f64 / (1024.0 * 1024.0);
 
     println!("gelu(x) on {N} f32 ({:.0} MiB in, {:.0} MiB out)\n", mib(N * 4), mib(N * 4));
@@ -97,9 +97,9 @@ fn main() {
     println!("  speed-up vs eager         {:6.1}x", eager.as_secs_f64() / jitted.as_secs_f64());
     println!(
         "  intermediates: eager allocates {:.0} MiB, the jitted program {:.0} MiB ({:.0} MiB never allocated)",
-        mib(mem.eager_temp_bytes),
+        mib(mem.eager_bytes),
         mib(mem.temp_bytes),
-        mib(mem.eager_temp_bytes - mem.temp_bytes)
+        mib(mem.eager_bytes - mem.temp_bytes)
     );
     println!("  max |jit - naive| = {max_err:.2e}, max |jit - eager| = {max_err_eager:.2e}");
     assert!(max_err < 1e-5 && max_err_eager < 1e-5, "results disagree");

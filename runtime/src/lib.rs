@@ -23,7 +23,7 @@ pub mod passes;
 mod library;
 
 pub use exec::MemoryAnalysis;
-pub use jit::{clear_caches, CacheStats, Lowered};
+pub use jit::{clear_caches, CacheStats, Compiled, Lowered};
 pub use tensor::composite::softmax_cross_entropy;
 pub use tensor::ops::{select, where_, IntoOperand};
 pub use tensor::reduce::Axes;

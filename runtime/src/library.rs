@@ -4,28 +4,40 @@
 //! arg-reductions) are byte-copying loops of the interpreter.
 
 use crate::ir::Op;
-use crate::storage::Buffer;
 use crate::{interp, shape, DType, Error, Tensor};
-use std::sync::Arc;
 
-pub fn run(op: &Op, ins: &[&Tensor], out_shape: &[usize], dtype: DType) -> Result<Tensor, Error> {
+/// Run `op` writing its result into `out` (`numel(out_shape) * size` bytes).
+///
+/// # Safety
+/// `out` must be valid for writes of the result's size and not alias the inputs.
+pub unsafe fn run_into(op: &Op, ins: &[&Tensor], out_shape: &[usize], dtype: DType, out: *mut u8) -> Result<(), Error> {
     match op {
-        Op::Matmul => Ok(matmul(ins[0], ins[1], out_shape, dtype)),
-        _ => interp::eval_op(op, ins, out_shape, dtype),
+        Op::Matmul => {
+            matmul_into(ins[0], ins[1], out_shape, dtype, out);
+            Ok(())
+        }
+        _ => {
+            let t = interp::eval_op(op, ins, out_shape, dtype)?;
+            let src = t.buffer().unwrap().bytes();
+            std::ptr::copy_nonoverlapping(src.as_ptr(), out, src.len());
+            Ok(())
+        }
     }
 }
 
 /// `a[..., m, k] @ b[..., k, n]` with broadcast batch dims, one GEMM call per
-/// batch element, into a fresh buffer.
-pub fn matmul(a: &Tensor, b: &Tensor, out_shape: &[usize], dtype: DType) -> Tensor {
+/// batch element, written straight into `pc`.
+///
+/// # Safety
+/// `pc` must be valid for the result's bytes and not alias the operands.
+unsafe fn matmul_into(a: &Tensor, b: &Tensor, out_shape: &[usize], dtype: DType, pc: *mut u8) {
     let r = out_shape.len();
     let (m, n) = (out_shape[r - 2], out_shape[r - 1]);
     let k = a.shape()[a.ndim() - 1];
     let batch = &out_shape[..r - 2];
     let a_batch = shape::broadcast_strides(&a.shape()[..a.ndim() - 2], batch);
     let b_batch = shape::broadcast_strides(&b.shape()[..b.ndim() - 2], batch);
-    let out = Buffer::uninit(shape::numel(out_shape) * dtype.size());
-    let (pa, pb, pc) = (a.buffer().unwrap().as_ptr(), b.buffer().unwrap().as_ptr(), out.as_mut_ptr());
+    let (pa, pb) = (a.buffer().unwrap().as_ptr(), b.buffer().unwrap().as_ptr());
     let mut idx = vec![0usize; batch.len()];
     for bi in 0..shape::numel(batch) {
         let ao = idx.iter().zip(&a_batch).map(|(i, s)| i * s).sum::<usize>() * m * k;
@@ -34,8 +46,8 @@ pub fn matmul(a: &Tensor, b: &Tensor, out_shape: &[usize], dtype: DType) -> Tens
         let (rs_a, rs_b, rs_c) = (k as isize, n as isize, n as isize);
         // SAFETY: offsets and strides stay inside the operands' buffers (their
         // shapes were checked at trace time and against the signature); the
-        // output is fresh and unshared; beta = 0 means C is not read.
-        unsafe {
+        // output is the caller's; beta = 0 means C is not read.
+        {
             match dtype {
                 DType::F32 => matrixmultiply::sgemm(
                     m,
@@ -80,5 +92,4 @@ pub fn matmul(a: &Tensor, b: &Tensor, out_shape: &[usize], dtype: DType) -> Tens
             idx[d] = 0;
         }
     }
-    Tensor::from_buffer(Arc::new(out), out_shape.to_vec(), dtype)
 }

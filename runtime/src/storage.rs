@@ -12,6 +12,9 @@ pub const ALIGN: usize = 64;
 pub struct Buffer {
     ptr: NonNull<u8>,
     bytes: usize,
+    /// False for a view of memory owned elsewhere (an arena slot lent to a
+    /// library call for its duration): not freed on drop.
+    owned: bool,
 }
 
 // SAFETY: a Buffer is a plain heap block; it is only written while uniquely
@@ -23,13 +26,13 @@ impl Buffer {
     pub fn zeroed(bytes: usize) -> Buffer {
         if bytes == 0 {
             // A dangling but aligned pointer: never dereferenced.
-            return Buffer { ptr: NonNull::new(ALIGN as *mut u8).unwrap(), bytes: 0 };
+            return Buffer { ptr: NonNull::new(ALIGN as *mut u8).unwrap(), bytes: 0, owned: true };
         }
         let layout = Layout::from_size_align(bytes, ALIGN).expect("tensor too large");
         // SAFETY: layout has non-zero size.
         let ptr = unsafe { alloc_zeroed(layout) };
         let ptr = NonNull::new(ptr).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
-        Buffer { ptr, bytes }
+        Buffer { ptr, bytes, owned: true }
     }
 
     pub fn from_bytes(src: &[u8]) -> Buffer {
@@ -74,7 +77,7 @@ impl Buffer {
 
 impl Drop for Buffer {
     fn drop(&mut self) {
-        if self.bytes != 0 {
+        if self.bytes != 0 && self.owned {
             let layout = Layout::from_size_align(self.bytes, ALIGN).unwrap();
             // SAFETY: allocated in `zeroed` with this layout.
             unsafe { dealloc(self.ptr.as_ptr(), layout) };
@@ -93,6 +96,15 @@ impl Buffer {
         // SAFETY: non-zero size.
         let ptr = unsafe { std::alloc::alloc(layout) };
         let ptr = NonNull::new(ptr).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
-        Buffer { ptr, bytes }
+        Buffer { ptr, bytes, owned: true }
+    }
+
+    /// A non-owning view of `bytes` bytes at `ptr`.
+    ///
+    /// # Safety
+    /// The memory must stay valid and unwritten by others while the view
+    /// (and every tensor made from it) lives.
+    pub unsafe fn borrowed(ptr: *mut u8, bytes: usize) -> Buffer {
+        Buffer { ptr: NonNull::new(ptr).unwrap_or(NonNull::new(ALIGN as *mut u8).unwrap()), bytes, owned: false }
     }
 }

@@ -69,6 +69,7 @@ pub struct ParamSpec {
 }
 
 /// The result of tracing: the graph and the tensors it captured.
+#[derive(Clone)]
 pub struct Traced {
     pub graph: Graph,
     pub captured: Vec<Tensor>,

@@ -5,4 +5,5 @@ mod common;
 mod differential;
 mod passes;
 mod ir_text;
+mod memory;
 mod tensor_api;

@@ -131,6 +131,18 @@ fn plan(g: &Graph, p: &Partition, k: &Kernel) -> Plan {
     Plan { dims, accesses, reads, outs }
 }
 
+/// Whether the kernel may write `output` over `input`: every read of the
+/// input is at exactly the position the output is written (same offset and
+/// strides), so each element is read before it is overwritten.
+pub fn inplace_ok(g: &Graph, p: &Partition, k: &Kernel, input: ValueId, output: ValueId) -> bool {
+    let (Some(pi), Some(j)) = (k.inputs.iter().position(|x| *x == input), k.outputs.iter().position(|x| *x == output)) else {
+        return false;
+    };
+    let pl = plan(g, p, k);
+    let out = &pl.accesses[pl.outs[j]];
+    pl.accesses.iter().filter(|a| a.ptr == pi).all(|a| a.offset == 0 && a.strides == out.strides && a.dtype.size() == out.dtype.size())
+}
+
 /// The collapsed iteration dims of a kernel (the first is what `begin..end`
 /// ranges over).
 pub fn layout(g: &Graph, p: &Partition, k: &Kernel) -> Layout {

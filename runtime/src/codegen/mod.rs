@@ -9,7 +9,7 @@ pub mod math;
 mod math_tests;
 mod vector;
 
-pub use kernel::layout;
+pub use kernel::{inplace_ok as kernel_inplace_ok, layout};
 pub use reduce::{extent as reduce_extent, input_map as reduce_input_map};
 pub use row::{check as check_row_kernels, extent as row_extent};
 
@@ -77,6 +77,8 @@ impl Drop for JitCode {
 
 pub struct CompiledKernels {
     pub fns: Vec<KernelFn>,
+    /// Bytes of machine code over all kernels.
+    pub code_bytes: usize,
     /// Cranelift IR text of each kernel (when asked for).
     pub clif: Vec<String>,
     pub code: JitCode,
@@ -95,6 +97,7 @@ pub fn compile(g: &Graph, part: &Partition, keep_clif: bool) -> Result<CompiledK
     }
     let mut ids = Vec::new();
     let mut clif = Vec::new();
+    let mut code_bytes = 0;
     for k in kernels {
         ctx.func.signature = sig.clone();
         {
@@ -113,6 +116,7 @@ pub fn compile(g: &Graph, part: &Partition, keep_clif: bool) -> Result<CompiledK
         }
         let id = module.declare_anonymous_function(&sig).map_err(|e| Error::codegen(e.to_string()))?;
         module.define_function(id, &mut ctx).map_err(|e| Error::codegen(format!("{e:?}")))?;
+        code_bytes += ctx.compiled_code().map_or(0, |c| c.code_buffer().len());
         module.clear_context(&mut ctx);
         ids.push(id);
     }
@@ -127,5 +131,5 @@ pub fn compile(g: &Graph, part: &Partition, keep_clif: bool) -> Result<CompiledK
         .collect();
     let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     LIVE.lock().unwrap().push(id);
-    Ok(CompiledKernels { fns, clif, code: JitCode { module: Some(module), id } })
+    Ok(CompiledKernels { fns, code_bytes, clif, code: JitCode { module: Some(module), id } })
 }

@@ -4,11 +4,15 @@
 
 mod parallel;
 pub mod partition;
+pub mod plan;
 
 use crate::codegen::{self, CompiledKernels};
 use crate::error::type_str;
 use crate::ir::{self, Graph, Op, ValueId};
-use crate::jit::{ArgKind, ArgSig, CallArgs, Signature};
+use crate::jit::{ArgKind, ArgSig, ArgTensor, CallArgs, Signature};
+use crate::shape;
+use plan::{BufferPlan, Place};
+use std::sync::Mutex;
 use crate::storage::Buffer;
 use crate::tensor::Tensor;
 use crate::trace::Traced;
@@ -17,16 +21,25 @@ use partition::{Partition, Step};
 use std::sync::Arc;
 
 /// Memory figures of a compiled program, in bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MemoryAnalysis {
+    /// The arguments' buffers.
     pub argument_bytes: usize,
+    /// The outputs' buffers.
     pub output_bytes: usize,
-    /// Intermediates the program materialises (kernel outputs that are not
-    /// program outputs).
+    /// The arena holding every temporary (one per executable, reused).
     pub temp_bytes: usize,
-    /// Intermediates an eager evaluation allocates: one buffer per computed
-    /// op result that is not an output (the baseline fusion saves).
-    pub eager_temp_bytes: usize,
+    /// Outputs written into donated arguments' buffers (when donated).
+    pub alias_bytes: usize,
+    /// Generated machine code.
+    pub code_bytes: usize,
+    /// What evaluating the same graph op by op allocates for intermediates:
+    /// one buffer per computed non-view op result that is not an output.
+    pub eager_bytes: usize,
+    /// The largest sum of temporaries live at any step of the schedule.
+    pub lower_bound_bytes: usize,
+    /// arguments + outputs + temp - alias.
+    pub peak_bytes: usize,
 }
 
 pub struct Executable {
@@ -39,6 +52,9 @@ pub struct Executable {
     layouts: Vec<parallel::Split>,
     compiled: CompiledKernels,
     signature: Signature,
+    plan: BufferPlan,
+    /// Arenas of finished calls, reused by the next ones.
+    arenas: Mutex<Vec<Buffer>>,
 }
 
 impl Executable {
@@ -73,7 +89,25 @@ impl Executable {
             })
             .collect();
         let compiled = codegen::compile(&graph, &part, keep_text)?;
-        Ok(Executable { traced: traced_graph, graph, captured: traced.captured, part, layouts, compiled, signature: sig.clone() })
+        let kernel_of_step: Vec<Option<&partition::Kernel>> =
+            part.steps.iter().map(|s| if let Step::Kernel(k) = s { Some(k) } else { None }).collect();
+        let inplace_ok =
+            |si: usize, x: ValueId, o: ValueId| kernel_of_step[si].is_some_and(|k| codegen::kernel_inplace_ok(&graph, &part, k, x, o));
+        let plan = plan::plan(&graph, &part, sig, &inplace_ok);
+        if cfg!(debug_assertions) {
+            plan::check(&plan)?;
+        }
+        Ok(Executable {
+            traced: traced_graph,
+            graph,
+            captured: traced.captured,
+            part,
+            layouts,
+            compiled,
+            signature: sig.clone(),
+            plan,
+            arenas: Mutex::new(Vec::new()),
+        })
     }
 
     /// Compile a graph built by hand or parsed from text; every parameter is
@@ -108,32 +142,43 @@ impl Executable {
         self.run(call)
     }
 
-    /// Bytes of the program's arguments, outputs and temporaries, and what an
-    /// eager evaluation of the same graph allocates for intermediates.
+    /// The memory figures of this program (see `MemoryAnalysis`).
     pub fn memory_analysis(&self) -> MemoryAnalysis {
         let g = &self.graph;
-        let bytes = |v: ValueId| crate::shape::numel(&g.node(v).shape) * g.node(v).dtype.size();
+        let bytes = |v: ValueId| shape::numel(&g.node(v).shape) * g.node(v).dtype.size();
         let is_output = |v: ValueId| g.outputs.contains(&v);
         let argument_bytes = g.params().iter().map(|&p| bytes(p)).sum();
         let output_bytes = g.outputs.iter().map(|&o| bytes(o)).sum();
-        let temp_bytes = self
-            .part
-            .steps
-            .iter()
-            .flat_map(|s| match s {
-                Step::Kernel(k) => k.outputs.clone(),
-                Step::Row(r) => r.outputs.clone(),
-                Step::Library(v) | Step::Reduce(v) => vec![*v],
-            })
-            .filter(|&v| !is_output(v))
-            .map(bytes)
-            .sum();
-        let eager_temp_bytes = (0..g.nodes.len())
+        let eager_bytes = (0..g.nodes.len())
             .map(|i| ValueId(i as u32))
-            .filter(|&v| g.node(v).op.is_elementwise() && !is_output(v))
+            .filter(|&v| {
+                let op = &g.node(v).op;
+                !is_output(v) && !op.is_view() && !matches!(op, Op::Param(_) | Op::Const(_) | Op::Captured(_))
+            })
             .map(bytes)
             .sum();
-        MemoryAnalysis { argument_bytes, output_bytes, temp_bytes, eager_temp_bytes }
+        let alias_bytes = self.plan.donations.iter().map(|&(_, o)| bytes(o)).sum();
+        let temp_bytes = self.plan.arena_bytes;
+        MemoryAnalysis {
+            argument_bytes,
+            output_bytes,
+            temp_bytes,
+            alias_bytes,
+            code_bytes: self.compiled.code_bytes,
+            eager_bytes,
+            lower_bound_bytes: self.plan.lower_bound_bytes,
+            peak_bytes: argument_bytes + output_bytes + temp_bytes - alias_bytes,
+        }
+    }
+
+    /// The buffer plan as an SVG timeline (x = step, y = arena offset).
+    pub fn memory_svg(&self) -> String {
+        plan::svg(&self.plan, self.part.steps.len())
+    }
+
+    /// The buffer plan (for tests and tools).
+    pub fn buffer_plan(&self) -> &BufferPlan {
+        &self.plan
     }
 
     pub fn graph(&self) -> &Graph {
@@ -197,112 +242,144 @@ impl Executable {
     /// Run the program on arguments of its signature.
     pub fn run(&self, args: CallArgs) -> Result<Vec<Tensor>, Error> {
         self.check_args(&args)?;
+        let g = &self.graph;
+        let nn = g.nodes.len();
         let params: Vec<&Tensor> = args.tensors.iter().map(|(_, t)| t.tensor()).collect();
-        let mut bufs: Vec<Option<Arc<Buffer>>> = vec![None; self.graph.nodes.len()];
-        for (i, n) in self.graph.nodes.iter().enumerate() {
-            match n.op {
-                Op::Param(k) => bufs[i] = params[k].buffer().cloned(),
-                Op::Captured(k) => bufs[i] = self.captured[k].buffer().cloned(),
-                _ => {}
+        // Buffers of the program's outputs: a donated argument's (when the
+        // caller gave it away: owned and not shared), else fresh.
+        let mut out_bufs: Vec<Option<Arc<Buffer>>> = vec![None; nn];
+        for &(k, o) in &self.plan.donations {
+            if let (ArgKind::Owned, ArgTensor::Owned(t)) = (&args.tensors[k].0, &args.tensors[k].1) {
+                if let Some(b) = t.buffer() {
+                    if Arc::strong_count(b) == 1 && Arc::weak_count(b) == 0 {
+                        out_bufs[o.index()] = Some(b.clone());
+                    }
+                }
             }
         }
+        let mut arena = self.take_arena();
+        let mut ptr: Vec<*mut u8> = vec![std::ptr::null_mut(); nn];
+        for (i, n) in g.nodes.iter().enumerate() {
+            match n.op {
+                Op::Param(k) => ptr[i] = params[k].buffer().map_or(std::ptr::null_mut(), |b| b.as_mut_ptr()),
+                Op::Captured(k) => ptr[i] = self.captured[k].buffer().map_or(std::ptr::null_mut(), |b| b.as_mut_ptr()),
+                _ => {}
+            }
+            match self.plan.place[i] {
+                Place::Arena(off) => ptr[i] = arena.as_mut_ptr().wrapping_add(off),
+                Place::Output => {
+                    let b = out_bufs[i].get_or_insert_with(|| Arc::new(Buffer::uninit(shape::numel(&n.shape) * n.dtype.size())));
+                    ptr[i] = b.as_mut_ptr();
+                }
+                Place::None => {}
+            }
+        }
+        // Constants a library step or reduction reads get a buffer per call.
+        let mut consts: Vec<Tensor> = Vec::new();
         let mut ptrs: Vec<*mut u8> = Vec::new();
         let mut ki = 0;
         for step in &self.part.steps {
+            let (reads, writes) = plan::step_io(g, &self.part, step);
+            ptrs.clear();
+            for &x in reads.iter().chain(&writes) {
+                if ptr[x.index()].is_null() {
+                    if let Some(l) = partition::const_value(g, x) {
+                        let t = interp::filled(l.cast(g.node(x).dtype), &g.node(x).shape, g.node(x).dtype);
+                        ptr[x.index()] = t.buffer().unwrap().as_mut_ptr();
+                        consts.push(t);
+                    }
+                }
+                ptrs.push(ptr[x.index()]);
+            }
             match step {
-                Step::Kernel(k) => {
-                    ptrs.clear();
-                    for &x in &k.inputs {
-                        ptrs.push(
-                            bufs[x.index()]
-                                .as_ref()
-                                .unwrap_or_else(|| panic!("%{} not computed before use\n{}\n{}", x.0, self.graph, self.kernels_text()))
-                                .as_mut_ptr(),
-                        );
-                    }
-                    for &o in &k.outputs {
-                        let n = self.graph.node(o);
-                        let buf = Arc::new(Buffer::uninit(crate::shape::numel(&n.shape) * n.dtype.size()));
-                        ptrs.push(buf.as_mut_ptr());
-                        bufs[o.index()] = Some(buf);
-                    }
-                    if crate::shape::numel(&k.shape) > 0 {
-                        // SAFETY: the pointers are live buffers of the sizes the
-                        // kernel was compiled for (checked by check_args and
-                        // allocated above); outputs are fresh and unshared.
-                        unsafe { parallel::run_kernel(self.compiled.fns[ki], &ptrs, self.layouts[ki]) };
-                    }
-                    ki += 1;
-                }
-                Step::Row(rk) => {
-                    let mut ins = Vec::with_capacity(rk.inputs.len());
-                    for &x in &rk.inputs {
-                        ins.push(self.value(x, &bufs)?);
-                    }
-                    ptrs.clear();
-                    ptrs.extend(ins.iter().map(|t| t.buffer().unwrap().as_mut_ptr()));
-                    for &o in &rk.outputs {
-                        let n = self.graph.node(o);
-                        let buf = Arc::new(Buffer::uninit(crate::shape::numel(&n.shape) * n.dtype.size()));
-                        ptrs.push(buf.as_mut_ptr());
-                        bufs[o.index()] = Some(buf);
-                    }
-                    if crate::shape::numel(&rk.group.o) > 0 {
-                        // SAFETY: live buffers of the compiled shapes.
-                        unsafe { parallel::run_kernel(self.compiled.fns[ki], &ptrs, self.layouts[ki]) };
-                    }
-                    ki += 1;
-                }
-                Step::Reduce(v) => {
-                    let n = self.graph.node(*v);
-                    let root = codegen::reduce_input_map(&self.graph, &self.part, *v).root;
-                    let input = self.value(root, &bufs)?;
-                    let out = Arc::new(Buffer::uninit(crate::shape::numel(&n.shape) * n.dtype.size()));
-                    let ptrs = [input.buffer().unwrap().as_mut_ptr(), out.as_mut_ptr()];
-                    if crate::shape::numel(&n.shape) > 0 {
-                        // SAFETY: input and output buffers of the compiled shapes.
-                        unsafe { parallel::run_kernel(self.compiled.fns[ki], &ptrs, self.layouts[ki]) };
-                    }
-                    bufs[v.index()] = Some(out);
-                    ki += 1;
-                }
                 Step::Library(v) => {
-                    let n = self.graph.node(*v);
-                    let ins: Vec<Tensor> = n.inputs.iter().map(|&x| self.value(x, &bufs)).collect::<Result<_, _>>()?;
+                    let n = g.node(*v);
+                    let ins: Vec<Tensor> = n
+                        .inputs
+                        .iter()
+                        .map(|&x| {
+                            let xn = g.node(x);
+                            let bytes = shape::numel(&xn.shape) * xn.dtype.size();
+                            // SAFETY: the value's buffer lives until the end of
+                            // this call; the tensor is dropped before.
+                            let b = unsafe { Buffer::borrowed(ptr[x.index()], bytes) };
+                            Tensor::from_buffer(Arc::new(b), xn.shape.clone(), xn.dtype)
+                        })
+                        .collect();
                     let refs: Vec<&Tensor> = ins.iter().collect();
-                    let out = crate::library::run(&n.op, &refs, &n.shape, n.dtype)?;
-                    bufs[v.index()] = out.buffer().cloned();
+                    // SAFETY: the destination was planned for this value and
+                    // is live; it does not overlap the inputs (no in-place
+                    // for library steps).
+                    unsafe { crate::library::run_into(&n.op, &refs, &n.shape, n.dtype, ptr[v.index()])? };
+                }
+                _ => {
+                    if self.layouts[ki].extent > 0 {
+                        // SAFETY: the pointers are live buffers of the sizes the
+                        // kernel was compiled for (arguments checked above,
+                        // the rest planned and checked by plan::check).
+                        unsafe { parallel::run_kernel(self.compiled.fns[ki], &ptrs, self.layouts[ki]) };
+                    }
+                    ki += 1;
                 }
             }
         }
-        let outs = self
-            .graph
-            .outputs
-            .iter()
-            .map(|&o| self.output(o, &bufs))
-            .collect::<Result<Vec<_>, _>>()?;
+        self.return_arena(arena.take());
+        drop(consts);
+        let outs = g.outputs.iter().map(|&o| self.output(o, &params, &out_bufs)).collect::<Result<Vec<_>, _>>()?;
+        drop(params);
         drop(args);
         Ok(outs)
     }
 
-    /// A materialised value as a tensor (constants are filled on demand).
-    fn value(&self, x: ValueId, bufs: &[Option<Arc<Buffer>>]) -> Result<Tensor, Error> {
-        self.output(x, bufs)
+    fn take_arena(&self) -> ArenaGuard<'_> {
+        let b = self.arenas.lock().unwrap().pop().unwrap_or_else(|| Buffer::uninit(self.plan.arena_bytes));
+        ArenaGuard { exe: self, buf: Some(b) }
     }
 
-    fn output(&self, o: ValueId, bufs: &[Option<Arc<Buffer>>]) -> Result<Tensor, Error> {
+    fn return_arena(&self, b: Option<Buffer>) {
+        if let Some(b) = b {
+            self.arenas.lock().unwrap().push(b);
+        }
+    }
+
+    fn output(&self, o: ValueId, params: &[&Tensor], out_bufs: &[Option<Arc<Buffer>>]) -> Result<Tensor, Error> {
         let n = self.graph.node(o);
         if let Some(&root) = self.part.aliases.get(&o) {
-            let t = self.output(root, bufs)?;
+            let t = self.output(root, params, out_bufs)?;
             return Ok(Tensor::from_buffer(t.buffer().unwrap().clone(), n.shape.clone(), n.dtype));
         }
-        if let Some(b) = &bufs[o.index()] {
+        if let Some(b) = &out_bufs[o.index()] {
             return Ok(Tensor::from_buffer(b.clone(), n.shape.clone(), n.dtype));
         }
         match n.op {
+            Op::Param(k) => Ok(params[k].clone()),
+            Op::Captured(k) => Ok(self.captured[k].clone()),
             Op::Const(l) => Ok(interp::filled(l.cast(n.dtype), &n.shape, n.dtype)),
             _ => Err(Error::verify(format!("output %{} was never computed", o.0))),
         }
+    }
+}
+
+/// The arena of one call; returned to the executable's pool on drop (also
+/// when a step fails).
+struct ArenaGuard<'a> {
+    exe: &'a Executable,
+    buf: Option<Buffer>,
+}
+
+impl ArenaGuard<'_> {
+    fn as_mut_ptr(&self) -> *mut u8 {
+        self.buf.as_ref().unwrap().as_mut_ptr()
+    }
+    fn take(&mut self) -> Option<Buffer> {
+        self.buf.take()
+    }
+}
+
+impl Drop for ArenaGuard<'_> {
+    fn drop(&mut self) {
+        let b = self.buf.take();
+        self.exe.return_arena(b);
     }
 }
 

@@ -86,11 +86,19 @@ impl FnCache {
     pub fn lower(&'static self, args: CallArgs<'_>, body: Body<'_>) -> Result<Lowered, Error> {
         let sig = args.signature()?;
         let traced = trace_body(&sig, body)?;
-        let exe = Executable::compile(traced, &sig, true)?;
-        Ok(Lowered::new(self.name, &sig, Arc::new(exe)))
+        Ok(Lowered::new(self, sig, traced))
+    }
+
+    /// The cached program for `sig`, compiled from `traced` on a miss.
+    pub(crate) fn compile_traced(&'static self, sig: &Signature, traced: &trace::Traced) -> Result<Arc<Executable>, Error> {
+        self.cached(sig, &mut || Ok(traced.clone()))
     }
 
     fn get_or_compile(&'static self, sig: &Signature, body: Body<'_>) -> Result<Arc<Executable>, Error> {
+        self.cached(sig, &mut || trace_body(sig, body))
+    }
+
+    fn cached(&'static self, sig: &Signature, trace: &mut dyn FnMut() -> Result<trace::Traced, Error>) -> Result<Arc<Executable>, Error> {
         self.register();
         let entry = {
             let mut map = self.map.lock().unwrap();
@@ -100,7 +108,11 @@ impl FnCache {
         let result = entry.get_or_init(|| {
             compiled_here = true;
             let start = Instant::now();
-            let r = trace_body(sig, body).and_then(|t| Executable::compile(t, sig, false)).map(Arc::new);
+            let dump = std::env::var_os("JITFUSE_DUMP");
+            let r = trace().and_then(|t| Executable::compile(t, sig, dump.is_some())).map(Arc::new);
+            if let (Some(dir), Ok(exe)) = (dump, &r) {
+                super::dump::write(std::path::Path::new(&dir), self.name, sig, exe);
+            }
             self.compile_nanos.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
             r
         });

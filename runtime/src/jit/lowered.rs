@@ -1,55 +1,100 @@
-//! `f::lower(args)`: a compiled program with the text of every stage.
+//! `f::lower(args)` and `Lowered::compile()`: the traced program for one
+//! signature, and the compiled program a call with those arguments runs.
 
 use super::args::Signature;
-use crate::exec::Executable;
+use super::cache::FnCache;
+use crate::exec::{Executable, MemoryAnalysis};
+use crate::trace::Traced;
+use crate::Error;
 use std::sync::Arc;
 
+/// A traced program for one signature of a jitted function.
 pub struct Lowered {
-    name: &'static str,
-    signature: String,
-    exe: Arc<Executable>,
+    cache: &'static FnCache,
+    signature: Signature,
+    traced: Traced,
 }
 
 impl Lowered {
-    pub(crate) fn new(name: &'static str, sig: &Signature, exe: Arc<Executable>) -> Lowered {
-        Lowered { name, signature: sig.to_string(), exe }
+    pub(crate) fn new(cache: &'static FnCache, signature: Signature, traced: Traced) -> Lowered {
+        Lowered { cache, signature, traced }
     }
 
-    /// Every stage as text: the traced graph, the kernels it was split into,
-    /// and the Cranelift IR of each kernel.
+    /// The compiled program: the same one (from the function's cache) that a
+    /// call with these arguments runs.
+    pub fn compile(&self) -> Result<Compiled, Error> {
+        let exe = self.cache.compile_traced(&self.signature, &self.traced)?;
+        Ok(Compiled { exe })
+    }
+
+    /// Every stage as text: the traced graph, the simplified graph, the
+    /// kernels it was split into, the buffer plan, and the Cranelift IR of
+    /// each kernel.
     pub fn as_text(&self) -> String {
-        format!(
-            "// jitfuse: {} {}\n// ---- traced graph ----\n{}// ---- simplified graph ----\n{}// ---- kernels ----\n{}// ---- cranelift ----\n{}",
-            self.name,
-            self.signature,
-            self.exe.traced_text(),
-            self.exe.optimized_text(),
-            self.exe.kernels_text(),
-            self.exe.clif_text()
-        )
+        match Executable::compile(self.traced.clone(), &self.signature, true) {
+            Ok(exe) => format!(
+                "// jitfuse: {} {}\n// ---- traced graph ----\n{}// ---- simplified graph ----\n{}// ---- kernels ----\n{}// ---- memory ----\n{:?}\n// ---- cranelift ----\n{}",
+                self.cache.name(),
+                self.signature,
+                exe.traced_text(),
+                exe.optimized_text(),
+                exe.kernels_text(),
+                exe.memory_analysis(),
+                exe.clif_text()
+            ),
+            Err(e) => format!("// jitfuse: {} {}\n// ---- traced graph ----\n{}// compile error: {e}\n", self.cache.name(), self.signature, self.traced.graph),
+        }
     }
 
     /// The traced graph in the IR text form (parseable by `ir::parse`).
     pub fn graph_text(&self) -> String {
-        self.exe.traced_text()
+        self.traced.graph.to_text()
     }
 
-    /// Number of compiled kernels.
-    pub fn kernel_count(&self) -> usize {
-        self.exe.kernel_count()
+    /// Shorthand for `compile()?.memory_analysis()`.
+    pub fn memory_analysis(&self) -> Result<MemoryAnalysis, Error> {
+        Ok(self.compile()?.memory_analysis())
     }
 
-    pub fn memory_analysis(&self) -> crate::exec::MemoryAnalysis {
-        self.exe.memory_analysis()
-    }
-
-    pub fn executable(&self) -> &Arc<Executable> {
-        &self.exe
+    /// Shorthand for `compile()?.kernel_count()`.
+    pub fn kernel_count(&self) -> Result<usize, Error> {
+        Ok(self.compile()?.kernel_count())
     }
 }
 
 impl std::fmt::Display for Lowered {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.as_text())
+    }
+}
+
+/// A compiled program, shared with the function's cache.
+#[derive(Clone)]
+pub struct Compiled {
+    exe: Arc<Executable>,
+}
+
+impl Compiled {
+    pub fn memory_analysis(&self) -> MemoryAnalysis {
+        self.exe.memory_analysis()
+    }
+
+    /// Number of compiled (Cranelift) kernels.
+    pub fn kernel_count(&self) -> usize {
+        self.exe.kernel_count()
+    }
+
+    /// The buffer plan as an SVG timeline (x = step, y = arena offset).
+    pub fn memory_svg(&self) -> String {
+        self.exe.memory_svg()
+    }
+
+    /// The kernels and library steps, one per line (with their nodes).
+    pub fn kernels_text(&self) -> String {
+        self.exe.kernels_text()
+    }
+
+    pub fn executable(&self) -> &Arc<Executable> {
+        &self.exe
     }
 }

@@ -3,12 +3,13 @@
 
 mod args;
 mod cache;
+mod dump;
 mod lowered;
 mod outputs;
 
 pub use args::{assert_static_arg, ArgKind, ArgSig, CallArgs, Signature, StaticArg};
 pub use cache::{clear_caches, Body, CacheStats, FnCache};
-pub use lowered::Lowered;
+pub use lowered::{Compiled, Lowered};
 pub use outputs::{FromOutputs, IntoOutputs};
 #[allow(unused_imports)]
 pub(crate) use args::ArgTensor;

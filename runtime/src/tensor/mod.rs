@@ -163,6 +163,12 @@ impl Tensor {
         }
     }
 
+    /// The address of a concrete tensor's storage (for checking aliasing and
+    /// donation: two tensors with the same address share their buffer).
+    pub fn storage_addr(&self) -> Option<usize> {
+        self.buffer().map(|b| b.as_ptr() as usize)
+    }
+
     /// Whether two tensors share one buffer (clones do).
     pub fn shares_buffer_with(&self, other: &Tensor) -> bool {
         match (self.buffer(), other.buffer()) {

@@ -1,0 +1,298 @@
+//! Buffer planning: where every value lives while a program runs.
+//!
+//! Steps run in partition order. Each value a step writes is an *output*
+//! (returned to the caller: a fresh buffer per call, or a donated argument's
+//! buffer), or a *temporary* placed in ONE arena per executable, reused
+//! across calls. Temporaries get liveness intervals `[defining step, last
+//! reading step]` and offsets by decreasing-size best fit (XLA's heap
+//! simulator strategy): each buffer, largest first, goes into the smallest
+//! gap left by the already-placed buffers whose intervals overlap its own.
+//! A kernel may write an output over an input that dies at that step when it
+//! reads that input only at the positions it writes (in-place); such chains
+//! are placed as one buffer. `check` verifies a plan independently.
+
+use super::partition::{Partition, Step};
+use crate::ir::{Graph, Op, ValueId};
+use crate::jit::{ArgKind, Signature};
+use crate::{shape, Error};
+use std::collections::HashMap;
+
+/// Arena offsets and sizes are multiples of this (a cache line).
+pub const ARENA_ALIGN: usize = 64;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// Not materialised (folded view, constant, unused) or an argument.
+    None,
+    /// A temporary at this arena offset.
+    Arena(usize),
+    /// A program output: a fresh buffer per call (or a donated argument's).
+    Output,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Interval {
+    pub value: ValueId,
+    pub def: usize,
+    pub last: usize,
+    pub offset: usize,
+    pub size: usize,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct BufferPlan {
+    pub place: Vec<Place>,
+    pub arena_bytes: usize,
+    pub temps: Vec<Interval>,
+    /// `(input, output, step)`: the output is written over the input there.
+    pub inplace: Vec<(ValueId, ValueId, usize)>,
+    /// `(parameter index, output)`: the output may reuse the argument's
+    /// buffer when the caller gave it away (owned and not shared).
+    pub donations: Vec<(usize, ValueId)>,
+    /// Largest sum of live temporaries at any step (in-place chains once).
+    pub lower_bound_bytes: usize,
+}
+
+/// Values a step reads (materialised buffers) and writes.
+pub fn step_io(g: &Graph, p: &Partition, s: &Step) -> (Vec<ValueId>, Vec<ValueId>) {
+    match s {
+        Step::Kernel(k) => (k.inputs.clone(), k.outputs.clone()),
+        Step::Row(r) => (r.inputs.clone(), r.outputs.clone()),
+        Step::Reduce(v) => (vec![crate::codegen::reduce_input_map(g, p, *v).root], vec![*v]),
+        Step::Library(v) => (g.node(*v).inputs.iter().filter(|x| super::partition::const_value(g, **x).is_none()).copied().collect(), vec![*v]),
+    }
+}
+
+fn align(n: usize) -> usize {
+    n.div_ceil(ARENA_ALIGN) * ARENA_ALIGN
+}
+
+fn bytes(g: &Graph, v: ValueId) -> usize {
+    shape::numel(&g.node(v).shape) * g.node(v).dtype.size()
+}
+
+/// Plan the buffers. `inplace_ok(step, input, output)` says whether a step
+/// may write `output` over `input`.
+pub fn plan(
+    g: &Graph,
+    p: &Partition,
+    sig: &Signature,
+    inplace_ok: &dyn Fn(usize, ValueId, ValueId) -> bool,
+) -> BufferPlan {
+    let nn = g.nodes.len();
+    let mut def: Vec<Option<usize>> = vec![None; nn];
+    let mut last: Vec<Option<usize>> = vec![None; nn];
+    let mut reads_at: Vec<Vec<ValueId>> = Vec::new();
+    for (si, s) in p.steps.iter().enumerate() {
+        let (r, w) = step_io(g, p, s);
+        for &x in &r {
+            last[x.index()] = Some(si);
+        }
+        for &x in &w {
+            def[x.index()] = Some(si);
+        }
+        reads_at.push(r);
+    }
+    // Values returned to the caller (aliases resolved).
+    let mut is_output = vec![false; nn];
+    for &o in &g.outputs {
+        is_output[p.aliases.get(&o).copied().unwrap_or(o).index()] = true;
+    }
+    let mut place = vec![Place::None; nn];
+    let mut temps: Vec<ValueId> = Vec::new();
+    for i in 0..nn {
+        if def[i].is_some() {
+            if is_output[i] {
+                place[i] = Place::Output;
+            } else {
+                temps.push(ValueId(i as u32));
+            }
+        }
+    }
+    let last_of = |v: ValueId| last[v.index()].unwrap_or(def[v.index()].unwrap()).max(def[v.index()].unwrap());
+
+    // In-place chains: union temporaries written over a dying input.
+    let mut parent: HashMap<ValueId, ValueId> = HashMap::new();
+    fn find(parent: &HashMap<ValueId, ValueId>, mut v: ValueId) -> ValueId {
+        while let Some(&p) = parent.get(&v) {
+            v = p;
+        }
+        v
+    }
+    let mut inplace = Vec::new();
+    let mut used_input: Vec<bool> = vec![false; nn];
+    for (si, s) in p.steps.iter().enumerate() {
+        let (_, writes) = step_io(g, p, s);
+        for &o in &writes {
+            if is_output[o.index()] {
+                continue;
+            }
+            let cand = reads_at[si].iter().copied().find(|&x| {
+                def[x.index()].is_some()
+                    && !is_output[x.index()]
+                    && !used_input[x.index()]
+                    && last_of(x) == si
+                    && bytes(g, x) == bytes(g, o)
+                    && inplace_ok(si, x, o)
+            });
+            if let Some(x) = cand {
+                used_input[x.index()] = true;
+                parent.insert(o, find(&parent, x));
+                inplace.push((x, o, si));
+            }
+        }
+    }
+    // Virtual buffers: one per chain root, spanning the chain.
+    let mut groups: HashMap<ValueId, (usize, usize, usize)> = HashMap::new(); // root -> (def, last, size)
+    for &t in &temps {
+        let r = find(&parent, t);
+        let e = groups.entry(r).or_insert((usize::MAX, 0, 0));
+        e.0 = e.0.min(def[t.index()].unwrap());
+        e.1 = e.1.max(last_of(t));
+        e.2 = e.2.max(align(bytes(g, t)));
+    }
+    let mut order: Vec<(ValueId, (usize, usize, usize))> = groups.into_iter().collect();
+    order.sort_by(|a, b| b.1 .2.cmp(&a.1 .2).then(a.1 .0.cmp(&b.1 .0)).then(a.0.cmp(&b.0)));
+    let mut placed: Vec<(usize, usize, usize, usize)> = Vec::new(); // def, last, offset, size
+    let mut offset_of: HashMap<ValueId, usize> = HashMap::new();
+    let mut arena_bytes = 0;
+    for (root, (d, l, size)) in order {
+        let mut busy: Vec<(usize, usize)> =
+            placed.iter().filter(|b| b.0 <= l && d <= b.1).map(|b| (b.2, b.2 + b.3)).collect();
+        busy.sort();
+        // Gaps between busy ranges; pick the smallest that fits.
+        let mut best: Option<(usize, usize)> = None; // (gap size, offset)
+        let mut cursor = 0;
+        for &(s, e) in &busy {
+            if s > cursor && s - cursor >= size && best.is_none_or(|b| s - cursor < b.0) {
+                best = Some((s - cursor, cursor));
+            }
+            cursor = cursor.max(e);
+        }
+        let off = best.map(|b| b.1).unwrap_or(cursor);
+        placed.push((d, l, off, size));
+        offset_of.insert(root, off);
+        arena_bytes = arena_bytes.max(off + size);
+    }
+    let mut intervals = Vec::new();
+    for &t in &temps {
+        let off = offset_of[&find(&parent, t)];
+        place[t.index()] = Place::Arena(off);
+        intervals.push(Interval { value: t, def: def[t.index()].unwrap(), last: last_of(t), offset: off, size: align(bytes(g, t)) });
+    }
+    // Lower bound: live bytes per step, chains counted once.
+    let mut lower_bound_bytes = 0;
+    for si in 0..p.steps.len() {
+        let mut live: HashMap<ValueId, usize> = HashMap::new();
+        for iv in &intervals {
+            if iv.def <= si && si <= iv.last {
+                let r = find(&parent, iv.value);
+                let e = live.entry(r).or_insert(0);
+                *e = (*e).max(iv.size);
+            }
+        }
+        lower_bound_bytes = lower_bound_bytes.max(live.values().sum());
+    }
+    // Donation: an owned argument's buffer backs an output of the same size
+    // written at or after the argument's last read (in place when at it).
+    let mut donations = Vec::new();
+    let params = g.params();
+    let mut taken: Vec<bool> = vec![false; nn];
+    for (k, a) in sig.args.iter().enumerate() {
+        if a.kind != ArgKind::Owned || k >= params.len() {
+            continue;
+        }
+        let pv = params[k];
+        if is_output[pv.index()] || g.outputs.iter().any(|o| p.aliases.get(o) == Some(&pv)) {
+            continue;
+        }
+        let pl = last[pv.index()];
+        let cand = (0..nn).map(|i| ValueId(i as u32)).find(|&o| {
+            place[o.index()] == Place::Output
+                && !taken[o.index()]
+                && bytes(g, o) == bytes(g, pv)
+                && bytes(g, o) > 0
+                && match pl {
+                    None => true,
+                    Some(l) => {
+                        let d = def[o.index()].unwrap();
+                        d > l || (d == l && inplace_ok(d, pv, o))
+                    }
+                }
+        });
+        if let Some(o) = cand {
+            taken[o.index()] = true;
+            donations.push((k, o));
+        }
+    }
+    let _ = Op::Reshape;
+    BufferPlan { place, arena_bytes, temps: intervals, inplace, donations, lower_bound_bytes }
+}
+
+/// Independent check of a plan: no two temporaries that are live at the same
+/// step overlap in the arena, except an approved in-place pair at the step
+/// where the input dies and the output is born, at the same offset.
+pub fn check(plan: &BufferPlan) -> Result<(), Error> {
+    let t = &plan.temps;
+    // Best fit must stay within 5 % of the liveness lower bound.
+    if plan.arena_bytes * 100 > plan.lower_bound_bytes * 105 {
+        return Err(Error::verify(format!(
+            "arena of {} bytes exceeds 1.05 x the lower bound {}",
+            plan.arena_bytes, plan.lower_bound_bytes
+        )));
+    }
+    for (i, a) in t.iter().enumerate() {
+        if a.offset % ARENA_ALIGN != 0 || a.offset + a.size > plan.arena_bytes {
+            return Err(Error::verify(format!("buffer %{} at {}+{} outside the arena", a.value.0, a.offset, a.size)));
+        }
+        for b in &t[i + 1..] {
+            let live_together = a.def <= b.last && b.def <= a.last;
+            let overlap = a.offset < b.offset + b.size && b.offset < a.offset + a.size;
+            if !(live_together && overlap) {
+                continue;
+            }
+            let approved = plan.inplace.iter().any(|&(x, o, s)| {
+                let (inp, out) = if a.value == x && b.value == o { (a, b) } else if b.value == x && a.value == o { (b, a) } else { return false };
+                inp.last == s && out.def == s && inp.offset == out.offset
+            });
+            if !approved {
+                return Err(Error::verify(format!(
+                    "buffers %{} [{}..={}] @{}+{} and %{} [{}..={}] @{}+{} are live together and overlap",
+                    a.value.0, a.def, a.last, a.offset, a.size, b.value.0, b.def, b.last, b.offset, b.size
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The plan as an SVG timeline: x = step, y = arena offset, one labelled box
+/// per temporary.
+pub fn svg(plan: &BufferPlan, steps: usize) -> String {
+    let (w, h) = (800.0, 400.0);
+    let steps = steps.max(1) as f64;
+    let total = plan.arena_bytes.max(1) as f64;
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"monospace\" font-size=\"10\">\n",
+        w + 80.0,
+        h + 40.0
+    );
+    s += &format!("<text x=\"4\" y=\"14\">arena {} bytes, {} temporaries, lower bound {} bytes</text>\n", plan.arena_bytes, plan.temps.len(), plan.lower_bound_bytes);
+    for iv in &plan.temps {
+        let x = 60.0 + iv.def as f64 / steps * w;
+        let bw = ((iv.last - iv.def + 1) as f64 / steps * w).max(2.0);
+        let y = 20.0 + iv.offset as f64 / total * h;
+        let bh = (iv.size as f64 / total * h).max(2.0);
+        s += &format!(
+            "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{bw:.1}\" height=\"{bh:.1}\" fill=\"#7aa6da\" stroke=\"#23415f\"><title>%{} {} bytes @{} steps {}..={}</title></rect>\n",
+            iv.value.0, iv.size, iv.offset, iv.def, iv.last
+        );
+        s += &format!("<text x=\"{:.1}\" y=\"{:.1}\">%{}</text>\n", x + 2.0, y + bh.min(12.0), iv.value.0);
+    }
+    for k in 0..=steps as usize {
+        let x = 60.0 + k as f64 / steps * w;
+        s += &format!("<line x1=\"{x:.1}\" y1=\"20\" x2=\"{x:.1}\" y2=\"{}\" stroke=\"#ccc\"/>\n", h + 20.0);
+    }
+    s += "</svg>\n";
+    s
+}
