@@ -791,15 +791,15 @@ fn main() {
             _ => "".to_string(),
         };
         let steps = match r.id {
-            "W1" => w1_gelu::lower(&t1).map(|l| (l.executable().step_count(), l.kernel_count())),
-            "W2" => w2_axpby::lower(&ta2, &tb2, &tc2).map(|l| (l.executable().step_count(), l.kernel_count())),
-            "W3" => w3_softmax::lower(&t3).map(|l| (l.executable().step_count(), l.kernel_count())),
-            "W4" => w4_layernorm::lower(&t3, &tg4, &tb4).map(|l| (l.executable().step_count(), l.kernel_count())),
-            "W5" => w5_sum_rows::lower(&t5).map(|l| (l.executable().step_count(), l.kernel_count())),
-            "W6" => w6_mlp::lower(&t6[0], &t6[1], &t6[2], &t6[3], &t6[4], &t6[5]).map(|l| (l.executable().step_count(), l.kernel_count())),
-            "W9" => w9_matmul::lower(&ta9, &tb9).map(|l| (l.executable().step_count(), l.kernel_count())),
-            "dispatch" => tiny_add::lower(&ttiny).map(|l| (l.executable().step_count(), l.kernel_count())),
-            "chain20" => chain20::lower(&t1).map(|l| (l.executable().step_count(), l.kernel_count())),
+            "W1" => w1_gelu::lower(&t1).and_then(|l| l.compile()).map(|c| (c.step_count(), c.kernel_count())),
+            "W2" => w2_axpby::lower(&ta2, &tb2, &tc2).and_then(|l| l.compile()).map(|c| (c.step_count(), c.kernel_count())),
+            "W3" => w3_softmax::lower(&t3).and_then(|l| l.compile()).map(|c| (c.step_count(), c.kernel_count())),
+            "W4" => w4_layernorm::lower(&t3, &tg4, &tb4).and_then(|l| l.compile()).map(|c| (c.step_count(), c.kernel_count())),
+            "W5" => w5_sum_rows::lower(&t5).and_then(|l| l.compile()).map(|c| (c.step_count(), c.kernel_count())),
+            "W6" => w6_mlp::lower(&t6[0], &t6[1], &t6[2], &t6[3], &t6[4], &t6[5]).and_then(|l| l.compile()).map(|c| (c.step_count(), c.kernel_count())),
+            "W9" => w9_matmul::lower(&ta9, &tb9).and_then(|l| l.compile()).map(|c| (c.step_count(), c.kernel_count())),
+            "dispatch" => tiny_add::lower(&ttiny).and_then(|l| l.compile()).map(|c| (c.step_count(), c.kernel_count())),
+            "chain20" => chain20::lower(&t1).and_then(|l| l.compile()).map(|c| (c.step_count(), c.kernel_count())),
             _ => unreachable!(),
         }
         .map_or("?".to_string(), |(s, k)| format!("{s} ({k} k)"));

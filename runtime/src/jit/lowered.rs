@@ -84,6 +84,11 @@ impl Compiled {
         self.exe.kernel_count()
     }
 
+    /// Number of steps: compiled kernels plus library calls (matmul, ...).
+    pub fn step_count(&self) -> usize {
+        self.exe.step_count()
+    }
+
     /// The buffer plan as an SVG timeline (x = step, y = arena offset).
     pub fn memory_svg(&self) -> String {
         self.exe.memory_svg()
