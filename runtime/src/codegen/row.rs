@@ -221,11 +221,17 @@ struct Ctx<'a> {
     rows: Vec<Value>,
     /// Row-level values (splatted).
     row_env: HashMap<ValueId, Vals>,
+    /// Expensive element-level values needed in several phases: stored to a
+    /// row-sized stack scratch by the first phase computing them, loaded by
+    /// the later ones (softmax's `exp(x - max)`).
+    stash: HashMap<ValueId, Value>,
+    /// Stashed values already in their scratch.
+    stash_ready: HashSet<ValueId>,
 }
 
 impl Ctx<'_> {
     /// Element-level values of `targets` at one vector position.
-    fn eval(&self, b: &mut FunctionBuilder, addrs: &[Addr], targets: &[ValueId]) -> HashMap<ValueId, Vals> {
+    fn eval(&self, b: &mut FunctionBuilder, addrs: &[Addr], pos: Value, targets: &[ValueId]) -> HashMap<ValueId, Vals> {
         let g = self.g;
         // Needed members, in topological order.
         let mut need: HashSet<ValueId> = HashSet::new();
@@ -234,7 +240,7 @@ impl Ctx<'_> {
             if !self.pl.members.contains(&v) || self.row_env.contains_key(&v) || !need.insert(v) {
                 continue;
             }
-            if g.node(v).op != Op::Broadcast {
+            if g.node(v).op != Op::Broadcast && !self.stash_ready.contains(&v) {
                 stack.extend(g.node(v).inputs.iter().copied());
             }
         }
@@ -262,11 +268,20 @@ impl Ctx<'_> {
         };
         for v in order {
             let n = g.node(v);
+            let scratch = self.stash.get(&v).map(|&slot| {
+                let off = b.ins().imul_imm_s(pos, n.dtype.size() as i64);
+                b.ins().iadd(slot, off)
+            });
             let val = match &n.op {
+                _ if self.stash_ready.contains(&v) => vector::load(b, n.dtype, scratch.unwrap()),
                 Op::Broadcast | Op::Reshape => self.row_env[&n.inputs[0]].clone(),
                 _ => {
                     let args: Vec<Vals> = n.inputs.iter().map(|&x| fetch(b, &mut env, x)).collect();
-                    elementwise(b, g, v, &args)
+                    let val = elementwise(b, g, v, &args);
+                    if let Some(at) = scratch {
+                        vector::store(b, n.dtype, &val, at);
+                    }
+                    val
                 }
             };
             env.insert(v, val);
@@ -312,9 +327,95 @@ pub fn build(b: &mut FunctionBuilder, g: &Graph, p: &Partition, rk: &RowKernel) 
             b.ins().stack_addr(types::I64, ss, 0)
         })
         .collect();
+    let stash: HashMap<ValueId, Value> = stash_values(g, &pl, rk)
+        .into_iter()
+        .map(|v| {
+            let bytes = ((pl.n + LANES) * g.node(v).dtype.size()) as u32;
+            let ss = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, bytes, 4));
+            (v, b.ins().stack_addr(types::I64, ss, 0))
+        })
+        .collect();
     let mut idx = Vec::new();
-    outer(b, g, &pl, rk, &starts, &slots, 0, begin, end, &mut idx);
+    outer(b, g, &pl, rk, &starts, &slots, &stash, 0, begin, end, &mut idx);
     b.ins().return_(&[]);
+}
+
+/// Scratch budget for stashed rows, per thread (the stack).
+const STASH_BYTES: usize = 128 * 1024;
+
+fn is_expensive(g: &Graph, v: ValueId) -> bool {
+    use crate::ir::UnaryOp::*;
+    matches!(
+        g.node(v).op,
+        Op::Unary(Exp | Ln | Tanh | Sigmoid | Sin | Cos | Erf) | Op::Binary(BinaryOp::Pow | BinaryOp::Div | BinaryOp::Rem)
+    )
+}
+
+/// The phases of a row (reduction sets, then the element outputs) and the
+/// element-level members each must evaluate.
+fn phase_cones(g: &Graph, pl: &Plan, rk: &RowKernel) -> Vec<HashSet<ValueId>> {
+    let grp = &rk.group;
+    let reductions: Vec<ValueId> = grp.members.iter().copied().filter(|m| matches!(g.node(*m).op, Op::Reduce(..))).collect();
+    let reduction_deps = |r: ValueId| -> HashSet<ValueId> {
+        let mut out = HashSet::new();
+        let mut stack = vec![g.node(r).inputs[0]];
+        let mut seen = HashSet::new();
+        while let Some(v) = stack.pop() {
+            if !pl.members.contains(&v) || !seen.insert(v) {
+                continue;
+            }
+            if reductions.contains(&v) {
+                out.insert(v);
+                continue;
+            }
+            stack.extend(g.node(v).inputs.iter().copied());
+        }
+        out
+    };
+    let cone = |targets: &[ValueId]| -> HashSet<ValueId> {
+        let mut out = HashSet::new();
+        let mut stack = targets.to_vec();
+        while let Some(v) = stack.pop() {
+            if !pl.members.contains(&v) || !grp.is_element_shape(&g.node(v).shape) || matches!(g.node(v).op, Op::Reduce(..)) || !out.insert(v) {
+                continue;
+            }
+            if g.node(v).op != Op::Broadcast {
+                stack.extend(g.node(v).inputs.iter().copied());
+            }
+        }
+        out
+    };
+    let mut done: HashSet<ValueId> = HashSet::new();
+    let mut cones = Vec::new();
+    loop {
+        let ready: Vec<ValueId> = reductions.iter().copied().filter(|r| !done.contains(r) && reduction_deps(*r).iter().all(|x| done.contains(x))).collect();
+        if ready.is_empty() {
+            break;
+        }
+        let inputs: Vec<ValueId> = ready.iter().map(|r| g.node(*r).inputs[0]).collect();
+        cones.push(cone(&inputs));
+        done.extend(ready);
+    }
+    let outs: Vec<ValueId> = rk.outputs.iter().copied().filter(|o| grp.is_element_shape(&g.node(*o).shape) && !matches!(g.node(*o).op, Op::Reduce(..))).collect();
+    cones.push(cone(&outs));
+    cones
+}
+
+/// Expensive element-level values evaluated in more than one phase, within
+/// the scratch budget.
+fn stash_values(g: &Graph, pl: &Plan, rk: &RowKernel) -> Vec<ValueId> {
+    let cones = phase_cones(g, pl, rk);
+    let mut out = Vec::new();
+    let mut budget = STASH_BYTES;
+    for &m in &rk.group.members {
+        let uses = cones.iter().filter(|c| c.contains(&m)).count();
+        let bytes = (pl.n + LANES) * g.node(m).dtype.size();
+        if uses >= 2 && is_expensive(g, m) && bytes <= budget {
+            budget -= bytes;
+            out.push(m);
+        }
+    }
+    out
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -325,6 +426,7 @@ fn outer(
     rk: &RowKernel,
     starts: &[Value],
     slots: &[Value],
+    stash: &HashMap<ValueId, Value>,
     d: usize,
     lo: Value,
     hi: Value,
@@ -349,11 +451,11 @@ fn outer(
                     p
                 })
                 .collect();
-            row(b, g, pl, rk, rows, slots);
+            row(b, g, pl, rk, rows, slots, stash);
         } else {
             let zero = b.ins().iconst(types::I64, 0);
             let n = b.ins().iconst(types::I64, pl.o_dims[d + 1] as i64);
-            outer(b, g, pl, rk, starts, slots, d + 1, zero, n, idx);
+            outer(b, g, pl, rk, starts, slots, stash, d + 1, zero, n, idx);
         }
         idx.pop();
     });
@@ -368,7 +470,7 @@ fn row_loop(
     slots: &[Value],
     lo: Value,
     hi: Value,
-    body: &mut dyn FnMut(&mut FunctionBuilder, &[Addr], usize, Option<Value>),
+    body: &mut dyn FnMut(&mut FunctionBuilder, &[Addr], Value, usize, Option<Value>),
 ) {
     let addr_at = |b: &mut FunctionBuilder, i: Value, extra: i64| -> Vec<Addr> {
         pl.accesses
@@ -394,12 +496,13 @@ fn row_loop(
     let i = emit_loop(b, lo, hi, l * UNROLL as i64, |b, i| {
         for u in 0..UNROLL {
             let addrs = addr_at(b, i, u as i64 * l);
-            body(b, &addrs, u, None);
+            let pos = b.ins().iadd_imm_s(i, u as i64 * l);
+            body(b, &addrs, pos, u, None);
         }
     });
     let i = emit_loop(b, i, hi, l, |b, i| {
         let addrs = addr_at(b, i, 0);
-        body(b, &addrs, 0, None);
+        body(b, &addrs, i, 0, None);
     });
     let tail = b.create_block();
     let done = b.create_block();
@@ -423,7 +526,7 @@ fn row_loop(
             }
         })
         .collect();
-    body(b, &tail_addrs, 0, Some(r));
+    body(b, &tail_addrs, i, 0, Some(r));
     for &a in &pl.outs {
         if let Addr::Run(dst) = addrs[a] {
             let size = pl.accesses[a].dtype.size();
@@ -447,9 +550,11 @@ fn lane_mask(b: &mut FunctionBuilder, r: Value) -> Vals {
     vec![b.ins().icmp(IntCC::SignedLessThan, iota, rv)]
 }
 
-fn row(b: &mut FunctionBuilder, g: &Graph, pl: &Plan, rk: &RowKernel, rows: Vec<Value>, slots: &[Value]) {
+fn row(b: &mut FunctionBuilder, g: &Graph, pl: &Plan, rk: &RowKernel, rows: Vec<Value>, slots: &[Value], stash: &HashMap<ValueId, Value>) {
     let grp = &rk.group;
-    let mut ctx = Ctx { g, pl, rows, row_env: HashMap::new() };
+    let mut ctx = Ctx { g, pl, rows, row_env: HashMap::new(), stash: stash.clone(), stash_ready: HashSet::new() };
+    let cones = phase_cones(g, pl, rk);
+    let mut phase = 0;
     let reductions: Vec<ValueId> = grp.members.iter().copied().filter(|m| matches!(g.node(*m).op, Op::Reduce(..))).collect();
     let row_level: Vec<ValueId> = grp
         .members
@@ -483,6 +588,10 @@ fn row(b: &mut FunctionBuilder, g: &Graph, pl: &Plan, rk: &RowKernel, rows: Vec<
         }
         reduce_phase(b, &mut ctx, &ready, slots, zero, nrow);
         done.extend(ready);
+        // Values this phase stored are loaded by the next ones.
+        let stored: Vec<ValueId> = ctx.stash.keys().copied().filter(|v| cones[phase].contains(v)).collect();
+        ctx.stash_ready.extend(stored);
+        phase += 1;
     }
     compute_row_level(b, &mut ctx, &row_level, &deps, &done);
     // Final pass: element-level outputs.
@@ -496,8 +605,8 @@ fn row(b: &mut FunctionBuilder, g: &Graph, pl: &Plan, rk: &RowKernel, rows: Vec<
     if !elem_outs.is_empty() {
         let targets: Vec<ValueId> = elem_outs.iter().map(|(_, o)| *o).collect();
         let rows = ctx.rows.clone();
-        row_loop(b, pl, &rows, slots, zero, nrow, &mut |b, addrs, _, _| {
-            let env = ctx.eval(b, addrs, &targets);
+        row_loop(b, pl, &rows, slots, zero, nrow, &mut |b, addrs, pos, _, _| {
+            let env = ctx.eval(b, addrs, pos, &targets);
             for (j, o) in &elem_outs {
                 let a = pl.outs[*j];
                 if let Addr::Run(p) = addrs[a] {
@@ -604,8 +713,8 @@ fn reduce_phase(b: &mut FunctionBuilder, ctx: &mut Ctx, rs: &[ValueId], slots: &
                 .collect();
         }
         let rows = ctx.rows.clone();
-        row_loop(b, pl, &rows, slots, lo, hi, &mut |b, addrs, u, tail| {
-            let env = ctx.eval(b, addrs, &targets);
+        row_loop(b, pl, &rows, slots, lo, hi, &mut |b, addrs, pos, u, tail| {
+            let env = ctx.eval(b, addrs, pos, &targets);
             let mask = tail.map(|r| lane_mask(b, r));
             for r in reds.iter() {
                 let mut x = env[&r.input].clone();
