@@ -4,4 +4,5 @@ mod array_ops;
 mod common;
 mod differential;
 mod ir_text;
+mod proptests;
 mod tensor_api;
