@@ -987,3 +987,28 @@ proptest! {
         run_case(&["matmul"], &[a, b], expect, tol, &|ts: &[Tensor]| vec![ts[0].matmul(&ts[1])])?;
     }
 }
+
+// ---------------------------------------------------------------------------
+// Regressions: the minimal cases the properties shrank to
+
+/// The eager error message of `f`, checked to be a jitfuse error at this file.
+fn eager_error(f: impl FnOnce() -> Tensor) -> String {
+    let p = quietly(|| catch_unwind(AssertUnwindSafe(f))).expect_err("the op should fail");
+    let msg = payload_text(&*p);
+    assert!(msg.contains("proptests.rs:"), "not at the user's line: {msg}");
+    msg
+}
+
+#[test]
+fn stack_errors_name_stack_and_the_users_line() {
+    let s = Tensor::scalar(0.0f32);
+    let msg = eager_error(|| jitfuse::stack(&[&s], 1));
+    assert!(msg.contains("`stack`: axis 1 is out of range for f32[]"), "{msg}");
+    let (a, b) = (Tensor::zeros(&[1, 3], DType::I32), Tensor::zeros(&[3], DType::I32));
+    let msg = eager_error(|| jitfuse::stack(&[&a, &b], 0));
+    assert!(msg.contains("`stack`: operand 1 is i32[3], operand 0 is i32[1,3]"), "{msg}");
+    let c = Tensor::zeros(&[1, 3], DType::Bool);
+    let msg = eager_error(|| jitfuse::stack(&[&a, &c], -1));
+    assert!(msg.contains("`stack`: cannot combine i32 with bool"), "{msg}");
+    assert_eq!(jitfuse::stack(&[&a, &a], -1).shape(), &[1, 3, 2]);
+}

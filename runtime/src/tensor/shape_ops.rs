@@ -355,10 +355,30 @@ impl Tensor {
         if ts.is_empty() {
             fail(Error::shape("`stack` of no tensors").at(loc));
         }
-        let expanded: Vec<Tensor> = ts.iter().map(|t| t.expand_dims(axis)).collect();
+        // Checked here, so that errors name `stack` and the user's line
+        // (not the `expand_dims`/`concat` it is made of).
+        let first = ts[0];
+        for (i, t) in ts.iter().enumerate() {
+            if t.shape != first.shape {
+                fail(
+                    Error::shape(format!(
+                        "`stack`: operand {i} is {}, operand 0 is {} (all shapes must be equal)",
+                        type_str(t.dtype, &t.shape),
+                        type_str(first.dtype, &first.shape)
+                    ))
+                    .at(loc),
+                );
+            }
+            if DType::promote(first.dtype, t.dtype).is_none() {
+                fail(Error::dtype(format!("`stack`: cannot combine {} with {}", first.dtype, t.dtype)).at(loc));
+            }
+        }
+        let a = norm_axis("stack", first, axis, first.ndim() + 1, loc);
+        let mut s = first.shape.clone();
+        s.insert(a, 1);
+        let expanded: Vec<Tensor> = ts.iter().map(|t| apply(Op::Reshape, &[t], s.clone(), t.dtype, loc)).collect();
         let refs: Vec<&Tensor> = expanded.iter().collect();
-        let a = if axis < 0 { axis } else { axis };
-        concat_at(&refs, a, loc)
+        concat_at(&refs, a as isize, loc)
     }
 }
 
