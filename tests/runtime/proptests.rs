@@ -1012,3 +1012,15 @@ fn stack_errors_name_stack_and_the_users_line() {
     assert!(msg.contains("`stack`: cannot combine i32 with bool"), "{msg}");
     assert_eq!(jitfuse::stack(&[&a, &a], -1).shape(), &[1, 3, 2]);
 }
+
+#[test]
+fn axis_errors_give_the_valid_range_not_a_wrong_rank() {
+    let x = Tensor::zeros(&[1, 3], DType::I32);
+    // expand_dims used to say "(rank 3)" of an i32[1,3].
+    let msg = eager_error(|| x.expand_dims(4));
+    assert!(msg.contains("`expand_dims`: axis 4 is out of range for i32[1,3] (valid axes: -3..=2)"), "{msg}");
+    let msg = eager_error(|| x.sum(-3));
+    assert!(msg.contains("`sum`: axis -3 is out of range for i32[1,3] (valid axes: -2..=1)"), "{msg}");
+    let msg = eager_error(|| Tensor::scalar(1i64).argmax(0));
+    assert!(msg.contains("`argmax`: axis 0 is out of range for i64[] (it has no axes)"), "{msg}");
+}

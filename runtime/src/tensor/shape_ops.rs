@@ -10,16 +10,15 @@ use crate::trace::fail;
 use crate::{shape, DType, Error, Literal, Scalar, SourceLoc};
 use std::panic::Location;
 
-/// Normalise a possibly negative axis of a rank-`rank` tensor.
+/// Normalise a possibly negative axis among `rank` axes (the operand's
+/// rank, or one more for ops that insert an axis).
 pub(crate) fn norm_axis(op: &str, t: &Tensor, axis: isize, rank: usize, loc: SourceLoc) -> usize {
     let a = if axis < 0 { axis + rank as isize } else { axis };
     if a < 0 || a >= rank as isize {
+        let valid = if rank == 0 { "it has no axes".to_string() } else { format!("valid axes: {}..={}", -(rank as isize), rank - 1) };
         fail(
-            Error::shape(format!(
-                "`{op}`: axis {axis} is out of range for {} (rank {rank})",
-                type_str(t.dtype, &t.shape)
-            ))
-            .at(loc),
+            Error::shape(format!("`{op}`: axis {axis} is out of range for {} ({valid})", type_str(t.dtype, &t.shape)))
+                .at(loc),
         );
     }
     a as usize
