@@ -1024,3 +1024,20 @@ fn axis_errors_give_the_valid_range_not_a_wrong_rank() {
     let msg = eager_error(|| Tensor::scalar(1i64).argmax(0));
     assert!(msg.contains("`argmax`: axis 0 is out of range for i64[] (it has no axes)"), "{msg}");
 }
+
+#[test]
+fn flip_and_squeeze_reject_an_axis_listed_twice() {
+    // Both used to ignore the repetition: flip(&[0, 0]) flipped once (not
+    // twice), squeeze(&[-2, -2]) of f32[1,0] removed one axis.
+    let x = Tensor::zeros(&[0], DType::F32);
+    let msg = eager_error(|| x.flip(&[0, 0]));
+    assert!(msg.contains("`flip`: axis 0 is listed twice in [0, 0] for f32[0]"), "{msg}");
+    let m = Tensor::zeros(&[2, 3], DType::F32);
+    let msg = eager_error(|| m.flip(&[1, -2, 0]));
+    assert!(msg.contains("`flip`: axis 0 is listed twice in [1, -2, 0]"), "{msg}");
+    let y = Tensor::zeros(&[1, 0], DType::F32);
+    let msg = eager_error(|| y.squeeze(&[-2, -2]));
+    assert!(msg.contains("`squeeze`: axis 0 is listed twice in [-2, -2] for f32[1,0]"), "{msg}");
+    assert_eq!(y.squeeze(&[-2]).shape(), &[0]);
+    assert_eq!(m.flip(&[1, 0]).shape(), &[2, 3]);
+}

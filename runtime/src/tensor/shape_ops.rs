@@ -24,6 +24,24 @@ pub(crate) fn norm_axis(op: &str, t: &Tensor, axis: isize, rank: usize, loc: Sou
     a as usize
 }
 
+/// Normalised axes of `t`, each listed at most once (as NumPy, an axis
+/// named twice, e.g. `[0, -2]` of a matrix, is an error, not a no-op).
+pub(crate) fn distinct_axes(op: &str, t: &Tensor, axes: &[isize], loc: SourceLoc) -> Vec<usize> {
+    let v: Vec<usize> = axes.iter().map(|&a| norm_axis(op, t, a, t.ndim(), loc)).collect();
+    for (i, a) in v.iter().enumerate() {
+        if v[..i].contains(a) {
+            fail(
+                Error::shape(format!(
+                    "`{op}`: axis {a} is listed twice in {axes:?} for {}",
+                    type_str(t.dtype, &t.shape)
+                ))
+                .at(loc),
+            );
+        }
+    }
+    v
+}
+
 /// One axis of a `slice`: Python's `start:end:step` (open ends are `None`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Slice {
@@ -172,7 +190,7 @@ impl Tensor {
         let drop: Vec<usize> = if axes.is_empty() {
             (0..r).filter(|&a| self.shape[a] == 1).collect()
         } else {
-            axes.iter().map(|&a| norm_axis("squeeze", self, a, r, loc)).collect()
+            distinct_axes("squeeze", self, axes, loc)
         };
         for &a in &drop {
             if self.shape[a] != 1 {
@@ -239,8 +257,8 @@ impl Tensor {
     pub fn flip(&self, axes: &[isize]) -> Tensor {
         let loc = Location::caller();
         let mut v = vec![Slice::full(); self.ndim()];
-        for &a in axes {
-            v[norm_axis("flip", self, a, self.ndim(), loc)] = Slice::rev();
+        for a in distinct_axes("flip", self, axes, loc) {
+            v[a] = Slice::rev();
         }
         self.slice(&v)
     }
