@@ -1041,3 +1041,10 @@ fn flip_and_squeeze_reject_an_axis_listed_twice() {
     assert_eq!(y.squeeze(&[-2]).shape(), &[0]);
     assert_eq!(m.flip(&[1, 0]).shape(), &[2, 3]);
 }
+
+#[test]
+fn std_of_an_integer_tensor_names_std() {
+    // Used to say "`var` needs a float tensor".
+    let msg = eager_error(|| Tensor::scalar(0i32).std_all());
+    assert!(msg.contains("`std` needs a float tensor, found i32[]"), "{msg}");
+}

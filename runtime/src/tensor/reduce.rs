@@ -186,6 +186,7 @@ fn var_at(t: &Tensor, axes: &[usize], keepdims: bool, loc: SourceLoc) -> Tensor 
 }
 
 fn std_at(t: &Tensor, axes: &[usize], keepdims: bool, loc: SourceLoc) -> Tensor {
+    float_only("std", t, loc);
     var_at(t, axes, keepdims, loc).sqrt()
 }
 
