@@ -118,6 +118,7 @@ fn run_case(
             for (k, (c, w)) in got.iter().zip(&want).enumerate() {
                 assert_close(c, w, tol, &format!("compiled vs interpreter, output {k}\n{g}\n{}", exe.kernels_text()));
             }
+            check_downstream(inputs, tol, f)?;
             Ok(Some(outs))
         }
         (Err(p), Err(e)) => {
@@ -148,6 +149,45 @@ fn run_case(
             Err(TestCaseError::fail(format!("tracing succeeded but eager panicked: {}", payload_text(&*p))))
         }
     }
+}
+
+/// Outputs used downstream: an elementwise op and reductions reading each
+/// output (a view is then read through its index map inside a kernel, not
+/// materialised), traced and compiled against the interpreter.
+fn check_downstream(inputs: &[Tensor], tol: Tol, f: &dyn Fn(&[Tensor]) -> Vec<Tensor>) -> Result<(), TestCaseError> {
+    let specs: Vec<ParamSpec> =
+        inputs.iter().map(|t| ParamSpec { shape: t.shape().to_vec(), dtype: t.dtype(), weak: false }).collect();
+    // With terms near 2^63 a float sum cancels catastrophically, and its
+    // value depends on the order of summation (the compiled lanes and the
+    // interpreter's sequential order legitimately differ): `min` then.
+    let huge = inputs.iter().any(|t| as_f64s(t).iter().any(|v| v.is_finite() && v.abs() > 1e6));
+    let tr = trace(&specs, |ts| {
+        f(ts).into_iter()
+            .flat_map(|o| {
+                if o.dtype() == DType::Bool {
+                    return vec![o.logical_not(), o.logical_and(&o.flip(&[]))];
+                }
+                let mut v = vec![&o + &o, (&o * 2).t()];
+                if o.ndim() > 0 {
+                    v.push(if huge { o.min(-1) } else { o.sum(-1) });
+                    v.push(o.t().max_keepdims(0));
+                }
+                v
+            })
+            .collect()
+    })
+    .map_err(|e| TestCaseError::fail(format!("downstream trace: {e}")))?;
+    let g = &tr.graph;
+    let want = interp::eval_graph(g, inputs, &tr.captured).map_err(|e| TestCaseError::fail(format!("interpreter: {e}\n{g}")))?;
+    let exe = Executable::from_graph(g.clone(), tr.captured.clone())
+        .map_err(|e| TestCaseError::fail(format!("downstream compile: {e}\n{g}")))?;
+    let refs: Vec<&Tensor> = inputs.iter().collect();
+    let got = exe.run_with(&refs).map_err(|e| TestCaseError::fail(format!("downstream run: {e}\n{g}")))?;
+    for (k, (c, w)) in got.iter().zip(&want).enumerate() {
+        let t = if w.dtype().is_float() { Tol { rel: tol.rel.max(1e-5), abs: tol.abs.max(1e-5) } } else { EXACT };
+        assert_close(c, w, t, &format!("downstream: compiled vs interpreter, output {k}\n{g}\n{}", exe.kernels_text()));
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------
@@ -1048,3 +1088,4 @@ fn std_of_an_integer_tensor_names_std() {
     let msg = eager_error(|| Tensor::scalar(0i32).std_all());
     assert!(msg.contains("`std` needs a float tensor, found i32[]"), "{msg}");
 }
+
