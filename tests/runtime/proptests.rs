@@ -138,6 +138,13 @@ fn run_case(
                 msg
             );
             prop_assert!(msg.contains("proptests.rs:"), "error does not point at the user's line: {}", msg);
+            let types: Vec<String> = inputs.iter().map(|t| jitfuse::error::type_str(t.dtype(), t.shape())).collect();
+            prop_assert!(
+                inputs.is_empty() || types.iter().any(|t| msg.contains(t.as_str())),
+                "error names none of the operands {:?}: {}",
+                types,
+                msg
+            );
             Ok(None)
         }
         (Ok(outs), Err(e)) => Err(TestCaseError::fail(format!(
@@ -1049,7 +1056,7 @@ fn stack_errors_name_stack_and_the_users_line() {
     assert!(msg.contains("`stack`: operand 1 is i32[3], operand 0 is i32[1,3]"), "{msg}");
     let c = Tensor::zeros(&[1, 3], DType::Bool);
     let msg = eager_error(|| jitfuse::stack(&[&a, &c], -1));
-    assert!(msg.contains("`stack`: cannot combine i32 with bool"), "{msg}");
+    assert!(msg.contains("`stack`: cannot combine i32[1,3] with bool[1,3]"), "{msg}");
     assert_eq!(jitfuse::stack(&[&a, &a], -1).shape(), &[1, 3, 2]);
 }
 
@@ -1089,3 +1096,25 @@ fn std_of_an_integer_tensor_names_std() {
     assert!(msg.contains("`std` needs a float tensor, found i32[]"), "{msg}");
 }
 
+
+#[test]
+fn dtype_and_step_errors_name_the_operands() {
+    // These messages used to give dtypes without shapes, or no operand at all.
+    let (f, b) = (Tensor::zeros(&[2], DType::F32), Tensor::zeros(&[3, 1], DType::Bool));
+    let cases: Vec<(Box<dyn Fn() -> Tensor>, &str)> = vec![
+        (Box::new(|| &f + &b), "`add`: cannot combine f32[2] with bool[3,1]"),
+        (Box::new(|| b.lt(&b)), "`lt` does not order bool tensors (lhs bool[3,1], rhs bool[3,1])"),
+        (Box::new(|| jitfuse::select(&b, &f, &b)), "`select`: cannot combine f32[2] with bool[3,1]"),
+        (Box::new(|| &b + 0.0), "`add`: a scalar 0.0 cannot stand beside bool[3,1]"),
+        (Box::new(|| jitfuse::concat(&[&f, &b], 0)), "`concat`: cannot combine operand 1 bool[3,1] with f32 (operand 0 is f32[2])"),
+        (Box::new(|| f.slice(&[Slice::new(None, None, 0)])), "`slice`: step 0 on axis 0 of f32[2]"),
+        (Box::new(|| Tensor::zeros(&[2], DType::I32).pad(&[(1, 1)], 0.5)), "`pad`: the value 0.5 cannot fill i32[2]"),
+        (Box::new(|| f.take(&f, 0)), "`take` from f32[2]: indices must be i32 or i64, found f32[2]"),
+        (Box::new(|| b.cast(DType::F32).sum([0, -2])), "`sum`: an axis is listed twice in [0, -2] for f32[3,1]"),
+        (Box::new(|| Tensor::scalar(1.0f32).matmul(&f)), "`matmul` of a scalar (f32[] @ f32[2])"),
+    ];
+    for (op, want) in cases {
+        let msg = eager_error(op);
+        assert!(msg.contains(want), "{msg:?} should contain {want:?}");
+    }
+}

@@ -58,7 +58,10 @@ fn norm_axes(op: &str, t: &Tensor, axes: &dyn Axes, loc: SourceLoc) -> Vec<usize
     let n = v.len();
     v.dedup();
     if v.len() != n {
-        fail(Error::shape(format!("`{op}`: an axis is listed twice in {:?}", axes.axes())).at(loc));
+        fail(
+            Error::shape(format!("`{op}`: an axis is listed twice in {:?} for {}", axes.axes(), type_str(t.dtype, &t.shape)))
+                .at(loc),
+        );
     }
     v
 }

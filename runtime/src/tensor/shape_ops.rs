@@ -230,7 +230,7 @@ impl Tensor {
         for d in 0..self.ndim() {
             let s = axes.get(d).copied().unwrap_or_else(Slice::full);
             if s.step == 0 {
-                fail(Error::shape(format!("`slice`: step 0 on axis {d}")).at(loc));
+                fail(Error::shape(format!("`slice`: step 0 on axis {d} of {}", type_str(self.dtype, &self.shape))).at(loc));
             }
             let (start, len) = s.resolve(self.shape[d]);
             starts.push((if len == 0 { 0 } else { start }, s.step as i64));
@@ -281,7 +281,14 @@ impl Tensor {
         let l = value.literal();
         let bool_ok = self.dtype == DType::Bool && matches!(l, Literal::Int(0 | 1));
         if !bool_ok && (l.weak_dtype(self.dtype).is_none() || (self.dtype.is_int() && matches!(l, Literal::Float(_)))) {
-            fail(Error::dtype(format!("`pad`: a {l:?} cannot fill a {} tensor", self.dtype)).at(loc));
+            fail(
+                Error::dtype(format!(
+                    "`pad`: the value {} cannot fill {}",
+                    crate::ir::literal_text(l),
+                    type_str(self.dtype, &self.shape)
+                ))
+                .at(loc),
+            );
         }
         let out = self.shape.iter().zip(pads).map(|(d, (a, b))| d + a + b).collect();
         apply(Op::Pad(pads.to_vec(), l.cast(self.dtype)), &[self], out, self.dtype, loc)
@@ -296,7 +303,14 @@ impl Tensor {
         let loc = Location::caller();
         let a = norm_axis("take", self, axis, self.ndim(), loc);
         if !idx.dtype.is_int() {
-            fail(Error::dtype(format!("`take`: indices must be i32 or i64, found {}", type_str(idx.dtype, &idx.shape))).at(loc));
+            fail(
+                Error::dtype(format!(
+                    "`take` from {}: indices must be i32 or i64, found {}",
+                    type_str(self.dtype, &self.shape),
+                    type_str(idx.dtype, &idx.shape)
+                ))
+                .at(loc),
+            );
         }
         if self.shape[a] == 0 && !idx.is_empty() {
             fail(
@@ -387,7 +401,14 @@ impl Tensor {
                 );
             }
             if DType::promote(first.dtype, t.dtype).is_none() {
-                fail(Error::dtype(format!("`stack`: cannot combine {} with {}", first.dtype, t.dtype)).at(loc));
+                fail(
+                    Error::dtype(format!(
+                        "`stack`: cannot combine {} with {}",
+                        type_str(first.dtype, &first.shape),
+                        type_str(t.dtype, &t.shape)
+                    ))
+                    .at(loc),
+                );
             }
         }
         let a = norm_axis("stack", first, axis, first.ndim() + 1, loc);
@@ -413,9 +434,17 @@ fn concat_at(ts: &[&Tensor], axis: isize, loc: SourceLoc) -> Tensor {
     }
     let first = ts[0];
     let a = norm_axis("concat", first, axis, first.ndim(), loc);
-    let dtype = ts.iter().skip(1).fold(first.dtype, |d, t| {
+    let dtype = ts.iter().enumerate().skip(1).fold(first.dtype, |d, (i, t)| {
         DType::promote(d, t.dtype).unwrap_or_else(|| {
-            fail(Error::dtype(format!("`concat`: cannot combine {d} with {}", t.dtype)).at(loc))
+            fail(
+                Error::dtype(format!(
+                    "`concat`: cannot combine operand {i} {} with {} (operand 0 is {})",
+                    type_str(t.dtype, &t.shape),
+                    d,
+                    type_str(first.dtype, &first.shape)
+                ))
+                .at(loc),
+            )
         })
     });
     for (i, t) in ts.iter().enumerate() {
