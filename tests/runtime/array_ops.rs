@@ -45,7 +45,9 @@ fn layout_views_fold_into_kernels() {
             let x = &ts[0];
             let t = x.transpose(&perm);
             let sl = t.slice(&slices);
-            let f = sl.flip(&[-1, flip_axis.min(sl.ndim() as isize - 1)]);
+            // The last axis and one more (an axis may be listed only once).
+            let other = flip_axis.min(sl.ndim() as isize - 1);
+            let f = if other == sl.ndim() as isize - 1 { sl.flip(&[-1]) } else { sl.flip(&[-1, other]) };
             let r = f.reshape(&[-1]);
             let e = x.expand_dims(0).squeeze(&[0]).t();
             let mut outs = vec![t.clone(), sl.clone(), f.clone(), r, e];

@@ -6,4 +6,5 @@ mod differential;
 mod passes;
 mod ir_text;
 mod memory;
+mod proptests;
 mod tensor_api;

@@ -289,6 +289,9 @@ impl Executable {
                         consts.push(t);
                     }
                 }
+                if ptr[x.index()].is_null() && shape::numel(&g.node(x).shape) > 0 {
+                    return Err(Error::verify(format!("%{} has no buffer when step {:?} runs (bug in the planner)", x.0, step)));
+                }
                 ptrs.push(ptr[x.index()]);
             }
             match step {

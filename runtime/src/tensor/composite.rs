@@ -19,7 +19,14 @@ impl Tensor {
         let loc = Location::caller();
         let (a, b) = (self, other);
         if a.ndim() == 0 || b.ndim() == 0 {
-            fail(Error::shape("`matmul` of a scalar: use `*`".to_string()).at(loc));
+            fail(
+                Error::shape(format!(
+                    "`matmul` of a scalar ({} @ {}): use `*`",
+                    type_str(a.dtype, &a.shape),
+                    type_str(b.dtype, &b.shape)
+                ))
+                .at(loc),
+            );
         }
         let dtype = match crate::DType::promote(a.dtype, b.dtype) {
             Some(d) if d.is_float() => d,

@@ -103,6 +103,7 @@ pub(crate) fn constant(l: Literal, shape: &[usize], dtype: DType, loc: SourceLoc
 /// The common dtype of operands, by the promotion rules (weak scalars adapt).
 fn common_dtype(name: &str, ops: &[&Operand], loc: SourceLoc) -> DType {
     let mut strong: Option<DType> = None;
+    let mut seen: Vec<String> = Vec::new();
     for o in ops {
         if let Operand::Tensor(t) = o {
             if t.weak {
@@ -116,12 +117,14 @@ fn common_dtype(name: &str, ops: &[&Operand], loc: SourceLoc) -> DType {
                         Error::dtype(format!(
                             "`{name}`: cannot combine {} with {}: bool tensors take part in no arithmetic \
                              (cast first, e.g. `.cast(DType::F32)`)",
-                            d, t.dtype
+                            seen.join(" and "),
+                            type_str(t.dtype, &t.shape)
                         ))
                         .at(loc),
                     ),
                 },
             });
+            seen.push(type_str(t.dtype, &t.shape));
         }
     }
     let weak_tensors: Vec<DType> =
@@ -152,8 +155,15 @@ fn common_dtype(name: &str, ops: &[&Operand], loc: SourceLoc) -> DType {
                 Some(w) => d = w,
                 None => fail(
                     Error::dtype(format!(
-                        "`{name}`: a scalar {} cannot stand beside a {d} tensor",
-                        crate::ir::literal_text(*l)
+                        "`{name}`: a scalar {} cannot stand beside {}",
+                        crate::ir::literal_text(*l),
+                        ops.iter()
+                            .filter_map(|o| match o {
+                                Operand::Tensor(t) => Some(type_str(t.dtype, &t.shape)),
+                                Operand::Scalar(_) => None,
+                            })
+                            .collect::<Vec<_>>()
+                            .join(" and ")
                     ))
                     .at(loc),
                 ),
@@ -227,7 +237,14 @@ fn compare(op: CmpOp, a: Operand, b: Operand, loc: SourceLoc) -> Tensor {
         _ => common_dtype(name, &[&a, &b], loc),
     };
     if !op.accepts(dtype) {
-        fail(Error::dtype(format!("`{name}` does not order bool tensors; compare with eq/ne")).at(loc));
+        fail(
+            Error::dtype(format!(
+                "`{name}` does not order bool tensors (lhs {}, rhs {}); compare with eq/ne",
+                operand_desc(&a),
+                operand_desc(&b)
+            ))
+            .at(loc),
+        );
     }
     let shape = common_shape(name, &[&a, &b], loc);
     let a = coerce(a, dtype, &shape, loc);

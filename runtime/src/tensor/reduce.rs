@@ -58,7 +58,10 @@ fn norm_axes(op: &str, t: &Tensor, axes: &dyn Axes, loc: SourceLoc) -> Vec<usize
     let n = v.len();
     v.dedup();
     if v.len() != n {
-        fail(Error::shape(format!("`{op}`: an axis is listed twice in {:?}", axes.axes())).at(loc));
+        fail(
+            Error::shape(format!("`{op}`: an axis is listed twice in {:?} for {}", axes.axes(), type_str(t.dtype, &t.shape)))
+                .at(loc),
+        );
     }
     v
 }
@@ -186,6 +189,7 @@ fn var_at(t: &Tensor, axes: &[usize], keepdims: bool, loc: SourceLoc) -> Tensor 
 }
 
 fn std_at(t: &Tensor, axes: &[usize], keepdims: bool, loc: SourceLoc) -> Tensor {
+    float_only("std", t, loc);
     var_at(t, axes, keepdims, loc).sqrt()
 }
 

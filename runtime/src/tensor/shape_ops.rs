@@ -10,19 +10,36 @@ use crate::trace::fail;
 use crate::{shape, DType, Error, Literal, Scalar, SourceLoc};
 use std::panic::Location;
 
-/// Normalise a possibly negative axis of a rank-`rank` tensor.
+/// Normalise a possibly negative axis among `rank` axes (the operand's
+/// rank, or one more for ops that insert an axis).
 pub(crate) fn norm_axis(op: &str, t: &Tensor, axis: isize, rank: usize, loc: SourceLoc) -> usize {
     let a = if axis < 0 { axis + rank as isize } else { axis };
     if a < 0 || a >= rank as isize {
+        let valid = if rank == 0 { "it has no axes".to_string() } else { format!("valid axes: {}..={}", -(rank as isize), rank - 1) };
         fail(
-            Error::shape(format!(
-                "`{op}`: axis {axis} is out of range for {} (rank {rank})",
-                type_str(t.dtype, &t.shape)
-            ))
-            .at(loc),
+            Error::shape(format!("`{op}`: axis {axis} is out of range for {} ({valid})", type_str(t.dtype, &t.shape)))
+                .at(loc),
         );
     }
     a as usize
+}
+
+/// Normalised axes of `t`, each listed at most once (as NumPy, an axis
+/// named twice, e.g. `[0, -2]` of a matrix, is an error, not a no-op).
+pub(crate) fn distinct_axes(op: &str, t: &Tensor, axes: &[isize], loc: SourceLoc) -> Vec<usize> {
+    let v: Vec<usize> = axes.iter().map(|&a| norm_axis(op, t, a, t.ndim(), loc)).collect();
+    for (i, a) in v.iter().enumerate() {
+        if v[..i].contains(a) {
+            fail(
+                Error::shape(format!(
+                    "`{op}`: axis {a} is listed twice in {axes:?} for {}",
+                    type_str(t.dtype, &t.shape)
+                ))
+                .at(loc),
+            );
+        }
+    }
+    v
 }
 
 /// One axis of a `slice`: Python's `start:end:step` (open ends are `None`).
@@ -173,7 +190,7 @@ impl Tensor {
         let drop: Vec<usize> = if axes.is_empty() {
             (0..r).filter(|&a| self.shape[a] == 1).collect()
         } else {
-            axes.iter().map(|&a| norm_axis("squeeze", self, a, r, loc)).collect()
+            distinct_axes("squeeze", self, axes, loc)
         };
         for &a in &drop {
             if self.shape[a] != 1 {
@@ -213,7 +230,7 @@ impl Tensor {
         for d in 0..self.ndim() {
             let s = axes.get(d).copied().unwrap_or_else(Slice::full);
             if s.step == 0 {
-                fail(Error::shape(format!("`slice`: step 0 on axis {d}")).at(loc));
+                fail(Error::shape(format!("`slice`: step 0 on axis {d} of {}", type_str(self.dtype, &self.shape))).at(loc));
             }
             let (start, len) = s.resolve(self.shape[d]);
             starts.push((if len == 0 { 0 } else { start }, s.step as i64));
@@ -240,8 +257,8 @@ impl Tensor {
     pub fn flip(&self, axes: &[isize]) -> Tensor {
         let loc = Location::caller();
         let mut v = vec![Slice::full(); self.ndim()];
-        for &a in axes {
-            v[norm_axis("flip", self, a, self.ndim(), loc)] = Slice::rev();
+        for a in distinct_axes("flip", self, axes, loc) {
+            v[a] = Slice::rev();
         }
         self.slice(&v)
     }
@@ -264,7 +281,14 @@ impl Tensor {
         let l = value.literal();
         let bool_ok = self.dtype == DType::Bool && matches!(l, Literal::Int(0 | 1));
         if !bool_ok && (l.weak_dtype(self.dtype).is_none() || (self.dtype.is_int() && matches!(l, Literal::Float(_)))) {
-            fail(Error::dtype(format!("`pad`: a {l:?} cannot fill a {} tensor", self.dtype)).at(loc));
+            fail(
+                Error::dtype(format!(
+                    "`pad`: the value {} cannot fill {}",
+                    crate::ir::literal_text(l),
+                    type_str(self.dtype, &self.shape)
+                ))
+                .at(loc),
+            );
         }
         let out = self.shape.iter().zip(pads).map(|(d, (a, b))| d + a + b).collect();
         apply(Op::Pad(pads.to_vec(), l.cast(self.dtype)), &[self], out, self.dtype, loc)
@@ -279,7 +303,14 @@ impl Tensor {
         let loc = Location::caller();
         let a = norm_axis("take", self, axis, self.ndim(), loc);
         if !idx.dtype.is_int() {
-            fail(Error::dtype(format!("`take`: indices must be i32 or i64, found {}", type_str(idx.dtype, &idx.shape))).at(loc));
+            fail(
+                Error::dtype(format!(
+                    "`take` from {}: indices must be i32 or i64, found {}",
+                    type_str(self.dtype, &self.shape),
+                    type_str(idx.dtype, &idx.shape)
+                ))
+                .at(loc),
+            );
         }
         if self.shape[a] == 0 && !idx.is_empty() {
             fail(
@@ -355,10 +386,37 @@ impl Tensor {
         if ts.is_empty() {
             fail(Error::shape("`stack` of no tensors").at(loc));
         }
-        let expanded: Vec<Tensor> = ts.iter().map(|t| t.expand_dims(axis)).collect();
+        // Checked here, so that errors name `stack` and the user's line
+        // (not the `expand_dims`/`concat` it is made of).
+        let first = ts[0];
+        for (i, t) in ts.iter().enumerate() {
+            if t.shape != first.shape {
+                fail(
+                    Error::shape(format!(
+                        "`stack`: operand {i} is {}, operand 0 is {} (all shapes must be equal)",
+                        type_str(t.dtype, &t.shape),
+                        type_str(first.dtype, &first.shape)
+                    ))
+                    .at(loc),
+                );
+            }
+            if DType::promote(first.dtype, t.dtype).is_none() {
+                fail(
+                    Error::dtype(format!(
+                        "`stack`: cannot combine {} with {}",
+                        type_str(first.dtype, &first.shape),
+                        type_str(t.dtype, &t.shape)
+                    ))
+                    .at(loc),
+                );
+            }
+        }
+        let a = norm_axis("stack", first, axis, first.ndim() + 1, loc);
+        let mut s = first.shape.clone();
+        s.insert(a, 1);
+        let expanded: Vec<Tensor> = ts.iter().map(|t| apply(Op::Reshape, &[t], s.clone(), t.dtype, loc)).collect();
         let refs: Vec<&Tensor> = expanded.iter().collect();
-        let a = if axis < 0 { axis } else { axis };
-        concat_at(&refs, a, loc)
+        concat_at(&refs, a as isize, loc)
     }
 }
 
@@ -376,9 +434,17 @@ fn concat_at(ts: &[&Tensor], axis: isize, loc: SourceLoc) -> Tensor {
     }
     let first = ts[0];
     let a = norm_axis("concat", first, axis, first.ndim(), loc);
-    let dtype = ts.iter().skip(1).fold(first.dtype, |d, t| {
+    let dtype = ts.iter().enumerate().skip(1).fold(first.dtype, |d, (i, t)| {
         DType::promote(d, t.dtype).unwrap_or_else(|| {
-            fail(Error::dtype(format!("`concat`: cannot combine {d} with {}", t.dtype)).at(loc))
+            fail(
+                Error::dtype(format!(
+                    "`concat`: cannot combine operand {i} {} with {} (operand 0 is {})",
+                    type_str(t.dtype, &t.shape),
+                    d,
+                    type_str(first.dtype, &first.shape)
+                ))
+                .at(loc),
+            )
         })
     });
     for (i, t) in ts.iter().enumerate() {
