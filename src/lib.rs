@@ -24,5 +24,8 @@ pub use jitfuse_runtime::*;
 /// Everything a user of jitfuse needs in scope.
 pub mod prelude {
     pub use jitfuse_macros::jit;
-    pub use jitfuse_runtime::{concat, select, softmax_cross_entropy, stack, where_, DType, Error, Slice, Tensor};
+    pub use jitfuse_runtime::{
+        concat, grad, select, softmax_cross_entropy, stack, stop_gradient, value_and_grad, vjp, where_, DType, Error, Slice, Tensor,
+        Tree,
+    };
 }

@@ -149,6 +149,7 @@ pub fn unary_f64(op: UnaryOp, x: f64) -> f64 {
         UnaryOp::Square => x * x,
         UnaryOp::Recip => 1.0 / x,
         UnaryOp::Erf => libm::erf(x),
+        UnaryOp::StopGradient => x,
         UnaryOp::Floor => x.floor(),
         UnaryOp::Not => unreachable!(),
     }
@@ -327,6 +328,52 @@ fn pad(x: &Tensor, p: &[(usize, usize)], l: Literal, s: &[usize]) -> Tensor {
     out
 }
 
+/// Zeros of shape `to` with `x` written at `start + i*step` per axis.
+fn slice_scatter(x: &Tensor, sl: &[(i64, i64)], to: &[usize]) -> Tensor {
+    let out = Tensor::zeros(to, x.dtype);
+    let size = x.dtype.size();
+    let ost = shape::strides(to);
+    let src = x.buffer().unwrap().bytes();
+    let dst_buf = out.buffer().unwrap();
+    // SAFETY: `out` is fresh and unshared until returned.
+    let dst = unsafe { std::slice::from_raw_parts_mut(dst_buf.as_mut_ptr(), dst_buf.len_bytes()) };
+    let mut idx = vec![0usize; to.len()];
+    for i in 0..shape::numel(&x.shape) {
+        let off: usize = idx.iter().zip(sl).zip(&ost).map(|((&a, &(st, step)), &o)| (st + a as i64 * step) as usize * o).sum();
+        dst[off * size..(off + 1) * size].copy_from_slice(&src[i * size..(i + 1) * size]);
+        for d in (0..x.shape.len()).rev() {
+            idx[d] += 1;
+            if idx[d] < x.shape[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    out
+}
+
+/// Zeros of shape `to` with each value of `vals` added at its clamped index
+/// along `axis` (the adjoint of `take`).
+fn scatter_add(vals: &Tensor, idx: &Tensor, axis: usize, to: &[usize]) -> Tensor {
+    let n = to[axis];
+    let outer: usize = to[..axis].iter().product();
+    let inner: usize = to[axis + 1..].iter().product();
+    let ids = as_i64s(idx);
+    let v = as_f64s(vals);
+    let mut acc = vec![0.0f64; shape::numel(to)];
+    let mut j = 0;
+    for o in 0..outer {
+        for &i in &ids {
+            let k = clamp_index(i, n);
+            for e in 0..inner {
+                acc[(o * n + k) * inner + e] += v[j];
+                j += 1;
+            }
+        }
+    }
+    from_f64s(acc, to, vals.dtype)
+}
+
 /// Clamp an index into `0..n` after counting negative ones from the end.
 pub fn clamp_index(i: i64, n: usize) -> usize {
     let i = if i < 0 { i + n as i64 } else { i };
@@ -366,6 +413,9 @@ pub fn eval_op(op: &Op, ins: &[&Tensor], shape: &[usize], dtype: DType) -> Resul
         Op::Const(l) => filled(*l, s, dtype),
         Op::Cast(d) => cast(ins[0], *d),
         Op::Unary(UnaryOp::Not) => tensor_of(as_bools(ins[0]).into_iter().map(|v| !v).collect(), s),
+        Op::Unary(UnaryOp::StopGradient) => ins[0].clone(),
+        Op::SliceScatter(sl) => slice_scatter(ins[0], sl, s),
+        Op::ScatterAdd(axis) => scatter_add(ins[0], ins[1], *axis, s),
         Op::Unary(u) if dtype.is_float() => {
             from_f64s(as_f64s(ins[0]).into_iter().map(|x| unary_f64(*u, x)).collect(), s, dtype)
         }

@@ -15,6 +15,7 @@ pub mod trace;
 pub use dtype::{DType, Element, Literal, Scalar};
 pub use error::{Error, ErrorKind, SourceLoc};
 pub use tensor::Tensor;
+pub mod autodiff;
 pub mod codegen;
 pub mod exec;
 pub mod fusion;
@@ -22,6 +23,7 @@ pub mod jit;
 pub mod passes;
 mod library;
 
+pub use autodiff::{grad, stop_gradient, value_and_grad, vjp, Tree};
 pub use exec::MemoryAnalysis;
 pub use jit::{clear_caches, CacheStats, Compiled, Lowered};
 pub use tensor::composite::softmax_cross_entropy;

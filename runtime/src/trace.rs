@@ -141,9 +141,26 @@ pub fn trace(params: &[ParamSpec], body: impl FnOnce(&[Tensor]) -> Vec<Tensor>) 
 pub(crate) fn to_value(t: &Tensor, loc: Option<SourceLoc>) -> ValueId {
     let r = STACK.with(|s| {
         let mut s = s.borrow_mut();
+        let outer: Vec<u64> = s.iter().map(|f| f.id).collect();
         let top = s.last_mut().expect("to_value outside a trace");
         match &t.data {
             Data::Traced { trace, id } if *trace == top.id => Ok(*id),
+            // A value of an enclosing trace (e.g. a closure of `grad` over a
+            // jitted function's argument): captured like a concrete tensor;
+            // the inner graph is later replayed inside the outer trace.
+            Data::Traced { trace, id } if outer.contains(trace) => {
+                let key = (*trace as usize) << 32 ^ id.index() ^ (1 << 63);
+                let k = match top.captured_by_ptr.get(&key) {
+                    Some(k) => *k,
+                    None => {
+                        top.captured.push(t.clone());
+                        top.captured_by_ptr.insert(key, top.captured.len() - 1);
+                        top.captured.len() - 1
+                    }
+                };
+                let node = Node { op: Op::Captured(k), inputs: vec![], shape: t.shape.clone(), dtype: t.dtype, loc };
+                Ok(top.graph.push(node))
+            }
             Data::Traced { .. } => Err(Error::new(
                 ErrorKind::LeakedTracer,
                 format!(

@@ -48,6 +48,7 @@ fn apply_unary(op: UnaryOp, t: &Tensor) -> Tensor {
         UnaryOp::Not => !t,
         UnaryOp::Erf => t.erf(),
         UnaryOp::Floor => t.floor(),
+        UnaryOp::StopGradient => jitfuse::stop_gradient(t),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Integration tests of the runtime (one binary: build time matters).
 
 mod array_ops;
+mod autodiff;
 mod common;
 mod differential;
 mod passes;

@@ -539,11 +539,12 @@ proptest! {
         let ok = match op {
             UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Relu | UnaryOp::Square => is_num(d),
             UnaryOp::Not => d == DType::Bool,
+            UnaryOp::StopGradient => true,
             _ => d.is_float(),
         };
         let expect = ok.then(|| vec![(x.shape().to_vec(), d)]);
         let exact = matches!(op, UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Relu | UnaryOp::Square
-            | UnaryOp::Not | UnaryOp::Floor | UnaryOp::Sqrt | UnaryOp::Recip);
+            | UnaryOp::Not | UnaryOp::Floor | UnaryOp::Sqrt | UnaryOp::Recip | UnaryOp::StopGradient);
         let tol = if exact { EXACT } else { float_tol(d) };
         run_case(&[op.name()], &[x], expect, tol, &move |ts: &[Tensor]| {
             let t = &ts[0];
@@ -564,6 +565,7 @@ proptest! {
                 UnaryOp::Not => t.logical_not(),
                 UnaryOp::Erf => t.erf(),
                 UnaryOp::Floor => t.floor(),
+                UnaryOp::StopGradient => jitfuse::stop_gradient(t),
             }]
         })?;
     }

@@ -193,6 +193,9 @@ pub fn unary(b: &mut FunctionBuilder, op: UnaryOp, d: DType, x: &Vals) -> Vals {
     if op == UnaryOp::Not {
         return map_parts(x, |p| b.ins().bnot(p));
     }
+    if op == UnaryOp::StopGradient {
+        return x.clone();
+    }
     if d.is_float() {
         return map_parts(x, |p| match op {
             UnaryOp::Neg => b.ins().fneg(p),
@@ -223,7 +226,7 @@ pub fn unary(b: &mut FunctionBuilder, op: UnaryOp, d: DType, x: &Vals) -> Vals {
             UnaryOp::Cos => math::cos(b, p),
             UnaryOp::Erf => math::erf(b, p),
             UnaryOp::Floor => b.ins().floor(p),
-            UnaryOp::Not => unreachable!(),
+            UnaryOp::Not | UnaryOp::StopGradient => unreachable!(),
         });
     }
     map_parts(x, |p| match op {

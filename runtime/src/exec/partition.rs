@@ -91,6 +91,8 @@ fn is_library(op: &Op) -> bool {
             | Op::ArgMax(_)
             | Op::ArgMin(_)
             | Op::Iota(_)
+            | Op::SliceScatter(_)
+            | Op::ScatterAdd(_)
     )
 }
 

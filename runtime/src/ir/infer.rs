@@ -137,6 +137,37 @@ pub fn infer(op: &Op, ins: &[Ty], declared: Ty) -> Result<(Vec<usize>, DType), S
             out.extend([m, n]);
             Ok((out, da))
         }
+        Op::SliceScatter(sl) => {
+            arity(1)?;
+            // The input must be what slicing the declared shape gives.
+            let back = infer(&Op::Slice(sl.clone()), &[declared], (ins[0].0, ins[0].1))?;
+            if back.0 != ins[0].0 || declared.1 != ins[0].1 {
+                return Err(format!("slicing {:?} by {sl:?} does not give {:?}", declared.0, ins[0].0));
+            }
+            Ok((declared.0.to_vec(), ins[0].1))
+        }
+        Op::ScatterAdd(axis) => {
+            arity(2)?;
+            let (v, d) = ins[0];
+            let idx = ins[1].0;
+            if !d.is_float() {
+                return Err(format!("scatter_add accumulates floats, not {d}"));
+            }
+            if !ins[1].1.is_int() {
+                return Err(format!("indices must be i32 or i64, not {}", ins[1].1));
+            }
+            let out = declared.0;
+            if *axis >= out.len() {
+                return Err(format!("axis {axis} out of range for rank {}", out.len()));
+            }
+            let mut want = out[..*axis].to_vec();
+            want.extend_from_slice(idx);
+            want.extend_from_slice(&out[axis + 1..]);
+            if want != v || declared.1 != d {
+                return Err(format!("values {v:?} do not match taking {idx:?} from {out:?} along axis {axis}"));
+            }
+            Ok((out.to_vec(), d))
+        }
         _ => unreachable!("infer is for structural ops"),
     }
 }

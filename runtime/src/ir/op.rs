@@ -23,6 +23,8 @@ pub enum UnaryOp {
     Erf,
     /// Largest integer not above x.
     Floor,
+    /// Identity whose gradient is zero (`stop_gradient`).
+    StopGradient,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -116,10 +118,16 @@ pub enum Op {
     Iota(usize),
     /// `a[..., m, k] @ b[..., k, n]`, batch dimensions broadcast.
     Matmul,
+    /// The adjoint of `Slice`: zeros of the node's shape with the input
+    /// written at `start + i*step` per axis.
+    SliceScatter(Vec<(i64, i64)>),
+    /// The adjoint of `Take(axis)`: inputs `(values, indices)`; zeros of the
+    /// node's shape with each value added at its (clamped) index.
+    ScatterAdd(usize),
 }
 
 impl UnaryOp {
-    pub const ALL: [UnaryOp; 16] = [
+    pub const ALL: [UnaryOp; 17] = [
         UnaryOp::Neg,
         UnaryOp::Exp,
         UnaryOp::Ln,
@@ -136,6 +144,7 @@ impl UnaryOp {
         UnaryOp::Not,
         UnaryOp::Erf,
         UnaryOp::Floor,
+        UnaryOp::StopGradient,
     ];
 
     pub fn name(self) -> &'static str {
@@ -156,6 +165,7 @@ impl UnaryOp {
             UnaryOp::Not => "not",
             UnaryOp::Erf => "erf",
             UnaryOp::Floor => "floor",
+            UnaryOp::StopGradient => "stop_gradient",
         }
     }
 
@@ -164,6 +174,7 @@ impl UnaryOp {
         match self {
             UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Relu | UnaryOp::Square => d.is_float() || d.is_int(),
             UnaryOp::Not => d == DType::Bool,
+            UnaryOp::StopGradient => true,
             _ => d.is_float(),
         }
     }
@@ -250,6 +261,8 @@ impl Op {
             Op::Take(_) => "take",
             Op::Iota(_) => "iota",
             Op::Matmul => "matmul",
+            Op::SliceScatter(_) => "slice_scatter",
+            Op::ScatterAdd(_) => "scatter_add",
         }
     }
 

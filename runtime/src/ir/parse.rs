@@ -79,6 +79,11 @@ pub fn parse(text: &str) -> Result<Graph, Error> {
                 let pairs = pairs::<i64>(attr("start:step per axis")?, line_no)?;
                 (Op::Slice(pairs), args)
             }
+            "slice_scatter" => {
+                let pairs = pairs::<i64>(attr("start:step per axis")?, line_no)?;
+                (Op::SliceScatter(pairs), args)
+            }
+            "scatter_add" => (Op::ScatterAdd(one(attr("an axis")?, line_no)?), args),
             "pad" => {
                 let pairs = pairs::<usize>(attr("before:after per axis")?, line_no)?;
                 let (lit, rest) = split_first_word(args);

@@ -54,9 +54,9 @@ pub fn attr_text(op: &Op) -> String {
     match op {
         Op::Transpose(p) => format!("[{}]", list(p)),
         Op::Reduce(_, axes) => format!("[{}]", list(axes)),
-        Op::Slice(sl) => format!("[{}]", sl.iter().map(|(a, b)| format!("{a}:{b}")).collect::<Vec<_>>().join(",")),
+        Op::Slice(sl) | Op::SliceScatter(sl) => format!("[{}]", sl.iter().map(|(a, b)| format!("{a}:{b}")).collect::<Vec<_>>().join(",")),
         Op::Pad(p, _) => format!("[{}]", p.iter().map(|(a, b)| format!("{a}:{b}")).collect::<Vec<_>>().join(",")),
-        Op::Concat(a) | Op::ArgMax(a) | Op::ArgMin(a) | Op::Take(a) | Op::Iota(a) => format!("[{a}]"),
+        Op::Concat(a) | Op::ArgMax(a) | Op::ArgMin(a) | Op::Take(a) | Op::Iota(a) | Op::ScatterAdd(a) => format!("[{a}]"),
         _ => String::new(),
     }
 }

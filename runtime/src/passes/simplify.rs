@@ -123,6 +123,8 @@ fn rewrite(g: &Graph, n: &Node) -> Option<ValueId> {
         Op::Binary(BinaryOp::Add) if is_const(g, ins[0], -0.0) || (int && is_const(g, ins[0], 0.0)) => Some(ins[1]),
         Op::Unary(UnaryOp::Neg) if g.node(ins[0]).op == Op::Unary(UnaryOp::Neg) => Some(g.node(ins[0]).inputs[0]),
         Op::Select if ins[1] == ins[2] => Some(ins[1]),
+        // Its only meaning is to autodiff, which runs before this pass.
+        Op::Unary(UnaryOp::StopGradient) => Some(ins[0]),
         Op::Broadcast | Op::Reshape if g.node(ins[0]).shape == n.shape => Some(ins[0]),
         Op::Transpose(p) if p.iter().enumerate().all(|(i, &x)| i == x) => Some(ins[0]),
         Op::Slice(sl) if sl.iter().all(|&(start, step)| start == 0 && step == 1) && g.node(ins[0]).shape == n.shape => {

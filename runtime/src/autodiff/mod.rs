@@ -1,0 +1,121 @@
+//! Transformations on traced closures: `grad`, `value_and_grad`, `vjp`,
+//! `stop_gradient`. They trace the function into a graph (a nested trace
+//! inside `#[jit]`), replay it where they are called (recording into the
+//! enclosing trace, or evaluating eagerly), and run the reverse-mode rules
+//! on the replayed values. Inside `#[jit]` the result is one graph: forward
+//! and backward together, visible in `lower(..).as_text()`, simplified and
+//! fused like any other.
+
+mod replay;
+mod rules;
+mod tree;
+
+pub use replay::replay;
+pub use rules::{backward, sum_to};
+pub use tree::Tree;
+
+use crate::error::type_str;
+use crate::ir::{Op, UnaryOp};
+use crate::tensor::ops::apply;
+use crate::trace::{self, fail, ParamSpec};
+use crate::{Error, ErrorKind, Tensor};
+use std::panic::Location;
+
+/// Identity whose gradient is zero.
+#[track_caller]
+pub fn stop_gradient(x: &Tensor) -> Tensor {
+    apply(Op::Unary(UnaryOp::StopGradient), &[x], x.shape().to_vec(), x.dtype(), Location::caller())
+}
+
+/// Trace `f` on fresh parameters shaped like the leaves of `x`.
+fn trace_leaves<T: Tree>(what: &str, x: &T, f: &dyn Fn(&[Tensor]) -> Vec<Tensor>, loc: &'static Location<'static>) -> trace::Traced {
+    let leaves = x.leaves();
+    for (i, l) in leaves.iter().enumerate() {
+        if !l.dtype().is_float() {
+            fail(
+                Error::new(
+                    ErrorKind::DType,
+                    format!(
+                        "`{what}`: leaf {i} is {}; only float tensors can be differentiated (cast it, or close over it instead of passing it)",
+                        type_str(l.dtype(), l.shape())
+                    ),
+                )
+                .at(loc),
+            );
+        }
+    }
+    let specs: Vec<ParamSpec> = leaves.iter().map(|l| ParamSpec { shape: l.shape().to_vec(), dtype: l.dtype(), weak: false }).collect();
+    match trace::trace(&specs, f) {
+        Ok(t) => t,
+        Err(e) => fail(e),
+    }
+}
+
+/// The value of `f` at `x` and its gradient with respect to every leaf of
+/// `x`. The value must be a float scalar (shape `[]`).
+#[track_caller]
+pub fn value_and_grad<T: Tree>(f: impl Fn(&T) -> Tensor, x: &T) -> (Tensor, T) {
+    let loc = Location::caller();
+    let body = |ts: &[Tensor]| vec![f(&x.rebuild(&mut ts.iter().cloned()))];
+    let traced = trace_leaves("value_and_grad", x, &body, loc);
+    let g = &traced.graph;
+    let out = g.outputs[0];
+    let on = g.node(out);
+    if !on.shape.is_empty() || !on.dtype.is_float() {
+        fail(
+            Error::shape(format!(
+                "`grad`: the function's value must be a float scalar (shape []), found {}; reduce it first (e.g. `.sum_all()` or `.mean_all()`)",
+                type_str(on.dtype, &on.shape)
+            ))
+            .at(loc),
+        );
+    }
+    let leaves = x.leaves();
+    let vals = replay(g, &leaves, &traced.captured);
+    let value = vals[out.index()].clone();
+    let seed = value.ones_like();
+    let cts = backward(g, &vals, &[(out, seed)]);
+    let grads: Vec<Tensor> = g
+        .params()
+        .iter()
+        .zip(&leaves)
+        .map(|(p, l)| cts[p.index()].clone().unwrap_or_else(|| l.zeros_like()))
+        .collect();
+    (value, x.rebuild(&mut grads.into_iter()))
+}
+
+/// The gradient of `f` at `x` (see `value_and_grad`).
+#[track_caller]
+pub fn grad<T: Tree>(f: impl Fn(&T) -> Tensor, x: &T) -> T {
+    value_and_grad(f, x).1
+}
+
+/// `f(x)` and a function mapping a cotangent of the output (a tree like the
+/// output) to the cotangent of `x`.
+#[track_caller]
+pub fn vjp<T: Tree + Clone + 'static, U: Tree>(f: impl Fn(&T) -> U, x: &T) -> (U, impl Fn(&U) -> T) {
+    let loc = Location::caller();
+    // The traced output tree is kept for its structure only.
+    let structure: std::cell::RefCell<Option<U>> = std::cell::RefCell::new(None);
+    let body = |ts: &[Tensor]| {
+        let u = f(&x.rebuild(&mut ts.iter().cloned()));
+        let leaves = u.leaves();
+        *structure.borrow_mut() = Some(u);
+        leaves
+    };
+    let traced = trace_leaves("vjp", x, &body, loc);
+    let leaves = x.leaves();
+    let vals = replay(&traced.graph, &leaves, &traced.captured);
+    let outs: Vec<Tensor> = traced.graph.outputs.iter().map(|o| vals[o.index()].clone()).collect();
+    let y = structure.into_inner().expect("traced").rebuild(&mut outs.into_iter());
+    let x = x.clone();
+    let back = move |ct: &U| -> T {
+        let g = &traced.graph;
+        let seeds: Vec<_> = g.outputs.iter().copied().zip(ct.leaves()).collect();
+        let cts = backward(g, &vals, &seeds);
+        let grads: Vec<Tensor> =
+            g.params().iter().zip(&leaves).map(|(p, l)| cts[p.index()].clone().unwrap_or_else(|| l.zeros_like())).collect();
+        x.rebuild(&mut grads.into_iter())
+    };
+    (y, back)
+}

@@ -1,0 +1,190 @@
+//! Reverse-mode rules: the cotangent of every operand of every op, written
+//! with tensor operations on the forward values (so the backward pass is
+//! traced into the same graph inside `#[jit]`, or computed eagerly).
+//! Broadcasting is explicit in the IR, so "reducing a gradient back to its
+//! operand's shape" is the rule of `broadcast`.
+
+use crate::ir::{BinaryOp, Graph, Op, ReduceOp, UnaryOp, ValueId};
+use crate::tensor::ops::apply;
+use crate::{select, Tensor};
+use std::panic::Location;
+
+fn shape_isize(s: &[usize]) -> Vec<isize> {
+    s.iter().map(|&d| d as isize).collect()
+}
+
+/// Sum `t` down to `shape` (which broadcasts to `t`'s shape).
+pub fn sum_to(t: &Tensor, shape: &[usize]) -> Tensor {
+    let ts = t.shape().to_vec();
+    if ts == shape {
+        return t.clone();
+    }
+    let off = ts.len() - shape.len();
+    let axes: Vec<isize> = (0..ts.len()).filter(|&d| d < off || (shape[d - off] == 1 && ts[d] != 1)).map(|d| d as isize).collect();
+    let s = if axes.is_empty() { t.clone() } else { t.sum(axes) };
+    s.reshape(&shape_isize(shape))
+}
+
+/// Broadcast a reduction's cotangent (shape without `axes`) back over `x`.
+fn unreduce(ct: &Tensor, x: &Tensor, axes: &[usize]) -> Tensor {
+    let keep: Vec<isize> = (0..x.ndim()).map(|d| if axes.contains(&d) { 1 } else { x.shape()[d] as isize }).collect();
+    ct.reshape(&keep).broadcast_to(x.shape())
+}
+
+/// Cotangents of all nodes reachable backwards from the seeded outputs.
+/// `vals` are the forward values of every node. Only float nodes carry
+/// cotangents.
+pub fn backward(g: &Graph, vals: &[Tensor], seeds: &[(ValueId, Tensor)]) -> Vec<Option<Tensor>> {
+    let here = Location::caller();
+    let mut ct: Vec<Option<Tensor>> = vec![None; g.nodes.len()];
+    let add = |ct: &mut Vec<Option<Tensor>>, v: ValueId, t: Tensor| {
+        if !g.node(v).dtype.is_float() {
+            return;
+        }
+        let t = if t.dtype() != g.node(v).dtype { t.cast(g.node(v).dtype) } else { t };
+        ct[v.index()] = Some(match ct[v.index()].take() {
+            Some(old) => old + t,
+            None => t,
+        });
+    };
+    for (v, t) in seeds {
+        add(&mut ct, *v, t.clone());
+    }
+    for i in (0..g.nodes.len()).rev() {
+        let Some(c) = ct[i].clone() else { continue };
+        let n = &g.nodes[i];
+        let loc = n.loc.unwrap_or(here);
+        let y = &vals[i];
+        let x = |k: usize| &vals[n.inputs[k].index()];
+        let inp = |k: usize| n.inputs[k];
+        match &n.op {
+            Op::Param(_) | Op::Const(_) | Op::Captured(_) | Op::Iota(_) | Op::ArgMax(_) | Op::ArgMin(_) | Op::Compare(_) => {}
+            Op::Unary(u) => {
+                let a = x(0);
+                let d = match u {
+                    UnaryOp::Neg => Some(-&c),
+                    UnaryOp::Exp => Some(&c * y),
+                    UnaryOp::Ln => Some(&c / a),
+                    UnaryOp::Tanh => Some(&c * (1.0 - y * y)),
+                    UnaryOp::Sqrt => Some(&c * 0.5 / y),
+                    UnaryOp::Rsqrt => Some(&c * -0.5 * y / a),
+                    UnaryOp::Abs => Some(&c * select(a.gt(0), 1.0, select(a.lt(0), -1.0, 0.0)).cast(a.dtype())),
+                    UnaryOp::Relu => Some(select(a.gt(0), &c, 0.0)),
+                    UnaryOp::Sigmoid => Some(&c * y * (1.0 - y)),
+                    UnaryOp::Sin => Some(&c * a.cos()),
+                    UnaryOp::Cos => Some(-(&c * a.sin())),
+                    UnaryOp::Square => Some(&c * 2.0 * a),
+                    UnaryOp::Recip => Some(-(&c * y * y)),
+                    UnaryOp::Erf => Some(&c * std::f64::consts::FRAC_2_SQRT_PI * (-a.square()).exp()),
+                    UnaryOp::Floor | UnaryOp::StopGradient | UnaryOp::Not => None,
+                };
+                if let Some(d) = d {
+                    add(&mut ct, inp(0), d);
+                }
+            }
+            Op::Binary(b) => {
+                let (a, bb) = (x(0), x(1));
+                match b {
+                    BinaryOp::Add => {
+                        add(&mut ct, inp(0), c.clone());
+                        add(&mut ct, inp(1), c);
+                    }
+                    BinaryOp::Sub => {
+                        add(&mut ct, inp(0), c.clone());
+                        add(&mut ct, inp(1), -&c);
+                    }
+                    BinaryOp::Mul => {
+                        add(&mut ct, inp(0), &c * bb);
+                        add(&mut ct, inp(1), &c * a);
+                    }
+                    BinaryOp::Div => {
+                        add(&mut ct, inp(0), &c / bb);
+                        add(&mut ct, inp(1), -(&c * y / bb));
+                    }
+                    BinaryOp::Max | BinaryOp::Min => {
+                        // Ties split the gradient evenly, as JAX does.
+                        let wins = if *b == BinaryOp::Max { a.gt(bb) } else { a.lt(bb) };
+                        let share = select(&wins, 1.0, select(a.eq(bb), 0.5, 0.0)).cast(a.dtype());
+                        add(&mut ct, inp(0), &c * &share);
+                        add(&mut ct, inp(1), &c * (1.0 - &share));
+                    }
+                    BinaryOp::Pow => {
+                        add(&mut ct, inp(0), &c * bb * a.powf(bb - 1.0));
+                        add(&mut ct, inp(1), select(a.gt(0), &c * y * a.ln(), 0.0));
+                    }
+                    BinaryOp::Rem => {
+                        add(&mut ct, inp(0), c.clone());
+                        add(&mut ct, inp(1), -(&c * ((a - y) / bb)));
+                    }
+                    BinaryOp::And | BinaryOp::Or => {}
+                }
+            }
+            Op::Select => {
+                let cond = x(0);
+                add(&mut ct, inp(1), select(cond, &c, 0.0));
+                add(&mut ct, inp(2), select(cond, 0.0, &c));
+            }
+            Op::Cast(_) => {
+                if x(0).dtype().is_float() {
+                    add(&mut ct, inp(0), c.cast(x(0).dtype()));
+                }
+            }
+            Op::Broadcast => add(&mut ct, inp(0), sum_to(&c, x(0).shape())),
+            Op::Reshape => add(&mut ct, inp(0), c.reshape(&shape_isize(x(0).shape()))),
+            Op::Transpose(p) => {
+                let mut inv = vec![0; p.len()];
+                for (i, &q) in p.iter().enumerate() {
+                    inv[q] = i;
+                }
+                add(&mut ct, inp(0), c.transpose(&inv));
+            }
+            Op::Slice(sl) => {
+                let t = apply(Op::SliceScatter(sl.clone()), &[&c], x(0).shape().to_vec(), c.dtype(), loc);
+                add(&mut ct, inp(0), t);
+            }
+            Op::SliceScatter(sl) => {
+                let t = apply(Op::Slice(sl.clone()), &[&c], x(0).shape().to_vec(), c.dtype(), loc);
+                add(&mut ct, inp(0), t);
+            }
+            Op::Concat(axis) => {
+                let mut start = 0i64;
+                for k in 0..n.inputs.len() {
+                    let s = x(k).shape().to_vec();
+                    let sl: Vec<(i64, i64)> = (0..s.len()).map(|d| (if d == *axis { start } else { 0 }, 1)).collect();
+                    start += s[*axis] as i64;
+                    let t = apply(Op::Slice(sl), &[&c], s, c.dtype(), loc);
+                    add(&mut ct, inp(k), t);
+                }
+            }
+            Op::Pad(p, _) => {
+                let sl: Vec<(i64, i64)> = p.iter().map(|&(lo, _)| (lo as i64, 1)).collect();
+                let t = apply(Op::Slice(sl), &[&c], x(0).shape().to_vec(), c.dtype(), loc);
+                add(&mut ct, inp(0), t);
+            }
+            Op::Reduce(r, axes) => {
+                let a = x(0);
+                let t = match r {
+                    ReduceOp::Sum => unreduce(&c, a, axes),
+                    ReduceOp::Max | ReduceOp::Min => {
+                        let at = a.eq(unreduce(y, a, axes)).cast(a.dtype());
+                        let count = unreduce(&at.sum(axes.iter().map(|&d| d as isize).collect::<Vec<_>>()), a, axes);
+                        unreduce(&c, a, axes) * &at / count
+                    }
+                    ReduceOp::Prod => unreduce(&(&c * y), a, axes) / a,
+                };
+                add(&mut ct, inp(0), t);
+            }
+            Op::Take(axis) => {
+                let t = apply(Op::ScatterAdd(*axis), &[&c, x(1)], x(0).shape().to_vec(), c.dtype(), loc);
+                add(&mut ct, inp(0), t);
+            }
+            Op::ScatterAdd(axis) => add(&mut ct, inp(0), c.take(x(1), *axis as isize)),
+            Op::Matmul => {
+                let (a, b) = (x(0), x(1));
+                add(&mut ct, inp(0), sum_to(&c.matmul(&b.t()), a.shape()));
+                add(&mut ct, inp(1), sum_to(&a.t().matmul(&c), b.shape()));
+            }
+        }
+    }
+    ct
+}

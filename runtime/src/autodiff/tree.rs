@@ -1,0 +1,98 @@
+//! `Tree`: a structure of tensors (JAX's pytree). Gradients, optimiser steps
+//! and jitted parameters work leaf by leaf.
+
+use crate::Tensor;
+
+/// A structure whose leaves are tensors. Implemented for `Tensor`, tuples,
+/// arrays, `Vec` and `Option` of trees; `#[derive(Tree)]` implements it for
+/// structs of trees.
+pub trait Tree: Sized {
+    /// The leaves, in a fixed order.
+    fn leaves(&self) -> Vec<Tensor> {
+        let mut out = Vec::new();
+        self.collect_leaves(&mut out);
+        out
+    }
+
+    /// Append the leaves to `out`.
+    fn collect_leaves(&self, out: &mut Vec<Tensor>);
+
+    /// A tree of the same structure as `self` with leaves taken in order.
+    fn rebuild(&self, leaves: &mut dyn Iterator<Item = Tensor>) -> Self;
+
+    /// Apply `f` to every leaf.
+    fn map(&self, mut f: impl FnMut(&Tensor) -> Tensor) -> Self {
+        let new: Vec<Tensor> = self.leaves().iter().map(&mut f).collect();
+        self.rebuild(&mut new.into_iter())
+    }
+
+    /// Combine two trees of the same structure leaf by leaf (an optimiser
+    /// step: `p.zip_map(&g, |w, dw| w - lr * dw)`).
+    fn zip_map(&self, other: &Self, mut f: impl FnMut(&Tensor, &Tensor) -> Tensor) -> Self {
+        let (a, b) = (self.leaves(), other.leaves());
+        assert_eq!(a.len(), b.len(), "zip_map of trees with {} and {} leaves", a.len(), b.len());
+        let new: Vec<Tensor> = a.iter().zip(&b).map(|(x, y)| f(x, y)).collect();
+        self.rebuild(&mut new.into_iter())
+    }
+}
+
+impl Tree for Tensor {
+    fn collect_leaves(&self, out: &mut Vec<Tensor>) {
+        out.push(self.clone());
+    }
+    fn rebuild(&self, leaves: &mut dyn Iterator<Item = Tensor>) -> Self {
+        leaves.next().expect("tree has fewer leaves than its structure")
+    }
+}
+
+impl<T: Tree> Tree for Vec<T> {
+    fn collect_leaves(&self, out: &mut Vec<Tensor>) {
+        for t in self {
+            t.collect_leaves(out);
+        }
+    }
+    fn rebuild(&self, leaves: &mut dyn Iterator<Item = Tensor>) -> Self {
+        self.iter().map(|t| t.rebuild(leaves)).collect()
+    }
+}
+
+impl<T: Tree> Tree for Option<T> {
+    fn collect_leaves(&self, out: &mut Vec<Tensor>) {
+        if let Some(t) = self {
+            t.collect_leaves(out);
+        }
+    }
+    fn rebuild(&self, leaves: &mut dyn Iterator<Item = Tensor>) -> Self {
+        self.as_ref().map(|t| t.rebuild(leaves))
+    }
+}
+
+impl<T: Tree, const N: usize> Tree for [T; N] {
+    fn collect_leaves(&self, out: &mut Vec<Tensor>) {
+        for t in self {
+            t.collect_leaves(out);
+        }
+    }
+    fn rebuild(&self, leaves: &mut dyn Iterator<Item = Tensor>) -> Self {
+        std::array::from_fn(|i| self[i].rebuild(leaves))
+    }
+}
+
+macro_rules! tuple_tree {
+    ($($t:ident $i:tt),*) => {
+        impl<$($t: Tree),*> Tree for ($($t,)*) {
+            fn collect_leaves(&self, out: &mut Vec<Tensor>) {
+                $(self.$i.collect_leaves(out);)*
+            }
+            fn rebuild(&self, leaves: &mut dyn Iterator<Item = Tensor>) -> Self {
+                ($(self.$i.rebuild(leaves),)*)
+            }
+        }
+    };
+}
+tuple_tree!(A 0);
+tuple_tree!(A 0, B 1);
+tuple_tree!(A 0, B 1, C 2);
+tuple_tree!(A 0, B 1, C 2, D 3);
+tuple_tree!(A 0, B 1, C 2, D 3, E 4);
+tuple_tree!(A 0, B 1, C 2, D 3, E 4, F 5);

@@ -1,0 +1,232 @@
+//! Gradients against central finite differences in f64 on random inputs,
+//! eagerly and inside #[jit] (issue 5).
+
+use crate::common::*;
+use jitfuse::prelude::*;
+use jitfuse::Tree;
+
+/// Central differences of a scalar function of several tensors.
+fn numeric_grad(f: &dyn Fn(&[Tensor]) -> Tensor, xs: &[Tensor], eps: f64) -> Vec<Vec<f64>> {
+    xs.iter()
+        .enumerate()
+        .map(|(k, x)| {
+            let base = x.to_vec::<f64>().unwrap();
+            (0..base.len())
+                .map(|i| {
+                    let at = |d: f64| {
+                        let mut v = base.clone();
+                        v[i] += d;
+                        let mut args = xs.to_vec();
+                        args[k] = Tensor::from_vec(v, x.shape()).unwrap();
+                        f(&args).item::<f64>().unwrap()
+                    };
+                    (at(eps) - at(-eps)) / (2.0 * eps)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn check_grad(name: &str, f: &dyn Fn(&[Tensor]) -> Tensor, xs: Vec<Tensor>) {
+    let (value, grads) = jitfuse::value_and_grad(|t: &Vec<Tensor>| f(t), &xs);
+    let direct = f(&xs).item::<f64>().unwrap();
+    assert!((value.item::<f64>().unwrap() - direct).abs() <= 1e-12 * (1.0 + direct.abs()), "{name}: value");
+    let num = numeric_grad(f, &xs, 1e-6);
+    for (k, (g, n)) in grads.iter().zip(&num).enumerate() {
+        assert_eq!(g.shape(), xs[k].shape(), "{name}: grad {k} has the operand's shape");
+        let g = g.to_vec::<f64>().unwrap();
+        for (i, (a, b)) in g.iter().zip(n).enumerate() {
+            assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "{name}: d/dx{k}[{i}] = {a}, finite differences {b}");
+        }
+    }
+}
+
+fn rand(rng: &mut Rng, shape: &[usize], lo: f64, hi: f64) -> Tensor {
+    random_tensor(rng, shape, DType::F64, lo, hi, false)
+}
+
+/// Random weights make every output element matter to the scalar.
+fn weighted(t: &Tensor, seed: u64) -> Tensor {
+    let mut rng = Rng::new(seed);
+    let w = rand(&mut rng, t.shape(), 0.5, 1.5);
+    (t * w).sum_all()
+}
+
+#[test]
+fn unary_rules() {
+    let mut rng = Rng::new(30);
+    type F = fn(&Tensor) -> Tensor;
+    let cases: [(&str, F, f64, f64); 14] = [
+        ("neg", |x| -x, -2.0, 2.0),
+        ("exp", |x| x.exp(), -2.0, 2.0),
+        ("ln", |x| x.ln(), 0.5, 3.0),
+        ("tanh", |x| x.tanh(), -2.0, 2.0),
+        ("sqrt", |x| x.sqrt(), 0.5, 3.0),
+        ("rsqrt", |x| x.rsqrt(), 0.5, 3.0),
+        ("abs", |x| x.abs(), 0.2, 2.0),
+        ("relu", |x| x.relu(), -2.0, 2.0),
+        ("sigmoid", |x| x.sigmoid(), -3.0, 3.0),
+        ("sin", |x| x.sin(), -3.0, 3.0),
+        ("cos", |x| x.cos(), -3.0, 3.0),
+        ("square", |x| x.square(), -2.0, 2.0),
+        ("recip", |x| x.recip(), 0.5, 2.0),
+        ("erf", |x| x.erf(), -2.0, 2.0),
+    ];
+    for (name, f, lo, hi) in cases {
+        let mut x = rand(&mut rng, &[3, 5], lo, hi);
+        if name == "relu" {
+            // Keep away from the kink.
+            x = jitfuse::select(x.abs().lt(0.05), 0.5, &x);
+        }
+        check_grad(name, &|t| weighted(&f(&t[0]), 1), vec![x]);
+    }
+}
+
+#[test]
+fn binary_rules_with_broadcasting() {
+    let mut rng = Rng::new(31);
+    type F = fn(&Tensor, &Tensor) -> Tensor;
+    let cases: [(&str, F); 8] = [
+        ("add", |a, b| a + b),
+        ("sub", |a, b| a - b),
+        ("mul", |a, b| a * b),
+        ("div", |a, b| a / b),
+        ("maximum", |a, b| a.maximum(b)),
+        ("minimum", |a, b| a.minimum(b)),
+        ("powf", |a, b| a.powf(b)),
+        ("rem", |a, b| a % b),
+    ];
+    for (name, f) in cases {
+        for (sa, sb) in [(vec![3, 4], vec![3, 4]), (vec![3, 4], vec![4]), (vec![3, 1], vec![1, 4]), (vec![2, 3, 4], vec![])] {
+            let a = rand(&mut rng, &sa, 0.5, 2.0);
+            let b = rand(&mut rng, &sb, 0.6, 2.5);
+            check_grad(&format!("{name} {sa:?} {sb:?}"), &|t| weighted(&f(&t[0], &t[1]), 2), vec![a, b]);
+        }
+    }
+}
+
+#[test]
+fn select_cast_and_layout_rules() {
+    let mut rng = Rng::new(32);
+    let x = rand(&mut rng, &[3, 4], -2.0, 2.0);
+    let y = rand(&mut rng, &[3, 4], -2.0, 2.0);
+    check_grad("select", &|t| weighted(&jitfuse::select(t[0].gt(&t[1]), &t[0] * 2.0, t[1].square()), 3), vec![x.clone(), y.clone()]);
+    // Through an f32 cast the gradient is the f64 one (finite differences are
+    // too coarse there: compare with the identity's gradient instead).
+    let through_f32 = jitfuse::grad(|t: &Tensor| weighted(&t.cast(DType::F32).cast(DType::F64), 3), &x);
+    let identity = jitfuse::grad(|t: &Tensor| weighted(t, 3), &x);
+    assert_close(&through_f32, &identity, Tol { rel: 1e-7, abs: 0.0 }, "cast");
+    check_grad("transpose+reshape", &|t| weighted(&t[0].t().reshape(&[2, 6]).square(), 4), vec![x.clone()]);
+    check_grad("slice+flip", &|t| weighted(&t[0].slice(&[Slice::new(2, 0, -1), Slice::new(1, None, 2)]).exp(), 5), vec![x.clone()]);
+    check_grad("concat+pad", &|t| weighted(&jitfuse::concat(&[&t[0], &t[1].square()], 1).pad(&[(1, 0), (0, 2)], 3.0), 6), vec![x.clone(), y.clone()]);
+    check_grad("broadcast_to", &|t| weighted(&t[0].sum_keepdims(0).broadcast_to(&[5, 3, 4]).sin(), 7), vec![x.clone()]);
+    let idx = Tensor::vector(&[2i64, 0, 2, -1]);
+    check_grad("take", &|t| weighted(&t[0].take(&idx, 1).square(), 8), vec![x.clone()]);
+}
+
+#[test]
+fn reduction_matmul_and_composite_rules() {
+    let mut rng = Rng::new(33);
+    let x = rand(&mut rng, &[3, 5], -2.0, 2.0);
+    let gamma = rand(&mut rng, &[5], 0.5, 1.5);
+    let beta = rand(&mut rng, &[5], -1.0, 1.0);
+    check_grad("sum", &|t| weighted(&t[0].sum(1).square(), 9), vec![x.clone()]);
+    check_grad("max", &|t| weighted(&t[0].max(0), 10), vec![x.clone()]);
+    check_grad("min", &|t| weighted(&t[0].min_keepdims(1), 11), vec![x.clone()]);
+    check_grad("prod", &|t| weighted(&t[0].prod(1), 12), vec![x.clone()]);
+    check_grad("mean/var", &|t| weighted(&(t[0].var(1) + t[0].mean(0).sum_all()), 13), vec![x.clone()]);
+    check_grad("logsumexp", &|t| weighted(&t[0].logsumexp(1), 14), vec![x.clone()]);
+    check_grad("softmax", &|t| weighted(&t[0].softmax(-1), 15), vec![x.clone()]);
+    check_grad("layer_norm", &|t| weighted(&t[0].layer_norm(&t[1], &t[2], 1e-5, -1), 16), vec![x.clone(), gamma, beta]);
+    let labels = Tensor::vector(&[1i32, 4, 0]).one_hot_as(5, DType::F64);
+    check_grad("cross-entropy", &|t| jitfuse::softmax_cross_entropy(&t[0], &labels), vec![x.clone()]);
+    let a = rand(&mut rng, &[2, 3, 4], -1.0, 1.0);
+    let b = rand(&mut rng, &[4, 5], -1.0, 1.0);
+    let v = rand(&mut rng, &[4], -1.0, 1.0);
+    check_grad("batched matmul", &|t| weighted(&t[0].matmul(&t[1]).tanh(), 17), vec![a.clone(), b.clone()]);
+    check_grad("matrix-vector", &|t| weighted(&t[0].matmul(&t[1]), 18), vec![a, v]);
+}
+
+#[test]
+fn stop_gradient_and_errors() {
+    let x = Tensor::vector(&[1.0f64, 2.0, 3.0]);
+    let g = jitfuse::grad(|x: &Tensor| (x * jitfuse::stop_gradient(x)).sum_all(), &x);
+    assert_eq!(g.to_vec::<f64>().unwrap(), vec![1.0, 2.0, 3.0]);
+    let r = std::panic::catch_unwind(|| jitfuse::grad(|x: &Tensor| x * 2.0, &Tensor::vector(&[1.0f32, 2.0])));
+    let msg = *r.unwrap_err().downcast::<String>().unwrap();
+    assert!(msg.contains("must be a float scalar (shape []), found f32[2]"), "{msg}");
+    let r = std::panic::catch_unwind(|| jitfuse::grad(|x: &Tensor| x.cast(DType::F32).sum_all(), &Tensor::vector(&[1i32])));
+    let msg = *r.unwrap_err().downcast::<String>().unwrap();
+    assert!(msg.contains("only float tensors can be differentiated"), "{msg}");
+}
+
+#[test]
+fn trees_of_parameters_and_vjp() {
+    let mut rng = Rng::new(34);
+    let p = (rand(&mut rng, &[4, 3], -1.0, 1.0), vec![rand(&mut rng, &[3], -1.0, 1.0)], Some(rand(&mut rng, &[], -1.0, 1.0)));
+    let x = rand(&mut rng, &[2, 4], -1.0, 1.0);
+    type P = (Tensor, Vec<Tensor>, Option<Tensor>);
+    let loss = |p: &P| ((x.matmul(&p.0) + &p.1[0]).tanh() * p.2.as_ref().unwrap()).sum_all();
+    let (l, g) = jitfuse::value_and_grad(loss, &p);
+    assert_eq!(g.0.shape(), &[4, 3]);
+    assert_eq!(g.1[0].shape(), &[3]);
+    // Same as differentiating the flat list.
+    let flat = |t: &[Tensor]| loss(&(t[0].clone(), vec![t[1].clone()], Some(t[2].clone())));
+    let leaves = p.leaves();
+    let num = numeric_grad(&flat, &leaves, 1e-6);
+    for (gk, nk) in g.leaves().iter().zip(&num) {
+        for (a, b) in gk.to_vec::<f64>().unwrap().iter().zip(nk) {
+            assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()));
+        }
+    }
+    assert!((l.item::<f64>().unwrap() - loss(&p).item::<f64>().unwrap()).abs() < 1e-12);
+    // An optimiser step is one line.
+    let stepped = p.zip_map(&g, |w, dw| w - 0.1 * dw);
+    assert_eq!(stepped.leaves().len(), 3);
+    // vjp with a vector output.
+    let f = |x: &Tensor| (x.exp(), x.sin());
+    let xv = rand(&mut rng, &[3], -1.0, 1.0);
+    let (y, back) = jitfuse::vjp(f, &xv);
+    assert_eq!(y.0.shape(), &[3]);
+    let ct = (Tensor::full(&[3], 1.0, DType::F64), Tensor::full(&[3], 2.0, DType::F64));
+    let gx = back(&ct).to_vec::<f64>().unwrap();
+    let want: Vec<f64> = xv.to_vec::<f64>().unwrap().iter().map(|v| v.exp() + 2.0 * v.cos()).collect();
+    for (a, b) in gx.iter().zip(&want) {
+        assert!((a - b).abs() < 1e-12);
+    }
+}
+
+#[jit]
+fn mlp_step(w1: Tensor, w2: Tensor, x: &Tensor, y: &Tensor, lr: f64) -> (Tensor, Tensor, Tensor) {
+    let (l, g) = jitfuse::value_and_grad(
+        |p: &(Tensor, Tensor)| jitfuse::softmax_cross_entropy(&x.matmul(&p.0).relu().matmul(&p.1), y),
+        &(w1.clone(), w2.clone()),
+    );
+    (w1 - lr * &g.0, w2 - lr * &g.1, l)
+}
+
+#[test]
+fn gradients_inside_jit_match_eager_ones() {
+    let mut rng = Rng::new(35);
+    let w1 = random_tensor(&mut rng, &[8, 16], DType::F32, -0.5, 0.5, false);
+    let w2 = random_tensor(&mut rng, &[16, 4], DType::F32, -0.5, 0.5, false);
+    let x = random_tensor(&mut rng, &[32, 8], DType::F32, -1.0, 1.0, false);
+    let y = Tensor::from_vec((0..32).map(|i| (i % 4) as i32).collect(), &[32]).unwrap().one_hot(4);
+    let loss = |p: &(Tensor, Tensor)| jitfuse::softmax_cross_entropy(&x.matmul(&p.0).relu().matmul(&p.1), &y);
+    let (l_eager, g_eager) = jitfuse::value_and_grad(loss, &(w1.clone(), w2.clone()));
+    let text = mlp_step::lower(w1.clone(), w2.clone(), &x, &y, 0.1).unwrap().as_text();
+    // Forward and backward are one traced graph: 2 forward matmuls and 3
+    // backward ones (no gradient flows to x).
+    let traced = text.split("// ---- simplified graph").next().unwrap();
+    assert!(traced.matches("= matmul").count() >= 5, "{traced}");
+    let (n1, n2, l) = mlp_step(w1.clone(), w2.clone(), &x, &y, 0.1);
+    assert!((l.item::<f32>().unwrap() - l_eager.item::<f32>().unwrap()).abs() < 1e-5);
+    let e1 = (&w1 - 0.1 * &g_eager.0).to_vec::<f32>().unwrap();
+    for (a, b) in n1.to_vec::<f32>().unwrap().iter().zip(&e1) {
+        assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+    }
+    let e2 = (&w2 - 0.1 * &g_eager.1).to_vec::<f32>().unwrap();
+    for (a, b) in n2.to_vec::<f32>().unwrap().iter().zip(&e2) {
+        assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+    }
+}
