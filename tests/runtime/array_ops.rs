@@ -197,7 +197,16 @@ fn matmul_shapes_and_values() {
         let v = random_tensor(&mut rng, &[k], d, -2.0, 2.0, false);
         let g = trace_fn(&[a.clone(), b.clone(), v.clone()], |ts| {
             let (a, b, v) = (&ts[0], &ts[1], &ts[2]);
-            vec![a.matmul(b), a.matmul(v), v.matmul(b), (a.matmul(b) + 1.0).relu()]
+            vec![
+                a.matmul(b),
+                a.matmul(v),
+                v.matmul(b),
+                (a.matmul(b) + 1.0).relu(),
+                // Views read in place by the GEMM: transposed, flipped, strided.
+                a.t().t().matmul(&b.flip(&[-1])),
+                b.t().matmul(&a.t()),
+                a.slice_axis(-1, None, None, 2).matmul(&b.slice_axis(-2, None, None, 2)),
+            ]
         });
         check_graph(&g, &[a, b, v], tol(d), &format!("matmul {d} {sa:?} @ {sb:?} trial {trial}"));
     }

@@ -69,7 +69,9 @@ pub fn backward(g: &Graph, vals: &[Tensor], seeds: &[(ValueId, Tensor)]) -> Vec<
                     UnaryOp::Sqrt => Some(&c * 0.5 / y),
                     UnaryOp::Rsqrt => Some(&c * -0.5 * y / a),
                     UnaryOp::Abs => Some(&c * select(a.gt(0), 1.0, select(a.lt(0), -1.0, 0.0)).cast(a.dtype())),
-                    UnaryOp::Relu => Some(select(a.gt(0), &c, 0.0)),
+                    // relu(x) > 0 exactly where x > 0: the mask from the output
+                    // keeps the pre-activation from being saved.
+                    UnaryOp::Relu => Some(select(y.gt(0), &c, 0.0)),
                     UnaryOp::Sigmoid => Some(&c * y * (1.0 - y)),
                     UnaryOp::Sin => Some(&c * a.cos()),
                     UnaryOp::Cos => Some(-(&c * a.sin())),

@@ -295,6 +295,23 @@ impl Executable {
                 ptrs.push(ptr[x.index()]);
             }
             match step {
+                Step::Library(v) if g.node(*v).op == Op::Matmul => {
+                    let n = g.node(*v);
+                    let operand = |x: ValueId| {
+                        let a = partition::read_map(g, &self.part, x);
+                        let size = g.node(x).dtype.size() as i64;
+                        crate::library::Strided {
+                            ptr: ptr[a.root.index()].wrapping_offset((a.offset * size) as isize),
+                            shape: g.node(x).shape.clone(),
+                            strides: a.strides,
+                        }
+                    };
+                    let (a, b) = (operand(n.inputs[0]), operand(n.inputs[1]));
+                    // SAFETY: the operands' maps stay inside their live roots
+                    // (folded views of checked shapes); the destination is
+                    // planned for this value and overlaps no operand.
+                    unsafe { crate::library::matmul_strided(&a, &b, &n.shape, n.dtype, ptr[v.index()]) };
+                }
                 Step::Library(v) => {
                     let n = g.node(*v);
                     let ins: Vec<Tensor> = n

@@ -96,6 +96,15 @@ fn is_library(op: &Op) -> bool {
     )
 }
 
+/// How a step reads `x`: its buffer's root, element offset and strides (a
+/// folded view reads its root through the view's map).
+pub fn read_map(g: &Graph, p: &Partition, x: ValueId) -> Affine {
+    match p.views.get(&x) {
+        Some(a) if !p.materialised[x.index()] => a.clone(),
+        _ => Affine { root: x, offset: 0, strides: contiguous(&g.node(x).shape) },
+    }
+}
+
 /// The constant a value holds everywhere, if it is a constant or a view of one.
 pub fn const_value(g: &Graph, v: ValueId) -> Option<Literal> {
     let n = g.node(v);
@@ -233,9 +242,11 @@ fn partition_with(g: &Graph, groups: Vec<RowGroup>) -> Partition {
         }
         if is_library(&n.op) {
             // (Plain constants have no buffer; the executable fills them.)
-            // A reduction reads a view of its input through the view's map.
+            // A reduction or a matmul reads a view of its input through the
+            // view's map (a GEMM takes any row and column strides).
             for &x in &n.inputs {
-                let view_read = matches!(n.op, Op::Reduce(..)) && g.node(x).op.is_view() && const_value(g, x).is_none();
+                let view_read =
+                    matches!(n.op, Op::Reduce(..) | Op::Matmul) && g.node(x).op.is_view() && const_value(g, x).is_none();
                 if !view_read {
                     materialised[x.index()] = true;
                 }
@@ -404,8 +415,94 @@ fn partition_with(g: &Graph, groups: Vec<RowGroup>) -> Partition {
             _ => {}
         }
     }
+    sink_cheap_outputs(g, &mut steps, &materialised);
     steps.retain(|s| !matches!(s, Step::Kernel(k) if k.outputs.is_empty()) && !matches!(s, Step::Row(r) if r.outputs.is_empty()));
     Partition { steps, views, materialised, aliases }
+}
+
+/// Elementwise ops cheap enough to recompute rather than store.
+fn is_cheap(op: &Op) -> bool {
+    use crate::ir::{BinaryOp as B, UnaryOp as U};
+    match op {
+        Op::Compare(_) | Op::Select | Op::Cast(_) => true,
+        Op::Unary(u) => matches!(u, U::Neg | U::Abs | U::Relu | U::Square | U::Not | U::StopGradient),
+        Op::Binary(b) => matches!(b, B::Add | B::Sub | B::Mul | B::Max | B::Min | B::And | B::Or),
+        _ => false,
+    }
+}
+
+/// Duplicate cheap producers into their consumers instead of materialising
+/// them: a kernel output that is a cheap elementwise op of values which are
+/// in buffers anyway, read (at the same shape) only by later kernels, is
+/// recomputed in each of them (a ReLU mask kept for the backward pass costs a
+/// buffer; recomputing it from the saved activation costs nothing).
+fn sink_cheap_outputs(g: &Graph, steps: &mut [Step], materialised: &[bool]) {
+    let outputs: HashSet<ValueId> = g.outputs.iter().copied().collect();
+    for p in 0..steps.len() {
+        let Step::Kernel(prod) = &steps[p] else { continue };
+        let candidates: Vec<ValueId> = prod.outputs.clone();
+        for o in candidates {
+            let n = g.node(o);
+            if outputs.contains(&o) || !is_cheap(&n.op) {
+                continue;
+            }
+            let Step::Kernel(prod) = &steps[p] else { unreachable!() };
+            // Its operands must already be in buffers when consumers run.
+            let operands_ready = n.inputs.iter().all(|x| {
+                const_value(g, *x).is_some()
+                    || materialised[x.index()]
+                    || prod.inputs.contains(x)
+                    || (prod.outputs.contains(x) && *x != o)
+            });
+            // The producer itself must not need it internally.
+            let used_in_prod = prod.nodes.iter().any(|v| g.node(*v).inputs.contains(&o));
+            if !operands_ready || used_in_prod {
+                continue;
+            }
+            // Every reader: a later kernel reading it directly at its shape.
+            let mut readers = Vec::new();
+            let mut ok = true;
+            for (q, s) in steps.iter().enumerate() {
+                let reads = match s {
+                    Step::Kernel(k) => k.inputs.contains(&o),
+                    Step::Row(r) => r.inputs.contains(&o),
+                    Step::Reduce(_) | Step::Library(_) => g.nodes.iter().enumerate().any(|(i, m)| {
+                        m.inputs.contains(&o) && matches!(s, Step::Reduce(v) | Step::Library(v) if v.index() == i)
+                    }),
+                };
+                if !reads || q == p {
+                    continue;
+                }
+                match s {
+                    Step::Kernel(k) if q > p && k.shape == n.shape => {
+                        let direct = k.nodes.iter().all(|v| !g.node(*v).inputs.contains(&o) || !g.node(*v).op.is_view());
+                        if direct {
+                            readers.push(q);
+                        } else {
+                            ok = false;
+                        }
+                    }
+                    _ => ok = false,
+                }
+            }
+            if !ok || readers.is_empty() {
+                continue;
+            }
+            for q in readers {
+                let Step::Kernel(k) = &mut steps[q] else { unreachable!() };
+                k.inputs.retain(|x| *x != o);
+                for &x in &n.inputs {
+                    if const_value(g, x).is_none() && !k.inputs.contains(&x) && !k.nodes.contains(&x) {
+                        k.inputs.push(x);
+                    }
+                }
+                k.nodes.insert(0, o);
+            }
+            let Step::Kernel(prod) = &mut steps[p] else { unreachable!() };
+            prod.outputs.retain(|x| *x != o);
+            prod.nodes.retain(|x| *x != o);
+        }
+    }
 }
 
 /// Text of the step list, for `Lowered::as_text`.

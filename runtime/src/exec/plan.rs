@@ -59,7 +59,7 @@ pub fn step_io(g: &Graph, p: &Partition, s: &Step) -> (Vec<ValueId>, Vec<ValueId
         Step::Kernel(k) => (k.inputs.clone(), k.outputs.clone()),
         Step::Row(r) => (r.inputs.clone(), r.outputs.clone()),
         Step::Reduce(v) => (vec![crate::codegen::reduce_input_map(g, p, *v).root], vec![*v]),
-        Step::Library(v) => (g.node(*v).inputs.clone(), vec![*v]),
+        Step::Library(v) => (g.node(*v).inputs.iter().map(|&x| super::partition::read_map(g, p, x).root).collect(), vec![*v]),
     }
 }
 
