@@ -413,7 +413,7 @@ pub fn eval_op(op: &Op, ins: &[&Tensor], shape: &[usize], dtype: DType) -> Resul
         Op::Const(l) => filled(*l, s, dtype),
         Op::Cast(d) => cast(ins[0], *d),
         Op::Unary(UnaryOp::Not) => tensor_of(as_bools(ins[0]).into_iter().map(|v| !v).collect(), s),
-        Op::Unary(UnaryOp::StopGradient) => ins[0].clone(),
+        Op::Unary(UnaryOp::StopGradient) | Op::Barrier => ins[0].clone(),
         Op::SliceScatter(sl) => slice_scatter(ins[0], sl, s),
         Op::ScatterAdd(axis) => scatter_add(ins[0], ins[1], *axis, s),
         Op::Unary(u) if dtype.is_float() => {

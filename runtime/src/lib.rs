@@ -23,7 +23,7 @@ pub mod jit;
 pub mod passes;
 mod library;
 
-pub use autodiff::{grad, stop_gradient, value_and_grad, vjp, Tree};
+pub use autodiff::{checkpoint, checkpoint_name, checkpoint_with, grad, stop_gradient, value_and_grad, vjp, Policy, Tree};
 pub use exec::MemoryAnalysis;
 pub use jit::{clear_caches, CacheStats, Compiled, Lowered};
 pub use tensor::composite::softmax_cross_entropy;

@@ -210,6 +210,25 @@ pub(crate) fn push_node(op: Op, inputs: &[&Tensor], shape: Vec<usize>, dtype: DT
     })
 }
 
+/// Number of nodes in the innermost trace so far (None when not tracing).
+pub(crate) fn graph_len() -> Option<usize> {
+    STACK.with(|s| s.borrow().last().map(|t| t.graph.nodes.len()))
+}
+
+/// Run `f` on the innermost trace's graph.
+pub(crate) fn with_graph<R>(f: impl FnOnce(&mut Graph) -> R) -> Option<R> {
+    STACK.with(|s| s.borrow_mut().last_mut().map(|t| f(&mut t.graph)))
+}
+
+/// The node of `t` in the innermost trace, if it is traced there.
+pub(crate) fn own_value(t: &Tensor) -> Option<ValueId> {
+    let top = current_trace()?;
+    match &t.data {
+        Data::Traced { trace, id } if *trace == top => Some(*id),
+        _ => None,
+    }
+}
+
 /// A constant node in the innermost trace.
 pub(crate) fn push_const(lit: Literal, shape: Vec<usize>, dtype: DType, loc: SourceLoc) -> Tensor {
     push_node(Op::Const(lit.cast(dtype)), &[], shape, dtype, loc)

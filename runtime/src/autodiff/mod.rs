@@ -6,9 +6,14 @@
 //! and backward together, visible in `lower(..).as_text()`, simplified and
 //! fused like any other.
 
+mod checkpoint;
+mod remat;
 mod replay;
 mod rules;
 mod tree;
+
+pub use checkpoint::{checkpoint, checkpoint_name, checkpoint_with};
+pub use crate::ir::Policy;
 
 pub use replay::replay;
 pub use rules::{backward, sum_to};

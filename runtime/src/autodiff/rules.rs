@@ -36,6 +36,15 @@ fn unreduce(ct: &Tensor, x: &Tensor, axes: &[usize]) -> Tensor {
 /// cotangents.
 pub fn backward(g: &Graph, vals: &[Tensor], seeds: &[(ValueId, Tensor)]) -> Vec<Option<Tensor>> {
     let here = Location::caller();
+    let mut vals: Vec<Tensor> = vals.to_vec();
+    // The last node of each checkpoint region: reaching it (backwards)
+    // triggers the region's recomputation.
+    let mut region_at: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
+    for (r, reg) in g.checkpoints.iter().enumerate() {
+        if let Some(last) = reg.nodes.last() {
+            region_at.insert(last.index(), r);
+        }
+    }
     let mut ct: Vec<Option<Tensor>> = vec![None; g.nodes.len()];
     let add = |ct: &mut Vec<Option<Tensor>>, v: ValueId, t: Tensor| {
         if !g.node(v).dtype.is_float() {
@@ -51,6 +60,9 @@ pub fn backward(g: &Graph, vals: &[Tensor], seeds: &[(ValueId, Tensor)]) -> Vec<
         add(&mut ct, *v, t.clone());
     }
     for i in (0..g.nodes.len()).rev() {
+        if let Some(&r) = region_at.get(&i) {
+            super::remat::recompute_region(g, &g.checkpoints[r], &mut vals, &ct);
+        }
         let Some(c) = ct[i].clone() else { continue };
         let n = &g.nodes[i];
         let loc = n.loc.unwrap_or(here);
@@ -181,6 +193,7 @@ pub fn backward(g: &Graph, vals: &[Tensor], seeds: &[(ValueId, Tensor)]) -> Vec<
                 add(&mut ct, inp(0), t);
             }
             Op::ScatterAdd(axis) => add(&mut ct, inp(0), c.take(x(1), *axis as isize)),
+            Op::Barrier => add(&mut ct, inp(0), c),
             Op::Matmul => {
                 let (a, b) = (x(0), x(1));
                 add(&mut ct, inp(0), sum_to(&c.matmul(&b.t()), a.shape()));

@@ -93,6 +93,7 @@ fn is_library(op: &Op) -> bool {
             | Op::Iota(_)
             | Op::SliceScatter(_)
             | Op::ScatterAdd(_)
+            | Op::Barrier
     )
 }
 

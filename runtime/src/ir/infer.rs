@@ -168,6 +168,10 @@ pub fn infer(op: &Op, ins: &[Ty], declared: Ty) -> Result<(Vec<usize>, DType), S
             }
             Ok((out.to_vec(), d))
         }
+        Op::Barrier => {
+            arity(2)?;
+            Ok((ins[0].0.to_vec(), ins[0].1))
+        }
         _ => unreachable!("infer is for structural ops"),
     }
 }

@@ -44,6 +44,38 @@ pub struct Node {
 pub struct Graph {
     pub nodes: Vec<Node>,
     pub outputs: Vec<ValueId>,
+    /// Regions marked by `checkpoint` while tracing: autodiff recomputes
+    /// them in the backward pass instead of saving their values. Consumed by
+    /// autodiff; not part of the text form.
+    pub checkpoints: Vec<CheckpointRegion>,
+    /// Names given to values by `checkpoint_name` (for checkpoint policies).
+    pub names: Vec<(ValueId, String)>,
+}
+
+/// What a checkpoint region may keep from the forward pass.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Policy {
+    /// Save every value (as if there were no checkpoint).
+    EverythingSaveable,
+    /// Recompute every value of the region from its inputs.
+    NothingSaveable,
+    /// Save matmul results, recompute the rest.
+    DotsSaveable,
+    /// Save the values named by `checkpoint_name` with one of these names.
+    SaveOnlyTheseNames(Vec<String>),
+}
+
+impl Policy {
+    pub fn save_only_these_names(names: &[&str]) -> Policy {
+        Policy::SaveOnlyTheseNames(names.iter().map(|s| s.to_string()).collect())
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CheckpointRegion {
+    /// The region's nodes, in order (a contiguous range of the trace).
+    pub nodes: Vec<ValueId>,
+    pub policy: Policy,
 }
 
 impl Graph {

@@ -124,6 +124,10 @@ pub enum Op {
     /// The adjoint of `Take(axis)`: inputs `(values, indices)`; zeros of the
     /// node's shape with each value added at its (clamped) index.
     ScatterAdd(usize),
+    /// `barrier(x, after)`: the value of `x`, available only once `after` is.
+    /// Feeds rematerialised computations, so they run in the backward pass
+    /// and are never merged with the forward originals by CSE.
+    Barrier,
 }
 
 impl UnaryOp {
@@ -263,6 +267,7 @@ impl Op {
             Op::Matmul => "matmul",
             Op::SliceScatter(_) => "slice_scatter",
             Op::ScatterAdd(_) => "scatter_add",
+            Op::Barrier => "barrier",
         }
     }
 

@@ -69,6 +69,7 @@ pub fn parse(text: &str) -> Result<Graph, Error> {
             "select" => (Op::Select, args),
             "reshape" => (Op::Reshape, args),
             "matmul" => (Op::Matmul, args),
+            "barrier" => (Op::Barrier, args),
             "transpose" => (Op::Transpose(usizes(attr("a permutation")?, line_no)?), args),
             "concat" => (Op::Concat(one(attr("an axis")?, line_no)?), args),
             "argmax" => (Op::ArgMax(one(attr("an axis")?, line_no)?), args),
