@@ -69,7 +69,7 @@ const N: usize = 4 * 1024 * 1024; // W1, W2, chain
 const R3: usize = 4096; // W3, W4 rows
 const C3: usize = 1024; // W3, W4 columns
 const N5: usize = 4096; // W5 is [N5, N5]
-// W6: batch, inputs, hidden units, classes
+                        // W6: batch, inputs, hidden units, classes
 const B6: usize = 256;
 const I6: usize = 784;
 const H6: usize = 512;
@@ -166,9 +166,16 @@ const ROW_CHUNK: usize = 64;
 /// A fresh `Vec<f32>` of `n` elements (not zeroed, like jitfuse's outputs),
 /// filled in parallel chunks of `chunk`: `fill(first index, chunk)` must write
 /// every element of its chunk.
-fn par_fill(n: usize, chunk: usize, fill: impl Fn(usize, &mut [MaybeUninit<f32>]) + Sync) -> Vec<f32> {
+fn par_fill(
+    n: usize,
+    chunk: usize,
+    fill: impl Fn(usize, &mut [MaybeUninit<f32>]) + Sync,
+) -> Vec<f32> {
     let mut v = Vec::<f32>::with_capacity(n);
-    v.spare_capacity_mut()[..n].par_chunks_mut(chunk).enumerate().for_each(|(i, c)| fill(i * chunk, c));
+    v.spare_capacity_mut()[..n]
+        .par_chunks_mut(chunk)
+        .enumerate()
+        .for_each(|(i, c)| fill(i * chunk, c));
     // SAFETY: every chunk was written by `fill`.
     unsafe { v.set_len(n) };
     v
@@ -241,7 +248,10 @@ fn sum16(x: &[f32], f: impl Fn(f32) -> f32) -> f32 {
 fn max16(x: &[f32]) -> f32 {
     let mut acc = [f32::NEG_INFINITY; 16];
     let chunks = x.chunks_exact(16);
-    let rest = chunks.remainder().iter().fold(f32::NEG_INFINITY, |a, &v| if v > a { v } else { a });
+    let rest = chunks
+        .remainder()
+        .iter()
+        .fold(f32::NEG_INFINITY, |a, &v| if v > a { v } else { a });
     for c in chunks {
         for j in 0..16 {
             acc[j] = if c[j] > acc[j] { c[j] } else { acc[j] };
@@ -308,7 +318,22 @@ fn sgemm(m: usize, k: usize, n: usize, a: &[f32], b: &[f32]) -> Vec<f32> {
     let mut c = Vec::<f32>::with_capacity(m * n);
     // SAFETY: sizes checked above; with beta = 0 `sgemm` writes C without reading it.
     unsafe {
-        matrixmultiply::sgemm(m, k, n, 1.0, a.as_ptr(), k as isize, 1, b.as_ptr(), n as isize, 1, 0.0, c.as_mut_ptr(), n as isize, 1);
+        matrixmultiply::sgemm(
+            m,
+            k,
+            n,
+            1.0,
+            a.as_ptr(),
+            k as isize,
+            1,
+            b.as_ptr(),
+            n as isize,
+            1,
+            0.0,
+            c.as_mut_ptr(),
+            n as isize,
+            1,
+        );
         c.set_len(m * n);
     }
     c
@@ -375,7 +400,11 @@ fn w3_nd(x: ArrayView2<f32>) -> Array2<f32> {
 fn w4_nd(x: ArrayView2<f32>, gamma: ArrayView1<f32>, beta: ArrayView1<f32>) -> Array2<f32> {
     let mean = x.mean_axis(Axis(1)).unwrap().insert_axis(Axis(1));
     let d = &x - &mean;
-    let var = d.mapv(|v| v * v).mean_axis(Axis(1)).unwrap().insert_axis(Axis(1));
+    let var = d
+        .mapv(|v| v * v)
+        .mean_axis(Axis(1))
+        .unwrap()
+        .insert_axis(Axis(1));
     d / (var + 1e-5).mapv_into(f32::sqrt) * gamma + beta
 }
 
@@ -383,12 +412,25 @@ fn w5_nd(x: ArrayView2<f32>) -> Array1<f32> {
     x.sum_axis(Axis(1))
 }
 
-fn w6_nd(x: ArrayView2<f32>, w1: ArrayView2<f32>, b1: ArrayView1<f32>, w2: ArrayView2<f32>, b2: ArrayView1<f32>, y: ArrayView2<f32>) -> f32 {
+fn w6_nd(
+    x: ArrayView2<f32>,
+    w1: ArrayView2<f32>,
+    b1: ArrayView1<f32>,
+    w2: ArrayView2<f32>,
+    b2: ArrayView1<f32>,
+    y: ArrayView2<f32>,
+) -> f32 {
     let h = (x.dot(&w1) + b1).mapv_into(|v| v.max(0.0));
     let logits = h.dot(&w2) + b2;
-    let m = logits.map_axis(Axis(1), |r| r.fold(f32::NEG_INFINITY, |a, &v| a.max(v))).insert_axis(Axis(1));
+    let m = logits
+        .map_axis(Axis(1), |r| r.fold(f32::NEG_INFINITY, |a, &v| a.max(v)))
+        .insert_axis(Axis(1));
     let shifted = logits - m;
-    let lse = shifted.mapv(f32::exp).sum_axis(Axis(1)).mapv_into(f32::ln).insert_axis(Axis(1));
+    let lse = shifted
+        .mapv(f32::exp)
+        .sum_axis(Axis(1))
+        .mapv_into(f32::ln)
+        .insert_axis(Axis(1));
     -(&y * (shifted - lse)).sum() / B6 as f32
 }
 
@@ -430,7 +472,9 @@ impl XorShift {
         self.0
     }
     fn vec(&mut self, n: usize, lo: f32, hi: f32) -> Vec<f32> {
-        (0..n).map(|_| lo + (self.next() >> 40) as f32 / (1u64 << 24) as f32 * (hi - lo)).collect()
+        (0..n)
+            .map(|_| lo + (self.next() >> 40) as f32 / (1u64 << 24) as f32 * (hi - lo))
+            .collect()
     }
 }
 
@@ -490,8 +534,21 @@ impl Case<'_> {
     }
 }
 
-fn add<'a>(cases: &mut Vec<Case<'a>>, id: &'static str, kind: Kind, calls: u64, run: Box<dyn FnMut() -> f64 + 'a>) {
-    cases.push(Case { id, kind, calls, run, samples: Vec::new(), faults: Vec::new() });
+fn add<'a>(
+    cases: &mut Vec<Case<'a>>,
+    id: &'static str,
+    kind: Kind,
+    calls: u64,
+    run: Box<dyn FnMut() -> f64 + 'a>,
+) {
+    cases.push(Case {
+        id,
+        kind,
+        calls,
+        run,
+        samples: Vec::new(),
+        faults: Vec::new(),
+    });
 }
 
 fn per_call(s: f64) -> f64 {
@@ -524,7 +581,14 @@ macro_rules! compile_case {
 fn max_diff(a: &[f32], b: &[f32]) -> f64 {
     assert_eq!(a.len(), b.len(), "output lengths");
     let scale = b.iter().fold(1.0f32, |m, v| m.max(v.abs())) as f64;
-    a.iter().zip(b).map(|(x, y)| (x - y).abs() as f64).fold(0.0, |m: f64, d| if d.is_nan() { f64::INFINITY } else { m.max(d) }) / scale
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs() as f64)
+        .fold(
+            0.0,
+            |m: f64, d| if d.is_nan() { f64::INFINITY } else { m.max(d) },
+        )
+        / scale
 }
 
 struct Row {
@@ -539,14 +603,21 @@ struct Row {
 }
 
 fn main() {
-    let rounds: usize = std::env::var("JITFUSE_BENCH_ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(31);
+    let rounds: usize = std::env::var("JITFUSE_BENCH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(31);
     let wall = Instant::now();
     let threads = rayon::current_num_threads();
 
     // ---- inputs ----
     let mut rng = XorShift(0x2545_F491_4F6C_DD1D);
     let x1 = rng.vec(N, -5.0, 5.0);
-    let (a2, b2, c2) = (rng.vec(N, -1.0, 1.0), rng.vec(N, -1.0, 1.0), rng.vec(N, -1.0, 1.0));
+    let (a2, b2, c2) = (
+        rng.vec(N, -1.0, 1.0),
+        rng.vec(N, -1.0, 1.0),
+        rng.vec(N, -1.0, 1.0),
+    );
     let x3 = rng.vec(R3 * C3, -4.0, 4.0);
     let g4 = rng.vec(C3, 0.5, 1.5);
     let be4 = rng.vec(C3, -1.0, 1.0);
@@ -558,11 +629,12 @@ fn main() {
         b1: rng.vec(H6, -s1, s1),
         w2: rng.vec(H6 * O6, -s2, s2),
         b2: rng.vec(O6, -s2, s2),
-        y: (0..B6).flat_map(|_| {
-            let k = (rng.next() % O6 as u64) as usize;
-            (0..O6).map(move |j| if j == k { 1.0 } else { 0.0 })
-        })
-        .collect(),
+        y: (0..B6)
+            .flat_map(|_| {
+                let k = (rng.next() % O6 as u64) as usize;
+                (0..O6).map(move |j| if j == k { 1.0 } else { 0.0 })
+            })
+            .collect(),
     };
     let (a9, b9) = (rng.vec(N9 * N9, -1.0, 1.0), rng.vec(N9 * N9, -1.0, 1.0));
     let tiny = vec![1.0f32, 2.0, 3.0, 4.0];
@@ -589,19 +661,61 @@ fn main() {
     let f = |t: Tensor| t.to_vec::<f32>().unwrap();
     let nd = |a: ndarray::ArrayD<f32>| a.iter().copied().collect::<Vec<f32>>();
     let checks: Vec<(&str, Vec<f32>, Vec<f32>, Vec<f32>)> = vec![
-        ("W1", f(w1_gelu(&t1)), w1_hand(&x1), nd(w1_nd(view1(&x1)).into_dyn())),
-        ("W2", f(w2_axpby(&ta2, &tb2, &tc2)), w2_hand(&a2, &b2, &c2), nd(w2_nd(view1(&a2), view1(&b2), view1(&c2)).into_dyn())),
-        ("W3", f(w3_softmax(&t3)), w3_hand(&x3), nd(w3_nd(view2(&x3, R3, C3)).into_dyn())),
-        ("W4", f(w4_layernorm(&t3, &tg4, &tb4)), w4_hand(&x3, &g4, &be4), nd(w4_nd(view2(&x3, R3, C3), view1(&g4), view1(&be4)).into_dyn())),
-        ("W5", f(w5_sum_rows(&t5)), w5_hand(&x5), nd(w5_nd(view2(&x5, N5, N5)).into_dyn())),
+        (
+            "W1",
+            f(w1_gelu(&t1)),
+            w1_hand(&x1),
+            nd(w1_nd(view1(&x1)).into_dyn()),
+        ),
+        (
+            "W2",
+            f(w2_axpby(&ta2, &tb2, &tc2)),
+            w2_hand(&a2, &b2, &c2),
+            nd(w2_nd(view1(&a2), view1(&b2), view1(&c2)).into_dyn()),
+        ),
+        (
+            "W3",
+            f(w3_softmax(&t3)),
+            w3_hand(&x3),
+            nd(w3_nd(view2(&x3, R3, C3)).into_dyn()),
+        ),
+        (
+            "W4",
+            f(w4_layernorm(&t3, &tg4, &tb4)),
+            w4_hand(&x3, &g4, &be4),
+            nd(w4_nd(view2(&x3, R3, C3), view1(&g4), view1(&be4)).into_dyn()),
+        ),
+        (
+            "W5",
+            f(w5_sum_rows(&t5)),
+            w5_hand(&x5),
+            nd(w5_nd(view2(&x5, N5, N5)).into_dyn()),
+        ),
         (
             "W6",
             f(w6_mlp(&t6[0], &t6[1], &t6[2], &t6[3], &t6[4], &t6[5])),
             w6_hand(&mlp),
-            vec![w6_nd(view2(&mlp.x, B6, I6), view2(&mlp.w1, I6, H6), view1(&mlp.b1), view2(&mlp.w2, H6, O6), view1(&mlp.b2), view2(&mlp.y, B6, O6))],
+            vec![w6_nd(
+                view2(&mlp.x, B6, I6),
+                view2(&mlp.w1, I6, H6),
+                view1(&mlp.b1),
+                view2(&mlp.w2, H6, O6),
+                view1(&mlp.b2),
+                view2(&mlp.y, B6, O6),
+            )],
         ),
-        ("W9", f(w9_matmul(&ta9, &tb9)), sgemm(N9, N9, N9, &a9, &b9), nd(view2(&a9, N9, N9).dot(&view2(&b9, N9, N9)).into_dyn())),
-        ("chain20", f(chain20(&t1)), chain_hand(&x1), nd(chain_nd(view1(&x1)).into_dyn())),
+        (
+            "W9",
+            f(w9_matmul(&ta9, &tb9)),
+            sgemm(N9, N9, N9, &a9, &b9),
+            nd(view2(&a9, N9, N9).dot(&view2(&b9, N9, N9)).into_dyn()),
+        ),
+        (
+            "chain20",
+            f(chain20(&t1)),
+            chain_hand(&x1),
+            nd(chain_nd(view1(&x1)).into_dyn()),
+        ),
     ];
     // Different approximations of tanh/exp and different summation orders:
     // agreement to 1e-4 of the output's scale is what "the same result" means here.
@@ -609,7 +723,11 @@ fn main() {
     let mut check_lines = Vec::new();
     for (id, ours, hand, nd) in &checks {
         let (dh, dn) = (max_diff(hand, ours), max_diff(nd, ours));
-        let flag = if dh <= CHECK_TOL && dn <= CHECK_TOL { "ok" } else { "MISMATCH" };
+        let flag = if dh <= CHECK_TOL && dn <= CHECK_TOL {
+            "ok"
+        } else {
+            "MISMATCH"
+        };
         check_lines.push(format!("{id}: max |hand - jitfuse| {dh:.1e}, max |ndarray - jitfuse| {dn:.1e} (relative to max |out|, tolerance {CHECK_TOL:.0e}): {flag}"));
     }
     drop(checks);
@@ -617,50 +735,227 @@ fn main() {
     // ---- the cases ----
     let t6r = &t6;
     let mut cases: Vec<Case> = Vec::new();
-    add(&mut cases, "copy", Kind::Copy, 1, Box::new(|| secs(|| copy_dst.copy_from_slice(black_box(&copy_src)))));
+    add(
+        &mut cases,
+        "copy",
+        Kind::Copy,
+        1,
+        Box::new(|| secs(|| copy_dst.copy_from_slice(black_box(&copy_src)))),
+    );
 
-    add(&mut cases, "W1", Kind::Jit, 1, Box::new(|| secs(|| w1_gelu(&t1))));
-    add(&mut cases, "W1", Kind::Compile, 1, compile_case!(w1_gelu(&t1)));
-    add(&mut cases, "W1", Kind::Hand, 1, Box::new(|| secs(|| w1_hand(&x1))));
-    add(&mut cases, "W1", Kind::Ndarray, 1, Box::new(|| secs(|| w1_nd(view1(&x1)))));
+    add(
+        &mut cases,
+        "W1",
+        Kind::Jit,
+        1,
+        Box::new(|| secs(|| w1_gelu(&t1))),
+    );
+    add(
+        &mut cases,
+        "W1",
+        Kind::Compile,
+        1,
+        compile_case!(w1_gelu(&t1)),
+    );
+    add(
+        &mut cases,
+        "W1",
+        Kind::Hand,
+        1,
+        Box::new(|| secs(|| w1_hand(&x1))),
+    );
+    add(
+        &mut cases,
+        "W1",
+        Kind::Ndarray,
+        1,
+        Box::new(|| secs(|| w1_nd(view1(&x1)))),
+    );
 
-    add(&mut cases, "W2", Kind::Jit, 1, Box::new(|| secs(|| w2_axpby(&ta2, &tb2, &tc2))));
-    add(&mut cases, "W2", Kind::Compile, 1, compile_case!(w2_axpby(&ta2, &tb2, &tc2)));
-    add(&mut cases, "W2", Kind::Hand, 1, Box::new(|| secs(|| w2_hand(&a2, &b2, &c2))));
-    add(&mut cases, "W2", Kind::Ndarray, 1, Box::new(|| secs(|| w2_nd(view1(&a2), view1(&b2), view1(&c2)))));
+    add(
+        &mut cases,
+        "W2",
+        Kind::Jit,
+        1,
+        Box::new(|| secs(|| w2_axpby(&ta2, &tb2, &tc2))),
+    );
+    add(
+        &mut cases,
+        "W2",
+        Kind::Compile,
+        1,
+        compile_case!(w2_axpby(&ta2, &tb2, &tc2)),
+    );
+    add(
+        &mut cases,
+        "W2",
+        Kind::Hand,
+        1,
+        Box::new(|| secs(|| w2_hand(&a2, &b2, &c2))),
+    );
+    add(
+        &mut cases,
+        "W2",
+        Kind::Ndarray,
+        1,
+        Box::new(|| secs(|| w2_nd(view1(&a2), view1(&b2), view1(&c2)))),
+    );
 
-    add(&mut cases, "W3", Kind::Jit, 1, Box::new(|| secs(|| w3_softmax(&t3))));
-    add(&mut cases, "W3", Kind::Compile, 1, compile_case!(w3_softmax(&t3)));
-    add(&mut cases, "W3", Kind::Hand, 1, Box::new(|| secs(|| w3_hand(&x3))));
-    add(&mut cases, "W3", Kind::Ndarray, 1, Box::new(|| secs(|| w3_nd(view2(&x3, R3, C3)))));
+    add(
+        &mut cases,
+        "W3",
+        Kind::Jit,
+        1,
+        Box::new(|| secs(|| w3_softmax(&t3))),
+    );
+    add(
+        &mut cases,
+        "W3",
+        Kind::Compile,
+        1,
+        compile_case!(w3_softmax(&t3)),
+    );
+    add(
+        &mut cases,
+        "W3",
+        Kind::Hand,
+        1,
+        Box::new(|| secs(|| w3_hand(&x3))),
+    );
+    add(
+        &mut cases,
+        "W3",
+        Kind::Ndarray,
+        1,
+        Box::new(|| secs(|| w3_nd(view2(&x3, R3, C3)))),
+    );
 
-    add(&mut cases, "W4", Kind::Jit, 1, Box::new(|| secs(|| w4_layernorm(&t3, &tg4, &tb4))));
-    add(&mut cases, "W4", Kind::Compile, 1, compile_case!(w4_layernorm(&t3, &tg4, &tb4)));
-    add(&mut cases, "W4", Kind::Hand, 1, Box::new(|| secs(|| w4_hand(&x3, &g4, &be4))));
-    add(&mut cases, "W4", Kind::Ndarray, 1, Box::new(|| secs(|| w4_nd(view2(&x3, R3, C3), view1(&g4), view1(&be4)))));
+    add(
+        &mut cases,
+        "W4",
+        Kind::Jit,
+        1,
+        Box::new(|| secs(|| w4_layernorm(&t3, &tg4, &tb4))),
+    );
+    add(
+        &mut cases,
+        "W4",
+        Kind::Compile,
+        1,
+        compile_case!(w4_layernorm(&t3, &tg4, &tb4)),
+    );
+    add(
+        &mut cases,
+        "W4",
+        Kind::Hand,
+        1,
+        Box::new(|| secs(|| w4_hand(&x3, &g4, &be4))),
+    );
+    add(
+        &mut cases,
+        "W4",
+        Kind::Ndarray,
+        1,
+        Box::new(|| secs(|| w4_nd(view2(&x3, R3, C3), view1(&g4), view1(&be4)))),
+    );
 
-    add(&mut cases, "W5", Kind::Jit, 1, Box::new(|| secs(|| w5_sum_rows(&t5))));
-    add(&mut cases, "W5", Kind::Compile, 1, compile_case!(w5_sum_rows(&t5)));
-    add(&mut cases, "W5", Kind::Hand, 1, Box::new(|| secs(|| w5_hand(&x5))));
-    add(&mut cases, "W5", Kind::Ndarray, 1, Box::new(|| secs(|| w5_nd(view2(&x5, N5, N5)))));
+    add(
+        &mut cases,
+        "W5",
+        Kind::Jit,
+        1,
+        Box::new(|| secs(|| w5_sum_rows(&t5))),
+    );
+    add(
+        &mut cases,
+        "W5",
+        Kind::Compile,
+        1,
+        compile_case!(w5_sum_rows(&t5)),
+    );
+    add(
+        &mut cases,
+        "W5",
+        Kind::Hand,
+        1,
+        Box::new(|| secs(|| w5_hand(&x5))),
+    );
+    add(
+        &mut cases,
+        "W5",
+        Kind::Ndarray,
+        1,
+        Box::new(|| secs(|| w5_nd(view2(&x5, N5, N5)))),
+    );
 
-    add(&mut cases, "W6", Kind::Jit, 1, Box::new(move || secs(|| w6_mlp(&t6r[0], &t6r[1], &t6r[2], &t6r[3], &t6r[4], &t6r[5]))));
-    add(&mut cases, "W6", Kind::Compile, 1, compile_case!(w6_mlp(&t6r[0], &t6r[1], &t6r[2], &t6r[3], &t6r[4], &t6r[5])));
-    add(&mut cases, "W6", Kind::Hand, 1, Box::new(|| secs(|| w6_hand(&mlp))));
+    add(
+        &mut cases,
+        "W6",
+        Kind::Jit,
+        1,
+        Box::new(move || secs(|| w6_mlp(&t6r[0], &t6r[1], &t6r[2], &t6r[3], &t6r[4], &t6r[5]))),
+    );
+    add(
+        &mut cases,
+        "W6",
+        Kind::Compile,
+        1,
+        compile_case!(w6_mlp(&t6r[0], &t6r[1], &t6r[2], &t6r[3], &t6r[4], &t6r[5])),
+    );
+    add(
+        &mut cases,
+        "W6",
+        Kind::Hand,
+        1,
+        Box::new(|| secs(|| w6_hand(&mlp))),
+    );
     add(
         &mut cases,
         "W6",
         Kind::Ndarray,
         1,
         Box::new(|| {
-            secs(|| w6_nd(view2(&mlp.x, B6, I6), view2(&mlp.w1, I6, H6), view1(&mlp.b1), view2(&mlp.w2, H6, O6), view1(&mlp.b2), view2(&mlp.y, B6, O6)))
+            secs(|| {
+                w6_nd(
+                    view2(&mlp.x, B6, I6),
+                    view2(&mlp.w1, I6, H6),
+                    view1(&mlp.b1),
+                    view2(&mlp.w2, H6, O6),
+                    view1(&mlp.b2),
+                    view2(&mlp.y, B6, O6),
+                )
+            })
         }),
     );
 
-    add(&mut cases, "W9", Kind::Jit, 1, Box::new(|| secs(|| w9_matmul(&ta9, &tb9))));
-    add(&mut cases, "W9", Kind::Compile, 1, compile_case!(w9_matmul(&ta9, &tb9)));
-    add(&mut cases, "W9", Kind::Hand, 1, Box::new(|| secs(|| sgemm(N9, N9, N9, &a9, &b9))));
-    add(&mut cases, "W9", Kind::Ndarray, 1, Box::new(|| secs(|| view2(&a9, N9, N9).dot(&view2(&b9, N9, N9)))));
+    add(
+        &mut cases,
+        "W9",
+        Kind::Jit,
+        1,
+        Box::new(|| secs(|| w9_matmul(&ta9, &tb9))),
+    );
+    add(
+        &mut cases,
+        "W9",
+        Kind::Compile,
+        1,
+        compile_case!(w9_matmul(&ta9, &tb9)),
+    );
+    add(
+        &mut cases,
+        "W9",
+        Kind::Hand,
+        1,
+        Box::new(|| secs(|| sgemm(N9, N9, N9, &a9, &b9))),
+    );
+    add(
+        &mut cases,
+        "W9",
+        Kind::Ndarray,
+        1,
+        Box::new(|| secs(|| view2(&a9, N9, N9).dot(&view2(&b9, N9, N9)))),
+    );
 
     add(
         &mut cases,
@@ -675,7 +970,13 @@ fn main() {
             }))
         }),
     );
-    add(&mut cases, "dispatch", Kind::Compile, 1, compile_case!(tiny_add(&ttiny)));
+    add(
+        &mut cases,
+        "dispatch",
+        Kind::Compile,
+        1,
+        compile_case!(tiny_add(&ttiny)),
+    );
     add(
         &mut cases,
         "dispatch",
@@ -684,7 +985,12 @@ fn main() {
         Box::new(|| {
             per_call(secs(|| {
                 for _ in 0..DISPATCH_CALLS {
-                    black_box(black_box(&tiny).iter().map(|v| v + 1.0).collect::<Vec<f32>>());
+                    black_box(
+                        black_box(&tiny)
+                            .iter()
+                            .map(|v| v + 1.0)
+                            .collect::<Vec<f32>>(),
+                    );
                 }
             }))
         }),
@@ -703,10 +1009,34 @@ fn main() {
         }),
     );
 
-    add(&mut cases, "chain20", Kind::Jit, 1, Box::new(|| secs(|| chain20(&t1))));
-    add(&mut cases, "chain20", Kind::Compile, 1, compile_case!(chain20(&t1)));
-    add(&mut cases, "chain20", Kind::Hand, 1, Box::new(|| secs(|| chain_hand(&x1))));
-    add(&mut cases, "chain20", Kind::Ndarray, 1, Box::new(|| secs(|| chain_nd(view1(&x1)))));
+    add(
+        &mut cases,
+        "chain20",
+        Kind::Jit,
+        1,
+        Box::new(|| secs(|| chain20(&t1))),
+    );
+    add(
+        &mut cases,
+        "chain20",
+        Kind::Compile,
+        1,
+        compile_case!(chain20(&t1)),
+    );
+    add(
+        &mut cases,
+        "chain20",
+        Kind::Hand,
+        1,
+        Box::new(|| secs(|| chain_hand(&x1))),
+    );
+    add(
+        &mut cases,
+        "chain20",
+        Kind::Ndarray,
+        1,
+        Box::new(|| secs(|| chain_nd(view1(&x1)))),
+    );
 
     // ---- sample round-robin; round 0 is a warm-up ----
     for round in 0..=rounds {
@@ -728,17 +1058,94 @@ fn main() {
     let copy_gbs = 2.0 * COPY_BYTES as f64 / copy_s / 1e9;
 
     let rows = [
-        Row { id: "W1", name: "gelu_tanh x[4M]", bytes: Some(2.0 * N as f64 * 4.0), flops: None, unit_us: false, pending: None },
-        Row { id: "W2", name: "axpby_chain a,b,c[4M]", bytes: Some(4.0 * N as f64 * 4.0), flops: None, unit_us: false, pending: None },
-        Row { id: "W3", name: "softmax_rows [4096,1024]", bytes: Some(2.0 * (R3 * C3) as f64 * 4.0), flops: None, unit_us: false, pending: None },
-        Row { id: "W4", name: "layernorm [4096,1024]", bytes: Some((2 * R3 * C3 + 2 * C3) as f64 * 4.0), flops: None, unit_us: false, pending: None },
-        Row { id: "W5", name: "sum_rows [4096,4096]", bytes: Some((N5 * N5 + N5) as f64 * 4.0), flops: None, unit_us: false, pending: None },
-        Row { id: "W6", name: "mlp_fwd 256×784×512×10", bytes: None, flops: None, unit_us: false, pending: None },
-        Row { id: "W7", name: "mlp_grad", bytes: None, flops: None, unit_us: false, pending: Some("pending: needs gradients") },
-        Row { id: "W8", name: "deep_chain_grad", bytes: None, flops: None, unit_us: false, pending: Some("pending: needs gradients") },
-        Row { id: "W9", name: "matmul 1024³", bytes: None, flops: Some(2.0 * (N9 * N9 * N9) as f64), unit_us: false, pending: None },
-        Row { id: "dispatch", name: "cached call, x[4] + 1 (µs)", bytes: None, flops: None, unit_us: true, pending: None },
-        Row { id: "chain20", name: "20 elementwise ops x[4M]", bytes: Some(2.0 * N as f64 * 4.0), flops: None, unit_us: false, pending: None },
+        Row {
+            id: "W1",
+            name: "gelu_tanh x[4M]",
+            bytes: Some(2.0 * N as f64 * 4.0),
+            flops: None,
+            unit_us: false,
+            pending: None,
+        },
+        Row {
+            id: "W2",
+            name: "axpby_chain a,b,c[4M]",
+            bytes: Some(4.0 * N as f64 * 4.0),
+            flops: None,
+            unit_us: false,
+            pending: None,
+        },
+        Row {
+            id: "W3",
+            name: "softmax_rows [4096,1024]",
+            bytes: Some(2.0 * (R3 * C3) as f64 * 4.0),
+            flops: None,
+            unit_us: false,
+            pending: None,
+        },
+        Row {
+            id: "W4",
+            name: "layernorm [4096,1024]",
+            bytes: Some((2 * R3 * C3 + 2 * C3) as f64 * 4.0),
+            flops: None,
+            unit_us: false,
+            pending: None,
+        },
+        Row {
+            id: "W5",
+            name: "sum_rows [4096,4096]",
+            bytes: Some((N5 * N5 + N5) as f64 * 4.0),
+            flops: None,
+            unit_us: false,
+            pending: None,
+        },
+        Row {
+            id: "W6",
+            name: "mlp_fwd 256×784×512×10",
+            bytes: None,
+            flops: None,
+            unit_us: false,
+            pending: None,
+        },
+        Row {
+            id: "W7",
+            name: "mlp_grad",
+            bytes: None,
+            flops: None,
+            unit_us: false,
+            pending: Some("pending: needs gradients"),
+        },
+        Row {
+            id: "W8",
+            name: "deep_chain_grad",
+            bytes: None,
+            flops: None,
+            unit_us: false,
+            pending: Some("pending: needs gradients"),
+        },
+        Row {
+            id: "W9",
+            name: "matmul 1024³",
+            bytes: None,
+            flops: Some(2.0 * (N9 * N9 * N9) as f64),
+            unit_us: false,
+            pending: None,
+        },
+        Row {
+            id: "dispatch",
+            name: "cached call, x[4] + 1 (µs)",
+            bytes: None,
+            flops: None,
+            unit_us: true,
+            pending: None,
+        },
+        Row {
+            id: "chain20",
+            name: "20 elementwise ops x[4M]",
+            bytes: Some(2.0 * N as f64 * 4.0),
+            flops: None,
+            unit_us: false,
+            pending: None,
+        },
     ];
 
     let fmt_t = |s: f64, us: bool| {
@@ -752,10 +1159,20 @@ fn main() {
             format!("{:.2}", s * 1e3)
         }
     };
-    let ratio = |a: f64, b: f64| if a.is_finite() && b.is_finite() && b > 0.0 { format!("{:.2}", a / b) } else { "—".to_string() };
+    let ratio = |a: f64, b: f64| {
+        if a.is_finite() && b.is_finite() && b > 0.0 {
+            format!("{:.2}", a / b)
+        } else {
+            "—".to_string()
+        }
+    };
 
     let mut md = String::new();
-    writeln!(md, "## jitfuse benchmarks (medians of {rounds} interleaved samples, one process)\n").unwrap();
+    writeln!(
+        md,
+        "## jitfuse benchmarks (medians of {rounds} interleaved samples, one process)\n"
+    )
+    .unwrap();
     writeln!(
         md,
         "Times in ms (dispatch row: µs per call). XLA columns: JAX 0.10.2 on this kind of machine, from \
@@ -765,13 +1182,22 @@ fn main() {
     )
     .unwrap();
     writeln!(md, "| workload | jitfuse | compile | hand loop | ndarray | XLA † | XLA compile † | ours/XLA | ours/hand | ours/ndarray | compile ours/XLA | GB/s (% of copy) | steps | faults/call |").unwrap();
-    writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|").unwrap();
+    writeln!(
+        md,
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    )
+    .unwrap();
     let mut svg_rows: Vec<(String, f64, f64)> = Vec::new();
     for r in &rows {
         let x = xla(r.id);
         if let Some(why) = r.pending {
             let (xc, xr) = x.unwrap();
-            writeln!(md, "| {} {} | {why} | | | | {xr} | {xc} | | | | | | | |", r.id, r.name).unwrap();
+            writeln!(
+                md,
+                "| {} {} | {why} | | | | {xr} | {xc} | | | | | | | |",
+                r.id, r.name
+            )
+            .unwrap();
             continue;
         }
         let ours = med(r.id, Kind::Jit);
@@ -787,19 +1213,41 @@ fn main() {
                 let gbs = b / ours / 1e9;
                 format!("{gbs:.1} ({:.0} %)", 100.0 * gbs / copy_gbs)
             }
-            (_, Some(fl)) => format!("{:.0} GFLOP/s (hand {:.0})", fl / ours / 1e9, fl / hand / 1e9),
+            (_, Some(fl)) => format!(
+                "{:.0} GFLOP/s (hand {:.0})",
+                fl / ours / 1e9,
+                fl / hand / 1e9
+            ),
             _ => "".to_string(),
         };
         let steps = match r.id {
-            "W1" => w1_gelu::lower(&t1).and_then(|l| l.compile()).map(|c| (c.step_count(), c.kernel_count())),
-            "W2" => w2_axpby::lower(&ta2, &tb2, &tc2).and_then(|l| l.compile()).map(|c| (c.step_count(), c.kernel_count())),
-            "W3" => w3_softmax::lower(&t3).and_then(|l| l.compile()).map(|c| (c.step_count(), c.kernel_count())),
-            "W4" => w4_layernorm::lower(&t3, &tg4, &tb4).and_then(|l| l.compile()).map(|c| (c.step_count(), c.kernel_count())),
-            "W5" => w5_sum_rows::lower(&t5).and_then(|l| l.compile()).map(|c| (c.step_count(), c.kernel_count())),
-            "W6" => w6_mlp::lower(&t6[0], &t6[1], &t6[2], &t6[3], &t6[4], &t6[5]).and_then(|l| l.compile()).map(|c| (c.step_count(), c.kernel_count())),
-            "W9" => w9_matmul::lower(&ta9, &tb9).and_then(|l| l.compile()).map(|c| (c.step_count(), c.kernel_count())),
-            "dispatch" => tiny_add::lower(&ttiny).and_then(|l| l.compile()).map(|c| (c.step_count(), c.kernel_count())),
-            "chain20" => chain20::lower(&t1).and_then(|l| l.compile()).map(|c| (c.step_count(), c.kernel_count())),
+            "W1" => w1_gelu::lower(&t1)
+                .and_then(|l| l.compile())
+                .map(|c| (c.step_count(), c.kernel_count())),
+            "W2" => w2_axpby::lower(&ta2, &tb2, &tc2)
+                .and_then(|l| l.compile())
+                .map(|c| (c.step_count(), c.kernel_count())),
+            "W3" => w3_softmax::lower(&t3)
+                .and_then(|l| l.compile())
+                .map(|c| (c.step_count(), c.kernel_count())),
+            "W4" => w4_layernorm::lower(&t3, &tg4, &tb4)
+                .and_then(|l| l.compile())
+                .map(|c| (c.step_count(), c.kernel_count())),
+            "W5" => w5_sum_rows::lower(&t5)
+                .and_then(|l| l.compile())
+                .map(|c| (c.step_count(), c.kernel_count())),
+            "W6" => w6_mlp::lower(&t6[0], &t6[1], &t6[2], &t6[3], &t6[4], &t6[5])
+                .and_then(|l| l.compile())
+                .map(|c| (c.step_count(), c.kernel_count())),
+            "W9" => w9_matmul::lower(&ta9, &tb9)
+                .and_then(|l| l.compile())
+                .map(|c| (c.step_count(), c.kernel_count())),
+            "dispatch" => tiny_add::lower(&ttiny)
+                .and_then(|l| l.compile())
+                .map(|c| (c.step_count(), c.kernel_count())),
+            "chain20" => chain20::lower(&t1)
+                .and_then(|l| l.compile())
+                .map(|c| (c.step_count(), c.kernel_count())),
             _ => unreachable!(),
         }
         .map_or("?".to_string(), |(s, k)| format!("{s} ({k} k)"));
@@ -850,7 +1298,12 @@ fn main() {
     for l in &check_lines {
         writeln!(md, "- {l}").unwrap();
     }
-    writeln!(md, "\nTotal bench time: {:.0} s.", wall.elapsed().as_secs_f64()).unwrap();
+    writeln!(
+        md,
+        "\nTotal bench time: {:.0} s.",
+        wall.elapsed().as_secs_f64()
+    )
+    .unwrap();
 
     println!("{md}");
     let dir = std::env::var_os("CARGO_TARGET_DIR")
@@ -886,25 +1339,62 @@ fn svg(rows: &[(String, f64, f64)]) -> String {
         let x = x_of(r);
         let (stroke, w) = if k == 0 { ("#000", 1.5) } else { ("#ccc", 0.7) };
         writeln!(s, r#"<line x1="{x:.1}" y1="{}" x2="{x:.1}" y2="{}" stroke="{stroke}" stroke-width="{w}"/>"#, top - 6.0, height - 40.0).unwrap();
-        let lbl = if k < 0 { format!("1/{}", 1 << -k) } else { format!("{}", 1 << k) };
-        writeln!(s, r#"<text x="{x:.1}" y="{}" text-anchor="middle">{lbl}</text>"#, height - 26.0).unwrap();
+        let lbl = if k < 0 {
+            format!("1/{}", 1 << -k)
+        } else {
+            format!("{}", 1 << k)
+        };
+        writeln!(
+            s,
+            r#"<text x="{x:.1}" y="{}" text-anchor="middle">{lbl}</text>"#,
+            height - 26.0
+        )
+        .unwrap();
     }
     for (i, (name, rx, rh)) in rows.iter().enumerate() {
         let y = top + i as f64 * row_h;
-        writeln!(s, r#"<text x="{}" y="{}" text-anchor="end">{}</text>"#, label_w - 8.0, y + bar_h + 4.0, xml(name)).unwrap();
+        writeln!(
+            s,
+            r#"<text x="{}" y="{}" text-anchor="end">{}</text>"#,
+            label_w - 8.0,
+            y + bar_h + 4.0,
+            xml(name)
+        )
+        .unwrap();
         for (j, (r, color)) in [(*rx, "#3b6fb6"), (*rh, "#e08a2c")].iter().enumerate() {
             let yb = y + j as f64 * bar_h;
             if !r.is_finite() {
-                writeln!(s, r##"<text x="{}" y="{}" fill="#888">n/a</text>"##, label_w + 4.0, yb + bar_h - 2.0).unwrap();
+                writeln!(
+                    s,
+                    r##"<text x="{}" y="{}" fill="#888">n/a</text>"##,
+                    label_w + 4.0,
+                    yb + bar_h - 2.0
+                )
+                .unwrap();
                 continue;
             }
             let x0 = x_of(1.0);
             let x1 = x_of(*r);
-            let (xa, w) = if x1 >= x0 { (x0, x1 - x0) } else { (x1, x0 - x1) };
-            writeln!(s, r#"<rect x="{xa:.1}" y="{yb:.1}" width="{:.1}" height="{}" fill="{color}"/>"#, w.max(1.0), bar_h - 1.0).unwrap();
+            let (xa, w) = if x1 >= x0 {
+                (x0, x1 - x0)
+            } else {
+                (x1, x0 - x1)
+            };
+            writeln!(
+                s,
+                r#"<rect x="{xa:.1}" y="{yb:.1}" width="{:.1}" height="{}" fill="{color}"/>"#,
+                w.max(1.0),
+                bar_h - 1.0
+            )
+            .unwrap();
             let tx = if x1 >= x0 { x1 + 3.0 } else { x1 - 3.0 };
             let anchor = if x1 >= x0 { "start" } else { "end" };
-            writeln!(s, r#"<text x="{tx:.1}" y="{:.1}" text-anchor="{anchor}">{r:.2}</text>"#, yb + bar_h - 2.0).unwrap();
+            writeln!(
+                s,
+                r#"<text x="{tx:.1}" y="{:.1}" text-anchor="{anchor}">{r:.2}</text>"#,
+                yb + bar_h - 2.0
+            )
+            .unwrap();
         }
     }
     writeln!(s, "</svg>").unwrap();
@@ -912,6 +1402,7 @@ fn svg(rows: &[(String, f64, f64)]) -> String {
 }
 
 fn xml(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
-

@@ -25,7 +25,14 @@ fn mlp_loss(x: &Tensor, w1: &Tensor, b1: &Tensor, w2: &Tensor, b2: &Tensor, y: &
 }
 
 #[jit]
-fn mlp_loss_jit(x: &Tensor, w1: &Tensor, b1: &Tensor, w2: &Tensor, b2: &Tensor, y: &Tensor) -> Tensor {
+fn mlp_loss_jit(
+    x: &Tensor,
+    w1: &Tensor,
+    b1: &Tensor,
+    w2: &Tensor,
+    b2: &Tensor,
+    y: &Tensor,
+) -> Tensor {
     mlp_loss(x, w1, b1, w2, b2, y)
 }
 
@@ -75,7 +82,9 @@ fn main() -> ExitCode {
     let b1 = rng.tensor(&[HIDDEN], -s1, s1);
     let w2 = rng.tensor(&[HIDDEN, CLASSES], -s2, s2);
     let b2 = rng.tensor(&[CLASSES], -s2, s2);
-    let labels: Vec<i32> = (0..BATCH).map(|_| (rng.next() % CLASSES as u64) as i32).collect();
+    let labels: Vec<i32> = (0..BATCH)
+        .map(|_| (rng.next() % CLASSES as u64) as i32)
+        .collect();
     let y = Tensor::vector(&labels).one_hot_as(CLASSES, DType::F32); // f32[256, 10]
 
     let t = Instant::now();
@@ -89,9 +98,16 @@ fn main() -> ExitCode {
 
     println!("W6 MLP forward + loss: x[{BATCH},{IN}] @ W1[{IN},{HIDDEN}] -> relu -> @ W2[{HIDDEN},{CLASSES}] -> cross-entropy\n");
     println!("  eager (interpreter)                {:8.2} ms", ms(eager));
-    println!("  #[jit] first call                  {:8.2} ms  (trace + compile {:.2} ms)", ms(first), ms(compile));
+    println!(
+        "  #[jit] first call                  {:8.2} ms  (trace + compile {:.2} ms)",
+        ms(first),
+        ms(compile)
+    );
     println!("  #[jit] cached call (median)        {:8.2} ms", ms(jitted));
-    println!("  speed-up over eager                {:8.1}x", eager.as_secs_f64() / jitted.as_secs_f64());
+    println!(
+        "  speed-up over eager                {:8.1}x",
+        eager.as_secs_f64() / jitted.as_secs_f64()
+    );
     println!(
         "  JAX/XLA on the anchors machine     {:8.2} ms  (ours / XLA = {:.2}; anchors: ../shared/anchors/README.md)",
         xla_ms,
@@ -103,11 +119,17 @@ fn main() -> ExitCode {
     // different order, and the compiled exp/ln are approximations: compare the
     // scalar loss with a relative tolerance.
     const REL: f32 = 1e-5;
-    let (got, want) = (loss_jit.item::<f32>().unwrap(), loss_eager.item::<f32>().unwrap());
+    let (got, want) = (
+        loss_jit.item::<f32>().unwrap(),
+        loss_eager.item::<f32>().unwrap(),
+    );
     let rel = (got - want).abs() / want.abs();
     println!("  loss: jit {got:.7}, eager {want:.7}, relative difference {rel:.2e} (tolerance {REL:.0e})");
     // With small random weights the prediction is near uniform: loss ≈ ln(10).
-    println!("  (ln 10 = {:.4}: an untrained model's loss is close to it)", (CLASSES as f32).ln());
+    println!(
+        "  (ln 10 = {:.4}: an untrained model's loss is close to it)",
+        (CLASSES as f32).ln()
+    );
     if rel <= REL && got.is_finite() {
         ExitCode::SUCCESS
     } else {

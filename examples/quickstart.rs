@@ -26,7 +26,10 @@ fn gelu(x: &Tensor) -> Tensor {
 fn gelu_vec_chain(x: &[f32]) -> Vec<f32> {
     let map = |a: &[f32], f: &dyn Fn(f32) -> f32| a.iter().map(|&v| f(v)).collect::<Vec<f32>>();
     let zip = |a: &[f32], b: &[f32], f: &dyn Fn(f32, f32) -> f32| {
-        a.iter().zip(b).map(|(&u, &v)| f(u, v)).collect::<Vec<f32>>()
+        a.iter()
+            .zip(b)
+            .map(|(&u, &v)| f(u, v))
+            .collect::<Vec<f32>>()
     };
     let x2 = zip(x, x, &|a, b| a * b);
     let x3 = zip(&x2, x, &|a, b| a * b);
@@ -80,21 +83,47 @@ fn main() {
     // The three agree.
     let want = gelu_vec_chain(&data);
     let got = first.to_vec::<f32>().unwrap();
-    let max_err = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+    let max_err = got
+        .iter()
+        .zip(&want)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0f32, f32::max);
     let eager_out = gelu_eager(&x).to_vec::<f32>().unwrap();
-    let max_err_eager = got.iter().zip(&eager_out).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+    let max_err_eager = got
+        .iter()
+        .zip(&eager_out)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0f32, f32::max);
 
-    let mem = gelu::lower(&x).unwrap().compile().unwrap().memory_analysis();
+    let mem = gelu::lower(&x)
+        .unwrap()
+        .compile()
+        .unwrap()
+        .memory_analysis();
     let mib = |b: usize| b as f64 / (1024.0 * 1024.0);
 
-    println!("gelu(x) on {N} f32 ({:.0} MiB in, {:.0} MiB out)\n", mib(N * 4), mib(N * 4));
+    println!(
+        "gelu(x) on {N} f32 ({:.0} MiB in, {:.0} MiB out)\n",
+        mib(N * 4),
+        mib(N * 4)
+    );
     println!("  eager jitfuse (interpreter)      {}", ms(eager));
     println!("  naive Vec<f32> chain             {}", ms(chain));
-    println!("  #[jit] first call (trace+compile+run) {}  of which compile {}", ms(first_call).trim(), ms(compile).trim());
+    println!(
+        "  #[jit] first call (trace+compile+run) {}  of which compile {}",
+        ms(first_call).trim(),
+        ms(compile).trim()
+    );
     println!("  #[jit] cached call               {}", ms(jitted));
     println!();
-    println!("  speed-up vs naive chain   {:6.1}x", chain.as_secs_f64() / jitted.as_secs_f64());
-    println!("  speed-up vs eager         {:6.1}x", eager.as_secs_f64() / jitted.as_secs_f64());
+    println!(
+        "  speed-up vs naive chain   {:6.1}x",
+        chain.as_secs_f64() / jitted.as_secs_f64()
+    );
+    println!(
+        "  speed-up vs eager         {:6.1}x",
+        eager.as_secs_f64() / jitted.as_secs_f64()
+    );
     println!(
         "  intermediates: eager allocates {:.0} MiB, the jitted program {:.0} MiB ({:.0} MiB never allocated)",
         mib(mem.eager_bytes),

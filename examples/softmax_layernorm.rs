@@ -79,7 +79,11 @@ fn worst(got: &Tensor, want: &Tensor, abs: f32, rel: f32) -> (f32, f32) {
     for (a, b) in g.iter().zip(&w) {
         let e = (a - b).abs();
         max_err = max_err.max(e);
-        max_ratio = max_ratio.max(if e.is_nan() { f32::INFINITY } else { e / (abs + rel * b.abs()) });
+        max_ratio = max_ratio.max(if e.is_nan() {
+            f32::INFINITY
+        } else {
+            e / (abs + rel * b.abs())
+        });
     }
     (max_err, max_ratio)
 }
@@ -96,14 +100,23 @@ struct Report {
 impl Report {
     fn print(&self) {
         println!("{}", self.name);
-        println!("  eager (interpreter)                {:8.2} ms", ms(self.eager));
+        println!(
+            "  eager (interpreter)                {:8.2} ms",
+            ms(self.eager)
+        );
         println!(
             "  #[jit] first call                  {:8.2} ms  (trace + compile {:.2} ms)",
             ms(self.first),
             ms(self.compile)
         );
-        println!("  #[jit] cached call (median)        {:8.2} ms", ms(self.jitted));
-        println!("  speed-up over eager                {:8.1}x", self.eager.as_secs_f64() / self.jitted.as_secs_f64());
+        println!(
+            "  #[jit] cached call (median)        {:8.2} ms",
+            ms(self.jitted)
+        );
+        println!(
+            "  speed-up over eager                {:8.1}x",
+            self.eager.as_secs_f64() / self.jitted.as_secs_f64()
+        );
         println!(
             "  JAX/XLA on the anchors machine     {:8.2} ms  (ours / XLA = {:.2}; anchors: ../shared/anchors/README.md)",
             self.xla_ms,
@@ -113,10 +126,17 @@ impl Report {
 }
 
 fn main() -> ExitCode {
-    let x = Tensor::from_vec(uniform(ROWS * COLS, 0x2545_F491_4F6C_DD1D, -4.0, 4.0), &[ROWS, COLS]).unwrap();
+    let x = Tensor::from_vec(
+        uniform(ROWS * COLS, 0x2545_F491_4F6C_DD1D, -4.0, 4.0),
+        &[ROWS, COLS],
+    )
+    .unwrap();
     let gamma = Tensor::from_vec(uniform(COLS, 0x9E37_79B9_7F4A_7C15, 0.5, 1.5), &[COLS]).unwrap();
     let beta = Tensor::from_vec(uniform(COLS, 0xD1B5_4A32_D192_ED03, -1.0, 1.0), &[COLS]).unwrap();
-    println!("x: f32[{ROWS}, {COLS}] ({} MiB), gamma, beta: f32[{COLS}]\n", x.size_bytes() >> 20);
+    println!(
+        "x: f32[{ROWS}, {COLS}] ({} MiB), gamma, beta: f32[{COLS}]\n",
+        x.size_bytes() >> 20
+    );
 
     // W3 softmax.
     let t = Instant::now();
@@ -157,7 +177,10 @@ fn main() -> ExitCode {
     const ABS: f32 = 1e-6;
     const REL: f32 = 1e-5;
     let mut ok = true;
-    for (what, got, want) in [("softmax", &sm_jit, &sm_eager), ("layer norm", &ln_jit, &ln_eager)] {
+    for (what, got, want) in [
+        ("softmax", &sm_jit, &sm_eager),
+        ("layer norm", &ln_jit, &ln_eager),
+    ] {
         let (err, ratio) = worst(got, want, ABS, REL);
         let pass = ratio <= 1.0;
         ok &= pass;
@@ -168,7 +191,10 @@ fn main() -> ExitCode {
     }
     // A property that does not depend on the interpreter: every softmax row sums to 1.
     let row_sums = sm_jit.sum(-1).to_vec::<f32>().unwrap();
-    let off = row_sums.iter().map(|s| (s - 1.0).abs()).fold(0.0f32, f32::max);
+    let off = row_sums
+        .iter()
+        .map(|s| (s - 1.0).abs())
+        .fold(0.0f32, f32::max);
     ok &= off <= 1e-5;
     println!("   softmax: max |row sum - 1| = {off:.2e}  (tolerance 1e-5)");
 

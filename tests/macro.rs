@@ -16,7 +16,9 @@ fn vec32(data: &[f32], shape: &[usize]) -> Tensor {
 }
 
 fn ramp(n: usize, scale: f32) -> Tensor {
-    let data: Vec<f32> = (0..n).map(|i| (i as f32 - n as f32 / 2.0) * scale).collect();
+    let data: Vec<f32> = (0..n)
+        .map(|i| (i as f32 - n as f32 / 2.0) * scale)
+        .collect();
     vec32(&data, &[n])
 }
 
@@ -25,12 +27,22 @@ fn assert_close(got: &Tensor, want: &Tensor) {
     assert_eq!(got.dtype(), want.dtype());
     match got.dtype() {
         DType::F64 => {
-            for (g, w) in got.to_vec::<f64>().unwrap().iter().zip(want.to_vec::<f64>().unwrap()) {
+            for (g, w) in got
+                .to_vec::<f64>()
+                .unwrap()
+                .iter()
+                .zip(want.to_vec::<f64>().unwrap())
+            {
                 assert!((g - w).abs() <= 1e-9 * (1.0 + w.abs()), "{g} != {w}");
             }
         }
         _ => {
-            for (g, w) in got.to_vec::<f32>().unwrap().iter().zip(want.to_vec::<f32>().unwrap()) {
+            for (g, w) in got
+                .to_vec::<f32>()
+                .unwrap()
+                .iter()
+                .zip(want.to_vec::<f32>().unwrap())
+            {
                 assert!((g - w).abs() <= 1e-5 * (1.0 + w.abs()), "{g} != {w}");
             }
         }
@@ -104,7 +116,11 @@ fn results_equal_the_eager_computation() {
     let (ye, ze) = owned_affine_eager(x.clone(), &b);
     assert_close(&y, &ye);
     assert_close(&z, &ze);
-    for (n, act, double) in [(0, Act::Relu, false), (2, Act::Relu, true), (3, Act::Tanh, false)] {
+    for (n, act, double) in [
+        (0, Act::Relu, false),
+        (2, Act::Relu, true),
+        (3, Act::Tanh, false),
+    ] {
         assert_close(&act_n(&x, n, act, double), &act_n_eager(&x, n, act, double));
     }
     assert_close(&sgd(&x, &b, 0.125), &sgd_eager(&x, &b, 0.125));
@@ -154,8 +170,14 @@ fn scaled(x: &Tensor, s: f32) -> Tensor {
 fn a_new_scalar_value_does_not_recompile() {
     let _g = CACHES.read().unwrap();
     let x = vec32(&[1.0, 2.0, 3.0], &[3]);
-    assert_eq!(scaled(&x, 2.0).to_vec::<f32>().unwrap(), vec![2.0, 4.0, 6.0]);
-    assert_eq!(scaled(&x, -0.5).to_vec::<f32>().unwrap(), vec![-0.5, -1.0, -1.5]);
+    assert_eq!(
+        scaled(&x, 2.0).to_vec::<f32>().unwrap(),
+        vec![2.0, 4.0, 6.0]
+    );
+    assert_eq!(
+        scaled(&x, -0.5).to_vec::<f32>().unwrap(),
+        vec![-0.5, -1.0, -1.5]
+    );
     let s = scaled::cache_stats();
     assert_eq!((s.hits, s.misses, s.entries), (1, 1, 1));
 }
@@ -201,7 +223,11 @@ fn clear_cache_and_clear_caches() {
     assert_eq!((s.hits, s.misses, s.entries), (0, 1, 0));
     cleared_one(&x);
     let s = cleared_one::cache_stats();
-    assert_eq!((s.hits, s.misses, s.entries), (0, 2, 1), "the call after clear_cache recompiles");
+    assert_eq!(
+        (s.hits, s.misses, s.entries),
+        (0, 2, 1),
+        "the call after clear_cache recompiles"
+    );
 
     cleared_all(&x);
     jitfuse::clear_caches();
@@ -272,7 +298,9 @@ fn a_shape_error_names_op_shapes_and_user_line() {
     }
     assert_eq!(err.location.map(|l| l.line()), Some(line));
     let panic = catch_unwind(AssertUnwindSafe(|| mismatch(&a, &b))).unwrap_err();
-    let text = panic.downcast_ref::<String>().expect("a formatted panic message");
+    let text = panic
+        .downcast_ref::<String>()
+        .expect("a formatted panic message");
     assert_eq!(text, &msg);
 }
 

@@ -39,7 +39,10 @@ const LINTS: &[&str] = &["allow", "warn", "deny", "forbid"];
 /// A traced scalar parameter is a `&Tensor` here.
 fn body_fn(f: &JitFn) -> TokenStream {
     let ident = body_ident(f);
-    let attrs = f.attrs.iter().filter(|a| attr_is(a, CFG) || attr_is(a, LINTS));
+    let attrs = f
+        .attrs
+        .iter()
+        .filter(|a| attr_is(a, CFG) || attr_is(a, LINTS));
     let params = f.params.iter().map(|p| {
         let (m, name) = (&p.mutability, &p.name);
         match p.kind {
@@ -78,7 +81,10 @@ fn names(params: &[Param]) -> Vec<&Ident> {
 /// The plain call, with the user's attributes: panics with the message
 /// `try_call` returns as `Err`, at the caller's location.
 fn wrapper(f: &JitFn) -> TokenStream {
-    let attrs = f.attrs.iter().filter(|a| !a.path().is_ident("track_caller"));
+    let attrs = f
+        .attrs
+        .iter()
+        .filter(|a| !a.path().is_ident("track_caller"));
     let (vis, name, ret) = (&f.vis, &f.name, &f.ret);
     let params = signature_params(&f.params);
     let args = names(&f.params);
@@ -198,7 +204,8 @@ fn collect_args(f: &JitFn) -> TokenStream {
                 // same span).
                 let ty = &p.ty;
                 let span = p.ty.span();
-                checks.push(quote_spanned!(span=> ::jitfuse::__private::assert_static_arg::<#ty>();));
+                checks
+                    .push(quote_spanned!(span=> ::jitfuse::__private::assert_static_arg::<#ty>();));
                 pushes.push(quote_spanned!(span=> __jitfuse_args.static_arg::<#ty>(&#name);));
                 body_args.push(quote_spanned!(span=> <#ty as ::core::clone::Clone>::clone(&#name)));
             }

@@ -28,9 +28,17 @@ impl Errors {
 pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<JitFn> {
     let mut errors = Errors::default();
     if !attr.is_empty() {
-        errors.at(&attr, "`#[jit]` takes no arguments yet: write `#[jit]` alone");
+        errors.at(
+            &attr,
+            "`#[jit]` takes no arguments yet: write `#[jit]` alone",
+        );
     }
-    let ItemFn { attrs, vis, sig, block } = match syn::parse2::<Item>(item)? {
+    let ItemFn {
+        attrs,
+        vis,
+        sig,
+        block,
+    } = match syn::parse2::<Item>(item)? {
         Item::Fn(f) => f,
         other => {
             errors.push(not_a_function(&other));
@@ -38,11 +46,22 @@ pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<JitFn> {
         }
     };
     check_qualifiers(&sig, &mut errors);
-    let params: Vec<Param> = sig.inputs.iter().filter_map(|arg| param(arg, &mut errors)).collect();
+    let params: Vec<Param> = sig
+        .inputs
+        .iter()
+        .filter_map(|arg| param(arg, &mut errors))
+        .collect();
     let ret = return_type(&sig, &mut errors);
     match (errors.0, ret) {
         (Some(e), _) => Err(e),
-        (None, Some(ret)) => Ok(JitFn { attrs, vis, name: sig.ident, params, ret, body: block }),
+        (None, Some(ret)) => Ok(JitFn {
+            attrs,
+            vis,
+            name: sig.ident,
+            params,
+            ret,
+            body: block,
+        }),
         (None, None) => unreachable!("a bad return type is reported"),
     }
 }
@@ -66,13 +85,11 @@ fn not_a_function(item: &Item) -> syn::Error {
         Item::Const(i) => join(&i.const_token, &i.ident),
         Item::Static(i) => join(&i.static_token, &i.ident),
         Item::Type(i) => join(&i.type_token, &i.ident),
-        Item::Impl(i) => {
-            return syn::Error::new_spanned(
-                join(&i.impl_token, &i.self_ty),
-                "`#[jit]` applies to functions, not `impl` blocks (methods are not supported yet): \
+        Item::Impl(i) => return syn::Error::new_spanned(
+            join(&i.impl_token, &i.self_ty),
+            "`#[jit]` applies to functions, not `impl` blocks (methods are not supported yet): \
                  put `#[jit]` on a free function of tensors and call it from the method",
-            )
-        }
+        ),
         _ => return syn::Error::new(Span::call_site(), MSG),
     };
     syn::Error::new_spanned(head, MSG)
@@ -97,7 +114,10 @@ fn check_qualifiers(sig: &Signature, errors: &mut Errors) {
         );
     }
     if let Some(abi) = &sig.abi {
-        errors.at(abi, "a `#[jit]` function is called from Rust: remove the `extern` ABI");
+        errors.at(
+            abi,
+            "a `#[jit]` function is called from Rust: remove the `extern` ABI",
+        );
     }
     if !sig.generics.params.is_empty() {
         errors.at(
@@ -107,7 +127,10 @@ fn check_qualifiers(sig: &Signature, errors: &mut Errors) {
         );
     }
     if let Some(w) = &sig.generics.where_clause {
-        errors.at(w, "`where` clauses on `#[jit]` functions are not supported yet: remove it");
+        errors.at(
+            w,
+            "`where` clauses on `#[jit]` functions are not supported yet: remove it",
+        );
     }
     if let Some(v) = &sig.variadic {
         errors.at(v, "a `#[jit]` function cannot be variadic: remove `...`");
@@ -128,7 +151,10 @@ fn param(arg: &FnArg, errors: &mut Errors) -> Option<Param> {
     };
     let mut ok = true;
     if let Some(attr) = arg.attrs.first() {
-        errors.at(attr, "attributes on `#[jit]` parameters are not supported: remove it");
+        errors.at(
+            attr,
+            "attributes on `#[jit]` parameters are not supported: remove it",
+        );
         ok = false;
     }
     let ident = match &*arg.pat {
@@ -144,9 +170,12 @@ fn param(arg: &FnArg, errors: &mut Errors) -> Option<Param> {
     };
     let kind = param_kind(&arg.ty, errors);
     match (ident, kind) {
-        (Some(p), Some(kind)) if ok => {
-            Some(Param { name: p.ident.clone(), mutability: p.mutability, ty: (*arg.ty).clone(), kind })
-        }
+        (Some(p), Some(kind)) if ok => Some(Param {
+            name: p.ident.clone(),
+            mutability: p.mutability,
+            ty: (*arg.ty).clone(),
+            kind,
+        }),
         _ => None,
     }
 }
@@ -204,7 +233,8 @@ fn return_type(sig: &Signature, errors: &mut Errors) -> Option<Type> {
         ReturnType::Type(_, ty) => ty,
         ReturnType::Default => {
             let mut head = join(&sig.fn_token, &sig.ident);
-            sig.paren_token.surround(&mut head, |ts| sig.inputs.to_tokens(ts));
+            sig.paren_token
+                .surround(&mut head, |ts| sig.inputs.to_tokens(ts));
             errors.at(
                 head,
                 "a `#[jit]` function returns its results: add `-> Tensor` \
@@ -217,7 +247,9 @@ fn return_type(sig: &Signature, errors: &mut Errors) -> Option<Type> {
         ReturnClass::Ok => return Some((**ty).clone()),
         ReturnClass::TooMany(n) => errors.at(
             ty,
-            format!("a `#[jit]` function returns at most {MAX_OUTPUTS} tensors, this tuple has {n}"),
+            format!(
+                "a `#[jit]` function returns at most {MAX_OUTPUTS} tensors, this tuple has {n}"
+            ),
         ),
         ReturnClass::Unsupported => errors.at(
             ty,

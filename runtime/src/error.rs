@@ -39,7 +39,11 @@ pub struct Error {
 
 impl Error {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Error {
-        Error { kind, message: message.into(), location: None }
+        Error {
+            kind,
+            message: message.into(),
+            location: None,
+        }
     }
 
     pub fn at(mut self, loc: SourceLoc) -> Error {

@@ -157,7 +157,13 @@ pub fn unary_f64(op: UnaryOp, x: f64) -> f64 {
 
 /// The integer semantics of each unary op (wrapping), in i64.
 pub fn unary_i64(op: UnaryOp, x: i64, dtype: DType) -> i64 {
-    let wrap = |v: i64| if dtype == DType::I32 { v as i32 as i64 } else { v };
+    let wrap = |v: i64| {
+        if dtype == DType::I32 {
+            v as i32 as i64
+        } else {
+            v
+        }
+    };
     match op {
         UnaryOp::Neg => wrap(x.wrapping_neg()),
         UnaryOp::Abs => wrap(x.wrapping_abs()),
@@ -195,7 +201,13 @@ pub fn binary_f64(op: BinaryOp, a: f64, b: f64) -> f64 {
 }
 
 pub fn binary_i64(op: BinaryOp, a: i64, b: i64, dtype: DType) -> i64 {
-    let wrap = |v: i64| if dtype == DType::I32 { v as i32 as i64 } else { v };
+    let wrap = |v: i64| {
+        if dtype == DType::I32 {
+            v as i32 as i64
+        } else {
+            v
+        }
+    };
     match op {
         BinaryOp::Add => wrap(a.wrapping_add(b)),
         BinaryOp::Sub => wrap(a.wrapping_sub(b)),
@@ -252,13 +264,35 @@ fn cast(x: &Tensor, to: DType) -> Tensor {
 pub fn view_map(op: &Op, in_shape: &[usize], out_shape: &[usize]) -> (i64, Vec<i64>) {
     let st = shape::strides(in_shape);
     match op {
-        Op::Broadcast => (0, shape::broadcast_strides(in_shape, out_shape).into_iter().map(|x| x as i64).collect()),
+        Op::Broadcast => (
+            0,
+            shape::broadcast_strides(in_shape, out_shape)
+                .into_iter()
+                .map(|x| x as i64)
+                .collect(),
+        ),
         Op::Transpose(p) => (0, p.iter().map(|&a| st[a] as i64).collect()),
         Op::Slice(sl) => {
-            let off = sl.iter().zip(&st).map(|((start, _), s)| start * *s as i64).sum();
-            (off, sl.iter().zip(&st).map(|((_, step), s)| step * *s as i64).collect())
+            let off = sl
+                .iter()
+                .zip(&st)
+                .map(|((start, _), s)| start * *s as i64)
+                .sum();
+            (
+                off,
+                sl.iter()
+                    .zip(&st)
+                    .map(|((_, step), s)| step * *s as i64)
+                    .collect(),
+            )
         }
-        Op::Reshape => (0, shape::strides(out_shape).into_iter().map(|x| x as i64).collect()),
+        Op::Reshape => (
+            0,
+            shape::strides(out_shape)
+                .into_iter()
+                .map(|x| x as i64)
+                .collect(),
+        ),
         _ => unreachable!("{} is not a view", op.name()),
     }
 }
@@ -315,7 +349,12 @@ fn pad(x: &Tensor, p: &[(usize, usize)], l: Literal, s: &[usize]) -> Tensor {
     let n = shape::numel(&x.shape);
     let mut idx = vec![0usize; s.len()];
     for i in 0..n {
-        let off: usize = idx.iter().zip(p).zip(&ost).map(|((a, (lo, _)), st)| (a + lo) * st).sum();
+        let off: usize = idx
+            .iter()
+            .zip(p)
+            .zip(&ost)
+            .map(|((a, (lo, _)), st)| (a + lo) * st)
+            .sum();
         dst[off * size..(off + 1) * size].copy_from_slice(&src[i * size..(i + 1) * size]);
         for d in (0..s.len()).rev() {
             idx[d] += 1;
@@ -339,7 +378,12 @@ fn slice_scatter(x: &Tensor, sl: &[(i64, i64)], to: &[usize]) -> Tensor {
     let dst = unsafe { std::slice::from_raw_parts_mut(dst_buf.as_mut_ptr(), dst_buf.len_bytes()) };
     let mut idx = vec![0usize; to.len()];
     for i in 0..shape::numel(&x.shape) {
-        let off: usize = idx.iter().zip(sl).zip(&ost).map(|((&a, &(st, step)), &o)| (st + a as i64 * step) as usize * o).sum();
+        let off: usize = idx
+            .iter()
+            .zip(sl)
+            .zip(&ost)
+            .map(|((&a, &(st, step)), &o)| (st + a as i64 * step) as usize * o)
+            .sum();
         dst[off * size..(off + 1) * size].copy_from_slice(&src[i * size..(i + 1) * size]);
         for d in (0..x.shape.len()).rev() {
             idx[d] += 1;
@@ -408,7 +452,10 @@ pub fn eval_op(op: &Op, ins: &[&Tensor], shape: &[usize], dtype: DType) -> Resul
     let s = shape;
     Ok(match op {
         Op::Param(_) | Op::Captured(_) => {
-            return Err(Error::verify(format!("`{}` has no value of its own", op.name())))
+            return Err(Error::verify(format!(
+                "`{}` has no value of its own",
+                op.name()
+            )))
         }
         Op::Const(l) => filled(*l, s, dtype),
         Op::Cast(d) => cast(ins[0], *d),
@@ -416,22 +463,54 @@ pub fn eval_op(op: &Op, ins: &[&Tensor], shape: &[usize], dtype: DType) -> Resul
         Op::Unary(UnaryOp::StopGradient) | Op::Barrier => ins[0].clone(),
         Op::SliceScatter(sl) => slice_scatter(ins[0], sl, s),
         Op::ScatterAdd(axis) => scatter_add(ins[0], ins[1], *axis, s),
-        Op::Unary(u) if dtype.is_float() => {
-            from_f64s(as_f64s(ins[0]).into_iter().map(|x| unary_f64(*u, x)).collect(), s, dtype)
-        }
-        Op::Unary(u) => from_i64s(as_i64s(ins[0]).into_iter().map(|x| unary_i64(*u, x, dtype)).collect(), s, dtype),
+        Op::Unary(u) if dtype.is_float() => from_f64s(
+            as_f64s(ins[0])
+                .into_iter()
+                .map(|x| unary_f64(*u, x))
+                .collect(),
+            s,
+            dtype,
+        ),
+        Op::Unary(u) => from_i64s(
+            as_i64s(ins[0])
+                .into_iter()
+                .map(|x| unary_i64(*u, x, dtype))
+                .collect(),
+            s,
+            dtype,
+        ),
         Op::Binary(b @ (BinaryOp::And | BinaryOp::Or)) => {
             let (x, y) = (as_bools(ins[0]), as_bools(ins[1]));
             let and = *b == BinaryOp::And;
-            tensor_of(x.iter().zip(&y).map(|(a, b)| if and { *a && *b } else { *a || *b }).collect(), s)
+            tensor_of(
+                x.iter()
+                    .zip(&y)
+                    .map(|(a, b)| if and { *a && *b } else { *a || *b })
+                    .collect(),
+                s,
+            )
         }
         Op::Binary(b) if dtype.is_float() => {
             let (x, y) = (as_f64s(ins[0]), as_f64s(ins[1]));
-            from_f64s(x.iter().zip(&y).map(|(a, c)| binary_f64(*b, *a, *c)).collect(), s, dtype)
+            from_f64s(
+                x.iter()
+                    .zip(&y)
+                    .map(|(a, c)| binary_f64(*b, *a, *c))
+                    .collect(),
+                s,
+                dtype,
+            )
         }
         Op::Binary(b) => {
             let (x, y) = (as_i64s(ins[0]), as_i64s(ins[1]));
-            from_i64s(x.iter().zip(&y).map(|(a, c)| binary_i64(*b, *a, *c, dtype)).collect(), s, dtype)
+            from_i64s(
+                x.iter()
+                    .zip(&y)
+                    .map(|(a, c)| binary_i64(*b, *a, *c, dtype))
+                    .collect(),
+                s,
+                dtype,
+            )
         }
         Op::Compare(c) => {
             let d = ins[0].dtype;
@@ -457,7 +536,12 @@ pub fn eval_op(op: &Op, ins: &[&Tensor], shape: &[usize], dtype: DType) -> Resul
             let n = shape::numel(s);
             let mut buf = Buffer::zeroed(n * dtype.size());
             for i in 0..n {
-                write_literal(&mut buf, dtype, i, Literal::Int(((i / st[*axis]) % s[*axis]) as i64));
+                write_literal(
+                    &mut buf,
+                    dtype,
+                    i,
+                    Literal::Int(((i / st[*axis]) % s[*axis]) as i64),
+                );
             }
             Tensor::from_buffer(Arc::new(buf), s.to_vec(), dtype)
         }
@@ -465,7 +549,10 @@ pub fn eval_op(op: &Op, ins: &[&Tensor], shape: &[usize], dtype: DType) -> Resul
         Op::Select => {
             let c = as_bools(ins[0]);
             let size = dtype.size();
-            let (a, b) = (ins[1].buffer().unwrap().bytes(), ins[2].buffer().unwrap().bytes());
+            let (a, b) = (
+                ins[1].buffer().unwrap().bytes(),
+                ins[2].buffer().unwrap().bytes(),
+            );
             let mut out = Vec::with_capacity(a.len());
             for (i, &ci) in c.iter().enumerate() {
                 let src = if ci { a } else { b };
@@ -481,10 +568,9 @@ pub fn eval_graph(g: &Graph, params: &[Tensor], captured: &[Tensor]) -> Result<V
     let mut vals: Vec<Tensor> = Vec::with_capacity(g.nodes.len());
     for n in &g.nodes {
         let t = match n.op {
-            Op::Param(k) => params
-                .get(k)
-                .cloned()
-                .ok_or_else(|| Error::argument(format!("graph needs parameter {k}, {} given", params.len())))?,
+            Op::Param(k) => params.get(k).cloned().ok_or_else(|| {
+                Error::argument(format!("graph needs parameter {k}, {} given", params.len()))
+            })?,
             Op::Captured(k) => captured
                 .get(k)
                 .cloned()

@@ -9,7 +9,10 @@ use crate::{shape, DType};
 /// For every input element (row-major), the index of the output element it
 /// reduces into when `axes` are removed.
 fn output_index_map(in_shape: &[usize], axes: &[usize]) -> Vec<usize> {
-    let out_shape: Vec<usize> = (0..in_shape.len()).filter(|a| !axes.contains(a)).map(|a| in_shape[a]).collect();
+    let out_shape: Vec<usize> = (0..in_shape.len())
+        .filter(|a| !axes.contains(a))
+        .map(|a| in_shape[a])
+        .collect();
     let out_st = shape::strides(&out_shape);
     let mut map = Vec::with_capacity(shape::numel(in_shape));
     let mut idx = vec![0usize; in_shape.len()];
@@ -68,7 +71,11 @@ pub fn reduce(op: ReduceOp, axes: &[usize], x: &Tensor, out_shape: &[usize]) -> 
         }
         from_f64s(acc, out_shape, x.dtype)
     } else {
-        let (lo, hi) = if x.dtype == DType::I32 { (i32::MIN as i64, i32::MAX as i64) } else { (i64::MIN, i64::MAX) };
+        let (lo, hi) = if x.dtype == DType::I32 {
+            (i32::MIN as i64, i32::MAX as i64)
+        } else {
+            (i64::MIN, i64::MAX)
+        };
         let init = match op {
             ReduceOp::Sum => 0,
             ReduceOp::Prod => 1,
@@ -94,7 +101,11 @@ pub fn arg_extreme(max: bool, axis: usize, x: &Tensor, out_shape: &[usize]) -> T
     let n = x.shape[axis];
     let inner: usize = x.shape[axis + 1..].iter().product();
     let outer: usize = x.shape[..axis].iter().product();
-    let vals = if x.dtype.is_float() { as_f64s(x) } else { as_i64s(x).into_iter().map(|v| v as f64).collect() };
+    let vals = if x.dtype.is_float() {
+        as_f64s(x)
+    } else {
+        as_i64s(x).into_iter().map(|v| v as f64).collect()
+    };
     let ints = if x.dtype.is_int() { as_i64s(x) } else { vec![] };
     let mut out = Vec::with_capacity(outer * inner);
     for o in 0..outer {
@@ -104,7 +115,11 @@ pub fn arg_extreme(max: bool, axis: usize, x: &Tensor, out_shape: &[usize]) -> T
             for k in 1..n {
                 let better = if x.dtype.is_int() {
                     let (a, b) = (ints[at(k)], ints[at(best)]);
-                    if max { a > b } else { a < b }
+                    if max {
+                        a > b
+                    } else {
+                        a < b
+                    }
                 } else {
                     let (a, b) = (vals[at(k)], vals[at(best)]);
                     !b.is_nan() && (a.is_nan() || if max { a > b } else { a < b })

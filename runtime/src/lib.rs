@@ -20,10 +20,13 @@ pub mod codegen;
 pub mod exec;
 pub mod fusion;
 pub mod jit;
-pub mod passes;
 mod library;
+pub mod passes;
 
-pub use autodiff::{checkpoint, checkpoint_name, checkpoint_with, grad, stop_gradient, value_and_grad, vjp, Policy, Tree};
+pub use autodiff::{
+    checkpoint, checkpoint_name, checkpoint_with, grad, stop_gradient, value_and_grad, vjp, Policy,
+    Tree,
+};
 pub use exec::MemoryAnalysis;
 pub use jit::{clear_caches, CacheStats, Compiled, Lowered};
 pub use tensor::composite::softmax_cross_entropy;
@@ -34,6 +37,8 @@ pub use tensor::shape_ops::{concat, stack, Slice};
 /// What `#[jit]`-generated code calls. Not a stable API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::jit::{assert_static_arg, fail, CallArgs, FnCache, FromOutputs, IntoOutputs, StaticArg};
+    pub use crate::jit::{
+        assert_static_arg, fail, CallArgs, FnCache, FromOutputs, IntoOutputs, StaticArg,
+    };
     pub use crate::trace::is_tracing;
 }

@@ -21,7 +21,13 @@ pub struct Strided {
 /// # Safety
 /// The operands' maps must stay inside live buffers; `out` must be valid for
 /// the result and overlap neither operand.
-pub unsafe fn matmul_strided(a: &Strided, b: &Strided, out_shape: &[usize], dtype: DType, out: *mut u8) {
+pub unsafe fn matmul_strided(
+    a: &Strided,
+    b: &Strided,
+    out_shape: &[usize],
+    dtype: DType,
+    out: *mut u8,
+) {
     let r = out_shape.len();
     let (m, n) = (out_shape[r - 2], out_shape[r - 1]);
     let (ra, rb) = (a.shape.len(), b.shape.len());
@@ -31,7 +37,15 @@ pub unsafe fn matmul_strided(a: &Strided, b: &Strided, out_shape: &[usize], dtyp
     let bstr = |s: &Strided, rank: usize| -> Vec<i64> {
         let own = &s.shape[..rank - 2];
         let off = batch.len() - own.len();
-        (0..batch.len()).map(|d| if d < off || own[d - off] == 1 { 0 } else { s.strides[d - off] }).collect()
+        (0..batch.len())
+            .map(|d| {
+                if d < off || own[d - off] == 1 {
+                    0
+                } else {
+                    s.strides[d - off]
+                }
+            })
+            .collect()
     };
     let (sa, sb) = (bstr(a, ra), bstr(b, rb));
     let (rsa, csa) = (a.strides[ra - 2] as isize, a.strides[ra - 1] as isize);
@@ -45,8 +59,38 @@ pub unsafe fn matmul_strided(a: &Strided, b: &Strided, out_shape: &[usize], dtyp
         let pb = b.ptr.wrapping_offset(bo as isize * size);
         let pc = out.wrapping_offset((bi * m * n) as isize * size);
         match dtype {
-            DType::F32 => matrixmultiply::sgemm(m, k, n, 1.0, pa as *const f32, rsa, csa, pb as *const f32, rsb, csb, 0.0, pc as *mut f32, n as isize, 1),
-            DType::F64 => matrixmultiply::dgemm(m, k, n, 1.0, pa as *const f64, rsa, csa, pb as *const f64, rsb, csb, 0.0, pc as *mut f64, n as isize, 1),
+            DType::F32 => matrixmultiply::sgemm(
+                m,
+                k,
+                n,
+                1.0,
+                pa as *const f32,
+                rsa,
+                csa,
+                pb as *const f32,
+                rsb,
+                csb,
+                0.0,
+                pc as *mut f32,
+                n as isize,
+                1,
+            ),
+            DType::F64 => matrixmultiply::dgemm(
+                m,
+                k,
+                n,
+                1.0,
+                pa as *const f64,
+                rsa,
+                csa,
+                pb as *const f64,
+                rsb,
+                csb,
+                0.0,
+                pc as *mut f64,
+                n as isize,
+                1,
+            ),
             _ => unreachable!("matmul is float-only (checked at trace time)"),
         }
         for d in (0..batch.len()).rev() {
@@ -63,7 +107,13 @@ pub unsafe fn matmul_strided(a: &Strided, b: &Strided, out_shape: &[usize], dtyp
 ///
 /// # Safety
 /// `out` must be valid for writes of the result's size and not alias the inputs.
-pub unsafe fn run_into(op: &Op, ins: &[&Tensor], out_shape: &[usize], dtype: DType, out: *mut u8) -> Result<(), Error> {
+pub unsafe fn run_into(
+    op: &Op,
+    ins: &[&Tensor],
+    out_shape: &[usize],
+    dtype: DType,
+    out: *mut u8,
+) -> Result<(), Error> {
     match op {
         Op::Matmul => {
             matmul_into(ins[0], ins[1], out_shape, dtype, out);

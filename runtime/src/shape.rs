@@ -22,8 +22,16 @@ pub fn broadcast(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
     let n = a.len().max(b.len());
     let mut out = vec![0; n];
     for i in 0..n {
-        let da = if i < n - a.len() { 1 } else { a[i - (n - a.len())] };
-        let db = if i < n - b.len() { 1 } else { b[i - (n - b.len())] };
+        let da = if i < n - a.len() {
+            1
+        } else {
+            a[i - (n - a.len())]
+        };
+        let db = if i < n - b.len() {
+            1
+        } else {
+            b[i - (n - b.len())]
+        };
         out[i] = if da == db {
             da
         } else if da == 1 {
@@ -48,7 +56,13 @@ pub fn broadcast_strides(from: &[usize], to: &[usize]) -> Vec<usize> {
     let own = strides(from);
     let off = to.len() - from.len();
     (0..to.len())
-        .map(|i| if i < off || from[i - off] == 1 && to[i] != 1 { 0 } else { own[i - off] })
+        .map(|i| {
+            if i < off || from[i - off] == 1 && to[i] != 1 {
+                0
+            } else {
+                own[i - off]
+            }
+        })
         .collect()
 }
 

@@ -26,13 +26,21 @@ impl Buffer {
     pub fn zeroed(bytes: usize) -> Buffer {
         if bytes == 0 {
             // A dangling but aligned pointer: never dereferenced.
-            return Buffer { ptr: NonNull::new(ALIGN as *mut u8).unwrap(), bytes: 0, owned: true };
+            return Buffer {
+                ptr: NonNull::new(ALIGN as *mut u8).unwrap(),
+                bytes: 0,
+                owned: true,
+            };
         }
         let layout = Layout::from_size_align(bytes, ALIGN).expect("tensor too large");
         // SAFETY: layout has non-zero size.
         let ptr = unsafe { alloc_zeroed(layout) };
         let ptr = NonNull::new(ptr).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
-        Buffer { ptr, bytes, owned: true }
+        Buffer {
+            ptr,
+            bytes,
+            owned: true,
+        }
     }
 
     pub fn from_bytes(src: &[u8]) -> Buffer {
@@ -66,12 +74,22 @@ impl Buffer {
         debug_assert_eq!(self.bytes % std::mem::size_of::<T>(), 0);
         // SAFETY: aligned to 64, sized by the tensor that owns it; bool buffers
         // only ever hold 0 or 1.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr() as *const T, self.bytes / std::mem::size_of::<T>()) }
+        unsafe {
+            std::slice::from_raw_parts(
+                self.ptr.as_ptr() as *const T,
+                self.bytes / std::mem::size_of::<T>(),
+            )
+        }
     }
 
     pub fn typed_mut<T: crate::Element>(&mut self) -> &mut [T] {
         // SAFETY: as `typed`, and `&mut self` proves unique access.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr() as *mut T, self.bytes / std::mem::size_of::<T>()) }
+        unsafe {
+            std::slice::from_raw_parts_mut(
+                self.ptr.as_ptr() as *mut T,
+                self.bytes / std::mem::size_of::<T>(),
+            )
+        }
     }
 }
 
@@ -96,7 +114,11 @@ impl Buffer {
         // SAFETY: non-zero size.
         let ptr = unsafe { std::alloc::alloc(layout) };
         let ptr = NonNull::new(ptr).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
-        Buffer { ptr, bytes, owned: true }
+        Buffer {
+            ptr,
+            bytes,
+            owned: true,
+        }
     }
 
     /// A non-owning view of `bytes` bytes at `ptr`.
@@ -105,6 +127,10 @@ impl Buffer {
     /// The memory must stay valid and unwritten by others while the view
     /// (and every tensor made from it) lives.
     pub unsafe fn borrowed(ptr: *mut u8, bytes: usize) -> Buffer {
-        Buffer { ptr: NonNull::new(ptr).unwrap_or(NonNull::new(ALIGN as *mut u8).unwrap()), bytes, owned: false }
+        Buffer {
+            ptr: NonNull::new(ptr).unwrap_or(NonNull::new(ALIGN as *mut u8).unwrap()),
+            bytes,
+            owned: false,
+        }
     }
 }

@@ -25,6 +25,24 @@ pub(crate) struct TraceState {
 
 thread_local! {
     static STACK: RefCell<Vec<TraceState>> = const { RefCell::new(Vec::new()) };
+    static LOC_OVERRIDE: std::cell::Cell<Option<SourceLoc>> = const { std::cell::Cell::new(None) };
+}
+
+/// While alive, nodes recorded on this thread carry this location instead
+/// of their caller's (the backward pass attributes its nodes to the user's
+/// forward op).
+pub(crate) struct LocOverride(Option<SourceLoc>);
+
+impl LocOverride {
+    pub(crate) fn set(loc: Option<SourceLoc>) -> LocOverride {
+        LocOverride(LOC_OVERRIDE.with(|c| c.replace(loc)))
+    }
+}
+
+impl Drop for LocOverride {
+    fn drop(&mut self) {
+        LOC_OVERRIDE.with(|c| c.set(self.0));
+    }
 }
 
 /// Payload of the unwind that aborts a trace after an error was recorded.
@@ -76,7 +94,10 @@ pub struct Traced {
 }
 
 /// Trace `body` on parameters of the given types.
-pub fn trace(params: &[ParamSpec], body: impl FnOnce(&[Tensor]) -> Vec<Tensor>) -> Result<Traced, Error> {
+pub fn trace(
+    params: &[ParamSpec],
+    body: impl FnOnce(&[Tensor]) -> Vec<Tensor>,
+) -> Result<Traced, Error> {
     let id = NEXT_TRACE.fetch_add(1, Ordering::Relaxed);
     let mut state = TraceState {
         id,
@@ -87,7 +108,13 @@ pub fn trace(params: &[ParamSpec], body: impl FnOnce(&[Tensor]) -> Vec<Tensor>) 
     };
     let mut args = Vec::with_capacity(params.len());
     for (k, p) in params.iter().enumerate() {
-        let v = state.graph.push(Node { op: Op::Param(k), inputs: vec![], shape: p.shape.clone(), dtype: p.dtype, loc: None });
+        let v = state.graph.push(Node {
+            op: Op::Param(k),
+            inputs: vec![],
+            shape: p.shape.clone(),
+            dtype: p.dtype,
+            loc: None,
+        });
         let t = Tensor::traced(id, v, p.shape.clone(), p.dtype);
         args.push(if p.weak { t.into_weak() } else { t });
     }
@@ -109,7 +136,11 @@ pub fn trace(params: &[ParamSpec], body: impl FnOnce(&[Tensor]) -> Vec<Tensor>) 
         let state = STACK.with(|s| {
             let mut s = s.borrow_mut();
             let top = s.last_mut().expect("trace stack");
-            (std::mem::take(&mut top.graph), std::mem::take(&mut top.captured), top.error.take())
+            (
+                std::mem::take(&mut top.graph),
+                std::mem::take(&mut top.captured),
+                top.error.take(),
+            )
         });
         (r, state)
     };
@@ -121,7 +152,10 @@ pub fn trace(params: &[ParamSpec], body: impl FnOnce(&[Tensor]) -> Vec<Tensor>) 
         (_, (_, _, Some(err))) => Err(err),
         (Err(payload), _) => {
             if payload.is::<TraceAbort>() {
-                return Err(Error::new(ErrorKind::Panic, "trace aborted without an error (bug in jitfuse)"));
+                return Err(Error::new(
+                    ErrorKind::Panic,
+                    "trace aborted without an error (bug in jitfuse)",
+                ));
             }
             // A panic of the user's body while tracing: reported like any
             // other error of the call (the panic hook has printed where).
@@ -130,7 +164,10 @@ pub fn trace(params: &[ParamSpec], body: impl FnOnce(&[Tensor]) -> Vec<Tensor>) 
                 .cloned()
                 .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
                 .unwrap_or_else(|| "a non-string panic payload".into());
-            Err(Error::new(ErrorKind::Panic, format!("the traced body panicked: {msg}")))
+            Err(Error::new(
+                ErrorKind::Panic,
+                format!("the traced body panicked: {msg}"),
+            ))
         }
     }
 }
@@ -158,7 +195,13 @@ pub(crate) fn to_value(t: &Tensor, loc: Option<SourceLoc>) -> ValueId {
                         top.captured.len() - 1
                     }
                 };
-                let node = Node { op: Op::Captured(k), inputs: vec![], shape: t.shape.clone(), dtype: t.dtype, loc };
+                let node = Node {
+                    op: Op::Captured(k),
+                    inputs: vec![],
+                    shape: t.shape.clone(),
+                    dtype: t.dtype,
+                    loc,
+                };
                 Ok(top.graph.push(node))
             }
             Data::Traced { .. } => Err(Error::new(
@@ -173,7 +216,13 @@ pub(crate) fn to_value(t: &Tensor, loc: Option<SourceLoc>) -> ValueId {
             Data::Concrete(buf) => {
                 if t.len() == 1 {
                     let lit = crate::interp::read_literal(t, 0);
-                    let node = Node { op: Op::Const(lit), inputs: vec![], shape: t.shape.clone(), dtype: t.dtype, loc };
+                    let node = Node {
+                        op: Op::Const(lit),
+                        inputs: vec![],
+                        shape: t.shape.clone(),
+                        dtype: t.dtype,
+                        loc,
+                    };
                     return Ok(top.graph.push(node));
                 }
                 let key = std::sync::Arc::as_ptr(buf) as usize;
@@ -185,7 +234,13 @@ pub(crate) fn to_value(t: &Tensor, loc: Option<SourceLoc>) -> ValueId {
                         top.captured.len() - 1
                     }
                 };
-                let node = Node { op: Op::Captured(k), inputs: vec![], shape: t.shape.clone(), dtype: t.dtype, loc };
+                let node = Node {
+                    op: Op::Captured(k),
+                    inputs: vec![],
+                    shape: t.shape.clone(),
+                    dtype: t.dtype,
+                    loc,
+                };
                 Ok(top.graph.push(node))
             }
         }
@@ -200,12 +255,25 @@ pub(crate) fn to_value(t: &Tensor, loc: Option<SourceLoc>) -> ValueId {
 }
 
 /// Append a node to the innermost trace and return its traced tensor.
-pub(crate) fn push_node(op: Op, inputs: &[&Tensor], shape: Vec<usize>, dtype: DType, loc: SourceLoc) -> Tensor {
+pub(crate) fn push_node(
+    op: Op,
+    inputs: &[&Tensor],
+    shape: Vec<usize>,
+    dtype: DType,
+    loc: SourceLoc,
+) -> Tensor {
+    let loc = LOC_OVERRIDE.with(|c| c.get()).unwrap_or(loc);
     let ids: Vec<ValueId> = inputs.iter().map(|t| to_value(t, Some(loc))).collect();
     STACK.with(|s| {
         let mut s = s.borrow_mut();
         let top = s.last_mut().expect("push_node outside a trace");
-        let v = top.graph.push(Node { op, inputs: ids, shape: shape.clone(), dtype, loc: Some(loc) });
+        let v = top.graph.push(Node {
+            op,
+            inputs: ids,
+            shape: shape.clone(),
+            dtype,
+            loc: Some(loc),
+        });
         Tensor::traced(top.id, v, shape, dtype)
     })
 }

@@ -9,9 +9,15 @@ const FLOATS: [DType; 2] = [DType::F32, DType::F64];
 
 fn tol(d: DType) -> Tol {
     if d == DType::F32 {
-        Tol { rel: 2e-5, abs: 2e-5 }
+        Tol {
+            rel: 2e-5,
+            abs: 2e-5,
+        }
     } else {
-        Tol { rel: 1e-12, abs: 1e-12 }
+        Tol {
+            rel: 1e-12,
+            abs: 1e-12,
+        }
     }
 }
 
@@ -24,7 +30,13 @@ fn random_perm(rng: &mut Rng, n: usize) -> Vec<usize> {
 }
 
 fn random_slice(rng: &mut Rng) -> Slice {
-    let pick = |rng: &mut Rng| if rng.chance(0.3) { None } else { Some(rng.below(9) as isize - 4) };
+    let pick = |rng: &mut Rng| {
+        if rng.chance(0.3) {
+            None
+        } else {
+            Some(rng.below(9) as isize - 4)
+        }
+    };
     let step = [1, 1, 2, -1, -2, 3][rng.below(6)];
     Slice::new(pick(rng), pick(rng), step)
 }
@@ -36,7 +48,9 @@ fn layout_views_fold_into_kernels() {
     let mut rng = Rng::new(20);
     for trial in 0..60 {
         let d = [DType::F32, DType::F64, DType::I32, DType::Bool][rng.below(4)];
-        let s: Vec<usize> = (0..1 + rng.below(3)).map(|_| [1, 2, 3, 5, 8][rng.below(5)]).collect();
+        let s: Vec<usize> = (0..1 + rng.below(3))
+            .map(|_| [1, 2, 3, 5, 8][rng.below(5)])
+            .collect();
         let x = random_tensor(&mut rng, &s, d, -9.0, 9.0, false);
         let perm = random_perm(&mut rng, s.len());
         let slices: Vec<Slice> = (0..s.len()).map(|_| random_slice(&mut rng)).collect();
@@ -47,7 +61,11 @@ fn layout_views_fold_into_kernels() {
             let sl = t.slice(&slices);
             // The last axis and one more (an axis may be listed only once).
             let other = flip_axis.min(sl.ndim() as isize - 1);
-            let f = if other == sl.ndim() as isize - 1 { sl.flip(&[-1]) } else { sl.flip(&[-1, other]) };
+            let f = if other == sl.ndim() as isize - 1 {
+                sl.flip(&[-1])
+            } else {
+                sl.flip(&[-1, other])
+            };
             let r = f.reshape(&[-1]);
             let e = x.expand_dims(0).squeeze(&[0]).t();
             let mut outs = vec![t.clone(), sl.clone(), f.clone(), r, e];
@@ -96,7 +114,9 @@ fn concat_stack_pad_take_one_hot() {
         let pads: Vec<(usize, usize)> = (0..rank).map(|_| (rng.below(3), rng.below(3))).collect();
         let n = s[axis];
         let idx_shape: Vec<usize> = (0..rng.below(3)).map(|_| 1 + rng.below(4)).collect();
-        let idx_vals: Vec<i64> = (0..idx_shape.iter().product::<usize>()).map(|_| rng.below(2 * n + 4) as i64 - n as i64 - 2).collect();
+        let idx_vals: Vec<i64> = (0..idx_shape.iter().product::<usize>())
+            .map(|_| rng.below(2 * n + 4) as i64 - n as i64 - 2)
+            .collect();
         let idx = Tensor::from_vec(idx_vals, &idx_shape).unwrap();
         let g = trace_fn(&[a.clone(), b.clone(), idx.clone()], |ts| {
             let (a, b, idx) = (&ts[0], &ts[1], &ts[2]);
@@ -111,15 +131,29 @@ fn concat_stack_pad_take_one_hot() {
             }
             outs
         });
-        check_graph(&g, &[a, b, idx], EXACT, &format!("concat/pad/take {d} {s:?} axis {axis} trial {trial}"));
+        check_graph(
+            &g,
+            &[a, b, idx],
+            EXACT,
+            &format!("concat/pad/take {d} {s:?} axis {axis} trial {trial}"),
+        );
     }
     // Fixed values: clamping and negative indices.
     let x = Tensor::vector(&[10.0f32, 20.0, 30.0]);
     let i = Tensor::vector(&[-1i32, 0, 5, -7]);
-    assert_eq!(x.take(&i, 0).to_vec::<f32>().unwrap(), vec![30.0, 10.0, 30.0, 10.0]);
+    assert_eq!(
+        x.take(&i, 0).to_vec::<f32>().unwrap(),
+        vec![30.0, 10.0, 30.0, 10.0]
+    );
     let oh = Tensor::vector(&[1i64, 3, -1]).one_hot(3);
-    assert_eq!(oh.to_vec::<f32>().unwrap(), vec![0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
-    assert_eq!(x.pad(&[(1, 2)], 0).to_vec::<f32>().unwrap(), vec![0.0, 10.0, 20.0, 30.0, 0.0, 0.0]);
+    assert_eq!(
+        oh.to_vec::<f32>().unwrap(),
+        vec![0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    );
+    assert_eq!(
+        x.pad(&[(1, 2)], 0).to_vec::<f32>().unwrap(),
+        vec![0.0, 10.0, 20.0, 30.0, 0.0, 0.0]
+    );
 }
 
 #[test]
@@ -128,12 +162,18 @@ fn reductions_match_interpreter_over_random_axes() {
     for trial in 0..60 {
         let d = [DType::F32, DType::F64, DType::I32, DType::I64][rng.below(4)];
         let rank = 1 + rng.below(3);
-        let s: Vec<usize> = (0..rank).map(|_| [0, 1, 2, 3, 7, 16][rng.below(6)]).collect();
+        let s: Vec<usize> = (0..rank)
+            .map(|_| [0, 1, 2, 3, 7, 16][rng.below(6)])
+            .collect();
         let x = random_tensor(&mut rng, &s, d, -3.0, 3.0, false);
         let mut axes: Vec<isize> = Vec::new();
         for a in 0..rank as isize {
             if rng.chance(0.5) {
-                axes.push(if rng.chance(0.5) { a - rank as isize } else { a });
+                axes.push(if rng.chance(0.5) {
+                    a - rank as isize
+                } else {
+                    a
+                });
             }
         }
         let nonempty_axis = (0..rank).find(|&a| s[a] > 0);
@@ -147,14 +187,24 @@ fn reductions_match_interpreter_over_random_axes() {
                 x.sum_all(),
             ];
             if d.is_float() {
-                outs.extend([x.mean(axes.clone()), x.var_keepdims(axes.clone()), x.std(axes.clone()), x.logsumexp(axes.clone())]);
+                outs.extend([
+                    x.mean(axes.clone()),
+                    x.var_keepdims(axes.clone()),
+                    x.std(axes.clone()),
+                    x.logsumexp(axes.clone()),
+                ]);
             }
             if let Some(a) = nonempty_axis {
                 outs.extend([x.argmax(a as isize), x.argmin(a as isize - rank as isize)]);
             }
             outs
         });
-        check_graph(&g, &[x], tol(d), &format!("reductions {d} {s:?} axes {axes:?} trial {trial}"));
+        check_graph(
+            &g,
+            &[x],
+            tol(d),
+            &format!("reductions {d} {s:?} axes {axes:?} trial {trial}"),
+        );
     }
 }
 
@@ -170,12 +220,18 @@ fn reduction_values_and_edge_cases() {
     assert_eq!(x.argmin(0).to_vec::<i64>().unwrap(), vec![0, 1, 0]);
     let e = Tensor::zeros(&[0, 3], DType::F32);
     assert_eq!(e.sum(0).to_vec::<f32>().unwrap(), vec![0.0; 3]);
-    assert_eq!(e.max(0).to_vec::<f32>().unwrap(), vec![f32::NEG_INFINITY; 3]);
+    assert_eq!(
+        e.max(0).to_vec::<f32>().unwrap(),
+        vec![f32::NEG_INFINITY; 3]
+    );
     let n = Tensor::vector(&[1.0f64, f64::NAN, 3.0]);
     assert!(n.max_all().item::<f64>().unwrap().is_nan());
     assert_eq!(n.argmax(0).item::<i64>().unwrap(), 1);
     let all_neg_inf = Tensor::vector(&[f32::NEG_INFINITY; 3]);
-    assert_eq!(all_neg_inf.logsumexp(0).item::<f32>().unwrap(), f32::NEG_INFINITY);
+    assert_eq!(
+        all_neg_inf.logsumexp(0).item::<f32>().unwrap(),
+        f32::NEG_INFINITY
+    );
     let big = Tensor::vector(&[1000.0f32, 1000.0]);
     assert!((big.logsumexp(0).item::<f32>().unwrap() - (1000.0 + 2f32.ln())).abs() < 1e-3);
 }
@@ -187,7 +243,10 @@ fn matmul_shapes_and_values() {
         let d = FLOATS[rng.below(2)];
         let (m, k, n) = (1 + rng.below(9), rng.below(9), 1 + rng.below(9));
         let batch_a: Vec<usize> = (0..rng.below(3)).map(|_| [1, 2, 3][rng.below(3)]).collect();
-        let batch_b: Vec<usize> = batch_a.iter().map(|&x| if rng.chance(0.3) { 1 } else { x }).collect();
+        let batch_b: Vec<usize> = batch_a
+            .iter()
+            .map(|&x| if rng.chance(0.3) { 1 } else { x })
+            .collect();
         let mut sa = batch_a.clone();
         sa.extend([m, k]);
         let mut sb = batch_b.clone();
@@ -205,14 +264,23 @@ fn matmul_shapes_and_values() {
                 // Views read in place by the GEMM: transposed, flipped, strided.
                 a.t().t().matmul(&b.flip(&[-1])),
                 b.t().matmul(&a.t()),
-                a.slice_axis(-1, None, None, 2).matmul(&b.slice_axis(-2, None, None, 2)),
+                a.slice_axis(-1, None, None, 2)
+                    .matmul(&b.slice_axis(-2, None, None, 2)),
             ]
         });
-        check_graph(&g, &[a, b, v], tol(d), &format!("matmul {d} {sa:?} @ {sb:?} trial {trial}"));
+        check_graph(
+            &g,
+            &[a, b, v],
+            tol(d),
+            &format!("matmul {d} {sa:?} @ {sb:?} trial {trial}"),
+        );
     }
     let a = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
     let v = Tensor::vector(&[1.0f32, 1.0]);
-    assert_eq!(a.matmul(&a).to_vec::<f32>().unwrap(), vec![7.0, 10.0, 15.0, 22.0]);
+    assert_eq!(
+        a.matmul(&a).to_vec::<f32>().unwrap(),
+        vec![7.0, 10.0, 15.0, 22.0]
+    );
     assert_eq!(a.matmul(&v).to_vec::<f32>().unwrap(), vec![3.0, 7.0]);
     assert_eq!(v.matmul(&a).to_vec::<f32>().unwrap(), vec![4.0, 6.0]);
     assert_eq!(v.matmul(&v).shape(), &[] as &[usize]);
@@ -225,24 +293,39 @@ fn composites_match_interpreter_and_known_values() {
         let x = random_tensor(&mut rng, &[7, 33], d, -4.0, 4.0, false);
         let gamma = random_tensor(&mut rng, &[33], d, 0.5, 1.5, false);
         let beta = random_tensor(&mut rng, &[33], d, -1.0, 1.0, false);
-        let labels = Tensor::from_vec((0..7).map(|i| (i * 5 % 33) as i32).collect(), &[7]).unwrap().one_hot_as(33, d);
-        let g = trace_fn(&[x.clone(), gamma.clone(), beta.clone(), labels.clone()], |ts| {
-            let (x, g, b, y) = (&ts[0], &ts[1], &ts[2], &ts[3]);
-            vec![
-                x.softmax(-1),
-                x.log_softmax(0),
-                x.layer_norm(g, b, 1e-5, -1),
-                jitfuse::softmax_cross_entropy(x, y),
-                x.gelu(),
-                x.gelu_erf(),
-                x.silu(),
-                x.softplus(),
-                x.clamp(-1.0, 2.5),
-            ]
-        });
-        check_graph(&g, &[x.clone(), gamma, beta, labels], tol(d), &format!("composites {d}"));
+        let labels = Tensor::from_vec((0..7).map(|i| (i * 5 % 33) as i32).collect(), &[7])
+            .unwrap()
+            .one_hot_as(33, d);
+        let g = trace_fn(
+            &[x.clone(), gamma.clone(), beta.clone(), labels.clone()],
+            |ts| {
+                let (x, g, b, y) = (&ts[0], &ts[1], &ts[2], &ts[3]);
+                vec![
+                    x.softmax(-1),
+                    x.log_softmax(0),
+                    x.layer_norm(g, b, 1e-5, -1),
+                    jitfuse::softmax_cross_entropy(x, y),
+                    x.gelu(),
+                    x.gelu_erf(),
+                    x.silu(),
+                    x.softplus(),
+                    x.clamp(-1.0, 2.5),
+                ]
+            },
+        );
+        check_graph(
+            &g,
+            &[x.clone(), gamma, beta, labels],
+            tol(d),
+            &format!("composites {d}"),
+        );
         let s = x.softmax(-1).sum(-1);
-        assert_close(&s, &Tensor::full(&[7], 1.0, d), tol(d), "softmax rows sum to 1");
+        assert_close(
+            &s,
+            &Tensor::full(&[7], 1.0, d),
+            tol(d),
+            "softmax rows sum to 1",
+        );
     }
 }
 
@@ -264,19 +347,64 @@ fn float_sums_are_accurate_on_ten_million_elements() {
 fn shape_errors_name_op_operands_and_axis() {
     let x = Tensor::zeros(&[2, 3], DType::F32);
     let cases: Vec<(Box<dyn Fn() -> Tensor + std::panic::RefUnwindSafe>, &str)> = vec![
-        (Box::new(|| Tensor::zeros(&[2, 3], DType::F32).reshape(&[4, -1])), "`reshape` of f32[2,3] to [4, -1]"),
-        (Box::new(|| Tensor::zeros(&[2, 3], DType::F32).transpose(&[0, 0])), "`transpose`: [0, 0] is not a permutation"),
-        (Box::new(|| Tensor::zeros(&[2, 3], DType::F32).sum(2)), "`sum`: axis 2 is out of range for f32[2,3]"),
-        (Box::new(|| Tensor::zeros(&[2, 3], DType::F32).matmul(&Tensor::zeros(&[2, 3], DType::F32))), "inner dimensions 3 and 2"),
-        (Box::new(|| jitfuse::concat(&[&Tensor::zeros(&[2, 3], DType::F32), &Tensor::zeros(&[3, 3], DType::F32)], 1)), "`concat` along axis 1"),
-        (Box::new(|| Tensor::zeros(&[2, 3], DType::F32).take(&Tensor::zeros(&[2], DType::F32), 0)), "indices must be i32 or i64"),
-        (Box::new(|| Tensor::zeros(&[2, 0], DType::F32).argmax(1)), "`argmax` along axis 1 of f32[2,0]"),
-        (Box::new(|| Tensor::zeros(&[2], DType::Bool).sum(0)), "`sum` of a bool tensor"),
-        (Box::new(|| Tensor::zeros(&[2], DType::I32).mean(0)), "`mean` needs a float tensor"),
-        (Box::new(|| Tensor::zeros(&[2, 3], DType::F32).squeeze(&[0])), "`squeeze`: axis 0 of f32[2,3] has size 2"),
+        (
+            Box::new(|| Tensor::zeros(&[2, 3], DType::F32).reshape(&[4, -1])),
+            "`reshape` of f32[2,3] to [4, -1]",
+        ),
+        (
+            Box::new(|| Tensor::zeros(&[2, 3], DType::F32).transpose(&[0, 0])),
+            "`transpose`: [0, 0] is not a permutation",
+        ),
+        (
+            Box::new(|| Tensor::zeros(&[2, 3], DType::F32).sum(2)),
+            "`sum`: axis 2 is out of range for f32[2,3]",
+        ),
+        (
+            Box::new(|| {
+                Tensor::zeros(&[2, 3], DType::F32).matmul(&Tensor::zeros(&[2, 3], DType::F32))
+            }),
+            "inner dimensions 3 and 2",
+        ),
+        (
+            Box::new(|| {
+                jitfuse::concat(
+                    &[
+                        &Tensor::zeros(&[2, 3], DType::F32),
+                        &Tensor::zeros(&[3, 3], DType::F32),
+                    ],
+                    1,
+                )
+            }),
+            "`concat` along axis 1",
+        ),
+        (
+            Box::new(|| {
+                Tensor::zeros(&[2, 3], DType::F32).take(&Tensor::zeros(&[2], DType::F32), 0)
+            }),
+            "indices must be i32 or i64",
+        ),
+        (
+            Box::new(|| Tensor::zeros(&[2, 0], DType::F32).argmax(1)),
+            "`argmax` along axis 1 of f32[2,0]",
+        ),
+        (
+            Box::new(|| Tensor::zeros(&[2], DType::Bool).sum(0)),
+            "`sum` of a bool tensor",
+        ),
+        (
+            Box::new(|| Tensor::zeros(&[2], DType::I32).mean(0)),
+            "`mean` needs a float tensor",
+        ),
+        (
+            Box::new(|| Tensor::zeros(&[2, 3], DType::F32).squeeze(&[0])),
+            "`squeeze`: axis 0 of f32[2,3] has size 2",
+        ),
     ];
     for (f, want) in cases {
-        let msg = *std::panic::catch_unwind(|| f()).unwrap_err().downcast::<String>().unwrap();
+        let msg = *std::panic::catch_unwind(|| f())
+            .unwrap_err()
+            .downcast::<String>()
+            .unwrap();
         assert!(msg.contains(want), "{msg:?} should contain {want:?}");
         assert!(msg.contains("array_ops.rs:"), "source line in {msg:?}");
     }
@@ -299,13 +427,39 @@ fn large_reductions_in_row_and_column_form() {
             let x = random_tensor(&mut rng, &shape, d, -2.0, 2.0, false);
             let g = trace_fn(&[x.clone()], |ts| {
                 let x = &ts[0];
-                vec![x.sum(axes.clone()), x.max(axes.clone()), x.t().min(axes.clone()), x.flip(&[-1]).sum_keepdims(axes.clone())]
+                vec![
+                    x.sum(axes.clone()),
+                    x.max(axes.clone()),
+                    x.t().min(axes.clone()),
+                    x.flip(&[-1]).sum_keepdims(axes.clone()),
+                ]
             });
             let exe = jitfuse::exec::Executable::from_graph(g.clone(), vec![]).unwrap();
-            assert_eq!(exe.kernel_count(), exe.step_count(), "all compiled, no library step:\n{}", exe.kernels_text());
-            assert!(exe.step_count() <= 4, "views folded, siblings fused:\n{}", exe.kernels_text());
-            let t = if d == DType::F32 { Tol { rel: 1e-5, abs: 1e-3 } } else { tol(d) };
-            check_graph(&g, &[x], t, &format!("large reduction {d} {shape:?} {axes:?}"));
+            assert_eq!(
+                exe.kernel_count(),
+                exe.step_count(),
+                "all compiled, no library step:\n{}",
+                exe.kernels_text()
+            );
+            assert!(
+                exe.step_count() <= 4,
+                "views folded, siblings fused:\n{}",
+                exe.kernels_text()
+            );
+            let t = if d == DType::F32 {
+                Tol {
+                    rel: 1e-5,
+                    abs: 1e-3,
+                }
+            } else {
+                tol(d)
+            };
+            check_graph(
+                &g,
+                &[x],
+                t,
+                &format!("large reduction {d} {shape:?} {axes:?}"),
+            );
         }
     }
 }

@@ -30,13 +30,23 @@ fn numeric_grad(f: &dyn Fn(&[Tensor]) -> Tensor, xs: &[Tensor], eps: f64) -> Vec
 fn check_grad(name: &str, f: &dyn Fn(&[Tensor]) -> Tensor, xs: Vec<Tensor>) {
     let (value, grads) = jitfuse::value_and_grad(|t: &Vec<Tensor>| f(t), &xs);
     let direct = f(&xs).item::<f64>().unwrap();
-    assert!((value.item::<f64>().unwrap() - direct).abs() <= 1e-12 * (1.0 + direct.abs()), "{name}: value");
+    assert!(
+        (value.item::<f64>().unwrap() - direct).abs() <= 1e-12 * (1.0 + direct.abs()),
+        "{name}: value"
+    );
     let num = numeric_grad(f, &xs, 1e-6);
     for (k, (g, n)) in grads.iter().zip(&num).enumerate() {
-        assert_eq!(g.shape(), xs[k].shape(), "{name}: grad {k} has the operand's shape");
+        assert_eq!(
+            g.shape(),
+            xs[k].shape(),
+            "{name}: grad {k} has the operand's shape"
+        );
         let g = g.to_vec::<f64>().unwrap();
         for (i, (a, b)) in g.iter().zip(n).enumerate() {
-            assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "{name}: d/dx{k}[{i}] = {a}, finite differences {b}");
+            assert!(
+                (a - b).abs() <= 1e-5 * (1.0 + b.abs()),
+                "{name}: d/dx{k}[{i}] = {a}, finite differences {b}"
+            );
         }
     }
 }
@@ -97,10 +107,19 @@ fn binary_rules_with_broadcasting() {
         ("rem", |a, b| a % b),
     ];
     for (name, f) in cases {
-        for (sa, sb) in [(vec![3, 4], vec![3, 4]), (vec![3, 4], vec![4]), (vec![3, 1], vec![1, 4]), (vec![2, 3, 4], vec![])] {
+        for (sa, sb) in [
+            (vec![3, 4], vec![3, 4]),
+            (vec![3, 4], vec![4]),
+            (vec![3, 1], vec![1, 4]),
+            (vec![2, 3, 4], vec![]),
+        ] {
             let a = rand(&mut rng, &sa, 0.5, 2.0);
             let b = rand(&mut rng, &sb, 0.6, 2.5);
-            check_grad(&format!("{name} {sa:?} {sb:?}"), &|t| weighted(&f(&t[0], &t[1]), 2), vec![a, b]);
+            check_grad(
+                &format!("{name} {sa:?} {sb:?}"),
+                &|t| weighted(&f(&t[0], &t[1]), 2),
+                vec![a, b],
+            );
         }
     }
 }
@@ -110,18 +129,70 @@ fn select_cast_and_layout_rules() {
     let mut rng = Rng::new(32);
     let x = rand(&mut rng, &[3, 4], -2.0, 2.0);
     let y = rand(&mut rng, &[3, 4], -2.0, 2.0);
-    check_grad("select", &|t| weighted(&jitfuse::select(t[0].gt(&t[1]), &t[0] * 2.0, t[1].square()), 3), vec![x.clone(), y.clone()]);
+    check_grad(
+        "select",
+        &|t| {
+            weighted(
+                &jitfuse::select(t[0].gt(&t[1]), &t[0] * 2.0, t[1].square()),
+                3,
+            )
+        },
+        vec![x.clone(), y.clone()],
+    );
     // Through an f32 cast the gradient is the f64 one (finite differences are
     // too coarse there: compare with the identity's gradient instead).
-    let through_f32 = jitfuse::grad(|t: &Tensor| weighted(&t.cast(DType::F32).cast(DType::F64), 3), &x);
+    let through_f32 = jitfuse::grad(
+        |t: &Tensor| weighted(&t.cast(DType::F32).cast(DType::F64), 3),
+        &x,
+    );
     let identity = jitfuse::grad(|t: &Tensor| weighted(t, 3), &x);
-    assert_close(&through_f32, &identity, Tol { rel: 1e-7, abs: 0.0 }, "cast");
-    check_grad("transpose+reshape", &|t| weighted(&t[0].t().reshape(&[2, 6]).square(), 4), vec![x.clone()]);
-    check_grad("slice+flip", &|t| weighted(&t[0].slice(&[Slice::new(2, 0, -1), Slice::new(1, None, 2)]).exp(), 5), vec![x.clone()]);
-    check_grad("concat+pad", &|t| weighted(&jitfuse::concat(&[&t[0], &t[1].square()], 1).pad(&[(1, 0), (0, 2)], 3.0), 6), vec![x.clone(), y.clone()]);
-    check_grad("broadcast_to", &|t| weighted(&t[0].sum_keepdims(0).broadcast_to(&[5, 3, 4]).sin(), 7), vec![x.clone()]);
+    assert_close(
+        &through_f32,
+        &identity,
+        Tol {
+            rel: 1e-7,
+            abs: 0.0,
+        },
+        "cast",
+    );
+    check_grad(
+        "transpose+reshape",
+        &|t| weighted(&t[0].t().reshape(&[2, 6]).square(), 4),
+        vec![x.clone()],
+    );
+    check_grad(
+        "slice+flip",
+        &|t| {
+            weighted(
+                &t[0]
+                    .slice(&[Slice::new(2, 0, -1), Slice::new(1, None, 2)])
+                    .exp(),
+                5,
+            )
+        },
+        vec![x.clone()],
+    );
+    check_grad(
+        "concat+pad",
+        &|t| {
+            weighted(
+                &jitfuse::concat(&[&t[0], &t[1].square()], 1).pad(&[(1, 0), (0, 2)], 3.0),
+                6,
+            )
+        },
+        vec![x.clone(), y.clone()],
+    );
+    check_grad(
+        "broadcast_to",
+        &|t| weighted(&t[0].sum_keepdims(0).broadcast_to(&[5, 3, 4]).sin(), 7),
+        vec![x.clone()],
+    );
     let idx = Tensor::vector(&[2i64, 0, 2, -1]);
-    check_grad("take", &|t| weighted(&t[0].take(&idx, 1).square(), 8), vec![x.clone()]);
+    check_grad(
+        "take",
+        &|t| weighted(&t[0].take(&idx, 1).square(), 8),
+        vec![x.clone()],
+    );
 }
 
 #[test]
@@ -130,21 +201,57 @@ fn reduction_matmul_and_composite_rules() {
     let x = rand(&mut rng, &[3, 5], -2.0, 2.0);
     let gamma = rand(&mut rng, &[5], 0.5, 1.5);
     let beta = rand(&mut rng, &[5], -1.0, 1.0);
-    check_grad("sum", &|t| weighted(&t[0].sum(1).square(), 9), vec![x.clone()]);
+    check_grad(
+        "sum",
+        &|t| weighted(&t[0].sum(1).square(), 9),
+        vec![x.clone()],
+    );
     check_grad("max", &|t| weighted(&t[0].max(0), 10), vec![x.clone()]);
-    check_grad("min", &|t| weighted(&t[0].min_keepdims(1), 11), vec![x.clone()]);
+    check_grad(
+        "min",
+        &|t| weighted(&t[0].min_keepdims(1), 11),
+        vec![x.clone()],
+    );
     check_grad("prod", &|t| weighted(&t[0].prod(1), 12), vec![x.clone()]);
-    check_grad("mean/var", &|t| weighted(&(t[0].var(1) + t[0].mean(0).sum_all()), 13), vec![x.clone()]);
-    check_grad("logsumexp", &|t| weighted(&t[0].logsumexp(1), 14), vec![x.clone()]);
-    check_grad("softmax", &|t| weighted(&t[0].softmax(-1), 15), vec![x.clone()]);
-    check_grad("layer_norm", &|t| weighted(&t[0].layer_norm(&t[1], &t[2], 1e-5, -1), 16), vec![x.clone(), gamma, beta]);
+    check_grad(
+        "mean/var",
+        &|t| weighted(&(t[0].var(1) + t[0].mean(0).sum_all()), 13),
+        vec![x.clone()],
+    );
+    check_grad(
+        "logsumexp",
+        &|t| weighted(&t[0].logsumexp(1), 14),
+        vec![x.clone()],
+    );
+    check_grad(
+        "softmax",
+        &|t| weighted(&t[0].softmax(-1), 15),
+        vec![x.clone()],
+    );
+    check_grad(
+        "layer_norm",
+        &|t| weighted(&t[0].layer_norm(&t[1], &t[2], 1e-5, -1), 16),
+        vec![x.clone(), gamma, beta],
+    );
     let labels = Tensor::vector(&[1i32, 4, 0]).one_hot_as(5, DType::F64);
-    check_grad("cross-entropy", &|t| jitfuse::softmax_cross_entropy(&t[0], &labels), vec![x.clone()]);
+    check_grad(
+        "cross-entropy",
+        &|t| jitfuse::softmax_cross_entropy(&t[0], &labels),
+        vec![x.clone()],
+    );
     let a = rand(&mut rng, &[2, 3, 4], -1.0, 1.0);
     let b = rand(&mut rng, &[4, 5], -1.0, 1.0);
     let v = rand(&mut rng, &[4], -1.0, 1.0);
-    check_grad("batched matmul", &|t| weighted(&t[0].matmul(&t[1]).tanh(), 17), vec![a.clone(), b.clone()]);
-    check_grad("matrix-vector", &|t| weighted(&t[0].matmul(&t[1]), 18), vec![a, v]);
+    check_grad(
+        "batched matmul",
+        &|t| weighted(&t[0].matmul(&t[1]).tanh(), 17),
+        vec![a.clone(), b.clone()],
+    );
+    check_grad(
+        "matrix-vector",
+        &|t| weighted(&t[0].matmul(&t[1]), 18),
+        vec![a, v],
+    );
 }
 
 #[test]
@@ -152,18 +259,35 @@ fn stop_gradient_and_errors() {
     let x = Tensor::vector(&[1.0f64, 2.0, 3.0]);
     let g = jitfuse::grad(|x: &Tensor| (x * jitfuse::stop_gradient(x)).sum_all(), &x);
     assert_eq!(g.to_vec::<f64>().unwrap(), vec![1.0, 2.0, 3.0]);
-    let r = std::panic::catch_unwind(|| jitfuse::grad(|x: &Tensor| x * 2.0, &Tensor::vector(&[1.0f32, 2.0])));
+    let r = std::panic::catch_unwind(|| {
+        jitfuse::grad(|x: &Tensor| x * 2.0, &Tensor::vector(&[1.0f32, 2.0]))
+    });
     let msg = *r.unwrap_err().downcast::<String>().unwrap();
-    assert!(msg.contains("must be a float scalar (shape []), found f32[2]"), "{msg}");
-    let r = std::panic::catch_unwind(|| jitfuse::grad(|x: &Tensor| x.cast(DType::F32).sum_all(), &Tensor::vector(&[1i32])));
+    assert!(
+        msg.contains("must be a float scalar (shape []), found f32[2]"),
+        "{msg}"
+    );
+    let r = std::panic::catch_unwind(|| {
+        jitfuse::grad(
+            |x: &Tensor| x.cast(DType::F32).sum_all(),
+            &Tensor::vector(&[1i32]),
+        )
+    });
     let msg = *r.unwrap_err().downcast::<String>().unwrap();
-    assert!(msg.contains("only float tensors can be differentiated"), "{msg}");
+    assert!(
+        msg.contains("only float tensors can be differentiated"),
+        "{msg}"
+    );
 }
 
 #[test]
 fn trees_of_parameters_and_vjp() {
     let mut rng = Rng::new(34);
-    let p = (rand(&mut rng, &[4, 3], -1.0, 1.0), vec![rand(&mut rng, &[3], -1.0, 1.0)], Some(rand(&mut rng, &[], -1.0, 1.0)));
+    let p = (
+        rand(&mut rng, &[4, 3], -1.0, 1.0),
+        vec![rand(&mut rng, &[3], -1.0, 1.0)],
+        Some(rand(&mut rng, &[], -1.0, 1.0)),
+    );
     let x = rand(&mut rng, &[2, 4], -1.0, 1.0);
     type P = (Tensor, Vec<Tensor>, Option<Tensor>);
     let loss = |p: &P| ((x.matmul(&p.0) + &p.1[0]).tanh() * p.2.as_ref().unwrap()).sum_all();
@@ -188,9 +312,17 @@ fn trees_of_parameters_and_vjp() {
     let xv = rand(&mut rng, &[3], -1.0, 1.0);
     let (y, back) = jitfuse::vjp(f, &xv);
     assert_eq!(y.0.shape(), &[3]);
-    let ct = (Tensor::full(&[3], 1.0, DType::F64), Tensor::full(&[3], 2.0, DType::F64));
+    let ct = (
+        Tensor::full(&[3], 1.0, DType::F64),
+        Tensor::full(&[3], 2.0, DType::F64),
+    );
     let gx = back(&ct).to_vec::<f64>().unwrap();
-    let want: Vec<f64> = xv.to_vec::<f64>().unwrap().iter().map(|v| v.exp() + 2.0 * v.cos()).collect();
+    let want: Vec<f64> = xv
+        .to_vec::<f64>()
+        .unwrap()
+        .iter()
+        .map(|v| v.exp() + 2.0 * v.cos())
+        .collect();
     for (a, b) in gx.iter().zip(&want) {
         assert!((a - b).abs() < 1e-12);
     }
@@ -199,7 +331,9 @@ fn trees_of_parameters_and_vjp() {
 #[jit]
 fn mlp_step(w1: Tensor, w2: Tensor, x: &Tensor, y: &Tensor, lr: f64) -> (Tensor, Tensor, Tensor) {
     let (l, g) = jitfuse::value_and_grad(
-        |p: &(Tensor, Tensor)| jitfuse::softmax_cross_entropy(&x.matmul(&p.0).relu().matmul(&p.1), y),
+        |p: &(Tensor, Tensor)| {
+            jitfuse::softmax_cross_entropy(&x.matmul(&p.0).relu().matmul(&p.1), y)
+        },
         &(w1.clone(), w2.clone()),
     );
     (w1 - lr * &g.0, w2 - lr * &g.1, l)
@@ -211,10 +345,16 @@ fn gradients_inside_jit_match_eager_ones() {
     let w1 = random_tensor(&mut rng, &[8, 16], DType::F32, -0.5, 0.5, false);
     let w2 = random_tensor(&mut rng, &[16, 4], DType::F32, -0.5, 0.5, false);
     let x = random_tensor(&mut rng, &[32, 8], DType::F32, -1.0, 1.0, false);
-    let y = Tensor::from_vec((0..32).map(|i| (i % 4) as i32).collect(), &[32]).unwrap().one_hot(4);
-    let loss = |p: &(Tensor, Tensor)| jitfuse::softmax_cross_entropy(&x.matmul(&p.0).relu().matmul(&p.1), &y);
+    let y = Tensor::from_vec((0..32).map(|i| (i % 4) as i32).collect(), &[32])
+        .unwrap()
+        .one_hot(4);
+    let loss = |p: &(Tensor, Tensor)| {
+        jitfuse::softmax_cross_entropy(&x.matmul(&p.0).relu().matmul(&p.1), &y)
+    };
     let (l_eager, g_eager) = jitfuse::value_and_grad(loss, &(w1.clone(), w2.clone()));
-    let text = mlp_step::lower(w1.clone(), w2.clone(), &x, &y, 0.1).unwrap().as_text();
+    let text = mlp_step::lower(w1.clone(), w2.clone(), &x, &y, 0.1)
+        .unwrap()
+        .as_text();
     // Forward and backward are one traced graph: 2 forward matmuls and 3
     // backward ones (no gradient flows to x).
     let traced = text.split("// ---- simplified graph").next().unwrap();
@@ -248,7 +388,9 @@ fn deep_loss(ws: &[Tensor], x: &Tensor, mode: usize) -> Tensor {
             3 => jitfuse::checkpoint_with(Policy::NothingSaveable, f, &pair),
             _ => jitfuse::checkpoint_with(
                 Policy::save_only_these_names(&["pre"]),
-                |a: &(Tensor, Tensor)| jitfuse::checkpoint_name(&a.0.matmul(&a.1), "pre").tanh() + &a.0,
+                |a: &(Tensor, Tensor)| {
+                    jitfuse::checkpoint_name(&a.0.matmul(&a.1), "pre").tanh() + &a.0
+                },
                 &pair,
             ),
         };
@@ -258,9 +400,18 @@ fn deep_loss(ws: &[Tensor], x: &Tensor, mode: usize) -> Tensor {
 
 /// The gradient program of W8 (all weights), compiled.
 fn deep_grad_program(n: usize, d: usize, batch: usize, mode: usize) -> jitfuse::exec::Executable {
-    let mut specs: Vec<jitfuse::trace::ParamSpec> =
-        (0..n).map(|_| jitfuse::trace::ParamSpec { shape: vec![d, d], dtype: DType::F32, weak: false }).collect();
-    specs.push(jitfuse::trace::ParamSpec { shape: vec![batch, d], dtype: DType::F32, weak: false });
+    let mut specs: Vec<jitfuse::trace::ParamSpec> = (0..n)
+        .map(|_| jitfuse::trace::ParamSpec {
+            shape: vec![d, d],
+            dtype: DType::F32,
+            weak: false,
+        })
+        .collect();
+    specs.push(jitfuse::trace::ParamSpec {
+        shape: vec![batch, d],
+        dtype: DType::F32,
+        weak: false,
+    });
     let t = jitfuse::trace::trace(&specs, |ts| {
         let ws = ts[..n].to_vec();
         let x = ts[n].clone();
@@ -274,28 +425,61 @@ fn deep_grad_program(n: usize, d: usize, batch: usize, mode: usize) -> jitfuse::
 fn checkpointing_recomputes_and_saves_memory() {
     // Full W8 shapes: 16 weights [512,512], x[256,512]. XLA: 9,437,184 temp
     // bytes for every variant (its CSE undoes the recomputation).
-    let temps: Vec<usize> = (0..4).map(|mode| deep_grad_program(16, 512, 256, mode).memory_analysis().temp_bytes).collect();
+    let temps: Vec<usize> = (0..4)
+        .map(|mode| {
+            deep_grad_program(16, 512, 256, mode)
+                .memory_analysis()
+                .temp_bytes
+        })
+        .collect();
     let (plain, per_layer, dots, nothing) = (temps[0], temps[1], temps[2], temps[3]);
     eprintln!("W8 temp bytes: plain {plain}, checkpoint per layer {per_layer}, dots_saveable {dots}, nothing_saveable {nothing}");
-    assert!(per_layer < plain * 3 / 4, "checkpointing per layer must save memory: {temps:?}");
+    assert!(
+        per_layer < plain * 3 / 4,
+        "checkpointing per layer must save memory: {temps:?}"
+    );
     assert!(nothing <= dots, "{temps:?}");
     assert!(dots <= plain, "{temps:?}");
     // The recomputation is visible in the program: barriers feed it.
     let exe = deep_grad_program(2, 8, 4, 1);
-    assert!(exe.optimized_text().contains("barrier"), "{}", exe.optimized_text());
+    assert!(
+        exe.optimized_text().contains("barrier"),
+        "{}",
+        exe.optimized_text()
+    );
     // Same gradients for every variant, eagerly and compiled.
     let mut rng = Rng::new(36);
-    let ws: Vec<Tensor> = (0..3).map(|_| random_tensor(&mut rng, &[6, 6], DType::F64, -0.4, 0.4, false)).collect();
+    let ws: Vec<Tensor> = (0..3)
+        .map(|_| random_tensor(&mut rng, &[6, 6], DType::F64, -0.4, 0.4, false))
+        .collect();
     let x = random_tensor(&mut rng, &[4, 6], DType::F64, -1.0, 1.0, false);
     let want = jitfuse::grad(|ws: &Vec<Tensor>| deep_loss(ws, &x, 0), &ws);
     for mode in 1..5 {
         let got = jitfuse::grad(|ws: &Vec<Tensor>| deep_loss(ws, &x, mode), &ws);
         for (a, b) in got.iter().zip(&want) {
-            assert_close(a, b, Tol { rel: 1e-12, abs: 1e-12 }, &format!("eager mode {mode}"));
+            assert_close(
+                a,
+                b,
+                Tol {
+                    rel: 1e-12,
+                    abs: 1e-12,
+                },
+                &format!("eager mode {mode}"),
+            );
         }
-        let mut specs: Vec<jitfuse::trace::ParamSpec> =
-            ws.iter().map(|w| jitfuse::trace::ParamSpec { shape: w.shape().to_vec(), dtype: DType::F64, weak: false }).collect();
-        specs.push(jitfuse::trace::ParamSpec { shape: vec![4, 6], dtype: DType::F64, weak: false });
+        let mut specs: Vec<jitfuse::trace::ParamSpec> = ws
+            .iter()
+            .map(|w| jitfuse::trace::ParamSpec {
+                shape: w.shape().to_vec(),
+                dtype: DType::F64,
+                weak: false,
+            })
+            .collect();
+        specs.push(jitfuse::trace::ParamSpec {
+            shape: vec![4, 6],
+            dtype: DType::F64,
+            weak: false,
+        });
         let t = jitfuse::trace::trace(&specs, |ts| {
             let wt = ts[..3].to_vec();
             let xt = ts[3].clone();
@@ -304,6 +488,14 @@ fn checkpointing_recomputes_and_saves_memory() {
         .unwrap();
         let mut args = ws.clone();
         args.push(x.clone());
-        check_graph(&t.graph, &args, Tol { rel: 1e-12, abs: 1e-12 }, &format!("compiled mode {mode}"));
+        check_graph(
+            &t.graph,
+            &args,
+            Tol {
+                rel: 1e-12,
+                abs: 1e-12,
+            },
+            &format!("compiled mode {mode}"),
+        );
     }
 }

@@ -34,21 +34,53 @@ const DIMS: [usize; 10] = [1, 2, 3, 4, 5, 7, 16, 17, 33, 64];
 
 pub fn random_shape(rng: &mut Rng) -> Vec<usize> {
     let rank = rng.below(4);
-    (0..rank).map(|_| if rng.chance(0.03) { 0 } else { DIMS[rng.below(DIMS.len())] }).collect()
+    (0..rank)
+        .map(|_| {
+            if rng.chance(0.03) {
+                0
+            } else {
+                DIMS[rng.below(DIMS.len())]
+            }
+        })
+        .collect()
 }
 
 /// A shape that broadcasts with `s`: some dims set to 1, some leading dims dropped.
 pub fn broadcast_partner(rng: &mut Rng, s: &[usize]) -> Vec<usize> {
     let drop = rng.below(s.len() + 1);
-    s[drop..].iter().map(|&d| if rng.chance(0.3) { 1 } else { d }).collect()
+    s[drop..]
+        .iter()
+        .map(|&d| if rng.chance(0.3) { 1 } else { d })
+        .collect()
 }
 
 /// Random values in `[lo, hi]`, with special values mixed in when `specials`.
-pub fn random_tensor(rng: &mut Rng, shape: &[usize], dtype: DType, lo: f64, hi: f64, specials: bool) -> Tensor {
+pub fn random_tensor(
+    rng: &mut Rng,
+    shape: &[usize],
+    dtype: DType,
+    lo: f64,
+    hi: f64,
+    specials: bool,
+) -> Tensor {
     let n: usize = shape.iter().product();
-    let special = [0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 1.0, -1.0];
+    let special = [
+        0.0,
+        -0.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        1.0,
+        -1.0,
+    ];
     let vals: Vec<f64> = (0..n)
-        .map(|_| if specials && rng.chance(0.05) { special[rng.below(special.len())] } else { rng.uniform(lo, hi) })
+        .map(|_| {
+            if specials && rng.chance(0.05) {
+                special[rng.below(special.len())]
+            } else {
+                rng.uniform(lo, hi)
+            }
+        })
         .collect();
     match dtype {
         DType::F32 => Tensor::from_vec(vals.iter().map(|&v| v as f32).collect(), shape),
@@ -75,11 +107,31 @@ pub fn assert_close(got: &Tensor, want: &Tensor, tol: Tol, what: &str) {
     assert_eq!(got.dtype(), want.dtype(), "{what}: dtype");
     let as_f64 = |t: &Tensor| -> Vec<f64> {
         match t.dtype() {
-            DType::F32 => t.to_vec::<f32>().unwrap().into_iter().map(|v| v as f64).collect(),
+            DType::F32 => t
+                .to_vec::<f32>()
+                .unwrap()
+                .into_iter()
+                .map(|v| v as f64)
+                .collect(),
             DType::F64 => t.to_vec::<f64>().unwrap(),
-            DType::I32 => t.to_vec::<i32>().unwrap().into_iter().map(|v| v as f64).collect(),
-            DType::I64 => t.to_vec::<i64>().unwrap().into_iter().map(|v| v as f64).collect(),
-            DType::Bool => t.to_vec::<bool>().unwrap().into_iter().map(|v| v as u8 as f64).collect(),
+            DType::I32 => t
+                .to_vec::<i32>()
+                .unwrap()
+                .into_iter()
+                .map(|v| v as f64)
+                .collect(),
+            DType::I64 => t
+                .to_vec::<i64>()
+                .unwrap()
+                .into_iter()
+                .map(|v| v as f64)
+                .collect(),
+            DType::Bool => t
+                .to_vec::<bool>()
+                .unwrap()
+                .into_iter()
+                .map(|v| v as u8 as f64)
+                .collect(),
         }
     };
     let (g, w) = (as_f64(got), as_f64(want));
@@ -91,7 +143,10 @@ pub fn assert_close(got: &Tensor, want: &Tensor, tol: Tol, what: &str) {
         } else {
             (a - b).abs() <= tol.abs + tol.rel * b.abs()
         };
-        assert!(ok, "{what}: element {i}: compiled {a:e}, interpreter {b:e} (tol {tol:?})");
+        assert!(
+            ok,
+            "{what}: element {i}: compiled {a:e}, interpreter {b:e} (tol {tol:?})"
+        );
     }
 }
 
@@ -99,7 +154,8 @@ pub fn assert_close(got: &Tensor, want: &Tensor, tol: Tol, what: &str) {
 pub fn check_graph(g: &Graph, args: &[Tensor], tol: Tol, what: &str) {
     ir::verify(g).unwrap_or_else(|e| panic!("{what}: {e}\n{g}"));
     let want = interp::eval_graph(g, args, &[]).unwrap();
-    let exe = Executable::from_graph(g.clone(), vec![]).unwrap_or_else(|e| panic!("{what}: {e}\n{g}"));
+    let exe =
+        Executable::from_graph(g.clone(), vec![]).unwrap_or_else(|e| panic!("{what}: {e}\n{g}"));
     let refs: Vec<&Tensor> = args.iter().collect();
     let got = exe.run_with(&refs).unwrap();
     assert_eq!(got.len(), want.len());
@@ -110,7 +166,13 @@ pub fn check_graph(g: &Graph, args: &[Tensor], tol: Tol, what: &str) {
 
 /// Trace `f` on parameters shaped like `args`.
 pub fn trace_fn(args: &[Tensor], f: impl FnOnce(&[Tensor]) -> Vec<Tensor>) -> Graph {
-    let specs: Vec<jitfuse::trace::ParamSpec> =
-        args.iter().map(|a| jitfuse::trace::ParamSpec { shape: a.shape().to_vec(), dtype: a.dtype(), weak: false }).collect();
+    let specs: Vec<jitfuse::trace::ParamSpec> = args
+        .iter()
+        .map(|a| jitfuse::trace::ParamSpec {
+            shape: a.shape().to_vec(),
+            dtype: a.dtype(),
+            weak: false,
+        })
+        .collect();
     jitfuse::trace::trace(&specs, f).unwrap().graph
 }

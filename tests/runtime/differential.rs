@@ -12,9 +12,15 @@ const NUMERIC: [DType; 4] = [DType::F32, DType::F64, DType::I32, DType::I64];
 /// Tolerance of the vectorised approximations (see codegen::math).
 fn approx_tol(d: DType) -> Tol {
     if d == DType::F32 {
-        Tol { rel: 4e-6, abs: 2e-6 }
+        Tol {
+            rel: 4e-6,
+            abs: 2e-6,
+        }
     } else {
-        Tol { rel: 1e-13, abs: 1e-14 }
+        Tol {
+            rel: 1e-13,
+            abs: 1e-14,
+        }
     }
 }
 
@@ -63,7 +69,11 @@ fn unary_ops_match_interpreter() {
                 let (lo, hi, exact) = unary_case(op);
                 let x = random_tensor(&mut rng, &shape, d, lo, hi, d.is_float());
                 let g = trace_fn(&[x.clone()], |ts| vec![apply_unary(op, &ts[0])]);
-                let tol = if exact || !d.is_float() { EXACT } else { approx_tol(d) };
+                let tol = if exact || !d.is_float() {
+                    EXACT
+                } else {
+                    approx_tol(d)
+                };
                 check_graph(&g, &[x], tol, &format!("{op:?} {d} trial {trial}"));
             }
         }
@@ -93,11 +103,19 @@ fn binary_ops_broadcast_and_match_interpreter() {
                 let s = random_shape(&mut rng);
                 let t = broadcast_partner(&mut rng, &s);
                 let (sa, sb) = if rng.chance(0.5) { (s, t) } else { (t, s) };
-                let (lo, hi) = if name == "powf" { (-4.0, 4.0) } else { (-50.0, 50.0) };
+                let (lo, hi) = if name == "powf" {
+                    (-4.0, 4.0)
+                } else {
+                    (-50.0, 50.0)
+                };
                 let a = random_tensor(&mut rng, &sa, d, lo, hi, d.is_float());
                 let b = random_tensor(&mut rng, &sb, d, lo, hi, d.is_float());
                 let g = trace_fn(&[a.clone(), b.clone()], |ts| vec![f(&ts[0], &ts[1])]);
-                let tol = if exact || !d.is_float() { EXACT } else { approx_tol(d) };
+                let tol = if exact || !d.is_float() {
+                    EXACT
+                } else {
+                    approx_tol(d)
+                };
                 check_graph(&g, &[a, b], tol, &format!("{name} {d} {sa:?} {sb:?}"));
             }
         }
@@ -107,7 +125,11 @@ fn binary_ops_broadcast_and_match_interpreter() {
 #[test]
 fn integer_division_is_defined_everywhere() {
     for d in [DType::I32, DType::I64] {
-        let (min, vals) = if d == DType::I32 { (i32::MIN as f64, 7.0) } else { (i64::MIN as f64, 7.0) };
+        let (min, vals) = if d == DType::I32 {
+            (i32::MIN as f64, 7.0)
+        } else {
+            (i64::MIN as f64, 7.0)
+        };
         let a = [min, 7.0, -7.0, 0.0, vals, min, 5.0];
         let b = [-1.0, 0.0, 2.0, 0.0, -2.0, 1.0, 3.0];
         let mk = |v: &[f64]| match d {
@@ -116,7 +138,12 @@ fn integer_division_is_defined_everywhere() {
         };
         let (ta, tb) = (mk(&a), mk(&b));
         let g = trace_fn(&[ta.clone(), tb.clone()], |ts| vec![&ts[0] / &ts[1]]);
-        check_graph(&g, &[ta.clone(), tb.clone()], EXACT, &format!("int div {d}"));
+        check_graph(
+            &g,
+            &[ta.clone(), tb.clone()],
+            EXACT,
+            &format!("int div {d}"),
+        );
         let eager = (&ta / &tb).cast(DType::I64).to_vec::<i64>().unwrap();
         let m = min as i64;
         assert_eq!(eager, vec![m, -1, -3, -1, -3, m, 1], "{d}");
@@ -147,7 +174,12 @@ fn comparisons_select_and_logic_match_interpreter() {
                 }
                 outs
             });
-            check_graph(&g, &[a, b], EXACT, &format!("compare/select {d} trial {trial}"));
+            check_graph(
+                &g,
+                &[a, b],
+                EXACT,
+                &format!("compare/select {d} trial {trial}"),
+            );
         }
     }
 }
@@ -162,7 +194,12 @@ fn casts_between_every_dtype_pair() {
                 // Range beyond i32 to exercise saturation.
                 let x = random_tensor(&mut rng, &s, from, -3e9, 3e9, from.is_float());
                 let g = trace_fn(&[x.clone()], |ts| vec![ts[0].cast(to)]);
-                check_graph(&g, &[x], EXACT, &format!("cast {from} -> {to} trial {trial}"));
+                check_graph(
+                    &g,
+                    &[x],
+                    EXACT,
+                    &format!("cast {from} -> {to} trial {trial}"),
+                );
             }
         }
     }
@@ -175,7 +212,11 @@ fn scalars_and_weak_literals_take_the_tensor_dtype() {
         let x = random_tensor(&mut rng, &[37], d, -2.0, 2.0, false);
         let g = trace_fn(&[x.clone()], |ts| {
             let x = &ts[0];
-            vec![0.5 * x * (1.0 + (0.797_884_56 * (x + 0.044_715 * x * x * x)).tanh()), (x.abs() + 1e-5).sqrt(), 2 * x - 1]
+            vec![
+                0.5 * x * (1.0 + (0.797_884_56 * (x + 0.044_715 * x * x * x)).tanh()),
+                (x.abs() + 1e-5).sqrt(),
+                2 * x - 1,
+            ]
         });
         for n in &g.nodes {
             assert_eq!(n.dtype, d, "weak scalars keep {d}:\n{g}");
@@ -196,8 +237,15 @@ fn random_fused_expressions_match_interpreter() {
     for trial in 0..40 {
         let d = FLOATS[rng.below(2)];
         let s = random_shape(&mut rng);
-        let shapes = [s.clone(), broadcast_partner(&mut rng, &s), broadcast_partner(&mut rng, &s)];
-        let args: Vec<Tensor> = shapes.iter().map(|sh| random_tensor(&mut rng, sh, d, -2.0, 2.0, false)).collect();
+        let shapes = [
+            s.clone(),
+            broadcast_partner(&mut rng, &s),
+            broadcast_partner(&mut rng, &s),
+        ];
+        let args: Vec<Tensor> = shapes
+            .iter()
+            .map(|sh| random_tensor(&mut rng, sh, d, -2.0, 2.0, false))
+            .collect();
         let picks: Vec<usize> = (0..24).map(|_| rng.below(1000)).collect();
         let g = trace_fn(&args, |ts| {
             let mut pool: Vec<Tensor> = ts.to_vec();
@@ -220,9 +268,21 @@ fn random_fused_expressions_match_interpreter() {
                 pool.push(v);
             }
             let n = pool.len();
-            vec![pool[n - 1].clone(), pool[n - 2].clone(), pool[n / 2].clone()]
+            vec![
+                pool[n - 1].clone(),
+                pool[n - 2].clone(),
+                pool[n / 2].clone(),
+            ]
         });
-        check_graph(&g, &args, Tol { rel: 1e-4, abs: 1e-5 }, &format!("random expr {trial} {d}"));
+        check_graph(
+            &g,
+            &args,
+            Tol {
+                rel: 1e-4,
+                abs: 1e-5,
+            },
+            &format!("random expr {trial} {d}"),
+        );
     }
 }
 
@@ -231,10 +291,21 @@ fn random_fused_expressions_match_interpreter() {
 #[test]
 fn parallel_kernels_match_interpreter() {
     let mut rng = Rng::new(7);
-    for (shape, other) in [(vec![200_003], vec![1]), (vec![301, 257], vec![257]), (vec![3, 70_001], vec![3, 1])] {
+    for (shape, other) in [
+        (vec![200_003], vec![1]),
+        (vec![301, 257], vec![257]),
+        (vec![3, 70_001], vec![3, 1]),
+    ] {
         let a = random_tensor(&mut rng, &shape, DType::F32, -3.0, 3.0, false);
         let b = random_tensor(&mut rng, &other, DType::F32, -3.0, 3.0, false);
-        let g = trace_fn(&[a.clone(), b.clone()], |ts| vec![(&ts[0] * &ts[1]).tanh() + &ts[0], ts[0].t().exp()]);
-        check_graph(&g, &[a, b], approx_tol(DType::F32), &format!("parallel {shape:?}"));
+        let g = trace_fn(&[a.clone(), b.clone()], |ts| {
+            vec![(&ts[0] * &ts[1]).tanh() + &ts[0], ts[0].t().exp()]
+        });
+        check_graph(
+            &g,
+            &[a, b],
+            approx_tol(DType::F32),
+            &format!("parallel {shape:?}"),
+        );
     }
 }

@@ -13,7 +13,12 @@ fn traced_graphs_round_trip_through_text() {
         let g = trace_fn(&[a, b], |ts| {
             let s = &ts[0] + &ts[1] * 2;
             let c = s.gt(0).logical_and(s.lt(3));
-            vec![jitfuse::select(&c, &s, 0.1), s.cast(DType::F64), s.maximum(-1), c]
+            vec![
+                jitfuse::select(&c, &s, 0.1),
+                s.cast(DType::F64),
+                s.maximum(-1),
+                c,
+            ]
         });
         let text = g.to_text();
         let back = ir::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
@@ -47,14 +52,31 @@ fn hand_written_text_parses_compiles_and_runs() {
     check_graph(&g, &[x.clone(), b.clone()], EXACT, "hand written");
     let exe = jitfuse::exec::Executable::from_graph(g, vec![]).unwrap();
     let out = exe.run_with(&[&x, &b]).unwrap();
-    assert_eq!(out[0].to_vec::<f32>().unwrap(), vec![2.5, -6.0, 6.0, 8.5, 0.0, 12.0]);
-    assert_eq!(out[1].to_vec::<bool>().unwrap(), vec![true, false, true, true, false, true]);
+    assert_eq!(
+        out[0].to_vec::<f32>().unwrap(),
+        vec![2.5, -6.0, 6.0, 8.5, 0.0, 12.0]
+    );
+    assert_eq!(
+        out[1].to_vec::<bool>().unwrap(),
+        vec![true, false, true, true, false, true]
+    );
 }
 
 #[test]
 fn literals_round_trip_exactly() {
-    for v in [0.1f64, -0.0, 1e-300, f64::INFINITY, f64::NEG_INFINITY, 123456789.125, f64::MIN_POSITIVE] {
-        let text = format!("%0 = const {} : f64[]\nreturn %0\n", ir::literal_text(jitfuse::Literal::Float(v)));
+    for v in [
+        0.1f64,
+        -0.0,
+        1e-300,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        123456789.125,
+        f64::MIN_POSITIVE,
+    ] {
+        let text = format!(
+            "%0 = const {} : f64[]\nreturn %0\n",
+            ir::literal_text(jitfuse::Literal::Float(v))
+        );
         let g = ir::parse(&text).unwrap();
         assert_eq!(g.to_text(), text);
     }
@@ -65,12 +87,27 @@ fn literals_round_trip_exactly() {
 #[test]
 fn parse_errors_name_the_line_and_problem() {
     let cases = [
-        ("%0 = param 0 : f32[2]\n%1 = frob %0 : f32[2]\nreturn %1", "line 2: unknown op `frob`"),
-        ("%0 = param 0 : f32[2]\nreturn %9", "line 2: `%9` is used before it is defined"),
-        ("%0 = param 0 : f33[2]\nreturn %0", "line 1: unknown dtype `f33`"),
+        (
+            "%0 = param 0 : f32[2]\n%1 = frob %0 : f32[2]\nreturn %1",
+            "line 2: unknown op `frob`",
+        ),
+        (
+            "%0 = param 0 : f32[2]\nreturn %9",
+            "line 2: `%9` is used before it is defined",
+        ),
+        (
+            "%0 = param 0 : f33[2]\nreturn %0",
+            "line 1: unknown dtype `f33`",
+        ),
         ("%0 = param 0 : f32[2]", "missing `return`"),
-        ("%0 = param 0\nreturn %0", "line 1: missing `: dtype[shape]`"),
-        ("%0 = param 0 : f32[2]\n%0 = neg %0 : f32[2]\nreturn %0", "line 2: `%0` is defined twice"),
+        (
+            "%0 = param 0\nreturn %0",
+            "line 1: missing `: dtype[shape]`",
+        ),
+        (
+            "%0 = param 0 : f32[2]\n%0 = neg %0 : f32[2]\nreturn %0",
+            "line 2: `%0` is defined twice",
+        ),
     ];
     for (text, want) in cases {
         let e = ir::parse(text).unwrap_err().to_string();
@@ -81,14 +118,38 @@ fn parse_errors_name_the_line_and_problem() {
 #[test]
 fn verifier_rejects_broken_graphs() {
     let cases = [
-        ("%0 = param 0 : f32[2]\n%1 = param 0 : f32[2]\nreturn %1", "parameters must be numbered in order"),
-        ("%0 = param 0 : f32[2]\n%1 = param 1 : f32[3]\n%2 = add %0, %1 : f32[2]\nreturn %2", "elementwise operand f32[3]"),
-        ("%0 = param 0 : f32[2]\n%1 = param 1 : f64[2]\n%2 = add %0, %1 : f32[2]\nreturn %2", "bad dtypes f32, f64 -> f32"),
-        ("%0 = param 0 : i32[2]\n%1 = exp %0 : i32[2]\nreturn %1", "bad dtypes i32 -> i32"),
-        ("%0 = param 0 : f32[3]\n%1 = broadcast %0 : f32[2,4]\nreturn %1", "does not broadcast to f32[2,4]"),
-        ("%0 = param 0 : f32[2]\n%1 = gt %0, %0 : f32[2]\nreturn %1", "bad dtypes"),
-        ("%0 = param 0 : f32[2]\n%1 = select %0, %0, %0 : f32[2]\nreturn %1", "bad dtypes"),
-        ("%0 = param 0 : f32[2]\n%1 = cast %0 : i32[2]\n%2 = add %0 : f32[2]\nreturn %2", "expects 2 operands"),
+        (
+            "%0 = param 0 : f32[2]\n%1 = param 0 : f32[2]\nreturn %1",
+            "parameters must be numbered in order",
+        ),
+        (
+            "%0 = param 0 : f32[2]\n%1 = param 1 : f32[3]\n%2 = add %0, %1 : f32[2]\nreturn %2",
+            "elementwise operand f32[3]",
+        ),
+        (
+            "%0 = param 0 : f32[2]\n%1 = param 1 : f64[2]\n%2 = add %0, %1 : f32[2]\nreturn %2",
+            "bad dtypes f32, f64 -> f32",
+        ),
+        (
+            "%0 = param 0 : i32[2]\n%1 = exp %0 : i32[2]\nreturn %1",
+            "bad dtypes i32 -> i32",
+        ),
+        (
+            "%0 = param 0 : f32[3]\n%1 = broadcast %0 : f32[2,4]\nreturn %1",
+            "does not broadcast to f32[2,4]",
+        ),
+        (
+            "%0 = param 0 : f32[2]\n%1 = gt %0, %0 : f32[2]\nreturn %1",
+            "bad dtypes",
+        ),
+        (
+            "%0 = param 0 : f32[2]\n%1 = select %0, %0, %0 : f32[2]\nreturn %1",
+            "bad dtypes",
+        ),
+        (
+            "%0 = param 0 : f32[2]\n%1 = cast %0 : i32[2]\n%2 = add %0 : f32[2]\nreturn %2",
+            "expects 2 operands",
+        ),
     ];
     for (text, want) in cases {
         let g = ir::parse(text).unwrap();

@@ -13,11 +13,26 @@ fn donated_argument_backs_the_output() {
     let g = Tensor::full(&[4096], 2.0, DType::F32);
     let addr = w.storage_addr();
     let out = sgd_step(w, &g);
-    assert_eq!(out.storage_addr(), addr, "the output is written into the donated buffer: no output allocation");
-    assert!(out.to_vec::<f32>().unwrap().iter().all(|&v| (v - 0.8).abs() < 1e-6));
-    let m = sgd_step::lower(out.clone(), &g).unwrap().compile().unwrap().memory_analysis();
+    assert_eq!(
+        out.storage_addr(),
+        addr,
+        "the output is written into the donated buffer: no output allocation"
+    );
+    assert!(out
+        .to_vec::<f32>()
+        .unwrap()
+        .iter()
+        .all(|&v| (v - 0.8).abs() < 1e-6));
+    let m = sgd_step::lower(out.clone(), &g)
+        .unwrap()
+        .compile()
+        .unwrap()
+        .memory_analysis();
     assert_eq!(m.alias_bytes, 4096 * 4);
-    assert_eq!(m.peak_bytes, m.argument_bytes + m.output_bytes + m.temp_bytes - m.alias_bytes);
+    assert_eq!(
+        m.peak_bytes,
+        m.argument_bytes + m.output_bytes + m.temp_bytes - m.alias_bytes
+    );
     // Again, chaining the donated result: still no allocation.
     let addr2 = out.storage_addr();
     let out2 = sgd_step(out, &g);
@@ -31,8 +46,15 @@ fn a_shared_donated_argument_is_never_written() {
     let g = Tensor::full(&[4096], 2.0, DType::F32);
     let out = sgd_step(w, &g);
     assert_ne!(out.storage_addr(), keep.storage_addr());
-    assert!(keep.to_vec::<f32>().unwrap().iter().all(|&v| v == 1.0), "the caller's clone is untouched");
-    assert!(out.to_vec::<f32>().unwrap().iter().all(|&v| (v - 0.8).abs() < 1e-6));
+    assert!(
+        keep.to_vec::<f32>().unwrap().iter().all(|&v| v == 1.0),
+        "the caller's clone is untouched"
+    );
+    assert!(out
+        .to_vec::<f32>()
+        .unwrap()
+        .iter()
+        .all(|&v| (v - 0.8).abs() < 1e-6));
 }
 
 #[jit]
@@ -47,7 +69,11 @@ fn a_borrowed_argument_is_never_written() {
     let out = borrowed_step(&w, &g);
     assert_ne!(out.storage_addr(), w.storage_addr());
     assert!(w.to_vec::<f32>().unwrap().iter().all(|&v| v == 1.0));
-    let m = borrowed_step::lower(&w, &g).unwrap().compile().unwrap().memory_analysis();
+    let m = borrowed_step::lower(&w, &g)
+        .unwrap()
+        .compile()
+        .unwrap()
+        .memory_analysis();
     assert_eq!(m.alias_bytes, 0);
 }
 
@@ -70,11 +96,24 @@ fn chain(x: &Tensor, w: &Tensor) -> Tensor {
 fn temporaries_share_one_arena_within_five_percent_of_the_lower_bound() {
     let z = |s: &[usize]| Tensor::zeros(s, DType::F32);
     // W6 (mlp_fwd) shapes; XLA's temp for it is 534,528 bytes.
-    let (x, w1, b1, w2, b2, y) = (z(&[256, 784]), z(&[784, 512]), z(&[512]), z(&[512, 10]), z(&[10]), z(&[256, 10]));
-    let c = mlp::lower(&x, &w1, &b1, &w2, &b2, &y).unwrap().compile().unwrap();
+    let (x, w1, b1, w2, b2, y) = (
+        z(&[256, 784]),
+        z(&[784, 512]),
+        z(&[512]),
+        z(&[512, 10]),
+        z(&[10]),
+        z(&[256, 10]),
+    );
+    let c = mlp::lower(&x, &w1, &b1, &w2, &b2, &y)
+        .unwrap()
+        .compile()
+        .unwrap();
     let m = c.memory_analysis();
     assert!(m.temp_bytes <= 534_528, "{m:?}\n{}", c.kernels_text());
-    assert!(m.temp_bytes as f64 <= 1.05 * m.lower_bound_bytes as f64, "{m:?}");
+    assert!(
+        m.temp_bytes as f64 <= 1.05 * m.lower_bound_bytes as f64,
+        "{m:?}"
+    );
     assert!(m.eager_bytes > m.temp_bytes, "{m:?}");
     assert!(c.memory_svg().starts_with("<svg") && c.memory_svg().contains("<rect"));
     // A chain with many temporaries reuses arena space.
@@ -82,8 +121,15 @@ fn temporaries_share_one_arena_within_five_percent_of_the_lower_bound() {
     let c = chain::lower(&x, &w).unwrap().compile().unwrap();
     let m = c.memory_analysis();
     let one = 64 * 64 * 4;
-    assert!(m.temp_bytes <= 3 * one, "arena reused across the chain: {m:?}\n{}", c.kernels_text());
-    assert!(m.temp_bytes as f64 <= 1.05 * m.lower_bound_bytes as f64, "{m:?}");
+    assert!(
+        m.temp_bytes <= 3 * one,
+        "arena reused across the chain: {m:?}\n{}",
+        c.kernels_text()
+    );
+    assert!(
+        m.temp_bytes as f64 <= 1.05 * m.lower_bound_bytes as f64,
+        "{m:?}"
+    );
     // The plan checker accepts the plan (it also runs on every compile in tests).
     jitfuse::exec::plan::check(c.executable().buffer_plan()).unwrap();
     // Results through the arena are right, twice (the arena is reused).
@@ -110,7 +156,11 @@ fn lowered_compile_is_the_cached_program() {
     let c = chain::lower(&x, &w).unwrap().compile().unwrap();
     chain(&x, &w);
     let after = chain::cache_stats();
-    assert_eq!(after.misses - before.misses, 1, "compile() and the call share one compilation");
+    assert_eq!(
+        after.misses - before.misses,
+        1,
+        "compile() and the call share one compilation"
+    );
     let c2 = chain::lower(&x, &w).unwrap().compile().unwrap();
     assert!(std::sync::Arc::ptr_eq(c.executable(), c2.executable()));
     assert!(c.memory_analysis().code_bytes > 0);
@@ -122,27 +172,59 @@ fn memory_of_the_elementwise_and_row_workloads() {
     let x = Tensor::zeros(&[4096, 1024], DType::F32);
     let g = Tensor::zeros(&[1024], DType::F32);
     let specs: Vec<(&str, Vec<Tensor>, Box<dyn Fn(&[Tensor]) -> Vec<Tensor>>)> = vec![
-        ("W1 gelu", vec![Tensor::zeros(&[1 << 22], DType::F32)], Box::new(|t| vec![t[0].gelu()])),
+        (
+            "W1 gelu",
+            vec![Tensor::zeros(&[1 << 22], DType::F32)],
+            Box::new(|t| vec![t[0].gelu()]),
+        ),
         (
             "W2 axpby",
-            vec![Tensor::zeros(&[1 << 22], DType::F32), Tensor::zeros(&[1 << 22], DType::F32), Tensor::zeros(&[1 << 22], DType::F32)],
+            vec![
+                Tensor::zeros(&[1 << 22], DType::F32),
+                Tensor::zeros(&[1 << 22], DType::F32),
+                Tensor::zeros(&[1 << 22], DType::F32),
+            ],
             Box::new(|t| vec![((&t[0] * 2.0 + &t[1]) * &t[2] - &t[0]) / (1.0 + &t[1] * &t[1])]),
         ),
-        ("W3 softmax", vec![x.clone()], Box::new(|t| vec![t[0].softmax(-1)])),
-        ("W4 layernorm", vec![x.clone(), g.clone(), g.clone()], Box::new(|t| vec![t[0].layer_norm(&t[1], &t[2], 1e-5, -1)])),
-        ("W5 sum_rows", vec![Tensor::zeros(&[4096, 4096], DType::F32)], Box::new(|t| vec![t[0].sum(1)])),
+        (
+            "W3 softmax",
+            vec![x.clone()],
+            Box::new(|t| vec![t[0].softmax(-1)]),
+        ),
+        (
+            "W4 layernorm",
+            vec![x.clone(), g.clone(), g.clone()],
+            Box::new(|t| vec![t[0].layer_norm(&t[1], &t[2], 1e-5, -1)]),
+        ),
+        (
+            "W5 sum_rows",
+            vec![Tensor::zeros(&[4096, 4096], DType::F32)],
+            Box::new(|t| vec![t[0].sum(1)]),
+        ),
     ];
     for (name, args, f) in specs {
         let g = crate::common::trace_fn(&args, |ts| f(ts));
         let exe = jitfuse::exec::Executable::from_graph(g, vec![]).unwrap();
         let m = exe.memory_analysis();
         assert_eq!(m.temp_bytes, 0, "{name}: {m:?}\n{}", exe.kernels_text());
-        assert_eq!(exe.kernel_count(), 1, "{name}: one kernel\n{}", exe.kernels_text());
+        assert_eq!(
+            exe.kernel_count(),
+            1,
+            "{name}: one kernel\n{}",
+            exe.kernels_text()
+        );
     }
 }
 
 #[jit]
-fn w7_mlp_grad(x: &Tensor, w1: &Tensor, b1: &Tensor, w2: &Tensor, b2: &Tensor, y: &Tensor) -> (Tensor, Tensor, Tensor, Tensor, Tensor) {
+fn w7_mlp_grad(
+    x: &Tensor,
+    w1: &Tensor,
+    b1: &Tensor,
+    w2: &Tensor,
+    b2: &Tensor,
+    y: &Tensor,
+) -> (Tensor, Tensor, Tensor, Tensor, Tensor) {
     let loss = |p: &(Tensor, Tensor, Tensor, Tensor)| {
         let h = (x.matmul(&p.0) + &p.1).relu();
         jitfuse::softmax_cross_entropy(&(h.matmul(&p.2) + &p.3), y)
@@ -155,12 +237,73 @@ fn w7_mlp_grad(x: &Tensor, w1: &Tensor, b1: &Tensor, w2: &Tensor, b2: &Tensor, y
 fn training_gradient_temporaries_within_xla() {
     // W7 (mlp_grad): XLA's temp is 1,058,816 bytes.
     let z = |s: &[usize]| Tensor::zeros(s, DType::F32);
-    let c = w7_mlp_grad::lower(&z(&[256, 784]), &z(&[784, 512]), &z(&[512]), &z(&[512, 10]), &z(&[10]), &z(&[256, 10]))
-        .unwrap()
-        .compile()
-        .unwrap();
+    let c = w7_mlp_grad::lower(
+        &z(&[256, 784]),
+        &z(&[784, 512]),
+        &z(&[512]),
+        &z(&[512, 10]),
+        &z(&[10]),
+        &z(&[256, 10]),
+    )
+    .unwrap()
+    .compile()
+    .unwrap();
     let m = c.memory_analysis();
     assert!(m.temp_bytes <= 1_058_816, "{m:?}\n{}", c.kernels_text());
     // Transposed operands of the backward matmuls are read in place, never copied.
-    assert!(!c.kernels_text().contains("transpose"), "{}", c.kernels_text());
+    assert!(
+        !c.kernels_text().contains("transpose"),
+        "{}",
+        c.kernels_text()
+    );
+}
+
+#[jit]
+fn tanh_layer_grad(w: &Tensor, x: &Tensor) -> Tensor {
+    jitfuse::grad(|w: &Tensor| x.matmul(w).tanh().sum_all(), w)
+}
+
+#[jit]
+fn stopped_grad(w: &Tensor, x: &Tensor) -> Tensor {
+    // The exp is only a constant factor for the gradient: nothing of it but
+    // its value is read by the backward pass.
+    jitfuse::grad(
+        |w: &Tensor| (w * jitfuse::stop_gradient(&x.exp())).sum_all(),
+        w,
+    )
+}
+
+#[test]
+fn saved_residuals_list_what_the_backward_keeps() {
+    let w = Tensor::zeros(&[8, 4], DType::F32);
+    let x = Tensor::zeros(&[16, 8], DType::F32);
+    let r = tanh_layer_grad::lower(&w, &x).unwrap().saved_residuals();
+    let text: Vec<String> = r.iter().map(|r| r.to_string()).collect();
+    // The tanh output (for 1 - t²) and the input x (for x^T @ δ).
+    assert!(
+        r.iter()
+            .any(|r| r.shape == [16, 4] && r.why.contains("forward `tanh`")),
+        "{text:#?}"
+    );
+    assert!(
+        r.iter()
+            .any(|r| r.shape == [16, 8] && r.why.starts_with("argument 1")),
+        "{text:#?}"
+    );
+    assert!(r
+        .iter()
+        .all(|r| r.bytes == r.shape.iter().product::<usize>() * 4));
+    assert!(
+        r.iter()
+            .all(|r| r.why.contains("backward of") && r.why.contains("memory.rs")),
+        "{text:#?}"
+    );
+    // Under stop_gradient the exp's argument is never kept, only its value.
+    let r = stopped_grad::lower(
+        &Tensor::zeros(&[4], DType::F32),
+        &Tensor::zeros(&[4], DType::F32),
+    )
+    .unwrap()
+    .saved_residuals();
+    assert!(r.len() <= 1, "{r:?}");
 }

@@ -146,7 +146,9 @@ fn fusion_softmax_is_one_row_kernel() {
 fn fusion_layer_norm_is_one_row_kernel() {
     let x = Tensor::zeros(&[8, 16], DType::F32);
     let g = Tensor::zeros(&[16], DType::F32);
-    let (text, exe) = fusion_text(&[x, g.clone(), g], |ts| vec![ts[0].layer_norm(&ts[1], &ts[2], 1e-5, -1)]);
+    let (text, exe) = fusion_text(&[x, g.clone(), g], |ts| {
+        vec![ts[0].layer_norm(&ts[1], &ts[2], 1e-5, -1)]
+    });
     expect![[r#"
         step 0: row kernel over rows [8] x [16] reads (%0, %1, %2) writes (%21)
           %3 = reduce_sum[1] %0 : f32[8]
@@ -179,7 +181,10 @@ fn fusion_mlp_forward() {
     let y = Tensor::zeros(&[16, 4], DType::F32);
     let (text, _) = fusion_text(&[x, w1, b1, w2, b2, y], |ts| {
         let h = (ts[0].matmul(&ts[1]) + &ts[2]).relu();
-        vec![jitfuse::softmax_cross_entropy(&(h.matmul(&ts[3]) + &ts[4]), &ts[5])]
+        vec![jitfuse::softmax_cross_entropy(
+            &(h.matmul(&ts[3]) + &ts[4]),
+            &ts[5],
+        )]
     });
     expect![[r#"
         step 0: library %6 = matmul %0, %1 : f32[16,8]

@@ -28,8 +28,16 @@ const CASES: u32 = 48;
 
 /// `PROPTEST_CASES=2000` for a deeper search.
 fn cfg() -> Config {
-    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(CASES);
-    Config { cases, failure_persistence: None, max_shrink_iters: 4096, ..Config::default() }
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(CASES);
+    Config {
+        cases,
+        failure_persistence: None,
+        max_shrink_iters: 4096,
+        ..Config::default()
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -87,43 +95,84 @@ fn run_case(
     f: &dyn Fn(&[Tensor]) -> Vec<Tensor>,
 ) -> Result<Option<Vec<Tensor>>, TestCaseError> {
     let eager = quietly(|| catch_unwind(AssertUnwindSafe(|| f(inputs))));
-    let specs: Vec<ParamSpec> =
-        inputs.iter().map(|t| ParamSpec { shape: t.shape().to_vec(), dtype: t.dtype(), weak: false }).collect();
+    let specs: Vec<ParamSpec> = inputs
+        .iter()
+        .map(|t| ParamSpec {
+            shape: t.shape().to_vec(),
+            dtype: t.dtype(),
+            weak: false,
+        })
+        .collect();
     let traced = quietly(|| catch_unwind(AssertUnwindSafe(|| trace(&specs, |ts| f(ts)))));
     let traced = match traced {
         Ok(r) => r,
-        Err(p) => return Err(TestCaseError::fail(format!("trace() itself panicked: {}", payload_text(&*p)))),
+        Err(p) => {
+            return Err(TestCaseError::fail(format!(
+                "trace() itself panicked: {}",
+                payload_text(&*p)
+            )))
+        }
     };
     match (eager, traced) {
         (Ok(outs), Ok(tr)) => {
             let got_types: Vec<Ty> = outs.iter().map(ty).collect();
             match &expect {
                 Some(want) => prop_assert_eq!(&got_types, want, "eager output types"),
-                None => prop_assert!(false, "the model expects an error, but eager gave {:?}", got_types),
+                None => prop_assert!(
+                    false,
+                    "the model expects an error, but eager gave {:?}",
+                    got_types
+                ),
             }
             let g = &tr.graph;
-            ir::verify(g).map_err(|e| TestCaseError::fail(format!("traced graph does not verify: {e}\n{g}")))?;
-            let graph_types: Vec<Ty> = g.outputs.iter().map(|&o| (g.node(o).shape.clone(), g.node(o).dtype)).collect();
+            ir::verify(g).map_err(|e| {
+                TestCaseError::fail(format!("traced graph does not verify: {e}\n{g}"))
+            })?;
+            let graph_types: Vec<Ty> = g
+                .outputs
+                .iter()
+                .map(|&o| (g.node(o).shape.clone(), g.node(o).dtype))
+                .collect();
             prop_assert_eq!(&graph_types, &got_types, "traced output types\n{}", g);
             let want = interp::eval_graph(g, inputs, &tr.captured)
                 .map_err(|e| TestCaseError::fail(format!("interpreter: {e}\n{g}")))?;
             for (k, (e, w)) in outs.iter().zip(&want).enumerate() {
-                assert_close(e, w, EXACT, &format!("eager vs interpreted graph, output {k}\n{g}"));
+                assert_close(
+                    e,
+                    w,
+                    EXACT,
+                    &format!("eager vs interpreted graph, output {k}\n{g}"),
+                );
             }
             let exe = Executable::from_graph(g.clone(), tr.captured.clone())
                 .map_err(|e| TestCaseError::fail(format!("compile: {e}\n{g}")))?;
             let refs: Vec<&Tensor> = inputs.iter().collect();
-            let got = exe.run_with(&refs).map_err(|e| TestCaseError::fail(format!("run: {e}\n{g}")))?;
+            let got = exe
+                .run_with(&refs)
+                .map_err(|e| TestCaseError::fail(format!("run: {e}\n{g}")))?;
             prop_assert_eq!(got.len(), want.len());
             for (k, (c, w)) in got.iter().zip(&want).enumerate() {
-                assert_close(c, w, tol, &format!("compiled vs interpreter, output {k}\n{g}\n{}", exe.kernels_text()));
+                assert_close(
+                    c,
+                    w,
+                    tol,
+                    &format!(
+                        "compiled vs interpreter, output {k}\n{g}\n{}",
+                        exe.kernels_text()
+                    ),
+                );
             }
             check_downstream(inputs, tol, f)?;
             Ok(Some(outs))
         }
         (Err(p), Err(e)) => {
             let msg = payload_text(&*p);
-            prop_assert!(expect.is_none(), "the model expects {:?}, but the op failed: {}", expect, msg);
+            prop_assert!(
+                expect.is_none(),
+                "the model expects {:?}, but the op failed: {}",
+                expect,
+                msg
+            );
             prop_assert!(
                 matches!(e.kind, ErrorKind::Shape | ErrorKind::DType),
                 "traced error of kind {:?} (not Shape/DType): {}",
@@ -137,8 +186,15 @@ fn run_case(
                 names,
                 msg
             );
-            prop_assert!(msg.contains("proptests.rs:"), "error does not point at the user's line: {}", msg);
-            let types: Vec<String> = inputs.iter().map(|t| jitfuse::error::type_str(t.dtype(), t.shape())).collect();
+            prop_assert!(
+                msg.contains("proptests.rs:"),
+                "error does not point at the user's line: {}",
+                msg
+            );
+            let types: Vec<String> = inputs
+                .iter()
+                .map(|t| jitfuse::error::type_str(t.dtype(), t.shape()))
+                .collect();
             prop_assert!(
                 inputs.is_empty() || types.iter().any(|t| msg.contains(t.as_str())),
                 "error names none of the operands {:?}: {}",
@@ -152,24 +208,38 @@ fn run_case(
             outs.iter().map(ty).collect::<Vec<_>>(),
             e.kind
         ))),
-        (Err(p), Ok(_)) => {
-            Err(TestCaseError::fail(format!("tracing succeeded but eager panicked: {}", payload_text(&*p))))
-        }
+        (Err(p), Ok(_)) => Err(TestCaseError::fail(format!(
+            "tracing succeeded but eager panicked: {}",
+            payload_text(&*p)
+        ))),
     }
 }
 
 /// Outputs used downstream: an elementwise op and reductions reading each
 /// output (a view is then read through its index map inside a kernel, not
 /// materialised), traced and compiled against the interpreter.
-fn check_downstream(inputs: &[Tensor], tol: Tol, f: &dyn Fn(&[Tensor]) -> Vec<Tensor>) -> Result<(), TestCaseError> {
-    let specs: Vec<ParamSpec> =
-        inputs.iter().map(|t| ParamSpec { shape: t.shape().to_vec(), dtype: t.dtype(), weak: false }).collect();
+fn check_downstream(
+    inputs: &[Tensor],
+    tol: Tol,
+    f: &dyn Fn(&[Tensor]) -> Vec<Tensor>,
+) -> Result<(), TestCaseError> {
+    let specs: Vec<ParamSpec> = inputs
+        .iter()
+        .map(|t| ParamSpec {
+            shape: t.shape().to_vec(),
+            dtype: t.dtype(),
+            weak: false,
+        })
+        .collect();
     // With terms near 2^63 a float sum cancels catastrophically, and its
     // value depends on the order of summation (the compiled lanes and the
     // interpreter's sequential order legitimately differ): `min` then.
-    let huge = inputs.iter().any(|t| as_f64s(t).iter().any(|v| v.is_finite() && v.abs() > 1e6));
+    let huge = inputs
+        .iter()
+        .any(|t| as_f64s(t).iter().any(|v| v.is_finite() && v.abs() > 1e6));
     let tr = trace(&specs, |ts| {
-        f(ts).into_iter()
+        f(ts)
+            .into_iter()
             .flat_map(|o| {
                 if o.dtype() == DType::Bool {
                     return vec![o.logical_not(), o.logical_and(&o.flip(&[]))];
@@ -185,14 +255,32 @@ fn check_downstream(inputs: &[Tensor], tol: Tol, f: &dyn Fn(&[Tensor]) -> Vec<Te
     })
     .map_err(|e| TestCaseError::fail(format!("downstream trace: {e}")))?;
     let g = &tr.graph;
-    let want = interp::eval_graph(g, inputs, &tr.captured).map_err(|e| TestCaseError::fail(format!("interpreter: {e}\n{g}")))?;
+    let want = interp::eval_graph(g, inputs, &tr.captured)
+        .map_err(|e| TestCaseError::fail(format!("interpreter: {e}\n{g}")))?;
     let exe = Executable::from_graph(g.clone(), tr.captured.clone())
         .map_err(|e| TestCaseError::fail(format!("downstream compile: {e}\n{g}")))?;
     let refs: Vec<&Tensor> = inputs.iter().collect();
-    let got = exe.run_with(&refs).map_err(|e| TestCaseError::fail(format!("downstream run: {e}\n{g}")))?;
+    let got = exe
+        .run_with(&refs)
+        .map_err(|e| TestCaseError::fail(format!("downstream run: {e}\n{g}")))?;
     for (k, (c, w)) in got.iter().zip(&want).enumerate() {
-        let t = if w.dtype().is_float() { Tol { rel: tol.rel.max(1e-5), abs: tol.abs.max(1e-5) } } else { EXACT };
-        assert_close(c, w, t, &format!("downstream: compiled vs interpreter, output {k}\n{g}\n{}", exe.kernels_text()));
+        let t = if w.dtype().is_float() {
+            Tol {
+                rel: tol.rel.max(1e-5),
+                abs: tol.abs.max(1e-5),
+            }
+        } else {
+            EXACT
+        };
+        assert_close(
+            c,
+            w,
+            t,
+            &format!(
+                "downstream: compiled vs interpreter, output {k}\n{g}\n{}",
+                exe.kernels_text()
+            ),
+        );
     }
     Ok(())
 }
@@ -234,7 +322,16 @@ fn value(big: bool) -> BoxedStrategy<f64> {
     let small = prop_oneof![4 => (-6i32..=6).prop_map(|v| v as f64), 1 => (-48i32..48).prop_map(|v| v as f64 / 8.0)];
     let specials = pick(vec![f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -0.0]);
     if big {
-        let bigs = pick(vec![1e30, -1e30, 3e9, -3e9, 2147483647.0, -2147483648.0, 9.3e18, -9.3e18]);
+        let bigs = pick(vec![
+            1e30,
+            -1e30,
+            3e9,
+            -3e9,
+            2147483647.0,
+            -2147483648.0,
+            9.3e18,
+            -9.3e18,
+        ]);
         prop_oneof![8 => small, 1 => specials, 1 => bigs].boxed()
     } else {
         prop_oneof![12 => small, 1 => specials].boxed()
@@ -274,12 +371,25 @@ fn any_tensor(big: bool) -> impl Strategy<Value = Tensor> {
 
 /// A pair of tensors on `shape_pair` shapes; half the time of one dtype.
 fn tensor_pair(big: bool) -> impl Strategy<Value = (Tensor, Tensor)> {
-    (shape_pair(), dtype(), prop::option::of(dtype()), values(big), values(big))
-        .prop_map(|((sa, sb), da, db, va, vb)| (make(&va, &sa, da), make(&vb, &sb, db.unwrap_or(da))))
+    (
+        shape_pair(),
+        dtype(),
+        prop::option::of(dtype()),
+        values(big),
+        values(big),
+    )
+        .prop_map(|((sa, sb), da, db, va, vb)| {
+            (make(&va, &sa, da), make(&vb, &sb, db.unwrap_or(da)))
+        })
 }
 
 /// Integer-valued index tensors of rank 0-2, usually of an integer dtype.
-fn indices(lo: i64, hi: i64, max_rank: usize, d: impl Strategy<Value = DType>) -> impl Strategy<Value = Tensor> {
+fn indices(
+    lo: i64,
+    hi: i64,
+    max_rank: usize,
+    d: impl Strategy<Value = DType>,
+) -> impl Strategy<Value = Tensor> {
     (pvec(0usize..=3, 0..=max_rank), d, pvec(lo..=hi, 1..=12))
         .prop_map(|(s, d, v)| make(&v.iter().map(|&i| i as f64).collect::<Vec<_>>(), &s, d))
 }
@@ -294,7 +404,13 @@ fn axis() -> impl Strategy<Value = isize> {
 
 fn bcast(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
     let n = a.len().max(b.len());
-    let get = |s: &[usize], i: usize| if i + s.len() < n { 1 } else { s[i + s.len() - n] };
+    let get = |s: &[usize], i: usize| {
+        if i + s.len() < n {
+            1
+        } else {
+            s[i + s.len() - n]
+        }
+    };
     (0..n)
         .map(|i| match (get(a, i), get(b, i)) {
             (x, y) if x == y => Some(x),
@@ -336,16 +452,28 @@ fn is_num(d: DType) -> bool {
 
 fn float_tol(d: DType) -> Tol {
     match d {
-        DType::F32 => Tol { rel: 4e-6, abs: 2e-6 },
-        DType::F64 => Tol { rel: 1e-13, abs: 1e-14 },
+        DType::F32 => Tol {
+            rel: 4e-6,
+            abs: 2e-6,
+        },
+        DType::F64 => Tol {
+            rel: 1e-13,
+            abs: 1e-14,
+        },
         _ => EXACT,
     }
 }
 
 fn sum_tol(d: DType) -> Tol {
     match d {
-        DType::F32 => Tol { rel: 1e-4, abs: 1e-5 },
-        DType::F64 => Tol { rel: 1e-12, abs: 1e-12 },
+        DType::F32 => Tol {
+            rel: 1e-4,
+            abs: 1e-5,
+        },
+        DType::F64 => Tol {
+            rel: 1e-12,
+            abs: 1e-12,
+        },
         _ => EXACT,
     }
 }
@@ -395,8 +523,18 @@ impl Bin {
     }
 }
 
-const BINS: [Bin; 10] =
-    [Bin::Add, Bin::Sub, Bin::Mul, Bin::Div, Bin::Rem, Bin::Maximum, Bin::Minimum, Bin::Powf, Bin::And, Bin::Or];
+const BINS: [Bin; 10] = [
+    Bin::Add,
+    Bin::Sub,
+    Bin::Mul,
+    Bin::Div,
+    Bin::Rem,
+    Bin::Maximum,
+    Bin::Minimum,
+    Bin::Powf,
+    Bin::And,
+    Bin::Or,
+];
 
 /// The right operand of a binary op: a tensor or a weakly typed Rust scalar.
 #[derive(Clone, Debug)]
@@ -583,8 +721,16 @@ proptest! {
 /// A reshape target: random dims (with -1 and the invalid -2), or a valid
 /// one made by merging adjacent dims of `s`, with one of them maybe -1.
 fn reshape_target() -> impl Strategy<Value = (Vec<usize>, Vec<isize>)> {
-    let random = pvec(prop_oneof![1 => Just(-1isize), 1 => Just(-2isize), 8 => 0isize..=6], 0..=4);
-    (shape(), prop::option::weighted(0.5, random), pvec(any::<bool>(), 4), prop::option::of(any::<prop::sample::Index>()))
+    let random = pvec(
+        prop_oneof![1 => Just(-1isize), 1 => Just(-2isize), 8 => 0isize..=6],
+        0..=4,
+    );
+    (
+        shape(),
+        prop::option::weighted(0.5, random),
+        pvec(any::<bool>(), 4),
+        prop::option::of(any::<prop::sample::Index>()),
+    )
         .prop_map(|(s, random, merge, infer)| {
             let t = random.unwrap_or_else(|| {
                 let mut t: Vec<isize> = Vec::new();
@@ -609,7 +755,11 @@ fn reshape_model(s: &[usize], target: &[isize]) -> Option<Vec<usize>> {
     if target.iter().any(|&d| d < -1) || target.iter().filter(|&&d| d == -1).count() > 1 {
         return None;
     }
-    let known: usize = target.iter().filter(|&&d| d >= 0).map(|&d| d as usize).product();
+    let known: usize = target
+        .iter()
+        .filter(|&&d| d >= 0)
+        .map(|&d| d as usize)
+        .product();
     let mut out: Vec<usize> = target.iter().map(|&d| d.max(0) as usize).collect();
     match target.iter().position(|&d| d == -1) {
         Some(u) => {
@@ -643,7 +793,11 @@ fn py_slice_len(n: usize, s: Slice) -> usize {
     let start = fix(s.start, if step > 0 { 0 } else { n - 1 });
     let end = fix(s.end, if step > 0 { n } else { -1 });
     let len = if step > 0 {
-        if end > start { (end - start - 1) / step + 1 } else { 0 }
+        if end > start {
+            (end - start - 1) / step + 1
+        } else {
+            0
+        }
     } else if start > end {
         (start - end - 1) / (-step) + 1
     } else {
@@ -660,7 +814,9 @@ fn slice_strategy() -> impl Strategy<Value = Slice> {
 fn perm_strategy() -> impl Strategy<Value = Vec<usize>> {
     prop_oneof![
         pvec(0usize..5, 0..=5).boxed(),
-        (0usize..=4).prop_flat_map(|r| Just((0..r).collect::<Vec<_>>()).prop_shuffle()).boxed(),
+        (0usize..=4)
+            .prop_flat_map(|r| Just((0..r).collect::<Vec<_>>()).prop_shuffle())
+            .boxed(),
     ]
 }
 
@@ -750,7 +906,13 @@ proptest! {
 
 /// Up to three tensors, usually shaped like the first except along one axis.
 fn joinable() -> impl Strategy<Value = Vec<Tensor>> {
-    let one = (prop::option::weighted(0.25, shape()), any::<prop::sample::Index>(), dim(), prop::option::weighted(0.2, dtype()), values(false));
+    let one = (
+        prop::option::weighted(0.25, shape()),
+        any::<prop::sample::Index>(),
+        dim(),
+        prop::option::weighted(0.2, dtype()),
+        values(false),
+    );
     (shape(), dtype(), pvec(one, 0..=3)).prop_map(|(s, d, ts)| {
         ts.into_iter()
             .map(|(other, i, len, own_d, v)| {
@@ -768,8 +930,13 @@ fn joinable() -> impl Strategy<Value = Vec<Tensor>> {
 fn concat_model(ts: &[Tensor], axis: isize) -> Option<Vec<Ty>> {
     let first = ts.first()?;
     let a = norm(axis, first.ndim())?;
-    let d = ts.iter().try_fold(first.dtype(), |d, t| promote(d, t.dtype()))?;
-    if ts.iter().any(|t| t.ndim() != first.ndim() || (0..t.ndim()).any(|k| k != a && t.shape()[k] != first.shape()[k])) {
+    let d = ts
+        .iter()
+        .try_fold(first.dtype(), |d, t| promote(d, t.dtype()))?;
+    if ts.iter().any(|t| {
+        t.ndim() != first.ndim()
+            || (0..t.ndim()).any(|k| k != a && t.shape()[k] != first.shape()[k])
+    }) {
         return None;
     }
     let mut out = first.shape().to_vec();
@@ -780,7 +947,9 @@ fn concat_model(ts: &[Tensor], axis: isize) -> Option<Vec<Ty>> {
 fn stack_model(ts: &[Tensor], axis: isize) -> Option<Vec<Ty>> {
     let first = ts.first()?;
     let a = norm(axis, first.ndim() + 1)?;
-    let d = ts.iter().try_fold(first.dtype(), |d, t| promote(d, t.dtype()))?;
+    let d = ts
+        .iter()
+        .try_fold(first.dtype(), |d, t| promote(d, t.dtype()))?;
     if ts.iter().any(|t| t.shape() != first.shape()) {
         return None;
     }
@@ -912,7 +1081,16 @@ enum Red {
     Logsumexp,
 }
 
-const REDS: [Red; 8] = [Red::Sum, Red::Mean, Red::Max, Red::Min, Red::Prod, Red::Var, Red::Std, Red::Logsumexp];
+const REDS: [Red; 8] = [
+    Red::Sum,
+    Red::Mean,
+    Red::Max,
+    Red::Min,
+    Red::Prod,
+    Red::Var,
+    Red::Std,
+    Red::Logsumexp,
+];
 
 impl Red {
     fn name(self) -> &'static str {
@@ -960,22 +1138,24 @@ fn matmul_pair() -> impl Strategy<Value = (Tensor, Tensor)> {
     let inner = (dim(), prop::option::weighted(0.2, dim()), dim(), dim());
     let batch = (shape(), prop::option::weighted(0.2, shape()));
     let dtypes = (dtype(), prop::option::of(dtype()));
-    (ranks, inner, batch, dtypes, values(false), values(false)).prop_map(|((ra, rb), (k, k2, m, n), (ba, bb), (da, db), va, vb)| {
-        let bb = bb.unwrap_or_else(|| ba.clone());
-        let suffix = |b: &[usize], r: usize| b[b.len().saturating_sub(r - 2)..].to_vec();
-        let sa: Vec<usize> = match ra {
-            0 => vec![],
-            1 => vec![k],
-            r => suffix(&ba, r).into_iter().chain([m, k]).collect(),
-        };
-        let kb = k2.unwrap_or(k);
-        let sb: Vec<usize> = match rb {
-            0 => vec![],
-            1 => vec![kb],
-            r => suffix(&bb, r).into_iter().chain([kb, n]).collect(),
-        };
-        (make(&va, &sa, da), make(&vb, &sb, db.unwrap_or(da)))
-    })
+    (ranks, inner, batch, dtypes, values(false), values(false)).prop_map(
+        |((ra, rb), (k, k2, m, n), (ba, bb), (da, db), va, vb)| {
+            let bb = bb.unwrap_or_else(|| ba.clone());
+            let suffix = |b: &[usize], r: usize| b[b.len().saturating_sub(r - 2)..].to_vec();
+            let sa: Vec<usize> = match ra {
+                0 => vec![],
+                1 => vec![k],
+                r => suffix(&ba, r).into_iter().chain([m, k]).collect(),
+            };
+            let kb = k2.unwrap_or(k);
+            let sb: Vec<usize> = match rb {
+                0 => vec![],
+                1 => vec![kb],
+                r => suffix(&bb, r).into_iter().chain([kb, n]).collect(),
+            };
+            (make(&va, &sa, da), make(&vb, &sb, db.unwrap_or(da)))
+        },
+    )
 }
 
 fn matmul_model(a: &[usize], b: &[usize], da: DType, db: DType) -> Option<Vec<Ty>> {
@@ -983,8 +1163,16 @@ fn matmul_model(a: &[usize], b: &[usize], da: DType, db: DType) -> Option<Vec<Ty
     if a.is_empty() || b.is_empty() {
         return None;
     }
-    let a2: Vec<usize> = if a.len() == 1 { vec![1, a[0]] } else { a.to_vec() };
-    let b2: Vec<usize> = if b.len() == 1 { vec![b[0], 1] } else { b.to_vec() };
+    let a2: Vec<usize> = if a.len() == 1 {
+        vec![1, a[0]]
+    } else {
+        a.to_vec()
+    };
+    let b2: Vec<usize> = if b.len() == 1 {
+        vec![b[0], 1]
+    } else {
+        b.to_vec()
+    };
     let (ra, rb) = (a2.len(), b2.len());
     if a2[ra - 1] != b2[rb - 2] {
         return None;
@@ -1044,7 +1232,10 @@ proptest! {
 fn eager_error(f: impl FnOnce() -> Tensor) -> String {
     let p = quietly(|| catch_unwind(AssertUnwindSafe(f))).expect_err("the op should fail");
     let msg = payload_text(&*p);
-    assert!(msg.contains("proptests.rs:"), "not at the user's line: {msg}");
+    assert!(
+        msg.contains("proptests.rs:"),
+        "not at the user's line: {msg}"
+    );
     msg
 }
 
@@ -1052,13 +1243,25 @@ fn eager_error(f: impl FnOnce() -> Tensor) -> String {
 fn stack_errors_name_stack_and_the_users_line() {
     let s = Tensor::scalar(0.0f32);
     let msg = eager_error(|| jitfuse::stack(&[&s], 1));
-    assert!(msg.contains("`stack`: axis 1 is out of range for f32[]"), "{msg}");
-    let (a, b) = (Tensor::zeros(&[1, 3], DType::I32), Tensor::zeros(&[3], DType::I32));
+    assert!(
+        msg.contains("`stack`: axis 1 is out of range for f32[]"),
+        "{msg}"
+    );
+    let (a, b) = (
+        Tensor::zeros(&[1, 3], DType::I32),
+        Tensor::zeros(&[3], DType::I32),
+    );
     let msg = eager_error(|| jitfuse::stack(&[&a, &b], 0));
-    assert!(msg.contains("`stack`: operand 1 is i32[3], operand 0 is i32[1,3]"), "{msg}");
+    assert!(
+        msg.contains("`stack`: operand 1 is i32[3], operand 0 is i32[1,3]"),
+        "{msg}"
+    );
     let c = Tensor::zeros(&[1, 3], DType::Bool);
     let msg = eager_error(|| jitfuse::stack(&[&a, &c], -1));
-    assert!(msg.contains("`stack`: cannot combine i32[1,3] with bool[1,3]"), "{msg}");
+    assert!(
+        msg.contains("`stack`: cannot combine i32[1,3] with bool[1,3]"),
+        "{msg}"
+    );
     assert_eq!(jitfuse::stack(&[&a, &a], -1).shape(), &[1, 3, 2]);
 }
 
@@ -1067,11 +1270,20 @@ fn axis_errors_give_the_valid_range_not_a_wrong_rank() {
     let x = Tensor::zeros(&[1, 3], DType::I32);
     // expand_dims used to say "(rank 3)" of an i32[1,3].
     let msg = eager_error(|| x.expand_dims(4));
-    assert!(msg.contains("`expand_dims`: axis 4 is out of range for i32[1,3] (valid axes: -3..=2)"), "{msg}");
+    assert!(
+        msg.contains("`expand_dims`: axis 4 is out of range for i32[1,3] (valid axes: -3..=2)"),
+        "{msg}"
+    );
     let msg = eager_error(|| x.sum(-3));
-    assert!(msg.contains("`sum`: axis -3 is out of range for i32[1,3] (valid axes: -2..=1)"), "{msg}");
+    assert!(
+        msg.contains("`sum`: axis -3 is out of range for i32[1,3] (valid axes: -2..=1)"),
+        "{msg}"
+    );
     let msg = eager_error(|| Tensor::scalar(1i64).argmax(0));
-    assert!(msg.contains("`argmax`: axis 0 is out of range for i64[] (it has no axes)"), "{msg}");
+    assert!(
+        msg.contains("`argmax`: axis 0 is out of range for i64[] (it has no axes)"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -1080,13 +1292,22 @@ fn flip_and_squeeze_reject_an_axis_listed_twice() {
     // twice), squeeze(&[-2, -2]) of f32[1,0] removed one axis.
     let x = Tensor::zeros(&[0], DType::F32);
     let msg = eager_error(|| x.flip(&[0, 0]));
-    assert!(msg.contains("`flip`: axis 0 is listed twice in [0, 0] for f32[0]"), "{msg}");
+    assert!(
+        msg.contains("`flip`: axis 0 is listed twice in [0, 0] for f32[0]"),
+        "{msg}"
+    );
     let m = Tensor::zeros(&[2, 3], DType::F32);
     let msg = eager_error(|| m.flip(&[1, -2, 0]));
-    assert!(msg.contains("`flip`: axis 0 is listed twice in [1, -2, 0]"), "{msg}");
+    assert!(
+        msg.contains("`flip`: axis 0 is listed twice in [1, -2, 0]"),
+        "{msg}"
+    );
     let y = Tensor::zeros(&[1, 0], DType::F32);
     let msg = eager_error(|| y.squeeze(&[-2, -2]));
-    assert!(msg.contains("`squeeze`: axis 0 is listed twice in [-2, -2] for f32[1,0]"), "{msg}");
+    assert!(
+        msg.contains("`squeeze`: axis 0 is listed twice in [-2, -2] for f32[1,0]"),
+        "{msg}"
+    );
     assert_eq!(y.squeeze(&[-2]).shape(), &[0]);
     assert_eq!(m.flip(&[1, 0]).shape(), &[2, 3]);
 }
@@ -1095,25 +1316,60 @@ fn flip_and_squeeze_reject_an_axis_listed_twice() {
 fn std_of_an_integer_tensor_names_std() {
     // Used to say "`var` needs a float tensor".
     let msg = eager_error(|| Tensor::scalar(0i32).std_all());
-    assert!(msg.contains("`std` needs a float tensor, found i32[]"), "{msg}");
+    assert!(
+        msg.contains("`std` needs a float tensor, found i32[]"),
+        "{msg}"
+    );
 }
-
 
 #[test]
 fn dtype_and_step_errors_name_the_operands() {
     // These messages used to give dtypes without shapes, or no operand at all.
-    let (f, b) = (Tensor::zeros(&[2], DType::F32), Tensor::zeros(&[3, 1], DType::Bool));
+    let (f, b) = (
+        Tensor::zeros(&[2], DType::F32),
+        Tensor::zeros(&[3, 1], DType::Bool),
+    );
     let cases: Vec<(Box<dyn Fn() -> Tensor>, &str)> = vec![
-        (Box::new(|| &f + &b), "`add`: cannot combine f32[2] with bool[3,1]"),
-        (Box::new(|| b.lt(&b)), "`lt` does not order bool tensors (lhs bool[3,1], rhs bool[3,1])"),
-        (Box::new(|| jitfuse::select(&b, &f, &b)), "`select`: cannot combine f32[2] with bool[3,1]"),
-        (Box::new(|| &b + 0.0), "`add`: a scalar 0.0 cannot stand beside bool[3,1]"),
-        (Box::new(|| jitfuse::concat(&[&f, &b], 0)), "`concat`: cannot combine operand 1 bool[3,1] with f32 (operand 0 is f32[2])"),
-        (Box::new(|| f.slice(&[Slice::new(None, None, 0)])), "`slice`: step 0 on axis 0 of f32[2]"),
-        (Box::new(|| Tensor::zeros(&[2], DType::I32).pad(&[(1, 1)], 0.5)), "`pad`: the value 0.5 cannot fill i32[2]"),
-        (Box::new(|| f.take(&f, 0)), "`take` from f32[2]: indices must be i32 or i64, found f32[2]"),
-        (Box::new(|| b.cast(DType::F32).sum([0, -2])), "`sum`: an axis is listed twice in [0, -2] for f32[3,1]"),
-        (Box::new(|| Tensor::scalar(1.0f32).matmul(&f)), "`matmul` of a scalar (f32[] @ f32[2])"),
+        (
+            Box::new(|| &f + &b),
+            "`add`: cannot combine f32[2] with bool[3,1]",
+        ),
+        (
+            Box::new(|| b.lt(&b)),
+            "`lt` does not order bool tensors (lhs bool[3,1], rhs bool[3,1])",
+        ),
+        (
+            Box::new(|| jitfuse::select(&b, &f, &b)),
+            "`select`: cannot combine f32[2] with bool[3,1]",
+        ),
+        (
+            Box::new(|| &b + 0.0),
+            "`add`: a scalar 0.0 cannot stand beside bool[3,1]",
+        ),
+        (
+            Box::new(|| jitfuse::concat(&[&f, &b], 0)),
+            "`concat`: cannot combine operand 1 bool[3,1] with f32 (operand 0 is f32[2])",
+        ),
+        (
+            Box::new(|| f.slice(&[Slice::new(None, None, 0)])),
+            "`slice`: step 0 on axis 0 of f32[2]",
+        ),
+        (
+            Box::new(|| Tensor::zeros(&[2], DType::I32).pad(&[(1, 1)], 0.5)),
+            "`pad`: the value 0.5 cannot fill i32[2]",
+        ),
+        (
+            Box::new(|| f.take(&f, 0)),
+            "`take` from f32[2]: indices must be i32 or i64, found f32[2]",
+        ),
+        (
+            Box::new(|| b.cast(DType::F32).sum([0, -2])),
+            "`sum`: an axis is listed twice in [0, -2] for f32[3,1]",
+        ),
+        (
+            Box::new(|| Tensor::scalar(1.0f32).matmul(&f)),
+            "`matmul` of a scalar (f32[] @ f32[2])",
+        ),
     ];
     for (op, want) in cases {
         let msg = eager_error(op);

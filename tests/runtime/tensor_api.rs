@@ -8,20 +8,46 @@ fn construction_and_access() {
     assert_eq!(t.shape(), &[2, 3]);
     assert_eq!(t.dtype(), DType::F32);
     assert_eq!(t.len(), 6);
-    assert_eq!(t.to_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    assert_eq!(
+        t.to_vec::<f32>().unwrap(),
+        vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    );
     let e = Tensor::from_vec(vec![1.0f32; 5], &[2, 3]).unwrap_err();
     assert_eq!(e.kind, ErrorKind::Shape);
-    assert!(e.to_string().contains("5 elements do not fill shape [2, 3]"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("5 elements do not fill shape [2, 3]"),
+        "{e}"
+    );
     let e = t.to_vec::<f64>().unwrap_err();
-    assert!(e.to_string().contains("to_vec::<f64>() on a tensor of dtype f32"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("to_vec::<f64>() on a tensor of dtype f32"),
+        "{e}"
+    );
     assert_eq!(Tensor::scalar(2.5f64).item::<f64>().unwrap(), 2.5);
     assert!(t.item::<f32>().is_err());
-    assert_eq!(Tensor::zeros(&[2], DType::I64).to_vec::<i64>().unwrap(), vec![0, 0]);
-    assert_eq!(Tensor::ones(&[2], DType::Bool).to_vec::<bool>().unwrap(), vec![true, true]);
-    assert_eq!(Tensor::full(&[3], 2.5, DType::F32).to_vec::<f32>().unwrap(), vec![2.5; 3]);
-    assert_eq!(Tensor::arange(4, DType::I32).to_vec::<i32>().unwrap(), vec![0, 1, 2, 3]);
     assert_eq!(
-        Tensor::arange_step(0.0, 1.0, 0.25, DType::F64).unwrap().to_vec::<f64>().unwrap(),
+        Tensor::zeros(&[2], DType::I64).to_vec::<i64>().unwrap(),
+        vec![0, 0]
+    );
+    assert_eq!(
+        Tensor::ones(&[2], DType::Bool).to_vec::<bool>().unwrap(),
+        vec![true, true]
+    );
+    assert_eq!(
+        Tensor::full(&[3], 2.5, DType::F32).to_vec::<f32>().unwrap(),
+        vec![2.5; 3]
+    );
+    assert_eq!(
+        Tensor::arange(4, DType::I32).to_vec::<i32>().unwrap(),
+        vec![0, 1, 2, 3]
+    );
+    assert_eq!(
+        Tensor::arange_step(0.0, 1.0, 0.25, DType::F64)
+            .unwrap()
+            .to_vec::<f64>()
+            .unwrap(),
         vec![0.0, 0.25, 0.5, 0.75]
     );
     let z = Tensor::zeros(&[0, 3], DType::F32);
@@ -44,7 +70,10 @@ fn eager_ops_broadcast_and_promote() {
     let c = &a + &b;
     assert_eq!(c.shape(), &[3, 2]);
     assert_eq!(c.dtype(), DType::F64);
-    assert_eq!(c.to_vec::<f64>().unwrap(), vec![11.0, 21.0, 12.0, 22.0, 13.0, 23.0]);
+    assert_eq!(
+        c.to_vec::<f64>().unwrap(),
+        vec![11.0, 21.0, 12.0, 22.0, 13.0, 23.0]
+    );
     let i = Tensor::vector(&[1i32, 2]) + Tensor::vector(&[1i64, 1]);
     assert_eq!(i.dtype(), DType::I64);
     let f = Tensor::vector(&[1i32, 2]) * Tensor::vector(&[0.5f32, 0.5]);
@@ -58,11 +87,17 @@ fn eager_errors_name_op_shapes_and_line() {
     let line = line!() + 1;
     let r = std::panic::catch_unwind(|| &a + &b);
     let msg = *r.unwrap_err().downcast::<String>().unwrap();
-    assert!(msg.contains("`add`") && msg.contains("f32[3]") && msg.contains("f32[4]"), "{msg}");
+    assert!(
+        msg.contains("`add`") && msg.contains("f32[3]") && msg.contains("f32[4]"),
+        "{msg}"
+    );
     assert!(msg.contains(&format!("tensor_api.rs:{line}:")), "{msg}");
     let r = std::panic::catch_unwind(|| Tensor::vector(&[1i32]).exp());
     let msg = *r.unwrap_err().downcast::<String>().unwrap();
-    assert!(msg.contains("`exp` does not accept a i32[1] tensor"), "{msg}");
+    assert!(
+        msg.contains("`exp` does not accept a i32[1] tensor"),
+        "{msg}"
+    );
     let r = std::panic::catch_unwind(|| Tensor::vector(&[true]) + Tensor::vector(&[1.0f32]));
     let msg = *r.unwrap_err().downcast::<String>().unwrap();
     assert!(msg.contains("bool"), "{msg}");
@@ -76,12 +111,18 @@ fn prints_like_numpy() {
     assert_eq!(Tensor::vector(&[true, false]).to_string(), "[ True False]");
     assert_eq!(Tensor::scalar(3.0f64).to_string(), "3.");
     assert_eq!(Tensor::vector(&[1.0f32, 2.0]).to_string(), "[1. 2.]");
-    assert_eq!(format!("{:?}", Tensor::vector(&[1i32, 2])), "Tensor([1 2], i32[2])");
+    assert_eq!(
+        format!("{:?}", Tensor::vector(&[1i32, 2])),
+        "Tensor([1 2], i32[2])"
+    );
     let big = Tensor::arange(2000, DType::I32);
     assert_eq!(big.to_string(), "[   0    1    2 ... 1997 1998 1999]");
     let m = Tensor::arange(3000, DType::F32);
     let s = (m / 3000.0 + 1.0).to_string();
-    assert!(s.starts_with("[1.") && s.contains("...") && s.len() < 120, "{s}");
+    assert!(
+        s.starts_with("[1.") && s.contains("...") && s.len() < 120,
+        "{s}"
+    );
     let sci = Tensor::vector(&[1e-8f64, 1.0]);
     assert_eq!(sci.to_string(), "[1.e-08 1.e+00]");
 }
@@ -89,7 +130,11 @@ fn prints_like_numpy() {
 #[test]
 fn reading_a_traced_value_says_why_and_what_to_do() {
     let x = Tensor::zeros(&[3], DType::F32);
-    let specs = [jitfuse::trace::ParamSpec { shape: vec![3], dtype: DType::F32, weak: false }];
+    let specs = [jitfuse::trace::ParamSpec {
+        shape: vec![3],
+        dtype: DType::F32,
+        weak: false,
+    }];
     let mut seen = None;
     let r = jitfuse::trace::trace(&specs, |ts| {
         seen = Some(ts[0].to_vec::<f32>().unwrap_err());
@@ -98,22 +143,41 @@ fn reading_a_traced_value_says_why_and_what_to_do() {
     assert!(r.is_ok());
     let e = seen.unwrap();
     assert_eq!(e.kind, ErrorKind::TracedValue);
-    assert!(e.to_string().contains("traced inside a #[jit] function"), "{e}");
-    assert!(e.to_string().contains("Return it from the jitted function"), "{e}");
+    assert!(
+        e.to_string().contains("traced inside a #[jit] function"),
+        "{e}"
+    );
+    assert!(
+        e.to_string().contains("Return it from the jitted function"),
+        "{e}"
+    );
     assert!(x.to_vec::<f32>().is_ok());
 }
 
 #[test]
 fn trace_errors_come_back_as_err_with_the_source_line() {
     let specs = [
-        jitfuse::trace::ParamSpec { shape: vec![3], dtype: DType::F32, weak: false },
-        jitfuse::trace::ParamSpec { shape: vec![4], dtype: DType::F32, weak: false },
+        jitfuse::trace::ParamSpec {
+            shape: vec![3],
+            dtype: DType::F32,
+            weak: false,
+        },
+        jitfuse::trace::ParamSpec {
+            shape: vec![4],
+            dtype: DType::F32,
+            weak: false,
+        },
     ];
     let line = line!() + 1;
-    let e = jitfuse::trace::trace(&specs, |ts| vec![(&ts[0] * 2.0) + &ts[1]]).err().unwrap();
+    let e = jitfuse::trace::trace(&specs, |ts| vec![(&ts[0] * 2.0) + &ts[1]])
+        .err()
+        .unwrap();
     assert_eq!(e.kind, ErrorKind::Shape);
     let msg = e.to_string();
-    assert!(msg.contains("`add`") && msg.contains("f32[3]") && msg.contains("f32[4]"), "{msg}");
+    assert!(
+        msg.contains("`add`") && msg.contains("f32[3]") && msg.contains("f32[4]"),
+        "{msg}"
+    );
     assert!(msg.contains(&format!("tensor_api.rs:{line}:")), "{msg}");
     // The trace stack is clean afterwards.
     assert!(!jitfuse::trace::is_tracing());
@@ -121,7 +185,11 @@ fn trace_errors_come_back_as_err_with_the_source_line() {
 
 #[test]
 fn leaked_tracers_are_errors() {
-    let specs = [jitfuse::trace::ParamSpec { shape: vec![2], dtype: DType::F32, weak: false }];
+    let specs = [jitfuse::trace::ParamSpec {
+        shape: vec![2],
+        dtype: DType::F32,
+        weak: false,
+    }];
     let mut leaked = None;
     jitfuse::trace::trace(&specs, |ts| {
         leaked = Some(ts[0].clone());
@@ -133,7 +201,9 @@ fn leaked_tracers_are_errors() {
     let msg = *r.unwrap_err().downcast::<String>().unwrap();
     assert!(msg.contains("after its #[jit] trace ended"), "{msg}");
     // Used inside a later trace, it is an error of that trace.
-    let e = jitfuse::trace::trace(&specs, |ts| vec![&ts[0] + &leaked]).err().unwrap();
+    let e = jitfuse::trace::trace(&specs, |ts| vec![&ts[0] + &leaked])
+        .err()
+        .unwrap();
     assert_eq!(e.kind, ErrorKind::LeakedTracer);
 }
 
@@ -141,9 +211,17 @@ fn leaked_tracers_are_errors() {
 fn programs_check_arguments_before_running() {
     let g = jitfuse::ir::parse("%0 = param 0 : f32[4]\n%1 = exp %0 : f32[4]\nreturn %1").unwrap();
     let exe = jitfuse::exec::Executable::from_graph(g, vec![]).unwrap();
-    let e = exe.run_with(&[&Tensor::zeros(&[5], DType::F32)]).unwrap_err();
-    assert!(e.to_string().contains("argument 0: program compiled for f32[4], got f32[5]"), "{e}");
-    let e = exe.run_with(&[&Tensor::zeros(&[4], DType::F64)]).unwrap_err();
+    let e = exe
+        .run_with(&[&Tensor::zeros(&[5], DType::F32)])
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("argument 0: program compiled for f32[4], got f32[5]"),
+        "{e}"
+    );
+    let e = exe
+        .run_with(&[&Tensor::zeros(&[4], DType::F64)])
+        .unwrap_err();
     assert!(e.to_string().contains("got f64[4]"), "{e}");
     assert!(exe.run_with(&[]).is_err());
 }
@@ -151,7 +229,9 @@ fn programs_check_arguments_before_running() {
 #[test]
 fn dropping_a_program_frees_its_code() {
     let g = jitfuse::ir::parse("%0 = param 0 : f32[4]\n%1 = neg %0 : f32[4]\nreturn %1").unwrap();
-    let exes: Vec<_> = (0..5).map(|_| jitfuse::exec::Executable::from_graph(g.clone(), vec![]).unwrap()).collect();
+    let exes: Vec<_> = (0..5)
+        .map(|_| jitfuse::exec::Executable::from_graph(g.clone(), vec![]).unwrap())
+        .collect();
     let ids: Vec<u64> = exes.iter().map(|e| e.code_id()).collect();
     assert!(ids.iter().all(|&i| jitfuse::codegen::is_code_live(i)));
     drop(exes);
@@ -161,7 +241,11 @@ fn dropping_a_program_frees_its_code() {
 #[test]
 fn captured_tensors_are_held_not_copied() {
     let big = Tensor::from_vec((0..1000).map(|i| i as f32).collect(), &[1000]).unwrap();
-    let specs = [jitfuse::trace::ParamSpec { shape: vec![1000], dtype: DType::F32, weak: false }];
+    let specs = [jitfuse::trace::ParamSpec {
+        shape: vec![1000],
+        dtype: DType::F32,
+        weak: false,
+    }];
     let t = jitfuse::trace::trace(&specs, |ts| vec![&ts[0] + &big, &ts[0] * &big]).unwrap();
     assert_eq!(t.captured.len(), 1, "one capture for two uses");
     assert!(t.captured[0].shares_buffer_with(&big));
@@ -176,12 +260,33 @@ fn captured_tensors_are_held_not_copied() {
 fn weak_scalars_take_the_tensor_dtype() {
     use jitfuse::trace::{trace, ParamSpec};
     let specs = [
-        ParamSpec { shape: vec![], dtype: DType::F64, weak: true },
-        ParamSpec { shape: vec![3], dtype: DType::F32, weak: false },
+        ParamSpec {
+            shape: vec![],
+            dtype: DType::F64,
+            weak: true,
+        },
+        ParamSpec {
+            shape: vec![3],
+            dtype: DType::F32,
+            weak: false,
+        },
     ];
-    let t = trace(&specs, |ts| vec![&ts[0] * &ts[1], &ts[0] * 2.0, ts[0].exp()]).unwrap();
-    let outs: Vec<DType> = t.graph.outputs.iter().map(|&o| t.graph.node(o).dtype).collect();
-    assert_eq!(outs, vec![DType::F32, DType::F64, DType::F64], "{}", t.graph);
+    let t = trace(&specs, |ts| {
+        vec![&ts[0] * &ts[1], &ts[0] * 2.0, ts[0].exp()]
+    })
+    .unwrap();
+    let outs: Vec<DType> = t
+        .graph
+        .outputs
+        .iter()
+        .map(|&o| t.graph.node(o).dtype)
+        .collect();
+    assert_eq!(
+        outs,
+        vec![DType::F32, DType::F64, DType::F64],
+        "{}",
+        t.graph
+    );
     // Eagerly too.
     let w = Tensor::scalar(0.5f64).into_weak();
     assert!(w.is_weak());
@@ -193,7 +298,11 @@ fn weak_scalars_take_the_tensor_dtype() {
 
 #[test]
 fn reading_a_traced_value_points_at_the_users_line() {
-    let specs = [jitfuse::trace::ParamSpec { shape: vec![3], dtype: DType::F32, weak: false }];
+    let specs = [jitfuse::trace::ParamSpec {
+        shape: vec![3],
+        dtype: DType::F32,
+        weak: false,
+    }];
     let mut err = None;
     let line = line!() + 2;
     jitfuse::trace::trace(&specs, |ts| {
@@ -202,12 +311,19 @@ fn reading_a_traced_value_points_at_the_users_line() {
     })
     .unwrap();
     let loc = err.unwrap().location.unwrap();
-    assert_eq!((loc.file(), loc.line()), ("tests/runtime/tensor_api.rs", line));
+    assert_eq!(
+        (loc.file(), loc.line()),
+        ("tests/runtime/tensor_api.rs", line)
+    );
 }
 
 #[test]
 fn a_panic_in_the_traced_body_is_an_error() {
-    let specs = [jitfuse::trace::ParamSpec { shape: vec![3], dtype: DType::F32, weak: false }];
+    let specs = [jitfuse::trace::ParamSpec {
+        shape: vec![3],
+        dtype: DType::F32,
+        weak: false,
+    }];
     let e = jitfuse::trace::trace(&specs, |ts| {
         let v = ts[0].to_vec::<f32>().unwrap();
         vec![Tensor::vector(&v)]
@@ -215,6 +331,10 @@ fn a_panic_in_the_traced_body_is_an_error() {
     .err()
     .unwrap();
     assert_eq!(e.kind, ErrorKind::Panic);
-    assert!(e.to_string().contains("the traced body panicked") && e.to_string().contains("traced inside a #[jit] function"), "{e}");
+    assert!(
+        e.to_string().contains("the traced body panicked")
+            && e.to_string().contains("traced inside a #[jit] function"),
+        "{e}"
+    );
     assert!(!jitfuse::trace::is_tracing());
 }

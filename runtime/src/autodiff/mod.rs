@@ -9,13 +9,15 @@
 mod checkpoint;
 mod remat;
 mod replay;
+mod residuals;
 mod rules;
 mod tree;
 
-pub use checkpoint::{checkpoint, checkpoint_name, checkpoint_with};
 pub use crate::ir::Policy;
+pub use checkpoint::{checkpoint, checkpoint_name, checkpoint_with};
 
 pub use replay::replay;
+pub use residuals::{saved_residuals, Residual};
 pub use rules::{backward, sum_to};
 pub use tree::Tree;
 
@@ -29,11 +31,22 @@ use std::panic::Location;
 /// Identity whose gradient is zero.
 #[track_caller]
 pub fn stop_gradient(x: &Tensor) -> Tensor {
-    apply(Op::Unary(UnaryOp::StopGradient), &[x], x.shape().to_vec(), x.dtype(), Location::caller())
+    apply(
+        Op::Unary(UnaryOp::StopGradient),
+        &[x],
+        x.shape().to_vec(),
+        x.dtype(),
+        Location::caller(),
+    )
 }
 
 /// Trace `f` on fresh parameters shaped like the leaves of `x`.
-fn trace_leaves<T: Tree>(what: &str, x: &T, f: &dyn Fn(&[Tensor]) -> Vec<Tensor>, loc: &'static Location<'static>) -> trace::Traced {
+fn trace_leaves<T: Tree>(
+    what: &str,
+    x: &T,
+    f: &dyn Fn(&[Tensor]) -> Vec<Tensor>,
+    loc: &'static Location<'static>,
+) -> trace::Traced {
     let leaves = x.leaves();
     for (i, l) in leaves.iter().enumerate() {
         if !l.dtype().is_float() {
@@ -49,7 +62,14 @@ fn trace_leaves<T: Tree>(what: &str, x: &T, f: &dyn Fn(&[Tensor]) -> Vec<Tensor>
             );
         }
     }
-    let specs: Vec<ParamSpec> = leaves.iter().map(|l| ParamSpec { shape: l.shape().to_vec(), dtype: l.dtype(), weak: false }).collect();
+    let specs: Vec<ParamSpec> = leaves
+        .iter()
+        .map(|l| ParamSpec {
+            shape: l.shape().to_vec(),
+            dtype: l.dtype(),
+            weak: false,
+        })
+        .collect();
     match trace::trace(&specs, f) {
         Ok(t) => t,
         Err(e) => fail(e),
@@ -76,10 +96,15 @@ pub fn value_and_grad<T: Tree>(f: impl Fn(&T) -> Tensor, x: &T) -> (Tensor, T) {
         );
     }
     let leaves = x.leaves();
+    let start = trace::graph_len();
     let vals = replay(g, &leaves, &traced.captured);
     let value = vals[out.index()].clone();
     let seed = value.ones_like();
+    let mid = trace::graph_len();
     let cts = backward(g, &vals, &[(out, seed)]);
+    if let (Some(s), Some(m), Some(e)) = (start, mid, trace::graph_len()) {
+        trace::with_graph(|g| g.grad_ranges.push((s, m, e)));
+    }
     let grads: Vec<Tensor> = g
         .params()
         .iter()
@@ -98,7 +123,10 @@ pub fn grad<T: Tree>(f: impl Fn(&T) -> Tensor, x: &T) -> T {
 /// `f(x)` and a function mapping a cotangent of the output (a tree like the
 /// output) to the cotangent of `x`.
 #[track_caller]
-pub fn vjp<T: Tree + Clone + 'static, U: Tree>(f: impl Fn(&T) -> U, x: &T) -> (U, impl Fn(&U) -> T) {
+pub fn vjp<T: Tree + Clone + 'static, U: Tree>(
+    f: impl Fn(&T) -> U,
+    x: &T,
+) -> (U, impl Fn(&U) -> T) {
     let loc = Location::caller();
     // The traced output tree is kept for its structure only.
     let structure: std::cell::RefCell<Option<U>> = std::cell::RefCell::new(None);
@@ -111,15 +139,27 @@ pub fn vjp<T: Tree + Clone + 'static, U: Tree>(f: impl Fn(&T) -> U, x: &T) -> (U
     let traced = trace_leaves("vjp", x, &body, loc);
     let leaves = x.leaves();
     let vals = replay(&traced.graph, &leaves, &traced.captured);
-    let outs: Vec<Tensor> = traced.graph.outputs.iter().map(|o| vals[o.index()].clone()).collect();
-    let y = structure.into_inner().expect("traced").rebuild(&mut outs.into_iter());
+    let outs: Vec<Tensor> = traced
+        .graph
+        .outputs
+        .iter()
+        .map(|o| vals[o.index()].clone())
+        .collect();
+    let y = structure
+        .into_inner()
+        .expect("traced")
+        .rebuild(&mut outs.into_iter());
     let x = x.clone();
     let back = move |ct: &U| -> T {
         let g = &traced.graph;
         let seeds: Vec<_> = g.outputs.iter().copied().zip(ct.leaves()).collect();
         let cts = backward(g, &vals, &seeds);
-        let grads: Vec<Tensor> =
-            g.params().iter().zip(&leaves).map(|(p, l)| cts[p.index()].clone().unwrap_or_else(|| l.zeros_like())).collect();
+        let grads: Vec<Tensor> = g
+            .params()
+            .iter()
+            .zip(&leaves)
+            .map(|(p, l)| cts[p.index()].clone().unwrap_or_else(|| l.zeros_like()))
+            .collect();
         x.rebuild(&mut grads.into_iter())
     };
     (y, back)

@@ -12,14 +12,21 @@ fn saved(g: &Graph, policy: &Policy, v: ValueId) -> bool {
         Policy::EverythingSaveable => true,
         Policy::NothingSaveable => false,
         Policy::DotsSaveable => g.node(v).op == Op::Matmul,
-        Policy::SaveOnlyTheseNames(names) => g.names.iter().any(|(x, n)| *x == v && names.contains(n)),
+        Policy::SaveOnlyTheseNames(names) => {
+            g.names.iter().any(|(x, n)| *x == v && names.contains(n))
+        }
     }
 }
 
 /// Replace the forward values of the region's unsaved nodes in `vals` by
 /// recomputed ones, computed after (and depending on) a cotangent that flows
 /// into the region, from inputs passed through barriers.
-pub fn recompute_region(g: &Graph, reg: &CheckpointRegion, vals: &mut [Tensor], ct: &[Option<Tensor>]) {
+pub fn recompute_region(
+    g: &Graph,
+    reg: &CheckpointRegion,
+    vals: &mut [Tensor],
+    ct: &[Option<Tensor>],
+) {
     let in_region: HashSet<ValueId> = reg.nodes.iter().copied().collect();
     // A cotangent already computed for a value of the region (its outputs
     // are used after it): the recomputation waits for it.
@@ -30,7 +37,9 @@ pub fn recompute_region(g: &Graph, reg: &CheckpointRegion, vals: &mut [Tensor], 
         .nodes
         .iter()
         .copied()
-        .filter(|&v| !saved(g, &reg.policy, v) && !matches!(g.node(v).op, Op::Param(_) | Op::Captured(_)))
+        .filter(|&v| {
+            !saved(g, &reg.policy, v) && !matches!(g.node(v).op, Op::Param(_) | Op::Captured(_))
+        })
         .collect();
     let here = Location::caller();
     let tracing = trace::current_trace().is_some();
@@ -58,7 +67,13 @@ pub fn recompute_region(g: &Graph, reg: &CheckpointRegion, vals: &mut [Tensor], 
                             .entry(x)
                             .or_insert_with(|| {
                                 let xv = &vals[x.index()];
-                                apply(Op::Barrier, &[xv, &dep], xv.shape().to_vec(), xv.dtype(), loc)
+                                apply(
+                                    Op::Barrier,
+                                    &[xv, &dep],
+                                    xv.shape().to_vec(),
+                                    xv.dtype(),
+                                    loc,
+                                )
                             })
                             .clone()
                     })

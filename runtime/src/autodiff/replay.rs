@@ -21,7 +21,9 @@ pub fn replay(g: &Graph, params: &[Tensor], captured: &[Tensor]) -> Vec<Tensor> 
             // buffer captured into the trace).
             Op::Const(l) if tracing => trace::push_const(*l, n.shape.clone(), n.dtype, loc),
             Op::Const(l) => crate::interp::filled(l.cast(n.dtype), &n.shape, n.dtype),
-            op if n.inputs.is_empty() && tracing => trace::push_node(op.clone(), &[], n.shape.clone(), n.dtype, loc),
+            op if n.inputs.is_empty() && tracing => {
+                trace::push_node(op.clone(), &[], n.shape.clone(), n.dtype, loc)
+            }
             op => {
                 let ins: Vec<&Tensor> = n.inputs.iter().map(|x| &vals[x.index()]).collect();
                 apply(op.clone(), &ins, n.shape.clone(), n.dtype, loc)

@@ -20,14 +20,29 @@ pub fn sum_to(t: &Tensor, shape: &[usize]) -> Tensor {
         return t.clone();
     }
     let off = ts.len() - shape.len();
-    let axes: Vec<isize> = (0..ts.len()).filter(|&d| d < off || (shape[d - off] == 1 && ts[d] != 1)).map(|d| d as isize).collect();
-    let s = if axes.is_empty() { t.clone() } else { t.sum(axes) };
+    let axes: Vec<isize> = (0..ts.len())
+        .filter(|&d| d < off || (shape[d - off] == 1 && ts[d] != 1))
+        .map(|d| d as isize)
+        .collect();
+    let s = if axes.is_empty() {
+        t.clone()
+    } else {
+        t.sum(axes)
+    };
     s.reshape(&shape_isize(shape))
 }
 
 /// Broadcast a reduction's cotangent (shape without `axes`) back over `x`.
 fn unreduce(ct: &Tensor, x: &Tensor, axes: &[usize]) -> Tensor {
-    let keep: Vec<isize> = (0..x.ndim()).map(|d| if axes.contains(&d) { 1 } else { x.shape()[d] as isize }).collect();
+    let keep: Vec<isize> = (0..x.ndim())
+        .map(|d| {
+            if axes.contains(&d) {
+                1
+            } else {
+                x.shape()[d] as isize
+            }
+        })
+        .collect();
     ct.reshape(&keep).broadcast_to(x.shape())
 }
 
@@ -46,11 +61,22 @@ pub fn backward(g: &Graph, vals: &[Tensor], seeds: &[(ValueId, Tensor)]) -> Vec<
         }
     }
     let mut ct: Vec<Option<Tensor>> = vec![None; g.nodes.len()];
+    // Only values that depend on a parameter need a cotangent: the others
+    // (closed-over inputs, constants) are never differentiated, and their
+    // cotangents would keep forward values alive for nothing.
+    let mut requires = vec![false; g.nodes.len()];
+    for (i, n) in g.nodes.iter().enumerate() {
+        requires[i] = matches!(n.op, Op::Param(_)) || n.inputs.iter().any(|x| requires[x.index()]);
+    }
     let add = |ct: &mut Vec<Option<Tensor>>, v: ValueId, t: Tensor| {
-        if !g.node(v).dtype.is_float() {
+        if !g.node(v).dtype.is_float() || !requires[v.index()] {
             return;
         }
-        let t = if t.dtype() != g.node(v).dtype { t.cast(g.node(v).dtype) } else { t };
+        let t = if t.dtype() != g.node(v).dtype {
+            t.cast(g.node(v).dtype)
+        } else {
+            t
+        };
         ct[v.index()] = Some(match ct[v.index()].take() {
             Some(old) => old + t,
             None => t,
@@ -66,11 +92,22 @@ pub fn backward(g: &Graph, vals: &[Tensor], seeds: &[(ValueId, Tensor)]) -> Vec<
         let Some(c) = ct[i].clone() else { continue };
         let n = &g.nodes[i];
         let loc = n.loc.unwrap_or(here);
+        // Backward nodes carry the location of the forward op they come from.
+        let _at = crate::trace::LocOverride::set(n.loc);
         let y = &vals[i];
         let x = |k: usize| &vals[n.inputs[k].index()];
         let inp = |k: usize| n.inputs[k];
+        // Whether operand k needs a cotangent (computing one it does not
+        // need would keep forward values alive for nothing).
+        let need = |k: usize| requires[n.inputs[k].index()] && g.node(n.inputs[k]).dtype.is_float();
         match &n.op {
-            Op::Param(_) | Op::Const(_) | Op::Captured(_) | Op::Iota(_) | Op::ArgMax(_) | Op::ArgMin(_) | Op::Compare(_) => {}
+            Op::Param(_)
+            | Op::Const(_)
+            | Op::Captured(_)
+            | Op::Iota(_)
+            | Op::ArgMax(_)
+            | Op::ArgMin(_)
+            | Op::Compare(_) => {}
             Op::Unary(u) => {
                 let a = x(0);
                 let d = match u {
@@ -80,7 +117,9 @@ pub fn backward(g: &Graph, vals: &[Tensor], seeds: &[(ValueId, Tensor)]) -> Vec<
                     UnaryOp::Tanh => Some(&c * (1.0 - y * y)),
                     UnaryOp::Sqrt => Some(&c * 0.5 / y),
                     UnaryOp::Rsqrt => Some(&c * -0.5 * y / a),
-                    UnaryOp::Abs => Some(&c * select(a.gt(0), 1.0, select(a.lt(0), -1.0, 0.0)).cast(a.dtype())),
+                    UnaryOp::Abs => {
+                        Some(&c * select(a.gt(0), 1.0, select(a.lt(0), -1.0, 0.0)).cast(a.dtype()))
+                    }
                     // relu(x) > 0 exactly where x > 0: the mask from the output
                     // keeps the pre-activation from being saved.
                     UnaryOp::Relu => Some(select(y.gt(0), &c, 0.0)),
@@ -89,58 +128,100 @@ pub fn backward(g: &Graph, vals: &[Tensor], seeds: &[(ValueId, Tensor)]) -> Vec<
                     UnaryOp::Cos => Some(-(&c * a.sin())),
                     UnaryOp::Square => Some(&c * 2.0 * a),
                     UnaryOp::Recip => Some(-(&c * y * y)),
-                    UnaryOp::Erf => Some(&c * std::f64::consts::FRAC_2_SQRT_PI * (-a.square()).exp()),
+                    UnaryOp::Erf => {
+                        Some(&c * std::f64::consts::FRAC_2_SQRT_PI * (-a.square()).exp())
+                    }
                     UnaryOp::Floor | UnaryOp::StopGradient | UnaryOp::Not => None,
                 };
                 if let Some(d) = d {
-                    add(&mut ct, inp(0), d);
+                    if need(0) {
+                        add(&mut ct, inp(0), d);
+                    }
                 }
             }
             Op::Binary(b) => {
                 let (a, bb) = (x(0), x(1));
                 match b {
                     BinaryOp::Add => {
-                        add(&mut ct, inp(0), c.clone());
-                        add(&mut ct, inp(1), c);
+                        if need(0) {
+                            add(&mut ct, inp(0), c.clone());
+                        }
+                        if need(1) {
+                            add(&mut ct, inp(1), c);
+                        }
                     }
                     BinaryOp::Sub => {
-                        add(&mut ct, inp(0), c.clone());
-                        add(&mut ct, inp(1), -&c);
+                        if need(0) {
+                            add(&mut ct, inp(0), c.clone());
+                        }
+                        if need(1) {
+                            add(&mut ct, inp(1), -&c);
+                        }
                     }
                     BinaryOp::Mul => {
-                        add(&mut ct, inp(0), &c * bb);
-                        add(&mut ct, inp(1), &c * a);
+                        if need(0) {
+                            add(&mut ct, inp(0), &c * bb);
+                        }
+                        if need(1) {
+                            add(&mut ct, inp(1), &c * a);
+                        }
                     }
                     BinaryOp::Div => {
-                        add(&mut ct, inp(0), &c / bb);
-                        add(&mut ct, inp(1), -(&c * y / bb));
+                        if need(0) {
+                            add(&mut ct, inp(0), &c / bb);
+                        }
+                        if need(1) {
+                            add(&mut ct, inp(1), -(&c * y / bb));
+                        }
                     }
                     BinaryOp::Max | BinaryOp::Min => {
                         // Ties split the gradient evenly, as JAX does.
-                        let wins = if *b == BinaryOp::Max { a.gt(bb) } else { a.lt(bb) };
+                        let wins = if *b == BinaryOp::Max {
+                            a.gt(bb)
+                        } else {
+                            a.lt(bb)
+                        };
                         let share = select(&wins, 1.0, select(a.eq(bb), 0.5, 0.0)).cast(a.dtype());
-                        add(&mut ct, inp(0), &c * &share);
-                        add(&mut ct, inp(1), &c * (1.0 - &share));
+                        if need(0) {
+                            add(&mut ct, inp(0), &c * &share);
+                        }
+                        if need(1) {
+                            add(&mut ct, inp(1), &c * (1.0 - &share));
+                        }
                     }
                     BinaryOp::Pow => {
-                        add(&mut ct, inp(0), &c * bb * a.powf(bb - 1.0));
-                        add(&mut ct, inp(1), select(a.gt(0), &c * y * a.ln(), 0.0));
+                        if need(0) {
+                            add(&mut ct, inp(0), &c * bb * a.powf(bb - 1.0));
+                        }
+                        if need(1) {
+                            add(&mut ct, inp(1), select(a.gt(0), &c * y * a.ln(), 0.0));
+                        }
                     }
                     BinaryOp::Rem => {
-                        add(&mut ct, inp(0), c.clone());
-                        add(&mut ct, inp(1), -(&c * ((a - y) / bb)));
+                        if need(0) {
+                            add(&mut ct, inp(0), c.clone());
+                        }
+                        if need(1) {
+                            add(&mut ct, inp(1), -(&c * ((a - y) / bb)));
+                        }
                     }
                     BinaryOp::And | BinaryOp::Or => {}
                 }
             }
             Op::Select => {
                 let cond = x(0);
-                add(&mut ct, inp(1), select(cond, &c, 0.0));
-                add(&mut ct, inp(2), select(cond, 0.0, &c));
+                if need(1) {
+                    add(&mut ct, inp(1), select(cond, &c, 0.0));
+                }
+                if need(2) {
+                    add(&mut ct, inp(2), select(cond, 0.0, &c));
+                }
             }
             Op::Cast(_) => {
                 if x(0).dtype().is_float() {
-                    add(&mut ct, inp(0), c.cast(x(0).dtype()));
+                    if need(0) {
+                        add(&mut ct, inp(0), c.cast(x(0).dtype()));
+                    }
                 }
             }
             Op::Broadcast => add(&mut ct, inp(0), sum_to(&c, x(0).shape())),
@@ -150,30 +231,54 @@ pub fn backward(g: &Graph, vals: &[Tensor], seeds: &[(ValueId, Tensor)]) -> Vec<
                 for (i, &q) in p.iter().enumerate() {
                     inv[q] = i;
                 }
-                add(&mut ct, inp(0), c.transpose(&inv));
+                if need(0) {
+                    add(&mut ct, inp(0), c.transpose(&inv));
+                }
             }
             Op::Slice(sl) => {
-                let t = apply(Op::SliceScatter(sl.clone()), &[&c], x(0).shape().to_vec(), c.dtype(), loc);
-                add(&mut ct, inp(0), t);
+                let t = apply(
+                    Op::SliceScatter(sl.clone()),
+                    &[&c],
+                    x(0).shape().to_vec(),
+                    c.dtype(),
+                    loc,
+                );
+                if need(0) {
+                    add(&mut ct, inp(0), t);
+                }
             }
             Op::SliceScatter(sl) => {
-                let t = apply(Op::Slice(sl.clone()), &[&c], x(0).shape().to_vec(), c.dtype(), loc);
-                add(&mut ct, inp(0), t);
+                let t = apply(
+                    Op::Slice(sl.clone()),
+                    &[&c],
+                    x(0).shape().to_vec(),
+                    c.dtype(),
+                    loc,
+                );
+                if need(0) {
+                    add(&mut ct, inp(0), t);
+                }
             }
             Op::Concat(axis) => {
                 let mut start = 0i64;
                 for k in 0..n.inputs.len() {
                     let s = x(k).shape().to_vec();
-                    let sl: Vec<(i64, i64)> = (0..s.len()).map(|d| (if d == *axis { start } else { 0 }, 1)).collect();
+                    let sl: Vec<(i64, i64)> = (0..s.len())
+                        .map(|d| (if d == *axis { start } else { 0 }, 1))
+                        .collect();
                     start += s[*axis] as i64;
                     let t = apply(Op::Slice(sl), &[&c], s, c.dtype(), loc);
-                    add(&mut ct, inp(k), t);
+                    if need(k) {
+                        add(&mut ct, inp(k), t);
+                    }
                 }
             }
             Op::Pad(p, _) => {
                 let sl: Vec<(i64, i64)> = p.iter().map(|&(lo, _)| (lo as i64, 1)).collect();
                 let t = apply(Op::Slice(sl), &[&c], x(0).shape().to_vec(), c.dtype(), loc);
-                add(&mut ct, inp(0), t);
+                if need(0) {
+                    add(&mut ct, inp(0), t);
+                }
             }
             Op::Reduce(r, axes) => {
                 let a = x(0);
@@ -181,23 +286,41 @@ pub fn backward(g: &Graph, vals: &[Tensor], seeds: &[(ValueId, Tensor)]) -> Vec<
                     ReduceOp::Sum => unreduce(&c, a, axes),
                     ReduceOp::Max | ReduceOp::Min => {
                         let at = a.eq(unreduce(y, a, axes)).cast(a.dtype());
-                        let count = unreduce(&at.sum(axes.iter().map(|&d| d as isize).collect::<Vec<_>>()), a, axes);
+                        let count = unreduce(
+                            &at.sum(axes.iter().map(|&d| d as isize).collect::<Vec<_>>()),
+                            a,
+                            axes,
+                        );
                         unreduce(&c, a, axes) * &at / count
                     }
                     ReduceOp::Prod => unreduce(&(&c * y), a, axes) / a,
                 };
-                add(&mut ct, inp(0), t);
+                if need(0) {
+                    add(&mut ct, inp(0), t);
+                }
             }
             Op::Take(axis) => {
-                let t = apply(Op::ScatterAdd(*axis), &[&c, x(1)], x(0).shape().to_vec(), c.dtype(), loc);
-                add(&mut ct, inp(0), t);
+                let t = apply(
+                    Op::ScatterAdd(*axis),
+                    &[&c, x(1)],
+                    x(0).shape().to_vec(),
+                    c.dtype(),
+                    loc,
+                );
+                if need(0) {
+                    add(&mut ct, inp(0), t);
+                }
             }
             Op::ScatterAdd(axis) => add(&mut ct, inp(0), c.take(x(1), *axis as isize)),
             Op::Barrier => add(&mut ct, inp(0), c),
             Op::Matmul => {
                 let (a, b) = (x(0), x(1));
-                add(&mut ct, inp(0), sum_to(&c.matmul(&b.t()), a.shape()));
-                add(&mut ct, inp(1), sum_to(&a.t().matmul(&c), b.shape()));
+                if need(0) {
+                    add(&mut ct, inp(0), sum_to(&c.matmul(&b.t()), a.shape()));
+                }
+                if need(1) {
+                    add(&mut ct, inp(1), sum_to(&a.t().matmul(&c), b.shape()));
+                }
             }
         }
     }

@@ -30,7 +30,13 @@ pub trait Tree: Sized {
     /// step: `p.zip_map(&g, |w, dw| w - lr * dw)`).
     fn zip_map(&self, other: &Self, mut f: impl FnMut(&Tensor, &Tensor) -> Tensor) -> Self {
         let (a, b) = (self.leaves(), other.leaves());
-        assert_eq!(a.len(), b.len(), "zip_map of trees with {} and {} leaves", a.len(), b.len());
+        assert_eq!(
+            a.len(),
+            b.len(),
+            "zip_map of trees with {} and {} leaves",
+            a.len(),
+            b.len()
+        );
         let new: Vec<Tensor> = a.iter().zip(&b).map(|(x, y)| f(x, y)).collect();
         self.rebuild(&mut new.into_iter())
     }
@@ -41,7 +47,9 @@ impl Tree for Tensor {
         out.push(self.clone());
     }
     fn rebuild(&self, leaves: &mut dyn Iterator<Item = Tensor>) -> Self {
-        leaves.next().expect("tree has fewer leaves than its structure")
+        leaves
+            .next()
+            .expect("tree has fewer leaves than its structure")
     }
 }
 

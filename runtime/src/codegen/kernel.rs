@@ -15,7 +15,9 @@ use crate::exec::partition::{const_value, Kernel, Partition};
 use crate::ir::{Graph, Op, ValueId};
 use crate::{shape, DType};
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{types, BlockArg, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Value};
+use cranelift_codegen::ir::{
+    types, BlockArg, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Value,
+};
 use cranelift_frontend::FunctionBuilder;
 use std::collections::HashMap;
 
@@ -64,13 +66,23 @@ fn plan(g: &Graph, p: &Partition, k: &Kernel) -> Plan {
     let mut raw: Vec<(usize, DType, i64, Vec<i64>)> = Vec::new();
     let mut reads = HashMap::new();
     let in_kernel: std::collections::HashSet<ValueId> = k.nodes.iter().copied().collect();
-    let ptr_of = |x: ValueId| k.inputs.iter().position(|y| *y == x).expect("read value is a kernel input");
-    let add_read = |x: ValueId, raw: &mut Vec<(usize, DType, i64, Vec<i64>)>, reads: &mut HashMap<ValueId, usize>| {
+    let ptr_of = |x: ValueId| {
+        k.inputs
+            .iter()
+            .position(|y| *y == x)
+            .expect("read value is a kernel input")
+    };
+    let add_read = |x: ValueId,
+                    raw: &mut Vec<(usize, DType, i64, Vec<i64>)>,
+                    reads: &mut HashMap<ValueId, usize>| {
         if reads.contains_key(&x) || const_value(g, x).is_some() {
             return;
         }
         let entry = match p.views.get(&x) {
-            Some(a) if !(in_kernel.contains(&x) && !g.node(x).op.is_view()) && !k.inputs.contains(&x) => {
+            Some(a)
+                if !(in_kernel.contains(&x) && !g.node(x).op.is_view())
+                    && !k.inputs.contains(&x) =>
+            {
                 (ptr_of(a.root), g.node(x).dtype, a.offset, a.strides.clone())
             }
             _ => (ptr_of(x), g.node(x).dtype, 0, contiguous.clone()),
@@ -104,7 +116,11 @@ fn plan(g: &Graph, p: &Partition, k: &Kernel) -> Plan {
         if s[d] == 1 {
             continue;
         }
-        let mergeable = !dims.is_empty() && raw.iter().enumerate().all(|(a, r)| *st[a].last().unwrap() == r.3[d] * s[d] as i64);
+        let mergeable = !dims.is_empty()
+            && raw
+                .iter()
+                .enumerate()
+                .all(|(a, r)| *st[a].last().unwrap() == r.3[d] * s[d] as i64);
         if mergeable {
             *dims.last_mut().unwrap() *= s[d];
             for (a, r) in raw.iter().enumerate() {
@@ -126,32 +142,56 @@ fn plan(g: &Graph, p: &Partition, k: &Kernel) -> Plan {
     let accesses = raw
         .into_iter()
         .zip(st)
-        .map(|((ptr, dtype, offset, _), strides)| Access { ptr, dtype, offset, strides })
+        .map(|((ptr, dtype, offset, _), strides)| Access {
+            ptr,
+            dtype,
+            offset,
+            strides,
+        })
         .collect();
-    Plan { dims, accesses, reads, outs }
+    Plan {
+        dims,
+        accesses,
+        reads,
+        outs,
+    }
 }
 
 /// Whether the kernel may write `output` over `input`: every read of the
 /// input is at exactly the position the output is written (same offset and
 /// strides), so each element is read before it is overwritten.
 pub fn inplace_ok(g: &Graph, p: &Partition, k: &Kernel, input: ValueId, output: ValueId) -> bool {
-    let (Some(pi), Some(j)) = (k.inputs.iter().position(|x| *x == input), k.outputs.iter().position(|x| *x == output)) else {
+    let (Some(pi), Some(j)) = (
+        k.inputs.iter().position(|x| *x == input),
+        k.outputs.iter().position(|x| *x == output),
+    ) else {
         return false;
     };
     let pl = plan(g, p, k);
     let out = &pl.accesses[pl.outs[j]];
-    pl.accesses.iter().filter(|a| a.ptr == pi).all(|a| a.offset == 0 && a.strides == out.strides && a.dtype.size() == out.dtype.size())
+    pl.accesses
+        .iter()
+        .filter(|a| a.ptr == pi)
+        .all(|a| a.offset == 0 && a.strides == out.strides && a.dtype.size() == out.dtype.size())
 }
 
 /// The collapsed iteration dims of a kernel (the first is what `begin..end`
 /// ranges over).
 pub fn layout(g: &Graph, p: &Partition, k: &Kernel) -> Layout {
-    Layout { dims: plan(g, p, k).dims }
+    Layout {
+        dims: plan(g, p, k).dims,
+    }
 }
 
 /// Emit a counted loop `for i in (lo..hi).step_by(step)` while `i + step <= hi`;
 /// returns the first `i` not run.
-pub(super) fn emit_loop(b: &mut FunctionBuilder, lo: Value, hi: Value, step: i64, mut body: impl FnMut(&mut FunctionBuilder, Value)) -> Value {
+pub(super) fn emit_loop(
+    b: &mut FunctionBuilder,
+    lo: Value,
+    hi: Value,
+    step: i64,
+    mut body: impl FnMut(&mut FunctionBuilder, Value),
+) -> Value {
     let header = b.create_block();
     let body_blk = b.create_block();
     let exit = b.create_block();
@@ -179,7 +219,9 @@ pub fn build(b: &mut FunctionBuilder, g: &Graph, part: &Partition, k: &Kernel) {
     let (ptrs, begin, end) = (params[0], params[1], params[2]);
     let flags = MemFlagsData::new().with_notrap();
     let nptr = k.inputs.len() + k.outputs.len();
-    let bases: Vec<Value> = (0..nptr).map(|i| b.ins().load(types::I64, flags, ptrs, (i * 8) as i32)).collect();
+    let bases: Vec<Value> = (0..nptr)
+        .map(|i| b.ins().load(types::I64, flags, ptrs, (i * 8) as i32))
+        .collect();
 
     // Stack slots for the padded tail (one LANES-wide run per access).
     let slots: Vec<Value> = p
@@ -187,7 +229,11 @@ pub fn build(b: &mut FunctionBuilder, g: &Graph, part: &Partition, k: &Kernel) {
         .iter()
         .map(|a| {
             let bytes = (LANES * a.dtype.size()) as u32;
-            let ss = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, bytes.max(16), 4));
+            let ss = b.create_sized_stack_slot(StackSlotData::new(
+                StackSlotKind::ExplicitSlot,
+                bytes.max(16),
+                4,
+            ));
             b.ins().stack_addr(types::I64, ss, 0)
         })
         .collect();
@@ -195,8 +241,14 @@ pub fn build(b: &mut FunctionBuilder, g: &Graph, part: &Partition, k: &Kernel) {
     let nd = p.dims.len();
     let inner = *p.dims.last().unwrap() as i64;
     // Each access's first element.
-    let starts: Vec<Value> =
-        p.accesses.iter().map(|a| b.ins().iadd_imm_s(bases[a.ptr], a.offset * a.dtype.size() as i64)).collect();
+    let starts: Vec<Value> = p
+        .accesses
+        .iter()
+        .map(|a| {
+            b.ins()
+                .iadd_imm_s(bases[a.ptr], a.offset * a.dtype.size() as i64)
+        })
+        .collect();
     if nd == 1 {
         // begin..end is the inner range itself.
         let rows = starts;
@@ -323,7 +375,11 @@ fn emit_inner(
                 Addr::Splat(x) => Addr::Splat(*x),
                 Addr::Run(src) | Addr::Gather(src, _) => {
                     let size = p.accesses[a].dtype.size();
-                    let step = if let Addr::Gather(_, st) = ad { *st } else { size as i64 };
+                    let step = if let Addr::Gather(_, st) = ad {
+                        *st
+                    } else {
+                        size as i64
+                    };
                     if !p.outs.contains(&a) {
                         copy_elems(b, *src, step, slots[a], r, size);
                     }
@@ -345,7 +401,14 @@ fn emit_inner(
 
 /// Copy `n` elements of `size` bytes (a dynamic count below LANES), reading
 /// every `src_step` bytes and writing contiguously.
-pub(super) fn copy_elems(b: &mut FunctionBuilder, src: Value, src_step: i64, dst: Value, n: Value, size: usize) {
+pub(super) fn copy_elems(
+    b: &mut FunctionBuilder,
+    src: Value,
+    src_step: i64,
+    dst: Value,
+    n: Value,
+    size: usize,
+) {
     let ty = match size {
         1 => types::I8,
         4 => types::I32,

@@ -40,7 +40,9 @@
 //! cos 592/832, pow 3760/2800, erf 1568/2848.
 
 use cranelift_codegen::ir::condcodes::FloatCC;
-use cranelift_codegen::ir::{types, ConstantData, Endianness, InstBuilder, MemFlagsData, Type, Value};
+use cranelift_codegen::ir::{
+    types, ConstantData, Endianness, InstBuilder, MemFlagsData, Type, Value,
+};
 use cranelift_frontend::FunctionBuilder;
 
 // ---------------------------------------------------------------------------------------------
@@ -60,20 +62,40 @@ impl K {
     fn of(b: &FunctionBuilder, x: Value) -> K {
         let ty = b.func.dfg.value_type(x);
         match ty {
-            types::F32X4 => K { ty, ity: types::I32X4, d: false },
-            types::F64X2 => K { ty, ity: types::I64X2, d: true },
+            types::F32X4 => K {
+                ty,
+                ity: types::I32X4,
+                d: false,
+            },
+            types::F64X2 => K {
+                ty,
+                ity: types::I64X2,
+                d: true,
+            },
             _ => panic!("jitfuse math: expected F32X4 or F64X2, got {ty}"),
         }
     }
     /// Mantissa bits.
     fn mbits(self) -> i64 {
-        if self.d { 52 } else { 23 }
+        if self.d {
+            52
+        } else {
+            23
+        }
     }
     fn bias(self) -> i64 {
-        if self.d { 1023 } else { 127 }
+        if self.d {
+            1023
+        } else {
+            127
+        }
     }
     fn sign_bit(self) -> i64 {
-        if self.d { i64::MIN } else { 0x8000_0000u32 as i32 as i64 }
+        if self.d {
+            i64::MIN
+        } else {
+            0x8000_0000u32 as i32 as i64
+        }
     }
     /// 1.5 * 2^mbits: adding it rounds to an integer and leaves that integer in the low bits.
     fn shifter(self) -> f64 {
@@ -83,13 +105,21 @@ impl K {
 
 /// Splatted float constant (rounded to the lane type).
 fn fc(b: &mut FunctionBuilder, k: K, c: f64) -> Value {
-    let s = if k.d { b.ins().f64const(c) } else { b.ins().f32const(c as f32) };
+    let s = if k.d {
+        b.ins().f64const(c)
+    } else {
+        b.ins().f32const(c as f32)
+    };
     b.ins().splat(k.ty, s)
 }
 
 /// Splatted integer constant (lane-sized).
 fn ic(b: &mut FunctionBuilder, k: K, c: i64) -> Value {
-    let s = if k.d { b.ins().iconst(types::I64, c) } else { b.ins().iconst(types::I32, c as i32 as u32 as i64) };
+    let s = if k.d {
+        b.ins().iconst(types::I64, c)
+    } else {
+        b.ins().iconst(types::I32, c as i32 as u32 as i64)
+    };
     b.ins().splat(k.ity, s)
 }
 
@@ -175,7 +205,11 @@ const LOG2E: f64 = std::f64::consts::LOG2_E;
 /// Cody-Waite split of pi: PI_A is pi rounded to the lane type, PI_B the next part, PI_C the next.
 /// (f32 parts are computed in f64 at build time and rounded; see `pi_parts`.)
 /// All three parts are positive (PI_B rounded down), so that j = +0 keeps r = x = -0 exact.
-const PI_F64: [f64; 3] = [3.141592653589793116, 1.224646799147353e-16, 2.165713347843828e-32];
+const PI_F64: [f64; 3] = [
+    3.141592653589793116,
+    1.224646799147353e-16,
+    2.165713347843828e-32,
+];
 
 fn ln2_parts(k: K) -> (f64, f64) {
     if k.d {
@@ -194,7 +228,11 @@ fn pi_parts(k: K) -> [f64; 3] {
         // toward zero, so all parts are positive (then j = +0 keeps r = x = -0).
         let down = |v: f64| {
             let f = v as f32;
-            (if f as f64 > v { f32::from_bits(f.to_bits() - 1) } else { f }) as f64
+            (if f as f64 > v {
+                f32::from_bits(f.to_bits() - 1)
+            } else {
+                f
+            }) as f64
         };
         let a = down(PI_F64[0]);
         let r = (PI_F64[0] - a) + PI_F64[1];
@@ -258,7 +296,11 @@ fn exp_scale(b: &mut FunctionBuilder, k: K, p: Value, n: Value, kf: Value, split
 
 /// Input range of `exp`: below `lo` the result is 0, above `hi` it is +inf.
 fn exp_limits(k: K) -> (f64, f64) {
-    if k.d { (-746.0, 710.0) } else { (-104.0, 89.0) }
+    if k.d {
+        (-746.0, 710.0)
+    } else {
+        (-104.0, 89.0)
+    }
 }
 
 /// e^x. Overflow gives +inf, underflow gives (correctly scaled) subnormals and then 0.
@@ -278,19 +320,34 @@ pub fn exp(b: &mut FunctionBuilder, x: Value) -> Value {
 fn ln_reduce(b: &mut FunctionBuilder, k: K, x: Value) -> (Value, Value) {
     let mb = k.mbits();
     // Subnormals: scale by 2^mbits and correct the exponent.
-    let minpos = fc(b, k, if k.d { f64::MIN_POSITIVE } else { f32::MIN_POSITIVE as f64 });
+    let minpos = fc(
+        b,
+        k,
+        if k.d {
+            f64::MIN_POSITIVE
+        } else {
+            f32::MIN_POSITIVE as f64
+        },
+    );
     let tiny = cmp(b, FloatCC::LessThan, x, minpos);
     let scale = fc(b, k, (2.0f64).powi(mb as i32));
     let xs = b.ins().fmul(x, scale);
     let x = sel(b, k, tiny, xs, x);
-    let (one_bits, sqrt_half_bits): (i64, i64) =
-        if k.d { (0x3ff0_0000_0000_0000, 0x3fe6_a09e_667f_3bcd) } else { (0x3f80_0000, 0x3f35_04f3) };
+    let (one_bits, sqrt_half_bits): (i64, i64) = if k.d {
+        (0x3ff0_0000_0000_0000, 0x3fe6_a09e_667f_3bcd)
+    } else {
+        (0x3f80_0000, 0x3f35_04f3)
+    };
     let xi = to_i(b, k, x);
     let adj = ic(b, k, one_bits - sqrt_half_bits);
     let ix = b.ins().iadd(xi, adj);
     // exponent as float: (ix >> mb) | bits(2^mb)  ->  2^mb + e_biased
     let eb = b.ins().ushr_imm_u(ix, mb);
-    let two_mb_bits = if k.d { 0x4330_0000_0000_0000i64 } else { 0x4b00_0000 };
+    let two_mb_bits = if k.d {
+        0x4330_0000_0000_0000i64
+    } else {
+        0x4b00_0000
+    };
     let tb = ic(b, k, two_mb_bits);
     let ef = b.ins().bor(eb, tb);
     let ef = to_f(b, k, ef);
@@ -382,7 +439,7 @@ pub fn tanh(b: &mut FunctionBuilder, x: Value) -> Value {
     let one = fc(b, k, 1.0);
     let q = b.ins().fma(z, q, one);
     let small = b.ins().fmul(x, q); // x (1 + z P(z)): keeps the sign of -0
-    // large branch (|2x| clamped where tanh rounds to 1)
+                                    // large branch (|2x| clamped where tanh rounds to 1)
     let two = fc(b, k, 2.0);
     let a2 = b.ins().fmul(ax, two);
     let top = if k.d { 40.0 } else { 20.0 };
@@ -437,7 +494,7 @@ fn sincos_tail(b: &mut FunctionBuilder, k: K, x: Value, jf: Value, n: Value, psc
     let one = fc(b, k, 1.0);
     let q = b.ins().fma(z, q, one);
     let s = b.ins().fmul(r, q); // r (1 + z P(z)): keeps the sign of -0
-    // the polynomial may overshoot 1 by an ulp near r = pi/2: clamp (NaN kept)
+                                // the polynomial may overshoot 1 by an ulp near r = pi/2: clamp (NaN kept)
     let s = clamp(b, k, s, -1.0, 1.0);
     let ni = to_i(b, k, n);
     let sh = if k.d { 63 } else { 31 };
@@ -521,7 +578,11 @@ fn ln_dd_f64(b: &mut FunctionBuilder, k: K, x: Value) -> (Value, Value) {
 /// NaN propagates); ax = 0 / inf are fixed up by the caller. With `for_f32` the result only needs
 /// to be right after demotion to f32 (no subnormal f64 results).
 fn pow_mag_f64(b: &mut FunctionBuilder, ax: Value, y: Value, for_f32: bool) -> Value {
-    let k = K { ty: types::F64X2, ity: types::I64X2, d: true };
+    let k = K {
+        ty: types::F64X2,
+        ity: types::I64X2,
+        d: true,
+    };
     let yc = clamp(b, k, y, -1.8446744073709552e19, 1.8446744073709552e19);
     let (h, t) = ln_dd_f64(b, k, ax);
     let th = b.ins().fmul(yc, h);
@@ -534,7 +595,11 @@ fn pow_mag_f64(b: &mut FunctionBuilder, ax: Value, y: Value, for_f32: bool) -> V
     let m = b.ins().bor(m1, m2);
     let th = sel(b, k, m, zero, th);
     let tl = sel(b, k, m, zero, tl);
-    let (lo, hi) = if for_f32 { (-110.0, 100.0) } else { exp_limits(k) };
+    let (lo, hi) = if for_f32 {
+        (-110.0, 100.0)
+    } else {
+        exp_limits(k)
+    };
     let th = clamp(b, k, th, lo, hi);
     // |tl| <= ulp(th) unless th was clamped (then the result is 0 or inf anyway)
     let tl = clamp(b, k, tl, -1e-3, 1e-3);
@@ -560,7 +625,11 @@ fn shuffle_bytes(b: &mut FunctionBuilder, x: Value, y: Value, mask: [u8; 16]) ->
     let ty = b.func.dfg.value_type(x);
     let xb = b.ins().bitcast(types::I8X16, le, x);
     let yb = b.ins().bitcast(types::I8X16, le, y);
-    let imm = b.func.dfg.immediates.push(ConstantData::from(mask.to_vec()));
+    let imm = b
+        .func
+        .dfg
+        .immediates
+        .push(ConstantData::from(mask.to_vec()));
     let r = b.ins().shuffle(xb, yb, imm);
     b.ins().bitcast(ty, le, r)
 }
@@ -638,7 +707,11 @@ pub fn erf(b: &mut FunctionBuilder, x: Value) -> Value {
     let z = b.ins().fmul(x, x);
     let p = horner(b, k, z, if k.d { &ERF_SMALL_F64 } else { &ERF_SMALL_F32 });
     let small = b.ins().fmul(x, p);
-    let (top, center) = if k.d { (5.93, (1.2 + 5.93) / 2.0) } else { (3.92, (1.2 + 3.92) / 2.0) };
+    let (top, center) = if k.d {
+        (5.93, (1.2 + 5.93) / 2.0)
+    } else {
+        (3.92, (1.2 + 3.92) / 2.0)
+    };
     let topv = fc(b, k, top);
     let a = min_keep_nan(b, k, topv, ax);
     let a2 = b.ins().fmul(a, a);
@@ -662,26 +735,147 @@ pub fn erf(b: &mut FunctionBuilder, x: Value) -> Value {
 // ---------------------------------------------------------------------------------------------
 
 /// Remez minimax fit, max weighted error 3.137e-9.
-const EXP_F32: [f64; 5] = [0.49999993368929947566, 0.16666520149403904123, 0.041668389304664306242, 0.0083687848009009077649, 0.0013815250962154599661];
+const EXP_F32: [f64; 5] = [
+    0.49999993368929947566,
+    0.16666520149403904123,
+    0.041668389304664306242,
+    0.0083687848009009077649,
+    0.0013815250962154599661,
+];
 /// Remez minimax fit, max weighted error 3.664e-18.
-const EXP_F64: [f64; 10] = [0.5000000000000010721, 0.16666666666666410232, 0.041666666666529188262, 0.0083333333334956256052, 0.0013888888943922743829, 0.00019841269504760930885, 0.000024801492762677011926, 2.7557587346617829285e-6, 2.763037866505286543e-7, 2.4999963811855767455e-8];
+const EXP_F64: [f64; 10] = [
+    0.5000000000000010721,
+    0.16666666666666410232,
+    0.041666666666529188262,
+    0.0083333333334956256052,
+    0.0013888888943922743829,
+    0.00019841269504760930885,
+    0.000024801492762677011926,
+    2.7557587346617829285e-6,
+    2.763037866505286543e-7,
+    2.4999963811855767455e-8,
+];
 /// Remez minimax fit, max weighted error 5.889e-9.
-const LN_F32: [f64; 8] = [0.3333333168193819641, -0.25000826766685379319, 0.20001235886556384378, -0.16623144526979266213, 0.14201368421113419676, -0.13162003344399741771, 0.12765429286098890952, -0.076343916421278192384];
+const LN_F32: [f64; 8] = [
+    0.3333333168193819641,
+    -0.25000826766685379319,
+    0.20001235886556384378,
+    -0.16623144526979266213,
+    0.14201368421113419676,
+    -0.13162003344399741771,
+    0.12765429286098890952,
+    -0.076343916421278192384,
+];
 /// Remez minimax fit, max weighted error 2.217e-18.
-const LN_F64: [f64; 8] = [0.66666666666666666445, 0.40000000000000951215, 0.28571428570759092322, 0.22222222401629593829, 0.18181794596888879677, 0.15386295667336023465, 0.1326729300602569555, 0.13101928595100962458];
+const LN_F64: [f64; 8] = [
+    0.66666666666666666445,
+    0.40000000000000951215,
+    0.28571428570759092322,
+    0.22222222401629593829,
+    0.18181794596888879677,
+    0.15386295667336023465,
+    0.1326729300602569555,
+    0.13101928595100962458,
+];
 /// Remez minimax fit, max weighted error 1.04e-9.
-const TANH_F32: [f64; 5] = [-0.33333317599947515954, 0.13332587641808687047, -0.053852480948146352938, 0.021072434519402440479, -0.0062753761588491728481];
+const TANH_F32: [f64; 5] = [
+    -0.33333317599947515954,
+    0.13332587641808687047,
+    -0.053852480948146352938,
+    0.021072434519402440479,
+    -0.0062753761588491728481,
+];
 /// Remez minimax fit, max weighted error 5.723e-19.
-const TANH_F64: [f64; 11] = [-0.33333333333333298612, 0.1333333333332665501, -0.053968253963781069828, 0.021869488386458951791, -0.0088632326116110833306, 0.0035920921360792504442, -0.0014555435448010649281, 0.00058844743967706294294, -0.00023338927660729792556, 0.000083327780777233381299, -0.000019501856606703820752];
+const TANH_F64: [f64; 11] = [
+    -0.33333333333333298612,
+    0.1333333333332665501,
+    -0.053968253963781069828,
+    0.021869488386458951791,
+    -0.0088632326116110833306,
+    0.0035920921360792504442,
+    -0.0014555435448010649281,
+    0.00058844743967706294294,
+    -0.00023338927660729792556,
+    0.000083327780777233381299,
+    -0.000019501856606703820752,
+];
 /// Remez minimax fit, max weighted error 7.332e-9.
-const SIN_F32: [f64; 4] = [-0.1666665838820468892, 0.0083330344450809311549, -0.00019807158726043088983, 2.6001707460712475247e-6];
+const SIN_F32: [f64; 4] = [
+    -0.1666665838820468892,
+    0.0083330344450809311549,
+    -0.00019807158726043088983,
+    2.6001707460712475247e-6,
+];
 /// Remez minimax fit, max weighted error 3.876e-19.
-const SIN_F64: [f64; 8] = [-0.16666666666666665185, 0.0083333333333331525903, -0.00019841269841193969569, 2.7557319208502064797e-6, -2.505210662994543399e-8, 1.6058927438554197133e-10, -7.6426711389143513712e-13, 2.7177943671247763422e-15];
+const SIN_F64: [f64; 8] = [
+    -0.16666666666666665185,
+    0.0083333333333331525903,
+    -0.00019841269841193969569,
+    2.7557319208502064797e-6,
+    -2.505210662994543399e-8,
+    1.6058927438554197133e-10,
+    -7.6426711389143513712e-13,
+    2.7177943671247763422e-15,
+];
 /// Remez minimax fit, max weighted error 1.365e-8.
-const ERF_SMALL_F32: [f64; 7] = [1.1283791516907807457, -0.37612537629627330971, 0.11282685481218524646, -0.0268201707741806152, 0.0051312738101129109628, -0.00075621925755287937786, 0.000065273964697024405773];
+const ERF_SMALL_F32: [f64; 7] = [
+    1.1283791516907807457,
+    -0.37612537629627330971,
+    0.11282685481218524646,
+    -0.0268201707741806152,
+    0.0051312738101129109628,
+    -0.00075621925755287937786,
+    0.000065273964697024405773,
+];
 /// Remez minimax fit, max weighted error 1.285e-17.
-const ERF_SMALL_F64: [f64; 13] = [1.1283791670955125594, -0.37612638903183420557, 0.11283791670942468779, -0.026866170643226692187, 0.0052239776104958320235, -0.00085483263229234508467, 0.00012055311829697023521, -0.000014925220602453414722, 1.6456105825072416919e-6, -1.6307716870202291226e-7, 1.4422553502978458393e-8, -1.0606635058877284785e-9, 4.8636703667188465104e-11];
+const ERF_SMALL_F64: [f64; 13] = [
+    1.1283791670955125594,
+    -0.37612638903183420557,
+    0.11283791670942468779,
+    -0.026866170643226692187,
+    0.0052239776104958320235,
+    -0.00085483263229234508467,
+    0.00012055311829697023521,
+    -0.000014925220602453414722,
+    1.6456105825072416919e-6,
+    -1.6307716870202291226e-7,
+    1.4422553502978458393e-8,
+    -1.0606635058877284785e-9,
+    4.8636703667188465104e-11,
+];
 /// Remez minimax fit, max weighted error 3.288e-9.
-const ERF_LARGE_F32: [f64; 8] = [0.20643263250527469399, -0.071428903615679353261, 0.023635096233939576352, -0.0072834568854788191791, 0.0021847108909795479965, -0.0011373395375560563375, -0.00032253565670715978169, -0.00025566572459190907396];
+const ERF_LARGE_F32: [f64; 8] = [
+    0.20643263250527469399,
+    -0.071428903615679353261,
+    0.023635096233939576352,
+    -0.0072834568854788191791,
+    0.0021847108909795479965,
+    -0.0011373395375560563375,
+    -0.00032253565670715978169,
+    -0.00025566572459190907396,
+];
 /// Remez minimax fit, max weighted error 2.487e-19.
-const ERF_LARGE_F64: [f64; 22] = [0.15265194371756861112, -0.039970808388292214237, 0.01015601181613863767, -0.0025097508583752224552, 0.00060437490994125856294, -0.00014206183246571402535, 0.000032641745684010967571, -7.3403008456085155628e-6, 1.6190373559929094274e-6, -3.4926111718861547817e-7, 7.3043656753686032039e-8, -1.7178533182747301166e-8, 2.4755079106905354934e-9, -1.9687576844650889146e-10, 8.0596967458123343008e-10, 2.8996135645466048734e-10, 1.2067577715687640998e-11, -6.6210097526852031517e-11, -3.6238475237330174023e-11, -1.0107632171014691532e-11, -1.5074628453587759191e-12, -1.0227835477541096146e-13];
+const ERF_LARGE_F64: [f64; 22] = [
+    0.15265194371756861112,
+    -0.039970808388292214237,
+    0.01015601181613863767,
+    -0.0025097508583752224552,
+    0.00060437490994125856294,
+    -0.00014206183246571402535,
+    0.000032641745684010967571,
+    -7.3403008456085155628e-6,
+    1.6190373559929094274e-6,
+    -3.4926111718861547817e-7,
+    7.3043656753686032039e-8,
+    -1.7178533182747301166e-8,
+    2.4755079106905354934e-9,
+    -1.9687576844650889146e-10,
+    8.0596967458123343008e-10,
+    2.8996135645466048734e-10,
+    1.2067577715687640998e-11,
+    -6.6210097526852031517e-11,
+    -3.6238475237330174023e-11,
+    -1.0107632171014691532e-11,
+    -1.5074628453587759191e-12,
+    -1.0227835477541096146e-13,
+];

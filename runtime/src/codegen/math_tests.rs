@@ -27,7 +27,10 @@ fn compile(f: Fun, ty: Type) -> (usize, usize) {
     let mut fb = settings::builder();
     fb.set("opt_level", "speed").unwrap();
     fb.set("is_pic", "false").unwrap();
-    let isa = cranelift_native::builder().unwrap().finish(settings::Flags::new(fb)).unwrap();
+    let isa = cranelift_native::builder()
+        .unwrap()
+        .finish(settings::Flags::new(fb))
+        .unwrap();
     let jb = JITBuilder::with_isa(isa, default_libcall_names());
     let mut module = JITModule::new(jb);
     let mut ctx = module.make_context();
@@ -92,7 +95,8 @@ fn compile(f: Fun, ty: Type) -> (usize, usize) {
 
 fn run32(f: Fun, x: &[f32], y: &[f32]) -> Vec<f32> {
     let (ptr, _) = compile(f, types::F32X4);
-    let k: extern "C" fn(*const f32, *const f32, *mut f32, i64) = unsafe { std::mem::transmute(ptr) };
+    let k: extern "C" fn(*const f32, *const f32, *mut f32, i64) =
+        unsafe { std::mem::transmute(ptr) };
     let n = x.len().div_ceil(4) * 4;
     let mut xp = x.to_vec();
     xp.resize(n, 1.0);
@@ -106,7 +110,8 @@ fn run32(f: Fun, x: &[f32], y: &[f32]) -> Vec<f32> {
 
 fn run64(f: Fun, x: &[f64], y: &[f64]) -> Vec<f64> {
     let (ptr, _) = compile(f, types::F64X2);
-    let k: extern "C" fn(*const f64, *const f64, *mut f64, i64) = unsafe { std::mem::transmute(ptr) };
+    let k: extern "C" fn(*const f64, *const f64, *mut f64, i64) =
+        unsafe { std::mem::transmute(ptr) };
     let n = x.len().div_ceil(2) * 2;
     let mut xp = x.to_vec();
     xp.resize(n, 1.0);
@@ -189,7 +194,11 @@ fn check32(name: &str, xs: &[f32], got: &[f32], abs_ok: f64, reff: impl Fn(usize
     for (i, (&x, &g)) in xs.iter().zip(got).enumerate() {
         let w = reff(i);
         let w32 = w as f32;
-        let w = if w32.is_infinite() || w.is_nan() { w32 as f64 } else { w };
+        let w = if w32.is_infinite() || w.is_nan() {
+            w32 as f64
+        } else {
+            w
+        };
         st.add(x as f64, g as f64, w, ulp32(w), abs_ok);
     }
     eprintln!(
@@ -214,12 +223,20 @@ fn check64(name: &str, xs: &[f64], got: &[f64], abs_ok: f64, reff: impl Fn(usize
 
 /// Exact-match check of special values: same NaN-ness, same value, same sign (also for zeros).
 fn same32(what: &str, x: f32, y: f32, got: f32, want: f32) {
-    let ok = if want.is_nan() { got.is_nan() } else { got == want && got.is_sign_negative() == want.is_sign_negative() };
+    let ok = if want.is_nan() {
+        got.is_nan()
+    } else {
+        got == want && got.is_sign_negative() == want.is_sign_negative()
+    };
     assert!(ok, "{what}({x:e}, {y:e}): got {got:e}, want {want:e}");
 }
 
 fn same64(what: &str, x: f64, y: f64, got: f64, want: f64) {
-    let ok = if want.is_nan() { got.is_nan() } else { got == want && got.is_sign_negative() == want.is_sign_negative() };
+    let ok = if want.is_nan() {
+        got.is_nan()
+    } else {
+        got == want && got.is_sign_negative() == want.is_sign_negative()
+    };
     assert!(ok, "{what}({x:e}, {y:e}): got {got:e}, want {want:e}");
 }
 
@@ -238,9 +255,10 @@ fn all_f32(stride: usize) -> Vec<f32> {
 }
 
 fn linspace32(a: f64, b: f64, n: usize) -> Vec<f32> {
-    (0..n).map(|i| (a + (b - a) * i as f64 / (n - 1) as f64) as f32).collect()
+    (0..n)
+        .map(|i| (a + (b - a) * i as f64 / (n - 1) as f64) as f32)
+        .collect()
 }
-
 
 /// Deterministic xorshift for pseudo-random f64 samples.
 struct Rng(u64);
@@ -354,7 +372,11 @@ fn erf_ref(x: f64) -> f64 {
         let mut n = 0.0f64;
         loop {
             let t = dd_div_f(term, 2.0 * n + 1.0);
-            let t = if (n as u64) % 2 == 1 { Dd(-t.0, -t.1) } else { t };
+            let t = if (n as u64) % 2 == 1 {
+                Dd(-t.0, -t.1)
+            } else {
+                t
+            };
             sum = dd_add(sum, t);
             if t.0.abs() < 1e-36 {
                 break;
@@ -379,7 +401,11 @@ fn erf_ref(x: f64) -> f64 {
     } else {
         1.0
     };
-    if x.is_sign_negative() { -r } else { r }
+    if x.is_sign_negative() {
+        -r
+    } else {
+        r
+    }
 }
 
 fn sigmoid_ref(x: f64) -> f64 {
@@ -397,7 +423,16 @@ fn sigmoid_ref(x: f64) -> f64 {
 
 /// One f32 unary function: strided sweep over all finite f32, dense sweeps, special values.
 /// Beyond `acc_limit` (|x|) only finiteness and |result| <= 1 are checked (sin/cos).
-fn unary32(f: Fun, name: &str, reff: fn(f64) -> f64, std32: fn(f32) -> f32, dense: &[(f64, f64)], max_ulp: f64, abs_ok: f64, acc_limit: f64) -> Stats {
+fn unary32(
+    f: Fun,
+    name: &str,
+    reff: fn(f64) -> f64,
+    std32: fn(f32) -> f32,
+    dense: &[(f64, f64)],
+    max_ulp: f64,
+    abs_ok: f64,
+    acc_limit: f64,
+) -> Stats {
     let mut worst = Stats::default();
     let mut sweeps: Vec<(String, Vec<f32>)> = vec![("all f32 /97".into(), all_f32(97))];
     for &(a, b) in dense {
@@ -405,11 +440,16 @@ fn unary32(f: Fun, name: &str, reff: fn(f64) -> f64, std32: fn(f32) -> f32, dens
     }
     for (label, xs) in sweeps {
         let got = run32(f, &xs, &xs);
-        let (inr, outr): (Vec<usize>, Vec<usize>) = (0..xs.len()).partition(|&i| xs[i].is_nan() || (xs[i].abs() as f64) <= acc_limit);
+        let (inr, outr): (Vec<usize>, Vec<usize>) =
+            (0..xs.len()).partition(|&i| xs[i].is_nan() || (xs[i].abs() as f64) <= acc_limit);
         let mut worst_beyond = 0.0f64;
         for &i in &outr {
             let g = got[i];
-            assert!(xs[i].is_infinite() || (g.is_finite() && g.abs() <= 1.0), "{name}({:e}) = {g:e}", xs[i]);
+            assert!(
+                xs[i].is_infinite() || (g.is_finite() && g.abs() <= 1.0),
+                "{name}({:e}) = {g:e}",
+                xs[i]
+            );
             worst_beyond = worst_beyond.max((g as f64 - reff(xs[i] as f64)).abs());
         }
         if !outr.is_empty() {
@@ -417,8 +457,15 @@ fn unary32(f: Fun, name: &str, reff: fn(f64) -> f64, std32: fn(f32) -> f32, dens
         }
         let xs: Vec<f32> = inr.iter().map(|&i| xs[i]).collect();
         let got: Vec<f32> = inr.iter().map(|&i| got[i]).collect();
-        let st = check32(&format!("{name} f32 {label}"), &xs, &got, abs_ok, |i| reff(xs[i] as f64));
-        assert!(st.max_ulp_viol <= max_ulp, "{name} f32 {label}: {:.3} ulp at {:e} > {max_ulp}", st.max_ulp, st.at_ulp);
+        let st = check32(&format!("{name} f32 {label}"), &xs, &got, abs_ok, |i| {
+            reff(xs[i] as f64)
+        });
+        assert!(
+            st.max_ulp_viol <= max_ulp,
+            "{name} f32 {label}: {:.3} ulp at {:e} > {max_ulp}",
+            st.max_ulp,
+            st.at_ulp
+        );
         if st.max_ulp > worst.max_ulp {
             worst.max_ulp = st.max_ulp;
             worst.at_ulp = st.at_ulp;
@@ -434,13 +481,25 @@ fn unary32(f: Fun, name: &str, reff: fn(f64) -> f64, std32: fn(f32) -> f32, dens
             same32(name, x, x, g, w);
         } else if (x.abs() as f64) <= acc_limit {
             let d = (g as f64 - reff(x as f64)).abs();
-            assert!(d <= max_ulp * ulp32(reff(x as f64)) || d <= abs_ok, "{name}({x:e}) = {g:e}, want {w:e}");
+            assert!(
+                d <= max_ulp * ulp32(reff(x as f64)) || d <= abs_ok,
+                "{name}({x:e}) = {g:e}, want {w:e}"
+            );
         }
     }
     worst
 }
 
-fn unary64(f: Fun, name: &str, reff: fn(f64) -> f64, ranges: &[(f64, f64, bool)], extra: &[f64], max_ulp: f64, abs_ok: f64, acc_limit: f64) -> Stats {
+fn unary64(
+    f: Fun,
+    name: &str,
+    reff: fn(f64) -> f64,
+    ranges: &[(f64, f64, bool)],
+    extra: &[f64],
+    max_ulp: f64,
+    abs_ok: f64,
+    acc_limit: f64,
+) -> Stats {
     let mut worst = Stats::default();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     for &(a, b, log) in ranges {
@@ -448,15 +507,30 @@ fn unary64(f: Fun, name: &str, reff: fn(f64) -> f64, ranges: &[(f64, f64, bool)]
             .map(|i| {
                 if log {
                     let m = rng.logrange(a, b);
-                    if i % 2 == 0 { m } else { -m }
+                    if i % 2 == 0 {
+                        m
+                    } else {
+                        -m
+                    }
                 } else {
                     rng.range(a, b)
                 }
             })
             .collect();
         let got = run64(f, &xs, &xs);
-        let st = check64(&format!("{name} f64 [{a:e},{b:e}]{}", if log { " log±" } else { "" }), &xs, &got, abs_ok, |i| reff(xs[i]));
-        assert!(st.max_ulp_viol <= max_ulp, "{name} f64: {:.3} ulp at {:e} > {max_ulp}", st.max_ulp, st.at_ulp);
+        let st = check64(
+            &format!("{name} f64 [{a:e},{b:e}]{}", if log { " log±" } else { "" }),
+            &xs,
+            &got,
+            abs_ok,
+            |i| reff(xs[i]),
+        );
+        assert!(
+            st.max_ulp_viol <= max_ulp,
+            "{name} f64: {:.3} ulp at {:e} > {max_ulp}",
+            st.max_ulp,
+            st.at_ulp
+        );
         if st.max_ulp > worst.max_ulp {
             worst.max_ulp = st.max_ulp;
             worst.at_ulp = st.at_ulp;
@@ -474,7 +548,10 @@ fn unary64(f: Fun, name: &str, reff: fn(f64) -> f64, ranges: &[(f64, f64, bool)]
             assert!(g.is_finite() && g.abs() <= 1.0, "{name}({x:e}) = {g:e}");
         } else {
             let d = (g - w).abs();
-            assert!(d <= max_ulp * ulp64(w) || d <= abs_ok, "{name}({x:e}) = {g:e}, want {w:e}");
+            assert!(
+                d <= max_ulp * ulp64(w) || d <= abs_ok,
+                "{name}({x:e}) = {g:e}, want {w:e}"
+            );
         }
     }
     worst
@@ -506,32 +583,98 @@ const ERF_F64_ULP: f64 = 2.0;
 
 #[test]
 fn exp_f32() {
-    unary32(Fun::Exp, "exp", f64::exp, f32::exp, &[(-104.0, 89.0), (-100.0, 100.0)], EXP_F32_ULP, 0.0, f64::INFINITY);
+    unary32(
+        Fun::Exp,
+        "exp",
+        f64::exp,
+        f32::exp,
+        &[(-104.0, 89.0), (-100.0, 100.0)],
+        EXP_F32_ULP,
+        0.0,
+        f64::INFINITY,
+    );
 }
 
 #[test]
 fn exp_f64() {
-    unary64(Fun::Exp, "exp", f64::exp, &[(-746.0, 710.0, false), (-1.0, 1.0, false), (1e-300, 1e3, true)], &[709.78, 709.79, -745.1, -745.2, -708.4, -740.0], EXP_F64_ULP, 0.0, f64::INFINITY);
+    unary64(
+        Fun::Exp,
+        "exp",
+        f64::exp,
+        &[
+            (-746.0, 710.0, false),
+            (-1.0, 1.0, false),
+            (1e-300, 1e3, true),
+        ],
+        &[709.78, 709.79, -745.1, -745.2, -708.4, -740.0],
+        EXP_F64_ULP,
+        0.0,
+        f64::INFINITY,
+    );
 }
 
 #[test]
 fn ln_f32() {
-    unary32(Fun::Ln, "ln", f64::ln, f32::ln, &[(1e-30, 1e38), (0.5, 2.0), (1e-45, 1e-37)], LN_F32_ULP, 0.0, f64::INFINITY);
+    unary32(
+        Fun::Ln,
+        "ln",
+        f64::ln,
+        f32::ln,
+        &[(1e-30, 1e38), (0.5, 2.0), (1e-45, 1e-37)],
+        LN_F32_ULP,
+        0.0,
+        f64::INFINITY,
+    );
 }
 
 #[test]
 fn ln_f64() {
-    unary64(Fun::Ln, "ln", f64::ln, &[(1e-320, 1e308, true), (0.5, 2.0, false), (0.999, 1.001, false)], &[], LN_F64_ULP, 0.0, f64::INFINITY);
+    unary64(
+        Fun::Ln,
+        "ln",
+        f64::ln,
+        &[
+            (1e-320, 1e308, true),
+            (0.5, 2.0, false),
+            (0.999, 1.001, false),
+        ],
+        &[],
+        LN_F64_ULP,
+        0.0,
+        f64::INFINITY,
+    );
 }
 
 #[test]
 fn tanh_f32() {
-    unary32(Fun::Tanh, "tanh", f64::tanh, f32::tanh, &[(-10.0, 10.0), (-1.0, 1.0)], TANH_F32_ULP, 0.0, f64::INFINITY);
+    unary32(
+        Fun::Tanh,
+        "tanh",
+        f64::tanh,
+        f32::tanh,
+        &[(-10.0, 10.0), (-1.0, 1.0)],
+        TANH_F32_ULP,
+        0.0,
+        f64::INFINITY,
+    );
 }
 
 #[test]
 fn tanh_f64() {
-    unary64(Fun::Tanh, "tanh", f64::tanh, &[(-10.0, 10.0, false), (-1.0, 1.0, false), (1e-300, 50.0, true)], &[0.5493, 0.54929, 0.54931, 19.0, 20.0, 21.0], TANH_F64_ULP, 0.0, f64::INFINITY);
+    unary64(
+        Fun::Tanh,
+        "tanh",
+        f64::tanh,
+        &[
+            (-10.0, 10.0, false),
+            (-1.0, 1.0, false),
+            (1e-300, 50.0, true),
+        ],
+        &[0.5493, 0.54929, 0.54931, 19.0, 20.0, 21.0],
+        TANH_F64_ULP,
+        0.0,
+        f64::INFINITY,
+    );
 }
 
 fn sigmoid32(x: f32) -> f32 {
@@ -540,17 +683,48 @@ fn sigmoid32(x: f32) -> f32 {
 
 #[test]
 fn sigmoid_f32() {
-    unary32(Fun::Sigmoid, "sigmoid", sigmoid_ref, sigmoid32, &[(-10.0, 10.0), (-110.0, 30.0)], SIGMOID_F32_ULP, 0.0, f64::INFINITY);
+    unary32(
+        Fun::Sigmoid,
+        "sigmoid",
+        sigmoid_ref,
+        sigmoid32,
+        &[(-10.0, 10.0), (-110.0, 30.0)],
+        SIGMOID_F32_ULP,
+        0.0,
+        f64::INFINITY,
+    );
 }
 
 #[test]
 fn sigmoid_f64() {
-    unary64(Fun::Sigmoid, "sigmoid", sigmoid_ref, &[(-10.0, 10.0, false), (-750.0, 40.0, false), (1e-300, 1e3, true)], &[], SIGMOID_F64_ULP, 0.0, f64::INFINITY);
+    unary64(
+        Fun::Sigmoid,
+        "sigmoid",
+        sigmoid_ref,
+        &[
+            (-10.0, 10.0, false),
+            (-750.0, 40.0, false),
+            (1e-300, 1e3, true),
+        ],
+        &[],
+        SIGMOID_F64_ULP,
+        0.0,
+        f64::INFINITY,
+    );
 }
 
 fn sincos32(f: Fun, name: &str, reff: fn(f64) -> f64, std32: fn(f32) -> f32) {
     // Accuracy inside the claimed range; beyond it finite and in [-1, 1].
-    unary32(f, name, reff, std32, &[(-1e4, 1e4), (-10.0, 10.0)], SINCOS_F32_ULP, SINCOS_F32_ABS, SINCOS_F32_RANGE);
+    unary32(
+        f,
+        name,
+        reff,
+        std32,
+        &[(-1e4, 1e4), (-10.0, 10.0)],
+        SINCOS_F32_ULP,
+        SINCOS_F32_ABS,
+        SINCOS_F32_RANGE,
+    );
 }
 
 #[test]
@@ -564,10 +738,25 @@ fn cos_f32() {
 }
 
 fn sincos64(f: Fun, name: &str, reff: fn(f64) -> f64) {
-    unary64(f, name, reff, &[(-10.0, 10.0, false), (-1e4, 1e4, false), (1e-300, SINCOS_F64_RANGE, true)], &[1e22, 3.14159265358979, 1.5707963267948966], SINCOS_F64_ULP, SINCOS_F64_ABS, SINCOS_F64_RANGE);
+    unary64(
+        f,
+        name,
+        reff,
+        &[
+            (-10.0, 10.0, false),
+            (-1e4, 1e4, false),
+            (1e-300, SINCOS_F64_RANGE, true),
+        ],
+        &[1e22, 3.14159265358979, 1.5707963267948966],
+        SINCOS_F64_ULP,
+        SINCOS_F64_ABS,
+        SINCOS_F64_RANGE,
+    );
     // beyond the range: finite and bounded
     let mut rng = Rng(7);
-    let xs: Vec<f64> = (0..100_000).map(|_| rng.logrange(SINCOS_F64_RANGE, 1e308)).collect();
+    let xs: Vec<f64> = (0..100_000)
+        .map(|_| rng.logrange(SINCOS_F64_RANGE, 1e308))
+        .collect();
     let got = run64(f, &xs, &xs);
     for (x, g) in xs.iter().zip(&got) {
         assert!(g.is_finite() && g.abs() <= 1.0, "{name}({x:e}) = {g:e}");
@@ -586,18 +775,57 @@ fn cos_f64() {
 
 #[test]
 fn erf_f32() {
-    unary32(Fun::Erf, "erf", erf_ref, |x| erf_ref(x as f64) as f32, &[(-5.0, 5.0), (-1.3, 1.3)], ERF_F32_ULP, 0.0, f64::INFINITY);
+    unary32(
+        Fun::Erf,
+        "erf",
+        erf_ref,
+        |x| erf_ref(x as f64) as f32,
+        &[(-5.0, 5.0), (-1.3, 1.3)],
+        ERF_F32_ULP,
+        0.0,
+        f64::INFINITY,
+    );
 }
 
 #[test]
 fn erf_f64() {
-    unary64(Fun::Erf, "erf", erf_ref, &[(-7.0, 7.0, false), (-1.3, 1.3, false), (1e-300, 10.0, true)], &[1.2, 1.1999999, 1.2000001, 5.93, 5.92, 6.0], ERF_F64_ULP, 0.0, f64::INFINITY);
+    unary64(
+        Fun::Erf,
+        "erf",
+        erf_ref,
+        &[(-7.0, 7.0, false), (-1.3, 1.3, false), (1e-300, 10.0, true)],
+        &[1.2, 1.1999999, 1.2000001, 5.93, 5.92, 6.0],
+        ERF_F64_ULP,
+        0.0,
+        f64::INFINITY,
+    );
 }
 
 /// pow special cases, checked exactly against std.
 fn pow_special_inputs() -> Vec<(f64, f64)> {
     let vals = [
-        0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0, 1.5, -1.5, 0.25, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 1e-40, -1e-40, 1e30, -1e30, 4.0, -8.0,
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        0.5,
+        -0.5,
+        2.0,
+        -2.0,
+        3.0,
+        -3.0,
+        1.5,
+        -1.5,
+        0.25,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        1e-40,
+        -1e-40,
+        1e30,
+        -1e30,
+        4.0,
+        -8.0,
     ];
     let mut v = Vec::new();
     for &x in &vals {
@@ -635,7 +863,9 @@ fn pow_f32() {
         ys.push(120.0 + (i % 10) as f32);
     }
     let got = run32(Fun::Pow, &xs, &ys);
-    let st = check32("pow f32 grid+random", &xs, &got, 0.0, |i| (xs[i] as f64).powf(ys[i] as f64));
+    let st = check32("pow f32 grid+random", &xs, &got, 0.0, |i| {
+        (xs[i] as f64).powf(ys[i] as f64)
+    });
     assert!(st.max_ulp_viol <= POW_F32_ULP, "{st:?}");
     let sp = pow_special_inputs();
     let (x, y): (Vec<f32>, Vec<f32>) = sp.iter().map(|&(a, b)| (a as f32, b as f32)).unzip();
@@ -643,7 +873,13 @@ fn pow_f32() {
     for i in 0..x.len() {
         let w = x[i].powf(y[i]);
         if w.is_finite() && w != 0.0 {
-            assert!(((got[i] - w) as f64).abs() <= POW_F32_ULP * ulp32(w as f64), "pow({:e}, {:e}) = {:e}, want {w:e}", x[i], y[i], got[i]);
+            assert!(
+                ((got[i] - w) as f64).abs() <= POW_F32_ULP * ulp32(w as f64),
+                "pow({:e}, {:e}) = {:e}, want {w:e}",
+                x[i],
+                y[i],
+                got[i]
+            );
         } else {
             same32("pow", x[i], y[i], got[i], w);
         }
@@ -671,12 +907,20 @@ fn pow_f64() {
     }
     let got = run64(Fun::Pow, &xs, &ys);
     let st = check64("pow f64 random", &xs, &got, 0.0, |i| xs[i].powf(ys[i]));
-    let worst = (0..xs.len()).filter(|&i| got[i].is_finite()).max_by(|&i, &j| {
-        let e = |k: usize| (got[k] - xs[k].powf(ys[k])).abs() / ulp64(xs[k].powf(ys[k]));
-        e(i).total_cmp(&e(j))
-    });
+    let worst = (0..xs.len())
+        .filter(|&i| got[i].is_finite())
+        .max_by(|&i, &j| {
+            let e = |k: usize| (got[k] - xs[k].powf(ys[k])).abs() / ulp64(xs[k].powf(ys[k]));
+            e(i).total_cmp(&e(j))
+        });
     if let Some(i) = worst {
-        eprintln!("pow f64 worst: x={:e} y={:e} got {:e} want {:e}", xs[i], ys[i], got[i], xs[i].powf(ys[i]));
+        eprintln!(
+            "pow f64 worst: x={:e} y={:e} got {:e} want {:e}",
+            xs[i],
+            ys[i],
+            got[i],
+            xs[i].powf(ys[i])
+        );
     }
     assert!(st.max_ulp_viol <= POW_F64_ULP, "{st:?}");
     let sp = pow_special_inputs();
@@ -685,7 +929,13 @@ fn pow_f64() {
     for i in 0..x.len() {
         let w = x[i].powf(y[i]);
         if w.is_finite() && w != 0.0 {
-            assert!(((got[i] - w) as f64).abs() <= POW_F64_ULP * ulp64(w as f64), "pow({:e}, {:e}) = {:e}, want {w:e}", x[i], y[i], got[i]);
+            assert!(
+                ((got[i] - w) as f64).abs() <= POW_F64_ULP * ulp64(w as f64),
+                "pow({:e}, {:e}) = {:e}, want {w:e}",
+                x[i],
+                y[i],
+                got[i]
+            );
         } else {
             same64("pow", x[i], y[i], got[i], w);
         }
@@ -695,7 +945,16 @@ fn pow_f64() {
 /// Code size of each f32 / f64 kernel (loop included), printed for the doc table.
 #[test]
 fn code_sizes() {
-    for f in [Fun::Exp, Fun::Ln, Fun::Tanh, Fun::Sigmoid, Fun::Sin, Fun::Cos, Fun::Pow, Fun::Erf] {
+    for f in [
+        Fun::Exp,
+        Fun::Ln,
+        Fun::Tanh,
+        Fun::Sigmoid,
+        Fun::Sin,
+        Fun::Cos,
+        Fun::Pow,
+        Fun::Erf,
+    ] {
         let (_, s32) = compile(f, types::F32X4);
         let (_, s64) = compile(f, types::F64X2);
         eprintln!("{f:?}: f32x4 kernel {s32} B, f64x2 kernel {s64} B");

@@ -2,11 +2,11 @@
 //! program in one JIT module whose code is freed with the program.
 
 mod kernel;
-mod reduce;
-mod row;
 pub mod math;
 #[cfg(test)]
 mod math_tests;
+mod reduce;
+mod row;
 mod vector;
 
 pub use kernel::{inplace_ok as kernel_inplace_ok, layout};
@@ -30,13 +30,24 @@ pub type KernelFn = unsafe extern "C" fn(ptrs: *const *mut u8, begin: i64, end: 
 /// The host ISA with its CPU features (AVX2/FMA here), built once.
 static ISA: Lazy<Result<OwnedTargetIsa, String>> = Lazy::new(|| {
     let mut fb = settings::builder();
-    let set = |fb: &mut settings::Builder, k: &str, v: &str| fb.set(k, v).map_err(|e| format!("{k}={v}: {e}"));
+    let set = |fb: &mut settings::Builder, k: &str, v: &str| {
+        fb.set(k, v).map_err(|e| format!("{k}={v}: {e}"))
+    };
     set(&mut fb, "opt_level", "speed")?;
     // The verifier runs in debug builds and tests (it costs 30-50 % of compile time).
-    set(&mut fb, "enable_verifier", if cfg!(debug_assertions) { "true" } else { "false" })?;
+    set(
+        &mut fb,
+        "enable_verifier",
+        if cfg!(debug_assertions) {
+            "true"
+        } else {
+            "false"
+        },
+    )?;
     set(&mut fb, "is_pic", "false")?;
     let isa = cranelift_native::builder().map_err(|e| format!("host ISA: {e}"))?;
-    isa.finish(settings::Flags::new(fb)).map_err(|e| format!("host ISA: {e}"))
+    isa.finish(settings::Flags::new(fb))
+        .map_err(|e| format!("host ISA: {e}"))
 });
 
 static LIVE: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
@@ -88,7 +99,10 @@ pub struct CompiledKernels {
 pub fn compile(g: &Graph, part: &Partition, keep_clif: bool) -> Result<CompiledKernels, Error> {
     let kernels = part.steps.iter().filter(|s| !matches!(s, Step::Library(_)));
     let isa = ISA.as_ref().map_err(|e| Error::codegen(e.clone()))?.clone();
-    let mut module = JITModule::new(JITBuilder::with_isa(isa, cranelift_module::default_libcall_names()));
+    let mut module = JITModule::new(JITBuilder::with_isa(
+        isa,
+        cranelift_module::default_libcall_names(),
+    ));
     let mut ctx = module.make_context();
     let mut fctx = FunctionBuilderContext::new();
     let mut sig = module.make_signature();
@@ -114,13 +128,19 @@ pub fn compile(g: &Graph, part: &Partition, keep_clif: bool) -> Result<CompiledK
         if keep_clif {
             clif.push(ctx.func.display().to_string());
         }
-        let id = module.declare_anonymous_function(&sig).map_err(|e| Error::codegen(e.to_string()))?;
-        module.define_function(id, &mut ctx).map_err(|e| Error::codegen(format!("{e:?}")))?;
+        let id = module
+            .declare_anonymous_function(&sig)
+            .map_err(|e| Error::codegen(e.to_string()))?;
+        module
+            .define_function(id, &mut ctx)
+            .map_err(|e| Error::codegen(format!("{e:?}")))?;
         code_bytes += ctx.compiled_code().map_or(0, |c| c.code_buffer().len());
         module.clear_context(&mut ctx);
         ids.push(id);
     }
-    module.finalize_definitions().map_err(|e| Error::codegen(e.to_string()))?;
+    module
+        .finalize_definitions()
+        .map_err(|e| Error::codegen(e.to_string()))?;
     let fns = ids
         .iter()
         .map(|&id| {
@@ -131,5 +151,13 @@ pub fn compile(g: &Graph, part: &Partition, keep_clif: bool) -> Result<CompiledK
         .collect();
     let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     LIVE.lock().unwrap().push(id);
-    Ok(CompiledKernels { fns, code_bytes, clif, code: JitCode { module: Some(module), id } })
+    Ok(CompiledKernels {
+        fns,
+        code_bytes,
+        clif,
+        code: JitCode {
+            module: Some(module),
+            id,
+        },
+    })
 }

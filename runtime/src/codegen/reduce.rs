@@ -21,7 +21,9 @@ use crate::exec::partition::{Affine, Partition};
 use crate::ir::{BinaryOp, Graph, Op, ReduceOp, ValueId};
 use crate::{shape, DType, Literal};
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{types, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Value};
+use cranelift_codegen::ir::{
+    types, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Value,
+};
 use cranelift_frontend::{FunctionBuilder, Variable};
 
 const UNROLL: usize = 4;
@@ -65,20 +67,28 @@ pub fn input_map(g: &Graph, p: &Partition, v: ValueId) -> Affine {
         _ => Affine {
             root: x,
             offset: 0,
-            strides: shape::strides(&g.node(x).shape).into_iter().map(|s| s as i64).collect(),
+            strides: shape::strides(&g.node(x).shape)
+                .into_iter()
+                .map(|s| s as i64)
+                .collect(),
         },
     }
 }
 
 fn plan(g: &Graph, p: &Partition, v: ValueId) -> RPlan {
     let n = g.node(v);
-    let Op::Reduce(op, axes) = &n.op else { unreachable!() };
+    let Op::Reduce(op, axes) = &n.op else {
+        unreachable!()
+    };
     let x = g.node(n.inputs[0]);
     let a = input_map(g, p, v);
     let mut kept = Vec::new();
     let mut red = Vec::new();
     for (d, &size) in x.shape.iter().enumerate() {
-        let dim = Dim { size, stride: a.strides[d] };
+        let dim = Dim {
+            size,
+            stride: a.strides[d],
+        };
         if axes.contains(&d) {
             red.push(dim);
         } else {
@@ -97,14 +107,25 @@ fn plan(g: &Graph, p: &Partition, v: ValueId) -> RPlan {
     }
     let row_ok = red.last().unwrap().stride == 1;
     let column = !row_ok && kept.last().unwrap().stride == 1 && kept.last().unwrap().size >= LANES;
-    RPlan { op: *op, dtype: n.dtype, offset: a.offset, kept, red, column }
+    RPlan {
+        op: *op,
+        dtype: n.dtype,
+        offset: a.offset,
+        kept,
+        red,
+        column,
+    }
 }
 
 /// `(outer extent, total input elements, chunk alignment)` of a reduction step.
 pub fn extent(g: &Graph, p: &Partition, v: ValueId) -> (usize, usize, usize) {
     let r = plan(g, p, v);
     let align = if r.column && r.kept.len() == 1 { 64 } else { 1 };
-    (r.kept[0].size, r.kept.iter().chain(&r.red).map(|d| d.size).product(), align)
+    (
+        r.kept[0].size,
+        r.kept.iter().chain(&r.red).map(|d| d.size).product(),
+        align,
+    )
 }
 
 fn binop(op: ReduceOp) -> BinaryOp {
@@ -122,8 +143,16 @@ fn identity(op: ReduceOp, d: DType) -> Literal {
         (ReduceOp::Prod, _) => Literal::Int(1),
         (ReduceOp::Max, true) => Literal::Float(f64::NEG_INFINITY),
         (ReduceOp::Min, true) => Literal::Float(f64::INFINITY),
-        (ReduceOp::Max, false) => Literal::Int(if d == DType::I32 { i32::MIN as i64 } else { i64::MIN }),
-        (ReduceOp::Min, false) => Literal::Int(if d == DType::I32 { i32::MAX as i64 } else { i64::MAX }),
+        (ReduceOp::Max, false) => Literal::Int(if d == DType::I32 {
+            i32::MIN as i64
+        } else {
+            i64::MIN
+        }),
+        (ReduceOp::Min, false) => Literal::Int(if d == DType::I32 {
+            i32::MAX as i64
+        } else {
+            i64::MAX
+        }),
     }
 }
 
@@ -181,7 +210,12 @@ fn flags() -> MemFlagsData {
 
 /// Nested loops over `dims` (all full), calling `body` with the element
 /// offset (in elements, as an I64 value) of each point.
-fn nest(b: &mut FunctionBuilder, dims: &[Dim], base: Value, body: &mut dyn FnMut(&mut FunctionBuilder, Value)) {
+fn nest(
+    b: &mut FunctionBuilder,
+    dims: &[Dim],
+    base: Value,
+    body: &mut dyn FnMut(&mut FunctionBuilder, Value),
+) {
     match dims.split_first() {
         None => body(b, base),
         Some((d, rest)) => {
@@ -272,12 +306,22 @@ fn row_reduce(b: &mut FunctionBuilder, r: &RPlan, row: Value, slot: Value) -> Va
     b.def_var(total, init);
     let (outer, last) = r.red.split_at(r.red.len() - 1);
     let last = last[0];
-    let outer_bytes: Vec<Dim> = outer.iter().map(|x| Dim { size: x.size, stride: x.stride * esize }).collect();
+    let outer_bytes: Vec<Dim> = outer
+        .iter()
+        .map(|x| Dim {
+            size: x.size,
+            stride: x.stride * esize,
+        })
+        .collect();
     nest(b, &outer_bytes, row, &mut |b, start| {
         let n = last.size as i64;
         let block = |b: &mut FunctionBuilder, lo: Value, hi: Value| {
             let part = block_reduce(b, r, start, last.stride, lo, hi, slot);
-            let part = if ad != d { b.ins().fpromote(types::F64, part) } else { part };
+            let part = if ad != d {
+                b.ins().fpromote(types::F64, part)
+            } else {
+                part
+            };
             let t = b.use_var(total);
             let t = scalar_op(b, r.op, ad, t, part);
             b.def_var(total, t);
@@ -306,7 +350,15 @@ fn row_reduce(b: &mut FunctionBuilder, r: &RPlan, row: Value, slot: Value) -> Va
 
 /// Reduce elements `lo..hi` of a strided run starting at `start` (bytes,
 /// element stride `stride`) in the input dtype; returns a scalar.
-fn block_reduce(b: &mut FunctionBuilder, r: &RPlan, start: Value, stride: i64, lo: Value, hi: Value, slot: Value) -> Value {
+fn block_reduce(
+    b: &mut FunctionBuilder,
+    r: &RPlan,
+    start: Value,
+    stride: i64,
+    lo: Value,
+    hi: Value,
+    slot: Value,
+) -> Value {
     let d = r.dtype;
     let esize = d.size() as i64;
     let step = stride * esize;
@@ -389,32 +441,54 @@ fn build_column(
     let esize = d.size() as i64;
     let op = binop(r.op);
     let nk = r.kept.len();
-    let red_bytes: Vec<Dim> = r.red.iter().map(|x| Dim { size: x.size, stride: x.stride * esize }).collect();
+    let red_bytes: Vec<Dim> = r
+        .red
+        .iter()
+        .map(|x| Dim {
+            size: x.size,
+            stride: x.stride * esize,
+        })
+        .collect();
     // One vector of outputs at column i (or a single output, splatted).
-    let column = |b: &mut FunctionBuilder, row_in: Value, row_out: Value, i: Value, single: bool| {
-        let init = vector::splat(b, ad, identity(r.op, ad));
-        let acc = VarVals::new(b, &init);
-        let off = b.ins().imul_imm_s(i, esize);
-        let start = b.ins().iadd(row_in, off);
-        nest(b, &red_bytes, start, &mut |b, at| {
-            let x = if single { vector::load_splat(b, d, at) } else { vector::load(b, d, at) };
-            let x = if ad != d { vector::cast(b, d, ad, &x) } else { x };
-            let a = acc.get(b);
-            let y = vector::binary(b, op, ad, &a, &x);
-            acc.set(b, &y);
-        });
-        let res = acc.get(b);
-        let res = if ad != d { vector::cast(b, ad, d, &res) } else { res };
-        let o = b.ins().iadd(row_out, off);
-        if single {
-            let ls = vector::lanes(b, &res);
-            b.ins().store(flags(), ls[0], o, 0);
-        } else {
-            vector::store(b, d, &res, o);
-        }
-    };
+    let column =
+        |b: &mut FunctionBuilder, row_in: Value, row_out: Value, i: Value, single: bool| {
+            let init = vector::splat(b, ad, identity(r.op, ad));
+            let acc = VarVals::new(b, &init);
+            let off = b.ins().imul_imm_s(i, esize);
+            let start = b.ins().iadd(row_in, off);
+            nest(b, &red_bytes, start, &mut |b, at| {
+                let x = if single {
+                    vector::load_splat(b, d, at)
+                } else {
+                    vector::load(b, d, at)
+                };
+                let x = if ad != d {
+                    vector::cast(b, d, ad, &x)
+                } else {
+                    x
+                };
+                let a = acc.get(b);
+                let y = vector::binary(b, op, ad, &a, &x);
+                acc.set(b, &y);
+            });
+            let res = acc.get(b);
+            let res = if ad != d {
+                vector::cast(b, ad, d, &res)
+            } else {
+                res
+            };
+            let o = b.ins().iadd(row_out, off);
+            if single {
+                let ls = vector::lanes(b, &res);
+                b.ins().store(flags(), ls[0], o, 0);
+            } else {
+                vector::store(b, d, &res, o);
+            }
+        };
     let inner = |b: &mut FunctionBuilder, row_in: Value, row_out: Value, lo: Value, hi: Value| {
-        let i = emit_loop(b, lo, hi, LANES as i64, |b, i| column(b, row_in, row_out, i, false));
+        let i = emit_loop(b, lo, hi, LANES as i64, |b, i| {
+            column(b, row_in, row_out, i, false)
+        });
         emit_loop(b, i, hi, 1, |b, i| column(b, row_in, row_out, i, true));
     };
     if nk == 1 {
@@ -424,7 +498,14 @@ fn build_column(
     let zero = b.ins().iconst(types::I64, 0);
     let last = r.kept[nk - 1].size as i64;
     let mut idx = Vec::new();
-    let outer = RPlan { op: r.op, dtype: r.dtype, offset: 0, kept: r.kept[..nk - 1].to_vec(), red: vec![], column: true };
+    let outer = RPlan {
+        op: r.op,
+        dtype: r.dtype,
+        offset: 0,
+        kept: r.kept[..nk - 1].to_vec(),
+        red: vec![],
+        column: true,
+    };
     kept_loops(b, &outer, 0, begin, end, &mut idx, &mut |b, idx| {
         let mut in_off = zero;
         let mut out_off = zero;

@@ -17,7 +17,9 @@ use crate::exec::partition::{const_value, Partition, RowKernel};
 use crate::ir::{BinaryOp, Graph, Op, ReduceOp, ValueId};
 use crate::{shape, DType, Literal};
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{types, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Value};
+use cranelift_codegen::ir::{
+    types, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Value,
+};
 use cranelift_frontend::{FunctionBuilder, Variable};
 use std::collections::{HashMap, HashSet};
 
@@ -51,7 +53,14 @@ struct Plan {
 fn affine_of(g: &Graph, p: &Partition, x: ValueId) -> (ValueId, i64, Vec<i64>) {
     match p.views.get(&x) {
         Some(a) if !p.materialised[x.index()] => (a.root, a.offset, a.strides.clone()),
-        _ => (x, 0, shape::strides(&g.node(x).shape).into_iter().map(|s| s as i64).collect()),
+        _ => (
+            x,
+            0,
+            shape::strides(&g.node(x).shape)
+                .into_iter()
+                .map(|s| s as i64)
+                .collect(),
+        ),
     }
 }
 
@@ -64,7 +73,11 @@ fn collapse(dims: &[usize], strides: &[Vec<i64>]) -> (Vec<usize>, Vec<Vec<i64>>)
         if dims[d] == 1 {
             continue;
         }
-        let merge = !out.is_empty() && strides.iter().enumerate().all(|(a, s)| *st[a].last().unwrap() == s[d] * dims[d] as i64);
+        let merge = !out.is_empty()
+            && strides
+                .iter()
+                .enumerate()
+                .all(|(a, s)| *st[a].last().unwrap() == s[d] * dims[d] as i64);
         if merge {
             *out.last_mut().unwrap() *= dims[d];
             for (a, s) in strides.iter().enumerate() {
@@ -83,10 +96,19 @@ fn collapse(dims: &[usize], strides: &[Vec<i64>]) -> (Vec<usize>, Vec<Vec<i64>>)
 fn plan(g: &Graph, p: &Partition, rk: &RowKernel) -> Result<Plan, ValueId> {
     let grp = &rk.group;
     let members: HashSet<ValueId> = grp.members.iter().copied().collect();
-    let seed = *grp.members.iter().find(|m| matches!(g.node(**m).op, Op::Reduce(..))).unwrap();
+    let seed = *grp
+        .members
+        .iter()
+        .find(|m| matches!(g.node(**m).op, Op::Reduce(..)))
+        .unwrap();
     let no = grp.o.len();
     let s_full = grp.full_shape();
-    let ptr_of = |x: ValueId| rk.inputs.iter().position(|y| *y == x).unwrap_or_else(|| panic!("row kernel input %{} missing: {:?}\n{}", x.0, rk, g));
+    let ptr_of = |x: ValueId| {
+        rk.inputs
+            .iter()
+            .position(|y| *y == x)
+            .unwrap_or_else(|| panic!("row kernel input %{} missing: {:?}\n{}", x.0, rk, g))
+    };
     // (ptr, dtype, offset, strides over O, strides over I or None)
     let mut raw: Vec<(usize, DType, i64, Vec<i64>, Vec<i64>)> = Vec::new();
     let mut elem_reads = HashMap::new();
@@ -101,12 +123,20 @@ fn plan(g: &Graph, p: &Partition, rk: &RowKernel) -> Result<Plan, ValueId> {
             if members.contains(&x) || const_value(g, x).is_some() {
                 continue;
             }
-            let map = if element_level { &mut elem_reads } else { &mut row_reads };
+            let map = if element_level {
+                &mut elem_reads
+            } else {
+                &mut row_reads
+            };
             if map.contains_key(&x) {
                 continue;
             }
             let (root, off, st) = affine_of(g, p, x);
-            let (os, is) = if element_level { (st[..no].to_vec(), st[no..].to_vec()) } else { (st[..no].to_vec(), vec![0; grp.i.len()]) };
+            let (os, is) = if element_level {
+                (st[..no].to_vec(), st[no..].to_vec())
+            } else {
+                (st[..no].to_vec(), vec![0; grp.i.len()])
+            };
             raw.push((ptr_of(root), g.node(x).dtype, off, os, is));
             map.insert(x, raw.len() - 1);
         }
@@ -115,10 +145,19 @@ fn plan(g: &Graph, p: &Partition, rk: &RowKernel) -> Result<Plan, ValueId> {
     for (j, &o) in rk.outputs.iter().enumerate() {
         let n = g.node(o);
         let (os, is) = if grp.is_element_shape(&n.shape) && !matches!(n.op, Op::Reduce(..)) {
-            let st: Vec<i64> = shape::strides(&s_full).into_iter().map(|s| s as i64).collect();
+            let st: Vec<i64> = shape::strides(&s_full)
+                .into_iter()
+                .map(|s| s as i64)
+                .collect();
             (st[..no].to_vec(), st[no..].to_vec())
         } else {
-            (shape::strides(&grp.o).into_iter().map(|s| s as i64).collect(), vec![0; grp.i.len()])
+            (
+                shape::strides(&grp.o)
+                    .into_iter()
+                    .map(|s| s as i64)
+                    .collect(),
+                vec![0; grp.i.len()],
+            )
         };
         raw.push((rk.inputs.len() + j, n.dtype, 0, os, is));
         outs.push(raw.len() - 1);
@@ -149,7 +188,15 @@ fn plan(g: &Graph, p: &Partition, rk: &RowKernel) -> Result<Plan, ValueId> {
             i_stride: i_st[a].first().copied().unwrap_or(0),
         })
         .collect();
-    Ok(Plan { o_dims, n, accesses, elem_reads, row_reads, outs, members })
+    Ok(Plan {
+        o_dims,
+        n,
+        accesses,
+        elem_reads,
+        row_reads,
+        outs,
+        members,
+    })
 }
 
 /// Check that every row group of the partition can be compiled; returns the
@@ -184,8 +231,16 @@ fn identity(op: ReduceOp, d: DType) -> Literal {
         (ReduceOp::Prod, _) => Literal::Int(1),
         (ReduceOp::Max, true) => Literal::Float(f64::NEG_INFINITY),
         (ReduceOp::Min, true) => Literal::Float(f64::INFINITY),
-        (ReduceOp::Max, false) => Literal::Int(if d == DType::I32 { i32::MIN as i64 } else { i64::MIN }),
-        (ReduceOp::Min, false) => Literal::Int(if d == DType::I32 { i32::MAX as i64 } else { i64::MAX }),
+        (ReduceOp::Max, false) => Literal::Int(if d == DType::I32 {
+            i32::MIN as i64
+        } else {
+            i64::MIN
+        }),
+        (ReduceOp::Min, false) => Literal::Int(if d == DType::I32 {
+            i32::MAX as i64
+        } else {
+            i64::MAX
+        }),
     }
 }
 
@@ -231,7 +286,13 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     /// Element-level values of `targets` at one vector position.
-    fn eval(&self, b: &mut FunctionBuilder, addrs: &[Addr], pos: Value, targets: &[ValueId]) -> HashMap<ValueId, Vals> {
+    fn eval(
+        &self,
+        b: &mut FunctionBuilder,
+        addrs: &[Addr],
+        pos: Value,
+        targets: &[ValueId],
+    ) -> HashMap<ValueId, Vals> {
         let g = self.g;
         // Needed members, in topological order.
         let mut need: HashSet<ValueId> = HashSet::new();
@@ -247,25 +308,26 @@ impl Ctx<'_> {
         let mut order: Vec<ValueId> = need.into_iter().collect();
         order.sort();
         let mut env: HashMap<ValueId, Vals> = HashMap::new();
-        let fetch = |b: &mut FunctionBuilder, env: &mut HashMap<ValueId, Vals>, x: ValueId| -> Vals {
-            if let Some(v) = env.get(&x).or_else(|| self.row_env.get(&x)) {
-                return v.clone();
-            }
-            let v = match const_value(g, x) {
-                Some(l) => vector::splat(b, g.node(x).dtype, l),
-                None => {
-                    let a = self.pl.elem_reads[&x];
-                    let d = self.pl.accesses[a].dtype;
-                    match addrs[a] {
-                        Addr::Run(p) => vector::load(b, d, p),
-                        Addr::Splat(p) => vector::load_splat(b, d, p),
-                        Addr::Gather(p, st) => vector::load_gather(b, d, p, st),
-                    }
+        let fetch =
+            |b: &mut FunctionBuilder, env: &mut HashMap<ValueId, Vals>, x: ValueId| -> Vals {
+                if let Some(v) = env.get(&x).or_else(|| self.row_env.get(&x)) {
+                    return v.clone();
                 }
+                let v = match const_value(g, x) {
+                    Some(l) => vector::splat(b, g.node(x).dtype, l),
+                    None => {
+                        let a = self.pl.elem_reads[&x];
+                        let d = self.pl.accesses[a].dtype;
+                        match addrs[a] {
+                            Addr::Run(p) => vector::load(b, d, p),
+                            Addr::Splat(p) => vector::load_splat(b, d, p),
+                            Addr::Gather(p, st) => vector::load_gather(b, d, p, st),
+                        }
+                    }
+                };
+                env.insert(x, v.clone());
+                v
             };
-            env.insert(x, v.clone());
-            v
-        };
         for v in order {
             let n = g.node(v);
             let scratch = self.stash.get(&v).map(|&slot| {
@@ -316,14 +378,26 @@ pub fn build(b: &mut FunctionBuilder, g: &Graph, p: &Partition, rk: &RowKernel) 
     let params = b.block_params(entry).to_vec();
     let (ptrs, begin, end) = (params[0], params[1], params[2]);
     let nptr = rk.inputs.len() + rk.outputs.len();
-    let bases: Vec<Value> = (0..nptr).map(|i| b.ins().load(types::I64, flags(), ptrs, (i * 8) as i32)).collect();
-    let starts: Vec<Value> =
-        pl.accesses.iter().map(|a| b.ins().iadd_imm_s(bases[a.ptr], a.offset * a.dtype.size() as i64)).collect();
+    let bases: Vec<Value> = (0..nptr)
+        .map(|i| b.ins().load(types::I64, flags(), ptrs, (i * 8) as i32))
+        .collect();
+    let starts: Vec<Value> = pl
+        .accesses
+        .iter()
+        .map(|a| {
+            b.ins()
+                .iadd_imm_s(bases[a.ptr], a.offset * a.dtype.size() as i64)
+        })
+        .collect();
     let slots: Vec<Value> = pl
         .accesses
         .iter()
         .map(|a| {
-            let ss = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, (LANES * a.dtype.size()).max(16) as u32, 4));
+            let ss = b.create_sized_stack_slot(StackSlotData::new(
+                StackSlotKind::ExplicitSlot,
+                (LANES * a.dtype.size()).max(16) as u32,
+                4,
+            ));
             b.ins().stack_addr(types::I64, ss, 0)
         })
         .collect();
@@ -331,12 +405,18 @@ pub fn build(b: &mut FunctionBuilder, g: &Graph, p: &Partition, rk: &RowKernel) 
         .into_iter()
         .map(|v| {
             let bytes = ((pl.n + LANES) * g.node(v).dtype.size()) as u32;
-            let ss = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, bytes, 4));
+            let ss = b.create_sized_stack_slot(StackSlotData::new(
+                StackSlotKind::ExplicitSlot,
+                bytes,
+                4,
+            ));
             (v, b.ins().stack_addr(types::I64, ss, 0))
         })
         .collect();
     let mut idx = Vec::new();
-    outer(b, g, &pl, rk, &starts, &slots, &stash, 0, begin, end, &mut idx);
+    outer(
+        b, g, &pl, rk, &starts, &slots, &stash, 0, begin, end, &mut idx,
+    );
     b.ins().return_(&[]);
 }
 
@@ -347,7 +427,8 @@ fn is_expensive(g: &Graph, v: ValueId) -> bool {
     use crate::ir::UnaryOp::*;
     matches!(
         g.node(v).op,
-        Op::Unary(Exp | Ln | Tanh | Sigmoid | Sin | Cos | Erf) | Op::Binary(BinaryOp::Pow | BinaryOp::Div | BinaryOp::Rem)
+        Op::Unary(Exp | Ln | Tanh | Sigmoid | Sin | Cos | Erf)
+            | Op::Binary(BinaryOp::Pow | BinaryOp::Div | BinaryOp::Rem)
     )
 }
 
@@ -355,7 +436,12 @@ fn is_expensive(g: &Graph, v: ValueId) -> bool {
 /// element-level members each must evaluate.
 fn phase_cones(g: &Graph, pl: &Plan, rk: &RowKernel) -> Vec<HashSet<ValueId>> {
     let grp = &rk.group;
-    let reductions: Vec<ValueId> = grp.members.iter().copied().filter(|m| matches!(g.node(*m).op, Op::Reduce(..))).collect();
+    let reductions: Vec<ValueId> = grp
+        .members
+        .iter()
+        .copied()
+        .filter(|m| matches!(g.node(*m).op, Op::Reduce(..)))
+        .collect();
     let reduction_deps = |r: ValueId| -> HashSet<ValueId> {
         let mut out = HashSet::new();
         let mut stack = vec![g.node(r).inputs[0]];
@@ -376,7 +462,11 @@ fn phase_cones(g: &Graph, pl: &Plan, rk: &RowKernel) -> Vec<HashSet<ValueId>> {
         let mut out = HashSet::new();
         let mut stack = targets.to_vec();
         while let Some(v) = stack.pop() {
-            if !pl.members.contains(&v) || !grp.is_element_shape(&g.node(v).shape) || matches!(g.node(v).op, Op::Reduce(..)) || !out.insert(v) {
+            if !pl.members.contains(&v)
+                || !grp.is_element_shape(&g.node(v).shape)
+                || matches!(g.node(v).op, Op::Reduce(..))
+                || !out.insert(v)
+            {
                 continue;
             }
             if g.node(v).op != Op::Broadcast {
@@ -388,7 +478,11 @@ fn phase_cones(g: &Graph, pl: &Plan, rk: &RowKernel) -> Vec<HashSet<ValueId>> {
     let mut done: HashSet<ValueId> = HashSet::new();
     let mut cones = Vec::new();
     loop {
-        let ready: Vec<ValueId> = reductions.iter().copied().filter(|r| !done.contains(r) && reduction_deps(*r).iter().all(|x| done.contains(x))).collect();
+        let ready: Vec<ValueId> = reductions
+            .iter()
+            .copied()
+            .filter(|r| !done.contains(r) && reduction_deps(*r).iter().all(|x| done.contains(x)))
+            .collect();
         if ready.is_empty() {
             break;
         }
@@ -396,7 +490,14 @@ fn phase_cones(g: &Graph, pl: &Plan, rk: &RowKernel) -> Vec<HashSet<ValueId>> {
         cones.push(cone(&inputs));
         done.extend(ready);
     }
-    let outs: Vec<ValueId> = rk.outputs.iter().copied().filter(|o| grp.is_element_shape(&g.node(*o).shape) && !matches!(g.node(*o).op, Op::Reduce(..))).collect();
+    let outs: Vec<ValueId> = rk
+        .outputs
+        .iter()
+        .copied()
+        .filter(|o| {
+            grp.is_element_shape(&g.node(*o).shape) && !matches!(g.node(*o).op, Op::Reduce(..))
+        })
+        .collect();
     cones.push(cone(&outs));
     cones
 }
@@ -518,7 +619,11 @@ fn row_loop(
             Addr::Splat(x) => Addr::Splat(x),
             Addr::Run(src) | Addr::Gather(src, _) => {
                 let size = pl.accesses[a].dtype.size();
-                let step = if let Addr::Gather(_, st) = *ad { st } else { size as i64 };
+                let step = if let Addr::Gather(_, st) = *ad {
+                    st
+                } else {
+                    size as i64
+                };
                 if !pl.outs.contains(&a) {
                     copy_elems(b, src, step, slots[a], r, size);
                 }
@@ -550,12 +655,32 @@ fn lane_mask(b: &mut FunctionBuilder, r: Value) -> Vals {
     vec![b.ins().icmp(IntCC::SignedLessThan, iota, rv)]
 }
 
-fn row(b: &mut FunctionBuilder, g: &Graph, pl: &Plan, rk: &RowKernel, rows: Vec<Value>, slots: &[Value], stash: &HashMap<ValueId, Value>) {
+fn row(
+    b: &mut FunctionBuilder,
+    g: &Graph,
+    pl: &Plan,
+    rk: &RowKernel,
+    rows: Vec<Value>,
+    slots: &[Value],
+    stash: &HashMap<ValueId, Value>,
+) {
     let grp = &rk.group;
-    let mut ctx = Ctx { g, pl, rows, row_env: HashMap::new(), stash: stash.clone(), stash_ready: HashSet::new() };
+    let mut ctx = Ctx {
+        g,
+        pl,
+        rows,
+        row_env: HashMap::new(),
+        stash: stash.clone(),
+        stash_ready: HashSet::new(),
+    };
     let cones = phase_cones(g, pl, rk);
     let mut phase = 0;
-    let reductions: Vec<ValueId> = grp.members.iter().copied().filter(|m| matches!(g.node(*m).op, Op::Reduce(..))).collect();
+    let reductions: Vec<ValueId> = grp
+        .members
+        .iter()
+        .copied()
+        .filter(|m| matches!(g.node(*m).op, Op::Reduce(..)))
+        .collect();
     let row_level: Vec<ValueId> = grp
         .members
         .iter()
@@ -581,15 +706,23 @@ fn row(b: &mut FunctionBuilder, g: &Graph, pl: &Plan, rk: &RowKernel, rows: Vec<
     let nrow = b.ins().iconst(types::I64, pl.n as i64);
     loop {
         compute_row_level(b, &mut ctx, &row_level, &deps, &done);
-        let ready: Vec<ValueId> =
-            reductions.iter().copied().filter(|r| !done.contains(r) && deps[r].iter().all(|x| done.contains(x))).collect();
+        let ready: Vec<ValueId> = reductions
+            .iter()
+            .copied()
+            .filter(|r| !done.contains(r) && deps[r].iter().all(|x| done.contains(x)))
+            .collect();
         if ready.is_empty() {
             break;
         }
         reduce_phase(b, &mut ctx, &ready, slots, zero, nrow);
         done.extend(ready);
         // Values this phase stored are loaded by the next ones.
-        let stored: Vec<ValueId> = ctx.stash.keys().copied().filter(|v| cones[phase].contains(v)).collect();
+        let stored: Vec<ValueId> = ctx
+            .stash
+            .keys()
+            .copied()
+            .filter(|v| cones[phase].contains(v))
+            .collect();
         ctx.stash_ready.extend(stored);
         phase += 1;
     }
@@ -600,20 +733,30 @@ fn row(b: &mut FunctionBuilder, g: &Graph, pl: &Plan, rk: &RowKernel, rows: Vec<
         .iter()
         .copied()
         .enumerate()
-        .filter(|(_, o)| !matches!(g.node(*o).op, Op::Reduce(..)) && grp.is_element_shape(&g.node(*o).shape))
+        .filter(|(_, o)| {
+            !matches!(g.node(*o).op, Op::Reduce(..)) && grp.is_element_shape(&g.node(*o).shape)
+        })
         .collect();
     if !elem_outs.is_empty() {
         let targets: Vec<ValueId> = elem_outs.iter().map(|(_, o)| *o).collect();
         let rows = ctx.rows.clone();
-        row_loop(b, pl, &rows, slots, zero, nrow, &mut |b, addrs, pos, _, _| {
-            let env = ctx.eval(b, addrs, pos, &targets);
-            for (j, o) in &elem_outs {
-                let a = pl.outs[*j];
-                if let Addr::Run(p) = addrs[a] {
-                    vector::store(b, g.node(*o).dtype, &env[o], p);
+        row_loop(
+            b,
+            pl,
+            &rows,
+            slots,
+            zero,
+            nrow,
+            &mut |b, addrs, pos, _, _| {
+                let env = ctx.eval(b, addrs, pos, &targets);
+                for (j, o) in &elem_outs {
+                    let a = pl.outs[*j];
+                    if let Addr::Run(p) = addrs[a] {
+                        vector::store(b, g.node(*o).dtype, &env[o], p);
+                    }
                 }
-            }
-        });
+            },
+        );
     }
     // Row-level outputs: one scalar per row.
     for (j, &o) in rk.outputs.iter().enumerate() {
@@ -671,7 +814,14 @@ fn compute_row_level(
 }
 
 /// One pass over the row computing the reductions `rs` together.
-fn reduce_phase(b: &mut FunctionBuilder, ctx: &mut Ctx, rs: &[ValueId], slots: &[Value], zero: Value, nrow: Value) {
+fn reduce_phase(
+    b: &mut FunctionBuilder,
+    ctx: &mut Ctx,
+    rs: &[ValueId],
+    slots: &[Value],
+    zero: Value,
+    nrow: Value,
+) {
     let g = ctx.g;
     let pl = ctx.pl;
     struct Red {
@@ -686,13 +836,27 @@ fn reduce_phase(b: &mut FunctionBuilder, ctx: &mut Ctx, rs: &[ValueId], slots: &
     let mut reds: Vec<Red> = Vec::new();
     for &v in rs {
         let n = g.node(v);
-        let Op::Reduce(op, _) = n.op.clone() else { unreachable!() };
+        let Op::Reduce(op, _) = n.op.clone() else {
+            unreachable!()
+        };
         let d = n.dtype;
-        let acc_d = if d == DType::F32 && matches!(op, ReduceOp::Sum | ReduceOp::Prod) { DType::F64 } else { d };
+        let acc_d = if d == DType::F32 && matches!(op, ReduceOp::Sum | ReduceOp::Prod) {
+            DType::F64
+        } else {
+            d
+        };
         let init = vector::scalar_const(b, acc_d, identity(op, acc_d));
         let total = b.declare_var(vector::scalar_type(acc_d));
         b.def_var(total, init);
-        reds.push(Red { v, op, d, acc_d, input: n.inputs[0], total, accs: vec![] });
+        reds.push(Red {
+            v,
+            op,
+            d,
+            acc_d,
+            input: n.inputs[0],
+            total,
+            accs: vec![],
+        });
     }
     let n = pl.n as i64;
     let targets: Vec<ValueId> = reds.iter().map(|r| r.input).collect();
@@ -713,22 +877,30 @@ fn reduce_phase(b: &mut FunctionBuilder, ctx: &mut Ctx, rs: &[ValueId], slots: &
                 .collect();
         }
         let rows = ctx.rows.clone();
-        row_loop(b, pl, &rows, slots, lo, hi, &mut |b, addrs, pos, u, tail| {
-            let env = ctx.eval(b, addrs, pos, &targets);
-            let mask = tail.map(|r| lane_mask(b, r));
-            for r in reds.iter() {
-                let mut x = env[&r.input].clone();
-                if let Some(m) = &mask {
-                    let id = vector::splat(b, r.d, identity(r.op, r.d));
-                    x = vector::select(b, r.d, m, &x, &id);
+        row_loop(
+            b,
+            pl,
+            &rows,
+            slots,
+            lo,
+            hi,
+            &mut |b, addrs, pos, u, tail| {
+                let env = ctx.eval(b, addrs, pos, &targets);
+                let mask = tail.map(|r| lane_mask(b, r));
+                for r in reds.iter() {
+                    let mut x = env[&r.input].clone();
+                    if let Some(m) = &mask {
+                        let id = vector::splat(b, r.d, identity(r.op, r.d));
+                        x = vector::select(b, r.d, m, &x, &id);
+                    }
+                    let a: Vals = r.accs[u].iter().map(|&var| b.use_var(var)).collect();
+                    let y = vector::binary(b, binop(r.op), r.d, &a, &x);
+                    for (&var, &val) in r.accs[u].iter().zip(&y) {
+                        b.def_var(var, val);
+                    }
                 }
-                let a: Vals = r.accs[u].iter().map(|&var| b.use_var(var)).collect();
-                let y = vector::binary(b, binop(r.op), r.d, &a, &x);
-                for (&var, &val) in r.accs[u].iter().zip(&y) {
-                    b.def_var(var, val);
-                }
-            }
-        });
+            },
+        );
         for r in reds.iter() {
             let mut v: Vals = r.accs[0].iter().map(|&var| b.use_var(var)).collect();
             for acc in &r.accs[1..] {
@@ -740,7 +912,11 @@ fn reduce_phase(b: &mut FunctionBuilder, ctx: &mut Ctx, rs: &[ValueId], slots: &
             for &x in &ls[1..] {
                 s = scalar_op(b, r.op, r.d, s, x);
             }
-            let s = if r.acc_d != r.d { b.ins().fpromote(types::F64, s) } else { s };
+            let s = if r.acc_d != r.d {
+                b.ins().fpromote(types::F64, s)
+            } else {
+                s
+            };
             let t = b.use_var(r.total);
             let t = scalar_op(b, r.op, r.acc_d, t, s);
             b.def_var(r.total, t);
@@ -763,7 +939,11 @@ fn reduce_phase(b: &mut FunctionBuilder, ctx: &mut Ctx, rs: &[ValueId], slots: &
     }
     for r in &reds {
         let t = b.use_var(r.total);
-        let t = if r.acc_d != r.d { b.ins().fdemote(types::F32, t) } else { t };
+        let t = if r.acc_d != r.d {
+            b.ins().fdemote(types::F32, t)
+        } else {
+            t
+        };
         let (ty, parts) = vector::part_type(r.d);
         let sp = b.ins().splat(ty, t);
         ctx.row_env.insert(r.v, vec![sp; parts]);

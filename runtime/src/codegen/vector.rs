@@ -11,7 +11,9 @@ use super::math;
 use crate::ir::{BinaryOp, CmpOp, UnaryOp};
 use crate::{DType, Literal};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::{types, ConstantData, Endianness, InstBuilder, MemFlagsData, Type, Value};
+use cranelift_codegen::ir::{
+    types, ConstantData, Endianness, InstBuilder, MemFlagsData, Type, Value,
+};
 use cranelift_frontend::FunctionBuilder;
 
 pub const LANES: usize = 4;
@@ -78,7 +80,9 @@ pub fn load(b: &mut FunctionBuilder, d: DType, addr: Value) -> Vals {
         }
         _ => {
             let (ty, n) = part_type(d);
-            (0..n).map(|p| b.ins().load(ty, flags(), addr, (p * 16) as i32)).collect()
+            (0..n)
+                .map(|p| b.ins().load(ty, flags(), addr, (p * 16) as i32))
+                .collect()
         }
     }
 }
@@ -91,7 +95,9 @@ pub fn load_gather(b: &mut FunctionBuilder, d: DType, addr: Value, step: i64) ->
                 let x = b.ins().uload8(types::I32, flags(), addr, (l * step) as i32);
                 b.ins().ineg(x)
             }
-            _ => b.ins().load(scalar_type(d), flags(), addr, (l * step) as i32),
+            _ => b
+                .ins()
+                .load(scalar_type(d), flags(), addr, (l * step) as i32),
         })
         .collect();
     from_lanes(b, d, &ls)
@@ -136,7 +142,10 @@ pub fn store(b: &mut FunctionBuilder, d: DType, v: &Vals, addr: Value) {
 fn shuffle32(b: &mut FunctionBuilder, ty: Type, x: Value, y: Value, idx: [u8; 4]) -> Value {
     let xb = b.ins().bitcast(types::I8X16, le(), x);
     let yb = b.ins().bitcast(types::I8X16, le(), y);
-    let bytes: Vec<u8> = idx.iter().flat_map(|&l| (0..4).map(move |k| l * 4 + k)).collect();
+    let bytes: Vec<u8> = idx
+        .iter()
+        .flat_map(|&l| (0..4).map(move |k| l * 4 + k))
+        .collect();
     let mask = b.func.dfg.immediates.push(ConstantData::from(bytes));
     let r = b.ins().shuffle(xb, yb, mask);
     b.ins().bitcast(ty, le(), r)
@@ -157,7 +166,10 @@ fn widen_mask(b: &mut FunctionBuilder, m: Value) -> [Value; 2] {
 /// The scalar lanes of a value (LANES of them), in order.
 pub fn lanes(b: &mut FunctionBuilder, v: &Vals) -> Vec<Value> {
     let per = LANES / v.len();
-    v.iter().flat_map(|&p| (0..per).map(move |l| (p, l as u8)).collect::<Vec<_>>()).map(|(p, l)| b.ins().extractlane(p, l)).collect()
+    v.iter()
+        .flat_map(|&p| (0..per).map(move |l| (p, l as u8)).collect::<Vec<_>>())
+        .map(|(p, l)| b.ins().extractlane(p, l))
+        .collect()
 }
 
 /// Build a value of dtype `d` from LANES scalars of its scalar type.
@@ -184,7 +196,11 @@ fn zip_parts(a: &Vals, c: &Vals, mut f: impl FnMut(Value, Value) -> Value) -> Va
 }
 
 fn fsplat(b: &mut FunctionBuilder, ty: Type, v: f64) -> Value {
-    let s = if ty == types::F32X4 { b.ins().f32const(v as f32) } else { b.ins().f64const(v) };
+    let s = if ty == types::F32X4 {
+        b.ins().f32const(v as f32)
+    } else {
+        b.ins().f64const(v)
+    };
     b.ins().splat(ty, s)
 }
 
@@ -339,12 +355,20 @@ pub fn compare(b: &mut FunctionBuilder, op: CmpOp, d: DType, x: &Vals, y: &Vals)
 
 pub fn select(b: &mut FunctionBuilder, d: DType, c: &Vals, x: &Vals, y: &Vals) -> Vals {
     let (ty, n) = part_type(d);
-    let masks: Vec<Value> = if n == 2 { widen_mask(b, c[0]).to_vec() } else { vec![c[0]] };
+    let masks: Vec<Value> = if n == 2 {
+        widen_mask(b, c[0]).to_vec()
+    } else {
+        vec![c[0]]
+    };
     masks
         .iter()
         .zip(x.iter().zip(y))
         .map(|(&m, (&p, &q))| {
-            let m = if ty.lane_type().is_float() { b.ins().bitcast(ty, MemFlagsData::new(), m) } else { m };
+            let m = if ty.lane_type().is_float() {
+                b.ins().bitcast(ty, MemFlagsData::new(), m)
+            } else {
+                m
+            };
             b.ins().bitselect(m, p, q)
         })
         .collect()
@@ -365,12 +389,20 @@ pub fn cast(b: &mut FunctionBuilder, from: DType, to: DType, x: &Vals) -> Vals {
         // mask & bits(1)
         let one = splat(b, to, Literal::Int(1));
         let (ty, n) = part_type(to);
-        let masks: Vec<Value> = if n == 2 { widen_mask(b, x[0]).to_vec() } else { vec![x[0]] };
+        let masks: Vec<Value> = if n == 2 {
+            widen_mask(b, x[0]).to_vec()
+        } else {
+            vec![x[0]]
+        };
         return masks
             .iter()
             .zip(&one)
             .map(|(&m, &o)| {
-                let m = if ty.lane_type().is_float() { b.ins().bitcast(ty, MemFlagsData::new(), m) } else { m };
+                let m = if ty.lane_type().is_float() {
+                    b.ins().bitcast(ty, MemFlagsData::new(), m)
+                } else {
+                    m
+                };
                 b.ins().band(m, o)
             })
             .collect();

@@ -11,14 +11,14 @@ use crate::error::type_str;
 use crate::ir::{self, Graph, Op, ValueId};
 use crate::jit::{ArgKind, ArgSig, ArgTensor, CallArgs, Signature};
 use crate::shape;
-use plan::{BufferPlan, Place};
-use std::sync::Mutex;
 use crate::storage::Buffer;
 use crate::tensor::Tensor;
 use crate::trace::Traced;
 use crate::{interp, Error};
 use partition::{Partition, Step};
+use plan::{BufferPlan, Place};
 use std::sync::Arc;
+use std::sync::Mutex;
 
 /// Memory figures of a compiled program, in bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -75,24 +75,46 @@ impl Executable {
             .filter_map(|s| match s {
                 Step::Kernel(k) => {
                     let dims = codegen::layout(&graph, &part, k).dims;
-                    Some(parallel::Split { extent: dims[0], work: dims.iter().product(), align: if dims.len() == 1 { 64 } else { 1 } })
+                    Some(parallel::Split {
+                        extent: dims[0],
+                        work: dims.iter().product(),
+                        align: if dims.len() == 1 { 64 } else { 1 },
+                    })
                 }
                 Step::Reduce(v) => {
                     let (extent, work, align) = codegen::reduce_extent(&graph, &part, *v);
-                    Some(parallel::Split { extent, work, align })
+                    Some(parallel::Split {
+                        extent,
+                        work,
+                        align,
+                    })
                 }
                 Step::Row(rk) => {
                     let (extent, work) = codegen::row_extent(&graph, &part, rk);
-                    Some(parallel::Split { extent, work, align: 1 })
+                    Some(parallel::Split {
+                        extent,
+                        work,
+                        align: 1,
+                    })
                 }
                 Step::Library(_) => None,
             })
             .collect();
         let compiled = codegen::compile(&graph, &part, keep_text)?;
-        let kernel_of_step: Vec<Option<&partition::Kernel>> =
-            part.steps.iter().map(|s| if let Step::Kernel(k) = s { Some(k) } else { None }).collect();
-        let inplace_ok =
-            |si: usize, x: ValueId, o: ValueId| kernel_of_step[si].is_some_and(|k| codegen::kernel_inplace_ok(&graph, &part, k, x, o));
+        let kernel_of_step: Vec<Option<&partition::Kernel>> = part
+            .steps
+            .iter()
+            .map(|s| {
+                if let Step::Kernel(k) = s {
+                    Some(k)
+                } else {
+                    None
+                }
+            })
+            .collect();
+        let inplace_ok = |si: usize, x: ValueId, o: ValueId| {
+            kernel_of_step[si].is_some_and(|k| codegen::kernel_inplace_ok(&graph, &part, k, x, o))
+        };
         let plan = plan::plan(&graph, &part, sig, &inplace_ok);
         if cfg!(debug_assertions) {
             plan::check(&plan)?;
@@ -126,10 +148,17 @@ impl Executable {
             .iter()
             .map(|&p| {
                 let n = graph.node(p);
-                ArgSig { kind: ArgKind::Borrowed, dtype: n.dtype, shape: n.shape.clone() }
+                ArgSig {
+                    kind: ArgKind::Borrowed,
+                    dtype: n.dtype,
+                    shape: n.shape.clone(),
+                }
             })
             .collect();
-        let sig = Signature { args, statics: vec![] };
+        let sig = Signature {
+            args,
+            statics: vec![],
+        };
         Executable::compile(Traced { graph, captured }, &sig, true)
     }
 
@@ -153,7 +182,9 @@ impl Executable {
             .map(|i| ValueId(i as u32))
             .filter(|&v| {
                 let op = &g.node(v).op;
-                !is_output(v) && !op.is_view() && !matches!(op, Op::Param(_) | Op::Const(_) | Op::Captured(_))
+                !is_output(v)
+                    && !op.is_view()
+                    && !matches!(op, Op::Param(_) | Op::Const(_) | Op::Captured(_))
             })
             .map(bytes)
             .sum();
@@ -192,7 +223,11 @@ impl Executable {
 
     /// Number of compiled (Cranelift) kernels.
     pub fn kernel_count(&self) -> usize {
-        self.part.steps.iter().filter(|s| !matches!(s, Step::Library(_))).count()
+        self.part
+            .steps
+            .iter()
+            .filter(|s| !matches!(s, Step::Library(_)))
+            .count()
     }
 
     /// Number of steps (kernels and library calls).
@@ -249,7 +284,8 @@ impl Executable {
         // caller gave it away: owned and not shared), else fresh.
         let mut out_bufs: Vec<Option<Arc<Buffer>>> = vec![None; nn];
         for &(k, o) in &self.plan.donations {
-            if let (ArgKind::Owned, ArgTensor::Owned(t)) = (&args.tensors[k].0, &args.tensors[k].1) {
+            if let (ArgKind::Owned, ArgTensor::Owned(t)) = (&args.tensors[k].0, &args.tensors[k].1)
+            {
                 if let Some(b) = t.buffer() {
                     if Arc::strong_count(b) == 1 && Arc::weak_count(b) == 0 {
                         out_bufs[o.index()] = Some(b.clone());
@@ -261,14 +297,24 @@ impl Executable {
         let mut ptr: Vec<*mut u8> = vec![std::ptr::null_mut(); nn];
         for (i, n) in g.nodes.iter().enumerate() {
             match n.op {
-                Op::Param(k) => ptr[i] = params[k].buffer().map_or(std::ptr::null_mut(), |b| b.as_mut_ptr()),
-                Op::Captured(k) => ptr[i] = self.captured[k].buffer().map_or(std::ptr::null_mut(), |b| b.as_mut_ptr()),
+                Op::Param(k) => {
+                    ptr[i] = params[k]
+                        .buffer()
+                        .map_or(std::ptr::null_mut(), |b| b.as_mut_ptr())
+                }
+                Op::Captured(k) => {
+                    ptr[i] = self.captured[k]
+                        .buffer()
+                        .map_or(std::ptr::null_mut(), |b| b.as_mut_ptr())
+                }
                 _ => {}
             }
             match self.plan.place[i] {
                 Place::Arena(off) => ptr[i] = arena.as_mut_ptr().wrapping_add(off),
                 Place::Output => {
-                    let b = out_bufs[i].get_or_insert_with(|| Arc::new(Buffer::uninit(shape::numel(&n.shape) * n.dtype.size())));
+                    let b = out_bufs[i].get_or_insert_with(|| {
+                        Arc::new(Buffer::uninit(shape::numel(&n.shape) * n.dtype.size()))
+                    });
                     ptr[i] = b.as_mut_ptr();
                 }
                 Place::None => {}
@@ -284,13 +330,20 @@ impl Executable {
             for &x in reads.iter().chain(&writes) {
                 if ptr[x.index()].is_null() {
                     if let Some(l) = partition::const_value(g, x) {
-                        let t = interp::filled(l.cast(g.node(x).dtype), &g.node(x).shape, g.node(x).dtype);
+                        let t = interp::filled(
+                            l.cast(g.node(x).dtype),
+                            &g.node(x).shape,
+                            g.node(x).dtype,
+                        );
                         ptr[x.index()] = t.buffer().unwrap().as_mut_ptr();
                         consts.push(t);
                     }
                 }
                 if ptr[x.index()].is_null() && shape::numel(&g.node(x).shape) > 0 {
-                    return Err(Error::verify(format!("%{} has no buffer when step {:?} runs (bug in the planner)", x.0, step)));
+                    return Err(Error::verify(format!(
+                        "%{} has no buffer when step {:?} runs (bug in the planner)",
+                        x.0, step
+                    )));
                 }
                 ptrs.push(ptr[x.index()]);
             }
@@ -310,7 +363,9 @@ impl Executable {
                     // SAFETY: the operands' maps stay inside their live roots
                     // (folded views of checked shapes); the destination is
                     // planned for this value and overlaps no operand.
-                    unsafe { crate::library::matmul_strided(&a, &b, &n.shape, n.dtype, ptr[v.index()]) };
+                    unsafe {
+                        crate::library::matmul_strided(&a, &b, &n.shape, n.dtype, ptr[v.index()])
+                    };
                 }
                 Step::Library(v) => {
                     let n = g.node(*v);
@@ -330,14 +385,18 @@ impl Executable {
                     // SAFETY: the destination was planned for this value and
                     // is live; it does not overlap the inputs (no in-place
                     // for library steps).
-                    unsafe { crate::library::run_into(&n.op, &refs, &n.shape, n.dtype, ptr[v.index()])? };
+                    unsafe {
+                        crate::library::run_into(&n.op, &refs, &n.shape, n.dtype, ptr[v.index()])?
+                    };
                 }
                 _ => {
                     if self.layouts[ki].extent > 0 {
                         // SAFETY: the pointers are live buffers of the sizes the
                         // kernel was compiled for (arguments checked above,
                         // the rest planned and checked by plan::check).
-                        unsafe { parallel::run_kernel(self.compiled.fns[ki], &ptrs, self.layouts[ki]) };
+                        unsafe {
+                            parallel::run_kernel(self.compiled.fns[ki], &ptrs, self.layouts[ki])
+                        };
                     }
                     ki += 1;
                 }
@@ -345,15 +404,27 @@ impl Executable {
         }
         self.return_arena(arena.take());
         drop(consts);
-        let outs = g.outputs.iter().map(|&o| self.output(o, &params, &out_bufs)).collect::<Result<Vec<_>, _>>()?;
+        let outs = g
+            .outputs
+            .iter()
+            .map(|&o| self.output(o, &params, &out_bufs))
+            .collect::<Result<Vec<_>, _>>()?;
         drop(params);
         drop(args);
         Ok(outs)
     }
 
     fn take_arena(&self) -> ArenaGuard<'_> {
-        let b = self.arenas.lock().unwrap().pop().unwrap_or_else(|| Buffer::uninit(self.plan.arena_bytes));
-        ArenaGuard { exe: self, buf: Some(b) }
+        let b = self
+            .arenas
+            .lock()
+            .unwrap()
+            .pop()
+            .unwrap_or_else(|| Buffer::uninit(self.plan.arena_bytes));
+        ArenaGuard {
+            exe: self,
+            buf: Some(b),
+        }
     }
 
     fn return_arena(&self, b: Option<Buffer>) {
@@ -362,11 +433,20 @@ impl Executable {
         }
     }
 
-    fn output(&self, o: ValueId, params: &[&Tensor], out_bufs: &[Option<Arc<Buffer>>]) -> Result<Tensor, Error> {
+    fn output(
+        &self,
+        o: ValueId,
+        params: &[&Tensor],
+        out_bufs: &[Option<Arc<Buffer>>],
+    ) -> Result<Tensor, Error> {
         let n = self.graph.node(o);
         if let Some(&root) = self.part.aliases.get(&o) {
             let t = self.output(root, params, out_bufs)?;
-            return Ok(Tensor::from_buffer(t.buffer().unwrap().clone(), n.shape.clone(), n.dtype));
+            return Ok(Tensor::from_buffer(
+                t.buffer().unwrap().clone(),
+                n.shape.clone(),
+                n.dtype,
+            ));
         }
         if let Some(b) = &out_bufs[o.index()] {
             return Ok(Tensor::from_buffer(b.clone(), n.shape.clone(), n.dtype));
@@ -402,4 +482,3 @@ impl Drop for ArenaGuard<'_> {
         self.exe.return_arena(b);
     }
 }
-

@@ -26,7 +26,11 @@ pub struct Split {
 /// # Safety
 /// `ptrs` must hold the kernel's live input and output buffers.
 pub unsafe fn run_kernel(f: KernelFn, ptrs: &[*mut u8], split: Split) {
-    let Split { extent, work, align } = split;
+    let Split {
+        extent,
+        work,
+        align,
+    } = split;
     let threads = rayon::current_num_threads();
     if work < PARALLEL_MIN_ELEMENTS || extent < 2 || threads < 2 {
         f(ptrs.as_ptr(), 0, extent as i64);

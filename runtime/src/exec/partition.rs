@@ -102,7 +102,11 @@ fn is_library(op: &Op) -> bool {
 pub fn read_map(g: &Graph, p: &Partition, x: ValueId) -> Affine {
     match p.views.get(&x) {
         Some(a) if !p.materialised[x.index()] => a.clone(),
-        _ => Affine { root: x, offset: 0, strides: contiguous(&g.node(x).shape) },
+        _ => Affine {
+            root: x,
+            offset: 0,
+            strides: contiguous(&g.node(x).shape),
+        },
     }
 }
 
@@ -118,7 +122,11 @@ pub fn const_value(g: &Graph, v: ValueId) -> Option<Literal> {
 
 /// Per output dim of a view (not reshape): `(input dim, step)` or `None` for a
 /// new broadcast dim, plus the start index per input dim.
-fn dim_map(op: &Op, in_shape: &[usize], out_shape: &[usize]) -> (Vec<Option<(usize, i64)>>, Vec<i64>) {
+fn dim_map(
+    op: &Op,
+    in_shape: &[usize],
+    out_shape: &[usize],
+) -> (Vec<Option<(usize, i64)>>, Vec<i64>) {
     match op {
         Op::Broadcast => {
             let off = out_shape.len() - in_shape.len();
@@ -134,49 +142,93 @@ fn dim_map(op: &Op, in_shape: &[usize], out_shape: &[usize]) -> (Vec<Option<(usi
                 .collect();
             (m, vec![0; in_shape.len()])
         }
-        Op::Transpose(p) => (p.iter().map(|&e| Some((e, 1))).collect(), vec![0; in_shape.len()]),
-        Op::Slice(sl) => (sl.iter().enumerate().map(|(d, &(_, step))| Some((d, step))).collect(), sl.iter().map(|s| s.0).collect()),
+        Op::Transpose(p) => (
+            p.iter().map(|&e| Some((e, 1))).collect(),
+            vec![0; in_shape.len()],
+        ),
+        Op::Slice(sl) => (
+            sl.iter()
+                .enumerate()
+                .map(|(d, &(_, step))| Some((d, step)))
+                .collect(),
+            sl.iter().map(|s| s.0).collect(),
+        ),
         _ => unreachable!(),
     }
 }
 
 fn contiguous(shape: &[usize]) -> Vec<i64> {
-    shape::strides(shape).into_iter().map(|s| s as i64).collect()
+    shape::strides(shape)
+        .into_iter()
+        .map(|s| s as i64)
+        .collect()
 }
 
 /// Whether strides are row-major contiguous for `shape` (size-1 dims ignored).
 fn is_contiguous(strides: &[i64], shape: &[usize]) -> bool {
     let c = contiguous(shape);
-    shape.iter().zip(strides.iter().zip(&c)).all(|(&n, (a, b))| n == 1 || a == b)
+    shape
+        .iter()
+        .zip(strides.iter().zip(&c))
+        .all(|(&n, (a, b))| n == 1 || a == b)
 }
 
 /// The affine map of a view over its materialised root, or `None` when a
 /// reshape of a non-contiguous view makes it non-affine (then the reshape's
 /// source must be materialised).
-fn fold_view(g: &Graph, v: ValueId, views: &HashMap<ValueId, Affine>, materialised: &[bool]) -> Option<Affine> {
+fn fold_view(
+    g: &Graph,
+    v: ValueId,
+    views: &HashMap<ValueId, Affine>,
+    materialised: &[bool],
+) -> Option<Affine> {
     let n = g.node(v);
     let src = n.inputs[0];
     let s = g.node(src);
     let a = if !materialised[src.index()] && views.contains_key(&src) {
         views[&src].clone()
     } else {
-        Affine { root: src, offset: 0, strides: contiguous(&s.shape) }
+        Affine {
+            root: src,
+            offset: 0,
+            strides: contiguous(&s.shape),
+        }
     };
     if n.op == Op::Reshape {
         if !is_contiguous(&a.strides, &s.shape) {
             return None;
         }
-        return Some(Affine { root: a.root, offset: a.offset, strides: contiguous(&n.shape) });
+        return Some(Affine {
+            root: a.root,
+            offset: a.offset,
+            strides: contiguous(&n.shape),
+        });
     }
     let (m, starts) = dim_map(&n.op, &s.shape, &n.shape);
-    let offset = a.offset + starts.iter().zip(&a.strides).map(|(st, sd)| st * sd).sum::<i64>();
-    let strides = m.iter().map(|d| d.map_or(0, |(e, step)| step * a.strides[e])).collect();
-    Some(Affine { root: a.root, offset, strides })
+    let offset = a.offset
+        + starts
+            .iter()
+            .zip(&a.strides)
+            .map(|(st, sd)| st * sd)
+            .sum::<i64>();
+    let strides = m
+        .iter()
+        .map(|d| d.map_or(0, |(e, step)| step * a.strides[e]))
+        .collect();
+    Some(Affine {
+        root: a.root,
+        offset,
+        strides,
+    })
 }
 
 /// Fold every view (in node order) into an affine map over a materialised
 /// root; a reshape that cannot fold forces its source into a buffer.
-fn fold_all(g: &Graph, materialised: &mut [bool], members: &HashSet<ValueId>) -> HashMap<ValueId, Affine> {
+fn fold_all(
+    g: &Graph,
+    materialised: &mut [bool],
+    members: &HashSet<ValueId>,
+) -> HashMap<ValueId, Affine> {
     let mut views: HashMap<ValueId, Affine> = HashMap::new();
     for (i, n) in g.nodes.iter().enumerate() {
         let v = ValueId(i as u32);
@@ -189,7 +241,8 @@ fn fold_all(g: &Graph, materialised: &mut [bool], members: &HashSet<ValueId>) ->
             }
             None => {
                 materialised[n.inputs[0].index()] = true;
-                let a = fold_view(g, v, &views, materialised).expect("reshape of a materialised value folds");
+                let a = fold_view(g, v, &views, materialised)
+                    .expect("reshape of a materialised value folds");
                 views.insert(v, a);
             }
         }
@@ -221,7 +274,10 @@ fn partition_with(g: &Graph, groups: Vec<RowGroup>) -> Partition {
             group_of[m.index()] = Some(k);
         }
     }
-    let members: HashSet<ValueId> = groups.iter().flat_map(|g| g.members.iter().copied()).collect();
+    let members: HashSet<ValueId> = groups
+        .iter()
+        .flat_map(|g| g.members.iter().copied())
+        .collect();
     let group_last: Vec<ValueId> = groups.iter().map(|g| *g.members.last().unwrap()).collect();
     // 1. What must live in a buffer: outputs, library operands, sources of
     //    non-foldable reshapes. Views of constants never need one.
@@ -246,8 +302,9 @@ fn partition_with(g: &Graph, groups: Vec<RowGroup>) -> Partition {
             // A reduction or a matmul reads a view of its input through the
             // view's map (a GEMM takes any row and column strides).
             for &x in &n.inputs {
-                let view_read =
-                    matches!(n.op, Op::Reduce(..) | Op::Matmul) && g.node(x).op.is_view() && const_value(g, x).is_none();
+                let view_read = matches!(n.op, Op::Reduce(..) | Op::Matmul)
+                    && g.node(x).op.is_view()
+                    && const_value(g, x).is_none();
                 if !view_read {
                     materialised[x.index()] = true;
                 }
@@ -289,7 +346,10 @@ fn partition_with(g: &Graph, groups: Vec<RowGroup>) -> Partition {
     let mut step_of: Vec<Option<usize>> = vec![None; nn];
     let mut steps: Vec<Step> = Vec::new();
     // The step that produces a value's buffer (for a folded view: its root's).
-    let producer = |x: ValueId, step_of: &Vec<Option<usize>>, views: &HashMap<ValueId, Affine>| -> Option<usize> {
+    let producer = |x: ValueId,
+                    step_of: &Vec<Option<usize>>,
+                    views: &HashMap<ValueId, Affine>|
+     -> Option<usize> {
         if !materialised[x.index()] {
             if let Some(a) = views.get(&x) {
                 return step_of[a.root.index()];
@@ -301,7 +361,11 @@ fn partition_with(g: &Graph, groups: Vec<RowGroup>) -> Partition {
         let v = ValueId(i as u32);
         if let Some(k) = group_of[i] {
             if group_last[k] == v {
-                steps.push(Step::Row(RowKernel { group: groups[k].clone(), inputs: vec![], outputs: vec![] }));
+                steps.push(Step::Row(RowKernel {
+                    group: groups[k].clone(),
+                    inputs: vec![],
+                    outputs: vec![],
+                }));
                 let at = steps.len() - 1;
                 for &m in &groups[k].members {
                     step_of[m.index()] = Some(at);
@@ -310,7 +374,11 @@ fn partition_with(g: &Graph, groups: Vec<RowGroup>) -> Partition {
             continue;
         }
         if is_library(&n.op) {
-            steps.push(if matches!(n.op, Op::Reduce(..)) { Step::Reduce(v) } else { Step::Library(v) });
+            steps.push(if matches!(n.op, Op::Reduce(..)) {
+                Step::Reduce(v)
+            } else {
+                Step::Library(v)
+            });
             step_of[i] = Some(steps.len() - 1);
             continue;
         }
@@ -339,11 +407,20 @@ fn partition_with(g: &Graph, groups: Vec<RowGroup>) -> Partition {
                 }
             }
         }
-        let candidate = steps.iter().rposition(|s| matches!(s, Step::Kernel(k) if k.shape == n.shape));
+        let candidate = steps
+            .iter()
+            .rposition(|s| matches!(s, Step::Kernel(k) if k.shape == n.shape));
         let k = match candidate {
-            Some(k) if need_before.iter().all(|&p| p < k) && allow_same.iter().all(|&p| p <= k) => k,
+            Some(k) if need_before.iter().all(|&p| p < k) && allow_same.iter().all(|&p| p <= k) => {
+                k
+            }
             _ => {
-                steps.push(Step::Kernel(Kernel { shape: n.shape.clone(), nodes: vec![], inputs: vec![], outputs: vec![] }));
+                steps.push(Step::Kernel(Kernel {
+                    shape: n.shape.clone(),
+                    nodes: vec![],
+                    inputs: vec![],
+                    outputs: vec![],
+                }));
                 steps.len() - 1
             }
         };
@@ -360,7 +437,11 @@ fn partition_with(g: &Graph, groups: Vec<RowGroup>) -> Partition {
     for (i, n) in g.nodes.iter().enumerate() {
         if is_library(&n.op) && group_of[i].is_none() {
             for &x in &n.inputs {
-                let read = if !materialised[x.index()] && views.contains_key(&x) { views[&x].root } else { x };
+                let read = if !materialised[x.index()] && views.contains_key(&x) {
+                    views[&x].root
+                } else {
+                    x
+                };
                 needed[read.index()] = true;
             }
         }
@@ -376,7 +457,13 @@ fn partition_with(g: &Graph, groups: Vec<RowGroup>) -> Partition {
                 n.inputs
                     .iter()
                     .filter(|x| const_value(g, **x).is_none())
-                    .map(|&x| if !materialised[x.index()] && views.contains_key(&x) { views[&x].root } else { x })
+                    .map(|&x| {
+                        if !materialised[x.index()] && views.contains_key(&x) {
+                            views[&x].root
+                        } else {
+                            x
+                        }
+                    })
                     .collect()
             };
             for x in reads {
@@ -400,7 +487,11 @@ fn partition_with(g: &Graph, groups: Vec<RowGroup>) -> Partition {
                 if own.contains(&x) || const_value(g, x).is_some() {
                     continue;
                 }
-                let root = if !materialised[x.index()] && views.contains_key(&x) { views[&x].root } else { x };
+                let root = if !materialised[x.index()] && views.contains_key(&x) {
+                    views[&x].root
+                } else {
+                    x
+                };
                 needed[root.index()] = true;
                 if !inputs.contains(&root) {
                     inputs.push(root);
@@ -411,14 +502,37 @@ fn partition_with(g: &Graph, groups: Vec<RowGroup>) -> Partition {
     }
     for step in steps.iter_mut() {
         match step {
-            Step::Kernel(kernel) => kernel.outputs = kernel.nodes.iter().copied().filter(|v| needed[v.index()]).collect(),
-            Step::Row(rk) => rk.outputs = rk.group.members.iter().copied().filter(|v| needed[v.index()]).collect(),
+            Step::Kernel(kernel) => {
+                kernel.outputs = kernel
+                    .nodes
+                    .iter()
+                    .copied()
+                    .filter(|v| needed[v.index()])
+                    .collect()
+            }
+            Step::Row(rk) => {
+                rk.outputs = rk
+                    .group
+                    .members
+                    .iter()
+                    .copied()
+                    .filter(|v| needed[v.index()])
+                    .collect()
+            }
             _ => {}
         }
     }
     sink_cheap_outputs(g, &mut steps, &materialised);
-    steps.retain(|s| !matches!(s, Step::Kernel(k) if k.outputs.is_empty()) && !matches!(s, Step::Row(r) if r.outputs.is_empty()));
-    Partition { steps, views, materialised, aliases }
+    steps.retain(|s| {
+        !matches!(s, Step::Kernel(k) if k.outputs.is_empty())
+            && !matches!(s, Step::Row(r) if r.outputs.is_empty())
+    });
+    Partition {
+        steps,
+        views,
+        materialised,
+        aliases,
+    }
 }
 
 /// Elementwise ops cheap enough to recompute rather than store.
@@ -426,8 +540,14 @@ fn is_cheap(op: &Op) -> bool {
     use crate::ir::{BinaryOp as B, UnaryOp as U};
     match op {
         Op::Compare(_) | Op::Select | Op::Cast(_) => true,
-        Op::Unary(u) => matches!(u, U::Neg | U::Abs | U::Relu | U::Square | U::Not | U::StopGradient),
-        Op::Binary(b) => matches!(b, B::Add | B::Sub | B::Mul | B::Max | B::Min | B::And | B::Or),
+        Op::Unary(u) => matches!(
+            u,
+            U::Neg | U::Abs | U::Relu | U::Square | U::Not | U::StopGradient
+        ),
+        Op::Binary(b) => matches!(
+            b,
+            B::Add | B::Sub | B::Mul | B::Max | B::Min | B::And | B::Or
+        ),
         _ => false,
     }
 }
@@ -440,14 +560,18 @@ fn is_cheap(op: &Op) -> bool {
 fn sink_cheap_outputs(g: &Graph, steps: &mut [Step], materialised: &[bool]) {
     let outputs: HashSet<ValueId> = g.outputs.iter().copied().collect();
     for p in 0..steps.len() {
-        let Step::Kernel(prod) = &steps[p] else { continue };
+        let Step::Kernel(prod) = &steps[p] else {
+            continue;
+        };
         let candidates: Vec<ValueId> = prod.outputs.clone();
         for o in candidates {
             let n = g.node(o);
             if outputs.contains(&o) || !is_cheap(&n.op) {
                 continue;
             }
-            let Step::Kernel(prod) = &steps[p] else { unreachable!() };
+            let Step::Kernel(prod) = &steps[p] else {
+                unreachable!()
+            };
             // Its operands must already be in buffers when consumers run.
             let operands_ready = n.inputs.iter().all(|x| {
                 const_value(g, *x).is_some()
@@ -467,16 +591,22 @@ fn sink_cheap_outputs(g: &Graph, steps: &mut [Step], materialised: &[bool]) {
                 let reads = match s {
                     Step::Kernel(k) => k.inputs.contains(&o),
                     Step::Row(r) => r.inputs.contains(&o),
-                    Step::Reduce(_) | Step::Library(_) => g.nodes.iter().enumerate().any(|(i, m)| {
-                        m.inputs.contains(&o) && matches!(s, Step::Reduce(v) | Step::Library(v) if v.index() == i)
-                    }),
+                    Step::Reduce(_) | Step::Library(_) => {
+                        g.nodes.iter().enumerate().any(|(i, m)| {
+                            m.inputs.contains(&o)
+                                && matches!(s, Step::Reduce(v) | Step::Library(v) if v.index() == i)
+                        })
+                    }
                 };
                 if !reads || q == p {
                     continue;
                 }
                 match s {
                     Step::Kernel(k) if q > p && k.shape == n.shape => {
-                        let direct = k.nodes.iter().all(|v| !g.node(*v).inputs.contains(&o) || !g.node(*v).op.is_view());
+                        let direct = k
+                            .nodes
+                            .iter()
+                            .all(|v| !g.node(*v).inputs.contains(&o) || !g.node(*v).op.is_view());
                         if direct {
                             readers.push(q);
                         } else {
@@ -490,16 +620,23 @@ fn sink_cheap_outputs(g: &Graph, steps: &mut [Step], materialised: &[bool]) {
                 continue;
             }
             for q in readers {
-                let Step::Kernel(k) = &mut steps[q] else { unreachable!() };
+                let Step::Kernel(k) = &mut steps[q] else {
+                    unreachable!()
+                };
                 k.inputs.retain(|x| *x != o);
                 for &x in &n.inputs {
-                    if const_value(g, x).is_none() && !k.inputs.contains(&x) && !k.nodes.contains(&x) {
+                    if const_value(g, x).is_none()
+                        && !k.inputs.contains(&x)
+                        && !k.nodes.contains(&x)
+                    {
                         k.inputs.push(x);
                     }
                 }
                 k.nodes.insert(0, o);
             }
-            let Step::Kernel(prod) = &mut steps[p] else { unreachable!() };
+            let Step::Kernel(prod) = &mut steps[p] else {
+                unreachable!()
+            };
             prod.outputs.retain(|x| *x != o);
             prod.nodes.retain(|x| *x != o);
         }
@@ -509,12 +646,21 @@ fn sink_cheap_outputs(g: &Graph, steps: &mut [Step], materialised: &[bool]) {
 /// Text of the step list, for `Lowered::as_text`.
 pub fn steps_text(g: &Graph, p: &Partition) -> String {
     let mut s = String::new();
-    let list = |vs: &[ValueId]| vs.iter().map(|v| format!("%{}", v.0)).collect::<Vec<_>>().join(", ");
+    let list = |vs: &[ValueId]| {
+        vs.iter()
+            .map(|v| format!("%{}", v.0))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     for (i, step) in p.steps.iter().enumerate() {
         match step {
             Step::Library(v) | Step::Reduce(v) => {
                 let n = g.node(*v);
-                let kind = if matches!(step, Step::Reduce(_)) { "reduce kernel" } else { "library" };
+                let kind = if matches!(step, Step::Reduce(_)) {
+                    "reduce kernel"
+                } else {
+                    "library"
+                };
                 writeln!(
                     s,
                     "step {i}: {kind} %{} = {}{} {} : {}",
@@ -551,7 +697,14 @@ pub fn steps_text(g: &Graph, p: &Partition) -> String {
                 }
             }
             Step::Kernel(k) => {
-                writeln!(s, "step {i}: kernel over {:?} reads ({}) writes ({})", k.shape, list(&k.inputs), list(&k.outputs)).unwrap();
+                writeln!(
+                    s,
+                    "step {i}: kernel over {:?} reads ({}) writes ({})",
+                    k.shape,
+                    list(&k.inputs),
+                    list(&k.outputs)
+                )
+                .unwrap();
                 for &v in &k.nodes {
                     let n = g.node(v);
                     writeln!(

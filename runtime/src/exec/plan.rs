@@ -58,8 +58,18 @@ pub fn step_io(g: &Graph, p: &Partition, s: &Step) -> (Vec<ValueId>, Vec<ValueId
     match s {
         Step::Kernel(k) => (k.inputs.clone(), k.outputs.clone()),
         Step::Row(r) => (r.inputs.clone(), r.outputs.clone()),
-        Step::Reduce(v) => (vec![crate::codegen::reduce_input_map(g, p, *v).root], vec![*v]),
-        Step::Library(v) => (g.node(*v).inputs.iter().map(|&x| super::partition::read_map(g, p, x).root).collect(), vec![*v]),
+        Step::Reduce(v) => (
+            vec![crate::codegen::reduce_input_map(g, p, *v).root],
+            vec![*v],
+        ),
+        Step::Library(v) => (
+            g.node(*v)
+                .inputs
+                .iter()
+                .map(|&x| super::partition::read_map(g, p, x).root)
+                .collect(),
+            vec![*v],
+        ),
     }
 }
 
@@ -109,7 +119,11 @@ pub fn plan(
             }
         }
     }
-    let last_of = |v: ValueId| last[v.index()].unwrap_or(def[v.index()].unwrap()).max(def[v.index()].unwrap());
+    let last_of = |v: ValueId| {
+        last[v.index()]
+            .unwrap_or(def[v.index()].unwrap())
+            .max(def[v.index()].unwrap())
+    };
 
     // In-place chains: union temporaries written over a dying input.
     let mut parent: HashMap<ValueId, ValueId> = HashMap::new();
@@ -152,13 +166,21 @@ pub fn plan(
         e.2 = e.2.max(align(bytes(g, t)));
     }
     let mut order: Vec<(ValueId, (usize, usize, usize))> = groups.into_iter().collect();
-    order.sort_by(|a, b| b.1 .2.cmp(&a.1 .2).then(a.1 .0.cmp(&b.1 .0)).then(a.0.cmp(&b.0)));
+    order.sort_by(|a, b| {
+        b.1 .2
+            .cmp(&a.1 .2)
+            .then(a.1 .0.cmp(&b.1 .0))
+            .then(a.0.cmp(&b.0))
+    });
     let mut placed: Vec<(usize, usize, usize, usize)> = Vec::new(); // def, last, offset, size
     let mut offset_of: HashMap<ValueId, usize> = HashMap::new();
     let mut arena_bytes = 0;
     for (root, (d, l, size)) in order {
-        let mut busy: Vec<(usize, usize)> =
-            placed.iter().filter(|b| b.0 <= l && d <= b.1).map(|b| (b.2, b.2 + b.3)).collect();
+        let mut busy: Vec<(usize, usize)> = placed
+            .iter()
+            .filter(|b| b.0 <= l && d <= b.1)
+            .map(|b| (b.2, b.2 + b.3))
+            .collect();
         busy.sort();
         // Gaps between busy ranges; pick the smallest that fits.
         let mut best: Option<(usize, usize)> = None; // (gap size, offset)
@@ -178,7 +200,13 @@ pub fn plan(
     for &t in &temps {
         let off = offset_of[&find(&parent, t)];
         place[t.index()] = Place::Arena(off);
-        intervals.push(Interval { value: t, def: def[t.index()].unwrap(), last: last_of(t), offset: off, size: align(bytes(g, t)) });
+        intervals.push(Interval {
+            value: t,
+            def: def[t.index()].unwrap(),
+            last: last_of(t),
+            offset: off,
+            size: align(bytes(g, t)),
+        });
     }
     // Lower bound: live bytes per step, chains counted once.
     let mut lower_bound_bytes = 0;
@@ -226,7 +254,14 @@ pub fn plan(
         }
     }
     let _ = Op::Reshape;
-    BufferPlan { place, arena_bytes, temps: intervals, inplace, donations, lower_bound_bytes }
+    BufferPlan {
+        place,
+        arena_bytes,
+        temps: intervals,
+        inplace,
+        donations,
+        lower_bound_bytes,
+    }
 }
 
 /// Independent check of a plan: no two temporaries that are live at the same
@@ -243,7 +278,10 @@ pub fn check(plan: &BufferPlan) -> Result<(), Error> {
     }
     for (i, a) in t.iter().enumerate() {
         if a.offset % ARENA_ALIGN != 0 || a.offset + a.size > plan.arena_bytes {
-            return Err(Error::verify(format!("buffer %{} at {}+{} outside the arena", a.value.0, a.offset, a.size)));
+            return Err(Error::verify(format!(
+                "buffer %{} at {}+{} outside the arena",
+                a.value.0, a.offset, a.size
+            )));
         }
         for b in &t[i + 1..] {
             let live_together = a.def <= b.last && b.def <= a.last;
@@ -252,7 +290,13 @@ pub fn check(plan: &BufferPlan) -> Result<(), Error> {
                 continue;
             }
             let approved = plan.inplace.iter().any(|&(x, o, s)| {
-                let (inp, out) = if a.value == x && b.value == o { (a, b) } else if b.value == x && a.value == o { (b, a) } else { return false };
+                let (inp, out) = if a.value == x && b.value == o {
+                    (a, b)
+                } else if b.value == x && a.value == o {
+                    (b, a)
+                } else {
+                    return false;
+                };
                 inp.last == s && out.def == s && inp.offset == out.offset
             });
             if !approved {
@@ -277,7 +321,12 @@ pub fn svg(plan: &BufferPlan, steps: usize) -> String {
         w + 80.0,
         h + 40.0
     );
-    s += &format!("<text x=\"4\" y=\"14\">arena {} bytes, {} temporaries, lower bound {} bytes</text>\n", plan.arena_bytes, plan.temps.len(), plan.lower_bound_bytes);
+    s += &format!(
+        "<text x=\"4\" y=\"14\">arena {} bytes, {} temporaries, lower bound {} bytes</text>\n",
+        plan.arena_bytes,
+        plan.temps.len(),
+        plan.lower_bound_bytes
+    );
     for iv in &plan.temps {
         let x = 60.0 + iv.def as f64 / steps * w;
         let bw = ((iv.last - iv.def + 1) as f64 / steps * w).max(2.0);
@@ -287,11 +336,19 @@ pub fn svg(plan: &BufferPlan, steps: usize) -> String {
             "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{bw:.1}\" height=\"{bh:.1}\" fill=\"#7aa6da\" stroke=\"#23415f\"><title>%{} {} bytes @{} steps {}..={}</title></rect>\n",
             iv.value.0, iv.size, iv.offset, iv.def, iv.last
         );
-        s += &format!("<text x=\"{:.1}\" y=\"{:.1}\">%{}</text>\n", x + 2.0, y + bh.min(12.0), iv.value.0);
+        s += &format!(
+            "<text x=\"{:.1}\" y=\"{:.1}\">%{}</text>\n",
+            x + 2.0,
+            y + bh.min(12.0),
+            iv.value.0
+        );
     }
     for k in 0..=steps as usize {
         let x = 60.0 + k as f64 / steps * w;
-        s += &format!("<line x1=\"{x:.1}\" y1=\"20\" x2=\"{x:.1}\" y2=\"{}\" stroke=\"#ccc\"/>\n", h + 20.0);
+        s += &format!(
+            "<line x1=\"{x:.1}\" y1=\"20\" x2=\"{x:.1}\" y2=\"{}\" stroke=\"#ccc\"/>\n",
+            h + 20.0
+        );
     }
     s += "</svg>\n";
     s

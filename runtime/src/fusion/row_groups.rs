@@ -31,7 +31,10 @@ impl RowGroup {
 
     /// Whether a shape is per-row (`O` or `O ++ [1; |I|]`).
     pub fn is_row_shape(&self, s: &[usize]) -> bool {
-        s == self.o.as_slice() || (s.len() == self.o.len() + self.i.len() && s[..self.o.len()] == self.o[..] && s[self.o.len()..].iter().all(|&d| d == 1))
+        s == self.o.as_slice()
+            || (s.len() == self.o.len() + self.i.len()
+                && s[..self.o.len()] == self.o[..]
+                && s[self.o.len()..].iter().all(|&d| d == 1))
     }
 
     pub fn is_element_shape(&self, s: &[usize]) -> bool {
@@ -42,7 +45,9 @@ impl RowGroup {
 /// `(O, I)` of a reduction over trailing axes, if it is one.
 fn trailing_reduction(g: &Graph, v: ValueId) -> Option<(Vec<usize>, Vec<usize>)> {
     let n = g.node(v);
-    let Op::Reduce(_, axes) = &n.op else { return None };
+    let Op::Reduce(_, axes) = &n.op else {
+        return None;
+    };
     let s = &g.node(n.inputs[0]).shape;
     let k = axes.len();
     if k == 0 || (0..k).any(|j| axes[j] != s.len() - k + j) {
@@ -108,8 +113,14 @@ pub fn find_row_groups(g: &Graph, excluded: &HashSet<ValueId>) -> Vec<RowGroup> 
         if claimed.contains(&seed) || excluded.contains(&seed) {
             continue;
         }
-        let Some((o, ii)) = trailing_reduction(g, seed) else { continue };
-        let mut grp = RowGroup { o, i: ii, members: vec![] };
+        let Some((o, ii)) = trailing_reduction(g, seed) else {
+            continue;
+        };
+        let mut grp = RowGroup {
+            o,
+            i: ii,
+            members: vec![],
+        };
         let mut members: HashSet<ValueId> = HashSet::new();
         members.insert(seed);
         let mut queue = VecDeque::from([seed]);
@@ -118,7 +129,12 @@ pub fn find_row_groups(g: &Graph, excluded: &HashSet<ValueId>) -> Vec<RowGroup> 
             // Inputs, users, and (sibling fusion) the other users of this
             // member's external inputs: mean and variance of the same x share
             // one pass.
-            let mut neighbours = n.inputs.iter().chain(&users[v.index()]).copied().collect::<Vec<_>>();
+            let mut neighbours = n
+                .inputs
+                .iter()
+                .chain(&users[v.index()])
+                .copied()
+                .collect::<Vec<_>>();
             for x in &n.inputs {
                 if !members.contains(x) {
                     neighbours.extend(users[x.index()].iter().copied());
@@ -138,7 +154,11 @@ pub fn find_row_groups(g: &Graph, excluded: &HashSet<ValueId>) -> Vec<RowGroup> 
         loop {
             let more: Vec<ValueId> = (0..g.nodes.len())
                 .map(|i| ValueId(i as u32))
-                .filter(|&w| !members.contains(&w) && !claimed.contains(&w) && qualifies(g, &grp, w, &members))
+                .filter(|&w| {
+                    !members.contains(&w)
+                        && !claimed.contains(&w)
+                        && qualifies(g, &grp, w, &members)
+                })
                 .filter(|&w| g.node(w).inputs.iter().any(|x| members.contains(x)))
                 .collect();
             if more.is_empty() {

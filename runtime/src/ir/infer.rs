@@ -11,11 +11,18 @@ pub type Ty<'a> = (&'a [usize], DType);
 /// it is ill-typed. `declared` is the node's own type, which some ops (reshape,
 /// iota, slice lengths) take as given and only check.
 pub fn infer(op: &Op, ins: &[Ty], declared: Ty) -> Result<(Vec<usize>, DType), String> {
-    let arity = |n: usize| if ins.len() == n { Ok(()) } else { Err(format!("expects {n} operands, has {}", ins.len())) };
+    let arity = |n: usize| {
+        if ins.len() == n {
+            Ok(())
+        } else {
+            Err(format!("expects {n} operands, has {}", ins.len()))
+        }
+    };
     match op {
         Op::Reshape => {
             arity(1)?;
-            let (n_in, n_out): (usize, usize) = (ins[0].0.iter().product(), declared.0.iter().product());
+            let (n_in, n_out): (usize, usize) =
+                (ins[0].0.iter().product(), declared.0.iter().product());
             if n_in != n_out {
                 return Err(format!("reshape of {n_in} elements to {n_out}"));
             }
@@ -25,7 +32,11 @@ pub fn infer(op: &Op, ins: &[Ty], declared: Ty) -> Result<(Vec<usize>, DType), S
             arity(1)?;
             let s = ins[0].0;
             let mut seen = vec![false; s.len()];
-            if perm.len() != s.len() || perm.iter().any(|&p| p >= s.len() || std::mem::replace(&mut seen[p], true)) {
+            if perm.len() != s.len()
+                || perm
+                    .iter()
+                    .any(|&p| p >= s.len() || std::mem::replace(&mut seen[p], true))
+            {
                 return Err(format!("{perm:?} is not a permutation of {} axes", s.len()));
             }
             Ok((perm.iter().map(|&p| s[p]).collect(), ins[0].1))
@@ -34,7 +45,10 @@ pub fn infer(op: &Op, ins: &[Ty], declared: Ty) -> Result<(Vec<usize>, DType), S
             arity(1)?;
             let s = ins[0].0;
             if sl.len() != s.len() || declared.0.len() != s.len() {
-                return Err(format!("slice needs one start:step per axis ({} axes)", s.len()));
+                return Err(format!(
+                    "slice needs one start:step per axis ({} axes)",
+                    s.len()
+                ));
             }
             for (d, (&(start, step), &len)) in sl.iter().zip(declared.0).enumerate() {
                 if step == 0 {
@@ -43,7 +57,10 @@ pub fn infer(op: &Op, ins: &[Ty], declared: Ty) -> Result<(Vec<usize>, DType), S
                 if len > 0 {
                     let last = start + (len as i64 - 1) * step;
                     if start < 0 || start >= s[d] as i64 || last < 0 || last >= s[d] as i64 {
-                        return Err(format!("axis {d}: {len} elements from {start} by {step} leave 0..{}", s[d]));
+                        return Err(format!(
+                            "axis {d}: {len} elements from {start} by {step} leave 0..{}",
+                            s[d]
+                        ));
                     }
                 }
             }
@@ -60,8 +77,14 @@ pub fn infer(op: &Op, ins: &[Ty], declared: Ty) -> Result<(Vec<usize>, DType), S
             let mut out = s0.to_vec();
             out[*axis] = 0;
             for (s, d) in ins {
-                if *d != d0 || s.len() != s0.len() || (0..s.len()).any(|i| i != *axis && s[i] != s0[i]) {
-                    return Err(format!("operands {:?} {d} and {:?} {d0} differ off axis {axis}", s, s0));
+                if *d != d0
+                    || s.len() != s0.len()
+                    || (0..s.len()).any(|i| i != *axis && s[i] != s0[i])
+                {
+                    return Err(format!(
+                        "operands {:?} {d} and {:?} {d0} differ off axis {axis}",
+                        s, s0
+                    ));
                 }
                 out[*axis] += s[*axis];
             }
@@ -71,20 +94,35 @@ pub fn infer(op: &Op, ins: &[Ty], declared: Ty) -> Result<(Vec<usize>, DType), S
             arity(1)?;
             let s = ins[0].0;
             if p.len() != s.len() {
-                return Err(format!("pad needs before:after per axis ({} axes)", s.len()));
+                return Err(format!(
+                    "pad needs before:after per axis ({} axes)",
+                    s.len()
+                ));
             }
-            Ok((s.iter().zip(p).map(|(d, (a, b))| d + a + b).collect(), ins[0].1))
+            Ok((
+                s.iter().zip(p).map(|(d, (a, b))| d + a + b).collect(),
+                ins[0].1,
+            ))
         }
         Op::Reduce(_, axes) => {
             arity(1)?;
             let s = ins[0].0;
             if axes.windows(2).any(|w| w[0] >= w[1]) || axes.iter().any(|&a| a >= s.len()) {
-                return Err(format!("axes {axes:?} must be sorted, distinct and below rank {}", s.len()));
+                return Err(format!(
+                    "axes {axes:?} must be sorted, distinct and below rank {}",
+                    s.len()
+                ));
             }
             if ins[0].1 == DType::Bool {
                 return Err("reductions take numeric tensors".into());
             }
-            Ok(((0..s.len()).filter(|a| !axes.contains(a)).map(|a| s[a]).collect(), ins[0].1))
+            Ok((
+                (0..s.len())
+                    .filter(|a| !axes.contains(a))
+                    .map(|a| s[a])
+                    .collect(),
+                ins[0].1,
+            ))
         }
         Op::ArgMax(axis) | Op::ArgMin(axis) => {
             arity(1)?;
@@ -95,7 +133,10 @@ pub fn infer(op: &Op, ins: &[Ty], declared: Ty) -> Result<(Vec<usize>, DType), S
             if ins[0].1 == DType::Bool {
                 return Err("argmax/argmin take numeric tensors".into());
             }
-            Ok(((0..s.len()).filter(|a| a != axis).map(|a| s[a]).collect(), DType::I64))
+            Ok((
+                (0..s.len()).filter(|a| a != axis).map(|a| s[a]).collect(),
+                DType::I64,
+            ))
         }
         Op::Take(axis) => {
             arity(2)?;
@@ -114,7 +155,11 @@ pub fn infer(op: &Op, ins: &[Ty], declared: Ty) -> Result<(Vec<usize>, DType), S
         Op::Iota(axis) => {
             arity(0)?;
             if *axis >= declared.0.len() || declared.1 == DType::Bool {
-                return Err(format!("iota axis {axis} of a {} tensor of rank {}", declared.1, declared.0.len()));
+                return Err(format!(
+                    "iota axis {axis} of a {} tensor of rank {}",
+                    declared.1,
+                    declared.0.len()
+                ));
             }
             Ok((declared.0.to_vec(), declared.1))
         }
@@ -122,7 +167,9 @@ pub fn infer(op: &Op, ins: &[Ty], declared: Ty) -> Result<(Vec<usize>, DType), S
             arity(2)?;
             let ((a, da), (b, db)) = (ins[0], ins[1]);
             if da != db || !da.is_float() {
-                return Err(format!("matmul takes two f32 or two f64 operands, not {da} and {db}"));
+                return Err(format!(
+                    "matmul takes two f32 or two f64 operands, not {da} and {db}"
+                ));
             }
             if a.len() < 2 || b.len() < 2 {
                 return Err("matmul operands have rank >= 2 in the IR".into());
@@ -133,7 +180,13 @@ pub fn infer(op: &Op, ins: &[Ty], declared: Ty) -> Result<(Vec<usize>, DType), S
                 return Err(format!("contracting dimensions differ: {k} and {k2}"));
             }
             let mut out = crate::shape::broadcast(&a[..a.len() - 2], &b[..b.len() - 2])
-                .ok_or_else(|| format!("batch dimensions {:?} and {:?} do not broadcast", &a[..a.len() - 2], &b[..b.len() - 2]))?;
+                .ok_or_else(|| {
+                    format!(
+                        "batch dimensions {:?} and {:?} do not broadcast",
+                        &a[..a.len() - 2],
+                        &b[..b.len() - 2]
+                    )
+                })?;
             out.extend([m, n]);
             Ok((out, da))
         }
@@ -142,7 +195,10 @@ pub fn infer(op: &Op, ins: &[Ty], declared: Ty) -> Result<(Vec<usize>, DType), S
             // The input must be what slicing the declared shape gives.
             let back = infer(&Op::Slice(sl.clone()), &[declared], (ins[0].0, ins[0].1))?;
             if back.0 != ins[0].0 || declared.1 != ins[0].1 {
-                return Err(format!("slicing {:?} by {sl:?} does not give {:?}", declared.0, ins[0].0));
+                return Err(format!(
+                    "slicing {:?} by {sl:?} does not give {:?}",
+                    declared.0, ins[0].0
+                ));
             }
             Ok((declared.0.to_vec(), ins[0].1))
         }
@@ -164,7 +220,9 @@ pub fn infer(op: &Op, ins: &[Ty], declared: Ty) -> Result<(Vec<usize>, DType), S
             want.extend_from_slice(idx);
             want.extend_from_slice(&out[axis + 1..]);
             if want != v || declared.1 != d {
-                return Err(format!("values {v:?} do not match taking {idx:?} from {out:?} along axis {axis}"));
+                return Err(format!(
+                    "values {v:?} do not match taking {idx:?} from {out:?} along axis {axis}"
+                ));
             }
             Ok((out.to_vec(), d))
         }

@@ -50,6 +50,10 @@ pub struct Graph {
     pub checkpoints: Vec<CheckpointRegion>,
     /// Names given to values by `checkpoint_name` (for checkpoint policies).
     pub names: Vec<(ValueId, String)>,
+    /// Node ranges `(forward start, backward start, end)` of each gradient
+    /// taken while tracing: what the backward reads from before its start is
+    /// a saved residual (`Lowered::saved_residuals`).
+    pub grad_ranges: Vec<(usize, usize, usize)>,
 }
 
 /// What a checkpoint region may keep from the forward pass.

@@ -176,7 +176,9 @@ impl UnaryOp {
     /// Which operand dtypes the op accepts.
     pub fn accepts(self, d: DType) -> bool {
         match self {
-            UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Relu | UnaryOp::Square => d.is_float() || d.is_int(),
+            UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Relu | UnaryOp::Square => {
+                d.is_float() || d.is_int()
+            }
             UnaryOp::Not => d == DType::Bool,
             UnaryOp::StopGradient => true,
             _ => d.is_float(),
@@ -223,7 +225,14 @@ impl BinaryOp {
 }
 
 impl CmpOp {
-    pub const ALL: [CmpOp; 6] = [CmpOp::Lt, CmpOp::Le, CmpOp::Gt, CmpOp::Ge, CmpOp::Eq, CmpOp::Ne];
+    pub const ALL: [CmpOp; 6] = [
+        CmpOp::Lt,
+        CmpOp::Le,
+        CmpOp::Gt,
+        CmpOp::Ge,
+        CmpOp::Eq,
+        CmpOp::Ne,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -273,11 +282,17 @@ impl Op {
 
     /// Ops that only move elements (an index map over their input).
     pub fn is_view(&self) -> bool {
-        matches!(self, Op::Broadcast | Op::Reshape | Op::Transpose(_) | Op::Slice(_))
+        matches!(
+            self,
+            Op::Broadcast | Op::Reshape | Op::Transpose(_) | Op::Slice(_)
+        )
     }
 
     /// Ops computed element by element (fusible into one loop).
     pub fn is_elementwise(&self) -> bool {
-        matches!(self, Op::Unary(_) | Op::Binary(_) | Op::Compare(_) | Op::Select | Op::Cast(_))
+        matches!(
+            self,
+            Op::Unary(_) | Op::Binary(_) | Op::Compare(_) | Op::Select | Op::Cast(_)
+        )
     }
 }

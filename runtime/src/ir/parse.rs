@@ -25,19 +25,25 @@ pub fn parse(text: &str) -> Result<Graph, Error> {
             returned = true;
             continue;
         }
-        let (lhs, rhs) = line
-            .split_once('=')
-            .ok_or_else(|| Error::parse(line_no, format!("expected `%name = op ... : type`, found `{line}`")))?;
+        let (lhs, rhs) = line.split_once('=').ok_or_else(|| {
+            Error::parse(
+                line_no,
+                format!("expected `%name = op ... : type`, found `{line}`"),
+            )
+        })?;
         let name = lhs.trim();
         if !name.starts_with('%') || name.len() < 2 {
-            return Err(Error::parse(line_no, format!("value names start with `%`, found `{name}`")));
+            return Err(Error::parse(
+                line_no,
+                format!("value names start with `%`, found `{name}`"),
+            ));
         }
         if names.contains_key(name) {
             return Err(Error::parse(line_no, format!("`{name}` is defined twice")));
         }
-        let (body, ty) = rhs
-            .rsplit_once(':')
-            .ok_or_else(|| Error::parse(line_no, "missing `: dtype[shape]` at the end of the line"))?;
+        let (body, ty) = rhs.rsplit_once(':').ok_or_else(|| {
+            Error::parse(line_no, "missing `: dtype[shape]` at the end of the line")
+        })?;
         let (dtype, shape) = parse_type(ty.trim(), line_no)?;
         let mut words = body.trim().splitn(2, ' ');
         let opword = words.next().unwrap_or("");
@@ -52,15 +58,27 @@ pub fn parse(text: &str) -> Result<Graph, Error> {
             None => (opword, None),
         };
         let attr = |what: &str| -> Result<&str, Error> {
-            attrs.ok_or_else(|| Error::parse(line_no, format!("`{opname}` needs {what} in brackets, e.g. `{opname}[0]`")))
+            attrs.ok_or_else(|| {
+                Error::parse(
+                    line_no,
+                    format!("`{opname}` needs {what} in brackets, e.g. `{opname}[0]`"),
+                )
+            })
         };
         let (op, operand_text) = match opname {
             "param" | "captured" => {
                 let (k, rest) = split_first_word(args);
-                let k: usize = k
-                    .parse()
-                    .map_err(|_| Error::parse(line_no, format!("`{opname}` needs an index, found `{k}`")))?;
-                (if opname == "param" { Op::Param(k) } else { Op::Captured(k) }, rest)
+                let k: usize = k.parse().map_err(|_| {
+                    Error::parse(line_no, format!("`{opname}` needs an index, found `{k}`"))
+                })?;
+                (
+                    if opname == "param" {
+                        Op::Param(k)
+                    } else {
+                        Op::Captured(k)
+                    },
+                    rest,
+                )
             }
             "const" => {
                 let (lit, rest) = split_first_word(args);
@@ -70,7 +88,10 @@ pub fn parse(text: &str) -> Result<Graph, Error> {
             "reshape" => (Op::Reshape, args),
             "matmul" => (Op::Matmul, args),
             "barrier" => (Op::Barrier, args),
-            "transpose" => (Op::Transpose(usizes(attr("a permutation")?, line_no)?), args),
+            "transpose" => (
+                Op::Transpose(usizes(attr("a permutation")?, line_no)?),
+                args,
+            ),
             "concat" => (Op::Concat(one(attr("an axis")?, line_no)?), args),
             "argmax" => (Op::ArgMax(one(attr("an axis")?, line_no)?), args),
             "argmin" => (Op::ArgMin(one(attr("an axis")?, line_no)?), args),
@@ -112,10 +133,20 @@ pub fn parse(text: &str) -> Result<Graph, Error> {
             }
         };
         let mut inputs = Vec::new();
-        for operand in operand_text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        for operand in operand_text
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
             inputs.push(lookup(&names, operand, line_no)?);
         }
-        let id = g.push(Node { op, inputs, shape, dtype, loc: None });
+        let id = g.push(Node {
+            op,
+            inputs,
+            shape,
+            dtype,
+            loc: None,
+        });
         names.insert(name.to_string(), id);
     }
     if !returned {
@@ -132,14 +163,23 @@ fn split_first_word(s: &str) -> (&str, &str) {
 }
 
 fn lookup(names: &HashMap<String, ValueId>, name: &str, line: usize) -> Result<ValueId, Error> {
-    names.get(name).copied().ok_or_else(|| Error::parse(line, format!("`{name}` is used before it is defined")))
+    names
+        .get(name)
+        .copied()
+        .ok_or_else(|| Error::parse(line, format!("`{name}` is used before it is defined")))
 }
 
 fn parse_type(s: &str, line: usize) -> Result<(DType, Vec<usize>), Error> {
-    let bad = || Error::parse(line, format!("expected a type like `f32[4,8]`, found `{s}`"));
+    let bad = || {
+        Error::parse(
+            line,
+            format!("expected a type like `f32[4,8]`, found `{s}`"),
+        )
+    };
     let (d, rest) = s.split_once('[').ok_or_else(bad)?;
     let dims = rest.strip_suffix(']').ok_or_else(bad)?;
-    let dtype = DType::from_name(d.trim()).ok_or_else(|| Error::parse(line, format!("unknown dtype `{d}`")))?;
+    let dtype = DType::from_name(d.trim())
+        .ok_or_else(|| Error::parse(line, format!("unknown dtype `{d}`")))?;
     let shape = dims
         .split(',')
         .map(str::trim)
@@ -161,19 +201,26 @@ fn parse_literal(s: &str, line: usize) -> Result<Literal, Error> {
             return Ok(Literal::Int(v));
         }
     }
-    s.parse::<f64>().map(Literal::Float).map_err(|_| Error::parse(line, format!("bad literal `{s}`")))
+    s.parse::<f64>()
+        .map(Literal::Float)
+        .map_err(|_| Error::parse(line, format!("bad literal `{s}`")))
 }
 
 fn usizes(s: &str, line: usize) -> Result<Vec<usize>, Error> {
     s.split(',')
         .map(str::trim)
         .filter(|x| !x.is_empty())
-        .map(|x| x.parse::<usize>().map_err(|_| Error::parse(line, format!("expected an index, found `{x}`"))))
+        .map(|x| {
+            x.parse::<usize>()
+                .map_err(|_| Error::parse(line, format!("expected an index, found `{x}`")))
+        })
         .collect()
 }
 
 fn one(s: &str, line: usize) -> Result<usize, Error> {
-    s.trim().parse::<usize>().map_err(|_| Error::parse(line, format!("expected an axis, found `{s}`")))
+    s.trim()
+        .parse::<usize>()
+        .map_err(|_| Error::parse(line, format!("expected an axis, found `{s}`")))
 }
 
 fn pairs<T: std::str::FromStr>(s: &str, line: usize) -> Result<Vec<(T, T)>, Error> {
@@ -183,7 +230,10 @@ fn pairs<T: std::str::FromStr>(s: &str, line: usize) -> Result<Vec<(T, T)>, Erro
         .map(|x| {
             let bad = || Error::parse(line, format!("expected `a:b`, found `{x}`"));
             let (a, b) = x.split_once(':').ok_or_else(bad)?;
-            Ok((a.trim().parse::<T>().map_err(|_| bad())?, b.trim().parse::<T>().map_err(|_| bad())?))
+            Ok((
+                a.trim().parse::<T>().map_err(|_| bad())?,
+                b.trim().parse::<T>().map_err(|_| bad())?,
+            ))
         })
         .collect()
 }

@@ -45,7 +45,10 @@ pub fn literal_text(l: Literal) -> String {
 }
 
 fn list<T: std::fmt::Display>(xs: &[T]) -> String {
-    xs.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(",")
+    xs.iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// The bracketed attributes written right after an op's name
@@ -54,9 +57,26 @@ pub fn attr_text(op: &Op) -> String {
     match op {
         Op::Transpose(p) => format!("[{}]", list(p)),
         Op::Reduce(_, axes) => format!("[{}]", list(axes)),
-        Op::Slice(sl) | Op::SliceScatter(sl) => format!("[{}]", sl.iter().map(|(a, b)| format!("{a}:{b}")).collect::<Vec<_>>().join(",")),
-        Op::Pad(p, _) => format!("[{}]", p.iter().map(|(a, b)| format!("{a}:{b}")).collect::<Vec<_>>().join(",")),
-        Op::Concat(a) | Op::ArgMax(a) | Op::ArgMin(a) | Op::Take(a) | Op::Iota(a) | Op::ScatterAdd(a) => format!("[{a}]"),
+        Op::Slice(sl) | Op::SliceScatter(sl) => format!(
+            "[{}]",
+            sl.iter()
+                .map(|(a, b)| format!("{a}:{b}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        Op::Pad(p, _) => format!(
+            "[{}]",
+            p.iter()
+                .map(|(a, b)| format!("{a}:{b}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        Op::Concat(a)
+        | Op::ArgMax(a)
+        | Op::ArgMin(a)
+        | Op::Take(a)
+        | Op::Iota(a)
+        | Op::ScatterAdd(a) => format!("[{a}]"),
         _ => String::new(),
     }
 }

@@ -27,11 +27,16 @@ pub fn verify(g: &Graph) -> Result<(), Error> {
                 | Op::Compare(_)
                 | Op::Select
         ) {
-            let tys: Vec<(&[usize], DType)> = ins.iter().map(|x| (x.shape.as_slice(), x.dtype)).collect();
+            let tys: Vec<(&[usize], DType)> =
+                ins.iter().map(|x| (x.shape.as_slice(), x.dtype)).collect();
             match super::infer::infer(&n.op, &tys, (&n.shape, n.dtype)) {
                 Ok((shape, dtype)) if shape == n.shape && dtype == n.dtype => {}
                 Ok((shape, dtype)) => {
-                    return fail(format!("result should be {}, is declared {}", type_str(dtype, &shape), type_str(n.dtype, &n.shape)))
+                    return fail(format!(
+                        "result should be {}, is declared {}",
+                        type_str(dtype, &shape),
+                        type_str(n.dtype, &n.shape)
+                    ))
                 }
                 Err(e) => return fail(e),
             }
@@ -66,7 +71,9 @@ pub fn verify(g: &Graph) -> Result<(), Error> {
         match &n.op {
             Op::Param(k) => {
                 if *k != params_seen {
-                    return fail(format!("parameters must be numbered in order: expected {params_seen}"));
+                    return fail(format!(
+                        "parameters must be numbered in order: expected {params_seen}"
+                    ));
                 }
                 params_seen += 1;
             }
@@ -78,17 +85,29 @@ pub fn verify(g: &Graph) -> Result<(), Error> {
             }
             Op::Binary(b) => {
                 if ins[0].dtype != ins[1].dtype || n.dtype != ins[0].dtype || !b.accepts(n.dtype) {
-                    return fail(format!("bad dtypes {}, {} -> {}", ins[0].dtype, ins[1].dtype, n.dtype));
+                    return fail(format!(
+                        "bad dtypes {}, {} -> {}",
+                        ins[0].dtype, ins[1].dtype, n.dtype
+                    ));
                 }
                 let _: BinaryOp = *b;
             }
             Op::Compare(c) => {
-                if ins[0].dtype != ins[1].dtype || n.dtype != DType::Bool || !c.accepts(ins[0].dtype) {
-                    return fail(format!("bad dtypes {}, {} -> {}", ins[0].dtype, ins[1].dtype, n.dtype));
+                if ins[0].dtype != ins[1].dtype
+                    || n.dtype != DType::Bool
+                    || !c.accepts(ins[0].dtype)
+                {
+                    return fail(format!(
+                        "bad dtypes {}, {} -> {}",
+                        ins[0].dtype, ins[1].dtype, n.dtype
+                    ));
                 }
             }
             Op::Select => {
-                if ins[0].dtype != DType::Bool || ins[1].dtype != ins[2].dtype || n.dtype != ins[1].dtype {
+                if ins[0].dtype != DType::Bool
+                    || ins[1].dtype != ins[2].dtype
+                    || n.dtype != ins[1].dtype
+                {
                     return fail(format!(
                         "bad dtypes {}, {}, {} -> {}",
                         ins[0].dtype, ins[1].dtype, ins[2].dtype, n.dtype

@@ -142,7 +142,8 @@ impl<'a> CallArgs<'a> {
     }
 
     pub fn borrowed(&mut self, t: &'a Tensor) {
-        self.tensors.push((ArgKind::Borrowed, ArgTensor::Borrowed(t)));
+        self.tensors
+            .push((ArgKind::Borrowed, ArgTensor::Borrowed(t)));
     }
 
     pub fn owned(&mut self, t: Tensor) {
@@ -150,11 +151,17 @@ impl<'a> CallArgs<'a> {
     }
 
     pub fn scalar_f32(&mut self, v: f32) {
-        self.tensors.push((ArgKind::Scalar, ArgTensor::Owned(Tensor::scalar(v).into_weak())));
+        self.tensors.push((
+            ArgKind::Scalar,
+            ArgTensor::Owned(Tensor::scalar(v).into_weak()),
+        ));
     }
 
     pub fn scalar_f64(&mut self, v: f64) {
-        self.tensors.push((ArgKind::Scalar, ArgTensor::Owned(Tensor::scalar(v).into_weak())));
+        self.tensors.push((
+            ArgKind::Scalar,
+            ArgTensor::Owned(Tensor::scalar(v).into_weak()),
+        ));
     }
 
     pub fn static_arg<T: StaticArg + Clone>(&mut self, v: &T) {
@@ -164,7 +171,10 @@ impl<'a> CallArgs<'a> {
     /// The tensors as the traced body receives them (in the eager or inlined
     /// path they are the concrete arguments themselves).
     pub(crate) fn tensor_list(&self) -> Vec<Tensor> {
-        self.tensors.iter().map(|(_, t)| t.tensor().clone()).collect()
+        self.tensors
+            .iter()
+            .map(|(_, t)| t.tensor().clone())
+            .collect()
     }
 
     pub(crate) fn signature(&self) -> Result<Signature, Error> {
@@ -176,8 +186,15 @@ impl<'a> CallArgs<'a> {
                     "argument {i} is a traced tensor from a finished trace; pass concrete tensors"
                 )));
             }
-            args.push(ArgSig { kind: *kind, dtype: t.dtype(), shape: t.shape().to_vec() });
+            args.push(ArgSig {
+                kind: *kind,
+                dtype: t.dtype(),
+                shape: t.shape().to_vec(),
+            });
         }
-        Ok(Signature { args, statics: self.statics.clone() })
+        Ok(Signature {
+            args,
+            statics: self.statics.clone(),
+        })
     }
 }

@@ -90,30 +90,48 @@ impl FnCache {
     }
 
     /// The cached program for `sig`, compiled from `traced` on a miss.
-    pub(crate) fn compile_traced(&'static self, sig: &Signature, traced: &trace::Traced) -> Result<Arc<Executable>, Error> {
+    pub(crate) fn compile_traced(
+        &'static self,
+        sig: &Signature,
+        traced: &trace::Traced,
+    ) -> Result<Arc<Executable>, Error> {
         self.cached(sig, &mut || Ok(traced.clone()))
     }
 
-    fn get_or_compile(&'static self, sig: &Signature, body: Body<'_>) -> Result<Arc<Executable>, Error> {
+    fn get_or_compile(
+        &'static self,
+        sig: &Signature,
+        body: Body<'_>,
+    ) -> Result<Arc<Executable>, Error> {
         self.cached(sig, &mut || trace_body(sig, body))
     }
 
-    fn cached(&'static self, sig: &Signature, trace: &mut dyn FnMut() -> Result<trace::Traced, Error>) -> Result<Arc<Executable>, Error> {
+    fn cached(
+        &'static self,
+        sig: &Signature,
+        trace: &mut dyn FnMut() -> Result<trace::Traced, Error>,
+    ) -> Result<Arc<Executable>, Error> {
         self.register();
         let entry = {
             let mut map = self.map.lock().unwrap();
-            map.get_or_insert_with(HashMap::new).entry(sig.clone()).or_default().clone()
+            map.get_or_insert_with(HashMap::new)
+                .entry(sig.clone())
+                .or_default()
+                .clone()
         };
         let mut compiled_here = false;
         let result = entry.get_or_init(|| {
             compiled_here = true;
             let start = Instant::now();
             let dump = std::env::var_os("JITFUSE_DUMP");
-            let r = trace().and_then(|t| Executable::compile(t, sig, dump.is_some())).map(Arc::new);
+            let r = trace()
+                .and_then(|t| Executable::compile(t, sig, dump.is_some()))
+                .map(Arc::new);
             if let (Some(dir), Ok(exe)) = (dump, &r) {
                 super::dump::write(std::path::Path::new(&dir), self.name, sig, exe);
             }
-            self.compile_nanos.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            self.compile_nanos
+                .fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
             r
         });
         if compiled_here {
@@ -148,7 +166,15 @@ impl FnCache {
 }
 
 fn trace_body(sig: &Signature, body: Body<'_>) -> Result<trace::Traced, Error> {
-    let specs: Vec<ParamSpec> = sig.args.iter().map(|a| ParamSpec { shape: a.shape.clone(), dtype: a.dtype, weak: a.kind == super::ArgKind::Scalar }).collect();
+    let specs: Vec<ParamSpec> = sig
+        .args
+        .iter()
+        .map(|a| ParamSpec {
+            shape: a.shape.clone(),
+            dtype: a.dtype,
+            weak: a.kind == super::ArgKind::Scalar,
+        })
+        .collect();
     trace::trace(&specs, |ts| body(ts))
 }
 
@@ -183,13 +209,27 @@ mod tests {
         // A call in flight holds its executable: simulate by holding the Arc.
         let held = {
             let map = CACHE.map.lock().unwrap();
-            map.as_ref().unwrap().values().next().unwrap().get().unwrap().clone().unwrap()
+            map.as_ref()
+                .unwrap()
+                .values()
+                .next()
+                .unwrap()
+                .get()
+                .unwrap()
+                .clone()
+                .unwrap()
         };
         CACHE.clear();
         assert_eq!(CACHE.stats().entries, 0);
-        assert!(crate::codegen::is_code_live(ids[0]), "still held by a running call");
+        assert!(
+            crate::codegen::is_code_live(ids[0]),
+            "still held by a running call"
+        );
         drop(held);
-        assert!(!crate::codegen::is_code_live(ids[0]), "freed when the last holder is done");
+        assert!(
+            !crate::codegen::is_code_live(ids[0]),
+            "freed when the last holder is done"
+        );
         call();
         let s = CACHE.stats();
         assert_eq!((s.hits, s.misses, s.entries), (1, 2, 1));

@@ -12,7 +12,10 @@ static SEQ: AtomicUsize = AtomicUsize::new(0);
 pub fn write(dir: &Path, name: &str, sig: &Signature, exe: &Executable) {
     let n = SEQ.fetch_add(1, Ordering::Relaxed);
     let files = [
-        ("traced.ir", format!("// {name} {sig}\n{}", exe.traced_text())),
+        (
+            "traced.ir",
+            format!("// {name} {sig}\n{}", exe.traced_text()),
+        ),
         ("simplified.ir", exe.optimized_text()),
         ("kernels.txt", exe.kernels_text()),
         ("clif", exe.clif_text()),

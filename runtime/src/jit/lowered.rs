@@ -17,7 +17,11 @@ pub struct Lowered {
 
 impl Lowered {
     pub(crate) fn new(cache: &'static FnCache, signature: Signature, traced: Traced) -> Lowered {
-        Lowered { cache, signature, traced }
+        Lowered {
+            cache,
+            signature,
+            traced,
+        }
     }
 
     /// The compiled program: the same one (from the function's cache) that a
@@ -49,6 +53,14 @@ impl Lowered {
     /// The traced graph in the IR text form (parseable by `ir::parse`).
     pub fn graph_text(&self) -> String {
         self.traced.graph.to_text()
+    }
+
+    /// What the backward passes of gradients taken in this function keep
+    /// from their forward passes (before fusion and rematerialisation:
+    /// checkpointed values appear as the region inputs they are recomputed
+    /// from), with shapes, bytes and the backward ops that read them.
+    pub fn saved_residuals(&self) -> Vec<crate::autodiff::Residual> {
+        crate::autodiff::saved_residuals(&self.traced.graph)
     }
 
     /// Shorthand for `compile()?.memory_analysis()`.

@@ -7,12 +7,12 @@ mod dump;
 mod lowered;
 mod outputs;
 
+#[allow(unused_imports)]
+pub(crate) use args::ArgTensor;
 pub use args::{assert_static_arg, ArgKind, ArgSig, CallArgs, Signature, StaticArg};
 pub use cache::{clear_caches, Body, CacheStats, FnCache};
 pub use lowered::{Compiled, Lowered};
 pub use outputs::{FromOutputs, IntoOutputs};
-#[allow(unused_imports)]
-pub(crate) use args::ArgTensor;
 
 /// The plain call of a jitted function panics with the error `try_call` gives.
 #[track_caller]

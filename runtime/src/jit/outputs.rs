@@ -30,7 +30,9 @@ impl FromOutputs for Tensor {
 
 fn check(got: usize, want: usize) -> Result<(), Error> {
     if got != want {
-        return Err(Error::argument(format!("program returned {got} outputs, the function {want}")));
+        return Err(Error::argument(format!(
+            "program returned {got} outputs, the function {want}"
+        )));
     }
     Ok(())
 }

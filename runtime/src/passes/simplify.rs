@@ -27,7 +27,13 @@ pub fn simplify(g: &Graph) -> Graph {
             continue;
         }
         let inputs: Vec<ValueId> = n.inputs.iter().map(|x| map[x.index()]).collect();
-        let node = Node { op: n.op.clone(), inputs, shape: n.shape.clone(), dtype: n.dtype, loc: n.loc };
+        let node = Node {
+            op: n.op.clone(),
+            inputs,
+            shape: n.shape.clone(),
+            dtype: n.dtype,
+            loc: n.loc,
+        };
         let v = match rewrite(&out, &node) {
             Some(existing) => existing,
             None => {
@@ -93,7 +99,15 @@ fn key(n: &Node) -> String {
         Op::Param(k) | Op::Captured(k) => k.to_string(),
         _ => String::new(),
     };
-    format!("{}{} {} {:?} {:?} {:?}", n.op.name(), crate::ir::attr_text(&n.op), lit, n.inputs, n.shape, n.dtype)
+    format!(
+        "{}{} {} {:?} {:?} {:?}",
+        n.op.name(),
+        crate::ir::attr_text(&n.op),
+        lit,
+        n.inputs,
+        n.shape,
+        n.dtype
+    )
 }
 
 fn const_of(g: &Graph, v: ValueId) -> Option<Literal> {
@@ -106,7 +120,9 @@ fn const_of(g: &Graph, v: ValueId) -> Option<Literal> {
 fn is_const(g: &Graph, v: ValueId, want: f64) -> bool {
     const_of(g, v).is_some_and(|l| {
         let d = g.node(v).dtype;
-        d != DType::Bool && l.as_f64(d) == want && (want != 0.0 || l.as_f64(d).is_sign_negative() == want.is_sign_negative())
+        d != DType::Bool
+            && l.as_f64(d) == want
+            && (want != 0.0 || l.as_f64(d).is_sign_negative() == want.is_sign_negative())
     })
 }
 
@@ -119,15 +135,28 @@ fn rewrite(g: &Graph, n: &Node) -> Option<ValueId> {
         Op::Binary(BinaryOp::Mul) if is_const(g, ins[0], 1.0) => Some(ins[1]),
         Op::Binary(BinaryOp::Div) if is_const(g, ins[1], 1.0) => Some(ins[0]),
         Op::Binary(BinaryOp::Sub) if is_const(g, ins[1], 0.0) => Some(ins[0]),
-        Op::Binary(BinaryOp::Add) if is_const(g, ins[1], -0.0) || (int && is_const(g, ins[1], 0.0)) => Some(ins[0]),
-        Op::Binary(BinaryOp::Add) if is_const(g, ins[0], -0.0) || (int && is_const(g, ins[0], 0.0)) => Some(ins[1]),
-        Op::Unary(UnaryOp::Neg) if g.node(ins[0]).op == Op::Unary(UnaryOp::Neg) => Some(g.node(ins[0]).inputs[0]),
+        Op::Binary(BinaryOp::Add)
+            if is_const(g, ins[1], -0.0) || (int && is_const(g, ins[1], 0.0)) =>
+        {
+            Some(ins[0])
+        }
+        Op::Binary(BinaryOp::Add)
+            if is_const(g, ins[0], -0.0) || (int && is_const(g, ins[0], 0.0)) =>
+        {
+            Some(ins[1])
+        }
+        Op::Unary(UnaryOp::Neg) if g.node(ins[0]).op == Op::Unary(UnaryOp::Neg) => {
+            Some(g.node(ins[0]).inputs[0])
+        }
         Op::Select if ins[1] == ins[2] => Some(ins[1]),
         // Its only meaning is to autodiff, which runs before this pass.
         Op::Unary(UnaryOp::StopGradient) => Some(ins[0]),
         Op::Broadcast | Op::Reshape if g.node(ins[0]).shape == n.shape => Some(ins[0]),
         Op::Transpose(p) if p.iter().enumerate().all(|(i, &x)| i == x) => Some(ins[0]),
-        Op::Slice(sl) if sl.iter().all(|&(start, step)| start == 0 && step == 1) && g.node(ins[0]).shape == n.shape => {
+        Op::Slice(sl)
+            if sl.iter().all(|&(start, step)| start == 0 && step == 1)
+                && g.node(ins[0]).shape == n.shape =>
+        {
             Some(ins[0])
         }
         _ => None,
@@ -149,12 +178,28 @@ fn fold_constant(g: &Graph, mut n: Node) -> Node {
     let Some(lits) = lits else { return n };
     // Evaluate on one element with the interpreter (the same semantics as
     // every other evaluation).
-    let ins: Vec<Tensor> =
-        n.inputs.iter().zip(&lits).map(|(&x, &l)| interp::filled(l, &[], g.node(x).dtype)).collect();
+    let ins: Vec<Tensor> = n
+        .inputs
+        .iter()
+        .zip(&lits)
+        .map(|(&x, &l)| interp::filled(l, &[], g.node(x).dtype))
+        .collect();
     let refs: Vec<&Tensor> = ins.iter().collect();
-    let op = if n.op.is_elementwise() { n.op.clone() } else { return Node { op: Op::Const(lits[0]), inputs: vec![], ..n } };
+    let op = if n.op.is_elementwise() {
+        n.op.clone()
+    } else {
+        return Node {
+            op: Op::Const(lits[0]),
+            inputs: vec![],
+            ..n
+        };
+    };
     match interp::eval_op(&op, &refs, &[], n.dtype) {
-        Ok(t) => Node { op: Op::Const(interp::read_literal(&t, 0)), inputs: vec![], ..n },
+        Ok(t) => Node {
+            op: Op::Const(interp::read_literal(&t, 0)),
+            inputs: vec![],
+            ..n
+        },
         Err(_) => n,
     }
 }

@@ -9,7 +9,9 @@ use super::ops::{binary, IntoOperand};
 use super::Tensor;
 use crate::ir::{BinaryOp, UnaryOp};
 use crate::Scalar;
-use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Not, Rem, RemAssign, Sub, SubAssign};
+use std::ops::{
+    Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Not, Rem, RemAssign, Sub, SubAssign,
+};
 use std::panic::Location;
 
 macro_rules! binary_operator {

@@ -39,8 +39,16 @@ impl Tensor {
                 .at(loc),
             ),
         };
-        let a2 = if a.ndim() == 1 { a.expand_dims(0) } else { a.clone() };
-        let b2 = if b.ndim() == 1 { b.expand_dims(1) } else { b.clone() };
+        let a2 = if a.ndim() == 1 {
+            a.expand_dims(0)
+        } else {
+            a.clone()
+        };
+        let b2 = if b.ndim() == 1 {
+            b.expand_dims(1)
+        } else {
+            b.clone()
+        };
         let (ra, rb) = (a2.ndim(), b2.ndim());
         let k = a2.shape[ra - 1];
         let batch = shape::broadcast(&a2.shape[..ra - 2], &b2.shape[..rb - 2]);
@@ -52,14 +60,24 @@ impl Tensor {
                     type_str(b.dtype, &b.shape),
                     k,
                     b2.shape[rb - 2],
-                    if batch.is_none() { "(and batch dimensions do not broadcast)" } else { "differ" }
+                    if batch.is_none() {
+                        "(and batch dimensions do not broadcast)"
+                    } else {
+                        "differ"
+                    }
                 ))
                 .at(loc),
             );
         }
         let mut out = batch.unwrap();
         out.extend([a2.shape[ra - 2], b2.shape[rb - 1]]);
-        let r = apply(Op::Matmul, &[&a2.cast(dtype), &b2.cast(dtype)], out.clone(), dtype, loc);
+        let r = apply(
+            Op::Matmul,
+            &[&a2.cast(dtype), &b2.cast(dtype)],
+            out.clone(),
+            dtype,
+            loc,
+        );
         let mut fin: Vec<isize> = out.iter().map(|&d| d as isize).collect();
         let n = fin.len();
         if b.ndim() == 1 {
@@ -103,7 +121,8 @@ impl Tensor {
     /// GELU, tanh approximation.
     #[track_caller]
     pub fn gelu(&self) -> Tensor {
-        0.5 * self * (1.0 + (0.797_884_560_802_865_4 * (self + 0.044_715 * self * self * self)).tanh())
+        0.5 * self
+            * (1.0 + (0.797_884_560_802_865_4 * (self + 0.044_715 * self * self * self)).tanh())
     }
 
     /// GELU, exact form with `erf`.

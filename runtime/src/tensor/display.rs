@@ -45,7 +45,10 @@ fn shown_indices(shape: &[usize], summarise: bool) -> Vec<usize> {
         } else {
             (0..n).collect()
         };
-        idx = idx.iter().flat_map(|&base| keep.iter().map(move |&k| base + k * strides[d])).collect();
+        idx = idx
+            .iter()
+            .flat_map(|&base| keep.iter().map(move |&k| base + k * strides[d]))
+            .collect();
     }
     idx
 }
@@ -53,7 +56,11 @@ fn shown_indices(shape: &[usize], summarise: bool) -> Vec<usize> {
 fn formatter<'t>(t: &'t Tensor, shown: &[usize]) -> Box<dyn Fn(usize) -> String + 't> {
     match t.dtype {
         DType::Bool => {
-            let w = if shown.iter().any(|&i| t.get_f64(i) == 0.0) { 5 } else { 4 };
+            let w = if shown.iter().any(|&i| t.get_f64(i) == 0.0) {
+                5
+            } else {
+                4
+            };
             Box::new(move |i| format!("{:>w$}", if t.get_f64(i) != 0.0 { "True" } else { "False" }))
         }
         DType::I32 | DType::I64 => {
@@ -65,17 +72,30 @@ fn formatter<'t>(t: &'t Tensor, shown: &[usize]) -> Box<dyn Fn(usize) -> String 
             Box::new(move |i| format!("{:>w$}", lit(i)))
         }
         DType::F32 | DType::F64 => {
-            let vals: Vec<f64> = shown.iter().map(|&i| t.get_f64(i)).filter(|v| v.is_finite()).collect();
+            let vals: Vec<f64> = shown
+                .iter()
+                .map(|&i| t.get_f64(i))
+                .filter(|v| v.is_finite())
+                .collect();
             let max = vals.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-            let min_nz = vals.iter().filter(|v| **v != 0.0).fold(f64::INFINITY, |m, v| m.min(v.abs()));
-            let sci = max >= 1e16 || (min_nz < 1e-4 && min_nz.is_finite()) || (max / min_nz > 1e3 && min_nz < 1e-4);
+            let min_nz = vals
+                .iter()
+                .filter(|v| **v != 0.0)
+                .fold(f64::INFINITY, |m, v| m.min(v.abs()));
+            let sci = max >= 1e16
+                || (min_nz < 1e-4 && min_nz.is_finite())
+                || (max / min_nz > 1e3 && min_nz < 1e-4);
             let ints = vals.iter().all(|v| v.fract() == 0.0);
             let digits = if t.dtype == DType::F32 { 8 } else { 8 };
             let one = move |v: f64| -> String {
                 if v.is_nan() {
                     "nan".into()
                 } else if v.is_infinite() {
-                    if v > 0.0 { "inf".into() } else { "-inf".into() }
+                    if v > 0.0 {
+                        "inf".into()
+                    } else {
+                        "-inf".into()
+                    }
                 } else if sci {
                     let s = format!("{v:.digits$e}");
                     let (m, e) = s.split_once('e').unwrap();
@@ -92,8 +112,16 @@ fn formatter<'t>(t: &'t Tensor, shown: &[usize]) -> Box<dyn Fn(usize) -> String 
             // NumPy pads the fractional part so decimal points line up.
             let texts: Vec<String> = shown.iter().map(|&i| one(t.get_f64(i))).collect();
             let frac = |s: &str| s.split_once('.').map(|(_, f)| f.len()).unwrap_or(0);
-            let int_w = texts.iter().map(|s| s.split_once('.').map(|(a, _)| a.len()).unwrap_or(s.len())).max().unwrap_or(0);
-            let frac_w = if sci { 0 } else { texts.iter().map(|s| frac(s)).max().unwrap_or(0) };
+            let int_w = texts
+                .iter()
+                .map(|s| s.split_once('.').map(|(a, _)| a.len()).unwrap_or(s.len()))
+                .max()
+                .unwrap_or(0);
+            let frac_w = if sci {
+                0
+            } else {
+                texts.iter().map(|s| frac(s)).max().unwrap_or(0)
+            };
             Box::new(move |i| {
                 let s = one(t.get_f64(i));
                 if sci {
@@ -104,14 +132,25 @@ fn formatter<'t>(t: &'t Tensor, shown: &[usize]) -> Box<dyn Fn(usize) -> String 
                     Some((a, b)) => (a.to_string(), format!(".{b}")),
                     None => (s.clone(), String::new()),
                 };
-                let fp = if fp.is_empty() && frac_w > 0 { " ".repeat(frac_w + 1) } else { fp };
+                let fp = if fp.is_empty() && frac_w > 0 {
+                    " ".repeat(frac_w + 1)
+                } else {
+                    fp
+                };
                 format!("{ip:>int_w$}{fp:<w$}", w = frac_w + 1)
             })
         }
     }
 }
 
-fn write_axis(t: &Tensor, dim: usize, base: usize, summarise: bool, fe: &dyn Fn(usize) -> String, out: &mut String) {
+fn write_axis(
+    t: &Tensor,
+    dim: usize,
+    base: usize,
+    summarise: bool,
+    fe: &dyn Fn(usize) -> String,
+    out: &mut String,
+) {
     let shape = &t.shape;
     if dim == shape.len() {
         out.push_str(&fe(base));
@@ -121,9 +160,21 @@ fn write_axis(t: &Tensor, dim: usize, base: usize, summarise: bool, fe: &dyn Fn(
     let stride: usize = shape[dim + 1..].iter().product();
     out.push('[');
     let last = dim + 1 == shape.len();
-    let sep = if last { " ".to_string() } else { format!("{}{}", "\n".repeat(shape.len() - dim - 1), " ".repeat(dim + 1)) };
+    let sep = if last {
+        " ".to_string()
+    } else {
+        format!(
+            "{}{}",
+            "\n".repeat(shape.len() - dim - 1),
+            " ".repeat(dim + 1)
+        )
+    };
     let items: Vec<Option<usize>> = if summarise && n > 2 * EDGE {
-        (0..EDGE).map(Some).chain([None]).chain((n - EDGE..n).map(Some)).collect()
+        (0..EDGE)
+            .map(Some)
+            .chain([None])
+            .chain((n - EDGE..n).map(Some))
+            .collect()
     } else {
         (0..n).map(Some).collect()
     };

@@ -6,11 +6,11 @@
 //! through the reference interpreter.
 
 mod arith;
+pub mod composite;
 mod display;
 pub mod ops;
-pub mod shape_ops;
 pub mod reduce;
-pub mod composite;
+pub mod shape_ops;
 
 use crate::ir::ValueId;
 use crate::storage::Buffer;
@@ -35,12 +35,22 @@ pub(crate) enum Data {
 
 impl Tensor {
     pub(crate) fn traced(trace: u64, id: ValueId, shape: Vec<usize>, dtype: DType) -> Tensor {
-        Tensor { shape, dtype, data: Data::Traced { trace, id }, weak: false }
+        Tensor {
+            shape,
+            dtype,
+            data: Data::Traced { trace, id },
+            weak: false,
+        }
     }
 
     pub(crate) fn from_buffer(buf: Arc<Buffer>, shape: Vec<usize>, dtype: DType) -> Tensor {
         debug_assert_eq!(buf.len_bytes(), shape::numel(&shape) * dtype.size());
-        Tensor { shape, dtype, data: Data::Concrete(buf), weak: false }
+        Tensor {
+            shape,
+            dtype,
+            data: Data::Concrete(buf),
+            weak: false,
+        }
     }
 
     /// A tensor of `shape` holding `data` in row-major order.
@@ -60,8 +70,14 @@ impl Tensor {
             )));
         }
         // SAFETY: Element types are plain data (bool is one byte 0/1).
-        let bytes = unsafe { std::slice::from_raw_parts(data.as_ptr() as *const u8, std::mem::size_of_val(data)) };
-        Ok(Tensor::from_buffer(Arc::new(Buffer::from_bytes(bytes)), shape.to_vec(), T::DTYPE))
+        let bytes = unsafe {
+            std::slice::from_raw_parts(data.as_ptr() as *const u8, std::mem::size_of_val(data))
+        };
+        Ok(Tensor::from_buffer(
+            Arc::new(Buffer::from_bytes(bytes)),
+            shape.to_vec(),
+            T::DTYPE,
+        ))
     }
 
     /// A 1-D tensor from a slice (`[n]`).
@@ -75,7 +91,11 @@ impl Tensor {
     }
 
     pub fn zeros(shape: &[usize], dtype: DType) -> Tensor {
-        Tensor::from_buffer(Arc::new(Buffer::zeroed(shape::numel(shape) * dtype.size())), shape.to_vec(), dtype)
+        Tensor::from_buffer(
+            Arc::new(Buffer::zeroed(shape::numel(shape) * dtype.size())),
+            shape.to_vec(),
+            dtype,
+        )
     }
 
     pub fn ones(shape: &[usize], dtype: DType) -> Tensor {
@@ -97,7 +117,9 @@ impl Tensor {
     /// `start, start+step, ...` up to (excluding) `end`, as NumPy's `arange`.
     pub fn arange_step(start: f64, end: f64, step: f64, dtype: DType) -> Result<Tensor, Error> {
         if step == 0.0 || !step.is_finite() || !start.is_finite() || !end.is_finite() {
-            return Err(Error::argument(format!("arange: bad range {start}..{end} step {step}")));
+            return Err(Error::argument(format!(
+                "arange: bad range {start}..{end} step {step}"
+            )));
         }
         let n = ((end - start) / step).ceil().max(0.0) as usize;
         let mut t = Tensor::zeros(&[n], dtype);
@@ -106,7 +128,9 @@ impl Tensor {
     }
 
     fn fill_with(&mut self, f: impl Fn(usize) -> Literal) {
-        let Data::Concrete(buf) = &mut self.data else { unreachable!() };
+        let Data::Concrete(buf) = &mut self.data else {
+            unreachable!()
+        };
         let buf = Arc::get_mut(buf).expect("fresh buffer");
         for i in 0..shape::numel(&self.shape) {
             crate::interp::write_literal(buf, self.dtype, i, f(i));
@@ -223,8 +247,12 @@ impl Tensor {
             .at(std::panic::Location::caller()));
         }
         if T::DTYPE != self.dtype {
-            return Err(Error::dtype(format!("item::<{}>() on a tensor of dtype {}", T::DTYPE, self.dtype))
-                .at(std::panic::Location::caller()));
+            return Err(Error::dtype(format!(
+                "item::<{}>() on a tensor of dtype {}",
+                T::DTYPE,
+                self.dtype
+            ))
+            .at(std::panic::Location::caller()));
         }
         Ok(buf.typed::<T>()[0])
     }
@@ -234,4 +262,3 @@ impl Tensor {
         crate::interp::read_f64(self, i)
     }
 }
-

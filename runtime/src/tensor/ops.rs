@@ -43,7 +43,13 @@ impl<'a, S: Scalar> IntoOperand<'a> for S {
 
 /// Record or evaluate one op whose operands already have the right shapes
 /// and dtypes.
-pub(crate) fn apply(op: Op, inputs: &[&Tensor], shape: Vec<usize>, dtype: DType, loc: SourceLoc) -> Tensor {
+pub(crate) fn apply(
+    op: Op,
+    inputs: &[&Tensor],
+    shape: Vec<usize>,
+    dtype: DType,
+    loc: SourceLoc,
+) -> Tensor {
     if inputs.iter().any(|t| t.is_traced()) {
         if trace::current_trace().is_none() {
             fail(
@@ -127,16 +133,31 @@ fn common_dtype(name: &str, ops: &[&Operand], loc: SourceLoc) -> DType {
             seen.push(type_str(t.dtype, &t.shape));
         }
     }
-    let weak_tensors: Vec<DType> =
-        ops.iter().filter_map(|o| if let Operand::Tensor(t) = o { t.weak.then_some(t.dtype) } else { None }).collect();
+    let weak_tensors: Vec<DType> = ops
+        .iter()
+        .filter_map(|o| {
+            if let Operand::Tensor(t) = o {
+                t.weak.then_some(t.dtype)
+            } else {
+                None
+            }
+        })
+        .collect();
     let mut d = match strong {
         Some(d) => d,
         // Only weak tensors: their common dtype.
-        None if !weak_tensors.is_empty() => {
-            weak_tensors.iter().skip(1).fold(weak_tensors[0], |a, &b| DType::promote(a, b).unwrap_or(a))
-        }
+        None if !weak_tensors.is_empty() => weak_tensors
+            .iter()
+            .skip(1)
+            .fold(weak_tensors[0], |a, &b| DType::promote(a, b).unwrap_or(a)),
         // Only scalars: the default dtype of their kind.
-        None => match ops.iter().find_map(|o| if let Operand::Scalar(l) = o { Some(*l) } else { None }) {
+        None => match ops.iter().find_map(|o| {
+            if let Operand::Scalar(l) = o {
+                Some(*l)
+            } else {
+                None
+            }
+        }) {
             Some(Literal::Float(_)) => DType::F32,
             Some(Literal::Int(_)) => DType::I32,
             _ => DType::Bool,
@@ -144,7 +165,11 @@ fn common_dtype(name: &str, ops: &[&Operand], loc: SourceLoc) -> DType {
     };
     // Weak tensors adapt like scalars of their kind.
     for &w in &weak_tensors {
-        let as_lit = if w.is_float() { Literal::Float(0.0) } else { Literal::Int(0) };
+        let as_lit = if w.is_float() {
+            Literal::Float(0.0)
+        } else {
+            Literal::Int(0)
+        };
         if let Some(x) = as_lit.weak_dtype(d) {
             d = x;
         }
@@ -185,7 +210,11 @@ fn common_shape(name: &str, ops: &[&Operand], loc: SourceLoc) -> Vec<usize> {
                     Error::shape(format!(
                         "`{name}`: shapes do not broadcast: {} ({}) with {} ({})",
                         first_desc,
-                        if ops.len() == 3 { "a and b so far" } else { labels[0] },
+                        if ops.len() == 3 {
+                            "a and b so far"
+                        } else {
+                            labels[0]
+                        },
                         type_str(t.dtype, &t.shape),
                         labels[i.min(2)]
                     ))
@@ -210,7 +239,11 @@ pub(crate) fn binary(op: BinaryOp, name: &str, a: Operand, b: Operand, loc: Sour
                 "`{name}` does not accept {dtype} operands (lhs {}, rhs {}){}",
                 operand_desc(&a),
                 operand_desc(&b),
-                if dtype.is_int() { "; cast to a float dtype first" } else { "" }
+                if dtype.is_int() {
+                    "; cast to a float dtype first"
+                } else {
+                    ""
+                }
             ))
             .at(loc),
         );
@@ -233,7 +266,11 @@ pub(crate) fn binary(op: BinaryOp, name: &str, a: Operand, b: Operand, loc: Sour
 fn compare(op: CmpOp, a: Operand, b: Operand, loc: SourceLoc) -> Tensor {
     let name = op.name();
     let dtype = match (&a, &b) {
-        (Operand::Tensor(x), Operand::Tensor(y)) if x.dtype == DType::Bool && y.dtype == DType::Bool => DType::Bool,
+        (Operand::Tensor(x), Operand::Tensor(y))
+            if x.dtype == DType::Bool && y.dtype == DType::Bool =>
+        {
+            DType::Bool
+        }
         _ => common_dtype(name, &[&a, &b], loc),
     };
     if !op.accepts(dtype) {
@@ -254,10 +291,18 @@ fn compare(op: CmpOp, a: Operand, b: Operand, loc: SourceLoc) -> Tensor {
 
 pub(crate) fn unary(t: &Tensor, op: UnaryOp, loc: SourceLoc) -> Tensor {
     if !op.accepts(t.dtype) {
-        let hint = if t.dtype.is_int() { ": cast it to a float dtype first (`.cast(DType::F32)`)" } else { "" };
+        let hint = if t.dtype.is_int() {
+            ": cast it to a float dtype first (`.cast(DType::F32)`)"
+        } else {
+            ""
+        };
         fail(
-            Error::dtype(format!("`{}` does not accept a {} tensor{hint}", op.name(), type_str(t.dtype, &t.shape)))
-                .at(loc),
+            Error::dtype(format!(
+                "`{}` does not accept a {} tensor{hint}",
+                op.name(),
+                type_str(t.dtype, &t.shape)
+            ))
+            .at(loc),
         );
     }
     let r = apply(Op::Unary(op), &[t], t.shape.clone(), t.dtype, loc);
@@ -271,7 +316,11 @@ pub(crate) fn unary(t: &Tensor, op: UnaryOp, loc: SourceLoc) -> Tensor {
 /// `select(cond, a, b)`: elements of `a` where `cond` is true, else of `b`
 /// (NumPy's `where`). `cond` must be `bool`; all three broadcast.
 #[track_caller]
-pub fn select<'a, 'b, 'c>(cond: impl IntoOperand<'a>, a: impl IntoOperand<'b>, b: impl IntoOperand<'c>) -> Tensor {
+pub fn select<'a, 'b, 'c>(
+    cond: impl IntoOperand<'a>,
+    a: impl IntoOperand<'b>,
+    b: impl IntoOperand<'c>,
+) -> Tensor {
     let loc = Location::caller();
     let cond = cond.into_operand();
     let (a, b) = (a.into_operand(), b.into_operand());
@@ -350,36 +399,70 @@ impl Tensor {
     /// `x^p` elementwise (float tensors), with `p` a scalar or a tensor.
     #[track_caller]
     pub fn powf<'a>(&self, p: impl IntoOperand<'a>) -> Tensor {
-        binary(BinaryOp::Pow, "powf", self.into_operand(), p.into_operand(), Location::caller())
+        binary(
+            BinaryOp::Pow,
+            "powf",
+            self.into_operand(),
+            p.into_operand(),
+            Location::caller(),
+        )
     }
 
     /// Elementwise maximum (operands broadcast).
     #[track_caller]
     pub fn maximum<'a>(&self, other: impl IntoOperand<'a>) -> Tensor {
-        binary(BinaryOp::Max, "maximum", self.into_operand(), other.into_operand(), Location::caller())
+        binary(
+            BinaryOp::Max,
+            "maximum",
+            self.into_operand(),
+            other.into_operand(),
+            Location::caller(),
+        )
     }
 
     /// Elementwise minimum (operands broadcast).
     #[track_caller]
     pub fn minimum<'a>(&self, other: impl IntoOperand<'a>) -> Tensor {
-        binary(BinaryOp::Min, "minimum", self.into_operand(), other.into_operand(), Location::caller())
+        binary(
+            BinaryOp::Min,
+            "minimum",
+            self.into_operand(),
+            other.into_operand(),
+            Location::caller(),
+        )
     }
 
     /// Logical and of bool tensors.
     #[track_caller]
     pub fn logical_and<'a>(&self, other: impl IntoOperand<'a>) -> Tensor {
-        binary(BinaryOp::And, "logical_and", self.into_operand(), other.into_operand(), Location::caller())
+        binary(
+            BinaryOp::And,
+            "logical_and",
+            self.into_operand(),
+            other.into_operand(),
+            Location::caller(),
+        )
     }
 
     /// Logical or of bool tensors.
     #[track_caller]
     pub fn logical_or<'a>(&self, other: impl IntoOperand<'a>) -> Tensor {
-        binary(BinaryOp::Or, "logical_or", self.into_operand(), other.into_operand(), Location::caller())
+        binary(
+            BinaryOp::Or,
+            "logical_or",
+            self.into_operand(),
+            other.into_operand(),
+            Location::caller(),
+        )
     }
 
     /// `select(cond, a, b)` as an associated function (NumPy's `where`).
     #[track_caller]
-    pub fn select<'a, 'b, 'c>(cond: impl IntoOperand<'a>, a: impl IntoOperand<'b>, b: impl IntoOperand<'c>) -> Tensor {
+    pub fn select<'a, 'b, 'c>(
+        cond: impl IntoOperand<'a>,
+        a: impl IntoOperand<'b>,
+        b: impl IntoOperand<'c>,
+    ) -> Tensor {
         select(cond, a, b)
     }
 
@@ -390,7 +473,13 @@ impl Tensor {
         if dtype == self.dtype {
             return self.clone();
         }
-        apply(Op::Cast(dtype), &[self], self.shape.clone(), dtype, Location::caller())
+        apply(
+            Op::Cast(dtype),
+            &[self],
+            self.shape.clone(),
+            dtype,
+            Location::caller(),
+        )
     }
 
     /// Broadcast to `shape` by NumPy's rules.
@@ -416,6 +505,10 @@ impl Tensor {
 
 /// `where(cond, a, b)`, NumPy's name for [`select`].
 #[track_caller]
-pub fn where_<'a, 'b, 'c>(cond: impl IntoOperand<'a>, a: impl IntoOperand<'b>, b: impl IntoOperand<'c>) -> Tensor {
+pub fn where_<'a, 'b, 'c>(
+    cond: impl IntoOperand<'a>,
+    a: impl IntoOperand<'b>,
+    b: impl IntoOperand<'c>,
+) -> Tensor {
     select(cond, a, b)
 }

@@ -53,14 +53,22 @@ impl Axes for Vec<isize> {
 
 /// Sorted, distinct, normalised axes.
 fn norm_axes(op: &str, t: &Tensor, axes: &dyn Axes, loc: SourceLoc) -> Vec<usize> {
-    let mut v: Vec<usize> = axes.axes().into_iter().map(|a| norm_axis(op, t, a, t.ndim(), loc)).collect();
+    let mut v: Vec<usize> = axes
+        .axes()
+        .into_iter()
+        .map(|a| norm_axis(op, t, a, t.ndim(), loc))
+        .collect();
     v.sort();
     let n = v.len();
     v.dedup();
     if v.len() != n {
         fail(
-            Error::shape(format!("`{op}`: an axis is listed twice in {:?} for {}", axes.axes(), type_str(t.dtype, &t.shape)))
-                .at(loc),
+            Error::shape(format!(
+                "`{op}`: an axis is listed twice in {:?} for {}",
+                axes.axes(),
+                type_str(t.dtype, &t.shape)
+            ))
+            .at(loc),
         );
     }
     v
@@ -77,8 +85,15 @@ fn reduce_at(t: &Tensor, op: ReduceOp, axes: &[usize], keepdims: bool, loc: Sour
             .at(loc),
         );
     }
-    let out: Vec<usize> = (0..t.ndim()).filter(|a| !axes.contains(a)).map(|a| t.shape[a]).collect();
-    let r = if axes.is_empty() { t.clone() } else { apply(Op::Reduce(op, axes.to_vec()), &[t], out, t.dtype, loc) };
+    let out: Vec<usize> = (0..t.ndim())
+        .filter(|a| !axes.contains(a))
+        .map(|a| t.shape[a])
+        .collect();
+    let r = if axes.is_empty() {
+        t.clone()
+    } else {
+        apply(Op::Reduce(op, axes.to_vec()), &[t], out, t.dtype, loc)
+    };
     if keepdims {
         keep(t, &r, axes)
     } else {
@@ -88,7 +103,15 @@ fn reduce_at(t: &Tensor, op: ReduceOp, axes: &[usize], keepdims: bool, loc: Sour
 
 /// Reinsert reduced axes with size 1.
 fn keep(t: &Tensor, r: &Tensor, axes: &[usize]) -> Tensor {
-    let s: Vec<isize> = (0..t.ndim()).map(|a| if axes.contains(&a) { 1 } else { t.shape[a] as isize }).collect();
+    let s: Vec<isize> = (0..t.ndim())
+        .map(|a| {
+            if axes.contains(&a) {
+                1
+            } else {
+                t.shape[a] as isize
+            }
+        })
+        .collect();
     r.reshape(&s)
 }
 
@@ -99,8 +122,11 @@ fn count(t: &Tensor, axes: &[usize]) -> usize {
 fn float_only(op: &str, t: &Tensor, loc: SourceLoc) {
     if !t.dtype.is_float() {
         fail(
-            Error::dtype(format!("`{op}` needs a float tensor, found {}: cast it first", type_str(t.dtype, &t.shape)))
-                .at(loc),
+            Error::dtype(format!(
+                "`{op}` needs a float tensor, found {}: cast it first",
+                type_str(t.dtype, &t.shape)
+            ))
+            .at(loc),
         );
     }
 }
@@ -204,7 +230,10 @@ fn logsumexp_at(t: &Tensor, axes: &[usize], keepdims: bool, loc: SourceLoc) -> T
     if keepdims {
         s
     } else {
-        let kept: Vec<isize> = (0..t.ndim()).filter(|a| !axes.contains(a)).map(|a| t.shape[a] as isize).collect();
+        let kept: Vec<isize> = (0..t.ndim())
+            .filter(|a| !axes.contains(a))
+            .map(|a| t.shape[a] as isize)
+            .collect();
         s.reshape(&kept)
     }
 }
@@ -235,6 +264,15 @@ fn arg_at(t: &Tensor, axis: isize, max: bool, loc: SourceLoc) -> Tensor {
             .at(loc),
         );
     }
-    let out: Vec<usize> = (0..t.ndim()).filter(|&d| d != a).map(|d| t.shape[d]).collect();
-    apply(if max { Op::ArgMax(a) } else { Op::ArgMin(a) }, &[t], out, DType::I64, loc)
+    let out: Vec<usize> = (0..t.ndim())
+        .filter(|&d| d != a)
+        .map(|d| t.shape[d])
+        .collect();
+    apply(
+        if max { Op::ArgMax(a) } else { Op::ArgMin(a) },
+        &[t],
+        out,
+        DType::I64,
+        loc,
+    )
 }

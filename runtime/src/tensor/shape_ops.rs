@@ -15,10 +15,17 @@ use std::panic::Location;
 pub(crate) fn norm_axis(op: &str, t: &Tensor, axis: isize, rank: usize, loc: SourceLoc) -> usize {
     let a = if axis < 0 { axis + rank as isize } else { axis };
     if a < 0 || a >= rank as isize {
-        let valid = if rank == 0 { "it has no axes".to_string() } else { format!("valid axes: {}..={}", -(rank as isize), rank - 1) };
+        let valid = if rank == 0 {
+            "it has no axes".to_string()
+        } else {
+            format!("valid axes: {}..={}", -(rank as isize), rank - 1)
+        };
         fail(
-            Error::shape(format!("`{op}`: axis {axis} is out of range for {} ({valid})", type_str(t.dtype, &t.shape)))
-                .at(loc),
+            Error::shape(format!(
+                "`{op}`: axis {axis} is out of range for {} ({valid})",
+                type_str(t.dtype, &t.shape)
+            ))
+            .at(loc),
         );
     }
     a as usize
@@ -27,7 +34,10 @@ pub(crate) fn norm_axis(op: &str, t: &Tensor, axis: isize, rank: usize, loc: Sou
 /// Normalised axes of `t`, each listed at most once (as NumPy, an axis
 /// named twice, e.g. `[0, -2]` of a matrix, is an error, not a no-op).
 pub(crate) fn distinct_axes(op: &str, t: &Tensor, axes: &[isize], loc: SourceLoc) -> Vec<usize> {
-    let v: Vec<usize> = axes.iter().map(|&a| norm_axis(op, t, a, t.ndim(), loc)).collect();
+    let v: Vec<usize> = axes
+        .iter()
+        .map(|&a| norm_axis(op, t, a, t.ndim(), loc))
+        .collect();
     for (i, a) in v.iter().enumerate() {
         if v[..i].contains(a) {
             fail(
@@ -51,16 +61,32 @@ pub struct Slice {
 }
 
 impl Slice {
-    pub fn new(start: impl Into<Option<isize>>, end: impl Into<Option<isize>>, step: isize) -> Slice {
-        Slice { start: start.into(), end: end.into(), step }
+    pub fn new(
+        start: impl Into<Option<isize>>,
+        end: impl Into<Option<isize>>,
+        step: isize,
+    ) -> Slice {
+        Slice {
+            start: start.into(),
+            end: end.into(),
+            step,
+        }
     }
     /// The whole axis.
     pub fn full() -> Slice {
-        Slice { start: None, end: None, step: 1 }
+        Slice {
+            start: None,
+            end: None,
+            step: 1,
+        }
     }
     /// The whole axis, backwards.
     pub fn rev() -> Slice {
-        Slice { start: None, end: None, step: -1 }
+        Slice {
+            start: None,
+            end: None,
+            step: -1,
+        }
     }
     /// `(first index, length)` on an axis of `n`, by Python's rules.
     fn resolve(self, n: usize) -> (i64, usize) {
@@ -72,11 +98,21 @@ impl Slice {
             v.clamp(lo, hi)
         };
         let (start, end) = if step > 0 {
-            (self.start.map_or(0, |s| norm(s, 0, n)), self.end.map_or(n, |e| norm(e, 0, n)))
+            (
+                self.start.map_or(0, |s| norm(s, 0, n)),
+                self.end.map_or(n, |e| norm(e, 0, n)),
+            )
         } else {
-            (self.start.map_or(n - 1, |s| norm(s, -1, n - 1)), self.end.map_or(-1, |e| norm(e, -1, n - 1)))
+            (
+                self.start.map_or(n - 1, |s| norm(s, -1, n - 1)),
+                self.end.map_or(-1, |e| norm(e, -1, n - 1)),
+            )
         };
-        let len = if step > 0 { (end - start + step - 1) / step } else { (start - end + (-step) - 1) / (-step) };
+        let len = if step > 0 {
+            (end - start + step - 1) / step
+        } else {
+            (start - end + (-step) - 1) / (-step)
+        };
         (start, len.max(0) as usize)
     }
 }
@@ -109,17 +145,29 @@ impl Tensor {
         let loc = Location::caller();
         let n = self.len();
         let bad = |why: String| -> ! {
-            fail(Error::shape(format!("`reshape` of {} to {shape:?}: {why}", type_str(self.dtype, &self.shape))).at(loc))
+            fail(
+                Error::shape(format!(
+                    "`reshape` of {} to {shape:?}: {why}",
+                    type_str(self.dtype, &self.shape)
+                ))
+                .at(loc),
+            )
         };
         let unknown: Vec<usize> = (0..shape.len()).filter(|&i| shape[i] == -1).collect();
         if unknown.len() > 1 || shape.iter().any(|&d| d < -1) {
             bad("at most one dimension may be -1, the others must be >= 0".into());
         }
-        let known: usize = shape.iter().filter(|&&d| d >= 0).map(|&d| d as usize).product();
+        let known: usize = shape
+            .iter()
+            .filter(|&&d| d >= 0)
+            .map(|&d| d as usize)
+            .product();
         let mut out: Vec<usize> = shape.iter().map(|&d| d.max(0) as usize).collect();
         if let Some(&u) = unknown.first() {
             if known == 0 || n % known != 0 {
-                bad(format!("{n} elements cannot fill the other dimensions ({known})"));
+                bad(format!(
+                    "{n} elements cannot fill the other dimensions ({known})"
+                ));
             }
             out[u] = n / known;
         } else if known != n {
@@ -137,7 +185,11 @@ impl Tensor {
         let loc = Location::caller();
         let r = self.ndim();
         let mut seen = vec![false; r];
-        if perm.len() != r || perm.iter().any(|&p| p >= r || std::mem::replace(&mut seen[p], true)) {
+        if perm.len() != r
+            || perm
+                .iter()
+                .any(|&p| p >= r || std::mem::replace(&mut seen[p], true))
+        {
             fail(
                 Error::shape(format!(
                     "`transpose`: {perm:?} is not a permutation of the {r} axes of {}",
@@ -204,7 +256,10 @@ impl Tensor {
                 );
             }
         }
-        let s: Vec<isize> = (0..r).filter(|a| !drop.contains(a)).map(|a| self.shape[a] as isize).collect();
+        let s: Vec<isize> = (0..r)
+            .filter(|a| !drop.contains(a))
+            .map(|a| self.shape[a] as isize)
+            .collect();
         self.reshape(&s)
     }
 
@@ -230,13 +285,24 @@ impl Tensor {
         for d in 0..self.ndim() {
             let s = axes.get(d).copied().unwrap_or_else(Slice::full);
             if s.step == 0 {
-                fail(Error::shape(format!("`slice`: step 0 on axis {d} of {}", type_str(self.dtype, &self.shape))).at(loc));
+                fail(
+                    Error::shape(format!(
+                        "`slice`: step 0 on axis {d} of {}",
+                        type_str(self.dtype, &self.shape)
+                    ))
+                    .at(loc),
+                );
             }
             let (start, len) = s.resolve(self.shape[d]);
             starts.push((if len == 0 { 0 } else { start }, s.step as i64));
             out.push(len);
         }
-        if starts.iter().zip(&self.shape).all(|(&(st, step), _)| st == 0 && step == 1) && out == self.shape {
+        if starts
+            .iter()
+            .zip(&self.shape)
+            .all(|(&(st, step), _)| st == 0 && step == 1)
+            && out == self.shape
+        {
             return self.clone();
         }
         apply(Op::Slice(starts), &[self], out, self.dtype, loc)
@@ -244,7 +310,13 @@ impl Tensor {
 
     /// `start..end` by `step` on one axis.
     #[track_caller]
-    pub fn slice_axis(&self, axis: isize, start: impl Into<Option<isize>>, end: impl Into<Option<isize>>, step: isize) -> Tensor {
+    pub fn slice_axis(
+        &self,
+        axis: isize,
+        start: impl Into<Option<isize>>,
+        end: impl Into<Option<isize>>,
+        step: isize,
+    ) -> Tensor {
         let loc = Location::caller();
         let a = norm_axis("slice_axis", self, axis, self.ndim(), loc);
         let mut v = vec![Slice::full(); a + 1];
@@ -280,7 +352,10 @@ impl Tensor {
         }
         let l = value.literal();
         let bool_ok = self.dtype == DType::Bool && matches!(l, Literal::Int(0 | 1));
-        if !bool_ok && (l.weak_dtype(self.dtype).is_none() || (self.dtype.is_int() && matches!(l, Literal::Float(_)))) {
+        if !bool_ok
+            && (l.weak_dtype(self.dtype).is_none()
+                || (self.dtype.is_int() && matches!(l, Literal::Float(_))))
+        {
             fail(
                 Error::dtype(format!(
                     "`pad`: the value {} cannot fill {}",
@@ -290,8 +365,19 @@ impl Tensor {
                 .at(loc),
             );
         }
-        let out = self.shape.iter().zip(pads).map(|(d, (a, b))| d + a + b).collect();
-        apply(Op::Pad(pads.to_vec(), l.cast(self.dtype)), &[self], out, self.dtype, loc)
+        let out = self
+            .shape
+            .iter()
+            .zip(pads)
+            .map(|(d, (a, b))| d + a + b)
+            .collect();
+        apply(
+            Op::Pad(pads.to_vec(), l.cast(self.dtype)),
+            &[self],
+            out,
+            self.dtype,
+            loc,
+        )
     }
 
     /// Elements at integer indices along `axis`:
@@ -314,7 +400,11 @@ impl Tensor {
         }
         if self.shape[a] == 0 && !idx.is_empty() {
             fail(
-                Error::shape(format!("`take`: axis {a} of {} is empty", type_str(self.dtype, &self.shape))).at(loc),
+                Error::shape(format!(
+                    "`take`: axis {a} of {} is empty",
+                    type_str(self.dtype, &self.shape)
+                ))
+                .at(loc),
             );
         }
         let mut out = self.shape[..a].to_vec();
@@ -340,7 +430,13 @@ impl Tensor {
     pub fn one_hot_as(&self, n: usize, dtype: DType) -> Tensor {
         let loc = Location::caller();
         if !self.dtype.is_int() {
-            fail(Error::dtype(format!("`one_hot`: indices must be i32 or i64, found {}", type_str(self.dtype, &self.shape))).at(loc));
+            fail(
+                Error::dtype(format!(
+                    "`one_hot`: indices must be i32 or i64, found {}",
+                    type_str(self.dtype, &self.shape)
+                ))
+                .at(loc),
+            );
         }
         let mut shape = self.shape.clone();
         shape.push(n);
@@ -368,7 +464,9 @@ impl Tensor {
     pub fn iota(shape: &[usize], axis: usize, dtype: DType) -> Tensor {
         let loc = Location::caller();
         if axis >= shape.len() || dtype == DType::Bool {
-            fail(Error::shape(format!("`iota`: axis {axis} of shape {shape:?} as {dtype}")).at(loc));
+            fail(
+                Error::shape(format!("`iota`: axis {axis} of shape {shape:?} as {dtype}")).at(loc),
+            );
         }
         iota_at(shape, axis, dtype, loc)
     }
@@ -414,7 +512,10 @@ impl Tensor {
         let a = norm_axis("stack", first, axis, first.ndim() + 1, loc);
         let mut s = first.shape.clone();
         s.insert(a, 1);
-        let expanded: Vec<Tensor> = ts.iter().map(|t| apply(Op::Reshape, &[t], s.clone(), t.dtype, loc)).collect();
+        let expanded: Vec<Tensor> = ts
+            .iter()
+            .map(|t| apply(Op::Reshape, &[t], s.clone(), t.dtype, loc))
+            .collect();
         let refs: Vec<&Tensor> = expanded.iter().collect();
         concat_at(&refs, a as isize, loc)
     }
@@ -434,21 +535,26 @@ fn concat_at(ts: &[&Tensor], axis: isize, loc: SourceLoc) -> Tensor {
     }
     let first = ts[0];
     let a = norm_axis("concat", first, axis, first.ndim(), loc);
-    let dtype = ts.iter().enumerate().skip(1).fold(first.dtype, |d, (i, t)| {
-        DType::promote(d, t.dtype).unwrap_or_else(|| {
-            fail(
-                Error::dtype(format!(
-                    "`concat`: cannot combine operand {i} {} with {} (operand 0 is {})",
-                    type_str(t.dtype, &t.shape),
-                    d,
-                    type_str(first.dtype, &first.shape)
-                ))
-                .at(loc),
-            )
-        })
-    });
+    let dtype = ts
+        .iter()
+        .enumerate()
+        .skip(1)
+        .fold(first.dtype, |d, (i, t)| {
+            DType::promote(d, t.dtype).unwrap_or_else(|| {
+                fail(
+                    Error::dtype(format!(
+                        "`concat`: cannot combine operand {i} {} with {} (operand 0 is {})",
+                        type_str(t.dtype, &t.shape),
+                        d,
+                        type_str(first.dtype, &first.shape)
+                    ))
+                    .at(loc),
+                )
+            })
+        });
     for (i, t) in ts.iter().enumerate() {
-        if t.ndim() != first.ndim() || (0..t.ndim()).any(|d| d != a && t.shape[d] != first.shape[d]) {
+        if t.ndim() != first.ndim() || (0..t.ndim()).any(|d| d != a && t.shape[d] != first.shape[d])
+        {
             fail(
                 Error::shape(format!(
                     "`concat` along axis {a}: operand {i} is {}, operand 0 is {}",
