@@ -107,8 +107,13 @@ impl Tensor {
         crate::interp::filled(value.literal().cast(dtype), shape, dtype)
     }
 
-    /// `[0, 1, ..., n-1]` as a 1-D tensor of `dtype`.
+    /// `[0, 1, ..., n-1]` as a 1-D tensor of `dtype` (an `iota` node when
+    /// tracing, so it costs no captured buffer).
+    #[track_caller]
     pub fn arange(n: usize, dtype: DType) -> Tensor {
+        if crate::trace::current_trace().is_some() && dtype != DType::Bool {
+            return Tensor::iota(&[n], 0, dtype);
+        }
         let mut t = Tensor::zeros(&[n], dtype);
         t.fill_with(|i| Literal::Int(i as i64));
         t
