@@ -20,6 +20,10 @@ enum Fun {
     Cos,
     Pow,
     Erf,
+    /// Previous versions (`math::old`), for `bench_math_f32`.
+    OldExp,
+    OldTanh,
+    OldSigmoid,
 }
 
 /// Compiles `out[i] = f(x[i], y[i])` over vectors of `ty`; returns the entry point and the code size.
@@ -68,6 +72,9 @@ fn compile(f: Fun, ty: Type) -> (usize, usize) {
             Fun::Cos => math::cos(&mut b, x),
             Fun::Pow => math::pow(&mut b, x, y),
             Fun::Erf => math::erf(&mut b, x),
+            Fun::OldExp => math::old::exp(&mut b, x),
+            Fun::OldTanh => math::old::tanh(&mut b, x),
+            Fun::OldSigmoid => math::old::sigmoid(&mut b, x),
         };
         b.ins().store(mf, r, ao, 0);
         let lanes = 16 / esize;
@@ -485,7 +492,12 @@ const EXP_F32_ULP: f64 = 1.0;
 const EXP_F64_ULP: f64 = 2.0;
 const LN_F32_ULP: f64 = 2.0;
 const LN_F64_ULP: f64 = 2.0;
-const TANH_F32_ULP: f64 = 2.0;
+/// f32 tanh (one rational function): over all inputs, i.e. near +-1 where the result's ulp is
+/// 6e-8, the bound amounts to an absolute error <= 2.8e-7 (as XLA's / Eigen's rational tanh).
+const TANH_F32_ULP: f64 = 4.6;
+/// f32 tanh for |x| <= TANH_F32_SMALL_RANGE (|tanh x| < 0.5): relative error.
+const TANH_F32_SMALL_ULP: f64 = 2.5;
+const TANH_F32_SMALL_RANGE: f64 = 0.55;
 const TANH_F64_ULP: f64 = 3.0;
 const SIGMOID_F32_ULP: f64 = 2.5;
 const SIGMOID_F64_ULP: f64 = 2.0;
@@ -527,6 +539,14 @@ fn ln_f64() {
 #[test]
 fn tanh_f32() {
     unary32(Fun::Tanh, "tanh", f64::tanh, f32::tanh, &[(-10.0, 10.0), (-1.0, 1.0)], TANH_F32_ULP, 0.0, f64::INFINITY);
+    let r = TANH_F32_SMALL_RANGE;
+    unary32(Fun::Tanh, "tanh (small)", f64::tanh, f32::tanh, &[(-r, r), (-0.01, 0.01)], TANH_F32_SMALL_ULP, 0.0, r);
+    // |tanh| <= 1 for every f32 in [1, 16) (the rational is clamped where it saturates)
+    let xs: Vec<f32> = (1.0f32.to_bits()..16.0f32.to_bits()).map(f32::from_bits).flat_map(|x| [x, -x]).collect();
+    let got = run32(Fun::Tanh, &xs, &xs);
+    for (x, t) in xs.iter().zip(&got) {
+        assert!(t.abs() <= 1.0, "tanh({x:e}) = {t:e}");
+    }
 }
 
 #[test]
@@ -699,5 +719,60 @@ fn code_sizes() {
         let (_, s32) = compile(f, types::F32X4);
         let (_, s64) = compile(f, types::F64X2);
         eprintln!("{f:?}: f32x4 kernel {s32} B, f64x2 kernel {s64} B");
+    }
+}
+
+/// Speed of the f32 kernels of `code_sizes` (old and new exp / tanh / sigmoid), in ns per
+/// element, single-threaded. Prints only (the machine is noisy): samples are interleaved
+/// round-robin over the kernels and each pair is compared by the ratio of medians of one run.
+/// `cargo test -p jitfuse-runtime --lib bench_math_f32 -- --ignored --nocapture`
+/// (JIT code does not depend on the Rust profile.)
+#[test]
+#[ignore]
+fn bench_math_f32() {
+    use std::time::Instant;
+    type Kern = extern "C" fn(*const f32, *const f32, *mut f32, i64);
+    let pairs = [
+        ("tanh", Fun::OldTanh, Fun::Tanh, -5.0f64, 5.0f64),
+        ("exp", Fun::OldExp, Fun::Exp, -10.0, 10.0),
+        ("sigmoid", Fun::OldSigmoid, Fun::Sigmoid, -10.0, 10.0),
+    ];
+    for (n, samples) in [(4usize << 20, 21usize), (16 << 10, 301)] {
+        let mut rng = Rng(42);
+        let mut kerns: Vec<(String, Kern, Vec<f32>, usize)> = Vec::new();
+        for &(name, old, new, lo, hi) in &pairs {
+            let xs: Vec<f32> = (0..n).map(|_| rng.range(lo, hi) as f32).collect();
+            for (tag, f) in [("old", old), ("new", new)] {
+                let (ptr, size) = compile(f, types::F32X4);
+                let k: Kern = unsafe { std::mem::transmute(ptr) };
+                kerns.push((format!("{name} {tag}"), k, xs.clone(), size));
+            }
+        }
+        let mut out = vec![0.0f32; n];
+        let mut times: Vec<Vec<f64>> = vec![Vec::new(); kerns.len()];
+        let reps = if n > 100_000 { 1 } else { 64 };
+        for s in 0..samples + 3 {
+            for (j, (_, k, xs, _)) in kerns.iter().enumerate() {
+                let t = Instant::now();
+                for _ in 0..reps {
+                    k(xs.as_ptr(), xs.as_ptr(), out.as_mut_ptr(), n as i64);
+                }
+                let dt = t.elapsed().as_secs_f64() * 1e9 / (n * reps) as f64;
+                std::hint::black_box(&out);
+                if s >= 3 {
+                    times[j].push(dt);
+                }
+            }
+        }
+        let med = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let meds: Vec<f64> = times.iter_mut().map(med).collect();
+        eprintln!("N = {n}, {samples} interleaved samples, median ns/elem (min):");
+        for (j, (name, _, _, size)) in kerns.iter().enumerate() {
+            let ratio = if j % 2 == 1 { format!("  new/old {:.2}", meds[j] / meds[j - 1]) } else { String::new() };
+            eprintln!("  {name:>12}: {:.3} ({:.3}), {size} B{ratio}", meds[j], times[j][0]);
+        }
     }
 }
