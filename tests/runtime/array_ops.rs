@@ -467,9 +467,20 @@ fn large_reductions_in_row_and_column_form() {
 #[test]
 fn creation_inside_traces_records_nodes_not_buffers() {
     let x = Tensor::zeros(&[5], DType::F32);
-    let t = jitfuse::trace::trace(&[jitfuse::trace::ParamSpec { shape: vec![5], dtype: DType::F32, weak: false }], |ts| {
-        vec![&ts[0] + Tensor::arange(5, DType::F32), ts[0].ones_like(), ts[0].full_like(2.5)]
-    })
+    let t = jitfuse::trace::trace(
+        &[jitfuse::trace::ParamSpec {
+            shape: vec![5],
+            dtype: DType::F32,
+            weak: false,
+        }],
+        |ts| {
+            vec![
+                &ts[0] + Tensor::arange(5, DType::F32),
+                ts[0].ones_like(),
+                ts[0].full_like(2.5),
+            ]
+        },
+    )
     .unwrap();
     assert!(t.captured.is_empty(), "no captured buffers:\n{}", t.graph);
     assert!(t.graph.to_text().contains("iota[0]"), "{}", t.graph);

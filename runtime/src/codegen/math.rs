@@ -12,7 +12,7 @@
 //! |---|---|---|---|---|
 //! | exp | 0.88 ulp | all f32 /97; dense [-104, 89], [-100, 100] | 1 ulp | [-746, 710], [-1, 1], ±[1e-300, 1e3] |
 //! | ln | 1.50 ulp (1.2e-7 rel) | all f32 /97; (1e-30, 1e38], [0.5, 2], subnormals [1e-45, 1e-37] | 1 ulp | [1e-320, 1e308], [0.5, 2], [0.999, 1.001] |
-//! | tanh | 1.53 ulp (1.8e-7 rel) | all f32 /97; [-10, 10], [-1, 1] | 3 ulp | [-10, 10], [-1, 1], ±[1e-300, 50] |
+//! | tanh | 4.57 ulp (2.7e-7 abs) near ±1; 2.39 ulp (1.7e-7 rel) for \|x\| <= 0.55 | all f32 /97; [-10, 10], [-1, 1]; small: [-0.55, 0.55], [-0.01, 0.01]; \|t\| <= 1 on all f32 in [1, 16) | 3 ulp | [-10, 10], [-1, 1], ±[1e-300, 50] |
 //! | sigmoid | 2.34 ulp (1.8e-7 rel) | all f32 /97; [-10, 10], [-110, 30] | 2 ulp | [-10, 10], [-750, 40], ±[1e-300, 1e3] |
 //! | sin | 2.23 ulp (1.8e-7 rel, 1.3e-7 abs) | \|x\| <= 1e5: all f32 /97; [-1e4, 1e4], [-10, 10] | 2 ulp | [-10, 10], [-1e4, 1e4], ±[1e-300, 1e9] |
 //! | cos | 2.23 ulp (1.6e-7 rel, 1.3e-7 abs) | same as sin | 2 ulp | same as sin |
@@ -30,14 +30,23 @@
 //!   values). f32 is computed in f64 (fvpromote_low / shuffle / fvdemote). f64 uses a
 //!   double-double log without tables: the error grows with |y ln x| (<= ~2 ulp for
 //!   |y ln x| < 20, 42 ulp measured near |y ln x| ~ 700, i.e. near overflow/underflow).
-//! - tanh: |x| < 0.5493 odd polynomial, else 1 - 2/(e^{2|x|}+1) (1 division); tanh(-0) = -0.
+//! - tanh f32: x P(x^2) / Q(x^2) (degrees 6 / 3 in x^2, own rational minimax fit of the
+//!   relative error, 7.8e-9 before rounding) on x clamped to ±9.1, result clamped to [-1, 1]:
+//!   one division, no exp. The error is f32 rounding in P and Q (the numerator is formed as
+//!   x + x^3 P1(x^2) so it rounds once near 0); near ±1 it is an absolute 2.7e-7 like XLA's /
+//!   Eigen's rational tanh (2.9e-7, measured in shared/anchors/cranelift.md). tanh(-0) = -0.
+//!   f64: |x| < 0.5493 odd polynomial, else 1 - 2/(e^{2|x|}+1) (1 division).
 //! - sigmoid: e/(1+e) or 1/(1+e) with e = exp(-|x|): no overflow, relative accuracy down to
 //!   subnormal results; the f64 reference (std exp + division) has ~1-2 ulp error itself.
+//!   e is formed as e 2^64 (always normal: one 2^k factor instead of exp's two) and the
+//!   quotient scaled back by 2^-64, rounding only when the result is subnormal.
+//! - exp: the exponent bias is folded into the rounding shifter (no integer adds in the 2^k
+//!   scaling).
 //! - erf: |x| < 1.2 x P(x^2), else 1 - e^{-x^2} Q(|x| - c); erf(-0) = -0.
 //!
 //! Code size of a whole test kernel (loop + loads/stores + function), x86-64 AVX2+FMA:
-//! exp 560/800 B (f32x4/f64x2), ln 1200/1248, tanh 944/1600, sigmoid 624/960, sin 512/688,
-//! cos 592/832, pow 3760/2800, erf 1568/2848.
+//! exp 560/816 B (f32x4/f64x2), ln 1200/1248, tanh 480/1536, sigmoid 576/848, sin 512/688,
+//! cos 592/832, pow 3664/2784, erf 1520/2768.
 
 use cranelift_codegen::ir::condcodes::FloatCC;
 use cranelift_codegen::ir::{
@@ -246,48 +255,65 @@ fn pi_parts(k: K) -> [f64; 3] {
 // exp
 // ---------------------------------------------------------------------------------------------
 
-/// e^x for x already clamped to the valid range (NaN allowed). With `split`, the 2^k scaling is
-/// done in two steps so that results in the subnormal range (and k up to bias+2) are correct;
-/// without it, k must stay within the normal exponent range.
-fn exp_core(b: &mut FunctionBuilder, k: K, x: Value, split: bool) -> Value {
-    let s = fc(b, k, k.shifter());
+/// Offset folded into the rounding shifter of `exp_reduce`, so that the low bits of `n` hold
+/// k + offset and the scale factors need no integer add: one bias for a single 2^k factor, two
+/// for the split scaling (k1 + bias and k - k1 + bias, see `exp_scale`).
+fn exp_off(k: K, split: bool) -> f64 {
+    k.bias() as f64 * if split { 2.0 } else { 1.0 }
+}
+
+/// Range reduction of e^x: returns n = shifter + off + k (as float), kf = k = round(x / ln2) and
+/// r = x - k ln2 (|r| <= ln2/2, two-part ln2).
+fn exp_reduce(b: &mut FunctionBuilder, k: K, x: Value, off: f64) -> (Value, Value, Value) {
+    let s = fc(b, k, k.shifter() + off);
     let l2e = fc(b, k, LOG2E);
-    let n = b.ins().fma(x, l2e, s); // S + round(x / ln2)
+    let n = b.ins().fma(x, l2e, s); // S + off + round(x / ln2)
     let kf = b.ins().fsub(n, s);
     let (hi, lo) = ln2_parts(k);
     let nhi = fc(b, k, -hi);
     let nlo = fc(b, k, -lo);
     let r = b.ins().fma(kf, nhi, x); // exact
     let r = b.ins().fma(kf, nlo, r);
-    // e^r = 1 + r + r^2 P(r) on |r| <= ln2/2.
+    (n, kf, r)
+}
+
+/// e^r = 1 + r + r^2 P(r) on |r| <= ln2/2.
+fn exp_poly(b: &mut FunctionBuilder, k: K, r: Value) -> Value {
     let coeffs: &[f64] = if k.d { &EXP_F64 } else { &EXP_F32 };
     let mut c = vec![1.0, 1.0];
     c.extend_from_slice(coeffs);
-    let p = horner(b, k, r, &c);
+    horner(b, k, r, &c)
+}
+
+/// e^x for x already clamped to the valid range (NaN allowed). With `split`, the 2^k scaling is
+/// done in two steps so that results in the subnormal range (and k up to bias+2) are correct;
+/// without it, k must stay within the normal exponent range.
+fn exp_core(b: &mut FunctionBuilder, k: K, x: Value, split: bool) -> Value {
+    let (n, kf, r) = exp_reduce(b, k, x, exp_off(k, split));
+    let p = exp_poly(b, k, r);
     exp_scale(b, k, p, n, kf, split)
 }
 
-/// p * 2^k where `n` = shifter + k (as float) and `kf` = k.
+/// p * 2^k where `n` = shifter + `exp_off(k, split)` + k (as float) and `kf` = k.
 fn exp_scale(b: &mut FunctionBuilder, k: K, p: Value, n: Value, kf: Value, split: bool) -> Value {
     let ni = to_i(b, k, n);
-    let bias = ic(b, k, k.bias());
     let mb = k.mbits();
     if !split {
-        let e = b.ins().iadd(ni, bias);
-        let e = b.ins().ishl_imm_u(e, mb);
+        // low bits of ni = k + bias; the shift drops the shifter's bits
+        let e = b.ins().ishl_imm_u(ni, mb);
         let sc = to_f(b, k, e);
         return b.ins().fmul(p, sc);
     }
     // k1 = round(k/2), k2 = k - k1; 2^k = 2^k1 * 2^k2, both factors normal.
-    let s = fc(b, k, k.shifter());
+    // n1 = S + bias + k1 and n = S + 2 bias + k have the same exponent, so n - n1 (as
+    // integers) = k2 + bias.
+    let s = fc(b, k, k.shifter() + k.bias() as f64);
     let half = fc(b, k, 0.5);
     let n1 = b.ins().fma(kf, half, s);
     let n1i = to_i(b, k, n1);
-    let e1 = b.ins().iadd(n1i, bias);
-    let e1 = b.ins().ishl_imm_u(e1, mb);
+    let e1 = b.ins().ishl_imm_u(n1i, mb);
     let d = b.ins().isub(ni, n1i);
-    let e2 = b.ins().iadd(d, bias);
-    let e2 = b.ins().ishl_imm_u(e2, mb);
+    let e2 = b.ins().ishl_imm_u(d, mb);
     let s1 = to_f(b, k, e1);
     let s2 = to_f(b, k, e2);
     let p = b.ins().fmul(p, s1);
@@ -429,21 +455,36 @@ pub fn ln(b: &mut FunctionBuilder, x: Value) -> Value {
 // tanh, sigmoid
 // ---------------------------------------------------------------------------------------------
 
-/// tanh: |x| < 0.5493: x + x^3 P(x^2); else sign(x) (1 - 2 / (e^{2|x|} + 1)).
+/// tanh. f32: one rational function on the clamped input, x P(x^2) / Q(x^2) with |x| <=
+/// `TANH_F32_CLAMP` (where tanh rounds to 1), result clamped to [-1, 1]: one division, no
+/// exp, no branch blend.
+/// f64: |x| < 0.5493: x + x^3 P(x^2); else sign(x) (1 - 2 / (e^{2|x|} + 1)).
 pub fn tanh(b: &mut FunctionBuilder, x: Value) -> Value {
     let k = K::of(b, x);
+    if !k.d {
+        // P(0) = Q(0) = 1: tiny x (and -0) give x exactly; +-inf give +-1, NaN stays NaN.
+        let x = clamp(b, k, x, -TANH_F32_CLAMP, TANH_F32_CLAMP);
+        let z = b.ins().fmul(x, x);
+        // x P(z) = x + x^3 P1(z): rounds once near 0 (where P ~ 1 would round at a binade bottom)
+        let p1 = horner(b, k, z, &TANH_F32_P[1..]);
+        let x3 = b.ins().fmul(x, z);
+        let num = b.ins().fma(x3, p1, x);
+        let q = horner(b, k, z, &TANH_F32_Q);
+        let t = b.ins().fdiv(num, q);
+        // near saturation the rounding noise (~2 ulp) could exceed 1: keep |t| <= 1
+        return clamp(b, k, t, -1.0, 1.0);
+    }
     let (ax, sign) = abs_and_sign(b, k, x);
     // small branch
     let z = b.ins().fmul(x, x);
-    let q = horner(b, k, z, if k.d { &TANH_F64 } else { &TANH_F32 });
+    let q = horner(b, k, z, &TANH_F64);
     let one = fc(b, k, 1.0);
     let q = b.ins().fma(z, q, one);
     let small = b.ins().fmul(x, q); // x (1 + z P(z)): keeps the sign of -0
                                     // large branch (|2x| clamped where tanh rounds to 1)
     let two = fc(b, k, 2.0);
     let a2 = b.ins().fmul(ax, two);
-    let top = if k.d { 40.0 } else { 20.0 };
-    let topv = fc(b, k, top);
+    let topv = fc(b, k, 40.0);
     let a2 = min_keep_nan(b, k, topv, a2);
     let e = exp_core(b, k, a2, false);
     let ep1 = b.ins().fadd(e, one);
@@ -455,22 +496,33 @@ pub fn tanh(b: &mut FunctionBuilder, x: Value) -> Value {
     sel(b, k, m, small, large)
 }
 
+/// Scale of `sigmoid`'s exponential: e^-|x| is formed as e^-|x| 2^SIG_K, normal for every
+/// clamped x (f32: k >= -150, f64: k >= -1076), with one 2^k factor instead of two.
+const SIG_K: i32 = 64;
+
 /// 1 / (1 + e^-x), computed as e/(1+e) (x < 0) or 1/(1+e) (x >= 0) with e = e^-|x| so that it
-/// never overflows and keeps full relative accuracy for very negative x (down to subnormals).
+/// never overflows and keeps full relative accuracy for very negative x (down to subnormals):
+/// es = e 2^K is always normal, q = (x < 0 ? es : 2^K) / (1 + e) and the result q 2^-K rounds
+/// only when it is subnormal.
 pub fn sigmoid(b: &mut FunctionBuilder, x: Value) -> Value {
     let k = K::of(b, x);
-    let (ax, _) = abs_and_sign(b, k, x);
-    let nax = b.ins().fneg(ax);
+    let sm = ic(b, k, k.sign_bit());
+    let nax = or_bits(b, k, x, sm); // -|x|
     let (lo, _) = exp_limits(k);
     let lov = fc(b, k, lo);
     let nax = max_keep_nan(b, k, lov, nax);
-    let e = exp_core(b, k, nax, true);
+    let (n, _, r) = exp_reduce(b, k, nax, k.bias() as f64 + SIG_K as f64);
+    let p = exp_poly(b, k, r);
+    let es = exp_scale(b, k, p, n, n, false); // e^-|x| 2^K
     let one = fc(b, k, 1.0);
+    let down = fc(b, k, (2.0f64).powi(-SIG_K));
+    let den = b.ins().fma(es, down, one); // 1 + e, one rounding
     let zero = fc(b, k, 0.0);
     let neg = cmp(b, FloatCC::LessThan, x, zero);
-    let num = sel(b, k, neg, e, one);
-    let den = b.ins().fadd(one, e);
-    b.ins().fdiv(num, den)
+    let up = fc(b, k, (2.0f64).powi(SIG_K));
+    let num = sel(b, k, neg, es, up);
+    let q = b.ins().fdiv(num, den);
+    b.ins().fmul(q, down)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -604,20 +656,11 @@ fn pow_mag_f64(b: &mut FunctionBuilder, ax: Value, y: Value, for_f32: bool) -> V
     // |tl| <= ulp(th) unless th was clamped (then the result is 0 or inf anyway)
     let tl = clamp(b, k, tl, -1e-3, 1e-3);
     // exp(th + tl)
-    let s = fc(b, k, k.shifter());
-    let l2e = fc(b, k, LOG2E);
-    let n = b.ins().fma(th, l2e, s);
-    let kf = b.ins().fsub(n, s);
-    let (chi, clo) = ln2_parts(k);
-    let nhi = fc(b, k, -chi);
-    let nlo = fc(b, k, -clo);
-    let r = b.ins().fma(kf, nhi, th);
-    let r = b.ins().fma(kf, nlo, r);
+    let split = !for_f32;
+    let (n, kf, r) = exp_reduce(b, k, th, exp_off(k, split));
     let r = b.ins().fadd(r, tl);
-    let mut c = vec![1.0, 1.0];
-    c.extend_from_slice(&EXP_F64);
-    let p = horner(b, k, r, &c);
-    exp_scale(b, k, p, n, kf, !for_f32)
+    let p = exp_poly(b, k, r);
+    exp_scale(b, k, p, n, kf, split)
 }
 
 fn shuffle_bytes(b: &mut FunctionBuilder, x: Value, y: Value, mask: [u8; 16]) -> Value {
@@ -777,13 +820,23 @@ const LN_F64: [f64; 8] = [
     0.1326729300602569555,
     0.13101928595100962458,
 ];
-/// Remez minimax fit, max weighted error 1.04e-9.
-const TANH_F32: [f64; 5] = [
-    -0.33333317599947515954,
-    0.13332587641808687047,
-    -0.053852480948146352938,
-    0.021072434519402440479,
-    -0.0062753761588491728481,
+/// tanh f32 = x P(x^2) / Q(x^2) on |x| <= TANH_F32_CLAMP: rational minimax fit of the relative
+/// error (Lawson iteration in mpmath, 50 digits), max relative error 7.8e-9 before rounding.
+const TANH_F32_CLAMP: f64 = 9.1;
+const TANH_F32_P: [f64; 7] = [
+    1.0,
+    0.13081525008981182443,
+    0.0031011313731695123837,
+    0.000011123373054920927745,
+    -2.0091225439200232955e-8,
+    5.208814709648324547e-11,
+    -8.2996780819856366538e-14,
+];
+const TANH_F32_Q: [f64; 4] = [
+    1.0,
+    0.46414853709964016519,
+    0.024484063771867907506,
+    0.00025419504622055542702,
 ];
 /// Remez minimax fit, max weighted error 5.723e-19.
 const TANH_F64: [f64; 11] = [
