@@ -96,6 +96,9 @@ impl Buffer {
 impl Drop for Buffer {
     fn drop(&mut self) {
         if self.bytes != 0 && self.owned {
+            if pool::give(self.ptr, self.bytes) {
+                return;
+            }
             let layout = Layout::from_size_align(self.bytes, ALIGN).unwrap();
             // SAFETY: allocated in `zeroed` with this layout.
             unsafe { dealloc(self.ptr.as_ptr(), layout) };
@@ -109,6 +112,9 @@ impl Buffer {
     pub fn uninit(bytes: usize) -> Buffer {
         if bytes == 0 {
             return Buffer::zeroed(0);
+        }
+        if let Some(ptr) = pool::take(bytes) {
+            return Buffer { ptr, bytes, owned: true };
         }
         let layout = Layout::from_size_align(bytes, ALIGN).expect("tensor too large");
         // SAFETY: non-zero size.
@@ -131,6 +137,84 @@ impl Buffer {
             ptr: NonNull::new(ptr).unwrap_or(NonNull::new(ALIGN as *mut u8).unwrap()),
             bytes,
             owned: false,
+        }
+    }
+}
+
+/// A pool of freed large buffers, by exact size: outputs and arenas of a
+/// steady loop reuse the pages of the tensors dropped in the previous
+/// iteration instead of faulting in fresh ones (a fresh 16 MiB output costs
+/// thousands of page faults, more than many kernels).
+pub mod pool {
+    use super::ALIGN;
+    use std::alloc::{dealloc, Layout};
+    use std::collections::HashMap;
+    use std::ptr::NonNull;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+
+    /// Buffers smaller than this go straight back to the allocator.
+    pub const MIN_POOLED: usize = 64 * 1024;
+    /// Bytes the pool may hold; beyond, freed buffers are released.
+    pub const MAX_POOLED: usize = 512 * 1024 * 1024;
+
+    struct Ptr(NonNull<u8>);
+    // SAFETY: a pooled block is owned by the pool alone.
+    unsafe impl Send for Ptr {}
+
+    static POOL: Mutex<Option<HashMap<usize, Vec<Ptr>>>> = Mutex::new(None);
+    static HELD: AtomicUsize = AtomicUsize::new(0);
+    static REUSED: AtomicUsize = AtomicUsize::new(0);
+    static FRESH: AtomicUsize = AtomicUsize::new(0);
+
+    pub(super) fn give(ptr: NonNull<u8>, bytes: usize) -> bool {
+        if bytes < MIN_POOLED || HELD.load(Ordering::Relaxed) + bytes > MAX_POOLED {
+            return false;
+        }
+        let mut p = POOL.lock().unwrap();
+        p.get_or_insert_with(HashMap::new).entry(bytes).or_default().push(Ptr(ptr));
+        HELD.fetch_add(bytes, Ordering::Relaxed);
+        true
+    }
+
+    pub(super) fn take(bytes: usize) -> Option<NonNull<u8>> {
+        if bytes < MIN_POOLED {
+            return None;
+        }
+        let got = POOL.lock().unwrap().as_mut().and_then(|m| m.get_mut(&bytes)).and_then(|v| v.pop());
+        match got {
+            Some(p) => {
+                HELD.fetch_sub(bytes, Ordering::Relaxed);
+                REUSED.fetch_add(1, Ordering::Relaxed);
+                Some(p.0)
+            }
+            None => {
+                FRESH.fetch_add(1, Ordering::Relaxed);
+                None
+            }
+        }
+    }
+
+    /// `(buffers reused from the pool, large buffers freshly allocated)`
+    /// since the start of the process.
+    pub fn stats() -> (usize, usize) {
+        (REUSED.load(Ordering::Relaxed), FRESH.load(Ordering::Relaxed))
+    }
+
+    /// Bytes held by the pool now.
+    pub fn held_bytes() -> usize {
+        HELD.load(Ordering::Relaxed)
+    }
+
+    /// Release every pooled buffer to the allocator.
+    pub fn clear() {
+        let taken = POOL.lock().unwrap().take();
+        for (bytes, v) in taken.into_iter().flatten() {
+            for p in v {
+                HELD.fetch_sub(bytes, Ordering::Relaxed);
+                // SAFETY: allocated by Buffer with this size and alignment.
+                unsafe { dealloc(p.0.as_ptr(), Layout::from_size_align(bytes, ALIGN).unwrap()) };
+            }
         }
     }
 }
