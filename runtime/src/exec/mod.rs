@@ -129,7 +129,7 @@ impl Executable {
                 ArgSig { kind: ArgKind::Borrowed, dtype: n.dtype, shape: n.shape.clone() }
             })
             .collect();
-        let sig = Signature { args, statics: vec![] };
+        let sig = Signature { args, structure: vec![], statics: vec![] };
         Executable::compile(Traced { graph, captured }, &sig, true)
     }
 
