@@ -60,7 +60,15 @@ fn generic_field(b: &Bounded<Tensor, 2>) -> Bounded<Tensor, 2> {
     Bounded { items: [b.items[1].clone(), b.items[0].clone()] }
 }
 
+// Containers of non-trees stay static (the `Tree` impls for `Option` and
+// `Vec` do not apply: their element is not a tree).
+#[jit]
+fn static_containers(x: &Tensor, k: Option<usize>, v: Vec<u8>, t: (bool, i32)) -> Tensor {
+    x * (k.unwrap_or(1) + v.len()) as f64 * t.1 as f64
+}
+
 fn main() {
+    let _ = static_containers(&Tensor::vector(&[1.0f32]), Some(2), vec![1], (true, 3));
     let x = Tensor::vector(&[1.0f32, -2.0]);
     let p = Mlp { w: x.clone(), b: x.clone() };
     let (_p, _y): (Mlp, Tensor) = owned(p.clone(), &x);
