@@ -19,11 +19,14 @@
 //! ```
 
 pub use jitfuse_macros::jit;
+/// `#[derive(Tree)]` (the macro; the trait of the same name is
+/// `jitfuse::Tree` too, in the type namespace, as serde's `Serialize`).
+pub use jitfuse_macros::Tree;
 pub use jitfuse_runtime::*;
 
 /// Everything a user of jitfuse needs in scope.
 pub mod prelude {
-    pub use jitfuse_macros::jit;
+    pub use jitfuse_macros::{jit, Tree};
     pub use jitfuse_runtime::{
         checkpoint, checkpoint_name, checkpoint_with, concat, grad, select, softmax_cross_entropy,
         stack, stop_gradient, value_and_grad, vjp, where_, DType, Error, Policy, Slice, Tensor,

@@ -326,6 +326,333 @@ fn a_jit_call_inside_a_trace_is_inlined() {
     assert_eq!((s.hits, s.misses), (0, 1));
 }
 
+// ---- trees: #[derive(Tree)], tree parameters and returns ----
+
+#[derive(Tree, Clone, Debug)]
+struct Mlp {
+    w1: Tensor,
+    b1: Tensor,
+    w2: Tensor,
+    b2: Tensor,
+}
+
+#[derive(Tree, Clone)]
+struct Pair(Tensor, (Tensor, Option<Tensor>));
+
+#[derive(Tree, Clone)]
+struct Layer<T: Tree> {
+    main: T,
+    extra: Vec<T>,
+}
+
+#[derive(Tree, Clone)]
+struct Nothing;
+
+fn values(t: &impl Tree) -> Vec<Vec<f32>> {
+    t.leaves()
+        .iter()
+        .map(|l| l.to_vec::<f32>().unwrap())
+        .collect()
+}
+
+fn s(v: f32) -> Tensor {
+    Tensor::scalar(v)
+}
+
+#[test]
+fn derived_trees_visit_fields_in_declaration_order() {
+    let m = Mlp {
+        w1: s(1.0),
+        b1: s(2.0),
+        w2: s(3.0),
+        b2: s(4.0),
+    };
+    assert_eq!(values(&m), [[1.0], [2.0], [3.0], [4.0]]);
+    let p = Pair(s(1.0), (s(2.0), Some(s(3.0))));
+    assert_eq!(values(&p), [[1.0], [2.0], [3.0]]);
+    let q = Pair(s(1.0), (s(2.0), None));
+    assert_eq!(values(&q), [[1.0], [2.0]]);
+    let l = Layer {
+        main: m.clone(),
+        extra: vec![m.map(|t| t * 10.0)],
+    };
+    assert_eq!(
+        values(&l),
+        [[1.0], [2.0], [3.0], [4.0], [10.0], [20.0], [30.0], [40.0]]
+    );
+    let lt = Layer {
+        main: s(5.0),
+        extra: vec![s(6.0), s(7.0)],
+    };
+    assert_eq!(values(&lt), [[5.0], [6.0], [7.0]]);
+    assert!(Nothing.leaves().is_empty());
+    // The structure (cache key) tells `Some` from `None` and Vec lengths.
+    let structure = |t: &dyn Fn(&mut Vec<usize>)| {
+        let mut v = Vec::new();
+        t(&mut v);
+        v
+    };
+    assert_eq!(structure(&|v| p.structure(v)), [1]);
+    assert_eq!(structure(&|v| q.structure(v)), [0]);
+    assert_eq!(structure(&|v| lt.structure(v)), [2]);
+    assert_eq!(structure(&|v| l.structure(v)), [1]);
+}
+
+#[test]
+fn derived_trees_map_zip_map_and_rebuild() {
+    let m = Mlp {
+        w1: s(1.0),
+        b1: s(2.0),
+        w2: s(3.0),
+        b2: s(4.0),
+    };
+    let doubled = m.map(|t| t * 2.0);
+    assert_eq!(values(&doubled), [[2.0], [4.0], [6.0], [8.0]]);
+    let diff = m.zip_map(&doubled, |a, b| b - a);
+    assert_eq!(values(&diff), [[1.0], [2.0], [3.0], [4.0]]);
+    assert_eq!(diff.w2.to_vec::<f32>().unwrap(), [3.0]);
+    let rebuilt = m.rebuild(&mut vec![s(9.0), s(8.0), s(7.0), s(6.0)].into_iter());
+    assert_eq!(values(&rebuilt), [[9.0], [8.0], [7.0], [6.0]]);
+    assert_eq!(rebuilt.b1.to_vec::<f32>().unwrap(), [8.0]);
+    let p = Pair(s(1.0), (s(2.0), Some(s(3.0))));
+    let p2 = p.rebuild(&mut vec![s(4.0), s(5.0), s(6.0)].into_iter());
+    assert_eq!(p2.1 .1.unwrap().to_vec::<f32>().unwrap(), [6.0]);
+    let l = Layer {
+        main: s(1.0),
+        extra: vec![s(2.0), s(3.0)],
+    };
+    let l2 = l.zip_map(&l.map(|t| t * 3.0), |a, b| a + b);
+    assert_eq!(values(&l2), [[4.0], [8.0], [12.0]]);
+}
+
+/// A deterministic pseudo-random tensor in [-scale, scale).
+fn noise(shape: &[usize], seed: u64, scale: f32) -> Tensor {
+    let mut state = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    let n: usize = shape.iter().product();
+    let data: Vec<f32> = (0..n)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
+        })
+        .collect();
+    vec32(&data, shape)
+}
+
+fn init_mlp(d_in: usize, hidden: usize, d_out: usize) -> Mlp {
+    Mlp {
+        w1: noise(&[d_in, hidden], 1, 0.5),
+        b1: noise(&[hidden], 2, 0.1),
+        w2: noise(&[hidden, d_out], 3, 0.5),
+        b2: noise(&[d_out], 4, 0.1),
+    }
+}
+
+/// Inputs and one-hot labels of a small classification problem.
+fn batch(n: usize, d_in: usize, d_out: usize) -> (Tensor, Tensor) {
+    let x = noise(&[n, d_in], 5, 1.0);
+    let xs = x.to_vec::<f32>().unwrap();
+    let mut y = vec![0.0f32; n * d_out];
+    for i in 0..n {
+        let class = (xs[i * d_in].abs() * 7.0) as usize % d_out;
+        y[i * d_out + class] = 1.0;
+    }
+    (x, vec32(&y, &[n, d_out]))
+}
+
+fn loss(p: &Mlp, x: &Tensor, y: &Tensor) -> Tensor {
+    let h = (x.matmul(&p.w1) + &p.b1).relu();
+    softmax_cross_entropy(&(h.matmul(&p.w2) + &p.b2), y)
+}
+
+// The design guide's example, as written there.
+#[jit]
+fn train_step(p: Mlp, x: &Tensor, y: &Tensor, lr: f32) -> (Mlp, Tensor) {
+    let (l, g) = value_and_grad(|p: &Mlp| loss(p, x, y), &p);
+    (p.zip_map(&g, |w, dw| w - lr * dw), l)
+}
+
+fn train_step_eager(p: Mlp, x: &Tensor, y: &Tensor, lr: f32) -> (Mlp, Tensor) {
+    let lr = &Tensor::scalar(lr);
+    let (l, g) = value_and_grad(|p: &Mlp| loss(p, x, y), &p);
+    (p.zip_map(&g, |w, dw| w - lr * dw), l)
+}
+
+#[test]
+fn train_step_decreases_the_loss_and_equals_the_eager_step() {
+    let (x, y) = batch(16, 4, 3);
+    let mut p = init_mlp(4, 8, 3);
+    let mut pe = p.clone();
+    let mut losses = Vec::new();
+    for _ in 0..8 {
+        let (np, l) = train_step(p, &x, &y, 0.5);
+        let (npe, le) = train_step_eager(pe, &x, &y, 0.5);
+        assert_close(&l, &le);
+        for (a, b) in np.leaves().iter().zip(npe.leaves()) {
+            assert_close(a, &b);
+        }
+        assert_eq!(l.shape(), &[] as &[usize]);
+        losses.push(l.to_vec::<f32>().unwrap()[0]);
+        (p, pe) = (np, npe);
+    }
+    assert!(
+        losses.windows(2).all(|w| w[1] < w[0]),
+        "loss does not decrease: {losses:?}"
+    );
+    assert!(losses[7] < 0.9 * losses[0], "{losses:?}");
+    let s = train_step::cache_stats();
+    assert_eq!((s.misses, s.entries), (1, 1), "one signature for all steps");
+}
+
+#[jit]
+fn sgd_tree(p: Mlp, g: &Mlp, lr: f32) -> Mlp {
+    p.zip_map(g, |w, dw| w - lr * dw)
+}
+
+fn addrs(t: &impl Tree) -> Vec<usize> {
+    t.leaves()
+        .iter()
+        .map(|l| l.storage_addr().unwrap())
+        .collect()
+}
+
+#[test]
+fn owned_tree_parameters_are_donated_when_unshared() {
+    let p = init_mlp(4, 8, 3);
+    let g = init_mlp(4, 8, 3).map(|t| t * 0.5);
+    let want = p.zip_map(&g, |w, dw| w - 0.25 * dw);
+    let before = addrs(&p);
+    let out = sgd_tree(p, &g, 0.25);
+    for (a, b) in out.leaves().iter().zip(want.leaves()) {
+        assert_close(a, &b);
+    }
+    let after = addrs(&out);
+    assert!(
+        after.iter().any(|a| before.contains(a)),
+        "no output reuses a parameter leaf: {before:?} {after:?}"
+    );
+    // The caller keeps a copy: its buffers are shared, so never written.
+    let p = init_mlp(4, 8, 3);
+    let kept = p.clone();
+    let kept_values = values(&kept);
+    let out = sgd_tree(p, &g, 0.25);
+    assert!(addrs(&out).iter().all(|a| !addrs(&kept).contains(a)));
+    assert_eq!(values(&kept), kept_values);
+    // Borrowed trees are never written either.
+    let out2 = sgd_tree(kept.clone(), &g, 0.25);
+    assert_eq!(values(&g), values(&init_mlp(4, 8, 3).map(|t| t * 0.5)));
+    assert_eq!(values(&out2), values(&out));
+}
+
+#[jit]
+fn tree_sum(p: &(Tensor, Vec<Tensor>), o: Option<Tensor>, scale: [Tensor; 2]) -> Tensor {
+    let mut acc = &p.0 * &scale[0];
+    for t in &p.1 {
+        acc = acc + t;
+    }
+    match o {
+        Some(t) => acc * t * &scale[1],
+        None => acc,
+    }
+}
+
+#[test]
+fn a_new_tree_structure_or_leaf_shape_recompiles() {
+    let _g = CACHES.read().unwrap();
+    let one = ramp(3, 1.0);
+    let sc = || [s(2.0), s(10.0)];
+    let call = |p: &(Tensor, Vec<Tensor>), o: Option<Tensor>| {
+        let r = tree_sum(p, o, sc());
+        let st = tree_sum::cache_stats();
+        (r.to_vec::<f32>().unwrap(), st.hits, st.misses)
+    };
+    let p2 = (one.clone(), vec![one.clone(), one.clone()]);
+    let p3 = (one.clone(), vec![one.clone(), one.clone(), one.clone()]);
+    let v = one.to_vec::<f32>().unwrap();
+    assert_eq!(
+        call(&p2, None),
+        (v.iter().map(|x| 4.0 * x).collect::<Vec<_>>(), 0, 1)
+    );
+    let r = call(&p2, None);
+    assert_eq!((r.1, r.2), (1, 1), "same structure and shapes hit");
+    // A longer Vec: new structure.
+    assert_eq!(
+        call(&p3, None),
+        (v.iter().map(|x| 5.0 * x).collect::<Vec<_>>(), 1, 2)
+    );
+    // `Some` instead of `None`: new structure.
+    let r = call(&p2, Some(s(0.5)));
+    assert_eq!((r.1, r.2), (1, 3));
+    assert_eq!(r.0, v.iter().map(|x| 20.0 * x).collect::<Vec<_>>());
+    // A leaf of a new shape.
+    let p2b = (ramp(4, 1.0), vec![ramp(4, 1.0), ramp(4, 1.0)]);
+    let r = call(&p2b, None);
+    assert_eq!((r.1, r.2, r.0.len()), (1, 4, 4));
+    // Back to known signatures: hits.
+    assert_eq!((call(&p3, None).1, call(&p2, Some(s(0.5))).1), (2, 3));
+    assert_eq!(tree_sum::cache_stats().entries, 4);
+}
+
+#[jit]
+fn split(x: &Tensor, n: usize) -> Vec<Tensor> {
+    (0..n).map(|i| x * (i as f64 + 1.0)).collect()
+}
+
+#[jit]
+fn pair_of_trees(p: &Mlp, x: &Tensor) -> ((Tensor, Mlp), Option<Tensor>) {
+    ((x.matmul(&p.w1), p.map(|t| t * -1.0)), Some(x.sum_all()))
+}
+
+#[test]
+fn tree_returns_are_rebuilt_on_hits() {
+    let _g = CACHES.read().unwrap();
+    let x = ramp(3, 1.0);
+    for _ in 0..2 {
+        for n in [2, 3] {
+            let ys = split(&x, n);
+            assert_eq!(ys.len(), n);
+            assert_close(&ys[n - 1], &(&x * n as f64));
+        }
+    }
+    let st = split::cache_stats();
+    assert_eq!((st.hits, st.misses), (2, 2));
+    let p = init_mlp(3, 5, 2);
+    let x = noise(&[2, 3], 9, 1.0);
+    for _ in 0..2 {
+        let ((h, neg), sum) = pair_of_trees(&p, &x);
+        assert_close(&h, &x.matmul(&p.w1));
+        assert_close(&neg.b2, &(&p.b2 * -1.0));
+        assert_close(&sum.unwrap(), &x.sum_all());
+    }
+    assert_eq!(pair_of_trees::cache_stats().hits, 1);
+}
+
+#[jit]
+fn forward(p: &Mlp, x: &Tensor) -> Tensor {
+    (x.matmul(&p.w1) + &p.b1).relu().matmul(&p.w2) + &p.b2
+}
+
+#[jit]
+fn forward_twice(p: &Mlp, x: &Tensor) -> Tensor {
+    forward(p, x) + forward(p, x)
+}
+
+#[test]
+fn a_jit_with_tree_parameters_inlines_into_another_trace() {
+    let _g = CACHES.read().unwrap();
+    let p = init_mlp(4, 8, 3);
+    let (x, _) = batch(5, 4, 3);
+    let want = {
+        let h = (x.matmul(&p.w1) + &p.b1).relu().matmul(&p.w2) + &p.b2;
+        &h + &h
+    };
+    assert_close(&forward_twice(&p, &x), &want);
+    assert_eq!(forward::cache_stats(), jitfuse::CacheStats::default());
+}
+
 #[test]
 fn ui() {
     let t = trybuild::TestCases::new();

@@ -1,14 +1,23 @@
 //! Syntactic classification of parameter and return types. The macro sees
 //! tokens, not types: `Tensor` is any path whose last segment is `Tensor`
-//! (`Tensor`, `jitfuse::Tensor`, ...), `f32`/`f64` are those primitive names.
+//! (`Tensor`, `jitfuse::Tensor`, ...), `f32`/`f64` and the other primitives
+//! are those names. Whether any other type is a `Tree` (traced) or static is
+//! left to the compiler (see `generate::collect_args`).
 
 use proc_macro2::{TokenStream, TokenTree};
 use quote::ToTokens;
 use syn::{Type, TypePath};
 
-/// The most tensors a return tuple may hold (the runtime's `FromOutputs`
-/// impls go up to 8).
-pub const MAX_OUTPUTS: usize = 8;
+/// The longest tuple a return type may be (the runtime's `Tree` impls for
+/// tuples go up to 12).
+pub const MAX_TUPLE: usize = 12;
+
+/// Types that are static by name (never trees), and whose references get a
+/// "take it by value" error.
+const PRIMITIVES: &[&str] = &[
+    "bool", "char", "str", "String", "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16",
+    "i32", "i64", "i128", "isize", "f32", "f64",
+];
 
 pub enum TypeClass<'a> {
     /// `&Tensor`
@@ -21,14 +30,19 @@ pub enum TypeClass<'a> {
     F64,
     /// `impl Trait`
     ImplTrait,
-    /// `&T` or `&mut T` for a `T` that is not a tensor.
+    /// `&T` or `&mut T` for a primitive `T` (`&usize`).
     OtherRef(&'a syn::TypeReference),
-    /// A non-reference type that mentions `Tensor` (`Vec<Tensor>`,
-    /// `(Tensor, Tensor)`, `[Tensor; 2]`): it would be static, which it
-    /// cannot be.
-    ContainsTensor,
-    /// Any other type: a static parameter.
+    /// `&mut T` for a `T` that is neither a tensor nor a primitive.
+    TreeMut(&'a syn::TypeReference),
+    /// `&T` for any other `T`: a borrowed tree.
+    TreeRef,
+    /// A type with a `&Tensor` inside (`Vec<&Tensor>`, `(&Tensor, &Tensor)`):
+    /// trees own their leaves.
+    NestedTensorRef,
+    /// A primitive (`usize`, `bool`, ...): a static parameter.
     Static,
+    /// Any other type: a tree if it implements `Tree`, else static.
+    Auto,
 }
 
 /// Look through invisible groups (types passed through `macro_rules!`) and
@@ -55,12 +69,44 @@ pub fn is_tensor(ty: &Type) -> bool {
     last_ident_is(ty, "Tensor")
 }
 
-fn mentions_tensor(tokens: TokenStream) -> bool {
-    tokens.into_iter().any(|t| match t {
-        TokenTree::Ident(i) => i == "Tensor",
-        TokenTree::Group(g) => mentions_tensor(g.stream()),
-        _ => false,
-    })
+fn is_primitive(ty: &Type) -> bool {
+    PRIMITIVES.iter().any(|p| last_ident_is(ty, p))
+}
+
+/// Whether a `&Tensor` or `&mut Tensor` occurs strictly inside `ty`.
+fn has_nested_tensor_ref(ty: &Type) -> bool {
+    fn inner(ty: &Type) -> bool {
+        match strip(ty) {
+            Type::Reference(r) => is_tensor(&r.elem) || inner(&r.elem),
+            t => children(t).iter().any(|c| inner(c)),
+        }
+    }
+    fn children(ty: &Type) -> Vec<&Type> {
+        match ty {
+            Type::Tuple(t) => t.elems.iter().collect(),
+            Type::Array(a) => vec![&a.elem],
+            Type::Slice(s) => vec![&s.elem],
+            Type::Reference(r) => vec![&r.elem],
+            Type::Path(p) => p
+                .path
+                .segments
+                .iter()
+                .flat_map(|s| match &s.arguments {
+                    syn::PathArguments::AngleBracketed(a) => a
+                        .args
+                        .iter()
+                        .filter_map(|a| match a {
+                            syn::GenericArgument::Type(t) => Some(t),
+                            _ => None,
+                        })
+                        .collect(),
+                    _ => Vec::new(),
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+    children(strip(ty)).iter().any(|c| inner(c))
 }
 
 pub fn classify(ty: &Type) -> TypeClass<'_> {
@@ -79,34 +125,32 @@ pub fn classify(ty: &Type) -> TypeClass<'_> {
             Some(_) => TypeClass::TensorMut(r),
             None => TypeClass::TensorRef,
         },
-        Type::Reference(r) => TypeClass::OtherRef(r),
+        Type::Reference(r) if is_primitive(&r.elem) => TypeClass::OtherRef(r),
         Type::ImplTrait(_) => TypeClass::ImplTrait,
-        _ if mentions_tensor(ty.to_token_stream()) => TypeClass::ContainsTensor,
-        _ => TypeClass::Static,
+        _ if has_nested_tensor_ref(ty) => TypeClass::NestedTensorRef,
+        Type::Reference(r) if r.mutability.is_some() => TypeClass::TreeMut(r),
+        Type::Reference(_) => TypeClass::TreeRef,
+        _ if is_primitive(ty) => TypeClass::Static,
+        _ => TypeClass::Auto,
     }
 }
 
-/// What a return type is.
+/// What a return type is, as far as tokens tell: whether it is a `Tree` is
+/// checked by the compiler (`JitReturn`, at the return type).
 pub enum ReturnClass {
-    /// `Tensor` or a tuple of 1..=8 tensors.
+    /// Possibly a tree.
     Ok,
-    /// A tuple of tensors longer than [`MAX_OUTPUTS`].
+    /// A tuple longer than [`MAX_TUPLE`].
     TooMany(usize),
-    /// Anything else.
-    Unsupported,
+    /// `impl Trait`.
+    ImplTrait,
 }
 
 pub fn classify_return(ty: &Type) -> ReturnClass {
     match strip(ty) {
-        t if is_tensor(t) => ReturnClass::Ok,
-        Type::Tuple(t) if !t.elems.is_empty() && t.elems.iter().all(is_tensor) => {
-            if t.elems.len() > MAX_OUTPUTS {
-                ReturnClass::TooMany(t.elems.len())
-            } else {
-                ReturnClass::Ok
-            }
-        }
-        _ => ReturnClass::Unsupported,
+        Type::Tuple(t) if t.elems.len() > MAX_TUPLE => ReturnClass::TooMany(t.elems.len()),
+        Type::ImplTrait(_) => ReturnClass::ImplTrait,
+        _ => ReturnClass::Ok,
     }
 }
 

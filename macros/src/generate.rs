@@ -117,6 +117,7 @@ fn companion(f: &JitFn) -> TokenStream {
     let params = signature_params(&f.params);
     let args = names(&f.params);
     let collect = collect_args(f);
+    let rebuild = quote_spanned!(ret.span()=> ::jitfuse::__private::rebuild_output::<#ret>);
     quote! {
         #(#cfgs)*
         #(#docs)*
@@ -136,10 +137,10 @@ fn companion(f: &JitFn) -> TokenStream {
             /// Call the function; a shape or dtype mismatch in its body, or a
             /// bad argument, is returned as `Err` instead of panicking.
             pub fn try_call(#(#params),*) -> ::core::result::Result<#ret, ::jitfuse::Error> {
-                let __jitfuse_outputs = Self::__jitfuse_with_args(#(#args,)* |__jitfuse_args, __jitfuse_body| {
+                let (__jitfuse_outputs, __jitfuse_structure) = Self::__jitfuse_with_args(#(#args,)* |__jitfuse_args, __jitfuse_body| {
                     Self::__jitfuse_cache().call(__jitfuse_args, __jitfuse_body)
                 })?;
-                <#ret as ::jitfuse::__private::FromOutputs>::from_outputs(__jitfuse_outputs)
+                #rebuild(&__jitfuse_structure, __jitfuse_outputs)
             }
 
             /// Trace and compile for these arguments without running, keeping
@@ -164,30 +165,40 @@ fn companion(f: &JitFn) -> TokenStream {
 }
 
 /// `__jitfuse_with_args(params.., k)`: collects the call's arguments and
-/// hands them, with the staged body as a closure over the static arguments,
-/// to `k` (the cache's `call` or `lower`). One place for both, so a bad
-/// static parameter type is reported once.
+/// hands them, with the staged body as a closure over the static arguments
+/// and the trees' structures, to `k` (the cache's `call` or `lower`). One
+/// place for both, so a bad parameter type is reported once.
+///
+/// Tree or static: a by-value parameter of a non-primitive type (`Mlp`,
+/// `Vec<Tensor>`, `Act`) goes through `__private::Probe`, whose method
+/// resolution (autoref specialisation on the concrete type) picks the tree
+/// path when the type implements `Tree` and the static path otherwise; the
+/// static path requires `StaticArg`. All of it is spanned at the parameter's
+/// type, so a type that is neither is reported there, once (rustc drops a
+/// repeated predicate at the same span).
 fn collect_args(f: &JitFn) -> TokenStream {
     let params = signature_params(&f.params);
     let body = body_ident(f);
     let mut checks = Vec::new();
     let mut pushes = Vec::new();
     let mut body_args = Vec::new();
-    let mut traced = 0usize;
-    for p in &f.params {
+    for (i, p) in f.params.iter().enumerate() {
         let name = &p.name;
-        let i = traced;
-        if p.is_traced() {
-            traced += 1;
+        let ty = &p.ty;
+        let span = p.ty.span();
+        // The parameter's first tensor among the traced arguments, or its slot.
+        let at = format_ident!("__jitfuse_at_{}", i);
+        if p.is_tensor() {
+            pushes.push(quote!(let #at = __jitfuse_args.tensor_count();));
         }
         match p.kind {
             ParamKind::Borrowed => {
                 pushes.push(quote!(__jitfuse_args.borrowed(#name);));
-                body_args.push(quote!(&__jitfuse_ts[#i]));
+                body_args.push(quote!(&__jitfuse_ts[#at]));
             }
             ParamKind::Owned => {
                 pushes.push(quote!(__jitfuse_args.owned(#name);));
-                body_args.push(quote!(::core::clone::Clone::clone(&__jitfuse_ts[#i])));
+                body_args.push(quote!(::core::clone::Clone::clone(&__jitfuse_ts[#at])));
             }
             ParamKind::Scalar(float) => {
                 let method = match float {
@@ -195,35 +206,59 @@ fn collect_args(f: &JitFn) -> TokenStream {
                     Float::F64 => quote!(scalar_f64),
                 };
                 pushes.push(quote!(__jitfuse_args.#method(#name);));
-                body_args.push(quote!(&__jitfuse_ts[#i]));
+                body_args.push(quote!(&__jitfuse_ts[#at]));
             }
             ParamKind::Static => {
                 // All spanned at the type: a type that is not `Hash + Eq +
                 // ...` is reported there, with the runtime's on_unimplemented
-                // text, and once (rustc drops a repeated predicate at the
-                // same span).
-                let ty = &p.ty;
-                let span = p.ty.span();
+                // text, and once.
                 checks
                     .push(quote_spanned!(span=> ::jitfuse::__private::assert_static_arg::<#ty>();));
                 pushes.push(quote_spanned!(span=> __jitfuse_args.static_arg::<#ty>(&#name);));
                 body_args.push(quote_spanned!(span=> <#ty as ::core::clone::Clone>::clone(&#name)));
             }
+            ParamKind::Auto => {
+                pushes.push(quote_spanned! {span=>
+                    let #at = {
+                        #[allow(unused_imports)]
+                        use ::jitfuse::__private::{ViaStatic as _, ViaTree as _};
+                        (&&::jitfuse::__private::Probe::<#ty>::new())
+                            .__jitfuse_kind()
+                            .collect(#name, &mut __jitfuse_args)
+                    };
+                });
+                body_args.push(quote!(#at.value(__jitfuse_ts)));
+            }
+            ParamKind::BorrowedTree => {
+                let elem = match crate::classify::strip(ty) {
+                    syn::Type::Reference(r) => &r.elem,
+                    _ => unreachable!("classified as a reference"),
+                };
+                pushes.push(quote_spanned! {span=>
+                    let #at = ::jitfuse::__private::borrowed_tree::<#elem>(#name, &mut __jitfuse_args);
+                });
+                body_args.push(quote!(&#at.value(__jitfuse_ts)));
+            }
         }
     }
+    let ret = &f.ret;
+    let flatten = quote_spanned!(ret.span()=> ::jitfuse::__private::flatten_output::<#ret>);
     quote! {
         fn __jitfuse_with_args<__JitfuseR>(
             #(#params,)*
             __jitfuse_k: impl ::core::ops::FnOnce(
                 ::jitfuse::__private::CallArgs<'_>,
-                &dyn ::core::ops::Fn(&[::jitfuse::Tensor]) -> ::std::vec::Vec<::jitfuse::Tensor>,
+                &dyn ::core::ops::Fn(&[::jitfuse::Tensor]) -> (
+                    ::std::vec::Vec<::jitfuse::Tensor>,
+                    ::jitfuse::__private::Structure,
+                ),
             ) -> __JitfuseR,
         ) -> __JitfuseR {
             #(#checks)*
             let mut __jitfuse_args = ::jitfuse::__private::CallArgs::new();
             #(#pushes)*
             __jitfuse_k(__jitfuse_args, &|__jitfuse_ts: &[::jitfuse::Tensor]| {
-                ::jitfuse::__private::IntoOutputs::into_outputs(#body(#(#body_args),*))
+                #flatten(#body(#(#body_args),*))
             })
         }
     }

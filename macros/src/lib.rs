@@ -1,4 +1,4 @@
-//! The `#[jit]` attribute of jitfuse.
+//! The `#[jit]` attribute and `#[derive(Tree)]` of jitfuse.
 //!
 //! Like serde_derive, the macro works in three steps:
 //! 1. [`parse`] reads the item into the macro's own [`model`], checking every
@@ -13,6 +13,7 @@ mod classify;
 mod generate;
 mod model;
 mod parse;
+mod tree;
 
 use proc_macro::TokenStream;
 
@@ -27,5 +28,17 @@ pub fn jit(attr: TokenStream, item: TokenStream) -> TokenStream {
             let errors = err.to_compile_error();
             quote::quote!(#errors #item).into()
         }
+    }
+}
+
+/// Implement `jitfuse::Tree` for a struct whose fields are all trees
+/// (`Tensor`, tuples, arrays, `Vec`, `Option` of trees, other derived
+/// structs). Leaves are visited field by field, in declaration order; every
+/// type parameter gets a `Tree` bound.
+#[proc_macro_derive(Tree)]
+pub fn derive_tree(input: TokenStream) -> TokenStream {
+    match tree::derive(input.into()) {
+        Ok(ts) => ts.into(),
+        Err(e) => e.to_compile_error().into(),
     }
 }

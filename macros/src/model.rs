@@ -9,7 +9,7 @@ pub struct JitFn {
     pub vis: Visibility,
     pub name: Ident,
     pub params: Vec<Param>,
-    /// `Tensor` or a tuple of 1..=8 `Tensor`s, as the user wrote it.
+    /// The return type as the user wrote it (a `Tree`: the compiler checks).
     pub ret: Type,
     pub body: Box<Block>,
 }
@@ -32,8 +32,14 @@ pub enum ParamKind {
     Owned,
     /// `f32` / `f64`: a traced scalar, a `&Tensor` of shape `[]` in the body.
     Scalar(Float),
-    /// Any other type: part of the cache key, received by clone.
+    /// A primitive type (`usize`, `bool`, ...): part of the cache key,
+    /// received by clone.
     Static,
+    /// `&T` for a non-primitive `T`: a borrowed tree, leaves never written.
+    BorrowedTree,
+    /// Any other type by value: a tree (leaves traced and donated) if it
+    /// implements `Tree`, else static; the compiler decides.
+    Auto,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -43,7 +49,12 @@ pub enum Float {
 }
 
 impl Param {
-    pub fn is_traced(&self) -> bool {
-        self.kind != ParamKind::Static
+    /// Whether the parameter is one tensor argument (a tree gives any
+    /// number, a static none).
+    pub fn is_tensor(&self) -> bool {
+        matches!(
+            self.kind,
+            ParamKind::Borrowed | ParamKind::Owned | ParamKind::Scalar(_)
+        )
     }
 }

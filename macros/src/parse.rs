@@ -1,7 +1,7 @@
 //! Tokens → [`JitFn`], checking everything the macro cannot stage and
 //! collecting every error before giving up (like serde_derive's `Ctxt`).
 
-use crate::classify::{self, ReturnClass, TypeClass, MAX_OUTPUTS};
+use crate::classify::{self, ReturnClass, TypeClass, MAX_TUPLE};
 use crate::model::{Float, JitFn, Param, ParamKind};
 use proc_macro2::{Span, TokenStream};
 use quote::ToTokens;
@@ -187,6 +187,19 @@ fn param_kind(ty: &Type, errors: &mut Errors) -> Option<ParamKind> {
         TypeClass::F32 => ParamKind::Scalar(Float::F32),
         TypeClass::F64 => ParamKind::Scalar(Float::F64),
         TypeClass::Static => ParamKind::Static,
+        TypeClass::Auto => ParamKind::Auto,
+        TypeClass::TreeRef => ParamKind::BorrowedTree,
+        TypeClass::TreeMut(r) => {
+            errors.at(
+                join(&r.and_token, &r.mutability),
+                format!(
+                    "tensors are values: a `#[jit]` function cannot write through `&mut`; take `&{0}` \
+                     (or `{0}` to donate its leaves) and return the new value instead",
+                    classify::display(&r.elem)
+                ),
+            );
+            return None;
+        }
         TypeClass::TensorMut(r) => {
             errors.at(
                 join(&r.and_token, &r.mutability),
@@ -212,16 +225,16 @@ fn param_kind(ty: &Type, errors: &mut Errors) -> Option<ParamKind> {
             errors.at(
                 ty,
                 "`impl Trait` parameters are not supported by `#[jit]`: use `&Tensor`, `Tensor`, \
-                 `f32`, `f64` (traced) or a concrete `Hash + Eq + Clone` type (static)",
+                 `f32`, `f64`, a concrete `Tree` (traced) or a concrete `Hash + Eq + Clone` type (static)",
             );
             return None;
         }
-        TypeClass::ContainsTensor => {
+        TypeClass::NestedTensorRef => {
             errors.at(
                 ty,
-                "`#[jit]` traces parameters of type `&Tensor`, `Tensor`, `f32` and `f64`; this type \
-                 holds tensors but would be a static parameter: pass each tensor as its own \
-                 `&Tensor` parameter",
+                "a tree parameter owns its tensors: write the type with `Tensor` in place of \
+                 `&Tensor` and borrow the whole parameter (`&(Tensor, Tensor)`, `&Vec<Tensor>`) \
+                 or take it by value to donate it",
             );
             return None;
         }
@@ -238,7 +251,7 @@ fn return_type(sig: &Signature, errors: &mut Errors) -> Option<Type> {
             errors.at(
                 head,
                 "a `#[jit]` function returns its results: add `-> Tensor` \
-                 (or a tuple of tensors, `-> (Tensor, Tensor)`)",
+                 (or a tree of tensors: `-> (Tensor, Tensor)`, a `#[derive(Tree)]` struct)",
             );
             return None;
         }
@@ -248,16 +261,14 @@ fn return_type(sig: &Signature, errors: &mut Errors) -> Option<Type> {
         ReturnClass::TooMany(n) => errors.at(
             ty,
             format!(
-                "a `#[jit]` function returns at most {MAX_OUTPUTS} tensors, this tuple has {n}"
+                "a `#[jit]` function returns a tuple of at most {MAX_TUPLE} elements, this one has {n}: \
+                 nest tuples or return a `#[derive(Tree)]` struct"
             ),
         ),
-        ReturnClass::Unsupported => errors.at(
+        ReturnClass::ImplTrait => errors.at(
             ty,
-            format!(
-                "a `#[jit]` function returns `Tensor` or a tuple of up to {MAX_OUTPUTS} tensors \
-                 (`(Tensor, Tensor)`), not `{}`",
-                classify::display(ty)
-            ),
+            "a `#[jit]` function returns a concrete tree of tensors (`Tensor`, a tuple of tensors, \
+             a `#[derive(Tree)]` struct), not `impl Trait`",
         ),
     }
     None

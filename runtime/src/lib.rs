@@ -38,7 +38,9 @@ pub use tensor::shape_ops::{concat, stack, Slice};
 #[doc(hidden)]
 pub mod __private {
     pub use crate::jit::{
-        assert_static_arg, fail, CallArgs, FnCache, FromOutputs, IntoOutputs, StaticArg,
+        assert_static_arg, borrowed_tree, fail, flatten_output, rebuild_output, BorrowedTree,
+        CallArgs, FnCache, FromOutputs, IntoOutputs, JitReturn, Probe, StaticArg, StaticParam,
+        StaticSlot, Structure, TreeParam, TreeSlot, ViaStatic, ViaTree,
     };
     pub use crate::trace::is_tracing;
 }

@@ -114,7 +114,11 @@ impl Buffer {
             return Buffer::zeroed(0);
         }
         if let Some(ptr) = pool::take(bytes) {
-            return Buffer { ptr, bytes, owned: true };
+            return Buffer {
+                ptr,
+                bytes,
+                owned: true,
+            };
         }
         let layout = Layout::from_size_align(bytes, ALIGN).expect("tensor too large");
         // SAFETY: non-zero size.
@@ -172,7 +176,10 @@ pub mod pool {
             return false;
         }
         let mut p = POOL.lock().unwrap();
-        p.get_or_insert_with(HashMap::new).entry(bytes).or_default().push(Ptr(ptr));
+        p.get_or_insert_with(HashMap::new)
+            .entry(bytes)
+            .or_default()
+            .push(Ptr(ptr));
         HELD.fetch_add(bytes, Ordering::Relaxed);
         true
     }
@@ -181,7 +188,12 @@ pub mod pool {
         if bytes < MIN_POOLED {
             return None;
         }
-        let got = POOL.lock().unwrap().as_mut().and_then(|m| m.get_mut(&bytes)).and_then(|v| v.pop());
+        let got = POOL
+            .lock()
+            .unwrap()
+            .as_mut()
+            .and_then(|m| m.get_mut(&bytes))
+            .and_then(|v| v.pop());
         match got {
             Some(p) => {
                 HELD.fetch_sub(bytes, Ordering::Relaxed);
@@ -198,7 +210,10 @@ pub mod pool {
     /// `(buffers reused from the pool, large buffers freshly allocated)`
     /// since the start of the process.
     pub fn stats() -> (usize, usize) {
-        (REUSED.load(Ordering::Relaxed), FRESH.load(Ordering::Relaxed))
+        (
+            REUSED.load(Ordering::Relaxed),
+            FRESH.load(Ordering::Relaxed),
+        )
     }
 
     /// Bytes held by the pool now.

@@ -317,14 +317,24 @@ fn axpby(a: &Tensor, b: &Tensor, c: &Tensor) -> Tensor {
 fn a_steady_loop_reuses_output_pages() {
     // A size no other test uses, so the pool's buffers of this size are ours.
     let n = (1 << 18) + 123;
-    let (a, b, c) = (Tensor::full(&[n], 1.0, DType::F32), Tensor::full(&[n], 2.0, DType::F32), Tensor::full(&[n], 3.0, DType::F32));
+    let (a, b, c) = (
+        Tensor::full(&[n], 1.0, DType::F32),
+        Tensor::full(&[n], 2.0, DType::F32),
+        Tensor::full(&[n], 3.0, DType::F32),
+    );
     let mut last = axpby(&a, &b, &c).storage_addr(); // compiles; the output goes back to the pool
     let mut same = 0;
     for _ in 0..20 {
         let out = axpby(&a, &b, &c);
-        assert_eq!(out.to_vec::<f32>().unwrap()[n - 1], ((1.0 * 2.0 + 2.0) * 3.0 - 1.0) / (1.0 + 4.0));
+        assert_eq!(
+            out.to_vec::<f32>().unwrap()[n - 1],
+            ((1.0 * 2.0 + 2.0) * 3.0 - 1.0) / (1.0 + 4.0)
+        );
         same += (out.storage_addr() == last) as usize;
         last = out.storage_addr();
     }
-    assert_eq!(same, 20, "every output reuses the pages of the previous, dropped one");
+    assert_eq!(
+        same, 20,
+        "every output reuses the pages of the previous, dropped one"
+    );
 }

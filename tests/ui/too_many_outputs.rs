@@ -1,9 +1,10 @@
 use jitfuse::prelude::*;
 
 #[jit]
-fn f(x: &Tensor) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor) {
+#[rustfmt::skip]
+fn f(x: &Tensor) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor) {
     let y = x.exp();
-    (y.clone(), y.clone(), y.clone(), y.clone(), y.clone(), y.clone(), y.clone(), y.clone(), y)
+    (y.clone(), y.clone(), y.clone(), y.clone(), y.clone(), y.clone(), y.clone(), y.clone(), y.clone(), y.clone(), y.clone(), y.clone(), y)
 }
 
 fn main() {}

@@ -3,9 +3,15 @@
 
 use crate::Tensor;
 
-/// A structure whose leaves are tensors. Implemented for `Tensor`, tuples,
-/// arrays, `Vec` and `Option` of trees; `#[derive(Tree)]` implements it for
-/// structs of trees.
+/// A structure whose leaves are tensors. Implemented for `Tensor`, tuples (up
+/// to 12), arrays, `Vec` and `Option` of trees; `#[derive(Tree)]` implements
+/// it for structs of trees.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a tree of tensors (`jitfuse::Tree`)",
+    label = "not a `Tree`",
+    note = "`Tree` is implemented for `Tensor`, and for tuples, arrays, `Vec` and `Option` of trees; \
+            `#[derive(Tree)]` implements it for structs whose fields are all trees"
+)]
 pub trait Tree: Sized {
     /// The leaves, in a fixed order.
     fn leaves(&self) -> Vec<Tensor> {
@@ -19,6 +25,13 @@ pub trait Tree: Sized {
 
     /// A tree of the same structure as `self` with leaves taken in order.
     fn rebuild(&self, leaves: &mut dyn Iterator<Item = Tensor>) -> Self;
+
+    /// Append what distinguishes two trees of this type with the same leaves
+    /// beyond the leaves themselves: `Vec` lengths, `Option` presence (in
+    /// leaf order). Part of a `#[jit]` cache key; the default is nothing.
+    fn structure(&self, out: &mut Vec<usize>) {
+        let _ = out;
+    }
 
     /// Apply `f` to every leaf.
     fn map(&self, mut f: impl FnMut(&Tensor) -> Tensor) -> Self {
@@ -59,6 +72,12 @@ impl<T: Tree> Tree for Vec<T> {
             t.collect_leaves(out);
         }
     }
+    fn structure(&self, out: &mut Vec<usize>) {
+        out.push(self.len());
+        for t in self {
+            t.structure(out);
+        }
+    }
     fn rebuild(&self, leaves: &mut dyn Iterator<Item = Tensor>) -> Self {
         self.iter().map(|t| t.rebuild(leaves)).collect()
     }
@@ -68,6 +87,12 @@ impl<T: Tree> Tree for Option<T> {
     fn collect_leaves(&self, out: &mut Vec<Tensor>) {
         if let Some(t) = self {
             t.collect_leaves(out);
+        }
+    }
+    fn structure(&self, out: &mut Vec<usize>) {
+        out.push(self.is_some() as usize);
+        if let Some(t) = self {
+            t.structure(out);
         }
     }
     fn rebuild(&self, leaves: &mut dyn Iterator<Item = Tensor>) -> Self {
@@ -81,6 +106,11 @@ impl<T: Tree, const N: usize> Tree for [T; N] {
             t.collect_leaves(out);
         }
     }
+    fn structure(&self, out: &mut Vec<usize>) {
+        for t in self {
+            t.structure(out);
+        }
+    }
     fn rebuild(&self, leaves: &mut dyn Iterator<Item = Tensor>) -> Self {
         std::array::from_fn(|i| self[i].rebuild(leaves))
     }
@@ -91,6 +121,9 @@ macro_rules! tuple_tree {
         impl<$($t: Tree),*> Tree for ($($t,)*) {
             fn collect_leaves(&self, out: &mut Vec<Tensor>) {
                 $(self.$i.collect_leaves(out);)*
+            }
+            fn structure(&self, out: &mut Vec<usize>) {
+                $(self.$i.structure(out);)*
             }
             fn rebuild(&self, leaves: &mut dyn Iterator<Item = Tensor>) -> Self {
                 ($(self.$i.rebuild(leaves),)*)
@@ -104,3 +137,9 @@ tuple_tree!(A 0, B 1, C 2);
 tuple_tree!(A 0, B 1, C 2, D 3);
 tuple_tree!(A 0, B 1, C 2, D 3, E 4);
 tuple_tree!(A 0, B 1, C 2, D 3, E 4, F 5);
+tuple_tree!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+tuple_tree!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+tuple_tree!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
+tuple_tree!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
+tuple_tree!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
+tuple_tree!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);

@@ -157,6 +157,7 @@ impl Executable {
             .collect();
         let sig = Signature {
             args,
+            structure: vec![],
             statics: vec![],
         };
         Executable::compile(Traced { graph, captured }, &sig, true)

@@ -35,8 +35,9 @@ impl ArgTensor<'_> {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a static parameter of a #[jit] function",
     label = "static parameters must be `Hash + Eq + Clone + Debug + Send + Sync + 'static`",
-    note = "parameters of type `&Tensor`, `Tensor`, `f32` and `f64` are traced; every other parameter is \
-            static: it is part of the cache key, so it must be hashable and comparable"
+    note = "parameters of type `&Tensor`, `Tensor`, `f32`, `f64` and trees of tensors (`Tree`, e.g. a \
+            `#[derive(Tree)]` struct) are traced; every other parameter is static: it is part of the cache \
+            key, so it must be hashable and comparable"
 )]
 pub trait StaticArg: Any + Debug + Send + Sync {
     fn dyn_eq(&self, other: &dyn StaticArg) -> bool;
@@ -95,11 +96,15 @@ pub struct ArgSig {
     pub shape: Vec<usize>,
 }
 
-/// The cache key of a call: the traced arguments' kinds, dtypes and shapes,
+/// The cache key of a call: the traced arguments' kinds, dtypes and shapes
+/// (a tree parameter gives one per leaf), the structure of tree parameters,
 /// and the static arguments' values.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Signature {
     pub args: Vec<ArgSig>,
+    /// For each tree parameter: its leaf count, the length of its
+    /// [`Tree::structure`](crate::Tree::structure), then that structure.
+    pub structure: Vec<usize>,
     pub(crate) statics: Vec<StaticValue>,
 }
 
@@ -125,6 +130,9 @@ impl std::fmt::Display for Signature {
             })
             .collect();
         parts.extend(self.statics.iter().map(|s| format!("static {s:?}")));
+        if !self.structure.is_empty() {
+            parts.push(format!("tree structure {:?}", self.structure));
+        }
         write!(f, "({})", parts.join(", "))
     }
 }
@@ -133,6 +141,7 @@ impl std::fmt::Display for Signature {
 #[derive(Default)]
 pub struct CallArgs<'a> {
     pub(crate) tensors: Vec<(ArgKind, ArgTensor<'a>)>,
+    pub(crate) structure: Vec<usize>,
     pub(crate) statics: Vec<StaticValue>,
 }
 
@@ -162,6 +171,23 @@ impl<'a> CallArgs<'a> {
             ArgKind::Scalar,
             ArgTensor::Owned(Tensor::scalar(v).into_weak()),
         ));
+    }
+
+    /// The leaves of a tree parameter, in order: owned leaves are donated,
+    /// borrowed ones (clones of the caller's leaves) never written.
+    pub fn tree<T: crate::Tree>(&mut self, kind: ArgKind, leaves: Vec<Tensor>, tree: &T) {
+        debug_assert!(kind != ArgKind::Scalar);
+        let start = self.structure.len();
+        self.structure.extend([leaves.len(), 0]);
+        tree.structure(&mut self.structure);
+        self.structure[start + 1] = self.structure.len() - start - 2;
+        self.tensors
+            .extend(leaves.into_iter().map(|t| (kind, ArgTensor::Owned(t))));
+    }
+
+    /// Number of tensor arguments so far (a tree counts its leaves).
+    pub fn tensor_count(&self) -> usize {
+        self.tensors.len()
     }
 
     pub fn static_arg<T: StaticArg + Clone>(&mut self, v: &T) {
@@ -194,6 +220,7 @@ impl<'a> CallArgs<'a> {
         }
         Ok(Signature {
             args,
+            structure: self.structure.clone(),
             statics: self.statics.clone(),
         })
     }

@@ -11,16 +11,24 @@ use crate::exec::Executable;
 use crate::trace::{self, ParamSpec};
 use crate::{Error, Tensor};
 use once_cell::sync::OnceCell;
+use std::any::Any;
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-type Entry = Arc<OnceCell<Result<Arc<Executable>, Error>>>;
+type Entry = Arc<OnceCell<Result<(Arc<Executable>, Structure), Error>>>;
+
+/// The structure of a jitted function's return value, as traced: the
+/// returned tree with placeholder leaves (see `__private::flatten_output`).
+/// A call rebuilds its return value from this and the program's outputs.
+pub type Structure = Arc<dyn Any + Send + Sync>;
 
 /// The body of a jitted function as the wrapper hands it over: traced tensor
-/// arguments in, output tensors out (static arguments are captured).
-pub type Body<'a> = &'a dyn Fn(&[Tensor]) -> Vec<Tensor>;
+/// arguments in (a tree parameter's leaves in order), output leaves and the
+/// return value's structure out (static arguments are captured).
+pub type Body<'a> = &'a dyn Fn(&[Tensor]) -> (Vec<Tensor>, Structure);
 
 /// Counters of one function's cache.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -72,21 +80,25 @@ impl FnCache {
 
     /// Run the function: inlined into the enclosing trace when tracing,
     /// otherwise through the compiled program for the call's signature.
-    pub fn call(&'static self, args: CallArgs<'_>, body: Body<'_>) -> Result<Vec<Tensor>, Error> {
+    pub fn call(
+        &'static self,
+        args: CallArgs<'_>,
+        body: Body<'_>,
+    ) -> Result<(Vec<Tensor>, Structure), Error> {
         if trace::is_tracing() {
             return Ok(body(&args.tensor_list()));
         }
         let sig = args.signature()?;
-        let exe = self.get_or_compile(&sig, body)?;
-        exe.run(args)
+        let (exe, structure) = self.get_or_compile(&sig, body)?;
+        Ok((exe.run(args)?, structure))
     }
 
     /// Trace and compile for these arguments without running, keeping every
     /// stage's text. Does not touch the cache.
     pub fn lower(&'static self, args: CallArgs<'_>, body: Body<'_>) -> Result<Lowered, Error> {
         let sig = args.signature()?;
-        let traced = trace_body(&sig, body)?;
-        Ok(Lowered::new(self, sig, traced))
+        let (traced, structure) = trace_body(&sig, body)?;
+        Ok(Lowered::new(self, sig, traced, structure))
     }
 
     /// The cached program for `sig`, compiled from `traced` on a miss.
@@ -94,23 +106,26 @@ impl FnCache {
         &'static self,
         sig: &Signature,
         traced: &trace::Traced,
+        structure: &Structure,
     ) -> Result<Arc<Executable>, Error> {
-        self.cached(sig, &mut || Ok(traced.clone()))
+        Ok(self
+            .cached(sig, &mut || Ok((traced.clone(), structure.clone())))?
+            .0)
     }
 
     fn get_or_compile(
         &'static self,
         sig: &Signature,
         body: Body<'_>,
-    ) -> Result<Arc<Executable>, Error> {
+    ) -> Result<(Arc<Executable>, Structure), Error> {
         self.cached(sig, &mut || trace_body(sig, body))
     }
 
     fn cached(
         &'static self,
         sig: &Signature,
-        trace: &mut dyn FnMut() -> Result<trace::Traced, Error>,
-    ) -> Result<Arc<Executable>, Error> {
+        trace: &mut dyn FnMut() -> Result<(trace::Traced, Structure), Error>,
+    ) -> Result<(Arc<Executable>, Structure), Error> {
         self.register();
         let entry = {
             let mut map = self.map.lock().unwrap();
@@ -125,9 +140,8 @@ impl FnCache {
             let start = Instant::now();
             let dump = std::env::var_os("JITFUSE_DUMP");
             let r = trace()
-                .and_then(|t| Executable::compile(t, sig, dump.is_some()))
-                .map(Arc::new);
-            if let (Some(dir), Ok(exe)) = (dump, &r) {
+                .and_then(|(t, s)| Ok((Arc::new(Executable::compile(t, sig, dump.is_some())?), s)));
+            if let (Some(dir), Ok((exe, _))) = (dump, &r) {
                 super::dump::write(std::path::Path::new(&dir), self.name, sig, exe);
             }
             self.compile_nanos
@@ -165,7 +179,7 @@ impl FnCache {
     }
 }
 
-fn trace_body(sig: &Signature, body: Body<'_>) -> Result<trace::Traced, Error> {
+fn trace_body(sig: &Signature, body: Body<'_>) -> Result<(trace::Traced, Structure), Error> {
     let specs: Vec<ParamSpec> = sig
         .args
         .iter()
@@ -175,7 +189,13 @@ fn trace_body(sig: &Signature, body: Body<'_>) -> Result<trace::Traced, Error> {
             weak: a.kind == super::ArgKind::Scalar,
         })
         .collect();
-    trace::trace(&specs, |ts| body(ts))
+    let structure = RefCell::new(None);
+    let traced = trace::trace(&specs, |ts| {
+        let (outs, s) = body(ts);
+        *structure.borrow_mut() = Some(s);
+        outs
+    })?;
+    Ok((traced, structure.into_inner().expect("the body returned")))
 }
 
 #[cfg(test)]
@@ -187,14 +207,14 @@ mod tests {
         let map = c.map.lock().unwrap();
         map.iter()
             .flat_map(|m| m.values())
-            .filter_map(|e| e.get().and_then(|r| r.as_ref().ok()).map(|x| x.code_id()))
+            .filter_map(|e| e.get().and_then(|r| r.as_ref().ok()).map(|x| x.0.code_id()))
             .collect()
     }
 
     #[test]
     fn clearing_frees_code_once_no_call_holds_it() {
         static CACHE: FnCache = FnCache::new("double");
-        let body = |ts: &[Tensor]| vec![&ts[0] * 2.0];
+        let body = |ts: &[Tensor]| (vec![&ts[0] * 2.0], Arc::new(()) as Structure);
         let x = Tensor::zeros(&[8], DType::F32);
         let call = || {
             let mut a = CallArgs::new();
@@ -218,6 +238,7 @@ mod tests {
                 .unwrap()
                 .clone()
                 .unwrap()
+                .0
         };
         CACHE.clear();
         assert_eq!(CACHE.stats().entries, 0);

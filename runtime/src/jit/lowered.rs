@@ -2,7 +2,7 @@
 //! signature, and the compiled program a call with those arguments runs.
 
 use super::args::Signature;
-use super::cache::FnCache;
+use super::cache::{FnCache, Structure};
 use crate::exec::{Executable, MemoryAnalysis};
 use crate::trace::Traced;
 use crate::Error;
@@ -13,21 +13,30 @@ pub struct Lowered {
     cache: &'static FnCache,
     signature: Signature,
     traced: Traced,
+    structure: Structure,
 }
 
 impl Lowered {
-    pub(crate) fn new(cache: &'static FnCache, signature: Signature, traced: Traced) -> Lowered {
+    pub(crate) fn new(
+        cache: &'static FnCache,
+        signature: Signature,
+        traced: Traced,
+        structure: Structure,
+    ) -> Lowered {
         Lowered {
             cache,
             signature,
             traced,
+            structure,
         }
     }
 
     /// The compiled program: the same one (from the function's cache) that a
     /// call with these arguments runs.
     pub fn compile(&self) -> Result<Compiled, Error> {
-        let exe = self.cache.compile_traced(&self.signature, &self.traced)?;
+        let exe = self
+            .cache
+            .compile_traced(&self.signature, &self.traced, &self.structure)?;
         Ok(Compiled { exe })
     }
 

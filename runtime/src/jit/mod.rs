@@ -6,13 +6,18 @@ mod cache;
 mod dump;
 mod lowered;
 mod outputs;
+mod params;
 
 #[allow(unused_imports)]
 pub(crate) use args::ArgTensor;
 pub use args::{assert_static_arg, ArgKind, ArgSig, CallArgs, Signature, StaticArg};
-pub use cache::{clear_caches, Body, CacheStats, FnCache};
+pub use cache::{clear_caches, Body, CacheStats, FnCache, Structure};
 pub use lowered::{Compiled, Lowered};
 pub use outputs::{FromOutputs, IntoOutputs};
+pub use params::{
+    borrowed_tree, flatten_output, rebuild_output, BorrowedTree, JitReturn, Probe, StaticParam,
+    StaticSlot, TreeParam, TreeSlot, ViaStatic, ViaTree,
+};
 
 /// The plain call of a jitted function panics with the error `try_call` gives.
 #[track_caller]
