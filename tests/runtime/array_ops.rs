@@ -486,3 +486,13 @@ fn creation_inside_traces_records_nodes_not_buffers() {
     assert!(t.graph.to_text().contains("iota[0]"), "{}", t.graph);
     check_graph(&t.graph, &[x], EXACT, "creation");
 }
+
+#[test]
+fn batched_matmul_with_single_row_operands() {
+    // Found by the proptest suite: batches of m = 1 rows.
+    let mut rng = Rng::new(27);
+    let a = random_tensor(&mut rng, &[6, 1, 5], DType::F32, -3.0, 3.0, false);
+    let b = random_tensor(&mut rng, &[6, 5, 2], DType::I32, -3.0, 3.0, false);
+    let g = trace_fn(&[a.clone(), b.clone()], |ts| vec![ts[0].matmul(&ts[1])]);
+    check_graph(&g, &[a, b], tol(DType::F32), "m = 1 batches");
+}
