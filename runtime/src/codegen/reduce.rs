@@ -128,7 +128,8 @@ pub fn extent(g: &Graph, p: &Partition, v: ValueId) -> (usize, usize, usize) {
     )
 }
 
-fn binop(op: ReduceOp) -> BinaryOp {
+/// The binary op a reduction folds with.
+pub(super) fn binop(op: ReduceOp) -> BinaryOp {
     match op {
         ReduceOp::Sum => BinaryOp::Add,
         ReduceOp::Prod => BinaryOp::Mul,
@@ -137,7 +138,8 @@ fn binop(op: ReduceOp) -> BinaryOp {
     }
 }
 
-fn identity(op: ReduceOp, d: DType) -> Literal {
+/// The value a reduction over nothing gives.
+pub(super) fn identity(op: ReduceOp, d: DType) -> Literal {
     match (op, d.is_float()) {
         (ReduceOp::Sum, _) => Literal::Int(0),
         (ReduceOp::Prod, _) => Literal::Int(1),
@@ -157,7 +159,7 @@ fn identity(op: ReduceOp, d: DType) -> Literal {
 }
 
 /// The dtype accumulators are kept in: f64 for f32 sums and products.
-fn acc_dtype(op: ReduceOp, d: DType) -> DType {
+pub(super) fn acc_dtype(op: ReduceOp, d: DType) -> DType {
     if d == DType::F32 && matches!(op, ReduceOp::Sum | ReduceOp::Prod) {
         DType::F64
     } else {
@@ -165,7 +167,13 @@ fn acc_dtype(op: ReduceOp, d: DType) -> DType {
     }
 }
 
-fn scalar_op(b: &mut FunctionBuilder, op: ReduceOp, d: DType, x: Value, y: Value) -> Value {
+pub(super) fn scalar_op(
+    b: &mut FunctionBuilder,
+    op: ReduceOp,
+    d: DType,
+    x: Value,
+    y: Value,
+) -> Value {
     match (op, d.is_float()) {
         (ReduceOp::Sum, true) => b.ins().fadd(x, y),
         (ReduceOp::Prod, true) => b.ins().fmul(x, y),

@@ -12,10 +12,11 @@
 //! affine maps; the within-row dimensions must collapse to one run.
 
 use super::kernel::{copy_elems, emit_loop};
+use super::reduce::{acc_dtype, binop, identity, scalar_op};
 use super::vector::{self, Vals, LANES};
 use crate::exec::partition::{const_value, Partition, RowKernel};
 use crate::ir::{BinaryOp, Graph, Op, ReduceOp, ValueId};
-use crate::{shape, DType, Literal};
+use crate::{shape, DType};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
     types, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Value,
@@ -214,47 +215,6 @@ pub fn check(g: &Graph, p: &Partition) -> Result<(), ValueId> {
 pub fn extent(g: &Graph, p: &Partition, rk: &RowKernel) -> (usize, usize) {
     let pl = plan(g, p, rk).expect("checked");
     (pl.o_dims[0], pl.o_dims.iter().product::<usize>() * pl.n)
-}
-
-fn binop(op: ReduceOp) -> BinaryOp {
-    match op {
-        ReduceOp::Sum => BinaryOp::Add,
-        ReduceOp::Prod => BinaryOp::Mul,
-        ReduceOp::Max => BinaryOp::Max,
-        ReduceOp::Min => BinaryOp::Min,
-    }
-}
-
-fn identity(op: ReduceOp, d: DType) -> Literal {
-    match (op, d.is_float()) {
-        (ReduceOp::Sum, _) => Literal::Int(0),
-        (ReduceOp::Prod, _) => Literal::Int(1),
-        (ReduceOp::Max, true) => Literal::Float(f64::NEG_INFINITY),
-        (ReduceOp::Min, true) => Literal::Float(f64::INFINITY),
-        (ReduceOp::Max, false) => Literal::Int(if d == DType::I32 {
-            i32::MIN as i64
-        } else {
-            i64::MIN
-        }),
-        (ReduceOp::Min, false) => Literal::Int(if d == DType::I32 {
-            i32::MAX as i64
-        } else {
-            i64::MAX
-        }),
-    }
-}
-
-fn scalar_op(b: &mut FunctionBuilder, op: ReduceOp, d: DType, x: Value, y: Value) -> Value {
-    match (op, d.is_float()) {
-        (ReduceOp::Sum, true) => b.ins().fadd(x, y),
-        (ReduceOp::Prod, true) => b.ins().fmul(x, y),
-        (ReduceOp::Max, true) => b.ins().fmax(x, y),
-        (ReduceOp::Min, true) => b.ins().fmin(x, y),
-        (ReduceOp::Sum, false) => b.ins().iadd(x, y),
-        (ReduceOp::Prod, false) => b.ins().imul(x, y),
-        (ReduceOp::Max, false) => b.ins().smax(x, y),
-        (ReduceOp::Min, false) => b.ins().smin(x, y),
-    }
 }
 
 fn flags() -> MemFlagsData {
@@ -840,11 +800,7 @@ fn reduce_phase(
             unreachable!()
         };
         let d = n.dtype;
-        let acc_d = if d == DType::F32 && matches!(op, ReduceOp::Sum | ReduceOp::Prod) {
-            DType::F64
-        } else {
-            d
-        };
+        let acc_d = acc_dtype(op, d);
         let init = vector::scalar_const(b, acc_d, identity(op, acc_d));
         let total = b.declare_var(vector::scalar_type(acc_d));
         b.def_var(total, init);
