@@ -120,6 +120,41 @@ fn w6_mlp(x: &Tensor, w1: &Tensor, b1: &Tensor, w2: &Tensor, b2: &Tensor, y: &Te
     softmax_cross_entropy(&(h.matmul(w2) + b2), y)
 }
 
+/// W7: value and gradient of W6's loss w.r.t. (W1, b1, W2, b2).
+#[jit]
+fn w7_mlp_grad(
+    x: &Tensor,
+    w1: &Tensor,
+    b1: &Tensor,
+    w2: &Tensor,
+    b2: &Tensor,
+    y: &Tensor,
+) -> (Tensor, (Tensor, Tensor, Tensor, Tensor)) {
+    value_and_grad(
+        |p: &(Tensor, Tensor, Tensor, Tensor)| {
+            let h = (x.matmul(&p.0) + &p.1).relu();
+            softmax_cross_entropy(&(h.matmul(&p.2) + &p.3), y)
+        },
+        &(w1.clone(), b1.clone(), w2.clone(), b2.clone()),
+    )
+}
+
+/// W8a: gradient of sum(h²) after 16 residual tanh layers w.r.t. all weights
+/// (plain; the checkpointed variants are measured in tests/runtime/autodiff.rs).
+#[jit]
+fn w8_chain_grad(ws: &Vec<Tensor>, x: &Tensor) -> Vec<Tensor> {
+    grad(
+        |ws: &Vec<Tensor>| {
+            let mut h = x.clone();
+            for w in ws {
+                h = h.matmul(w).tanh() + &h;
+            }
+            h.square().sum_all()
+        },
+        ws,
+    )
+}
+
 #[jit]
 fn w9_matmul(a: &Tensor, b: &Tensor) -> Tensor {
     a.matmul(b)
@@ -734,6 +769,11 @@ fn main() {
 
     // ---- the cases ----
     let t6r = &t6;
+    // W8: 16 weights [512,512] scaled to keep tanh out of saturation, x[256,512].
+    let ws8: Vec<Tensor> = (0..16)
+        .map(|_| Tensor::from_vec(rng.vec(512 * 512, -0.04, 0.04), &[512, 512]).unwrap())
+        .collect();
+    let x8 = Tensor::from_vec(rng.vec(256 * 512, -1.0, 1.0), &[256, 512]).unwrap();
     let mut cases: Vec<Case> = Vec::new();
     add(
         &mut cases,
@@ -930,6 +970,39 @@ fn main() {
 
     add(
         &mut cases,
+        "W7",
+        Kind::Jit,
+        1,
+        Box::new(move || {
+            secs(|| w7_mlp_grad(&t6r[0], &t6r[1], &t6r[2], &t6r[3], &t6r[4], &t6r[5]))
+        }),
+    );
+    add(
+        &mut cases,
+        "W7",
+        Kind::Compile,
+        1,
+        compile_case!(w7_mlp_grad(
+            &t6r[0], &t6r[1], &t6r[2], &t6r[3], &t6r[4], &t6r[5]
+        )),
+    );
+    add(
+        &mut cases,
+        "W8",
+        Kind::Jit,
+        1,
+        Box::new(|| secs(|| w8_chain_grad(&ws8, &x8))),
+    );
+    add(
+        &mut cases,
+        "W8",
+        Kind::Compile,
+        1,
+        compile_case!(w8_chain_grad(&ws8, &x8)),
+    );
+
+    add(
+        &mut cases,
         "W9",
         Kind::Jit,
         1,
@@ -1112,15 +1185,15 @@ fn main() {
             bytes: None,
             flops: None,
             unit_us: false,
-            pending: Some("pending: needs gradients"),
+            pending: None,
         },
         Row {
             id: "W8",
-            name: "deep_chain_grad",
+            name: "deep_chain_grad (a: plain)",
             bytes: None,
             flops: None,
             unit_us: false,
-            pending: Some("pending: needs gradients"),
+            pending: None,
         },
         Row {
             id: "W9",
@@ -1237,6 +1310,12 @@ fn main() {
                 .and_then(|l| l.compile())
                 .map(|c| (c.step_count(), c.kernel_count())),
             "W6" => w6_mlp::lower(&t6[0], &t6[1], &t6[2], &t6[3], &t6[4], &t6[5])
+                .and_then(|l| l.compile())
+                .map(|c| (c.step_count(), c.kernel_count())),
+            "W7" => w7_mlp_grad::lower(&t6[0], &t6[1], &t6[2], &t6[3], &t6[4], &t6[5])
+                .and_then(|l| l.compile())
+                .map(|c| (c.step_count(), c.kernel_count())),
+            "W8" => w8_chain_grad::lower(&ws8, &x8)
                 .and_then(|l| l.compile())
                 .map(|c| (c.step_count(), c.kernel_count())),
             "W9" => w9_matmul::lower(&ta9, &tb9)

@@ -298,7 +298,11 @@ pub fn binary(b: &mut FunctionBuilder, op: BinaryOp, d: DType, x: &Vals, y: &Val
 /// may be either zero, as in NumPy and Rust's `f32::max`).
 fn nan_max_min(b: &mut FunctionBuilder, x: Value, y: Value, max: bool) -> Value {
     let ty = b.func.dfg.value_type(x);
-    let cc = if max { FloatCC::GreaterThan } else { FloatCC::LessThan };
+    let cc = if max {
+        FloatCC::GreaterThan
+    } else {
+        FloatCC::LessThan
+    };
     let wins = b.ins().fcmp(cc, x, y);
     let wins = b.ins().bitcast(ty, MemFlagsData::new(), wins);
     let r = b.ins().bitselect(wins, x, y);
