@@ -118,6 +118,10 @@ fn companion(f: &JitFn) -> TokenStream {
     let args = names(&f.params);
     let collect = collect_args(f);
     let rebuild = quote_spanned!(ret.span()=> ::jitfuse::__private::rebuild_output::<#ret>);
+    let budget = match f.memory_budget {
+        Some(b) => quote!(::core::option::Option::Some(#b as usize)),
+        None => quote!(::core::option::Option::None),
+    };
     quote! {
         #(#cfgs)*
         #(#docs)*
@@ -128,7 +132,7 @@ fn companion(f: &JitFn) -> TokenStream {
         #[allow(dead_code)]
         impl #name {
             fn __jitfuse_cache() -> &'static ::jitfuse::__private::FnCache {
-                static __JITFUSE_CACHE: ::jitfuse::__private::FnCache = ::jitfuse::__private::FnCache::new(#name_str);
+                static __JITFUSE_CACHE: ::jitfuse::__private::FnCache = ::jitfuse::__private::FnCache::with_memory_budget(#name_str, #budget);
                 &__JITFUSE_CACHE
             }
 
@@ -159,6 +163,13 @@ fn companion(f: &JitFn) -> TokenStream {
             /// Drop this function's compiled programs: the next call recompiles.
             pub fn clear_cache() {
                 Self::__jitfuse_cache().clear()
+            }
+
+            /// Set (or remove) the peak-memory budget in bytes: compiled
+            /// programs recompute values until they fit, or the call fails
+            /// saying by how much they miss. Clears the cache.
+            pub fn set_memory_budget(bytes: ::core::option::Option<usize>) {
+                Self::__jitfuse_cache().set_memory_budget(bytes)
             }
         }
     }

@@ -12,6 +12,8 @@ pub struct JitFn {
     /// The return type as the user wrote it (a `Tree`: the compiler checks).
     pub ret: Type,
     pub body: Box<Block>,
+    /// `#[jit(memory_budget = ..)]`, in bytes.
+    pub memory_budget: Option<u64>,
 }
 
 pub struct Param {

@@ -25,14 +25,59 @@ impl Errors {
     }
 }
 
+/// `memory_budget = "64MiB"` (also KiB, GiB, B, or a plain number of bytes).
+fn parse_args(attr: TokenStream, errors: &mut Errors) -> Option<u64> {
+    let mut budget = None;
+    let parser = syn::meta::parser(|meta| {
+        if meta.path.is_ident("memory_budget") {
+            let value = meta.value()?;
+            let lit: syn::Lit = value.parse()?;
+            let bytes = match &lit {
+                syn::Lit::Int(i) => i.base10_parse::<u64>().ok(),
+                syn::Lit::Str(s) => parse_size(&s.value()),
+                _ => None,
+            };
+            match bytes {
+                Some(b) => budget = Some(b),
+                None => {
+                    return Err(syn::Error::new_spanned(
+                        &lit,
+                        "a memory budget is a size like \"64MiB\", \"512KiB\", \"2GiB\" or a number of bytes",
+                    ))
+                }
+            }
+            Ok(())
+        } else {
+            Err(meta.error(format!(
+                "unknown `#[jit]` argument `{}`: the only argument is `memory_budget = \"64MiB\"` (static parameters are the non-tensor ones, by type)",
+                meta.path.get_ident().map(|i| i.to_string()).unwrap_or_default()
+            )))
+        }
+    });
+    if let Err(e) = syn::parse::Parser::parse2(parser, attr) {
+        errors.push(e);
+    }
+    budget
+}
+
+fn parse_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: u64 = num.parse().ok()?;
+    let mult = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        _ => return None,
+    };
+    n.checked_mul(mult)
+}
+
 pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<JitFn> {
     let mut errors = Errors::default();
-    if !attr.is_empty() {
-        errors.at(
-            &attr,
-            "`#[jit]` takes no arguments yet: write `#[jit]` alone",
-        );
-    }
+    let memory_budget = parse_args(attr, &mut errors);
     let ItemFn {
         attrs,
         vis,
@@ -61,6 +106,7 @@ pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<JitFn> {
             params,
             ret,
             body: block,
+            memory_budget,
         }),
         (None, None) => unreachable!("a bad return type is reported"),
     }

@@ -338,3 +338,84 @@ fn a_steady_loop_reuses_output_pages() {
         "every output reuses the pages of the previous, dropped one"
     );
 }
+
+fn chain_loss(ws: &Vec<Tensor>, x: &Tensor) -> Tensor {
+    let mut h = x.clone();
+    for w in ws {
+        h = h.matmul(w).tanh() + &h;
+    }
+    h.square().sum_all()
+}
+
+#[jit]
+fn chain_grad(ws: &Vec<Tensor>, x: &Tensor) -> Vec<Tensor> {
+    jitfuse::grad(|ws: &Vec<Tensor>| chain_loss(ws, x), ws)
+}
+
+#[jit(memory_budget = "64MiB")]
+fn chain_grad_roomy(ws: &Vec<Tensor>, x: &Tensor) -> Vec<Tensor> {
+    jitfuse::grad(|ws: &Vec<Tensor>| chain_loss(ws, x), ws)
+}
+
+#[test]
+fn a_memory_budget_recomputes_until_the_plan_fits() {
+    let mut rng = crate::common::Rng::new(40);
+    let ws: Vec<Tensor> = (0..8)
+        .map(|_| crate::common::random_tensor(&mut rng, &[128, 128], DType::F32, -0.1, 0.1, false))
+        .collect();
+    let x = crate::common::random_tensor(&mut rng, &[64, 128], DType::F32, -1.0, 1.0, false);
+    let free = chain_grad::lower(&ws, &x)
+        .unwrap()
+        .compile()
+        .unwrap()
+        .memory_analysis();
+    let want = chain_grad(&ws, &x);
+    // A budget below the unconstrained peak: residuals are recomputed.
+    let budget = free.peak_bytes - 4 * 64 * 128 * 4;
+    chain_grad::set_memory_budget(Some(budget));
+    let fitted = chain_grad::lower(&ws, &x)
+        .unwrap()
+        .compile()
+        .unwrap()
+        .memory_analysis();
+    assert!(
+        fitted.peak_bytes <= budget,
+        "{fitted:?} vs budget {budget} (free {free:?})"
+    );
+    let got = chain_grad(&ws, &x);
+    for (a, b) in got.iter().zip(&want) {
+        crate::common::assert_close(
+            a,
+            b,
+            crate::common::Tol {
+                rel: 1e-5,
+                abs: 1e-6,
+            },
+            "gradients under a budget",
+        );
+    }
+    // An impossible budget says by how much it is missed.
+    chain_grad::set_memory_budget(Some(free.argument_bytes));
+    let e = chain_grad::try_call(&ws, &x).err().unwrap().to_string();
+    assert!(
+        e.contains("memory budget of") && e.contains("bytes over the budget"),
+        "{e}"
+    );
+    chain_grad::set_memory_budget(None);
+    assert_eq!(
+        chain_grad::lower(&ws, &x)
+            .unwrap()
+            .compile()
+            .unwrap()
+            .memory_analysis()
+            .temp_bytes,
+        free.temp_bytes
+    );
+    // The attribute form: a roomy budget changes nothing.
+    let roomy = chain_grad_roomy::lower(&ws, &x)
+        .unwrap()
+        .compile()
+        .unwrap()
+        .memory_analysis();
+    assert_eq!(roomy.temp_bytes, free.temp_bytes);
+}

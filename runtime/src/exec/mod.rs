@@ -60,13 +60,51 @@ pub struct Executable {
 impl Executable {
     /// Verify, partition and compile a traced graph.
     pub fn compile(traced: Traced, sig: &Signature, keep_text: bool) -> Result<Executable, Error> {
+        Executable::compile_with_budget(traced, sig, keep_text, None)
+    }
+
+    /// The partition and buffer plan of a graph (what `compile` will run).
+    fn plan_graph(graph: &Graph, sig: &Signature) -> (Partition, BufferPlan) {
+        let part = partition::partition(graph);
+        let kernel_of_step: Vec<Option<&partition::Kernel>> = part
+            .steps
+            .iter()
+            .map(|s| {
+                if let Step::Kernel(k) = s {
+                    Some(k)
+                } else {
+                    None
+                }
+            })
+            .collect();
+        let inplace_ok = |si: usize, x: ValueId, o: ValueId| {
+            kernel_of_step[si].is_some_and(|k| codegen::kernel_inplace_ok(graph, &part, k, x, o))
+        };
+        let plan = plan::plan(graph, &part, sig, &inplace_ok);
+        (part, plan)
+    }
+
+    /// Compile; with a budget (bytes of peak memory), recompute values in the
+    /// backward of the schedule until the plan fits (`passes::remat`).
+    pub fn compile_with_budget(
+        traced: Traced,
+        sig: &Signature,
+        keep_text: bool,
+        budget: Option<usize>,
+    ) -> Result<Executable, Error> {
         let traced_graph = traced.graph;
         if cfg!(debug_assertions) {
             ir::verify(&traced_graph)?;
         }
-        let graph = crate::passes::simplify(&traced_graph);
+        let mut graph = crate::passes::simplify(&traced_graph);
         if cfg!(debug_assertions) {
             ir::verify(&graph).map_err(|e| Error::verify(format!("after simplify: {e}")))?;
+        }
+        if let Some(b) = budget {
+            graph = crate::passes::remat::fit(&graph, b, &|g| Executable::plan_graph(g, sig))?;
+            if cfg!(debug_assertions) {
+                ir::verify(&graph).map_err(|e| Error::verify(format!("after remat: {e}")))?;
+            }
         }
         let part = partition::partition(&graph);
         let layouts = part

@@ -410,8 +410,13 @@ fn partition_with(g: &Graph, groups: Vec<RowGroup>) -> Partition {
         let candidate = steps
             .iter()
             .rposition(|s| matches!(s, Step::Kernel(k) if k.shape == n.shape));
+        let late = g.late.contains(&v);
         let k = match candidate {
-            Some(k) if need_before.iter().all(|&p| p < k) && allow_same.iter().all(|&p| p <= k) => {
+            Some(k)
+                if !late
+                    && need_before.iter().all(|&p| p < k)
+                    && allow_same.iter().all(|&p| p <= k) =>
+            {
                 k
             }
             _ => {

@@ -54,6 +54,9 @@ pub struct Graph {
     /// taken while tracing: what the backward reads from before its start is
     /// a saved residual (`Lowered::saved_residuals`).
     pub grad_ranges: Vec<(usize, usize, usize)>,
+    /// Nodes the memory-budget pass recomputes late: partitioning starts a
+    /// new kernel at each (never merging it into an earlier kernel).
+    pub late: Vec<ValueId>,
 }
 
 /// What a checkpoint region may keep from the forward pass.

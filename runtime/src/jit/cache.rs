@@ -50,6 +50,8 @@ pub struct FnCache {
     misses: AtomicU64,
     compile_nanos: AtomicU64,
     registered: AtomicBool,
+    /// Peak-memory budget in bytes (0: none).
+    budget: std::sync::atomic::AtomicUsize,
 }
 
 static REGISTRY: Mutex<Vec<&'static FnCache>> = Mutex::new(Vec::new());
@@ -71,6 +73,31 @@ impl FnCache {
             misses: AtomicU64::new(0),
             compile_nanos: AtomicU64::new(0),
             registered: AtomicBool::new(false),
+            budget: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    /// A cache whose programs must fit `budget` bytes of peak memory
+    /// (`#[jit(memory_budget = ..)]`).
+    pub const fn with_memory_budget(name: &'static str, budget: Option<usize>) -> FnCache {
+        let mut c = FnCache::new(name);
+        c.budget = std::sync::atomic::AtomicUsize::new(match budget {
+            Some(b) => b,
+            None => 0,
+        });
+        c
+    }
+
+    /// Set or remove the budget; compiled programs are dropped.
+    pub fn set_memory_budget(&self, bytes: Option<usize>) {
+        self.budget.store(bytes.unwrap_or(0), Ordering::SeqCst);
+        self.clear();
+    }
+
+    pub fn memory_budget(&self) -> Option<usize> {
+        match self.budget.load(Ordering::SeqCst) {
+            0 => None,
+            b => Some(b),
         }
     }
 
@@ -139,8 +166,17 @@ impl FnCache {
             compiled_here = true;
             let start = Instant::now();
             let dump = std::env::var_os("JITFUSE_DUMP");
-            let r = trace()
-                .and_then(|(t, s)| Ok((Arc::new(Executable::compile(t, sig, dump.is_some())?), s)));
+            let r = trace().and_then(|(t, s)| {
+                Ok((
+                    Arc::new(Executable::compile_with_budget(
+                        t,
+                        sig,
+                        dump.is_some(),
+                        self.memory_budget(),
+                    )?),
+                    s,
+                ))
+            });
             if let (Some(dir), Ok((exe, _))) = (dump, &r) {
                 super::dump::write(std::path::Path::new(&dir), self.name, sig, exe);
             }
