@@ -19,7 +19,9 @@ pub(crate) struct TraceState {
     pub graph: Graph,
     /// Concrete tensors the body closed over, in `captured k` order.
     pub captured: Vec<Tensor>,
-    captured_by_ptr: HashMap<usize, usize>,
+    /// Captured tensors by (buffer or tracer identity, shape, dtype): two
+    /// views of one buffer with different shapes are different captures.
+    captured_by_ptr: HashMap<(usize, Vec<usize>, DType), usize>,
     pub error: Option<Error>,
 }
 
@@ -187,22 +189,7 @@ pub(crate) fn to_value(t: &Tensor, loc: Option<SourceLoc>) -> ValueId {
             // the inner graph is later replayed inside the outer trace.
             Data::Traced { trace, id } if outer.contains(trace) => {
                 let key = (*trace as usize) << 32 ^ id.index() ^ (1 << 63);
-                let k = match top.captured_by_ptr.get(&key) {
-                    Some(k) => *k,
-                    None => {
-                        top.captured.push(t.clone());
-                        top.captured_by_ptr.insert(key, top.captured.len() - 1);
-                        top.captured.len() - 1
-                    }
-                };
-                let node = Node {
-                    op: Op::Captured(k),
-                    inputs: vec![],
-                    shape: t.shape.clone(),
-                    dtype: t.dtype,
-                    loc,
-                };
-                Ok(top.graph.push(node))
+                Ok(capture(top, key, t, loc))
             }
             Data::Traced { .. } => Err(Error::new(
                 ErrorKind::LeakedTracer,
@@ -225,23 +212,7 @@ pub(crate) fn to_value(t: &Tensor, loc: Option<SourceLoc>) -> ValueId {
                     };
                     return Ok(top.graph.push(node));
                 }
-                let key = std::sync::Arc::as_ptr(buf) as usize;
-                let k = match top.captured_by_ptr.get(&key) {
-                    Some(k) => *k,
-                    None => {
-                        top.captured.push(t.clone());
-                        top.captured_by_ptr.insert(key, top.captured.len() - 1);
-                        top.captured.len() - 1
-                    }
-                };
-                let node = Node {
-                    op: Op::Captured(k),
-                    inputs: vec![],
-                    shape: t.shape.clone(),
-                    dtype: t.dtype,
-                    loc,
-                };
-                Ok(top.graph.push(node))
+                Ok(capture(top, std::sync::Arc::as_ptr(buf) as usize, t, loc))
             }
         }
     });
@@ -252,6 +223,27 @@ pub(crate) fn to_value(t: &Tensor, loc: Option<SourceLoc>) -> ValueId {
             None => e,
         }),
     }
+}
+
+/// The `captured k` node of `t` (one slot per identity, shape and dtype).
+fn capture(top: &mut TraceState, id: usize, t: &Tensor, loc: Option<SourceLoc>) -> ValueId {
+    let key = (id, t.shape.clone(), t.dtype);
+    let k = match top.captured_by_ptr.get(&key) {
+        Some(k) => *k,
+        None => {
+            top.captured.push(t.clone());
+            top.captured_by_ptr.insert(key, top.captured.len() - 1);
+            top.captured.len() - 1
+        }
+    };
+    let node = Node {
+        op: Op::Captured(k),
+        inputs: vec![],
+        shape: t.shape.clone(),
+        dtype: t.dtype,
+        loc,
+    };
+    top.graph.push(node)
 }
 
 /// Append a node to the innermost trace and return its traced tensor.

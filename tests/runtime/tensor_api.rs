@@ -338,3 +338,34 @@ fn a_panic_in_the_traced_body_is_an_error() {
     );
     assert!(!jitfuse::trace::is_tracing());
 }
+
+#[test]
+fn two_shapes_of_one_buffer_are_two_captures() {
+    let flat = Tensor::arange(6, DType::F32);
+    let square = flat.reshape(&[2, 3]); // eager reshape: may share the buffer
+    let specs = [jitfuse::trace::ParamSpec {
+        shape: vec![2, 3],
+        dtype: DType::F32,
+        weak: false,
+    }];
+    let t = jitfuse::trace::trace(&specs, |ts| {
+        vec![&ts[0] + &square, (&ts[0] * 2.0).reshape(&[6]) + &flat]
+    })
+    .unwrap();
+    let x = Tensor::ones(&[2, 3], DType::F32);
+    let want = jitfuse::interp::eval_graph(&t.graph, &[x.clone()], &t.captured).unwrap();
+    assert_eq!(
+        want[1].to_vec::<f32>().unwrap(),
+        vec![2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
+    );
+    let exe = jitfuse::exec::Executable::from_graph(t.graph, t.captured).unwrap();
+    let got = exe.run_with(&[&x]).unwrap();
+    assert_eq!(
+        got[0].to_vec::<f32>().unwrap(),
+        vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    );
+    assert_eq!(
+        got[1].to_vec::<f32>().unwrap(),
+        vec![2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
+    );
+}

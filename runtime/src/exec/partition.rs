@@ -650,80 +650,52 @@ fn sink_cheap_outputs(g: &Graph, steps: &mut [Step], materialised: &[bool]) {
 
 /// Text of the step list, for `Lowered::as_text`.
 pub fn steps_text(g: &Graph, p: &Partition) -> String {
-    let mut s = String::new();
     let list = |vs: &[ValueId]| {
         vs.iter()
             .map(|v| format!("%{}", v.0))
             .collect::<Vec<_>>()
             .join(", ")
     };
+    // `%v = op[attrs] %a, %b : type`
+    let node = |v: ValueId| {
+        let n = g.node(v);
+        format!(
+            "%{} = {}{} {} : {}",
+            v.0,
+            n.op.name(),
+            crate::ir::attr_text(&n.op),
+            list(&n.inputs),
+            type_str(n.dtype, &n.shape)
+        )
+    };
+    let mut s = String::new();
     for (i, step) in p.steps.iter().enumerate() {
-        match step {
-            Step::Library(v) | Step::Reduce(v) => {
-                let n = g.node(*v);
-                let kind = if matches!(step, Step::Reduce(_)) {
-                    "reduce kernel"
-                } else {
-                    "library"
-                };
-                writeln!(
-                    s,
-                    "step {i}: {kind} %{} = {}{} {} : {}",
-                    v.0,
-                    n.op.name(),
-                    crate::ir::attr_text(&n.op),
-                    list(&n.inputs),
-                    type_str(n.dtype, &n.shape)
-                )
-                .unwrap();
-            }
-            Step::Row(rk) => {
-                writeln!(
-                    s,
-                    "step {i}: row kernel over rows {:?} x {:?} reads ({}) writes ({})",
+        let (head, nodes): (String, &[ValueId]) = match step {
+            Step::Library(v) => (format!("library {}", node(*v)), &[]),
+            Step::Reduce(v) => (format!("reduce kernel {}", node(*v)), &[]),
+            Step::Row(rk) => (
+                format!(
+                    "row kernel over rows {:?} x {:?} reads ({}) writes ({})",
                     rk.group.o,
                     rk.group.i,
                     list(&rk.inputs),
                     list(&rk.outputs)
-                )
-                .unwrap();
-                for &v in &rk.group.members {
-                    let n = g.node(v);
-                    writeln!(
-                        s,
-                        "  %{} = {}{} {} : {}",
-                        v.0,
-                        n.op.name(),
-                        crate::ir::attr_text(&n.op),
-                        list(&n.inputs),
-                        type_str(n.dtype, &n.shape)
-                    )
-                    .unwrap();
-                }
-            }
-            Step::Kernel(k) => {
-                writeln!(
-                    s,
-                    "step {i}: kernel over {:?} reads ({}) writes ({})",
+                ),
+                &rk.group.members,
+            ),
+            Step::Kernel(k) => (
+                format!(
+                    "kernel over {:?} reads ({}) writes ({})",
                     k.shape,
                     list(&k.inputs),
                     list(&k.outputs)
-                )
-                .unwrap();
-                for &v in &k.nodes {
-                    let n = g.node(v);
-                    writeln!(
-                        s,
-                        "  %{} = {}{} {} : {}",
-                        v.0,
-                        n.op.name(),
-                        crate::ir::attr_text(&n.op),
-                        list(&n.inputs),
-                        type_str(n.dtype, &n.shape)
-                    )
-                    .unwrap();
-                }
-            }
+                ),
+                &k.nodes,
+            ),
+        };
+        writeln!(s, "step {i}: {head}").unwrap();
+        for &v in nodes {
+            writeln!(s, "  {}", node(v)).unwrap();
         }
     }
     s
