@@ -172,14 +172,33 @@ pub mod pool {
     static FRESH: AtomicUsize = AtomicUsize::new(0);
 
     pub(super) fn give(ptr: NonNull<u8>, bytes: usize) -> bool {
-        if bytes < MIN_POOLED || HELD.load(Ordering::Relaxed) + bytes > MAX_POOLED {
+        if !(MIN_POOLED..=MAX_POOLED).contains(&bytes) {
             return false;
         }
         let mut p = POOL.lock().unwrap();
-        p.get_or_insert_with(HashMap::new)
-            .entry(bytes)
-            .or_default()
-            .push(Ptr(ptr));
+        let map = p.get_or_insert_with(HashMap::new);
+        // Full: release the largest pooled buffers first, so the buffer just
+        // freed (the likeliest to be wanted again soon) is always kept.
+        while HELD.load(Ordering::Relaxed) + bytes > MAX_POOLED {
+            let Some(&size) = map
+                .iter()
+                .filter(|(_, v)| !v.is_empty())
+                .map(|(s, _)| s)
+                .max()
+            else {
+                break;
+            };
+            let old = map.get_mut(&size).unwrap().pop().unwrap();
+            HELD.fetch_sub(size, Ordering::Relaxed);
+            // SAFETY: allocated by Buffer with this size and alignment.
+            unsafe {
+                dealloc(
+                    old.0.as_ptr(),
+                    Layout::from_size_align(size, ALIGN).unwrap(),
+                )
+            };
+        }
+        map.entry(bytes).or_default().push(Ptr(ptr));
         HELD.fetch_add(bytes, Ordering::Relaxed);
         true
     }
