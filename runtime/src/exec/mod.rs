@@ -55,6 +55,10 @@ pub struct Executable {
     plan: BufferPlan,
     /// Arenas of finished calls, reused by the next ones.
     arenas: Mutex<Vec<Buffer>>,
+    /// Per step, decided at compile time so a call only follows them: the
+    /// values it reads and writes, and (matmul steps) its operands' maps.
+    io: Vec<(Vec<ValueId>, Vec<ValueId>)>,
+    operand_maps: Vec<Vec<partition::Affine>>,
 }
 
 impl Executable {
@@ -66,22 +70,18 @@ impl Executable {
     /// The partition and buffer plan of a graph (what `compile` will run).
     fn plan_graph(graph: &Graph, sig: &Signature) -> (Partition, BufferPlan) {
         let part = partition::partition(graph);
-        let kernel_of_step: Vec<Option<&partition::Kernel>> = part
-            .steps
-            .iter()
-            .map(|s| {
-                if let Step::Kernel(k) = s {
-                    Some(k)
-                } else {
-                    None
-                }
-            })
-            .collect();
-        let inplace_ok = |si: usize, x: ValueId, o: ValueId| {
-            kernel_of_step[si].is_some_and(|k| codegen::kernel_inplace_ok(graph, &part, k, x, o))
-        };
-        let plan = plan::plan(graph, &part, sig, &inplace_ok);
+        let plan = Executable::plan_partition(graph, &part, sig);
         (part, plan)
+    }
+
+    /// The buffer plan of a partition (in place only where a loop kernel
+    /// reads its input exactly where it writes the output).
+    fn plan_partition(graph: &Graph, part: &Partition, sig: &Signature) -> BufferPlan {
+        let inplace_ok = |si: usize, x: ValueId, o: ValueId| match &part.steps[si] {
+            Step::Kernel(k) => codegen::kernel_inplace_ok(graph, part, k, x, o),
+            _ => false,
+        };
+        plan::plan(graph, part, sig, &inplace_ok)
     }
 
     /// Compile; with a budget (bytes of peak memory), recompute values in the
@@ -139,24 +139,28 @@ impl Executable {
             })
             .collect();
         let compiled = codegen::compile(&graph, &part, keep_text)?;
-        let kernel_of_step: Vec<Option<&partition::Kernel>> = part
-            .steps
-            .iter()
-            .map(|s| {
-                if let Step::Kernel(k) = s {
-                    Some(k)
-                } else {
-                    None
-                }
-            })
-            .collect();
-        let inplace_ok = |si: usize, x: ValueId, o: ValueId| {
-            kernel_of_step[si].is_some_and(|k| codegen::kernel_inplace_ok(&graph, &part, k, x, o))
-        };
-        let plan = plan::plan(&graph, &part, sig, &inplace_ok);
+        let plan = Executable::plan_partition(&graph, &part, sig);
         if cfg!(debug_assertions) {
             plan::check(&plan)?;
         }
+        let io = part
+            .steps
+            .iter()
+            .map(|s| plan::step_io(&graph, &part, s))
+            .collect();
+        let operand_maps = part
+            .steps
+            .iter()
+            .map(|s| match s {
+                Step::Library(v) if graph.node(*v).op == Op::Matmul => graph
+                    .node(*v)
+                    .inputs
+                    .iter()
+                    .map(|&x| partition::read_map(&graph, &part, x))
+                    .collect(),
+                _ => Vec::new(),
+            })
+            .collect();
         Ok(Executable {
             traced: traced_graph,
             graph,
@@ -167,6 +171,8 @@ impl Executable {
             signature: sig.clone(),
             plan,
             arenas: Mutex::new(Vec::new()),
+            io,
+            operand_maps,
         })
     }
 
@@ -363,10 +369,10 @@ impl Executable {
         let mut consts: Vec<Tensor> = Vec::new();
         let mut ptrs: Vec<*mut u8> = Vec::new();
         let mut ki = 0;
-        for step in &self.part.steps {
-            let (reads, writes) = plan::step_io(g, &self.part, step);
+        for (si, step) in self.part.steps.iter().enumerate() {
+            let (reads, writes) = &self.io[si];
             ptrs.clear();
-            for &x in reads.iter().chain(&writes) {
+            for &x in reads.iter().chain(writes) {
                 if ptr[x.index()].is_null() {
                     if let Some(l) = partition::const_value(g, x) {
                         let t = interp::filled(
@@ -389,16 +395,16 @@ impl Executable {
             match step {
                 Step::Library(v) if g.node(*v).op == Op::Matmul => {
                     let n = g.node(*v);
-                    let operand = |x: ValueId| {
-                        let a = partition::read_map(g, &self.part, x);
+                    let operand = |k: usize| {
+                        let (x, a) = (n.inputs[k], &self.operand_maps[si][k]);
                         let size = g.node(x).dtype.size() as i64;
                         crate::library::Strided {
                             ptr: ptr[a.root.index()].wrapping_offset((a.offset * size) as isize),
                             shape: g.node(x).shape.clone(),
-                            strides: a.strides,
+                            strides: a.strides.clone(),
                         }
                     };
-                    let (a, b) = (operand(n.inputs[0]), operand(n.inputs[1]));
+                    let (a, b) = (operand(0), operand(1));
                     // SAFETY: the operands' maps stay inside their live roots
                     // (folded views of checked shapes); the destination is
                     // planned for this value and overlaps no operand.
