@@ -21,7 +21,8 @@ use cranelift_codegen::ir::{
 use cranelift_frontend::FunctionBuilder;
 use std::collections::HashMap;
 
-const UNROLL: usize = 4;
+/// Vectors per iteration of the unrolled loop (independent accumulators in reductions).
+pub(super) const UNROLL: usize = 4;
 
 /// How one operand is addressed in the loop nest.
 struct Access {
@@ -36,7 +37,7 @@ struct Access {
 
 /// Where the vector code finds an access at the current position.
 #[derive(Clone, Copy)]
-enum Addr {
+pub(super) enum Addr {
     /// LANES consecutive elements start here.
     Run(Value),
     /// One element here is broadcast to every lane.
@@ -321,22 +322,69 @@ fn emit_inner(
     hi: Value,
     known: Option<i64>,
 ) {
+    let lanes: Vec<Lane> = p
+        .accesses
+        .iter()
+        .enumerate()
+        .map(|(a, acc)| Lane {
+            size: acc.dtype.size(),
+            stride: *acc.strides.last().unwrap(),
+            output: p.outs.contains(&a),
+        })
+        .collect();
+    vector_loop(
+        b,
+        &lanes,
+        rows,
+        slots,
+        lo,
+        hi,
+        known,
+        &mut |b, addrs, _, _, _| emit_vector(b, g, k, p, addrs),
+    );
+}
+
+/// How one access moves along a run of elements: element size, stride in
+/// elements (0: the same element for every lane), and whether it is written.
+pub(super) struct Lane {
+    pub size: usize,
+    pub stride: i64,
+    pub output: bool,
+}
+
+/// Run `body` over elements `lo..hi` of a run, LANES at a time: an unrolled
+/// loop of UNROLL vectors, single vectors, then a *padded* tail (inputs
+/// copied into `slots`, outputs computed there and copied back), so tail
+/// elements go through the same vector code. `body(b, addrs, pos, u, tail)`
+/// gets each vector's addresses, its first element's index, its place in
+/// the unrolled group, and in the tail the count of real lanes. `known`
+/// (a static length) drops loops that cannot run.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn vector_loop(
+    b: &mut FunctionBuilder,
+    lanes: &[Lane],
+    rows: &[Value],
+    slots: &[Value],
+    lo: Value,
+    hi: Value,
+    known: Option<i64>,
+    body: &mut dyn FnMut(&mut FunctionBuilder, &[Addr], Value, usize, Option<Value>),
+) {
     let l = LANES as i64;
     let w = l * UNROLL as i64;
     let addr_at = |b: &mut FunctionBuilder, i: Value, extra: i64| -> Vec<Addr> {
-        p.accesses
+        lanes
             .iter()
             .enumerate()
-            .map(|(a, acc)| {
-                let stride = *acc.strides.last().unwrap();
-                if stride == 0 {
+            .map(|(a, lane)| {
+                if lane.stride == 0 {
                     return Addr::Splat(rows[a]);
                 }
-                let step = stride * acc.dtype.size() as i64;
+                let step = lane.stride * lane.size as i64;
                 let off = b.ins().imul_imm_s(i, step);
                 let off = b.ins().iadd_imm_s(off, extra * step);
                 let at = b.ins().iadd(rows[a], off);
-                if stride == 1 {
+                if lane.stride == 1 {
                     Addr::Run(at)
                 } else {
                     Addr::Gather(at, step)
@@ -349,14 +397,15 @@ fn emit_inner(
         i = emit_loop(b, i, hi, w, |b, i| {
             for u in 0..UNROLL {
                 let addrs = addr_at(b, i, u as i64 * l);
-                emit_vector(b, g, k, p, &addrs);
+                let pos = b.ins().iadd_imm_s(i, u as i64 * l);
+                body(b, &addrs, pos, u, None);
             }
         });
     }
     if known.is_none_or(|n| n % w >= l) {
         i = emit_loop(b, i, hi, l, |b, i| {
             let addrs = addr_at(b, i, 0);
-            emit_vector(b, g, k, p, &addrs);
+            body(b, &addrs, i, 0, None);
         });
     }
     if known.is_none_or(|n| n % l != 0) {
@@ -371,27 +420,26 @@ fn emit_inner(
         let tail_addrs: Vec<Addr> = addrs
             .iter()
             .enumerate()
-            .map(|(a, ad)| match ad {
-                Addr::Splat(x) => Addr::Splat(*x),
+            .map(|(a, ad)| match *ad {
+                Addr::Splat(x) => Addr::Splat(x),
                 Addr::Run(src) | Addr::Gather(src, _) => {
-                    let size = p.accesses[a].dtype.size();
-                    let step = if let Addr::Gather(_, st) = ad {
-                        *st
+                    let size = lanes[a].size;
+                    let step = if let Addr::Gather(_, st) = *ad {
+                        st
                     } else {
                         size as i64
                     };
-                    if !p.outs.contains(&a) {
-                        copy_elems(b, *src, step, slots[a], r, size);
+                    if !lanes[a].output {
+                        copy_elems(b, src, step, slots[a], r, size);
                     }
                     Addr::Run(slots[a])
                 }
             })
             .collect();
-        emit_vector(b, g, k, p, &tail_addrs);
-        for &a in &p.outs {
-            if let Addr::Run(dst) = addrs[a] {
-                let size = p.accesses[a].dtype.size();
-                copy_elems(b, slots[a], size as i64, dst, r, size);
+        body(b, &tail_addrs, i, 0, Some(r));
+        for (a, lane) in lanes.iter().enumerate() {
+            if let (true, Addr::Run(dst)) = (lane.output, addrs[a]) {
+                copy_elems(b, slots[a], lane.size as i64, dst, r, lane.size);
             }
         }
         b.ins().jump(done, &[]);

@@ -11,7 +11,7 @@
 //! and stores the element-level outputs. Inputs are read through their
 //! affine maps; the within-row dimensions must collapse to one run.
 
-use super::kernel::{copy_elems, emit_loop};
+use super::kernel::{emit_loop, vector_loop, Addr, Lane, UNROLL};
 use super::reduce::{acc_dtype, binop, identity, scalar_op};
 use super::vector::{self, Vals, LANES};
 use crate::exec::partition::{const_value, Partition, RowKernel};
@@ -24,7 +24,6 @@ use cranelift_codegen::ir::{
 use cranelift_frontend::{FunctionBuilder, Variable};
 use std::collections::{HashMap, HashSet};
 
-const UNROLL: usize = 4;
 const BLOCK: i64 = 2048;
 
 struct Access {
@@ -219,14 +218,6 @@ pub fn extent(g: &Graph, p: &Partition, rk: &RowKernel) -> (usize, usize) {
 
 fn flags() -> MemFlagsData {
     MemFlagsData::new().with_notrap()
-}
-
-/// Where element-level reads find their data in the current vector.
-#[derive(Clone, Copy)]
-enum Addr {
-    Run(Value),
-    Splat(Value),
-    Gather(Value, i64),
 }
 
 struct Ctx<'a> {
@@ -522,8 +513,7 @@ fn outer(
     });
 }
 
-/// Loop over one row's elements `0..n` in vectors; `body(b, addrs, mask)`
-/// gets each vector's addresses and, in the tail, the count of real lanes.
+/// Loop over one row's elements `lo..hi` in vectors (see `vector_loop`).
 fn row_loop(
     b: &mut FunctionBuilder,
     pl: &Plan,
@@ -533,73 +523,17 @@ fn row_loop(
     hi: Value,
     body: &mut dyn FnMut(&mut FunctionBuilder, &[Addr], Value, usize, Option<Value>),
 ) {
-    let addr_at = |b: &mut FunctionBuilder, i: Value, extra: i64| -> Vec<Addr> {
-        pl.accesses
-            .iter()
-            .enumerate()
-            .map(|(a, acc)| {
-                if acc.i_stride == 0 {
-                    return Addr::Splat(rows[a]);
-                }
-                let step = acc.i_stride * acc.dtype.size() as i64;
-                let off = b.ins().imul_imm_s(i, step);
-                let off = b.ins().iadd_imm_s(off, extra * step);
-                let at = b.ins().iadd(rows[a], off);
-                if acc.i_stride == 1 {
-                    Addr::Run(at)
-                } else {
-                    Addr::Gather(at, step)
-                }
-            })
-            .collect()
-    };
-    let l = LANES as i64;
-    let i = emit_loop(b, lo, hi, l * UNROLL as i64, |b, i| {
-        for u in 0..UNROLL {
-            let addrs = addr_at(b, i, u as i64 * l);
-            let pos = b.ins().iadd_imm_s(i, u as i64 * l);
-            body(b, &addrs, pos, u, None);
-        }
-    });
-    let i = emit_loop(b, i, hi, l, |b, i| {
-        let addrs = addr_at(b, i, 0);
-        body(b, &addrs, i, 0, None);
-    });
-    let tail = b.create_block();
-    let done = b.create_block();
-    let more = b.ins().icmp(IntCC::SignedLessThan, i, hi);
-    b.ins().brif(more, tail, &[], done, &[]);
-    b.switch_to_block(tail);
-    let r = b.ins().isub(hi, i);
-    let addrs = addr_at(b, i, 0);
-    let tail_addrs: Vec<Addr> = addrs
+    let lanes: Vec<Lane> = pl
+        .accesses
         .iter()
         .enumerate()
-        .map(|(a, ad)| match *ad {
-            Addr::Splat(x) => Addr::Splat(x),
-            Addr::Run(src) | Addr::Gather(src, _) => {
-                let size = pl.accesses[a].dtype.size();
-                let step = if let Addr::Gather(_, st) = *ad {
-                    st
-                } else {
-                    size as i64
-                };
-                if !pl.outs.contains(&a) {
-                    copy_elems(b, src, step, slots[a], r, size);
-                }
-                Addr::Run(slots[a])
-            }
+        .map(|(a, acc)| Lane {
+            size: acc.dtype.size(),
+            stride: acc.i_stride,
+            output: pl.outs.contains(&a),
         })
         .collect();
-    body(b, &tail_addrs, i, 0, Some(r));
-    for &a in &pl.outs {
-        if let Addr::Run(dst) = addrs[a] {
-            let size = pl.accesses[a].dtype.size();
-            copy_elems(b, slots[a], size as i64, dst, r, size);
-        }
-    }
-    b.ins().jump(done, &[]);
-    b.switch_to_block(done);
+    vector_loop(b, &lanes, rows, slots, lo, hi, None, body);
 }
 
 /// Mask of the first `r` lanes.
