@@ -17,6 +17,7 @@ pub use error::{Error, ErrorKind, SourceLoc};
 pub use tensor::Tensor;
 pub mod autodiff;
 pub mod codegen;
+pub mod control;
 pub mod exec;
 pub mod fusion;
 pub mod jit;
@@ -27,6 +28,7 @@ pub use autodiff::{
     checkpoint, checkpoint_name, checkpoint_with, grad, stop_gradient, value_and_grad, vjp, Policy,
     Tree,
 };
+pub use control::{cond, fori_loop, scan, while_loop, AxisIter};
 pub use exec::MemoryAnalysis;
 pub use jit::{clear_caches, CacheStats, Compiled, Lowered};
 pub use tensor::composite::softmax_cross_entropy;
@@ -37,6 +39,10 @@ pub use tensor::shape_ops::{concat, stack, Slice};
 /// What `#[jit]`-generated code calls. Not a stable API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::control::staging::{
+        staged_for, staged_for_range, staged_if, staged_while, static_if_cond, static_iter,
+        static_while_cond,
+    };
     pub use crate::jit::{
         assert_static_arg, borrowed_tree, fail, flatten_output, rebuild_output, BorrowedTree,
         CallArgs, FnCache, FromOutputs, IntoOutputs, JitReturn, Probe, StaticArg, StaticParam,

@@ -116,6 +116,11 @@ impl<T: Tree, const N: usize> Tree for [T; N] {
     }
 }
 
+impl Tree for () {
+    fn collect_leaves(&self, _: &mut Vec<Tensor>) {}
+    fn rebuild(&self, _: &mut dyn Iterator<Item = Tensor>) -> Self {}
+}
+
 macro_rules! tuple_tree {
     ($($t:ident $i:tt),*) => {
         impl<$($t: Tree),*> Tree for ($($t,)*) {
