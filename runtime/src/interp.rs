@@ -458,6 +458,12 @@ pub fn eval_op(op: &Op, ins: &[&Tensor], shape: &[usize], dtype: DType) -> Resul
             )))
         }
         Op::Const(l) => filled(*l, s, dtype),
+        Op::Cond(_) | Op::While(_) | Op::Scan(_) | Op::Get(_) => {
+            return Err(Error::verify(format!(
+                "`{}` has several outputs: evaluate it with `eval_control`",
+                op.name()
+            )))
+        }
         Op::Cast(d) => cast(ins[0], *d),
         Op::Unary(UnaryOp::Not) => tensor_of(as_bools(ins[0]).into_iter().map(|v| !v).collect(), s),
         Op::Unary(UnaryOp::StopGradient) | Op::Barrier => ins[0].clone(),
@@ -563,11 +569,98 @@ pub fn eval_op(op: &Op, ins: &[&Tensor], shape: &[usize], dtype: DType) -> Resul
     })
 }
 
+/// Row `i` of a tensor along its leading axis (a copy).
+pub(crate) fn leading_row(t: &Tensor, i: usize) -> Tensor {
+    let inner: usize = t.shape[1..].iter().product::<usize>() * t.dtype.size();
+    let src = &t.buffer().expect("concrete").bytes()[i * inner..(i + 1) * inner];
+    Tensor::from_buffer(
+        Arc::new(Buffer::from_bytes(src)),
+        t.shape[1..].to_vec(),
+        t.dtype,
+    )
+}
+
+/// Tensors of one shape stacked along a new leading axis.
+pub(crate) fn stack_rows(rows: &[Tensor], shape: &[usize], dtype: DType) -> Tensor {
+    let mut out = Vec::with_capacity(rows.len() * shape::numel(shape) * dtype.size());
+    for r in rows {
+        out.extend_from_slice(r.buffer().expect("concrete").bytes());
+    }
+    let mut s = vec![rows.len()];
+    s.extend_from_slice(shape);
+    Tensor::from_buffer(Arc::new(Buffer::from_bytes(&out)), s, dtype)
+}
+
+/// All outputs of a control-flow op (`cond`, `while`, `scan`) on concrete
+/// operands: the sub-graphs are evaluated by `eval_graph`.
+pub fn eval_control(op: &Op, ins: &[Tensor]) -> Result<Vec<Tensor>, Error> {
+    match op {
+        Op::Cond(c) => {
+            let pred = as_bools(&ins[0])[0];
+            eval_graph(&c.branches[pred as usize], &ins[1..], &[])
+        }
+        Op::While(w) => {
+            let (mut carried, inv) = (ins[..w.carried].to_vec(), &ins[w.carried..]);
+            loop {
+                let args: Vec<Tensor> = carried.iter().chain(inv).cloned().collect();
+                if !as_bools(&eval_graph(&w.cond, &args, &[])?[0])[0] {
+                    return Ok(carried);
+                }
+                carried = eval_graph(&w.body, &args, &[])?;
+            }
+        }
+        Op::Scan(sc) => {
+            let (c, x) = (sc.carried, sc.xs);
+            let mut carry = ins[..c].to_vec();
+            let (xs, inv) = (&ins[c..c + x], &ins[c + x..]);
+            let ny = sc.body.outputs.len() - c;
+            let mut ys: Vec<Vec<Tensor>> = vec![Vec::with_capacity(sc.length); ny];
+            for step in 0..sc.length {
+                let i = if sc.reverse {
+                    sc.length - 1 - step
+                } else {
+                    step
+                };
+                let mut args = carry.clone();
+                args.extend(xs.iter().map(|t| leading_row(t, i)));
+                args.extend(inv.iter().cloned());
+                let mut outs = eval_graph(&sc.body, &args, &[])?;
+                for (j, y) in outs.drain(c..).enumerate() {
+                    ys[j].push(y);
+                }
+                carry = outs;
+            }
+            if sc.reverse {
+                ys.iter_mut().for_each(|v| v.reverse());
+            }
+            for (j, rows) in ys.iter().enumerate() {
+                let o = sc.body.node(sc.body.outputs[c + j]);
+                carry.push(stack_rows(rows, &o.shape, o.dtype));
+            }
+            Ok(carry)
+        }
+        _ => Err(Error::verify(format!(
+            "`{}` is not a control-flow op",
+            op.name()
+        ))),
+    }
+}
+
 /// Evaluate a whole graph, node by node.
 pub fn eval_graph(g: &Graph, params: &[Tensor], captured: &[Tensor]) -> Result<Vec<Tensor>, Error> {
     let mut vals: Vec<Tensor> = Vec::with_capacity(g.nodes.len());
-    for n in &g.nodes {
+    // Outputs of control-flow nodes beyond the first, read by `get` nodes.
+    let mut extra: std::collections::HashMap<usize, Vec<Tensor>> = Default::default();
+    for (i, n) in g.nodes.iter().enumerate() {
         let t = match n.op {
+            ref op if op.is_control() => {
+                let ins: Vec<Tensor> = n.inputs.iter().map(|v| vals[v.index()].clone()).collect();
+                let mut outs = eval_control(op, &ins)?;
+                let first = outs.remove(0);
+                extra.insert(i, outs);
+                first
+            }
+            Op::Get(k) => extra[&n.inputs[0].index()][k - 1].clone(),
             Op::Param(k) => params.get(k).cloned().ok_or_else(|| {
                 Error::argument(format!("graph needs parameter {k}, {} given", params.len()))
             })?,

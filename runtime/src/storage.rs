@@ -50,6 +50,12 @@ impl Buffer {
         b
     }
 
+    /// Whether this buffer owns its memory (false for a borrowed view, which
+    /// must never be donated).
+    pub fn is_owned(&self) -> bool {
+        self.owned
+    }
+
     pub fn len_bytes(&self) -> usize {
         self.bytes
     }

@@ -3,6 +3,7 @@
 mod array_ops;
 mod autodiff;
 mod common;
+mod control_flow;
 mod differential;
 mod ir_text;
 mod memory;

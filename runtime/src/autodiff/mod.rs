@@ -7,6 +7,7 @@
 //! fused like any other.
 
 mod checkpoint;
+mod control_rules;
 mod remat;
 mod replay;
 mod residuals;

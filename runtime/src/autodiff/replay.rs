@@ -12,9 +12,19 @@ pub fn replay(g: &Graph, params: &[Tensor], captured: &[Tensor]) -> Vec<Tensor> 
     let here = Location::caller();
     let tracing = trace::current_trace().is_some();
     let mut vals: Vec<Tensor> = Vec::with_capacity(g.nodes.len());
-    for n in &g.nodes {
+    // Outputs of control-flow nodes beyond the first (read by `get`).
+    let mut extra: std::collections::HashMap<usize, Vec<Tensor>> = Default::default();
+    for (i, n) in g.nodes.iter().enumerate() {
         let loc = n.loc.unwrap_or(here);
         let t = match &n.op {
+            op if op.is_control() => {
+                let ins: Vec<Tensor> = n.inputs.iter().map(|x| vals[x.index()].clone()).collect();
+                let mut outs = crate::control::subgraph::push_control(op.clone(), &ins, loc);
+                let first = outs.remove(0);
+                extra.insert(i, outs);
+                first
+            }
+            Op::Get(k) => extra[&n.inputs[0].index()][k - 1].clone(),
             Op::Param(k) => params[*k].clone(),
             Op::Captured(k) => captured[*k].clone(),
             // Constants and iotas stay nodes when tracing (never a filled

@@ -85,9 +85,52 @@ pub fn backward(g: &Graph, vals: &[Tensor], seeds: &[(ValueId, Tensor)]) -> Vec<
     for (v, t) in seeds {
         add(&mut ct, *v, t.clone());
     }
+    let mut get_cts: std::collections::HashMap<usize, Vec<(usize, Tensor)>> = Default::default();
     for i in (0..g.nodes.len()).rev() {
         if let Some(&r) = region_at.get(&i) {
             super::remat::recompute_region(g, &g.checkpoints[r], &mut vals, &ct);
+        }
+        // Control flow: outputs beyond the first arrive through `get` nodes
+        // (later in the graph, so visited first).
+        if let Op::Get(k) = g.nodes[i].op {
+            if let Some(c) = ct[i].clone() {
+                get_cts
+                    .entry(g.nodes[i].inputs[0].index())
+                    .or_default()
+                    .push((k, c));
+            }
+            continue;
+        }
+        if g.nodes[i].op.is_control() {
+            let n = &g.nodes[i];
+            let mut outs: Vec<Option<Tensor>> = vec![None; n.op.control_outputs().len()];
+            outs[0] = ct[i].clone();
+            for (k, c) in get_cts.remove(&i).unwrap_or_default() {
+                outs[k] = Some(c);
+            }
+            if outs.iter().all(Option::is_none) {
+                continue;
+            }
+            let _at = crate::trace::LocOverride::set(n.loc);
+            let ins: Vec<Tensor> = n.inputs.iter().map(|x| vals[x.index()].clone()).collect();
+            let needs: Vec<bool> = n
+                .inputs
+                .iter()
+                .map(|x| requires[x.index()] && g.node(*x).dtype.is_float())
+                .collect();
+            let in_cts = super::control_rules::control_vjp(
+                &n.op,
+                &ins,
+                &outs,
+                &needs,
+                n.loc.unwrap_or(here),
+            );
+            for (k, c) in in_cts.into_iter().enumerate() {
+                if let (Some(c), true) = (c, needs[k]) {
+                    add(&mut ct, n.inputs[k], c);
+                }
+            }
+            continue;
         }
         let Some(c) = ct[i].clone() else { continue };
         let n = &g.nodes[i];
@@ -313,6 +356,8 @@ pub fn backward(g: &Graph, vals: &[Tensor], seeds: &[(ValueId, Tensor)]) -> Vec<
             }
             Op::ScatterAdd(axis) => add(&mut ct, inp(0), c.take(x(1), *axis as isize)),
             Op::Barrier => add(&mut ct, inp(0), c),
+            // Handled above.
+            Op::Cond(_) | Op::While(_) | Op::Scan(_) | Op::Get(_) => {}
             Op::Matmul => {
                 let (a, b) = (x(0), x(1));
                 if need(0) {

@@ -10,10 +10,10 @@
 //! number of iterations.
 
 mod axis_iter;
-mod cond;
+pub(crate) mod cond;
 mod scan;
 pub mod staging;
-mod subgraph;
+pub(crate) mod subgraph;
 mod while_loop;
 
 pub use axis_iter::AxisIter;

@@ -2,6 +2,7 @@
 //! machine code, and `run`, which checks the arguments, allocates the
 //! buffers and calls the kernels in order.
 
+mod control;
 mod parallel;
 pub mod partition;
 pub mod plan;
@@ -59,6 +60,8 @@ pub struct Executable {
     /// values it reads and writes, and (matmul steps) its operands' maps.
     io: Vec<(Vec<ValueId>, Vec<ValueId>)>,
     operand_maps: Vec<Vec<partition::Affine>>,
+    /// The compiled sub-graphs of each control-flow node.
+    controls: std::collections::HashMap<ValueId, control::ControlProgram>,
 }
 
 impl Executable {
@@ -161,7 +164,19 @@ impl Executable {
                 _ => Vec::new(),
             })
             .collect();
+        let mut controls = std::collections::HashMap::new();
+        for s in &part.steps {
+            if let Step::Library(v) = s {
+                if graph.node(*v).op.is_control() {
+                    controls.insert(
+                        *v,
+                        control::ControlProgram::compile(&graph.node(*v).op, keep_text)?,
+                    );
+                }
+            }
+        }
         Ok(Executable {
+            controls,
             traced: traced_graph,
             graph,
             captured: traced.captured,
@@ -234,15 +249,27 @@ impl Executable {
             .map(bytes)
             .sum();
         let alias_bytes = self.plan.donations.iter().map(|&(_, o)| bytes(o)).sum();
-        let temp_bytes = self.plan.arena_bytes;
+        // Control-flow steps run sub-programs with arenas of their own.
+        let control_bytes = self
+            .controls
+            .iter()
+            .map(|(v, c)| c.extra_bytes(&g.node(*v).op))
+            .max()
+            .unwrap_or(0);
+        let temp_bytes = self.plan.arena_bytes + control_bytes;
         MemoryAnalysis {
             argument_bytes,
             output_bytes,
             temp_bytes,
             alias_bytes,
-            code_bytes: self.compiled.code_bytes,
+            code_bytes: self.compiled.code_bytes
+                + self
+                    .controls
+                    .values()
+                    .map(|c| c.code_bytes())
+                    .sum::<usize>(),
             eager_bytes,
-            lower_bound_bytes: self.plan.lower_bound_bytes,
+            lower_bound_bytes: self.plan.lower_bound_bytes + control_bytes,
             peak_bytes: argument_bytes + output_bytes + temp_bytes - alias_bytes,
         }
     }
@@ -273,6 +300,11 @@ impl Executable {
             .iter()
             .filter(|s| !matches!(s, Step::Library(_)))
             .count()
+            + self
+                .controls
+                .values()
+                .map(|c| c.kernel_count())
+                .sum::<usize>()
     }
 
     /// Number of steps (kernels and library calls).
@@ -332,7 +364,7 @@ impl Executable {
             if let (ArgKind::Owned, ArgTensor::Owned(t)) = (&args.tensors[k].0, &args.tensors[k].1)
             {
                 if let Some(b) = t.buffer() {
-                    if Arc::strong_count(b) == 1 && Arc::weak_count(b) == 0 {
+                    if Arc::strong_count(b) == 1 && Arc::weak_count(b) == 0 && b.is_owned() {
                         out_bufs[o.index()] = Some(b.clone());
                     }
                 }
@@ -411,6 +443,32 @@ impl Executable {
                     unsafe {
                         crate::library::matmul_strided(&a, &b, &n.shape, n.dtype, ptr[v.index()])
                     };
+                }
+                Step::Library(v) if self.controls.contains_key(v) => {
+                    let n = g.node(*v);
+                    let ins: Vec<Tensor> = n
+                        .inputs
+                        .iter()
+                        .map(|&x| {
+                            let xn = g.node(x);
+                            let bytes = shape::numel(&xn.shape) * xn.dtype.size();
+                            // SAFETY: the value's buffer lives until the end of
+                            // this call; the views are dropped before.
+                            let b = unsafe { Buffer::borrowed(ptr[x.index()], bytes) };
+                            Tensor::from_buffer(Arc::new(b), xn.shape.clone(), xn.dtype)
+                        })
+                        .collect();
+                    let mut dest = vec![std::ptr::null_mut(); n.op.control_outputs().len()];
+                    for &w in &self.io[si].1 {
+                        let k = match g.node(w).op {
+                            Op::Get(k) => k,
+                            _ => 0,
+                        };
+                        dest[k] = ptr[w.index()];
+                    }
+                    // SAFETY: the destinations were planned for these values
+                    // and overlap no operand (no in-place for library steps).
+                    unsafe { self.controls[v].run(&n.op, &ins, &dest)? };
                 }
                 Step::Library(v) => {
                     let n = g.node(*v);

@@ -94,7 +94,22 @@ fn is_library(op: &Op) -> bool {
             | Op::SliceScatter(_)
             | Op::ScatterAdd(_)
             | Op::Barrier
+            | Op::Cond(_)
+            | Op::While(_)
+            | Op::Scan(_)
     )
+}
+
+/// The values a step of a control-flow node writes: the node (output 0) and
+/// its `get` nodes, in node order.
+pub fn control_outputs(g: &Graph, v: ValueId) -> Vec<ValueId> {
+    let mut out = vec![v];
+    for (i, n) in g.nodes.iter().enumerate().skip(v.index() + 1) {
+        if matches!(n.op, Op::Get(_)) && n.inputs[0] == v {
+            out.push(ValueId(i as u32));
+        }
+    }
+    out
 }
 
 /// How a step reads `x`: its buffer's root, element offset and strides (a
@@ -294,7 +309,7 @@ fn partition_with(g: &Graph, groups: Vec<RowGroup>) -> Partition {
                 materialised[x.index()] = true;
             }
         }
-        if matches!(n.op, Op::Param(_) | Op::Captured(_)) || is_library(&n.op) {
+        if matches!(n.op, Op::Param(_) | Op::Captured(_) | Op::Get(_)) || is_library(&n.op) {
             materialised[i] = true;
         }
         if is_library(&n.op) {
@@ -371,6 +386,11 @@ fn partition_with(g: &Graph, groups: Vec<RowGroup>) -> Partition {
                     step_of[m.index()] = Some(at);
                 }
             }
+            continue;
+        }
+        if let Op::Get(_) = n.op {
+            // Written by its control-flow node's step.
+            step_of[i] = step_of[n.inputs[0].index()];
             continue;
         }
         if is_library(&n.op) {

@@ -68,7 +68,11 @@ pub fn step_io(g: &Graph, p: &Partition, s: &Step) -> (Vec<ValueId>, Vec<ValueId
                 .iter()
                 .map(|&x| super::partition::read_map(g, p, x).root)
                 .collect(),
-            vec![*v],
+            if g.node(*v).op.is_control() {
+                super::partition::control_outputs(g, *v)
+            } else {
+                vec![*v]
+            },
         ),
     }
 }

@@ -1,6 +1,8 @@
 //! The operations of the IR and their typing rules.
 
+use super::Graph;
 use crate::{DType, Literal};
+use std::sync::Arc;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum UnaryOp {
@@ -128,6 +130,91 @@ pub enum Op {
     /// Feeds rematerialised computations, so they run in the backward pass
     /// and are never merged with the forward originals by CSE.
     Barrier,
+    /// `cond(pred, operands..)`: runs `branches[1]` (then) when `pred` is
+    /// true, else `branches[0]`; both are graphs whose params are the
+    /// operands and whose outputs have the same types. This node is output 0;
+    /// `get[k]` nodes reading it are the others.
+    Cond(Arc<CondOp>),
+    /// `while(carried.., invariants..)`: `cond` and `body` take the carried
+    /// values then the invariants; `body` returns new carried values. This
+    /// node is carried output 0; `get[k]` the others.
+    While(Arc<WhileOp>),
+    /// `scan(carry.., xs.., invariants..)`: `body(carry.., x slices..,
+    /// invariants..) -> (carry.., y slices..)` for each index along axis 0 of
+    /// the `xs` (backwards if `reverse`); outputs: final carry.., stacked ys..
+    /// This node is output 0; `get[k]` the others.
+    Scan(Arc<ScanOp>),
+    /// Output `k >= 1` of the control-flow node it reads.
+    Get(usize),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CondOp {
+    /// `[else, then]` (the branch index is the predicate as an integer).
+    pub branches: [Graph; 2],
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct WhileOp {
+    pub cond: Graph,
+    pub body: Graph,
+    /// How many of the operands are carried (the rest are invariants).
+    pub carried: usize,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScanOp {
+    pub body: Graph,
+    /// The number of iterations (the leading dimension of every x and y).
+    pub length: usize,
+    pub carried: usize,
+    /// How many operands after the carried ones are scanned over.
+    pub xs: usize,
+    pub reverse: bool,
+}
+
+impl Op {
+    /// The sub-graphs of a control-flow op.
+    pub fn subgraphs(&self) -> Vec<&Graph> {
+        match self {
+            Op::Cond(c) => c.branches.iter().collect(),
+            Op::While(w) => vec![&w.cond, &w.body],
+            Op::Scan(s) => vec![&s.body],
+            _ => vec![],
+        }
+    }
+
+    /// Control-flow ops (one node with sub-graphs, outputs via `get`).
+    pub fn is_control(&self) -> bool {
+        matches!(self, Op::Cond(_) | Op::While(_) | Op::Scan(_))
+    }
+
+    /// The output types `(shape, dtype)` of a control-flow op.
+    pub fn control_outputs(&self) -> Vec<(Vec<usize>, DType)> {
+        let ty = |g: &Graph, v: &super::ValueId| (g.node(*v).shape.clone(), g.node(*v).dtype);
+        match self {
+            Op::Cond(c) => c.branches[1]
+                .outputs
+                .iter()
+                .map(|v| ty(&c.branches[1], v))
+                .collect(),
+            Op::While(w) => w.body.outputs.iter().map(|v| ty(&w.body, v)).collect(),
+            Op::Scan(s) => s
+                .body
+                .outputs
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    let (mut shape, d) = ty(&s.body, v);
+                    if i >= s.carried {
+                        shape.insert(0, s.length);
+                    }
+                    (shape, d)
+                })
+                .collect(),
+            _ => vec![],
+        }
+    }
 }
 
 impl UnaryOp {
@@ -277,6 +364,10 @@ impl Op {
             Op::SliceScatter(_) => "slice_scatter",
             Op::ScatterAdd(_) => "scatter_add",
             Op::Barrier => "barrier",
+            Op::Cond(_) => "cond",
+            Op::While(_) => "while",
+            Op::Scan(_) => "scan",
+            Op::Get(_) => "get",
         }
     }
 

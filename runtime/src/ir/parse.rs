@@ -6,24 +6,48 @@ use crate::{DType, Error, Literal};
 use std::collections::HashMap;
 
 pub fn parse(text: &str) -> Result<Graph, Error> {
+    let lines: Vec<(usize, &str)> = text
+        .lines()
+        .enumerate()
+        .map(|(i, raw)| (i + 1, raw.split("//").next().unwrap().trim()))
+        .filter(|(_, l)| !l.is_empty())
+        .collect();
+    let mut pos = 0;
+    let g = parse_graph(&lines, &mut pos, false)?;
+    if let Some((line_no, _)) = lines.get(pos) {
+        return Err(Error::parse(*line_no, "text after `return`"));
+    }
+    Ok(g)
+}
+
+/// One graph from `lines[*pos..]` up to and including its `return` (and,
+/// for a sub-graph, the closing `}`).
+fn parse_graph(lines: &[(usize, &str)], pos: &mut usize, nested: bool) -> Result<Graph, Error> {
     let mut g = Graph::new();
     let mut names: HashMap<String, ValueId> = HashMap::new();
-    let mut returned = false;
-    for (lineno, raw) in text.lines().enumerate() {
-        let line_no = lineno + 1;
-        let line = raw.split("//").next().unwrap().trim();
-        if line.is_empty() {
-            continue;
-        }
-        if returned {
-            return Err(Error::parse(line_no, "text after `return`"));
-        }
+    loop {
+        let Some(&(line_no, line)) = lines.get(*pos) else {
+            let last = lines.last().map_or(1, |l| l.0);
+            return Err(Error::parse(last, "missing `return`"));
+        };
+        *pos += 1;
         if let Some(rest) = line.strip_prefix("return") {
             for name in rest.split(',').map(str::trim).filter(|s| !s.is_empty()) {
                 g.outputs.push(lookup(&names, name, line_no)?);
             }
-            returned = true;
-            continue;
+            if nested {
+                match lines.get(*pos) {
+                    Some((_, "}")) => *pos += 1,
+                    Some((n, _)) => {
+                        return Err(Error::parse(
+                            *n,
+                            "expected `}` after a sub-graph's `return`",
+                        ))
+                    }
+                    None => return Err(Error::parse(line_no, "missing `}` after a sub-graph")),
+                }
+            }
+            return Ok(g);
         }
         let (lhs, rhs) = line.split_once('=').ok_or_else(|| {
             Error::parse(
@@ -106,6 +130,50 @@ pub fn parse(text: &str) -> Result<Graph, Error> {
                 (Op::SliceScatter(pairs), args)
             }
             "scatter_add" => (Op::ScatterAdd(one(attr("an axis")?, line_no)?), args),
+            "get" => (Op::Get(one(attr("an output index")?, line_no)?), args),
+            "cond" => {
+                let else_ = sub_graph(lines, pos, line_no)?;
+                let then = sub_graph(lines, pos, line_no)?;
+                (
+                    Op::Cond(std::sync::Arc::new(super::CondOp {
+                        branches: [else_, then],
+                    })),
+                    args,
+                )
+            }
+            "while" => {
+                let carried = one(attr("the number of carried values")?, line_no)?;
+                let cond = sub_graph(lines, pos, line_no)?;
+                let body = sub_graph(lines, pos, line_no)?;
+                (
+                    Op::While(std::sync::Arc::new(super::WhileOp {
+                        cond,
+                        body,
+                        carried,
+                    })),
+                    args,
+                )
+            }
+            "scan" => {
+                let a = usizes(attr("length,carried,xs,reverse")?, line_no)?;
+                if a.len() != 4 || a[3] > 1 {
+                    return Err(Error::parse(
+                        line_no,
+                        "`scan` needs `[length,carried,xs,reverse]` with reverse 0 or 1",
+                    ));
+                }
+                let body = sub_graph(lines, pos, line_no)?;
+                (
+                    Op::Scan(std::sync::Arc::new(super::ScanOp {
+                        body,
+                        length: a[0],
+                        carried: a[1],
+                        xs: a[2],
+                        reverse: a[3] == 1,
+                    })),
+                    args,
+                )
+            }
             "pad" => {
                 let pairs = pairs::<usize>(attr("before:after per axis")?, line_no)?;
                 let (lit, rest) = split_first_word(args);
@@ -149,10 +217,21 @@ pub fn parse(text: &str) -> Result<Graph, Error> {
         });
         names.insert(name.to_string(), id);
     }
-    if !returned {
-        return Err(Error::parse(text.lines().count(), "missing `return`"));
+}
+
+/// A `{ .. }` sub-graph following a control-flow node's line.
+fn sub_graph(lines: &[(usize, &str)], pos: &mut usize, op_line: usize) -> Result<Graph, Error> {
+    match lines.get(*pos) {
+        Some((_, "{")) => {
+            *pos += 1;
+            parse_graph(lines, pos, true)
+        }
+        Some((n, l)) => Err(Error::parse(
+            *n,
+            format!("expected `{{` opening a sub-graph, found `{l}`"),
+        )),
+        None => Err(Error::parse(op_line, "missing sub-graph")),
     }
-    Ok(g)
 }
 
 fn split_first_word(s: &str) -> (&str, &str) {

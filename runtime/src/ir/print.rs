@@ -7,7 +7,18 @@
 //! return %2
 //! ```
 //! Every line ends with the node's type, so a pass's output reads without
-//! looking anything up. `parse` reads exactly this back.
+//! looking anything up. A control-flow node is followed by its sub-graphs,
+//! each in braces, indented (a sub-graph numbers its own values):
+//!
+//! ```text
+//! %3 = cond %2, %0 : f32[4]
+//!   {
+//!     %0 = param 0 : f32[4]
+//!     return %0
+//!   }
+//!   { ... }
+//! ```
+//! `parse` reads exactly this back.
 
 use super::{Graph, Op};
 use crate::error::type_str;
@@ -16,8 +27,13 @@ use std::fmt::Write;
 
 pub fn print(g: &Graph) -> String {
     let mut s = String::new();
+    print_into(g, "", &mut s);
+    s
+}
+
+fn print_into(g: &Graph, indent: &str, s: &mut String) {
     for (i, n) in g.nodes.iter().enumerate() {
-        write!(s, "%{i} = {}{}", n.op.name(), attr_text(&n.op)).unwrap();
+        write!(s, "{indent}%{i} = {}{}", n.op.name(), attr_text(&n.op)).unwrap();
         match &n.op {
             Op::Param(k) | Op::Captured(k) => write!(s, " {k}").unwrap(),
             Op::Const(l) | Op::Pad(_, l) => write!(s, " {}", literal_text(*l)).unwrap(),
@@ -28,10 +44,14 @@ pub fn print(g: &Graph) -> String {
             write!(s, "%{}", v.0).unwrap();
         }
         writeln!(s, " : {}", type_str(n.dtype, &n.shape)).unwrap();
+        for sub in n.op.subgraphs() {
+            writeln!(s, "{indent}  {{").unwrap();
+            print_into(sub, &format!("{indent}    "), s);
+            writeln!(s, "{indent}  }}").unwrap();
+        }
     }
     let outs: Vec<String> = g.outputs.iter().map(|v| format!("%{}", v.0)).collect();
-    writeln!(s, "return {}", outs.join(", ")).unwrap();
-    s
+    writeln!(s, "{indent}return {}", outs.join(", ")).unwrap();
 }
 
 /// Literals print so that they parse back to the same value: floats always
@@ -76,7 +96,13 @@ pub fn attr_text(op: &Op) -> String {
         | Op::ArgMin(a)
         | Op::Take(a)
         | Op::Iota(a)
-        | Op::ScatterAdd(a) => format!("[{a}]"),
+        | Op::ScatterAdd(a)
+        | Op::Get(a) => format!("[{a}]"),
+        Op::While(w) => format!("[{}]", w.carried),
+        Op::Scan(sc) => format!(
+            "[{},{},{},{}]",
+            sc.length, sc.carried, sc.xs, sc.reverse as u8
+        ),
         _ => String::new(),
     }
 }

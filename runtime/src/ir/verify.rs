@@ -15,6 +15,12 @@ pub fn verify(g: &Graph) -> Result<(), Error> {
             }
         }
         let ins: Vec<_> = n.inputs.iter().map(|v| g.node(*v)).collect();
+        if n.op.is_control() || matches!(n.op, Op::Get(_)) {
+            if let Err(msg) = control(n, &ins) {
+                return fail(msg);
+            }
+            continue;
+        }
         if !matches!(
             n.op,
             Op::Param(_)
@@ -137,4 +143,144 @@ pub fn verify(g: &Graph) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+type Ty = (Vec<usize>, DType);
+
+fn tys(xs: &[&super::Node]) -> Vec<Ty> {
+    xs.iter().map(|x| (x.shape.clone(), x.dtype)).collect()
+}
+
+fn show(ts: &[Ty]) -> String {
+    ts.iter()
+        .map(|(s, d)| type_str(*d, s))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A sub-graph: valid itself, with parameters of the given types.
+fn sub(what: &str, g: &Graph, params: &[Ty]) -> Result<Vec<Ty>, String> {
+    verify(g).map_err(|e| format!("in its {what}: {e}"))?;
+    let ps: Vec<Ty> = g
+        .params()
+        .iter()
+        .map(|p| (g.node(*p).shape.clone(), g.node(*p).dtype))
+        .collect();
+    if ps != params {
+        return Err(format!(
+            "its {what} takes ({}) but the operands are ({})",
+            show(&ps),
+            show(params)
+        ));
+    }
+    Ok(g.outputs
+        .iter()
+        .map(|o| (g.node(*o).shape.clone(), g.node(*o).dtype))
+        .collect())
+}
+
+/// Typing of control-flow nodes and their `get`s.
+fn control(n: &super::Node, ins: &[&super::Node]) -> Result<(), String> {
+    let own: Ty = (n.shape.clone(), n.dtype);
+    let first = |outs: &[Ty]| -> Result<(), String> {
+        match outs.first() {
+            Some(t) if *t == own => Ok(()),
+            Some(t) => Err(format!(
+                "its first output is {}, the node is declared {}",
+                type_str(t.1, &t.0),
+                type_str(own.1, &own.0)
+            )),
+            None => Err("a control-flow node needs at least one output".into()),
+        }
+    };
+    match &n.op {
+        Op::Cond(c) => {
+            let Some(p) = ins.first() else {
+                return Err("needs a predicate".into());
+            };
+            if p.dtype != DType::Bool || !p.shape.is_empty() {
+                return Err(format!(
+                    "predicate is {}, not bool[]",
+                    type_str(p.dtype, &p.shape)
+                ));
+            }
+            let operands = tys(&ins[1..]);
+            let e = sub("else branch", &c.branches[0], &operands)?;
+            let t = sub("then branch", &c.branches[1], &operands)?;
+            if e != t {
+                return Err(format!("branches give ({}) and ({})", show(&t), show(&e)));
+            }
+            first(&t)
+        }
+        Op::While(w) => {
+            let operands = tys(ins);
+            if w.carried > operands.len() {
+                return Err(format!(
+                    "{} carried values but {} operands",
+                    w.carried,
+                    operands.len()
+                ));
+            }
+            let c = sub("condition", &w.cond, &operands)?;
+            if c != [(vec![], DType::Bool)] {
+                return Err(format!("its condition gives ({}), not bool[]", show(&c)));
+            }
+            let b = sub("body", &w.body, &operands)?;
+            if b != operands[..w.carried] {
+                return Err(format!(
+                    "its body gives ({}) for carried ({})",
+                    show(&b),
+                    show(&operands[..w.carried])
+                ));
+            }
+            first(&b)
+        }
+        Op::Scan(sc) => {
+            let operands = tys(ins);
+            if sc.carried + sc.xs > operands.len() {
+                return Err("more carried and scanned values than operands".into());
+            }
+            let mut params = operands[..sc.carried].to_vec();
+            for (s, d) in &operands[sc.carried..sc.carried + sc.xs] {
+                if s.first() != Some(&sc.length) {
+                    return Err(format!(
+                        "scanned operand {} does not have the leading dimension {}",
+                        type_str(*d, s),
+                        sc.length
+                    ));
+                }
+                params.push((s[1..].to_vec(), *d));
+            }
+            params.extend_from_slice(&operands[sc.carried + sc.xs..]);
+            let b = sub("body", &sc.body, &params)?;
+            if b.len() < sc.carried || b[..sc.carried] != operands[..sc.carried] {
+                return Err(format!(
+                    "its body gives ({}) for the carry ({})",
+                    show(&b),
+                    show(&operands[..sc.carried])
+                ));
+            }
+            first(&n.op.control_outputs())
+        }
+        Op::Get(k) => {
+            let src = ins.first().ok_or("needs an operand")?;
+            if ins.len() != 1 || !src.op.is_control() {
+                return Err("reads one control-flow node".into());
+            }
+            let outs = src.op.control_outputs();
+            match outs.get(*k) {
+                Some(t) if *k >= 1 && *t == own => Ok(()),
+                Some(t) if *k >= 1 => Err(format!(
+                    "output {k} is {}, declared {}",
+                    type_str(t.1, &t.0),
+                    type_str(own.1, &own.0)
+                )),
+                _ => Err(format!(
+                    "no output {k} (outputs 1..{} are read by get)",
+                    outs.len()
+                )),
+            }
+        }
+        _ => unreachable!(),
+    }
 }

@@ -28,7 +28,11 @@ pub fn simplify(g: &Graph) -> Graph {
         }
         let inputs: Vec<ValueId> = n.inputs.iter().map(|x| map[x.index()]).collect();
         let node = Node {
-            op: n.op.clone(),
+            op: if n.op.is_control() {
+                simplify_subgraphs(&n.op)
+            } else {
+                n.op.clone()
+            },
             inputs,
             shape: n.shape.clone(),
             dtype: n.dtype,
@@ -58,6 +62,26 @@ pub fn simplify(g: &Graph) -> Graph {
     out.outputs = g.outputs.iter().map(|o| map[o.index()]).collect();
     // Rewrites may have left nodes unused: one more dead-code sweep.
     prune(&out)
+}
+
+/// A control-flow op with its sub-graphs simplified (their parameters stay).
+fn simplify_subgraphs(op: &Op) -> Op {
+    use std::sync::Arc;
+    match op {
+        Op::Cond(c) => Op::Cond(Arc::new(crate::ir::CondOp {
+            branches: [simplify(&c.branches[0]), simplify(&c.branches[1])],
+        })),
+        Op::While(w) => Op::While(Arc::new(crate::ir::WhileOp {
+            cond: simplify(&w.cond),
+            body: simplify(&w.body),
+            carried: w.carried,
+        })),
+        Op::Scan(sc) => Op::Scan(Arc::new(crate::ir::ScanOp {
+            body: simplify(&sc.body),
+            ..(**sc).clone()
+        })),
+        op => op.clone(),
+    }
 }
 
 /// Nodes reachable from the outputs, plus every parameter.
@@ -97,6 +121,13 @@ fn key(n: &Node) -> String {
     let lit = match &n.op {
         Op::Const(l) | Op::Pad(_, l) => crate::ir::literal_text(*l),
         Op::Param(k) | Op::Captured(k) => k.to_string(),
+        // Two control-flow nodes are the same only with the same sub-graphs.
+        op if op.is_control() => op
+            .subgraphs()
+            .iter()
+            .map(|g| g.to_text())
+            .collect::<Vec<_>>()
+            .join("|"),
         _ => String::new(),
     };
     format!(

@@ -1,0 +1,201 @@
+//! Control-flow steps: a `cond`, `while` or `scan` node runs as a real loop
+//! (or branch) in the executor, calling the compiled programs of its
+//! sub-graphs. The code does not grow with the number of iterations: each
+//! sub-graph is compiled once, with its own kernels and arena.
+//!
+//! Loop-carried values are donated from one iteration to the next (the body
+//! may write the new state over the old one), except on the first iteration,
+//! whose state is the parent program's buffers (read, never written). Scan
+//! slices are read in place (borrowed rows of the scanned buffers); stacked
+//! outputs are written row by row into the parent's buffers.
+
+use super::Executable;
+use crate::ir::{Graph, Op};
+use crate::jit::{ArgKind, ArgSig, CallArgs, Signature};
+use crate::storage::Buffer;
+use crate::trace::Traced;
+use crate::{shape, Error, Tensor};
+use std::sync::Arc;
+
+/// The compiled sub-graphs of one control-flow node: `[else, then]` of a
+/// `cond`, `[cond, body]` of a `while`, `[body]` of a `scan`.
+pub(crate) struct ControlProgram {
+    pub execs: Vec<Executable>,
+}
+
+fn bytes_of(g: &Graph, k: usize) -> usize {
+    let n = g.node(g.params()[k]);
+    shape::numel(&n.shape) * n.dtype.size()
+}
+
+/// Compile a sub-graph; its first `donated` parameters may be donated.
+fn compile_sub(g: &Graph, donated: usize, keep_text: bool) -> Result<Executable, Error> {
+    let args = g
+        .params()
+        .iter()
+        .enumerate()
+        .map(|(k, &p)| ArgSig {
+            kind: if k < donated {
+                ArgKind::Owned
+            } else {
+                ArgKind::Borrowed
+            },
+            dtype: g.node(p).dtype,
+            shape: g.node(p).shape.clone(),
+        })
+        .collect();
+    let sig = Signature {
+        args,
+        structure: vec![],
+        statics: vec![],
+    };
+    Executable::compile(
+        Traced {
+            graph: g.clone(),
+            captured: vec![],
+        },
+        &sig,
+        keep_text,
+    )
+}
+
+impl ControlProgram {
+    pub fn compile(op: &Op, keep_text: bool) -> Result<ControlProgram, Error> {
+        let execs = match op {
+            Op::Cond(c) => vec![
+                compile_sub(&c.branches[0], 0, keep_text)?,
+                compile_sub(&c.branches[1], 0, keep_text)?,
+            ],
+            Op::While(w) => vec![
+                compile_sub(&w.cond, 0, keep_text)?,
+                compile_sub(&w.body, w.carried, keep_text)?,
+            ],
+            Op::Scan(s) => vec![compile_sub(&s.body, s.carried, keep_text)?],
+            _ => unreachable!("not a control-flow op"),
+        };
+        Ok(ControlProgram { execs })
+    }
+
+    /// Memory the step needs beyond the parent's arena while it runs: the
+    /// largest sub-program arena, plus (loops) a second copy of the state.
+    pub fn extra_bytes(&self, op: &Op) -> usize {
+        let temp = self
+            .execs
+            .iter()
+            .map(|e| e.memory_analysis().temp_bytes)
+            .max()
+            .unwrap_or(0);
+        let carried = match op {
+            Op::While(w) => (0..w.carried).map(|k| bytes_of(&w.body, k)).sum(),
+            Op::Scan(s) => (0..s.carried).map(|k| bytes_of(&s.body, k)).sum(),
+            _ => 0,
+        };
+        temp + 2 * carried
+    }
+
+    pub fn kernel_count(&self) -> usize {
+        self.execs.iter().map(|e| e.kernel_count()).sum()
+    }
+
+    pub fn code_bytes(&self) -> usize {
+        self.execs
+            .iter()
+            .map(|e| e.memory_analysis().code_bytes)
+            .sum()
+    }
+
+    /// Run the node on its operands (views of the parent's buffers), writing
+    /// output `k` to `dest[k]` (null: the output is not read).
+    ///
+    /// # Safety
+    /// Each non-null `dest[k]` must be valid for output `k`'s bytes and
+    /// overlap no operand.
+    pub unsafe fn run(&self, op: &Op, ins: &[Tensor], dest: &[*mut u8]) -> Result<(), Error> {
+        let write = |k: usize, t: &Tensor, row: usize| {
+            if let (Some(d), Some(b)) = (dest.get(k).filter(|d| !d.is_null()), t.buffer()) {
+                let n = b.len_bytes();
+                // SAFETY: the caller guarantees `dest[k]` holds the output;
+                // row `row` of a stacked output is at `row * n`.
+                unsafe { std::ptr::copy_nonoverlapping(b.as_mut_ptr(), d.add(row * n), n) };
+            }
+        };
+        match op {
+            Op::Cond(_) => {
+                let pred = ins[0].item::<bool>()?;
+                let refs: Vec<&Tensor> = ins[1..].iter().collect();
+                let outs = self.execs[pred as usize].run_with(&refs)?;
+                for (k, t) in outs.iter().enumerate() {
+                    write(k, t, 0);
+                }
+            }
+            Op::While(w) => {
+                let (cond, body) = (&self.execs[0], &self.execs[1]);
+                let inv = &ins[w.carried..];
+                let mut state: Option<Vec<Tensor>> = None;
+                loop {
+                    let carried = state.as_deref().unwrap_or(&ins[..w.carried]);
+                    let mut args = CallArgs::new();
+                    carried.iter().chain(inv).for_each(|t| args.borrowed(t));
+                    if !cond.run(args)?[0].item::<bool>()? {
+                        break;
+                    }
+                    let mut args = CallArgs::new();
+                    match state.take() {
+                        // Later iterations give the old state away.
+                        Some(s) => s.into_iter().for_each(|t| args.owned(t)),
+                        None => ins[..w.carried].iter().for_each(|t| args.borrowed(t)),
+                    }
+                    inv.iter().for_each(|t| args.borrowed(t));
+                    state = Some(body.run(args)?);
+                }
+                let carried = state.as_deref().unwrap_or(&ins[..w.carried]);
+                for (k, t) in carried.iter().enumerate() {
+                    write(k, t, 0);
+                }
+            }
+            Op::Scan(sc) => {
+                let body = &self.execs[0];
+                let (c, x) = (sc.carried, sc.xs);
+                let (xs, inv) = (&ins[c..c + x], &ins[c + x..]);
+                let mut state: Option<Vec<Tensor>> = None;
+                for step in 0..sc.length {
+                    let i = if sc.reverse {
+                        sc.length - 1 - step
+                    } else {
+                        step
+                    };
+                    // Row i of each scanned operand, read in place.
+                    let rows: Vec<Tensor> = xs
+                        .iter()
+                        .map(|t| {
+                            let row_shape = t.shape()[1..].to_vec();
+                            let n = shape::numel(&row_shape) * t.dtype().size();
+                            let base = t.buffer().map_or(std::ptr::null_mut(), |b| b.as_mut_ptr());
+                            // SAFETY: row i of a live operand buffer; the
+                            // tensor is dropped before the operand.
+                            let b = unsafe { Buffer::borrowed(base.wrapping_add(i * n), n) };
+                            Tensor::from_buffer(Arc::new(b), row_shape, t.dtype())
+                        })
+                        .collect();
+                    let mut args = CallArgs::new();
+                    match state.take() {
+                        Some(s) => s.into_iter().for_each(|t| args.owned(t)),
+                        None => ins[..c].iter().for_each(|t| args.borrowed(t)),
+                    }
+                    rows.iter().chain(inv).for_each(|t| args.borrowed(t));
+                    let mut outs = body.run(args)?;
+                    for (j, y) in outs.drain(c..).enumerate() {
+                        write(c + j, &y, i);
+                    }
+                    state = Some(outs);
+                }
+                let carried = state.as_deref().unwrap_or(&ins[..c]);
+                for (k, t) in carried.iter().enumerate() {
+                    write(k, t, 0);
+                }
+            }
+            _ => unreachable!("not a control-flow op"),
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,444 @@
+//! Staged control flow (issue 6): `cond`, `while_loop`, `fori_loop`, `scan`
+//! and the macro's `staged_if`/`staged_while`/`staged_for` on traced
+//! conditions: compiled results against eager evaluation and the reference
+//! interpreter, the IR text, errors naming the variable, and gradients
+//! against finite differences.
+
+use crate::common::{assert_close, check_graph, random_tensor, trace_fn, Rng, Tol};
+use jitfuse::__private::{staged_for, staged_for_range, staged_if, staged_while};
+use jitfuse::ir;
+use jitfuse::prelude::*;
+
+const F32_TOL: Tol = Tol {
+    rel: 1e-5,
+    abs: 1e-5,
+};
+
+fn vec_f32(v: &[f32]) -> Tensor {
+    Tensor::from_slice(v, &[v.len()]).unwrap()
+}
+
+// ---------- cond ----------
+
+fn cond_body(x: &Tensor) -> Tensor {
+    cond(
+        &x.sum_all().gt(0.0),
+        |x: Tensor| (&x * 2.0).exp(),
+        |x: Tensor| x - 1.0,
+        x.clone(),
+    )
+}
+
+#[jit]
+fn jit_cond(x: &Tensor) -> Tensor {
+    cond_body(x)
+}
+
+#[test]
+fn cond_takes_the_branch_of_the_predicate_at_run_time() {
+    let pos = vec_f32(&[0.5, 1.0, -0.25]);
+    let neg = vec_f32(&[-0.5, 1.0, -2.0]);
+    jit_cond::clear_cache();
+    for x in [&pos, &neg] {
+        assert_close(&jit_cond(x), &cond_body(x), F32_TOL, "cond");
+    }
+    assert_eq!(
+        jit_cond::cache_stats().misses,
+        1,
+        "one program serves both branches"
+    );
+    let text = jit_cond::lower(&pos).unwrap().as_text();
+    assert!(text.contains("= cond "), "{text}");
+}
+
+#[test]
+fn staged_if_names_the_variable_whose_shape_differs() {
+    #[jit]
+    fn bad(x: &Tensor) -> Tensor {
+        let a = x.clone();
+        let b = x.clone();
+        let (v, a, b) = staged_if(
+            &x.sum_all().gt(0.0),
+            &["the value of this `if`", "a", "b"],
+            (a, b),
+            |then, (a, b): (Tensor, Tensor)| {
+                if then {
+                    ((), a + 1.0, b.sum_all())
+                } else {
+                    ((), a, b)
+                }
+            },
+        );
+        let () = v;
+        a + b
+    }
+    let err = bad::try_call(&vec_f32(&[1.0, 2.0]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(
+            "`b` is f32[] after the then-branch of this `if` but f32[2] after the else-branch"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn staged_if_on_a_bool_runs_one_branch_on_any_types() {
+    let mut count = 0usize;
+    let (v, c) = staged_if(&true, &["v", "count"], (count,), |then, (mut count,)| {
+        count += 1;
+        (if then { "then" } else { "else" }, count)
+    });
+    count = c;
+    assert_eq!((v, count), ("then", 1));
+}
+
+#[test]
+fn cond_predicate_must_be_a_bool_scalar() {
+    #[jit]
+    fn vector_pred(x: &Tensor) -> Tensor {
+        cond(&x.gt(0.0), |x: Tensor| x, |x: Tensor| -x, x.clone())
+    }
+    let err = vector_pred::try_call(&vec_f32(&[1.0, 2.0]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("must be a bool tensor of shape [], found bool[2]") && err.contains("select"),
+        "{err}"
+    );
+}
+
+// ---------- while ----------
+
+/// Halve until at most 1, counting the steps (a traced stopping condition).
+fn halvings(x: &Tensor) -> (Tensor, Tensor) {
+    while_loop(
+        |s: &(Tensor, Tensor)| s.0.max_all().gt(1.0),
+        |(x, n)| (x / 2.0, n + 1),
+        (x.clone(), Tensor::scalar(0i32)),
+    )
+}
+
+#[jit]
+fn jit_halvings(x: &Tensor) -> (Tensor, Tensor) {
+    halvings(x)
+}
+
+#[test]
+fn while_loop_runs_a_data_dependent_number_of_iterations() {
+    for (v, steps) in [(1000.0f32, 10), (3.0, 2), (0.5, 0)] {
+        let x = vec_f32(&[v, 0.25]);
+        let (y, n) = jit_halvings(&x);
+        let (ey, en) = halvings(&x);
+        assert_eq!(n.item::<i32>().unwrap(), steps, "x = {v}");
+        assert_eq!(en.item::<i32>().unwrap(), steps, "eager, x = {v}");
+        assert_close(&y, &ey, F32_TOL, "while");
+    }
+    assert_eq!(jit_halvings::cache_stats().misses, 1);
+}
+
+#[test]
+fn staged_while_checks_that_the_body_keeps_shapes() {
+    #[jit]
+    fn grows(x: &Tensor) -> Tensor {
+        let (x,) = staged_while(
+            &["x"],
+            (x.clone(),),
+            |(x,): (Tensor,)| (x.sum_all().lt(100.0), (x,)),
+            |(x,)| (jitfuse::concat(&[&x, &x], 0),),
+        );
+        x
+    }
+    let err = grows::try_call(&vec_f32(&[1.0])).unwrap_err().to_string();
+    assert!(
+        err.contains("`x` is f32[1] before this `while` but f32[2] after its body"),
+        "{err}"
+    );
+}
+
+// ---------- counted loops ----------
+
+fn power_sum(x: &Tensor, n: usize) -> Tensor {
+    // sum_{i<n} (i+1) * x, through a static-bound fori_loop (a scan)
+    fori_loop(
+        0,
+        n,
+        |i, acc: Tensor| acc + x * (i.cast(DType::F32) + 1.0),
+        x.zeros_like(),
+    )
+}
+
+#[jit]
+fn jit_power_sum(x: &Tensor, n: usize) -> Tensor {
+    power_sum(x, n)
+}
+
+#[test]
+fn fori_loop_with_static_bounds_is_one_scan_whose_code_does_not_grow() {
+    let x = vec_f32(&[1.0, -2.0, 0.5]);
+    for n in [0usize, 1, 10, 1000] {
+        let want = (n * (n + 1) / 2) as f32;
+        let got = jit_power_sum(&x, n);
+        assert_close(
+            &got,
+            &(&x * want),
+            Tol {
+                rel: 1e-6,
+                abs: 1e-6,
+            },
+            "fori",
+        );
+    }
+    let c10 = jit_power_sum::lower(&x, 10).unwrap().compile().unwrap();
+    let c1000 = jit_power_sum::lower(&x, 1000).unwrap().compile().unwrap();
+    assert_eq!(c10.kernel_count(), c1000.kernel_count());
+    assert_eq!(
+        c10.memory_analysis().code_bytes,
+        c1000.memory_analysis().code_bytes,
+        "a 1000-step loop compiles to the same code as a 10-step one"
+    );
+    let text = jit_power_sum::lower(&x, 1000).unwrap().as_text();
+    assert!(text.contains("= scan[1000,1,1,0]"), "{text}");
+}
+
+#[jit]
+fn traced_bounds(x: &Tensor, lo: &Tensor, hi: &Tensor) -> Tensor {
+    let (acc,) = staged_for_range(&["acc"], lo..hi, (x.zeros_like(),), |i, (acc,)| {
+        (acc + x * i.cast(DType::F32),)
+    });
+    acc
+}
+
+#[test]
+fn a_range_with_tensor_bounds_is_a_counted_loop() {
+    let x = vec_f32(&[1.0, 2.0]);
+    for (lo, hi) in [(0i32, 4i32), (2, 3), (5, 5), (3, 1)] {
+        let got = traced_bounds(&x, &Tensor::scalar(lo), &Tensor::scalar(hi));
+        let s: i32 = (lo..hi).sum();
+        assert_close(&got, &(&x * s as f32), F32_TOL, "counted loop");
+    }
+    assert_eq!(traced_bounds::cache_stats().misses, 1, "bounds are data");
+}
+
+// ---------- scan ----------
+
+fn cumsum(xs: &Tensor) -> (Tensor, Tensor) {
+    scan(
+        |c: Tensor, x: Tensor| {
+            let c = c + x;
+            (c.clone(), c)
+        },
+        xs.slice_axis(0, 0, 1, 1).squeeze(&[0]).zeros_like(),
+        xs,
+    )
+}
+
+#[jit]
+fn jit_cumsum(xs: &Tensor) -> (Tensor, Tensor) {
+    cumsum(xs)
+}
+
+#[test]
+fn scan_carries_and_stacks() {
+    let mut rng = Rng::new(61);
+    for shape in [vec![1, 3], vec![7, 5], vec![33, 2, 3]] {
+        let xs = random_tensor(&mut rng, &shape, DType::F32, -1.0, 1.0, false);
+        let (c, ys) = jit_cumsum(&xs);
+        let (ec, eys) = cumsum(&xs);
+        assert_close(&c, &ec, F32_TOL, "scan carry");
+        assert_close(&ys, &eys, F32_TOL, "scan ys");
+        assert_close(
+            &c,
+            &xs.sum(0),
+            Tol {
+                rel: 1e-5,
+                abs: 1e-5,
+            },
+            "carry = sum",
+        );
+    }
+}
+
+#[jit]
+fn for_over_rows(m: &Tensor) -> Tensor {
+    let acc = m.slice_axis(0, 0, 1, 1).squeeze(&[0]).zeros_like();
+    let (acc,) = staged_for(&["acc"], m.iter_axis(0), (acc,), |row, (acc,)| {
+        (acc.maximum(&row),)
+    });
+    acc
+}
+
+#[test]
+fn for_over_iter_axis_is_a_scan() {
+    let m = Tensor::from_vec(vec![1.0f32, 5.0, 3.0, 2.0, 4.0, 0.0], &[3, 2]).unwrap();
+    assert_eq!(for_over_rows(&m).to_vec::<f32>().unwrap(), vec![4.0, 5.0]);
+    let text = for_over_rows::lower(&m).unwrap().as_text();
+    assert!(text.contains("= scan[3,1,1,0]"), "{text}");
+}
+
+// ---------- the interpreter, the text form, the verifier ----------
+
+#[test]
+fn compiled_control_flow_matches_the_interpreter_and_round_trips_as_text() {
+    let mut rng = Rng::new(62);
+    let xs = random_tensor(&mut rng, &[6, 4], DType::F32, -1.0, 1.0, false);
+    let x = random_tensor(&mut rng, &[4], DType::F32, -1.0, 1.0, false);
+    let g = trace_fn(&[xs.clone(), x.clone()], |a| {
+        let (c, ys) = cumsum(&a[0]);
+        let y = cond_body(&(&c + &a[1]));
+        let (h, n) = halvings(&(&y * 100.0));
+        vec![ys, y, h, n.cast(DType::F32)]
+    });
+    ir::verify(&g).unwrap();
+    let text = g.to_text();
+    assert_eq!(
+        ir::parse(&text).unwrap().to_text(),
+        text,
+        "print(parse(print(g))) == print(g)"
+    );
+    for op in ["= scan[", "= cond ", "= while[", "= get[1]"] {
+        assert!(text.contains(op), "{op} in\n{text}");
+    }
+    check_graph(&g, &[xs, x], F32_TOL, "control flow");
+}
+
+#[test]
+fn the_verifier_rejects_mismatched_branches() {
+    let text = "%0 = param 0 : f32[2]\n%1 = param 1 : bool[]\n%2 = cond %1, %0 : f32[2]\n  {\n    %0 = param 0 : f32[2]\n    return %0\n  }\n  {\n    %0 = param 0 : f32[2]\n    %1 = reduce_sum[0] %0 : f32[]\n    return %1\n  }\nreturn %2\n";
+    let g = ir::parse(text).unwrap();
+    let err = ir::verify(&g).unwrap_err().to_string();
+    assert!(err.contains("branches give (f32[]) and (f32[2])"), "{err}");
+}
+
+// ---------- gradients ----------
+
+fn numeric_check(name: &str, f: &dyn Fn(&Tensor) -> Tensor, x: &Tensor) {
+    let g = jitfuse::grad(|t: &Tensor| f(t), x).to_vec::<f64>().unwrap();
+    let xv = x.to_vec::<f64>().unwrap();
+    for i in 0..xv.len() {
+        let at = |d: f64| {
+            let mut v = xv.clone();
+            v[i] += d;
+            f(&Tensor::from_vec(v, x.shape()).unwrap())
+                .item::<f64>()
+                .unwrap()
+        };
+        let h = 1e-6;
+        let num = (at(h) - at(-h)) / (2.0 * h);
+        assert!(
+            (g[i] - num).abs() <= 1e-5 * (1.0 + num.abs()),
+            "{name}: d/dx[{i}] = {}, finite differences {num}",
+            g[i]
+        );
+    }
+}
+
+#[test]
+fn gradients_through_cond_and_scan_match_finite_differences() {
+    let mut rng = Rng::new(63);
+    let w = random_tensor(&mut rng, &[3], DType::F64, 0.5, 1.5, false);
+    for sign in [1.0, -1.0] {
+        let x = random_tensor(&mut rng, &[3], DType::F64, 0.2, 1.0, false) * sign;
+        numeric_check(
+            "cond",
+            &|x| {
+                cond(
+                    &x.sum_all().gt(0.0),
+                    |x: Tensor| (&x * &w).tanh(),
+                    |x: Tensor| x.square() * 3.0,
+                    x.clone(),
+                )
+                .sum_all()
+            },
+            &x,
+        );
+    }
+    let x = random_tensor(&mut rng, &[5, 3], DType::F64, -1.0, 1.0, false);
+    numeric_check(
+        "scan",
+        &|xs| {
+            let (c, ys) = scan(
+                |c: Tensor, x: Tensor| {
+                    let c = (c * &w + x).tanh();
+                    (c.clone(), c.square())
+                },
+                w.zeros_like(),
+                xs,
+            );
+            c.sum_all() + ys.sum_all()
+        },
+        &x,
+    );
+    // Through a static fori_loop, differentiating a closed-over weight.
+    numeric_check(
+        "fori_loop",
+        &|w| fori_loop(0, 4, |_, h: Tensor| (&h * w).sin() + &h, w.ones_like()).sum_all(),
+        &w,
+    );
+}
+
+#[test]
+fn gradients_through_control_flow_inside_jit() {
+    #[jit]
+    fn loss_and_grad(w: &Tensor, xs: &Tensor) -> (Tensor, Tensor) {
+        value_and_grad(
+            |w: &Tensor| {
+                let (c, _) = scan(
+                    |c: Tensor, x: Tensor| {
+                        let c = cond(
+                            &x.sum_all().gt(0.0),
+                            |c: Tensor| (&c * w).tanh(),
+                            |c: Tensor| &c * 0.5,
+                            c,
+                        ) + &x;
+                        (c, ())
+                    },
+                    w.zeros_like(),
+                    xs,
+                );
+                c.square().sum_all()
+            },
+            w,
+        )
+    }
+    let mut rng = Rng::new(64);
+    let w = random_tensor(&mut rng, &[4], DType::F64, 0.5, 1.5, false);
+    let xs = random_tensor(&mut rng, &[6, 4], DType::F64, -1.0, 1.0, false);
+    let (l, g) = loss_and_grad(&w, &xs);
+    let eager = jitfuse::value_and_grad(
+        |w: &Tensor| {
+            let (c, _) = scan(
+                |c: Tensor, x: Tensor| {
+                    let c = cond(
+                        &x.sum_all().gt(0.0),
+                        |c: Tensor| (&c * w).tanh(),
+                        |c: Tensor| &c * 0.5,
+                        c,
+                    ) + &x;
+                    (c, ())
+                },
+                w.zeros_like(),
+                &xs,
+            );
+            c.square().sum_all()
+        },
+        &w,
+    );
+    let tol = Tol {
+        rel: 1e-12,
+        abs: 1e-12,
+    };
+    assert_close(&l, &eager.0, tol, "value");
+    assert_close(&g, &eager.1, tol, "gradient");
+}
+
+#[test]
+fn while_loops_are_not_reverse_differentiable() {
+    #[jit]
+    fn g(x: &Tensor) -> Tensor {
+        jitfuse::grad(|x: &Tensor| halvings(x).0.sum_all(), x)
+    }
+    let err = g::try_call(&vec_f32(&[4.0])).unwrap_err().to_string();
+    assert!(err.contains("not reverse-differentiable"), "{err}");
+}
