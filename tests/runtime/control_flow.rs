@@ -442,3 +442,55 @@ fn while_loops_are_not_reverse_differentiable() {
     let err = g::try_call(&vec_f32(&[4.0])).unwrap_err().to_string();
     assert!(err.contains("not reverse-differentiable"), "{err}");
 }
+
+/// Nested control flow on random shapes: a `while` whose body holds a `cond`
+/// whose then-branch holds a `scan`, compiled against the interpreter.
+#[test]
+fn nested_control_flow_on_random_shapes_matches_the_interpreter() {
+    let mut rng = Rng::new(65);
+    for case in 0..12 {
+        let rows = 1 + rng.below(9);
+        let cols = [1, 3, 4, 5, 17, 33][rng.below(6)];
+        let dtype = if case % 2 == 0 { DType::F32 } else { DType::F64 };
+        let xs = random_tensor(&mut rng, &[rows, cols], dtype, -1.0, 1.0, false);
+        let x = random_tensor(&mut rng, &[cols], dtype, -2.0, 2.0, false);
+        let g = trace_fn(&[xs.clone(), x.clone()], |a| {
+            let (xs, x) = (a[0].clone(), a[1].clone());
+            let (y, n) = while_loop(
+                |s: &(Tensor, Tensor)| s.0.abs().max_all().gt(0.05).logical_and(&s.1.lt(12)),
+                |(y, n)| {
+                    let y = cond(
+                        &y.sum_all().gt(0.0),
+                        |y: Tensor| {
+                            let (c, _) = scan(
+                                |c: Tensor, r: Tensor| ((&c * 0.5 + r * 0.01).tanh(), ()),
+                                y,
+                                &xs,
+                            );
+                            c
+                        },
+                        |y: Tensor| &y * -0.4,
+                        y,
+                    );
+                    (y, n + 1)
+                },
+                (x, Tensor::scalar(0i64)),
+            );
+            let (_, ys) = cumsum(&xs);
+            vec![y, n, ys]
+        });
+        ir::verify(&g).unwrap();
+        let tol = if dtype == DType::F32 {
+            Tol {
+                rel: 2e-5,
+                abs: 2e-5,
+            }
+        } else {
+            Tol {
+                rel: 1e-12,
+                abs: 1e-12,
+            }
+        };
+        check_graph(&g, &[xs, x], tol, &format!("nested case {case}"));
+    }
+}
