@@ -25,8 +25,8 @@ mod library;
 pub mod passes;
 
 pub use autodiff::{
-    checkpoint, checkpoint_name, checkpoint_with, grad, stop_gradient, value_and_grad, vjp, Policy,
-    Tree,
+    checkpoint, checkpoint_name, checkpoint_with, grad, jvp, stop_gradient, value_and_grad, vjp,
+    Policy, Tree,
 };
 pub use control::{cond, fori_loop, scan, while_loop, AxisIter};
 pub use exec::MemoryAnalysis;

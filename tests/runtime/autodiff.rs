@@ -499,3 +499,48 @@ fn checkpointing_recomputes_and_saves_memory() {
         );
     }
 }
+
+/// `jvp` (forward mode, as the transpose of the vjp) against central finite
+/// differences of `f` along the tangent.
+#[test]
+fn jvp_matches_directional_finite_differences() {
+    let mut rng = Rng::new(71);
+    type F = fn(&Vec<Tensor>) -> Tensor;
+    let cases: [(&str, F); 5] = [
+        ("tanh * x", |a| a[0].tanh() * &a[1]),
+        ("matmul", |a| a[0].reshape(&[2, 3]).matmul(&a[1].reshape(&[3, 2]))),
+        ("softmax", |a| (&a[0] * &a[1]).softmax(-1)),
+        ("layer norm", |a| {
+            a[0].reshape(&[2, 3])
+                .layer_norm(&a[1].slice_axis(0, 0, 3, 1), &a[1].slice_axis(0, 3, 6, 1), 1e-5, -1)
+        }),
+        ("gather + reduce", |a| {
+            let idx = Tensor::from_vec(vec![2i64, 0, 5, 5], &[4]).unwrap();
+            a[0].take(&idx, 0).exp().sum_all() * a[1].max_all()
+        }),
+    ];
+    for (name, f) in cases {
+        let x = vec![rand(&mut rng, &[6], -1.0, 1.0), rand(&mut rng, &[6], 0.5, 1.5)];
+        let v = vec![rand(&mut rng, &[6], -1.0, 1.0), rand(&mut rng, &[6], -1.0, 1.0)];
+        let (y, t) = jitfuse::jvp(f, &x, &v);
+        assert_close(&y, &f(&x), EXACT, name);
+        let h = 1e-6;
+        let at = |s: f64| -> Vec<Tensor> { x.iter().zip(&v).map(|(a, b)| a + b * s).collect() };
+        let num = (f(&at(h)) - f(&at(-h))) / (2.0 * h);
+        assert_close(&t, &num, Tol { rel: 1e-6, abs: 1e-7 }, name);
+    }
+    // Inside #[jit], the same numbers.
+    #[jit]
+    fn tangent(x: &Tensor, v: &Tensor) -> Tensor {
+        jitfuse::jvp(|x: &Tensor| (x.sin() * x).sum(0), x, v).1
+    }
+    let x = rand(&mut rng, &[3, 4], -1.0, 1.0);
+    let v = rand(&mut rng, &[3, 4], -1.0, 1.0);
+    let want = (&v * (x.cos() * &x + x.sin())).sum(0);
+    assert_close(&tangent(&x, &v), &want, Tol { rel: 1e-12, abs: 1e-12 }, "jit jvp");
+    let err = std::panic::catch_unwind(|| jitfuse::jvp(|x: &Tensor| x.exp(), &x, &x.sum(0)))
+        .err()
+        .and_then(|e| e.downcast_ref::<String>().cloned())
+        .unwrap();
+    assert!(err.contains("`jvp`: the tangent must have the primal's leaves"), "{err}");
+}

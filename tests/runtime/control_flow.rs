@@ -451,7 +451,11 @@ fn nested_control_flow_on_random_shapes_matches_the_interpreter() {
     for case in 0..12 {
         let rows = 1 + rng.below(9);
         let cols = [1, 3, 4, 5, 17, 33][rng.below(6)];
-        let dtype = if case % 2 == 0 { DType::F32 } else { DType::F64 };
+        let dtype = if case % 2 == 0 {
+            DType::F32
+        } else {
+            DType::F64
+        };
         let xs = random_tensor(&mut rng, &[rows, cols], dtype, -1.0, 1.0, false);
         let x = random_tensor(&mut rng, &[cols], dtype, -2.0, 2.0, false);
         let g = trace_fn(&[xs.clone(), x.clone()], |a| {

@@ -165,3 +165,46 @@ pub fn vjp<T: Tree + Clone + 'static, U: Tree>(
     };
     (y, back)
 }
+
+/// `f(x)` and the directional derivative `J_f(x) v` (forward mode; `v` is a
+/// tree like `x`). Computed as the transpose of the (linear) vector-Jacobian
+/// map: the backward pass of the backward pass, so it costs two reverse
+/// passes and needs no separate tangent rules; every rule's ops are
+/// themselves differentiable, and inside `#[jit]` the whole is one graph that
+/// simplification prunes.
+#[track_caller]
+pub fn jvp<T: Tree + Clone + 'static, U: Tree + Clone + 'static>(
+    f: impl Fn(&T) -> U,
+    x: &T,
+    v: &T,
+) -> (U, U) {
+    let (xl, vl) = (x.leaves(), v.leaves());
+    let same = xl.len() == vl.len()
+        && xl
+            .iter()
+            .zip(&vl)
+            .all(|(a, b)| a.shape() == b.shape() && a.dtype() == b.dtype());
+    if !same {
+        let show = |ls: &[Tensor]| {
+            ls.iter()
+                .map(|l| type_str(l.dtype(), l.shape()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        fail(
+            Error::shape(format!(
+                "`jvp`: the tangent must have the primal's leaves, shapes and dtypes: primal ({}), tangent ({})",
+                show(&xl),
+                show(&vl)
+            ))
+            .at(Location::caller()),
+        );
+    }
+    let (y, back) = vjp(f, x);
+    // The vector-Jacobian map u -> J^T u is linear: its own vjp at any point
+    // (zeros) applied to v is (J^T)^T v = J v.
+    let u0 = y.map(|l| l.zeros_like());
+    let (_, back2) = vjp(move |u: &U| back(u), &u0);
+    let t = back2(v);
+    (y, t)
+}

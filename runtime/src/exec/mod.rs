@@ -322,11 +322,34 @@ impl Executable {
     }
 
     pub fn kernels_text(&self) -> String {
-        partition::steps_text(&self.graph, &self.part)
+        let mut s = partition::steps_text(&self.graph, &self.part);
+        s.push_str(&self.sub_programs_text(|e| e.kernels_text()));
+        s
     }
 
     pub fn clif_text(&self) -> String {
-        self.compiled.clif.join("\n")
+        let mut s = self.compiled.clif.join("\n");
+        s.push_str(&self.sub_programs_text(|e| e.clif_text()));
+        s
+    }
+
+    /// `text` of every control-flow node's sub-programs, labelled.
+    fn sub_programs_text(&self, text: impl Fn(&Executable) -> String) -> String {
+        let mut vs: Vec<&ValueId> = self.controls.keys().collect();
+        vs.sort();
+        let mut s = String::new();
+        for v in vs {
+            let op = &self.graph.node(*v).op;
+            let names: &[&str] = match op {
+                Op::Cond(_) => &["else branch", "then branch"],
+                Op::While(_) => &["condition", "body"],
+                _ => &["body"],
+            };
+            for (e, name) in self.controls[v].execs.iter().zip(names) {
+                s.push_str(&format!("\n// {} %{}: {name}\n{}", op.name(), v.0, text(e)));
+            }
+        }
+        s
     }
 
     /// Check that the arguments have the types the program was compiled for.
