@@ -424,7 +424,8 @@ fn deep_grad_program(n: usize, d: usize, batch: usize, mode: usize) -> jitfuse::
 #[test]
 fn checkpointing_recomputes_and_saves_memory() {
     // Full W8 shapes: 16 weights [512,512], x[256,512]. XLA: 9,437,184 temp
-    // bytes for every variant (its CSE undoes the recomputation).
+    // bytes for every variant (its CSE undoes the recomputation). Residuals
+    // of layer i live in the buffer of a gradient written after they die.
     let temps: Vec<usize> = (0..4)
         .map(|mode| {
             deep_grad_program(16, 512, 256, mode)
@@ -434,6 +435,20 @@ fn checkpointing_recomputes_and_saves_memory() {
         .collect();
     let (plain, per_layer, dots, nothing) = (temps[0], temps[1], temps[2], temps[3]);
     eprintln!("W8 temp bytes: plain {plain}, checkpoint per layer {per_layer}, dots_saveable {dots}, nothing_saveable {nothing}");
+    for t in &temps {
+        assert!(*t <= 9_437_184, "W8 temp above XLA's: {temps:?}");
+    }
+    // Narrow weights (small gradients, large activations): the residuals
+    // do not fit in the outputs, and checkpointing shows.
+    let temps: Vec<usize> = (0..4)
+        .map(|mode| {
+            deep_grad_program(16, 64, 256, mode)
+                .memory_analysis()
+                .temp_bytes
+        })
+        .collect();
+    let (plain, per_layer, dots, nothing) = (temps[0], temps[1], temps[2], temps[3]);
+    eprintln!("narrow chain temp bytes: plain {plain}, checkpoint per layer {per_layer}, dots_saveable {dots}, nothing_saveable {nothing}");
     assert!(
         per_layer < plain * 3 / 4,
         "checkpointing per layer must save memory: {temps:?}"

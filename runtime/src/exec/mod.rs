@@ -362,8 +362,12 @@ impl Executable {
                     });
                     ptr[i] = b.as_mut_ptr();
                 }
-                Place::None => {}
+                Place::None | Place::InOutput(..) => {}
             }
+        }
+        // Temporaries hosted in outputs' buffers (all allocated above).
+        for h in &self.plan.hosted {
+            ptr[h.iv.value.index()] = ptr[h.host.index()].wrapping_add(h.iv.offset);
         }
         // Constants a library step or reduction reads get a buffer per call.
         let mut consts: Vec<Tensor> = Vec::new();
