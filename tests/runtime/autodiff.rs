@@ -514,3 +514,52 @@ fn checkpointing_recomputes_and_saves_memory() {
         );
     }
 }
+
+/// `dots_saveable` over a whole chain: the backward recomputes the adds
+/// whose transposes feed the weight gradients' matmuls (a folded view read
+/// by a library step: the add must stay materialised, not be sunk into
+/// later kernels).
+#[test]
+fn dots_saveable_over_a_whole_chain_compiles() {
+    let mut rng = Rng::new(37);
+    let ws: Vec<Tensor> = (0..2)
+        .map(|_| random_tensor(&mut rng, &[8, 8], DType::F64, -0.3, 0.3, false))
+        .collect();
+    let x = random_tensor(&mut rng, &[4, 8], DType::F64, -1.0, 1.0, false);
+    let specs: Vec<jitfuse::trace::ParamSpec> = [vec![8, 8], vec![8, 8], vec![4, 8]]
+        .into_iter()
+        .map(|shape| jitfuse::trace::ParamSpec {
+            shape,
+            dtype: DType::F64,
+            weak: false,
+        })
+        .collect();
+    let t = jitfuse::trace::trace(&specs, |ts| {
+        let xt = ts[2].clone();
+        jitfuse::grad(
+            |ws: &Vec<Tensor>| {
+                let body = |ws: &Vec<Tensor>| {
+                    let mut h = xt.clone();
+                    for w in ws {
+                        h = deep_layer(&h, w);
+                    }
+                    h.square().sum_all()
+                };
+                jitfuse::checkpoint_with(Policy::DotsSaveable, body, ws)
+            },
+            &ts[..2].to_vec(),
+        )
+    })
+    .unwrap();
+    let mut args = ws.clone();
+    args.push(x);
+    check_graph(
+        &t.graph,
+        &args,
+        Tol {
+            rel: 1e-12,
+            abs: 1e-12,
+        },
+        "whole-chain dots_saveable",
+    );
+}
