@@ -100,7 +100,8 @@ impl Executable {
         if cfg!(debug_assertions) {
             ir::verify(&graph).map_err(|e| Error::verify(format!("after simplify: {e}")))?;
         }
-        if let Some(b) = budget {
+        // (The automatic budget acted while tracing: checkpointed segments.)
+        if let Some(b) = budget.filter(|&b| b != crate::AUTO_MEMORY_BUDGET) {
             graph = crate::passes::remat::fit(&graph, b, &|g| Executable::plan_graph(g, sig))?;
             if cfg!(debug_assertions) {
                 ir::verify(&graph).map_err(|e| Error::verify(format!("after remat: {e}")))?;
