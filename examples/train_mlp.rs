@@ -163,15 +163,41 @@ fn main() {
         .unwrap()
         .memory_analysis();
     println!("\nmemory of one step, no budget:   {free:?}");
-    // One hidden activation less, then half the temporaries.
-    for budget in [
-        free.peak_bytes - BATCH * HIDDEN * 4,
-        free.peak_bytes - free.temp_bytes / 2,
-    ] {
+    // The automatic budget (checkpointed segments, Chen et al. 2016), then
+    // budgets one hidden activation apart down from the free peak, until one
+    // is missed (the message says by how much).
+    let step = BATCH * HIDDEN * 4;
+    let budgets = std::iter::once(jitfuse::AUTO_MEMORY_BUDGET)
+        .chain((1..).map(|k| free.peak_bytes.saturating_sub(k * step)));
+    for budget in budgets {
+        let name = if budget == jitfuse::AUTO_MEMORY_BUDGET {
+            "automatic budget".to_string()
+        } else {
+            format!("budget of {budget} bytes")
+        };
         train_step::set_memory_budget(Some(budget));
         match train_step::lower(p.clone(), xb, yb, lr).and_then(|l| l.compile()) {
-            Ok(c) => println!("with a budget of {budget} bytes: {:?}", c.memory_analysis()),
-            Err(e) => println!("with a budget of {budget} bytes: {e}"),
+            Ok(c) => {
+                let (mut q, mut times) = (p.clone(), Vec::new());
+                for (x, y) in batches.iter().take(50) {
+                    let t = Instant::now();
+                    let (next, _) = train_step(q, x, y, lr);
+                    times.push(t.elapsed());
+                    q = next;
+                }
+                times.sort();
+                println!(
+                    "{name} met: {:?}, median {:.1} us per step",
+                    c.memory_analysis(),
+                    times[times.len() / 2].as_secs_f64() * 1e6
+                );
+            }
+            Err(e) => {
+                println!("{name}: {e}");
+                if budget != jitfuse::AUTO_MEMORY_BUDGET {
+                    break;
+                }
+            }
         }
     }
     train_step::set_memory_budget(None);

@@ -26,7 +26,7 @@ pub mod passes;
 
 pub use autodiff::{
     checkpoint, checkpoint_name, checkpoint_with, grad, jvp, stop_gradient, value_and_grad, vjp,
-    Policy, Tree,
+    Policy, Tree, AUTO_MEMORY_BUDGET,
 };
 pub use control::{cond, fori_loop, scan, while_loop, AxisIter};
 pub use exec::MemoryAnalysis;

@@ -424,7 +424,8 @@ fn deep_grad_program(n: usize, d: usize, batch: usize, mode: usize) -> jitfuse::
 #[test]
 fn checkpointing_recomputes_and_saves_memory() {
     // Full W8 shapes: 16 weights [512,512], x[256,512]. XLA: 9,437,184 temp
-    // bytes for every variant (its CSE undoes the recomputation).
+    // bytes for every variant (its CSE undoes the recomputation). Residuals
+    // of layer i live in the buffer of a gradient written after they die.
     let temps: Vec<usize> = (0..4)
         .map(|mode| {
             deep_grad_program(16, 512, 256, mode)
@@ -434,6 +435,20 @@ fn checkpointing_recomputes_and_saves_memory() {
         .collect();
     let (plain, per_layer, dots, nothing) = (temps[0], temps[1], temps[2], temps[3]);
     eprintln!("W8 temp bytes: plain {plain}, checkpoint per layer {per_layer}, dots_saveable {dots}, nothing_saveable {nothing}");
+    for t in &temps {
+        assert!(*t <= 9_437_184, "W8 temp above XLA's: {temps:?}");
+    }
+    // Narrow weights (small gradients, large activations): the residuals
+    // do not fit in the outputs, and checkpointing shows.
+    let temps: Vec<usize> = (0..4)
+        .map(|mode| {
+            deep_grad_program(16, 64, 256, mode)
+                .memory_analysis()
+                .temp_bytes
+        })
+        .collect();
+    let (plain, per_layer, dots, nothing) = (temps[0], temps[1], temps[2], temps[3]);
+    eprintln!("narrow chain temp bytes: plain {plain}, checkpoint per layer {per_layer}, dots_saveable {dots}, nothing_saveable {nothing}");
     assert!(
         per_layer < plain * 3 / 4,
         "checkpointing per layer must save memory: {temps:?}"
@@ -508,11 +523,17 @@ fn jvp_matches_directional_finite_differences() {
     type F = fn(&Vec<Tensor>) -> Tensor;
     let cases: [(&str, F); 5] = [
         ("tanh * x", |a| a[0].tanh() * &a[1]),
-        ("matmul", |a| a[0].reshape(&[2, 3]).matmul(&a[1].reshape(&[3, 2]))),
+        ("matmul", |a| {
+            a[0].reshape(&[2, 3]).matmul(&a[1].reshape(&[3, 2]))
+        }),
         ("softmax", |a| (&a[0] * &a[1]).softmax(-1)),
         ("layer norm", |a| {
-            a[0].reshape(&[2, 3])
-                .layer_norm(&a[1].slice_axis(0, 0, 3, 1), &a[1].slice_axis(0, 3, 6, 1), 1e-5, -1)
+            a[0].reshape(&[2, 3]).layer_norm(
+                &a[1].slice_axis(0, 0, 3, 1),
+                &a[1].slice_axis(0, 3, 6, 1),
+                1e-5,
+                -1,
+            )
         }),
         ("gather + reduce", |a| {
             let idx = Tensor::from_vec(vec![2i64, 0, 5, 5], &[4]).unwrap();
@@ -520,14 +541,28 @@ fn jvp_matches_directional_finite_differences() {
         }),
     ];
     for (name, f) in cases {
-        let x = vec![rand(&mut rng, &[6], -1.0, 1.0), rand(&mut rng, &[6], 0.5, 1.5)];
-        let v = vec![rand(&mut rng, &[6], -1.0, 1.0), rand(&mut rng, &[6], -1.0, 1.0)];
+        let x = vec![
+            rand(&mut rng, &[6], -1.0, 1.0),
+            rand(&mut rng, &[6], 0.5, 1.5),
+        ];
+        let v = vec![
+            rand(&mut rng, &[6], -1.0, 1.0),
+            rand(&mut rng, &[6], -1.0, 1.0),
+        ];
         let (y, t) = jitfuse::jvp(f, &x, &v);
         assert_close(&y, &f(&x), EXACT, name);
         let h = 1e-6;
         let at = |s: f64| -> Vec<Tensor> { x.iter().zip(&v).map(|(a, b)| a + b * s).collect() };
         let num = (f(&at(h)) - f(&at(-h))) / (2.0 * h);
-        assert_close(&t, &num, Tol { rel: 1e-6, abs: 1e-7 }, name);
+        assert_close(
+            &t,
+            &num,
+            Tol {
+                rel: 1e-6,
+                abs: 1e-7,
+            },
+            name,
+        );
     }
     // Inside #[jit], the same numbers.
     #[jit]
@@ -537,10 +572,70 @@ fn jvp_matches_directional_finite_differences() {
     let x = rand(&mut rng, &[3, 4], -1.0, 1.0);
     let v = rand(&mut rng, &[3, 4], -1.0, 1.0);
     let want = (&v * (x.cos() * &x + x.sin())).sum(0);
-    assert_close(&tangent(&x, &v), &want, Tol { rel: 1e-12, abs: 1e-12 }, "jit jvp");
+    assert_close(
+        &tangent(&x, &v),
+        &want,
+        Tol {
+            rel: 1e-12,
+            abs: 1e-12,
+        },
+        "jit jvp",
+    );
     let err = std::panic::catch_unwind(|| jitfuse::jvp(|x: &Tensor| x.exp(), &x, &x.sum(0)))
         .err()
         .and_then(|e| e.downcast_ref::<String>().cloned())
         .unwrap();
-    assert!(err.contains("`jvp`: the tangent must have the primal's leaves"), "{err}");
+    assert!(
+        err.contains("`jvp`: the tangent must have the primal's leaves"),
+        "{err}"
+    );
+}
+
+/// `dots_saveable` over a whole chain: the backward recomputes the adds
+/// whose transposes feed the weight gradients' matmuls (a folded view read
+/// by a library step: the add must stay materialised, not be sunk into
+/// later kernels).
+#[test]
+fn dots_saveable_over_a_whole_chain_compiles() {
+    let mut rng = Rng::new(37);
+    let ws: Vec<Tensor> = (0..2)
+        .map(|_| random_tensor(&mut rng, &[8, 8], DType::F64, -0.3, 0.3, false))
+        .collect();
+    let x = random_tensor(&mut rng, &[4, 8], DType::F64, -1.0, 1.0, false);
+    let specs: Vec<jitfuse::trace::ParamSpec> = [vec![8, 8], vec![8, 8], vec![4, 8]]
+        .into_iter()
+        .map(|shape| jitfuse::trace::ParamSpec {
+            shape,
+            dtype: DType::F64,
+            weak: false,
+        })
+        .collect();
+    let t = jitfuse::trace::trace(&specs, |ts| {
+        let xt = ts[2].clone();
+        jitfuse::grad(
+            |ws: &Vec<Tensor>| {
+                let body = |ws: &Vec<Tensor>| {
+                    let mut h = xt.clone();
+                    for w in ws {
+                        h = deep_layer(&h, w);
+                    }
+                    h.square().sum_all()
+                };
+                jitfuse::checkpoint_with(Policy::DotsSaveable, body, ws)
+            },
+            &ts[..2].to_vec(),
+        )
+    })
+    .unwrap();
+    let mut args = ws.clone();
+    args.push(x);
+    check_graph(
+        &t.graph,
+        &args,
+        Tol {
+            rel: 1e-12,
+            abs: 1e-12,
+        },
+        "whole-chain dots_saveable",
+    );
 }

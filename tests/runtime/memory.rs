@@ -368,7 +368,9 @@ fn a_memory_budget_recomputes_until_the_plan_fits() {
     let ws: Vec<Tensor> = (0..8)
         .map(|_| crate::common::random_tensor(&mut rng, &[128, 128], DType::F32, -0.1, 0.1, false))
         .collect();
-    let x = crate::common::random_tensor(&mut rng, &[64, 128], DType::F32, -1.0, 1.0, false);
+    // Activations larger than the gradients: residuals do not all fit in
+    // the outputs' buffers, so the arena holds some and remat has work.
+    let x = crate::common::random_tensor(&mut rng, &[256, 128], DType::F32, -1.0, 1.0, false);
     let free = chain_grad::lower(&ws, &x)
         .unwrap()
         .compile()
@@ -423,4 +425,65 @@ fn a_memory_budget_recomputes_until_the_plan_fits() {
         .unwrap()
         .memory_analysis();
     assert_eq!(roomy.temp_bytes, free.temp_bytes);
+}
+
+#[jit]
+fn chain_grad_scaled(ws: &Vec<Tensor>, x: &Tensor) -> Vec<Tensor> {
+    jitfuse::grad(|ws: &Vec<Tensor>| chain_loss(ws, x), ws)
+}
+
+/// Chen et al. 2016: with the automatic budget, a residual chain of n
+/// layers keeps about √n activations (segment boundaries and one segment),
+/// where without a budget it keeps ~2n.
+#[test]
+fn the_automatic_budget_keeps_about_sqrt_n_residuals() {
+    let mut rng = crate::common::Rng::new(41);
+    // Activations [256,64] (64 KiB) larger than the weights' gradients
+    // [64,64] (16 KiB): the residuals cannot hide in the outputs' buffers.
+    let x = crate::common::random_tensor(&mut rng, &[256, 64], DType::F32, -1.0, 1.0, false);
+    let mut rows = Vec::new();
+    for n in [16, 64, 256] {
+        let ws: Vec<Tensor> = (0..n)
+            .map(|_| {
+                crate::common::random_tensor(&mut rng, &[64, 64], DType::F32, -0.1, 0.1, false)
+            })
+            .collect();
+        let temp = || {
+            chain_grad_scaled::lower(&ws, &x)
+                .unwrap()
+                .compile()
+                .unwrap()
+                .memory_analysis()
+                .temp_bytes
+        };
+        chain_grad_scaled::set_memory_budget(None);
+        let free = temp();
+        let want = (n == 16).then(|| chain_grad_scaled(&ws, &x));
+        chain_grad_scaled::set_memory_budget(Some(jitfuse::AUTO_MEMORY_BUDGET));
+        let auto = temp();
+        if let Some(want) = want {
+            let got = chain_grad_scaled(&ws, &x);
+            for (a, b) in got.iter().zip(&want) {
+                crate::common::assert_close(
+                    a,
+                    b,
+                    crate::common::Tol {
+                        rel: 1e-5,
+                        abs: 1e-6,
+                    },
+                    "gradients under the automatic budget",
+                );
+            }
+        }
+        rows.push((n, free, auto));
+    }
+    chain_grad_scaled::set_memory_budget(None);
+    for (n, free, auto) in &rows {
+        eprintln!("n {n:>3}: temp no budget {free:>9}, auto {auto:>8}");
+    }
+    let (f16, a16) = (rows[0].1 as f64, rows[0].2 as f64);
+    let (f256, a256) = (rows[2].1 as f64, rows[2].2 as f64);
+    assert!(f256 / f16 >= 12.0, "no budget grows ~linearly: {rows:?}");
+    assert!(a256 / a16 <= 2.0 * 4.0, "auto grows like √n: {rows:?}");
+    assert!(a256 * 4.0 < f256, "{rows:?}");
 }

@@ -6,6 +6,7 @@
 //! and backward together, visible in `lower(..).as_text()`, simplified and
 //! fused like any other.
 
+mod auto;
 mod checkpoint;
 mod control_rules;
 mod remat;
@@ -15,6 +16,7 @@ mod rules;
 mod tree;
 
 pub use crate::ir::Policy;
+pub use auto::{with_auto_checkpoint, AUTO_MEMORY_BUDGET};
 pub use checkpoint::{checkpoint, checkpoint_name, checkpoint_with};
 
 pub use replay::replay;
@@ -83,7 +85,15 @@ fn trace_leaves<T: Tree>(
 pub fn value_and_grad<T: Tree>(f: impl Fn(&T) -> Tensor, x: &T) -> (Tensor, T) {
     let loc = Location::caller();
     let body = |ts: &[Tensor]| vec![f(&x.rebuild(&mut ts.iter().cloned()))];
-    let traced = trace_leaves("value_and_grad", x, &body, loc);
+    let mut traced = trace_leaves("value_and_grad", x, &body, loc);
+    // Under the automatic memory budget (while tracing a `#[jit]` body):
+    // √N checkpointed segments (`auto.rs`).
+    if auto::auto_checkpoint_on()
+        && trace::graph_len().is_some()
+        && traced.graph.checkpoints.is_empty()
+    {
+        traced.graph.checkpoints = auto::segment(&traced.graph);
+    }
     let g = &traced.graph;
     let out = g.outputs[0];
     let on = g.node(out);

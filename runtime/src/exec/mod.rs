@@ -103,7 +103,8 @@ impl Executable {
         if cfg!(debug_assertions) {
             ir::verify(&graph).map_err(|e| Error::verify(format!("after simplify: {e}")))?;
         }
-        if let Some(b) = budget {
+        // (The automatic budget acted while tracing: checkpointed segments.)
+        if let Some(b) = budget.filter(|&b| b != crate::AUTO_MEMORY_BUDGET) {
             graph = crate::passes::remat::fit(&graph, b, &|g| Executable::plan_graph(g, sig))?;
             if cfg!(debug_assertions) {
                 ir::verify(&graph).map_err(|e| Error::verify(format!("after remat: {e}")))?;
@@ -417,8 +418,12 @@ impl Executable {
                     });
                     ptr[i] = b.as_mut_ptr();
                 }
-                Place::None => {}
+                Place::None | Place::InOutput(..) => {}
             }
+        }
+        // Temporaries hosted in outputs' buffers (all allocated above).
+        for h in &self.plan.hosted {
+            ptr[h.iv.value.index()] = ptr[h.host.index()].wrapping_add(h.iv.offset);
         }
         // Constants a library step or reduction reads get a buffer per call.
         let mut consts: Vec<Tensor> = Vec::new();

@@ -616,12 +616,14 @@ fn sink_cheap_outputs(g: &Graph, steps: &mut [Step], materialised: &[bool]) {
                 let reads = match s {
                     Step::Kernel(k) => k.inputs.contains(&o),
                     Step::Row(r) => r.inputs.contains(&o),
-                    Step::Reduce(_) | Step::Library(_) => {
-                        g.nodes.iter().enumerate().any(|(i, m)| {
-                            m.inputs.contains(&o)
-                                && matches!(s, Step::Reduce(v) | Step::Library(v) if v.index() == i)
-                        })
-                    }
+                    // (Directly or through a folded view of it.)
+                    Step::Reduce(v) | Step::Library(v) => g.node(*v).inputs.iter().any(|&x| {
+                        let mut x = x;
+                        while x != o && g.node(x).op.is_view() && !materialised[x.index()] {
+                            x = g.node(x).inputs[0];
+                        }
+                        x == o
+                    }),
                 };
                 if !reads || q == p {
                     continue;

@@ -9,7 +9,12 @@
 //! gap left by the already-placed buffers whose intervals overlap its own.
 //! A kernel may write an output over an input that dies at that step when it
 //! reads that input only at the positions it writes (in-place); such chains
-//! are placed as one buffer. `check` verifies a plan independently.
+//! are placed as one buffer. Before the arena is laid out, temporaries that
+//! die before some output is written are *hosted* in that output's buffer
+//! (allocated for the whole call anyway; never a possibly donated one), as
+//! XLA's buffer assignment does: a gradient's residuals fit in the buffers of
+//! the weight gradients written after them. `check` verifies a plan
+//! independently.
 
 use super::partition::{Partition, Step};
 use crate::ir::{Graph, Op, ValueId};
@@ -20,6 +25,20 @@ use std::collections::HashMap;
 /// Arena offsets and sizes are multiples of this (a cache line).
 pub const ARENA_ALIGN: usize = 64;
 
+/// A temporary placed inside a program output's buffer, in the steps before
+/// that output is written (its buffer is allocated for the whole call
+/// anyway): XLA's buffer assignment does the same.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hosted {
+    /// The temporary; `offset` is inside the host's buffer.
+    pub iv: Interval,
+    /// The output whose buffer holds it, the step writing that output, and
+    /// the output's size in bytes.
+    pub host: ValueId,
+    pub host_def: usize,
+    pub host_bytes: usize,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Place {
     /// Not materialised (folded view, constant, unused) or an argument.
@@ -28,6 +47,9 @@ pub enum Place {
     Arena(usize),
     /// A program output: a fresh buffer per call (or a donated argument's).
     Output,
+    /// A temporary at this byte offset inside an output's buffer, dead
+    /// before that output is written (see `Hosted`).
+    InOutput(ValueId, usize),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,13 +65,17 @@ pub struct Interval {
 pub struct BufferPlan {
     pub place: Vec<Place>,
     pub arena_bytes: usize,
+    /// Temporaries in the arena.
     pub temps: Vec<Interval>,
+    /// Temporaries inside outputs' buffers (not in the arena).
+    pub hosted: Vec<Hosted>,
     /// `(input, output, step)`: the output is written over the input there.
     pub inplace: Vec<(ValueId, ValueId, usize)>,
     /// `(parameter index, output)`: the output may reuse the argument's
     /// buffer when the caller gave it away (owned and not shared).
     pub donations: Vec<(usize, ValueId)>,
-    /// Largest sum of live temporaries at any step (in-place chains once).
+    /// Largest sum of live arena temporaries at any step (in-place chains
+    /// once).
     pub lower_bound_bytes: usize,
 }
 
@@ -169,62 +195,6 @@ pub fn plan(
         e.1 = e.1.max(last_of(t));
         e.2 = e.2.max(align(bytes(g, t)));
     }
-    let mut order: Vec<(ValueId, (usize, usize, usize))> = groups.into_iter().collect();
-    order.sort_by(|a, b| {
-        b.1 .2
-            .cmp(&a.1 .2)
-            .then(a.1 .0.cmp(&b.1 .0))
-            .then(a.0.cmp(&b.0))
-    });
-    let mut placed: Vec<(usize, usize, usize, usize)> = Vec::new(); // def, last, offset, size
-    let mut offset_of: HashMap<ValueId, usize> = HashMap::new();
-    let mut arena_bytes = 0;
-    for (root, (d, l, size)) in order {
-        let mut busy: Vec<(usize, usize)> = placed
-            .iter()
-            .filter(|b| b.0 <= l && d <= b.1)
-            .map(|b| (b.2, b.2 + b.3))
-            .collect();
-        busy.sort();
-        // Gaps between busy ranges; pick the smallest that fits.
-        let mut best: Option<(usize, usize)> = None; // (gap size, offset)
-        let mut cursor = 0;
-        for &(s, e) in &busy {
-            if s > cursor && s - cursor >= size && best.is_none_or(|b| s - cursor < b.0) {
-                best = Some((s - cursor, cursor));
-            }
-            cursor = cursor.max(e);
-        }
-        let off = best.map(|b| b.1).unwrap_or(cursor);
-        placed.push((d, l, off, size));
-        offset_of.insert(root, off);
-        arena_bytes = arena_bytes.max(off + size);
-    }
-    let mut intervals = Vec::new();
-    for &t in &temps {
-        let off = offset_of[&find(&parent, t)];
-        place[t.index()] = Place::Arena(off);
-        intervals.push(Interval {
-            value: t,
-            def: def[t.index()].unwrap(),
-            last: last_of(t),
-            offset: off,
-            size: align(bytes(g, t)),
-        });
-    }
-    // Lower bound: live bytes per step, chains counted once.
-    let mut lower_bound_bytes = 0;
-    for si in 0..p.steps.len() {
-        let mut live: HashMap<ValueId, usize> = HashMap::new();
-        for iv in &intervals {
-            if iv.def <= si && si <= iv.last {
-                let r = find(&parent, iv.value);
-                let e = live.entry(r).or_insert(0);
-                *e = (*e).max(iv.size);
-            }
-        }
-        lower_bound_bytes = lower_bound_bytes.max(live.values().sum());
-    }
     // Donation: an owned argument's buffer backs an output of the same size
     // written at or after the argument's last read (in place when at it).
     let mut donations = Vec::new();
@@ -257,22 +227,149 @@ pub fn plan(
             donations.push((k, o));
         }
     }
+    // Hosting: a temporary whose last read comes before the step writing an
+    // output (not a possibly donated one) may live inside that output's
+    // buffer. Temporaries that die latest have the fewest hosts: they go
+    // first, each into the host written soonest after it dies where a gap
+    // of its size is free over its interval (best fit).
+    let donated: Vec<ValueId> = donations.iter().map(|&(_, o)| o).collect();
+    let mut host_list: Vec<(ValueId, usize, usize)> = (0..nn)
+        .map(|i| ValueId(i as u32))
+        .filter(|&o| place[o.index()] == Place::Output && !donated.contains(&o))
+        .map(|o| {
+            (
+                o,
+                def[o.index()].unwrap(),
+                bytes(g, o) / ARENA_ALIGN * ARENA_ALIGN,
+            )
+        })
+        .filter(|h| h.2 > 0)
+        .collect();
+    host_list.sort_by_key(|h| (h.1, h.0));
+    let mut by_last: Vec<(ValueId, (usize, usize, usize))> =
+        groups.iter().map(|(r, v)| (*r, *v)).collect();
+    by_last.sort_by(|a, b| {
+        b.1 .1
+            .cmp(&a.1 .1)
+            .then(b.1 .2.cmp(&a.1 .2))
+            .then(a.0.cmp(&b.0))
+    });
+    // Per host: (def, last, offset, size) of what it holds.
+    let mut host_placed: Vec<Vec<(usize, usize, usize, usize)>> = vec![Vec::new(); host_list.len()];
+    let mut hosted_at: HashMap<ValueId, (usize, usize)> = HashMap::new(); // root -> (host index, offset)
+    for (root, (d, l, size)) in by_last {
+        let first = host_list.partition_point(|h| h.1 <= l);
+        for hi in first..host_list.len() {
+            if host_list[hi].2 < size {
+                continue;
+            }
+            if let Some(off) = best_fit(&host_placed[hi], d, l, size, host_list[hi].2) {
+                host_placed[hi].push((d, l, off, size));
+                hosted_at.insert(root, (hi, off));
+                break;
+            }
+        }
+    }
+    groups.retain(|r, _| !hosted_at.contains_key(r));
+    let mut order: Vec<(ValueId, (usize, usize, usize))> = groups.into_iter().collect();
+    order.sort_by(|a, b| {
+        b.1 .2
+            .cmp(&a.1 .2)
+            .then(a.1 .0.cmp(&b.1 .0))
+            .then(a.0.cmp(&b.0))
+    });
+    let mut placed: Vec<(usize, usize, usize, usize)> = Vec::new(); // def, last, offset, size
+    let mut offset_of: HashMap<ValueId, usize> = HashMap::new();
+    let mut arena_bytes = 0;
+    for (root, (d, l, size)) in order {
+        let off = best_fit(&placed, d, l, size, usize::MAX).expect("the arena grows");
+        placed.push((d, l, off, size));
+        offset_of.insert(root, off);
+        arena_bytes = arena_bytes.max(off + size);
+    }
+    let mut intervals = Vec::new();
+    let mut hosted = Vec::new();
+    for &t in &temps {
+        let iv = |offset| Interval {
+            value: t,
+            def: def[t.index()].unwrap(),
+            last: last_of(t),
+            offset,
+            size: align(bytes(g, t)),
+        };
+        let root = find(&parent, t);
+        if let Some(&(hi, off)) = hosted_at.get(&root) {
+            let (host, host_def, _) = host_list[hi];
+            place[t.index()] = Place::InOutput(host, off);
+            hosted.push(Hosted {
+                iv: iv(off),
+                host,
+                host_def,
+                host_bytes: bytes(g, host),
+            });
+        } else {
+            let off = offset_of[&root];
+            place[t.index()] = Place::Arena(off);
+            intervals.push(iv(off));
+        }
+    }
+    // Lower bound: live bytes per step, chains counted once.
+    let mut lower_bound_bytes = 0;
+    for si in 0..p.steps.len() {
+        let mut live: HashMap<ValueId, usize> = HashMap::new();
+        for iv in &intervals {
+            if iv.def <= si && si <= iv.last {
+                let r = find(&parent, iv.value);
+                let e = live.entry(r).or_insert(0);
+                *e = (*e).max(iv.size);
+            }
+        }
+        lower_bound_bytes = lower_bound_bytes.max(live.values().sum());
+    }
     let _ = Op::Reshape;
     BufferPlan {
         place,
         arena_bytes,
         temps: intervals,
+        hosted,
         inplace,
         donations,
         lower_bound_bytes,
     }
 }
 
+/// The offset of the smallest gap of at least `size` bytes below `cap` left
+/// by the `placed` buffers `(def, last, offset, size)` live during
+/// `[d, l]`; after the highest of them when no gap fits.
+fn best_fit(
+    placed: &[(usize, usize, usize, usize)],
+    d: usize,
+    l: usize,
+    size: usize,
+    cap: usize,
+) -> Option<usize> {
+    let mut busy: Vec<(usize, usize)> = placed
+        .iter()
+        .filter(|b| b.0 <= l && d <= b.1)
+        .map(|b| (b.2, b.2 + b.3))
+        .collect();
+    busy.sort();
+    let mut best: Option<(usize, usize)> = None; // (gap size, offset)
+    let mut cursor = 0;
+    for &(s, e) in &busy {
+        if s > cursor && s - cursor >= size && best.is_none_or(|b| s - cursor < b.0) {
+            best = Some((s - cursor, cursor));
+        }
+        cursor = cursor.max(e);
+    }
+    let off = best.map(|b| b.1).unwrap_or(cursor);
+    (off + size <= cap).then_some(off)
+}
+
 /// Independent check of a plan: no two temporaries that are live at the same
 /// step overlap in the arena, except an approved in-place pair at the step
 /// where the input dies and the output is born, at the same offset.
 pub fn check(plan: &BufferPlan) -> Result<(), Error> {
-    let t = &plan.temps;
     // Best fit must stay within 5 % of the liveness lower bound.
     if plan.arena_bytes * 100 > plan.lower_bound_bytes * 105 {
         return Err(Error::verify(format!(
@@ -280,13 +377,47 @@ pub fn check(plan: &BufferPlan) -> Result<(), Error> {
             plan.arena_bytes, plan.lower_bound_bytes
         )));
     }
-    for (i, a) in t.iter().enumerate() {
+    for a in &plan.temps {
         if a.offset % ARENA_ALIGN != 0 || a.offset + a.size > plan.arena_bytes {
             return Err(Error::verify(format!(
                 "buffer %{} at {}+{} outside the arena",
                 a.value.0, a.offset, a.size
             )));
         }
+    }
+    check_space(plan, &plan.temps.iter().collect::<Vec<_>>())?;
+    // Hosted temporaries: inside their host, dead before it is written, and
+    // not overlapping each other while live.
+    let mut hosts: Vec<ValueId> = plan.hosted.iter().map(|h| h.host).collect();
+    hosts.sort();
+    hosts.dedup();
+    for h in &plan.hosted {
+        if h.iv.offset % ARENA_ALIGN != 0
+            || h.iv.offset + h.iv.size > h.host_bytes
+            || h.iv.last >= h.host_def
+        {
+            return Err(Error::verify(format!(
+                "buffer %{} [{}..={}] at {}+{} in output %{} ({} bytes, written at step {}) is outside it or live when it is written",
+                h.iv.value.0, h.iv.def, h.iv.last, h.iv.offset, h.iv.size, h.host.0, h.host_bytes, h.host_def
+            )));
+        }
+    }
+    for host in hosts {
+        let ivs: Vec<&Interval> = plan
+            .hosted
+            .iter()
+            .filter(|h| h.host == host)
+            .map(|h| &h.iv)
+            .collect();
+        check_space(plan, &ivs)?;
+    }
+    Ok(())
+}
+
+/// No two of these buffers (in one address space) live at the same step
+/// overlap, except an approved in-place pair.
+fn check_space(plan: &BufferPlan, t: &[&Interval]) -> Result<(), Error> {
+    for (i, a) in t.iter().enumerate() {
         for b in &t[i + 1..] {
             let live_together = a.def <= b.last && b.def <= a.last;
             let overlap = a.offset < b.offset + b.size && b.offset < a.offset + a.size;

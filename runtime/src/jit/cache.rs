@@ -89,6 +89,8 @@ impl FnCache {
     }
 
     /// Set or remove the budget; compiled programs are dropped.
+    /// `Some(AUTO_MEMORY_BUDGET)` chooses automatically: gradients in the
+    /// body keep about √N of their N residuals (checkpointed segments).
     pub fn set_memory_budget(&self, bytes: Option<usize>) {
         self.budget.store(bytes.unwrap_or(0), Ordering::SeqCst);
         self.clear();
@@ -124,7 +126,7 @@ impl FnCache {
     /// stage's text. Does not touch the cache.
     pub fn lower(&'static self, args: CallArgs<'_>, body: Body<'_>) -> Result<Lowered, Error> {
         let sig = args.signature()?;
-        let (traced, structure) = trace_body(&sig, body)?;
+        let (traced, structure) = self.trace_body(&sig, body)?;
         Ok(Lowered::new(self, sig, traced, structure))
     }
 
@@ -145,7 +147,18 @@ impl FnCache {
         sig: &Signature,
         body: Body<'_>,
     ) -> Result<(Arc<Executable>, Structure), Error> {
-        self.cached(sig, &mut || trace_body(sig, body))
+        self.cached(sig, &mut || self.trace_body(sig, body))
+    }
+
+    /// Trace the body; under the automatic budget, gradients taken in it
+    /// are cut into checkpointed segments (`autodiff::with_auto_checkpoint`).
+    fn trace_body(
+        &self,
+        sig: &Signature,
+        body: Body<'_>,
+    ) -> Result<(trace::Traced, Structure), Error> {
+        let auto = self.memory_budget() == Some(crate::AUTO_MEMORY_BUDGET);
+        crate::autodiff::with_auto_checkpoint(auto, || trace_body(sig, body))
     }
 
     fn cached(

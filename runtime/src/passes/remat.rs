@@ -113,6 +113,7 @@ fn best_candidate(
     let span: HashMap<ValueId, (usize, usize)> = plan
         .temps
         .iter()
+        .chain(plan.hosted.iter().map(|h| &h.iv))
         .map(|iv| (iv.value, (iv.def, iv.last)))
         .collect();
     let alive_at = |x: ValueId, s: usize| -> bool {

@@ -1,0 +1,212 @@
+//! Memory against time (issues 4 and 5): the four W8 configurations of
+//! `../shared/anchors/README.md` (temp bytes and run time beside XLA's), and
+//! the √n scaling of the automatic memory budget (Chen et al. 2016) on
+//! residual chains of n = 16, 64, 256 layers.
+//!
+//! Run: `cargo bench --bench memory` (about a minute). Times are medians of
+//! interleaved samples (one sample of every case per round), so the shared
+//! machine's drift hits every case alike: compare ratios within one run.
+
+use jitfuse::prelude::*;
+use std::hint::black_box;
+use std::time::Instant;
+
+fn layer(h: &Tensor, w: &Tensor) -> Tensor {
+    h.matmul(w).tanh() + h
+}
+
+/// W8's loss: 0 plain, 1 checkpoint per layer, 2 dots_saveable (whole
+/// loss), 3 nothing_saveable (whole loss), as `benches/jax_compare.py`.
+fn w8_loss(ws: &[Tensor], x: &Tensor, mode: usize) -> Tensor {
+    let body = |ws: &Vec<Tensor>| {
+        let mut h = x.clone();
+        for w in ws {
+            h = if mode == 1 {
+                jitfuse::checkpoint(|a: &(Tensor, Tensor)| layer(&a.0, &a.1), &(h, w.clone()))
+            } else {
+                layer(&h, w)
+            };
+        }
+        h.square().sum_all()
+    };
+    let ws = ws.to_vec();
+    match mode {
+        2 => jitfuse::checkpoint_with(Policy::DotsSaveable, body, &ws),
+        3 => jitfuse::checkpoint_with(Policy::NothingSaveable, body, &ws),
+        _ => body(&ws),
+    }
+}
+
+#[jit]
+fn w8a(ws: &Vec<Tensor>, x: &Tensor) -> Vec<Tensor> {
+    jitfuse::grad(|ws: &Vec<Tensor>| w8_loss(ws, x, 0), ws)
+}
+#[jit]
+fn w8b(ws: &Vec<Tensor>, x: &Tensor) -> Vec<Tensor> {
+    jitfuse::grad(|ws: &Vec<Tensor>| w8_loss(ws, x, 1), ws)
+}
+#[jit]
+fn w8c(ws: &Vec<Tensor>, x: &Tensor) -> Vec<Tensor> {
+    jitfuse::grad(|ws: &Vec<Tensor>| w8_loss(ws, x, 2), ws)
+}
+#[jit]
+fn w8d(ws: &Vec<Tensor>, x: &Tensor) -> Vec<Tensor> {
+    jitfuse::grad(|ws: &Vec<Tensor>| w8_loss(ws, x, 3), ws)
+}
+
+#[jit]
+fn chain_free(ws: &Vec<Tensor>, x: &Tensor) -> Vec<Tensor> {
+    jitfuse::grad(|ws: &Vec<Tensor>| w8_loss(ws, x, 0), ws)
+}
+#[jit]
+fn chain_auto(ws: &Vec<Tensor>, x: &Tensor) -> Vec<Tensor> {
+    jitfuse::grad(|ws: &Vec<Tensor>| w8_loss(ws, x, 0), ws)
+}
+
+/// A deterministic uniform tensor in [lo, hi).
+fn uniform(seed: &mut u64, shape: &[usize], lo: f32, hi: f32) -> Tensor {
+    let n: usize = shape.iter().product();
+    let v: Vec<f32> = (0..n)
+        .map(|_| {
+            *seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            lo + (hi - lo) * ((*seed >> 40) as f32 / (1u64 << 24) as f32)
+        })
+        .collect();
+    Tensor::from_vec(v, shape).unwrap()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+/// Medians (ms) of interleaved samples of each case.
+fn interleaved(cases: &mut [Box<dyn FnMut() + '_>], rounds: usize) -> Vec<f64> {
+    let mut samples = vec![Vec::new(); cases.len()];
+    for round in 0..=rounds {
+        for (k, c) in cases.iter_mut().enumerate() {
+            let t = Instant::now();
+            c();
+            if round > 0 {
+                samples[k].push(t.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+    }
+    samples.into_iter().map(median).collect()
+}
+
+fn mib(b: usize) -> String {
+    format!("{:.2} MiB", b as f64 / (1 << 20) as f64)
+}
+
+fn main() {
+    let rounds: usize = std::env::var("JITFUSE_BENCH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(11);
+    let mut seed = 7u64;
+
+    // W8: 16 weights [512,512], x[256,512].
+    let ws: Vec<Tensor> = (0..16)
+        .map(|_| uniform(&mut seed, &[512, 512], -0.04, 0.04))
+        .collect();
+    let x = uniform(&mut seed, &[256, 512], -1.0, 1.0);
+    type Lower = fn(&Vec<Tensor>, &Tensor) -> Result<jitfuse::Lowered, jitfuse::Error>;
+    type Call = fn(&Vec<Tensor>, &Tensor) -> Vec<Tensor>;
+    let w8: [(&str, Lower, Call, f64, f64); 4] = [
+        ("W8a plain", w8a::lower, w8a, 9_437_184.0, 60.2),
+        (
+            "W8b checkpoint per layer",
+            w8b::lower,
+            w8b,
+            9_437_184.0,
+            62.5,
+        ),
+        ("W8c dots_saveable", w8c::lower, w8c, 9_437_184.0, 61.2),
+        ("W8d nothing_saveable", w8d::lower, w8d, 9_437_184.0, 63.2),
+    ];
+    let reference = w8a(&ws, &x);
+    let mut mem = Vec::new();
+    for (name, lower, call, _, _) in &w8 {
+        mem.push(lower(&ws, &x).unwrap().compile().unwrap().memory_analysis());
+        let got = call(&ws, &x);
+        let err = got
+            .iter()
+            .zip(&reference)
+            .flat_map(|(a, b)| {
+                let (a, b) = (a.to_vec::<f32>().unwrap(), b.to_vec::<f32>().unwrap());
+                a.into_iter()
+                    .zip(b)
+                    .map(|(p, q)| (p - q).abs() / (1.0 + q.abs()))
+            })
+            .fold(0f32, f32::max);
+        assert!(err < 1e-3, "{name}: gradients differ from plain by {err}");
+    }
+    let mut cases: Vec<Box<dyn FnMut() + '_>> = w8
+        .iter()
+        .map(|(_, _, call, _, _)| {
+            let (ws, x) = (&ws, &x);
+            Box::new(move || {
+                black_box(call(ws, x));
+            }) as Box<dyn FnMut() + '_>
+        })
+        .collect();
+    let times = interleaved(&mut cases, rounds);
+    drop(cases);
+    println!("| W8 configuration | temp bytes | XLA temp | peak | run ms | XLA run ms |");
+    println!("|---|---|---|---|---|---|");
+    for (k, (name, _, _, xla_temp, xla_ms)) in w8.iter().enumerate() {
+        println!(
+            "| {name} | {} | {} | {} | {:.1} | {xla_ms} |",
+            mem[k].temp_bytes,
+            *xla_temp as usize,
+            mib(mem[k].peak_bytes),
+            times[k]
+        );
+    }
+
+    // Scaling: h [256,64], W [64,64] (activations 4x the weights' gradients,
+    // so residuals do not fit in the outputs' buffers).
+    chain_auto::set_memory_budget(Some(jitfuse::AUTO_MEMORY_BUDGET));
+    let x = uniform(&mut seed, &[256, 64], -1.0, 1.0);
+    println!();
+    println!("| n | temp no budget | temp auto | ratio | peak no budget | peak auto | ms no budget | ms auto | time ratio |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for n in [16usize, 64, 256] {
+        let ws: Vec<Tensor> = (0..n)
+            .map(|_| uniform(&mut seed, &[64, 64], -0.1, 0.1))
+            .collect();
+        let free = chain_free::lower(&ws, &x)
+            .unwrap()
+            .compile()
+            .unwrap()
+            .memory_analysis();
+        let auto = chain_auto::lower(&ws, &x)
+            .unwrap()
+            .compile()
+            .unwrap()
+            .memory_analysis();
+        let mut cases: Vec<Box<dyn FnMut() + '_>> = vec![
+            Box::new(|| {
+                black_box(chain_free(&ws, &x));
+            }),
+            Box::new(|| {
+                black_box(chain_auto(&ws, &x));
+            }),
+        ];
+        let t = interleaved(&mut cases, rounds);
+        println!(
+            "| {n} | {} | {} | {:.2} | {} | {} | {:.2} | {:.2} | {:.2} |",
+            free.temp_bytes,
+            auto.temp_bytes,
+            free.temp_bytes as f64 / auto.temp_bytes as f64,
+            mib(free.peak_bytes),
+            mib(auto.peak_bytes),
+            t[0],
+            t[1],
+            t[1] / t[0]
+        );
+    }
+}
