@@ -2,6 +2,7 @@
 
 mod array_ops;
 mod autodiff;
+mod cache_diag;
 mod common;
 mod differential;
 mod ir_text;
