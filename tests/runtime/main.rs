@@ -2,6 +2,7 @@
 
 mod array_ops;
 mod autodiff;
+mod cache_diag;
 mod common;
 mod control_flow;
 mod differential;

@@ -137,12 +137,27 @@ impl std::fmt::Display for Signature {
     }
 }
 
+/// What one parameter of a jitted function contributed to the signature, in
+/// parameter order: the signature keeps tensors and statics apart, this says
+/// how they interleave (for diagnostics: which *parameter* changed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ParamSlot {
+    /// One traced tensor (`&Tensor`, `Tensor`, `f32`, `f64`).
+    Tensor,
+    /// A tree parameter: this many leaves, and a structure entry.
+    Tree { leaves: usize },
+    /// A static value.
+    Static,
+}
+
 /// The arguments of one call, in parameter order (statics separately).
 #[derive(Default)]
 pub struct CallArgs<'a> {
     pub(crate) tensors: Vec<(ArgKind, ArgTensor<'a>)>,
     pub(crate) structure: Vec<usize>,
     pub(crate) statics: Vec<StaticValue>,
+    /// One per parameter, in order (see [`ParamSlot`]).
+    pub(crate) slots: Vec<ParamSlot>,
 }
 
 impl<'a> CallArgs<'a> {
@@ -151,15 +166,18 @@ impl<'a> CallArgs<'a> {
     }
 
     pub fn borrowed(&mut self, t: &'a Tensor) {
+        self.slots.push(ParamSlot::Tensor);
         self.tensors
             .push((ArgKind::Borrowed, ArgTensor::Borrowed(t)));
     }
 
     pub fn owned(&mut self, t: Tensor) {
+        self.slots.push(ParamSlot::Tensor);
         self.tensors.push((ArgKind::Owned, ArgTensor::Owned(t)));
     }
 
     pub fn scalar_f32(&mut self, v: f32) {
+        self.slots.push(ParamSlot::Tensor);
         self.tensors.push((
             ArgKind::Scalar,
             ArgTensor::Owned(Tensor::scalar(v).into_weak()),
@@ -167,6 +185,7 @@ impl<'a> CallArgs<'a> {
     }
 
     pub fn scalar_f64(&mut self, v: f64) {
+        self.slots.push(ParamSlot::Tensor);
         self.tensors.push((
             ArgKind::Scalar,
             ArgTensor::Owned(Tensor::scalar(v).into_weak()),
@@ -177,6 +196,9 @@ impl<'a> CallArgs<'a> {
     /// borrowed ones (clones of the caller's leaves) never written.
     pub fn tree<T: crate::Tree>(&mut self, kind: ArgKind, leaves: Vec<Tensor>, tree: &T) {
         debug_assert!(kind != ArgKind::Scalar);
+        self.slots.push(ParamSlot::Tree {
+            leaves: leaves.len(),
+        });
         let start = self.structure.len();
         self.structure.extend([leaves.len(), 0]);
         tree.structure(&mut self.structure);
@@ -191,7 +213,17 @@ impl<'a> CallArgs<'a> {
     }
 
     pub fn static_arg<T: StaticArg + Clone>(&mut self, v: &T) {
-        self.statics.push(StaticValue(Box::new(v.clone())));
+        self.push_static(StaticValue(Box::new(v.clone())));
+    }
+
+    pub(crate) fn push_static(&mut self, v: StaticValue) {
+        self.slots.push(ParamSlot::Static);
+        self.statics.push(v);
+    }
+
+    /// How the parameters map onto the signature's tensors and statics.
+    pub(crate) fn slots(&self) -> &[ParamSlot] {
+        &self.slots
     }
 
     /// The tensors as the traced body receives them (in the eager or inlined

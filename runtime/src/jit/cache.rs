@@ -3,9 +3,19 @@
 //! Thread-safe: the map is behind a mutex held only for the lookup; each entry
 //! is a `OnceCell`, so concurrent first calls with one signature compile once
 //! (the others wait for the result). Executables are shared by `Arc`: clearing
-//! the cache frees a program's code once no running call holds it.
+//! the cache, or evicting an entry, frees a program's code once no running
+//! call holds it.
+//!
+//! Diagnostics (see `log.rs`): every compilation can be logged with what
+//! changed from the closest signature compiled before (a short history of
+//! signatures is kept, evicted and cleared ones included); a warning is
+//! emitted when a function has compiled more than a threshold of signatures.
+//! An optional byte bound (code + arena of each program) evicts the least
+//! recently used programs; the most recently compiled one is always kept.
 
-use super::args::{CallArgs, Signature};
+use super::args::{CallArgs, ParamSlot, Signature};
+use super::explain;
+use super::log::{self, Category};
 use super::lowered::Lowered;
 use crate::exec::Executable;
 use crate::trace::{self, ParamSpec};
@@ -13,12 +23,25 @@ use crate::{Error, Tensor};
 use once_cell::sync::OnceCell;
 use std::any::Any;
 use std::cell::RefCell;
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-type Entry = Arc<OnceCell<Result<(Arc<Executable>, Structure), Error>>>;
+type Compiled = Result<(Arc<Executable>, Structure), Error>;
+
+/// One cached signature: its program (compiled once), when a call last used
+/// it, and its size once compiled.
+#[derive(Default)]
+struct Slot {
+    cell: OnceCell<Compiled>,
+    /// The cache's clock at the last call that used it (LRU order).
+    last_used: AtomicU64,
+    /// Code + arena bytes once compiled and accounted (0 before, or on error).
+    bytes: AtomicUsize,
+}
+
+type Entry = Arc<Slot>;
 
 /// The structure of a jitted function's return value, as traced: the
 /// returned tree with placeholder leaves (see `__private::flatten_output`).
@@ -41,17 +64,75 @@ pub struct CacheStats {
     pub entries: usize,
     /// Time spent tracing and compiling, over all misses.
     pub compile_time: Duration,
+    /// Programs dropped to keep the cache within its byte limit.
+    pub evictions: u64,
+    /// Bytes of generated code plus arena of the cached programs (what the
+    /// limit of `set_cache_limit` bounds).
+    pub cached_bytes: usize,
 }
+
+/// What became of a signature compiled before.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fate {
+    Cached,
+    Evicted,
+    Cleared,
+}
+
+/// A signature this function compiled, for "what changed" and the warning.
+struct Seen {
+    sig: Signature,
+    slots: Vec<ParamSlot>,
+    fate: Fate,
+}
+
+/// At most this many signatures are remembered (oldest forgotten first).
+const HISTORY: usize = 256;
+
+#[derive(Default)]
+struct Inner {
+    map: HashMap<Signature, Entry>,
+    /// Ticks once per call: recency of the entries.
+    clock: u64,
+    /// Sum of the entries' `bytes`.
+    bytes: usize,
+    /// Signatures compiled, least recently compiled first.
+    seen: VecDeque<Seen>,
+    /// Distinct signatures compiled (a forgotten one counts again).
+    signatures: usize,
+    /// The threshold the last recompile warning was for.
+    warned_at: Option<usize>,
+}
+
+impl Inner {
+    fn seen(&self, sig: &Signature) -> Option<usize> {
+        self.seen.iter().position(|s| s.sig == *sig)
+    }
+}
+
+/// `warn` when the threshold comes from `JITFUSE_RECOMPILE_WARN`.
+const WARN_DEFAULT: usize = usize::MAX;
+/// `warn` when warnings are off.
+const WARN_OFF: usize = usize::MAX - 1;
+/// `limit` when the cache is unbounded.
+const NO_LIMIT: usize = usize::MAX;
 
 pub struct FnCache {
     name: &'static str,
-    map: Mutex<Option<HashMap<Signature, Entry>>>,
+    /// The parameters' names, in order (empty: named by position).
+    params: &'static [&'static str],
+    inner: Mutex<Option<Inner>>,
     hits: AtomicU64,
     misses: AtomicU64,
+    evictions: AtomicU64,
     compile_nanos: AtomicU64,
     registered: AtomicBool,
     /// Peak-memory budget in bytes (0: none).
-    budget: std::sync::atomic::AtomicUsize,
+    budget: AtomicUsize,
+    /// Bound on the cached programs' code + arena bytes (`NO_LIMIT`: none).
+    limit: AtomicUsize,
+    /// Recompile-warning threshold (`WARN_DEFAULT`, `WARN_OFF` or a count).
+    warn: AtomicUsize,
 }
 
 static REGISTRY: Mutex<Vec<&'static FnCache>> = Mutex::new(Vec::new());
@@ -68,12 +149,16 @@ impl FnCache {
     pub const fn new(name: &'static str) -> FnCache {
         FnCache {
             name,
-            map: Mutex::new(None),
+            params: &[],
+            inner: Mutex::new(None),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
+            evictions: AtomicU64::new(0),
             compile_nanos: AtomicU64::new(0),
             registered: AtomicBool::new(false),
-            budget: std::sync::atomic::AtomicUsize::new(0),
+            budget: AtomicUsize::new(0),
+            limit: AtomicUsize::new(NO_LIMIT),
+            warn: AtomicUsize::new(WARN_DEFAULT),
         }
     }
 
@@ -81,11 +166,18 @@ impl FnCache {
     /// (`#[jit(memory_budget = ..)]`).
     pub const fn with_memory_budget(name: &'static str, budget: Option<usize>) -> FnCache {
         let mut c = FnCache::new(name);
-        c.budget = std::sync::atomic::AtomicUsize::new(match budget {
+        c.budget = AtomicUsize::new(match budget {
             Some(b) => b,
             None => 0,
         });
         c
+    }
+
+    /// The same cache, with the function's parameter names (in order) for
+    /// diagnostics: `argument 1 (n): static 3 -> 4` instead of `argument 1`.
+    pub const fn with_param_names(mut self, names: &'static [&'static str]) -> FnCache {
+        self.params = names;
+        self
     }
 
     /// Set or remove the budget; compiled programs are dropped.
@@ -103,8 +195,56 @@ impl FnCache {
         }
     }
 
+    /// Bound the bytes of generated code plus arena of the cached programs
+    /// (`None`: unbounded, the default). Beyond it, the least recently used
+    /// programs are evicted (now, and after each compilation), except the
+    /// one compiled last; an evicted program's code is freed once no running
+    /// call holds it, and its signature recompiles on its next call.
+    pub fn set_cache_limit(&self, bytes: Option<usize>) {
+        self.limit
+            .store(bytes.unwrap_or(NO_LIMIT), Ordering::SeqCst);
+        let (dropped, lines) = {
+            let mut g = self.inner.lock().unwrap();
+            match g.as_mut() {
+                Some(inner) => self.evict(inner, None),
+                None => (vec![], vec![]),
+            }
+        };
+        lines.iter().for_each(|l| log::emit(l));
+        drop(dropped);
+    }
+
+    pub fn cache_limit(&self) -> Option<usize> {
+        match self.limit.load(Ordering::SeqCst) {
+            NO_LIMIT => None,
+            b => Some(b),
+        }
+    }
+
+    /// Warn (once per threshold) when this function has compiled more than
+    /// `n` signatures; `None`: never. The default is `JITFUSE_RECOMPILE_WARN`
+    /// (8 when unset).
+    pub fn set_recompile_warning(&self, n: Option<usize>) {
+        self.warn
+            .store(n.unwrap_or(WARN_OFF).min(WARN_OFF), Ordering::SeqCst);
+    }
+
+    /// The recompile-warning threshold in effect.
+    pub fn recompile_warning(&self) -> Option<usize> {
+        match self.warn.load(Ordering::SeqCst) {
+            WARN_DEFAULT => log::default_recompile_warning(),
+            WARN_OFF => None,
+            n => Some(n),
+        }
+    }
+
     pub fn name(&self) -> &'static str {
         self.name
+    }
+
+    /// The parameter names given by `with_param_names` (may be empty).
+    pub fn param_names(&self) -> &'static [&'static str] {
+        self.params
     }
 
     /// Run the function: inlined into the enclosing trace when tracing,
@@ -118,7 +258,8 @@ impl FnCache {
             return Ok(body(&args.tensor_list()));
         }
         let sig = args.signature()?;
-        let (exe, structure) = self.get_or_compile(&sig, body)?;
+        let (exe, structure) =
+            self.cached(&sig, args.slots(), &mut || self.trace_body(&sig, body))?;
         Ok((exe.run(args)?, structure))
     }
 
@@ -127,27 +268,26 @@ impl FnCache {
     pub fn lower(&'static self, args: CallArgs<'_>, body: Body<'_>) -> Result<Lowered, Error> {
         let sig = args.signature()?;
         let (traced, structure) = self.trace_body(&sig, body)?;
-        Ok(Lowered::new(self, sig, traced, structure))
+        Ok(Lowered::new(
+            self,
+            sig,
+            args.slots().to_vec(),
+            traced,
+            structure,
+        ))
     }
 
     /// The cached program for `sig`, compiled from `traced` on a miss.
     pub(crate) fn compile_traced(
         &'static self,
         sig: &Signature,
+        slots: &[ParamSlot],
         traced: &trace::Traced,
         structure: &Structure,
     ) -> Result<Arc<Executable>, Error> {
         Ok(self
-            .cached(sig, &mut || Ok((traced.clone(), structure.clone())))?
+            .cached(sig, slots, &mut || Ok((traced.clone(), structure.clone())))?
             .0)
-    }
-
-    fn get_or_compile(
-        &'static self,
-        sig: &Signature,
-        body: Body<'_>,
-    ) -> Result<(Arc<Executable>, Structure), Error> {
-        self.cached(sig, &mut || self.trace_body(sig, body))
     }
 
     /// Trace the body; under the automatic budget, gradients taken in it
@@ -164,19 +304,27 @@ impl FnCache {
     fn cached(
         &'static self,
         sig: &Signature,
+        slots: &[ParamSlot],
         trace: &mut dyn FnMut() -> Result<(trace::Traced, Structure), Error>,
     ) -> Result<(Arc<Executable>, Structure), Error> {
         self.register();
         let entry = {
-            let mut map = self.map.lock().unwrap();
-            map.get_or_insert_with(HashMap::new)
-                .entry(sig.clone())
-                .or_default()
-                .clone()
+            let mut g = self.inner.lock().unwrap();
+            let inner = g.get_or_insert_with(Inner::default);
+            inner.clock += 1;
+            let entry = match inner.map.get(sig) {
+                Some(e) => e.clone(),
+                None => {
+                    let e = Entry::default();
+                    inner.map.insert(sig.clone(), e.clone());
+                    e
+                }
+            };
+            entry.last_used.store(inner.clock, Ordering::Relaxed);
+            entry
         };
-        let mut compiled_here = false;
-        let result = entry.get_or_init(|| {
-            compiled_here = true;
+        let mut compiled_in = None;
+        let result = entry.cell.get_or_init(|| {
             let start = Instant::now();
             let dump = std::env::var_os("JITFUSE_DUMP");
             let r = trace().and_then(|(t, s)| {
@@ -193,16 +341,215 @@ impl FnCache {
             if let (Some(dir), Ok((exe, _))) = (dump, &r) {
                 super::dump::write(std::path::Path::new(&dir), self.name, sig, exe);
             }
+            let elapsed = start.elapsed();
             self.compile_nanos
-                .fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                .fetch_add(elapsed.as_nanos() as u64, Ordering::Relaxed);
+            compiled_in = Some(elapsed);
             r
         });
-        if compiled_here {
-            self.misses.fetch_add(1, Ordering::Relaxed);
-        } else {
-            self.hits.fetch_add(1, Ordering::Relaxed);
+        match compiled_in {
+            Some(elapsed) => {
+                self.misses.fetch_add(1, Ordering::Relaxed);
+                self.after_compile(sig, slots, &entry, result, elapsed);
+            }
+            None => {
+                self.hits.fetch_add(1, Ordering::Relaxed);
+            }
         }
         result.clone()
+    }
+
+    /// Account a new program's bytes, remember its signature, log it, warn
+    /// past the threshold, and evict down to the limit.
+    fn after_compile(
+        &self,
+        sig: &Signature,
+        slots: &[ParamSlot],
+        entry: &Entry,
+        result: &Compiled,
+        elapsed: Duration,
+    ) {
+        let bytes = match result {
+            Ok((exe, _)) => {
+                let m = exe.memory_analysis();
+                m.code_bytes + m.temp_bytes
+            }
+            Err(_) => 0,
+        };
+        let log_compiles = log::enabled(Category::Compiles);
+        let (reason, warning, signatures, dropped, evict_lines) = {
+            let mut g = self.inner.lock().unwrap();
+            let inner = g.get_or_insert_with(Inner::default);
+            // Cleared while compiling: the program is not cached.
+            let cached = inner.map.get(sig).is_some_and(|e| Arc::ptr_eq(e, entry));
+            if cached {
+                entry.bytes.store(bytes, Ordering::Relaxed);
+                inner.bytes += bytes;
+            }
+            let reason = if log_compiles {
+                self.reason(inner, sig, slots)
+            } else {
+                None
+            };
+            let fate = if cached { Fate::Cached } else { Fate::Cleared };
+            match inner.seen(sig) {
+                Some(i) => {
+                    let mut s = inner.seen.remove(i).expect("found");
+                    s.fate = fate;
+                    inner.seen.push_back(s);
+                }
+                None => {
+                    inner.signatures += 1;
+                    if inner.seen.len() == HISTORY {
+                        inner.seen.pop_front();
+                    }
+                    inner.seen.push_back(Seen {
+                        sig: sig.clone(),
+                        slots: slots.to_vec(),
+                        fate,
+                    });
+                }
+            }
+            let warning = self.warning(inner);
+            let (dropped, lines) = if cached {
+                self.evict(inner, Some(entry))
+            } else {
+                (vec![], vec![])
+            };
+            (reason, warning, inner.signatures, dropped, lines)
+        };
+        if log_compiles {
+            let what = explain::describe(self.name, sig, slots, self.params);
+            let ms = elapsed.as_secs_f64() * 1e3;
+            let mut line = match result {
+                Ok((exe, _)) => {
+                    let m = exe.memory_analysis();
+                    format!(
+                        "jitfuse: compiled {what} in {ms:.3} ms: {} kernels, {} temp bytes, {} code bytes",
+                        exe.kernel_count(),
+                        m.temp_bytes,
+                        m.code_bytes
+                    )
+                }
+                Err(e) => {
+                    let msg = e.to_string();
+                    let first = msg.lines().next().unwrap_or("");
+                    format!("jitfuse: compiling {what} failed after {ms:.3} ms: {first}")
+                }
+            };
+            if let Some(r) = reason {
+                line.push_str(&format!("; recompile ({signatures} signatures): {r}"));
+            }
+            log::emit(&line);
+        }
+        for l in &evict_lines {
+            log::emit(l);
+        }
+        if let Some(w) = warning {
+            log::emit(&w);
+        }
+        drop(dropped);
+    }
+
+    /// Why `sig` compiled although the function compiled before: what
+    /// changed from the closest signature compiled before, or what became of
+    /// `sig`'s earlier program. `None` on the first compilation.
+    fn reason(&self, inner: &Inner, sig: &Signature, slots: &[ParamSlot]) -> Option<String> {
+        if let Some(i) = inner.seen(sig) {
+            return Some(
+                match inner.seen[i].fate {
+                    Fate::Evicted => "compiled before, evicted by the cache limit",
+                    Fate::Cleared => "compiled before, the cache was cleared",
+                    Fate::Cached => "compiled before",
+                }
+                .to_string(),
+            );
+        }
+        // Closest: fewest changed parameters; the most recent among equals.
+        let mut best: Option<(usize, Vec<String>)> = None;
+        for s in inner.seen.iter().rev() {
+            let c = explain::changes((&s.sig, &s.slots), (sig, slots), self.params);
+            if best.as_ref().is_none_or(|b| c.0 < b.0) {
+                best = Some(c);
+            }
+        }
+        best.map(|c| c.1.join("; "))
+    }
+
+    /// The recompile warning, when this compilation crossed the threshold.
+    fn warning(&self, inner: &mut Inner) -> Option<String> {
+        let n = self.recompile_warning()?;
+        if inner.signatures <= n || inner.warned_at == Some(n) {
+            return None;
+        }
+        inner.warned_at = Some(n);
+        let varied = explain::varied(
+            inner.seen.iter().map(|s| (&s.sig, &s.slots[..])),
+            self.params,
+        );
+        let varied = if varied.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", varied.join("; "))
+        };
+        Some(format!(
+            "jitfuse: warning: {} has compiled {} signatures (more than {n}){varied}. Each new \
+             signature traces and compiles again: keep shapes and static arguments to a few \
+             values (threshold: JITFUSE_RECOMPILE_WARN)",
+            self.name, inner.signatures
+        ))
+    }
+
+    /// Evict least recently used programs until the cached bytes fit the
+    /// limit, never `keep` (by default the most recently used entry).
+    /// Returns the evicted entries (to drop once the lock is released) and
+    /// the log lines.
+    fn evict(&self, inner: &mut Inner, keep: Option<&Entry>) -> (Vec<Entry>, Vec<String>) {
+        let (mut dropped, mut lines) = (vec![], vec![]);
+        let Some(limit) = self.cache_limit() else {
+            return (dropped, lines);
+        };
+        let keep = keep.cloned().or_else(|| {
+            inner
+                .map
+                .values()
+                .max_by_key(|e| e.last_used.load(Ordering::Relaxed))
+                .cloned()
+        });
+        let log_cache = log::enabled(Category::Cache);
+        while inner.bytes > limit {
+            let victim = inner
+                .map
+                .iter()
+                .filter(|(_, e)| {
+                    // Compiled and accounted (a program of 0 bytes frees nothing).
+                    e.bytes.load(Ordering::Relaxed) > 0
+                        && !keep.as_ref().is_some_and(|k| Arc::ptr_eq(k, e))
+                })
+                .min_by_key(|(_, e)| e.last_used.load(Ordering::Relaxed))
+                .map(|(s, _)| s.clone());
+            let Some(sig) = victim else { break };
+            let e = inner.map.remove(&sig).expect("a key of the map");
+            let b = e.bytes.load(Ordering::Relaxed);
+            inner.bytes -= b;
+            self.evictions.fetch_add(1, Ordering::Relaxed);
+            let slots = match inner.seen(&sig) {
+                Some(i) => {
+                    inner.seen[i].fate = Fate::Evicted;
+                    inner.seen[i].slots.clone()
+                }
+                None => vec![],
+            };
+            if log_cache {
+                lines.push(format!(
+                    "jitfuse: evicted {}: {b} bytes, least recently used; cache {} of {limit} bytes",
+                    explain::describe(self.name, &sig, &slots, self.params),
+                    inner.bytes
+                ));
+            }
+            dropped.push(e);
+        }
+        (dropped, lines)
     }
 
     fn register(&'static self) {
@@ -212,18 +559,35 @@ impl FnCache {
     }
 
     pub fn stats(&self) -> CacheStats {
+        let (entries, cached_bytes) = self
+            .inner
+            .lock()
+            .unwrap()
+            .as_ref()
+            .map_or((0, 0), |i| (i.map.len(), i.bytes));
         CacheStats {
             hits: self.hits.load(Ordering::Relaxed),
             misses: self.misses.load(Ordering::Relaxed),
-            entries: self.map.lock().unwrap().as_ref().map_or(0, |m| m.len()),
+            entries,
             compile_time: Duration::from_nanos(self.compile_nanos.load(Ordering::Relaxed)),
+            evictions: self.evictions.load(Ordering::Relaxed),
+            cached_bytes,
         }
     }
 
     /// Drop every cached program. Counters are kept; calls running now finish
     /// on the program they hold, whose code is freed when they are done.
     pub fn clear(&self) {
-        let old = self.map.lock().unwrap().take();
+        let old = {
+            let mut g = self.inner.lock().unwrap();
+            g.as_mut().map(|inner| {
+                for s in inner.seen.iter_mut().filter(|s| s.fate == Fate::Cached) {
+                    s.fate = Fate::Cleared;
+                }
+                inner.bytes = 0;
+                std::mem::take(&mut inner.map)
+            })
+        };
         drop(old);
     }
 }
@@ -253,10 +617,16 @@ mod tests {
     use crate::DType;
 
     fn code_ids(c: &FnCache) -> Vec<u64> {
-        let map = c.map.lock().unwrap();
-        map.iter()
-            .flat_map(|m| m.values())
-            .filter_map(|e| e.get().and_then(|r| r.as_ref().ok()).map(|x| x.0.code_id()))
+        let inner = c.inner.lock().unwrap();
+        inner
+            .iter()
+            .flat_map(|i| i.map.values())
+            .filter_map(|e| {
+                e.cell
+                    .get()
+                    .and_then(|r| r.as_ref().ok())
+                    .map(|x| x.0.code_id())
+            })
             .collect()
     }
 
@@ -277,12 +647,15 @@ mod tests {
         assert!(crate::codegen::is_code_live(ids[0]));
         // A call in flight holds its executable: simulate by holding the Arc.
         let held = {
-            let map = CACHE.map.lock().unwrap();
-            map.as_ref()
+            let inner = CACHE.inner.lock().unwrap();
+            inner
+                .as_ref()
                 .unwrap()
+                .map
                 .values()
                 .next()
                 .unwrap()
+                .cell
                 .get()
                 .unwrap()
                 .clone()

@@ -1,7 +1,7 @@
 //! `f::lower(args)` and `Lowered::compile()`: the traced program for one
 //! signature, and the compiled program a call with those arguments runs.
 
-use super::args::Signature;
+use super::args::{ParamSlot, Signature};
 use super::cache::{FnCache, Structure};
 use crate::exec::{Executable, MemoryAnalysis};
 use crate::trace::Traced;
@@ -12,6 +12,7 @@ use std::sync::Arc;
 pub struct Lowered {
     cache: &'static FnCache,
     signature: Signature,
+    slots: Vec<ParamSlot>,
     traced: Traced,
     structure: Structure,
 }
@@ -20,12 +21,14 @@ impl Lowered {
     pub(crate) fn new(
         cache: &'static FnCache,
         signature: Signature,
+        slots: Vec<ParamSlot>,
         traced: Traced,
         structure: Structure,
     ) -> Lowered {
         Lowered {
             cache,
             signature,
+            slots,
             traced,
             structure,
         }
@@ -34,9 +37,12 @@ impl Lowered {
     /// The compiled program: the same one (from the function's cache) that a
     /// call with these arguments runs.
     pub fn compile(&self) -> Result<Compiled, Error> {
-        let exe = self
-            .cache
-            .compile_traced(&self.signature, &self.traced, &self.structure)?;
+        let exe = self.cache.compile_traced(
+            &self.signature,
+            &self.slots,
+            &self.traced,
+            &self.structure,
+        )?;
         Ok(Compiled { exe })
     }
 

@@ -4,14 +4,17 @@
 mod args;
 mod cache;
 mod dump;
+mod explain;
+mod log;
 mod lowered;
 mod outputs;
 mod params;
 
 #[allow(unused_imports)]
 pub(crate) use args::ArgTensor;
-pub use args::{assert_static_arg, ArgKind, ArgSig, CallArgs, Signature, StaticArg};
+pub use args::{assert_static_arg, ArgKind, ArgSig, CallArgs, ParamSlot, Signature, StaticArg};
 pub use cache::{clear_caches, Body, CacheStats, FnCache, Structure};
+pub use log::{set_log, set_log_sink, LogSink};
 pub use lowered::{Compiled, Lowered};
 pub use outputs::{FromOutputs, IntoOutputs};
 pub use params::{

@@ -97,7 +97,7 @@ impl<T> StaticParam<T> {
     where
         T: StaticArg,
     {
-        args.statics.push(StaticValue(v.clone_box()));
+        args.push_static(StaticValue(v.clone_box()));
         let clone = |v: &T| -> T {
             let b: Box<dyn Any> = v.clone_box();
             *b.downcast::<T>().expect("clone_box keeps the type")
