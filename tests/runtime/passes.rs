@@ -235,3 +235,57 @@ fn fusion_chain_of_twenty_elementwise_ops_is_one_kernel_without_temporaries() {
     assert_eq!(text.lines().count(), 21, "{text}");
     assert_eq!(exe.memory_analysis().temp_bytes, 0);
 }
+
+#[test]
+fn simplify_inlines_a_cond_on_a_constant_and_simplifies_sub_graphs() {
+    check_simplify(
+        "%x = param 0 : f32[4]
+         %p = const true : bool[]
+         %c = cond %p, %x : f32[4]
+           {
+             %a = param 0 : f32[4]
+             %n = neg %a : f32[4]
+             return %n, %a
+           }
+           {
+             %a = param 0 : f32[4]
+             %one = const 1.0 : f32[4]
+             %m = mul %a, %one : f32[4]
+             %e = exp %m : f32[4]
+             return %e, %m
+           }
+         %g = get[1] %c : f32[4]
+         %q = param 1 : bool[]
+         %d = cond %q, %g : f32[4]
+           {
+             %a = param 0 : f32[4]
+             %n = neg %a : f32[4]
+             %nn = neg %n : f32[4]
+             return %nn
+           }
+           {
+             %a = param 0 : f32[4]
+             %s = sqrt %a : f32[4]
+             return %s
+           }
+         %y = add %c, %d : f32[4]
+         return %y",
+        expect![[r#"
+            %0 = param 0 : f32[4]
+            %1 = exp %0 : f32[4]
+            %2 = param 1 : bool[]
+            %3 = cond %2, %0 : f32[4]
+              {
+                %0 = param 0 : f32[4]
+                return %0
+              }
+              {
+                %0 = param 0 : f32[4]
+                %1 = sqrt %0 : f32[4]
+                return %1
+              }
+            %4 = add %1, %3 : f32[4]
+            return %4
+        "#]],
+    );
+}

@@ -8,6 +8,8 @@
 //! `select(c, x, x)` → x; views that change nothing (same-shape broadcast or
 //! reshape, identity transpose/slice) → x; chains of reshapes → one reshape.
 //! Not applied because inexact: `x*0`, `x+0` on floats, `x-x`.
+//! A `cond` whose predicate folds to a constant is replaced by its taken
+//! branch, inlined; the sub-graphs of control-flow nodes are simplified too.
 
 use crate::interp;
 use crate::ir::{BinaryOp, Graph, Node, Op, UnaryOp, ValueId};
@@ -20,13 +22,31 @@ pub fn simplify(g: &Graph) -> Graph {
     // Old value → new value.
     let mut map: Vec<ValueId> = Vec::with_capacity(g.nodes.len());
     let mut cse: HashMap<String, ValueId> = HashMap::new();
+    // Outputs of `cond`s folded away (their taken branch inlined), for the
+    // `get` nodes that read them.
+    let mut inlined: HashMap<usize, Vec<ValueId>> = HashMap::new();
     let live = live_nodes(g);
     for (i, n) in g.nodes.iter().enumerate() {
         if !live[i] {
             map.push(ValueId(u32::MAX));
             continue;
         }
+        if let Op::Get(k) = n.op {
+            if let Some(outs) = inlined.get(&n.inputs[0].index()) {
+                map.push(outs[k]);
+                continue;
+            }
+        }
         let inputs: Vec<ValueId> = n.inputs.iter().map(|x| map[x.index()]).collect();
+        // A `cond` on a constant predicate is its taken branch.
+        if let Op::Cond(c) = &n.op {
+            if let Op::Const(Literal::Bool(p)) = out.node(inputs[0]).op {
+                let outs = inline(&mut out, &mut cse, &c.branches[p as usize], &inputs[1..]);
+                map.push(outs[0]);
+                inlined.insert(i, outs);
+                continue;
+            }
+        }
         let node = Node {
             op: if n.op.is_control() {
                 simplify_subgraphs(&n.op)
@@ -38,30 +58,73 @@ pub fn simplify(g: &Graph) -> Graph {
             dtype: n.dtype,
             loc: n.loc,
         };
-        let v = match rewrite(&out, &node) {
-            Some(existing) => existing,
-            None => {
-                let node = fold_constant(&out, node);
-                if matches!(node.op, Op::Param(_)) {
-                    out.push(node)
-                } else {
-                    let key = key(&node);
-                    match cse.get(&key) {
-                        Some(&v) => v,
-                        None => {
-                            let v = out.push(node);
-                            cse.insert(key, v);
-                            v
-                        }
-                    }
-                }
-            }
-        };
-        map.push(v);
+        map.push(add(&mut out, &mut cse, node));
     }
     out.outputs = g.outputs.iter().map(|o| map[o.index()]).collect();
     // Rewrites may have left nodes unused: one more dead-code sweep.
     prune(&out)
+}
+
+/// Append a node whose operands are already simplified: rewritten to an
+/// existing value, folded to a constant, or merged with an equal node.
+fn add(out: &mut Graph, cse: &mut HashMap<String, ValueId>, node: Node) -> ValueId {
+    if let Some(existing) = rewrite(out, &node) {
+        return existing;
+    }
+    let node = fold_constant(out, node);
+    if matches!(node.op, Op::Param(_)) {
+        return out.push(node);
+    }
+    let key = key(&node);
+    match cse.get(&key) {
+        Some(&v) => v,
+        None => {
+            let v = out.push(node);
+            cse.insert(key, v);
+            v
+        }
+    }
+}
+
+/// Append the nodes of `sub` with its parameters bound to `args`; its outputs.
+fn inline(
+    out: &mut Graph,
+    cse: &mut HashMap<String, ValueId>,
+    sub: &Graph,
+    args: &[ValueId],
+) -> Vec<ValueId> {
+    let sub = simplify(sub);
+    let mut map: Vec<ValueId> = Vec::with_capacity(sub.nodes.len());
+    let mut extra: HashMap<usize, Vec<ValueId>> = HashMap::new();
+    for (i, n) in sub.nodes.iter().enumerate() {
+        let v = match &n.op {
+            Op::Param(k) => args[*k],
+            Op::Get(k) if extra.contains_key(&n.inputs[0].index()) => {
+                extra[&n.inputs[0].index()][*k]
+            }
+            Op::Cond(c)
+                if matches!(
+                    out.node(map[n.inputs[0].index()]).op,
+                    Op::Const(Literal::Bool(_))
+                ) =>
+            {
+                let Op::Const(Literal::Bool(p)) = out.node(map[n.inputs[0].index()]).op else {
+                    unreachable!()
+                };
+                let a: Vec<ValueId> = n.inputs[1..].iter().map(|x| map[x.index()]).collect();
+                let outs = inline(out, cse, &c.branches[p as usize], &a);
+                extra.insert(i, outs.clone());
+                outs[0]
+            }
+            _ => {
+                let mut n = n.clone();
+                n.inputs = n.inputs.iter().map(|x| map[x.index()]).collect();
+                add(out, cse, n)
+            }
+        };
+        map.push(v);
+    }
+    sub.outputs.iter().map(|o| map[o.index()]).collect()
 }
 
 /// A control-flow op with its sub-graphs simplified (their parameters stay).
