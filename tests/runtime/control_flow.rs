@@ -498,3 +498,68 @@ fn nested_control_flow_on_random_shapes_matches_the_interpreter() {
         check_graph(&g, &[xs, x], tol, &format!("nested case {case}"));
     }
 }
+
+#[test]
+fn control_flow_inside_a_checkpoint_region_differentiates() {
+    let mut rng = Rng::new(66);
+    let w = random_tensor(&mut rng, &[3], DType::F64, 0.5, 1.5, false);
+    let x = random_tensor(&mut rng, &[4, 3], DType::F64, -1.0, 1.0, false);
+    let f = |x: &Tensor| {
+        jitfuse::checkpoint_with(
+            Policy::NothingSaveable,
+            |x: &Tensor| {
+                let (c, ys) = scan(
+                    |c: Tensor, r: Tensor| {
+                        let c = (c * &w + r).sin();
+                        (c.clone(), c.exp())
+                    },
+                    w.zeros_like(),
+                    x,
+                );
+                c.sum_all() + ys.square().sum_all()
+            },
+            x,
+        )
+    };
+    numeric_check("checkpointed scan", &f, &x);
+    #[jit]
+    fn jitted(x: &Tensor, w: &Tensor) -> Tensor {
+        jitfuse::grad(
+            |x: &Tensor| {
+                jitfuse::checkpoint(
+                    |x: &Tensor| {
+                        let (c, _) = scan(
+                            |c: Tensor, r: Tensor| ((c * w + r).sin(), ()),
+                            w.zeros_like(),
+                            x,
+                        );
+                        c.sum_all()
+                    },
+                    x,
+                )
+            },
+            x,
+        )
+    }
+    let g = jitted(&x, &w);
+    let want = jitfuse::grad(
+        |x: &Tensor| {
+            let (c, _) = scan(
+                |c: Tensor, r: Tensor| ((c * &w + r).sin(), ()),
+                w.zeros_like(),
+                x,
+            );
+            c.sum_all()
+        },
+        &x,
+    );
+    assert_close(
+        &g,
+        &want,
+        Tol {
+            rel: 1e-12,
+            abs: 1e-12,
+        },
+        "jitted checkpointed scan",
+    );
+}

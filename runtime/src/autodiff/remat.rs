@@ -38,7 +38,12 @@ pub fn recompute_region(
         .iter()
         .copied()
         .filter(|&v| {
-            !saved(g, &reg.policy, v) && !matches!(g.node(v).op, Op::Param(_) | Op::Captured(_))
+            // Control-flow values are kept (their sub-graphs recompute
+            // what they need in their own backward).
+            let op = &g.node(v).op;
+            !saved(g, &reg.policy, v)
+                && !matches!(op, Op::Param(_) | Op::Captured(_) | Op::Get(_))
+                && !op.is_control()
         })
         .collect();
     let here = Location::caller();
