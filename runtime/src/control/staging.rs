@@ -303,7 +303,7 @@ where
 #[diagnostic::on_unimplemented(
     message = "this `if` cannot be staged: a branch leaves it with `return`, `break`, `continue` or `?`, so its condition must be a `bool` known at trace time, not `{Self}`",
     label = "a traced condition here",
-    note = "compute both outcomes and pick one with `select`, or move the early exit out of the branch; a loop that ends on a traced condition is written `while cond { .. }`, which is staged"
+    note = "compute both outcomes and pick one with `select`, or move the early exit out of the branch; a loop that ends on a traced condition is written `while cond {{ .. }}`, which is staged"
 )]
 pub trait StaticIfCond {
     fn value(self) -> bool;
