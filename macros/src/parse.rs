@@ -94,7 +94,10 @@ pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<JitFn> {
     check_qualifiers(&sig, &mut errors);
     let receiver = match sig.inputs.first() {
         Some(FnArg::Receiver(r)) => receiver(r, &mut errors),
-        _ => None,
+        _ => {
+            check_no_self(&sig, &mut errors);
+            None
+        }
     };
     let params: Vec<Param> = sig
         .inputs
@@ -214,6 +217,28 @@ fn check_qualifiers(sig: &Signature, errors: &mut Errors) {
     }
     if let Some(v) = &sig.variadic {
         errors.at(v, "a `#[jit]` function cannot be variadic: remove `...`");
+    }
+}
+
+/// A function without a receiver whose signature names `Self` is an
+/// associated function of an `impl` block: its companion (a struct) cannot
+/// be declared there. Those that do not name `Self` get rustc's error
+/// ("struct is not supported in `trait`s or `impl`s").
+fn check_no_self(sig: &Signature, errors: &mut Errors) {
+    fn find(ts: TokenStream) -> Option<proc_macro2::Ident> {
+        ts.into_iter().find_map(|t| match t {
+            proc_macro2::TokenTree::Ident(i) if i == "Self" => Some(i),
+            proc_macro2::TokenTree::Group(g) => find(g.stream()),
+            _ => None,
+        })
+    }
+    if find(sig.to_token_stream()).is_some() {
+        errors.at(
+            join(&sig.fn_token, &sig.ident),
+            "`#[jit]` supports methods (`&self` or `self`) but not associated functions without a \
+             receiver: move this function out of the `impl` block as a free `#[jit]` function, \
+             or take `&self`",
+        );
     }
 }
 
