@@ -624,3 +624,149 @@ fn assign_roots(lhs: &Expr, out: &mut Vec<Ident>) {
         e => out.extend(assigned::place_root(e)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quote::ToTokens;
+
+    /// The staged form of `body` (a block), as text, with the parameters
+    /// given as `(name, mutable)`.
+    fn staged(params: &[(&str, bool)], body: &str) -> (String, Vec<String>) {
+        let mut block: Block = syn::parse_str(body).unwrap();
+        let params = params
+            .iter()
+            .map(|(n, m)| (Ident::new(n, Span::call_site()), *m))
+            .collect();
+        let errors = stage(&mut block, params);
+        (
+            block.to_token_stream().to_string(),
+            errors.iter().map(|e| e.to_string()).collect(),
+        )
+    }
+
+    const P: &str = ":: jitfuse :: __private ::";
+
+    #[test]
+    fn if_carries_assigned_variables_and_returns_outputs() {
+        let (s, e) = staged(
+            &[("x", false), ("flag", false)],
+            "{ let mut y = x.clone(); let z; if flag { y = y.exp(); z = 1; } else { z = 2; } y }",
+        );
+        assert!(e.is_empty(), "{e:?}");
+        for part in [
+            format!("(__jitfuse_value , y , z ,) = {P} staged_if (& (flag) , & [\"the value of this `if`\" , \"y\" , \"z\"] , (y ,) ,"),
+            "let (mut y ,) = __jitfuse_state ; let z ; let __jitfuse_value = if __jitfuse_then".into(),
+            "(__jitfuse_value , y , z ,) } ,) ; __jitfuse_value }".into(),
+        ] {
+            assert!(s.contains(&part), "`{part}` not in {s}");
+        }
+    }
+
+    #[test]
+    fn loops_carry_assigned_variables() {
+        let (s, e) = staged(
+            &[("x", false), ("n", false)],
+            "{ let mut y = x.clone(); let mut v = Vec::new(); \
+               while v.len() < n { v.push(1); } \
+               for i in 0..n { y = y + i; } \
+               for (i, t) in v.iter().enumerate() { let y = t; } \
+               for i in 0..=n { y = y * i; } y }",
+        );
+        assert!(e.is_empty(), "{e:?}");
+        for part in [
+            // A method call on a `mut` variable in a `while`: carried.
+            format!("(v ,) = {P} staged_while (& [\"v\"] , (v ,) ,"),
+            format!("(y ,) = {P} staged_for_range (& [\"y\"] , 0 .. n , (y ,) , | i , __jitfuse_state |"),
+            // Shadowed inside: no state.
+            format!("{{ {P} staged_for (& [] , v . iter () . enumerate () , () , | (i , t) , __jitfuse_state |"),
+            format!("(y ,) = {P} staged_for (& [\"y\"] , 0 ..= n , (y ,) ,"),
+        ] {
+            assert!(s.contains(&part), "`{part}` not in {s}");
+        }
+    }
+
+    #[test]
+    fn early_exits_keep_plain_rust_with_static_conditions() {
+        let (s, e) = staged(
+            &[("x", false), ("n", false)],
+            "{ let mut y = x.clone(); \
+               'outer: for i in 0..n { for j in 0..i { if j > 2 { break 'outer; } y = y + 1; } } \
+               while y.gt(0) { if n > 1 { continue; } } \
+               loop { if y.lt(1) { break; } } \
+               if n == 0 { return y; } \
+               let f = |t: &Tensor| -> Option<Tensor> { if n > 1 { return None; } Some(t.clone()) }; \
+               if let Some(k) = f(&y) { y = k; } \
+               y }",
+        );
+        assert!(e.is_empty(), "{e:?}");
+        for part in [
+            format!("'outer : for i in {P} static_iter (0 .. n)"),
+            format!("for j in {P} static_iter (0 .. i)"),
+            format!("if {P} static_if_cond (j > 2) {{ break 'outer ; }}"),
+            format!("while {P} static_while_cond (y . gt (0))"),
+            format!("loop {{ if {P} static_if_cond (y . lt (1)) {{ break ; }} }}"),
+            format!("if {P} static_if_cond (n == 0) {{ return y ; }}"),
+            // `return` inside a closure leaves the closure's `if` only.
+            format!("{{ if {P} static_if_cond (n > 1) {{ return None ; }}"),
+            "if let Some (k) = f (& y) { y = k ; }".into(),
+        ] {
+            assert!(s.contains(&part), "`{part}` not in {s}");
+        }
+        assert!(!s.contains("staged_"), "{s}");
+    }
+
+    #[test]
+    fn closures_are_rewritten_and_their_parameters_shadow() {
+        let (s, e) = staged(
+            &[("x", false)],
+            "{ let mut y = x.clone(); let f = |y: Tensor, c: bool| if c { y.exp() } else { y }; f(y, true) }",
+        );
+        assert!(e.is_empty(), "{e:?}");
+        assert!(
+            s.contains(&format!(
+                "staged_if (& (c) , & [\"the value of this `if`\"] , () ,"
+            )),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn more_than_twelve_variables_nest() {
+        let names: Vec<String> = (0..14).map(|i| format!("v{i}")).collect();
+        let decls: String = names.iter().map(|n| format!("let mut {n} = 0; ")).collect();
+        let sets: String = names.iter().map(|n| format!("{n} = 1; ")).collect();
+        let (s, e) = staged(&[("c", false)], &format!("{{ {decls} if c {{ {sets} }} }}"));
+        assert!(e.is_empty(), "{e:?}");
+        for part in [
+            "(v0 , v1 , v2 , v3 , v4 , v5 , v6 , v7 , v8 , v9 , v10 , (v11 , v12 , v13 ,) ,)",
+            "(__jitfuse_value , v0 , v1 , v2 , v3 , v4 , v5 , v6 , v7 , v8 , v9 , (v10 , v11 , v12 , v13 ,) ,)",
+            "\"v9\" , \"v10`, `v11`, `v12`, `v13\"]",
+        ] {
+            assert!(s.contains(part), "`{part}` not in {s}");
+        }
+    }
+
+    #[test]
+    fn what_cannot_be_staged_is_reported() {
+        let (_, e) = staged(
+            &[("x", false), ("c", false), ("s", true)],
+            "{ let y; let z; if c { y = 1; z = 1; } else if c { z = 2; } else { z = 3; } \
+               let w; if c { w = 1; } else { panic!() } \
+               let u; for i in 0..3 { u = i; } \
+               for i in 0..3 { s = s; } \
+               let a = async { 1 }; let b = unsafe { 2 }; let f = async || 3; }",
+        );
+        let want = [
+            "variable `y` is assigned in only one branch of this `if`",
+            "variable `u` is declared without a value before this `for`",
+            "`async` blocks cannot be staged",
+            "`unsafe` blocks are not allowed",
+            "`async` closures cannot be staged",
+        ];
+        assert_eq!(e.len(), want.len(), "{e:?}");
+        for (got, want) in e.iter().zip(want) {
+            assert!(got.starts_with(want), "{got}");
+        }
+    }
+}
