@@ -383,12 +383,13 @@ impl Stager {
         let (state_tuple, state_pat, names) = state_parts(&state);
         let cond = &w.cond;
         let body = &w.body;
-        let plain_pat = state_tuple.clone();
         // The condition's closure at the condition's tokens: a condition of
-        // a wrong type is reported there.
+        // a wrong type is reported there. (A condition may assign too:
+        // `while { i += 1; i < n } {}`.)
         let cond_fn = quote_spanned! {cond.span()=>
             |#st| {
-                let #plain_pat = #st;
+                #[allow(unused_mut)]
+                let #state_pat = #st;
                 let #c = #cond;
                 (#c, #state_tuple)
             }

@@ -212,7 +212,34 @@ fn many(x: &Tensor, flag: bool) -> Tensor {
     a + b + c + d + e + f + g + h + i + j + k + l + m + n
 }
 
+// An `if` whose value borrows; a loop writing through `iter_mut`; a `while`
+// condition with a side effect; a value-less `if` in a match arm.
+#[jit]
+fn odd_forms(x: &Tensor, c: bool, n: usize) -> Tensor {
+    let a = x.exp();
+    let b = x.sin();
+    let r = if c { &a } else { &b };
+    let mut v = vec![x.clone(), x * 2.0];
+    for t in v.iter_mut() {
+        *t = t.tanh();
+    }
+    let mut i = 0;
+    while {
+        i += 1;
+        i < n
+    } {}
+    let mut acc = r + &v[0] + &v[1];
+    match n {
+        0 => {}
+        _ => if c {
+            acc = acc * i as f64;
+        },
+    }
+    acc
+}
+
 fn main() {
+    let _ = odd_forms(&Tensor::vector(&[1.0f32]), true, 3);
     let x = Tensor::vector(&[1.0f32, -2.0]);
     let _ = pick(&x, 1, true);
     let _ = nested(&x, 3, 2);
