@@ -316,8 +316,8 @@ impl Stager {
             _ => false,
         };
         for a in outputs {
-            let in_then = then.iter().any(|t| t.ident == a.ident.to_string());
-            let in_else = else_.iter().any(|t| t.ident == a.ident.to_string());
+            let in_then = then.iter().any(|t| t.ident == a.ident);
+            let in_else = else_.iter().any(|t| t.ident == a.ident);
             let ok = (in_then || diverges(&i.then_branch)) && (in_else || else_diverges);
             if !ok {
                 let msg = format!(
@@ -585,12 +585,12 @@ impl VisitMut for Stager {
             }
             Expr::ForLoop(_) => self.stage_for(e),
             Expr::Async(a) => self.error(
-                &a.async_token,
+                a.async_token,
                 "`async` blocks cannot be staged: a #[jit] function's body is traced synchronously, \
                  once; keep async code outside the jitted function",
             ),
             Expr::Unsafe(u) => self.error(
-                &u.unsafe_token,
+                u.unsafe_token,
                 "`unsafe` blocks are not allowed in a #[jit] function: its body runs once, on traced \
                  tensors that hold no data, to build the compiled program; keep unsafe code outside \
                  the jitted function",
@@ -725,9 +725,7 @@ mod tests {
         );
         assert!(e.is_empty(), "{e:?}");
         assert!(
-            s.contains(&format!(
-                "staged_if (& (c) , & [\"the value of this `if`\"] , () ,"
-            )),
+            s.contains("staged_if (& (c) , & [\"the value of this `if`\"] , () ,"),
             "{s}"
         );
     }
