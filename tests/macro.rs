@@ -653,6 +653,226 @@ fn a_jit_with_tree_parameters_inlines_into_another_trace() {
     assert_eq!(forward::cache_stats(), jitfuse::CacheStats::default());
 }
 
+// ---- control flow: `if`/`while`/`for` on static values run at trace time ----
+
+/// Lines of the traced graph that apply `op`.
+fn count_op(graph: &str, op: &str) -> usize {
+    graph
+        .lines()
+        .filter(|l| l.contains(&format!("= {op} ")))
+        .count()
+}
+
+twin!(branchy / branchy_eager (x: &Tensor, neg: bool, mode: usize) -> Tensor {
+    let y;
+    if mode == 0 {
+        y = x.exp();
+    } else if mode == 1 {
+        y = x.tanh();
+    } else {
+        y = x * 2.0;
+    }
+    let z = if neg { -&y } else { y.clone() };
+    z + 1.0
+});
+
+#[test]
+fn a_static_bool_chooses_the_traced_branch() {
+    let _g = CACHES.read().unwrap();
+    let x = ramp(9, 0.3);
+    for neg in [false, true] {
+        for mode in 0..3 {
+            assert_close(&branchy(&x, neg, mode), &branchy_eager(&x, neg, mode));
+        }
+    }
+    let s = branchy::cache_stats();
+    assert_eq!(
+        (s.misses, s.entries),
+        (6, 6),
+        "each static value compiles once"
+    );
+    // Only the taken branch is traced.
+    let g = branchy::lower(&x, false, 0).unwrap().graph_text();
+    assert_eq!((count_op(&g, "exp"), count_op(&g, "tanh")), (1, 0), "{g}");
+    assert_eq!(count_op(&g, "neg"), 0, "{g}");
+    let g = branchy::lower(&x, true, 1).unwrap().graph_text();
+    assert_eq!((count_op(&g, "exp"), count_op(&g, "tanh")), (0, 1), "{g}");
+}
+
+twin!(unrolled / unrolled_eager (x: &Tensor, n: usize) -> Tensor {
+    let mut acc = x.clone();
+    for i in 0..n {
+        acc = acc.sin() + i as f64;
+    }
+    acc
+});
+
+#[test]
+fn a_for_over_a_static_range_unrolls() {
+    let _g = CACHES.read().unwrap();
+    let x = ramp(7, 0.4);
+    for n in [0, 1, 4] {
+        assert_close(&unrolled(&x, n), &unrolled_eager(&x, n));
+        let g = unrolled::lower(&x, n).unwrap().graph_text();
+        assert_eq!(count_op(&g, "sin"), n, "{n} copies of the body: {g}");
+    }
+}
+
+twin!(halvings / halvings_eager (x: &Tensor, n: usize) -> (Tensor, Tensor) {
+    let mut k = n;
+    let mut y = x.clone();
+    let mut steps = 0usize;
+    while k > 1 {
+        k /= 2;
+        y = &y * 0.5;
+        steps += 1;
+    }
+    (y, x * steps as f64)
+});
+
+#[test]
+fn a_while_on_a_usize_runs_at_trace_time() {
+    let x = ramp(5, 1.0);
+    for n in [0, 1, 2, 9, 64] {
+        let (y, s) = halvings(&x, n);
+        let (ye, se) = halvings_eager(&x, n);
+        assert_close(&y, &ye);
+        assert_close(&s, &se);
+    }
+    let g = halvings::lower(&x, 64).unwrap().graph_text();
+    assert_eq!(count_op(&g, "mul"), 7, "6 halvings and one scale: {g}");
+}
+
+// Nested: `if` in `while` in `for`, a usize counter under a bool condition,
+// shadowing, a closure with its own loop, early exits on static conditions.
+twin!(nested_cf / nested_cf_eager (x: &Tensor, n: usize, limit: usize, flip: bool) -> (Tensor, Tensor) {
+    let mut acc = x.clone();
+    let mut other = x * 0.5;
+    let mut count = 0usize;
+    let twice = |t: &Tensor| {
+        let mut u = t.clone();
+        for _ in 0..2 {
+            u = &u + t;
+        }
+        u
+    };
+    for i in 0..n {
+        let mut j = 0;
+        while j < i {
+            if (j % 2 == 0) != flip && count < limit {
+                acc = twice(&acc) * 0.25;
+                count += 1;
+            } else {
+                let acc = acc.exp();
+                other = &other + acc.sum_all() * 0.01;
+            }
+            j += 1;
+        }
+        if i == 3 {
+            continue;
+        }
+        if i > 4 {
+            break;
+        }
+        other = other.tanh();
+    }
+    (acc * count as f64, other)
+});
+
+#[test]
+fn nested_static_control_flow_equals_plain_rust() {
+    let x = ramp(6, 0.2);
+    for (n, limit, flip) in [(0, 0, false), (3, 1, false), (5, 2, true), (8, 10, false)] {
+        let (a, b) = nested_cf(&x, n, limit, flip);
+        let (ae, be) = nested_cf_eager(&x, n, limit, flip);
+        assert_close(&a, &ae);
+        assert_close(&b, &be);
+    }
+}
+
+// ---- #[jit] on methods ----
+
+impl Mlp {
+    /// A borrowed tree receiver: traced, never written.
+    #[jit]
+    fn predict(&self, x: &Tensor) -> Tensor {
+        (x.matmul(&self.w1) + &self.b1).relu().matmul(&self.w2) + &self.b2
+    }
+
+    /// An owned tree receiver: donated.
+    #[jit]
+    fn shrink(self, factor: f32) -> Mlp {
+        self.map(|t| t * factor)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Stack {
+    depth: usize,
+    act: Act,
+}
+
+impl Stack {
+    /// A static receiver: part of the cache key.
+    #[jit]
+    fn apply(&self, x: &Tensor) -> Tensor {
+        let mut y = x.clone();
+        for _ in 0..self.depth {
+            y = match self.act {
+                Act::Relu => y.relu() - 0.5,
+                Act::Tanh => y.tanh(),
+            };
+        }
+        y
+    }
+}
+
+#[test]
+fn methods_trace_tree_receivers_and_key_static_ones() {
+    let _g = CACHES.read().unwrap();
+    let p = init_mlp(4, 8, 3);
+    let (x, _) = batch(5, 4, 3);
+    let want = (x.matmul(&p.w1) + &p.b1).relu().matmul(&p.w2) + &p.b2;
+    assert_close(&p.predict(&x), &want);
+    assert_close(&p.predict_try_call(&x).unwrap(), &want);
+    // Another receiver with the same shapes: a hit, with its own values.
+    let q = p.map(|t| t * 2.0);
+    let want_q = (x.matmul(&q.w1) + &q.b1).relu().matmul(&q.w2) + &q.b2;
+    assert_close(&q.predict(&x), &want_q);
+    let s = Mlp::predict_cache_stats();
+    assert_eq!((s.hits, s.misses), (2, 1));
+    assert!(p.predict_lower(&x).unwrap().graph_text().contains("matmul"));
+
+    let before = addrs(&p);
+    let shrunk = p.clone().shrink(0.5);
+    assert_eq!(values(&shrunk), values(&p.map(|t| t * 0.5)));
+    assert!(
+        addrs(&shrunk).iter().all(|a| !before.contains(a)),
+        "shared leaves are not written"
+    );
+
+    let x = ramp(6, 0.5);
+    for (depth, act) in [(2, Act::Tanh), (3, Act::Relu), (2, Act::Tanh)] {
+        let st = Stack { depth, act };
+        let mut want = x.clone();
+        for _ in 0..depth {
+            want = match act {
+                Act::Relu => want.relu() - 0.5,
+                Act::Tanh => want.tanh(),
+            };
+        }
+        assert_close(&st.apply(&x), &want);
+    }
+    let s = Stack::apply_cache_stats();
+    assert_eq!(
+        (s.hits, s.misses, s.entries),
+        (1, 2, 2),
+        "the receiver is in the cache key"
+    );
+    Stack::apply_clear_cache();
+    assert_eq!(Stack::apply_cache_stats().entries, 0);
+}
+
 #[test]
 fn ui() {
     let t = trybuild::TestCases::new();

@@ -1,15 +1,25 @@
 //! [`JitFn`] → the staged body, the plain wrapper and the companion.
 //!
+//! A free function `f`:
 //! ```text
-//! fn __jitfuse_body_f(..)        the user's body, in the user's scope
+//! fn __jitfuse_body_f(..)        the user's (staged) body, in the user's scope
 //! VIS fn f(..) -> R              the plain call: panics on error
 //! VIS struct f {}               the companion, in the type namespace:
-//! impl f { try_call, lower, cache_stats, clear_cache }
+//! impl f { try_call, lower, cache_stats, clear_cache, set_memory_budget }
+//! ```
+//! A method `m` (a receiver `&self`/`self`; a struct cannot be declared in
+//! an `impl` block, so everything is an associated item next to it):
+//! ```text
+//! fn __jitfuse_body_m(&self, ..)            the staged body
+//! VIS fn m(&self, ..) -> R                  the plain call
+//! VIS fn m_try_call / m_lower(&self, ..)    the companion, by name
+//! VIS fn m_cache_stats / m_clear_cache / m_set_memory_budget()
+//! fn __jitfuse_cache_m, __jitfuse_with_args_m   (hidden)
 //! ```
 //! Generated names start with `__jitfuse_`, so no user parameter clashes with
 //! them; paths are absolute.
 
-use crate::model::{Float, JitFn, Param, ParamKind};
+use crate::model::{Float, JitFn, Param, ParamKind, Receiver};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 use syn::ext::IdentExt;
@@ -17,14 +27,58 @@ use syn::spanned::Spanned;
 use syn::{Attribute, Ident};
 
 pub fn generate(f: &JitFn) -> TokenStream {
-    let body_fn = body_fn(f);
-    let wrapper = wrapper(f);
-    let companion = companion(f);
-    quote!(#body_fn #wrapper #companion)
+    match &f.receiver {
+        None => {
+            let items = Items::free(f);
+            let body_fn = body_fn(f, &items);
+            let wrapper = wrapper(f, &items);
+            let companion = companion(f, &items);
+            quote!(#body_fn #wrapper #companion)
+        }
+        Some(r) => method(f, r),
+    }
 }
 
-fn body_ident(f: &JitFn) -> Ident {
-    format_ident!("__jitfuse_body_{}", f.name)
+/// The names of the generated items and how the generated code reaches them.
+struct Items {
+    body: Ident,
+    /// `f` (a function) or `Self::__jitfuse_body_m` (an associated one).
+    body_path: TokenStream,
+    with_args: Ident,
+    cache: Ident,
+    /// `f::try_call` / `Self::m_try_call`.
+    try_call_path: TokenStream,
+}
+
+impl Items {
+    fn free(f: &JitFn) -> Items {
+        let body = format_ident!("__jitfuse_body_{}", f.name);
+        let name = &f.name;
+        Items {
+            body_path: quote!(#body),
+            body,
+            with_args: format_ident!("__jitfuse_with_args"),
+            cache: format_ident!("__jitfuse_cache"),
+            try_call_path: quote!(#name::try_call),
+        }
+    }
+
+    fn method(f: &JitFn) -> Items {
+        let body = format_ident!("__jitfuse_body_{}", f.name);
+        let try_call = companion_ident(f, "try_call");
+        Items {
+            body_path: quote!(Self::#body),
+            body,
+            with_args: format_ident!("__jitfuse_with_args_{}", f.name),
+            cache: format_ident!("__jitfuse_cache_{}", f.name),
+            try_call_path: quote!(Self::#try_call),
+        }
+    }
+}
+
+/// `m_try_call` for a method `m`, spanned at the user's name.
+fn companion_ident(f: &JitFn, what: &str) -> Ident {
+    format_ident!("{}_{}", f.name.unraw(), what, span = f.name.span())
 }
 
 fn attr_is(attr: &Attribute, names: &[&str]) -> bool {
@@ -35,10 +89,27 @@ const CFG: &[&str] = &["cfg", "cfg_attr"];
 /// Lint levels that never complain about themselves (unlike `expect`).
 const LINTS: &[&str] = &["allow", "warn", "deny", "forbid"];
 
+/// The receiver as written in a signature: `&self` / `self` (with `mut`
+/// only where the body binds it).
+fn receiver_tokens(r: Option<&Receiver>, with_mut: bool) -> Option<TokenStream> {
+    r.map(|r| {
+        let s = &r.self_token;
+        if r.by_ref {
+            quote!(&#s)
+        } else if with_mut {
+            let m = &r.mutability;
+            quote!(#m #s)
+        } else {
+            quote!(#s)
+        }
+    })
+}
+
 /// The user's body in the user's scope, so every name resolves as written.
 /// A traced scalar parameter is a `&Tensor` here.
-fn body_fn(f: &JitFn) -> TokenStream {
-    let ident = body_ident(f);
+fn body_fn(f: &JitFn, items: &Items) -> TokenStream {
+    let ident = &items.body;
+    let recv = receiver_tokens(f.receiver.as_ref(), true).map(|r| quote!(#r,));
     let attrs = f
         .attrs
         .iter()
@@ -58,7 +129,7 @@ fn body_fn(f: &JitFn) -> TokenStream {
         #(#attrs)*
         #[doc(hidden)]
         #[allow(non_snake_case, dead_code, clippy::all)]
-        fn #ident(#(#params),*) -> #ret #body
+        fn #ident(#recv #(#params),*) -> #ret #body
     }
 }
 
@@ -80,7 +151,7 @@ fn names(params: &[Param]) -> Vec<&Ident> {
 
 /// The plain call, with the user's attributes: panics with the message
 /// `try_call` returns as `Err`, at the caller's location.
-fn wrapper(f: &JitFn) -> TokenStream {
+fn wrapper(f: &JitFn, items: &Items) -> TokenStream {
     let attrs = f
         .attrs
         .iter()
@@ -88,11 +159,17 @@ fn wrapper(f: &JitFn) -> TokenStream {
     let (vis, name, ret) = (&f.vis, &f.name, &f.ret);
     let params = signature_params(&f.params);
     let args = names(&f.params);
+    let recv = receiver_tokens(f.receiver.as_ref(), false).map(|r| quote!(#r,));
+    let self_arg = f.receiver.as_ref().map(|r| {
+        let s = &r.self_token;
+        quote!(#s,)
+    });
+    let try_call = &items.try_call_path;
     quote! {
         #(#attrs)*
         #[track_caller]
-        #vis fn #name(#(#params),*) -> #ret {
-            match #name::try_call(#(#args),*) {
+        #vis fn #name(#recv #(#params),*) -> #ret {
+            match #try_call(#self_arg #(#args),*) {
                 ::core::result::Result::Ok(__jitfuse_value) => __jitfuse_value,
                 ::core::result::Result::Err(__jitfuse_error) => ::jitfuse::__private::fail(__jitfuse_error),
             }
@@ -109,14 +186,14 @@ fn wrapper(f: &JitFn) -> TokenStream {
 /// resolve as written even when that scope is a block (a `#[jit]` function
 /// inside `fn main`, as in every doctest), which `mod f { use super::*; }`
 /// cannot see.
-fn companion(f: &JitFn) -> TokenStream {
+fn companion(f: &JitFn, items: &Items) -> TokenStream {
     let cfgs: Vec<&Attribute> = f.attrs.iter().filter(|a| attr_is(a, CFG)).collect();
     let docs = f.attrs.iter().filter(|a| a.path().is_ident("doc"));
     let (vis, name, ret) = (&f.vis, &f.name, &f.ret);
     let name_str = name.unraw().to_string();
     let params = signature_params(&f.params);
     let args = names(&f.params);
-    let collect = collect_args(f);
+    let collect = collect_args(f, items);
     let rebuild = quote_spanned!(ret.span()=> ::jitfuse::__private::rebuild_output::<#ret>);
     let budget = match f.memory_budget {
         Some(b) => quote!(::core::option::Option::Some(#b as usize)),
@@ -175,6 +252,98 @@ fn companion(f: &JitFn) -> TokenStream {
     }
 }
 
+/// A method: the staged body, the plain call and the companion functions,
+/// all associated items of the user's `impl` block.
+fn method(f: &JitFn, r: &Receiver) -> TokenStream {
+    let items = Items::method(f);
+    let body_fn = body_fn(f, &items);
+    let wrapper = wrapper(f, &items);
+    let cfgs: Vec<&Attribute> = f.attrs.iter().filter(|a| attr_is(a, CFG)).collect();
+    let (vis, name, ret) = (&f.vis, &f.name, &f.ret);
+    let name_str = name.unraw().to_string();
+    let params = signature_params(&f.params);
+    let args = names(&f.params);
+    let recv = receiver_tokens(Some(r), false);
+    let s = &r.self_token;
+    let collect = collect_args(f, &items);
+    let rebuild = quote_spanned!(ret.span()=> ::jitfuse::__private::rebuild_output::<#ret>);
+    let budget = match f.memory_budget {
+        Some(b) => quote!(::core::option::Option::Some(#b as usize)),
+        None => quote!(::core::option::Option::None),
+    };
+    let (cache, with_args) = (&items.cache, &items.with_args);
+    let try_call = companion_ident(f, "try_call");
+    let lower = companion_ident(f, "lower");
+    let cache_stats = companion_ident(f, "cache_stats");
+    let clear_cache = companion_ident(f, "clear_cache");
+    let set_memory_budget = companion_ident(f, "set_memory_budget");
+    let doc = |what: &str| format!("`{name_str}`: {what}");
+    let (d_try, d_lower, d_stats, d_clear, d_budget) = (
+        doc("call the method; a shape or dtype mismatch in its body, or a bad argument, is returned as `Err` instead of panicking."),
+        doc("trace and compile for these arguments without running, keeping the text of every stage. Does not touch the cache."),
+        doc("hits, misses and cached signatures of this method (one cache for all receivers)."),
+        doc("drop this method's compiled programs: the next call recompiles."),
+        doc("set (or remove) the peak-memory budget in bytes. Clears the cache."),
+    );
+    quote! {
+        #body_fn
+        #wrapper
+
+        #(#cfgs)*
+        #[doc(hidden)]
+        #[allow(dead_code)]
+        fn #cache() -> &'static ::jitfuse::__private::FnCache {
+            static __JITFUSE_CACHE: ::jitfuse::__private::FnCache = ::jitfuse::__private::FnCache::with_memory_budget(#name_str, #budget);
+            &__JITFUSE_CACHE
+        }
+
+        #(#cfgs)*
+        #[doc(hidden)]
+        #[allow(dead_code)]
+        #collect
+
+        #(#cfgs)*
+        #[doc = #d_try]
+        #[allow(dead_code)]
+        #vis fn #try_call(#recv, #(#params),*) -> ::core::result::Result<#ret, ::jitfuse::Error> {
+            let (__jitfuse_outputs, __jitfuse_structure) = Self::#with_args(#s, #(#args,)* |__jitfuse_args, __jitfuse_body| {
+                Self::#cache().call(__jitfuse_args, __jitfuse_body)
+            })?;
+            #rebuild(&__jitfuse_structure, __jitfuse_outputs)
+        }
+
+        #(#cfgs)*
+        #[doc = #d_lower]
+        #[allow(dead_code)]
+        #vis fn #lower(#recv, #(#params),*) -> ::core::result::Result<::jitfuse::Lowered, ::jitfuse::Error> {
+            Self::#with_args(#s, #(#args,)* |__jitfuse_args, __jitfuse_body| {
+                Self::#cache().lower(__jitfuse_args, __jitfuse_body)
+            })
+        }
+
+        #(#cfgs)*
+        #[doc = #d_stats]
+        #[allow(dead_code)]
+        #vis fn #cache_stats() -> ::jitfuse::CacheStats {
+            Self::#cache().stats()
+        }
+
+        #(#cfgs)*
+        #[doc = #d_clear]
+        #[allow(dead_code)]
+        #vis fn #clear_cache() {
+            Self::#cache().clear()
+        }
+
+        #(#cfgs)*
+        #[doc = #d_budget]
+        #[allow(dead_code)]
+        #vis fn #set_memory_budget(bytes: ::core::option::Option<usize>) {
+            Self::#cache().set_memory_budget(bytes)
+        }
+    }
+}
+
 /// `__jitfuse_with_args(params.., k)`: collects the call's arguments and
 /// hands them, with the staged body as a closure over the static arguments
 /// and the trees' structures, to `k` (the cache's `call` or `lower`). One
@@ -187,12 +356,40 @@ fn companion(f: &JitFn) -> TokenStream {
 /// static path requires `StaticArg`. All of it is spanned at the parameter's
 /// type, so a type that is neither is reported there, once (rustc drops a
 /// repeated predicate at the same span).
-fn collect_args(f: &JitFn) -> TokenStream {
+fn collect_args(f: &JitFn, items: &Items) -> TokenStream {
     let params = signature_params(&f.params);
-    let body = body_ident(f);
+    let body = &items.body_path;
+    let with_args = &items.with_args;
     let mut checks = Vec::new();
     let mut pushes = Vec::new();
     let mut body_args = Vec::new();
+    let recv = receiver_tokens(f.receiver.as_ref(), false).map(|r| quote!(#r,));
+    if let Some(r) = &f.receiver {
+        // `Self` as an `Auto` parameter (tree or static, the compiler
+        // decides); `&self` is collected without being moved.
+        let s = &r.self_token;
+        let span = s.span;
+        let at = format_ident!("__jitfuse_at_self");
+        let collect = if r.by_ref {
+            quote_spanned!(span=> collect_ref)
+        } else {
+            quote_spanned!(span=> collect)
+        };
+        pushes.push(quote_spanned! {span=>
+            let #at = {
+                #[allow(unused_imports)]
+                use ::jitfuse::__private::{ViaStatic as _, ViaTree as _};
+                (&&::jitfuse::__private::Probe::<Self>::new())
+                    .__jitfuse_kind()
+                    .#collect(#s, &mut __jitfuse_args)
+            };
+        });
+        body_args.push(if r.by_ref {
+            quote!(&#at.value(__jitfuse_ts))
+        } else {
+            quote!(#at.value(__jitfuse_ts))
+        });
+    }
     for (i, p) in f.params.iter().enumerate() {
         let name = &p.name;
         let ty = &p.ty;
@@ -255,7 +452,8 @@ fn collect_args(f: &JitFn) -> TokenStream {
     let ret = &f.ret;
     let flatten = quote_spanned!(ret.span()=> ::jitfuse::__private::flatten_output::<#ret>);
     quote! {
-        fn __jitfuse_with_args<__JitfuseR>(
+        fn #with_args<__JitfuseR>(
+            #recv
             #(#params,)*
             __jitfuse_k: impl ::core::ops::FnOnce(
                 ::jitfuse::__private::CallArgs<'_>,

@@ -8,12 +8,33 @@ pub struct JitFn {
     pub attrs: Vec<Attribute>,
     pub vis: Visibility,
     pub name: Ident,
+    /// `&self` or `self`: a method inside an `impl` block.
+    pub receiver: Option<Receiver>,
     pub params: Vec<Param>,
     /// The return type as the user wrote it (a `Tree`: the compiler checks).
     pub ret: Type,
+    /// The user's body with its `if`/`while`/`for` rewritten into staged
+    /// calls (`control.rs`).
     pub body: Box<Block>,
+    /// What in the body cannot be staged (an `unsafe` block, a variable
+    /// assigned in one branch only, ...). The signature is fine, so the
+    /// function and its companion are still generated next to these errors:
+    /// callers keep type-checking, and rustc adds no errors of its own about
+    /// the unstaged `if`s of the original body.
+    pub body_errors: Option<syn::Error>,
     /// `#[jit(memory_budget = ..)]`, in bytes.
     pub memory_budget: Option<u64>,
+}
+
+/// The receiver of a `#[jit]` method: `Self` is a tree (traced, leaf by
+/// leaf) or a static value (part of the cache key); the compiler decides, as
+/// for [`ParamKind::Auto`].
+pub struct Receiver {
+    /// `&self` (borrowed: never written) or `self` (donated if a tree).
+    pub by_ref: bool,
+    /// `mut self`: kept for the staged body only.
+    pub mutability: Option<syn::Token![mut]>,
+    pub self_token: syn::Token![self],
 }
 
 pub struct Param {

@@ -2,7 +2,8 @@
 //! collecting every error before giving up (like serde_derive's `Ctxt`).
 
 use crate::classify::{self, ReturnClass, TypeClass, MAX_TUPLE};
-use crate::model::{Float, JitFn, Param, ParamKind};
+use crate::control;
+use crate::model::{Float, JitFn, Param, ParamKind, Receiver};
 use proc_macro2::{Span, TokenStream};
 use quote::ToTokens;
 use syn::{FnArg, Item, ItemFn, Pat, ReturnType, Signature, Type};
@@ -91,21 +92,57 @@ pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<JitFn> {
         }
     };
     check_qualifiers(&sig, &mut errors);
+    let receiver = match sig.inputs.first() {
+        Some(FnArg::Receiver(r)) => receiver(r, &mut errors),
+        _ => {
+            check_no_self(&sig, &mut errors);
+            None
+        }
+    };
     let params: Vec<Param> = sig
         .inputs
         .iter()
         .filter_map(|arg| param(arg, &mut errors))
         .collect();
     let ret = return_type(&sig, &mut errors);
+    // The body: every `if`/`while`/`for` staged, every construct that
+    // cannot be reported.
+    let mut body = block;
+    let mut names: Vec<(syn::Ident, bool)> = sig
+        .inputs
+        .iter()
+        .filter_map(|arg| match arg {
+            FnArg::Receiver(r) => Some((
+                syn::Ident::new("self", r.self_token.span),
+                r.mutability.is_some() && r.reference.is_none(),
+            )),
+            FnArg::Typed(t) => match &*t.pat {
+                Pat::Ident(p) => Some((p.ident.clone(), p.mutability.is_some())),
+                _ => None,
+            },
+        })
+        .collect();
+    names.dedup_by(|a, b| a.0 == b.0);
+    let mut body_errors = Errors::default();
+    for e in control::stage(&mut body, names) {
+        body_errors.push(e);
+    }
     match (errors.0, ret) {
-        (Some(e), _) => Err(e),
+        (Some(mut e), _) => {
+            if let Some(b) = body_errors.0 {
+                e.combine(b);
+            }
+            Err(e)
+        }
         (None, Some(ret)) => Ok(JitFn {
             attrs,
             vis,
             name: sig.ident,
+            receiver,
             params,
             ret,
-            body: block,
+            body,
+            body_errors: body_errors.0,
             memory_budget,
         }),
         (None, None) => unreachable!("a bad return type is reported"),
@@ -133,8 +170,8 @@ fn not_a_function(item: &Item) -> syn::Error {
         Item::Type(i) => join(&i.type_token, &i.ident),
         Item::Impl(i) => return syn::Error::new_spanned(
             join(&i.impl_token, &i.self_ty),
-            "`#[jit]` applies to functions, not `impl` blocks (methods are not supported yet): \
-                 put `#[jit]` on a free function of tensors and call it from the method",
+            "`#[jit]` applies to functions and methods, not to `impl` blocks: put `#[jit]` on \
+             each method to stage (`impl Model { #[jit] fn forward(&self, x: &Tensor) -> Tensor { .. } }`)",
         ),
         _ => return syn::Error::new(Span::call_site(), MSG),
     };
@@ -183,16 +220,71 @@ fn check_qualifiers(sig: &Signature, errors: &mut Errors) {
     }
 }
 
+/// A function without a receiver whose signature names `Self` is an
+/// associated function of an `impl` block: its companion (a struct) cannot
+/// be declared there. Those that do not name `Self` get rustc's error
+/// ("struct is not supported in `trait`s or `impl`s").
+fn check_no_self(sig: &Signature, errors: &mut Errors) {
+    fn find(ts: TokenStream) -> Option<proc_macro2::Ident> {
+        ts.into_iter().find_map(|t| match t {
+            proc_macro2::TokenTree::Ident(i) if i == "Self" => Some(i),
+            proc_macro2::TokenTree::Group(g) => find(g.stream()),
+            _ => None,
+        })
+    }
+    if find(sig.to_token_stream()).is_some() {
+        errors.at(
+            join(&sig.fn_token, &sig.ident),
+            "`#[jit]` supports methods (`&self` or `self`) but not associated functions without a \
+             receiver: move this function out of the `impl` block as a free `#[jit]` function, \
+             or take `&self`",
+        );
+    }
+}
+
+/// `&self` or `self` (also `mut self`); `&mut self` and typed receivers
+/// (`self: Box<Self>`) are errors.
+fn receiver(r: &syn::Receiver, errors: &mut Errors) -> Option<Receiver> {
+    if let Some(attr) = r.attrs.first() {
+        errors.at(
+            attr,
+            "attributes on `#[jit]` parameters are not supported: remove it",
+        );
+        return None;
+    }
+    if r.colon_token.is_some() {
+        errors.at(
+            r,
+            "a `#[jit]` method takes `&self` or `self`: write the receiver without a type \
+             (`self: Box<Self>`, `self: Rc<Self>` and the like are not supported)",
+        );
+        return None;
+    }
+    match (&r.reference, r.mutability) {
+        (Some((and, _)), Some(m)) => {
+            errors.at(
+                join(and, &m),
+                "tensors are values: a `#[jit]` method cannot write through `&mut self`; take \
+                 `&self` (or `self` to donate its leaves) and return the new value instead",
+            );
+            None
+        }
+        (Some(_), None) => Some(Receiver {
+            by_ref: true,
+            mutability: None,
+            self_token: r.self_token,
+        }),
+        (None, m) => Some(Receiver {
+            by_ref: false,
+            mutability: m,
+            self_token: r.self_token,
+        }),
+    }
+}
+
 fn param(arg: &FnArg, errors: &mut Errors) -> Option<Param> {
     let arg = match arg {
-        FnArg::Receiver(r) => {
-            errors.at(
-                r,
-                "`#[jit]` does not support methods yet: write a free `#[jit]` function taking the \
-                 tensors as parameters, and call it from the method",
-            );
-            return None;
-        }
+        FnArg::Receiver(_) => return None,
         FnArg::Typed(arg) => arg,
     };
     let mut ok = true;

@@ -1,5 +1,6 @@
 use jitfuse::prelude::*;
 
+// `Self` is neither a tree of tensors (traced) nor a static value (cache key).
 struct Model {
     w: Tensor,
 }

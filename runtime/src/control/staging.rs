@@ -158,8 +158,9 @@ where
 /// [`staged_for_range`]): any `IntoIterator` runs at trace time;
 /// `tensor.iter_axis(0)` stages a `scan` over the leading axis.
 #[diagnostic::on_unimplemented(
-    message = "a `for` in a #[jit] function loops over an iterator, a `Range<Tensor>` or `tensor.iter_axis(0)`, not `{Self}`",
-    label = "this iterable"
+    message = "a `for` in a #[jit] function loops over an iterator, a range `a..b` (integer or `Tensor` bounds) or `tensor.iter_axis(0)`, not `{Self}`",
+    label = "this iterable",
+    note = "only `a..b` is staged on `Tensor` bounds: write `a..(b + 1)` for `a..=b`"
 )]
 pub trait ForIter<S> {
     type Item;
@@ -172,6 +173,9 @@ pub trait ForIter<S> {
     ) -> S;
 }
 
+// Not recommended: a type that is no iterator gets `ForIter`'s message,
+// not `IntoIterator`'s.
+#[diagnostic::do_not_recommend]
 impl<I: IntoIterator, S> ForIter<S> for I {
     type Item = I::Item;
     fn run_for<F: FnMut(I::Item, S) -> S>(
@@ -299,7 +303,7 @@ where
 #[diagnostic::on_unimplemented(
     message = "this `if` cannot be staged: a branch leaves it with `return`, `break`, `continue` or `?`, so its condition must be a `bool` known at trace time, not `{Self}`",
     label = "a traced condition here",
-    note = "compute both outcomes and pick one with `select`, or move the early exit out of the branch"
+    note = "compute both outcomes and pick one with `select`, or move the early exit out of the branch; a loop that ends on a traced condition is written `while cond {{ .. }}`, which is staged"
 )]
 pub trait StaticIfCond {
     fn value(self) -> bool;
@@ -347,6 +351,7 @@ pub trait StaticIter {
     type Iter: IntoIterator;
     fn into_static(self) -> Self::Iter;
 }
+#[diagnostic::do_not_recommend]
 impl<I: IntoIterator> StaticIter for I {
     type Iter = I;
     fn into_static(self) -> I {

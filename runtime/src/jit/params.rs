@@ -11,7 +11,10 @@
 //! leaf and donated; anything else is static, and must then be a
 //! [`StaticArg`] (a trait-bound error at the parameter's type otherwise). A
 //! `&T` parameter (`T` not `Tensor` or a primitive) is a borrowed tree, and
-//! `T: Tree` is required ([`BorrowedTree`]).
+//! `T: Tree` is required ([`BorrowedTree`]). The receiver of a `#[jit]`
+//! method goes through the same probe with `Probe::<Self>`: `self` like a
+//! by-value parameter, `&self` by `collect_ref` (a borrowed tree, or a
+//! static value cloned).
 //!
 //! **Structure.** A tree parameter is rebuilt inside the trace from a
 //! *template*: the caller's value with every leaf replaced by one shared
@@ -84,6 +87,11 @@ impl<T: Tree> TreeParam<T> {
         // leaves that the caller gave away.
         slot
     }
+
+    /// The receiver of a `&self` method: a borrowed tree (never written).
+    pub fn collect_ref(self, v: &T, args: &mut CallArgs<'_>) -> TreeSlot<T> {
+        borrowed_tree(v, args)
+    }
 }
 
 /// A static parameter: part of the cache key, cloned into the body.
@@ -103,6 +111,19 @@ impl<T> StaticParam<T> {
             *b.downcast::<T>().expect("clone_box keeps the type")
         };
         StaticSlot { value: v, clone }
+    }
+
+    /// The receiver of a `&self` method whose type is static: cloned into
+    /// the cache key and into the body.
+    pub fn collect_ref(self, v: &T, args: &mut CallArgs<'_>) -> StaticSlot<T>
+    where
+        T: StaticArg,
+    {
+        let clone = |v: &T| -> T {
+            let b: Box<dyn Any> = v.clone_box();
+            *b.downcast::<T>().expect("clone_box keeps the type")
+        };
+        self.collect(clone(v), args)
     }
 }
 
