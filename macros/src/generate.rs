@@ -195,10 +195,8 @@ fn companion(f: &JitFn, items: &Items) -> TokenStream {
     let args = names(&f.params);
     let collect = collect_args(f, items);
     let rebuild = quote_spanned!(ret.span()=> ::jitfuse::__private::rebuild_output::<#ret>);
-    let budget = match f.memory_budget {
-        Some(b) => quote!(::core::option::Option::Some(#b as usize)),
-        None => quote!(::core::option::Option::None),
-    };
+    let budget = budget_tokens(f);
+    let param_names = param_names(f);
     quote! {
         #(#cfgs)*
         #(#docs)*
@@ -209,7 +207,8 @@ fn companion(f: &JitFn, items: &Items) -> TokenStream {
         #[allow(dead_code)]
         impl #name {
             fn __jitfuse_cache() -> &'static ::jitfuse::__private::FnCache {
-                static __JITFUSE_CACHE: ::jitfuse::__private::FnCache = ::jitfuse::__private::FnCache::with_memory_budget(#name_str, #budget);
+                static __JITFUSE_CACHE: ::jitfuse::__private::FnCache = ::jitfuse::__private::FnCache::with_memory_budget(#name_str, #budget)
+                    .with_param_names(&[#(#param_names),*]);
                 &__JITFUSE_CACHE
             }
 
@@ -248,8 +247,41 @@ fn companion(f: &JitFn, items: &Items) -> TokenStream {
             pub fn set_memory_budget(bytes: ::core::option::Option<usize>) {
                 Self::__jitfuse_cache().set_memory_budget(bytes)
             }
+
+            /// Bound this function's cache in bytes of generated code plus
+            /// arena (least recently used programs are evicted), or remove
+            /// the bound.
+            pub fn set_cache_limit(bytes: ::core::option::Option<usize>) {
+                Self::__jitfuse_cache().set_cache_limit(bytes)
+            }
+
+            /// Warn once this function has compiled more than `n` signatures
+            /// (`None`: never); the default is `JITFUSE_RECOMPILE_WARN` or 8.
+            pub fn set_recompile_warning(n: ::core::option::Option<usize>) {
+                Self::__jitfuse_cache().set_recompile_warning(n)
+            }
         }
     }
+}
+
+/// The `Option<usize>` budget of the cache (`"auto"`: the runtime's constant).
+fn budget_tokens(f: &JitFn) -> TokenStream {
+    match f.memory_budget {
+        Some(crate::parse::AUTO_BUDGET) => {
+            quote!(::core::option::Option::Some(::jitfuse::AUTO_MEMORY_BUDGET))
+        }
+        Some(b) => quote!(::core::option::Option::Some(#b as usize)),
+        None => quote!(::core::option::Option::None),
+    }
+}
+
+/// Parameter names as written (raw identifiers without `r#`), for the
+/// cache's diagnostics.
+fn param_names(f: &JitFn) -> Vec<String> {
+    f.params
+        .iter()
+        .map(|p| p.name.unraw().to_string())
+        .collect()
 }
 
 /// A method: the staged body, the plain call and the companion functions,
@@ -267,17 +299,20 @@ fn method(f: &JitFn, r: &Receiver) -> TokenStream {
     let s = &r.self_token;
     let collect = collect_args(f, &items);
     let rebuild = quote_spanned!(ret.span()=> ::jitfuse::__private::rebuild_output::<#ret>);
-    let budget = match f.memory_budget {
-        Some(b) => quote!(::core::option::Option::Some(#b as usize)),
-        None => quote!(::core::option::Option::None),
-    };
+    let budget = budget_tokens(f);
     let (cache, with_args) = (&items.cache, &items.with_args);
     let try_call = companion_ident(f, "try_call");
     let lower = companion_ident(f, "lower");
     let cache_stats = companion_ident(f, "cache_stats");
     let clear_cache = companion_ident(f, "clear_cache");
     let set_memory_budget = companion_ident(f, "set_memory_budget");
+    let set_cache_limit = companion_ident(f, "set_cache_limit");
+    let set_recompile_warning = companion_ident(f, "set_recompile_warning");
+    let param_names = param_names(f);
     let doc = |what: &str| format!("`{name_str}`: {what}");
+    let d_limit = doc("bound this method's cache in bytes of generated code plus arena (LRU eviction), or remove the bound.");
+    let d_warn =
+        doc("warn once this method has compiled more than `n` signatures (`None`: never).");
     let (d_try, d_lower, d_stats, d_clear, d_budget) = (
         doc("call the method; a shape or dtype mismatch in its body, or a bad argument, is returned as `Err` instead of panicking."),
         doc("trace and compile for these arguments without running, keeping the text of every stage. Does not touch the cache."),
@@ -293,7 +328,8 @@ fn method(f: &JitFn, r: &Receiver) -> TokenStream {
         #[doc(hidden)]
         #[allow(dead_code)]
         fn #cache() -> &'static ::jitfuse::__private::FnCache {
-            static __JITFUSE_CACHE: ::jitfuse::__private::FnCache = ::jitfuse::__private::FnCache::with_memory_budget(#name_str, #budget);
+            static __JITFUSE_CACHE: ::jitfuse::__private::FnCache = ::jitfuse::__private::FnCache::with_memory_budget(#name_str, #budget)
+                .with_param_names(&["self", #(#param_names),*]);
             &__JITFUSE_CACHE
         }
 
@@ -340,6 +376,20 @@ fn method(f: &JitFn, r: &Receiver) -> TokenStream {
         #[allow(dead_code)]
         #vis fn #set_memory_budget(bytes: ::core::option::Option<usize>) {
             Self::#cache().set_memory_budget(bytes)
+        }
+
+        #(#cfgs)*
+        #[doc = #d_limit]
+        #[allow(dead_code)]
+        #vis fn #set_cache_limit(bytes: ::core::option::Option<usize>) {
+            Self::#cache().set_cache_limit(bytes)
+        }
+
+        #(#cfgs)*
+        #[doc = #d_warn]
+        #[allow(dead_code)]
+        #vis fn #set_recompile_warning(n: ::core::option::Option<usize>) {
+            Self::#cache().set_recompile_warning(n)
         }
     }
 }

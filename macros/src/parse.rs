@@ -26,7 +26,8 @@ impl Errors {
     }
 }
 
-/// `memory_budget = "64MiB"` (also KiB, GiB, B, or a plain number of bytes).
+/// `memory_budget = "64MiB"` (also KiB, GiB, B, or a plain number of bytes),
+/// or `"auto"` ([`AUTO_BUDGET`]).
 fn parse_args(attr: TokenStream, errors: &mut Errors) -> Option<u64> {
     let mut budget = None;
     let parser = syn::meta::parser(|meta| {
@@ -35,6 +36,7 @@ fn parse_args(attr: TokenStream, errors: &mut Errors) -> Option<u64> {
             let lit: syn::Lit = value.parse()?;
             let bytes = match &lit {
                 syn::Lit::Int(i) => i.base10_parse::<u64>().ok(),
+                syn::Lit::Str(s) if s.value().trim() == "auto" => Some(AUTO_BUDGET),
                 syn::Lit::Str(s) => parse_size(&s.value()),
                 _ => None,
             };
@@ -43,7 +45,7 @@ fn parse_args(attr: TokenStream, errors: &mut Errors) -> Option<u64> {
                 None => {
                     return Err(syn::Error::new_spanned(
                         &lit,
-                        "a memory budget is a size like \"64MiB\", \"512KiB\", \"2GiB\" or a number of bytes",
+                        "a memory budget is a size like \"64MiB\", \"512KiB\", \"2GiB\", a number of bytes, or \"auto\"",
                     ))
                 }
             }
@@ -60,6 +62,10 @@ fn parse_args(attr: TokenStream, errors: &mut Errors) -> Option<u64> {
     }
     budget
 }
+
+/// `memory_budget = "auto"`: the runtime's `AUTO_MEMORY_BUDGET` (about √N
+/// residuals of N kept by every gradient of the body).
+pub const AUTO_BUDGET: u64 = u64::MAX;
 
 fn parse_size(s: &str) -> Option<u64> {
     let s = s.trim();

@@ -190,18 +190,18 @@ fn diag_positions(x: &Tensor, n: usize) -> Tensor {
 }
 
 #[test]
-fn without_parameter_names_arguments_are_numbered() {
+fn a_jit_function_names_its_parameters_in_the_log() {
     capture();
     let x = ramp(&[4], DType::F32);
     diag_positions(&x, 2);
     assert_eq!(
-        last_compile("diag_positions", "diag_positions(&f32[4], 2)"),
+        last_compile("diag_positions", "diag_positions(x: &f32[4], n: 2)"),
         ""
     );
     let y = diag_positions(&x, 3);
     assert_eq!(
-        last_compile("diag_positions", "diag_positions(&f32[4], 3)"),
-        "; recompile (2 signatures): argument 1: static 2 -> 3"
+        last_compile("diag_positions", "diag_positions(x: &f32[4], n: 3)"),
+        "; recompile (2 signatures): argument 1 (n): static 2 -> 3"
     );
     assert_eq!(y.to_vec::<f32>().unwrap(), vec![0.0, 1.5, 3.0, 4.5]);
 }
@@ -381,4 +381,29 @@ fn an_evicted_program_is_freed_once_no_call_holds_it() {
     assert!((y.to_vec::<f32>().unwrap()[2] - 1f32.exp()).abs() < 1e-6);
     let s = FREED.stats();
     assert_eq!((s.misses, s.entries, s.evictions), (3, 1, 2));
+}
+
+#[jit]
+fn diag_limited(x: &Tensor) -> Tensor {
+    x.exp() * 2.0
+}
+
+/// The companion's `set_cache_limit` bounds the cache (LRU), and
+/// `set_recompile_warning` silences the warning for this function.
+#[test]
+fn the_companion_sets_the_cache_limit_and_the_warning() {
+    capture();
+    diag_limited::set_recompile_warning(None);
+    diag_limited::set_cache_limit(Some(1));
+    for n in [3, 4, 5, 3] {
+        let y = diag_limited(&ramp(&[n], DType::F32));
+        assert_eq!(y.shape(), &[n]);
+    }
+    let s = diag_limited::cache_stats();
+    assert_eq!(s.entries, 1, "{s:?}");
+    assert!(s.evictions >= 3, "{s:?}");
+    assert!(lines_of("diag_limited")
+        .iter()
+        .any(|l| l.contains("compiled before, evicted by the cache limit")));
+    diag_limited::set_cache_limit(None);
 }

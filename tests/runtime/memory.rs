@@ -487,3 +487,26 @@ fn the_automatic_budget_keeps_about_sqrt_n_residuals() {
     assert!(a256 / a16 <= 2.0 * 4.0, "auto grows like √n: {rows:?}");
     assert!(a256 * 4.0 < f256, "{rows:?}");
 }
+
+/// `#[jit(memory_budget = "auto")]` is the runtime's automatic budget.
+#[jit(memory_budget = "auto")]
+fn chain_grad_auto(ws: &Vec<Tensor>, x: &Tensor) -> Vec<Tensor> {
+    jitfuse::grad(|ws: &Vec<Tensor>| chain_loss(ws, x), ws)
+}
+
+#[test]
+fn the_auto_budget_attribute_matches_the_runtime_option() {
+    let mut rng = crate::common::Rng::new(42);
+    let x = crate::common::random_tensor(&mut rng, &[256, 64], DType::F32, -1.0, 1.0, false);
+    let ws: Vec<Tensor> = (0..16)
+        .map(|_| crate::common::random_tensor(&mut rng, &[64, 64], DType::F32, -0.1, 0.1, false))
+        .collect();
+    let temp = |l: jitfuse::Lowered| l.compile().unwrap().memory_analysis().temp_bytes;
+    chain_grad_scaled::set_memory_budget(Some(jitfuse::AUTO_MEMORY_BUDGET));
+    let runtime_auto = temp(chain_grad_scaled::lower(&ws, &x).unwrap());
+    chain_grad_scaled::set_memory_budget(None);
+    let free = temp(chain_grad_scaled::lower(&ws, &x).unwrap());
+    let attr_auto = temp(chain_grad_auto::lower(&ws, &x).unwrap());
+    assert_eq!(attr_auto, runtime_auto);
+    assert!(attr_auto < free, "auto {attr_auto} < no budget {free}");
+}

@@ -179,10 +179,17 @@ fn leaf_name(names: &[&str], counts: &[usize], i: usize) -> String {
     for (k, &c) in counts.iter().enumerate() {
         if i < start + c {
             let name = names.get(k).copied().unwrap_or("a value");
-            return if c == 1 {
-                format!("`{name}`")
+            // Variable names are quoted; descriptions ("the value of this
+            // `if`") are not.
+            let name = if name.contains(' ') {
+                name.to_string()
             } else {
-                format!("`{name}` (leaf {})", i - start)
+                format!("`{name}`")
+            };
+            return if c == 1 {
+                name
+            } else {
+                format!("{name} (leaf {})", i - start)
             };
         }
         start += c;
