@@ -563,3 +563,152 @@ fn control_flow_inside_a_checkpoint_region_differentiates() {
         "jitted checkpointed scan",
     );
 }
+
+// ---------- the macro's rewriting of ordinary Rust control flow ----------
+
+#[jit]
+fn piecewise(x: &Tensor) -> Tensor {
+    let s = x.sum_all();
+    let y;
+    if s.gt(1.0) {
+        y = x * 2.0;
+    } else if s.lt(-1.0) {
+        y = x.exp();
+    } else {
+        y = x - 1.0;
+    }
+    y
+}
+
+fn piecewise_ref(x: &Tensor) -> Tensor {
+    let s = x.sum_all().item::<f64>().unwrap();
+    if s > 1.0 {
+        x * 2.0
+    } else if s < -1.0 {
+        x.exp()
+    } else {
+        x - 1.0
+    }
+}
+
+#[jit]
+fn nested_rust(x: &Tensor, m: &Tensor) -> (Tensor, Tensor) {
+    let mut h = x.clone();
+    let mut k = Tensor::scalar(0i32);
+    while h.abs().max_all().gt(0.1).logical_and(&k.lt(20)) {
+        for row in m.iter_axis(0) {
+            if row.sum_all().gt(0.0) {
+                h = (&h * &row).tanh();
+            } else {
+                h = &h * 0.5;
+            }
+        }
+        k = k + 1;
+    }
+    (h, k)
+}
+
+fn nested_ref(x: &Tensor, m: &Tensor) -> (Tensor, i32) {
+    let mut h = x.clone();
+    let mut k = 0;
+    while h.abs().max_all().item::<f64>().unwrap() > 0.1 && k < 20 {
+        for i in 0..m.shape()[0] {
+            let row = m.slice_axis(0, i as isize, i as isize + 1, 1).squeeze(&[0]);
+            if row.sum_all().item::<f64>().unwrap() > 0.0 {
+                h = (&h * &row).tanh();
+            } else {
+                h = &h * 0.5;
+            }
+        }
+        k += 1;
+    }
+    (h, k)
+}
+
+#[test]
+fn rust_if_while_for_on_traced_conditions_match_plain_rust() {
+    let mut rng = Rng::new(67);
+    for case in 0..16 {
+        let n = [1, 3, 4, 9, 33][case % 5];
+        let x = random_tensor(&mut rng, &[n], DType::F64, -1.5, 1.5, false);
+        assert_close(
+            &piecewise(&x),
+            &piecewise_ref(&x),
+            Tol {
+                rel: 1e-15,
+                abs: 1e-15,
+            },
+            "if / else if / else",
+        );
+        let rows = 1 + rng.below(4);
+        let m = random_tensor(&mut rng, &[rows, n], DType::F64, -1.2, 1.2, false);
+        let (h, k) = nested_rust(&x, &m);
+        let (eh, ek) = nested_ref(&x, &m);
+        assert_eq!(k.item::<i32>().unwrap(), ek, "case {case}: iterations");
+        assert_close(
+            &h,
+            &eh,
+            Tol {
+                rel: 1e-12,
+                abs: 1e-12,
+            },
+            "nested while/for/if",
+        );
+    }
+    assert_eq!(piecewise::cache_stats().misses, 5, "one program per shape");
+    let text = nested_rust::lower(&vec_f32(&[1.0]), &Tensor::ones(&[2, 1], DType::F32))
+        .unwrap()
+        .as_text();
+    for op in ["= while[", "= scan[", "= cond "] {
+        assert!(text.contains(op), "{op} in\n{text}");
+    }
+}
+
+#[jit]
+fn staged_grad(w: &Tensor, xs: &Tensor) -> Tensor {
+    jitfuse::grad(
+        |w: &Tensor| {
+            let mut h = w.zeros_like();
+            for x in xs.iter_axis(0) {
+                if x.sum_all().gt(0.0) {
+                    h = (&h * w + &x).tanh();
+                } else {
+                    h = &h - &x * w;
+                }
+            }
+            h.square().sum_all()
+        },
+        w,
+    )
+}
+
+#[test]
+fn gradients_through_rust_if_and_for_match_finite_differences() {
+    let mut rng = Rng::new(68);
+    let w = random_tensor(&mut rng, &[3], DType::F64, 0.5, 1.5, false);
+    let xs = random_tensor(&mut rng, &[5, 3], DType::F64, -1.0, 1.0, false);
+    let f = |w: &Tensor| {
+        let mut h = w.zeros_like();
+        for i in 0..5 {
+            let x = xs.slice_axis(0, i, i + 1, 1).squeeze(&[0]);
+            h = if x.sum_all().item::<f64>().unwrap() > 0.0 {
+                (&h * w + &x).tanh()
+            } else {
+                &h - &x * w
+            };
+        }
+        h.square().sum_all()
+    };
+    let g = staged_grad(&w, &xs);
+    let want = jitfuse::grad(|w: &Tensor| f(w), &w);
+    assert_close(
+        &g,
+        &want,
+        Tol {
+            rel: 1e-12,
+            abs: 1e-12,
+        },
+        "staged gradient",
+    );
+    numeric_check("rust if/for", &f, &w);
+}
