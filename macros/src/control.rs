@@ -448,14 +448,16 @@ impl Stager {
         };
         let body = &f.body;
         let it = &f.expr;
-        let is_range = matches!(
-            strip_parens(it),
-            Expr::Range(r) if r.start.is_some() && r.end.is_some()
-                && matches!(r.limits, syn::RangeLimits::HalfOpen(_))
-        );
-        let (func, it) = if is_range {
-            let r = strip_parens(it);
-            (quote_spanned!(span=> staged_for_range), quote!(#r))
+        let range = match strip_parens(it) {
+            Expr::Range(r) if r.start.is_some() && r.end.is_some() => Some(r),
+            _ => None,
+        };
+        let (func, it) = if let Some(r) = range {
+            let func = match r.limits {
+                syn::RangeLimits::HalfOpen(_) => quote_spanned!(span=> staged_for_range),
+                syn::RangeLimits::Closed(_) => quote_spanned!(span=> staged_for_range_inclusive),
+            };
+            (func, quote!(#r))
         } else {
             (quote_spanned!(span=> staged_for), quote!(#it))
         };
@@ -681,7 +683,7 @@ mod tests {
             format!("(y ,) = {P} staged_for_range (& [\"y\"] , 0 .. n , (y ,) , | i , __jitfuse_state |"),
             // Shadowed inside: no state.
             format!("{{ {P} staged_for (& [] , v . iter () . enumerate () , () , | (i , t) , __jitfuse_state |"),
-            format!("(y ,) = {P} staged_for (& [\"y\"] , 0 ..= n , (y ,) ,"),
+            format!("(y ,) = {P} staged_for_range_inclusive (& [\"y\"] , 0 ..= n , (y ,) ,"),
         ] {
             assert!(s.contains(&part), "`{part}` not in {s}");
         }

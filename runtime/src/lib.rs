@@ -40,8 +40,8 @@ pub use tensor::shape_ops::{concat, stack, Slice};
 #[doc(hidden)]
 pub mod __private {
     pub use crate::control::staging::{
-        staged_for, staged_for_range, staged_if, staged_while, static_if_cond, static_iter,
-        static_while_cond,
+        staged_for, staged_for_range, staged_for_range_inclusive, staged_if, staged_while,
+        static_if_cond, static_iter, static_while_cond,
     };
     pub use crate::jit::{
         assert_static_arg, borrowed_tree, fail, flatten_output, rebuild_output, BorrowedTree,

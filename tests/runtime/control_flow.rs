@@ -712,3 +712,45 @@ fn gradients_through_rust_if_and_for_match_finite_differences() {
     );
     numeric_check("rust if/for", &f, &w);
 }
+
+#[jit]
+fn rust_for_ranges(x: &Tensor, lo: &Tensor, hi: &Tensor, n: usize) -> Tensor {
+    let mut acc = x.zeros_like();
+    for i in lo..hi {
+        acc = acc + x * i.cast(DType::F32);
+    }
+    for i in lo..=hi {
+        acc = acc + i.cast(DType::F32);
+    }
+    for k in 0..n {
+        acc = acc * 0.5 + k as f64;
+    }
+    acc
+}
+
+#[test]
+fn rust_for_over_tensor_ranges_and_usize_ranges() {
+    let x = vec_f32(&[1.0, -2.0]);
+    for (lo, hi) in [(0i32, 3i32), (2, 2), (4, 1)] {
+        let got = rust_for_ranges(&x, &Tensor::scalar(lo), &Tensor::scalar(hi), 3);
+        let mut want = vec![0.0f32; 2];
+        for (w, xv) in want.iter_mut().zip([1.0f32, -2.0]) {
+            for i in lo..hi {
+                *w += xv * i as f32;
+            }
+            for i in lo..=hi {
+                *w += i as f32;
+            }
+            for k in 0..3 {
+                *w = *w * 0.5 + k as f32;
+            }
+        }
+        assert_eq!(got.to_vec::<f32>().unwrap(), want, "{lo}..{hi}");
+    }
+    let text = rust_for_ranges::lower(&x, &Tensor::scalar(0i32), &Tensor::scalar(1i32), 3)
+        .unwrap()
+        .as_text();
+    let traced = text.split("// ----").nth(1).unwrap();
+    assert!(traced.starts_with(" traced graph"), "{text}");
+    assert_eq!(traced.matches("= while[").count(), 2, "{text}");
+}

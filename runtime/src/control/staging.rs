@@ -232,6 +232,13 @@ pub trait RangeElem<S>: Sized {
         body: F,
         loc: SourceLoc,
     ) -> S;
+    fn run_range_inclusive<F: FnMut(Self::Item, S) -> S>(
+        range: std::ops::RangeInclusive<Self>,
+        names: &[&str],
+        state: S,
+        body: F,
+        loc: SourceLoc,
+    ) -> S;
 }
 
 macro_rules! static_range {
@@ -240,6 +247,18 @@ macro_rules! static_range {
             type Item = $t;
             fn run_range<F: FnMut($t, S) -> S>(
                 range: std::ops::Range<$t>,
+                _: &[&str],
+                mut state: S,
+                mut body: F,
+                _: SourceLoc,
+            ) -> S {
+                for i in range {
+                    state = body(i, state);
+                }
+                state
+            }
+            fn run_range_inclusive<F: FnMut($t, S) -> S>(
+                range: std::ops::RangeInclusive<$t>,
                 _: &[&str],
                 mut state: S,
                 mut body: F,
@@ -266,6 +285,17 @@ impl<S: Tree + Components> RangeElem<S> for Tensor {
     ) -> S {
         super::while_loop::staged_counted(names, range.start, range.end, state, body, loc)
     }
+    fn run_range_inclusive<F: FnMut(Tensor, S) -> S>(
+        range: std::ops::RangeInclusive<Tensor>,
+        names: &[&str],
+        state: S,
+        body: F,
+        loc: SourceLoc,
+    ) -> S {
+        let (start, end) = range.into_inner();
+        let end = &end + 1;
+        super::while_loop::staged_counted(names, start, end, state, body, loc)
+    }
 }
 
 impl<S: Tree + Components> RangeElem<S> for &Tensor {
@@ -286,6 +316,16 @@ impl<S: Tree + Components> RangeElem<S> for &Tensor {
             loc,
         )
     }
+    fn run_range_inclusive<F: FnMut(Tensor, S) -> S>(
+        range: std::ops::RangeInclusive<&Tensor>,
+        names: &[&str],
+        state: S,
+        body: F,
+        loc: SourceLoc,
+    ) -> S {
+        let (start, end) = range.into_inner();
+        super::while_loop::staged_counted(names, start.clone(), end + 1, state, body, loc)
+    }
 }
 
 /// `for p in a..b { .. }` of a jitted body (the macro sees the range
@@ -297,6 +337,21 @@ where
     F: FnMut(T::Item, S) -> S,
 {
     T::run_range(range, names, state, body, Location::caller())
+}
+
+/// `for p in a..=b { .. }` of a jitted body (see [`staged_for_range`]).
+#[track_caller]
+pub fn staged_for_range_inclusive<T, S, F>(
+    names: &[&str],
+    range: std::ops::RangeInclusive<T>,
+    state: S,
+    body: F,
+) -> S
+where
+    T: RangeElem<S>,
+    F: FnMut(T::Item, S) -> S,
+{
+    T::run_range_inclusive(range, names, state, body, Location::caller())
 }
 
 /// A condition the macro kept as plain Rust because a branch leaves the `if`.
