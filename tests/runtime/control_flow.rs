@@ -754,3 +754,31 @@ fn rust_for_over_tensor_ranges_and_usize_ranges() {
     assert!(traced.starts_with(" traced graph"), "{text}");
     assert_eq!(traced.matches("= while[").count(), 2, "{text}");
 }
+
+/// Loop-carried buffers are reused across iterations: the body of a `while`
+/// and of a `scan` writes the new state into the old state's buffer (its
+/// carried parameters are donated from the second iteration on).
+#[test]
+fn loop_bodies_write_the_new_state_over_the_old() {
+    let x = Tensor::full(&[4096], 3.0, DType::F32);
+    let c = jit_halvings::lower(&x).unwrap().compile().unwrap();
+    let subs = c.executable().sub_programs();
+    assert_eq!(subs.len(), 2, "condition and body");
+    let donated: Vec<usize> = subs[1]
+        .buffer_plan()
+        .donations
+        .iter()
+        .map(|d| d.0)
+        .collect();
+    assert!(donated.contains(&0), "x / 2 is written over x: {donated:?}");
+    assert!(donated.contains(&1), "n + 1 is written over n: {donated:?}");
+    let xs = Tensor::full(&[8, 4096], 1.0, DType::F32);
+    let c = jit_cumsum::lower(&xs).unwrap().compile().unwrap();
+    let body = c.executable().sub_programs()[0];
+    let donated: Vec<usize> = body.buffer_plan().donations.iter().map(|d| d.0).collect();
+    assert_eq!(donated, vec![0], "the carry c + x is written over c");
+    // Two loops' worth of state plus the body's arena is what the program
+    // reports beyond its own arena.
+    let m = c.memory_analysis();
+    assert!(m.temp_bytes >= 2 * 4096 * 4, "{m:?}");
+}

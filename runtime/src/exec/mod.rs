@@ -285,6 +285,17 @@ impl Executable {
         &self.plan
     }
 
+    /// The compiled sub-graphs of every control-flow node, in node order:
+    /// `[else, then]` of a `cond`, `[cond, body]` of a `while`, `[body]` of
+    /// a `scan` (for tests and tools).
+    pub fn sub_programs(&self) -> Vec<&Executable> {
+        let mut vs: Vec<&ValueId> = self.controls.keys().collect();
+        vs.sort();
+        vs.into_iter()
+            .flat_map(|v| self.controls[v].execs.iter())
+            .collect()
+    }
+
     pub fn graph(&self) -> &Graph {
         &self.graph
     }
