@@ -510,3 +510,43 @@ fn the_auto_budget_attribute_matches_the_runtime_option() {
     assert_eq!(attr_auto, runtime_auto);
     assert!(attr_auto < free, "auto {attr_auto} < no budget {free}");
 }
+
+/// "At the cost of at most one extra forward pass" (Chen et al.), counted
+/// exactly: under the automatic budget the compiled program runs at most `n`
+/// more matmuls (one forward) and `n` more tanh than without a budget.
+#[test]
+fn the_automatic_budget_recomputes_at_most_one_forward() {
+    let mut rng = crate::common::Rng::new(43);
+    let x = crate::common::random_tensor(&mut rng, &[256, 64], DType::F32, -1.0, 1.0, false);
+    for n in [16usize, 64] {
+        let ws: Vec<Tensor> = (0..n)
+            .map(|_| {
+                crate::common::random_tensor(&mut rng, &[64, 64], DType::F32, -0.1, 0.1, false)
+            })
+            .collect();
+        let count = |budget: Option<usize>| {
+            chain_grad_scaled::set_memory_budget(budget);
+            let c = chain_grad_scaled::lower(&ws, &x)
+                .unwrap()
+                .compile()
+                .unwrap();
+            let g = c.executable().graph();
+            let of = |name: &str| g.nodes.iter().filter(|n| n.op.name() == name).count();
+            (of("matmul"), of("tanh"))
+        };
+        let (mm_free, tanh_free) = count(None);
+        let (mm_auto, tanh_auto) = count(Some(jitfuse::AUTO_MEMORY_BUDGET));
+        chain_grad_scaled::set_memory_budget(None);
+        // Forward, then dW and dh per layer (no dh for the input x).
+        assert_eq!(mm_free, 3 * n - 1, "forward + two per layer backward");
+        assert!(
+            mm_auto <= mm_free + n,
+            "n {n}: {mm_auto} matmuls vs {mm_free}"
+        );
+        assert!(
+            tanh_auto <= tanh_free + n,
+            "n {n}: {tanh_auto} tanh vs {tanh_free}"
+        );
+        eprintln!("n {n}: matmuls {mm_free} -> {mm_auto}, tanh {tanh_free} -> {tanh_auto}");
+    }
+}
