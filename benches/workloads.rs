@@ -25,6 +25,15 @@
 //! Samples are taken round-robin over every case (one sample of each case per
 //! round, a warm-up round discarded), so drift of the shared machine hits every
 //! case alike; the table shows medians.
+//!
+//! `JITFUSE_BENCH_PROFILE=<W1|W2|W3|W4|chain20>:<jit|hand|ratio>:<calls>` instead runs
+//! one implementation `calls` times on an L2-sized input (16384 elements;
+//! 16 rows of 1024 for W3/W4) and exits: run it under
+//! `valgrind --tool=callgrind` with two call counts and divide the difference of
+//! the instruction counts by the extra elements for a deterministic cost per
+//! element (`benches/profile.sh` does that). `ratio` times both, interleaved,
+//! on the same input (`calls` samples of 20 calls each); an optional fourth
+//! field multiplies the input size (`:256` = the full 4M-element workloads).
 
 use jitfuse::prelude::*;
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
@@ -637,7 +646,81 @@ struct Row {
     pending: Option<&'static str>,
 }
 
+/// `JITFUSE_BENCH_PROFILE` mode (see the module docs).
+fn profile(spec: &str) {
+    let parts: Vec<&str> = spec.split(':').collect();
+    let (id, imp, calls, scale) = match parts[..] {
+        [id, imp, calls] => (id, imp, calls, 1),
+        [id, imp, calls, scale] => (id, imp, calls, scale.parse().expect("scale")),
+        _ => panic!("JITFUSE_BENCH_PROFILE=<id>:<jit|hand|ratio>:<calls>[:<scale>], got {spec}"),
+    };
+    let calls: usize = calls.parse().expect("calls");
+    let jit = match imp {
+        "jit" => true,
+        "hand" | "ratio" => false,
+        _ => panic!("implementation {imp}: jit, hand or ratio"),
+    };
+    let pn: usize = 16384 * scale;
+    let pr: usize = pn / C3;
+    let mut rng = XorShift(0x2545_F491_4F6C_DD1D);
+    let x = rng.vec(pn, -5.0, 5.0);
+    let (a, b, c) = (
+        rng.vec(pn, -1.0, 1.0),
+        rng.vec(pn, -1.0, 1.0),
+        rng.vec(pn, -1.0, 1.0),
+    );
+    let g = rng.vec(C3, 0.5, 1.5);
+    let be = rng.vec(C3, -1.0, 1.0);
+    let t1 = tensor(&x, &[pn]);
+    let t3 = tensor(&x, &[pr, C3]);
+    let (ta, tb, tc) = (tensor(&a, &[pn]), tensor(&b, &[pn]), tensor(&c, &[pn]));
+    let (tg, tbe) = (tensor(&g, &[C3]), tensor(&be, &[C3]));
+    let run = |jit: bool| -> f32 {
+        match (id, jit) {
+            ("W1", true) => black_box(w1_gelu(&t1)).len() as f32,
+            ("W1", false) => black_box(w1_hand(&x)).len() as f32,
+            ("W2", true) => black_box(w2_axpby(&ta, &tb, &tc)).len() as f32,
+            ("W2", false) => black_box(w2_hand(&a, &b, &c)).len() as f32,
+            ("W3", true) => black_box(w3_softmax(&t3)).len() as f32,
+            ("W3", false) => black_box(w3_hand(&x)).len() as f32,
+            ("W4", true) => black_box(w4_layernorm(&t3, &tg, &tbe)).len() as f32,
+            ("W4", false) => black_box(w4_hand(&x, &g, &be)).len() as f32,
+            ("chain20", true) => black_box(chain20(&t1)).len() as f32,
+            ("chain20", false) => black_box(chain_hand(&x)).len() as f32,
+            _ => panic!("unknown workload {id}"),
+        }
+    };
+    if imp == "ratio" {
+        // Interleaved timing of both (a noisy-machine figure, L2-resident).
+        let (mut tj, mut th) = (Vec::new(), Vec::new());
+        for _ in 0..calls {
+            for (jit, v) in [(true, &mut tj), (false, &mut th)] {
+                let t = Instant::now();
+                for _ in 0..20 {
+                    black_box(run(jit));
+                }
+                v.push(t.elapsed().as_secs_f64() / 20.0 / pn as f64 * 1e9);
+            }
+        }
+        let (mj, mh) = (median(&tj), median(&th));
+        println!(
+            "{id}: jit {mj:.3} ns/elem, hand {mh:.3} ns/elem, ratio {:.3}",
+            mj / mh
+        );
+        return;
+    }
+    let mut s = 0.0;
+    for _ in 0..calls {
+        s += black_box(run(jit));
+    }
+    println!("{id} {imp} x{calls}: {s}");
+}
+
 fn main() {
+    if let Ok(spec) = std::env::var("JITFUSE_BENCH_PROFILE") {
+        profile(&spec);
+        return;
+    }
     let rounds: usize = std::env::var("JITFUSE_BENCH_ROUNDS")
         .ok()
         .and_then(|s| s.parse().ok())

@@ -16,7 +16,7 @@ use crate::ir::{Graph, Op, ValueId};
 use crate::{shape, DType};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
-    types, BlockArg, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Value,
+    types, BlockArg, InstBuilder, MemFlagsData, StackSlot, StackSlotData, StackSlotKind, Value,
 };
 use cranelift_frontend::FunctionBuilder;
 use std::collections::HashMap;
@@ -184,6 +184,25 @@ pub fn layout(g: &Graph, p: &Partition, k: &Kernel) -> Layout {
     }
 }
 
+/// A copy of `v` that Cranelift's optimiser cannot move: `v` stored to
+/// `slot` (16 bytes) and loaded back. Values computed once per row (a row's
+/// mean, its pointers) and used in the row's inner loops are pinned this way:
+/// otherwise the egraph places pure instructions at their uses, and in these
+/// nests it did not hoist them back out, so each vector of the inner loops
+/// recomputed the whole row-level chain (horizontal sums, f64 conversions,
+/// rsqrt) and the row addresses (W4: 9.1 -> 4.8 instructions per element;
+/// ARCHITECTURE.md, "Performance notes").
+pub(super) fn pin(b: &mut FunctionBuilder, slot: StackSlot, v: Value) -> Value {
+    let ty = b.func.dfg.value_type(v);
+    b.ins().stack_store(types::I64, v, slot, 0);
+    b.ins().stack_load(types::I64, ty, slot, 0)
+}
+
+/// The 16-byte stack slot `pin` goes through.
+pub(super) fn pin_slot(b: &mut FunctionBuilder) -> StackSlot {
+    b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 16, 4))
+}
+
 /// Emit a counted loop `for i in (lo..hi).step_by(step)` while `i + step <= hi`;
 /// returns the first `i` not run.
 pub(super) fn emit_loop(
@@ -340,6 +359,7 @@ fn emit_inner(
         lo,
         hi,
         known,
+        UNROLL,
         &mut |b, addrs, _, _, _| emit_vector(b, g, k, p, addrs),
     );
 }
@@ -353,7 +373,7 @@ pub(super) struct Lane {
 }
 
 /// Run `body` over elements `lo..hi` of a run, LANES at a time: an unrolled
-/// loop of UNROLL vectors, single vectors, then a *padded* tail (inputs
+/// loop of `unroll` vectors, single vectors, then a *padded* tail (inputs
 /// copied into `slots`, outputs computed there and copied back), so tail
 /// elements go through the same vector code. `body(b, addrs, pos, u, tail)`
 /// gets each vector's addresses, its first element's index, its place in
@@ -368,10 +388,11 @@ pub(super) fn vector_loop(
     lo: Value,
     hi: Value,
     known: Option<i64>,
+    unroll: usize,
     body: &mut dyn FnMut(&mut FunctionBuilder, &[Addr], Value, usize, Option<Value>),
 ) {
     let l = LANES as i64;
-    let w = l * UNROLL as i64;
+    let w = l * unroll as i64;
     let addr_at = |b: &mut FunctionBuilder, i: Value, extra: i64| -> Vec<Addr> {
         lanes
             .iter()
@@ -395,14 +416,14 @@ pub(super) fn vector_loop(
     let mut i = lo;
     if known.is_none_or(|n| n >= w) {
         i = emit_loop(b, i, hi, w, |b, i| {
-            for u in 0..UNROLL {
+            for u in 0..unroll {
                 let addrs = addr_at(b, i, u as i64 * l);
                 let pos = b.ins().iadd_imm_s(i, u as i64 * l);
                 body(b, &addrs, pos, u, None);
             }
         });
     }
-    if known.is_none_or(|n| n % w >= l) {
+    if unroll > 1 && known.is_none_or(|n| n % w >= l) {
         i = emit_loop(b, i, hi, l, |b, i| {
             let addrs = addr_at(b, i, 0);
             body(b, &addrs, i, 0, None);

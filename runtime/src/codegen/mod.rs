@@ -92,6 +92,8 @@ pub struct CompiledKernels {
     pub code_bytes: usize,
     /// Cranelift IR text of each kernel (when asked for).
     pub clif: Vec<String>,
+    /// Machine code (Cranelift's VCode listing) of each kernel (when asked for).
+    pub asm: Vec<String>,
     pub code: JitCode,
 }
 
@@ -111,9 +113,11 @@ pub fn compile(g: &Graph, part: &Partition, keep_clif: bool) -> Result<CompiledK
     }
     let mut ids = Vec::new();
     let mut clif = Vec::new();
+    let mut asm = Vec::new();
     let mut code_bytes = 0;
     for k in kernels {
         ctx.func.signature = sig.clone();
+        ctx.set_disasm(keep_clif); // reset by clear_context
         {
             let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
             match k {
@@ -135,6 +139,17 @@ pub fn compile(g: &Graph, part: &Partition, keep_clif: bool) -> Result<CompiledK
             .define_function(id, &mut ctx)
             .map_err(|e| Error::codegen(format!("{e:?}")))?;
         code_bytes += ctx.compiled_code().map_or(0, |c| c.code_buffer().len());
+        if keep_clif {
+            // The IR after Cranelift's optimisations (where the egraph
+            // placed each instruction), then the machine code.
+            asm.push(format!(
+                "{}\n{}",
+                ctx.func.display(),
+                ctx.compiled_code()
+                    .and_then(|c| c.vcode.clone())
+                    .unwrap_or_default()
+            ));
+        }
         module.clear_context(&mut ctx);
         ids.push(id);
     }
@@ -155,6 +170,7 @@ pub fn compile(g: &Graph, part: &Partition, keep_clif: bool) -> Result<CompiledK
         fns,
         code_bytes,
         clif,
+        asm,
         code: JitCode {
             module: Some(module),
             id,

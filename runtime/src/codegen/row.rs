@@ -11,7 +11,7 @@
 //! and stores the element-level outputs. Inputs are read through their
 //! affine maps; the within-row dimensions must collapse to one run.
 
-use super::kernel::{emit_loop, vector_loop, Addr, Lane, UNROLL};
+use super::kernel::{emit_loop, pin, pin_slot, vector_loop, Addr, Lane, UNROLL};
 use super::reduce::{acc_dtype, binop, identity, scalar_op};
 use super::vector::{self, Vals, LANES};
 use crate::exec::partition::{const_value, Partition, RowKernel};
@@ -19,7 +19,7 @@ use crate::ir::{BinaryOp, Graph, Op, ReduceOp, ValueId};
 use crate::{shape, DType};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
-    types, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Value,
+    types, InstBuilder, MemFlagsData, StackSlot, StackSlotData, StackSlotKind, Value,
 };
 use cranelift_frontend::{FunctionBuilder, Variable};
 use std::collections::{HashMap, HashSet};
@@ -233,6 +233,8 @@ struct Ctx<'a> {
     stash: HashMap<ValueId, Value>,
     /// Stashed values already in their scratch.
     stash_ready: HashSet<ValueId>,
+    /// Slot of `pin` (row-level values and row pointers).
+    pin: StackSlot,
 }
 
 impl Ctx<'_> {
@@ -365,8 +367,9 @@ pub fn build(b: &mut FunctionBuilder, g: &Graph, p: &Partition, rk: &RowKernel) 
         })
         .collect();
     let mut idx = Vec::new();
+    let pin = pin_slot(b);
     outer(
-        b, g, &pl, rk, &starts, &slots, &stash, 0, begin, end, &mut idx,
+        b, g, &pl, rk, &starts, &slots, &stash, pin, 0, begin, end, &mut idx,
     );
     b.ins().return_(&[]);
 }
@@ -479,6 +482,7 @@ fn outer(
     starts: &[Value],
     slots: &[Value],
     stash: &HashMap<ValueId, Value>,
+    pin_at: StackSlot,
     d: usize,
     lo: Value,
     hi: Value,
@@ -500,14 +504,27 @@ fn outer(
                             p = b.ins().iadd(p, t);
                         }
                     }
-                    p
+                    pin(b, pin_at, p)
                 })
                 .collect();
-            row(b, g, pl, rk, rows, slots, stash);
+            row(b, g, pl, rk, rows, slots, stash, pin_at);
         } else {
             let zero = b.ins().iconst(types::I64, 0);
             let n = b.ins().iconst(types::I64, pl.o_dims[d + 1] as i64);
-            outer(b, g, pl, rk, starts, slots, stash, d + 1, zero, n, idx);
+            outer(
+                b,
+                g,
+                pl,
+                rk,
+                starts,
+                slots,
+                stash,
+                pin_at,
+                d + 1,
+                zero,
+                n,
+                idx,
+            );
         }
         idx.pop();
     });
@@ -521,6 +538,7 @@ fn row_loop(
     slots: &[Value],
     lo: Value,
     hi: Value,
+    known: Option<i64>,
     body: &mut dyn FnMut(&mut FunctionBuilder, &[Addr], Value, usize, Option<Value>),
 ) {
     let lanes: Vec<Lane> = pl
@@ -533,7 +551,7 @@ fn row_loop(
             output: pl.outs.contains(&a),
         })
         .collect();
-    vector_loop(b, &lanes, rows, slots, lo, hi, None, body);
+    vector_loop(b, &lanes, rows, slots, lo, hi, known, UNROLL, body);
 }
 
 /// Mask of the first `r` lanes.
@@ -557,6 +575,7 @@ fn row(
     rows: Vec<Value>,
     slots: &[Value],
     stash: &HashMap<ValueId, Value>,
+    pin_at: StackSlot,
 ) {
     let grp = &rk.group;
     let mut ctx = Ctx {
@@ -566,6 +585,7 @@ fn row(
         row_env: HashMap::new(),
         stash: stash.clone(),
         stash_ready: HashSet::new(),
+        pin: pin_at,
     };
     let cones = phase_cones(g, pl, rk);
     let mut phase = 0;
@@ -641,6 +661,7 @@ fn row(
             slots,
             zero,
             nrow,
+            Some(pl.n as i64),
             &mut |b, addrs, pos, _, _| {
                 let env = ctx.eval(b, addrs, pos, &targets);
                 for (j, o) in &elem_outs {
@@ -700,7 +721,8 @@ fn compute_row_level(
                         }
                     })
                     .collect();
-                elementwise(b, g, m, &args)
+                let val = elementwise(b, g, m, &args);
+                val.iter().map(|&v| pin(b, ctx.pin, v)).collect()
             }
         };
         ctx.row_env.insert(m, val);
@@ -750,7 +772,12 @@ fn reduce_phase(
     }
     let n = pl.n as i64;
     let targets: Vec<ValueId> = reds.iter().map(|r| r.input).collect();
-    let block = |b: &mut FunctionBuilder, ctx: &Ctx, reds: &mut Vec<Red>, lo: Value, hi: Value| {
+    let block = |b: &mut FunctionBuilder,
+                 ctx: &Ctx,
+                 reds: &mut Vec<Red>,
+                 lo: Value,
+                 hi: Value,
+                 len: i64| {
         for r in reds.iter_mut() {
             let init = vector::splat(b, r.d, identity(r.op, r.d));
             r.accs = (0..UNROLL)
@@ -774,6 +801,7 @@ fn reduce_phase(
             slots,
             lo,
             hi,
+            Some(len),
             &mut |b, addrs, pos, u, tail| {
                 let env = ctx.eval(b, addrs, pos, &targets);
                 let mask = tail.map(|r| lane_mask(b, r));
@@ -813,18 +841,18 @@ fn reduce_phase(
         }
     };
     if n <= BLOCK {
-        block(b, ctx, &mut reds, zero, nrow);
+        block(b, ctx, &mut reds, zero, nrow, n);
     } else {
         let i = {
             let ctx_ref: &Ctx = ctx;
             let reds_ref = &mut reds;
             emit_loop(b, zero, nrow, BLOCK, |b, i| {
                 let e = b.ins().iadd_imm_s(i, BLOCK);
-                block(b, ctx_ref, reds_ref, i, e);
+                block(b, ctx_ref, reds_ref, i, e, BLOCK);
             })
         };
         if n % BLOCK != 0 {
-            block(b, ctx, &mut reds, i, nrow);
+            block(b, ctx, &mut reds, i, nrow, n % BLOCK);
         }
     }
     for r in &reds {
@@ -836,6 +864,7 @@ fn reduce_phase(
         };
         let (ty, parts) = vector::part_type(r.d);
         let sp = b.ins().splat(ty, t);
+        let sp = pin(b, ctx.pin, sp);
         ctx.row_env.insert(r.v, vec![sp; parts]);
     }
 }

@@ -214,8 +214,10 @@ pub fn unary(b: &mut FunctionBuilder, op: UnaryOp, d: DType, x: &Vals) -> Vals {
     }
     if d.is_float() {
         return map_parts(x, |p| match op {
-            UnaryOp::Neg => b.ins().fneg(p),
-            UnaryOp::Abs => b.ins().fabs(p),
+            // Sign-bit masks from the constant pool: x64 lowers `fneg`/`fabs`
+            // of a vector by rebuilding the mask (pcmpeqd + shift) at every use.
+            UnaryOp::Neg => sign_op(b, ty, p, false),
+            UnaryOp::Abs => sign_op(b, ty, p, true),
             UnaryOp::Sqrt => b.ins().sqrt(p),
             UnaryOp::Rsqrt => {
                 let s = b.ins().sqrt(p);
@@ -291,21 +293,85 @@ pub fn binary(b: &mut FunctionBuilder, op: BinaryOp, d: DType, x: &Vals, y: &Val
     }
 }
 
-/// NaN-propagating max (or min) in 4 instructions: the `a > b ? a : b`
-/// blend x86 lowers to one `maxps`, then NaN in `a` restored (a NaN `b`
-/// already wins the blend). Cranelift's `fmax` costs ~7 instructions for
-/// IEEE's -0 < +0 ordering, which array code does not need (max(-0, +0)
-/// may be either zero, as in NumPy and Rust's `f32::max`).
+/// `-x` (`abs = false`) or `|x|` as one bitwise op with a sign mask.
+fn sign_op(b: &mut FunctionBuilder, ty: Type, x: Value, abs: bool) -> Value {
+    let ity = if ty == types::F32X4 {
+        types::I32X4
+    } else {
+        types::I64X2
+    };
+    let sign = if ty == types::F32X4 {
+        b.ins().iconst(types::I32, 0x8000_0000u32 as i32 as i64)
+    } else {
+        b.ins().iconst(types::I64, i64::MIN)
+    };
+    let mask = b.ins().splat(ity, sign);
+    let xi = b.ins().bitcast(ity, MemFlagsData::new(), x);
+    let r = if abs {
+        b.ins().band_not(xi, mask)
+    } else {
+        b.ins().bxor(xi, mask)
+    };
+    b.ins().bitcast(ty, MemFlagsData::new(), r)
+}
+
+/// Whether `v` is a splatted float constant that is not NaN.
+fn non_nan_const(b: &FunctionBuilder, v: Value) -> bool {
+    use cranelift_codegen::ir::{InstructionData, Opcode};
+    let dfg = &b.func.dfg;
+    let Some(inst) = dfg.value_def(v).inst() else {
+        return false;
+    };
+    let InstructionData::Unary {
+        opcode: Opcode::Splat,
+        arg,
+    } = dfg.insts[inst]
+    else {
+        return false;
+    };
+    let Some(c) = dfg.value_def(arg).inst() else {
+        return false;
+    };
+    match dfg.insts[c] {
+        InstructionData::UnaryIeee32 {
+            opcode: Opcode::F32const,
+            imm,
+        } => !f32::from_bits(imm.bits()).is_nan(),
+        InstructionData::UnaryIeee64 {
+            opcode: Opcode::F64const,
+            imm,
+        } => !f64::from_bits(imm.bits()).is_nan(),
+        _ => false,
+    }
+}
+
+/// NaN-propagating max (or min). x64 lowers exactly the blends
+/// `y < x ? x : y` to `maxps x, y` and `x < y ? x : y` to `minps x, y`,
+/// which return `y` when either is NaN; a NaN `x` is then restored with a
+/// compare and a blend (3 instructions). When one operand is a constant
+/// that is not NaN it goes first and the blend alone propagates NaN
+/// (1 instruction: clamps, `relu`-like maxima). Cranelift's `fmax` costs ~7
+/// instructions for IEEE's -0 < +0 ordering, which array code does not need
+/// (max(-0, +0) may be either zero, as in NumPy and Rust's `f32::max`).
 fn nan_max_min(b: &mut FunctionBuilder, x: Value, y: Value, max: bool) -> Value {
     let ty = b.func.dfg.value_type(x);
-    let cc = if max {
-        FloatCC::GreaterThan
+    let (x, y, x_safe) = if non_nan_const(b, x) {
+        (x, y, true)
+    } else if non_nan_const(b, y) {
+        (y, x, true)
     } else {
-        FloatCC::LessThan
+        (x, y, false)
     };
-    let wins = b.ins().fcmp(cc, x, y);
+    let wins = if max {
+        b.ins().fcmp(FloatCC::LessThan, y, x)
+    } else {
+        b.ins().fcmp(FloatCC::LessThan, x, y)
+    };
     let wins = b.ins().bitcast(ty, MemFlagsData::new(), wins);
     let r = b.ins().bitselect(wins, x, y);
+    if x_safe {
+        return r;
+    }
     let x_nan = b.ins().fcmp(FloatCC::Unordered, x, x);
     let x_nan = b.ins().bitcast(ty, MemFlagsData::new(), x_nan);
     b.ins().bitselect(x_nan, x, r)

@@ -345,6 +345,14 @@ impl Executable {
         s
     }
 
+    /// Machine code of every kernel (Cranelift's VCode listing after register
+    /// allocation), when the program was compiled keeping its text.
+    pub fn asm_text(&self) -> String {
+        let mut s = self.compiled.asm.join("\n");
+        s.push_str(&self.sub_programs_text(|e| e.asm_text()));
+        s
+    }
+
     /// `text` of every control-flow node's sub-programs, labelled.
     fn sub_programs_text(&self, text: impl Fn(&Executable) -> String) -> String {
         let mut vs: Vec<&ValueId> = self.controls.keys().collect();

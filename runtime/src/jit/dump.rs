@@ -1,5 +1,5 @@
 //! `JITFUSE_DUMP=dir`: every compilation writes its stages to `dir`:
-//! `<fn>.<n>.traced.ir`, `.simplified.ir`, `.kernels.txt`, `.clif`,
+//! `<fn>.<n>.traced.ir`, `.simplified.ir`, `.kernels.txt`, `.clif`, `.asm`,
 //! `.memory.svg` and `.memory.txt`.
 
 use super::args::Signature;
@@ -19,6 +19,7 @@ pub fn write(dir: &Path, name: &str, sig: &Signature, exe: &Executable) {
         ("simplified.ir", exe.optimized_text()),
         ("kernels.txt", exe.kernels_text()),
         ("clif", exe.clif_text()),
+        ("asm", exe.asm_text()),
         ("memory.svg", exe.memory_svg()),
         ("memory.txt", format!("{:#?}\n", exe.memory_analysis())),
     ];
