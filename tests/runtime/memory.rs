@@ -1,6 +1,7 @@
 //! Buffer planning, donation and memory analysis (issue 4).
 
 use jitfuse::prelude::*;
+use jitfuse::MemoryAnalysis;
 
 #[jit]
 fn sgd_step(w: Tensor, g: &Tensor) -> Tensor {
@@ -486,4 +487,137 @@ fn the_automatic_budget_keeps_about_sqrt_n_residuals() {
     assert!(f256 / f16 >= 12.0, "no budget grows ~linearly: {rows:?}");
     assert!(a256 / a16 <= 2.0 * 4.0, "auto grows like √n: {rows:?}");
     assert!(a256 * 4.0 < f256, "{rows:?}");
+}
+
+fn w8_layer(h: &Tensor, w: &Tensor) -> Tensor {
+    h.matmul(w).tanh() + h
+}
+
+/// W8's loss: 0 plain, 1 checkpoint per layer, 2 dots_saveable, 3
+/// nothing_saveable (as `benches/memory.rs`).
+fn w8_loss(ws: &[Tensor], x: &Tensor, mode: usize) -> Tensor {
+    let body = |ws: &Vec<Tensor>| {
+        let mut h = x.clone();
+        for w in ws {
+            h = if mode == 1 {
+                jitfuse::checkpoint(|a: &(Tensor, Tensor)| w8_layer(&a.0, &a.1), &(h, w.clone()))
+            } else {
+                w8_layer(&h, w)
+            };
+        }
+        h.square().sum_all()
+    };
+    let ws = ws.to_vec();
+    match mode {
+        2 => jitfuse::checkpoint_with(Policy::DotsSaveable, body, &ws),
+        3 => jitfuse::checkpoint_with(Policy::NothingSaveable, body, &ws),
+        _ => body(&ws),
+    }
+}
+
+#[jit]
+fn w8_grad(ws: &Vec<Tensor>, x: &Tensor, mode: usize) -> Vec<Tensor> {
+    jitfuse::grad(|ws: &Vec<Tensor>| w8_loss(ws, x, mode), ws)
+}
+
+/// The memory table of issue 4 (workload, eager bytes, our temp, XLA temp,
+/// lower bound, kernels): `cargo test -p jitfuse --test runtime
+/// memory_table -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn memory_table() {
+    // Trace order (JITFUSE_SCHEDULE=trace), then the memory-aware schedule.
+    for mode in ["trace", "scheduled"] {
+        std::env::set_var("JITFUSE_SCHEDULE", mode);
+        mlp::clear_cache();
+        w7_mlp_grad::clear_cache();
+        w8_grad::clear_cache();
+        println!("\nsteps in {mode} order:");
+        memory_table_rows();
+    }
+    std::env::remove_var("JITFUSE_SCHEDULE");
+}
+
+fn memory_table_rows() {
+    let z = |s: &[usize]| Tensor::zeros(s, DType::F32);
+    let x = z(&[4096, 1024]);
+    let g = z(&[1024]);
+    let mut rows: Vec<(&str, MemoryAnalysis, usize, usize)> = Vec::new();
+    let traced: Vec<(&str, Vec<Tensor>, Box<dyn Fn(&[Tensor]) -> Vec<Tensor>>)> = vec![
+        (
+            "W1 gelu_tanh",
+            vec![z(&[1 << 22])],
+            Box::new(|t| vec![t[0].gelu()]),
+        ),
+        (
+            "W2 axpby_chain",
+            vec![z(&[1 << 22]), z(&[1 << 22]), z(&[1 << 22])],
+            Box::new(|t| vec![((&t[0] * 2.0 + &t[1]) * &t[2] - &t[0]) / (1.0 + &t[1] * &t[1])]),
+        ),
+        (
+            "W3 softmax_rows",
+            vec![x.clone()],
+            Box::new(|t| vec![t[0].softmax(-1)]),
+        ),
+        (
+            "W4 layernorm",
+            vec![x.clone(), g.clone(), g.clone()],
+            Box::new(|t| vec![t[0].layer_norm(&t[1], &t[2], 1e-5, -1)]),
+        ),
+        (
+            "W5 sum_rows",
+            vec![z(&[4096, 4096])],
+            Box::new(|t| vec![t[0].sum(1)]),
+        ),
+    ];
+    for (name, args, f) in traced {
+        let gr = crate::common::trace_fn(&args, |ts| f(ts));
+        let exe = jitfuse::exec::Executable::from_graph(gr, vec![]).unwrap();
+        rows.push((name, exe.memory_analysis(), exe.kernel_count(), 0));
+    }
+    let w6 = (
+        z(&[256, 784]),
+        z(&[784, 512]),
+        z(&[512]),
+        z(&[512, 10]),
+        z(&[10]),
+        z(&[256, 10]),
+    );
+    let c = mlp::lower(&w6.0, &w6.1, &w6.2, &w6.3, &w6.4, &w6.5)
+        .unwrap()
+        .compile()
+        .unwrap();
+    rows.push(("W6 mlp_fwd", c.memory_analysis(), c.kernel_count(), 534_528));
+    let c = w7_mlp_grad::lower(&w6.0, &w6.1, &w6.2, &w6.3, &w6.4, &w6.5)
+        .unwrap()
+        .compile()
+        .unwrap();
+    rows.push((
+        "W7 mlp_grad",
+        c.memory_analysis(),
+        c.kernel_count(),
+        1_058_816,
+    ));
+    let ws: Vec<Tensor> = (0..16).map(|_| z(&[512, 512])).collect();
+    let x8 = z(&[256, 512]);
+    for (mode, name) in [
+        "W8a plain",
+        "W8b checkpoint per layer",
+        "W8c dots_saveable",
+        "W8d nothing_saveable",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let c = w8_grad::lower(&ws, &x8, mode).unwrap().compile().unwrap();
+        rows.push((name, c.memory_analysis(), c.kernel_count(), 9_437_184));
+    }
+    println!("| workload | eager bytes | our temp | XLA temp | lower bound | kernels |");
+    println!("|---|---|---|---|---|---|");
+    for (name, m, k, xla) in rows {
+        println!(
+            "| {name} | {} | {} | {xla} | {} | {k} |",
+            m.eager_bytes, m.temp_bytes, m.lower_bound_bytes
+        );
+    }
 }

@@ -72,9 +72,22 @@ impl Executable {
 
     /// The partition and buffer plan of a graph (what `compile` will run).
     fn plan_graph(graph: &Graph, sig: &Signature) -> (Partition, BufferPlan) {
-        let part = partition::partition(graph);
+        let part = Executable::scheduled_partition(graph, sig);
         let plan = Executable::plan_partition(graph, &part, sig);
         (part, plan)
+    }
+
+    /// The steps of a graph in a memory-aware order (`passes::schedule`:
+    /// the order whose planned peak is lowest).
+    /// `JITFUSE_SCHEDULE=trace` keeps trace order (for comparisons).
+    fn scheduled_partition(graph: &Graph, sig: &Signature) -> Partition {
+        let part = partition::partition(graph);
+        if std::env::var_os("JITFUSE_SCHEDULE").is_some_and(|v| v == "trace") {
+            return part;
+        }
+        crate::passes::schedule::schedule(graph, part, &|p| {
+            crate::passes::remat::peak(graph, &Executable::plan_partition(graph, p, sig))
+        })
     }
 
     /// The buffer plan of a partition (in place only where a loop kernel
@@ -110,7 +123,7 @@ impl Executable {
                 ir::verify(&graph).map_err(|e| Error::verify(format!("after remat: {e}")))?;
             }
         }
-        let part = partition::partition(&graph);
+        let part = Executable::scheduled_partition(&graph, sig);
         let layouts = part
             .steps
             .iter()

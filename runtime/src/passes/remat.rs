@@ -159,23 +159,18 @@ fn best_candidate(
         cone.sort();
         // The copy goes before the reader: every value it reads must exist by then.
         let cost: f64 = cone.iter().map(|&v| flops(g, v)).sum::<f64>() / iv.size as f64;
-        // Insert before the first node of the next reader that reads r.
-        let at = match &part.steps[next] {
-            Step::Kernel(k) => k
-                .nodes
-                .iter()
-                .filter(|v| g.node(**v).inputs.contains(&r))
-                .map(|v| v.index())
-                .min(),
-            Step::Row(rk) => rk
-                .group
-                .members
-                .iter()
-                .filter(|v| g.node(**v).inputs.contains(&r))
-                .map(|v| v.index())
-                .min(),
-            Step::Reduce(v) | Step::Library(v) => Some(v.index()),
+        // Insert before the first node the next reader reads r through:
+        // one of its own nodes, or a folded view of r it reads (a weight
+        // gradient reads `h` as `transpose h`): that view must read the copy.
+        let nodes: Vec<ValueId> = match &part.steps[next] {
+            Step::Kernel(k) => k.nodes.clone(),
+            Step::Row(rk) => rk.group.members.clone(),
+            Step::Reduce(v) | Step::Library(v) => vec![*v],
         };
+        let at = nodes
+            .iter()
+            .filter_map(|&v| reader_index(g, part, v, r))
+            .min();
         let Some(at) = at else { continue };
         let leaves_before = cone
             .iter()
@@ -189,6 +184,31 @@ fn best_candidate(
         }
     }
     best.map(|(_, r, cone, at)| (r, cone, at))
+}
+
+/// The index of the node through which `v` reads `r`: `v` itself when `r`
+/// is one of its inputs, or the first of a chain of folded (not
+/// materialised) views from `r` to one of its inputs.
+fn reader_index(g: &Graph, part: &Partition, v: ValueId, r: ValueId) -> Option<usize> {
+    g.node(v)
+        .inputs
+        .iter()
+        .filter_map(|&x| {
+            let (mut first, mut y) = (v, x);
+            loop {
+                if y == r {
+                    return Some(first.index());
+                }
+                let n = g.node(y);
+                if n.op.is_view() && !part.materialised[y.index()] {
+                    first = y;
+                    y = n.inputs[0];
+                } else {
+                    return None;
+                }
+            }
+        })
+        .min()
 }
 
 /// Insert a copy of `cone` (computing `r`) before node `at`; nodes from `at`
