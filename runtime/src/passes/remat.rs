@@ -103,12 +103,22 @@ fn best_candidate(
 ) -> Option<(ValueId, Vec<ValueId>, usize)> {
     let nsteps = part.steps.len();
     let reads: Vec<Vec<ValueId>> = part.steps.iter().map(|s| step_io(g, part, s).0).collect();
-    let mut live = vec![0usize; nsteps];
+    // Arena bytes live per step; an in-place pair (same offset, the input
+    // dying where the output is born) is one buffer, not two.
+    let mut regions: Vec<Vec<(usize, usize)>> = vec![Vec::new(); nsteps];
     for iv in &plan.temps {
         for s in iv.def..=iv.last.min(nsteps.saturating_sub(1)) {
-            live[s] += iv.size;
+            regions[s].push((iv.offset, iv.size));
         }
     }
+    let live: Vec<usize> = regions
+        .iter_mut()
+        .map(|r| {
+            r.sort();
+            r.dedup_by_key(|x| x.0);
+            r.iter().map(|x| x.1).sum()
+        })
+        .collect();
     let peak_step = (0..nsteps).max_by_key(|&s| live[s])?;
     let span: HashMap<ValueId, (usize, usize)> = plan
         .temps
