@@ -163,11 +163,20 @@ fn main() {
         .unwrap()
         .memory_analysis();
     println!("\nmemory of one step, no budget:   {free:?}");
-    // The automatic budget (checkpointed segments, Chen et al. 2016), then
-    // budgets one hidden activation apart down from the free peak, until one
-    // is missed (the message says by how much).
+    // The automatic budget (checkpointed segments, Chen et al. 2016), a
+    // budget just below the free peak, then budgets one hidden activation
+    // apart further down, until one is missed (the message says by how much
+    // and what the minimum reachable peak is). The free peak is at the
+    // backward matmul producing the hidden cotangent dh while the hidden
+    // activation h waits for the ReLU's backward: the budget pass recomputes
+    // h (x @ w1 + b1, relu) after that matmul, which saves what else is live
+    // there (the logits' cotangent). No budget a whole activation lower can
+    // be met: the ReLU's backward reads h (or its mask) and dh at once, so
+    // two [BATCH, HIDDEN] buffers are live at that step whatever is
+    // recomputed.
     let step = BATCH * HIDDEN * 4;
-    let budgets = std::iter::once(jitfuse::AUTO_MEMORY_BUDGET)
+    let budgets = [jitfuse::AUTO_MEMORY_BUDGET, free.peak_bytes - 1]
+        .into_iter()
         .chain((1..).map(|k| free.peak_bytes.saturating_sub(k * step)));
     for budget in budgets {
         let name = if budget == jitfuse::AUTO_MEMORY_BUDGET {

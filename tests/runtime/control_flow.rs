@@ -758,10 +758,20 @@ fn rust_for_over_tensor_ranges_and_usize_ranges() {
 /// Loop-carried buffers are reused across iterations: the body of a `while`
 /// and of a `scan` writes the new state into the old state's buffer (its
 /// carried parameters are donated from the second iteration on).
+#[jit]
+fn halvings_for_plans(x: &Tensor) -> (Tensor, Tensor) {
+    halvings(x)
+}
+
+#[jit]
+fn cumsum_for_plans(xs: &Tensor) -> (Tensor, Tensor) {
+    cumsum(xs)
+}
+
 #[test]
 fn loop_bodies_write_the_new_state_over_the_old() {
     let x = Tensor::full(&[4096], 3.0, DType::F32);
-    let c = jit_halvings::lower(&x).unwrap().compile().unwrap();
+    let c = halvings_for_plans::lower(&x).unwrap().compile().unwrap();
     let subs = c.executable().sub_programs();
     assert_eq!(subs.len(), 2, "condition and body");
     let donated: Vec<usize> = subs[1]
@@ -773,7 +783,7 @@ fn loop_bodies_write_the_new_state_over_the_old() {
     assert!(donated.contains(&0), "x / 2 is written over x: {donated:?}");
     assert!(donated.contains(&1), "n + 1 is written over n: {donated:?}");
     let xs = Tensor::full(&[8, 4096], 1.0, DType::F32);
-    let c = jit_cumsum::lower(&xs).unwrap().compile().unwrap();
+    let c = cumsum_for_plans::lower(&xs).unwrap().compile().unwrap();
     let body = c.executable().sub_programs()[0];
     let donated: Vec<usize> = body.buffer_plan().donations.iter().map(|d| d.0).collect();
     assert_eq!(donated, vec![0], "the carry c + x is written over c");

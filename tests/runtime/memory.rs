@@ -1,6 +1,7 @@
 //! Buffer planning, donation and memory analysis (issue 4).
 
 use jitfuse::prelude::*;
+use jitfuse::MemoryAnalysis;
 
 #[jit]
 fn sgd_step(w: Tensor, g: &Tensor) -> Tensor {
@@ -548,5 +549,298 @@ fn the_automatic_budget_recomputes_at_most_one_forward() {
             "n {n}: {tanh_auto} tanh vs {tanh_free}"
         );
         eprintln!("n {n}: matmuls {mm_free} -> {mm_auto}, tanh {tanh_free} -> {tanh_auto}");
+    }
+}
+
+fn w8_layer(h: &Tensor, w: &Tensor) -> Tensor {
+    h.matmul(w).tanh() + h
+}
+
+/// W8's loss: 0 plain, 1 checkpoint per layer, 2 dots_saveable, 3
+/// nothing_saveable (as `benches/memory.rs`).
+fn w8_loss(ws: &[Tensor], x: &Tensor, mode: usize) -> Tensor {
+    let body = |ws: &Vec<Tensor>| {
+        let mut h = x.clone();
+        for w in ws {
+            h = if mode == 1 {
+                jitfuse::checkpoint(|a: &(Tensor, Tensor)| w8_layer(&a.0, &a.1), &(h, w.clone()))
+            } else {
+                w8_layer(&h, w)
+            };
+        }
+        h.square().sum_all()
+    };
+    let ws = ws.to_vec();
+    match mode {
+        2 => jitfuse::checkpoint_with(Policy::DotsSaveable, body, &ws),
+        3 => jitfuse::checkpoint_with(Policy::NothingSaveable, body, &ws),
+        _ => body(&ws),
+    }
+}
+
+#[jit]
+fn w8_grad(ws: &Vec<Tensor>, x: &Tensor, mode: usize) -> Vec<Tensor> {
+    jitfuse::grad(|ws: &Vec<Tensor>| w8_loss(ws, x, mode), ws)
+}
+
+/// The memory table of issue 4 (workload, eager bytes, our temp, XLA temp,
+/// lower bound, kernels), compiled (not run) with the memory-aware schedule:
+/// every temp is at most XLA's. Printed with `--nocapture`
+/// (`JITFUSE_SCHEDULE=trace` in the environment gives trace order).
+#[test]
+fn memory_table() {
+    memory_table_rows();
+}
+
+fn memory_table_rows() {
+    let z = |s: &[usize]| Tensor::zeros(s, DType::F32);
+    let x = z(&[4096, 1024]);
+    let g = z(&[1024]);
+    let mut rows: Vec<(&str, MemoryAnalysis, usize, usize)> = Vec::new();
+    let traced: Vec<(&str, Vec<Tensor>, Box<dyn Fn(&[Tensor]) -> Vec<Tensor>>)> = vec![
+        (
+            "W1 gelu_tanh",
+            vec![z(&[1 << 22])],
+            Box::new(|t| vec![t[0].gelu()]),
+        ),
+        (
+            "W2 axpby_chain",
+            vec![z(&[1 << 22]), z(&[1 << 22]), z(&[1 << 22])],
+            Box::new(|t| vec![((&t[0] * 2.0 + &t[1]) * &t[2] - &t[0]) / (1.0 + &t[1] * &t[1])]),
+        ),
+        (
+            "W3 softmax_rows",
+            vec![x.clone()],
+            Box::new(|t| vec![t[0].softmax(-1)]),
+        ),
+        (
+            "W4 layernorm",
+            vec![x.clone(), g.clone(), g.clone()],
+            Box::new(|t| vec![t[0].layer_norm(&t[1], &t[2], 1e-5, -1)]),
+        ),
+        (
+            "W5 sum_rows",
+            vec![z(&[4096, 4096])],
+            Box::new(|t| vec![t[0].sum(1)]),
+        ),
+    ];
+    for (name, args, f) in traced {
+        let gr = crate::common::trace_fn(&args, |ts| f(ts));
+        let exe = jitfuse::exec::Executable::from_graph(gr, vec![]).unwrap();
+        rows.push((name, exe.memory_analysis(), exe.kernel_count(), 0));
+    }
+    let w6 = (
+        z(&[256, 784]),
+        z(&[784, 512]),
+        z(&[512]),
+        z(&[512, 10]),
+        z(&[10]),
+        z(&[256, 10]),
+    );
+    let c = mlp::lower(&w6.0, &w6.1, &w6.2, &w6.3, &w6.4, &w6.5)
+        .unwrap()
+        .compile()
+        .unwrap();
+    rows.push(("W6 mlp_fwd", c.memory_analysis(), c.kernel_count(), 534_528));
+    let c = w7_mlp_grad::lower(&w6.0, &w6.1, &w6.2, &w6.3, &w6.4, &w6.5)
+        .unwrap()
+        .compile()
+        .unwrap();
+    rows.push((
+        "W7 mlp_grad",
+        c.memory_analysis(),
+        c.kernel_count(),
+        1_058_816,
+    ));
+    let ws: Vec<Tensor> = (0..16).map(|_| z(&[512, 512])).collect();
+    let x8 = z(&[256, 512]);
+    for (mode, name) in [
+        "W8a plain",
+        "W8b checkpoint per layer",
+        "W8c dots_saveable",
+        "W8d nothing_saveable",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let c = w8_grad::lower(&ws, &x8, mode).unwrap().compile().unwrap();
+        rows.push((name, c.memory_analysis(), c.kernel_count(), 9_437_184));
+    }
+    println!("| workload | eager bytes | our temp | XLA temp | lower bound | kernels |");
+    println!("|---|---|---|---|---|---|");
+    for (name, m, k, xla) in rows {
+        println!(
+            "| {name} | {} | {} | {xla} | {} | {k} |",
+            m.eager_bytes, m.temp_bytes, m.lower_bound_bytes
+        );
+        assert!(
+            m.temp_bytes <= xla,
+            "{name}: temp {} > XLA {xla}",
+            m.temp_bytes
+        );
+    }
+}
+
+#[jit]
+fn owned_input_dies_early(x: Tensor, w0: &Tensor, w: &Tensor) -> Tensor {
+    (x.matmul(w0).tanh().matmul(w) + 1.0)
+        .tanh()
+        .matmul(w)
+        .sum_all()
+}
+
+#[jit]
+fn borrowed_input_dies_early(x: &Tensor, w0: &Tensor, w: &Tensor) -> Tensor {
+    (x.matmul(w0).tanh().matmul(w) + 1.0)
+        .tanh()
+        .matmul(w)
+        .sum_all()
+}
+
+#[test]
+fn a_dead_donated_argument_hosts_temporaries() {
+    let mut rng = crate::common::Rng::new(42);
+    let x = crate::common::random_tensor(&mut rng, &[256, 256], DType::F32, -1.0, 1.0, false);
+    let w0 = crate::common::random_tensor(&mut rng, &[256, 128], DType::F32, -0.1, 0.1, false);
+    let w = crate::common::random_tensor(&mut rng, &[128, 128], DType::F32, -0.1, 0.1, false);
+    let want = borrowed_input_dies_early(&x, &w0, &w)
+        .item::<f32>()
+        .unwrap();
+    let borrowed = borrowed_input_dies_early::lower(&x, &w0, &w)
+        .unwrap()
+        .compile()
+        .unwrap();
+    let owned = owned_input_dies_early::lower(x.clone(), &w0, &w)
+        .unwrap()
+        .compile()
+        .unwrap();
+    let (mb, mo) = (borrowed.memory_analysis(), owned.memory_analysis());
+    // x [256,256] is dead after the first matmul: the [256,128]
+    // temporaries born after it live in its buffer instead of the arena.
+    let plan = owned.executable().buffer_plan();
+    assert_eq!(plan.arg_hosts.len(), 1, "{plan:?}");
+    assert!(
+        mo.temp_bytes + 256 * 128 * 4 <= mb.temp_bytes,
+        "owned {mo:?}\nborrowed {mb:?}\n{}",
+        owned.kernels_text()
+    );
+    assert!(mo.hosted_bytes >= 256 * 128 * 4, "{mo:?}");
+    assert!(
+        owned.memory_svg().contains("argument %"),
+        "{}",
+        owned.memory_svg()
+    );
+    jitfuse::exec::plan::check(plan).unwrap();
+    let close = |got: f32| (got - want).abs() <= 1e-4 * want.abs().max(1.0);
+    // Given away (not shared): its buffer is written, results are right
+    // (twice: the arena and the plan are reused).
+    for _ in 0..2 {
+        let xo = crate::common::random_tensor(
+            &mut crate::common::Rng::new(42),
+            &[256, 256],
+            DType::F32,
+            -1.0,
+            1.0,
+            false,
+        );
+        let got = owned_input_dies_early(xo, &w0, &w).item::<f32>().unwrap();
+        assert!(close(got), "{got} vs {want}");
+    }
+    // Still shared by the caller: never written (a substitute buffer hosts
+    // the temporaries), and the result is the same.
+    let keep = x.clone();
+    let before = keep.to_vec::<f32>().unwrap();
+    let got = owned_input_dies_early(x, &w0, &w).item::<f32>().unwrap();
+    assert!(close(got), "{got} vs {want}");
+    assert_eq!(
+        keep.to_vec::<f32>().unwrap(),
+        before,
+        "the caller's clone is untouched"
+    );
+}
+
+#[derive(Tree, Clone)]
+struct Mlp {
+    w1: Tensor,
+    b1: Tensor,
+    w2: Tensor,
+    b2: Tensor,
+}
+
+/// examples/train_mlp.rs's training step.
+#[jit]
+fn mlp_train_step(p: Mlp, x: &Tensor, y: &Tensor, lr: f32) -> (Mlp, Tensor) {
+    let (l, g) = value_and_grad(
+        |p: &Mlp| {
+            softmax_cross_entropy(&((x.matmul(&p.w1) + &p.b1).relu().matmul(&p.w2) + &p.b2), y)
+        },
+        &p,
+    );
+    (p.zip_map(&g, |w, dw| w - lr * dw), l)
+}
+
+/// examples/train_mlp.rs's shapes: the free peak is at the matmul writing
+/// the hidden cotangent, where the hidden activation waits for the ReLU's
+/// backward (the step after, which rewrites the cotangent in place). The
+/// budget pass used to count that in-place pair twice, took the ReLU step
+/// for the peak (where everything live is read) and found nothing to
+/// recompute; now it recomputes the activation after the matmul.
+#[test]
+fn a_budget_below_the_free_peak_recomputes_the_hidden_activation() {
+    let mut rng = crate::common::Rng::new(43);
+    let mut r =
+        |s: &[usize]| crate::common::random_tensor(&mut rng, s, DType::F32, -1.0, 1.0, false);
+    let p = Mlp {
+        w1: r(&[11, 64]),
+        b1: r(&[64]),
+        w2: r(&[64, 6]),
+        b2: r(&[6]),
+    };
+    let x = r(&[128, 11]);
+    let y = Tensor::from_vec((0..128).map(|i| i % 6).collect::<Vec<i32>>(), &[128])
+        .unwrap()
+        .one_hot(6);
+    let lower = || {
+        mlp_train_step::lower(p.clone(), &x, &y, 0.1)
+            .unwrap()
+            .compile()
+            .unwrap()
+    };
+    let free = lower().memory_analysis();
+    let want = mlp_train_step(p.clone(), &x, &y, 0.1);
+    mlp_train_step::set_memory_budget(Some(free.peak_bytes - 1));
+    let c = lower();
+    let fitted = c.memory_analysis();
+    let got = mlp_train_step(p.clone(), &x, &y, 0.1);
+    // A whole hidden activation lower is out of reach: the ReLU's backward
+    // reads the activation and its cotangent at once.
+    mlp_train_step::set_memory_budget(Some(free.peak_bytes - 128 * 64 * 4));
+    let e = mlp_train_step::try_call(p.clone(), &x, &y, 0.1)
+        .err()
+        .unwrap()
+        .to_string();
+    mlp_train_step::set_memory_budget(None);
+    assert!(
+        fitted.peak_bytes < free.peak_bytes,
+        "{fitted:?}\nfree {free:?}"
+    );
+    assert!(
+        c.kernels_text().matches("matmul %").count() > 5,
+        "x @ w1 recomputed\n{}",
+        c.kernels_text()
+    );
+    assert!(
+        e.contains(&format!("brings it down to {} at best", fitted.peak_bytes)),
+        "{e}"
+    );
+    let tol = crate::common::Tol {
+        rel: 1e-5,
+        abs: 1e-6,
+    };
+    for (a, b) in [&got.0.w1, &got.0.b1, &got.0.w2, &got.0.b2, &got.1]
+        .into_iter()
+        .zip([&want.0.w1, &want.0.b1, &want.0.w2, &want.0.b2, &want.1])
+    {
+        crate::common::assert_close(a, b, tol, "a training step under a budget");
     }
 }

@@ -289,3 +289,74 @@ fn simplify_inlines_a_cond_on_a_constant_and_simplifies_sub_graphs() {
         "#]],
     );
 }
+
+/// The steps of a graph in trace order and after `passes::schedule` (as the
+/// compiler runs them), and the arena lower bound of each order's plan.
+fn check_schedule(input: &str, before: Expect, after: Expect) -> (usize, usize) {
+    use jitfuse::exec::{partition, plan};
+    let g = ir::parse(input).unwrap();
+    ir::verify(&g).unwrap();
+    let sig = jitfuse::jit::Signature::default();
+    let bound =
+        |p: &partition::Partition| plan::plan(&g, p, &sig, &|_, _, _| false).lower_bound_bytes;
+    let part = partition::partition(&g);
+    before.assert_eq(&partition::steps_text(&g, &part));
+    let trace_bound = bound(&part);
+    let scheduled = jitfuse::passes::schedule::schedule(&g, part, &|p| bound(p));
+    let deps = jitfuse::passes::schedule::steps_deps(&g, &scheduled);
+    let in_order: Vec<usize> = (0..deps.len()).collect();
+    assert!(jitfuse::passes::schedule::is_valid(&deps, &in_order));
+    // The compiler picks the same order (its cost is the planned peak).
+    let exe = Executable::from_graph(g.clone(), vec![]).unwrap();
+    after.assert_eq(&exe.kernels_text());
+    assert_eq!(exe.kernels_text(), partition::steps_text(&g, &scheduled));
+    (trace_bound, bound(&scheduled))
+}
+
+#[test]
+fn schedule_finishes_one_chain_before_starting_the_other() {
+    // Two independent expand-then-shrink chains traced side by side: in
+    // trace order both wide intermediates are live at once.
+    let (trace, sched) = check_schedule(
+        "%x = param 0 : f32[64,64]
+         %y = param 1 : f32[64,64]
+         %w = param 2 : f32[64,256]
+         %v = param 3 : f32[256,4]
+         %u = param 4 : f32[64,192]
+         %z = param 5 : f32[192,4]
+         %a1 = matmul %x, %w : f32[64,256]
+         %b1 = matmul %y, %u : f32[64,192]
+         %ta = tanh %a1 : f32[64,256]
+         %tb = exp %b1 : f32[64,192]
+         %a2 = matmul %ta, %v : f32[64,4]
+         %b2 = matmul %tb, %z : f32[64,4]
+         %s = add %a2, %b2 : f32[64,4]
+         return %s",
+        expect![[r#"
+            step 0: library %6 = matmul %0, %2 : f32[64,256]
+            step 1: library %7 = matmul %1, %4 : f32[64,192]
+            step 2: kernel over [64, 256] reads (%6) writes (%8)
+              %8 = tanh %6 : f32[64,256]
+            step 3: kernel over [64, 192] reads (%7) writes (%9)
+              %9 = exp %7 : f32[64,192]
+            step 4: library %10 = matmul %8, %3 : f32[64,4]
+            step 5: library %11 = matmul %9, %5 : f32[64,4]
+            step 6: kernel over [64, 4] reads (%10, %11) writes (%12)
+              %12 = add %10, %11 : f32[64,4]
+        "#]],
+        expect![[r#"
+            step 0: library %6 = matmul %0, %2 : f32[64,256]
+            step 1: kernel over [64, 256] reads (%6) writes (%8)
+              %8 = tanh %6 : f32[64,256]
+            step 2: library %10 = matmul %8, %3 : f32[64,4]
+            step 3: library %7 = matmul %1, %4 : f32[64,192]
+            step 4: kernel over [64, 192] reads (%7) writes (%9)
+              %9 = exp %7 : f32[64,192]
+            step 5: library %11 = matmul %9, %5 : f32[64,4]
+            step 6: kernel over [64, 4] reads (%10, %11) writes (%12)
+              %12 = add %10, %11 : f32[64,4]
+        "#]],
+    );
+    // Trace order: %6, %7 and %8 live at step 2; scheduled: %6 and %8.
+    assert_eq!((trace, sched), (180_224, 131_072));
+}

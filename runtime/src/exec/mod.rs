@@ -41,6 +41,10 @@ pub struct MemoryAnalysis {
     pub lower_bound_bytes: usize,
     /// arguments + outputs + temp - alias.
     pub peak_bytes: usize,
+    /// The largest sum of temporaries live at any step inside outputs' and
+    /// dead donated arguments' buffers instead of the arena (not counted in
+    /// `temp_bytes`: those buffers exist for the whole call anyway).
+    pub hosted_bytes: usize,
 }
 
 pub struct Executable {
@@ -72,9 +76,22 @@ impl Executable {
 
     /// The partition and buffer plan of a graph (what `compile` will run).
     fn plan_graph(graph: &Graph, sig: &Signature) -> (Partition, BufferPlan) {
-        let part = partition::partition(graph);
+        let part = Executable::scheduled_partition(graph, sig);
         let plan = Executable::plan_partition(graph, &part, sig);
         (part, plan)
+    }
+
+    /// The steps of a graph in a memory-aware order (`passes::schedule`:
+    /// the order whose planned peak is lowest).
+    /// `JITFUSE_SCHEDULE=trace` keeps trace order (for comparisons).
+    fn scheduled_partition(graph: &Graph, sig: &Signature) -> Partition {
+        let part = partition::partition(graph);
+        if std::env::var_os("JITFUSE_SCHEDULE").is_some_and(|v| v == "trace") {
+            return part;
+        }
+        crate::passes::schedule::schedule(graph, part, &|p| {
+            crate::passes::remat::peak(graph, &Executable::plan_partition(graph, p, sig))
+        })
     }
 
     /// The buffer plan of a partition (in place only where a loop kernel
@@ -110,7 +127,7 @@ impl Executable {
                 ir::verify(&graph).map_err(|e| Error::verify(format!("after remat: {e}")))?;
             }
         }
-        let part = partition::partition(&graph);
+        let part = Executable::scheduled_partition(&graph, sig);
         let layouts = part
             .steps
             .iter()
@@ -272,6 +289,17 @@ impl Executable {
             eager_bytes,
             lower_bound_bytes: self.plan.lower_bound_bytes + control_bytes,
             peak_bytes: argument_bytes + output_bytes + temp_bytes - alias_bytes,
+            hosted_bytes: (0..self.part.steps.len())
+                .map(|s| {
+                    self.plan
+                        .hosted
+                        .iter()
+                        .filter(|h| h.iv.def <= s && s <= h.iv.last)
+                        .map(|h| h.iv.size)
+                        .sum::<usize>()
+                })
+                .max()
+                .unwrap_or(0),
         }
     }
 
@@ -440,9 +468,35 @@ impl Executable {
                 Place::None | Place::InOutput(..) => {}
             }
         }
-        // Temporaries hosted in outputs' buffers (all allocated above).
+        // Temporaries hosted in outputs' buffers (all allocated above) and
+        // in donated arguments' buffers after their last read; an argument
+        // the caller still shares is never written: its guests get a
+        // substitute buffer.
+        let mut substitutes: Vec<Buffer> = Vec::new();
+        let mut base: Vec<(ValueId, *mut u8)> = Vec::new();
+        for &(k, pv) in &self.plan.arg_hosts {
+            let given = match &args.tensors[k] {
+                (ArgKind::Owned, ArgTensor::Owned(t)) => t.buffer().filter(|b| {
+                    Arc::strong_count(*b) == 1 && Arc::weak_count(*b) == 0 && b.is_owned()
+                }),
+                _ => None,
+            };
+            let p = match given {
+                Some(b) => b.as_mut_ptr(),
+                None => {
+                    let n = g.node(pv);
+                    substitutes.push(Buffer::uninit(shape::numel(&n.shape) * n.dtype.size()));
+                    substitutes.last().unwrap().as_mut_ptr()
+                }
+            };
+            base.push((pv, p));
+        }
         for h in &self.plan.hosted {
-            ptr[h.iv.value.index()] = ptr[h.host.index()].wrapping_add(h.iv.offset);
+            let b = match base.iter().find(|b| b.0 == h.host) {
+                Some(b) => b.1,
+                None => ptr[h.host.index()],
+            };
+            ptr[h.iv.value.index()] = b.wrapping_add(h.iv.offset);
         }
         // Constants a library step or reduction reads get a buffer per call.
         let mut consts: Vec<Tensor> = Vec::new();
@@ -554,6 +608,7 @@ impl Executable {
         }
         self.return_arena(arena.take());
         drop(consts);
+        drop(substitutes);
         let outs = g
             .outputs
             .iter()

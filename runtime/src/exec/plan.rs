@@ -11,10 +11,12 @@
 //! reads that input only at the positions it writes (in-place); such chains
 //! are placed as one buffer. Before the arena is laid out, temporaries that
 //! die before some output is written are *hosted* in that output's buffer
-//! (allocated for the whole call anyway; never a possibly donated one), as
-//! XLA's buffer assignment does: a gradient's residuals fit in the buffers of
-//! the weight gradients written after them. `check` verifies a plan
-//! independently.
+//! (allocated for the whole call anyway; in a possibly donated one only
+//! after the argument's last read), as XLA's buffer assignment does: a
+//! gradient's residuals fit in the buffers of the weight gradients written
+//! after them. A donated argument no output reuses hosts temporaries born
+//! after its last read (the executor substitutes a fresh buffer when the
+//! caller still shares it). `check` verifies a plan independently.
 
 use super::partition::{Partition, Step};
 use crate::ir::{Graph, Op, ValueId};
@@ -32,11 +34,15 @@ pub const ARENA_ALIGN: usize = 64;
 pub struct Hosted {
     /// The temporary; `offset` is inside the host's buffer.
     pub iv: Interval,
-    /// The output whose buffer holds it, the step writing that output, and
-    /// the output's size in bytes.
+    /// The buffer holding it: an output (the step writing it is `host_def`)
+    /// or a donated parameter no output reuses (`host_def` = the number of
+    /// steps: it is never written), and the host's size in bytes.
     pub host: ValueId,
     pub host_def: usize,
     pub host_bytes: usize,
+    /// The first step at which the host's bytes are free: 0 for a fresh
+    /// output, one past the last read of the donated argument otherwise.
+    pub free_from: usize,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,8 +53,9 @@ pub enum Place {
     Arena(usize),
     /// A program output: a fresh buffer per call (or a donated argument's).
     Output,
-    /// A temporary at this byte offset inside an output's buffer, dead
-    /// before that output is written (see `Hosted`).
+    /// A temporary at this byte offset inside an output's buffer (dead
+    /// before that output is written) or a dead donated argument's (see
+    /// `Hosted`).
     InOutput(ValueId, usize),
 }
 
@@ -74,6 +81,11 @@ pub struct BufferPlan {
     /// `(parameter index, output)`: the output may reuse the argument's
     /// buffer when the caller gave it away (owned and not shared).
     pub donations: Vec<(usize, ValueId)>,
+    /// `(parameter index, parameter)`: donated parameters no output reuses
+    /// whose buffers host temporaries after their last read (`hosted`). When
+    /// the caller still shares such an argument, the executor gives its
+    /// guests a substitute buffer of the same size instead.
+    pub arg_hosts: Vec<(usize, ValueId)>,
     /// Largest sum of live arena temporaries at any step (in-place chains
     /// once).
     pub lower_bound_bytes: usize,
@@ -227,25 +239,52 @@ pub fn plan(
             donations.push((k, o));
         }
     }
-    // Hosting: a temporary whose last read comes before the step writing an
-    // output (not a possibly donated one) may live inside that output's
-    // buffer. Temporaries that die latest have the fewest hosts: they go
-    // first, each into the host written soonest after it dies where a gap
-    // of its size is free over its interval (best fit).
-    let donated: Vec<ValueId> = donations.iter().map(|&(_, o)| o).collect();
-    let mut host_list: Vec<(ValueId, usize, usize)> = (0..nn)
+    // Hosting: a temporary may live inside a buffer that exists for the
+    // whole call while that buffer's bytes are free: an output's before the
+    // step writing it (a donated output's only after the argument's last
+    // read: it is the argument's buffer then), a donated argument no output
+    // reuses after its last read. Temporaries that die latest have the
+    // fewest hosts: they go first, each into the host written soonest after
+    // it dies where a gap of its size is free over its interval (best fit);
+    // dead arguments (never written) come last.
+    let nsteps = p.steps.len();
+    let free_after = |k: usize| last[params[k].index()].map_or(0, |l| l + 1);
+    // (host, free from, written at, usable bytes)
+    let mut host_list: Vec<(ValueId, usize, usize, usize)> = (0..nn)
         .map(|i| ValueId(i as u32))
-        .filter(|&o| place[o.index()] == Place::Output && !donated.contains(&o))
+        .filter(|&o| place[o.index()] == Place::Output)
         .map(|o| {
+            let from = donations
+                .iter()
+                .find(|d| d.1 == o)
+                .map_or(0, |&(k, _)| free_after(k));
             (
                 o,
+                from,
                 def[o.index()].unwrap(),
                 bytes(g, o) / ARENA_ALIGN * ARENA_ALIGN,
             )
         })
-        .filter(|h| h.2 > 0)
         .collect();
-    host_list.sort_by_key(|h| (h.1, h.0));
+    let mut arg_hosts = Vec::new();
+    for (k, a) in sig.args.iter().enumerate() {
+        if a.kind != ArgKind::Owned || k >= params.len() || donations.iter().any(|d| d.0 == k) {
+            continue;
+        }
+        let pv = params[k];
+        if is_output[pv.index()] || g.outputs.iter().any(|o| p.aliases.get(o) == Some(&pv)) {
+            continue;
+        }
+        arg_hosts.push((k, pv));
+        host_list.push((
+            pv,
+            free_after(k),
+            nsteps,
+            bytes(g, pv) / ARENA_ALIGN * ARENA_ALIGN,
+        ));
+    }
+    host_list.retain(|h| h.3 > 0 && h.1 < h.2);
+    host_list.sort_by_key(|h| (h.2, h.0));
     let mut by_last: Vec<(ValueId, (usize, usize, usize))> =
         groups.iter().map(|(r, v)| (*r, *v)).collect();
     by_last.sort_by(|a, b| {
@@ -258,18 +297,19 @@ pub fn plan(
     let mut host_placed: Vec<Vec<(usize, usize, usize, usize)>> = vec![Vec::new(); host_list.len()];
     let mut hosted_at: HashMap<ValueId, (usize, usize)> = HashMap::new(); // root -> (host index, offset)
     for (root, (d, l, size)) in by_last {
-        let first = host_list.partition_point(|h| h.1 <= l);
+        let first = host_list.partition_point(|h| h.2 <= l);
         for hi in first..host_list.len() {
-            if host_list[hi].2 < size {
+            if host_list[hi].3 < size || host_list[hi].1 > d {
                 continue;
             }
-            if let Some(off) = best_fit(&host_placed[hi], d, l, size, host_list[hi].2) {
+            if let Some(off) = best_fit(&host_placed[hi], d, l, size, host_list[hi].3) {
                 host_placed[hi].push((d, l, off, size));
                 hosted_at.insert(root, (hi, off));
                 break;
             }
         }
     }
+    arg_hosts.retain(|a| hosted_at.values().any(|&(hi, _)| host_list[hi].0 == a.1));
     groups.retain(|r, _| !hosted_at.contains_key(r));
     let mut order: Vec<(ValueId, (usize, usize, usize))> = groups.into_iter().collect();
     order.sort_by(|a, b| {
@@ -299,13 +339,14 @@ pub fn plan(
         };
         let root = find(&parent, t);
         if let Some(&(hi, off)) = hosted_at.get(&root) {
-            let (host, host_def, _) = host_list[hi];
+            let (host, free_from, host_def, _) = host_list[hi];
             place[t.index()] = Place::InOutput(host, off);
             hosted.push(Hosted {
                 iv: iv(off),
                 host,
                 host_def,
                 host_bytes: bytes(g, host),
+                free_from,
             });
         } else {
             let off = offset_of[&root];
@@ -334,6 +375,7 @@ pub fn plan(
         hosted,
         inplace,
         donations,
+        arg_hosts,
         lower_bound_bytes,
     }
 }
@@ -395,10 +437,11 @@ pub fn check(plan: &BufferPlan) -> Result<(), Error> {
         if h.iv.offset % ARENA_ALIGN != 0
             || h.iv.offset + h.iv.size > h.host_bytes
             || h.iv.last >= h.host_def
+            || h.iv.def < h.free_from
         {
             return Err(Error::verify(format!(
-                "buffer %{} [{}..={}] at {}+{} in output %{} ({} bytes, written at step {}) is outside it or live when it is written",
-                h.iv.value.0, h.iv.def, h.iv.last, h.iv.offset, h.iv.size, h.host.0, h.host_bytes, h.host_def
+                "buffer %{} [{}..={}] at {}+{} in %{} ({} bytes, free over steps {}..{}) is outside it or live when it is not free",
+                h.iv.value.0, h.iv.def, h.iv.last, h.iv.offset, h.iv.size, h.host.0, h.host_bytes, h.free_from, h.host_def
             )));
         }
     }
@@ -445,30 +488,63 @@ fn check_space(plan: &BufferPlan, t: &[&Interval]) -> Result<(), Error> {
     Ok(())
 }
 
-/// The plan as an SVG timeline: x = step, y = arena offset, one labelled box
-/// per temporary.
+/// The plan as an SVG timeline: x = step, y = offset, one labelled box per
+/// temporary: the arena on top, then one band per buffer hosting
+/// temporaries (an output before it is written, a dead donated argument),
+/// labelled with its value.
 pub fn svg(plan: &BufferPlan, steps: usize) -> String {
     let (w, h) = (800.0, 400.0);
     let steps = steps.max(1) as f64;
-    let total = plan.arena_bytes.max(1) as f64;
+    let mut hosts: Vec<(ValueId, usize)> =
+        plan.hosted.iter().map(|g| (g.host, g.host_bytes)).collect();
+    hosts.sort();
+    hosts.dedup();
+    // Each band's top, in bytes from the top of the picture.
+    let mut top = plan.arena_bytes;
+    let bands: Vec<(ValueId, usize, usize)> = hosts
+        .iter()
+        .map(|&(v, b)| {
+            let t = top;
+            top += b;
+            (v, t, b)
+        })
+        .collect();
+    let total = top.max(1) as f64;
+    let y_of = |bytes: usize| 20.0 + bytes as f64 / total * h;
     let mut s = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"monospace\" font-size=\"10\">\n",
         w + 80.0,
         h + 40.0
     );
     s += &format!(
-        "<text x=\"4\" y=\"14\">arena {} bytes, {} temporaries, lower bound {} bytes</text>\n",
+        "<text x=\"4\" y=\"14\">arena {} bytes, {} temporaries, lower bound {} bytes; {} hosted in {} output/argument buffers</text>\n",
         plan.arena_bytes,
         plan.temps.len(),
-        plan.lower_bound_bytes
+        plan.lower_bound_bytes,
+        plan.hosted.len(),
+        bands.len()
     );
-    for iv in &plan.temps {
+    let mut boxes: Vec<(&Interval, usize, &str, String)> = plan
+        .temps
+        .iter()
+        .map(|iv| (iv, iv.offset, "#7aa6da", String::new()))
+        .collect();
+    for g in &plan.hosted {
+        let band = bands.iter().find(|b| b.0 == g.host).unwrap();
+        boxes.push((
+            &g.iv,
+            band.1 + g.iv.offset,
+            "#b9ca4a",
+            format!(" in %{}", g.host.0),
+        ));
+    }
+    for (iv, y0, color, note) in boxes {
         let x = 60.0 + iv.def as f64 / steps * w;
         let bw = ((iv.last - iv.def + 1) as f64 / steps * w).max(2.0);
-        let y = 20.0 + iv.offset as f64 / total * h;
+        let y = y_of(y0);
         let bh = (iv.size as f64 / total * h).max(2.0);
         s += &format!(
-            "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{bw:.1}\" height=\"{bh:.1}\" fill=\"#7aa6da\" stroke=\"#23415f\"><title>%{} {} bytes @{} steps {}..={}</title></rect>\n",
+            "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{bw:.1}\" height=\"{bh:.1}\" fill=\"{color}\" stroke=\"#23415f\"><title>%{} {} bytes @{}{note} steps {}..={}</title></rect>\n",
             iv.value.0, iv.size, iv.offset, iv.def, iv.last
         );
         s += &format!(
@@ -476,6 +552,23 @@ pub fn svg(plan: &BufferPlan, steps: usize) -> String {
             x + 2.0,
             y + bh.min(12.0),
             iv.value.0
+        );
+    }
+    for &(v, t, b) in &bands {
+        let kind = if plan.arg_hosts.iter().any(|a| a.1 == v) {
+            "argument"
+        } else {
+            "output"
+        };
+        s += &format!(
+            "<rect x=\"60\" y=\"{:.1}\" width=\"{w:.1}\" height=\"{:.1}\" fill=\"none\" stroke=\"#8a6d00\" stroke-dasharray=\"4 2\"/>\n",
+            y_of(t),
+            b as f64 / total * h
+        );
+        s += &format!(
+            "<text x=\"2\" y=\"{:.1}\">{kind} %{}</text>\n",
+            y_of(t) + 10.0,
+            v.0
         );
     }
     for k in 0..=steps as usize {

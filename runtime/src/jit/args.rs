@@ -99,7 +99,7 @@ pub struct ArgSig {
 /// The cache key of a call: the traced arguments' kinds, dtypes and shapes
 /// (a tree parameter gives one per leaf), the structure of tree parameters,
 /// and the static arguments' values.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Signature {
     pub args: Vec<ArgSig>,
     /// For each tree parameter: its leaf count, the length of its

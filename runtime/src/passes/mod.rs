@@ -2,6 +2,7 @@
 //! in → IR text out (`tests/runtime/passes.rs`), the verifier run after each.
 
 pub mod remat;
+pub mod schedule;
 pub mod simplify;
 
 pub use simplify::simplify;

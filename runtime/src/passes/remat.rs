@@ -103,12 +103,22 @@ fn best_candidate(
 ) -> Option<(ValueId, Vec<ValueId>, usize)> {
     let nsteps = part.steps.len();
     let reads: Vec<Vec<ValueId>> = part.steps.iter().map(|s| step_io(g, part, s).0).collect();
-    let mut live = vec![0usize; nsteps];
+    // Arena bytes live per step; an in-place pair (same offset, the input
+    // dying where the output is born) is one buffer, not two.
+    let mut regions: Vec<Vec<(usize, usize)>> = vec![Vec::new(); nsteps];
     for iv in &plan.temps {
         for s in iv.def..=iv.last.min(nsteps.saturating_sub(1)) {
-            live[s] += iv.size;
+            regions[s].push((iv.offset, iv.size));
         }
     }
+    let live: Vec<usize> = regions
+        .iter_mut()
+        .map(|r| {
+            r.sort();
+            r.dedup_by_key(|x| x.0);
+            r.iter().map(|x| x.1).sum()
+        })
+        .collect();
     let peak_step = (0..nsteps).max_by_key(|&s| live[s])?;
     let span: HashMap<ValueId, (usize, usize)> = plan
         .temps
@@ -159,23 +169,18 @@ fn best_candidate(
         cone.sort();
         // The copy goes before the reader: every value it reads must exist by then.
         let cost: f64 = cone.iter().map(|&v| flops(g, v)).sum::<f64>() / iv.size as f64;
-        // Insert before the first node of the next reader that reads r.
-        let at = match &part.steps[next] {
-            Step::Kernel(k) => k
-                .nodes
-                .iter()
-                .filter(|v| g.node(**v).inputs.contains(&r))
-                .map(|v| v.index())
-                .min(),
-            Step::Row(rk) => rk
-                .group
-                .members
-                .iter()
-                .filter(|v| g.node(**v).inputs.contains(&r))
-                .map(|v| v.index())
-                .min(),
-            Step::Reduce(v) | Step::Library(v) => Some(v.index()),
+        // Insert before the first node the next reader reads r through:
+        // one of its own nodes, or a folded view of r it reads (a weight
+        // gradient reads `h` as `transpose h`): that view must read the copy.
+        let nodes: Vec<ValueId> = match &part.steps[next] {
+            Step::Kernel(k) => k.nodes.clone(),
+            Step::Row(rk) => rk.group.members.clone(),
+            Step::Reduce(v) | Step::Library(v) => vec![*v],
         };
+        let at = nodes
+            .iter()
+            .filter_map(|&v| reader_index(g, part, v, r))
+            .min();
         let Some(at) = at else { continue };
         let leaves_before = cone
             .iter()
@@ -189,6 +194,31 @@ fn best_candidate(
         }
     }
     best.map(|(_, r, cone, at)| (r, cone, at))
+}
+
+/// The index of the node through which `v` reads `r`: `v` itself when `r`
+/// is one of its inputs, or the first of a chain of folded (not
+/// materialised) views from `r` to one of its inputs.
+fn reader_index(g: &Graph, part: &Partition, v: ValueId, r: ValueId) -> Option<usize> {
+    g.node(v)
+        .inputs
+        .iter()
+        .filter_map(|&x| {
+            let (mut first, mut y) = (v, x);
+            loop {
+                if y == r {
+                    return Some(first.index());
+                }
+                let n = g.node(y);
+                if n.op.is_view() && !part.materialised[y.index()] {
+                    first = y;
+                    y = n.inputs[0];
+                } else {
+                    return None;
+                }
+            }
+        })
+        .min()
 }
 
 /// Insert a copy of `cone` (computing `r`) before node `at`; nodes from `at`

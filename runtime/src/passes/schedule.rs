@@ -1,0 +1,253 @@
+//! A memory-aware schedule of the steps (issue 4: "a schedule of kernels
+//! chosen to keep peak memory low").
+//!
+//! Partitioning emits steps in trace order, which can keep large values
+//! alive for long: two independent chains traced side by side hold both
+//! their intermediates at once; a residual waits for a backward consumer
+//! that could run as soon as its inputs exist. `schedule` reorders the
+//! steps of a partition (never what a step computes: fusion decisions stay
+//! as they are) along the dependences between them, as XLA's memory
+//! scheduler does: it builds candidate orders and keeps the one the caller's
+//! `cost` (the planned peak) likes best, trace order winning ties, so the
+//! schedule is never worse than trace order. The candidates:
+//! - trace order;
+//! - a list scheduler: among the ready steps, run the one that frees the
+//!   most temporary bytes net of what it allocates (a temporary is freed
+//!   by its last reader; program outputs cost nothing, their buffers exist
+//!   for the whole call), earliest in trace order on ties;
+//! - a depth-first post-order from the outputs, the operand needing the
+//!   most bytes first (Sethi–Ullman style).
+//!
+//! The one entry point is [`schedule`]; [`steps_deps`] and [`is_valid`]
+//! are what it and the tests check orders with.
+
+use crate::exec::partition::Partition;
+use crate::exec::plan::step_io;
+use crate::ir::{Graph, ValueId};
+use crate::shape;
+use std::collections::HashMap;
+
+fn bytes(g: &Graph, v: ValueId) -> usize {
+    shape::numel(&g.node(v).shape) * g.node(v).dtype.size()
+}
+
+/// Per step, the earlier steps (in partition order) whose values it reads.
+pub fn steps_deps(g: &Graph, part: &Partition) -> Vec<Vec<usize>> {
+    let io: Vec<_> = part.steps.iter().map(|s| step_io(g, part, s)).collect();
+    let mut writer: HashMap<ValueId, usize> = HashMap::new();
+    for (si, (_, w)) in io.iter().enumerate() {
+        for &v in w {
+            writer.insert(v, si);
+        }
+    }
+    io.iter()
+        .enumerate()
+        .map(|(si, (r, _))| {
+            let mut d: Vec<usize> = r
+                .iter()
+                .filter_map(|x| writer.get(x).copied())
+                .filter(|&w| w != si)
+                .collect();
+            d.sort();
+            d.dedup();
+            d
+        })
+        .collect()
+}
+
+/// Whether `order` (a permutation of the steps) runs every step after the
+/// steps it reads from.
+pub fn is_valid(deps: &[Vec<usize>], order: &[usize]) -> bool {
+    let mut pos = vec![usize::MAX; deps.len()];
+    for (i, &s) in order.iter().enumerate() {
+        if s >= deps.len() || pos[s] != usize::MAX {
+            return false;
+        }
+        pos[s] = i;
+    }
+    order.len() == deps.len() && (0..deps.len()).all(|s| deps[s].iter().all(|&d| pos[d] < pos[s]))
+}
+
+/// Reorder the steps of `part` to lower `cost` (the planned peak of a
+/// partition); trace order when nothing does better.
+pub fn schedule(g: &Graph, part: Partition, cost: &dyn Fn(&Partition) -> usize) -> Partition {
+    let n = part.steps.len();
+    if n < 3 {
+        return part;
+    }
+    let deps = steps_deps(g, &part);
+    let trace: Vec<usize> = (0..n).collect();
+    let model = Model::new(g, &part, &deps);
+    let mut best: Option<(usize, Vec<usize>)> = None;
+    for order in [model.list_order(), model.dfs_order()] {
+        debug_assert!(is_valid(&deps, &order), "schedule broke a dependence");
+        if order == trace || best.as_ref().is_some_and(|b| b.1 == order) {
+            continue;
+        }
+        let c = cost(&reordered(&part, &order));
+        if best.as_ref().is_none_or(|b| c < b.0) {
+            best = Some((c, order));
+        }
+    }
+    match best {
+        Some((c, order)) if c < cost(&part) => reordered(&part, &order),
+        _ => part,
+    }
+}
+
+/// `part` with its steps in `order`.
+fn reordered(part: &Partition, order: &[usize]) -> Partition {
+    Partition {
+        steps: order.iter().map(|&s| part.steps[s].clone()).collect(),
+        views: part.views.clone(),
+        materialised: part.materialised.clone(),
+        aliases: part.aliases.clone(),
+    }
+}
+
+/// What the heuristics know of each step: the temporaries it writes and
+/// reads (with their sizes) and who reads each.
+struct Model {
+    deps: Vec<Vec<usize>>,
+    users: Vec<Vec<usize>>,
+    /// Per step: `(temporary, bytes)` written; temporaries read.
+    writes: Vec<Vec<(usize, usize)>>,
+    reads: Vec<Vec<usize>>,
+    /// Per temporary (dense index): bytes, number of reading steps.
+    size: Vec<usize>,
+    readers: Vec<usize>,
+}
+
+impl Model {
+    fn new(g: &Graph, part: &Partition, deps: &[Vec<usize>]) -> Model {
+        let n = part.steps.len();
+        let mut is_output = vec![false; g.nodes.len()];
+        for &o in &g.outputs {
+            is_output[part.aliases.get(&o).copied().unwrap_or(o).index()] = true;
+        }
+        let mut index: HashMap<ValueId, usize> = HashMap::new();
+        let mut size = Vec::new();
+        let mut writes = vec![Vec::new(); n];
+        let mut reads = vec![Vec::new(); n];
+        let io: Vec<_> = part.steps.iter().map(|s| step_io(g, part, s)).collect();
+        for (si, (_, w)) in io.iter().enumerate() {
+            for &v in w {
+                if !is_output[v.index()] {
+                    index.insert(v, size.len());
+                    writes[si].push((size.len(), bytes(g, v)));
+                    size.push(bytes(g, v));
+                }
+            }
+        }
+        let mut readers = vec![0; size.len()];
+        for (si, (r, _)) in io.iter().enumerate() {
+            let mut rs: Vec<usize> = r.iter().filter_map(|x| index.get(x).copied()).collect();
+            rs.sort();
+            rs.dedup();
+            rs.retain(|&t| !writes[si].iter().any(|w| w.0 == t));
+            for &t in &rs {
+                readers[t] += 1;
+            }
+            reads[si] = rs;
+        }
+        let mut users = vec![Vec::new(); n];
+        for (s, ds) in deps.iter().enumerate() {
+            for &d in ds {
+                users[d].push(s);
+            }
+        }
+        Model {
+            deps: deps.to_vec(),
+            users,
+            writes,
+            reads,
+            size,
+            readers,
+        }
+    }
+
+    /// Greedy list scheduling: the ready step freeing the most bytes net of
+    /// what it allocates, earliest in trace order on ties.
+    fn list_order(&self) -> Vec<usize> {
+        let n = self.deps.len();
+        let mut waiting: Vec<usize> = self.deps.iter().map(|d| d.len()).collect();
+        let mut left = self.readers.clone();
+        let mut ready: Vec<usize> = (0..n).filter(|&s| waiting[s] == 0).collect();
+        let mut order = Vec::with_capacity(n);
+        while !ready.is_empty() {
+            let gain = |s: usize| -> i64 {
+                let freed: usize = self.reads[s]
+                    .iter()
+                    .filter(|&&t| left[t] == 1)
+                    .map(|&t| self.size[t])
+                    .sum();
+                let alloc: usize = self.writes[s].iter().map(|w| w.1).sum();
+                freed as i64 - alloc as i64
+            };
+            let (k, _) = ready
+                .iter()
+                .enumerate()
+                .max_by(|a, b| gain(*a.1).cmp(&gain(*b.1)).then(b.1.cmp(a.1)))
+                .unwrap();
+            let s = ready.swap_remove(k);
+            order.push(s);
+            for &t in &self.reads[s] {
+                left[t] -= 1;
+            }
+            for &u in &self.users[s] {
+                waiting[u] -= 1;
+                if waiting[u] == 0 {
+                    ready.push(u);
+                }
+            }
+        }
+        order
+    }
+
+    /// Depth-first post-order from the last step back, visiting the
+    /// dependence that needs the most bytes first; steps no later step
+    /// reads (the outputs' writers) are roots, in trace order.
+    fn dfs_order(&self) -> Vec<usize> {
+        let n = self.deps.len();
+        // Bytes a step's cone allocates (shared cones counted per path,
+        // capped: only an ordering key).
+        let mut need = vec![0usize; n];
+        for s in 0..n {
+            let own: usize = self.writes[s].iter().map(|w| w.1).sum();
+            let below = self.deps[s].iter().map(|&d| need[d]).max().unwrap_or(0);
+            need[s] = own.saturating_add(below);
+        }
+        let mut done = vec![false; n];
+        let mut order = Vec::with_capacity(n);
+        let roots: Vec<usize> = (0..n).filter(|&s| self.users[s].is_empty()).collect();
+        for r in roots.into_iter().chain(0..n) {
+            if done[r] {
+                continue;
+            }
+            done[r] = true;
+            // Iterative post-order (deep graphs must not overflow the stack).
+            let mut stack: Vec<(usize, usize)> = vec![(r, 0)];
+            let mut kids: HashMap<usize, Vec<usize>> = HashMap::new();
+            while let Some(&mut (s, ref mut i)) = stack.last_mut() {
+                let ks = kids.entry(s).or_insert_with(|| {
+                    let mut k = self.deps[s].clone();
+                    k.sort_by(|a, b| need[*b].cmp(&need[*a]).then(a.cmp(b)));
+                    k
+                });
+                if *i < ks.len() {
+                    let d = ks[*i];
+                    *i += 1;
+                    if !done[d] {
+                        done[d] = true;
+                        stack.push((d, 0));
+                    }
+                } else {
+                    stack.pop();
+                    done[s] = true;
+                    order.push(s);
+                }
+            }
+        }
+        order
+    }
+}
