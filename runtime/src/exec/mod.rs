@@ -547,18 +547,7 @@ impl Executable {
                 }
                 Step::Library(v) if self.controls.contains_key(v) => {
                     let n = g.node(*v);
-                    let ins: Vec<Tensor> = n
-                        .inputs
-                        .iter()
-                        .map(|&x| {
-                            let xn = g.node(x);
-                            let bytes = shape::numel(&xn.shape) * xn.dtype.size();
-                            // SAFETY: the value's buffer lives until the end of
-                            // this call; the views are dropped before.
-                            let b = unsafe { Buffer::borrowed(ptr[x.index()], bytes) };
-                            Tensor::from_buffer(Arc::new(b), xn.shape.clone(), xn.dtype)
-                        })
-                        .collect();
+                    let ins = borrowed_inputs(g, n, &ptr);
                     let mut dest = vec![std::ptr::null_mut(); n.op.control_outputs().len()];
                     for &w in &self.io[si].1 {
                         let k = match g.node(w).op {
@@ -573,18 +562,7 @@ impl Executable {
                 }
                 Step::Library(v) => {
                     let n = g.node(*v);
-                    let ins: Vec<Tensor> = n
-                        .inputs
-                        .iter()
-                        .map(|&x| {
-                            let xn = g.node(x);
-                            let bytes = shape::numel(&xn.shape) * xn.dtype.size();
-                            // SAFETY: the value's buffer lives until the end of
-                            // this call; the tensor is dropped before.
-                            let b = unsafe { Buffer::borrowed(ptr[x.index()], bytes) };
-                            Tensor::from_buffer(Arc::new(b), xn.shape.clone(), xn.dtype)
-                        })
-                        .collect();
+                    let ins = borrowed_inputs(g, n, &ptr);
                     let refs: Vec<&Tensor> = ins.iter().collect();
                     // SAFETY: the destination was planned for this value and
                     // is live; it does not overlap the inputs (no in-place
@@ -663,6 +641,23 @@ impl Executable {
             _ => Err(Error::verify(format!("output %{} was never computed", o.0))),
         }
     }
+}
+
+/// A library or control step's operands as tensors viewing their buffers
+/// (`ptr`: each value's buffer in this call). The views must be dropped
+/// before the call's buffers are.
+fn borrowed_inputs(g: &Graph, n: &ir::Node, ptr: &[*mut u8]) -> Vec<Tensor> {
+    n.inputs
+        .iter()
+        .map(|&x| {
+            let xn = g.node(x);
+            let bytes = shape::numel(&xn.shape) * xn.dtype.size();
+            // SAFETY: the value's buffer lives until the end of this call;
+            // the step's views are dropped before.
+            let b = unsafe { Buffer::borrowed(ptr[x.index()], bytes) };
+            Tensor::from_buffer(Arc::new(b), xn.shape.clone(), xn.dtype)
+        })
+        .collect()
 }
 
 /// The arena of one call; returned to the executable's pool on drop (also
