@@ -47,7 +47,9 @@ where
     F: FnOnce(bool, S) -> R + Clone,
 {
     subgraph::check_predicate("if", pred, loc);
-    if !subgraph::tracing_involves(pred, &state) {
+    // Inside a trace a tensor condition is always staged (even a concrete
+    // one), so a program's code never depends on data.
+    if !crate::trace::is_tracing() {
         let b = pred.item::<bool>().expect("a concrete bool scalar");
         return branch(b, state);
     }

@@ -49,13 +49,6 @@ pub(crate) fn check_bounds(start: &Tensor, end: &Tensor, loc: SourceLoc) -> (Ten
     (start.cast(d), end.cast(d))
 }
 
-/// Whether a control-flow op must be staged: we are tracing (then it is,
-/// even on concrete values, so a loop's code never depends on its data).
-pub(crate) fn tracing_involves<S: Tree>(pred: &Tensor, state: &S) -> bool {
-    let _ = (pred, state);
-    crate::trace::is_tracing()
-}
-
 fn specs_of(leaves: &[Tensor]) -> Vec<ParamSpec> {
     leaves
         .iter()
