@@ -21,6 +21,8 @@ use std::sync::Arc;
 /// `cond`, `[cond, body]` of a `while`, `[body]` of a `scan`.
 pub(crate) struct ControlProgram {
     pub execs: Vec<Executable>,
+    /// How many outputs the node has (decided here, not on every call).
+    pub outputs: usize,
 }
 
 fn bytes_of(g: &Graph, k: usize) -> usize {
@@ -73,7 +75,10 @@ impl ControlProgram {
             Op::Scan(s) => vec![compile_sub(&s.body, s.carried, keep_text)?],
             _ => unreachable!("not a control-flow op"),
         };
-        Ok(ControlProgram { execs })
+        Ok(ControlProgram {
+            execs,
+            outputs: op.control_outputs().len(),
+        })
     }
 
     /// Memory the step needs beyond the parent's arena while it runs: the

@@ -548,7 +548,7 @@ impl Executable {
                 Step::Library(v) if self.controls.contains_key(v) => {
                     let n = g.node(*v);
                     let ins = borrowed_inputs(g, n, &ptr);
-                    let mut dest = vec![std::ptr::null_mut(); n.op.control_outputs().len()];
+                    let mut dest = vec![std::ptr::null_mut(); self.controls[v].outputs];
                     for &w in &self.io[si].1 {
                         let k = match g.node(w).op {
                             Op::Get(k) => k,
