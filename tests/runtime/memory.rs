@@ -844,3 +844,135 @@ fn a_budget_below_the_free_peak_recomputes_the_hidden_activation() {
         crate::common::assert_close(a, b, tol, "a training step under a budget");
     }
 }
+
+#[jit]
+fn softmax_owned(x: Tensor) -> Tensor {
+    x.softmax(-1)
+}
+
+#[jit]
+fn layer_norm_owned(x: Tensor, gamma: &Tensor, beta: &Tensor) -> Tensor {
+    x.layer_norm(gamma, beta, 1e-5, -1)
+}
+
+#[jit]
+fn softmax_between_matmuls(x: &Tensor, w1: &Tensor, w2: &Tensor) -> Tensor {
+    x.matmul(w1).softmax(-1).matmul(w2)
+}
+
+/// A row kernel (softmax, layer norm: reductions over the row, then an
+/// elementwise pass) reads its input only at the positions it writes, so its
+/// output may go over a dying input: a donated argument becomes the output,
+/// a temporary becomes the next temporary.
+#[test]
+fn row_kernels_write_in_place() {
+    let (r, c) = (37, 203); // rows not a multiple of the vector width
+    let data: Vec<f32> = (0..r * c)
+        .map(|i| ((i * 37 % 101) as f32 - 50.0) / 9.0)
+        .collect();
+    let x = Tensor::from_vec(data.clone(), &[r, c]).unwrap();
+    let expect = x.softmax(-1).to_vec::<f32>().unwrap(); // eager (interpreter)
+    let m = softmax_owned::lower(x.clone())
+        .unwrap()
+        .compile()
+        .unwrap()
+        .memory_analysis();
+    assert_eq!(
+        m.alias_bytes,
+        r * c * 4,
+        "the output is the donated input: {m:?}"
+    );
+    assert_eq!(m.temp_bytes, 0);
+    for rows in [1usize, 2, 3] {
+        let d: Vec<f32> = data[..rows * c].to_vec();
+        let t = Tensor::from_vec(d.clone(), &[rows, c]).unwrap();
+        let want = t.softmax(-1).to_vec::<f32>().unwrap();
+        let a = t.storage_addr();
+        let got = softmax_owned(t);
+        assert_eq!(got.storage_addr(), a, "{rows} rows: in place");
+        // The row's padded tail (203 = 50 vectors + 3) must not clobber the
+        // input before the later phases read it.
+        for (i, (g, w)) in got.to_vec::<f32>().unwrap().iter().zip(&want).enumerate() {
+            assert!(
+                (g - w).abs() <= 1e-6 * w.abs().max(1e-3),
+                "{rows} rows, [{i}]: {g} vs {w}"
+            );
+        }
+    }
+    let addr = x.storage_addr();
+    let keep = x.clone();
+    // Shared with `keep`: not written.
+    let y = softmax_owned(x);
+    assert_ne!(y.storage_addr(), addr);
+    assert_eq!(
+        keep.to_vec::<f32>().unwrap(),
+        data,
+        "the caller's clone is untouched"
+    );
+    // Given away: written in place.
+    let y2 = softmax_owned(keep);
+    assert_eq!(
+        y2.storage_addr(),
+        addr,
+        "softmax written over its donated input"
+    );
+    for out in [y.to_vec::<f32>().unwrap(), y2.to_vec::<f32>().unwrap()] {
+        for (a, b) in out.iter().zip(&expect) {
+            assert!((a - b).abs() < 1e-6, "{a} vs {b}");
+        }
+    }
+
+    let gamma = Tensor::from_vec((0..c).map(|i| 1.0 + i as f32 / 100.0).collect(), &[c]).unwrap();
+    let x = Tensor::from_vec(data.clone(), &[r, c]).unwrap();
+    let beta = gamma.clone() * 0.5;
+    let expect = x
+        .layer_norm(&gamma, &beta, 1e-5, -1)
+        .to_vec::<f32>()
+        .unwrap();
+    let addr = x.storage_addr();
+    let y = layer_norm_owned(x, &gamma, &beta);
+    assert_eq!(
+        y.storage_addr(),
+        addr,
+        "layer norm written over its donated input"
+    );
+    for (a, b) in y.to_vec::<f32>().unwrap().iter().zip(&expect) {
+        assert!((a - b).abs() < 1e-4, "{a} vs {b}");
+    }
+
+    // A temporary: softmax's output goes over the matmul's, one [m, n] buffer.
+    let (m_, k, n) = (64, 32, 512);
+    let x = Tensor::from_vec(
+        (0..m_ * k).map(|i| (i % 7) as f32 / 7.0).collect(),
+        &[m_, k],
+    )
+    .unwrap();
+    let w1 = Tensor::from_vec(
+        (0..k * n).map(|i| (i % 5) as f32 / 5.0 - 0.4).collect(),
+        &[k, n],
+    )
+    .unwrap();
+    let w2 = Tensor::from_vec((0..n * 8).map(|i| (i % 3) as f32 - 1.0).collect(), &[n, 8]).unwrap();
+    let compiled = softmax_between_matmuls::lower(&x, &w1, &w2)
+        .unwrap()
+        .compile()
+        .unwrap();
+    let m = compiled.memory_analysis();
+    assert_eq!(
+        m.temp_bytes,
+        m_ * n * 4,
+        "softmax in place over the matmul's output: {m:?}"
+    );
+    let got = softmax_between_matmuls(&x, &w1, &w2)
+        .to_vec::<f32>()
+        .unwrap();
+    let want = x
+        .matmul(&w1)
+        .softmax(-1)
+        .matmul(&w2)
+        .to_vec::<f32>()
+        .unwrap();
+    for (a, b) in got.iter().zip(&want) {
+        assert!((a - b).abs() < 1e-4, "{a} vs {b}");
+    }
+}

@@ -210,6 +210,40 @@ pub fn check(g: &Graph, p: &Partition) -> Result<(), ValueId> {
     Ok(())
 }
 
+/// Whether the row kernel may write element-level `output` over `input`:
+/// every read of the input is at exactly the position the output is written
+/// (same offset and strides, row by row). A row's reductions read it before
+/// its final pass, and the final pass loads each vector's operands before
+/// storing its outputs, so each element is read before it is overwritten.
+pub fn inplace_ok(
+    g: &Graph,
+    p: &Partition,
+    rk: &RowKernel,
+    input: ValueId,
+    output: ValueId,
+) -> bool {
+    let (Some(pi), Some(j)) = (
+        rk.inputs.iter().position(|x| *x == input),
+        rk.outputs.iter().position(|x| *x == output),
+    ) else {
+        return false;
+    };
+    let n = g.node(output);
+    if matches!(n.op, Op::Reduce(..)) || !rk.group.is_element_shape(&n.shape) {
+        return false;
+    }
+    let Ok(pl) = plan(g, p, rk) else {
+        return false;
+    };
+    let out = &pl.accesses[pl.outs[j]];
+    pl.accesses.iter().filter(|a| a.ptr == pi).all(|a| {
+        a.offset == 0
+            && a.o_strides == out.o_strides
+            && a.i_stride == out.i_stride
+            && a.dtype.size() == out.dtype.size()
+    })
+}
+
 /// `(outer extent, elements per call)` of a row kernel.
 pub fn extent(g: &Graph, p: &Partition, rk: &RowKernel) -> (usize, usize) {
     let pl = plan(g, p, rk).expect("checked");
@@ -531,6 +565,11 @@ fn outer(
 }
 
 /// Loop over one row's elements `lo..hi` in vectors (see `vector_loop`).
+/// Only the final pass (`writes`) touches the outputs: a reduction phase
+/// leaves them alone, so its padded tail copies nothing back into them (an
+/// output written in place over an input would get the tail's garbage before
+/// the later phases read that input).
+#[allow(clippy::too_many_arguments)]
 fn row_loop(
     b: &mut FunctionBuilder,
     pl: &Plan,
@@ -539,16 +578,21 @@ fn row_loop(
     lo: Value,
     hi: Value,
     known: Option<i64>,
+    writes: bool,
     body: &mut dyn FnMut(&mut FunctionBuilder, &[Addr], Value, usize, Option<Value>),
 ) {
     let lanes: Vec<Lane> = pl
         .accesses
         .iter()
         .enumerate()
-        .map(|(a, acc)| Lane {
-            size: acc.dtype.size(),
-            stride: acc.i_stride,
-            output: pl.outs.contains(&a),
+        .map(|(a, acc)| {
+            let output = pl.outs.contains(&a);
+            Lane {
+                size: acc.dtype.size(),
+                // An output outside the final pass: no address, no copy.
+                stride: if output && !writes { 0 } else { acc.i_stride },
+                output: output && writes,
+            }
         })
         .collect();
     vector_loop(b, &lanes, rows, slots, lo, hi, known, UNROLL, body);
@@ -662,6 +706,7 @@ fn row(
             zero,
             nrow,
             Some(pl.n as i64),
+            true,
             &mut |b, addrs, pos, _, _| {
                 let env = ctx.eval(b, addrs, pos, &targets);
                 for (j, o) in &elem_outs {
@@ -802,6 +847,7 @@ fn reduce_phase(
             lo,
             hi,
             Some(len),
+            false,
             &mut |b, addrs, pos, u, tail| {
                 let env = ctx.eval(b, addrs, pos, &targets);
                 let mask = tail.map(|r| lane_mask(b, r));

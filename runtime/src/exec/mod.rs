@@ -94,11 +94,12 @@ impl Executable {
         })
     }
 
-    /// The buffer plan of a partition (in place only where a loop kernel
-    /// reads its input exactly where it writes the output).
+    /// The buffer plan of a partition (in place only where a loop or row
+    /// kernel reads its input exactly where it writes the output).
     fn plan_partition(graph: &Graph, part: &Partition, sig: &Signature) -> BufferPlan {
         let inplace_ok = |si: usize, x: ValueId, o: ValueId| match &part.steps[si] {
             Step::Kernel(k) => codegen::kernel_inplace_ok(graph, part, k, x, o),
+            Step::Row(rk) => codegen::row_inplace_ok(graph, part, rk, x, o),
             _ => false,
         };
         plan::plan(graph, part, sig, &inplace_ok)
