@@ -79,6 +79,15 @@ pub struct Partition {
     pub aliases: HashMap<ValueId, ValueId>,
 }
 
+/// Whether a value is read through a map into another buffer when it is not
+/// materialised: a view, or a `barrier` (the value of its first operand,
+/// read in place: the barrier orders the recomputation graph-wide, CSE
+/// cannot merge across it, and it costs no copy; materialised, e.g. as a
+/// program output, it is a copying library step).
+fn folds(op: &Op) -> bool {
+    op.is_view() || *op == Op::Barrier
+}
+
 /// Ops that run as their own step (library call or reduction kernel).
 fn is_library(op: &Op) -> bool {
     matches!(
@@ -93,7 +102,6 @@ fn is_library(op: &Op) -> bool {
             | Op::Iota(_)
             | Op::SliceScatter(_)
             | Op::ScatterAdd(_)
-            | Op::Barrier
             | Op::Cond(_)
             | Op::While(_)
             | Op::Scan(_)
@@ -209,6 +217,9 @@ fn fold_view(
             strides: contiguous(&s.shape),
         }
     };
+    if n.op == Op::Barrier {
+        return Some(a);
+    }
     if n.op == Op::Reshape {
         if !is_contiguous(&a.strides, &s.shape) {
             return None;
@@ -247,8 +258,11 @@ fn fold_all(
     let mut views: HashMap<ValueId, Affine> = HashMap::new();
     for (i, n) in g.nodes.iter().enumerate() {
         let v = ValueId(i as u32);
-        if !n.op.is_view() || const_value(g, v).is_some() || members.contains(&v) {
+        if !folds(&n.op) || const_value(g, v).is_some() || members.contains(&v) {
             continue;
+        }
+        if n.op == Op::Barrier && materialised[i] {
+            continue; // copied by its own step
         }
         match fold_view(g, v, &views, materialised) {
             Some(a) => {
@@ -318,7 +332,7 @@ fn partition_with(g: &Graph, groups: Vec<RowGroup>) -> Partition {
             // view's map (a GEMM takes any row and column strides).
             for &x in &n.inputs {
                 let view_read = matches!(n.op, Op::Reduce(..) | Op::Matmul)
-                    && g.node(x).op.is_view()
+                    && folds(&g.node(x).op)
                     && const_value(g, x).is_none();
                 if !view_read {
                     materialised[x.index()] = true;
@@ -329,6 +343,18 @@ fn partition_with(g: &Graph, groups: Vec<RowGroup>) -> Partition {
     for &o in &g.outputs {
         if !matches!(g.node(o).op, Op::Const(_)) {
             materialised[o.index()] = true;
+        }
+    }
+    // A barrier that must have a buffer of its own is a copying library
+    // step: its operands are read from buffers (in reverse node order, so a
+    // barrier of a barrier materialises both).
+    for (i, n) in g.nodes.iter().enumerate().rev() {
+        if n.op == Op::Barrier && materialised[i] && group_of[i].is_none() {
+            for &x in &n.inputs {
+                if const_value(g, x).is_none() {
+                    materialised[x.index()] = true;
+                }
+            }
         }
     }
     let mut views = fold_all(g, &mut materialised, &members);
@@ -393,7 +419,10 @@ fn partition_with(g: &Graph, groups: Vec<RowGroup>) -> Partition {
             step_of[i] = step_of[n.inputs[0].index()];
             continue;
         }
-        if is_library(&n.op) {
+        if n.op == Op::Barrier && !materialised[i] {
+            continue; // read in place through its map
+        }
+        if is_library(&n.op) || n.op == Op::Barrier {
             steps.push(if matches!(n.op, Op::Reduce(..)) {
                 Step::Reduce(v)
             } else {
@@ -460,7 +489,8 @@ fn partition_with(g: &Graph, groups: Vec<RowGroup>) -> Partition {
         needed[aliases.get(&o).copied().unwrap_or(o).index()] = true;
     }
     for (i, n) in g.nodes.iter().enumerate() {
-        if is_library(&n.op) && group_of[i].is_none() {
+        let copied_barrier = n.op == Op::Barrier && materialised[i];
+        if (is_library(&n.op) || copied_barrier) && group_of[i].is_none() {
             for &x in &n.inputs {
                 let read = if !materialised[x.index()] && views.contains_key(&x) {
                     views[&x].root
