@@ -34,6 +34,8 @@
 //! element (`benches/profile.sh` does that). `ratio` times both, interleaved,
 //! on the same input (`calls` samples of 20 calls each); an optional fourth
 //! field multiplies the input size (`:256` = the full 4M-element workloads).
+//! `JITFUSE_BENCH_PROFILE=<W6|W7|W8>:compile:<n>` compiles that workload `n`
+//! times from a cleared cache and prints the median (run it under `perf record`).
 
 use jitfuse::prelude::*;
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
@@ -646,6 +648,56 @@ struct Row {
     pending: Option<&'static str>,
 }
 
+/// `JITFUSE_BENCH_PROFILE=<W6|W7|W8>:compile:<n>`: trace, lower and compile
+/// the workload `n` times from a cleared cache, without running it (for
+/// `perf record`: where compile time goes), printing the median.
+fn profile_compile(id: &str, n: usize) {
+    let mut rng = XorShift(0x2545_F491_4F6C_DD1D);
+    let mut t =
+        |s: &[usize]| Tensor::from_vec(rng.vec(s.iter().product(), -0.04, 0.04), s).unwrap();
+    let w6 = [
+        t(&[256, 784]),
+        t(&[784, 512]),
+        t(&[512]),
+        t(&[512, 10]),
+        t(&[10]),
+        t(&[256, 10]),
+    ];
+    let ws8: Vec<Tensor> = (0..16).map(|_| t(&[512, 512])).collect();
+    let x8 = t(&[256, 512]);
+    let mut ms: Vec<f64> = (0..n)
+        .map(|_| {
+            let start = Instant::now();
+            let kernels = match id {
+                "W6" => {
+                    w6_mlp::clear_cache();
+                    w6_mlp::lower(&w6[0], &w6[1], &w6[2], &w6[3], &w6[4], &w6[5])
+                        .and_then(|l| l.compile())
+                }
+                "W7" => {
+                    w7_mlp_grad::clear_cache();
+                    w7_mlp_grad::lower(&w6[0], &w6[1], &w6[2], &w6[3], &w6[4], &w6[5])
+                        .and_then(|l| l.compile())
+                }
+                "W8" => {
+                    w8_chain_grad::clear_cache();
+                    w8_chain_grad::lower(&ws8, &x8).and_then(|l| l.compile())
+                }
+                _ => panic!("compile profile: W6, W7 or W8, got {id}"),
+            }
+            .expect("compiles")
+            .kernel_count();
+            black_box(kernels);
+            start.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    ms.sort_by(f64::total_cmp);
+    println!(
+        "{id}: trace + lower + compile median {:.2} ms over {n}",
+        ms[n / 2]
+    );
+}
+
 /// `JITFUSE_BENCH_PROFILE` mode (see the module docs).
 fn profile(spec: &str) {
     let parts: Vec<&str> = spec.split(':').collect();
@@ -655,6 +707,10 @@ fn profile(spec: &str) {
         _ => panic!("JITFUSE_BENCH_PROFILE=<id>:<jit|hand|ratio>:<calls>[:<scale>], got {spec}"),
     };
     let calls: usize = calls.parse().expect("calls");
+    if imp == "compile" {
+        profile_compile(id, calls);
+        return;
+    }
     let jit = match imp {
         "jit" => true,
         "hand" | "ratio" => false,

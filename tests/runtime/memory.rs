@@ -992,3 +992,39 @@ fn row_kernels_write_in_place() {
         assert!((a - b).abs() < 1e-4, "{a} vs {b}");
     }
 }
+
+/// Kernels with the same code (the layers of a deep chain and their
+/// gradients) are compiled once per program: doubling the depth adds
+/// kernels to run, not machine code to generate.
+#[test]
+fn identical_kernels_are_compiled_once() {
+    let z = |s: &[usize]| Tensor::full(s, 0.01, DType::F32);
+    let x = z(&[8, 16]);
+    let compiled = |n: usize| {
+        let ws: Vec<Tensor> = (0..n).map(|_| z(&[16, 16])).collect();
+        w8_grad::lower(&ws, &x, 0).unwrap().compile().unwrap()
+    };
+    let (c4, c8) = (compiled(4), compiled(8));
+    assert!(c8.kernel_count() > c4.kernel_count());
+    assert_eq!(
+        c8.memory_analysis().code_bytes,
+        c4.memory_analysis().code_bytes,
+        "8 layers compile no more code than 4"
+    );
+    // And they compute the right thing (the interpreter's gradient).
+    let ws: Vec<Tensor> = (0..8)
+        .map(|i| Tensor::full(&[16, 16], 0.01 * (i as f64 + 1.0), DType::F32))
+        .collect();
+    let got = w8_grad(&ws, &x, 0);
+    let want = jitfuse::grad(|ws: &Vec<Tensor>| w8_loss(ws, &x, 0), &ws);
+    for (g, w) in got.iter().zip(&want) {
+        for (a, b) in g
+            .to_vec::<f32>()
+            .unwrap()
+            .iter()
+            .zip(w.to_vec::<f32>().unwrap())
+        {
+            assert!((a - b).abs() <= 1e-5 * b.abs().max(1.0), "{a} vs {b}");
+        }
+    }
+}

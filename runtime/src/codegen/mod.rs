@@ -115,6 +115,8 @@ pub fn compile(g: &Graph, part: &Partition, keep_clif: bool) -> Result<CompiledK
     let mut clif = Vec::new();
     let mut asm = Vec::new();
     let mut code_bytes = 0;
+    let mut seen: std::collections::HashMap<String, cranelift_module::FuncId> =
+        std::collections::HashMap::new();
     for k in kernels {
         ctx.func.signature = sig.clone();
         ctx.set_disasm(keep_clif); // reset by clear_context
@@ -129,12 +131,26 @@ pub fn compile(g: &Graph, part: &Partition, keep_clif: bool) -> Result<CompiledK
             b.seal_all_blocks();
             b.finalize(module.target_config());
         }
+        // Kernels with the same IR (the layers of a deep network and their
+        // gradients) are compiled once: the text says everything the code
+        // depends on (ops, extents, strides, constants), and printing it
+        // costs a few percent of compiling it.
+        let text = ctx.func.display().to_string();
         if keep_clif {
-            clif.push(ctx.func.display().to_string());
+            clif.push(text.clone());
+        }
+        if let Some(&id) = seen.get(&text) {
+            module.clear_context(&mut ctx);
+            ids.push(id);
+            if keep_clif {
+                asm.push(format!("(the same code as an earlier kernel)\n{text}"));
+            }
+            continue;
         }
         let id = module
             .declare_anonymous_function(&sig)
             .map_err(|e| Error::codegen(e.to_string()))?;
+        seen.insert(text, id);
         module
             .define_function(id, &mut ctx)
             .map_err(|e| Error::codegen(format!("{e:?}")))?;
