@@ -3,7 +3,9 @@
 plus the dispatch and 20-op chain rows) in JAX (jax.jit, XLA:CPU) and NumPy,
 printed as a Markdown table to put beside `cargo bench --bench workloads`.
 
-Run: python3 benches/jax_compare.py [--reps 30]
+Run: python3 benches/jax_compare.py [--reps 30] [--tsv FILE]
+(`cargo bench --bench workloads` runs it itself when JAX is installed and puts
+its figures in the XLA columns of the same table.)
 
 Same shapes, formulas and value ranges as the Rust bench. The values differ:
 the Rust bench's xorshift stream is sequential and too slow to replay in
@@ -202,7 +204,11 @@ def time_jax(fn, args, reps, calls=1):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=30)
-    reps = ap.parse_args().reps
+    ap.add_argument("--tsv", help="also write `name<TAB>compile s<TAB>run s` per row here "
+                    "(read by `cargo bench --bench workloads`)")
+    opts = ap.parse_args()
+    reps = opts.reps
+    tsv = open(opts.tsv, "w") if opts.tsv else None
     rng = np.random.default_rng(0)
     f32 = np.float32
 
@@ -265,7 +271,12 @@ def main():
         else:
             np_txt, diff = "", ""
         print(f"| {name} | {compile_s * 1e3:.0f} | {run_s * unit:.2f} | {np_txt} | {diff} |", flush=True)
+        if tsv:
+            tsv.write(f"{name}\t{compile_s:.6e}\t{run_s:.6e}\n")
     print(f"\nNumPy copy of 256 MiB: {copy_gbs:.2f} GB/s (read + write counted).")
+    if tsv:
+        tsv.write(f"# JAX {jax.__version__}\n")
+        tsv.close()
 
 
 if __name__ == "__main__":

@@ -68,7 +68,60 @@ const XLA_ANCHORS: &[(&str, f64, f64)] = &[
 /// Copy bandwidth of the anchors machine (NumPy, 256 MiB, read + write counted), GB/s.
 const ANCHOR_COPY_GBS: f64 = 19.55;
 
+/// XLA figures measured in this run by `benches/jax_compare.py` (when
+/// Python has JAX): JAX version and (row id, compile ms, run ms).
+static XLA_MEASURED: std::sync::OnceLock<Option<(String, Vec<(String, f64, f64)>)>> =
+    std::sync::OnceLock::new();
+
+/// Run `benches/jax_compare.py` (before any of our timing, so the two never
+/// share the cores) unless `JITFUSE_BENCH_JAX=0`; `None` when Python or JAX
+/// is missing or the script fails (the anchors are used then).
+fn measure_xla() -> Option<(String, Vec<(String, f64, f64)>)> {
+    if std::env::var("JITFUSE_BENCH_JAX").as_deref() == Ok("0") {
+        return None;
+    }
+    let dir = env!("CARGO_MANIFEST_DIR");
+    let tsv = std::env::temp_dir().join(format!("jitfuse-jax-{}.tsv", std::process::id()));
+    eprintln!("measuring JAX with benches/jax_compare.py (JITFUSE_BENCH_JAX=0 skips it) ...");
+    let status = std::process::Command::new("python3")
+        .arg(format!("{dir}/benches/jax_compare.py"))
+        .args(["--reps", "15", "--tsv"])
+        .arg(&tsv)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .ok()?;
+    let text = std::fs::read_to_string(&tsv).ok();
+    let _ = std::fs::remove_file(&tsv);
+    if !status.success() {
+        eprintln!("jax_compare.py failed (is JAX installed? pip install \"jax[cpu]\" numpy): using the anchors");
+        return None;
+    }
+    let text = text?;
+    let mut version = String::from("JAX");
+    let mut rows = Vec::new();
+    for line in text.lines() {
+        if let Some(v) = line.strip_prefix("# ") {
+            version = v.to_string();
+            continue;
+        }
+        let f: Vec<&str> = line.split('\t').collect();
+        if let [name, c, r] = f[..] {
+            // "W8a chain grad, plain" -> W8; "dispatch x[4] + 1 (µs)" -> dispatch.
+            let id = name.split_whitespace().next().unwrap_or("");
+            let id = if id == "W8a" { "W8" } else { id };
+            if let (Ok(c), Ok(r)) = (c.parse::<f64>(), r.parse::<f64>()) {
+                rows.push((id.to_string(), c * 1e3, r * 1e3));
+            }
+        }
+    }
+    Some((version, rows))
+}
+
+/// (compile ms, run ms) of XLA for a row: measured in this run, else the anchors.
 fn xla(id: &str) -> Option<(f64, f64)> {
+    if let Some(Some((_, rows))) = XLA_MEASURED.get() {
+        return rows.iter().find(|r| r.0 == id).map(|r| (r.1, r.2));
+    }
     XLA_ANCHORS.iter().find(|r| r.0 == id).map(|r| (r.1, r.2))
 }
 
@@ -777,6 +830,7 @@ fn main() {
         profile(&spec);
         return;
     }
+    XLA_MEASURED.get_or_init(measure_xla);
     let rounds: usize = std::env::var("JITFUSE_BENCH_ROUNDS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -1385,11 +1439,18 @@ fn main() {
         "## jitfuse benchmarks (medians of {rounds} interleaved samples, one process)\n"
     )
     .unwrap();
+    let xla_source = match XLA_MEASURED.get() {
+        Some(Some((version, _))) => format!(
+            "{version} (`jax.jit`, XLA:CPU) measured in this run by `benches/jax_compare.py`, before our timing"
+        ),
+        _ => "JAX 0.10.2 on this kind of machine, from `../shared/anchors/README.md` (not this run: \
+              `pip install \"jax[cpu]\" numpy` to measure it)"
+            .to_string(),
+    };
     writeln!(
         md,
-        "Times in ms (dispatch row: µs per call). XLA columns: JAX 0.10.2 on this kind of machine, from \
-         `../shared/anchors/README.md` (not this run). Hand loops: rustc, SSE2, rayon over {threads} threads; \
-         matmul: `matrixmultiply` called directly. ndarray: eager, NumPy-style code. \
+        "Times in ms (dispatch row: µs per call). XLA columns: {xla_source}. Hand loops: rustc, SSE2, rayon \
+         over {threads} threads; matmul: `matrixmultiply` called directly. ndarray: eager, NumPy-style code. \
          GB/s = bytes that must move (inputs + outputs) / jitfuse time; % = of the copy bandwidth below.\n"
     )
     .unwrap();
@@ -1483,7 +1544,7 @@ fn main() {
             fmt_t(comp, false),
             fmt_t(hand, r.unit_us),
             fmt_t(ndm, r.unit_us),
-            fmt_t(xr, false),
+            fmt_t(xr, r.unit_us),
             fmt_t(xc, false),
             ratio(ours, xr),
             ratio(ours, hand),
@@ -1506,8 +1567,7 @@ fn main() {
     .unwrap();
     writeln!(
         md,
-        "\n† XLA figures: JAX 0.10.2 (`jax.jit`, XLA:CPU) on this kind of machine, ../shared/anchors/README.md; \
-         `benches/jax_compare.py` measures them on the machine at hand. steps = compiled steps (Cranelift kernels \
+        "\n† XLA figures: see the XLA columns above. steps = compiled steps (Cranelift kernels \
          and library calls) of the program, (k) = of which kernels. faults/call = minor page faults during one \
          cached jitfuse call (median)."
     )
