@@ -97,12 +97,68 @@ pub struct CompiledKernels {
     pub code: JitCode,
 }
 
+/// One kernel's machine code, compiled off the module (on any thread).
+struct MachineCode {
+    bytes: Vec<u8>,
+    alignment: u64,
+    relocs: Vec<cranelift_module::ModuleReloc>,
+    /// Optimised IR and VCode listing (when asked for).
+    asm: String,
+}
+
+/// Compile one kernel's IR to machine code. Pure: runs on rayon's pool.
+fn compile_function(
+    isa: &dyn cranelift_codegen::isa::TargetIsa,
+    func: cranelift_codegen::ir::Function,
+    id: cranelift_module::FuncId,
+    keep_clif: bool,
+) -> Result<MachineCode, Error> {
+    let mut ctx = cranelift_codegen::Context::for_function(func);
+    ctx.set_disasm(keep_clif);
+    let alignment = ctx
+        .compile(isa, &mut Default::default())
+        .map_err(|e| Error::codegen(format!("{:?}", e.inner)))?
+        .buffer
+        .alignment as u64;
+    let code = ctx.compiled_code().expect("compiled");
+    let relocs = code
+        .buffer
+        .relocs()
+        .iter()
+        .map(|r| cranelift_module::ModuleReloc::from_mach_reloc(r, &ctx.func, id))
+        .collect();
+    let asm = if keep_clif {
+        // The IR after Cranelift's optimisations (where the egraph placed
+        // each instruction), then the machine code.
+        format!(
+            "{}\n{}",
+            ctx.func.display(),
+            code.vcode.clone().unwrap_or_default()
+        )
+    } else {
+        String::new()
+    };
+    Ok(MachineCode {
+        bytes: code.code_buffer().to_vec(),
+        alignment,
+        relocs,
+        asm,
+    })
+}
+
 /// Compile every kernel and reduction step of a partition (in step order).
+///
+/// Three phases: build each kernel's Cranelift IR (cheap, sequential: the
+/// builders need the module for imports); compile the distinct ones to
+/// machine code in parallel on rayon's pool (Cranelift's optimiser and
+/// register allocator are nearly all of a compile); define the bytes in the
+/// module and finalize once.
 pub fn compile(g: &Graph, part: &Partition, keep_clif: bool) -> Result<CompiledKernels, Error> {
+    use rayon::prelude::*;
     let kernels = part.steps.iter().filter(|s| !matches!(s, Step::Library(_)));
     let isa = ISA.as_ref().map_err(|e| Error::codegen(e.clone()))?.clone();
     let mut module = JITModule::new(JITBuilder::with_isa(
-        isa,
+        isa.clone(),
         cranelift_module::default_libcall_names(),
     ));
     let mut ctx = module.make_context();
@@ -113,13 +169,12 @@ pub fn compile(g: &Graph, part: &Partition, keep_clif: bool) -> Result<CompiledK
     }
     let mut ids = Vec::new();
     let mut clif = Vec::new();
-    let mut asm = Vec::new();
-    let mut code_bytes = 0;
+    // Distinct functions to compile: (id, IR).
+    let mut todo: Vec<(cranelift_module::FuncId, cranelift_codegen::ir::Function)> = Vec::new();
     let mut seen: std::collections::HashMap<String, cranelift_module::FuncId> =
         std::collections::HashMap::new();
     for k in kernels {
         ctx.func.signature = sig.clone();
-        ctx.set_disasm(keep_clif); // reset by clear_context
         {
             let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
             match k {
@@ -139,35 +194,50 @@ pub fn compile(g: &Graph, part: &Partition, keep_clif: bool) -> Result<CompiledK
         if keep_clif {
             clif.push(text.clone());
         }
-        if let Some(&id) = seen.get(&text) {
-            module.clear_context(&mut ctx);
-            ids.push(id);
-            if keep_clif {
-                asm.push(format!("(the same code as an earlier kernel)\n{text}"));
+        let id = match seen.get(&text) {
+            Some(&id) => id,
+            None => {
+                let id = module
+                    .declare_anonymous_function(&sig)
+                    .map_err(|e| Error::codegen(e.to_string()))?;
+                seen.insert(text, id);
+                todo.push((id, ctx.func.clone()));
+                id
             }
-            continue;
-        }
-        let id = module
-            .declare_anonymous_function(&sig)
-            .map_err(|e| Error::codegen(e.to_string()))?;
-        seen.insert(text, id);
-        module
-            .define_function(id, &mut ctx)
-            .map_err(|e| Error::codegen(format!("{e:?}")))?;
-        code_bytes += ctx.compiled_code().map_or(0, |c| c.code_buffer().len());
-        if keep_clif {
-            // The IR after Cranelift's optimisations (where the egraph
-            // placed each instruction), then the machine code.
-            asm.push(format!(
-                "{}\n{}",
-                ctx.func.display(),
-                ctx.compiled_code()
-                    .and_then(|c| c.vcode.clone())
-                    .unwrap_or_default()
-            ));
-        }
-        module.clear_context(&mut ctx);
+        };
         ids.push(id);
+        module.clear_context(&mut ctx);
+    }
+    let compile_one = |(id, func): (cranelift_module::FuncId, cranelift_codegen::ir::Function)| {
+        compile_function(&*isa, func, id, keep_clif).map(|m| (id, m))
+    };
+    let compiled: Vec<Result<(cranelift_module::FuncId, MachineCode), Error>> =
+        if todo.len() > 1 && rayon::current_num_threads() > 1 {
+            todo.into_par_iter().map(compile_one).collect()
+        } else {
+            todo.into_iter().map(compile_one).collect()
+        };
+    let mut code_bytes = 0;
+    let mut asm_of: std::collections::HashMap<cranelift_module::FuncId, String> =
+        std::collections::HashMap::new();
+    for c in compiled {
+        let (id, m) = c?;
+        code_bytes += m.bytes.len();
+        module
+            .define_function_bytes(id, m.alignment, &m.bytes, &m.relocs)
+            .map_err(|e| Error::codegen(format!("{e:?}")))?;
+        asm_of.insert(id, m.asm);
+    }
+    let mut asm = Vec::new();
+    if keep_clif {
+        let mut shown = std::collections::HashSet::new();
+        for id in &ids {
+            asm.push(if shown.insert(*id) {
+                asm_of[id].clone()
+            } else {
+                "(the same code as an earlier kernel)".to_string()
+            });
+        }
     }
     module
         .finalize_definitions()
