@@ -35,15 +35,37 @@ struct Access {
     strides: Vec<i64>,
 }
 
-/// Where the vector code finds an access at the current position.
+/// Where the vector code finds an access at the current position. Byte
+/// offsets are kept apart from the address value so that they land in the
+/// instructions' displacement (the vectors of an unrolled group share one
+/// address value).
 #[derive(Clone, Copy)]
 pub(super) enum Addr {
-    /// LANES consecutive elements start here.
-    Run(Value),
+    /// LANES consecutive elements start at `base + off` bytes.
+    Run(Value, i32),
     /// One element here is broadcast to every lane.
     Splat(Value),
-    /// Lane l is at `base + l * stride` bytes.
-    Gather(Value, i64),
+    /// Lane l is at `base + off + l * stride` bytes.
+    Gather(Value, i64, i32),
+}
+
+impl Addr {
+    /// Read LANES elements of dtype `d`.
+    pub(super) fn load(self, b: &mut FunctionBuilder, d: DType) -> Vals {
+        match self {
+            Addr::Run(x, off) => vector::load_at(b, d, x, off),
+            Addr::Splat(x) => vector::load_splat(b, d, x),
+            Addr::Gather(x, step, off) => vector::load_gather_at(b, d, x, step, off),
+        }
+    }
+
+    /// The address of the first lane as one value.
+    fn first(self, b: &mut FunctionBuilder) -> Value {
+        match self {
+            Addr::Run(x, 0) | Addr::Splat(x) | Addr::Gather(x, _, 0) => x,
+            Addr::Run(x, off) | Addr::Gather(x, _, off) => b.ins().iadd_imm_s(x, off as i64),
+        }
+    }
 }
 
 pub struct Layout {
@@ -376,7 +398,8 @@ pub(super) struct Lane {
 /// loop of `unroll` vectors, single vectors, then a *padded* tail (inputs
 /// copied into `slots`, outputs computed there and copied back), so tail
 /// elements go through the same vector code. `body(b, addrs, pos, u, tail)`
-/// gets each vector's addresses, its first element's index, its place in
+/// gets each vector's addresses, its first element's index (`pos.0 + pos.1`:
+/// the unrolled group's first index and the vector's place in it), its place in
 /// the unrolled group, and in the tail the count of real lanes. `known`
 /// (a static length) drops loops that cannot run.
 #[allow(clippy::too_many_arguments)]
@@ -389,10 +412,12 @@ pub(super) fn vector_loop(
     hi: Value,
     known: Option<i64>,
     unroll: usize,
-    body: &mut dyn FnMut(&mut FunctionBuilder, &[Addr], Value, usize, Option<Value>),
+    body: &mut dyn FnMut(&mut FunctionBuilder, &[Addr], (Value, i64), usize, Option<Value>),
 ) {
     let l = LANES as i64;
     let w = l * unroll as i64;
+    // Element `i + extra`: one address value per access and `i`, the
+    // `extra` elements in the displacement (when it fits).
     let addr_at = |b: &mut FunctionBuilder, i: Value, extra: i64| -> Vec<Addr> {
         lanes
             .iter()
@@ -403,12 +428,17 @@ pub(super) fn vector_loop(
                 }
                 let step = lane.stride * lane.size as i64;
                 let off = b.ins().imul_imm_s(i, step);
-                let off = b.ins().iadd_imm_s(off, extra * step);
-                let at = b.ins().iadd(rows[a], off);
+                let mut at = b.ins().iadd(rows[a], off);
+                let mut disp = extra * step;
+                let reach = disp.abs() + (LANES as i64 * step).abs();
+                if reach > i32::MAX as i64 / 2 {
+                    at = b.ins().iadd_imm_s(at, disp);
+                    disp = 0;
+                }
                 if lane.stride == 1 {
-                    Addr::Run(at)
+                    Addr::Run(at, disp as i32)
                 } else {
-                    Addr::Gather(at, step)
+                    Addr::Gather(at, step, disp as i32)
                 }
             })
             .collect()
@@ -418,15 +448,14 @@ pub(super) fn vector_loop(
         i = emit_loop(b, i, hi, w, |b, i| {
             for u in 0..unroll {
                 let addrs = addr_at(b, i, u as i64 * l);
-                let pos = b.ins().iadd_imm_s(i, u as i64 * l);
-                body(b, &addrs, pos, u, None);
+                body(b, &addrs, (i, u as i64 * l), u, None);
             }
         });
     }
     if unroll > 1 && known.is_none_or(|n| n % w >= l) {
         i = emit_loop(b, i, hi, l, |b, i| {
             let addrs = addr_at(b, i, 0);
-            body(b, &addrs, i, 0, None);
+            body(b, &addrs, (i, 0), 0, None);
         });
     }
     if known.is_none_or(|n| n % l != 0) {
@@ -443,23 +472,25 @@ pub(super) fn vector_loop(
             .enumerate()
             .map(|(a, ad)| match *ad {
                 Addr::Splat(x) => Addr::Splat(x),
-                Addr::Run(src) | Addr::Gather(src, _) => {
+                Addr::Run(..) | Addr::Gather(..) => {
                     let size = lanes[a].size;
-                    let step = if let Addr::Gather(_, st) = *ad {
+                    let step = if let Addr::Gather(_, st, _) = *ad {
                         st
                     } else {
                         size as i64
                     };
                     if !lanes[a].output {
+                        let src = ad.first(b);
                         copy_elems(b, src, step, slots[a], r, size);
                     }
-                    Addr::Run(slots[a])
+                    Addr::Run(slots[a], 0)
                 }
             })
             .collect();
-        body(b, &tail_addrs, i, 0, Some(r));
+        body(b, &tail_addrs, (i, 0), 0, Some(r));
         for (a, lane) in lanes.iter().enumerate() {
-            if let (true, Addr::Run(dst)) = (lane.output, addrs[a]) {
+            if let (true, Addr::Run(..)) = (lane.output, addrs[a]) {
+                let dst = addrs[a].first(b);
                 copy_elems(b, slots[a], lane.size as i64, dst, r, lane.size);
             }
         }
@@ -498,14 +529,8 @@ pub(super) fn copy_elems(
 /// Compute every node of the kernel on one lane vector and store the outputs.
 fn emit_vector(b: &mut FunctionBuilder, g: &Graph, k: &Kernel, p: &Plan, addrs: &[Addr]) {
     let mut env: HashMap<ValueId, Vals> = HashMap::new();
-    let read = |b: &mut FunctionBuilder, a: usize| -> Vals {
-        let d = p.accesses[a].dtype;
-        match addrs[a] {
-            Addr::Run(x) => vector::load(b, d, x),
-            Addr::Splat(x) => vector::load_splat(b, d, x),
-            Addr::Gather(x, step) => vector::load_gather(b, d, x, step),
-        }
-    };
+    let read =
+        |b: &mut FunctionBuilder, a: usize| -> Vals { addrs[a].load(b, p.accesses[a].dtype) };
     // Value of an operand (or of a computed view) not produced in this vector.
     let fetch = |b: &mut FunctionBuilder, x: ValueId| -> Vals {
         match const_value(g, x) {
@@ -542,8 +567,8 @@ fn emit_vector(b: &mut FunctionBuilder, g: &Graph, k: &Kernel, p: &Plan, addrs: 
     }
     for (j, &o) in k.outputs.iter().enumerate() {
         let a = p.outs[j];
-        if let Addr::Run(x) = addrs[a] {
-            vector::store(b, p.accesses[a].dtype, &env[&o], x);
+        if let Addr::Run(x, off) = addrs[a] {
+            vector::store_at(b, p.accesses[a].dtype, &env[&o], x, off);
         }
     }
 }

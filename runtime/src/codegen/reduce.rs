@@ -374,14 +374,19 @@ fn block_reduce(
     let op = binop(r.op);
     let init = vector::splat(b, d, id);
     let accs: Vec<VarVals> = (0..UNROLL).map(|_| VarVals::new(b, &init)).collect();
+    // One address value per `i`, the vector's place in the displacement.
     let load_at = |b: &mut FunctionBuilder, i: Value, extra: i64| -> Vals {
         let off = b.ins().imul_imm_s(i, step);
-        let off = b.ins().iadd_imm_s(off, extra * step);
-        let at = b.ins().iadd(start, off);
+        let mut at = b.ins().iadd(start, off);
+        let mut disp = extra * step;
+        if disp.abs() + (LANES as i64 * step).abs() > i32::MAX as i64 / 2 {
+            at = b.ins().iadd_imm_s(at, disp);
+            disp = 0;
+        }
         if stride == 1 {
-            vector::load(b, d, at)
+            vector::load_at(b, d, at, disp as i32)
         } else {
-            vector::load_gather(b, d, at, step)
+            vector::load_gather_at(b, d, at, step, disp as i32)
         }
     };
     let l = LANES as i64;

@@ -243,7 +243,7 @@ impl Ctx<'_> {
         &self,
         b: &mut FunctionBuilder,
         addrs: &[Addr],
-        pos: Value,
+        pos: (Value, i64),
         targets: &[ValueId],
     ) -> HashMap<ValueId, Vals> {
         let g = self.g;
@@ -270,12 +270,7 @@ impl Ctx<'_> {
                     Some(l) => vector::splat(b, g.node(x).dtype, l),
                     None => {
                         let a = self.pl.elem_reads[&x];
-                        let d = self.pl.accesses[a].dtype;
-                        match addrs[a] {
-                            Addr::Run(p) => vector::load(b, d, p),
-                            Addr::Splat(p) => vector::load_splat(b, d, p),
-                            Addr::Gather(p, st) => vector::load_gather(b, d, p, st),
-                        }
+                        addrs[a].load(b, self.pl.accesses[a].dtype)
                     }
                 };
                 env.insert(x, v.clone());
@@ -283,18 +278,22 @@ impl Ctx<'_> {
             };
         for v in order {
             let n = g.node(v);
+            let size = n.dtype.size() as i64;
             let scratch = self.stash.get(&v).map(|&slot| {
-                let off = b.ins().imul_imm_s(pos, n.dtype.size() as i64);
-                b.ins().iadd(slot, off)
+                let off = b.ins().imul_imm_s(pos.0, size);
+                (b.ins().iadd(slot, off), (pos.1 * size) as i32)
             });
             let val = match &n.op {
-                _ if self.stash_ready.contains(&v) => vector::load(b, n.dtype, scratch.unwrap()),
+                _ if self.stash_ready.contains(&v) => {
+                    let (at, off) = scratch.unwrap();
+                    vector::load_at(b, n.dtype, at, off)
+                }
                 Op::Broadcast | Op::Reshape => self.row_env[&n.inputs[0]].clone(),
                 _ => {
                     let args: Vec<Vals> = n.inputs.iter().map(|&x| fetch(b, &mut env, x)).collect();
                     let val = elementwise(b, g, v, &args);
-                    if let Some(at) = scratch {
-                        vector::store(b, n.dtype, &val, at);
+                    if let Some((at, off)) = scratch {
+                        vector::store_at(b, n.dtype, &val, at, off);
                     }
                     val
                 }
@@ -539,7 +538,7 @@ fn row_loop(
     lo: Value,
     hi: Value,
     known: Option<i64>,
-    body: &mut dyn FnMut(&mut FunctionBuilder, &[Addr], Value, usize, Option<Value>),
+    body: &mut dyn FnMut(&mut FunctionBuilder, &[Addr], (Value, i64), usize, Option<Value>),
 ) {
     let lanes: Vec<Lane> = pl
         .accesses
@@ -666,8 +665,8 @@ fn row(
                 let env = ctx.eval(b, addrs, pos, &targets);
                 for (j, o) in &elem_outs {
                     let a = pl.outs[*j];
-                    if let Addr::Run(p) = addrs[a] {
-                        vector::store(b, g.node(*o).dtype, &env[o], p);
+                    if let Addr::Run(p, off) = addrs[a] {
+                        vector::store_at(b, g.node(*o).dtype, &env[o], p, off);
                     }
                 }
             },
