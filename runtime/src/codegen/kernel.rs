@@ -227,6 +227,10 @@ pub(super) fn pin_slot(b: &mut FunctionBuilder) -> StackSlot {
 
 /// Emit a counted loop `for i in (lo..hi).step_by(step)` while `i + step <= hi`;
 /// returns the first `i` not run.
+///
+/// The test is at the bottom (`i <= hi - step`, with a guard before the
+/// loop), so an iteration ends in one add, compare and branch, instead of
+/// a jump back to a header that tests again.
 pub(super) fn emit_loop(
     b: &mut FunctionBuilder,
     lo: Value,
@@ -234,20 +238,30 @@ pub(super) fn emit_loop(
     step: i64,
     mut body: impl FnMut(&mut FunctionBuilder, Value),
 ) -> Value {
-    let header = b.create_block();
     let body_blk = b.create_block();
     let exit = b.create_block();
-    let i = b.append_block_param(header, types::I64);
+    let i = b.append_block_param(body_blk, types::I64);
     let out = b.append_block_param(exit, types::I64);
-    b.ins().jump(header, &[BlockArg::Value(lo)]);
-    b.switch_to_block(header);
-    let next = b.ins().iadd_imm_s(i, step);
-    let go = b.ins().icmp(IntCC::SignedLessThanOrEqual, next, hi);
-    b.ins().brif(go, body_blk, &[], exit, &[BlockArg::Value(i)]);
+    let last = b.ins().iadd_imm_s(hi, -step);
+    let go = b.ins().icmp(IntCC::SignedLessThanOrEqual, lo, last);
+    b.ins().brif(
+        go,
+        body_blk,
+        &[BlockArg::Value(lo)],
+        exit,
+        &[BlockArg::Value(lo)],
+    );
     b.switch_to_block(body_blk);
     body(b, i);
-    let next2 = b.ins().iadd_imm_s(i, step);
-    b.ins().jump(header, &[BlockArg::Value(next2)]);
+    let next = b.ins().iadd_imm_s(i, step);
+    let go = b.ins().icmp(IntCC::SignedLessThanOrEqual, next, last);
+    b.ins().brif(
+        go,
+        body_blk,
+        &[BlockArg::Value(next)],
+        exit,
+        &[BlockArg::Value(next)],
+    );
     b.switch_to_block(exit);
     out
 }
@@ -298,7 +312,10 @@ pub fn build(b: &mut FunctionBuilder, g: &Graph, part: &Partition, k: &Kernel) {
     } else {
         // Outer loops: dim 0 over begin..end, dims 1..nd-1 full.
         let mut idx: Vec<Value> = Vec::new();
-        emit_outer(b, g, k, &p, &starts, &slots, begin, end, 0, &mut idx, inner);
+        let pin_at = pin_slot(b);
+        emit_outer(
+            b, g, k, &p, &starts, &slots, begin, end, 0, &mut idx, inner, pin_at,
+        );
     }
     b.ins().return_(&[]);
 }
@@ -316,6 +333,7 @@ fn emit_outer(
     d: usize,
     idx: &mut Vec<Value>,
     inner: i64,
+    pin_at: StackSlot,
 ) {
     let nd = p.dims.len();
     emit_loop(b, lo, hi, 1, |b, j| {
@@ -335,7 +353,9 @@ fn emit_outer(
                             off = b.ins().iadd(off, t);
                         }
                     }
-                    b.ins().iadd(bases[ai], off)
+                    // Pinned: computed once per row, not per vector.
+                    let at = b.ins().iadd(bases[ai], off);
+                    pin(b, pin_at, at)
                 })
                 .collect();
             let zero = b.ins().iconst(types::I64, 0);
@@ -344,7 +364,7 @@ fn emit_outer(
         } else {
             let zero = b.ins().iconst(types::I64, 0);
             let n = b.ins().iconst(types::I64, p.dims[d + 1] as i64);
-            emit_outer(b, g, k, p, bases, slots, zero, n, d + 1, idx, inner);
+            emit_outer(b, g, k, p, bases, slots, zero, n, d + 1, idx, inner, pin_at);
         }
         idx.pop();
     });
@@ -400,7 +420,8 @@ pub(super) struct Lane {
 /// elements go through the same vector code. `body(b, addrs, pos, u, tail)`
 /// gets each vector's addresses, its first element's index (`pos.0 + pos.1`:
 /// the unrolled group's first index and the vector's place in it), its place in
-/// the unrolled group, and in the tail the count of real lanes. `known`
+/// its group of vectors and the group's size (`(u, unroll)` in the unrolled
+/// loop, `(0, 1)` after it), and in the tail the count of real lanes. `known`
 /// (a static length) drops loops that cannot run.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn vector_loop(
@@ -412,7 +433,13 @@ pub(super) fn vector_loop(
     hi: Value,
     known: Option<i64>,
     unroll: usize,
-    body: &mut dyn FnMut(&mut FunctionBuilder, &[Addr], (Value, i64), usize, Option<Value>),
+    body: &mut dyn FnMut(
+        &mut FunctionBuilder,
+        &[Addr],
+        (Value, i64),
+        (usize, usize),
+        Option<Value>,
+    ),
 ) {
     let l = LANES as i64;
     let w = l * unroll as i64;
@@ -448,14 +475,14 @@ pub(super) fn vector_loop(
         i = emit_loop(b, i, hi, w, |b, i| {
             for u in 0..unroll {
                 let addrs = addr_at(b, i, u as i64 * l);
-                body(b, &addrs, (i, u as i64 * l), u, None);
+                body(b, &addrs, (i, u as i64 * l), (u, unroll), None);
             }
         });
     }
     if unroll > 1 && known.is_none_or(|n| n % w >= l) {
         i = emit_loop(b, i, hi, l, |b, i| {
             let addrs = addr_at(b, i, 0);
-            body(b, &addrs, (i, 0), 0, None);
+            body(b, &addrs, (i, 0), (0, 1), None);
         });
     }
     if known.is_none_or(|n| n % l != 0) {
@@ -487,7 +514,7 @@ pub(super) fn vector_loop(
                 }
             })
             .collect();
-        body(b, &tail_addrs, (i, 0), 0, Some(r));
+        body(b, &tail_addrs, (i, 0), (0, 1), Some(r));
         for (a, lane) in lanes.iter().enumerate() {
             if let (true, Addr::Run(..)) = (lane.output, addrs[a]) {
                 let dst = addrs[a].first(b);

@@ -12,7 +12,7 @@
 //! affine maps; the within-row dimensions must collapse to one run.
 
 use super::kernel::{emit_loop, pin, pin_slot, vector_loop, Addr, Lane, UNROLL};
-use super::reduce::{acc_dtype, binop, identity, scalar_op};
+use super::reduce::{acc_dtype, acc_step, binop, identity, scalar_op, tracks_nan, NanFlag};
 use super::vector::{self, Vals, LANES};
 use crate::exec::partition::{const_value, Partition, RowKernel};
 use crate::ir::{BinaryOp, Graph, Op, ReduceOp, ValueId};
@@ -538,7 +538,13 @@ fn row_loop(
     lo: Value,
     hi: Value,
     known: Option<i64>,
-    body: &mut dyn FnMut(&mut FunctionBuilder, &[Addr], (Value, i64), usize, Option<Value>),
+    body: &mut dyn FnMut(
+        &mut FunctionBuilder,
+        &[Addr],
+        (Value, i64),
+        (usize, usize),
+        Option<Value>,
+    ),
 ) {
     let lanes: Vec<Lane> = pl
         .accesses
@@ -747,6 +753,8 @@ fn reduce_phase(
         input: ValueId,
         total: Variable,
         accs: Vec<Vec<Variable>>,
+        /// NaN met (float max/min: see `reduce::acc_step`), over the row.
+        nan: Option<NanFlag>,
     }
     let mut reds: Vec<Red> = Vec::new();
     for &v in rs {
@@ -759,6 +767,7 @@ fn reduce_phase(
         let init = vector::scalar_const(b, acc_d, identity(op, acc_d));
         let total = b.declare_var(vector::scalar_type(acc_d));
         b.def_var(total, init);
+        let nan = tracks_nan(op, d).then(|| NanFlag::new(b, d));
         reds.push(Red {
             v,
             op,
@@ -767,6 +776,7 @@ fn reduce_phase(
             input: n.inputs[0],
             total,
             accs: vec![],
+            nan,
         });
     }
     let n = pl.n as i64;
@@ -801,19 +811,22 @@ fn reduce_phase(
             lo,
             hi,
             Some(len),
-            &mut |b, addrs, pos, u, tail| {
+            &mut |b, addrs, pos, (u, of), tail| {
                 let env = ctx.eval(b, addrs, pos, &targets);
                 let mask = tail.map(|r| lane_mask(b, r));
-                for r in reds.iter() {
+                for r in reds.iter_mut() {
                     let mut x = env[&r.input].clone();
                     if let Some(m) = &mask {
                         let id = vector::splat(b, r.d, identity(r.op, r.d));
                         x = vector::select(b, r.d, m, &x, &id);
                     }
                     let a: Vals = r.accs[u].iter().map(|&var| b.use_var(var)).collect();
-                    let y = vector::binary(b, binop(r.op), r.d, &a, &x);
+                    let y = acc_step(b, r.op, r.d, &a, &x);
                     for (&var, &val) in r.accs[u].iter().zip(&y) {
                         b.def_var(var, val);
+                    }
+                    if let Some(f) = &mut r.nan {
+                        f.add(b, &x, u, of);
                     }
                 }
             },
@@ -860,6 +873,10 @@ fn reduce_phase(
             b.ins().fdemote(types::F32, t)
         } else {
             t
+        };
+        let t = match &r.nan {
+            Some(f) => f.apply(b, r.d, t),
+            None => t,
         };
         let (ty, parts) = vector::part_type(r.d);
         let sp = b.ins().splat(ty, t);
