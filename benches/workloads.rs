@@ -26,9 +26,9 @@
 //! round, a warm-up round discarded), so drift of the shared machine hits every
 //! case alike; the table shows medians.
 //!
-//! `JITFUSE_BENCH_PROFILE=<W1|W2|W3|W4|chain20>:<jit|hand|ratio>:<calls>` instead runs
+//! `JITFUSE_BENCH_PROFILE=<W1|W2|W3|W4|W5|chain20>:<jit|hand|ratio>:<calls>` instead runs
 //! one implementation `calls` times on an L2-sized input (16384 elements;
-//! 16 rows of 1024 for W3/W4) and exits: run it under
+//! 16 rows of 1024 for W3/W4, 4 rows of 4096 for W5) and exits: run it under
 //! `valgrind --tool=callgrind` with two call counts and divide the difference of
 //! the instruction counts by the extra elements for a deterministic cost per
 //! element (`benches/profile.sh` does that). `ratio` times both, interleaved,
@@ -404,7 +404,7 @@ fn w4_hand(x: &[f32], gamma: &[f32], beta: &[f32]) -> Vec<f32> {
 }
 
 fn w5_hand(x: &[f32]) -> Vec<f32> {
-    par_fill(N5, ROW_CHUNK, |s, out| {
+    par_fill(x.len() / N5, ROW_CHUNK, |s, out| {
         for (i, o) in out.iter_mut().enumerate() {
             o.write(sum16(&x[(s + i) * N5..][..N5], |v| v));
         }
@@ -782,6 +782,7 @@ fn profile(spec: &str) {
     let be = rng.vec(C3, -1.0, 1.0);
     let t1 = tensor(&x, &[pn]);
     let t3 = tensor(&x, &[pr, C3]);
+    let t5 = tensor(&x, &[pn / N5, N5]);
     let (ta, tb, tc) = (tensor(&a, &[pn]), tensor(&b, &[pn]), tensor(&c, &[pn]));
     let (tg, tbe) = (tensor(&g, &[C3]), tensor(&be, &[C3]));
     let run = |jit: bool| -> f32 {
@@ -794,6 +795,8 @@ fn profile(spec: &str) {
             ("W3", false) => black_box(w3_hand(&x)).len() as f32,
             ("W4", true) => black_box(w4_layernorm(&t3, &tg, &tbe)).len() as f32,
             ("W4", false) => black_box(w4_hand(&x, &g, &be)).len() as f32,
+            ("W5", true) => black_box(w5_sum_rows(&t5)).len() as f32,
+            ("W5", false) => black_box(w5_hand(&x)).len() as f32,
             ("chain20", true) => black_box(chain20(&t1)).len() as f32,
             ("chain20", false) => black_box(chain_hand(&x)).len() as f32,
             _ => panic!("unknown workload {id}"),

@@ -464,6 +464,73 @@ fn large_reductions_in_row_and_column_form() {
     }
 }
 
+/// Float max/min reductions track NaN apart from their accumulators (one
+/// unordered compare per pair of vectors, `codegen::reduce::acc_step`): a NaN
+/// anywhere in a row (first vector of an unrolled pair, second, single-vector
+/// loop, padded tail, a later block of 2048) makes the row's result NaN, in
+/// reduction kernels, row kernels (softmax's max phase, sibling max and min)
+/// and over views; rows without NaN (with infinities) are exact.
+#[test]
+fn max_and_min_reductions_propagate_nan_from_every_position() {
+    let mut rng = Rng::new(31);
+    for n in [1usize, 3, 4, 5, 8, 15, 16, 17, 31, 33, 100, 2051, 4100] {
+        for d in FLOATS {
+            let shape = [3, n];
+            let x0 = random_tensor(&mut rng, &shape, d, -3.0, 3.0, false);
+            let g = trace_fn(&[x0.clone()], |ts| {
+                let x = &ts[0];
+                vec![
+                    x.max(-1),
+                    x.min(-1),
+                    x.max_keepdims(-1) - x.min_keepdims(-1),
+                    (x - x.max_keepdims(-1)).exp().sum(-1),
+                    x.flip(&[-1]).max(-1),
+                    x.t().min(0),
+                ]
+            });
+            let exe = jitfuse::exec::Executable::from_graph(g.clone(), vec![]).unwrap();
+            let base: Vec<f64> = match d {
+                DType::F32 => x0
+                    .to_vec::<f32>()
+                    .unwrap()
+                    .into_iter()
+                    .map(|v| v as f64)
+                    .collect(),
+                _ => x0.to_vec::<f64>().unwrap(),
+            };
+            let mut positions: Vec<usize> = (0..n.min(40)).collect();
+            positions.extend([n / 2, n.saturating_sub(2), n - 1, n.saturating_sub(5)]);
+            if n > 2048 {
+                positions.extend([2047, 2048, 2049, 2050]);
+            }
+            for p in positions {
+                let mut v = base.clone();
+                // Row 0: no NaN, an infinity; row 1: NaN at p; row 2: NaN at
+                // p and at its mirror.
+                v[(p * 7) % n] = f64::INFINITY;
+                v[n + p] = f64::NAN;
+                v[2 * n + p] = f64::NAN;
+                v[2 * n + (n - 1 - p)] = -f64::NAN;
+                let x = match d {
+                    DType::F32 => Tensor::from_vec(v.iter().map(|&a| a as f32).collect(), &shape),
+                    _ => Tensor::from_vec(v, &shape),
+                }
+                .unwrap();
+                let want = jitfuse::interp::eval_graph(&g, std::slice::from_ref(&x), &[]).unwrap();
+                let got = exe.run_with(&[&x]).unwrap();
+                for (k, (a, b)) in got.iter().zip(&want).enumerate() {
+                    assert_close(
+                        a,
+                        b,
+                        tol(d),
+                        &format!("{d} n {n} NaN at {p}, output {k}\n{g}"),
+                    );
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn creation_inside_traces_records_nodes_not_buffers() {
     let x = Tensor::zeros(&[5], DType::F32);

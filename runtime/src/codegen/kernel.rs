@@ -35,15 +35,37 @@ struct Access {
     strides: Vec<i64>,
 }
 
-/// Where the vector code finds an access at the current position.
+/// Where the vector code finds an access at the current position. Byte
+/// offsets are kept apart from the address value so that they land in the
+/// instructions' displacement (the vectors of an unrolled group share one
+/// address value).
 #[derive(Clone, Copy)]
 pub(super) enum Addr {
-    /// LANES consecutive elements start here.
-    Run(Value),
+    /// LANES consecutive elements start at `base + off` bytes.
+    Run(Value, i32),
     /// One element here is broadcast to every lane.
     Splat(Value),
-    /// Lane l is at `base + l * stride` bytes.
-    Gather(Value, i64),
+    /// Lane l is at `base + off + l * stride` bytes.
+    Gather(Value, i64, i32),
+}
+
+impl Addr {
+    /// Read LANES elements of dtype `d`.
+    pub(super) fn load(self, b: &mut FunctionBuilder, d: DType) -> Vals {
+        match self {
+            Addr::Run(x, off) => vector::load_at(b, d, x, off),
+            Addr::Splat(x) => vector::load_splat(b, d, x),
+            Addr::Gather(x, step, off) => vector::load_gather_at(b, d, x, step, off),
+        }
+    }
+
+    /// The address of the first lane as one value.
+    fn first(self, b: &mut FunctionBuilder) -> Value {
+        match self {
+            Addr::Run(x, 0) | Addr::Splat(x) | Addr::Gather(x, _, 0) => x,
+            Addr::Run(x, off) | Addr::Gather(x, _, off) => b.ins().iadd_imm_s(x, off as i64),
+        }
+    }
 }
 
 pub struct Layout {
@@ -205,6 +227,10 @@ pub(super) fn pin_slot(b: &mut FunctionBuilder) -> StackSlot {
 
 /// Emit a counted loop `for i in (lo..hi).step_by(step)` while `i + step <= hi`;
 /// returns the first `i` not run.
+///
+/// The test is at the bottom (`i <= hi - step`, with a guard before the
+/// loop), so an iteration ends in one add, compare and branch, instead of
+/// a jump back to a header that tests again.
 pub(super) fn emit_loop(
     b: &mut FunctionBuilder,
     lo: Value,
@@ -212,20 +238,30 @@ pub(super) fn emit_loop(
     step: i64,
     mut body: impl FnMut(&mut FunctionBuilder, Value),
 ) -> Value {
-    let header = b.create_block();
     let body_blk = b.create_block();
     let exit = b.create_block();
-    let i = b.append_block_param(header, types::I64);
+    let i = b.append_block_param(body_blk, types::I64);
     let out = b.append_block_param(exit, types::I64);
-    b.ins().jump(header, &[BlockArg::Value(lo)]);
-    b.switch_to_block(header);
-    let next = b.ins().iadd_imm_s(i, step);
-    let go = b.ins().icmp(IntCC::SignedLessThanOrEqual, next, hi);
-    b.ins().brif(go, body_blk, &[], exit, &[BlockArg::Value(i)]);
+    let last = b.ins().iadd_imm_s(hi, -step);
+    let go = b.ins().icmp(IntCC::SignedLessThanOrEqual, lo, last);
+    b.ins().brif(
+        go,
+        body_blk,
+        &[BlockArg::Value(lo)],
+        exit,
+        &[BlockArg::Value(lo)],
+    );
     b.switch_to_block(body_blk);
     body(b, i);
-    let next2 = b.ins().iadd_imm_s(i, step);
-    b.ins().jump(header, &[BlockArg::Value(next2)]);
+    let next = b.ins().iadd_imm_s(i, step);
+    let go = b.ins().icmp(IntCC::SignedLessThanOrEqual, next, last);
+    b.ins().brif(
+        go,
+        body_blk,
+        &[BlockArg::Value(next)],
+        exit,
+        &[BlockArg::Value(next)],
+    );
     b.switch_to_block(exit);
     out
 }
@@ -276,7 +312,10 @@ pub fn build(b: &mut FunctionBuilder, g: &Graph, part: &Partition, k: &Kernel) {
     } else {
         // Outer loops: dim 0 over begin..end, dims 1..nd-1 full.
         let mut idx: Vec<Value> = Vec::new();
-        emit_outer(b, g, k, &p, &starts, &slots, begin, end, 0, &mut idx, inner);
+        let pin_at = pin_slot(b);
+        emit_outer(
+            b, g, k, &p, &starts, &slots, begin, end, 0, &mut idx, inner, pin_at,
+        );
     }
     b.ins().return_(&[]);
 }
@@ -294,6 +333,7 @@ fn emit_outer(
     d: usize,
     idx: &mut Vec<Value>,
     inner: i64,
+    pin_at: StackSlot,
 ) {
     let nd = p.dims.len();
     emit_loop(b, lo, hi, 1, |b, j| {
@@ -313,7 +353,9 @@ fn emit_outer(
                             off = b.ins().iadd(off, t);
                         }
                     }
-                    b.ins().iadd(bases[ai], off)
+                    // Pinned: computed once per row, not per vector.
+                    let at = b.ins().iadd(bases[ai], off);
+                    pin(b, pin_at, at)
                 })
                 .collect();
             let zero = b.ins().iconst(types::I64, 0);
@@ -322,7 +364,7 @@ fn emit_outer(
         } else {
             let zero = b.ins().iconst(types::I64, 0);
             let n = b.ins().iconst(types::I64, p.dims[d + 1] as i64);
-            emit_outer(b, g, k, p, bases, slots, zero, n, d + 1, idx, inner);
+            emit_outer(b, g, k, p, bases, slots, zero, n, d + 1, idx, inner, pin_at);
         }
         idx.pop();
     });
@@ -376,8 +418,10 @@ pub(super) struct Lane {
 /// loop of `unroll` vectors, single vectors, then a *padded* tail (inputs
 /// copied into `slots`, outputs computed there and copied back), so tail
 /// elements go through the same vector code. `body(b, addrs, pos, u, tail)`
-/// gets each vector's addresses, its first element's index, its place in
-/// the unrolled group, and in the tail the count of real lanes. `known`
+/// gets each vector's addresses, its first element's index (`pos.0 + pos.1`:
+/// the unrolled group's first index and the vector's place in it), its place in
+/// its group of vectors and the group's size (`(u, unroll)` in the unrolled
+/// loop, `(0, 1)` after it), and in the tail the count of real lanes. `known`
 /// (a static length) drops loops that cannot run.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn vector_loop(
@@ -389,10 +433,18 @@ pub(super) fn vector_loop(
     hi: Value,
     known: Option<i64>,
     unroll: usize,
-    body: &mut dyn FnMut(&mut FunctionBuilder, &[Addr], Value, usize, Option<Value>),
+    body: &mut dyn FnMut(
+        &mut FunctionBuilder,
+        &[Addr],
+        (Value, i64),
+        (usize, usize),
+        Option<Value>,
+    ),
 ) {
     let l = LANES as i64;
     let w = l * unroll as i64;
+    // Element `i + extra`: one address value per access and `i`, the
+    // `extra` elements in the displacement (when it fits).
     let addr_at = |b: &mut FunctionBuilder, i: Value, extra: i64| -> Vec<Addr> {
         lanes
             .iter()
@@ -403,12 +455,17 @@ pub(super) fn vector_loop(
                 }
                 let step = lane.stride * lane.size as i64;
                 let off = b.ins().imul_imm_s(i, step);
-                let off = b.ins().iadd_imm_s(off, extra * step);
-                let at = b.ins().iadd(rows[a], off);
+                let mut at = b.ins().iadd(rows[a], off);
+                let mut disp = extra * step;
+                let reach = disp.abs() + (LANES as i64 * step).abs();
+                if reach > i32::MAX as i64 / 2 {
+                    at = b.ins().iadd_imm_s(at, disp);
+                    disp = 0;
+                }
                 if lane.stride == 1 {
-                    Addr::Run(at)
+                    Addr::Run(at, disp as i32)
                 } else {
-                    Addr::Gather(at, step)
+                    Addr::Gather(at, step, disp as i32)
                 }
             })
             .collect()
@@ -418,15 +475,14 @@ pub(super) fn vector_loop(
         i = emit_loop(b, i, hi, w, |b, i| {
             for u in 0..unroll {
                 let addrs = addr_at(b, i, u as i64 * l);
-                let pos = b.ins().iadd_imm_s(i, u as i64 * l);
-                body(b, &addrs, pos, u, None);
+                body(b, &addrs, (i, u as i64 * l), (u, unroll), None);
             }
         });
     }
     if unroll > 1 && known.is_none_or(|n| n % w >= l) {
         i = emit_loop(b, i, hi, l, |b, i| {
             let addrs = addr_at(b, i, 0);
-            body(b, &addrs, i, 0, None);
+            body(b, &addrs, (i, 0), (0, 1), None);
         });
     }
     if known.is_none_or(|n| n % l != 0) {
@@ -443,23 +499,25 @@ pub(super) fn vector_loop(
             .enumerate()
             .map(|(a, ad)| match *ad {
                 Addr::Splat(x) => Addr::Splat(x),
-                Addr::Run(src) | Addr::Gather(src, _) => {
+                Addr::Run(..) | Addr::Gather(..) => {
                     let size = lanes[a].size;
-                    let step = if let Addr::Gather(_, st) = *ad {
+                    let step = if let Addr::Gather(_, st, _) = *ad {
                         st
                     } else {
                         size as i64
                     };
                     if !lanes[a].output {
+                        let src = ad.first(b);
                         copy_elems(b, src, step, slots[a], r, size);
                     }
-                    Addr::Run(slots[a])
+                    Addr::Run(slots[a], 0)
                 }
             })
             .collect();
-        body(b, &tail_addrs, i, 0, Some(r));
+        body(b, &tail_addrs, (i, 0), (0, 1), Some(r));
         for (a, lane) in lanes.iter().enumerate() {
-            if let (true, Addr::Run(dst)) = (lane.output, addrs[a]) {
+            if let (true, Addr::Run(..)) = (lane.output, addrs[a]) {
+                let dst = addrs[a].first(b);
                 copy_elems(b, slots[a], lane.size as i64, dst, r, lane.size);
             }
         }
@@ -498,14 +556,8 @@ pub(super) fn copy_elems(
 /// Compute every node of the kernel on one lane vector and store the outputs.
 fn emit_vector(b: &mut FunctionBuilder, g: &Graph, k: &Kernel, p: &Plan, addrs: &[Addr]) {
     let mut env: HashMap<ValueId, Vals> = HashMap::new();
-    let read = |b: &mut FunctionBuilder, a: usize| -> Vals {
-        let d = p.accesses[a].dtype;
-        match addrs[a] {
-            Addr::Run(x) => vector::load(b, d, x),
-            Addr::Splat(x) => vector::load_splat(b, d, x),
-            Addr::Gather(x, step) => vector::load_gather(b, d, x, step),
-        }
-    };
+    let read =
+        |b: &mut FunctionBuilder, a: usize| -> Vals { addrs[a].load(b, p.accesses[a].dtype) };
     // Value of an operand (or of a computed view) not produced in this vector.
     let fetch = |b: &mut FunctionBuilder, x: ValueId| -> Vals {
         match const_value(g, x) {
@@ -542,8 +594,8 @@ fn emit_vector(b: &mut FunctionBuilder, g: &Graph, k: &Kernel, p: &Plan, addrs: 
     }
     for (j, &o) in k.outputs.iter().enumerate() {
         let a = p.outs[j];
-        if let Addr::Run(x) = addrs[a] {
-            vector::store(b, p.accesses[a].dtype, &env[&o], x);
+        if let Addr::Run(x, off) = addrs[a] {
+            vector::store_at(b, p.accesses[a].dtype, &env[&o], x, off);
         }
     }
 }

@@ -15,12 +15,12 @@
 //!   consecutive outputs accumulate over every reduced position (f32 sums in
 //!   f64 lanes); leftover outputs go one by one.
 
-use super::kernel::{copy_elems, emit_loop};
+use super::kernel::{copy_elems, emit_loop, pin, pin_slot};
 use super::vector::{self, Vals, LANES};
 use crate::exec::partition::{Affine, Partition};
 use crate::ir::{BinaryOp, Graph, Op, ReduceOp, ValueId};
 use crate::{shape, DType, Literal};
-use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
     types, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Value,
 };
@@ -186,11 +186,108 @@ pub(super) fn scalar_op(
     }
 }
 
+/// Whether a reduction tracks NaN apart from its accumulators (float max
+/// and min: see `acc_step`).
+pub(super) fn tracks_nan(op: ReduceOp, d: DType) -> bool {
+    d.is_float() && matches!(op, ReduceOp::Max | ReduceOp::Min)
+}
+
+/// One accumulation step `acc op x`. Float max/min keep the accumulator
+/// where either is NaN (one `maxps x, acc` / `minps x, acc`): a NaN
+/// accumulator stays NaN, a NaN `x` is dropped here and caught by a
+/// `NanFlag` instead, which costs one compare per *pair* of vectors where
+/// the NaN-propagating binary max costs a compare and a blend per vector.
+pub(super) fn acc_step(
+    b: &mut FunctionBuilder,
+    op: ReduceOp,
+    d: DType,
+    acc: &Vals,
+    x: &Vals,
+) -> Vals {
+    if !tracks_nan(op, d) {
+        return vector::binary(b, binop(op), d, acc, x);
+    }
+    acc.iter()
+        .zip(x)
+        .map(|(&a, &x)| {
+            let ty = b.func.dfg.value_type(a);
+            // x64 lowers `a < x ? x : a` to `maxps x, a` and `x < a ? x : a`
+            // to `minps x, a`, both returning `a` when unordered.
+            let wins = if op == ReduceOp::Max {
+                b.ins().fcmp(FloatCC::LessThan, a, x)
+            } else {
+                b.ins().fcmp(FloatCC::LessThan, x, a)
+            };
+            let wins = b.ins().bitcast(ty, MemFlagsData::new(), wins);
+            b.ins().bitselect(wins, x, a)
+        })
+        .collect()
+}
+
+/// Whether a float max/min reduction met a NaN: an OR of unordered
+/// compares, one per pair of vectors (`cmpunordps x0, x1` flags both).
+pub(super) struct NanFlag {
+    var: VarVals,
+    /// The first vector of a pair, waiting for its partner.
+    pending: Option<Vals>,
+}
+
+impl NanFlag {
+    pub(super) fn new(b: &mut FunctionBuilder, d: DType) -> NanFlag {
+        let (ty, n) = vector::part_type(d);
+        let mask = if ty == types::F32X4 {
+            types::I32X4
+        } else {
+            types::I64X2
+        };
+        let zero = b.ins().iconst(mask.lane_type(), 0);
+        let zero = b.ins().splat(mask, zero);
+        NanFlag {
+            var: VarVals::new(b, &vec![zero; n]),
+            pending: None,
+        }
+    }
+
+    /// Vector `u` of a group of `of` (see `kernel::vector_loop`).
+    pub(super) fn add(&mut self, b: &mut FunctionBuilder, x: &Vals, u: usize, of: usize) {
+        let other = if u % 2 == 1 {
+            self.pending.take().expect("the pair's first vector")
+        } else if u + 1 < of {
+            self.pending = Some(x.clone());
+            return;
+        } else {
+            x.clone()
+        };
+        let f = self.var.get(b);
+        let f: Vals = f
+            .iter()
+            .zip(x.iter().zip(&other))
+            .map(|(&f, (&x, &y))| {
+                let m = b.ins().fcmp(FloatCC::Unordered, x, y);
+                b.ins().bor(f, m)
+            })
+            .collect();
+        self.var.set(b, &f);
+    }
+
+    /// `s` (a scalar of dtype `d`), or NaN if a NaN was met.
+    pub(super) fn apply(&self, b: &mut FunctionBuilder, d: DType, s: Value) -> Value {
+        let f = self.var.get(b);
+        let mut any = f[0];
+        for &x in &f[1..] {
+            any = b.ins().bor(any, x);
+        }
+        let any = b.ins().vany_true(any);
+        let nan = vector::scalar_const(b, d, Literal::Float(f64::NAN));
+        b.ins().select(any, nan, s)
+    }
+}
+
 /// Vals held in frontend variables (loop-carried accumulators).
-struct VarVals(Vec<Variable>);
+pub(super) struct VarVals(Vec<Variable>);
 
 impl VarVals {
-    fn new(b: &mut FunctionBuilder, init: &Vals) -> VarVals {
+    pub(super) fn new(b: &mut FunctionBuilder, init: &Vals) -> VarVals {
         VarVals(
             init.iter()
                 .map(|&v| {
@@ -202,10 +299,10 @@ impl VarVals {
                 .collect(),
         )
     }
-    fn get(&self, b: &mut FunctionBuilder) -> Vals {
+    pub(super) fn get(&self, b: &mut FunctionBuilder) -> Vals {
         self.0.iter().map(|&v| b.use_var(v)).collect()
     }
-    fn set(&self, b: &mut FunctionBuilder, vals: &Vals) {
+    pub(super) fn set(&self, b: &mut FunctionBuilder, vals: &Vals) {
         for (&var, &v) in self.0.iter().zip(vals) {
             b.def_var(var, v);
         }
@@ -261,6 +358,7 @@ pub fn build(b: &mut FunctionBuilder, g: &Graph, part: &Partition, v: ValueId) {
         // Loop over kept dims: the first over begin..end.
         let zero = b.ins().iconst(types::I64, 0);
         let mut idx: Vec<Value> = Vec::new();
+        let pin_at = pin_slot(b);
         kept_loops(b, &r, 0, begin, end, &mut idx, &mut |b, idx| {
             let mut in_off = zero;
             let mut out_off = zero;
@@ -272,6 +370,8 @@ pub fn build(b: &mut FunctionBuilder, g: &Graph, part: &Partition, v: ValueId) {
             }
             let row = b.ins().imul_imm_s(in_off, esize);
             let row = b.ins().iadd(in_base, row);
+            // Pinned: the row pointer stays out of the inner loops.
+            let row = pin(b, pin_at, row);
             let acc = row_reduce(b, &r, row, slot);
             let o = b.ins().imul_imm_s(out_off, esize);
             let o = b.ins().iadd(out_base, o);
@@ -374,14 +474,20 @@ fn block_reduce(
     let op = binop(r.op);
     let init = vector::splat(b, d, id);
     let accs: Vec<VarVals> = (0..UNROLL).map(|_| VarVals::new(b, &init)).collect();
+    let mut nan = tracks_nan(r.op, d).then(|| NanFlag::new(b, d));
+    // One address value per `i`, the vector's place in the displacement.
     let load_at = |b: &mut FunctionBuilder, i: Value, extra: i64| -> Vals {
         let off = b.ins().imul_imm_s(i, step);
-        let off = b.ins().iadd_imm_s(off, extra * step);
-        let at = b.ins().iadd(start, off);
+        let mut at = b.ins().iadd(start, off);
+        let mut disp = extra * step;
+        if disp.abs() + (LANES as i64 * step).abs() > i32::MAX as i64 / 2 {
+            at = b.ins().iadd_imm_s(at, disp);
+            disp = 0;
+        }
         if stride == 1 {
-            vector::load(b, d, at)
+            vector::load_at(b, d, at, disp as i32)
         } else {
-            vector::load_gather(b, d, at, step)
+            vector::load_gather_at(b, d, at, step, disp as i32)
         }
     };
     let l = LANES as i64;
@@ -389,15 +495,21 @@ fn block_reduce(
         for (u, acc) in accs.iter().enumerate() {
             let x = load_at(b, i, u as i64 * l);
             let a = acc.get(b);
-            let y = vector::binary(b, op, d, &a, &x);
+            let y = acc_step(b, r.op, d, &a, &x);
             acc.set(b, &y);
+            if let Some(f) = &mut nan {
+                f.add(b, &x, u, UNROLL);
+            }
         }
     });
     let i = emit_loop(b, i, hi, l, |b, i| {
         let x = load_at(b, i, 0);
         let a = accs[0].get(b);
-        let y = vector::binary(b, op, d, &a, &x);
+        let y = acc_step(b, r.op, d, &a, &x);
         accs[0].set(b, &y);
+        if let Some(f) = &mut nan {
+            f.add(b, &x, 0, 1);
+        }
     });
     // Padded tail: identity in the slot, then the r < LANES real elements.
     let tail = b.create_block();
@@ -413,8 +525,11 @@ fn block_reduce(
     copy_elems(b, src, step, slot, rem, d.size());
     let x = vector::load(b, d, slot);
     let a = accs[0].get(b);
-    let y = vector::binary(b, op, d, &a, &x);
+    let y = acc_step(b, r.op, d, &a, &x);
     accs[0].set(b, &y);
+    if let Some(f) = &mut nan {
+        f.add(b, &x, 0, 1);
+    }
     b.ins().jump(done, &[]);
     b.switch_to_block(done);
     // Combine the accumulators, then the lanes.
@@ -428,7 +543,10 @@ fn block_reduce(
     for &x in &ls[1..] {
         s = scalar_op(b, r.op, d, s, x);
     }
-    s
+    match &nan {
+        Some(f) => f.apply(b, d, s),
+        None => s,
+    }
 }
 
 /// Column reduction: the innermost kept dim is contiguous; vectors of LANES

@@ -12,7 +12,7 @@
 //! affine maps; the within-row dimensions must collapse to one run.
 
 use super::kernel::{emit_loop, pin, pin_slot, vector_loop, Addr, Lane, UNROLL};
-use super::reduce::{acc_dtype, binop, identity, scalar_op};
+use super::reduce::{acc_dtype, acc_step, binop, identity, scalar_op, tracks_nan, NanFlag};
 use super::vector::{self, Vals, LANES};
 use crate::exec::partition::{const_value, Partition, RowKernel};
 use crate::ir::{BinaryOp, Graph, Op, ReduceOp, ValueId};
@@ -277,7 +277,7 @@ impl Ctx<'_> {
         &self,
         b: &mut FunctionBuilder,
         addrs: &[Addr],
-        pos: Value,
+        pos: (Value, i64),
         targets: &[ValueId],
     ) -> HashMap<ValueId, Vals> {
         let g = self.g;
@@ -304,12 +304,7 @@ impl Ctx<'_> {
                     Some(l) => vector::splat(b, g.node(x).dtype, l),
                     None => {
                         let a = self.pl.elem_reads[&x];
-                        let d = self.pl.accesses[a].dtype;
-                        match addrs[a] {
-                            Addr::Run(p) => vector::load(b, d, p),
-                            Addr::Splat(p) => vector::load_splat(b, d, p),
-                            Addr::Gather(p, st) => vector::load_gather(b, d, p, st),
-                        }
+                        addrs[a].load(b, self.pl.accesses[a].dtype)
                     }
                 };
                 env.insert(x, v.clone());
@@ -317,18 +312,22 @@ impl Ctx<'_> {
             };
         for v in order {
             let n = g.node(v);
+            let size = n.dtype.size() as i64;
             let scratch = self.stash.get(&v).map(|&slot| {
-                let off = b.ins().imul_imm_s(pos, n.dtype.size() as i64);
-                b.ins().iadd(slot, off)
+                let off = b.ins().imul_imm_s(pos.0, size);
+                (b.ins().iadd(slot, off), (pos.1 * size) as i32)
             });
             let val = match &n.op {
-                _ if self.stash_ready.contains(&v) => vector::load(b, n.dtype, scratch.unwrap()),
+                _ if self.stash_ready.contains(&v) => {
+                    let (at, off) = scratch.unwrap();
+                    vector::load_at(b, n.dtype, at, off)
+                }
                 Op::Broadcast | Op::Reshape => self.row_env[&n.inputs[0]].clone(),
                 _ => {
                     let args: Vec<Vals> = n.inputs.iter().map(|&x| fetch(b, &mut env, x)).collect();
                     let val = elementwise(b, g, v, &args);
-                    if let Some(at) = scratch {
-                        vector::store(b, n.dtype, &val, at);
+                    if let Some((at, off)) = scratch {
+                        vector::store_at(b, n.dtype, &val, at, off);
                     }
                     val
                 }
@@ -579,7 +578,13 @@ fn row_loop(
     hi: Value,
     known: Option<i64>,
     writes: bool,
-    body: &mut dyn FnMut(&mut FunctionBuilder, &[Addr], Value, usize, Option<Value>),
+    body: &mut dyn FnMut(
+        &mut FunctionBuilder,
+        &[Addr],
+        (Value, i64),
+        (usize, usize),
+        Option<Value>,
+    ),
 ) {
     let lanes: Vec<Lane> = pl
         .accesses
@@ -711,8 +716,8 @@ fn row(
                 let env = ctx.eval(b, addrs, pos, &targets);
                 for (j, o) in &elem_outs {
                     let a = pl.outs[*j];
-                    if let Addr::Run(p) = addrs[a] {
-                        vector::store(b, g.node(*o).dtype, &env[o], p);
+                    if let Addr::Run(p, off) = addrs[a] {
+                        vector::store_at(b, g.node(*o).dtype, &env[o], p, off);
                     }
                 }
             },
@@ -793,6 +798,8 @@ fn reduce_phase(
         input: ValueId,
         total: Variable,
         accs: Vec<Vec<Variable>>,
+        /// NaN met (float max/min: see `reduce::acc_step`), over the row.
+        nan: Option<NanFlag>,
     }
     let mut reds: Vec<Red> = Vec::new();
     for &v in rs {
@@ -805,6 +812,7 @@ fn reduce_phase(
         let init = vector::scalar_const(b, acc_d, identity(op, acc_d));
         let total = b.declare_var(vector::scalar_type(acc_d));
         b.def_var(total, init);
+        let nan = tracks_nan(op, d).then(|| NanFlag::new(b, d));
         reds.push(Red {
             v,
             op,
@@ -813,6 +821,7 @@ fn reduce_phase(
             input: n.inputs[0],
             total,
             accs: vec![],
+            nan,
         });
     }
     let n = pl.n as i64;
@@ -848,19 +857,22 @@ fn reduce_phase(
             hi,
             Some(len),
             false,
-            &mut |b, addrs, pos, u, tail| {
+            &mut |b, addrs, pos, (u, of), tail| {
                 let env = ctx.eval(b, addrs, pos, &targets);
                 let mask = tail.map(|r| lane_mask(b, r));
-                for r in reds.iter() {
+                for r in reds.iter_mut() {
                     let mut x = env[&r.input].clone();
                     if let Some(m) = &mask {
                         let id = vector::splat(b, r.d, identity(r.op, r.d));
                         x = vector::select(b, r.d, m, &x, &id);
                     }
                     let a: Vals = r.accs[u].iter().map(|&var| b.use_var(var)).collect();
-                    let y = vector::binary(b, binop(r.op), r.d, &a, &x);
+                    let y = acc_step(b, r.op, r.d, &a, &x);
                     for (&var, &val) in r.accs[u].iter().zip(&y) {
                         b.def_var(var, val);
+                    }
+                    if let Some(f) = &mut r.nan {
+                        f.add(b, &x, u, of);
                     }
                 }
             },
@@ -907,6 +919,10 @@ fn reduce_phase(
             b.ins().fdemote(types::F32, t)
         } else {
             t
+        };
+        let t = match &r.nan {
+            Some(f) => f.apply(b, r.d, t),
+            None => t,
         };
         let (ty, parts) = vector::part_type(r.d);
         let sp = b.ins().splat(ty, t);

@@ -67,9 +67,17 @@ pub fn splat(b: &mut FunctionBuilder, d: DType, l: Literal) -> Vals {
 
 /// Load LANES consecutive elements at `addr`.
 pub fn load(b: &mut FunctionBuilder, d: DType, addr: Value) -> Vals {
+    load_at(b, d, addr, 0)
+}
+
+/// Load LANES consecutive elements at `addr + off` bytes. The offset goes
+/// into the instructions' displacement: an unrolled loop's vectors share one
+/// address value (`addr + off` as a separate add was kept in the loop as a
+/// `lea` per vector by Cranelift's optimiser).
+pub fn load_at(b: &mut FunctionBuilder, d: DType, addr: Value, off: i32) -> Vals {
     match d {
         DType::Bool => {
-            let w = b.ins().load(types::I32, flags(), addr, 0);
+            let w = b.ins().load(types::I32, flags(), addr, off);
             let v = b.ins().scalar_to_vector(types::I32X4, w);
             let v = b.ins().bitcast(types::I8X16, le(), v);
             let v = b.ins().uwiden_low(v);
@@ -81,23 +89,25 @@ pub fn load(b: &mut FunctionBuilder, d: DType, addr: Value) -> Vals {
         _ => {
             let (ty, n) = part_type(d);
             (0..n)
-                .map(|p| b.ins().load(ty, flags(), addr, (p * 16) as i32))
+                .map(|p| b.ins().load(ty, flags(), addr, off + (p * 16) as i32))
                 .collect()
         }
     }
 }
 
-/// Load lane `l` from `addr + l * step` bytes (a strided view).
-pub fn load_gather(b: &mut FunctionBuilder, d: DType, addr: Value, step: i64) -> Vals {
+/// Load lane `l` from `addr + off + l * step` bytes (a strided view).
+pub fn load_gather_at(b: &mut FunctionBuilder, d: DType, addr: Value, step: i64, off: i32) -> Vals {
     let ls: Vec<Value> = (0..LANES as i64)
         .map(|l| match d {
             DType::Bool => {
-                let x = b.ins().uload8(types::I32, flags(), addr, (l * step) as i32);
+                let x = b
+                    .ins()
+                    .uload8(types::I32, flags(), addr, off + (l * step) as i32);
                 b.ins().ineg(x)
             }
             _ => b
                 .ins()
-                .load(scalar_type(d), flags(), addr, (l * step) as i32),
+                .load(scalar_type(d), flags(), addr, off + (l * step) as i32),
         })
         .collect();
     from_lanes(b, d, &ls)
@@ -118,6 +128,11 @@ pub fn load_splat(b: &mut FunctionBuilder, d: DType, addr: Value) -> Vals {
 }
 
 pub fn store(b: &mut FunctionBuilder, d: DType, v: &Vals, addr: Value) {
+    store_at(b, d, v, addr, 0)
+}
+
+/// Store LANES consecutive elements at `addr + off` bytes (see `load_at`).
+pub fn store_at(b: &mut FunctionBuilder, d: DType, v: &Vals, addr: Value, off: i32) {
     match d {
         DType::Bool => {
             let one = b.ins().iconst(types::I32, 1);
@@ -127,11 +142,11 @@ pub fn store(b: &mut FunctionBuilder, d: DType, v: &Vals, addr: Value) {
             let x = b.ins().unarrow(x, x); // I8X16
             let x = b.ins().bitcast(types::I32X4, le(), x);
             let w = b.ins().extractlane(x, 0);
-            b.ins().store(flags(), w, addr, 0);
+            b.ins().store(flags(), w, addr, off);
         }
         _ => {
             for (p, part) in v.iter().enumerate() {
-                b.ins().store(flags(), *part, addr, (p * 16) as i32);
+                b.ins().store(flags(), *part, addr, off + (p * 16) as i32);
             }
         }
     }
