@@ -101,6 +101,64 @@ impl El for f64 {
     }
 }
 
+/// Single-threaded `gemm` on row panels (or column panels when `m` is small)
+/// of the output, the panels spread over rayon's pool by work stealing: one
+/// join per product instead of gemm's barrier per block of `k`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn panels<T: El>(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: *const T,
+    rsa: isize,
+    csa: isize,
+    b: *const T,
+    rsb: isize,
+    csb: isize,
+    c: *mut T,
+) {
+    #[derive(Clone, Copy)]
+    struct P<T>(*const T, *const T, *mut T);
+    unsafe impl<T> Send for P<T> {}
+    unsafe impl<T> Sync for P<T> {}
+    let p = P(a, b, c);
+    let chunks = 4 * rayon::current_num_threads();
+    let by_rows = m >= n;
+    let len = if by_rows { m } else { n };
+    let step = len.div_ceil(chunks).max(32);
+    use rayon::prelude::*;
+    (0..len.div_ceil(step)).into_par_iter().for_each(move |i| {
+        let p = p;
+        let (s, e) = (i * step, ((i + 1) * step).min(len));
+        let (mm, nn, pa, pb, pc) = if by_rows {
+            (e - s, n, p.0.offset(s as isize * rsa), p.1, p.2.add(s * n))
+        } else {
+            (m, e - s, p.0, p.1.offset(s as isize * csb), p.2.add(s))
+        };
+        gemm::gemm(
+            mm,
+            nn,
+            k,
+            pc,
+            1,
+            n as isize,
+            false,
+            pa,
+            csa,
+            rsa,
+            pb,
+            csb,
+            rsb,
+            T::of(0.0),
+            T::of(1.0),
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
+        )
+    });
+}
+
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[v.len() / 2]
@@ -120,7 +178,12 @@ fn run<T: El>(c: &Case, rounds: usize) {
     // Calls per sample: about 20 ms of work at 100 GFLOP/s, at least 1.
     let flops = 2.0 * (m * n * k) as f64;
     let reps = ((2e9 / flops) as usize).clamp(1, 20000);
-    let names = ["matrixmultiply", "gemm rayon", "gemm 1 thread"];
+    let names = [
+        "matrixmultiply",
+        "gemm rayon",
+        "gemm 1 thread",
+        "gemm panels",
+    ];
     let mut times = vec![Vec::new(); names.len()];
     for round in 0..rounds + 1 {
         for (ci, t) in times.iter_mut().enumerate() {
@@ -131,6 +194,7 @@ fn run<T: El>(c: &Case, rounds: usize) {
                 unsafe {
                     match ci {
                         0 => T::mm(m, k, n, pa, rsa, csa, pb, rsb, csb, pc),
+                        3 => panels(m, k, n, pa, rsa, csa, pb, rsb, csb, pc),
                         _ => gemm::gemm(
                             m,
                             n,
@@ -179,7 +243,11 @@ fn run<T: El>(c: &Case, rounds: usize) {
     for (name, &t) in names.iter().zip(&meds) {
         line += &format!(" | {name}: {:>9.4} ms {:>6.1} GF", t * 1e3, flops / t / 1e9);
     }
-    line += &format!(" | gemm/mm {:.2}", meds[0] / meds[1].min(meds[2]));
+    line += &format!(
+        " | gemm/mm {:.2} panels/rayon {:.2}",
+        meds[0] / meds[1].min(meds[2]),
+        meds[1] / meds[3]
+    );
     println!("{line}");
 }
 
