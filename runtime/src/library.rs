@@ -106,7 +106,7 @@ struct Mat {
 /// AVX-512 (1.2–2x `matrixmultiply` on the workloads' shapes, f32 and f64,
 /// transposed operands included, up to 10x on matrix-vector shapes), threaded
 /// on rayon's pool (it stays on the calling thread below its own work
-/// threshold); `matrixmultiply` elsewhere (its AVX2/FMA kernels are the tuned
+/// threshold, and we keep products with a side of <= 16 there too); `matrixmultiply` elsewhere (its AVX2/FMA kernels are the tuned
 /// path on such CPUs) and for tiny products, where `gemm`'s fixed cost (~0.5
 /// us) dominates.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -155,7 +155,14 @@ impl Gemm {
                 false,
                 false,
                 false,
-                gemm::Parallelism::Rayon(0),
+                // Products with a side of <= 16 (W6's logits h @ W2, W7's
+                // dz @ W2^T and h^T @ dz) ran 10-35 % faster on one thread
+                // than on gemm's rayon split (benches/gemm_compare.rs).
+                if m.min(n) <= 16 {
+                    gemm::Parallelism::None
+                } else {
+                    gemm::Parallelism::Rayon(0)
+                },
             ),
         }
     }
