@@ -15,7 +15,8 @@
 //! - **hand loop**: a plain Rust loop compiled by rustc (default target: SSE2, as
 //!   Cranelift's 128-bit vectors), split over rayon's pool like jitfuse's kernels,
 //!   with the same vectorisable tanh/exp approximations jitfuse and XLA use; for
-//!   matmul the `matrixmultiply` crate called directly (the GEMM jitfuse calls);
+//!   matmul the fastest GEMM crate on the CPU called directly (faer's `gemm`
+//!   with AVX-512, else `matrixmultiply`: the libraries jitfuse calls);
 //! - **ndarray**: the eager code a Rust user writes today (one array per op,
 //!   `mapv(f32::tanh)` for the transcendentals);
 //! - **copy bandwidth**: a 256 MiB `copy_from_slice` in the same run (read + write
@@ -411,31 +412,64 @@ fn w5_hand(x: &[f32]) -> Vec<f32> {
     })
 }
 
-/// `a[m,k] @ b[k,n]` (row-major) by `matrixmultiply` into a fresh buffer.
+/// `a[m,k] @ b[k,n]` (row-major) into a fresh buffer by the fastest GEMM
+/// library on this CPU, called directly: faer's `gemm` (AVX-512 kernels,
+/// threaded on rayon's pool) where the CPU has AVX-512, `matrixmultiply`
+/// (AVX2/FMA, threaded) otherwise (`benches/gemm_compare.rs` times both).
 fn sgemm(m: usize, k: usize, n: usize, a: &[f32], b: &[f32]) -> Vec<f32> {
     assert!(a.len() == m * k && b.len() == k * n);
     let mut c = Vec::<f32>::with_capacity(m * n);
-    // SAFETY: sizes checked above; with beta = 0 `sgemm` writes C without reading it.
+    // SAFETY: sizes checked above; with beta = 0 (`read_dst` false for `gemm`)
+    // C is written without being read.
     unsafe {
-        matrixmultiply::sgemm(
-            m,
-            k,
-            n,
-            1.0,
-            a.as_ptr(),
-            k as isize,
-            1,
-            b.as_ptr(),
-            n as isize,
-            1,
-            0.0,
-            c.as_mut_ptr(),
-            n as isize,
-            1,
-        );
+        if hand_gemm_is_faer() {
+            gemm::gemm(
+                m,
+                n,
+                k,
+                c.as_mut_ptr(),
+                1,
+                n as isize,
+                false,
+                a.as_ptr(),
+                1,
+                k as isize,
+                b.as_ptr(),
+                1,
+                n as isize,
+                0.0,
+                1.0,
+                false,
+                false,
+                false,
+                gemm::Parallelism::Rayon(0),
+            );
+        } else {
+            matrixmultiply::sgemm(
+                m,
+                k,
+                n,
+                1.0,
+                a.as_ptr(),
+                k as isize,
+                1,
+                b.as_ptr(),
+                n as isize,
+                1,
+                0.0,
+                c.as_mut_ptr(),
+                n as isize,
+                1,
+            );
+        }
         c.set_len(m * n);
     }
     c
+}
+
+/// Whether the hand baseline's GEMM is `gemm` (the CPU has AVX-512).
+fn hand_gemm_is_faer() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f")
 }
 
 struct Mlp {
@@ -1436,6 +1470,11 @@ fn main() {
         }
     };
 
+    let gemm_lib = if hand_gemm_is_faer() {
+        "faer's `gemm` (AVX-512 kernels, rayon)"
+    } else {
+        "`matrixmultiply` (AVX2/FMA, its own threads)"
+    };
     let mut md = String::new();
     writeln!(
         md,
@@ -1453,7 +1492,7 @@ fn main() {
     writeln!(
         md,
         "Times in ms (dispatch row: µs per call). XLA columns: {xla_source}. Hand loops: rustc, SSE2, rayon \
-         over {threads} threads; matmul: `matrixmultiply` called directly. ndarray: eager, NumPy-style code. \
+         over {threads} threads; matmul: {gemm_lib} called directly. ndarray: eager, NumPy-style code. \
          GB/s = bytes that must move (inputs + outputs) / jitfuse time; % = of the copy bandwidth below.\n"
     )
     .unwrap();

@@ -1,6 +1,6 @@
 //! Library steps: ops a program runs outside Cranelift, on materialised
-//! inputs. Matmul calls a tuned GEMM (`matrixmultiply`) writing straight into
-//! the output buffer; the other structural ops (concat, pad, take, iota,
+//! inputs. Matmul calls a tuned GEMM (`gemm` on AVX-512 CPUs, `matrixmultiply`
+//! elsewhere and for tiny products) writing straight into the output buffer; the other structural ops (concat, pad, take, iota,
 //! arg-reductions) are byte-copying loops of the interpreter.
 
 use crate::ir::Op;
@@ -22,6 +22,24 @@ pub struct Strided {
 /// The operands' maps must stay inside live buffers; `out` must be valid for
 /// the result and overlap neither operand.
 pub unsafe fn matmul_strided(
+    a: &Strided,
+    b: &Strided,
+    out_shape: &[usize],
+    dtype: DType,
+    out: *mut u8,
+) {
+    let r = out_shape.len();
+    let (m, n) = (out_shape[r - 2], out_shape[r - 1]);
+    let lib = Gemm::pick(m, a.shape[a.shape.len() - 1], n);
+    matmul_strided_by(lib, a, b, out_shape, dtype, out)
+}
+
+/// `matmul_strided` on the given library.
+///
+/// # Safety
+/// As `matmul_strided`'s.
+unsafe fn matmul_strided_by(
+    lib: Gemm,
     a: &Strided,
     b: &Strided,
     out_shape: &[usize],
@@ -58,39 +76,11 @@ pub unsafe fn matmul_strided(
         let pa = a.ptr.wrapping_offset(ao as isize * size);
         let pb = b.ptr.wrapping_offset(bo as isize * size);
         let pc = out.wrapping_offset((bi * m * n) as isize * size);
+        let mat = |p: *mut u8, rs: isize, cs: isize| Mat { p, rs, cs };
+        let (a, b) = (mat(pa, rsa, csa), mat(pb, rsb, csb));
         match dtype {
-            DType::F32 => matrixmultiply::sgemm(
-                m,
-                k,
-                n,
-                1.0,
-                pa as *const f32,
-                rsa,
-                csa,
-                pb as *const f32,
-                rsb,
-                csb,
-                0.0,
-                pc as *mut f32,
-                n as isize,
-                1,
-            ),
-            DType::F64 => matrixmultiply::dgemm(
-                m,
-                k,
-                n,
-                1.0,
-                pa as *const f64,
-                rsa,
-                csa,
-                pb as *const f64,
-                rsb,
-                csb,
-                0.0,
-                pc as *mut f64,
-                n as isize,
-                1,
-            ),
+            DType::F32 => lib.run::<f32>(m, k, n, a, b, pc as *mut f32),
+            DType::F64 => lib.run::<f64>(m, k, n, a, b, pc as *mut f64),
             _ => unreachable!("matmul is float-only (checked at trace time)"),
         }
         for d in (0..batch.len()).rev() {
@@ -100,6 +90,124 @@ pub unsafe fn matmul_strided(
             }
             idx[d] = 0;
         }
+    }
+}
+
+/// A matrix operand: element `(i, j)` at `p + i * rs + j * cs` elements.
+#[derive(Clone, Copy)]
+struct Mat {
+    p: *mut u8,
+    rs: isize,
+    cs: isize,
+}
+
+/// Which GEMM runs a product (measured by `benches/gemm_compare.rs`, figures in
+/// ARCHITECTURE.md): faer's `gemm` with its AVX-512 kernels where the CPU has
+/// AVX-512 (1.2–2x `matrixmultiply` on the workloads' shapes, f32 and f64,
+/// transposed operands included, up to 10x on matrix-vector shapes), threaded
+/// on rayon's pool (it stays on the calling thread below its own work
+/// threshold, and we keep products with a side of <= 16 there too); `matrixmultiply` elsewhere (its AVX2/FMA kernels are the tuned
+/// path on such CPUs) and for tiny products, where `gemm`'s fixed cost (~0.5
+/// us) dominates.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Gemm {
+    MatrixMultiply,
+    Faer,
+}
+
+/// Below this many multiply-adds (`m * k * n`) `matrixmultiply` is faster.
+const TINY_GEMM: usize = 8 * 1024;
+
+impl Gemm {
+    pub(crate) fn pick(m: usize, k: usize, n: usize) -> Gemm {
+        if m.saturating_mul(k).saturating_mul(n) >= TINY_GEMM && avx512() {
+            Gemm::Faer
+        } else {
+            Gemm::MatrixMultiply
+        }
+    }
+
+    /// `c[m, n] = a[m, k] @ b[k, n]`, `c` contiguous.
+    ///
+    /// # Safety
+    /// As `matmul_strided`'s, for one matrix.
+    unsafe fn run<T: GemmElement>(self, m: usize, k: usize, n: usize, a: Mat, b: Mat, c: *mut T) {
+        match self {
+            Gemm::MatrixMultiply => T::matrixmultiply(m, k, n, a, b, c),
+            // dst = alpha * dst + beta * lhs @ rhs; with read_dst false the
+            // destination is only written. Strides are passed column first.
+            Gemm::Faer => gemm::gemm(
+                m,
+                n,
+                k,
+                c,
+                1,
+                n as isize,
+                false,
+                a.p as *const T,
+                a.cs,
+                a.rs,
+                b.p as *const T,
+                b.cs,
+                b.rs,
+                T::ZERO,
+                T::ONE,
+                false,
+                false,
+                false,
+                // Products with a side of <= 16 (W6's logits h @ W2, W7's
+                // dz @ W2^T and h^T @ dz) ran 10-35 % faster on one thread
+                // than on gemm's rayon split (benches/gemm_compare.rs).
+                if m.min(n) <= 16 {
+                    gemm::Parallelism::None
+                } else {
+                    gemm::Parallelism::Rayon(0)
+                },
+            ),
+        }
+    }
+}
+
+/// Whether the CPU runs `gemm`'s AVX-512 kernels (it dispatches on the same
+/// test at run time; without AVX-512 it would run AVX2/FMA kernels).
+fn avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+trait GemmElement: Copy + 'static {
+    const ZERO: Self;
+    const ONE: Self;
+    /// # Safety
+    /// As `Gemm::run`'s.
+    unsafe fn matrixmultiply(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: *mut Self);
+}
+
+impl GemmElement for f32 {
+    const ZERO: Self = 0.0;
+    const ONE: Self = 1.0;
+    unsafe fn matrixmultiply(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: *mut Self) {
+        let (pa, pb) = (a.p as *const f32, b.p as *const f32);
+        matrixmultiply::sgemm(
+            m, k, n, 1.0, pa, a.rs, a.cs, pb, b.rs, b.cs, 0.0, c, n as isize, 1,
+        )
+    }
+}
+
+impl GemmElement for f64 {
+    const ZERO: Self = 0.0;
+    const ONE: Self = 1.0;
+    unsafe fn matrixmultiply(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: *mut Self) {
+        let (pa, pb) = (a.p as *const f64, b.p as *const f64);
+        matrixmultiply::dgemm(
+            m, k, n, 1.0, pa, a.rs, a.cs, pb, b.rs, b.cs, 0.0, c, n as isize, 1,
+        )
     }
 }
 
@@ -116,7 +224,15 @@ pub unsafe fn run_into(
 ) -> Result<(), Error> {
     match op {
         Op::Matmul => {
-            matmul_into(ins[0], ins[1], out_shape, dtype, out);
+            let operand = |t: &Tensor| Strided {
+                ptr: t.buffer().unwrap().as_mut_ptr(),
+                shape: t.shape().to_vec(),
+                strides: shape::strides(t.shape())
+                    .iter()
+                    .map(|&s| s as i64)
+                    .collect(),
+            };
+            matmul_strided(&operand(ins[0]), &operand(ins[1]), out_shape, dtype, out);
             Ok(())
         }
         _ => {
@@ -128,71 +244,124 @@ pub unsafe fn run_into(
     }
 }
 
-/// `a[..., m, k] @ b[..., k, n]` with broadcast batch dims, one GEMM call per
-/// batch element, written straight into `pc`.
-///
-/// # Safety
-/// `pc` must be valid for the result's bytes and not alias the operands.
-unsafe fn matmul_into(a: &Tensor, b: &Tensor, out_shape: &[usize], dtype: DType, pc: *mut u8) {
-    let r = out_shape.len();
-    let (m, n) = (out_shape[r - 2], out_shape[r - 1]);
-    let k = a.shape()[a.ndim() - 1];
-    let batch = &out_shape[..r - 2];
-    let a_batch = shape::broadcast_strides(&a.shape()[..a.ndim() - 2], batch);
-    let b_batch = shape::broadcast_strides(&b.shape()[..b.ndim() - 2], batch);
-    let (pa, pb) = (a.buffer().unwrap().as_ptr(), b.buffer().unwrap().as_ptr());
-    let mut idx = vec![0usize; batch.len()];
-    for bi in 0..shape::numel(batch) {
-        let ao = idx.iter().zip(&a_batch).map(|(i, s)| i * s).sum::<usize>() * m * k;
-        let bo = idx.iter().zip(&b_batch).map(|(i, s)| i * s).sum::<usize>() * k * n;
-        let co = bi * m * n;
-        let (rs_a, rs_b, rs_c) = (k as isize, n as isize, n as isize);
-        // SAFETY: offsets and strides stay inside the operands' buffers (their
-        // shapes were checked at trace time and against the signature); the
-        // output is the caller's; beta = 0 means C is not read.
-        {
-            match dtype {
-                DType::F32 => matrixmultiply::sgemm(
-                    m,
-                    k,
-                    n,
-                    1.0,
-                    (pa as *const f32).add(ao),
-                    rs_a,
-                    1,
-                    (pb as *const f32).add(bo),
-                    rs_b,
-                    1,
-                    0.0,
-                    (pc as *mut f32).add(co),
-                    rs_c,
-                    1,
-                ),
-                DType::F64 => matrixmultiply::dgemm(
-                    m,
-                    k,
-                    n,
-                    1.0,
-                    (pa as *const f64).add(ao),
-                    rs_a,
-                    1,
-                    (pb as *const f64).add(bo),
-                    rs_b,
-                    1,
-                    0.0,
-                    (pc as *mut f64).add(co),
-                    rs_c,
-                    1,
-                ),
-                _ => unreachable!("matmul is float-only (checked at trace time)"),
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Both libraries, on random strided operands (transposed, negative and
+    /// zero strides, gaps) with broadcast batch dims, against a triple loop.
+    #[test]
+    fn both_gemms_match_a_triple_loop() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        for trial in 0..60 {
+            let dtype = [DType::F32, DType::F64][trial % 2];
+            let (m, k, n) = (1 + rnd(70), rnd(70), 1 + rnd(70));
+            let batch = rnd(3);
+            // Operand element (i, j) of batch b at base + b*bs + i*rs + j*cs.
+            let mut layout = |rows: usize, cols: usize| -> (Vec<i64>, i64, usize) {
+                let (mut rs, mut cs) = match rnd(3) {
+                    0 => (cols as i64, 1),
+                    1 => (1, rows as i64),
+                    _ => (2 * cols as i64 + 1, 2),
+                };
+                if rnd(6) == 0 {
+                    rs = 0;
+                }
+                if rnd(6) == 0 {
+                    cs = 0;
+                }
+                let span = |s: i64, d: usize| s.unsigned_abs() as usize * d.saturating_sub(1);
+                let mut base = 0;
+                if rnd(4) == 0 {
+                    base += span(rs, rows);
+                    rs = -rs;
+                }
+                if rnd(4) == 0 {
+                    base += span(cs, cols);
+                    cs = -cs;
+                }
+                let mat = span(rs, rows) + span(cs, cols) + 1;
+                let bs = if batch > 0 && rnd(3) == 0 { 0 } else { mat };
+                (vec![bs as i64, rs, cs], base as i64, mat + bs * 2)
+            };
+            let (sa, base_a, len_a) = layout(m, k);
+            let (sb, base_b, len_b) = layout(k, n);
+            let va: Vec<f64> = (0..len_a)
+                .map(|i| ((i * 7 % 13) as f64 - 6.0) / 4.0)
+                .collect();
+            let vb: Vec<f64> = (0..len_b)
+                .map(|i| ((i * 5 % 11) as f64 - 5.0) / 4.0)
+                .collect();
+            let want: Vec<f64> = (0..batch.max(1) * m * n)
+                .map(|e| {
+                    let (bi, i, j) = (e / (m * n), e / n % m, e % n);
+                    (0..k)
+                        .map(|p| {
+                            let ia =
+                                base_a + bi as i64 * sa[0] + i as i64 * sa[1] + p as i64 * sa[2];
+                            let ib =
+                                base_b + bi as i64 * sb[0] + p as i64 * sb[1] + j as i64 * sb[2];
+                            va[ia as usize] * vb[ib as usize]
+                        })
+                        .sum()
+                })
+                .collect();
+            let shape = |r: usize, c: usize| {
+                if batch > 0 {
+                    vec![batch, r, c]
+                } else {
+                    vec![r, c]
+                }
+            };
+            let strides = |s: &[i64]| {
+                if batch > 0 {
+                    s.to_vec()
+                } else {
+                    s[1..].to_vec()
+                }
+            };
+            for lib in [Gemm::MatrixMultiply, Gemm::Faer] {
+                let what = format!("{lib:?} {dtype} batch {batch} {m}x{k}x{n} a {sa:?} b {sb:?}");
+                let out_shape = shape(m, n);
+                macro_rules! run {
+                    ($t:ty) => {{
+                        let a: Vec<$t> = va.iter().map(|&v| v as $t).collect();
+                        let b: Vec<$t> = vb.iter().map(|&v| v as $t).collect();
+                        let mut c: Vec<$t> = vec![<$t>::NAN; want.len()];
+                        let op = |p: &Vec<$t>, base: i64, r, cc, s: &[i64]| Strided {
+                            ptr: (p.as_ptr() as *mut $t).wrapping_offset(base as isize) as *mut u8,
+                            shape: shape(r, cc),
+                            strides: strides(s),
+                        };
+                        // SAFETY: the layouts address only the vectors' elements.
+                        unsafe {
+                            matmul_strided_by(
+                                lib,
+                                &op(&a, base_a, m, k, &sa),
+                                &op(&b, base_b, k, n, &sb),
+                                &out_shape,
+                                dtype,
+                                c.as_mut_ptr() as *mut u8,
+                            )
+                        };
+                        c.iter().map(|&v| v as f64).collect::<Vec<f64>>()
+                    }};
+                }
+                let got = match dtype {
+                    DType::F32 => run!(f32),
+                    _ => run!(f64),
+                };
+                for (e, (g, w)) in got.iter().zip(&want).enumerate() {
+                    let tol = if dtype == DType::F32 { 1e-4 } else { 1e-12 } * (1.0 + k as f64);
+                    assert!((g - w).abs() <= tol, "{what}: element {e}: {g} vs {w}");
+                }
             }
-        }
-        for d in (0..batch.len()).rev() {
-            idx[d] += 1;
-            if idx[d] < batch[d] {
-                break;
-            }
-            idx[d] = 0;
         }
     }
 }

@@ -563,3 +563,75 @@ fn batched_matmul_with_single_row_operands() {
     let g = trace_fn(&[a.clone(), b.clone()], |ts| vec![ts[0].matmul(&ts[1])]);
     check_graph(&g, &[a, b], tol(DType::F32), "m = 1 batches");
 }
+
+#[test]
+fn matmul_gemm_sized_strided_operands() {
+    // Products large enough for the AVX-512 `gemm` path (m * k * n >= 8192)
+    // and tiny ones (`matrixmultiply`), operands read through folded views:
+    // stored transposed (A^T @ B and A @ B^T as the autodiff makes them),
+    // flipped (negative strides), every other row or column, broadcast rows
+    // (stride 0), with broadcast batch dims; f32 and f64 against the
+    // interpreter's f64 triple loop.
+    let mut rng = Rng::new(91);
+    for trial in 0..40 {
+        let d = FLOATS[trial % 2];
+        let dim = |rng: &mut Rng| {
+            if rng.chance(0.2) {
+                1 + rng.below(4)
+            } else {
+                1 + rng.below(90)
+            }
+        };
+        let (m, k, n) = (dim(&mut rng), dim(&mut rng), dim(&mut rng));
+        let batch_a: Vec<usize> = (0..rng.below(3)).map(|_| 1 + rng.below(3)).collect();
+        let drop = rng.below(batch_a.len() + 1);
+        let batch_b: Vec<usize> = batch_a
+            .iter()
+            .map(|&x| if rng.chance(0.3) { 1 } else { x })
+            .skip(drop)
+            .collect();
+        let with = |b: &[usize], x: usize, y: usize| {
+            let mut s = b.to_vec();
+            s.extend([x, y]);
+            s
+        };
+        // a is [.., m, k], b [.., k, n]; at/bt hold them transposed; a2/b2
+        // twice as long on the contracted axis (read every other element).
+        let a = random_tensor(&mut rng, &with(&batch_a, m, k), d, -2.0, 2.0, false);
+        let at = random_tensor(&mut rng, &with(&batch_a, k, m), d, -2.0, 2.0, false);
+        let b = random_tensor(&mut rng, &with(&batch_b, k, n), d, -2.0, 2.0, false);
+        let bt = random_tensor(&mut rng, &with(&batch_b, n, k), d, -2.0, 2.0, false);
+        let a2 = random_tensor(&mut rng, &with(&batch_a, m, 2 * k), d, -2.0, 2.0, false);
+        let row = random_tensor(&mut rng, &[1, k], d, -2.0, 2.0, false);
+        let args = [a, at, b, bt, a2, row];
+        let g = trace_fn(&args, |ts| {
+            let (a, at, b, bt, a2, row) = (&ts[0], &ts[1], &ts[2], &ts[3], &ts[4], &ts[5]);
+            let mut rows = batch_a.clone();
+            rows.extend([m, k]);
+            vec![
+                a.matmul(b),
+                at.t().matmul(b),
+                a.matmul(&bt.t()),
+                at.t().matmul(&bt.t()),
+                a.flip(&[-1]).matmul(&b.flip(&[-2])),
+                a2.slice_axis(-1, None, None, 2).matmul(b),
+                row.broadcast_to(&rows).matmul(&bt.t()),
+                (a.matmul(b) + 1.0).relu(),
+            ]
+        });
+        let tol = if d == DType::F32 {
+            Tol {
+                rel: 1e-4,
+                abs: 1e-3,
+            }
+        } else {
+            tol(d)
+        };
+        check_graph(
+            &g,
+            &args,
+            tol,
+            &format!("gemm {d} {batch_a:?} {m}x{k}x{n} @ {batch_b:?} trial {trial}"),
+        );
+    }
+}
