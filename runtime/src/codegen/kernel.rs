@@ -269,7 +269,7 @@ pub fn build(b: &mut FunctionBuilder, g: &Graph, part: &Partition, k: &Kernel) {
             .map(|_| {
                 let ss = b.create_sized_stack_slot(StackSlotData::new(
                     StackSlotKind::ExplicitSlot,
-                    (TILE * 4) as u32,
+                    (tile() * 4) as u32,
                     4,
                 ));
                 b.ins().stack_addr(types::I64, ss, 0)
@@ -642,7 +642,17 @@ fn emit_vector(
 
 /// Elements per tile of a staged kernel: a multiple of every vector width (4, 8, 16 lanes), so
 /// only a range's last tile has a partial vector; 4 KiB per f32 tile, L1-resident.
-pub(super) const TILE: usize = 1024;
+/// `JITFUSE_MICRO_TILE=n` (rounded down to a multiple of 16, 64..=8192) changes it, for
+/// measurements.
+pub(super) fn tile() -> usize {
+    static TILE: once_cell::sync::Lazy<usize> = once_cell::sync::Lazy::new(|| {
+        std::env::var("JITFUSE_MICRO_TILE")
+            .ok()
+            .and_then(|s| s.parse::<usize>().ok())
+            .map_or(1024, |n| (n.clamp(64, 8192) / 16) * 16)
+    });
+    *TILE
+}
 
 /// Shortest innermost run (elements) worth staging: the micro-kernel call and the extra passes
 /// cost a few dozen cycles per tile.
@@ -743,7 +753,7 @@ fn staging(g: &Graph, k: &Kernel, p: &Plan) -> Option<Staging> {
     Some(Staging { nodes, rounds })
 }
 
-/// A staged kernel's codegen state: its staging, a tile (TILE f32, on the stack: per call, so
+/// A staged kernel's codegen state: its staging, a tile (`tile()` f32, on the stack: per call, so
 /// per thread) and a padded-tail slot per staged node, and the micro-kernels' signature.
 struct Stage {
     st: Staging,
@@ -779,7 +789,7 @@ fn emit_staged(
     let go = b.ins().icmp(IntCC::SignedLessThan, t0, hi);
     b.ins().brif(go, body, &[], exit, &[]);
     b.switch_to_block(body);
-    let full = b.ins().iadd_imm_s(t0, TILE as i64);
+    let full = b.ins().iadd_imm_s(t0, tile() as i64);
     let short = b.ins().icmp(IntCC::SignedLessThan, hi, full);
     let t1 = b.ins().select(short, hi, full);
     let n = b.ins().isub(t1, t0);
