@@ -10,16 +10,18 @@
 //! vector is copied into stack slots and computed by the same vector code, so
 //! tail elements get bit-identical results to body elements.
 
+use super::micro::{self, MicroFn};
 use super::vector::{self, Vals, LANES};
 use crate::exec::partition::{const_value, Kernel, Partition};
 use crate::ir::{Graph, Op, ValueId};
 use crate::{shape, DType};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
-    types, BlockArg, InstBuilder, MemFlagsData, StackSlot, StackSlotData, StackSlotKind, Value,
+    types, AbiParam, BlockArg, InstBuilder, MemFlagsData, SigRef, Signature, StackSlot,
+    StackSlotData, StackSlotKind, Value,
 };
 use cranelift_frontend::FunctionBuilder;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Vectors per iteration of the unrolled loop (independent accumulators in reductions).
 pub(super) const UNROLL: usize = 4;
@@ -296,6 +298,44 @@ pub fn build(b: &mut FunctionBuilder, g: &Graph, part: &Partition, k: &Kernel) {
 
     let nd = p.dims.len();
     let inner = *p.dims.last().unwrap() as i64;
+    let stage = staging(g, k, &p).map(|st| {
+        let tiles = st
+            .nodes
+            .iter()
+            .map(|_| {
+                let ss = b.create_sized_stack_slot(StackSlotData::new(
+                    StackSlotKind::ExplicitSlot,
+                    (tile() * 4) as u32,
+                    4,
+                ));
+                b.ins().stack_addr(types::I64, ss, 0)
+            })
+            .collect();
+        let tail_slots = st
+            .nodes
+            .iter()
+            .map(|_| {
+                let ss = b.create_sized_stack_slot(StackSlotData::new(
+                    StackSlotKind::ExplicitSlot,
+                    (LANES * 4) as u32,
+                    4,
+                ));
+                b.ins().stack_addr(types::I64, ss, 0)
+            })
+            .collect();
+        let mut sig = Signature::new(b.func.signature.call_conv);
+        for _ in 0..3 {
+            sig.params.push(AbiParam::new(types::I64));
+        }
+        let sig = b.import_signature(sig);
+        Stage {
+            st,
+            tiles,
+            tail_slots,
+            sig,
+        }
+    });
+    let stage = stage.as_ref();
     // Each access's first element.
     let starts: Vec<Value> = p
         .accesses
@@ -308,13 +348,13 @@ pub fn build(b: &mut FunctionBuilder, g: &Graph, part: &Partition, k: &Kernel) {
     if nd == 1 {
         // begin..end is the inner range itself.
         let rows = starts;
-        emit_inner(b, g, k, &p, &rows, &slots, begin, end, None);
+        emit_inner(b, g, k, &p, stage, &rows, &slots, begin, end, None);
     } else {
         // Outer loops: dim 0 over begin..end, dims 1..nd-1 full.
         let mut idx: Vec<Value> = Vec::new();
         let pin_at = pin_slot(b);
         emit_outer(
-            b, g, k, &p, &starts, &slots, begin, end, 0, &mut idx, inner, pin_at,
+            b, g, k, &p, stage, &starts, &slots, begin, end, 0, &mut idx, inner, pin_at,
         );
     }
     b.ins().return_(&[]);
@@ -326,6 +366,7 @@ fn emit_outer(
     g: &Graph,
     k: &Kernel,
     p: &Plan,
+    stage: Option<&Stage>,
     bases: &[Value],
     slots: &[Value],
     lo: Value,
@@ -360,11 +401,25 @@ fn emit_outer(
                 .collect();
             let zero = b.ins().iconst(types::I64, 0);
             let n = b.ins().iconst(types::I64, inner);
-            emit_inner(b, g, k, p, &rows, slots, zero, n, Some(inner));
+            emit_inner(b, g, k, p, stage, &rows, slots, zero, n, Some(inner));
         } else {
             let zero = b.ins().iconst(types::I64, 0);
             let n = b.ins().iconst(types::I64, p.dims[d + 1] as i64);
-            emit_outer(b, g, k, p, bases, slots, zero, n, d + 1, idx, inner, pin_at);
+            emit_outer(
+                b,
+                g,
+                k,
+                p,
+                stage,
+                bases,
+                slots,
+                zero,
+                n,
+                d + 1,
+                idx,
+                inner,
+                pin_at,
+            );
         }
         idx.pop();
     });
@@ -377,12 +432,16 @@ fn emit_inner(
     g: &Graph,
     k: &Kernel,
     p: &Plan,
+    stage: Option<&Stage>,
     rows: &[Value],
     slots: &[Value],
     lo: Value,
     hi: Value,
     known: Option<i64>,
 ) {
+    if let Some(stage) = stage {
+        return emit_staged(b, g, k, p, stage, rows, slots, lo, hi);
+    }
     let lanes: Vec<Lane> = p
         .accesses
         .iter()
@@ -402,7 +461,7 @@ fn emit_inner(
         hi,
         known,
         UNROLL,
-        &mut |b, addrs, _, _, _| emit_vector(b, g, k, p, addrs),
+        &mut |b, addrs, _, _, _| emit_vector(b, g, k, p, addrs, None),
     );
 }
 
@@ -553,8 +612,16 @@ pub(super) fn copy_elems(
     });
 }
 
-/// Compute every node of the kernel on one lane vector and store the outputs.
-fn emit_vector(b: &mut FunctionBuilder, g: &Graph, k: &Kernel, p: &Plan, addrs: &[Addr]) {
+/// Compute every node of the kernel on one lane vector and store the outputs; or, in a staged
+/// kernel (`pass` = the staging and the pass number), the pass's roots from its leaves.
+fn emit_vector(
+    b: &mut FunctionBuilder,
+    g: &Graph,
+    k: &Kernel,
+    p: &Plan,
+    addrs: &[Addr],
+    pass: Option<(&Staging, usize)>,
+) {
     let mut env: HashMap<ValueId, Vals> = HashMap::new();
     let read =
         |b: &mut FunctionBuilder, a: usize| -> Vals { addrs[a].load(b, p.accesses[a].dtype) };
@@ -565,7 +632,21 @@ fn emit_vector(b: &mut FunctionBuilder, g: &Graph, k: &Kernel, p: &Plan, addrs: 
             None => read(b, p.reads[&x]),
         }
     };
+    let needed = pass.map(|(st, r)| st.cone(g, k, r));
     for &v in &k.nodes {
+        if let Some(needed) = &needed {
+            if !needed.contains(&v) {
+                continue;
+            }
+            let (st, r) = pass.unwrap();
+            if let Some(j) = st.done_before(v, r) {
+                let Addr::Run(x, off) = addrs[p.accesses.len() + j] else {
+                    unreachable!("tiles are contiguous")
+                };
+                env.insert(v, vector::load_at(b, DType::F32, x, off));
+                continue;
+            }
+        }
         let n = g.node(v);
         if n.op.is_view() {
             let val = fetch(b, v);
@@ -592,10 +673,273 @@ fn emit_vector(b: &mut FunctionBuilder, g: &Graph, k: &Kernel, p: &Plan, addrs: 
         };
         env.insert(v, val);
     }
+    if let Some((st, r)) = pass {
+        if r < st.rounds {
+            // A transcendental's argument into its tile.
+            for (j, &(t, round, _)) in st.nodes.iter().enumerate() {
+                if round != r {
+                    continue;
+                }
+                let arg = g.node(t).inputs[0];
+                let val = match env.get(&arg) {
+                    Some(v) => v.clone(),
+                    None => fetch(b, arg),
+                };
+                if let Addr::Run(x, off) = addrs[p.accesses.len() + j] {
+                    vector::store_at(b, DType::F32, &val, x, off);
+                }
+            }
+            return;
+        }
+    }
     for (j, &o) in k.outputs.iter().enumerate() {
         let a = p.outs[j];
         if let Addr::Run(x, off) = addrs[a] {
             vector::store_at(b, p.accesses[a].dtype, &env[&o], x, off);
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Staged kernels: transcendentals computed tile by tile by rustc micro-kernels (micro.rs)
+// ---------------------------------------------------------------------------------------------
+
+/// Elements per tile of a staged kernel: a multiple of every vector width (4, 8, 16 lanes), so
+/// only a range's last tile has a partial vector; 4 KiB per f32 tile, L1-resident.
+/// `JITFUSE_MICRO_TILE=n` (rounded down to a multiple of 16, 64..=8192) changes it, for
+/// measurements.
+pub(super) fn tile() -> usize {
+    static TILE: once_cell::sync::Lazy<usize> = once_cell::sync::Lazy::new(|| {
+        std::env::var("JITFUSE_MICRO_TILE")
+            .ok()
+            .and_then(|s| s.parse::<usize>().ok())
+            .map_or(1024, |n| (n.clamp(64, 8192) / 16) * 16)
+    });
+    *TILE
+}
+
+/// Shortest innermost run (elements) worth staging: the micro-kernel call and the extra passes
+/// cost a few dozen cycles per tile.
+pub(super) const MIN_STAGED_RUN: usize = 128;
+
+/// At most this many staged nodes per kernel (their tiles, 4 KiB each, are on the stack of the
+/// calling thread); further transcendentals stay inline.
+const MAX_STAGED: usize = 16;
+
+/// Which transcendentals of a kernel go to micro-kernels, and in which round.
+///
+/// The kernel's DAG is cut at those nodes: round r computes (per tile) the arguments of the
+/// staged nodes whose cone holds r earlier staged nodes on its longest path, stores each into
+/// the node's tile, then calls the node's micro-kernel in place on the tile; the final pass
+/// (r = `rounds`) computes the outputs. A pass computes its roots from the kernel's leaves
+/// (inputs, constants, views, and tiles of earlier rounds): values other than staged results are
+/// recomputed, not carried across passes.
+pub(super) struct Staging {
+    /// (node, round, micro-kernel), in node order.
+    pub nodes: Vec<(ValueId, usize, MicroFn)>,
+    pub rounds: usize,
+}
+
+impl Staging {
+    /// The tile index of `v` if it is a staged node whose result exists in pass `r`.
+    fn done_before(&self, v: ValueId, r: usize) -> Option<usize> {
+        self.nodes
+            .iter()
+            .position(|&(t, round, _)| t == v && round < r)
+    }
+
+    /// The roots of pass `r`: the arguments of round r's staged nodes, or the outputs.
+    fn roots(&self, g: &Graph, k: &Kernel, r: usize) -> Vec<ValueId> {
+        if r < self.rounds {
+            self.nodes
+                .iter()
+                .filter(|n| n.1 == r)
+                .map(|&(t, _, _)| g.node(t).inputs[0])
+                .collect()
+        } else {
+            k.outputs.clone()
+        }
+    }
+
+    /// The kernel nodes pass `r` computes or loads: the cone of its roots, cut at views and at
+    /// staged nodes of earlier rounds (their tiles).
+    fn cone(&self, g: &Graph, k: &Kernel, r: usize) -> HashSet<ValueId> {
+        let in_kernel: HashSet<ValueId> = k.nodes.iter().copied().collect();
+        let mut seen = HashSet::new();
+        let mut stack = self.roots(g, k, r);
+        while let Some(v) = stack.pop() {
+            if !in_kernel.contains(&v) || !seen.insert(v) {
+                continue;
+            }
+            if self.done_before(v, r).is_some() || g.node(v).op.is_view() {
+                continue;
+            }
+            stack.extend(g.node(v).inputs.iter().copied());
+        }
+        seen
+    }
+}
+
+/// The staging of a kernel, or None to keep the single pass (no transcendental has a
+/// micro-kernel at this CPU's level, or the innermost run is too short to win).
+fn staging(g: &Graph, k: &Kernel, p: &Plan) -> Option<Staging> {
+    if *p.dims.last().unwrap() < MIN_STAGED_RUN {
+        return None;
+    }
+    let mut level: HashMap<ValueId, usize> = HashMap::new();
+    let mut nodes = Vec::new();
+    for &v in &k.nodes {
+        let n = g.node(v);
+        if n.op.is_view() {
+            continue; // read from memory: available in every pass
+        }
+        let lin = n
+            .inputs
+            .iter()
+            .map(|x| level.get(x).copied().unwrap_or(0))
+            .max()
+            .unwrap_or(0);
+        let micro = match n.op {
+            Op::Unary(u) if nodes.len() < MAX_STAGED => micro::kernel(u, n.dtype),
+            _ => None,
+        };
+        match micro {
+            Some(f) => {
+                nodes.push((v, lin, f));
+                level.insert(v, lin + 1);
+            }
+            None => {
+                level.insert(v, lin);
+            }
+        }
+    }
+    let rounds = nodes.iter().map(|n| n.1 + 1).max()?;
+    Some(Staging { nodes, rounds })
+}
+
+/// A staged kernel's codegen state: its staging, a tile (`tile()` f32, on the stack: per call, so
+/// per thread) and a padded-tail slot per staged node, and the micro-kernels' signature.
+struct Stage {
+    st: Staging,
+    tiles: Vec<Value>,
+    tail_slots: Vec<Value>,
+    sig: SigRef,
+}
+
+/// Elements lo..hi of a run, tile by tile: per tile, each round's pass (a vector loop storing
+/// the arguments into the tiles, then one micro-kernel call per staged node, in place), then the
+/// final pass computing the outputs. Accesses a pass does not touch get stride 0 (no address
+/// arithmetic, no tail copies).
+#[allow(clippy::too_many_arguments)]
+fn emit_staged(
+    b: &mut FunctionBuilder,
+    g: &Graph,
+    k: &Kernel,
+    p: &Plan,
+    stage: &Stage,
+    rows: &[Value],
+    slots: &[Value],
+    lo: Value,
+    hi: Value,
+) {
+    let st = &stage.st;
+    let na = p.accesses.len();
+    let header = b.create_block();
+    let body = b.create_block();
+    let exit = b.create_block();
+    let t0 = b.append_block_param(header, types::I64);
+    b.ins().jump(header, &[BlockArg::Value(lo)]);
+    b.switch_to_block(header);
+    let go = b.ins().icmp(IntCC::SignedLessThan, t0, hi);
+    b.ins().brif(go, body, &[], exit, &[]);
+    b.switch_to_block(body);
+    let full = b.ins().iadd_imm_s(t0, tile() as i64);
+    let short = b.ins().icmp(IntCC::SignedLessThan, hi, full);
+    let t1 = b.ins().select(short, hi, full);
+    let n = b.ins().isub(t1, t0);
+    // Tile j's element i (t0 <= i < t1) is at tile_j + (i - t0) * 4.
+    let back = b.ins().imul_imm_s(t0, -4);
+    let mut all_rows = rows.to_vec();
+    for &t in &stage.tiles {
+        all_rows.push(b.ins().iadd(t, back));
+    }
+    let mut all_slots = slots.to_vec();
+    all_slots.extend_from_slice(&stage.tail_slots);
+    for r in 0..=st.rounds {
+        let cone = st.cone(g, k, r);
+        let mut used = vec![false; na + st.nodes.len()];
+        let mut out = vec![false; na + st.nodes.len()];
+        for &v in &cone {
+            if let Some(j) = st.done_before(v, r) {
+                used[na + j] = true;
+                continue;
+            }
+            let n = g.node(v);
+            if n.op.is_view() {
+                if let Some(&a) = p.reads.get(&v) {
+                    used[a] = true;
+                }
+                continue;
+            }
+            for x in &n.inputs {
+                if let Some(&a) = p.reads.get(x) {
+                    used[a] = true;
+                }
+            }
+        }
+        if r < st.rounds {
+            for (j, &(t, round, _)) in st.nodes.iter().enumerate() {
+                if round == r {
+                    used[na + j] = true;
+                    out[na + j] = true;
+                    // an argument read directly from memory
+                    if let Some(&a) = p.reads.get(&g.node(t).inputs[0]) {
+                        used[a] = true;
+                    }
+                }
+            }
+        } else {
+            for &a in &p.outs {
+                used[a] = true;
+                out[a] = true;
+            }
+        }
+        let lanes: Vec<Lane> = (0..na + st.nodes.len())
+            .map(|a| {
+                let (size, stride) = if a < na {
+                    let acc = &p.accesses[a];
+                    (acc.dtype.size(), *acc.strides.last().unwrap())
+                } else {
+                    (4, 1)
+                };
+                Lane {
+                    size,
+                    stride: if used[a] { stride } else { 0 },
+                    output: out[a],
+                }
+            })
+            .collect();
+        vector_loop(
+            b,
+            &lanes,
+            &all_rows,
+            &all_slots,
+            t0,
+            t1,
+            None,
+            UNROLL,
+            &mut |b, addrs, _, _, _| emit_vector(b, g, k, p, addrs, Some((st, r))),
+        );
+        if r < st.rounds {
+            for (j, &(_, round, f)) in st.nodes.iter().enumerate() {
+                if round == r {
+                    let callee = b.ins().iconst(types::I64, f as usize as i64);
+                    let tile = stage.tiles[j];
+                    b.ins().call_indirect(stage.sig, callee, &[tile, tile, n]);
+                }
+            }
+        }
+    }
+    b.ins().jump(header, &[BlockArg::Value(t1)]);
+    b.switch_to_block(exit);
 }

@@ -207,10 +207,10 @@ fn xor_bits(b: &mut FunctionBuilder, k: K, x: Value, bits: Value) -> Value {
 // Constants
 // ---------------------------------------------------------------------------------------------
 
-const LN2: f64 = std::f64::consts::LN_2;
+pub(super) const LN2: f64 = std::f64::consts::LN_2;
 /// ln 2 - (ln 2 rounded to f64).
 const LN2_LO_F64: f64 = 2.319046813846299558e-17;
-const LOG2E: f64 = std::f64::consts::LOG2_E;
+pub(super) const LOG2E: f64 = std::f64::consts::LOG2_E;
 /// Cody-Waite split of pi: PI_A is pi rounded to the lane type, PI_B the next part, PI_C the next.
 /// (f32 parts are computed in f64 at build time and rounded; see `pi_parts`.)
 /// All three parts are positive (PI_B rounded down), so that j = +0 keeps r = x = -0 exact.
@@ -219,6 +219,20 @@ const PI_F64: [f64; 3] = [
     1.224646799147353e-16,
     2.165713347843828e-32,
 ];
+
+pub(super) fn ln2_parts_f32() -> (f64, f64) {
+    ln2_parts(F32K)
+}
+
+pub(super) fn pi_parts_f32() -> [f64; 3] {
+    pi_parts(F32K)
+}
+
+const F32K: K = K {
+    ty: types::F32X4,
+    ity: types::I32X4,
+    d: false,
+};
 
 fn ln2_parts(k: K) -> (f64, f64) {
     if k.d {
@@ -778,7 +792,7 @@ pub fn erf(b: &mut FunctionBuilder, x: Value) -> Value {
 // ---------------------------------------------------------------------------------------------
 
 /// Remez minimax fit, max weighted error 3.137e-9.
-const EXP_F32: [f64; 5] = [
+pub(super) const EXP_F32: [f64; 5] = [
     0.49999993368929947566,
     0.16666520149403904123,
     0.041668389304664306242,
@@ -799,7 +813,7 @@ const EXP_F64: [f64; 10] = [
     2.4999963811855767455e-8,
 ];
 /// Remez minimax fit, max weighted error 5.889e-9.
-const LN_F32: [f64; 8] = [
+pub(super) const LN_F32: [f64; 8] = [
     0.3333333168193819641,
     -0.25000826766685379319,
     0.20001235886556384378,
@@ -822,8 +836,8 @@ const LN_F64: [f64; 8] = [
 ];
 /// tanh f32 = x P(x^2) / Q(x^2) on |x| <= TANH_F32_CLAMP: rational minimax fit of the relative
 /// error (Lawson iteration in mpmath, 50 digits), max relative error 7.8e-9 before rounding.
-const TANH_F32_CLAMP: f64 = 9.1;
-const TANH_F32_P: [f64; 7] = [
+pub(super) const TANH_F32_CLAMP: f64 = 9.1;
+pub(super) const TANH_F32_P: [f64; 7] = [
     1.0,
     0.13081525008981182443,
     0.0031011313731695123837,
@@ -832,7 +846,7 @@ const TANH_F32_P: [f64; 7] = [
     5.208814709648324547e-11,
     -8.2996780819856366538e-14,
 ];
-const TANH_F32_Q: [f64; 4] = [
+pub(super) const TANH_F32_Q: [f64; 4] = [
     1.0,
     0.46414853709964016519,
     0.024484063771867907506,
@@ -853,7 +867,7 @@ const TANH_F64: [f64; 11] = [
     -0.000019501856606703820752,
 ];
 /// Remez minimax fit, max weighted error 7.332e-9.
-const SIN_F32: [f64; 4] = [
+pub(super) const SIN_F32: [f64; 4] = [
     -0.1666665838820468892,
     0.0083330344450809311549,
     -0.00019807158726043088983,
@@ -871,7 +885,7 @@ const SIN_F64: [f64; 8] = [
     2.7177943671247763422e-15,
 ];
 /// Remez minimax fit, max weighted error 1.365e-8.
-const ERF_SMALL_F32: [f64; 7] = [
+pub(super) const ERF_SMALL_F32: [f64; 7] = [
     1.1283791516907807457,
     -0.37612537629627330971,
     0.11282685481218524646,
@@ -897,7 +911,7 @@ const ERF_SMALL_F64: [f64; 13] = [
     4.8636703667188465104e-11,
 ];
 /// Remez minimax fit, max weighted error 3.288e-9.
-const ERF_LARGE_F32: [f64; 8] = [
+pub(super) const ERF_LARGE_F32: [f64; 8] = [
     0.20643263250527469399,
     -0.071428903615679353261,
     0.023635096233939576352,

@@ -985,3 +985,72 @@ fn code_sizes() {
         eprintln!("{f:?}: f32x4 kernel {s32} B, f64x2 kernel {s64} B");
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Micro-kernels (micro.rs): bit-identical to the inline Cranelift functions
+// ---------------------------------------------------------------------------------------------
+
+fn micro_pairs() -> [(Fun, crate::ir::UnaryOp); 7] {
+    use crate::ir::UnaryOp as U;
+    [
+        (Fun::Exp, U::Exp),
+        (Fun::Ln, U::Ln),
+        (Fun::Tanh, U::Tanh),
+        (Fun::Sigmoid, U::Sigmoid),
+        (Fun::Sin, U::Sin),
+        (Fun::Cos, U::Cos),
+        (Fun::Erf, U::Erf),
+    ]
+}
+
+fn same_bits(f: Fun, x: f32, got: f32, want: f32) {
+    assert!(
+        got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+        "{f:?}({x:e} = {:#x}): micro {got:e}, inline {want:e}",
+        x.to_bits()
+    );
+}
+
+/// Every micro-kernel (at every level this CPU has) gives the inline function's bits on every
+/// 97th f32, the special values and dense sweeps; so the error table of `math.rs` holds for it.
+#[test]
+fn micro_kernels_match_inline() {
+    use super::micro::{self, Level};
+    let mut xs = all_f32(97);
+    xs.extend(specials32());
+    xs.extend(linspace32(-12.0, 12.0, 200_003));
+    xs.extend(linspace32(-110.0, 100.0, 100_003));
+    xs.extend(linspace32(-1e5, 1e5, 100_003));
+    let mut tested = 0;
+    for (f, op) in micro_pairs() {
+        let want = run32(f, &xs, &xs);
+        for level in [Level::Avx2, Level::Avx512] {
+            let Some(k) = micro::kernel_at(level, op) else {
+                continue;
+            };
+            tested += 1;
+            let mut got = vec![0.0f32; xs.len()];
+            unsafe { k(xs.as_ptr(), got.as_mut_ptr(), xs.len()) };
+            for i in 0..xs.len() {
+                same_bits(f, xs[i], got[i], want[i]);
+            }
+            // Every length up to 3 vectors, in place, at an unaligned start.
+            for n in 0..50 {
+                let mut buf: Vec<f32> = xs[1000..1001 + n].to_vec();
+                unsafe { k(buf.as_ptr().add(1), buf.as_mut_ptr().add(1), n) };
+                for i in 0..n {
+                    same_bits(f, xs[1001 + i], buf[1 + i], want[1001 + i]);
+                }
+                assert_eq!(buf[0].to_bits(), xs[1000].to_bits());
+            }
+        }
+    }
+    eprintln!(
+        "micro-kernels checked: {tested} (detected {:?}, in use {:?})",
+        micro::detected(),
+        micro::level()
+    );
+    if micro::detected() >= Level::Avx2 {
+        assert!(tested >= 7);
+    }
+}

@@ -5,6 +5,7 @@ mod kernel;
 pub mod math;
 #[cfg(test)]
 mod math_tests;
+pub mod micro;
 mod reduce;
 mod row;
 mod vector;

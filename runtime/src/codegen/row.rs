@@ -11,7 +11,8 @@
 //! and stores the element-level outputs. Inputs are read through their
 //! affine maps; the within-row dimensions must collapse to one run.
 
-use super::kernel::{emit_loop, pin, pin_slot, vector_loop, Addr, Lane, UNROLL};
+use super::kernel::{emit_loop, pin, pin_slot, vector_loop, Addr, Lane, MIN_STAGED_RUN, UNROLL};
+use super::micro::{self, MicroFn};
 use super::reduce::{acc_dtype, acc_step, binop, identity, scalar_op, tracks_nan, NanFlag};
 use super::vector::{self, Vals, LANES};
 use crate::exec::partition::{const_value, Partition, RowKernel};
@@ -19,7 +20,8 @@ use crate::ir::{BinaryOp, Graph, Op, ReduceOp, ValueId};
 use crate::{shape, DType};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
-    types, InstBuilder, MemFlagsData, StackSlot, StackSlotData, StackSlotKind, Value,
+    types, AbiParam, InstBuilder, MemFlagsData, SigRef, Signature, StackSlot, StackSlotData,
+    StackSlotKind, Value,
 };
 use cranelift_frontend::{FunctionBuilder, Variable};
 use std::collections::{HashMap, HashSet};
@@ -387,9 +389,10 @@ pub fn build(b: &mut FunctionBuilder, g: &Graph, p: &Partition, rk: &RowKernel) 
             b.ins().stack_addr(types::I64, ss, 0)
         })
         .collect();
-    let stash: HashMap<ValueId, Value> = stash_values(g, &pl, rk)
-        .into_iter()
-        .map(|v| {
+    let values = stash_values(g, &pl, rk);
+    let stash: HashMap<ValueId, Value> = values
+        .iter()
+        .map(|&(v, _)| {
             let bytes = ((pl.n + LANES) * g.node(v).dtype.size()) as u32;
             let ss = b.create_sized_stack_slot(StackSlotData::new(
                 StackSlotKind::ExplicitSlot,
@@ -399,12 +402,38 @@ pub fn build(b: &mut FunctionBuilder, g: &Graph, p: &Partition, rk: &RowKernel) 
             (v, b.ins().stack_addr(types::I64, ss, 0))
         })
         .collect();
+    let micro: Vec<(ValueId, MicroFn)> =
+        values.iter().filter_map(|&(v, f)| Some((v, f?))).collect();
+    let sig = (!micro.is_empty()).then(|| {
+        let mut sig = Signature::new(b.func.signature.call_conv);
+        for _ in 0..3 {
+            sig.params.push(AbiParam::new(types::I64));
+        }
+        b.import_signature(sig)
+    });
+    let stash = Stash {
+        slots: stash,
+        micro,
+        sig,
+    };
     let mut idx = Vec::new();
     let pin = pin_slot(b);
     outer(
         b, g, &pl, rk, &starts, &slots, &stash, pin, 0, begin, end, &mut idx,
     );
     b.ins().return_(&[]);
+}
+
+/// Row-sized scratches of stashed values. A stashed transcendental with a micro-kernel
+/// (`micro.rs`) is computed before the first phase that needs it: a pass over the row stores its
+/// argument into its scratch, then one micro-kernel call turns the scratch into the result in
+/// place (bit-identical to the inline function), and every phase loads it.
+struct Stash {
+    slots: HashMap<ValueId, Value>,
+    /// The stashed values computed by micro-kernels, in node order.
+    micro: Vec<(ValueId, MicroFn)>,
+    /// Signature of the micro-kernels (when there are any).
+    sig: Option<SigRef>,
 }
 
 /// Scratch budget for stashed rows, per thread (the stack).
@@ -489,18 +518,27 @@ fn phase_cones(g: &Graph, pl: &Plan, rk: &RowKernel) -> Vec<HashSet<ValueId>> {
     cones
 }
 
-/// Expensive element-level values evaluated in more than one phase, within
-/// the scratch budget.
-fn stash_values(g: &Graph, pl: &Plan, rk: &RowKernel) -> Vec<ValueId> {
+/// Expensive element-level values evaluated in more than one phase, and
+/// transcendentals with a micro-kernel (rows of at least `MIN_STAGED_RUN`), within
+/// the scratch budget; with their micro-kernels.
+fn stash_values(g: &Graph, pl: &Plan, rk: &RowKernel) -> Vec<(ValueId, Option<MicroFn>)> {
     let cones = phase_cones(g, pl, rk);
     let mut out = Vec::new();
     let mut budget = STASH_BYTES;
-    for &m in &rk.group.members {
+    let mut members: Vec<ValueId> = rk.group.members.to_vec();
+    members.sort();
+    for m in members {
         let uses = cones.iter().filter(|c| c.contains(&m)).count();
         let bytes = (pl.n + LANES) * g.node(m).dtype.size();
-        if uses >= 2 && is_expensive(g, m) && bytes <= budget {
+        let n = g.node(m);
+        let micro = match n.op {
+            Op::Unary(u) if pl.n >= MIN_STAGED_RUN => micro::kernel(u, n.dtype),
+            _ => None,
+        };
+        let wanted = (uses >= 2 && is_expensive(g, m)) || (uses >= 1 && micro.is_some());
+        if wanted && bytes <= budget {
             budget -= bytes;
-            out.push(m);
+            out.push((m, micro));
         }
     }
     out
@@ -514,7 +552,7 @@ fn outer(
     rk: &RowKernel,
     starts: &[Value],
     slots: &[Value],
-    stash: &HashMap<ValueId, Value>,
+    stash: &Stash,
     pin_at: StackSlot,
     d: usize,
     lo: Value,
@@ -623,7 +661,7 @@ fn row(
     rk: &RowKernel,
     rows: Vec<Value>,
     slots: &[Value],
-    stash: &HashMap<ValueId, Value>,
+    stash: &Stash,
     pin_at: StackSlot,
 ) {
     let grp = &rk.group;
@@ -632,7 +670,7 @@ fn row(
         pl,
         rows,
         row_env: HashMap::new(),
-        stash: stash.clone(),
+        stash: stash.slots.clone(),
         stash_ready: HashSet::new(),
         pin: pin_at,
     };
@@ -677,6 +715,7 @@ fn row(
         if ready.is_empty() {
             break;
         }
+        micro_passes(b, &mut ctx, stash, &cones[phase], slots);
         reduce_phase(b, &mut ctx, &ready, slots, zero, nrow);
         done.extend(ready);
         // Values this phase stored are loaded by the next ones.
@@ -690,6 +729,7 @@ fn row(
         phase += 1;
     }
     compute_row_level(b, &mut ctx, &row_level, &deps, &done);
+    micro_passes(b, &mut ctx, stash, &cones[phase], slots);
     // Final pass: element-level outputs.
     let elem_outs: Vec<(usize, ValueId)> = rk
         .outputs
@@ -738,6 +778,67 @@ fn row(
             };
             b.ins().store(flags(), lane0, ctx.rows[pl.outs[j]], 0);
         }
+    }
+}
+
+/// Before a phase (`cone`: the members it evaluates): each micro-kernel value it needs that is
+/// not in its scratch yet gets a pass over the row storing its argument there, then the
+/// micro-kernel call on the scratch, in place.
+fn micro_passes(
+    b: &mut FunctionBuilder,
+    ctx: &mut Ctx,
+    stash: &Stash,
+    cone: &HashSet<ValueId>,
+    slots: &[Value],
+) {
+    let g = ctx.g;
+    let pl = ctx.pl;
+    for &(t, f) in &stash.micro {
+        if !cone.contains(&t) || ctx.stash_ready.contains(&t) {
+            continue;
+        }
+        let arg = g.node(t).inputs[0];
+        let at = stash.slots[&t];
+        // Outputs are not touched in this pass (no address, no tail copy:
+        // an output written in place over an input must not be clobbered).
+        let lanes: Vec<Lane> = pl
+            .accesses
+            .iter()
+            .enumerate()
+            .map(|(a, acc)| Lane {
+                size: acc.dtype.size(),
+                stride: if pl.outs.contains(&a) {
+                    0
+                } else {
+                    acc.i_stride
+                },
+                output: false,
+            })
+            .collect();
+        let rows = ctx.rows.clone();
+        let zero = b.ins().iconst(types::I64, 0);
+        let nrow = b.ins().iconst(types::I64, pl.n as i64);
+        let c: &Ctx = ctx;
+        vector_loop(
+            b,
+            &lanes,
+            &rows,
+            slots,
+            zero,
+            nrow,
+            Some(pl.n as i64),
+            UNROLL,
+            &mut |b, addrs, pos, _, _| {
+                let env = c.eval(b, addrs, pos, &[arg]);
+                let off = b.ins().imul_imm_s(pos.0, 4);
+                let p = b.ins().iadd(at, off);
+                vector::store_at(b, DType::F32, &env[&arg], p, (pos.1 * 4) as i32);
+            },
+        );
+        let callee = b.ins().iconst(types::I64, f as usize as i64);
+        let sig = stash.sig.expect("imported with the micro-kernels");
+        b.ins().call_indirect(sig, callee, &[at, at, nrow]);
+        ctx.stash_ready.insert(t);
     }
 }
 

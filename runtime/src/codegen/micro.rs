@@ -1,0 +1,639 @@
+//! Micro-kernels: the f32 transcendentals of `math.rs` compiled by rustc for AVX-512F (16
+//! lanes) and AVX2+FMA (8 lanes), `extern "C" fn(src, dst, n)` over a contiguous tile.
+//!
+//! Cranelift 0.135 lowers nothing wider than 128 bits on x86-64, so the loop kernels'
+//! transcendental-heavy stage runs 4 lanes at a time. Staged kernels (`kernel.rs`, "Staged
+//! kernels") compute a transcendental's argument for an L1-resident tile, call the micro-kernel
+//! here on the tile, and consume the result.
+//!
+//! **Same function, bit for bit.** Each micro-kernel performs exactly the operations of its
+//! Cranelift twin in `math.rs` (same constants rounded to f32, same `fma`s, same operand order
+//! of `minps`/`maxps`, same clamps and blends; division and `fma` are correctly rounded on both
+//! paths), so its results are bit-identical to the inline path (tested over every 97th f32
+//! bit pattern and the special values in `math_tests.rs`), and the error table of `math.rs`
+//! holds unchanged. The last partial vector is padded through a stack buffer (as the loop
+//! kernels' padded tail), so `n` may be anything and `src == dst` is allowed.
+//!
+//! The instruction set is chosen once (`level`): AVX-512F if the CPU has it, else AVX2+FMA,
+//! else none (the inline Cranelift path is kept). `JITFUSE_MICRO=off|avx2|avx512` caps it
+//! (for measurements and tests).
+
+use crate::ir::UnaryOp;
+use crate::DType;
+use once_cell::sync::Lazy;
+
+/// `extern "C" fn(src, dst, n)`: dst[i] = f(src[i]) for i < n (src == dst allowed).
+pub type MicroFn = unsafe extern "C" fn(*const f32, *mut f32, usize);
+
+/// Instruction sets the micro-kernels are compiled for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    Off,
+    Avx2,
+    Avx512,
+}
+
+/// What this CPU supports.
+pub fn detected() -> Level {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if is_x86_feature_detected!("avx512f") {
+            return Level::Avx512;
+        }
+        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+            return Level::Avx2;
+        }
+    }
+    Level::Off
+}
+
+static LEVEL: Lazy<Level> = Lazy::new(|| {
+    let cap = match std::env::var("JITFUSE_MICRO").as_deref() {
+        Ok("off") | Ok("0") => Level::Off,
+        Ok("avx2") => Level::Avx2,
+        _ => Level::Avx512,
+    };
+    detected().min(cap)
+});
+
+static OVERRIDE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// The level the compiler uses (detected once, capped by `JITFUSE_MICRO`, or as `set_level`
+/// last said).
+pub fn level() -> Level {
+    match OVERRIDE.load(std::sync::atomic::Ordering::Relaxed) {
+        1 => Level::Off,
+        2 => Level::Avx2.min(detected()),
+        3 => Level::Avx512.min(detected()),
+        _ => *LEVEL,
+    }
+}
+
+/// Compile later programs at `level` (capped by the CPU), or back to the default with None.
+/// For tests and measurements: both paths compute the same bits, so programs compiled
+/// meanwhile on other threads stay correct whichever they get.
+pub fn set_level(level: Option<Level>) {
+    let v = match level {
+        None => 0,
+        Some(Level::Off) => 1,
+        Some(Level::Avx2) => 2,
+        Some(Level::Avx512) => 3,
+    };
+    OVERRIDE.store(v, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The micro-kernel of `op` on `dtype` at the current level, if there is one.
+pub fn kernel(op: UnaryOp, dtype: DType) -> Option<MicroFn> {
+    if dtype != DType::F32 {
+        return None;
+    }
+    kernel_at(level(), op)
+}
+
+/// The micro-kernel of `op` (f32) for `level` (None when the CPU lacks it).
+pub fn kernel_at(level: Level, op: UnaryOp) -> Option<MicroFn> {
+    if level == Level::Off || level > detected() {
+        return None;
+    }
+    imp::kernel_at(level, op)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+mod imp {
+    pub fn kernel_at(_: super::Level, _: crate::ir::UnaryOp) -> Option<super::MicroFn> {
+        None
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod imp {
+    use super::super::math::{
+        ln2_parts_f32, pi_parts_f32, ERF_LARGE_F32, ERF_SMALL_F32, EXP_F32, LN_F32, LOG2E, SIN_F32,
+        TANH_F32_CLAMP, TANH_F32_P, TANH_F32_Q,
+    };
+    use super::{Level, MicroFn};
+    use crate::ir::UnaryOp;
+    use core::arch::x86_64::*;
+
+    pub fn kernel_at(level: Level, op: UnaryOp) -> Option<MicroFn> {
+        let f: MicroFn = match (level, op) {
+            (Level::Avx512, UnaryOp::Exp) => z::exp,
+            (Level::Avx512, UnaryOp::Ln) => z::ln,
+            (Level::Avx512, UnaryOp::Tanh) => z::tanh,
+            (Level::Avx512, UnaryOp::Sigmoid) => z::sigmoid,
+            (Level::Avx512, UnaryOp::Sin) => z::sin,
+            (Level::Avx512, UnaryOp::Cos) => z::cos,
+            (Level::Avx512, UnaryOp::Erf) => z::erf,
+            (Level::Avx2, UnaryOp::Exp) => y::exp,
+            (Level::Avx2, UnaryOp::Ln) => y::ln,
+            (Level::Avx2, UnaryOp::Tanh) => y::tanh,
+            (Level::Avx2, UnaryOp::Sigmoid) => y::sigmoid,
+            (Level::Avx2, UnaryOp::Sin) => y::sin,
+            (Level::Avx2, UnaryOp::Cos) => y::cos,
+            (Level::Avx2, UnaryOp::Erf) => y::erf,
+            _ => return None,
+        };
+        Some(f)
+    }
+
+    /// One f32 vector of `N` lanes. Every method is `#[inline(always)]` and only called from
+    /// the `#[target_feature]` kernels below, so the intrinsics inline into them.
+    /// Integer ops act on the lanes' bits.
+    trait V: Copy {
+        const N: usize;
+        type M: Copy;
+        unsafe fn splat(c: f32) -> Self;
+        unsafe fn bits(c: u32) -> Self;
+        unsafe fn load(p: *const f32) -> Self;
+        unsafe fn store(self, p: *mut f32);
+        unsafe fn add(self, o: Self) -> Self;
+        unsafe fn sub(self, o: Self) -> Self;
+        unsafe fn mul(self, o: Self) -> Self;
+        unsafe fn div(self, o: Self) -> Self;
+        /// self * b + c, one rounding.
+        unsafe fn fma(self, b: Self, c: Self) -> Self;
+        /// `self < x ? self : x` (minps: a NaN `x` passes).
+        unsafe fn min(self, x: Self) -> Self;
+        /// `x < self ? self : x` (maxps: a NaN `x` passes).
+        unsafe fn max(self, x: Self) -> Self;
+        /// Ordered `self < o`.
+        unsafe fn lt(self, o: Self) -> Self::M;
+        /// Ordered `self == o`.
+        unsafe fn eq(self, o: Self) -> Self::M;
+        /// Unordered or `self >= o`.
+        unsafe fn uge(self, o: Self) -> Self::M;
+        /// `m ? t : f`.
+        unsafe fn sel(m: Self::M, t: Self, f: Self) -> Self;
+        unsafe fn and(self, o: Self) -> Self;
+        unsafe fn or(self, o: Self) -> Self;
+        unsafe fn xor(self, o: Self) -> Self;
+        unsafe fn iadd(self, o: Self) -> Self;
+        unsafe fn isub(self, o: Self) -> Self;
+        unsafe fn shl23(self) -> Self;
+        unsafe fn shl31(self) -> Self;
+        unsafe fn shr23(self) -> Self;
+    }
+
+    #[derive(Clone, Copy)]
+    struct Z(__m512);
+
+    impl V for Z {
+        const N: usize = 16;
+        type M = __mmask16;
+        #[inline(always)]
+        unsafe fn splat(c: f32) -> Self {
+            Z(_mm512_set1_ps(c))
+        }
+        #[inline(always)]
+        unsafe fn bits(c: u32) -> Self {
+            Z(_mm512_castsi512_ps(_mm512_set1_epi32(c as i32)))
+        }
+        #[inline(always)]
+        unsafe fn load(p: *const f32) -> Self {
+            Z(_mm512_loadu_ps(p))
+        }
+        #[inline(always)]
+        unsafe fn store(self, p: *mut f32) {
+            _mm512_storeu_ps(p, self.0)
+        }
+        #[inline(always)]
+        unsafe fn add(self, o: Self) -> Self {
+            Z(_mm512_add_ps(self.0, o.0))
+        }
+        #[inline(always)]
+        unsafe fn sub(self, o: Self) -> Self {
+            Z(_mm512_sub_ps(self.0, o.0))
+        }
+        #[inline(always)]
+        unsafe fn mul(self, o: Self) -> Self {
+            Z(_mm512_mul_ps(self.0, o.0))
+        }
+        #[inline(always)]
+        unsafe fn div(self, o: Self) -> Self {
+            Z(_mm512_div_ps(self.0, o.0))
+        }
+        #[inline(always)]
+        unsafe fn fma(self, b: Self, c: Self) -> Self {
+            Z(_mm512_fmadd_ps(self.0, b.0, c.0))
+        }
+        #[inline(always)]
+        unsafe fn min(self, x: Self) -> Self {
+            Z(_mm512_min_ps(self.0, x.0))
+        }
+        #[inline(always)]
+        unsafe fn max(self, x: Self) -> Self {
+            Z(_mm512_max_ps(self.0, x.0))
+        }
+        #[inline(always)]
+        unsafe fn lt(self, o: Self) -> __mmask16 {
+            _mm512_cmp_ps_mask::<_CMP_LT_OQ>(self.0, o.0)
+        }
+        #[inline(always)]
+        unsafe fn eq(self, o: Self) -> __mmask16 {
+            _mm512_cmp_ps_mask::<_CMP_EQ_OQ>(self.0, o.0)
+        }
+        #[inline(always)]
+        unsafe fn uge(self, o: Self) -> __mmask16 {
+            _mm512_cmp_ps_mask::<_CMP_NLT_UQ>(self.0, o.0)
+        }
+        #[inline(always)]
+        unsafe fn sel(m: __mmask16, t: Self, f: Self) -> Self {
+            Z(_mm512_mask_blend_ps(m, f.0, t.0))
+        }
+        #[inline(always)]
+        unsafe fn and(self, o: Self) -> Self {
+            Z(_mm512_castsi512_ps(_mm512_and_si512(
+                _mm512_castps_si512(self.0),
+                _mm512_castps_si512(o.0),
+            )))
+        }
+        #[inline(always)]
+        unsafe fn or(self, o: Self) -> Self {
+            Z(_mm512_castsi512_ps(_mm512_or_si512(
+                _mm512_castps_si512(self.0),
+                _mm512_castps_si512(o.0),
+            )))
+        }
+        #[inline(always)]
+        unsafe fn xor(self, o: Self) -> Self {
+            Z(_mm512_castsi512_ps(_mm512_xor_si512(
+                _mm512_castps_si512(self.0),
+                _mm512_castps_si512(o.0),
+            )))
+        }
+        #[inline(always)]
+        unsafe fn iadd(self, o: Self) -> Self {
+            Z(_mm512_castsi512_ps(_mm512_add_epi32(
+                _mm512_castps_si512(self.0),
+                _mm512_castps_si512(o.0),
+            )))
+        }
+        #[inline(always)]
+        unsafe fn isub(self, o: Self) -> Self {
+            Z(_mm512_castsi512_ps(_mm512_sub_epi32(
+                _mm512_castps_si512(self.0),
+                _mm512_castps_si512(o.0),
+            )))
+        }
+        #[inline(always)]
+        unsafe fn shl23(self) -> Self {
+            Z(_mm512_castsi512_ps(_mm512_slli_epi32::<23>(
+                _mm512_castps_si512(self.0),
+            )))
+        }
+        #[inline(always)]
+        unsafe fn shl31(self) -> Self {
+            Z(_mm512_castsi512_ps(_mm512_slli_epi32::<31>(
+                _mm512_castps_si512(self.0),
+            )))
+        }
+        #[inline(always)]
+        unsafe fn shr23(self) -> Self {
+            Z(_mm512_castsi512_ps(_mm512_srli_epi32::<23>(
+                _mm512_castps_si512(self.0),
+            )))
+        }
+    }
+
+    #[derive(Clone, Copy)]
+    struct Y(__m256);
+
+    impl V for Y {
+        const N: usize = 8;
+        type M = __m256;
+        #[inline(always)]
+        unsafe fn splat(c: f32) -> Self {
+            Y(_mm256_set1_ps(c))
+        }
+        #[inline(always)]
+        unsafe fn bits(c: u32) -> Self {
+            Y(_mm256_castsi256_ps(_mm256_set1_epi32(c as i32)))
+        }
+        #[inline(always)]
+        unsafe fn load(p: *const f32) -> Self {
+            Y(_mm256_loadu_ps(p))
+        }
+        #[inline(always)]
+        unsafe fn store(self, p: *mut f32) {
+            _mm256_storeu_ps(p, self.0)
+        }
+        #[inline(always)]
+        unsafe fn add(self, o: Self) -> Self {
+            Y(_mm256_add_ps(self.0, o.0))
+        }
+        #[inline(always)]
+        unsafe fn sub(self, o: Self) -> Self {
+            Y(_mm256_sub_ps(self.0, o.0))
+        }
+        #[inline(always)]
+        unsafe fn mul(self, o: Self) -> Self {
+            Y(_mm256_mul_ps(self.0, o.0))
+        }
+        #[inline(always)]
+        unsafe fn div(self, o: Self) -> Self {
+            Y(_mm256_div_ps(self.0, o.0))
+        }
+        #[inline(always)]
+        unsafe fn fma(self, b: Self, c: Self) -> Self {
+            Y(_mm256_fmadd_ps(self.0, b.0, c.0))
+        }
+        #[inline(always)]
+        unsafe fn min(self, x: Self) -> Self {
+            Y(_mm256_min_ps(self.0, x.0))
+        }
+        #[inline(always)]
+        unsafe fn max(self, x: Self) -> Self {
+            Y(_mm256_max_ps(self.0, x.0))
+        }
+        #[inline(always)]
+        unsafe fn lt(self, o: Self) -> __m256 {
+            _mm256_cmp_ps::<_CMP_LT_OQ>(self.0, o.0)
+        }
+        #[inline(always)]
+        unsafe fn eq(self, o: Self) -> __m256 {
+            _mm256_cmp_ps::<_CMP_EQ_OQ>(self.0, o.0)
+        }
+        #[inline(always)]
+        unsafe fn uge(self, o: Self) -> __m256 {
+            _mm256_cmp_ps::<_CMP_NLT_UQ>(self.0, o.0)
+        }
+        #[inline(always)]
+        unsafe fn sel(m: __m256, t: Self, f: Self) -> Self {
+            Y(_mm256_blendv_ps(f.0, t.0, m))
+        }
+        #[inline(always)]
+        unsafe fn and(self, o: Self) -> Self {
+            Y(_mm256_and_ps(self.0, o.0))
+        }
+        #[inline(always)]
+        unsafe fn or(self, o: Self) -> Self {
+            Y(_mm256_or_ps(self.0, o.0))
+        }
+        #[inline(always)]
+        unsafe fn xor(self, o: Self) -> Self {
+            Y(_mm256_xor_ps(self.0, o.0))
+        }
+        #[inline(always)]
+        unsafe fn iadd(self, o: Self) -> Self {
+            Y(_mm256_castsi256_ps(_mm256_add_epi32(
+                _mm256_castps_si256(self.0),
+                _mm256_castps_si256(o.0),
+            )))
+        }
+        #[inline(always)]
+        unsafe fn isub(self, o: Self) -> Self {
+            Y(_mm256_castsi256_ps(_mm256_sub_epi32(
+                _mm256_castps_si256(self.0),
+                _mm256_castps_si256(o.0),
+            )))
+        }
+        #[inline(always)]
+        unsafe fn shl23(self) -> Self {
+            Y(_mm256_castsi256_ps(_mm256_slli_epi32::<23>(
+                _mm256_castps_si256(self.0),
+            )))
+        }
+        #[inline(always)]
+        unsafe fn shl31(self) -> Self {
+            Y(_mm256_castsi256_ps(_mm256_slli_epi32::<31>(
+                _mm256_castps_si256(self.0),
+            )))
+        }
+        #[inline(always)]
+        unsafe fn shr23(self) -> Self {
+            Y(_mm256_castsi256_ps(_mm256_srli_epi32::<23>(
+                _mm256_castps_si256(self.0),
+            )))
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // The functions, operation for operation as `math.rs` emits them for F32X4 (`k.d = false`).
+    // -----------------------------------------------------------------------------------------
+
+    const SIGN: u32 = 0x8000_0000;
+    /// 1.5 * 2^23 (`K::shifter`).
+    const SHIFTER: f64 = 12582912.0;
+
+    #[inline(always)]
+    unsafe fn c<T: V>(x: f64) -> T {
+        T::splat(x as f32)
+    }
+
+    /// `math::clamp`: min(hi, x) then max(lo, x), NaN kept.
+    #[inline(always)]
+    unsafe fn clamp<T: V>(x: T, lo: f64, hi: f64) -> T {
+        let x = c::<T>(hi).min(x);
+        c::<T>(lo).max(x)
+    }
+
+    #[inline(always)]
+    unsafe fn horner<T: V>(x: T, cs: &[f64]) -> T {
+        let mut acc = c::<T>(cs[cs.len() - 1]);
+        let mut i = cs.len() - 1;
+        while i > 0 {
+            i -= 1;
+            acc = acc.fma(x, c::<T>(cs[i]));
+        }
+        acc
+    }
+
+    /// `math::exp_reduce`: (n, kf, r).
+    #[inline(always)]
+    unsafe fn exp_reduce<T: V>(x: T, off: f64) -> (T, T, T) {
+        let s = c::<T>(SHIFTER + off);
+        let n = x.fma(c::<T>(LOG2E), s);
+        let kf = n.sub(s);
+        let (hi, lo) = ln2_parts_f32();
+        let r = kf.fma(c::<T>(-hi), x);
+        let r = kf.fma(c::<T>(-lo), r);
+        (n, kf, r)
+    }
+
+    #[inline(always)]
+    unsafe fn exp_poly<T: V>(r: T) -> T {
+        let cs = [
+            1.0, 1.0, EXP_F32[0], EXP_F32[1], EXP_F32[2], EXP_F32[3], EXP_F32[4],
+        ];
+        horner(r, &cs)
+    }
+
+    /// `math::exp_scale`.
+    #[inline(always)]
+    unsafe fn exp_scale<T: V>(p: T, n: T, kf: T, split: bool) -> T {
+        if !split {
+            return p.mul(n.shl23());
+        }
+        let s = c::<T>(SHIFTER + 127.0);
+        let n1 = kf.fma(c::<T>(0.5), s);
+        let e1 = n1.shl23();
+        let e2 = n.isub(n1).shl23();
+        p.mul(e1).mul(e2)
+    }
+
+    /// `math::exp_core`.
+    #[inline(always)]
+    unsafe fn exp_core<T: V>(x: T, split: bool) -> T {
+        let off = if split { 254.0 } else { 127.0 };
+        let (n, kf, r) = exp_reduce(x, off);
+        let p = exp_poly(r);
+        exp_scale(p, n, kf, split)
+    }
+
+    #[inline(always)]
+    unsafe fn exp<T: V>(x: T) -> T {
+        let x = clamp(x, -104.0, 89.0);
+        exp_core(x, true)
+    }
+
+    #[inline(always)]
+    unsafe fn tanh<T: V>(x: T) -> T {
+        let x = clamp(x, -TANH_F32_CLAMP, TANH_F32_CLAMP);
+        let z = x.mul(x);
+        let p1 = horner(z, &TANH_F32_P[1..]);
+        let x3 = x.mul(z);
+        let num = x3.fma(p1, x);
+        let q = horner(z, &TANH_F32_Q);
+        let t = num.div(q);
+        clamp(t, -1.0, 1.0)
+    }
+
+    #[inline(always)]
+    unsafe fn sigmoid<T: V>(x: T) -> T {
+        let nax = x.or(T::bits(SIGN));
+        let nax = c::<T>(-104.0).max(nax);
+        let (n, _, r) = exp_reduce(nax, 127.0 + 64.0);
+        let p = exp_poly(r);
+        let es = exp_scale(p, n, n, false);
+        let one = c::<T>(1.0);
+        let down = c::<T>((2.0f64).powi(-64));
+        let den = es.fma(down, one);
+        let neg = x.lt(c::<T>(0.0));
+        let num = T::sel(neg, es, c::<T>((2.0f64).powi(64)));
+        num.div(den).mul(down)
+    }
+
+    #[inline(always)]
+    unsafe fn ln<T: V>(x: T) -> T {
+        let x0 = x;
+        let tiny = x.lt(c::<T>(f32::MIN_POSITIVE as f64));
+        let xs = x.mul(c::<T>((2.0f64).powi(23)));
+        let x = T::sel(tiny, xs, x);
+        let (one_bits, sqrt_half_bits) = (0x3f80_0000u32, 0x3f35_04f3u32);
+        let ix = x.iadd(T::bits(one_bits - sqrt_half_bits));
+        let ef = ix.shr23().or(T::bits(0x4b00_0000));
+        let e = ef.sub(c::<T>((2.0f64).powi(23) + 127.0));
+        let mbf = c::<T>(23.0);
+        let corr = T::sel(tiny, mbf, T::bits(0));
+        let e = e.sub(corr);
+        let mi = ix.and(T::bits((1 << 23) - 1)).iadd(T::bits(sqrt_half_bits));
+        let f = mi.sub(c::<T>(1.0));
+        let (hi, lo) = ln2_parts_f32();
+        let cs = [
+            1.0, -0.5, LN_F32[0], LN_F32[1], LN_F32[2], LN_F32[3], LN_F32[4], LN_F32[5], LN_F32[6],
+            LN_F32[7],
+        ];
+        let p = horner(f, &cs).mul(f);
+        let p = e.fma(c::<T>(lo), p);
+        let res = e.fma(c::<T>(hi), p);
+        // specials
+        let x = x0;
+        let inf = c::<T>(f64::INFINITY);
+        let res = T::sel(x.uge(inf), x, res);
+        let zero = c::<T>(0.0);
+        let res = T::sel(x.lt(zero), c::<T>(f64::NAN), res);
+        T::sel(x.eq(zero), c::<T>(f64::NEG_INFINITY), res)
+    }
+
+    #[inline(always)]
+    unsafe fn sincos_tail<T: V>(x: T, jf: T, n: T, pscale: f64) -> T {
+        let mut r = x;
+        for part in pi_parts_f32() {
+            r = jf.fma(c::<T>(-part * pscale), r);
+        }
+        let r = clamp(r, -1.6, 1.6);
+        let z = r.mul(r);
+        let q = horner(z, &SIN_F32);
+        let q = z.fma(q, c::<T>(1.0));
+        let s = r.mul(q);
+        let s = clamp(s, -1.0, 1.0);
+        s.xor(n.shl31())
+    }
+
+    #[inline(always)]
+    unsafe fn sin<T: V>(x: T) -> T {
+        let s = c::<T>(SHIFTER);
+        let n = x.fma(c::<T>(std::f64::consts::FRAC_1_PI), s);
+        let jf = n.sub(s);
+        sincos_tail(x, jf, n, 1.0)
+    }
+
+    #[inline(always)]
+    unsafe fn cos<T: V>(x: T) -> T {
+        let t = x.fma(c::<T>(std::f64::consts::FRAC_1_PI), c::<T>(-0.5));
+        let s1 = c::<T>(SHIFTER + 1.0);
+        let n = t.add(s1);
+        let jf = n.sub(s1);
+        let qf = jf.fma(c::<T>(2.0), c::<T>(1.0));
+        sincos_tail(x, qf, n, 0.5)
+    }
+
+    #[inline(always)]
+    unsafe fn erf<T: V>(x: T) -> T {
+        let sign = x.and(T::bits(SIGN));
+        let ax = x.xor(sign);
+        let z = x.mul(x);
+        let small = x.mul(horner(z, &ERF_SMALL_F32));
+        let (top, center) = (3.92, (1.2 + 3.92) / 2.0);
+        let a = c::<T>(top).min(ax);
+        let na2 = a.mul(a).xor(T::bits(SIGN));
+        let e = exp_core(na2, false);
+        let u = a.sub(c::<T>(center));
+        let q = horner(u, &ERF_LARGE_F32);
+        let ne = e.xor(T::bits(SIGN));
+        let large = ne.fma(q, c::<T>(1.0)).or(sign);
+        let m = ax.lt(c::<T>(1.2));
+        T::sel(m, small, large)
+    }
+
+    /// The loop of a micro-kernel: two vectors per iteration, then one, then the last partial
+    /// vector padded through a stack buffer.
+    macro_rules! micro {
+        ($isa:literal, $T:ty, $($name:ident)*) => {$(
+            #[target_feature(enable = $isa)]
+            pub(super) unsafe extern "C" fn $name(src: *const f32, dst: *mut f32, n: usize) {
+                type T = $T;
+                let w = <T as V>::N;
+                let mut i = 0;
+                while i + 2 * w <= n {
+                    let a = super::$name::<T>(T::load(src.add(i)));
+                    let b = super::$name::<T>(T::load(src.add(i + w)));
+                    a.store(dst.add(i));
+                    b.store(dst.add(i + w));
+                    i += 2 * w;
+                }
+                if i + w <= n {
+                    super::$name::<T>(T::load(src.add(i))).store(dst.add(i));
+                    i += w;
+                }
+                if i < n {
+                    let mut buf = [0.0f32; 16];
+                    let r = n - i;
+                    std::ptr::copy_nonoverlapping(src.add(i), buf.as_mut_ptr(), r);
+                    super::$name::<T>(T::load(buf.as_ptr())).store(buf.as_mut_ptr());
+                    std::ptr::copy_nonoverlapping(buf.as_ptr(), dst.add(i), r);
+                }
+            }
+        )*};
+    }
+
+    mod z {
+        use super::*;
+        micro!("avx512f", Z, exp ln tanh sigmoid sin cos erf);
+    }
+
+    mod y {
+        use super::*;
+        micro!("avx2,fma", Y, exp ln tanh sigmoid sin cos erf);
+    }
+}
