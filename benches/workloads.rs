@@ -25,7 +25,11 @@
 //!
 //! Samples are taken round-robin over every case (one sample of each case per
 //! round, a warm-up round discarded), so drift of the shared machine hits every
-//! case alike; the table shows medians.
+//! case alike; the table shows medians. A sample is the last of four
+//! back-to-back runs (warm caches, as `jax_compare.py` times XLA;
+//! `JITFUSE_BENCH_WARM=n` runs n before the timed one);
+//! `JITFUSE_BENCH_COLD=1` times single runs after the other cases instead.
+//! `JITFUSE_BENCH_ONLY=W5,W9` keeps only those workloads.
 //!
 //! `JITFUSE_BENCH_PROFILE=<W1|W2|W3|W4|W5|chain20>:<jit|hand|ratio>:<calls>` instead runs
 //! one implementation `calls` times on an L2-sized input (16384 elements;
@@ -1341,9 +1345,29 @@ fn main() {
         Box::new(|| secs(|| chain_nd(view1(&x1)))),
     );
 
+    // JITFUSE_BENCH_ONLY=W5,W9 keeps those workloads (and the copy) only.
+    if let Ok(only) = std::env::var("JITFUSE_BENCH_ONLY") {
+        let keep: Vec<&str> = only.split(',').collect();
+        cases.retain(|c| c.id == "copy" || keep.contains(&c.id));
+    }
     // ---- sample round-robin; round 0 is a warm-up ----
+    // Each sample is the last of 1 + JITFUSE_BENCH_WARM (default 3)
+    // back-to-back runs: caches warm, as jax_compare.py times XLA (3 warm-up
+    // calls, then consecutive calls on the same buffers). On a CPU with a
+    // large L3 (105 MiB here) the 16-64 MiB workloads then run from L3, and
+    // it takes a few passes before the L3 keeps them (W5: 2.6 ms after one
+    // pass, 1.3 after five). JITFUSE_BENCH_COLD=1 times single runs after the
+    // other cases instead (inputs evicted: DRAM speed).
+    let cold = std::env::var("JITFUSE_BENCH_COLD").as_deref() == Ok("1");
+    let warm_runs: usize = std::env::var("JITFUSE_BENCH_WARM")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3);
     for round in 0..=rounds {
         for c in cases.iter_mut() {
+            for _ in 0..if cold { 0 } else { warm_runs } {
+                black_box((c.run)());
+            }
             let f0 = minor_faults();
             let s = (c.run)();
             let f1 = minor_faults();
@@ -1478,7 +1502,15 @@ fn main() {
     let mut md = String::new();
     writeln!(
         md,
-        "## jitfuse benchmarks (medians of {rounds} interleaved samples, one process)\n"
+        "## jitfuse benchmarks (medians of {rounds} interleaved samples, one process, {})\n",
+        if cold {
+            "cold: each sample one run after the other cases".to_string()
+        } else {
+            format!(
+                "warm: each sample the last of {} back-to-back runs, as XLA is timed",
+                warm_runs + 1
+            )
+        }
     )
     .unwrap();
     let xla_source = match XLA_MEASURED.get() {
