@@ -39,7 +39,7 @@
 //! element (`benches/profile.sh` does that). `ratio` times both, interleaved,
 //! on the same input (`calls` samples of 20 calls each); an optional fourth
 //! field multiplies the input size (`:256` = the full 4M-element workloads).
-//! `JITFUSE_BENCH_PROFILE=<W6|W7|W8>:compile:<n>` compiles that workload `n`
+//! `JITFUSE_BENCH_PROFILE=<W3|W4|W6|W7|W8>:compile:<n>` compiles that workload `n`
 //! times from a cleared cache and prints the median (run it under `perf record`).
 
 use jitfuse::prelude::*;
@@ -739,7 +739,7 @@ struct Row {
     pending: Option<&'static str>,
 }
 
-/// `JITFUSE_BENCH_PROFILE=<W6|W7|W8>:compile:<n>`: trace, lower and compile
+/// `JITFUSE_BENCH_PROFILE=<W3|W4|W6|W7|W8>:compile:<n>`: trace, lower and compile
 /// the workload `n` times from a cleared cache, without running it (for
 /// `perf record`: where compile time goes), printing the median.
 fn profile_compile(id: &str, n: usize) {
@@ -756,10 +756,19 @@ fn profile_compile(id: &str, n: usize) {
     ];
     let ws8: Vec<Tensor> = (0..16).map(|_| t(&[512, 512])).collect();
     let x8 = t(&[256, 512]);
+    let (x3, g4, b4) = (t(&[4096, 1024]), t(&[1024]), t(&[1024]));
     let mut ms: Vec<f64> = (0..n)
         .map(|_| {
             let start = Instant::now();
             let kernels = match id {
+                "W3" => {
+                    w3_softmax::clear_cache();
+                    w3_softmax::lower(&x3).and_then(|l| l.compile())
+                }
+                "W4" => {
+                    w4_layernorm::clear_cache();
+                    w4_layernorm::lower(&x3, &g4, &b4).and_then(|l| l.compile())
+                }
                 "W6" => {
                     w6_mlp::clear_cache();
                     w6_mlp::lower(&w6[0], &w6[1], &w6[2], &w6[3], &w6[4], &w6[5])
@@ -774,7 +783,7 @@ fn profile_compile(id: &str, n: usize) {
                     w8_chain_grad::clear_cache();
                     w8_chain_grad::lower(&ws8, &x8).and_then(|l| l.compile())
                 }
-                _ => panic!("compile profile: W6, W7 or W8, got {id}"),
+                _ => panic!("compile profile: W3, W4, W6, W7 or W8, got {id}"),
             }
             .expect("compiles")
             .kernel_count();

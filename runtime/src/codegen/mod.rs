@@ -157,6 +157,7 @@ fn compile_function(
 pub fn compile(g: &Graph, part: &Partition, keep_clif: bool) -> Result<CompiledKernels, Error> {
     use rayon::prelude::*;
     let kernels = part.steps.iter().filter(|s| !matches!(s, Step::Library(_)));
+    let count = kernels.clone().count();
     let isa = ISA.as_ref().map_err(|e| Error::codegen(e.clone()))?.clone();
     let mut module = JITModule::new(JITBuilder::with_isa(
         isa.clone(),
@@ -191,18 +192,24 @@ pub fn compile(g: &Graph, part: &Partition, keep_clif: bool) -> Result<CompiledK
         // gradients) are compiled once: the text says everything the code
         // depends on (ops, extents, strides, constants), and printing it
         // costs a few percent of compiling it.
-        let text = ctx.func.display().to_string();
-        if keep_clif {
-            clif.push(text.clone());
+        // A program of one kernel has nothing to share: no text.
+        let text = (keep_clif || count > 1).then(|| ctx.func.display().to_string());
+        if let (true, Some(t)) = (keep_clif, &text) {
+            clif.push(t.clone());
         }
-        let id = match seen.get(&text) {
+        let id = match text.as_ref().and_then(|t| seen.get(t)) {
             Some(&id) => id,
             None => {
                 let id = module
                     .declare_anonymous_function(&sig)
                     .map_err(|e| Error::codegen(e.to_string()))?;
-                seen.insert(text, id);
-                todo.push((id, ctx.func.clone()));
+                if let Some(t) = text {
+                    seen.insert(t, id);
+                }
+                todo.push((
+                    id,
+                    std::mem::replace(&mut ctx.func, cranelift_codegen::ir::Function::new()),
+                ));
                 id
             }
         };
