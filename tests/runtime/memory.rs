@@ -1028,3 +1028,35 @@ fn identical_kernels_are_compiled_once() {
         }
     }
 }
+
+#[jit]
+fn first_called_in_parallel(x: &Tensor, w: &Tensor) -> Tensor {
+    let h = x.matmul(w).tanh();
+    (h.matmul(w).exp() + &h).softmax(-1)
+}
+
+/// The first calls of a multi-kernel function from inside rayon's pool (a
+/// data-parallel user) compile it once and return: the compile's own
+/// threads never take the pool's workers, which are blocked waiting for it.
+#[test]
+fn first_call_from_rayon_workers_compiles_once() {
+    use rayon::prelude::*;
+    let x = Tensor::full(&[16, 32], 0.1, DType::F32);
+    let w = Tensor::full(&[32, 32], 0.05, DType::F32);
+    let outs: Vec<Vec<f32>> = (0..16)
+        .into_par_iter()
+        .map(|_| first_called_in_parallel(&x, &w).to_vec::<f32>().unwrap())
+        .collect();
+    assert!(outs.iter().all(|o| o == &outs[0]));
+    let stats = first_called_in_parallel::cache_stats();
+    assert_eq!((stats.entries, stats.misses), (1, 1), "one compile: {stats:?}");
+    assert!(
+        first_called_in_parallel::lower(&x, &w)
+            .unwrap()
+            .compile()
+            .unwrap()
+            .kernel_count()
+            > 1,
+        "several kernels: the compile runs in parallel"
+    );
+}

@@ -56,12 +56,16 @@ static LEVEL: Lazy<Level> = Lazy::new(|| {
     detected().min(cap)
 });
 
-static OVERRIDE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+thread_local! {
+    /// `set_level`'s override, per thread: a test comparing levels must not
+    /// change what programs compiled meanwhile on other threads look like.
+    static OVERRIDE: std::cell::Cell<u8> = const { std::cell::Cell::new(0) };
+}
 
 /// The level the compiler uses (detected once, capped by `JITFUSE_MICRO`, or as `set_level`
 /// last said).
 pub fn level() -> Level {
-    match OVERRIDE.load(std::sync::atomic::Ordering::Relaxed) {
+    match OVERRIDE.with(|o| o.get()) {
         1 => Level::Off,
         2 => Level::Avx2.min(detected()),
         3 => Level::Avx512.min(detected()),
@@ -69,9 +73,9 @@ pub fn level() -> Level {
     }
 }
 
-/// Compile later programs at `level` (capped by the CPU), or back to the default with None.
-/// For tests and measurements: both paths compute the same bits, so programs compiled
-/// meanwhile on other threads stay correct whichever they get.
+/// Compile later programs built on this thread at `level` (capped by the CPU), or back to
+/// the default with None. For tests and measurements (kernels are built on the calling
+/// thread; both paths compute the same bits).
 pub fn set_level(level: Option<Level>) {
     let v = match level {
         None => 0,
@@ -79,7 +83,7 @@ pub fn set_level(level: Option<Level>) {
         Some(Level::Avx2) => 2,
         Some(Level::Avx512) => 3,
     };
-    OVERRIDE.store(v, std::sync::atomic::Ordering::Relaxed);
+    OVERRIDE.with(|o| o.set(v));
 }
 
 /// The micro-kernel of `op` on `dtype` at the current level, if there is one.

@@ -147,15 +147,58 @@ fn compile_function(
     })
 }
 
+/// Compile functions to machine code, spread over the cores with scoped
+/// threads of our own. Not on rayon's pool: a compile runs inside the
+/// cache's once-per-signature initialisation, and a rayon worker waiting for
+/// its jobs may steal a user's job that calls the same jitted function
+/// (re-entering that initialisation: deadlock), or the pool's workers may
+/// all be user jobs blocked on it. A thread spawn (~65 µs) is small against
+/// the ~0.3 ms a kernel takes to compile.
+fn compile_all(
+    isa: &dyn cranelift_codegen::isa::TargetIsa,
+    todo: Vec<(cranelift_module::FuncId, cranelift_codegen::ir::Function)>,
+    keep_clif: bool,
+) -> Vec<Result<(cranelift_module::FuncId, MachineCode), Error>> {
+    let one = |(id, func): (cranelift_module::FuncId, cranelift_codegen::ir::Function)| {
+        compile_function(isa, func, id, keep_clif).map(|m| (id, m))
+    };
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(todo.len())
+        .min(8);
+    if threads < 2 {
+        return todo.into_iter().map(one).collect();
+    }
+    // Round-robin shares (kernels of a program come in all sizes).
+    let mut shares: Vec<Vec<_>> = (0..threads).map(|_| Vec::new()).collect();
+    for (i, f) in todo.into_iter().enumerate() {
+        shares[i % threads].push(f);
+    }
+    let mine = shares.remove(0);
+    std::thread::scope(|s| {
+        let others: Vec<_> = shares
+            .into_iter()
+            .map(|share| s.spawn(move || share.into_iter().map(one).collect::<Vec<_>>()))
+            .collect();
+        let mut out: Vec<_> = mine.into_iter().map(one).collect();
+        for h in others {
+            match h.join() {
+                Ok(v) => out.extend(v),
+                Err(p) => std::panic::resume_unwind(p),
+            }
+        }
+        out
+    })
+}
+
 /// Compile every kernel and reduction step of a partition (in step order).
 ///
 /// Three phases: build each kernel's Cranelift IR (cheap, sequential: the
 /// builders need the module for imports); compile the distinct ones to
-/// machine code in parallel on rayon's pool (Cranelift's optimiser and
+/// machine code in parallel (`compile_all`; Cranelift's optimiser and
 /// register allocator are nearly all of a compile); define the bytes in the
 /// module and finalize once.
 pub fn compile(g: &Graph, part: &Partition, keep_clif: bool) -> Result<CompiledKernels, Error> {
-    use rayon::prelude::*;
     let kernels = part.steps.iter().filter(|s| !matches!(s, Step::Library(_)));
     let count = kernels.clone().count();
     let isa = ISA.as_ref().map_err(|e| Error::codegen(e.clone()))?.clone();
@@ -216,15 +259,7 @@ pub fn compile(g: &Graph, part: &Partition, keep_clif: bool) -> Result<CompiledK
         ids.push(id);
         module.clear_context(&mut ctx);
     }
-    let compile_one = |(id, func): (cranelift_module::FuncId, cranelift_codegen::ir::Function)| {
-        compile_function(&*isa, func, id, keep_clif).map(|m| (id, m))
-    };
-    let compiled: Vec<Result<(cranelift_module::FuncId, MachineCode), Error>> =
-        if todo.len() > 1 && rayon::current_num_threads() > 1 {
-            todo.into_par_iter().map(compile_one).collect()
-        } else {
-            todo.into_iter().map(compile_one).collect()
-        };
+    let compiled = compile_all(&*isa, todo, keep_clif);
     let mut code_bytes = 0;
     let mut asm_of: std::collections::HashMap<cranelift_module::FuncId, String> =
         std::collections::HashMap::new();
