@@ -25,7 +25,7 @@
 //!
 //! Samples are taken round-robin over every case (one sample of each case per
 //! round, a warm-up round discarded), so drift of the shared machine hits every
-//! case alike; the table shows medians. A sample is the last of four
+//! case alike; the table shows medians. A sample is the last of six
 //! back-to-back runs (warm caches, as `jax_compare.py` times XLA;
 //! `JITFUSE_BENCH_WARM=n` runs n before the timed one);
 //! `JITFUSE_BENCH_COLD=1` times single runs after the other cases instead.
@@ -1360,9 +1360,9 @@ fn main() {
         cases.retain(|c| c.id == "copy" || keep.contains(&c.id));
     }
     // ---- sample round-robin; round 0 is a warm-up ----
-    // Each sample is the last of 1 + JITFUSE_BENCH_WARM (default 3)
+    // Each sample is the last of 1 + JITFUSE_BENCH_WARM (default 5)
     // back-to-back runs: caches warm, as jax_compare.py times XLA (3 warm-up
-    // calls, then consecutive calls on the same buffers). On a CPU with a
+    // calls, then 15 consecutive calls on the same buffers). On a CPU with a
     // large L3 (105 MiB here) the 16-64 MiB workloads then run from L3, and
     // it takes a few passes before the L3 keeps them (W5: 2.6 ms after one
     // pass, 1.3 after five). JITFUSE_BENCH_COLD=1 times single runs after the
@@ -1371,7 +1371,7 @@ fn main() {
     let warm_runs: usize = std::env::var("JITFUSE_BENCH_WARM")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(3);
+        .unwrap_or(5);
     for round in 0..=rounds {
         for c in cases.iter_mut() {
             for _ in 0..if cold { 0 } else { warm_runs } {
