@@ -84,14 +84,32 @@ impl Executable {
     /// The steps of a graph in a memory-aware order (`passes::schedule`:
     /// the order whose planned peak is lowest).
     /// `JITFUSE_SCHEDULE=trace` keeps trace order (for comparisons).
+    /// A graph with checkpoint barriers is partitioned both ways (barriers
+    /// read in place, or copied) and the lower planned peak wins (in place
+    /// on ties: no copies).
     fn scheduled_partition(graph: &Graph, sig: &Signature) -> Partition {
-        let part = partition::partition(graph);
-        if std::env::var_os("JITFUSE_SCHEDULE").is_some_and(|v| v == "trace") {
-            return part;
-        }
-        crate::passes::schedule::schedule(graph, part, &|p| {
+        let trace_order = std::env::var_os("JITFUSE_SCHEDULE").is_some_and(|v| v == "trace");
+        let peak = |p: &Partition| {
             crate::passes::remat::peak(graph, &Executable::plan_partition(graph, p, sig))
-        })
+        };
+        let scheduled = |copy: bool| {
+            let part = partition::partition_barriers(graph, copy);
+            if trace_order {
+                part
+            } else {
+                crate::passes::schedule::schedule(graph, part, &peak)
+            }
+        };
+        let folded = scheduled(false);
+        if !graph.nodes.iter().any(|n| n.op == Op::Barrier) {
+            return folded;
+        }
+        let copied = scheduled(true);
+        if peak(&copied) < peak(&folded) {
+            copied
+        } else {
+            folded
+        }
     }
 
     /// The buffer plan of a partition (in place only where a loop or row

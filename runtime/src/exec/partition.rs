@@ -280,10 +280,18 @@ fn fold_all(
 }
 
 pub fn partition(g: &Graph) -> Partition {
+    partition_barriers(g, false)
+}
+
+/// `partition`, with every checkpoint `barrier` a copy into a buffer of its
+/// own when `copy_barriers` (the saved value may then die at the copy, early
+/// enough to be hosted in an output written later; the planner keeps
+/// whichever of the two has the lower peak).
+pub fn partition_barriers(g: &Graph, copy_barriers: bool) -> Partition {
     let mut excluded = HashSet::new();
     loop {
         let groups = find_row_groups(g, &excluded);
-        let p = partition_with(g, groups);
+        let p = partition_with(g, groups, copy_barriers);
         match crate::codegen::check_row_kernels(g, &p) {
             Ok(()) => return p,
             // A group the row kernel cannot address (its within-row dims do
@@ -295,7 +303,7 @@ pub fn partition(g: &Graph) -> Partition {
     }
 }
 
-fn partition_with(g: &Graph, groups: Vec<RowGroup>) -> Partition {
+fn partition_with(g: &Graph, groups: Vec<RowGroup>, copy_barriers: bool) -> Partition {
     let nn = g.nodes.len();
     let mut group_of: Vec<Option<usize>> = vec![None; nn];
     for (k, grp) in groups.iter().enumerate() {
@@ -323,7 +331,10 @@ fn partition_with(g: &Graph, groups: Vec<RowGroup>) -> Partition {
                 materialised[x.index()] = true;
             }
         }
-        if matches!(n.op, Op::Param(_) | Op::Captured(_) | Op::Get(_)) || is_library(&n.op) {
+        if matches!(n.op, Op::Param(_) | Op::Captured(_) | Op::Get(_))
+            || is_library(&n.op)
+            || (copy_barriers && n.op == Op::Barrier)
+        {
             materialised[i] = true;
         }
         if is_library(&n.op) {
