@@ -482,6 +482,10 @@ pub(super) struct Lane {
 /// its group of vectors and the group's size (`(u, unroll)` in the unrolled
 /// loop, `(0, 1)` after it), and in the tail the count of real lanes. `known`
 /// (a static length) drops loops that cannot run.
+/// What `vector_loop` runs per vector: `(b, addrs, pos, (u, group), tail)`.
+pub(super) type VectorBody<'a> =
+    dyn FnMut(&mut FunctionBuilder, &[Addr], (Value, i64), (usize, usize), Option<Value>) + 'a;
+
 #[allow(clippy::too_many_arguments)]
 pub(super) fn vector_loop(
     b: &mut FunctionBuilder,
@@ -492,13 +496,7 @@ pub(super) fn vector_loop(
     hi: Value,
     known: Option<i64>,
     unroll: usize,
-    body: &mut dyn FnMut(
-        &mut FunctionBuilder,
-        &[Addr],
-        (Value, i64),
-        (usize, usize),
-        Option<Value>,
-    ),
+    body: &mut VectorBody,
 ) {
     let l = LANES as i64;
     let w = l * unroll as i64;

@@ -11,7 +11,9 @@
 //! and stores the element-level outputs. Inputs are read through their
 //! affine maps; the within-row dimensions must collapse to one run.
 
-use super::kernel::{emit_loop, pin, pin_slot, vector_loop, Addr, Lane, MIN_STAGED_RUN, UNROLL};
+use super::kernel::{
+    emit_loop, pin, pin_slot, vector_loop, Addr, Lane, VectorBody, MIN_STAGED_RUN, UNROLL,
+};
 use super::micro::{self, MicroFn};
 use super::reduce::{acc_dtype, acc_step, binop, identity, scalar_op, tracks_nan, NanFlag};
 use super::vector::{self, Vals, LANES};
@@ -616,13 +618,7 @@ fn row_loop(
     hi: Value,
     known: Option<i64>,
     writes: bool,
-    body: &mut dyn FnMut(
-        &mut FunctionBuilder,
-        &[Addr],
-        (Value, i64),
-        (usize, usize),
-        Option<Value>,
-    ),
+    body: &mut VectorBody,
 ) {
     let lanes: Vec<Lane> = pl
         .accesses
@@ -799,35 +795,20 @@ fn micro_passes(
         }
         let arg = g.node(t).inputs[0];
         let at = stash.slots[&t];
-        // Outputs are not touched in this pass (no address, no tail copy:
-        // an output written in place over an input must not be clobbered).
-        let lanes: Vec<Lane> = pl
-            .accesses
-            .iter()
-            .enumerate()
-            .map(|(a, acc)| Lane {
-                size: acc.dtype.size(),
-                stride: if pl.outs.contains(&a) {
-                    0
-                } else {
-                    acc.i_stride
-                },
-                output: false,
-            })
-            .collect();
         let rows = ctx.rows.clone();
         let zero = b.ins().iconst(types::I64, 0);
         let nrow = b.ins().iconst(types::I64, pl.n as i64);
         let c: &Ctx = ctx;
-        vector_loop(
+        // Outputs untouched (`writes` false): see `row_loop`.
+        row_loop(
             b,
-            &lanes,
+            pl,
             &rows,
             slots,
             zero,
             nrow,
             Some(pl.n as i64),
-            UNROLL,
+            false,
             &mut |b, addrs, pos, _, _| {
                 let env = c.eval(b, addrs, pos, &[arg]);
                 let off = b.ins().imul_imm_s(pos.0, 4);
