@@ -11,3 +11,4 @@ mod memory;
 mod passes;
 mod proptests;
 mod tensor_api;
+mod zmm;

@@ -27,14 +27,14 @@ use std::collections::{HashMap, HashSet};
 pub(super) const UNROLL: usize = 4;
 
 /// How one operand is addressed in the loop nest.
-struct Access {
+pub(super) struct Access {
     /// Index into `ptrs`.
-    ptr: usize,
-    dtype: DType,
+    pub ptr: usize,
+    pub dtype: DType,
     /// Element offset of the first iteration point.
-    offset: i64,
+    pub offset: i64,
     /// Stride in elements along each collapsed dimension (may be 0 or negative).
-    strides: Vec<i64>,
+    pub strides: Vec<i64>,
 }
 
 /// Where the vector code finds an access at the current position. Byte
@@ -75,17 +75,17 @@ pub struct Layout {
     pub dims: Vec<usize>,
 }
 
-struct Plan {
-    dims: Vec<usize>,
-    accesses: Vec<Access>,
+pub(super) struct Plan {
+    pub dims: Vec<usize>,
+    pub accesses: Vec<Access>,
     /// Access of each value read from memory in the kernel: inputs read
     /// directly, folded views, and computed views (read through their map).
-    reads: HashMap<ValueId, usize>,
+    pub reads: HashMap<ValueId, usize>,
     /// Access of each output, in output order.
-    outs: Vec<usize>,
+    pub outs: Vec<usize>,
 }
 
-fn plan(g: &Graph, p: &Partition, k: &Kernel) -> Plan {
+pub(super) fn plan(g: &Graph, p: &Partition, k: &Kernel) -> Plan {
     let s = &k.shape;
     let contiguous: Vec<i64> = shape::strides(s).into_iter().map(|x| x as i64).collect();
     let mut raw: Vec<(usize, DType, i64, Vec<i64>)> = Vec::new();
@@ -740,14 +740,14 @@ pub(super) struct Staging {
 
 impl Staging {
     /// The tile index of `v` if it is a staged node whose result exists in pass `r`.
-    fn done_before(&self, v: ValueId, r: usize) -> Option<usize> {
+    pub(super) fn done_before(&self, v: ValueId, r: usize) -> Option<usize> {
         self.nodes
             .iter()
             .position(|&(t, round, _)| t == v && round < r)
     }
 
     /// The roots of pass `r`: the arguments of round r's staged nodes, or the outputs.
-    fn roots(&self, g: &Graph, k: &Kernel, r: usize) -> Vec<ValueId> {
+    pub(super) fn roots(&self, g: &Graph, k: &Kernel, r: usize) -> Vec<ValueId> {
         if r < self.rounds {
             self.nodes
                 .iter()
@@ -761,7 +761,7 @@ impl Staging {
 
     /// The kernel nodes pass `r` computes or loads: the cone of its roots, cut at views and at
     /// staged nodes of earlier rounds (their tiles).
-    fn cone(&self, g: &Graph, k: &Kernel, r: usize) -> HashSet<ValueId> {
+    pub(super) fn cone(&self, g: &Graph, k: &Kernel, r: usize) -> HashSet<ValueId> {
         let in_kernel: HashSet<ValueId> = k.nodes.iter().copied().collect();
         let mut seen = HashSet::new();
         let mut stack = self.roots(g, k, r);
@@ -780,7 +780,7 @@ impl Staging {
 
 /// The staging of a kernel, or None to keep the single pass (no transcendental has a
 /// micro-kernel at this CPU's level, or the innermost run is too short to win).
-fn staging(g: &Graph, k: &Kernel, p: &Plan) -> Option<Staging> {
+pub(super) fn staging(g: &Graph, k: &Kernel, p: &Plan) -> Option<Staging> {
     if *p.dims.last().unwrap() < MIN_STAGED_RUN {
         return None;
     }

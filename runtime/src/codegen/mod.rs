@@ -9,6 +9,8 @@ pub mod micro;
 mod reduce;
 mod row;
 mod vector;
+#[cfg(target_arch = "x86_64")]
+pub mod zmm;
 
 pub use kernel::{inplace_ok as kernel_inplace_ok, layout};
 pub use reduce::{extent as reduce_extent, input_map as reduce_input_map};
@@ -214,11 +216,44 @@ pub fn compile(g: &Graph, part: &Partition, keep_clif: bool) -> Result<CompiledK
     }
     let mut ids = Vec::new();
     let mut clif = Vec::new();
+    let mut code_bytes = 0;
     // Distinct functions to compile: (id, IR).
     let mut todo: Vec<(cranelift_module::FuncId, cranelift_codegen::ir::Function)> = Vec::new();
     let mut seen: std::collections::HashMap<String, cranelift_module::FuncId> =
         std::collections::HashMap::new();
+    // AVX-512 loop kernels, keyed by their machine code (deduplicated as the IR text is).
+    let mut zmm_seen: std::collections::HashMap<Vec<u8>, cranelift_module::FuncId> =
+        std::collections::HashMap::new();
+    let mut zmm_asm: std::collections::HashMap<cranelift_module::FuncId, String> =
+        std::collections::HashMap::new();
     for k in kernels {
+        #[cfg(target_arch = "x86_64")]
+        if let Step::Kernel(kk) = k {
+            if let Some(code) = zmm::build(g, part, kk) {
+                let id = match zmm_seen.get(&code.bytes) {
+                    Some(&id) => id,
+                    None => {
+                        let id = module
+                            .declare_anonymous_function(&sig)
+                            .map_err(|e| Error::codegen(e.to_string()))?;
+                        module
+                            .define_function_bytes(id, 64, &code.bytes, &[])
+                            .map_err(|e| Error::codegen(format!("{e:?}")))?;
+                        code_bytes += code.bytes.len();
+                        if keep_clif {
+                            zmm_asm.insert(id, zmm::listing(&code));
+                        }
+                        zmm_seen.insert(code.bytes, id);
+                        id
+                    }
+                };
+                if keep_clif {
+                    clif.push("(an AVX-512 loop kernel: no Cranelift IR)".to_string());
+                }
+                ids.push(id);
+                continue;
+            }
+        }
         ctx.func.signature = sig.clone();
         {
             let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
@@ -260,9 +295,7 @@ pub fn compile(g: &Graph, part: &Partition, keep_clif: bool) -> Result<CompiledK
         module.clear_context(&mut ctx);
     }
     let compiled = compile_all(&*isa, todo, keep_clif);
-    let mut code_bytes = 0;
-    let mut asm_of: std::collections::HashMap<cranelift_module::FuncId, String> =
-        std::collections::HashMap::new();
+    let mut asm_of = zmm_asm;
     for c in compiled {
         let (id, m) = c?;
         code_bytes += m.bytes.len();

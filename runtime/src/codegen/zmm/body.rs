@@ -1,0 +1,618 @@
+//! One pass of an AVX-512 loop kernel on one 16-lane vector: which values it computes, loads
+//! and stores, register allocation over zmm0-31 and k2-k6, and each op's instructions.
+
+use super::{Emitter, Fail, R, R_I};
+use crate::codegen::kernel::{Plan, Staging};
+use crate::exec::partition::{const_value, Kernel};
+use crate::ir::{BinaryOp, CmpOp, Graph, Op, UnaryOp, ValueId};
+use crate::{DType, Literal};
+use iced_x86::code_asm::*;
+use std::collections::{HashMap, HashSet};
+
+const Z: [AsmRegisterZmm; 32] = [
+    zmm0, zmm1, zmm2, zmm3, zmm4, zmm5, zmm6, zmm7, zmm8, zmm9, zmm10, zmm11, zmm12, zmm13, zmm14,
+    zmm15, zmm16, zmm17, zmm18, zmm19, zmm20, zmm21, zmm22, zmm23, zmm24, zmm25, zmm26, zmm27,
+    zmm28, zmm29, zmm30, zmm31,
+];
+const K: [AsmRegisterK; 8] = [k0, k1, k2, k3, k4, k5, k6, k7];
+/// The tail mask of the masked last vector.
+const TAIL: u8 = 1;
+/// Scratch mask inside one op (max/min NaN fix-up).
+const SCRATCH_K: u8 = 7;
+
+const SIGN: u32 = 0x8000_0000;
+const ABS: u32 = 0x7fff_ffff;
+const ONE: u32 = 0x3f80_0000;
+
+/// `z{k}`: a destination written under mask `k` (merging).
+fn zk(z: u8, k: u8) -> AsmRegisterZmm {
+    let r = Z[z as usize];
+    match k {
+        1 => r.k1(),
+        2 => r.k2(),
+        3 => r.k3(),
+        4 => r.k4(),
+        5 => r.k5(),
+        6 => r.k6(),
+        7 => r.k7(),
+        _ => r,
+    }
+}
+
+/// Where a value is: a vector register or (bool) a mask register.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Loc {
+    Z(u8),
+    K(u8),
+}
+
+impl Loc {
+    fn z(self) -> u8 {
+        match self {
+            Loc::Z(r) => r,
+            Loc::K(_) => unreachable!("a mask where a vector was expected"),
+        }
+    }
+    fn k(self) -> u8 {
+        match self {
+            Loc::K(r) => r,
+            Loc::Z(_) => unreachable!("a vector where a mask was expected"),
+        }
+    }
+}
+
+/// Free registers (per vector: each vector of a loop starts from the pass's state).
+#[derive(Clone)]
+pub(super) struct Regs {
+    z: Vec<u8>,
+    k: Vec<u8>,
+}
+
+impl Regs {
+    pub fn new() -> Self {
+        Regs {
+            z: (0..32).rev().collect(),
+            k: vec![6, 5, 4, 3, 2],
+        }
+    }
+    fn z(&mut self) -> R<u8> {
+        self.z.pop().ok_or(Fail::Registers)
+    }
+    fn k(&mut self) -> R<u8> {
+        self.k.pop().ok_or(Fail::Registers)
+    }
+    fn free(&mut self, l: Loc) {
+        match l {
+            Loc::Z(r) => self.z.push(r),
+            Loc::K(r) => self.k.push(r),
+        }
+    }
+}
+
+/// Values kept in registers for a whole pass: f32 constants (by bits) and stride-0 accesses.
+#[derive(Default)]
+pub(super) struct Hoisted {
+    consts: HashMap<u32, u8>,
+    splats: HashMap<usize, u8>,
+}
+
+impl Hoisted {
+    fn pinned(&self, r: u8) -> bool {
+        self.consts
+            .values()
+            .chain(self.splats.values())
+            .any(|&x| x == r)
+    }
+}
+
+/// What a vector's code needs besides the pass: pointer registers, hoisted values, tiles.
+pub(super) struct Ctx<'c> {
+    pub ptrs: &'c [Option<AsmRegister64>],
+    pub hoisted: &'c Hoisted,
+    /// Frame offset of the first tile, and bytes per tile.
+    pub tiles: i32,
+    pub tile_bytes: i32,
+}
+
+/// A value the pass reads rather than computes.
+#[derive(Clone, Copy)]
+enum Leaf {
+    Const(Literal, DType),
+    Tile(usize),
+    Read(usize),
+}
+
+/// Where a pass stores a value.
+#[derive(Clone, Copy)]
+enum Dest {
+    Access(usize),
+    Tile(usize),
+}
+
+/// One pass of a kernel: round `r` of a staged kernel or the whole kernel.
+pub(super) struct Pass<'a> {
+    g: &'a Graph,
+    p: &'a Plan,
+    stage: Option<&'a Staging>,
+    r: Option<usize>,
+    /// The nodes computed, in order.
+    nodes: Vec<ValueId>,
+    /// Reads of each value in one vector (operands and stores).
+    uses: HashMap<ValueId, usize>,
+    stores: Vec<(ValueId, Dest)>,
+    /// Accesses the pass touches.
+    pub used: Vec<bool>,
+}
+
+impl<'a> Pass<'a> {
+    pub fn new(
+        g: &'a Graph,
+        k: &'a Kernel,
+        p: &'a Plan,
+        stage: Option<&'a Staging>,
+        r: Option<usize>,
+    ) -> Self {
+        let (cone, stores): (Option<HashSet<ValueId>>, Vec<(ValueId, Dest)>) = match (stage, r) {
+            (Some(st), Some(r)) if r < st.rounds => (
+                Some(st.cone(g, k, r)),
+                st.nodes
+                    .iter()
+                    .enumerate()
+                    .filter(|n| n.1 .1 == r)
+                    .map(|(j, n)| (g.node(n.0).inputs[0], Dest::Tile(j)))
+                    .collect(),
+            ),
+            _ => (
+                stage.zip(r).map(|(st, r)| st.cone(g, k, r)),
+                k.outputs
+                    .iter()
+                    .enumerate()
+                    .map(|(j, &o)| (o, Dest::Access(p.outs[j])))
+                    .collect(),
+            ),
+        };
+        let mut pass = Pass {
+            g,
+            p,
+            stage,
+            r,
+            nodes: Vec::new(),
+            uses: HashMap::new(),
+            stores,
+            used: vec![false; p.accesses.len()],
+        };
+        for &v in &k.nodes {
+            if cone.as_ref().is_some_and(|c| !c.contains(&v)) || pass.leaf(v).is_some() {
+                continue;
+            }
+            pass.nodes.push(v);
+            for &x in &g.node(v).inputs {
+                *pass.uses.entry(x).or_default() += 1;
+                if let Some(Leaf::Read(a)) = pass.leaf(x) {
+                    pass.used[a] = true;
+                }
+            }
+        }
+        for i in 0..pass.stores.len() {
+            let (v, d) = pass.stores[i];
+            *pass.uses.entry(v).or_default() += 1;
+            if let Some(Leaf::Read(a)) = pass.leaf(v) {
+                pass.used[a] = true;
+            }
+            if let Dest::Access(a) = d {
+                pass.used[a] = true;
+            }
+        }
+        pass
+    }
+
+    /// How `x` is read if it is not computed in the pass.
+    fn leaf(&self, x: ValueId) -> Option<Leaf> {
+        if let Some(l) = const_value(self.g, x) {
+            return Some(Leaf::Const(l, self.g.node(x).dtype));
+        }
+        if let (Some(st), Some(r)) = (self.stage, self.r) {
+            if let Some(j) = st.done_before(x, r) {
+                return Some(Leaf::Tile(j));
+            }
+        }
+        // A view or a kernel input: read through its access.
+        self.p.reads.get(&x).map(|&a| Leaf::Read(a))
+    }
+
+    /// The f32 constants the pass's ops need (operands and implicit masks).
+    fn constants(&self) -> Vec<u32> {
+        let mut out: Vec<u32> = Vec::new();
+        let mut add = |b: u32| {
+            if !out.contains(&b) {
+                out.push(b);
+            }
+        };
+        for &v in &self.nodes {
+            let n = self.g.node(v);
+            for &x in &n.inputs {
+                if let Some(Leaf::Const(l, DType::F32)) = self.leaf(x) {
+                    add((l.as_f64(DType::F32) as f32).to_bits());
+                }
+            }
+            match &n.op {
+                Op::Unary(UnaryOp::Neg) => add(SIGN),
+                Op::Unary(UnaryOp::Abs) => add(ABS),
+                Op::Unary(UnaryOp::Rsqrt | UnaryOp::Recip) => add(ONE),
+                Op::Cast(DType::F32) if self.g.node(n.inputs[0]).dtype == DType::Bool => add(ONE),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// Load the pass's constants and stride-0 accesses into registers (at most 16, leaving
+    /// the rest for the vectors' values).
+    pub fn hoist(
+        &self,
+        e: &mut Emitter,
+        ptrs: &[Option<AsmRegister64>],
+        regs: &mut Regs,
+    ) -> R<Hoisted> {
+        let mut h = Hoisted::default();
+        for bits in self.constants().into_iter().take(12) {
+            let r = regs.z()?;
+            let l = e.const_label(bits);
+            e.a.vbroadcastss(Z[r as usize], dword_ptr(l))?;
+            h.consts.insert(bits, r);
+        }
+        for (ai, used) in self.used.iter().enumerate() {
+            if *used && self.p.accesses[ai].strides.last() == Some(&0) && h.splats.len() < 4 {
+                let r = regs.z()?;
+                e.a.vbroadcastss(Z[r as usize], dword_ptr(ptrs[ai].unwrap()))?;
+                h.splats.insert(ai, r);
+            }
+        }
+        Ok(h)
+    }
+
+    /// Compute the pass on the vector `disp` elements past `R_I` (under the tail mask when
+    /// `masked`) and store its results.
+    pub fn vector(
+        &self,
+        e: &mut Emitter,
+        ctx: &Ctx,
+        regs: &mut Regs,
+        disp: i32,
+        masked: bool,
+    ) -> R<()> {
+        let mut v = Vector {
+            pass: self,
+            ctx,
+            regs,
+            env: HashMap::new(),
+            left: self.uses.clone(),
+            disp: disp * 4,
+            masked,
+        };
+        let mut stored = vec![false; self.stores.len()];
+        for &n in &self.nodes {
+            let loc = v.compute(e, n)?;
+            v.env.insert(n, loc);
+            for (i, &(val, dest)) in self.stores.iter().enumerate() {
+                if val == n {
+                    v.store(e, val, dest)?;
+                    stored[i] = true;
+                }
+            }
+            if v.left.get(&n).copied().unwrap_or(0) == 0 {
+                v.release_now(n);
+            }
+        }
+        for (i, &(val, dest)) in self.stores.iter().enumerate() {
+            if !stored[i] {
+                v.store(e, val, dest)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The state of one vector's code: where each value is and how many reads it has left.
+struct Vector<'p, 'a, 'c> {
+    pass: &'p Pass<'a>,
+    ctx: &'p Ctx<'c>,
+    regs: &'p mut Regs,
+    env: HashMap<ValueId, Loc>,
+    left: HashMap<ValueId, usize>,
+    /// Bytes past `R_I * 4`.
+    disp: i32,
+    masked: bool,
+}
+
+impl Vector<'_, '_, '_> {
+    /// A full-width (or tail-masked, zeroing) load.
+    fn load(&mut self, e: &mut Emitter, r: u8, mem: AsmMemoryOperand) -> R<()> {
+        if self.masked {
+            e.a.vmovups(zk(r, TAIL).z(), mem)?;
+        } else {
+            e.a.vmovups(Z[r as usize], mem)?;
+        }
+        Ok(())
+    }
+
+    fn ptr(&self, a: usize) -> AsmRegister64 {
+        self.ctx.ptrs[a].expect("a used access has a pointer register")
+    }
+
+    fn tile_mem(&self, j: usize) -> AsmMemoryOperand {
+        zmmword_ptr(rsp + R_I * 4 + (self.ctx.tiles + j as i32 * self.ctx.tile_bytes + self.disp))
+    }
+
+    /// The location of `x`, loading it if it is a leaf not yet loaded.
+    fn get(&mut self, e: &mut Emitter, x: ValueId) -> R<Loc> {
+        if let Some(&l) = self.env.get(&x) {
+            return Ok(l);
+        }
+        let leaf = self.pass.leaf(x).expect("operands are computed before use");
+        let loc = match leaf {
+            Leaf::Const(l, DType::Bool) => {
+                let k = self.regs.k()?;
+                if l.as_i64(DType::Bool) != 0 {
+                    e.a.kxnorw(K[k as usize], K[k as usize], K[k as usize])?;
+                } else {
+                    e.a.kxorw(K[k as usize], K[k as usize], K[k as usize])?;
+                }
+                Loc::K(k)
+            }
+            Leaf::Const(l, _) => {
+                let bits = (l.as_f64(DType::F32) as f32).to_bits();
+                match self.ctx.hoisted.consts.get(&bits) {
+                    Some(&r) => Loc::Z(r),
+                    None => {
+                        let r = self.regs.z()?;
+                        let l = e.const_label(bits);
+                        e.a.vbroadcastss(Z[r as usize], dword_ptr(l))?;
+                        Loc::Z(r)
+                    }
+                }
+            }
+            Leaf::Tile(j) => {
+                let r = self.regs.z()?;
+                let mem = self.tile_mem(j);
+                self.load(e, r, mem)?;
+                Loc::Z(r)
+            }
+            Leaf::Read(a) => {
+                if self.pass.p.accesses[a].strides.last() == Some(&0) {
+                    match self.ctx.hoisted.splats.get(&a) {
+                        Some(&r) => Loc::Z(r),
+                        None => {
+                            let r = self.regs.z()?;
+                            e.a.vbroadcastss(Z[r as usize], dword_ptr(self.ptr(a)))?;
+                            Loc::Z(r)
+                        }
+                    }
+                } else {
+                    let r = self.regs.z()?;
+                    let mem = zmmword_ptr(self.ptr(a) + R_I * 4 + self.disp);
+                    self.load(e, r, mem)?;
+                    Loc::Z(r)
+                }
+            }
+        };
+        self.env.insert(x, loc);
+        Ok(loc)
+    }
+
+    /// One read of `x` done: its register is freed after its last read.
+    fn release(&mut self, x: ValueId) {
+        let left = self.left.get_mut(&x).expect("a counted read");
+        *left -= 1;
+        if *left == 0 {
+            self.release_now(x);
+        }
+    }
+
+    fn release_now(&mut self, x: ValueId) {
+        if let Some(l) = self.env.remove(&x) {
+            if let Loc::Z(r) = l {
+                if self.ctx.hoisted.pinned(r) {
+                    return;
+                }
+            }
+            self.regs.free(l);
+        }
+    }
+
+    /// A register holding f32 constant `bits`, and whether it is a temporary to free.
+    fn constant(&mut self, e: &mut Emitter, bits: u32) -> R<(u8, bool)> {
+        if let Some(&r) = self.ctx.hoisted.consts.get(&bits) {
+            return Ok((r, false));
+        }
+        let r = self.regs.z()?;
+        let l = e.const_label(bits);
+        e.a.vbroadcastss(Z[r as usize], dword_ptr(l))?;
+        Ok((r, true))
+    }
+
+    fn store(&mut self, e: &mut Emitter, val: ValueId, dest: Dest) -> R<()> {
+        let r = self.get(e, val)?.z();
+        let mem = match dest {
+            Dest::Access(a) => zmmword_ptr(self.ptr(a) + R_I * 4 + self.disp),
+            Dest::Tile(j) => self.tile_mem(j),
+        };
+        if self.masked {
+            e.a.vmovups(mem.k1(), Z[r as usize])?;
+        } else {
+            e.a.vmovups(mem, Z[r as usize])?;
+        }
+        self.release(val);
+        Ok(())
+    }
+
+    /// Whether `x` is an f32 constant that is not NaN (`vector::non_nan_const`).
+    fn non_nan_const(&self, x: ValueId) -> bool {
+        match const_value(self.pass.g, x) {
+            Some(l) => !(l.as_f64(DType::F32) as f32).is_nan(),
+            None => false,
+        }
+    }
+
+    /// Emit node `v` (its operands are available); returns where its value is.
+    fn compute(&mut self, e: &mut Emitter, v: ValueId) -> R<Loc> {
+        let g = self.pass.g;
+        let n = g.node(v);
+        let mut args = Vec::with_capacity(n.inputs.len());
+        for &x in &n.inputs {
+            args.push(self.get(e, x)?);
+        }
+        let z = |l: Loc| Z[l.z() as usize];
+        let kr = |l: Loc| K[l.k() as usize];
+        let out = match (&n.op, n.dtype) {
+            (Op::Unary(UnaryOp::Not), DType::Bool) => {
+                let d = self.regs.k()?;
+                e.a.knotw(K[d as usize], kr(args[0]))?;
+                Loc::K(d)
+            }
+            (Op::Unary(u), _) => {
+                let x = z(args[0]);
+                let d = self.regs.z()?;
+                let dz = Z[d as usize];
+                match u {
+                    UnaryOp::Neg | UnaryOp::Abs => {
+                        let bits = if *u == UnaryOp::Neg { SIGN } else { ABS };
+                        let (c, tmp) = self.constant(e, bits)?;
+                        if *u == UnaryOp::Neg {
+                            e.a.vpxord(dz, x, Z[c as usize])?;
+                        } else {
+                            e.a.vpandd(dz, x, Z[c as usize])?;
+                        }
+                        if tmp {
+                            self.regs.free(Loc::Z(c));
+                        }
+                    }
+                    UnaryOp::Sqrt => e.a.vsqrtps(dz, x)?,
+                    UnaryOp::Rsqrt | UnaryOp::Recip => {
+                        if *u == UnaryOp::Rsqrt {
+                            e.a.vsqrtps(dz, x)?;
+                        } else {
+                            e.a.vmovaps(dz, x)?;
+                        }
+                        let (c, tmp) = self.constant(e, ONE)?;
+                        e.a.vdivps(dz, Z[c as usize], dz)?;
+                        if tmp {
+                            self.regs.free(Loc::Z(c));
+                        }
+                    }
+                    UnaryOp::Square => e.a.vmulps(dz, x, x)?,
+                    UnaryOp::Relu => {
+                        // x < 0 ? 0 : x == maxps(0, x) (NaN and -0 pass through).
+                        let t = self.regs.z()?;
+                        let tz = Z[t as usize];
+                        e.a.vpxord(tz, tz, tz)?;
+                        e.a.vmaxps(dz, tz, x)?;
+                        self.regs.free(Loc::Z(t));
+                    }
+                    UnaryOp::Floor => e.a.vrndscaleps(dz, x, 0x09)?,
+                    UnaryOp::StopGradient => e.a.vmovaps(dz, x)?,
+                    other => unreachable!("{other:?} is not emitted inline (staged or rejected)"),
+                }
+                Loc::Z(d)
+            }
+            (Op::Binary(o), DType::Bool) => {
+                let d = self.regs.k()?;
+                let (x, y) = (kr(args[0]), kr(args[1]));
+                match o {
+                    BinaryOp::And => e.a.kandw(K[d as usize], x, y)?,
+                    BinaryOp::Or => e.a.korw(K[d as usize], x, y)?,
+                    other => unreachable!("{other:?} on bool"),
+                }
+                Loc::K(d)
+            }
+            (Op::Binary(o), _) => {
+                let d = self.regs.z()?;
+                let dz = Z[d as usize];
+                let (x, y) = (z(args[0]), z(args[1]));
+                match o {
+                    BinaryOp::Add => e.a.vaddps(dz, x, y)?,
+                    BinaryOp::Sub => e.a.vsubps(dz, x, y)?,
+                    BinaryOp::Mul => e.a.vmulps(dz, x, y)?,
+                    BinaryOp::Div => e.a.vdivps(dz, x, y)?,
+                    BinaryOp::Max | BinaryOp::Min => {
+                        // vector::nan_max_min: a non-NaN constant goes first and the
+                        // blend alone propagates NaN; otherwise a NaN `x` is restored.
+                        let max = *o == BinaryOp::Max;
+                        let (p, q, safe) = if self.non_nan_const(n.inputs[0]) {
+                            (x, y, true)
+                        } else if self.non_nan_const(n.inputs[1]) {
+                            (y, x, true)
+                        } else {
+                            (x, y, false)
+                        };
+
+                        if max {
+                            e.a.vmaxps(dz, p, q)?;
+                        } else {
+                            e.a.vminps(dz, p, q)?;
+                        }
+                        if !safe {
+                            e.a.vcmpps(K[SCRATCH_K as usize], p, p, 3)?; // unordered
+                            e.a.vmovaps(zk(d, SCRATCH_K), p)?;
+                        }
+                    }
+                    other => unreachable!("{other:?} is rejected before emission"),
+                }
+                Loc::Z(d)
+            }
+            (Op::Compare(c), _) => {
+                let d = self.regs.k()?;
+                // The predicates x64 lowers `fcmp` to: ordered except `ne`.
+                let imm = match c {
+                    CmpOp::Eq => 0x00, // EQ_OQ
+                    CmpOp::Lt => 0x01, // LT_OS
+                    CmpOp::Le => 0x02, // LE_OS
+                    CmpOp::Ne => 0x04, // NEQ_UQ
+                    CmpOp::Ge => 0x0d, // GE_OS
+                    CmpOp::Gt => 0x0e, // GT_OS
+                };
+                e.a.vcmpps(K[d as usize], z(args[0]), z(args[1]), imm)?;
+                Loc::K(d)
+            }
+            (Op::Select, _) => {
+                let d = self.regs.z()?;
+                // d = cond ? a : b
+                e.a.vblendmps(zk(d, args[0].k()), z(args[2]), z(args[1]))?;
+                Loc::Z(d)
+            }
+            (Op::Cast(to), _) => {
+                let from = g.node(n.inputs[0]).dtype;
+                match (from, *to) {
+                    (DType::Bool, _) => {
+                        let d = self.regs.z()?;
+                        let (c, tmp) = self.constant(e, ONE)?;
+                        e.a.vmovaps(zk(d, args[0].k()).z(), Z[c as usize])?;
+                        if tmp {
+                            self.regs.free(Loc::Z(c));
+                        }
+                        Loc::Z(d)
+                    }
+                    (_, DType::Bool) => {
+                        let d = self.regs.k()?;
+                        let t = self.regs.z()?;
+                        let tz = Z[t as usize];
+                        e.a.vpxord(tz, tz, tz)?;
+                        e.a.vcmpps(K[d as usize], z(args[0]), tz, 0x04)?;
+                        self.regs.free(Loc::Z(t));
+                        Loc::K(d)
+                    }
+                    _ => {
+                        let d = self.regs.z()?;
+                        e.a.vmovaps(Z[d as usize], z(args[0]))?;
+                        Loc::Z(d)
+                    }
+                }
+            }
+            (other, _) => unreachable!("{} is rejected before emission", other.name()),
+        };
+        for &x in &n.inputs {
+            self.release(x);
+        }
+        Ok(out)
+    }
+}

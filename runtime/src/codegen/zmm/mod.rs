@@ -1,0 +1,540 @@
+//! Loop kernels as AVX-512 machine code (16 f32 lanes), emitted with an assembler.
+//!
+//! Cranelift 0.135 lowers nothing wider than 128 bits on x86-64, so its loop kernels compute
+//! 4 lanes per instruction where XLA computes 16. Where the CPU has AVX-512F, a loop kernel
+//! whose values are all f32 (bool masks inside) and whose innermost accesses are contiguous or
+//! broadcast is instead emitted here, instruction by instruction, with the same ABI as the
+//! Cranelift kernels (`extern "C" fn(ptrs, begin, end)`): the executor, the parallel split and
+//! the buffer plan do not know which backend built a kernel.
+//!
+//! **Same results, bit for bit.** Every op is the instruction Cranelift's x64 backend selects
+//! for the same IR (`vector.rs`), widened: IEEE add/sub/mul/div/sqrt, `maxps`/`minps` with the
+//! operand order and NaN fix-up of `vector::nan_max_min`, sign masks for neg/abs, `roundps`
+//! modes for floor, ordered/unordered predicates as `fcmp` lowers them. Transcendentals are
+//! staged exactly as `kernel.rs` stages them (tile by tile through the same rustc micro-kernels),
+//! so the whole kernel matches the Cranelift path; tests compare both on random programs.
+//!
+//! **Shape of the code.** The collapsed iteration space of `kernel::plan` is walked as rows:
+//! an odometer over the outer dimensions (dim 0 over `begin..end`), each row a loop of four
+//! 16-lane vectors, then single vectors, then one *masked* vector for the last 1..15 elements
+//! (masked loads do not fault, so no padding copy is needed, and the lanes computed are the
+//! body's code). All state that must survive a micro-kernel call lives in the stack frame.
+//!
+//! Kernels this backend does not take (other dtypes, strided inner reads, integer or
+//! unstaged transcendental ops, more live values than registers) go to Cranelift.
+
+mod body;
+
+use super::kernel::{self, Plan, Staging};
+use super::micro::{self, Level};
+use crate::exec::partition::{const_value, Kernel, Partition};
+use crate::ir::{BinaryOp, Graph, Op, UnaryOp, ValueId};
+use crate::DType;
+use iced_x86::code_asm::*;
+use iced_x86::IcedError;
+
+/// Whether loop kernels are emitted here: the micro-kernel level is AVX-512 (CPU detection,
+/// `JITFUSE_MICRO`, `micro::set_level`) and `JITFUSE_ZMM` is not `off`.
+pub fn enabled() -> bool {
+    static OFF: once_cell::sync::Lazy<bool> = once_cell::sync::Lazy::new(|| {
+        matches!(std::env::var("JITFUSE_ZMM").as_deref(), Ok("off") | Ok("0"))
+    });
+    micro::level() == Level::Avx512 && !*OFF
+}
+
+/// Why emission stopped.
+#[derive(Debug)]
+enum Fail {
+    /// More live values or accesses than registers (try again without hoisting, or leave the
+    /// kernel to Cranelift).
+    Registers,
+    /// An assembler error: a bug here; the kernel goes to Cranelift (debug builds panic).
+    Asm(IcedError),
+}
+
+impl From<IcedError> for Fail {
+    fn from(e: IcedError) -> Self {
+        Fail::Asm(e)
+    }
+}
+
+type R<T> = Result<T, Fail>;
+
+/// An AVX-512 kernel: position-independent machine code without relocations.
+pub struct Code {
+    pub bytes: Vec<u8>,
+    /// Transcendentals computed per tile by micro-kernel calls.
+    pub staged: usize,
+}
+
+/// The kernel as AVX-512 machine code, or None when this backend does not take it.
+pub fn build(g: &Graph, part: &Partition, k: &Kernel) -> Option<Code> {
+    if !enabled() {
+        return None;
+    }
+    let p = kernel::plan(g, part, k);
+    let stage = kernel::staging(g, k, &p);
+    if !supported(g, k, &p, stage.as_ref()) {
+        return None;
+    }
+    for hoist in [true, false] {
+        match Emitter::new(g, k, &p, stage.as_ref(), hoist).and_then(|e| e.run()) {
+            Ok(bytes) => {
+                return Some(Code {
+                    bytes,
+                    staged: stage.as_ref().map_or(0, |s| s.nodes.len()),
+                })
+            }
+            Err(Fail::Registers) => continue,
+            Err(Fail::Asm(e)) => {
+                debug_assert!(false, "AVX-512 kernel: assembler error {e}");
+                return None;
+            }
+        }
+    }
+    None
+}
+
+/// The ops this backend emits (see the module doc): every value f32, or a bool mask that is
+/// never read from or written to memory.
+fn supported(g: &Graph, k: &Kernel, p: &Plan, stage: Option<&Staging>) -> bool {
+    if p.accesses
+        .iter()
+        .any(|a| a.dtype != DType::F32 || !matches!(a.strides.last(), Some(0) | Some(1)))
+    {
+        return false;
+    }
+    let staged = |v: ValueId| stage.is_some_and(|s| s.nodes.iter().any(|n| n.0 == v));
+    let f32_or_bool_const = |x: ValueId| match const_value(g, x) {
+        Some(_) => matches!(g.node(x).dtype, DType::F32 | DType::Bool),
+        None => true,
+    };
+    k.nodes.iter().all(|&v| {
+        let n = g.node(v);
+        if !n.inputs.iter().all(|&x| f32_or_bool_const(x)) {
+            return false;
+        }
+        if n.op.is_view() {
+            return n.dtype == DType::F32 || const_value(g, v).is_some();
+        }
+        let arg = |i: usize| g.node(n.inputs[i]).dtype;
+        match (&n.op, n.dtype) {
+            (Op::Unary(u), DType::F32) => match u {
+                UnaryOp::Neg
+                | UnaryOp::Abs
+                | UnaryOp::Sqrt
+                | UnaryOp::Rsqrt
+                | UnaryOp::Recip
+                | UnaryOp::Square
+                | UnaryOp::Relu
+                | UnaryOp::Floor
+                | UnaryOp::StopGradient => true,
+                UnaryOp::Exp
+                | UnaryOp::Ln
+                | UnaryOp::Tanh
+                | UnaryOp::Sigmoid
+                | UnaryOp::Sin
+                | UnaryOp::Cos
+                | UnaryOp::Erf => staged(v),
+                UnaryOp::Not => false,
+            },
+            (Op::Unary(UnaryOp::Not), DType::Bool) => true,
+            (Op::Binary(o), DType::F32) => matches!(
+                o,
+                BinaryOp::Add
+                    | BinaryOp::Sub
+                    | BinaryOp::Mul
+                    | BinaryOp::Div
+                    | BinaryOp::Max
+                    | BinaryOp::Min
+            ),
+            (Op::Binary(BinaryOp::And | BinaryOp::Or), DType::Bool) => true,
+            (Op::Compare(_), DType::Bool) => arg(0) == DType::F32,
+            (Op::Select, DType::F32) => arg(0) == DType::Bool,
+            (Op::Cast(_), to) => matches!(
+                (arg(0), to),
+                (DType::F32, DType::F32) | (DType::Bool, DType::F32) | (DType::F32, DType::Bool)
+            ),
+            _ => false,
+        }
+    })
+}
+
+/// General-purpose registers and their roles. Scratch: rax, rcx (mask and address arithmetic,
+/// call target). The element index, the count and the last start of a full group are in
+/// callee-saved registers; the access pointers get the rest.
+const R_I: AsmRegister64 = rbx;
+const R_N: AsmRegister64 = r15;
+const R_LAST: AsmRegister64 = r14;
+const PTR_REGS: [AsmRegister64; 10] = [rdx, rsi, rdi, r8, r9, r10, r11, r12, r13, rbp];
+
+/// Vectors per iteration of the unrolled loop.
+const UNROLL: usize = 4;
+/// f32 lanes per vector.
+const LANES: usize = 16;
+
+/// Stack frame layout (byte offsets from rsp, which is 64-byte aligned).
+struct Frame {
+    saved_rsp: i32,
+    begin: i32,
+    end: i32,
+    /// Elements in the current row.
+    n: i32,
+    /// First element of the current tile (staged kernels).
+    t0: i32,
+    /// Elements in the current tile.
+    m: i32,
+    /// First element of each access (`ptrs[ptr] + offset`).
+    start: i32,
+    /// Each access at the current row's first element.
+    row: i32,
+    /// Index along each outer dimension.
+    idx: i32,
+    /// The staged nodes' tiles (`kernel::tile()` f32 each).
+    tiles: i32,
+    size: i32,
+}
+
+struct Emitter<'a> {
+    a: CodeAssembler,
+    g: &'a Graph,
+    k: &'a Kernel,
+    p: &'a Plan,
+    stage: Option<&'a Staging>,
+    /// Broadcast constants and stride-0 accesses in registers for a whole pass.
+    hoist: bool,
+    frame: Frame,
+    tile: usize,
+    /// The constant pool: (f32 bits, label), emitted after the code.
+    consts: Vec<(u32, CodeLabel)>,
+}
+
+impl<'a> Emitter<'a> {
+    fn new(
+        g: &'a Graph,
+        k: &'a Kernel,
+        p: &'a Plan,
+        stage: Option<&'a Staging>,
+        hoist: bool,
+    ) -> R<Self> {
+        let na = p.accesses.len() as i32;
+        let nd = p.dims.len() as i32;
+        let tile = kernel::tile();
+        let start = 48;
+        let row = start + 8 * na;
+        let idx = row + 8 * na;
+        let tiles = (idx + 8 * nd + 63) / 64 * 64;
+        let staged = stage.map_or(0, |s| s.nodes.len()) as i32;
+        let size = tiles + staged * (tile as i32) * 4;
+        let size = (size + 63) / 64 * 64;
+        Ok(Emitter {
+            a: CodeAssembler::new(64)?,
+            g,
+            k,
+            p,
+            stage,
+            hoist,
+            frame: Frame {
+                saved_rsp: 0,
+                begin: 8,
+                end: 16,
+                n: 24,
+                t0: 32,
+                m: 40,
+                start,
+                row,
+                idx,
+                tiles,
+                size,
+            },
+            tile,
+            consts: Vec::new(),
+        })
+    }
+
+    /// The label of constant `bits` in the pool.
+    fn const_label(&mut self, bits: u32) -> CodeLabel {
+        if let Some(&(_, l)) = self.consts.iter().find(|c| c.0 == bits) {
+            return l;
+        }
+        let l = self.a.create_label();
+        self.consts.push((bits, l));
+        l
+    }
+
+    fn run(mut self) -> R<Vec<u8>> {
+        let f = &self.frame;
+        let (size, saved, begin, end) = (f.size, f.saved_rsp, f.begin, f.end);
+        let a = &mut self.a;
+        for r in [rbx, rbp, r12, r13, r14, r15] {
+            a.push(r)?;
+        }
+        a.mov(rax, rsp)?;
+        a.and(rsp, -64)?;
+        // Touch each page of a large frame in order (the guard page must be hit first).
+        for _ in 0..size / 4096 {
+            a.sub(rsp, 4096)?;
+            a.or(qword_ptr(rsp), 0)?;
+        }
+        if size % 4096 != 0 {
+            a.sub(rsp, size % 4096)?;
+        }
+        a.mov(qword_ptr(rsp + saved), rax)?;
+        a.mov(qword_ptr(rsp + begin), rsi)?;
+        a.mov(qword_ptr(rsp + end), rdx)?;
+        for (i, acc) in self.p.accesses.iter().enumerate() {
+            let a = &mut self.a;
+            a.mov(rax, qword_ptr(rdi + (acc.ptr as i32) * 8))?;
+            add_imm(a, rax, acc.offset * 4)?;
+            a.mov(qword_ptr(rsp + (self.frame.start + 8 * i as i32)), rax)?;
+        }
+        let mut done = self.a.create_label();
+        let nd = self.p.dims.len();
+        if nd == 1 {
+            let f = &self.frame;
+            let a = &mut self.a;
+            a.mov(rax, qword_ptr(rsp + f.end))?;
+            a.sub(rax, qword_ptr(rsp + f.begin))?;
+            a.jle(done)?;
+            a.mov(qword_ptr(rsp + f.n), rax)?;
+            for (i, acc) in self.p.accesses.iter().enumerate() {
+                let a = &mut self.a;
+                a.mov(rcx, qword_ptr(rsp + (f.start + 8 * i as i32)))?;
+                if acc.strides[0] == 1 {
+                    a.mov(rax, qword_ptr(rsp + f.begin))?;
+                    a.lea(rcx, qword_ptr(rcx + rax * 4))?;
+                }
+                a.mov(qword_ptr(rsp + (f.row + 8 * i as i32)), rcx)?;
+            }
+            self.row()?;
+        } else {
+            let f = &self.frame;
+            let (fidx, fn_, fstart, frow, fend) = (f.idx, f.n, f.start, f.row, f.end);
+            let a = &mut self.a;
+            a.mov(rax, qword_ptr(rsp + f.begin))?;
+            a.cmp(rax, qword_ptr(rsp + f.end))?;
+            a.jge(done)?;
+            a.mov(qword_ptr(rsp + fidx), rax)?;
+            for d in 1..nd - 1 {
+                a.mov(qword_ptr(rsp + (fidx + 8 * d as i32)), 0)?;
+            }
+            a.mov(rax, *self.p.dims.last().unwrap() as u64)?;
+            a.mov(qword_ptr(rsp + fn_), rax)?;
+            let mut top = a.create_label();
+            mark(a, &mut top)?;
+            for (i, acc) in self.p.accesses.iter().enumerate() {
+                let a = &mut self.a;
+                a.mov(rcx, qword_ptr(rsp + (fstart + 8 * i as i32)))?;
+                for d in 0..nd - 1 {
+                    let bytes = acc.strides[d] * 4;
+                    if bytes == 0 {
+                        continue;
+                    }
+                    a.mov(rax, qword_ptr(rsp + (fidx + 8 * d as i32)))?;
+                    if let Ok(b) = i32::try_from(bytes) {
+                        a.imul_3(rax, rax, b)?;
+                    } else {
+                        a.mov(r8, bytes)?;
+                        a.imul_2(rax, r8)?;
+                    }
+                    a.add(rcx, rax)?;
+                }
+                a.mov(qword_ptr(rsp + (frow + 8 * i as i32)), rcx)?;
+            }
+            self.row()?;
+            let a = &mut self.a;
+            for d in (1..nd - 1).rev() {
+                let at = fidx + 8 * d as i32;
+                a.mov(rax, qword_ptr(rsp + at))?;
+                a.add(rax, 1)?;
+                a.mov(qword_ptr(rsp + at), rax)?;
+                a.cmp(rax, self.p.dims[d] as i32)?;
+                a.jl(top)?;
+                a.mov(qword_ptr(rsp + at), 0)?;
+            }
+            a.mov(rax, qword_ptr(rsp + fidx))?;
+            a.add(rax, 1)?;
+            a.mov(qword_ptr(rsp + fidx), rax)?;
+            a.cmp(rax, qword_ptr(rsp + fend))?;
+            a.jl(top)?;
+        }
+        let a = &mut self.a;
+        mark(a, &mut done)?;
+        a.mov(rsp, qword_ptr(rsp + saved))?;
+        for r in [r15, r14, r13, r12, rbp, rbx] {
+            a.pop(r)?;
+        }
+        a.vzeroupper()?;
+        a.ret()?;
+        for (bits, mut l) in std::mem::take(&mut self.consts) {
+            self.a.set_label(&mut l)?;
+            self.a.dd(&[bits])?;
+        }
+        Ok(self.a.assemble(0)?)
+    }
+
+    /// One row of `frame.n` elements from the pointers in `frame.row`.
+    fn row(&mut self) -> R<()> {
+        let Some(st) = self.stage else {
+            return self.pass(None, self.frame.n, false);
+        };
+        let f = &self.frame;
+        let (t0, m, n) = (f.t0, f.m, f.n);
+        let tile = self.tile as i32;
+        let a = &mut self.a;
+        a.mov(qword_ptr(rsp + t0), 0)?;
+        let mut top = a.create_label();
+        mark(a, &mut top)?;
+        a.mov(rax, qword_ptr(rsp + n))?;
+        a.sub(rax, qword_ptr(rsp + t0))?;
+        a.mov(rcx, tile as u64)?;
+        a.cmp(rax, rcx)?;
+        a.cmovg(rax, rcx)?;
+        a.mov(qword_ptr(rsp + m), rax)?;
+        for r in 0..=st.rounds {
+            self.pass(Some(r), m, true)?;
+            if r < st.rounds {
+                for (j, &(_, round, f)) in st.nodes.iter().enumerate() {
+                    if round != r {
+                        continue;
+                    }
+                    let at = self.frame.tiles + (j * self.tile * 4) as i32;
+                    let a = &mut self.a;
+                    a.lea(rdi, qword_ptr(rsp + at))?;
+                    a.mov(rsi, rdi)?;
+                    a.mov(rdx, qword_ptr(rsp + m))?;
+                    a.mov(rax, f as usize as u64)?;
+                    a.call(rax)?;
+                }
+            }
+        }
+        let a = &mut self.a;
+        a.mov(rax, qword_ptr(rsp + t0))?;
+        a.add(rax, tile)?;
+        a.mov(qword_ptr(rsp + t0), rax)?;
+        a.cmp(rax, qword_ptr(rsp + n))?;
+        a.jl(top)?;
+        Ok(())
+    }
+
+    /// One pass over `[rsp + count]` elements: round `r` of a staged kernel (its roots stored
+    /// into tiles, or the outputs in the last round), or the whole kernel (`r` None). `in_tile`:
+    /// the pointers start at the tile's first element.
+    fn pass(&mut self, r: Option<usize>, count: i32, in_tile: bool) -> R<()> {
+        let plan = body::Pass::new(self.g, self.k, self.p, self.stage, r);
+        // Pointer registers for the accesses the pass touches.
+        let mut ptrs: Vec<Option<AsmRegister64>> = vec![None; self.p.accesses.len()];
+        let mut next = 0;
+        for (ai, used) in plan.used.iter().enumerate() {
+            if !*used {
+                continue;
+            }
+            let reg = *PTR_REGS.get(next).ok_or(Fail::Registers)?;
+            next += 1;
+            ptrs[ai] = Some(reg);
+            let a = &mut self.a;
+            a.mov(reg, qword_ptr(rsp + (self.frame.row + 8 * ai as i32)))?;
+            if in_tile && self.p.accesses[ai].strides.last() == Some(&1) {
+                a.mov(rax, qword_ptr(rsp + self.frame.t0))?;
+                a.lea(reg, qword_ptr(reg + rax * 4))?;
+            }
+        }
+        let mut regs = body::Regs::new();
+        let hoisted = if self.hoist {
+            plan.hoist(self, &ptrs, &mut regs)?
+        } else {
+            body::Hoisted::default()
+        };
+        let ctx = body::Ctx {
+            ptrs: &ptrs,
+            hoisted: &hoisted,
+            tiles: self.frame.tiles,
+            tile_bytes: (self.tile * 4) as i32,
+        };
+        let a = &mut self.a;
+        a.mov(R_N, qword_ptr(rsp + count))?;
+        a.xor(R_I, R_I)?;
+        // Groups of UNROLL vectors.
+        let group = (UNROLL * LANES) as i32;
+        let mut skip = a.create_label();
+        a.lea(R_LAST, qword_ptr(R_N - group))?;
+        a.cmp(R_I, R_LAST)?;
+        a.jg(skip)?;
+        let mut top = a.create_label();
+        mark(a, &mut top)?;
+        for u in 0..UNROLL {
+            plan.vector(self, &ctx, &mut regs.clone(), (u * LANES) as i32, false)?;
+        }
+        let a = &mut self.a;
+        a.add(R_I, group)?;
+        a.cmp(R_I, R_LAST)?;
+        a.jle(top)?;
+        mark(a, &mut skip)?;
+        // Single vectors.
+        let mut skip = a.create_label();
+        a.lea(R_LAST, qword_ptr(R_N - LANES as i32))?;
+        a.cmp(R_I, R_LAST)?;
+        a.jg(skip)?;
+        let mut top = a.create_label();
+        mark(a, &mut top)?;
+        plan.vector(self, &ctx, &mut regs.clone(), 0, false)?;
+        let a = &mut self.a;
+        a.add(R_I, LANES as i32)?;
+        a.cmp(R_I, R_LAST)?;
+        a.jle(top)?;
+        mark(a, &mut skip)?;
+        // The last 1..15 elements under mask k1.
+        let mut end = a.create_label();
+        a.cmp(R_I, R_N)?;
+        a.jge(end)?;
+        a.mov(rcx, R_N)?;
+        a.sub(rcx, R_I)?;
+        a.mov(eax, 1)?;
+        a.shl(eax, cl)?;
+        a.sub(eax, 1)?;
+        a.kmovw(k1, eax)?;
+        plan.vector(self, &ctx, &mut regs.clone(), 0, true)?;
+        mark(&mut self.a, &mut end)?;
+        Ok(())
+    }
+}
+
+/// `reg += imm` for any i64.
+fn add_imm(a: &mut CodeAssembler, reg: AsmRegister64, imm: i64) -> R<()> {
+    if imm == 0 {
+        return Ok(());
+    }
+    match i32::try_from(imm) {
+        Ok(i) => a.add(reg, i)?,
+        Err(_) => {
+            a.mov(rcx, imm)?;
+            a.add(reg, rcx)?;
+        }
+    }
+    Ok(())
+}
+
+/// A listing of an AVX-512 kernel's machine code (for `JITFUSE_DUMP` and `explain`): its size,
+/// its micro-kernel calls and its bytes, 32 per line.
+pub fn listing(code: &Code) -> String {
+    let mut s = format!(
+        "AVX-512 loop kernel, {} bytes of machine code, {} micro-kernel calls per tile:\n",
+        code.bytes.len(),
+        code.staged
+    );
+    for chunk in code.bytes.chunks(32) {
+        for b in chunk {
+            s.push_str(&format!("{b:02x}"));
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// Place `l` here. A zero-size instruction carries it, so that two labels may share an address
+/// (the assembler allows one label per instruction).
+fn mark(a: &mut CodeAssembler, l: &mut CodeLabel) -> R<()> {
+    a.set_label(l)?;
+    a.zero_bytes()?;
+    Ok(())
+}
