@@ -320,22 +320,29 @@ fn staged_kernels_match_single_pass_bit_for_bit() {
     use jitfuse::codegen::micro::{self, Level};
     use jitfuse::exec::Executable;
     let staged = std::cell::Cell::new(0);
-    let run_at = |level: Level, g: &jitfuse::ir::Graph, args: &[Tensor]| -> Vec<Tensor> {
-        micro::set_level(Some(level));
-        let exe = Executable::from_graph(g.clone(), vec![]).unwrap();
-        micro::set_level(None);
-        // A micro-kernel call is a `call_indirect` (Cranelift) or listed (AVX-512 kernels);
-        // the single pass has none.
-        let zmm_staged = exe
-            .asm_text()
-            .lines()
-            .any(|l| l.starts_with("AVX-512 loop kernel") && !l.contains(" 0 micro-kernel calls"));
-        let calls = exe.clif_text().contains("call_indirect") || zmm_staged;
-        assert!(level != Level::Off || !calls);
-        staged.set(staged.get() + calls as usize);
-        let refs: Vec<&Tensor> = args.iter().collect();
-        exe.run_with(&refs).unwrap()
-    };
+    // (level, AVX-512 kernels staged rather than inline)
+    type Config = (Level, bool);
+    let run_at =
+        |(level, staged_first): Config, g: &jitfuse::ir::Graph, args: &[Tensor]| -> Vec<Tensor> {
+            micro::set_level(Some(level));
+            jitfuse::codegen::zmm::prefer_staged(staged_first);
+            let exe = Executable::from_graph(g.clone(), vec![]).unwrap();
+            micro::set_level(None);
+            jitfuse::codegen::zmm::prefer_staged(false);
+            // A micro-kernel call is a `call_indirect` (Cranelift) or listed (AVX-512 kernels);
+            // the single pass has none.
+            let zmm_staged = exe.asm_text().lines().any(|l| {
+                l.starts_with("AVX-512 loop kernel") && !l.contains(" 0 micro-kernel calls")
+            });
+            let calls = exe.clif_text().contains("call_indirect") || zmm_staged;
+            assert!(level != Level::Off || !calls);
+            // Inline at AVX-512 (one pass), staged on request or at AVX2.
+            if level == Level::Avx2 || staged_first {
+                staged.set(staged.get() + calls as usize);
+            }
+            let refs: Vec<&Tensor> = args.iter().collect();
+            exe.run_with(&refs).unwrap()
+        };
     let bits = |t: &Tensor| -> Vec<u64> {
         match t.dtype() {
             DType::F32 => t
@@ -410,10 +417,15 @@ fn staged_kernels_match_single_pass_bit_for_bit() {
         (vec![3, 2049], vec![3, 1]),
         (vec![200_003], vec![200_003]),
     ];
-    let levels: Vec<Level> = [Level::Avx2, Level::Avx512]
-        .into_iter()
-        .filter(|l| *l <= micro::detected())
-        .collect();
+    let levels: Vec<Config> = [
+        (Level::Avx2, false),
+        (Level::Avx512, false),
+        (Level::Avx512, true),
+    ]
+    .into_iter()
+    .filter(|l| l.0 <= micro::detected())
+    .collect();
+    let off = (Level::Off, false);
     for (name, f) in &exprs {
         for (sa, sb) in &shapes {
             for d in FLOATS {
@@ -423,7 +435,7 @@ fn staged_kernels_match_single_pass_bit_for_bit() {
                 let g = trace_fn(&args, |ts| f(ts));
                 let what = format!("{name} {sa:?} {sb:?} {d}");
                 check_graph(&g, &args, approx_tol(d), &what);
-                let want = run_at(Level::Off, &g, &args);
+                let want = run_at(off, &g, &args);
                 for &level in &levels {
                     let got = run_at(level, &g, &args);
                     for (k, (a, b)) in got.iter().zip(&want).enumerate() {
@@ -444,13 +456,19 @@ fn staged_kernels_match_single_pass_bit_for_bit() {
     });
     let args = [a, b];
     check_graph(&g, &args, approx_tol(DType::F32), "transposed");
-    let want = run_at(Level::Off, &g, &args);
+    let want = run_at(off, &g, &args);
     for &level in &levels {
         let got = run_at(level, &g, &args);
         assert!(bits(&got[0]) == bits(&want[0]), "transposed at {level:?}");
     }
     if !levels.is_empty() {
-        // f32 cases with runs of >= 128 elements: 5 expressions x 8 shapes, + transposed.
-        assert!(staged.get() >= 30 * levels.len(), "staged {}", staged.get());
+        // f32 cases with runs of >= 128 elements: 5 expressions x 8 shapes, + transposed;
+        // at each staged configuration.
+        let staged_configs = levels.iter().filter(|l| l.0 == Level::Avx2 || l.1).count();
+        assert!(
+            staged.get() >= 30 * staged_configs,
+            "staged {}",
+            staged.get()
+        );
     }
 }

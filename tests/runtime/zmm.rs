@@ -116,7 +116,7 @@ fn avx512_kernels_match_cranelift_bit_for_bit() {
             for (k, &p) in picks.iter().enumerate() {
                 let a = pool[p % pool.len()].clone();
                 let b = pool[(p / 7 + k) % pool.len()].clone();
-                let v = match (p / 13) % 24 {
+                let v = match (p / 13) % 27 {
                     0 => &a + &b,
                     1 => &a - &b,
                     2 => &a * &b,
@@ -140,6 +140,9 @@ fn avx512_kernels_match_cranelift_bit_for_bit() {
                     20 => a.cast(DType::Bool).cast(DType::F32) + jitfuse::stop_gradient(&b),
                     21 => (&a * 0.25).tanh() + (&b * 0.1).exp(),
                     22 => 2.0 - &a / 3.0,
+                    24 => (a.abs() * 3.0).ln() - b.erf(),
+                    25 => (&a * 2.0).sin() + b.cos(),
+                    26 => (&a * 0.2 + &b).exp().ln(),
                     _ => a.sigmoid() * b.minimum(4.0),
                 };
                 pool.push(v);

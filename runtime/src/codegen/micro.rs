@@ -102,6 +102,50 @@ pub fn kernel_at(level: Level, op: UnaryOp) -> Option<MicroFn> {
     imp::kernel_at(level, op)
 }
 
+/// One operation of a traced micro-kernel function (`trace`), on earlier results by index.
+/// Vector values are 16 f32 lanes; `Lt`/`Eq`/`Uge` give masks that only `Sel` reads. Each is
+/// the AVX-512F instruction the `Z` implementation uses (`maxps`/`minps` keep their operand
+/// order: `Max(a, x)` is `vmaxps a, x`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum SymOp {
+    /// The function's argument.
+    Arg,
+    /// A constant splat, by its f32 bits.
+    Const(u32),
+    Add(u32, u32),
+    Sub(u32, u32),
+    Mul(u32, u32),
+    Div(u32, u32),
+    /// a * b + c, one rounding.
+    Fma(u32, u32, u32),
+    Min(u32, u32),
+    Max(u32, u32),
+    /// Ordered `a < b` (LT_OQ), ordered `a == b` (EQ_OQ), unordered or `a >= b` (NLT_UQ).
+    Lt(u32, u32),
+    Eq(u32, u32),
+    Uge(u32, u32),
+    /// `m ? t : f`.
+    Sel(u32, u32, u32),
+    And(u32, u32),
+    Or(u32, u32),
+    Xor(u32, u32),
+    /// 32-bit integer add and subtract on the lanes' bits.
+    Iadd(u32, u32),
+    Isub(u32, u32),
+    /// Logical shifts of the lanes' bits.
+    Shl(u32, u32),
+    Shr(u32, u32),
+}
+
+/// The operations of the f32 function `op` for one vector, as its micro-kernel performs them
+/// (the same generic code, run on a symbolic vector type), and the index of its result. An
+/// emitter that gives each `SymOp` its AVX-512 instruction computes the micro-kernel's bits
+/// inline (codegen/zmm). None for ops without a micro-kernel.
+#[cfg(target_arch = "x86_64")]
+pub fn trace(op: UnaryOp) -> Option<(Vec<SymOp>, u32)> {
+    imp::trace(op)
+}
+
 #[cfg(not(target_arch = "x86_64"))]
 mod imp {
     pub fn kernel_at(_: super::Level, _: crate::ir::UnaryOp) -> Option<super::MicroFn> {
@@ -118,6 +162,8 @@ mod imp {
     use super::{Level, MicroFn};
     use crate::ir::UnaryOp;
     use core::arch::x86_64::*;
+
+    pub use sym::trace;
 
     pub fn kernel_at(level: Level, op: UnaryOp) -> Option<MicroFn> {
         let f: MicroFn = match (level, op) {
@@ -629,6 +675,122 @@ mod imp {
                 }
             }
         )*};
+    }
+
+    /// A symbolic vector: `V`'s operations recorded into a thread-local list (`trace`).
+    mod sym {
+        use super::super::SymOp;
+        use super::V;
+        use crate::ir::UnaryOp;
+        use std::cell::RefCell;
+
+        thread_local! {
+            static OPS: RefCell<Vec<SymOp>> = const { RefCell::new(Vec::new()) };
+        }
+
+        #[derive(Clone, Copy)]
+        pub struct S(u32);
+
+        fn push(op: SymOp) -> S {
+            OPS.with(|o| {
+                let mut o = o.borrow_mut();
+                o.push(op);
+                S(o.len() as u32 - 1)
+            })
+        }
+
+        impl V for S {
+            const N: usize = 16;
+            type M = S;
+            unsafe fn splat(c: f32) -> Self {
+                push(SymOp::Const(c.to_bits()))
+            }
+            unsafe fn bits(c: u32) -> Self {
+                push(SymOp::Const(c))
+            }
+            unsafe fn load(_: *const f32) -> Self {
+                unreachable!("the functions do not load")
+            }
+            unsafe fn store(self, _: *mut f32) {
+                unreachable!("the functions do not store")
+            }
+            unsafe fn add(self, o: Self) -> Self {
+                push(SymOp::Add(self.0, o.0))
+            }
+            unsafe fn sub(self, o: Self) -> Self {
+                push(SymOp::Sub(self.0, o.0))
+            }
+            unsafe fn mul(self, o: Self) -> Self {
+                push(SymOp::Mul(self.0, o.0))
+            }
+            unsafe fn div(self, o: Self) -> Self {
+                push(SymOp::Div(self.0, o.0))
+            }
+            unsafe fn fma(self, b: Self, c: Self) -> Self {
+                push(SymOp::Fma(self.0, b.0, c.0))
+            }
+            unsafe fn min(self, x: Self) -> Self {
+                push(SymOp::Min(self.0, x.0))
+            }
+            unsafe fn max(self, x: Self) -> Self {
+                push(SymOp::Max(self.0, x.0))
+            }
+            unsafe fn lt(self, o: Self) -> S {
+                push(SymOp::Lt(self.0, o.0))
+            }
+            unsafe fn eq(self, o: Self) -> S {
+                push(SymOp::Eq(self.0, o.0))
+            }
+            unsafe fn uge(self, o: Self) -> S {
+                push(SymOp::Uge(self.0, o.0))
+            }
+            unsafe fn sel(m: S, t: Self, f: Self) -> Self {
+                push(SymOp::Sel(m.0, t.0, f.0))
+            }
+            unsafe fn and(self, o: Self) -> Self {
+                push(SymOp::And(self.0, o.0))
+            }
+            unsafe fn or(self, o: Self) -> Self {
+                push(SymOp::Or(self.0, o.0))
+            }
+            unsafe fn xor(self, o: Self) -> Self {
+                push(SymOp::Xor(self.0, o.0))
+            }
+            unsafe fn iadd(self, o: Self) -> Self {
+                push(SymOp::Iadd(self.0, o.0))
+            }
+            unsafe fn isub(self, o: Self) -> Self {
+                push(SymOp::Isub(self.0, o.0))
+            }
+            unsafe fn shl23(self) -> Self {
+                push(SymOp::Shl(self.0, 23))
+            }
+            unsafe fn shl31(self) -> Self {
+                push(SymOp::Shl(self.0, 31))
+            }
+            unsafe fn shr23(self) -> Self {
+                push(SymOp::Shr(self.0, 23))
+            }
+        }
+
+        pub fn trace(op: UnaryOp) -> Option<(Vec<SymOp>, u32)> {
+            let f: unsafe fn(S) -> S = match op {
+                UnaryOp::Exp => super::exp::<S>,
+                UnaryOp::Ln => super::ln::<S>,
+                UnaryOp::Tanh => super::tanh::<S>,
+                UnaryOp::Sigmoid => super::sigmoid::<S>,
+                UnaryOp::Sin => super::sin::<S>,
+                UnaryOp::Cos => super::cos::<S>,
+                UnaryOp::Erf => super::erf::<S>,
+                _ => return None,
+            };
+            OPS.with(|o| o.borrow_mut().clear());
+            let x = push(SymOp::Arg);
+            // SAFETY: `S`'s operations only record; nothing is loaded or computed.
+            let r = unsafe { f(x) };
+            let ops = OPS.with(|o| std::mem::take(&mut *o.borrow_mut()));
+            Some((ops, r.0))
+        }
     }
 
     mod z {

@@ -3,6 +3,7 @@
 
 use super::{Emitter, Fail, R, R_I};
 use crate::codegen::kernel::{Plan, Staging};
+use crate::codegen::micro::SymOp;
 use crate::exec::partition::{const_value, Kernel};
 use crate::ir::{BinaryOp, CmpOp, Graph, Op, UnaryOp, ValueId};
 use crate::{DType, Literal};
@@ -470,6 +471,18 @@ impl Vector<'_, '_, '_> {
                 e.a.knotw(K[d as usize], kr(args[0]))?;
                 Loc::K(d)
             }
+            (
+                Op::Unary(
+                    u @ (UnaryOp::Exp
+                    | UnaryOp::Ln
+                    | UnaryOp::Tanh
+                    | UnaryOp::Sigmoid
+                    | UnaryOp::Sin
+                    | UnaryOp::Cos
+                    | UnaryOp::Erf),
+                ),
+                _,
+            ) => self.inline(e, *u, args[0].z())?,
             (Op::Unary(u), _) => {
                 let x = z(args[0]);
                 let d = self.regs.z()?;
@@ -511,7 +524,7 @@ impl Vector<'_, '_, '_> {
                     }
                     UnaryOp::Floor => e.a.vrndscaleps(dz, x, 0x09)?,
                     UnaryOp::StopGradient => e.a.vmovaps(dz, x)?,
-                    other => unreachable!("{other:?} is not emitted inline (staged or rejected)"),
+                    other => unreachable!("{other:?} is emitted by `inline`"),
                 }
                 Loc::Z(d)
             }
@@ -614,5 +627,162 @@ impl Vector<'_, '_, '_> {
             self.release(x);
         }
         Ok(out)
+    }
+}
+
+impl Vector<'_, '_, '_> {
+    /// The f32 function `u` of the value in `x`, inline: the operations of its micro-kernel
+    /// (`micro::trace`), each as the instruction the micro-kernel uses, so the bits are the
+    /// micro-kernel's (and the Cranelift path's). Returns the result's register (owned).
+    fn inline(&mut self, e: &mut Emitter, u: UnaryOp, x: u8) -> R<Loc> {
+        let traced = e.traced(u);
+        let (ops, res) = (&traced.0, traced.1 as usize);
+        let mut last = vec![usize::MAX; ops.len()];
+        for (i, op) in ops.iter().enumerate() {
+            for j in sym_operands(op) {
+                last[j as usize] = i;
+            }
+        }
+        // Register of each result, and whether this function owns it (frees it).
+        let mut loc: Vec<Option<Loc>> = vec![None; ops.len()];
+        let mut owned = vec![false; ops.len()];
+        for (i, op) in ops.iter().enumerate() {
+            let zr = |j: u32| Z[loc[j as usize].expect("operand computed").z() as usize];
+            let dies = |j: u32, owned: &[bool]| owned[j as usize] && last[j as usize] == i;
+            let out = match *op {
+                SymOp::Arg => {
+                    loc[i] = Some(Loc::Z(x));
+                    continue;
+                }
+                SymOp::Const(bits) => {
+                    let (r, tmp) = self.constant(e, bits)?;
+                    owned[i] = tmp;
+                    loc[i] = Some(Loc::Z(r));
+                    continue;
+                }
+                SymOp::Fma(a, b, c) => {
+                    // Write over an operand that dies here (no copy).
+                    let (d, form) = if dies(a, &owned) {
+                        owned[a as usize] = false;
+                        (loc[a as usize].unwrap().z(), (b, c, 213))
+                    } else if dies(c, &owned) {
+                        owned[c as usize] = false;
+                        (loc[c as usize].unwrap().z(), (a, b, 231))
+                    } else if dies(b, &owned) && b != a && b != c {
+                        owned[b as usize] = false;
+                        (loc[b as usize].unwrap().z(), (a, c, 213))
+                    } else {
+                        let d = self.regs.z()?;
+                        e.a.vmovaps(Z[d as usize], zr(a))?;
+                        (d, (b, c, 213))
+                    };
+                    let dz = Z[d as usize];
+                    if form.2 == 213 {
+                        e.a.vfmadd213ps(dz, zr(form.0), zr(form.1))?;
+                    } else {
+                        e.a.vfmadd231ps(dz, zr(form.0), zr(form.1))?;
+                    }
+                    Loc::Z(d)
+                }
+                SymOp::Lt(a, b) | SymOp::Eq(a, b) | SymOp::Uge(a, b) => {
+                    let k = self.regs.k()?;
+                    let imm = match *op {
+                        SymOp::Lt(..) => 0x11, // LT_OQ
+                        SymOp::Eq(..) => 0x00, // EQ_OQ
+                        _ => 0x05,             // NLT_UQ
+                    };
+                    e.a.vcmpps(K[k as usize], zr(a), zr(b), imm)?;
+                    Loc::K(k)
+                }
+                SymOp::Sel(m, t, f) => {
+                    let d = self.regs.z()?;
+                    let mk = loc[m as usize].unwrap().k();
+                    e.a.vblendmps(zk(d, mk), zr(f), zr(t))?;
+                    Loc::Z(d)
+                }
+                SymOp::Shl(a, n) | SymOp::Shr(a, n) => {
+                    let d = self.regs.z()?;
+                    if matches!(op, SymOp::Shl(..)) {
+                        e.a.vpslld(Z[d as usize], zr(a), n)?;
+                    } else {
+                        e.a.vpsrld(Z[d as usize], zr(a), n)?;
+                    }
+                    Loc::Z(d)
+                }
+                SymOp::Add(a, b)
+                | SymOp::Sub(a, b)
+                | SymOp::Mul(a, b)
+                | SymOp::Div(a, b)
+                | SymOp::Min(a, b)
+                | SymOp::Max(a, b)
+                | SymOp::And(a, b)
+                | SymOp::Or(a, b)
+                | SymOp::Xor(a, b)
+                | SymOp::Iadd(a, b)
+                | SymOp::Isub(a, b) => {
+                    let d = self.regs.z()?;
+                    let (dz, p, q) = (Z[d as usize], zr(a), zr(b));
+                    match *op {
+                        SymOp::Add(..) => e.a.vaddps(dz, p, q)?,
+                        SymOp::Sub(..) => e.a.vsubps(dz, p, q)?,
+                        SymOp::Mul(..) => e.a.vmulps(dz, p, q)?,
+                        SymOp::Div(..) => e.a.vdivps(dz, p, q)?,
+                        SymOp::Min(..) => e.a.vminps(dz, p, q)?,
+                        SymOp::Max(..) => e.a.vmaxps(dz, p, q)?,
+                        SymOp::And(..) => e.a.vpandd(dz, p, q)?,
+                        SymOp::Or(..) => e.a.vpord(dz, p, q)?,
+                        SymOp::Xor(..) => e.a.vpxord(dz, p, q)?,
+                        SymOp::Iadd(..) => e.a.vpaddd(dz, p, q)?,
+                        _ => e.a.vpsubd(dz, p, q)?,
+                    }
+                    Loc::Z(d)
+                }
+            };
+            loc[i] = Some(out);
+            owned[i] = true;
+            // Operands read for the last time are freed (each once).
+            let mut seen: Vec<u32> = Vec::new();
+            for j in sym_operands(op) {
+                if !seen.contains(&j) && dies(j, &owned) {
+                    seen.push(j);
+                    owned[j as usize] = false;
+                    self.regs.free(loc[j as usize].unwrap());
+                }
+            }
+            if last[i] == usize::MAX && i != res {
+                owned[i] = false;
+                self.regs.free(out);
+            }
+        }
+        if owned[res] {
+            return Ok(loc[res].unwrap());
+        }
+        // The result is the argument or a pinned constant: copy it.
+        let d = self.regs.z()?;
+        e.a.vmovaps(Z[d as usize], Z[loc[res].unwrap().z() as usize])?;
+        Ok(Loc::Z(d))
+    }
+}
+
+/// The operand indices of a traced operation.
+fn sym_operands(op: &SymOp) -> Vec<u32> {
+    match *op {
+        SymOp::Arg | SymOp::Const(_) => vec![],
+        SymOp::Shl(a, _) | SymOp::Shr(a, _) => vec![a],
+        SymOp::Fma(a, b, c) | SymOp::Sel(a, b, c) => vec![a, b, c],
+        SymOp::Add(a, b)
+        | SymOp::Sub(a, b)
+        | SymOp::Mul(a, b)
+        | SymOp::Div(a, b)
+        | SymOp::Min(a, b)
+        | SymOp::Max(a, b)
+        | SymOp::Lt(a, b)
+        | SymOp::Eq(a, b)
+        | SymOp::Uge(a, b)
+        | SymOp::And(a, b)
+        | SymOp::Or(a, b)
+        | SymOp::Xor(a, b)
+        | SymOp::Iadd(a, b)
+        | SymOp::Isub(a, b) => vec![a, b],
     }
 }

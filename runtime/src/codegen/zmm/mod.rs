@@ -42,6 +42,17 @@ pub fn enabled() -> bool {
     micro::level() == Level::Avx512 && !*OFF
 }
 
+thread_local! {
+    static STAGED_FIRST: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Emit transcendentals of kernels built later on this thread staged through the
+/// micro-kernels where a kernel can be staged, instead of inline (for tests and measurements:
+/// both give the same bits).
+pub fn prefer_staged(on: bool) {
+    STAGED_FIRST.with(|s| s.set(on));
+}
+
 /// Why emission stopped.
 #[derive(Debug)]
 enum Fail {
@@ -73,23 +84,34 @@ pub fn build(g: &Graph, part: &Partition, k: &Kernel) -> Option<Code> {
         return None;
     }
     let p = kernel::plan(g, part, k);
-    let stage = kernel::staging(g, k, &p);
-    if !supported(g, k, &p, stage.as_ref()) {
+    if !supported(g, k, &p) {
         return None;
     }
-    for hoist in [true, false] {
-        match Emitter::new(g, k, &p, stage.as_ref(), hoist).and_then(|e| e.run()) {
-            Ok(bytes) => {
-                return Some(Code {
-                    bytes,
-                    staged: stage.as_ref().map_or(0, |s| s.nodes.len()),
-                })
+    // Transcendentals inline first (one pass); staged through the micro-kernels when their
+    // values do not fit in registers; constants in registers first, then from memory.
+    let staged = kernel::staging(g, k, &p);
+    let mut order = [None, staged.as_ref()];
+    if STAGED_FIRST.with(|s| s.get()) {
+        order.reverse();
+    }
+    for stage in order {
+        for hoist in [true, false] {
+            match Emitter::new(g, k, &p, stage, hoist).and_then(|e| e.run()) {
+                Ok(bytes) => {
+                    return Some(Code {
+                        bytes,
+                        staged: stage.map_or(0, |s| s.nodes.len()),
+                    })
+                }
+                Err(Fail::Registers) => continue,
+                Err(Fail::Asm(e)) => {
+                    debug_assert!(false, "AVX-512 kernel: assembler error {e}");
+                    return None;
+                }
             }
-            Err(Fail::Registers) => continue,
-            Err(Fail::Asm(e)) => {
-                debug_assert!(false, "AVX-512 kernel: assembler error {e}");
-                return None;
-            }
+        }
+        if staged.is_none() {
+            break; // both orders are the inline one
         }
     }
     None
@@ -97,14 +119,13 @@ pub fn build(g: &Graph, part: &Partition, k: &Kernel) -> Option<Code> {
 
 /// The ops this backend emits (see the module doc): every value f32, or a bool mask that is
 /// never read from or written to memory.
-fn supported(g: &Graph, k: &Kernel, p: &Plan, stage: Option<&Staging>) -> bool {
+fn supported(g: &Graph, k: &Kernel, p: &Plan) -> bool {
     if p.accesses
         .iter()
         .any(|a| a.dtype != DType::F32 || !matches!(a.strides.last(), Some(0) | Some(1)))
     {
         return false;
     }
-    let staged = |v: ValueId| stage.is_some_and(|s| s.nodes.iter().any(|n| n.0 == v));
     let f32_or_bool_const = |x: ValueId| match const_value(g, x) {
         Some(_) => matches!(g.node(x).dtype, DType::F32 | DType::Bool),
         None => true,
@@ -135,7 +156,7 @@ fn supported(g: &Graph, k: &Kernel, p: &Plan, stage: Option<&Staging>) -> bool {
                 | UnaryOp::Sigmoid
                 | UnaryOp::Sin
                 | UnaryOp::Cos
-                | UnaryOp::Erf => staged(v),
+                | UnaryOp::Erf => micro::trace(*u).is_some(),
                 UnaryOp::Not => false,
             },
             (Op::Unary(UnaryOp::Not), DType::Bool) => true,
@@ -207,6 +228,8 @@ struct Emitter<'a> {
     tile: usize,
     /// The constant pool: (f32 bits, label), emitted after the code.
     consts: Vec<(u32, CodeLabel)>,
+    /// Traced micro-kernel functions inlined so far (`micro::trace`).
+    traces: Vec<(UnaryOp, std::rc::Rc<(Vec<micro::SymOp>, u32)>)>,
 }
 
 impl<'a> Emitter<'a> {
@@ -249,7 +272,18 @@ impl<'a> Emitter<'a> {
             },
             tile,
             consts: Vec::new(),
+            traces: Vec::new(),
         })
+    }
+
+    /// The traced operations of f32 function `u` (see `body::Vector::inline`).
+    fn traced(&mut self, u: UnaryOp) -> std::rc::Rc<(Vec<micro::SymOp>, u32)> {
+        if let Some((_, t)) = self.traces.iter().find(|t| t.0 == u) {
+            return t.clone();
+        }
+        let t = std::rc::Rc::new(micro::trace(u).expect("checked by `supported`"));
+        self.traces.push((u, t.clone()));
+        t
     }
 
     /// The label of constant `bits` in the pool.
