@@ -223,3 +223,76 @@ fn avx512_kernels_walk_permuted_rows_and_fall_back_when_registers_run_out() {
     assert_eq!(zmm, 0, "40 live values cannot be in registers:\n{g}");
     same_bits(&got[0], &want[0], "40 live values");
 }
+
+/// Empty dimensions anywhere: nothing is read or written (the row odometer must not start).
+#[test]
+fn avx512_kernels_of_empty_shapes_do_nothing() {
+    let mut rng = Rng::new(23);
+    for shape in [vec![3, 0, 70], vec![0, 40], vec![5, 7, 0], vec![0]] {
+        let x = specials(&mut rng, &shape);
+        let g = trace_fn(&[x.clone()], |ts| {
+            vec![(&ts[0] * 2.0 + 1.0).tanh(), ts[0].sum(shape.len() - 1)]
+        });
+        let args = [x];
+        let (got, _) = run_at(Level::Avx512, &g, &args);
+        let (want, _) = run_at(Level::Avx2, &g, &args);
+        for (a, b) in got.iter().zip(&want) {
+            assert_eq!(a.shape(), b.shape());
+            same_bits(a, b, &format!("empty {shape:?}"));
+        }
+    }
+}
+
+/// Row sums (f32, contiguous reduced run) as AVX-512 code: runs of every length around the
+/// vector, group and block sizes, several kept dims read through permuted, sliced and
+/// reversed views; against the interpreter (the order of additions differs from the
+/// Cranelift kernel's, the accuracy does not).
+#[test]
+fn avx512_row_sums_match_the_interpreter() {
+    if micro::detected() < Level::Avx512 {
+        return;
+    }
+    let mut rng = Rng::new(24);
+    let mut zmm_sums = 0;
+    for &n in &[
+        1usize, 15, 16, 17, 63, 64, 65, 100, 2047, 2048, 2049, 4096, 5000,
+    ] {
+        // Finite values of at most 4 (the f32 block sums' error stays below the tolerance).
+        let x = specials(&mut rng, &[3, 4, n]);
+        let x = Tensor::from_vec(
+            x.to_vec::<f32>()
+                .unwrap()
+                .into_iter()
+                .map(|v| if v.is_finite() { v } else { 0.5 })
+                .collect(),
+            &[3, 4, n],
+        )
+        .unwrap();
+        // One reduction per program (sibling reductions would fuse into a row kernel).
+        type Sum = fn(&Tensor) -> Tensor;
+        let sums: [Sum; 4] = [
+            |x| x.sum(2),
+            |x| x.transpose(&[1, 0, 2]).sum(2),
+            |x| x.slice_axis(0, 2, 0, -1).sum(2),
+            |x| x.sum_all(),
+        ];
+        for (i, f) in sums.iter().enumerate() {
+            let g = trace_fn(&[x.clone()], |ts| vec![f(&ts[0])]);
+            let args = [x.clone()];
+            check_graph(
+                &g,
+                &args,
+                Tol {
+                    rel: 1e-5,
+                    abs: 1e-4,
+                },
+                &format!("row sum {i} of {n}"),
+            );
+            micro::set_level(Some(Level::Avx512));
+            let exe = Executable::from_graph(g.clone(), vec![]).unwrap();
+            micro::set_level(None);
+            zmm_sums += exe.asm_text().matches("AVX-512 row sum").count();
+        }
+    }
+    assert!(zmm_sums >= 13 * 4, "{zmm_sums} AVX-512 row sums");
+}

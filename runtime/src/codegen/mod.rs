@@ -228,8 +228,14 @@ pub fn compile(g: &Graph, part: &Partition, keep_clif: bool) -> Result<CompiledK
         std::collections::HashMap::new();
     for k in kernels {
         #[cfg(target_arch = "x86_64")]
-        if let Step::Kernel(kk) = k {
-            if let Some(code) = zmm::build(g, part, kk) {
+        {
+            let code = match k {
+                Step::Kernel(kk) => zmm::build(g, part, kk),
+                Step::Reduce(v) => zmm::reduce::build(g, part, *v),
+                Step::Row(rk) => zmm::reduce::build_row(g, part, rk),
+                Step::Library(_) => None,
+            };
+            if let Some(code) = code {
                 let id = match zmm_seen.get(&code.bytes) {
                     Some(&id) => id,
                     None => {
@@ -248,7 +254,7 @@ pub fn compile(g: &Graph, part: &Partition, keep_clif: bool) -> Result<CompiledK
                     }
                 };
                 if keep_clif {
-                    clif.push("(an AVX-512 loop kernel: no Cranelift IR)".to_string());
+                    clif.push("(an AVX-512 kernel: no Cranelift IR)".to_string());
                 }
                 ids.push(id);
                 continue;

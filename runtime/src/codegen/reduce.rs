@@ -27,22 +27,22 @@ use cranelift_codegen::ir::{
 use cranelift_frontend::{FunctionBuilder, Variable};
 
 const UNROLL: usize = 4;
-const BLOCK: i64 = 2048;
+pub(super) const BLOCK: i64 = 2048;
 
 #[derive(Clone, Copy, Debug)]
-struct Dim {
-    size: usize,
+pub(super) struct Dim {
+    pub size: usize,
     /// Input stride in elements.
-    stride: i64,
+    pub stride: i64,
 }
 
-struct RPlan {
-    op: ReduceOp,
-    dtype: DType,
-    offset: i64,
-    kept: Vec<Dim>,
-    red: Vec<Dim>,
-    column: bool,
+pub(super) struct RPlan {
+    pub op: ReduceOp,
+    pub dtype: DType,
+    pub offset: i64,
+    pub kept: Vec<Dim>,
+    pub red: Vec<Dim>,
+    pub column: bool,
 }
 
 fn merge(dims: Vec<Dim>) -> Vec<Dim> {
@@ -75,7 +75,7 @@ pub fn input_map(g: &Graph, p: &Partition, v: ValueId) -> Affine {
     }
 }
 
-fn plan(g: &Graph, p: &Partition, v: ValueId) -> RPlan {
+pub(super) fn plan(g: &Graph, p: &Partition, v: ValueId) -> RPlan {
     let n = g.node(v);
     let Op::Reduce(op, axes) = &n.op else {
         unreachable!()

@@ -30,28 +30,28 @@ use std::collections::{HashMap, HashSet};
 
 const BLOCK: i64 = 2048;
 
-struct Access {
-    ptr: usize,
-    dtype: DType,
-    offset: i64,
-    o_strides: Vec<i64>,
+pub(super) struct Access {
+    pub ptr: usize,
+    pub dtype: DType,
+    pub offset: i64,
+    pub o_strides: Vec<i64>,
     /// Stride along the row run (0 for row-level values).
-    i_stride: i64,
+    pub i_stride: i64,
 }
 
-struct Plan {
+pub(super) struct Plan {
     /// Collapsed row dims.
-    o_dims: Vec<usize>,
+    pub o_dims: Vec<usize>,
     /// Elements in one row.
-    n: usize,
-    accesses: Vec<Access>,
+    pub n: usize,
+    pub accesses: Vec<Access>,
     /// External values read per element.
-    elem_reads: HashMap<ValueId, usize>,
+    pub elem_reads: HashMap<ValueId, usize>,
     /// External values read per row.
-    row_reads: HashMap<ValueId, usize>,
+    pub row_reads: HashMap<ValueId, usize>,
     /// Access of each output.
-    outs: Vec<usize>,
-    members: HashSet<ValueId>,
+    pub outs: Vec<usize>,
+    pub members: HashSet<ValueId>,
 }
 
 fn affine_of(g: &Graph, p: &Partition, x: ValueId) -> (ValueId, i64, Vec<i64>) {
@@ -97,7 +97,7 @@ fn collapse(dims: &[usize], strides: &[Vec<i64>]) -> (Vec<usize>, Vec<Vec<i64>>)
     (out, st)
 }
 
-fn plan(g: &Graph, p: &Partition, rk: &RowKernel) -> Result<Plan, ValueId> {
+pub(super) fn plan(g: &Graph, p: &Partition, rk: &RowKernel) -> Result<Plan, ValueId> {
     let grp = &rk.group;
     let members: HashSet<ValueId> = grp.members.iter().copied().collect();
     let seed = *grp

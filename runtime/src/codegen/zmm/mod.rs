@@ -24,6 +24,7 @@
 //! unstaged transcendental ops, more live values than registers) go to Cranelift.
 
 mod body;
+pub mod reduce;
 
 use super::kernel::{self, Plan, Staging};
 use super::micro::{self, Level};
@@ -73,6 +74,8 @@ type R<T> = Result<T, Fail>;
 
 /// An AVX-512 kernel: position-independent machine code without relocations.
 pub struct Code {
+    /// What the kernel is ("loop kernel", "row sum"), for listings.
+    pub kind: &'static str,
     pub bytes: Vec<u8>,
     /// Transcendentals computed per tile by micro-kernel calls.
     pub staged: usize,
@@ -99,6 +102,7 @@ pub fn build(g: &Graph, part: &Partition, k: &Kernel) -> Option<Code> {
             match Emitter::new(g, k, &p, stage, hoist).and_then(|e| e.run()) {
                 Ok(bytes) => {
                     return Some(Code {
+                        kind: "loop kernel",
                         bytes,
                         staged: stage.map_or(0, |s| s.nodes.len()),
                     })
@@ -299,23 +303,7 @@ impl<'a> Emitter<'a> {
     fn run(mut self) -> R<Vec<u8>> {
         let f = &self.frame;
         let (size, saved, begin, end) = (f.size, f.saved_rsp, f.begin, f.end);
-        let a = &mut self.a;
-        for r in [rbx, rbp, r12, r13, r14, r15] {
-            a.push(r)?;
-        }
-        a.mov(rax, rsp)?;
-        a.and(rsp, -64)?;
-        // Touch each page of a large frame in order (the guard page must be hit first).
-        for _ in 0..size / 4096 {
-            a.sub(rsp, 4096)?;
-            a.or(qword_ptr(rsp), 0)?;
-        }
-        if size % 4096 != 0 {
-            a.sub(rsp, size % 4096)?;
-        }
-        a.mov(qword_ptr(rsp + saved), rax)?;
-        a.mov(qword_ptr(rsp + begin), rsi)?;
-        a.mov(qword_ptr(rsp + end), rdx)?;
+        prologue(&mut self.a, size, saved, begin, end)?;
         for (i, acc) in self.p.accesses.iter().enumerate() {
             let a = &mut self.a;
             a.mov(rax, qword_ptr(rdi + (acc.ptr as i32) * 8))?;
@@ -324,6 +312,10 @@ impl<'a> Emitter<'a> {
         }
         let mut done = self.a.create_label();
         let nd = self.p.dims.len();
+        if self.p.dims.iter().any(|&d| d == 0) {
+            // Nothing to compute (the odometer runs at least once per started range).
+            self.a.jmp(done)?;
+        }
         if nd == 1 {
             let f = &self.frame;
             let a = &mut self.a;
@@ -394,12 +386,7 @@ impl<'a> Emitter<'a> {
         }
         let a = &mut self.a;
         mark(a, &mut done)?;
-        a.mov(rsp, qword_ptr(rsp + saved))?;
-        for r in [r15, r14, r13, r12, rbp, rbx] {
-            a.pop(r)?;
-        }
-        a.vzeroupper()?;
-        a.ret()?;
+        epilogue(a, saved)?;
         for (bits, mut l) in std::mem::take(&mut self.consts) {
             self.a.set_label(&mut l)?;
             self.a.dd(&[bits])?;
@@ -552,7 +539,8 @@ fn add_imm(a: &mut CodeAssembler, reg: AsmRegister64, imm: i64) -> R<()> {
 /// its micro-kernel calls and its bytes, 32 per line.
 pub fn listing(code: &Code) -> String {
     let mut s = format!(
-        "AVX-512 loop kernel, {} bytes of machine code, {} micro-kernel calls per tile:\n",
+        "AVX-512 {}, {} bytes of machine code, {} micro-kernel calls per tile:\n",
+        code.kind,
         code.bytes.len(),
         code.staged
     );
@@ -570,5 +558,38 @@ pub fn listing(code: &Code) -> String {
 fn mark(a: &mut CodeAssembler, l: &mut CodeLabel) -> R<()> {
     a.set_label(l)?;
     a.zero_bytes()?;
+    Ok(())
+}
+
+/// Save the callee-saved registers, align rsp to 64 and reserve `size` bytes (touching each
+/// page in order: the guard page must be hit first), keep the old rsp at `saved` and the
+/// range arguments (rsi, rdx) at `begin` and `end`. rdi (`ptrs`) is left as it was.
+fn prologue(a: &mut CodeAssembler, size: i32, saved: i32, begin: i32, end: i32) -> R<()> {
+    for r in [rbx, rbp, r12, r13, r14, r15] {
+        a.push(r)?;
+    }
+    a.mov(rax, rsp)?;
+    a.and(rsp, -64)?;
+    for _ in 0..size / 4096 {
+        a.sub(rsp, 4096)?;
+        a.or(qword_ptr(rsp), 0)?;
+    }
+    if size % 4096 != 0 {
+        a.sub(rsp, size % 4096)?;
+    }
+    a.mov(qword_ptr(rsp + saved), rax)?;
+    a.mov(qword_ptr(rsp + begin), rsi)?;
+    a.mov(qword_ptr(rsp + end), rdx)?;
+    Ok(())
+}
+
+/// Undo `prologue` and return (upper vector state cleared for the SSE code of the caller).
+fn epilogue(a: &mut CodeAssembler, saved: i32) -> R<()> {
+    a.mov(rsp, qword_ptr(rsp + saved))?;
+    for r in [r15, r14, r13, r12, rbp, rbx] {
+        a.pop(r)?;
+    }
+    a.vzeroupper()?;
+    a.ret()?;
     Ok(())
 }

@@ -1,0 +1,245 @@
+//! Row sums as AVX-512 code: an f32 sum whose reduced positions are one contiguous run per
+//! output element (`x.sum(-1)` and the like), the reduction kernels' common case (W5).
+//!
+//! Same accuracy scheme as the Cranelift row form (`codegen/reduce.rs`): blocks of at most
+//! `BLOCK` elements summed in f32 (four 16-lane accumulators), each block's sum added into an
+//! f64 total, rounded to f32 once at the end. The order of the additions inside a block
+//! differs (16 lanes, not 4), so the last bits may differ from the Cranelift kernel's, as
+//! they differ between any two vector widths; both are compared with the interpreter.
+
+use super::{enabled, epilogue, mark, prologue, Code, Fail, R};
+use crate::codegen::reduce::{self as cr, BLOCK};
+use crate::codegen::row;
+use crate::exec::partition::{Partition, RowKernel};
+use crate::ir::{Graph, Op, ReduceOp, ValueId};
+use crate::{shape, DType};
+use iced_x86::code_asm::*;
+
+/// Elements per unrolled iteration: four vectors of 16.
+const GROUP: i64 = 64;
+
+/// One f32 row sum per output element: where the runs and the outputs are.
+struct RowSum {
+    /// Indices into `ptrs` and element offsets of the input and the output.
+    input: (usize, i64),
+    output: (usize, i64),
+    /// Output dims (the first over `begin..end`), and the input's and output's strides
+    /// (elements) along them.
+    dims: Vec<usize>,
+    in_strides: Vec<i64>,
+    out_strides: Vec<i64>,
+    /// Elements per run (contiguous).
+    n: i64,
+}
+
+/// The reduction step `v` as AVX-512 code, or None when this backend does not take it.
+pub fn build(g: &Graph, part: &Partition, v: ValueId) -> Option<Code> {
+    if !enabled() {
+        return None;
+    }
+    let r = cr::plan(g, part, v);
+    let row = r.red.len() == 1 && r.red[0].stride == 1 && !r.column;
+    if r.op != ReduceOp::Sum || r.dtype != DType::F32 || !row {
+        return None;
+    }
+    let dims: Vec<usize> = r.kept.iter().map(|d| d.size).collect();
+    finish(RowSum {
+        input: (0, r.offset),
+        output: (1, 0),
+        in_strides: r.kept.iter().map(|d| d.stride).collect(),
+        out_strides: shape::strides(&dims)
+            .into_iter()
+            .map(|s| s as i64)
+            .collect(),
+        dims,
+        n: r.red[0].size as i64,
+    })
+}
+
+/// A row kernel that is one f32 sum over a contiguous run (`x.sum(-1)` of an argument or a
+/// view of it: W5), as AVX-512 code with the row kernels' ABI; None otherwise.
+pub fn build_row(g: &Graph, part: &Partition, rk: &RowKernel) -> Option<Code> {
+    if !enabled() || rk.group.members.len() != 1 {
+        return None;
+    }
+    let v = rk.group.members[0];
+    if !matches!(g.node(v).op, Op::Reduce(ReduceOp::Sum, _)) {
+        return None;
+    }
+    let pl = row::plan(g, part, rk).ok()?;
+    if pl.accesses.len() != 2 || pl.outs != [1] {
+        return None;
+    }
+    let (i, o) = (&pl.accesses[0], &pl.accesses[1]);
+    if i.dtype != DType::F32 || o.dtype != DType::F32 || (i.i_stride != 1 && pl.n > 1) {
+        return None;
+    }
+    finish(RowSum {
+        input: (i.ptr, i.offset),
+        output: (o.ptr, o.offset),
+        dims: pl.o_dims.clone(),
+        in_strides: i.o_strides.clone(),
+        out_strides: o.o_strides.clone(),
+        n: pl.n as i64,
+    })
+}
+
+fn finish(r: RowSum) -> Option<Code> {
+    if r.dims.iter().any(|&d| d > i32::MAX as usize) {
+        return None;
+    }
+    match emit(&r) {
+        Ok(bytes) => Some(Code {
+            kind: "row sum",
+            bytes,
+            staged: 0,
+        }),
+        Err(Fail::Registers) => None,
+        Err(Fail::Asm(e)) => {
+            debug_assert!(false, "AVX-512 reduction: assembler error {e}");
+            None
+        }
+    }
+}
+
+fn emit(r: &RowSum) -> R<Vec<u8>> {
+    let mut a = CodeAssembler::new(64)?;
+    let (saved, begin, end, idx) = (0, 8, 16, 24);
+    let nk = r.dims.len();
+    let size = (idx + 8 * nk as i32 + 63) / 64 * 64;
+    prologue(&mut a, size, saved, begin, end)?;
+    // r12: the input's first element; r13: the output's.
+    for (reg, (ptr, off)) in [(r12, r.input), (r13, r.output)] {
+        a.mov(reg, qword_ptr(rdi + 8 * ptr as i32))?;
+        match i32::try_from(off * 4) {
+            Ok(0) => {}
+            Ok(o) => a.add(reg, o)?,
+            Err(_) => {
+                a.mov(rax, off * 4)?;
+                a.add(reg, rax)?;
+            }
+        }
+    }
+    let mut done = a.create_label();
+    if r.dims.contains(&0) {
+        // No output element (the odometer below runs at least once per started range).
+        a.jmp(done)?;
+    }
+    a.mov(rax, qword_ptr(rsp + begin))?;
+    a.cmp(rax, qword_ptr(rsp + end))?;
+    a.jge(done)?;
+    a.mov(qword_ptr(rsp + idx), rax)?;
+    for d in 1..nk {
+        a.mov(qword_ptr(rsp + (idx + 8 * d as i32)), 0)?;
+    }
+    let mut top = a.create_label();
+    mark(&mut a, &mut top)?;
+    // rsi: this output's input run; rdi: its output element.
+    a.mov(rsi, r12)?;
+    a.mov(rdi, r13)?;
+    for d in 0..nk {
+        for (reg, bytes) in [(rsi, r.in_strides[d] * 4), (rdi, r.out_strides[d] * 4)] {
+            if bytes == 0 {
+                continue;
+            }
+            a.mov(rax, qword_ptr(rsp + (idx + 8 * d as i32)))?;
+            match i32::try_from(bytes) {
+                Ok(b) => a.imul_3(rax, rax, b)?,
+                Err(_) => {
+                    a.mov(rcx, bytes)?;
+                    a.imul_2(rax, rcx)?;
+                }
+            }
+            a.add(reg, rax)?;
+        }
+    }
+    row_sum(&mut a, r.n)?;
+    a.vmovss(dword_ptr(rdi), xmm0)?;
+    for d in (1..nk).rev() {
+        let at = idx + 8 * d as i32;
+        a.mov(rax, qword_ptr(rsp + at))?;
+        a.add(rax, 1)?;
+        a.mov(qword_ptr(rsp + at), rax)?;
+        a.cmp(rax, r.dims[d] as i32)?;
+        a.jl(top)?;
+        a.mov(qword_ptr(rsp + at), 0)?;
+    }
+    a.mov(rax, qword_ptr(rsp + idx))?;
+    a.add(rax, 1)?;
+    a.mov(qword_ptr(rsp + idx), rax)?;
+    a.cmp(rax, qword_ptr(rsp + end))?;
+    a.jl(top)?;
+    mark(&mut a, &mut done)?;
+    epilogue(&mut a, saved)?;
+    Ok(a.assemble(0)?)
+}
+
+/// The sum of the `n` f32 at rsi into xmm0 (f32). Uses rdx (element index), r8, r9 (counters),
+/// zmm0-zmm4, xmm8 (the f64 total), k1.
+fn row_sum(a: &mut CodeAssembler, n: i64) -> R<()> {
+    a.vxorpd(xmm8, xmm8, xmm8)?;
+    a.xor(edx, edx)?;
+    let full = n / BLOCK;
+    if full > 0 {
+        a.mov(r8, full)?;
+        let mut blk = a.create_label();
+        mark(a, &mut blk)?;
+        block(a, BLOCK)?;
+        a.sub(r8, 1)?;
+        a.jnz(blk)?;
+    }
+    if n % BLOCK != 0 {
+        block(a, n % BLOCK)?;
+    }
+    a.vcvtsd2ss(xmm0, xmm8, xmm8)?;
+    Ok(())
+}
+
+/// Add the `len` elements at rsi + rdx*4 into the f64 total xmm8; rdx advances past them.
+fn block(a: &mut CodeAssembler, len: i64) -> R<()> {
+    let acc = [zmm0, zmm1, zmm2, zmm3];
+    for z in acc {
+        a.vpxord(z, z, z)?;
+    }
+    let groups = len / GROUP;
+    if groups > 0 {
+        a.mov(r9, groups)?;
+        let mut top = a.create_label();
+        mark(a, &mut top)?;
+        for (u, z) in acc.iter().enumerate() {
+            a.vaddps(*z, *z, zmmword_ptr(rsi + rdx * 4 + 64 * u as i32))?;
+        }
+        a.add(rdx, GROUP as i32)?;
+        a.sub(r9, 1)?;
+        a.jnz(top)?;
+    }
+    let rest = len % GROUP;
+    for u in 0..(rest / 16) as usize {
+        a.vaddps(acc[u], acc[u], zmmword_ptr(rsi + rdx * 4 + 64 * u as i32))?;
+    }
+    let (vecs, tail) = (rest / 16, rest % 16);
+    if tail > 0 {
+        a.mov(eax, ((1u32 << tail) - 1) as i32)?;
+        a.kmovw(k1, eax)?;
+        a.vmovups(zmm4.k1().z(), zmmword_ptr(rsi + rdx * 4 + 64 * vecs as i32))?;
+        a.vaddps(zmm0, zmm0, zmm4)?;
+    }
+    if rest > 0 {
+        a.add(rdx, rest as i32)?;
+    }
+    // (a0 + a1) + (a2 + a3), then the lanes pairwise, into f64.
+    a.vaddps(zmm0, zmm0, zmm1)?;
+    a.vaddps(zmm2, zmm2, zmm3)?;
+    a.vaddps(zmm0, zmm0, zmm2)?;
+    a.vextractf64x4(ymm1, zmm0, 1)?;
+    a.vaddps(ymm0, ymm0, ymm1)?;
+    a.vextractf128(xmm1, ymm0, 1)?;
+    a.vaddps(xmm0, xmm0, xmm1)?;
+    a.vmovhlps(xmm1, xmm0, xmm0)?;
+    a.vaddps(xmm0, xmm0, xmm1)?;
+    a.vmovshdup(xmm1, xmm0)?;
+    a.vaddss(xmm0, xmm0, xmm1)?;
+    a.vcvtss2sd(xmm0, xmm0, xmm0)?;
+    a.vaddsd(xmm8, xmm8, xmm0)?;
+    Ok(())
+}
