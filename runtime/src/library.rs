@@ -136,6 +136,7 @@ impl Gemm {
             Gemm::MatrixMultiply => T::matrixmultiply(m, k, n, a, b, c),
             // dst = alpha * dst + beta * lhs @ rhs; with read_dst false the
             // destination is only written. Strides are passed column first.
+            Gemm::Faer if split_panels(m, k, n) => faer_panels(m, k, n, a, b, c),
             Gemm::Faer => gemm::gemm(
                 m,
                 n,
@@ -166,6 +167,87 @@ impl Gemm {
             ),
         }
     }
+}
+
+/// Whether a product runs as one single-threaded `gemm` per core on a band of the output
+/// (`faer_panels`) rather than on gemm's own rayon split: mid-size products (4 M to 256 M
+/// multiply-adds, both output sides >= 64), where gemm's split synchronises per block of `k`.
+/// Same run, interleaved, on the 2-core AVX-512 Xeon: W8 41-44 -> 38.2 ms, W7 2.5-2.8 -> 2.3-2.5,
+/// W6 1.16-1.33 -> 1.12-1.19; 1024^3 (W9) even, so it stays on gemm's split.
+/// `JITFUSE_GEMM_SPLIT=panels|gemm` forces one (measurements, tests).
+fn split_panels(m: usize, k: usize, n: usize) -> bool {
+    static FORCE: once_cell::sync::Lazy<Option<bool>> =
+        once_cell::sync::Lazy::new(|| match std::env::var("JITFUSE_GEMM_SPLIT").as_deref() {
+            Ok("panels") => Some(true),
+            Ok("gemm") => Some(false),
+            _ => None,
+        });
+    let macs = m.saturating_mul(k).saturating_mul(n);
+    match *FORCE {
+        Some(f) => f && m.min(n) > 16,
+        None => m.min(n) >= 64 && (1 << 22..=1 << 28).contains(&macs),
+    }
+}
+
+/// `c = a @ b` as one single-threaded `gemm` per rayon thread, each on a band of rows (or of
+/// columns when `n > m`) of the output.
+///
+/// # Safety
+/// As `Gemm::run`'s.
+unsafe fn faer_panels<T: GemmElement>(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: *mut T) {
+    #[derive(Clone, Copy)]
+    struct P<T>(Mat, Mat, *mut T);
+    unsafe impl<T> Send for P<T> {}
+    unsafe impl<T> Sync for P<T> {}
+    let p = P(a, b, c);
+    let parts = rayon::current_num_threads().max(1);
+    let by_rows = m >= n;
+    let len = if by_rows { m } else { n };
+    let step = len.div_ceil(parts).div_ceil(16) * 16;
+    let size = std::mem::size_of::<T>() as isize;
+    use rayon::prelude::*;
+    (0..len.div_ceil(step)).into_par_iter().for_each(move |i| {
+        let p = p;
+        let (s, e) = (i * step, ((i + 1) * step).min(len));
+        let (mm, nn, pa, pb, pc) = if by_rows {
+            (
+                e - s,
+                n,
+                p.0.p.wrapping_offset(s as isize * p.0.rs * size),
+                p.1.p,
+                p.2.add(s * n),
+            )
+        } else {
+            (
+                m,
+                e - s,
+                p.0.p,
+                p.1.p.wrapping_offset(s as isize * p.1.cs * size),
+                p.2.add(s),
+            )
+        };
+        gemm::gemm(
+            mm,
+            nn,
+            k,
+            pc,
+            1,
+            n as isize,
+            false,
+            pa as *const T,
+            p.0.cs,
+            p.0.rs,
+            pb as *const T,
+            p.1.cs,
+            p.1.rs,
+            T::ZERO,
+            T::ONE,
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
+        );
+    });
 }
 
 /// Whether the CPU runs `gemm`'s AVX-512 kernels (it dispatches on the same

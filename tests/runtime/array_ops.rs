@@ -635,3 +635,44 @@ fn matmul_gemm_sized_strided_operands() {
         );
     }
 }
+
+/// Mid-size products (4 M to 256 M multiply-adds) run as one single-threaded `gemm` per core on
+/// bands of output rows (or of columns when n > m): operands stored transposed, flipped and
+/// read every other element, against the interpreter.
+#[test]
+fn matmul_mid_size_products_split_in_bands() {
+    let mut rng = Rng::new(92);
+    for (trial, &(m, k, n)) in [
+        (200usize, 150usize, 170usize),
+        (70, 300, 261),
+        (130, 400, 97),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let d = FLOATS[trial % 2];
+        let a = random_tensor(&mut rng, &[m, 2 * k], d, -2.0, 2.0, false);
+        let at = random_tensor(&mut rng, &[k, m], d, -2.0, 2.0, false);
+        let b = random_tensor(&mut rng, &[k, n], d, -2.0, 2.0, false);
+        let bt = random_tensor(&mut rng, &[n, k], d, -2.0, 2.0, false);
+        let args = [a, at, b, bt];
+        let g = trace_fn(&args, |ts| {
+            let (a2, at, b, bt) = (&ts[0], &ts[1], &ts[2], &ts[3]);
+            let a = a2.slice_axis(1, 0, None, 2);
+            vec![
+                a.matmul(b),
+                at.t().matmul(&bt.t()),
+                a.flip(&[0]).matmul(&b.flip(&[1])),
+            ]
+        });
+        check_graph(
+            &g,
+            &args,
+            Tol {
+                rel: 1e-4,
+                abs: 1e-3,
+            },
+            &format!("mid-size {m}x{k}x{n} {d}"),
+        );
+    }
+}
