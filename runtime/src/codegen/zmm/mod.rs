@@ -33,6 +33,10 @@ use crate::ir::{BinaryOp, Graph, Op, UnaryOp, ValueId};
 use crate::DType;
 use iced_x86::code_asm::*;
 use iced_x86::IcedError;
+use std::rc::Rc;
+
+/// A traced function: its operations and the index of its result (`micro::trace`).
+type Traced = (Vec<micro::SymOp>, u32);
 
 /// Whether loop kernels are emitted here: the micro-kernel level is AVX-512 (CPU detection,
 /// `JITFUSE_MICRO`, `micro::set_level`) and `JITFUSE_ZMM` is not `off`.
@@ -233,7 +237,7 @@ struct Emitter<'a> {
     /// The constant pool: (f32 bits, label), emitted after the code.
     consts: Vec<(u32, CodeLabel)>,
     /// Traced micro-kernel functions inlined so far (`micro::trace`).
-    traces: Vec<(UnaryOp, std::rc::Rc<(Vec<micro::SymOp>, u32)>)>,
+    traces: Vec<(UnaryOp, Rc<Traced>)>,
 }
 
 impl<'a> Emitter<'a> {
@@ -281,11 +285,11 @@ impl<'a> Emitter<'a> {
     }
 
     /// The traced operations of f32 function `u` (see `body::Vector::inline`).
-    fn traced(&mut self, u: UnaryOp) -> std::rc::Rc<(Vec<micro::SymOp>, u32)> {
+    fn traced(&mut self, u: UnaryOp) -> Rc<Traced> {
         if let Some((_, t)) = self.traces.iter().find(|t| t.0 == u) {
             return t.clone();
         }
-        let t = std::rc::Rc::new(micro::trace(u).expect("checked by `supported`"));
+        let t = Rc::new(micro::trace(u).expect("checked by `supported`"));
         self.traces.push((u, t.clone()));
         t
     }
@@ -312,7 +316,7 @@ impl<'a> Emitter<'a> {
         }
         let mut done = self.a.create_label();
         let nd = self.p.dims.len();
-        if self.p.dims.iter().any(|&d| d == 0) {
+        if self.p.dims.contains(&0) {
             // Nothing to compute (the odometer runs at least once per started range).
             self.a.jmp(done)?;
         }

@@ -214,8 +214,8 @@ fn block(a: &mut CodeAssembler, len: i64) -> R<()> {
         a.jnz(top)?;
     }
     let rest = len % GROUP;
-    for u in 0..(rest / 16) as usize {
-        a.vaddps(acc[u], acc[u], zmmword_ptr(rsi + rdx * 4 + 64 * u as i32))?;
+    for (u, z) in acc.iter().enumerate().take((rest / 16) as usize) {
+        a.vaddps(*z, *z, zmmword_ptr(rsi + rdx * 4 + 64 * u as i32))?;
     }
     let (vecs, tail) = (rest / 16, rest % 16);
     if tail > 0 {
