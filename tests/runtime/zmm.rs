@@ -296,3 +296,72 @@ fn avx512_row_sums_match_the_interpreter() {
     }
     assert!(zmm_sums >= 13 * 4, "{zmm_sums} AVX-512 row sums");
 }
+
+/// Row kernels (softmax, log-softmax, layer norm, max-centred rows, mean and variance as
+/// outputs) as AVX-512 code: rows of every length around the vector, group and block sizes,
+/// several row dims, broadcast scale and shift, NaN and infinities in rows; against the
+/// Cranelift row kernels (sums may differ in the last bits: a tolerance; NaN where it is).
+#[test]
+fn avx512_row_kernels_match_cranelift() {
+    if micro::detected() < Level::Avx512 {
+        return;
+    }
+    let mut rng = Rng::new(25);
+    let mut zmm_rows = 0;
+    type Row = fn(&[Tensor]) -> Vec<Tensor>;
+    let progs: [(&str, Row); 5] = [
+        ("softmax", |ts| vec![ts[0].softmax(-1)]),
+        ("log_softmax", |ts| vec![ts[0].log_softmax(-1)]),
+        ("layer_norm", |ts| {
+            vec![ts[0].layer_norm(&ts[1], &ts[2], 1e-5, -1)]
+        }),
+        ("centred", |ts| {
+            let m = ts[0].max_keepdims(-1);
+            vec![(&ts[0] - &m).exp() * &ts[1], ts[0].min(-1)]
+        }),
+        ("moments", |ts| {
+            let x = &ts[0];
+            let mean = x.mean_keepdims(-1);
+            vec![x.mean(-1), ((x - &mean).square()).mean(-1), x - &mean]
+        }),
+    ];
+    for &n in &[1usize, 15, 16, 17, 64, 100, 1000, 2049, 4100] {
+        for (rows, special) in [(vec![3], false), (vec![2, 5], true)] {
+            let mut shape = rows.clone();
+            shape.push(n);
+            let x = if special {
+                specials(&mut rng, &shape)
+            } else {
+                random_tensor(&mut rng, &shape, DType::F32, -8.0, 8.0, false)
+            };
+            let w = random_tensor(&mut rng, &[n], DType::F32, -2.0, 2.0, false);
+            let b = random_tensor(&mut rng, &[n], DType::F32, -2.0, 2.0, false);
+            let args = [x, w, b];
+            for (name, f) in &progs {
+                let g = trace_fn(&args, |ts| f(ts));
+                let what = format!("{name} rows {rows:?} of {n}");
+                let (want, _) = run_at(Level::Avx2, &g, &args);
+                micro::set_level(Some(Level::Avx512));
+                let exe = Executable::from_graph(g.clone(), vec![]).unwrap();
+                micro::set_level(None);
+                zmm_rows += exe.asm_text().matches("AVX-512 row kernel").count();
+                let refs: Vec<&Tensor> = args.iter().collect();
+                let got = exe.run_with(&refs).unwrap();
+                for (k, (a, b)) in got.iter().zip(&want).enumerate() {
+                    let (x, y) = (a.to_vec::<f32>().unwrap(), b.to_vec::<f32>().unwrap());
+                    for i in 0..x.len() {
+                        let ok = (x[i].is_nan() && y[i].is_nan())
+                            || x[i] == y[i]
+                            || (x[i] - y[i]).abs() <= 2e-5 * (1.0 + y[i].abs());
+                        assert!(
+                            ok,
+                            "{what} output {k} element {i}: AVX-512 {} Cranelift {}\n{g}",
+                            x[i], y[i]
+                        );
+                    }
+                }
+            }
+        }
+    }
+    assert!(zmm_rows >= 9 * 2 * 4, "{zmm_rows} AVX-512 row kernels");
+}

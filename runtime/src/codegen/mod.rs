@@ -232,7 +232,9 @@ pub fn compile(g: &Graph, part: &Partition, keep_clif: bool) -> Result<CompiledK
             let code = match k {
                 Step::Kernel(kk) => zmm::build(g, part, kk),
                 Step::Reduce(v) => zmm::reduce::build(g, part, *v),
-                Step::Row(rk) => zmm::reduce::build_row(g, part, rk),
+                Step::Row(rk) => {
+                    zmm::reduce::build_row(g, part, rk).or_else(|| zmm::row::build(g, part, rk))
+                }
                 Step::Library(_) => None,
             };
             if let Some(code) = code {

@@ -452,7 +452,7 @@ fn is_expensive(g: &Graph, v: ValueId) -> bool {
 
 /// The phases of a row (reduction sets, then the element outputs) and the
 /// element-level members each must evaluate.
-fn phase_cones(g: &Graph, pl: &Plan, rk: &RowKernel) -> Vec<HashSet<ValueId>> {
+pub(super) fn phase_cones(g: &Graph, pl: &Plan, rk: &RowKernel) -> Vec<HashSet<ValueId>> {
     let grp = &rk.group;
     let reductions: Vec<ValueId> = grp
         .members

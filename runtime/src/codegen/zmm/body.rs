@@ -1,21 +1,31 @@
 //! One pass of an AVX-512 loop kernel on one 16-lane vector: which values it computes, loads
 //! and stores, register allocation over zmm0-31 and k2-k6, and each op's instructions.
 
-use super::{Emitter, Fail, R, R_I};
+use super::{Asm, Fail, R, R_I};
 use crate::codegen::kernel::{Plan, Staging};
 use crate::codegen::micro::SymOp;
 use crate::exec::partition::{const_value, Kernel};
-use crate::ir::{BinaryOp, CmpOp, Graph, Op, UnaryOp, ValueId};
+use crate::ir::{BinaryOp, CmpOp, Graph, Op, ReduceOp, UnaryOp, ValueId};
 use crate::{DType, Literal};
 use iced_x86::code_asm::*;
 use std::collections::{HashMap, HashSet};
 
-const Z: [AsmRegisterZmm; 32] = [
+pub(super) const Z: [AsmRegisterZmm; 32] = [
     zmm0, zmm1, zmm2, zmm3, zmm4, zmm5, zmm6, zmm7, zmm8, zmm9, zmm10, zmm11, zmm12, zmm13, zmm14,
     zmm15, zmm16, zmm17, zmm18, zmm19, zmm20, zmm21, zmm22, zmm23, zmm24, zmm25, zmm26, zmm27,
     zmm28, zmm29, zmm30, zmm31,
 ];
-const K: [AsmRegisterK; 8] = [k0, k1, k2, k3, k4, k5, k6, k7];
+pub(super) const X: [AsmRegisterXmm; 32] = [
+    xmm0, xmm1, xmm2, xmm3, xmm4, xmm5, xmm6, xmm7, xmm8, xmm9, xmm10, xmm11, xmm12, xmm13, xmm14,
+    xmm15, xmm16, xmm17, xmm18, xmm19, xmm20, xmm21, xmm22, xmm23, xmm24, xmm25, xmm26, xmm27,
+    xmm28, xmm29, xmm30, xmm31,
+];
+pub(super) const Y: [AsmRegisterYmm; 32] = [
+    ymm0, ymm1, ymm2, ymm3, ymm4, ymm5, ymm6, ymm7, ymm8, ymm9, ymm10, ymm11, ymm12, ymm13, ymm14,
+    ymm15, ymm16, ymm17, ymm18, ymm19, ymm20, ymm21, ymm22, ymm23, ymm24, ymm25, ymm26, ymm27,
+    ymm28, ymm29, ymm30, ymm31,
+];
+pub(super) const K: [AsmRegisterK; 8] = [k0, k1, k2, k3, k4, k5, k6, k7];
 /// The tail mask of the masked last vector.
 const TAIL: u8 = 1;
 /// Scratch mask inside one op (max/min NaN fix-up).
@@ -70,17 +80,17 @@ pub(super) struct Regs {
 }
 
 impl Regs {
+    pub fn z(&mut self) -> R<u8> {
+        self.z.pop().ok_or(Fail::Registers)
+    }
+    pub fn k(&mut self) -> R<u8> {
+        self.k.pop().ok_or(Fail::Registers)
+    }
     pub fn new() -> Self {
         Regs {
             z: (0..32).rev().collect(),
             k: vec![6, 5, 4, 3, 2],
         }
-    }
-    fn z(&mut self) -> R<u8> {
-        self.z.pop().ok_or(Fail::Registers)
-    }
-    fn k(&mut self) -> R<u8> {
-        self.k.pop().ok_or(Fail::Registers)
     }
     fn free(&mut self, l: Loc) {
         match l {
@@ -95,6 +105,9 @@ impl Regs {
 pub(super) struct Hoisted {
     consts: HashMap<u32, u8>,
     splats: HashMap<usize, u8>,
+    rows: HashMap<i32, u8>,
+    /// Registers owned by the caller for the whole pass (reduction accumulators).
+    pub fixed: Vec<u8>,
 }
 
 impl Hoisted {
@@ -102,13 +115,35 @@ impl Hoisted {
         self.consts
             .values()
             .chain(self.splats.values())
+            .chain(self.rows.values())
+            .chain(&self.fixed)
             .any(|&x| x == r)
+    }
+}
+
+/// The accumulators of one reduction in a row kernel's phase: one register per vector of the
+/// unrolled group, and for max/min the mask register collecting NaN lanes.
+pub(super) struct AccSet {
+    pub op: ReduceOp,
+    pub regs: [u8; 4],
+    pub nan: Option<u8>,
+}
+
+/// The f32 bits of a reduction's identity.
+pub(super) fn identity_bits(op: ReduceOp) -> u32 {
+    match op {
+        ReduceOp::Sum => 0,
+        ReduceOp::Max => f32::NEG_INFINITY.to_bits(),
+        ReduceOp::Min => f32::INFINITY.to_bits(),
+        ReduceOp::Prod => 1f32.to_bits(),
     }
 }
 
 /// What a vector's code needs besides the pass: pointer registers, hoisted values, tiles.
 pub(super) struct Ctx<'c> {
     pub ptrs: &'c [Option<AsmRegister64>],
+    /// Reduction accumulators (`Dest::Acc`), row kernels only.
+    pub accs: &'c [AccSet],
     pub hoisted: &'c Hoisted,
     /// Frame offset of the first tile, and bytes per tile.
     pub tiles: i32,
@@ -117,25 +152,35 @@ pub(super) struct Ctx<'c> {
 
 /// A value the pass reads rather than computes.
 #[derive(Clone, Copy)]
-enum Leaf {
+pub(super) enum Leaf {
     Const(Literal, DType),
+    /// A staged transcendental's tile.
     Tile(usize),
+    /// Through an access (contiguous or broadcast along the run).
     Read(usize),
+    /// A row-level f32 kept in the frame at this offset (row kernels), broadcast.
+    Row(i32),
 }
 
 /// Where a pass stores a value.
 #[derive(Clone, Copy)]
-enum Dest {
+pub(super) enum Dest {
     Access(usize),
     Tile(usize),
+    /// Folded into reduction accumulator set `j` (row kernels).
+    Acc(usize),
+    /// Lane 0 to the frame at this offset (a row-level value).
+    Frame(i32),
 }
 
-/// One pass of a kernel: round `r` of a staged kernel or the whole kernel.
+/// One pass over a run of elements: round `r` of a staged kernel, the whole kernel, or a phase
+/// of a row kernel.
 pub(super) struct Pass<'a> {
     g: &'a Graph,
-    p: &'a Plan,
-    stage: Option<&'a Staging>,
-    r: Option<usize>,
+    /// Stride along the run (0 or 1) of each access.
+    inner: Vec<i64>,
+    /// How each value read but not computed is read.
+    leaves: HashMap<ValueId, Leaf>,
     /// The nodes computed, in order.
     nodes: Vec<ValueId>,
     /// Reads of each value in one vector (operands and stores).
@@ -172,34 +217,71 @@ impl<'a> Pass<'a> {
                     .collect(),
             ),
         };
+        let leaf = |x: ValueId| -> Option<Leaf> {
+            if let Some(l) = const_value(g, x) {
+                return Some(Leaf::Const(l, g.node(x).dtype));
+            }
+            if let (Some(st), Some(r)) = (stage, r) {
+                if let Some(j) = st.done_before(x, r) {
+                    return Some(Leaf::Tile(j));
+                }
+            }
+            // A view or a kernel input: read through its access.
+            p.reads.get(&x).map(|&a| Leaf::Read(a))
+        };
+        let inner = p
+            .accesses
+            .iter()
+            .map(|a| *a.strides.last().unwrap())
+            .collect();
+        let nodes: Vec<ValueId> = k
+            .nodes
+            .iter()
+            .copied()
+            .filter(|v| cone.as_ref().is_none_or(|c| c.contains(v)))
+            .collect();
+        Pass::of(g, inner, &nodes, &leaf, stores)
+    }
+
+    /// A pass computing `candidates` (in order) except the leaves, then storing `stores`.
+    pub fn of(
+        g: &'a Graph,
+        inner: Vec<i64>,
+        candidates: &[ValueId],
+        leaf: &dyn Fn(ValueId) -> Option<Leaf>,
+        stores: Vec<(ValueId, Dest)>,
+    ) -> Self {
         let mut pass = Pass {
             g,
-            p,
-            stage,
-            r,
+            used: vec![false; inner.len()],
+            inner,
+            leaves: HashMap::new(),
             nodes: Vec::new(),
             uses: HashMap::new(),
             stores,
-            used: vec![false; p.accesses.len()],
         };
-        for &v in &k.nodes {
-            if cone.as_ref().is_some_and(|c| !c.contains(&v)) || pass.leaf(v).is_some() {
+        let note = |pass: &mut Pass, x: ValueId| {
+            if let Some(l) = leaf(x) {
+                if let Leaf::Read(a) = l {
+                    pass.used[a] = true;
+                }
+                pass.leaves.insert(x, l);
+            }
+        };
+        for &v in candidates {
+            if leaf(v).is_some() {
                 continue;
             }
             pass.nodes.push(v);
             for &x in &g.node(v).inputs {
                 *pass.uses.entry(x).or_default() += 1;
-                if let Some(Leaf::Read(a)) = pass.leaf(x) {
-                    pass.used[a] = true;
-                }
+                note(&mut pass, x);
             }
         }
         for i in 0..pass.stores.len() {
             let (v, d) = pass.stores[i];
             *pass.uses.entry(v).or_default() += 1;
-            if let Some(Leaf::Read(a)) = pass.leaf(v) {
-                pass.used[a] = true;
-            }
+            note(&mut pass, v);
             if let Dest::Access(a) = d {
                 pass.used[a] = true;
             }
@@ -209,16 +291,7 @@ impl<'a> Pass<'a> {
 
     /// How `x` is read if it is not computed in the pass.
     fn leaf(&self, x: ValueId) -> Option<Leaf> {
-        if let Some(l) = const_value(self.g, x) {
-            return Some(Leaf::Const(l, self.g.node(x).dtype));
-        }
-        if let (Some(st), Some(r)) = (self.stage, self.r) {
-            if let Some(j) = st.done_before(x, r) {
-                return Some(Leaf::Tile(j));
-            }
-        }
-        // A view or a kernel input: read through its access.
-        self.p.reads.get(&x).map(|&a| Leaf::Read(a))
+        self.leaves.get(&x).copied()
     }
 
     /// The f32 constants the pass's ops need (operands and implicit masks).
@@ -251,7 +324,7 @@ impl<'a> Pass<'a> {
     /// the rest for the vectors' values).
     pub fn hoist(
         &self,
-        e: &mut Emitter,
+        e: &mut Asm,
         ptrs: &[Option<AsmRegister64>],
         regs: &mut Regs,
     ) -> R<Hoisted> {
@@ -262,8 +335,23 @@ impl<'a> Pass<'a> {
             e.a.vbroadcastss(Z[r as usize], dword_ptr(l))?;
             h.consts.insert(bits, r);
         }
+        let mut rows: Vec<i32> = self
+            .leaves
+            .values()
+            .filter_map(|l| match l {
+                Leaf::Row(off) => Some(*off),
+                _ => None,
+            })
+            .collect();
+        rows.sort();
+        rows.dedup();
+        for off in rows.into_iter().take(8) {
+            let r = regs.z()?;
+            e.a.vbroadcastss(Z[r as usize], dword_ptr(rsp + off))?;
+            h.rows.insert(off, r);
+        }
         for (ai, used) in self.used.iter().enumerate() {
-            if *used && self.p.accesses[ai].strides.last() == Some(&0) && h.splats.len() < 4 {
+            if *used && self.inner[ai] == 0 && h.splats.len() < 4 {
                 let r = regs.z()?;
                 e.a.vbroadcastss(Z[r as usize], dword_ptr(ptrs[ai].unwrap()))?;
                 h.splats.insert(ai, r);
@@ -276,7 +364,7 @@ impl<'a> Pass<'a> {
     /// `masked`) and store its results.
     pub fn vector(
         &self,
-        e: &mut Emitter,
+        e: &mut Asm,
         ctx: &Ctx,
         regs: &mut Regs,
         disp: i32,
@@ -328,7 +416,7 @@ struct Vector<'p, 'a, 'c> {
 
 impl Vector<'_, '_, '_> {
     /// A full-width (or tail-masked, zeroing) load.
-    fn load(&mut self, e: &mut Emitter, r: u8, mem: AsmMemoryOperand) -> R<()> {
+    fn load(&mut self, e: &mut Asm, r: u8, mem: AsmMemoryOperand) -> R<()> {
         if self.masked {
             e.a.vmovups(zk(r, TAIL).z(), mem)?;
         } else {
@@ -346,7 +434,7 @@ impl Vector<'_, '_, '_> {
     }
 
     /// The location of `x`, loading it if it is a leaf not yet loaded.
-    fn get(&mut self, e: &mut Emitter, x: ValueId) -> R<Loc> {
+    fn get(&mut self, e: &mut Asm, x: ValueId) -> R<Loc> {
         if let Some(&l) = self.env.get(&x) {
             return Ok(l);
         }
@@ -373,6 +461,14 @@ impl Vector<'_, '_, '_> {
                     }
                 }
             }
+            Leaf::Row(off) => match self.ctx.hoisted.rows.get(&off) {
+                Some(&r) => Loc::Z(r),
+                None => {
+                    let r = self.regs.z()?;
+                    e.a.vbroadcastss(Z[r as usize], dword_ptr(rsp + off))?;
+                    Loc::Z(r)
+                }
+            },
             Leaf::Tile(j) => {
                 let r = self.regs.z()?;
                 let mem = self.tile_mem(j);
@@ -380,7 +476,7 @@ impl Vector<'_, '_, '_> {
                 Loc::Z(r)
             }
             Leaf::Read(a) => {
-                if self.pass.p.accesses[a].strides.last() == Some(&0) {
+                if self.pass.inner[a] == 0 {
                     match self.ctx.hoisted.splats.get(&a) {
                         Some(&r) => Loc::Z(r),
                         None => {
@@ -422,7 +518,7 @@ impl Vector<'_, '_, '_> {
     }
 
     /// A register holding f32 constant `bits`, and whether it is a temporary to free.
-    fn constant(&mut self, e: &mut Emitter, bits: u32) -> R<(u8, bool)> {
+    fn constant(&mut self, e: &mut Asm, bits: u32) -> R<(u8, bool)> {
         if let Some(&r) = self.ctx.hoisted.consts.get(&bits) {
             return Ok((r, false));
         }
@@ -432,11 +528,21 @@ impl Vector<'_, '_, '_> {
         Ok((r, true))
     }
 
-    fn store(&mut self, e: &mut Emitter, val: ValueId, dest: Dest) -> R<()> {
+    fn store(&mut self, e: &mut Asm, val: ValueId, dest: Dest) -> R<()> {
         let r = self.get(e, val)?.z();
         let mem = match dest {
             Dest::Access(a) => zmmword_ptr(self.ptr(a) + R_I * 4 + self.disp),
             Dest::Tile(j) => self.tile_mem(j),
+            Dest::Acc(j) => {
+                self.accumulate(e, j, r)?;
+                self.release(val);
+                return Ok(());
+            }
+            Dest::Frame(off) => {
+                e.a.vmovss(dword_ptr(rsp + off), X[r as usize])?;
+                self.release(val);
+                return Ok(());
+            }
         };
         if self.masked {
             e.a.vmovups(mem.k1(), Z[r as usize])?;
@@ -444,6 +550,48 @@ impl Vector<'_, '_, '_> {
             e.a.vmovups(mem, Z[r as usize])?;
         }
         self.release(val);
+        Ok(())
+    }
+
+    /// Fold the vector in `x` into accumulator set `j` (the register of this vector's place
+    /// in its group). Lanes past the tail take the reduction's identity; max/min keep a NaN
+    /// accumulator (`maxps x, acc` returns `acc` when either is NaN) and note NaN lanes of `x`
+    /// in the set's mask.
+    fn accumulate(&mut self, e: &mut Asm, j: usize, x: u8) -> R<()> {
+        let set = &self.ctx.accs[j];
+        let (op, nan) = (set.op, set.nan);
+        let acc = Z[set.regs[(self.disp / 64) as usize] as usize];
+        let mut t = None;
+        let mut xz = Z[x as usize];
+        if self.masked {
+            let r = self.regs.z()?;
+            let (c, tmp) = self.constant(e, identity_bits(op))?;
+            e.a.vmovaps(Z[r as usize], Z[c as usize])?;
+            if tmp {
+                self.regs.free(Loc::Z(c));
+            }
+            e.a.vmovaps(zk(r, TAIL), xz)?;
+            xz = Z[r as usize];
+            t = Some(r);
+        }
+        match op {
+            ReduceOp::Sum => e.a.vaddps(acc, acc, xz)?,
+            ReduceOp::Max | ReduceOp::Min => {
+                if let Some(k) = nan {
+                    e.a.vcmpps(K[SCRATCH_K as usize], xz, xz, 3)?;
+                    e.a.korw(K[k as usize], K[k as usize], K[SCRATCH_K as usize])?;
+                }
+                if op == ReduceOp::Max {
+                    e.a.vmaxps(acc, xz, acc)?;
+                } else {
+                    e.a.vminps(acc, xz, acc)?;
+                }
+            }
+            ReduceOp::Prod => e.a.vmulps(acc, acc, xz)?,
+        }
+        if let Some(r) = t {
+            self.regs.free(Loc::Z(r));
+        }
         Ok(())
     }
 
@@ -456,7 +604,7 @@ impl Vector<'_, '_, '_> {
     }
 
     /// Emit node `v` (its operands are available); returns where its value is.
-    fn compute(&mut self, e: &mut Emitter, v: ValueId) -> R<Loc> {
+    fn compute(&mut self, e: &mut Asm, v: ValueId) -> R<Loc> {
         let g = self.pass.g;
         let n = g.node(v);
         let mut args = Vec::with_capacity(n.inputs.len());
@@ -634,7 +782,7 @@ impl Vector<'_, '_, '_> {
     /// The f32 function `u` of the value in `x`, inline: the operations of its micro-kernel
     /// (`micro::trace`), each as the instruction the micro-kernel uses, so the bits are the
     /// micro-kernel's (and the Cranelift path's). Returns the result's register (owned).
-    fn inline(&mut self, e: &mut Emitter, u: UnaryOp, x: u8) -> R<Loc> {
+    fn inline(&mut self, e: &mut Asm, u: UnaryOp, x: u8) -> R<Loc> {
         let traced = e.traced(u);
         let (ops, res) = (&traced.0, traced.1 as usize);
         let mut last = vec![usize::MAX; ops.len()];

@@ -25,6 +25,7 @@
 
 mod body;
 pub mod reduce;
+pub mod row;
 
 use super::kernel::{self, Plan, Staging};
 use super::micro::{self, Level};
@@ -134,59 +135,62 @@ fn supported(g: &Graph, k: &Kernel, p: &Plan) -> bool {
     {
         return false;
     }
+    k.nodes.iter().all(|&v| node_ok(g, v))
+}
+
+/// Whether this backend emits node `v` (inside a kernel: views are reads).
+fn node_ok(g: &Graph, v: ValueId) -> bool {
     let f32_or_bool_const = |x: ValueId| match const_value(g, x) {
         Some(_) => matches!(g.node(x).dtype, DType::F32 | DType::Bool),
         None => true,
     };
-    k.nodes.iter().all(|&v| {
-        let n = g.node(v);
-        if !n.inputs.iter().all(|&x| f32_or_bool_const(x)) {
-            return false;
-        }
-        if n.op.is_view() {
-            return n.dtype == DType::F32 || const_value(g, v).is_some();
-        }
-        let arg = |i: usize| g.node(n.inputs[i]).dtype;
-        match (&n.op, n.dtype) {
-            (Op::Unary(u), DType::F32) => match u {
-                UnaryOp::Neg
-                | UnaryOp::Abs
-                | UnaryOp::Sqrt
-                | UnaryOp::Rsqrt
-                | UnaryOp::Recip
-                | UnaryOp::Square
-                | UnaryOp::Relu
-                | UnaryOp::Floor
-                | UnaryOp::StopGradient => true,
-                UnaryOp::Exp
-                | UnaryOp::Ln
-                | UnaryOp::Tanh
-                | UnaryOp::Sigmoid
-                | UnaryOp::Sin
-                | UnaryOp::Cos
-                | UnaryOp::Erf => micro::trace(*u).is_some(),
-                UnaryOp::Not => false,
-            },
-            (Op::Unary(UnaryOp::Not), DType::Bool) => true,
-            (Op::Binary(o), DType::F32) => matches!(
-                o,
-                BinaryOp::Add
-                    | BinaryOp::Sub
-                    | BinaryOp::Mul
-                    | BinaryOp::Div
-                    | BinaryOp::Max
-                    | BinaryOp::Min
-            ),
-            (Op::Binary(BinaryOp::And | BinaryOp::Or), DType::Bool) => true,
-            (Op::Compare(_), DType::Bool) => arg(0) == DType::F32,
-            (Op::Select, DType::F32) => arg(0) == DType::Bool,
-            (Op::Cast(_), to) => matches!(
-                (arg(0), to),
-                (DType::F32, DType::F32) | (DType::Bool, DType::F32) | (DType::F32, DType::Bool)
-            ),
-            _ => false,
-        }
-    })
+    let n = g.node(v);
+    if !n.inputs.iter().all(|&x| f32_or_bool_const(x)) {
+        return false;
+    }
+    if n.op.is_view() {
+        return n.dtype == DType::F32 || const_value(g, v).is_some();
+    }
+    let arg = |i: usize| g.node(n.inputs[i]).dtype;
+    match (&n.op, n.dtype) {
+        (Op::Unary(u), DType::F32) => match u {
+            UnaryOp::Neg
+            | UnaryOp::Abs
+            | UnaryOp::Sqrt
+            | UnaryOp::Rsqrt
+            | UnaryOp::Recip
+            | UnaryOp::Square
+            | UnaryOp::Relu
+            | UnaryOp::Floor
+            | UnaryOp::StopGradient => true,
+            UnaryOp::Exp
+            | UnaryOp::Ln
+            | UnaryOp::Tanh
+            | UnaryOp::Sigmoid
+            | UnaryOp::Sin
+            | UnaryOp::Cos
+            | UnaryOp::Erf => micro::trace(*u).is_some(),
+            UnaryOp::Not => false,
+        },
+        (Op::Unary(UnaryOp::Not), DType::Bool) => true,
+        (Op::Binary(o), DType::F32) => matches!(
+            o,
+            BinaryOp::Add
+                | BinaryOp::Sub
+                | BinaryOp::Mul
+                | BinaryOp::Div
+                | BinaryOp::Max
+                | BinaryOp::Min
+        ),
+        (Op::Binary(BinaryOp::And | BinaryOp::Or), DType::Bool) => true,
+        (Op::Compare(_), DType::Bool) => arg(0) == DType::F32,
+        (Op::Select, DType::F32) => arg(0) == DType::Bool,
+        (Op::Cast(_), to) => matches!(
+            (arg(0), to),
+            (DType::F32, DType::F32) | (DType::Bool, DType::F32) | (DType::F32, DType::Bool)
+        ),
+        _ => false,
+    }
 }
 
 /// General-purpose registers and their roles. Scratch: rax, rcx (mask and address arithmetic,
@@ -225,7 +229,7 @@ struct Frame {
 }
 
 struct Emitter<'a> {
-    a: CodeAssembler,
+    asm: Asm,
     g: &'a Graph,
     k: &'a Kernel,
     p: &'a Plan,
@@ -234,51 +238,21 @@ struct Emitter<'a> {
     hoist: bool,
     frame: Frame,
     tile: usize,
+}
+
+/// The assembler of one function, its constant pool and the traced functions it inlined.
+pub(super) struct Asm {
+    pub a: CodeAssembler,
     /// The constant pool: (f32 bits, label), emitted after the code.
     consts: Vec<(u32, CodeLabel)>,
     /// Traced micro-kernel functions inlined so far (`micro::trace`).
     traces: Vec<(UnaryOp, Rc<Traced>)>,
 }
 
-impl<'a> Emitter<'a> {
-    fn new(
-        g: &'a Graph,
-        k: &'a Kernel,
-        p: &'a Plan,
-        stage: Option<&'a Staging>,
-        hoist: bool,
-    ) -> R<Self> {
-        let na = p.accesses.len() as i32;
-        let nd = p.dims.len() as i32;
-        let tile = kernel::tile();
-        let start = 48;
-        let row = start + 8 * na;
-        let idx = row + 8 * na;
-        let tiles = (idx + 8 * nd + 63) / 64 * 64;
-        let staged = stage.map_or(0, |s| s.nodes.len()) as i32;
-        let size = tiles + staged * (tile as i32) * 4;
-        let size = (size + 63) / 64 * 64;
-        Ok(Emitter {
+impl Asm {
+    fn new() -> R<Self> {
+        Ok(Asm {
             a: CodeAssembler::new(64)?,
-            g,
-            k,
-            p,
-            stage,
-            hoist,
-            frame: Frame {
-                saved_rsp: 0,
-                begin: 8,
-                end: 16,
-                n: 24,
-                t0: 32,
-                m: 40,
-                start,
-                row,
-                idx,
-                tiles,
-                size,
-            },
-            tile,
             consts: Vec::new(),
             traces: Vec::new(),
         })
@@ -304,31 +278,83 @@ impl<'a> Emitter<'a> {
         l
     }
 
+    /// The constant pool after the code, then the machine code.
+    fn finish(mut self) -> R<Vec<u8>> {
+        for (bits, mut l) in std::mem::take(&mut self.consts) {
+            self.a.set_label(&mut l)?;
+            self.a.dd(&[bits])?;
+        }
+        Ok(self.a.assemble(0)?)
+    }
+}
+
+impl<'a> Emitter<'a> {
+    fn new(
+        g: &'a Graph,
+        k: &'a Kernel,
+        p: &'a Plan,
+        stage: Option<&'a Staging>,
+        hoist: bool,
+    ) -> R<Self> {
+        let na = p.accesses.len() as i32;
+        let nd = p.dims.len() as i32;
+        let tile = kernel::tile();
+        let start = 48;
+        let row = start + 8 * na;
+        let idx = row + 8 * na;
+        let tiles = (idx + 8 * nd + 63) / 64 * 64;
+        let staged = stage.map_or(0, |s| s.nodes.len()) as i32;
+        let size = tiles + staged * (tile as i32) * 4;
+        let size = (size + 63) / 64 * 64;
+        Ok(Emitter {
+            asm: Asm::new()?,
+            g,
+            k,
+            p,
+            stage,
+            hoist,
+            frame: Frame {
+                saved_rsp: 0,
+                begin: 8,
+                end: 16,
+                n: 24,
+                t0: 32,
+                m: 40,
+                start,
+                row,
+                idx,
+                tiles,
+                size,
+            },
+            tile,
+        })
+    }
+
     fn run(mut self) -> R<Vec<u8>> {
         let f = &self.frame;
         let (size, saved, begin, end) = (f.size, f.saved_rsp, f.begin, f.end);
-        prologue(&mut self.a, size, saved, begin, end)?;
+        prologue(&mut self.asm.a, size, saved, begin, end)?;
         for (i, acc) in self.p.accesses.iter().enumerate() {
-            let a = &mut self.a;
+            let a = &mut self.asm.a;
             a.mov(rax, qword_ptr(rdi + (acc.ptr as i32) * 8))?;
             add_imm(a, rax, acc.offset * 4)?;
             a.mov(qword_ptr(rsp + (self.frame.start + 8 * i as i32)), rax)?;
         }
-        let mut done = self.a.create_label();
+        let mut done = self.asm.a.create_label();
         let nd = self.p.dims.len();
         if self.p.dims.contains(&0) {
             // Nothing to compute (the odometer runs at least once per started range).
-            self.a.jmp(done)?;
+            self.asm.a.jmp(done)?;
         }
         if nd == 1 {
             let f = &self.frame;
-            let a = &mut self.a;
+            let a = &mut self.asm.a;
             a.mov(rax, qword_ptr(rsp + f.end))?;
             a.sub(rax, qword_ptr(rsp + f.begin))?;
             a.jle(done)?;
             a.mov(qword_ptr(rsp + f.n), rax)?;
             for (i, acc) in self.p.accesses.iter().enumerate() {
-                let a = &mut self.a;
+                let a = &mut self.asm.a;
                 a.mov(rcx, qword_ptr(rsp + (f.start + 8 * i as i32)))?;
                 if acc.strides[0] == 1 {
                     a.mov(rax, qword_ptr(rsp + f.begin))?;
@@ -340,7 +366,7 @@ impl<'a> Emitter<'a> {
         } else {
             let f = &self.frame;
             let (fidx, fn_, fstart, frow, fend) = (f.idx, f.n, f.start, f.row, f.end);
-            let a = &mut self.a;
+            let a = &mut self.asm.a;
             a.mov(rax, qword_ptr(rsp + f.begin))?;
             a.cmp(rax, qword_ptr(rsp + f.end))?;
             a.jge(done)?;
@@ -353,7 +379,7 @@ impl<'a> Emitter<'a> {
             let mut top = a.create_label();
             mark(a, &mut top)?;
             for (i, acc) in self.p.accesses.iter().enumerate() {
-                let a = &mut self.a;
+                let a = &mut self.asm.a;
                 a.mov(rcx, qword_ptr(rsp + (fstart + 8 * i as i32)))?;
                 for d in 0..nd - 1 {
                     let bytes = acc.strides[d] * 4;
@@ -372,7 +398,7 @@ impl<'a> Emitter<'a> {
                 a.mov(qword_ptr(rsp + (frow + 8 * i as i32)), rcx)?;
             }
             self.row()?;
-            let a = &mut self.a;
+            let a = &mut self.asm.a;
             for d in (1..nd - 1).rev() {
                 let at = fidx + 8 * d as i32;
                 a.mov(rax, qword_ptr(rsp + at))?;
@@ -388,14 +414,10 @@ impl<'a> Emitter<'a> {
             a.cmp(rax, qword_ptr(rsp + fend))?;
             a.jl(top)?;
         }
-        let a = &mut self.a;
+        let a = &mut self.asm.a;
         mark(a, &mut done)?;
         epilogue(a, saved)?;
-        for (bits, mut l) in std::mem::take(&mut self.consts) {
-            self.a.set_label(&mut l)?;
-            self.a.dd(&[bits])?;
-        }
-        Ok(self.a.assemble(0)?)
+        self.asm.finish()
     }
 
     /// One row of `frame.n` elements from the pointers in `frame.row`.
@@ -406,7 +428,7 @@ impl<'a> Emitter<'a> {
         let f = &self.frame;
         let (t0, m, n) = (f.t0, f.m, f.n);
         let tile = self.tile as i32;
-        let a = &mut self.a;
+        let a = &mut self.asm.a;
         a.mov(qword_ptr(rsp + t0), 0)?;
         let mut top = a.create_label();
         mark(a, &mut top)?;
@@ -424,7 +446,7 @@ impl<'a> Emitter<'a> {
                         continue;
                     }
                     let at = self.frame.tiles + (j * self.tile * 4) as i32;
-                    let a = &mut self.a;
+                    let a = &mut self.asm.a;
                     a.lea(rdi, qword_ptr(rsp + at))?;
                     a.mov(rsi, rdi)?;
                     a.mov(rdx, qword_ptr(rsp + m))?;
@@ -433,7 +455,7 @@ impl<'a> Emitter<'a> {
                 }
             }
         }
-        let a = &mut self.a;
+        let a = &mut self.asm.a;
         a.mov(rax, qword_ptr(rsp + t0))?;
         a.add(rax, tile)?;
         a.mov(qword_ptr(rsp + t0), rax)?;
@@ -457,7 +479,7 @@ impl<'a> Emitter<'a> {
             let reg = *PTR_REGS.get(next).ok_or(Fail::Registers)?;
             next += 1;
             ptrs[ai] = Some(reg);
-            let a = &mut self.a;
+            let a = &mut self.asm.a;
             a.mov(reg, qword_ptr(rsp + (self.frame.row + 8 * ai as i32)))?;
             if in_tile && self.p.accesses[ai].strides.last() == Some(&1) {
                 a.mov(rax, qword_ptr(rsp + self.frame.t0))?;
@@ -466,62 +488,68 @@ impl<'a> Emitter<'a> {
         }
         let mut regs = body::Regs::new();
         let hoisted = if self.hoist {
-            plan.hoist(self, &ptrs, &mut regs)?
+            plan.hoist(&mut self.asm, &ptrs, &mut regs)?
         } else {
             body::Hoisted::default()
         };
         let ctx = body::Ctx {
             ptrs: &ptrs,
+            accs: &[],
             hoisted: &hoisted,
             tiles: self.frame.tiles,
             tile_bytes: (self.tile * 4) as i32,
         };
-        let a = &mut self.a;
+        let a = &mut self.asm.a;
         a.mov(R_N, qword_ptr(rsp + count))?;
         a.xor(R_I, R_I)?;
-        // Groups of UNROLL vectors.
-        let group = (UNROLL * LANES) as i32;
-        let mut skip = a.create_label();
-        a.lea(R_LAST, qword_ptr(R_N - group))?;
-        a.cmp(R_I, R_LAST)?;
-        a.jg(skip)?;
-        let mut top = a.create_label();
-        mark(a, &mut top)?;
-        for u in 0..UNROLL {
-            plan.vector(self, &ctx, &mut regs.clone(), (u * LANES) as i32, false)?;
-        }
-        let a = &mut self.a;
-        a.add(R_I, group)?;
-        a.cmp(R_I, R_LAST)?;
-        a.jle(top)?;
-        mark(a, &mut skip)?;
-        // Single vectors.
-        let mut skip = a.create_label();
-        a.lea(R_LAST, qword_ptr(R_N - LANES as i32))?;
-        a.cmp(R_I, R_LAST)?;
-        a.jg(skip)?;
-        let mut top = a.create_label();
-        mark(a, &mut top)?;
-        plan.vector(self, &ctx, &mut regs.clone(), 0, false)?;
-        let a = &mut self.a;
-        a.add(R_I, LANES as i32)?;
-        a.cmp(R_I, R_LAST)?;
-        a.jle(top)?;
-        mark(a, &mut skip)?;
-        // The last 1..15 elements under mask k1.
-        let mut end = a.create_label();
-        a.cmp(R_I, R_N)?;
-        a.jge(end)?;
-        a.mov(rcx, R_N)?;
-        a.sub(rcx, R_I)?;
-        a.mov(eax, 1)?;
-        a.shl(eax, cl)?;
-        a.sub(eax, 1)?;
-        a.kmovw(k1, eax)?;
-        plan.vector(self, &ctx, &mut regs.clone(), 0, true)?;
-        mark(&mut self.a, &mut end)?;
-        Ok(())
+        run_loop(&mut self.asm, &plan, &ctx, &regs)
     }
+}
+
+/// The vectors of a pass from element `R_I` up to `R_N`: groups of UNROLL vectors, single
+/// vectors, then the last 1..15 elements under mask k1. `regs`: the registers free in each
+/// vector (the pass's hoisted values taken).
+fn run_loop(asm: &mut Asm, plan: &body::Pass, ctx: &body::Ctx, regs: &body::Regs) -> R<()> {
+    let a = &mut asm.a;
+    let group = (UNROLL * LANES) as i32;
+    let mut skip = a.create_label();
+    a.lea(R_LAST, qword_ptr(R_N - group))?;
+    a.cmp(R_I, R_LAST)?;
+    a.jg(skip)?;
+    let mut top = a.create_label();
+    mark(a, &mut top)?;
+    for u in 0..UNROLL {
+        plan.vector(asm, ctx, &mut regs.clone(), (u * LANES) as i32, false)?;
+    }
+    let a = &mut asm.a;
+    a.add(R_I, group)?;
+    a.cmp(R_I, R_LAST)?;
+    a.jle(top)?;
+    mark(a, &mut skip)?;
+    let mut skip = a.create_label();
+    a.lea(R_LAST, qword_ptr(R_N - LANES as i32))?;
+    a.cmp(R_I, R_LAST)?;
+    a.jg(skip)?;
+    let mut top = a.create_label();
+    mark(a, &mut top)?;
+    plan.vector(asm, ctx, &mut regs.clone(), 0, false)?;
+    let a = &mut asm.a;
+    a.add(R_I, LANES as i32)?;
+    a.cmp(R_I, R_LAST)?;
+    a.jle(top)?;
+    mark(a, &mut skip)?;
+    let mut end = a.create_label();
+    a.cmp(R_I, R_N)?;
+    a.jge(end)?;
+    a.mov(rcx, R_N)?;
+    a.sub(rcx, R_I)?;
+    a.mov(eax, 1)?;
+    a.shl(eax, cl)?;
+    a.sub(eax, 1)?;
+    a.kmovw(k1, eax)?;
+    plan.vector(asm, ctx, &mut regs.clone(), 0, true)?;
+    mark(&mut asm.a, &mut end)?;
+    Ok(())
 }
 
 /// `reg += imm` for any i64.

@@ -1,0 +1,618 @@
+//! Row kernels (`fusion::row_groups`: softmax, layer norm, log-softmax, means) as AVX-512
+//! code, with the Cranelift row kernels' ABI and phase structure (`codegen/row.rs`): per row,
+//! the row-level values whose reductions are done, then one pass over the row per set of ready
+//! reductions, then a pass storing the element-level outputs, then the row-level outputs.
+//!
+//! Differences from the Cranelift kernel, both deliberate:
+//! - no stash: an element-level value needed by several phases (softmax's `exp(x - max)`) is
+//!   computed again in each (inline AVX-512 `exp` costs less than storing and reloading it);
+//! - sums add 16 lanes at a time (blocks of `BLOCK` in f32, f64 across blocks, as before), so
+//!   their last bits may differ from the 4-lane kernel's. Max/min are exact; a NaN anywhere in
+//!   the row makes the result NaN (a mask of NaN lanes, as `reduce::NanFlag`).
+//!
+//! Row-level values live in the frame (one f32 each) and are broadcast where read.
+
+use super::body::{self, identity_bits, AccSet, Dest, Leaf, Pass, Regs, K, X, Y, Z};
+use super::{
+    enabled, epilogue, mark, node_ok, prologue, run_loop, Asm, Code, Fail, PTR_REGS, R, R_I, R_N,
+};
+use crate::codegen::reduce::BLOCK;
+use crate::codegen::row::{self, Plan};
+use crate::exec::partition::{const_value, Partition, RowKernel};
+use crate::ir::{Graph, Op, ReduceOp, ValueId};
+use crate::DType;
+use iced_x86::code_asm::*;
+use std::collections::{HashMap, HashSet};
+
+/// The row kernel `rk` as AVX-512 code, or None when this backend does not take it.
+pub fn build(g: &Graph, part: &Partition, rk: &RowKernel) -> Option<Code> {
+    if !enabled() {
+        return None;
+    }
+    let pl = row::plan(g, part, rk).ok()?;
+    if !supported(g, &pl, rk) {
+        return None;
+    }
+    for hoist in [true, false] {
+        match Rows::new(g, &pl, rk, hoist).and_then(|e| e.run()) {
+            Ok(bytes) => {
+                return Some(Code {
+                    kind: "row kernel",
+                    bytes,
+                    staged: 0,
+                })
+            }
+            Err(Fail::Registers) => continue,
+            Err(Fail::Asm(e)) => {
+                debug_assert!(false, "AVX-512 row kernel: assembler error {e}");
+                return None;
+            }
+        }
+    }
+    None
+}
+
+fn supported(g: &Graph, pl: &Plan, rk: &RowKernel) -> bool {
+    if pl
+        .accesses
+        .iter()
+        .any(|a| a.dtype != DType::F32 || (pl.n > 1 && a.i_stride != 0 && a.i_stride != 1))
+    {
+        return false;
+    }
+    if pl.o_dims.iter().any(|&d| d > i32::MAX as usize) || pl.n > i32::MAX as usize / 8 {
+        return false;
+    }
+    rk.group.members.iter().all(|&m| {
+        let n = g.node(m);
+        match &n.op {
+            Op::Reduce(op, _) => {
+                n.dtype == DType::F32 && matches!(op, ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min)
+            }
+            Op::Broadcast | Op::Reshape => n.dtype == DType::F32,
+            op if op.is_view() => false,
+            _ => node_ok(g, m),
+        }
+    }) && rk.outputs.iter().all(|&o| g.node(o).dtype == DType::F32)
+}
+
+/// Frame layout (byte offsets from the 64-byte aligned rsp).
+const SAVED: i32 = 0;
+const BEGIN: i32 = 8;
+const END: i32 = 16;
+/// Full blocks left in a reduction pass.
+const BLOCKS: i32 = 24;
+const IDX: i32 = 32;
+
+struct Rows<'a> {
+    asm: Asm,
+    g: &'a Graph,
+    pl: &'a Plan,
+    rk: &'a RowKernel,
+    hoist: bool,
+    /// Frame offsets: each access's first element, each access at the current row.
+    start: i32,
+    row: i32,
+    /// Each row-level value's f32 (reductions and row-level members; broadcasts and reshapes
+    /// share their input's).
+    slots: HashMap<ValueId, i32>,
+    /// Each reduction's running total (f64 for sums, f32 for max/min).
+    totals: HashMap<ValueId, i32>,
+    size: i32,
+    /// Stride along the row (0 or 1) of each access.
+    inner: Vec<i64>,
+    /// The reductions of the current phase (accumulator set j is reduction j).
+    phase: Vec<ValueId>,
+}
+
+impl<'a> Rows<'a> {
+    fn new(g: &'a Graph, pl: &'a Plan, rk: &'a RowKernel, hoist: bool) -> R<Self> {
+        let na = pl.accesses.len() as i32;
+        let nd = pl.o_dims.len() as i32;
+        let start = IDX + 8 * nd;
+        let row = start + 8 * na;
+        let mut at = row + 8 * na;
+        let mut slots = HashMap::new();
+        let mut totals = HashMap::new();
+        for &m in &rk.group.members {
+            let n = g.node(m);
+            if matches!(n.op, Op::Broadcast | Op::Reshape) {
+                continue;
+            }
+            if matches!(n.op, Op::Reduce(..)) || rk.group.is_row_shape(&n.shape) {
+                slots.insert(m, at);
+                at += 8;
+            }
+            if matches!(n.op, Op::Reduce(..)) {
+                totals.insert(m, at);
+                at += 8;
+            }
+        }
+        let size = (at + 63) / 64 * 64;
+        let inner = pl
+            .accesses
+            .iter()
+            .map(|a| if a.i_stride == 0 { 0 } else { 1 })
+            .collect();
+        Ok(Rows {
+            asm: Asm::new()?,
+            g,
+            pl,
+            rk,
+            hoist,
+            start,
+            row,
+            slots,
+            totals,
+            size,
+            inner,
+            phase: Vec::new(),
+        })
+    }
+
+    /// The frame slot of row-level value `v` (through broadcasts and reshapes).
+    fn slot(&self, mut v: ValueId) -> Option<i32> {
+        loop {
+            if let Some(&s) = self.slots.get(&v) {
+                return Some(s);
+            }
+            let n = self.g.node(v);
+            if matches!(n.op, Op::Broadcast | Op::Reshape) && self.pl.members.contains(&v) {
+                v = n.inputs[0];
+            } else {
+                return None;
+            }
+        }
+    }
+
+    /// How a pass reads `x` when `avail` row-level values are in the frame.
+    fn leaf(&self, x: ValueId, avail: &HashSet<ValueId>) -> Option<Leaf> {
+        if let Some(l) = const_value(self.g, x) {
+            return Some(Leaf::Const(l, self.g.node(x).dtype));
+        }
+        if self.pl.members.contains(&x) {
+            let n = self.g.node(x);
+            if matches!(n.op, Op::Broadcast | Op::Reshape) || avail.contains(&x) {
+                return self.slot(x).map(Leaf::Row);
+            }
+            return None;
+        }
+        if let Some(&a) = self.pl.elem_reads.get(&x) {
+            return Some(Leaf::Read(a));
+        }
+        self.pl.row_reads.get(&x).map(|&a| Leaf::Read(a))
+    }
+
+    fn run(mut self) -> R<Vec<u8>> {
+        let size = self.size;
+        prologue(&mut self.asm.a, size, SAVED, BEGIN, END)?;
+        for (i, acc) in self.pl.accesses.iter().enumerate() {
+            let a = &mut self.asm.a;
+            a.mov(rax, qword_ptr(rdi + (acc.ptr as i32) * 8))?;
+            let off = acc.offset * 4;
+            match i32::try_from(off) {
+                Ok(0) => {}
+                Ok(o) => a.add(rax, o)?,
+                Err(_) => {
+                    a.mov(rcx, off)?;
+                    a.add(rax, rcx)?;
+                }
+            }
+            a.mov(qword_ptr(rsp + (self.start + 8 * i as i32)), rax)?;
+        }
+        let nd = self.pl.o_dims.len();
+        let a = &mut self.asm.a;
+        let mut done = a.create_label();
+        if self.pl.o_dims.contains(&0) {
+            a.jmp(done)?;
+        }
+        a.mov(rax, qword_ptr(rsp + BEGIN))?;
+        a.cmp(rax, qword_ptr(rsp + END))?;
+        a.jge(done)?;
+        a.mov(qword_ptr(rsp + IDX), rax)?;
+        for d in 1..nd {
+            a.mov(qword_ptr(rsp + (IDX + 8 * d as i32)), 0)?;
+        }
+        let mut top = a.create_label();
+        mark(a, &mut top)?;
+        for (i, acc) in self.pl.accesses.iter().enumerate() {
+            let a = &mut self.asm.a;
+            a.mov(rcx, qword_ptr(rsp + (self.start + 8 * i as i32)))?;
+            for d in 0..nd {
+                let bytes = acc.o_strides[d] * 4;
+                if bytes == 0 {
+                    continue;
+                }
+                a.mov(rax, qword_ptr(rsp + (IDX + 8 * d as i32)))?;
+                match i32::try_from(bytes) {
+                    Ok(b) => a.imul_3(rax, rax, b)?,
+                    Err(_) => {
+                        a.mov(rdx, bytes)?;
+                        a.imul_2(rax, rdx)?;
+                    }
+                }
+                a.add(rcx, rax)?;
+            }
+            a.mov(qword_ptr(rsp + (self.row + 8 * i as i32)), rcx)?;
+        }
+        self.one_row()?;
+        let a = &mut self.asm.a;
+        for d in (1..nd).rev() {
+            let at = IDX + 8 * d as i32;
+            a.mov(rax, qword_ptr(rsp + at))?;
+            a.add(rax, 1)?;
+            a.mov(qword_ptr(rsp + at), rax)?;
+            a.cmp(rax, self.pl.o_dims[d] as i32)?;
+            a.jl(top)?;
+            a.mov(qword_ptr(rsp + at), 0)?;
+        }
+        a.mov(rax, qword_ptr(rsp + IDX))?;
+        a.add(rax, 1)?;
+        a.mov(qword_ptr(rsp + IDX), rax)?;
+        a.cmp(rax, qword_ptr(rsp + END))?;
+        a.jl(top)?;
+        mark(a, &mut done)?;
+        epilogue(a, SAVED)?;
+        self.asm.finish()
+    }
+
+    /// The phases of one row (pointers in the frame).
+    fn one_row(&mut self) -> R<()> {
+        let g = self.g;
+        let grp = &self.rk.group;
+        let mut members: Vec<ValueId> = grp.members.clone();
+        members.sort();
+        let reductions: Vec<ValueId> = members
+            .iter()
+            .copied()
+            .filter(|m| matches!(g.node(*m).op, Op::Reduce(..)))
+            .collect();
+        let row_level: Vec<ValueId> = members
+            .iter()
+            .copied()
+            .filter(|m| {
+                let n = g.node(*m);
+                !matches!(n.op, Op::Reduce(..) | Op::Broadcast | Op::Reshape)
+                    && grp.is_row_shape(&n.shape)
+            })
+            .collect();
+        let mut deps: HashMap<ValueId, HashSet<ValueId>> = HashMap::new();
+        for &m in &members {
+            let mut d = HashSet::new();
+            for x in &g.node(m).inputs {
+                if let Some(of_x) = deps.get(x) {
+                    d.extend(of_x.iter().copied());
+                }
+                if reductions.contains(x) {
+                    d.insert(*x);
+                }
+            }
+            deps.insert(m, d);
+        }
+        let cones = row::phase_cones(g, self.pl, self.rk);
+        let mut avail: HashSet<ValueId> = HashSet::new();
+        let mut done: HashSet<ValueId> = HashSet::new();
+        let mut phase = 0;
+        loop {
+            self.row_level(&row_level, &deps, &done, &mut avail)?;
+            let ready: Vec<ValueId> = reductions
+                .iter()
+                .copied()
+                .filter(|r| !done.contains(r) && deps[r].iter().all(|x| done.contains(x)))
+                .collect();
+            if ready.is_empty() {
+                break;
+            }
+            self.reduce_phase(&ready, &cones[phase], &avail)?;
+            done.extend(ready.iter().copied());
+            avail.extend(ready);
+            phase += 1;
+        }
+        self.row_level(&row_level, &deps, &done, &mut avail)?;
+        // Element-level outputs.
+        let stores: Vec<(ValueId, Dest)> = self
+            .rk
+            .outputs
+            .iter()
+            .enumerate()
+            .filter(|(_, &o)| {
+                !matches!(g.node(o).op, Op::Reduce(..)) && grp.is_element_shape(&g.node(o).shape)
+            })
+            .map(|(j, &o)| (o, Dest::Access(self.pl.outs[j])))
+            .collect();
+        if !stores.is_empty() {
+            let mut cands: Vec<ValueId> = cones[phase].iter().copied().collect();
+            cands.sort();
+            let leaf = |x: ValueId| self.leaf(x, &avail);
+            let pass = Pass::of(g, self.inner.clone(), &cands, &leaf, stores);
+            self.loop_pass(&pass, &[])?;
+        }
+        // Row-level outputs: one f32 per row.
+        for (j, &o) in self.rk.outputs.iter().enumerate() {
+            let n = g.node(o);
+            if matches!(n.op, Op::Reduce(..)) || !grp.is_element_shape(&n.shape) {
+                let slot = self.slot(o).expect("a row-level output has a slot");
+                let a = &mut self.asm.a;
+                a.mov(
+                    rax,
+                    qword_ptr(rsp + (self.row + 8 * self.pl.outs[j] as i32)),
+                )?;
+                a.vmovss(xmm0, dword_ptr(rsp + slot))?;
+                a.vmovss(dword_ptr(rax), xmm0)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Pointer registers of the accesses a pass uses, loaded from the frame.
+    fn pointers(&mut self, pass: &Pass) -> R<Vec<Option<AsmRegister64>>> {
+        let mut ptrs = vec![None; self.pl.accesses.len()];
+        let mut next = 0;
+        for (ai, used) in pass.used.iter().enumerate() {
+            if *used {
+                let reg = *PTR_REGS.get(next).ok_or(Fail::Registers)?;
+                next += 1;
+                ptrs[ai] = Some(reg);
+                self.asm
+                    .a
+                    .mov(reg, qword_ptr(rsp + (self.row + 8 * ai as i32)))?;
+            }
+        }
+        Ok(ptrs)
+    }
+
+    /// The row-level members whose reductions are done, not computed yet: one vector of code
+    /// (every lane the same), each stored to its slot.
+    fn row_level(
+        &mut self,
+        row_level: &[ValueId],
+        deps: &HashMap<ValueId, HashSet<ValueId>>,
+        done: &HashSet<ValueId>,
+        avail: &mut HashSet<ValueId>,
+    ) -> R<()> {
+        let cands: Vec<ValueId> = row_level
+            .iter()
+            .copied()
+            .filter(|m| !avail.contains(m) && deps[m].iter().all(|x| done.contains(x)))
+            .collect();
+        if cands.is_empty() {
+            return Ok(());
+        }
+        let stores = cands
+            .iter()
+            .map(|&m| (m, Dest::Frame(self.slots[&m])))
+            .collect();
+        let before = avail.clone();
+        let leaf = |x: ValueId| self.leaf(x, &before);
+        let pass = Pass::of(self.g, self.inner.clone(), &cands, &leaf, stores);
+        let ptrs = self.pointers(&pass)?;
+        // Nothing hoisted: a value stored by this pass may be read by a later node of it.
+        let hoisted = body::Hoisted::default();
+        let ctx = body::Ctx {
+            ptrs: &ptrs,
+            accs: &[],
+            hoisted: &hoisted,
+            tiles: 0,
+            tile_bytes: 0,
+        };
+        self.asm.a.xor(R_I, R_I)?;
+        pass.vector(&mut self.asm, &ctx, &mut Regs::new(), 0, false)?;
+        avail.extend(cands);
+        Ok(())
+    }
+
+    /// One pass over the row computing the reductions `ready` together (their inputs' cone
+    /// is `cone`), each result to its slot.
+    fn reduce_phase(
+        &mut self,
+        ready: &[ValueId],
+        cone: &HashSet<ValueId>,
+        avail: &HashSet<ValueId>,
+    ) -> R<()> {
+        let g = self.g;
+        self.phase = ready.to_vec();
+        let mut ops = Vec::new();
+        for &r in ready {
+            let Op::Reduce(op, _) = g.node(r).op else {
+                unreachable!("a reduction")
+            };
+            let total = self.totals[&r];
+            match op {
+                ReduceOp::Sum => self.asm.a.mov(qword_ptr(rsp + total), 0)?,
+                _ => self
+                    .asm
+                    .a
+                    .mov(dword_ptr(rsp + total), identity_bits(op) as i32)?,
+            }
+            ops.push(op);
+        }
+        let stores = ready
+            .iter()
+            .enumerate()
+            .map(|(j, &r)| (g.node(r).inputs[0], Dest::Acc(j)))
+            .collect();
+        let mut cands: Vec<ValueId> = cone.iter().copied().collect();
+        cands.sort();
+        let leaf = |x: ValueId| self.leaf(x, avail);
+        let pass = Pass::of(g, self.inner.clone(), &cands, &leaf, stores);
+        let accs = self.loop_pass(&pass, &ops)?;
+        for (j, &r) in ready.iter().enumerate() {
+            let (slot, total) = (self.slots[&r], self.totals[&r]);
+            let a = &mut self.asm.a;
+            match ops[j] {
+                ReduceOp::Sum => {
+                    a.vcvtsd2ss(xmm0, xmm0, qword_ptr(rsp + total))?;
+                    a.vmovss(dword_ptr(rsp + slot), xmm0)?;
+                }
+                _ => {
+                    a.mov(eax, dword_ptr(rsp + total))?;
+                    a.mov(dword_ptr(rsp + slot), eax)?;
+                    if let Some(k) = accs[j].nan {
+                        let mut skip = a.create_label();
+                        a.kortestw(K[k as usize], K[k as usize])?;
+                        a.jz(skip)?;
+                        a.mov(dword_ptr(rsp + slot), f32::NAN.to_bits() as i32)?;
+                        mark(a, &mut skip)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A pass over the row (elements 0 to n) with the pass's pointers and hoisted values; with
+    /// reductions `ops` (accumulator set j folds `Dest::Acc(j)`), in blocks of `BLOCK` elements
+    /// whose accumulators fold into the running totals. Returns the accumulator sets.
+    fn loop_pass(&mut self, pass: &Pass, ops: &[ReduceOp]) -> R<Vec<AccSet>> {
+        let ptrs = self.pointers(pass)?;
+        let mut regs = Regs::new();
+        let mut accs = Vec::new();
+        let mut fixed = Vec::new();
+        for &op in ops {
+            let rs = [regs.z()?, regs.z()?, regs.z()?, regs.z()?];
+            fixed.extend(rs);
+            let nan = match op {
+                ReduceOp::Max | ReduceOp::Min => {
+                    let k = regs.k()?;
+                    self.asm
+                        .a
+                        .kxorw(K[k as usize], K[k as usize], K[k as usize])?;
+                    Some(k)
+                }
+                _ => None,
+            };
+            accs.push(AccSet { op, regs: rs, nan });
+        }
+        let mut hoisted = if self.hoist {
+            pass.hoist(&mut self.asm, &ptrs, &mut regs)?
+        } else {
+            body::Hoisted::default()
+        };
+        hoisted.fixed = fixed;
+        let ctx = body::Ctx {
+            ptrs: &ptrs,
+            accs: &accs,
+            hoisted: &hoisted,
+            tiles: 0,
+            tile_bytes: 0,
+        };
+        let n = self.pl.n as i64;
+        let block = if accs.is_empty() { n.max(1) } else { BLOCK };
+        let (full, rest) = (n / block, n % block);
+        self.asm.a.xor(R_I, R_I)?;
+        let mut blocks = Vec::new();
+        if full > 0 {
+            blocks.push((full, block));
+        }
+        if rest > 0 {
+            blocks.push((1, rest));
+        }
+        for (count, len) in blocks {
+            let mut top = self.asm.a.create_label();
+            if count > 1 {
+                self.asm.a.mov(qword_ptr(rsp + BLOCKS), count as i32)?;
+            }
+            mark(&mut self.asm.a, &mut top)?;
+            self.init_accs(&accs)?;
+            self.asm.a.lea(R_N, qword_ptr(R_I + len as i32))?;
+            run_loop(&mut self.asm, pass, &ctx, &regs)?;
+            self.fold_accs(&accs, &regs)?;
+            if count > 1 {
+                let a = &mut self.asm.a;
+                a.sub(qword_ptr(rsp + BLOCKS), 1)?;
+                a.jnz(top)?;
+            }
+        }
+        Ok(accs)
+    }
+
+    /// Accumulators to their reduction's identity.
+    fn init_accs(&mut self, accs: &[AccSet]) -> R<()> {
+        for set in accs {
+            let bits = identity_bits(set.op);
+            for &r in &set.regs {
+                let z = Z[r as usize];
+                if bits == 0 {
+                    self.asm.a.vpxord(z, z, z)?;
+                } else {
+                    let l = self.asm.const_label(bits);
+                    self.asm.a.vbroadcastss(z, dword_ptr(l))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Each set's four accumulators, then its lanes, into its running total.
+    fn fold_accs(&mut self, accs: &[AccSet], regs: &Regs) -> R<()> {
+        let mut regs = regs.clone();
+        let t = regs.z()?;
+        let totals: Vec<i32> = (0..accs.len())
+            .map(|j| self.totals[&self.reduction_of(j)])
+            .collect();
+        let a = &mut self.asm.a;
+        let (tz, ty, tx) = (Z[t as usize], Y[t as usize], X[t as usize]);
+        for (j, set) in accs.iter().enumerate() {
+            let total = totals[j];
+            let [r0, r1, r2, r3] = set.regs.map(|r| r as usize);
+            let op = |a: &mut CodeAssembler,
+                      d: AsmRegisterZmm,
+                      x: AsmRegisterZmm,
+                      y: AsmRegisterZmm|
+             -> R<()> {
+                match set.op {
+                    ReduceOp::Sum => a.vaddps(d, x, y)?,
+                    ReduceOp::Max => a.vmaxps(d, x, y)?,
+                    _ => a.vminps(d, x, y)?,
+                }
+                Ok(())
+            };
+            op(a, Z[r0], Z[r0], Z[r1])?;
+            op(a, Z[r2], Z[r2], Z[r3])?;
+            op(a, Z[r0], Z[r0], Z[r2])?;
+            a.vextractf64x4(ty, Z[r0], 1)?;
+            let (y0, x0) = (Y[r0], X[r0]);
+            match set.op {
+                ReduceOp::Sum => a.vaddps(y0, y0, ty)?,
+                ReduceOp::Max => a.vmaxps(y0, y0, ty)?,
+                _ => a.vminps(y0, y0, ty)?,
+            }
+            a.vextractf128(tx, y0, 1)?;
+            let op4 = |a: &mut CodeAssembler| -> R<()> {
+                match set.op {
+                    ReduceOp::Sum => a.vaddps(x0, x0, tx)?,
+                    ReduceOp::Max => a.vmaxps(x0, x0, tx)?,
+                    _ => a.vminps(x0, x0, tx)?,
+                }
+                Ok(())
+            };
+            op4(a)?;
+            a.vmovhlps(tx, x0, x0)?;
+            op4(a)?;
+            a.vmovshdup(tx, x0)?;
+            op4(a)?;
+            match set.op {
+                ReduceOp::Sum => {
+                    a.vcvtss2sd(x0, x0, x0)?;
+                    a.vaddsd(x0, x0, qword_ptr(rsp + total))?;
+                    a.vmovsd(qword_ptr(rsp + total), x0)?;
+                }
+                ReduceOp::Max => {
+                    a.vmaxss(x0, x0, dword_ptr(rsp + total))?;
+                    a.vmovss(dword_ptr(rsp + total), x0)?;
+                }
+                _ => {
+                    a.vminss(x0, x0, dword_ptr(rsp + total))?;
+                    a.vmovss(dword_ptr(rsp + total), x0)?;
+                }
+            }
+        }
+        let _ = tz;
+        Ok(())
+    }
+
+    /// The reduction accumulated by set `j` of the current phase.
+    fn reduction_of(&self, j: usize) -> ValueId {
+        self.phase[j]
+    }
+}
