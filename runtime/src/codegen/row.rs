@@ -439,9 +439,9 @@ struct Stash {
 }
 
 /// Scratch budget for stashed rows, per thread (the stack).
-const STASH_BYTES: usize = 128 * 1024;
+pub(super) const STASH_BYTES: usize = 128 * 1024;
 
-fn is_expensive(g: &Graph, v: ValueId) -> bool {
+pub(super) fn is_expensive(g: &Graph, v: ValueId) -> bool {
     use crate::ir::UnaryOp::*;
     matches!(
         g.node(v).op,

@@ -103,6 +103,15 @@ struct Rows<'a> {
     inner: Vec<i64>,
     /// The reductions of the current phase (accumulator set j is reduction j).
     phase: Vec<ValueId>,
+    /// Expensive element-level values evaluated in several phases (softmax's
+    /// `exp(x - max)`): stored into a row-sized scratch (`Leaf::Tile`/`Dest::Tile` j) by the
+    /// first phase computing them, read by the later ones. Frame offset of the first, bytes
+    /// per scratch.
+    stash: Vec<ValueId>,
+    stash_at: i32,
+    stash_bytes: i32,
+    /// Stashed values already in their scratch.
+    stash_ready: HashSet<ValueId>,
 }
 
 impl<'a> Rows<'a> {
@@ -128,6 +137,23 @@ impl<'a> Rows<'a> {
                 at += 8;
             }
         }
+        // Stash: as `row::stash_values` picks (expensive, read in two phases or more),
+        // within the same budget.
+        let cones = row::phase_cones(g, pl, rk);
+        let stash_bytes = (((pl.n + 16) * 4).div_ceil(64) * 64) as i32;
+        let mut stash = Vec::new();
+        let mut budget = row::STASH_BYTES as i64;
+        let mut members: Vec<ValueId> = rk.group.members.clone();
+        members.sort();
+        for m in members {
+            let uses = cones.iter().filter(|c| c.contains(&m)).count();
+            if uses >= 2 && row::is_expensive(g, m) && stash_bytes as i64 <= budget {
+                budget -= stash_bytes as i64;
+                stash.push(m);
+            }
+        }
+        let stash_at = (at + 63) / 64 * 64;
+        let at = stash_at + stash_bytes * stash.len() as i32;
         let size = (at + 63) / 64 * 64;
         let inner = pl
             .accesses
@@ -147,6 +173,10 @@ impl<'a> Rows<'a> {
             size,
             inner,
             phase: Vec::new(),
+            stash,
+            stash_at,
+            stash_bytes,
+            stash_ready: HashSet::new(),
         })
     }
 
@@ -169,6 +199,10 @@ impl<'a> Rows<'a> {
     fn leaf(&self, x: ValueId, avail: &HashSet<ValueId>) -> Option<Leaf> {
         if let Some(l) = const_value(self.g, x) {
             return Some(Leaf::Const(l, self.g.node(x).dtype));
+        }
+        if self.stash_ready.contains(&x) {
+            let j = self.stash.iter().position(|&s| s == x).expect("stashed");
+            return Some(Leaf::Tile(j));
         }
         if self.pl.members.contains(&x) {
             let n = self.g.node(x);
@@ -426,16 +460,25 @@ impl<'a> Rows<'a> {
             }
             ops.push(op);
         }
-        let stores = ready
+        let mut stores: Vec<(ValueId, Dest)> = ready
             .iter()
             .enumerate()
             .map(|(j, &r)| (g.node(r).inputs[0], Dest::Acc(j)))
             .collect();
         let mut cands: Vec<ValueId> = cone.iter().copied().collect();
         cands.sort();
+        // Stashed values this phase computes first go to their scratch.
+        let mut stored = Vec::new();
+        for (j, &m) in self.stash.iter().enumerate() {
+            if cone.contains(&m) && !self.stash_ready.contains(&m) {
+                stores.push((m, Dest::Tile(j)));
+                stored.push(m);
+            }
+        }
         let leaf = |x: ValueId| self.leaf(x, avail);
         let pass = Pass::of(g, self.inner.clone(), &cands, &leaf, stores);
         let accs = self.loop_pass(&pass, &ops)?;
+        self.stash_ready.extend(stored);
         for (j, &r) in ready.iter().enumerate() {
             let (slot, total) = (self.slots[&r], self.totals[&r]);
             let a = &mut self.asm.a;
@@ -493,8 +536,8 @@ impl<'a> Rows<'a> {
             ptrs: &ptrs,
             accs: &accs,
             hoisted: &hoisted,
-            tiles: 0,
-            tile_bytes: 0,
+            tiles: self.stash_at,
+            tile_bytes: self.stash_bytes,
         };
         let n = self.pl.n as i64;
         let block = if accs.is_empty() { n.max(1) } else { BLOCK };
