@@ -381,38 +381,11 @@ impl<'a> Emitter<'a> {
             for (i, acc) in self.p.accesses.iter().enumerate() {
                 let a = &mut self.asm.a;
                 a.mov(rcx, qword_ptr(rsp + (fstart + 8 * i as i32)))?;
-                for d in 0..nd - 1 {
-                    let bytes = acc.strides[d] * 4;
-                    if bytes == 0 {
-                        continue;
-                    }
-                    a.mov(rax, qword_ptr(rsp + (fidx + 8 * d as i32)))?;
-                    if let Ok(b) = i32::try_from(bytes) {
-                        a.imul_3(rax, rax, b)?;
-                    } else {
-                        a.mov(r8, bytes)?;
-                        a.imul_2(rax, r8)?;
-                    }
-                    a.add(rcx, rax)?;
-                }
+                add_strided(a, rcx, fidx, &acc.strides[..nd - 1], r8)?;
                 a.mov(qword_ptr(rsp + (frow + 8 * i as i32)), rcx)?;
             }
             self.row()?;
-            let a = &mut self.asm.a;
-            for d in (1..nd - 1).rev() {
-                let at = fidx + 8 * d as i32;
-                a.mov(rax, qword_ptr(rsp + at))?;
-                a.add(rax, 1)?;
-                a.mov(qword_ptr(rsp + at), rax)?;
-                a.cmp(rax, self.p.dims[d] as i32)?;
-                a.jl(top)?;
-                a.mov(qword_ptr(rsp + at), 0)?;
-            }
-            a.mov(rax, qword_ptr(rsp + fidx))?;
-            a.add(rax, 1)?;
-            a.mov(qword_ptr(rsp + fidx), rax)?;
-            a.cmp(rax, qword_ptr(rsp + fend))?;
-            a.jl(top)?;
+            next_row(&mut self.asm.a, fidx, &self.p.dims[..nd - 1], fend, top)?;
         }
         let a = &mut self.asm.a;
         mark(a, &mut done)?;
@@ -623,5 +596,53 @@ fn epilogue(a: &mut CodeAssembler, saved: i32) -> R<()> {
     }
     a.vzeroupper()?;
     a.ret()?;
+    Ok(())
+}
+
+/// `reg += idx[d] * strides[d] * 4` over the outer dims (indices in the frame at `idx + 8d`);
+/// `scratch` holds strides too large for an immediate.
+fn add_strided(
+    a: &mut CodeAssembler,
+    reg: AsmRegister64,
+    idx: i32,
+    strides: &[i64],
+    scratch: AsmRegister64,
+) -> R<()> {
+    for (d, &st) in strides.iter().enumerate() {
+        let bytes = st * 4;
+        if bytes == 0 {
+            continue;
+        }
+        a.mov(rax, qword_ptr(rsp + (idx + 8 * d as i32)))?;
+        match i32::try_from(bytes) {
+            Ok(b) => a.imul_3(rax, rax, b)?,
+            Err(_) => {
+                a.mov(scratch, bytes)?;
+                a.imul_2(rax, scratch)?;
+            }
+        }
+        a.add(reg, rax)?;
+    }
+    Ok(())
+}
+
+/// The row odometer's step: the last outer index counts up to its dim and carries into the
+/// one before; the first counts up to `[rsp + end]` (the range's end). Jumps to `top` while
+/// rows remain.
+fn next_row(a: &mut CodeAssembler, idx: i32, dims: &[usize], end: i32, top: CodeLabel) -> R<()> {
+    for d in (1..dims.len()).rev() {
+        let at = idx + 8 * d as i32;
+        a.mov(rax, qword_ptr(rsp + at))?;
+        a.add(rax, 1)?;
+        a.mov(qword_ptr(rsp + at), rax)?;
+        a.cmp(rax, dims[d] as i32)?;
+        a.jl(top)?;
+        a.mov(qword_ptr(rsp + at), 0)?;
+    }
+    a.mov(rax, qword_ptr(rsp + idx))?;
+    a.add(rax, 1)?;
+    a.mov(qword_ptr(rsp + idx), rax)?;
+    a.cmp(rax, qword_ptr(rsp + end))?;
+    a.jl(top)?;
     Ok(())
 }

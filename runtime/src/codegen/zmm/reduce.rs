@@ -7,7 +7,7 @@
 //! differs (16 lanes, not 4), so the last bits may differ from the Cranelift kernel's, as
 //! they differ between any two vector widths; both are compared with the interpreter.
 
-use super::{enabled, epilogue, mark, prologue, Code, Fail, R};
+use super::{add_strided, enabled, epilogue, mark, next_row, prologue, Code, Fail, R};
 use crate::codegen::reduce::{self as cr, BLOCK};
 use crate::codegen::row;
 use crate::exec::partition::{Partition, RowKernel};
@@ -137,38 +137,11 @@ fn emit(r: &RowSum) -> R<Vec<u8>> {
     // rsi: this output's input run; rdi: its output element.
     a.mov(rsi, r12)?;
     a.mov(rdi, r13)?;
-    for d in 0..nk {
-        for (reg, bytes) in [(rsi, r.in_strides[d] * 4), (rdi, r.out_strides[d] * 4)] {
-            if bytes == 0 {
-                continue;
-            }
-            a.mov(rax, qword_ptr(rsp + (idx + 8 * d as i32)))?;
-            match i32::try_from(bytes) {
-                Ok(b) => a.imul_3(rax, rax, b)?,
-                Err(_) => {
-                    a.mov(rcx, bytes)?;
-                    a.imul_2(rax, rcx)?;
-                }
-            }
-            a.add(reg, rax)?;
-        }
-    }
+    add_strided(&mut a, rsi, idx, &r.in_strides, rcx)?;
+    add_strided(&mut a, rdi, idx, &r.out_strides, rcx)?;
     row_sum(&mut a, r.n)?;
     a.vmovss(dword_ptr(rdi), xmm0)?;
-    for d in (1..nk).rev() {
-        let at = idx + 8 * d as i32;
-        a.mov(rax, qword_ptr(rsp + at))?;
-        a.add(rax, 1)?;
-        a.mov(qword_ptr(rsp + at), rax)?;
-        a.cmp(rax, r.dims[d] as i32)?;
-        a.jl(top)?;
-        a.mov(qword_ptr(rsp + at), 0)?;
-    }
-    a.mov(rax, qword_ptr(rsp + idx))?;
-    a.add(rax, 1)?;
-    a.mov(qword_ptr(rsp + idx), rax)?;
-    a.cmp(rax, qword_ptr(rsp + end))?;
-    a.jl(top)?;
+    next_row(&mut a, idx, &r.dims, end, top)?;
     mark(&mut a, &mut done)?;
     epilogue(&mut a, saved)?;
     Ok(a.assemble(0)?)

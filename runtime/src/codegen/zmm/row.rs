@@ -14,7 +14,8 @@
 
 use super::body::{self, identity_bits, AccSet, Dest, Leaf, Pass, Regs, K, X, Y, Z};
 use super::{
-    enabled, epilogue, mark, node_ok, prologue, run_loop, Asm, Code, Fail, PTR_REGS, R, R_I, R_N,
+    add_strided, enabled, epilogue, mark, next_row, node_ok, prologue, run_loop, Asm, Code, Fail,
+    PTR_REGS, R, R_I, R_N,
 };
 use crate::codegen::reduce::BLOCK;
 use crate::codegen::row::{self, Plan};
@@ -252,39 +253,12 @@ impl<'a> Rows<'a> {
         for (i, acc) in self.pl.accesses.iter().enumerate() {
             let a = &mut self.asm.a;
             a.mov(rcx, qword_ptr(rsp + (self.start + 8 * i as i32)))?;
-            for d in 0..nd {
-                let bytes = acc.o_strides[d] * 4;
-                if bytes == 0 {
-                    continue;
-                }
-                a.mov(rax, qword_ptr(rsp + (IDX + 8 * d as i32)))?;
-                match i32::try_from(bytes) {
-                    Ok(b) => a.imul_3(rax, rax, b)?,
-                    Err(_) => {
-                        a.mov(rdx, bytes)?;
-                        a.imul_2(rax, rdx)?;
-                    }
-                }
-                a.add(rcx, rax)?;
-            }
+            add_strided(a, rcx, IDX, &acc.o_strides, rdx)?;
             a.mov(qword_ptr(rsp + (self.row + 8 * i as i32)), rcx)?;
         }
         self.one_row()?;
         let a = &mut self.asm.a;
-        for d in (1..nd).rev() {
-            let at = IDX + 8 * d as i32;
-            a.mov(rax, qword_ptr(rsp + at))?;
-            a.add(rax, 1)?;
-            a.mov(qword_ptr(rsp + at), rax)?;
-            a.cmp(rax, self.pl.o_dims[d] as i32)?;
-            a.jl(top)?;
-            a.mov(qword_ptr(rsp + at), 0)?;
-        }
-        a.mov(rax, qword_ptr(rsp + IDX))?;
-        a.add(rax, 1)?;
-        a.mov(qword_ptr(rsp + IDX), rax)?;
-        a.cmp(rax, qword_ptr(rsp + END))?;
-        a.jl(top)?;
+        next_row(a, IDX, &self.pl.o_dims, END, top)?;
         mark(a, &mut done)?;
         epilogue(a, SAVED)?;
         self.asm.finish()
