@@ -20,11 +20,6 @@ pub(super) const X: [AsmRegisterXmm; 32] = [
     xmm15, xmm16, xmm17, xmm18, xmm19, xmm20, xmm21, xmm22, xmm23, xmm24, xmm25, xmm26, xmm27,
     xmm28, xmm29, xmm30, xmm31,
 ];
-pub(super) const Y: [AsmRegisterYmm; 32] = [
-    ymm0, ymm1, ymm2, ymm3, ymm4, ymm5, ymm6, ymm7, ymm8, ymm9, ymm10, ymm11, ymm12, ymm13, ymm14,
-    ymm15, ymm16, ymm17, ymm18, ymm19, ymm20, ymm21, ymm22, ymm23, ymm24, ymm25, ymm26, ymm27,
-    ymm28, ymm29, ymm30, ymm31,
-];
 pub(super) const K: [AsmRegisterK; 8] = [k0, k1, k2, k3, k4, k5, k6, k7];
 /// The tail mask of the masked last vector.
 const TAIL: u8 = 1;
@@ -539,7 +534,8 @@ impl Vector<'_, '_, '_> {
                 return Ok(());
             }
             Dest::Frame(off) => {
-                e.a.vmovss(dword_ptr(rsp + off), X[r as usize])?;
+                // EVEX: `r` may be xmm16-31 (the VEX form reaches xmm0-15 only).
+                e.a.evex().vmovss(dword_ptr(rsp + off), X[r as usize])?;
                 self.release(val);
                 return Ok(());
             }

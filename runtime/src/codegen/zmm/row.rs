@@ -12,7 +12,7 @@
 //!
 //! Row-level values live in the frame (one f32 each) and are broadcast where read.
 
-use super::body::{self, identity_bits, AccSet, Dest, Leaf, Pass, Regs, K, X, Y, Z};
+use super::body::{self, identity_bits, AccSet, Dest, Leaf, Pass, Regs, K, X, Z};
 use super::{
     add_strided, enabled, epilogue, mark, next_row, node_ok, prologue, run_loop, Asm, Code, Fail,
     PTR_REGS, R, R_I, R_N,
@@ -568,7 +568,7 @@ impl<'a> Rows<'a> {
             .map(|j| self.totals[&self.reduction_of(j)])
             .collect();
         let a = &mut self.asm.a;
-        let (tz, ty, tx) = (Z[t as usize], Y[t as usize], X[t as usize]);
+        let tz = Z[t as usize];
         for (j, set) in accs.iter().enumerate() {
             let total = totals[j];
             let [r0, r1, r2, r3] = set.regs.map(|r| r as usize);
@@ -587,44 +587,36 @@ impl<'a> Rows<'a> {
             op(a, Z[r0], Z[r0], Z[r1])?;
             op(a, Z[r2], Z[r2], Z[r3])?;
             op(a, Z[r0], Z[r0], Z[r2])?;
-            a.vextractf64x4(ty, Z[r0], 1)?;
-            let (y0, x0) = (Y[r0], X[r0]);
-            match set.op {
-                ReduceOp::Sum => a.vaddps(y0, y0, ty)?,
-                ReduceOp::Max => a.vmaxps(y0, y0, ty)?,
-                _ => a.vminps(y0, y0, ty)?,
-            }
-            a.vextractf128(tx, y0, 1)?;
-            let op4 = |a: &mut CodeAssembler| -> R<()> {
-                match set.op {
-                    ReduceOp::Sum => a.vaddps(x0, x0, tx)?,
-                    ReduceOp::Max => a.vmaxps(x0, x0, tx)?,
-                    _ => a.vminps(x0, x0, tx)?,
+            // Lanes folded with full-width shuffles (AVX-512F on all 32 registers; the VEX
+            // 256/128-bit forms reach only the first 16): halves, quarters, pairs, neighbours.
+            // Every lane ends with the result.
+            let z0 = Z[r0];
+            for (shuffle_lanes, imm) in [(true, 0x4e), (true, 0xb1), (false, 0x4e), (false, 0xb1)] {
+                if shuffle_lanes {
+                    a.vshuff32x4(tz, z0, z0, imm)?;
+                } else {
+                    a.vpermilps(tz, z0, imm)?;
                 }
-                Ok(())
-            };
-            op4(a)?;
-            a.vmovhlps(tx, x0, x0)?;
-            op4(a)?;
-            a.vmovshdup(tx, x0)?;
-            op4(a)?;
+                op(a, z0, z0, tz)?;
+            }
+            // Scalar EVEX forms (AVX-512F): the accumulators may be xmm16-31.
+            let x0 = X[r0];
             match set.op {
                 ReduceOp::Sum => {
-                    a.vcvtss2sd(x0, x0, x0)?;
-                    a.vaddsd(x0, x0, qword_ptr(rsp + total))?;
-                    a.vmovsd(qword_ptr(rsp + total), x0)?;
+                    a.evex().vcvtss2sd(x0, x0, x0)?;
+                    a.evex().vaddsd(x0, x0, qword_ptr(rsp + total))?;
+                    a.evex().vmovsd(qword_ptr(rsp + total), x0)?;
                 }
                 ReduceOp::Max => {
-                    a.vmaxss(x0, x0, dword_ptr(rsp + total))?;
-                    a.vmovss(dword_ptr(rsp + total), x0)?;
+                    a.evex().vmaxss(x0, x0, dword_ptr(rsp + total))?;
+                    a.evex().vmovss(dword_ptr(rsp + total), x0)?;
                 }
                 _ => {
-                    a.vminss(x0, x0, dword_ptr(rsp + total))?;
-                    a.vmovss(dword_ptr(rsp + total), x0)?;
+                    a.evex().vminss(x0, x0, dword_ptr(rsp + total))?;
+                    a.evex().vmovss(dword_ptr(rsp + total), x0)?;
                 }
             }
         }
-        let _ = tz;
         Ok(())
     }
 
