@@ -367,13 +367,7 @@ impl<'a> Emitter<'a> {
             let f = &self.frame;
             let (fidx, fn_, fstart, frow, fend) = (f.idx, f.n, f.start, f.row, f.end);
             let a = &mut self.asm.a;
-            a.mov(rax, qword_ptr(rsp + f.begin))?;
-            a.cmp(rax, qword_ptr(rsp + f.end))?;
-            a.jge(done)?;
-            a.mov(qword_ptr(rsp + fidx), rax)?;
-            for d in 1..nd - 1 {
-                a.mov(qword_ptr(rsp + (fidx + 8 * d as i32)), 0)?;
-            }
+            first_row(a, fidx, nd - 1, f.begin, fend, done)?;
             a.mov(rax, *self.p.dims.last().unwrap() as u64)?;
             a.mov(qword_ptr(rsp + fn_), rax)?;
             let mut top = a.create_label();
@@ -622,6 +616,26 @@ fn add_strided(
             }
         }
         a.add(reg, rax)?;
+    }
+    Ok(())
+}
+
+/// The row odometer's start: to `done` when the range `[rsp + begin]..[rsp + end]` is empty,
+/// else the first outer index at `begin` and the other `outer - 1` at 0.
+fn first_row(
+    a: &mut CodeAssembler,
+    idx: i32,
+    outer: usize,
+    begin: i32,
+    end: i32,
+    done: CodeLabel,
+) -> R<()> {
+    a.mov(rax, qword_ptr(rsp + begin))?;
+    a.cmp(rax, qword_ptr(rsp + end))?;
+    a.jge(done)?;
+    a.mov(qword_ptr(rsp + idx), rax)?;
+    for d in 1..outer {
+        a.mov(qword_ptr(rsp + (idx + 8 * d as i32)), 0)?;
     }
     Ok(())
 }

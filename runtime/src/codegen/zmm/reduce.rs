@@ -7,7 +7,9 @@
 //! differs (16 lanes, not 4), so the last bits may differ from the Cranelift kernel's, as
 //! they differ between any two vector widths; both are compared with the interpreter.
 
-use super::{add_strided, enabled, epilogue, mark, next_row, prologue, Code, Fail, R};
+use super::{
+    add_imm, add_strided, enabled, epilogue, first_row, mark, next_row, prologue, Code, Fail, R,
+};
 use crate::codegen::reduce::{self as cr, BLOCK};
 use crate::codegen::row;
 use crate::exec::partition::{Partition, RowKernel};
@@ -111,27 +113,14 @@ fn emit(r: &RowSum) -> R<Vec<u8>> {
     // r12: the input's first element; r13: the output's.
     for (reg, (ptr, off)) in [(r12, r.input), (r13, r.output)] {
         a.mov(reg, qword_ptr(rdi + 8 * ptr as i32))?;
-        match i32::try_from(off * 4) {
-            Ok(0) => {}
-            Ok(o) => a.add(reg, o)?,
-            Err(_) => {
-                a.mov(rax, off * 4)?;
-                a.add(reg, rax)?;
-            }
-        }
+        add_imm(&mut a, reg, off * 4)?;
     }
     let mut done = a.create_label();
     if r.dims.contains(&0) {
         // No output element (the odometer below runs at least once per started range).
         a.jmp(done)?;
     }
-    a.mov(rax, qword_ptr(rsp + begin))?;
-    a.cmp(rax, qword_ptr(rsp + end))?;
-    a.jge(done)?;
-    a.mov(qword_ptr(rsp + idx), rax)?;
-    for d in 1..nk {
-        a.mov(qword_ptr(rsp + (idx + 8 * d as i32)), 0)?;
-    }
+    first_row(&mut a, idx, nk, begin, end, done)?;
     let mut top = a.create_label();
     mark(&mut a, &mut top)?;
     // rsi: this output's input run; rdi: its output element.

@@ -14,8 +14,8 @@
 
 use super::body::{self, identity_bits, AccSet, Dest, Leaf, Pass, Regs, K, X, Z};
 use super::{
-    add_strided, enabled, epilogue, mark, next_row, node_ok, prologue, run_loop, Asm, Code, Fail,
-    PTR_REGS, R, R_I, R_N,
+    add_imm, add_strided, enabled, epilogue, first_row, mark, next_row, node_ok, prologue,
+    run_loop, Asm, Code, Fail, PTR_REGS, R, R_I, R_N,
 };
 use crate::codegen::reduce::BLOCK;
 use crate::codegen::row::{self, Plan};
@@ -224,15 +224,7 @@ impl<'a> Rows<'a> {
         for (i, acc) in self.pl.accesses.iter().enumerate() {
             let a = &mut self.asm.a;
             a.mov(rax, qword_ptr(rdi + (acc.ptr as i32) * 8))?;
-            let off = acc.offset * 4;
-            match i32::try_from(off) {
-                Ok(0) => {}
-                Ok(o) => a.add(rax, o)?,
-                Err(_) => {
-                    a.mov(rcx, off)?;
-                    a.add(rax, rcx)?;
-                }
-            }
+            add_imm(a, rax, acc.offset * 4)?;
             a.mov(qword_ptr(rsp + (self.start + 8 * i as i32)), rax)?;
         }
         let nd = self.pl.o_dims.len();
@@ -241,13 +233,7 @@ impl<'a> Rows<'a> {
         if self.pl.o_dims.contains(&0) {
             a.jmp(done)?;
         }
-        a.mov(rax, qword_ptr(rsp + BEGIN))?;
-        a.cmp(rax, qword_ptr(rsp + END))?;
-        a.jge(done)?;
-        a.mov(qword_ptr(rsp + IDX), rax)?;
-        for d in 1..nd {
-            a.mov(qword_ptr(rsp + (IDX + 8 * d as i32)), 0)?;
-        }
+        first_row(a, IDX, nd, BEGIN, END, done)?;
         let mut top = a.create_label();
         mark(a, &mut top)?;
         for (i, acc) in self.pl.accesses.iter().enumerate() {
