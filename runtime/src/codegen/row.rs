@@ -672,32 +672,13 @@ fn row(
     };
     let cones = phase_cones(g, pl, rk);
     let mut phase = 0;
-    let reductions: Vec<ValueId> = grp
-        .members
-        .iter()
-        .copied()
-        .filter(|m| matches!(g.node(*m).op, Op::Reduce(..)))
-        .collect();
+    let (reductions, deps) = reduction_deps(g, &grp.members);
     let row_level: Vec<ValueId> = grp
         .members
         .iter()
         .copied()
         .filter(|m| !matches!(g.node(*m).op, Op::Reduce(..)) && grp.is_row_shape(&g.node(*m).shape))
         .collect();
-    // Which reductions each member depends on (through members).
-    let mut deps: HashMap<ValueId, HashSet<ValueId>> = HashMap::new();
-    for &m in &grp.members {
-        let mut d = HashSet::new();
-        for x in &g.node(m).inputs {
-            if let Some(dx) = deps.get(x) {
-                d.extend(dx.iter().copied());
-            }
-            if reductions.contains(x) {
-                d.insert(*x);
-            }
-        }
-        deps.insert(m, d);
-    }
     let mut done: HashSet<ValueId> = HashSet::new();
     let zero = b.ins().iconst(types::I64, 0);
     let nrow = b.ins().iconst(types::I64, pl.n as i64);
@@ -775,6 +756,33 @@ fn row(
             b.ins().store(flags(), lane0, ctx.rows[pl.outs[j]], 0);
         }
     }
+}
+
+/// The reductions among a row group's `members` (in their order), and which of them each
+/// member depends on through members: a reduction's phase can run once all of its are done.
+pub(super) fn reduction_deps(
+    g: &Graph,
+    members: &[ValueId],
+) -> (Vec<ValueId>, HashMap<ValueId, HashSet<ValueId>>) {
+    let reductions: Vec<ValueId> = members
+        .iter()
+        .copied()
+        .filter(|m| matches!(g.node(*m).op, Op::Reduce(..)))
+        .collect();
+    let mut deps: HashMap<ValueId, HashSet<ValueId>> = HashMap::new();
+    for &m in members {
+        let mut d = HashSet::new();
+        for x in &g.node(m).inputs {
+            if let Some(of_x) = deps.get(x) {
+                d.extend(of_x.iter().copied());
+            }
+            if reductions.contains(x) {
+                d.insert(*x);
+            }
+        }
+        deps.insert(m, d);
+    }
+    (reductions, deps)
 }
 
 /// Before a phase (`cone`: the members it evaluates): each micro-kernel value it needs that is

@@ -256,11 +256,7 @@ impl<'a> Rows<'a> {
         let grp = &self.rk.group;
         let mut members: Vec<ValueId> = grp.members.clone();
         members.sort();
-        let reductions: Vec<ValueId> = members
-            .iter()
-            .copied()
-            .filter(|m| matches!(g.node(*m).op, Op::Reduce(..)))
-            .collect();
+        let (reductions, deps) = row::reduction_deps(g, &members);
         let row_level: Vec<ValueId> = members
             .iter()
             .copied()
@@ -270,19 +266,6 @@ impl<'a> Rows<'a> {
                     && grp.is_row_shape(&n.shape)
             })
             .collect();
-        let mut deps: HashMap<ValueId, HashSet<ValueId>> = HashMap::new();
-        for &m in &members {
-            let mut d = HashSet::new();
-            for x in &g.node(m).inputs {
-                if let Some(of_x) = deps.get(x) {
-                    d.extend(of_x.iter().copied());
-                }
-                if reductions.contains(x) {
-                    d.insert(*x);
-                }
-            }
-            deps.insert(m, d);
-        }
         let cones = row::phase_cones(g, self.pl, self.rk);
         let mut avail: HashSet<ValueId> = HashSet::new();
         let mut done: HashSet<ValueId> = HashSet::new();
