@@ -4,8 +4,9 @@ plus the dispatch and 20-op chain rows) in JAX (jax.jit, XLA:CPU) and NumPy,
 printed as a Markdown table to put beside `cargo bench --bench workloads`.
 
 Run: python3 benches/jax_compare.py [--reps 30] [--tsv FILE]
-(`cargo bench --bench workloads` runs it itself when JAX is installed and puts
-its figures in the XLA columns of the same table.)
+(`cargo bench --bench workloads` runs it itself as a worker, `--serve`, when
+JAX is installed: it takes XLA's samples one at a time, interleaved with its
+own, and puts them in the XLA columns of the same table.)
 
 Same shapes, formulas and value ranges as the Rust bench. The values differ:
 the Rust bench's xorshift stream is sequential and too slow to replay in
@@ -18,7 +19,9 @@ waiting for them (block_until_ready). NumPy ms = median of the same calls in Num
 
 import argparse
 import platform
+import resource
 import statistics
+import sys
 import time
 
 import jax
@@ -182,34 +185,33 @@ def max_rel_diff(a, b):
     return worst
 
 
-def time_jax(fn, args, reps, calls=1):
-    """(compile s, run s per call, output) for a jitted fn of device arrays."""
+def compile_jax(fn, args):
+    """(compile s: median of 3 fresh compiles, the compiled fn, warmed up by 3 calls)."""
     compiles = []
     for _ in range(3):
         fresh = jax.jit(lambda *a: fn(*a))  # a new function: no cache hit
         t = time.perf_counter()
         compiled = fresh.lower(*args).compile()
         compiles.append(time.perf_counter() - t)
-    out = jax.block_until_ready(compiled(*args))
     for _ in range(3):
         jax.block_until_ready(compiled(*args))
+    return statistics.median(compiles), compiled
+
+
+def time_jax(fn, args, reps, calls=1):
+    """(compile s, run s per call, output) for a jitted fn of device arrays."""
+    compile_s, compiled = compile_jax(fn, args)
+    out = jax.block_until_ready(compiled(*args))
 
     def run():
         for _ in range(calls):
             jax.block_until_ready(compiled(*args))
 
-    return statistics.median(compiles), median_s(run, reps) / calls, out
+    return compile_s, median_s(run, reps) / calls, out
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--reps", type=int, default=30)
-    ap.add_argument("--tsv", help="also write `name<TAB>compile s<TAB>run s` per row here "
-                    "(read by `cargo bench --bench workloads`)")
-    opts = ap.parse_args()
-    reps = opts.reps
-    tsv = open(opts.tsv, "w") if opts.tsv else None
-    rng = np.random.default_rng(0)
+def make_cases(rng):
+    """(name, jitted-able JAX fn, NumPy fn or None, args, calls per sample) per row."""
     f32 = np.float32
 
     def u(shape, lo, hi):
@@ -244,8 +246,72 @@ def main():
         ("dispatch x[4] + 1 (µs)", lambda *a: tiny_add(jnp, *a), lambda *a: tiny_add(np, *a), (tiny,), 1000),
         ("chain20", lambda *a: chain20(jnp, *a), lambda *a: chain20(np, *a), (x1,), 1),
     ]
+    return cases
 
-    copy_src = np.ones(256 << 18, dtype=f32)
+
+def row_id(name):
+    """"W8a chain grad, plain" -> "W8"; "dispatch x[4] + 1 (µs)" -> "dispatch": the
+    ids of benches/workloads.rs (the other W8 variants keep their own ids)."""
+    first = name.split()[0]
+    return "W8" if first == "W8a" else first
+
+
+def minor_faults():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def serve():
+    """Worker mode for `cargo bench --bench workloads`, which interleaves XLA's
+    samples with its own so that both see the same machine (its bandwidth
+    drifts by 1.5x within minutes). One command per stdin line, one reply line:
+
+      setup <id>  ->  ok <compile s>        (3 fresh compiles, median; then 3 warm-up calls)
+      run <id>    ->  <s per call> <minor faults per call>   (one sample: `calls` calls)
+      quit
+
+    The worker is idle (blocked on stdin) while the Rust side times its own cases."""
+    cases = {row_id(c[0]): c for c in make_cases(np.random.default_rng(0))}
+    compiled = {}
+    print(f"ready JAX {jax.__version__}", flush=True)
+    for line in sys.stdin:
+        cmd = line.split()
+        if not cmd:
+            continue
+        if cmd[0] == "quit":
+            break
+        name, jfn, _, args, calls = cases[cmd[1]]
+        if cmd[0] == "setup":
+            dev = jax.tree_util.tree_map(jnp.asarray, args)
+            compile_s, fn = compile_jax(jfn, dev)
+            compiled[cmd[1]] = (fn, dev, calls)
+            print(f"ok {compile_s:.6e}", flush=True)
+        elif cmd[0] == "run":
+            fn, dev, calls = compiled[cmd[1]]
+            f0 = minor_faults()
+            t = time.perf_counter()
+            for _ in range(calls):
+                jax.block_until_ready(fn(*dev))
+            s = time.perf_counter() - t
+            print(f"{s / calls:.6e} {(minor_faults() - f0) / calls:.1f}", flush=True)
+        else:
+            print(f"error: unknown command {cmd[0]}", flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--tsv", help="also write `name<TAB>compile s<TAB>run s` per row here")
+    ap.add_argument("--serve", action="store_true",
+                    help="worker mode for `cargo bench --bench workloads` (see serve())")
+    opts = ap.parse_args()
+    if opts.serve:
+        serve()
+        return
+    reps = opts.reps
+    tsv = open(opts.tsv, "w") if opts.tsv else None
+    cases = make_cases(np.random.default_rng(0))
+
+    copy_src = np.ones(256 << 18, dtype=np.float32)
     copy_dst = np.zeros_like(copy_src)
     copy_s = median_s(lambda: np.copyto(copy_dst, copy_src), 15)
     copy_gbs = 2 * copy_src.nbytes / copy_s / 1e9

@@ -21,12 +21,16 @@
 //!   `mapv(f32::tanh)` for the transcendentals);
 //! - **copy bandwidth**: a 256 MiB `copy_from_slice` in the same run (read + write
 //!   counted, as the anchors' NumPy figure); each memory-bound workload (W1–W5)
-//!   is reported as bytes-that-must-move / time and as a fraction of it.
+//!   is reported as bytes-that-must-move / time and as a fraction of it;
+//! - **XLA**: when Python has JAX, `benches/jax_compare.py --serve` runs as a
+//!   worker process and takes one XLA sample right after each of ours
+//!   (`workloads/xla.rs`; `JITFUSE_BENCH_JAX=0` leaves it out and shows the
+//!   anchors' figures instead).
 //!
 //! Samples are taken round-robin over every case (one sample of each case per
 //! round, a warm-up round discarded), so drift of the shared machine hits every
 //! case alike; the table shows medians. A sample is the last of six
-//! back-to-back runs (warm caches, as `jax_compare.py` times XLA;
+//! back-to-back runs (warm caches, as XLA is timed by its worker;
 //! `JITFUSE_BENCH_WARM=n` runs n before the timed one);
 //! `JITFUSE_BENCH_COLD=1` times single runs after the other cases instead.
 //! `JITFUSE_BENCH_ONLY=W5,W9` keeps only those workloads.
@@ -73,61 +77,26 @@ const XLA_ANCHORS: &[(&str, f64, f64)] = &[
 /// Copy bandwidth of the anchors machine (NumPy, 256 MiB, read + write counted), GB/s.
 const ANCHOR_COPY_GBS: f64 = 19.55;
 
-/// XLA figures measured in this run by `benches/jax_compare.py` (when
-/// Python has JAX): JAX version and (row id, compile ms, run ms).
-static XLA_MEASURED: std::sync::OnceLock<Option<(String, Vec<(String, f64, f64)>)>> =
-    std::sync::OnceLock::new();
+/// (compile ms, run ms) of XLA for a row from the anchors (no JAX worker).
+fn xla_anchor(id: &str) -> Option<(f64, f64)> {
+    XLA_ANCHORS.iter().find(|r| r.0 == id).map(|r| (r.1, r.2))
+}
 
-/// Run `benches/jax_compare.py` (before any of our timing, so the two never
-/// share the cores) unless `JITFUSE_BENCH_JAX=0`; `None` when Python or JAX
-/// is missing or the script fails (the anchors are used then).
-fn measure_xla() -> Option<(String, Vec<(String, f64, f64)>)> {
+#[path = "workloads/xla.rs"]
+mod xla;
+
+/// The JAX worker (`benches/jax_compare.py --serve`) unless
+/// `JITFUSE_BENCH_JAX=0`; `None` when Python or JAX is missing (the anchors
+/// are shown then).
+fn start_xla() -> Option<xla::Shared> {
     if std::env::var("JITFUSE_BENCH_JAX").as_deref() == Ok("0") {
         return None;
     }
-    let dir = env!("CARGO_MANIFEST_DIR");
-    let tsv = std::env::temp_dir().join(format!("jitfuse-jax-{}.tsv", std::process::id()));
-    eprintln!("measuring JAX with benches/jax_compare.py (JITFUSE_BENCH_JAX=0 skips it) ...");
-    let status = std::process::Command::new("python3")
-        .arg(format!("{dir}/benches/jax_compare.py"))
-        .args(["--reps", "15", "--tsv"])
-        .arg(&tsv)
-        .stdout(std::process::Stdio::null())
-        .status()
-        .ok()?;
-    let text = std::fs::read_to_string(&tsv).ok();
-    let _ = std::fs::remove_file(&tsv);
-    if !status.success() {
-        eprintln!("jax_compare.py failed (is JAX installed? pip install \"jax[cpu]\" numpy): using the anchors");
-        return None;
-    }
-    let text = text?;
-    let mut version = String::from("JAX");
-    let mut rows = Vec::new();
-    for line in text.lines() {
-        if let Some(v) = line.strip_prefix("# ") {
-            version = v.to_string();
-            continue;
-        }
-        let f: Vec<&str> = line.split('\t').collect();
-        if let [name, c, r] = f[..] {
-            // "W8a chain grad, plain" -> W8; "dispatch x[4] + 1 (µs)" -> dispatch.
-            let id = name.split_whitespace().next().unwrap_or("");
-            let id = if id == "W8a" { "W8" } else { id };
-            if let (Ok(c), Ok(r)) = (c.parse::<f64>(), r.parse::<f64>()) {
-                rows.push((id.to_string(), c * 1e3, r * 1e3));
-            }
-        }
-    }
-    Some((version, rows))
-}
-
-/// (compile ms, run ms) of XLA for a row: measured in this run, else the anchors.
-fn xla(id: &str) -> Option<(f64, f64)> {
-    if let Some(Some((_, rows))) = XLA_MEASURED.get() {
-        return rows.iter().find(|r| r.0 == id).map(|r| (r.1, r.2));
-    }
-    XLA_ANCHORS.iter().find(|r| r.0 == id).map(|r| (r.1, r.2))
+    eprintln!("starting the JAX worker, benches/jax_compare.py --serve (JITFUSE_BENCH_JAX=0 skips it) ...");
+    xla::Worker::start(&format!(
+        "{}/benches/jax_compare.py",
+        env!("CARGO_MANIFEST_DIR")
+    ))
 }
 
 // ---------------------------------------------------------------------------
@@ -652,6 +621,8 @@ enum Kind {
     Hand,
     Ndarray,
     Copy,
+    /// XLA, one sample taken by the JAX worker right after ours.
+    Xla,
 }
 
 /// One thing to time: `run` returns the seconds of one sample (a compile
@@ -880,7 +851,7 @@ fn main() {
         profile(&spec);
         return;
     }
-    XLA_MEASURED.get_or_init(measure_xla);
+    let xla_worker = start_xla();
     let rounds: usize = std::env::var("JITFUSE_BENCH_ROUNDS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -1354,6 +1325,26 @@ fn main() {
         Box::new(|| secs(|| chain_nd(view1(&x1)))),
     );
 
+    // XLA's sample of each workload is taken right after ours, in the same round.
+    if let Some(w) = &xla_worker {
+        let mut with_xla = Vec::with_capacity(cases.len() * 2);
+        for c in cases {
+            let id = c.id;
+            let jit = c.kind == Kind::Jit;
+            with_xla.push(c);
+            if jit {
+                let w = w.clone();
+                add(
+                    &mut with_xla,
+                    id,
+                    Kind::Xla,
+                    1,
+                    Box::new(move || w.borrow_mut().sample(id)),
+                );
+            }
+        }
+        cases = with_xla;
+    }
     // JITFUSE_BENCH_ONLY=W5,W9 keeps those workloads (and the copy) only.
     if let Ok(only) = std::env::var("JITFUSE_BENCH_ONLY") {
         let keep: Vec<&str> = only.split(',').collect();
@@ -1361,8 +1352,8 @@ fn main() {
     }
     // ---- sample round-robin; round 0 is a warm-up ----
     // Each sample is the last of 1 + JITFUSE_BENCH_WARM (default 5)
-    // back-to-back runs: caches warm, as jax_compare.py times XLA (3 warm-up
-    // calls, then 15 consecutive calls on the same buffers). On a CPU with a
+    // back-to-back runs: caches warm, for ours and for XLA's (each of its
+    // runs is one request to the worker, on the same buffers). On a CPU with a
     // large L3 (105 MiB here) the 16-64 MiB workloads then run from L3, and
     // it takes a few passes before the L3 keeps them (W5: 2.6 ms after one
     // pass, 1.3 after five). JITFUSE_BENCH_COLD=1 times single runs after the
@@ -1522,13 +1513,31 @@ fn main() {
         }
     )
     .unwrap();
-    let xla_source = match XLA_MEASURED.get() {
-        Some(Some((version, _))) => format!(
-            "{version} (`jax.jit`, XLA:CPU) measured in this run by `benches/jax_compare.py`, before our timing"
+    // (compile ms, run ms) of XLA: this run's samples, else the anchors.
+    let xla = |id: &str| match &xla_worker {
+        Some(w) => w
+            .borrow()
+            .compile_s(id)
+            .map(|c| (c * 1e3, med(id, Kind::Xla) * 1e3)),
+        None => xla_anchor(id),
+    };
+    let xla_faults = |id: &str| {
+        xla_worker
+            .as_ref()
+            .and_then(|w| w.borrow().faults(id))
+            .map_or(String::new(), |f| format!("{f:.0}"))
+    };
+    let xla_source = match &xla_worker {
+        Some(w) => format!(
+            "{} (`jax.jit`, XLA:CPU) measured in this run by the `benches/jax_compare.py` worker, \
+             one XLA sample right after each of ours",
+            w.borrow().version
         ),
-        _ => "JAX 0.10.2 on this kind of machine, from `../shared/anchors/README.md` (not this run: \
+        _ => {
+            "JAX 0.10.2 on this kind of machine, from `../shared/anchors/README.md` (not this run: \
               `pip install \"jax[cpu]\" numpy` to measure it)"
-            .to_string(),
+                .to_string()
+        }
     };
     writeln!(
         md,
@@ -1537,10 +1546,10 @@ fn main() {
          GB/s = bytes that must move (inputs + outputs) / jitfuse time; % = of the copy bandwidth below.\n"
     )
     .unwrap();
-    writeln!(md, "| workload | jitfuse | compile | hand loop | ndarray | XLA † | XLA compile † | ours/XLA | ours/hand | ours/ndarray | compile ours/XLA | GB/s (% of copy) | steps | faults/call |").unwrap();
+    writeln!(md, "| workload | jitfuse | compile | hand loop | ndarray | XLA † | XLA compile † | ours/XLA | ours/hand | ours/ndarray | compile ours/XLA | GB/s (% of copy) | steps | faults/call | XLA faults/call |").unwrap();
     writeln!(
         md,
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     )
     .unwrap();
     let mut svg_rows: Vec<(String, f64, f64)> = Vec::new();
@@ -1550,7 +1559,7 @@ fn main() {
             let (xc, xr) = x.unwrap();
             writeln!(
                 md,
-                "| {} {} | {why} | | | | {xr} | {xc} | | | | | | | |",
+                "| {} {} | {why} | | | | {xr} | {xc} | | | | | | | | |",
                 r.id, r.name
             )
             .unwrap();
@@ -1620,7 +1629,7 @@ fn main() {
         });
         writeln!(
             md,
-            "| {} {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {bw} | {steps} | {faults} |",
+            "| {} {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {bw} | {steps} | {faults} | {} |",
             r.id,
             r.name,
             fmt_t(ours, r.unit_us),
@@ -1633,6 +1642,7 @@ fn main() {
             ratio(ours, hand),
             ratio(ours, ndm),
             ratio(comp, xc),
+            xla_faults(r.id),
         )
         .unwrap();
         if r.id != "dispatch" {
@@ -1652,7 +1662,7 @@ fn main() {
         md,
         "\n† XLA figures: see the XLA columns above. steps = compiled steps (Cranelift kernels \
          and library calls) of the program, (k) = of which kernels. faults/call = minor page faults during one \
-         cached jitfuse call (median)."
+         cached jitfuse call (median); XLA faults/call = the same for XLA, counted by the JAX worker in its process."
     )
     .unwrap();
     writeln!(md, "\nChecks (run once before timing):\n").unwrap();
