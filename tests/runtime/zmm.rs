@@ -385,3 +385,51 @@ fn avx512_row_kernels_match_cranelift() {
     }
     assert!(zmm_rows >= 9 * 2 * 6, "{zmm_rows} AVX-512 row kernels");
 }
+
+/// The last pass of a row kernel prefetches the next row of the accesses that move with the
+/// row: softmax's input and output, layer norm's input and output but not its scale and shift
+/// (the same every row); nothing when a row is a single one.
+#[test]
+fn avx512_row_kernels_prefetch_the_next_row_of_moving_accesses() {
+    if micro::detected() < Level::Avx512 {
+        return;
+    }
+    let mut rng = Rng::new(26);
+    let listing = |args: &[Tensor], f: fn(&[Tensor]) -> Vec<Tensor>| {
+        let g = trace_fn(args, f);
+        micro::set_level(Some(Level::Avx512));
+        let exe = Executable::from_graph(g, vec![]).unwrap();
+        micro::set_level(None);
+        let text = exe.asm_text();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("AVX-512 row kernel"))
+            .unwrap_or_else(|| panic!("no AVX-512 row kernel in\n{text}"))
+            .to_string();
+        line
+    };
+    let x = random_tensor(&mut rng, &[8, 1024], DType::F32, -4.0, 4.0, false);
+    let w = random_tensor(&mut rng, &[1024], DType::F32, -2.0, 2.0, false);
+    let b = random_tensor(&mut rng, &[1024], DType::F32, -2.0, 2.0, false);
+    let args = [x, w, b];
+    let softmax = listing(&args, |ts| vec![ts[0].softmax(-1)]);
+    assert!(
+        softmax.contains("next row prefetched for 2 accesses"),
+        "{softmax}"
+    );
+    let norm = listing(&args, |ts| vec![ts[0].layer_norm(&ts[1], &ts[2], 1e-5, -1)]);
+    assert!(
+        norm.contains("next row prefetched for 2 accesses"),
+        "{norm}"
+    );
+    let one = [random_tensor(
+        &mut rng,
+        &[1024],
+        DType::F32,
+        -4.0,
+        4.0,
+        false,
+    )];
+    let single = listing(&one, |ts| vec![ts[0].softmax(-1)]);
+    assert!(!single.contains("prefetched"), "{single}");
+}

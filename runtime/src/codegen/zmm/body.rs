@@ -143,6 +143,9 @@ pub(super) struct Ctx<'c> {
     /// Frame offset of the first tile, and bytes per tile.
     pub tiles: i32,
     pub tile_bytes: i32,
+    /// Lines to prefetch in each unrolled group (row kernels' last pass): the same columns of
+    /// the next row of these contiguous accesses, `(pointer, bytes to the next row, written)`.
+    pub prefetch: &'c [(AsmRegister64, i32, bool)],
 }
 
 /// A value the pass reads rather than computes.

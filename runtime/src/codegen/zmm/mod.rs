@@ -84,6 +84,8 @@ pub struct Code {
     pub bytes: Vec<u8>,
     /// Transcendentals computed per tile by micro-kernel calls.
     pub staged: usize,
+    /// Accesses whose next row the kernel prefetches (row kernels).
+    pub prefetched: usize,
 }
 
 /// The kernel as AVX-512 machine code, or None when this backend does not take it.
@@ -110,6 +112,7 @@ pub fn build(g: &Graph, part: &Partition, k: &Kernel) -> Option<Code> {
                         kind: "loop kernel",
                         bytes,
                         staged: stage.map_or(0, |s| s.nodes.len()),
+                        prefetched: 0,
                     })
                 }
                 Err(Fail::Registers) => continue,
@@ -465,6 +468,7 @@ impl<'a> Emitter<'a> {
             hoisted: &hoisted,
             tiles: self.frame.tiles,
             tile_bytes: (self.tile * 4) as i32,
+            prefetch: &[],
         };
         let a = &mut self.asm.a;
         a.mov(R_N, qword_ptr(rsp + count))?;
@@ -489,6 +493,17 @@ fn run_loop(asm: &mut Asm, plan: &body::Pass, ctx: &body::Ctx, regs: &body::Regs
         plan.vector(asm, ctx, &mut regs.clone(), (u * LANES) as i32, false)?;
     }
     let a = &mut asm.a;
+    for &(ptr, next, written) in ctx.prefetch {
+        // One line per vector of the group (UNROLL * 64 bytes).
+        for u in 0..UNROLL as i32 {
+            let line = byte_ptr(ptr + R_I * 4 + (next + u * 64));
+            if written {
+                a.prefetchw(line)?;
+            } else {
+                a.prefetcht0(line)?;
+            }
+        }
+    }
     a.add(R_I, group)?;
     a.cmp(R_I, R_LAST)?;
     a.jle(top)?;
@@ -537,8 +552,12 @@ fn add_imm(a: &mut CodeAssembler, reg: AsmRegister64, imm: i64) -> R<()> {
 /// A listing of an AVX-512 kernel's machine code (for `JITFUSE_DUMP` and `explain`): its size,
 /// its micro-kernel calls and its bytes, 32 per line.
 pub fn listing(code: &Code) -> String {
+    let prefetch = match code.prefetched {
+        0 => String::new(),
+        n => format!(", next row prefetched for {n} accesses"),
+    };
     let mut s = format!(
-        "AVX-512 {}, {} bytes of machine code, {} micro-kernel calls per tile:\n",
+        "AVX-512 {}, {} bytes of machine code, {} micro-kernel calls per tile{prefetch}:\n",
         code.kind,
         code.bytes.len(),
         code.staged

@@ -95,6 +95,7 @@ fn finish(r: RowSum) -> Option<Code> {
             kind: "row sum",
             bytes,
             staged: 0,
+            prefetched: 0,
         }),
         Err(Fail::Registers) => None,
         Err(Fail::Asm(e)) => {
