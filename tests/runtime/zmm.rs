@@ -396,17 +396,7 @@ fn avx512_row_kernels_prefetch_the_next_row_of_moving_accesses() {
     }
     let mut rng = Rng::new(26);
     let listing = |args: &[Tensor], f: fn(&[Tensor]) -> Vec<Tensor>| {
-        let g = trace_fn(args, f);
-        micro::set_level(Some(Level::Avx512));
-        let exe = Executable::from_graph(g, vec![]).unwrap();
-        micro::set_level(None);
-        let text = exe.asm_text();
-        let line = text
-            .lines()
-            .find(|l| l.starts_with("AVX-512 row kernel"))
-            .unwrap_or_else(|| panic!("no AVX-512 row kernel in\n{text}"))
-            .to_string();
-        line
+        kernel_listing(args, f, "AVX-512 row kernel")
     };
     let x = random_tensor(&mut rng, &[8, 1024], DType::F32, -4.0, 4.0, false);
     let w = random_tensor(&mut rng, &[1024], DType::F32, -2.0, 2.0, false);
@@ -432,4 +422,66 @@ fn avx512_row_kernels_prefetch_the_next_row_of_moving_accesses() {
     )];
     let single = listing(&one, |ts| vec![ts[0].softmax(-1)]);
     assert!(!single.contains("prefetched"), "{single}");
+}
+
+/// The first listing line starting with `mark` of `f` compiled at the AVX-512 level; checks
+/// the results against the AVX2 (Cranelift) kernels on the way (bit for bit for loop kernels;
+/// row kernels' sums add 16 lanes at a time: a tolerance).
+fn kernel_listing(args: &[Tensor], f: fn(&[Tensor]) -> Vec<Tensor>, mark: &str) -> String {
+    let g = trace_fn(args, f);
+    let (want, _) = run_at(Level::Avx2, &g, args);
+    micro::set_level(Some(Level::Avx512));
+    let exe = Executable::from_graph(g, vec![]).unwrap();
+    micro::set_level(None);
+    let refs: Vec<&Tensor> = args.iter().collect();
+    let got = exe.run_with(&refs).unwrap();
+    for (a, b) in got.iter().zip(&want) {
+        if mark == ZMM_MARK {
+            same_bits(a, b, mark);
+        } else {
+            let (x, y) = (a.to_vec::<f32>().unwrap(), b.to_vec::<f32>().unwrap());
+            for (i, (x, y)) in x.iter().zip(&y).enumerate() {
+                assert!(
+                    (x - y).abs() <= 2e-5 * (1.0 + y.abs()),
+                    "{mark} {i}: {x} {y}"
+                );
+            }
+        }
+    }
+    let text = exe.asm_text();
+    text.lines()
+        .find(|l| l.starts_with(mark))
+        .unwrap_or_else(|| panic!("no {mark} in\n{text}"))
+        .to_string()
+}
+
+/// Loop kernels streaming more than L2 along long runs prefetch their contiguous accesses
+/// ahead (reads and writes), not the ones broadcast along the run; small kernels do not.
+#[test]
+fn avx512_loop_kernels_prefetch_long_streams() {
+    if micro::detected() < Level::Avx512 {
+        return;
+    }
+    let mut rng = Rng::new(27);
+    let mut t = |shape: &[usize]| random_tensor(&mut rng, shape, DType::F32, -1.0, 1.0, false);
+    let axpby: fn(&[Tensor]) -> Vec<Tensor> =
+        |ts| vec![((&ts[0] * 2.0 + &ts[1]) * &ts[2] - &ts[0]) / (1.0 + &ts[1] * &ts[1])];
+    let big = [t(&[1 << 18]), t(&[1 << 18]), t(&[1 << 18])];
+    let line = kernel_listing(&big, axpby, ZMM_MARK);
+    assert!(
+        line.contains("1024 bytes ahead prefetched for 4 accesses"),
+        "{line}"
+    );
+    let small = [t(&[5000]), t(&[5000]), t(&[5000])];
+    let line = kernel_listing(&small, axpby, ZMM_MARK);
+    assert!(!line.contains("prefetched"), "{line}");
+    // A column broadcast along the run (stride 0): the matrix and the output only.
+    let scaled = [t(&[512, 1024]), t(&[512, 1])];
+    let line = kernel_listing(&scaled, |ts| vec![&ts[0] * &ts[1]], ZMM_MARK);
+    assert!(line.contains("prefetched for 2 accesses"), "{line}");
+    // Runs shorter than the distance (rows of 16 that do not merge: the column broadcast):
+    // nothing.
+    let narrow = [t(&[65536, 16]), t(&[65536, 1])];
+    let line = kernel_listing(&narrow, |ts| vec![&ts[0] * &ts[1]], ZMM_MARK);
+    assert!(!line.contains("prefetched"), "{line}");
 }
