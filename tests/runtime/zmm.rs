@@ -388,7 +388,8 @@ fn avx512_row_kernels_match_cranelift() {
 
 /// The last pass of a row kernel prefetches the next row of the accesses that move with the
 /// row: softmax's input and output, layer norm's input and output but not its scale and shift
-/// (the same every row); nothing when a row is a single one.
+/// (the same every row); nothing when a row is a single one. Row sums prefetch the next run
+/// when runs are long.
 #[test]
 fn avx512_row_kernels_prefetch_the_next_row_of_moving_accesses() {
     if micro::detected() < Level::Avx512 {
@@ -422,6 +423,27 @@ fn avx512_row_kernels_prefetch_the_next_row_of_moving_accesses() {
     )];
     let single = listing(&one, |ts| vec![ts[0].softmax(-1)]);
     assert!(!single.contains("prefetched"), "{single}");
+    // Row sums prefetch the next run when runs are a page or more in an input beyond L2.
+    let long = [random_tensor(
+        &mut rng,
+        &[64, 4096],
+        DType::F32,
+        -1.0,
+        1.0,
+        false,
+    )];
+    let sum = kernel_listing(&long, |ts| vec![ts[0].sum(1)], "AVX-512 row sum");
+    assert!(sum.contains("next row prefetched for 1 accesses"), "{sum}");
+    let short = [random_tensor(
+        &mut rng,
+        &[512, 512],
+        DType::F32,
+        -1.0,
+        1.0,
+        false,
+    )];
+    let sum = kernel_listing(&short, |ts| vec![ts[0].sum(1)], "AVX-512 row sum");
+    assert!(!sum.contains("prefetched"), "{sum}");
 }
 
 /// The first listing line starting with `mark` of `f` compiled at the AVX-512 level; checks

@@ -592,7 +592,7 @@ fn add_imm(a: &mut CodeAssembler, reg: AsmRegister64, imm: i64) -> R<()> {
 pub fn listing(code: &Code) -> String {
     let prefetch = match (code.prefetched, code.kind) {
         (0, _) => String::new(),
-        (n, "row kernel") => format!(", next row prefetched for {n} accesses"),
+        (n, "row kernel" | "row sum") => format!(", next row prefetched for {n} accesses"),
         (n, _) => format!(", {PREFETCH_AHEAD} bytes ahead prefetched for {n} accesses"),
     };
     let mut s = format!(

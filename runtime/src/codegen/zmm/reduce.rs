@@ -34,6 +34,19 @@ struct RowSum {
     n: i64,
 }
 
+impl RowSum {
+    /// Bytes from a run to the next one along the innermost output dim, when the sum should
+    /// prefetch it: runs of at least a page (the hardware streamer stops at each page; reading
+    /// the next run at the same time keeps a second stream going), in an input larger than
+    /// L2. Same run, interleaved, on the 2-core Xeon: W5 ours/hand 0.88-0.96 -> 0.83-0.87.
+    fn next_run_bytes(&self) -> Option<i32> {
+        let step = *self.in_strides.last()? * 4;
+        let total = self.dims.iter().product::<usize>() as i64 * self.n * 4;
+        let step = i32::try_from(step).ok()?;
+        (self.n * 4 >= 4096 && total >= 1 << 20 && step.abs() >= 64).then_some(step)
+    }
+}
+
 /// The reduction step `v` as AVX-512 code, or None when this backend does not take it.
 pub fn build(g: &Graph, part: &Partition, v: ValueId) -> Option<Code> {
     if !enabled() {
@@ -95,7 +108,7 @@ fn finish(r: RowSum) -> Option<Code> {
             kind: "row sum",
             bytes,
             staged: 0,
-            prefetched: 0,
+            prefetched: r.next_run_bytes().map_or(0, |_| 1),
         }),
         Err(Fail::Registers) => None,
         Err(Fail::Asm(e)) => {
@@ -129,7 +142,7 @@ fn emit(r: &RowSum) -> R<Vec<u8>> {
     a.mov(rdi, r13)?;
     add_strided(&mut a, rsi, idx, &r.in_strides, rcx)?;
     add_strided(&mut a, rdi, idx, &r.out_strides, rcx)?;
-    row_sum(&mut a, r.n)?;
+    row_sum(&mut a, r.n, r.next_run_bytes())?;
     a.vmovss(dword_ptr(rdi), xmm0)?;
     next_row(&mut a, idx, &r.dims, end, top)?;
     mark(&mut a, &mut done)?;
@@ -137,9 +150,9 @@ fn emit(r: &RowSum) -> R<Vec<u8>> {
     Ok(a.assemble(0)?)
 }
 
-/// The sum of the `n` f32 at rsi into xmm0 (f32). Uses rdx (element index), r8, r9 (counters),
-/// zmm0-zmm4, xmm8 (the f64 total), k1.
-fn row_sum(a: &mut CodeAssembler, n: i64) -> R<()> {
+/// The sum of the `n` f32 at rsi into xmm0 (f32), prefetching the lines `next` bytes further
+/// on. Uses rdx (element index), r8, r9 (counters), zmm0-zmm4, xmm8 (the f64 total), k1.
+fn row_sum(a: &mut CodeAssembler, n: i64, next: Option<i32>) -> R<()> {
     a.vxorpd(xmm8, xmm8, xmm8)?;
     a.xor(edx, edx)?;
     let full = n / BLOCK;
@@ -147,19 +160,19 @@ fn row_sum(a: &mut CodeAssembler, n: i64) -> R<()> {
         a.mov(r8, full)?;
         let mut blk = a.create_label();
         mark(a, &mut blk)?;
-        block(a, BLOCK)?;
+        block(a, BLOCK, next)?;
         a.sub(r8, 1)?;
         a.jnz(blk)?;
     }
     if n % BLOCK != 0 {
-        block(a, n % BLOCK)?;
+        block(a, n % BLOCK, next)?;
     }
     a.vcvtsd2ss(xmm0, xmm8, xmm8)?;
     Ok(())
 }
 
 /// Add the `len` elements at rsi + rdx*4 into the f64 total xmm8; rdx advances past them.
-fn block(a: &mut CodeAssembler, len: i64) -> R<()> {
+fn block(a: &mut CodeAssembler, len: i64, next: Option<i32>) -> R<()> {
     let acc = [zmm0, zmm1, zmm2, zmm3];
     for z in acc {
         a.vpxord(z, z, z)?;
@@ -171,6 +184,11 @@ fn block(a: &mut CodeAssembler, len: i64) -> R<()> {
         mark(a, &mut top)?;
         for (u, z) in acc.iter().enumerate() {
             a.vaddps(*z, *z, zmmword_ptr(rsi + rdx * 4 + 64 * u as i32))?;
+        }
+        if let Some(next) = next {
+            for u in 0..4 {
+                a.prefetcht0(byte_ptr(rsi + rdx * 4 + (next + 64 * u)))?;
+            }
         }
         a.add(rdx, GROUP as i32)?;
         a.sub(r9, 1)?;
