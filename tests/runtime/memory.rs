@@ -345,6 +345,57 @@ fn a_steady_loop_reuses_output_pages() {
     );
 }
 
+/// Minor page faults of the whole process so far (Linux; 0 elsewhere).
+fn minor_faults() -> u64 {
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            let rest = &s[s.rfind(')')? + 2..];
+            rest.split_whitespace().nth(7)?.parse().ok()
+        })
+        .unwrap_or(0)
+}
+
+/// Outputs of 36 MiB: past glibc's largest mmap threshold (32 MiB), so without the pool each
+/// call would map a fresh output and fault in its 9216 pages. With it, a steady loop takes the
+/// dropped output's buffer from the pool: no fresh allocation, no page faults.
+#[test]
+fn a_steady_loop_of_large_outputs_allocates_nothing_and_takes_no_page_faults() {
+    let n = (9 << 20) + 77;
+    let (a, b, c) = (
+        Tensor::full(&[n], 1.0, DType::F32),
+        Tensor::full(&[n], 2.0, DType::F32),
+        Tensor::full(&[n], 3.0, DType::F32),
+    );
+    drop(axpby(&a, &b, &c)); // compiles; the output goes to the pool
+    let (reused0, _) = jitfuse::storage::pool::stats();
+    // Other tests run in this process at the same time and may fault pages of their own: the
+    // quietest of several windows of two calls counts.
+    let mut quietest = u64::MAX;
+    for _ in 0..6 {
+        let f0 = minor_faults();
+        for _ in 0..2 {
+            drop(std::hint::black_box(axpby(&a, &b, &c)));
+        }
+        quietest = quietest.min(minor_faults() - f0);
+    }
+    // (Checked outside the windows: `to_vec` copies into a fresh 36 MiB Vec.)
+    let out = axpby(&a, &b, &c).to_vec::<f32>().unwrap();
+    assert_eq!(out[n - 1], 11.0 / 5.0);
+    let (reused1, _) = jitfuse::storage::pool::stats();
+    assert!(
+        reused1 - reused0 >= 13,
+        "{} outputs from the pool, of 13",
+        reused1 - reused0
+    );
+    if cfg!(target_os = "linux") {
+        assert!(
+            quietest < 1000,
+            "{quietest} page faults in two calls (a fresh output: 9216)"
+        );
+    }
+}
+
 fn chain_loss(ws: &Vec<Tensor>, x: &Tensor) -> Tensor {
     let mut h = x.clone();
     for w in ws {
