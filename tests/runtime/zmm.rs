@@ -388,8 +388,8 @@ fn avx512_row_kernels_match_cranelift() {
 
 /// The last pass of a row kernel prefetches the next row of the accesses that move with the
 /// row: softmax's input and output, layer norm's input and output but not its scale and shift
-/// (the same every row); nothing when a row is a single one. Row sums prefetch the next run
-/// when runs are long.
+/// (the same every row); nothing when a row is a single one or the kernel runs from cache.
+/// Row sums prefetch the next run when runs are long.
 #[test]
 fn avx512_row_kernels_prefetch_the_next_row_of_moving_accesses() {
     if micro::detected() < Level::Avx512 {
@@ -399,7 +399,7 @@ fn avx512_row_kernels_prefetch_the_next_row_of_moving_accesses() {
     let listing = |args: &[Tensor], f: fn(&[Tensor]) -> Vec<Tensor>| {
         kernel_listing(args, f, "AVX-512 row kernel")
     };
-    let x = random_tensor(&mut rng, &[8, 1024], DType::F32, -4.0, 4.0, false);
+    let x = random_tensor(&mut rng, &[256, 1024], DType::F32, -4.0, 4.0, false);
     let w = random_tensor(&mut rng, &[1024], DType::F32, -2.0, 2.0, false);
     let b = random_tensor(&mut rng, &[1024], DType::F32, -2.0, 2.0, false);
     let args = [x, w, b];
@@ -423,6 +423,17 @@ fn avx512_row_kernels_prefetch_the_next_row_of_moving_accesses() {
     )];
     let single = listing(&one, |ts| vec![ts[0].softmax(-1)]);
     assert!(!single.contains("prefetched"), "{single}");
+    // A kernel that runs from cache: no prefetches.
+    let few = [random_tensor(
+        &mut rng,
+        &[8, 1024],
+        DType::F32,
+        -4.0,
+        4.0,
+        false,
+    )];
+    let small = listing(&few, |ts| vec![ts[0].softmax(-1)]);
+    assert!(!small.contains("prefetched"), "{small}");
     // Row sums prefetch the next run when runs are a page or more in an input beyond L2.
     let long = [random_tensor(
         &mut rng,

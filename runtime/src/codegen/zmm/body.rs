@@ -143,8 +143,9 @@ pub(super) struct Ctx<'c> {
     /// Frame offset of the first tile, and bytes per tile.
     pub tiles: i32,
     pub tile_bytes: i32,
-    /// Lines to prefetch in each unrolled group (row kernels' last pass): the same columns of
-    /// the next row of these contiguous accesses, `(pointer, bytes to the next row, written)`.
+    /// Lines to prefetch in each unrolled group, one per vector: `(pointer, bytes ahead of the
+    /// vectors just computed, written)`; the next row (row kernels' last pass) or a fixed
+    /// distance ahead (loop kernels' long streams).
     pub prefetch: &'c [(AsmRegister64, i32, bool)],
 }
 

@@ -84,7 +84,7 @@ pub struct Code {
     pub bytes: Vec<u8>,
     /// Transcendentals computed per tile by micro-kernel calls.
     pub staged: usize,
-    /// Accesses whose next row the kernel prefetches (row kernels).
+    /// Accesses the kernel prefetches (ahead in the stream, or the next row).
     pub prefetched: usize,
 }
 
@@ -512,8 +512,10 @@ impl<'a> Emitter<'a> {
 
 /// How far ahead loop kernels prefetch their streams (bytes).
 const PREFETCH_AHEAD: i32 = 1024;
-/// Loop kernels prefetch when their contiguous accesses move at least this much (L2 size).
-const STREAM_MIN_BYTES: usize = 1 << 20;
+/// Kernels prefetch when their contiguous accesses move at least this much (L2 size).
+pub(super) const STREAM_MIN_BYTES: usize = 1 << 20;
+/// Prefetch distances are below this, so that the last line's displacement fits an i32.
+pub(super) const MAX_PREFETCH_BYTES: i64 = 1 << 30;
 
 /// The vectors of a pass from element `R_I` up to `R_N`: groups of UNROLL vectors, single
 /// vectors, then the last 1..15 elements under mask k1. `regs`: the registers free in each

@@ -8,7 +8,8 @@
 //! they differ between any two vector widths; both are compared with the interpreter.
 
 use super::{
-    add_imm, add_strided, enabled, epilogue, first_row, mark, next_row, prologue, Code, Fail, R,
+    add_imm, add_strided, enabled, epilogue, first_row, mark, next_row, prologue, Code, Fail,
+    MAX_PREFETCH_BYTES, R, STREAM_MIN_BYTES,
 };
 use crate::codegen::reduce::{self as cr, BLOCK};
 use crate::codegen::row;
@@ -42,8 +43,8 @@ impl RowSum {
     fn next_run_bytes(&self) -> Option<i32> {
         let step = *self.in_strides.last()? * 4;
         let total = self.dims.iter().product::<usize>() as i64 * self.n * 4;
-        let step = i32::try_from(step).ok()?;
-        (self.n * 4 >= 4096 && total >= 1 << 20 && step.abs() >= 64).then_some(step)
+        let long = self.n * 4 >= 4096 && total >= STREAM_MIN_BYTES as i64;
+        (long && (64..MAX_PREFETCH_BYTES).contains(&step.abs())).then_some(step as i32)
     }
 }
 

@@ -18,7 +18,7 @@
 use super::body::{self, identity_bits, AccSet, Dest, Leaf, Pass, Regs, K, X, Z};
 use super::{
     add_imm, add_strided, enabled, epilogue, first_row, mark, next_row, node_ok, prologue,
-    run_loop, Asm, Code, Fail, PTR_REGS, R, R_I, R_N,
+    run_loop, Asm, Code, Fail, MAX_PREFETCH_BYTES, PTR_REGS, R, R_I, R_N, STREAM_MIN_BYTES,
 };
 use crate::codegen::reduce::BLOCK;
 use crate::codegen::row::{self, Plan};
@@ -538,17 +538,21 @@ impl<'a> Rows<'a> {
     /// dimension; past the end of that dimension the lines are wasted, never wrong (a prefetch
     /// does not fault).
     fn next_row_lines(&self, ptrs: &[Option<AsmRegister64>]) -> Vec<(AsmRegister64, i32, bool)> {
-        let mut lines = Vec::new();
-        for (ai, acc) in self.pl.accesses.iter().enumerate() {
-            let (Some(ptr), Some(&step)) = (ptrs[ai], acc.o_strides.last()) else {
-                continue;
-            };
-            let next = i32::try_from(step * 4).ok().filter(|b| b.abs() >= 64);
-            if let (Some(next), 1, DType::F32) = (next, acc.i_stride, acc.dtype) {
-                lines.push((ptr, next, self.pl.outs.contains(&ai)));
-            }
+        let moving: Vec<(usize, i64)> = (self.pl.accesses.iter().enumerate())
+            .filter_map(|(ai, acc)| {
+                let step = acc.o_strides.last()? * 4;
+                let f32_run = acc.i_stride == 1 && acc.dtype == DType::F32;
+                (f32_run && (64..MAX_PREFETCH_BYTES).contains(&step.abs())).then_some((ai, step))
+            })
+            .collect();
+        // Small kernels run from cache: the prefetches would only cost instructions.
+        let rows: usize = self.pl.o_dims.iter().product();
+        if rows * self.pl.n * moving.len() * 4 < STREAM_MIN_BYTES {
+            return Vec::new();
         }
-        lines
+        (moving.into_iter())
+            .filter_map(|(ai, step)| Some((ptrs[ai]?, step as i32, self.pl.outs.contains(&ai))))
+            .collect()
     }
 
     /// Accumulators to their reduction's identity.
