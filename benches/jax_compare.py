@@ -18,8 +18,8 @@ waiting for them (block_until_ready). NumPy ms = median of the same calls in Num
 """
 
 import argparse
+import os
 import platform
-import resource
 import statistics
 import sys
 import time
@@ -257,6 +257,11 @@ def row_id(name):
 
 
 def minor_faults():
+    """Minor page faults of this process so far (0 where `resource` is missing: Windows)."""
+    try:
+        import resource
+    except ImportError:
+        return 0
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
@@ -268,33 +273,43 @@ def serve():
       setup <id>  ->  ok <compile s>        (3 fresh compiles, median; then 3 warm-up calls)
       run <id>    ->  <s per call> <minor faults per call>   (one sample: `calls` calls)
       quit
+    A command that fails replies `error <message>` (the bench leaves that row's XLA
+    columns empty and goes on).
 
     The worker is idle (blocked on stdin) while the Rust side times its own cases."""
+    # Replies go to a copy of the original stdout; anything else printed to stdout (by JAX,
+    # XLA or a library) goes to stderr, so it cannot break the line protocol.
+    proto = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
     cases = {row_id(c[0]): c for c in make_cases(np.random.default_rng(0))}
     compiled = {}
-    print(f"ready JAX {jax.__version__}", flush=True)
+    print(f"ready JAX {jax.__version__}", file=proto, flush=True)
     for line in sys.stdin:
         cmd = line.split()
         if not cmd:
             continue
         if cmd[0] == "quit":
             break
-        name, jfn, _, args, calls = cases[cmd[1]]
-        if cmd[0] == "setup":
-            dev = jax.tree_util.tree_map(jnp.asarray, args)
-            compile_s, fn = compile_jax(jfn, dev)
-            compiled[cmd[1]] = (fn, dev, calls)
-            print(f"ok {compile_s:.6e}", flush=True)
-        elif cmd[0] == "run":
-            fn, dev, calls = compiled[cmd[1]]
-            f0 = minor_faults()
-            t = time.perf_counter()
-            for _ in range(calls):
-                jax.block_until_ready(fn(*dev))
-            s = time.perf_counter() - t
-            print(f"{s / calls:.6e} {(minor_faults() - f0) / calls:.1f}", flush=True)
-        else:
-            print(f"error: unknown command {cmd[0]}", flush=True)
+        try:
+            if cmd[0] == "setup":
+                _, jfn, _, args, calls = cases[cmd[1]]
+                dev = jax.tree_util.tree_map(jnp.asarray, args)
+                compile_s, fn = compile_jax(jfn, dev)
+                compiled[cmd[1]] = (fn, dev, calls)
+                reply = f"ok {compile_s:.6e}"
+            elif cmd[0] == "run":
+                fn, dev, calls = compiled[cmd[1]]
+                f0 = minor_faults()
+                t = time.perf_counter()
+                for _ in range(calls):
+                    jax.block_until_ready(fn(*dev))
+                s = time.perf_counter() - t
+                reply = f"{s / calls:.6e} {(minor_faults() - f0) / calls:.1f}"
+            else:
+                reply = f"error unknown command {cmd[0]}"
+        except Exception as e:  # noqa: BLE001 - reported to the bench, which goes on without it
+            reply = f"error {type(e).__name__}: {e}".replace("\n", " ")
+        print(reply, file=proto, flush=True)
 
 
 def main():

@@ -663,9 +663,10 @@ fn per_call(s: f64) -> f64 {
     s / DISPATCH_CALLS as f64
 }
 
+/// The median of the samples that are numbers (NaN: a failed XLA sample); NaN if none is.
 fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let mut v: Vec<f64> = v.iter().copied().filter(|x| !x.is_nan()).collect();
+    v.sort_by(|a, b| a.total_cmp(b));
     if v.is_empty() {
         f64::NAN
     } else {
@@ -1373,7 +1374,13 @@ fn main() {
             let f1 = minor_faults();
             if round > 0 {
                 c.samples.push(s);
-                c.faults.push((f1 - f0) / c.calls);
+                // XLA's faults happen in the worker, which counts them for the sample
+                // (none for a failed one).
+                match (&xla_worker, c.kind) {
+                    (Some(w), Kind::Xla) if !s.is_nan() => c.faults.push(w.borrow().last_faults),
+                    (_, Kind::Xla) => {}
+                    _ => c.faults.push((f1 - f0) / c.calls),
+                }
             }
         }
     }
@@ -1521,11 +1528,15 @@ fn main() {
             .map(|c| (c * 1e3, med(id, Kind::Xla) * 1e3)),
         None => xla_anchor(id),
     };
+    let median_faults = |c: &Case| {
+        let mut f = c.faults.clone();
+        f.sort();
+        f.get(f.len() / 2).copied()
+    };
     let xla_faults = |id: &str| {
-        xla_worker
-            .as_ref()
-            .and_then(|w| w.borrow().faults(id))
-            .map_or(String::new(), |f| format!("{f:.0}"))
+        get(id, Kind::Xla)
+            .and_then(median_faults)
+            .map_or(String::new(), |f| f.to_string())
     };
     let xla_source = match &xla_worker {
         Some(w) => format!(
@@ -1556,7 +1567,9 @@ fn main() {
     for r in &rows {
         let x = xla(r.id);
         if let Some(why) = r.pending {
-            let (xc, xr) = x.unwrap();
+            let (xc, xr) = x
+                .or_else(|| xla_anchor(r.id))
+                .unwrap_or((f64::NAN, f64::NAN));
             writeln!(
                 md,
                 "| {} {} | {why} | | | | {xr} | {xc} | | | | | | | | |",
@@ -1622,11 +1635,7 @@ fn main() {
             _ => unreachable!(),
         }
         .map_or("?".to_string(), |(s, k)| format!("{s} ({k} k)"));
-        let faults = get(r.id, Kind::Jit).map_or(0, |c| {
-            let mut f = c.faults.clone();
-            f.sort();
-            f[f.len() / 2]
-        });
+        let faults = get(r.id, Kind::Jit).and_then(median_faults).unwrap_or(0);
         writeln!(
             md,
             "| {} {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {bw} | {steps} | {faults} | {} |",

@@ -4,9 +4,12 @@
 //! first and ours after let the machine's bandwidth, which drifts by 1.5×
 //! within minutes here, decide some ratios.)
 //!
-//! The worker blocks on its stdin between requests, so the two processes
-//! never run at the same time. Each reply is timed inside Python (around
-//! `block_until_ready`), so the pipe round trip is not counted.
+//! The worker is idle (blocked on its stdin) between requests, so the two
+//! processes take turns (XLA's thread pool may spin briefly after a call; the
+//! warm-up runs before each timed one absorb that). Each reply is timed inside
+//! Python (around `block_until_ready`), so the pipe round trip is not counted.
+//! A request the worker fails gives NaN samples: that row's XLA columns stay
+//! empty and the bench goes on.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -20,10 +23,10 @@ pub struct Worker {
     stdout: BufReader<ChildStdout>,
     /// "JAX 0.10.2", from the worker's greeting.
     pub version: String,
-    /// Per row id: the compile time (s) reported by `setup`.
+    /// Per row id: the compile time (s) reported by `setup` (NaN: it failed).
     compile: HashMap<String, f64>,
-    /// Per row id: minor page faults per call of every sample taken.
-    faults: HashMap<String, Vec<f64>>,
+    /// Minor page faults per call of the last sample, counted by the worker.
+    pub last_faults: u64,
 }
 
 /// Shared by the sample closures of every XLA case.
@@ -43,22 +46,29 @@ impl Worker {
             .ok()?;
         let stdin = child.stdin.take()?;
         let mut stdout = BufReader::new(child.stdout.take()?);
-        let mut greeting = String::new();
-        stdout.read_line(&mut greeting).ok()?;
-        let Some(version) = greeting.trim().strip_prefix("ready ") else {
-            eprintln!(
-                "{script} --serve did not start (is JAX installed? pip install \"jax[cpu]\" numpy)"
-            );
-            let _ = child.kill();
-            return None;
+        // The greeting; a stray line before it is skipped, the end of the
+        // stream means the worker did not start.
+        let version = loop {
+            let mut line = String::new();
+            if stdout.read_line(&mut line).map_or(true, |n| n == 0) {
+                eprintln!(
+                    "{script} --serve did not start (is JAX installed? pip install \"jax[cpu]\" numpy)"
+                );
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+            if let Some(v) = line.trim().strip_prefix("ready ") {
+                break v.to_string();
+            }
         };
         Some(Rc::new(RefCell::new(Worker {
-            version: version.to_string(),
             child,
             stdin,
             stdout,
+            version,
             compile: HashMap::new(),
-            faults: HashMap::new(),
+            last_faults: 0,
         })))
     }
 
@@ -76,38 +86,43 @@ impl Worker {
         reply.trim().to_string()
     }
 
-    /// One XLA sample of row `id`: seconds per call. Compiles on first use
-    /// (so rows left out by `JITFUSE_BENCH_ONLY` are never compiled).
+    /// One XLA sample of row `id`: seconds per call, or NaN when the worker
+    /// failed it (the reason is printed once). Compiles on first use, so rows
+    /// left out by `JITFUSE_BENCH_ONLY` are never compiled.
     pub fn sample(&mut self, id: &str) -> f64 {
         if !self.compile.contains_key(id) {
             let reply = self.request(&format!("setup {id}"));
-            let s = reply
-                .strip_prefix("ok ")
-                .and_then(|s| s.parse().ok())
-                .unwrap_or_else(|| panic!("JAX worker, setup {id}: {reply}"));
+            let s = match reply.strip_prefix("ok ").and_then(|s| s.parse().ok()) {
+                Some(s) => s,
+                None => {
+                    eprintln!("JAX worker, setup {id}: {reply} (its XLA columns stay empty)");
+                    f64::NAN
+                }
+            };
             self.compile.insert(id.to_string(), s);
+        }
+        if self.compile[id].is_nan() {
+            return f64::NAN;
         }
         let reply = self.request(&format!("run {id}"));
         let mut f = reply.split_whitespace().map(|v| v.parse::<f64>());
         match (f.next(), f.next()) {
             (Some(Ok(s)), Some(Ok(faults))) => {
-                self.faults.entry(id.to_string()).or_default().push(faults);
+                self.last_faults = faults.round() as u64;
                 s
             }
-            _ => panic!("JAX worker, run {id}: {reply}"),
+            _ => {
+                eprintln!("JAX worker, run {id}: {reply} (its XLA columns stay empty)");
+                self.compile.insert(id.to_string(), f64::NAN);
+                f64::NAN
+            }
         }
     }
 
-    /// XLA's compile time of row `id` in seconds (after its first sample).
+    /// XLA's compile time of row `id` in seconds (after its first sample;
+    /// NaN when it failed).
     pub fn compile_s(&self, id: &str) -> Option<f64> {
         self.compile.get(id).copied()
-    }
-
-    /// Median minor page faults per XLA call of row `id`.
-    pub fn faults(&self, id: &str) -> Option<f64> {
-        let mut v = self.faults.get(id)?.clone();
-        v.sort_by(|a, b| a.total_cmp(b));
-        v.get(v.len() / 2).copied()
     }
 }
 

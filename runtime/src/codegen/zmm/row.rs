@@ -6,8 +6,8 @@
 //! Differences from the Cranelift kernel, all deliberate:
 //! - the last pass over a row prefetches the next row's lines of the contiguous inputs and
 //!   outputs (`next_row_lines`): a row of 1024 f32 is one page, where the hardware streamer
-//!   stops, and the last pass (softmax's exp and divide, layer norm's scale) is compute-bound,
-//!   so the memory system is idle in it otherwise. Same run, interleaved, 2-core Xeon: W4
+//!   stops, and the last pass (softmax's divide of the stashed exp, layer norm's scale) reads
+//!   from L1 and computes, so the memory system is idle in it otherwise. Same run, interleaved, 2-core Xeon: W4
 //!   1.34-1.87 -> 0.91-1.28 ms, W3 2.52-2.87 -> 1.86-2.60 ms.
 //! - sums add 16 lanes at a time (blocks of `BLOCK` in f32, f64 across blocks, as before), so
 //!   their last bits may differ from the 4-lane kernel's. Max/min are exact; a NaN anywhere in
@@ -311,9 +311,9 @@ impl<'a> Rows<'a> {
             cands.sort();
             let leaf = |x: ValueId| self.leaf(x, &avail);
             let pass = Pass::of(g, self.inner.clone(), &cands, &leaf, stores);
-            // The last pass over the row (softmax's exp and divide) is compute-bound: it
-            // prefetches the next row, which the first pass then finds in L1. Rows of 4 KiB are
-            // each a page, where the hardware's streamer stops and starts again.
+            // The last pass over the row (softmax's divide of the stashed exp) works from L1:
+            // it prefetches the next row, which the first pass then finds in cache. Rows of
+            // 4 KiB are each a page, where the hardware's streamer stops and starts again.
             self.loop_pass(&pass, &[], true)?;
         }
         // Row-level outputs: one f32 per row.
@@ -465,7 +465,7 @@ impl<'a> Rows<'a> {
     fn loop_pass(&mut self, pass: &Pass, ops: &[ReduceOp], prefetch_next: bool) -> R<Vec<AccSet>> {
         let ptrs = self.pointers(pass)?;
         let prefetch = if prefetch_next {
-            self.next_row_lines(&ptrs)
+            self.next_row_lines(&ptrs)?
         } else {
             Vec::new()
         };
@@ -532,12 +532,18 @@ impl<'a> Rows<'a> {
         Ok(accs)
     }
 
-    /// The pass's contiguous f32 accesses that move to a new place with the next row (inputs
-    /// and outputs; not the row-invariant ones such as layer norm's gamma): what `run_loop`
-    /// prefetches (`Ctx::prefetch`). The next row is taken one step along the innermost row
-    /// dimension; past the end of that dimension the lines are wasted, never wrong (a prefetch
-    /// does not fault).
-    fn next_row_lines(&self, ptrs: &[Option<AsmRegister64>]) -> Vec<(AsmRegister64, i32, bool)> {
+    /// The kernel's contiguous f32 accesses that move to a new place with the next row (inputs
+    /// and outputs; not the row-invariant ones such as layer norm's gamma), with a register
+    /// holding each one's row pointer: what `run_loop` prefetches (`Ctx::prefetch`). All of
+    /// them, not only those the pass reads: the next row's first pass reads them (softmax's
+    /// last pass reads its exp from the stash); those the pass does not use get a free pointer
+    /// register here (none left: not prefetched). The next row is taken one step along the
+    /// innermost row dimension; past the end of that dimension the lines are wasted, never
+    /// wrong (a prefetch does not fault).
+    fn next_row_lines(
+        &mut self,
+        ptrs: &[Option<AsmRegister64>],
+    ) -> R<Vec<(AsmRegister64, i32, bool)>> {
         let moving: Vec<(usize, i64)> = (self.pl.accesses.iter().enumerate())
             .filter_map(|(ai, acc)| {
                 let step = acc.o_strides.last()? * 4;
@@ -548,11 +554,23 @@ impl<'a> Rows<'a> {
         // Small kernels run from cache: the prefetches would only cost instructions.
         let rows: usize = self.pl.o_dims.iter().product();
         if rows * self.pl.n * moving.len() * 4 < STREAM_MIN_BYTES {
-            return Vec::new();
+            return Ok(Vec::new());
         }
-        (moving.into_iter())
-            .filter_map(|(ai, step)| Some((ptrs[ai]?, step as i32, self.pl.outs.contains(&ai))))
-            .collect()
+        let mut free = PTR_REGS.iter().filter(|r| !ptrs.contains(&Some(**r)));
+        let mut lines = Vec::new();
+        for (ai, step) in moving {
+            let reg = match ptrs[ai] {
+                Some(reg) => reg,
+                None => {
+                    let Some(&reg) = free.next() else { continue };
+                    let at = self.row + 8 * ai as i32;
+                    self.asm.a.mov(reg, qword_ptr(rsp + at))?;
+                    reg
+                }
+            };
+            lines.push((reg, step as i32, self.pl.outs.contains(&ai)));
+        }
+        Ok(lines)
     }
 
     /// Accumulators to their reduction's identity.
