@@ -442,12 +442,11 @@ struct Stash {
 pub(super) const STASH_BYTES: usize = 128 * 1024;
 
 pub(super) fn is_expensive(g: &Graph, v: ValueId) -> bool {
-    use crate::ir::UnaryOp::*;
-    matches!(
-        g.node(v).op,
-        Op::Unary(Exp | Ln | Tanh | Sigmoid | Sin | Cos | Erf)
-            | Op::Binary(BinaryOp::Pow | BinaryOp::Div | BinaryOp::Rem)
-    )
+    match g.node(v).op {
+        Op::Unary(u) => u.is_transcendental(),
+        Op::Binary(o) => matches!(o, BinaryOp::Pow | BinaryOp::Div | BinaryOp::Rem),
+        _ => false,
+    }
 }
 
 /// The phases of a row (reduction sets, then the element outputs) and the
@@ -684,11 +683,7 @@ fn row(
     let nrow = b.ins().iconst(types::I64, pl.n as i64);
     loop {
         compute_row_level(b, &mut ctx, &row_level, &deps, &done);
-        let ready: Vec<ValueId> = reductions
-            .iter()
-            .copied()
-            .filter(|r| !done.contains(r) && deps[r].iter().all(|x| done.contains(x)))
-            .collect();
+        let ready = ready_reductions(&reductions, &deps, &done);
         if ready.is_empty() {
             break;
         }
@@ -756,6 +751,17 @@ fn row(
             b.ins().store(flags(), lane0, ctx.rows[pl.outs[j]], 0);
         }
     }
+}
+
+/// The reductions not `done` whose dependencies (`reduction_deps`) all are: the next phase.
+pub(super) fn ready_reductions(
+    reductions: &[ValueId],
+    deps: &HashMap<ValueId, HashSet<ValueId>>,
+    done: &HashSet<ValueId>,
+) -> Vec<ValueId> {
+    (reductions.iter().copied())
+        .filter(|r| !done.contains(r) && deps[r].iter().all(|x| done.contains(x)))
+        .collect()
 }
 
 /// The reductions among a row group's `members` (in their order), and which of them each

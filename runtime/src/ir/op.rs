@@ -218,6 +218,13 @@ impl Op {
 }
 
 impl UnaryOp {
+    /// Computed by a polynomial micro-kernel (`codegen::micro`): far costlier than an
+    /// arithmetic op, and inlined or staged by the kernels rather than one instruction.
+    pub fn is_transcendental(self) -> bool {
+        use UnaryOp::*;
+        matches!(self, Exp | Ln | Tanh | Sigmoid | Sin | Cos | Erf)
+    }
+
     pub const ALL: [UnaryOp; 17] = [
         UnaryOp::Neg,
         UnaryOp::Exp,

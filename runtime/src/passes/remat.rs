@@ -12,7 +12,7 @@
 
 use crate::exec::partition::{const_value, Partition, Step};
 use crate::exec::plan::{step_io, BufferPlan};
-use crate::ir::{Graph, Node, Op, UnaryOp, ValueId};
+use crate::ir::{Graph, Node, Op, ValueId};
 use crate::{shape, Error};
 use std::collections::HashMap;
 
@@ -34,15 +34,7 @@ fn flops(g: &Graph, v: ValueId) -> f64 {
             let a = g.node(n.inputs[0]);
             2.0 * numel * *a.shape.last().unwrap_or(&1) as f64
         }
-        Op::Unary(
-            UnaryOp::Exp
-            | UnaryOp::Ln
-            | UnaryOp::Tanh
-            | UnaryOp::Sigmoid
-            | UnaryOp::Sin
-            | UnaryOp::Cos
-            | UnaryOp::Erf,
-        ) => 20.0 * numel,
+        Op::Unary(u) if u.is_transcendental() => 20.0 * numel,
         Op::Reduce(..) => shape::numel(&g.node(n.inputs[0]).shape) as f64,
         _ => numel,
     }

@@ -619,18 +619,7 @@ impl Vector<'_, '_, '_> {
                 e.a.knotw(K[d as usize], kr(args[0]))?;
                 Loc::K(d)
             }
-            (
-                Op::Unary(
-                    u @ (UnaryOp::Exp
-                    | UnaryOp::Ln
-                    | UnaryOp::Tanh
-                    | UnaryOp::Sigmoid
-                    | UnaryOp::Sin
-                    | UnaryOp::Cos
-                    | UnaryOp::Erf),
-                ),
-                _,
-            ) => self.inline(e, *u, args[0].z())?,
+            (Op::Unary(u), _) if u.is_transcendental() => self.inline(e, *u, args[0].z())?,
             (Op::Unary(u), _) => {
                 let x = z(args[0]);
                 let d = self.regs.z()?;

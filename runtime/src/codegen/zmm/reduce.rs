@@ -104,12 +104,13 @@ fn finish(r: RowSum) -> Option<Code> {
     if r.dims.iter().any(|&d| d > i32::MAX as usize) {
         return None;
     }
-    match emit(&r) {
+    let next = r.next_run_bytes();
+    match emit(&r, next) {
         Ok(bytes) => Some(Code {
             kind: "row sum",
             bytes,
             staged: 0,
-            prefetched: r.next_run_bytes().map_or(0, |_| 1),
+            prefetched: next.map_or(0, |_| 1),
         }),
         Err(Fail::Registers) => None,
         Err(Fail::Asm(e)) => {
@@ -119,7 +120,8 @@ fn finish(r: RowSum) -> Option<Code> {
     }
 }
 
-fn emit(r: &RowSum) -> R<Vec<u8>> {
+/// The kernel; `next`: bytes to the next run, prefetched while summing (`next_run_bytes`).
+fn emit(r: &RowSum, next: Option<i32>) -> R<Vec<u8>> {
     let mut a = CodeAssembler::new(64)?;
     let (saved, begin, end, idx) = (0, 8, 16, 24);
     let nk = r.dims.len();
@@ -143,7 +145,7 @@ fn emit(r: &RowSum) -> R<Vec<u8>> {
     a.mov(rdi, r13)?;
     add_strided(&mut a, rsi, idx, &r.in_strides, rcx)?;
     add_strided(&mut a, rdi, idx, &r.out_strides, rcx)?;
-    row_sum(&mut a, r.n, r.next_run_bytes())?;
+    row_sum(&mut a, r.n, next)?;
     a.vmovss(dword_ptr(rdi), xmm0)?;
     next_row(&mut a, idx, &r.dims, end, top)?;
     mark(&mut a, &mut done)?;

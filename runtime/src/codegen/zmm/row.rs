@@ -281,11 +281,7 @@ impl<'a> Rows<'a> {
         let mut phase = 0;
         loop {
             self.row_level(&row_level, &deps, &done, &mut avail)?;
-            let ready: Vec<ValueId> = reductions
-                .iter()
-                .copied()
-                .filter(|r| !done.contains(r) && deps[r].iter().all(|x| done.contains(x)))
-                .collect();
+            let ready = row::ready_reductions(&reductions, &deps, &done);
             if ready.is_empty() {
                 break;
             }
