@@ -309,7 +309,7 @@ fn avx512_row_kernels_match_cranelift() {
     let mut rng = Rng::new(25);
     let mut zmm_rows = 0;
     type Row = fn(&[Tensor]) -> Vec<Tensor>;
-    let progs: [(&str, Row); 7] = [
+    let progs: [(&str, Row); 9] = [
         ("softmax", |ts| vec![ts[0].softmax(-1)]),
         ("log_softmax", |ts| vec![ts[0].log_softmax(-1)]),
         ("layer_norm", |ts| {
@@ -338,6 +338,11 @@ fn avx512_row_kernels_match_cranelift() {
                 x.square().sum(-1),
                 x.abs().sum(-1),
             ]
+        }),
+        // A row-level mask (the row's max is finite) stored to and read from the frame.
+        ("logsumexp", |ts| vec![ts[0].logsumexp(-1)]),
+        ("logsumexp_all", |ts| {
+            vec![ts[0].logsumexp_all(), (&ts[0] * 2.0).logsumexp(-1)]
         }),
         ("moments", |ts| {
             let x = &ts[0];

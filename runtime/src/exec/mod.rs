@@ -112,15 +112,46 @@ impl Executable {
         }
     }
 
-    /// The buffer plan of a partition (in place only where a loop or row
-    /// kernel reads its input exactly where it writes the output).
-    fn plan_partition(graph: &Graph, part: &Partition, sig: &Signature) -> BufferPlan {
-        let inplace_ok = |si: usize, x: ValueId, o: ValueId| match &part.steps[si] {
+    /// Whether step `si` may write `o` over `x`: a loop or row kernel that
+    /// reads `x` exactly where it writes `o` (its code loads every input of
+    /// a position before storing any output there).
+    fn inplace_ok(graph: &Graph, part: &Partition, si: usize, x: ValueId, o: ValueId) -> bool {
+        match &part.steps[si] {
             Step::Kernel(k) => codegen::kernel_inplace_ok(graph, part, k, x, o),
             Step::Row(rk) => codegen::row_inplace_ok(graph, part, rk, x, o),
             _ => false,
-        };
-        plan::plan(graph, part, sig, &inplace_ok)
+        }
+    }
+
+    /// The buffer plan of a partition.
+    fn plan_partition(graph: &Graph, part: &Partition, sig: &Signature) -> BufferPlan {
+        plan::plan(graph, part, sig, &|si, x, o| {
+            Executable::inplace_ok(graph, part, si, x, o)
+        })
+    }
+
+    /// `plan::check_program` on a plan of this partition.
+    fn check_plan_of(
+        graph: &Graph,
+        part: &Partition,
+        sig: &Signature,
+        plan: &BufferPlan,
+    ) -> Result<(), Error> {
+        plan::check_program(graph, part, sig, plan, &|si, x, o| {
+            Executable::inplace_ok(graph, part, si, x, o)
+        })
+    }
+
+    /// The full proof of this program's buffer plan (`plan::check_program`),
+    /// which debug builds run on every compiled program.
+    pub fn check_plan(&self) -> Result<(), Error> {
+        self.check_plan_with(&self.plan)
+    }
+
+    /// `plan::check_program` of another plan for this program (tests show
+    /// that the checker rejects broken plans).
+    pub fn check_plan_with(&self, plan: &BufferPlan) -> Result<(), Error> {
+        Executable::check_plan_of(&self.graph, &self.part, &self.signature, plan)
     }
 
     /// Compile; with a budget (bytes of peak memory), recompute values in the
@@ -181,7 +212,7 @@ impl Executable {
         let compiled = codegen::compile(&graph, &part, keep_text)?;
         let plan = Executable::plan_partition(&graph, &part, sig);
         if cfg!(debug_assertions) {
-            plan::check(&plan)?;
+            Executable::check_plan_of(&graph, &part, sig, &plan)?;
         }
         let io = part
             .steps

@@ -581,3 +581,157 @@ pub fn svg(plan: &BufferPlan, steps: usize) -> String {
     s += "</svg>\n";
     s
 }
+
+/// The full proof of a program's plan, from the partition's reads and
+/// writes recomputed here (nothing taken from the planner's own liveness):
+/// `check`'s arena and hosting rules, every planned interval covering its
+/// value's definition and last read, every in-place pair approved by the
+/// step's kernel at the input's last read, and donation safety: a donated
+/// argument's buffer receives no output before the last read of that
+/// argument by any step (at that read only when the step writes the output
+/// exactly where it reads the argument), hosts temporaries only after that
+/// read, and is no other output's buffer.
+pub fn check_program(
+    g: &Graph,
+    p: &Partition,
+    sig: &Signature,
+    plan: &BufferPlan,
+    inplace_ok: &dyn Fn(usize, ValueId, ValueId) -> bool,
+) -> Result<(), Error> {
+    check(plan)?;
+    let nn = g.nodes.len();
+    let mut def: Vec<Option<usize>> = vec![None; nn];
+    let mut last: Vec<Option<usize>> = vec![None; nn];
+    for (si, s) in p.steps.iter().enumerate() {
+        let (r, w) = step_io(g, p, s);
+        for x in r {
+            last[x.index()] = Some(si);
+        }
+        for x in w {
+            if def[x.index()].is_some() {
+                return Err(Error::verify(format!("%{} is written by two steps", x.0)));
+            }
+            def[x.index()] = Some(si);
+        }
+    }
+    fn fail<T>(m: String) -> Result<T, Error> {
+        Err(Error::verify(m))
+    }
+    // Planned intervals cover the real lifetimes.
+    let covers = |iv: &Interval| -> Result<(), Error> {
+        let v = iv.value.index();
+        let Some(d) = def[v] else {
+            return fail(format!(
+                "buffer %{} is planned but no step writes it",
+                iv.value.0
+            ));
+        };
+        let l = last[v].unwrap_or(d).max(d);
+        if iv.def > d || iv.last < l {
+            return fail(format!(
+                "buffer %{} planned live over steps {}..={} but written at {d} and last read at {l}",
+                iv.value.0, iv.def, iv.last
+            ));
+        }
+        Ok(())
+    };
+    for iv in &plan.temps {
+        covers(iv)?;
+    }
+    for h in &plan.hosted {
+        covers(&h.iv)?;
+    }
+    for &(x, o, s) in &plan.inplace {
+        if last[x.index()] != Some(s) || def[o.index()] != Some(s) || !inplace_ok(s, x, o) {
+            return fail(format!(
+                "%{} written over %{} at step {s}, which is not the input's last read ({:?}) or not approved by the step",
+                o.0, x.0, last[x.index()]
+            ));
+        }
+    }
+    let params = g.params();
+    let root_of = |o: ValueId| p.aliases.get(&o).copied().unwrap_or(o);
+    let donated_param = |k: usize| -> Result<ValueId, Error> {
+        let owned = sig.args.get(k).is_some_and(|a| a.kind == ArgKind::Owned);
+        let Some(&pv) = params.get(k).filter(|_| owned) else {
+            return fail(format!(
+                "argument {k} is donated but not an owned parameter"
+            ));
+        };
+        if g.outputs.iter().any(|&o| root_of(o) == pv) {
+            return fail(format!(
+                "argument {k} (%{}) is donated but returned (or a reshape of it is)",
+                pv.0
+            ));
+        }
+        Ok(pv)
+    };
+    let mut seen_args: Vec<usize> = Vec::new();
+    let mut seen_outs: Vec<ValueId> = Vec::new();
+    for &(k, o) in &plan.donations {
+        let pv = donated_param(k)?;
+        if seen_args.contains(&k) || seen_outs.contains(&o) {
+            return fail(format!("argument {k} or output %{} donated twice", o.0));
+        }
+        seen_args.push(k);
+        seen_outs.push(o);
+        if plan.place.get(o.index()) != Some(&Place::Output) || bytes(g, o) != bytes(g, pv) {
+            return fail(format!(
+                "argument {k} (%{}, {} bytes) donated to %{} which is not a program output of its size",
+                pv.0,
+                bytes(g, pv),
+                o.0
+            ));
+        }
+        let Some(d) = def[o.index()] else {
+            return fail(format!("donated output %{} is written by no step", o.0));
+        };
+        if let Some(l) = last[pv.index()] {
+            if d < l || (d == l && !inplace_ok(d, pv, o)) {
+                return fail(format!(
+                    "output %{} is written into argument {k}'s buffer at step {d}, but step {l} reads the argument{}",
+                    o.0,
+                    if d == l { " at other positions" } else { " later" }
+                ));
+            }
+        }
+    }
+    for &(k, pv) in &plan.arg_hosts {
+        if donated_param(k)? != pv || seen_args.contains(&k) {
+            return fail(format!(
+                "argument {k} hosts temporaries but is not a donated parameter no output reuses"
+            ));
+        }
+    }
+    for h in &plan.hosted {
+        // The host's bytes are free from one past the last read of the
+        // argument whose buffer it may be.
+        let arg = plan
+            .donations
+            .iter()
+            .find(|d| d.1 == h.host)
+            .map(|d| d.0)
+            .or_else(|| plan.arg_hosts.iter().find(|a| a.1 == h.host).map(|a| a.0));
+        let host_def = if plan.arg_hosts.iter().any(|a| a.1 == h.host) {
+            p.steps.len()
+        } else if plan.place.get(h.host.index()) == Some(&Place::Output) {
+            match def[h.host.index()] {
+                Some(d) => d,
+                None => return fail(format!("host %{} is written by no step", h.host.0)),
+            }
+        } else {
+            return fail(format!(
+                "%{} hosts temporaries but is neither an output nor a donated argument",
+                h.host.0
+            ));
+        };
+        let free_from = arg.map_or(0, |k| last[params[k].index()].map_or(0, |l| l + 1));
+        if h.iv.def < free_from || h.iv.last >= host_def || h.host_bytes != bytes(g, h.host) {
+            return fail(format!(
+                "buffer %{} [{}..={}] in %{} is live while the host is not free (steps {free_from}..{host_def})",
+                h.iv.value.0, h.iv.def, h.iv.last, h.host.0
+            ));
+        }
+    }
+    Ok(())
+}

@@ -185,6 +185,9 @@ pub(super) struct Pass<'a> {
     /// Reads of each value in one vector (operands and stores).
     uses: HashMap<ValueId, usize>,
     stores: Vec<(ValueId, Dest)>,
+    /// The position in `nodes` of the last node with an operand read through an access:
+    /// stores to accesses wait for it (an output may share an input's buffer).
+    last_read: Option<usize>,
     /// Accesses the pass touches.
     pub used: Vec<bool>,
 }
@@ -258,6 +261,7 @@ impl<'a> Pass<'a> {
             nodes: Vec::new(),
             uses: HashMap::new(),
             stores,
+            last_read: None,
         };
         let note = |pass: &mut Pass, x: ValueId| {
             if let Some(l) = leaf(x) {
@@ -275,6 +279,9 @@ impl<'a> Pass<'a> {
             for &x in &g.node(v).inputs {
                 *pass.uses.entry(x).or_default() += 1;
                 note(&mut pass, x);
+                if matches!(leaf(x), Some(Leaf::Read(_))) {
+                    pass.last_read = Some(pass.nodes.len() - 1);
+                }
             }
         }
         for i in 0..pass.stores.len() {
@@ -334,11 +341,12 @@ impl<'a> Pass<'a> {
             e.a.vbroadcastss(Z[r as usize], dword_ptr(l))?;
             h.consts.insert(bits, r);
         }
+        // (A row-level mask is read into a mask register where it is used.)
         let mut rows: Vec<i32> = self
             .leaves
-            .values()
-            .filter_map(|l| match l {
-                Leaf::Row(off) => Some(*off),
+            .iter()
+            .filter_map(|(&v, l)| match l {
+                Leaf::Row(off) if self.g.node(v).dtype != DType::Bool => Some(*off),
                 _ => None,
             })
             .collect();
@@ -377,13 +385,25 @@ impl<'a> Pass<'a> {
             left: self.uses.clone(),
             disp: disp * 4,
             masked,
+            stored: false,
         };
+        // An output may be written over an input of the kernel (in place, or a donated
+        // argument's buffer): every input of this vector is loaded before any output of it
+        // is stored. A value stored to an access is kept until the last node reading an
+        // access is computed; outputs that are themselves reads are loaded first.
+        let reads_done = |idx: usize| self.last_read.is_none_or(|l| idx >= l);
         let mut stored = vec![false; self.stores.len()];
-        for &n in &self.nodes {
+        if self.last_read.is_none() {
+            v.load_stored_reads(e)?;
+        }
+        for (idx, &n) in self.nodes.iter().enumerate() {
             let loc = v.compute(e, n)?;
             v.env.insert(n, loc);
+            if self.last_read == Some(idx) {
+                v.load_stored_reads(e)?;
+            }
             for (i, &(val, dest)) in self.stores.iter().enumerate() {
-                if val == n {
+                if val == n && (reads_done(idx) || !matches!(dest, Dest::Access(_))) {
                     v.store(e, val, dest)?;
                     stored[i] = true;
                 }
@@ -411,6 +431,9 @@ struct Vector<'p, 'a, 'c> {
     /// Bytes past `R_I * 4`.
     disp: i32,
     masked: bool,
+    /// Whether an output of this vector has been stored: no input may be loaded after that
+    /// (the output's buffer may be the input's).
+    stored: bool,
 }
 
 impl Vector<'_, '_, '_> {
@@ -460,6 +483,12 @@ impl Vector<'_, '_, '_> {
                     }
                 }
             }
+            Leaf::Row(off) if self.pass.g.node(x).dtype == DType::Bool => {
+                // Every lane of a row-level value is the same: its 16 mask bits were stored.
+                let k = self.regs.k()?;
+                e.a.kmovw(K[k as usize], word_ptr(rsp + off))?;
+                Loc::K(k)
+            }
             Leaf::Row(off) => match self.ctx.hoisted.rows.get(&off) {
                 Some(&r) => Loc::Z(r),
                 None => {
@@ -475,6 +504,11 @@ impl Vector<'_, '_, '_> {
                 Loc::Z(r)
             }
             Leaf::Read(a) => {
+                debug_assert!(
+                    !self.stored,
+                    "%{} loaded after an output of the same vector was stored",
+                    x.0
+                );
                 if self.pass.inner[a] == 0 {
                     match self.ctx.hoisted.splats.get(&a) {
                         Some(&r) => Loc::Z(r),
@@ -494,6 +528,19 @@ impl Vector<'_, '_, '_> {
         };
         self.env.insert(x, loc);
         Ok(loc)
+    }
+
+    /// Load the stored values that are reads themselves (an output that is a view of an
+    /// input), so that no store precedes their load.
+    fn load_stored_reads(&mut self, e: &mut Asm) -> R<()> {
+        for i in 0..self.pass.stores.len() {
+            let (val, dest) = self.pass.stores[i];
+            if matches!(dest, Dest::Access(_)) && matches!(self.pass.leaf(val), Some(Leaf::Read(_)))
+            {
+                self.get(e, val)?;
+            }
+        }
+        Ok(())
     }
 
     /// One read of `x` done: its register is freed after its last read.
@@ -528,6 +575,12 @@ impl Vector<'_, '_, '_> {
     }
 
     fn store(&mut self, e: &mut Asm, val: ValueId, dest: Dest) -> R<()> {
+        if let (Dest::Frame(off), Loc::K(k)) = (dest, self.get(e, val)?) {
+            // A row-level mask (logsumexp's "the row's max is finite"): all 16 bits.
+            e.a.kmovw(word_ptr(rsp + off), K[k as usize])?;
+            self.release(val);
+            return Ok(());
+        }
         let r = self.get(e, val)?.z();
         let mem = match dest {
             Dest::Access(a) => zmmword_ptr(self.ptr(a) + R_I * 4 + self.disp),
@@ -549,6 +602,7 @@ impl Vector<'_, '_, '_> {
         } else {
             e.a.vmovups(mem, Z[r as usize])?;
         }
+        self.stored |= matches!(dest, Dest::Access(_));
         self.release(val);
         Ok(())
     }
