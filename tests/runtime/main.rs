@@ -7,6 +7,7 @@ mod common;
 mod control_flow;
 mod differential;
 mod donation;
+mod fuzz;
 mod ir_text;
 mod memory;
 mod passes;

@@ -1,6 +1,8 @@
 //! Each of these once gave a wrong answer or crashed; each test is the
 //! smallest program that showed it.
 
+use crate::fuzz::check_ir;
+use crate::fuzz::program::Mode::*;
 use jitfuse::prelude::*;
 
 #[jit]
@@ -56,4 +58,64 @@ fn jitted_logsumexp_compiles_and_matches_eager() {
             );
         }
     }
+}
+
+/// A row group whose plan fails on a value other than its seed reduction
+/// was excluded by that value, which changed nothing: the partitioner
+/// looped forever (the gradient of a sum of a reversed view). Found by the
+/// fuzzer.
+#[test]
+fn a_row_group_that_cannot_be_addressed_is_left_unfused() {
+    check_ir(
+        r#"
+%0 = param 0 : f64[15,7]
+%1 = slice[14:-1,0:1] %0 : f64[15,7]
+%2 = const 0.5 : f64[15,7]
+%3 = mul %1, %2 : f64[15,7]
+%4 = reduce_sum[0,1] %3 : f64[]
+%5 = const 1.0 : f64[15,7]
+%6 = mul %1, %5 : f64[15,7]
+%7 = reduce_sum[0,1] %6 : f64[]
+%8 = add %4, %7 : f64[]
+%9 = const 1.0 : f64[]
+%10 = reshape %9 : f64[1,1]
+%11 = broadcast %10 : f64[15,7]
+%12 = mul %11, %5 : f64[15,7]
+%13 = reshape %9 : f64[1,1]
+%14 = broadcast %13 : f64[15,7]
+%15 = mul %14, %2 : f64[15,7]
+%16 = add %12, %15 : f64[15,7]
+%17 = slice_scatter[14:-1,0:1] %16 : f64[15,7]
+return %8, %17
+"#,
+        &[Donated],
+        1000210,
+        1.0,
+    );
+}
+
+/// A library step read a folded view (a reshape of a parameter, also
+/// returned) through the view's own pointer, which no buffer backs: a null
+/// pointer read (SIGSEGV). Found by the fuzzer.
+#[test]
+fn a_library_step_reads_a_view_through_its_root() {
+    check_ir(
+        r#"
+%0 = param 0 : f32[]
+%1 = param 1 : f32[]
+%2 = reshape %1 : f32[1]
+%3 = iota[0] : i64[3]
+%4 = const 7 : i64[3]
+%5 = mul %3, %4 : i64[3]
+%6 = const 1 : i64[3]
+%7 = add %5, %6 : i64[3]
+%8 = const 1 : i64[3]
+%9 = rem %7, %8 : i64[3]
+%10 = take[0] %2, %9 : f32[3]
+return %10, %2, %0
+"#,
+        &[Donated, Donated],
+        2000015,
+        0.01,
+    );
 }

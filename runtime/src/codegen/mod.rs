@@ -14,7 +14,10 @@ pub mod zmm;
 
 pub use kernel::{inplace_ok as kernel_inplace_ok, layout};
 pub use reduce::{extent as reduce_extent, input_map as reduce_input_map};
-pub use row::{check as check_row_kernels, extent as row_extent, inplace_ok as row_inplace_ok};
+pub use row::{
+    check as check_row_kernels, check_one as check_row_kernel, extent as row_extent,
+    inplace_ok as row_inplace_ok,
+};
 
 use crate::exec::partition::{Partition, Step};
 use crate::ir::Graph;

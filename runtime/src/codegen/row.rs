@@ -203,8 +203,13 @@ pub(super) fn plan(g: &Graph, p: &Partition, rk: &RowKernel) -> Result<Plan, Val
     })
 }
 
-/// Check that every row group of the partition can be compiled; returns the
-/// seed reduction of the first one that cannot.
+/// Whether one row kernel of the partition can be compiled.
+pub fn check_one(g: &Graph, p: &Partition, rk: &RowKernel) -> Result<(), ValueId> {
+    plan(g, p, rk).map(|_| ())
+}
+
+/// Check that every row group of the partition can be compiled; returns a
+/// value of the first one that cannot.
 pub fn check(g: &Graph, p: &Partition) -> Result<(), ValueId> {
     for s in &p.steps {
         if let crate::exec::partition::Step::Row(rk) = s {

@@ -262,7 +262,25 @@ impl Executable {
     /// Compile a graph built by hand or parsed from text; every parameter is
     /// taken as borrowed. `captured` fills its `captured k` slots.
     pub fn from_graph(graph: Graph, captured: Vec<Tensor>) -> Result<Executable, Error> {
+        let kinds = vec![ArgKind::Borrowed; graph.params().len()];
+        Executable::from_graph_with(graph, captured, &kinds)
+    }
+
+    /// `from_graph` with each parameter's kind: `ArgKind::Owned` parameters
+    /// may be donated (run with `CallArgs::owned`).
+    pub fn from_graph_with(
+        graph: Graph,
+        captured: Vec<Tensor>,
+        kinds: &[ArgKind],
+    ) -> Result<Executable, Error> {
         ir::verify(&graph)?;
+        if kinds.len() != graph.params().len() {
+            return Err(Error::argument(format!(
+                "graph has {} parameters, {} kinds given",
+                graph.params().len(),
+                kinds.len()
+            )));
+        }
         if captured.len() < graph.num_captured() {
             return Err(Error::argument(format!(
                 "graph reads {} captured tensors, {} given",
@@ -273,10 +291,11 @@ impl Executable {
         let args = graph
             .params()
             .iter()
-            .map(|&p| {
+            .zip(kinds)
+            .map(|(&p, &kind)| {
                 let n = graph.node(p);
                 ArgSig {
-                    kind: ArgKind::Borrowed,
+                    kind,
                     dtype: n.dtype,
                     shape: n.shape.clone(),
                 }

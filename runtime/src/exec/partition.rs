@@ -296,8 +296,34 @@ pub fn partition_barriers(g: &Graph, copy_barriers: bool) -> Partition {
             Ok(()) => return p,
             // A group the row kernel cannot address (its within-row dims do
             // not collapse to one run): leave its reductions unfused.
-            Err(seed) => {
-                excluded.insert(seed);
+            // The value named need not be the group's seed: exclude every
+            // reduction of the group that failed (progress on every round:
+            // the loop ends with no row kernels at worst).
+            Err(bad) => {
+                let before = excluded.len();
+                excluded.insert(bad);
+                for s in &p.steps {
+                    if let Step::Row(rk) = s {
+                        if rk.group.members.contains(&bad)
+                            || crate::codegen::check_row_kernel(g, &p, rk).is_err()
+                        {
+                            excluded.extend(
+                                rk.group
+                                    .members
+                                    .iter()
+                                    .copied()
+                                    .filter(|&m| matches!(g.node(m).op, Op::Reduce(..))),
+                            );
+                        }
+                    }
+                }
+                if excluded.len() == before {
+                    excluded.extend(
+                        (0..g.nodes.len())
+                            .map(|i| ValueId(i as u32))
+                            .filter(|&v| matches!(g.node(v).op, Op::Reduce(..))),
+                    );
+                }
             }
         }
     }

@@ -419,6 +419,14 @@ pub fn check(plan: &BufferPlan) -> Result<(), Error> {
             plan.arena_bytes, plan.lower_bound_bytes
         )));
     }
+    check_safety(plan)
+}
+
+/// `check` without the quality bound: no two live temporaries overlap, and
+/// hosted ones stay inside their hosts while these are free. (Best fit is
+/// a heuristic: on some programs it ends above 1.05 x the lower bound, which
+/// costs memory but is not wrong; the planner's tests hold it to the bound.)
+pub fn check_safety(plan: &BufferPlan) -> Result<(), Error> {
     for a in &plan.temps {
         if a.offset % ARENA_ALIGN != 0 || a.offset + a.size > plan.arena_bytes {
             return Err(Error::verify(format!(
@@ -598,7 +606,7 @@ pub fn check_program(
     plan: &BufferPlan,
     inplace_ok: &dyn Fn(usize, ValueId, ValueId) -> bool,
 ) -> Result<(), Error> {
-    check(plan)?;
+    check_safety(plan)?;
     let nn = g.nodes.len();
     let mut def: Vec<Option<usize>> = vec![None; nn];
     let mut last: Vec<Option<usize>> = vec![None; nn];

@@ -1,0 +1,288 @@
+//! One fuzz case: a graph run by the interpreter and compiled at every
+//! codegen level the machine has; each compiled program called with its
+//! arguments kept shared (never donated) and with the donatable ones given
+//! away. Results agree with the interpreter within the tolerances, donated
+//! and shared calls agree bit for bit, and the caller's copies are intact.
+
+use super::program::Mode;
+use crate::common::Rng;
+use jitfuse::codegen::micro::{self, Level};
+use jitfuse::exec::Executable;
+use jitfuse::ir::Graph;
+use jitfuse::jit::{ArgKind, CallArgs};
+use jitfuse::{interp, DType, Tensor};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// The codegen levels to compare on this machine: the AVX-512 backend where
+/// the CPU has it, and Cranelift alone (with and without the AVX2 micro-kernels).
+pub fn levels(case: u64) -> Vec<Level> {
+    let top = micro::detected();
+    let second = if case % 2 == 0 || top < Level::Avx2 {
+        Level::Off
+    } else {
+        Level::Avx2
+    };
+    let mut v = vec![top];
+    if second != top {
+        v.push(second);
+    }
+    if top == Level::Avx512 && case % 5 == 0 {
+        v.push(Level::Avx2);
+    }
+    v.dedup();
+    v
+}
+
+/// Random arguments for the graph's parameters.
+pub fn arguments(g: &Graph, rng: &mut Rng, specials: bool) -> Vec<Tensor> {
+    g.params()
+        .iter()
+        .map(|&p| {
+            let n = g.node(p);
+            let len: usize = n.shape.iter().product();
+            let special = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 0.0, -0.0];
+            let vals: Vec<f64> = (0..len)
+                .map(|_| {
+                    if specials && rng.chance(0.02) {
+                        special[rng.below(special.len())]
+                    } else {
+                        // Quarter steps in [-3, 3]: exact in f32, some ties for max/min.
+                        if rng.chance(0.3) {
+                            (rng.below(25) as f64 - 12.0) * 0.25
+                        } else {
+                            rng.uniform(-3.0, 3.0)
+                        }
+                    }
+                })
+                .collect();
+            match n.dtype {
+                DType::F32 => Tensor::from_vec(vals.iter().map(|&v| v as f32).collect(), &n.shape),
+                DType::F64 => Tensor::from_vec(vals, &n.shape),
+                DType::I32 => Tensor::from_vec(
+                    vals.iter().map(|&v| (v * 3.0).round() as i32).collect(),
+                    &n.shape,
+                ),
+                DType::I64 => Tensor::from_vec(
+                    vals.iter().map(|&v| (v * 3.0).round() as i64).collect(),
+                    &n.shape,
+                ),
+                DType::Bool => Tensor::from_vec(vals.iter().map(|&v| v > 0.0).collect(), &n.shape),
+            }
+            .unwrap()
+        })
+        .collect()
+}
+
+/// Elements as f64 (bools and integers exactly).
+fn f64s(t: &Tensor) -> Vec<f64> {
+    match t.dtype() {
+        DType::F32 => t
+            .to_vec::<f32>()
+            .unwrap()
+            .into_iter()
+            .map(|v| v as f64)
+            .collect(),
+        DType::F64 => t.to_vec::<f64>().unwrap(),
+        DType::I32 => t
+            .to_vec::<i32>()
+            .unwrap()
+            .into_iter()
+            .map(|v| v as f64)
+            .collect(),
+        DType::I64 => t
+            .to_vec::<i64>()
+            .unwrap()
+            .into_iter()
+            .map(|v| v as f64)
+            .collect(),
+        DType::Bool => t
+            .to_vec::<bool>()
+            .unwrap()
+            .into_iter()
+            .map(|v| v as u8 as f64)
+            .collect(),
+    }
+}
+
+/// Bits of every element, NaNs as one value.
+fn bits(t: &Tensor) -> Vec<u64> {
+    match t.dtype() {
+        DType::F32 => t
+            .to_vec::<f32>()
+            .unwrap()
+            .iter()
+            .map(|v| if v.is_nan() { 1 } else { v.to_bits() as u64 })
+            .collect(),
+        DType::F64 => t
+            .to_vec::<f64>()
+            .unwrap()
+            .iter()
+            .map(|v| if v.is_nan() { 1 } else { v.to_bits() })
+            .collect(),
+        _ => f64s(t).iter().map(|v| v.to_bits()).collect(),
+    }
+}
+
+/// Compiled `got` against the interpreter's `want`: integers and bools
+/// exactly; floats elementwise within `rel * |want| + abs * scale`, where
+/// the scale is the largest finite magnitude of the interpreter's tensor,
+/// at least `floor` (a normwise bound: sums may round differently, but an
+/// element read from the wrong place or never written is far off; the floor
+/// covers results that are rounding noise of a cancellation, such as the
+/// gradient of a sum of softmax outputs, mathematically zero: 1 for
+/// gradients, whose terms are of the inputs' size, 0.01 otherwise); NaN only
+/// where the interpreter has NaN, infinities exactly. `f32` says whether any
+/// value of the program is f32 (then an f64 output may carry f32 rounding).
+pub fn compare(got: &Tensor, want: &Tensor, f32: bool, floor: f64) -> Result<(), String> {
+    if got.shape() != want.shape() || got.dtype() != want.dtype() {
+        return Err(format!(
+            "type {:?} {:?}, interpreter {:?} {:?}",
+            got.dtype(),
+            got.shape(),
+            want.dtype(),
+            want.shape()
+        ));
+    }
+    let (g, w) = (f64s(got), f64s(want));
+    let (rel, abs) = match got.dtype() {
+        DType::F32 => (2e-4, 2e-5),
+        DType::F64 if f32 => (2e-4, 2e-5),
+        DType::F64 => (1e-9, 1e-11),
+        _ => (0.0, 0.0),
+    };
+    let scale = w
+        .iter()
+        .filter(|v| v.is_finite())
+        .fold(floor, |m, v| m.max(v.abs()));
+    for (i, (&a, &b)) in g.iter().zip(&w).enumerate() {
+        let ok = if a.is_nan() || b.is_nan() {
+            a.is_nan() && b.is_nan()
+        } else if a.is_infinite() || b.is_infinite() {
+            a == b
+        } else {
+            (a - b).abs() <= rel * b.abs() + abs * scale
+        };
+        if !ok {
+            return Err(format!(
+                "element {i}: compiled {a:e}, interpreter {b:e} (scale {scale:e})"
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "a panic".into())
+}
+
+/// A copy with a buffer of its own (unshared).
+fn fresh(t: &Tensor) -> Tensor {
+    match t.dtype() {
+        DType::F32 => Tensor::from_vec(t.to_vec::<f32>().unwrap(), t.shape()),
+        DType::F64 => Tensor::from_vec(t.to_vec::<f64>().unwrap(), t.shape()),
+        DType::I32 => Tensor::from_vec(t.to_vec::<i32>().unwrap(), t.shape()),
+        DType::I64 => Tensor::from_vec(t.to_vec::<i64>().unwrap(), t.shape()),
+        DType::Bool => Tensor::from_vec(t.to_vec::<bool>().unwrap(), t.shape()),
+    }
+    .unwrap()
+}
+
+/// Run `exe` once: `donate` gives the `Donated` arguments away (fresh
+/// unshared copies); otherwise every owned argument stays shared. Returns
+/// the outputs and the caller's copies of shared arguments, with the
+/// originals they must still equal.
+fn call(
+    exe: &Executable,
+    args: &[Tensor],
+    modes: &[Mode],
+    donate: bool,
+) -> Result<(Vec<Tensor>, Vec<(Tensor, usize)>), String> {
+    let mut kept: Vec<(Tensor, usize)> = Vec::new();
+    let owned: Vec<Tensor> = args.iter().map(fresh).collect();
+    let mut call = CallArgs::new();
+    for (k, (a, m)) in owned.iter().zip(modes).enumerate() {
+        match (m, donate) {
+            (Mode::Borrowed, _) => call.borrowed(a),
+            (Mode::Donated, true) => call.owned(fresh(a)),
+            (_, _) => {
+                kept.push((a.clone(), k));
+                call.owned(a.clone())
+            }
+        }
+    }
+    let outs = exe.run(call).map_err(|e| format!("run: {e}"))?;
+    Ok((outs, kept))
+}
+
+/// Check one graph; `Err` says what differed.
+pub fn check_graph(
+    g: &Graph,
+    captured: &[Tensor],
+    args: &[Tensor],
+    modes: &[Mode],
+    levels: &[Level],
+    floor: f64,
+) -> Result<(), String> {
+    let want = interp::eval_graph(g, args, captured).map_err(|e| format!("interpreter: {e}"))?;
+    let f32 = g.nodes.iter().any(|n| n.dtype == DType::F32);
+    let kinds: Vec<ArgKind> = modes
+        .iter()
+        .map(|m| match m {
+            Mode::Borrowed => ArgKind::Borrowed,
+            _ => ArgKind::Owned,
+        })
+        .collect();
+    for &level in levels {
+        let r = catch_unwind(AssertUnwindSafe(|| -> Result<(), String> {
+            micro::set_level(Some(level));
+            let exe = Executable::from_graph_with(g.clone(), captured.to_vec(), &kinds);
+            micro::set_level(None);
+            let exe = exe.map_err(|e| format!("compile: {e}"))?;
+            exe.check_plan().map_err(|e| format!("plan: {e}"))?;
+            let (shared, kept) = call(&exe, args, modes, false)?;
+            if shared.len() != want.len() {
+                return Err(format!(
+                    "{} outputs, interpreter {}",
+                    shared.len(),
+                    want.len()
+                ));
+            }
+            for (k, (a, b)) in shared.iter().zip(&want).enumerate() {
+                compare(a, b, f32, floor).map_err(|e| format!("output {k}: {e}"))?;
+            }
+            for (t, k) in &kept {
+                if bits(t) != bits(&args[*k]) {
+                    return Err(format!("argument {k}, kept by the caller, was written"));
+                }
+            }
+            // Twice donated: the second call runs in a reused arena.
+            for round in 0..2 {
+                let (donated, kept) = call(&exe, args, modes, true)?;
+                for (k, (a, b)) in donated.iter().zip(&shared).enumerate() {
+                    if bits(a) != bits(b) {
+                        let e = compare(a, b, f32, floor).err().unwrap_or_default();
+                        return Err(format!(
+                            "output {k}: donated call {round} differs from the shared call ({e})"
+                        ));
+                    }
+                }
+                for (t, k) in &kept {
+                    if bits(t) != bits(&args[*k]) {
+                        return Err(format!("argument {k}, kept by the caller, was written"));
+                    }
+                }
+            }
+            Ok(())
+        }));
+        micro::set_level(None);
+        match r {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(format!("level {level:?}: {e}")),
+            Err(p) => return Err(format!("level {level:?}: panic: {}", panic_text(&*p))),
+        }
+    }
+    Ok(())
+}

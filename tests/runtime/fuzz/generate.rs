@@ -1,0 +1,623 @@
+//! Random programs. Every instruction is generated with its result type
+//! known, so programs are valid by construction. A value is *exact* when
+//! every backend computes the same bits for it (parameters, correctly
+//! rounded elementwise ops, max/min, views and copies of exact values);
+//! comparisons, floors, float-to-integer casts and `cond` predicates only
+//! read exact values, so a last-bit difference in a sum or a transcendental
+//! (allowed by the tolerances) cannot flip a branch or an index.
+
+use super::program::*;
+use crate::common::Rng;
+use jitfuse::{DType, Slice};
+
+#[derive(Clone, Debug)]
+pub struct Ty {
+    pub shape: Vec<usize>,
+    pub dtype: DType,
+    pub exact: bool,
+}
+
+/// Dims that hit the vector-width edges of every backend (4 and 16 lanes,
+/// 4-vector groups), size-1 broadcast axes and empty axes.
+const DIMS: [usize; 14] = [1, 1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 31, 33, 64];
+const BIG_DIMS: [usize; 5] = [63, 65, 129, 257, 1030];
+
+fn dim(rng: &mut Rng, big: bool) -> usize {
+    if rng.chance(0.02) {
+        0
+    } else if big && rng.chance(0.4) {
+        BIG_DIMS[rng.below(BIG_DIMS.len())]
+    } else {
+        DIMS[rng.below(DIMS.len())]
+    }
+}
+
+fn shape(rng: &mut Rng, big: bool) -> Vec<usize> {
+    let rank = [0, 1, 1, 2, 2, 2, 3, 3][rng.below(8)];
+    (0..rank).map(|_| dim(rng, big)).collect()
+}
+
+fn numel(s: &[usize]) -> usize {
+    s.iter().product()
+}
+
+/// NumPy broadcasting of two shapes.
+pub fn broadcast(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
+    let r = a.len().max(b.len());
+    let mut out = vec![0; r];
+    for i in 0..r {
+        let x = if i + a.len() >= r {
+            a[i + a.len() - r]
+        } else {
+            1
+        };
+        let y = if i + b.len() >= r {
+            b[i + b.len() - r]
+        } else {
+            1
+        };
+        out[i] = if x == y || y == 1 {
+            x
+        } else if x == 1 {
+            y
+        } else {
+            return None;
+        };
+    }
+    Some(out)
+}
+
+/// Python's slice length (in i128: steps reach `isize::MAX`).
+fn slice_len(n: usize, s: Slice) -> usize {
+    let n = n as i128;
+    let step = s.step as i128;
+    let norm = |v: Option<isize>, dflt: i128, lo: i128, hi: i128| match v {
+        None => dflt,
+        Some(v) => {
+            let v = v as i128;
+            (if v < 0 { v + n } else { v }).clamp(lo, hi)
+        }
+    };
+    let (start, end) = if step > 0 {
+        (norm(s.start, 0, 0, n), norm(s.end, n, 0, n))
+    } else {
+        (norm(s.start, n - 1, -1, n - 1), norm(s.end, -1, -1, n - 1))
+    };
+    let len = if step > 0 {
+        (end - start + step - 1).div_euclid(step)
+    } else {
+        (start - end - step - 1).div_euclid(-step)
+    };
+    len.max(0) as usize
+}
+
+pub struct Gen<'r> {
+    pub rng: &'r mut Rng,
+    pub tys: Vec<Ty>,
+    pub ins: Vec<Ins>,
+    pub grad: bool,
+    pub float: DType,
+}
+
+impl Gen<'_> {
+    fn pick(&mut self, ok: &dyn Fn(&Ty) -> bool) -> Option<usize> {
+        let c: Vec<usize> = (0..self.tys.len()).filter(|&i| ok(&self.tys[i])).collect();
+        if c.is_empty() {
+            return None;
+        }
+        // Recent values more often: programs are chains with side branches.
+        let k = if self.rng.chance(0.6) {
+            c.len() - 1 - self.rng.below(c.len().min(3))
+        } else {
+            self.rng.below(c.len())
+        };
+        Some(c[k])
+    }
+
+    fn push(&mut self, ins: Ins, ty: Ty) {
+        self.ins.push(ins);
+        self.tys.push(ty);
+    }
+
+    fn axis(&mut self, rank: usize) -> isize {
+        let a = self.rng.below(rank) as isize;
+        if self.rng.chance(0.5) {
+            a - rank as isize
+        } else {
+            a
+        }
+    }
+
+    /// One random instruction (None when the picked form does not apply).
+    pub fn step(&mut self) -> Option<()> {
+        let fl = self.float;
+        let is_fl = move |t: &Ty| t.dtype == fl;
+        let choice = self.rng.below(100);
+        let rng_un = |g: &mut Self| {
+            const U: [Un; 18] = [
+                Un::Neg,
+                Un::Abs,
+                Un::Relu,
+                Un::Square,
+                Un::Exp,
+                Un::Tanh,
+                Un::Sigmoid,
+                Un::Sin,
+                Un::Cos,
+                Un::Erf,
+                Un::SqrtPos,
+                Un::LnPos,
+                Un::RecipPos,
+                Un::RsqrtPos,
+                Un::Floor,
+                Un::Gelu,
+                Un::Silu,
+                Un::Softplus,
+            ];
+            U[g.rng.below(U.len())]
+        };
+        match choice {
+            0..=17 => {
+                let a = self.pick(&is_fl)?;
+                let mut op = rng_un(self);
+                let t = self.tys[a].clone();
+                if op == Un::Floor && !t.exact {
+                    op = Un::Abs;
+                }
+                // exp of large values overflows: keep its arguments bounded.
+                let exact = t.exact && matches!(op, Un::Neg | Un::Abs | Un::Relu | Un::Floor);
+                self.push(Ins::Unary(op, a), Ty { exact, ..t });
+            }
+            18..=33 => {
+                let a = self.pick(&is_fl)?;
+                let sa = self.tys[a].shape.clone();
+                let b = self
+                    .pick(&|t: &Ty| t.dtype == fl && broadcast(&sa, &t.shape).is_some())
+                    .unwrap_or(a);
+                const B: [Bin; 6] = [
+                    Bin::Add,
+                    Bin::Sub,
+                    Bin::Mul,
+                    Bin::Max,
+                    Bin::Min,
+                    Bin::DivPos,
+                ];
+                let op = B[self.rng.below(B.len())];
+                let shape = broadcast(&sa, &self.tys[b].shape).unwrap();
+                let exact = self.tys[a].exact
+                    && self.tys[b].exact
+                    && matches!(op, Bin::Max | Bin::Min | Bin::Add | Bin::Sub | Bin::Mul);
+                self.push(
+                    Ins::Binary(op, a, b),
+                    Ty {
+                        shape,
+                        dtype: fl,
+                        exact,
+                    },
+                );
+            }
+            34..=39 => {
+                let a = self.pick(&is_fl)?;
+                const B: [Bin; 5] = [Bin::Add, Bin::Sub, Bin::Mul, Bin::Max, Bin::DivPos];
+                let op = B[self.rng.below(B.len())];
+                let c = [0.5, -1.0, 2.0, 0.0, 3.25, -0.125][self.rng.below(6)];
+                let t = self.tys[a].clone();
+                let exact = t.exact && op != Bin::DivPos;
+                let flip = self.rng.chance(0.3);
+                self.push(Ins::Scalar(op, a, c, flip), Ty { exact, ..t });
+            }
+            40..=43 => {
+                let a = self.pick(&|t: &Ty| t.dtype == fl && t.exact)?;
+                let sa = self.tys[a].shape.clone();
+                let b = self
+                    .pick(&|t: &Ty| t.dtype == fl && t.exact && broadcast(&sa, &t.shape).is_some())
+                    .unwrap_or(a);
+                let shape = broadcast(&sa, &self.tys[b].shape).unwrap();
+                self.push(
+                    Ins::Less(a, b),
+                    Ty {
+                        shape,
+                        dtype: DType::Bool,
+                        exact: true,
+                    },
+                );
+            }
+            44..=47 => {
+                let c = self.pick(&|t: &Ty| t.dtype == DType::Bool)?;
+                let sc = self.tys[c].shape.clone();
+                let a = self.pick(&|t: &Ty| t.dtype == fl && broadcast(&sc, &t.shape).is_some())?;
+                let s2 = broadcast(&sc, &self.tys[a].shape).unwrap();
+                let b = self
+                    .pick(&|t: &Ty| t.dtype == fl && broadcast(&s2, &t.shape).is_some())
+                    .unwrap_or(a);
+                let shape = broadcast(&s2, &self.tys[b].shape).unwrap();
+                let exact = self.tys[a].exact && self.tys[b].exact;
+                self.push(
+                    Ins::Select(c, a, b),
+                    Ty {
+                        shape,
+                        dtype: fl,
+                        exact,
+                    },
+                );
+            }
+            48..=50 => {
+                let a = self.pick(&|_| true)?;
+                let t = self.tys[a].clone();
+                let to = match t.dtype {
+                    DType::F32 | DType::F64 if t.exact && self.rng.chance(0.4) => DType::I32,
+                    DType::F32 => DType::F64,
+                    DType::F64 => DType::F32,
+                    _ => fl,
+                };
+                let exact = t.exact;
+                self.push(
+                    Ins::Cast(a, to),
+                    Ty {
+                        dtype: to,
+                        exact,
+                        ..t
+                    },
+                );
+            }
+            51..=54 => {
+                let a = self.pick(&|t: &Ty| t.shape.len() >= 2)?;
+                let t = self.tys[a].clone();
+                let mut perm: Vec<usize> = (0..t.shape.len()).collect();
+                for i in (1..perm.len()).rev() {
+                    let j = self.rng.below(i + 1);
+                    perm.swap(i, j);
+                }
+                let shape = perm.iter().map(|&p| t.shape[p]).collect();
+                self.push(Ins::Transpose(a, perm), Ty { shape, ..t });
+            }
+            55..=58 => {
+                let a = self.pick(&|t: &Ty| !t.shape.is_empty())?;
+                let t = self.tys[a].clone();
+                let mut sl = Vec::new();
+                let mut shape = Vec::new();
+                for &n in &t.shape {
+                    let n_i = n as isize;
+                    let s = match self.rng.below(6) {
+                        0 => Slice::full(),
+                        1 => Slice::rev(),
+                        2 => Slice::new(self.rng.below(n + 1) as isize, None, 1),
+                        3 => Slice::new(None, -(self.rng.below(n + 1) as isize) - 1, -2),
+                        4 => Slice::new(
+                            self.rng.below(n + 2) as isize - 1,
+                            n_i - self.rng.below(n + 1) as isize,
+                            1 + self.rng.below(3) as isize,
+                        ),
+                        _ => Slice::new(
+                            None,
+                            None,
+                            [3, -3, isize::MAX, isize::MIN + 1][self.rng.below(4)],
+                        ),
+                    };
+                    shape.push(slice_len(n, s));
+                    sl.push(s);
+                }
+                self.push(Ins::Slice(a, sl), Ty { shape, ..t });
+            }
+            59..=60 => {
+                let a = self.pick(&|t: &Ty| !t.shape.is_empty())?;
+                let t = self.tys[a].clone();
+                let ax = self.axis(t.shape.len());
+                self.push(Ins::Flip(a, vec![ax]), t);
+            }
+            61..=64 => {
+                let a = self.pick(&|_| true)?;
+                let t = self.tys[a].clone();
+                let n = numel(&t.shape);
+                let target: Vec<usize> = match self.rng.below(3) {
+                    0 => vec![n],
+                    1 if n > 0 => {
+                        let divs: Vec<usize> = (1..=n).filter(|d| n % d == 0).collect();
+                        let d = divs[self.rng.below(divs.len())];
+                        vec![d, n / d]
+                    }
+                    _ => {
+                        let mut s = t.shape.clone();
+                        s.insert(self.rng.below(s.len() + 1), 1);
+                        s
+                    }
+                };
+                let spec: Vec<isize> = target.iter().map(|&d| d as isize).collect();
+                self.push(Ins::Reshape(a, spec), Ty { shape: target, ..t });
+            }
+            65..=66 => {
+                let a = self.pick(&|t: &Ty| t.shape.len() < 3)?;
+                let t = self.tys[a].clone();
+                let mut shape: Vec<usize> = t
+                    .shape
+                    .iter()
+                    .map(|&d| if d == 1 { dim(self.rng, false) } else { d })
+                    .collect();
+                shape.insert(0, [1, 2, 3][self.rng.below(3)]);
+                self.push(Ins::BroadcastTo(a, shape.clone()), Ty { shape, ..t });
+            }
+            67..=74 => {
+                let a = self.pick(&|t: &Ty| t.dtype == fl && !t.shape.is_empty())?;
+                let t = self.tys[a].clone();
+                const R: [Red; 7] = [
+                    Red::Sum,
+                    Red::Mean,
+                    Red::Max,
+                    Red::Min,
+                    Red::Prod,
+                    Red::Var,
+                    Red::Logsumexp,
+                ];
+                let op = R[self.rng.below(R.len())];
+                let ax = self.axis(t.shape.len());
+                let keep = self.rng.chance(0.4);
+                let u = if ax < 0 {
+                    (ax + t.shape.len() as isize) as usize
+                } else {
+                    ax as usize
+                };
+                let mut shape = t.shape.clone();
+                if keep {
+                    shape[u] = 1;
+                } else {
+                    shape.remove(u);
+                }
+                let exact = t.exact && matches!(op, Red::Max | Red::Min) && t.shape[u] > 0;
+                if self.rng.chance(0.25) {
+                    let exact = t.exact && matches!(op, Red::Max | Red::Min) && numel(&t.shape) > 0;
+                    self.push(
+                        Ins::ReduceAll(op, a),
+                        Ty {
+                            shape: vec![],
+                            dtype: fl,
+                            exact,
+                        },
+                    );
+                } else {
+                    self.push(
+                        Ins::Reduce(op, a, ax, keep),
+                        Ty {
+                            shape,
+                            dtype: fl,
+                            exact,
+                        },
+                    );
+                }
+            }
+            75..=76 => {
+                let a = self.pick(&|t: &Ty| {
+                    t.exact
+                        && t.dtype == fl
+                        && t.shape.iter().all(|&d| d > 0)
+                        && !t.shape.is_empty()
+                })?;
+                let t = self.tys[a].clone();
+                let ax = self.axis(t.shape.len());
+                let u = if ax < 0 {
+                    (ax + t.shape.len() as isize) as usize
+                } else {
+                    ax as usize
+                };
+                let mut shape = t.shape.clone();
+                shape.remove(u);
+                self.push(
+                    Ins::ArgMax(a, ax),
+                    Ty {
+                        shape,
+                        dtype: DType::I64,
+                        exact: true,
+                    },
+                );
+            }
+            77..=82 => {
+                let a = self.pick(&|t: &Ty| t.dtype == fl && !t.shape.is_empty())?;
+                let t = self.tys[a].clone();
+                let op = [Row::Softmax, Row::LogSoftmax, Row::LayerNorm][self.rng.below(3)];
+                let ax = if op == Row::LayerNorm {
+                    -1
+                } else {
+                    self.axis(t.shape.len())
+                };
+                self.push(Ins::RowOp(op, a, ax), Ty { exact: false, ..t });
+            }
+            83..=86 => {
+                let a = self.pick(&|t: &Ty| t.dtype == fl && t.shape.len() >= 2)?;
+                let sa = self.tys[a].shape.clone();
+                let k = sa[sa.len() - 1];
+                let b = self.pick(&|t: &Ty| {
+                    t.dtype == fl
+                        && t.shape.len() >= 2
+                        && t.shape[t.shape.len() - 2] == k
+                        && broadcast(&sa[..sa.len() - 2], &t.shape[..t.shape.len() - 2]).is_some()
+                });
+                let b = match b {
+                    Some(b) => b,
+                    None => {
+                        let r = sa.len();
+                        let mut perm: Vec<usize> = (0..r).collect();
+                        perm.swap(r - 1, r - 2);
+                        let mut s = sa.clone();
+                        s.swap(r - 1, r - 2);
+                        let t = self.tys[a].clone();
+                        self.push(Ins::Transpose(a, perm), Ty { shape: s, ..t });
+                        self.tys.len() - 1
+                    }
+                };
+                let sb = self.tys[b].shape.clone();
+                let mut shape = broadcast(&sa[..sa.len() - 2], &sb[..sb.len() - 2]).unwrap();
+                shape.push(sa[sa.len() - 2]);
+                shape.push(sb[sb.len() - 1]);
+                self.push(
+                    Ins::Matmul(a, b),
+                    Ty {
+                        shape,
+                        dtype: fl,
+                        exact: false,
+                    },
+                );
+            }
+            87..=88 => {
+                let a = self.pick(&|t: &Ty| !t.shape.is_empty())?;
+                let t = self.tys[a].clone();
+                let ax = self.axis(t.shape.len());
+                let u = if ax < 0 {
+                    (ax + t.shape.len() as isize) as usize
+                } else {
+                    ax as usize
+                };
+                let sa = t.shape.clone();
+                let b = self
+                    .pick(&|o: &Ty| {
+                        o.dtype == t.dtype
+                            && o.shape.len() == sa.len()
+                            && (0..sa.len()).all(|d| d == u || o.shape[d] == sa[d])
+                    })
+                    .unwrap_or(a);
+                let mut shape = sa.clone();
+                shape[u] += self.tys[b].shape[u];
+                let exact = t.exact && self.tys[b].exact;
+                self.push(
+                    Ins::Concat(a, b, ax),
+                    Ty {
+                        shape,
+                        dtype: t.dtype,
+                        exact,
+                    },
+                );
+            }
+            89..=90 => {
+                let a = self.pick(&|t: &Ty| !t.shape.is_empty() && t.dtype != DType::Bool)?;
+                let t = self.tys[a].clone();
+                let pads: Vec<(usize, usize)> = t
+                    .shape
+                    .iter()
+                    .map(|_| (self.rng.below(3), self.rng.below(3)))
+                    .collect();
+                let shape = t
+                    .shape
+                    .iter()
+                    .zip(&pads)
+                    .map(|(d, p)| d + p.0 + p.1)
+                    .collect();
+                let c = [0.0, 1.5, -2.0][self.rng.below(3)];
+                self.push(Ins::Pad(a, pads, c), Ty { shape, ..t });
+            }
+            91..=93 => {
+                let a =
+                    self.pick(&|t: &Ty| !t.shape.is_empty() && t.shape.iter().all(|&d| d > 0))?;
+                let t = self.tys[a].clone();
+                let ax = self.axis(t.shape.len());
+                let u = if ax < 0 {
+                    (ax + t.shape.len() as isize) as usize
+                } else {
+                    ax as usize
+                };
+                let idx = if self.rng.chance(0.5) {
+                    self.pick(&|o: &Ty| {
+                        matches!(o.dtype, DType::I32 | DType::I64) && o.exact && o.shape.len() <= 1
+                    })
+                } else {
+                    None
+                };
+                let k = match idx {
+                    Some(i) => numel(&self.tys[i].shape),
+                    None => [1, 3, 5, 16, 17][self.rng.below(5)],
+                };
+                let mul = 1 + self.rng.below(7);
+                let mut shape = t.shape.clone();
+                shape[u] = k;
+                self.push(Ins::Take(a, ax, k, mul, idx), Ty { shape, ..t });
+            }
+            94..=95 => {
+                let a = self.pick(&|t: &Ty| t.dtype == fl && t.exact)?;
+                let t = self.tys[a].clone();
+                self.push(Ins::Cond(a), Ty { exact: false, ..t });
+            }
+            96..=97 => {
+                let a = self.pick(&is_fl)?;
+                let t = self.tys[a].clone();
+                let n = self.rng.below(4);
+                self.push(Ins::Fori(a, n), Ty { exact: false, ..t });
+            }
+            _ => {
+                if self.grad {
+                    return None;
+                }
+                let a = self.pick(&is_fl)?;
+                let t = self.tys[a].clone();
+                let n = self.rng.below(4);
+                self.push(Ins::While(a, n), Ty { exact: false, ..t });
+            }
+        }
+        Some(())
+    }
+}
+
+/// A random program.
+pub fn program(rng: &mut Rng) -> Program {
+    let big = rng.chance(0.04);
+    let float = if rng.chance(0.8) {
+        DType::F32
+    } else {
+        DType::F64
+    };
+    let grad = rng.chance(0.25);
+    let np = 1 + rng.below(3);
+    let mut params = Vec::new();
+    let base = shape(rng, big);
+    for i in 0..np {
+        let shape = if i == 0 || rng.chance(0.5) {
+            base.clone()
+        } else if rng.chance(0.5) {
+            // A broadcast partner of the first.
+            let drop = rng.below(base.len() + 1);
+            base[drop..]
+                .iter()
+                .map(|&d| if rng.chance(0.3) { 1 } else { d })
+                .collect()
+        } else {
+            shape(rng, big)
+        };
+        let dtype = if i > 0 && rng.chance(0.15) {
+            [DType::I32, DType::I64, DType::Bool][rng.below(3)]
+        } else {
+            float
+        };
+        let mode = [Mode::Borrowed, Mode::Donated, Mode::Donated, Mode::Shared][rng.below(4)];
+        params.push(Param { shape, dtype, mode });
+    }
+    let tys = params
+        .iter()
+        .map(|p| Ty {
+            shape: p.shape.clone(),
+            dtype: p.dtype,
+            exact: true,
+        })
+        .collect();
+    let mut g = Gen {
+        rng,
+        tys,
+        ins: Vec::new(),
+        grad,
+        float,
+    };
+    let len = 1 + g.rng.below(7);
+    let mut tries = 0;
+    while g.ins.len() < len && tries < 40 {
+        tries += 1;
+        let _ = g.step();
+    }
+    let nv = g.tys.len();
+    let n_out = 1 + g.rng.below(3);
+    let mut outputs = vec![nv - 1];
+    for _ in 1..n_out {
+        outputs.push(g.rng.below(nv));
+    }
+    let grad = grad && outputs.iter().any(|&o| g.tys[o].dtype == float);
+    Program {
+        params,
+        ins: g.ins,
+        outputs,
+        grad,
+    }
+}

@@ -1,0 +1,293 @@
+//! The random-program differential fuzzer: random programs over the op set
+//! (`generate.rs`), each traced, interpreted and compiled at every codegen
+//! level with every argument borrowed, donated or owned-but-shared
+//! (`check.rs`). A failure shrinks to a small program and is printed as IR
+//! text with its argument modes and seed: paste it into `regressions.rs`
+//! (`check_ir`).
+//!
+//! CI runs a fixed seed and case budget; `JITFUSE_FUZZ_CASES=n` and
+//! `JITFUSE_FUZZ_SECONDS=s` run longer, `JITFUSE_FUZZ_SEED=k` elsewhere.
+
+pub mod check;
+pub mod generate;
+pub mod program;
+
+use crate::common::Rng;
+use jitfuse::codegen::micro::Level;
+use jitfuse::ir::Graph;
+use jitfuse::trace::{trace, ParamSpec};
+use jitfuse::Tensor;
+use program::{Mode, Program};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::{Duration, Instant};
+
+/// The traced graph of a program (and the tensors it captured), or why
+/// it did not trace.
+pub fn trace_program(p: &Program) -> Result<(Graph, Vec<Tensor>), String> {
+    let specs: Vec<ParamSpec> = p
+        .params
+        .iter()
+        .map(|q| ParamSpec {
+            shape: q.shape.clone(),
+            dtype: q.dtype,
+            weak: false,
+        })
+        .collect();
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        trace(&specs, |ts| program::build(p, ts))
+    }));
+    match r {
+        Ok(Ok(t)) => Ok((t.graph, t.captured)),
+        Ok(Err(e)) => Err(format!("trace: {e}")),
+        Err(_) => Err("trace: panic".into()),
+    }
+}
+
+#[derive(Debug)]
+pub enum Outcome {
+    Pass,
+    /// The generator made something the library rejects (counted, shown).
+    Invalid(String),
+    Fail(String),
+}
+
+/// One program on arguments drawn from `seed`.
+pub fn run_case(p: &Program, seed: u64) -> Outcome {
+    let (g, captured) = match trace_program(p) {
+        Ok(x) => x,
+        Err(e) => return Outcome::Invalid(e),
+    };
+    let modes: Vec<Mode> = p.params.iter().map(|q| q.mode).collect();
+    let mut rng = Rng::new(seed ^ 0xA5A5);
+    let args = check::arguments(&g, &mut rng, seed % 3 == 0);
+    let floor = if p.grad { 1.0 } else { 0.01 };
+    match check::check_graph(&g, &captured, &args, &modes, &check::levels(seed), floor) {
+        Ok(()) => Outcome::Pass,
+        Err(e) => Outcome::Fail(e),
+    }
+}
+
+/// Remove instructions no output reads, and parameters nothing reads.
+fn prune(p: &Program) -> Program {
+    let np = p.params.len();
+    let mut live = vec![false; np + p.ins.len()];
+    for &o in &p.outputs {
+        live[o] = true;
+    }
+    for i in (0..p.ins.len()).rev() {
+        if live[np + i] {
+            for x in p.ins[i].operands() {
+                live[x] = true;
+            }
+        }
+    }
+    let mut map = vec![usize::MAX; live.len()];
+    let mut next = 0;
+    let mut params = Vec::new();
+    for k in 0..np {
+        if live[k] {
+            map[k] = next;
+            next += 1;
+            params.push(p.params[k].clone());
+        }
+    }
+    let mut ins = Vec::new();
+    for i in 0..p.ins.len() {
+        if live[np + i] {
+            map[np + i] = next;
+            next += 1;
+            let mut x = p.ins[i].clone();
+            x.map_operands(&|v| map[v]);
+            ins.push(x);
+        }
+    }
+    Program {
+        params,
+        ins,
+        outputs: p.outputs.iter().map(|&o| map[o]).collect(),
+        grad: p.grad,
+    }
+}
+
+/// Smaller programs to try in place of `p`.
+fn candidates(p: &Program) -> Vec<Program> {
+    let mut out = Vec::new();
+    if p.grad {
+        out.push(Program {
+            grad: false,
+            ..p.clone()
+        });
+    }
+    if p.outputs.len() > 1 {
+        for &o in &p.outputs {
+            out.push(Program {
+                outputs: vec![o],
+                ..p.clone()
+            });
+        }
+    }
+    let np = p.params.len();
+    for i in (0..p.ins.len()).rev() {
+        // Instruction i replaced by one of its operands everywhere.
+        for x in p.ins[i].operands() {
+            let mut q = p.clone();
+            let v = np + i;
+            for ins in q.ins.iter_mut().skip(i + 1) {
+                ins.map_operands(&|u| if u == v { x } else { u });
+            }
+            for o in q.outputs.iter_mut() {
+                if *o == v {
+                    *o = x;
+                }
+            }
+            out.push(q);
+        }
+    }
+    for k in 0..np {
+        if p.params[k].mode != Mode::Borrowed {
+            let mut q = p.clone();
+            q.params[k].mode = Mode::Borrowed;
+            out.push(q);
+        }
+    }
+    out.into_iter().map(|q| prune(&q)).collect()
+}
+
+fn size(p: &Program) -> usize {
+    p.ins.len() * 4
+        + p.outputs.len()
+        + p.grad as usize * 8
+        + p.params.iter().filter(|q| q.mode != Mode::Borrowed).count()
+}
+
+/// The smallest failing program reachable by `candidates`.
+pub fn shrink(p: &Program, seed: u64) -> (Program, String) {
+    let mut best = prune(p);
+    let mut why = match run_case(&best, seed) {
+        Outcome::Fail(e) => e,
+        _ => return (p.clone(), "the pruned program passes".into()),
+    };
+    let mut budget = 300;
+    'outer: while budget > 0 {
+        for c in candidates(&best) {
+            budget -= 1;
+            if size(&c) < size(&best) {
+                if let Outcome::Fail(e) = run_case(&c, seed) {
+                    best = c;
+                    why = e;
+                    continue 'outer;
+                }
+            }
+            if budget == 0 {
+                break;
+            }
+        }
+        break;
+    }
+    (best, why)
+}
+
+/// The report of a failing case: what differed, the program, and its IR.
+pub fn report(p: &Program, seed: u64) -> String {
+    let (small, why) = shrink(p, seed);
+    let ir = trace_program(&small)
+        .map(|(g, _)| g.to_text())
+        .unwrap_or_else(|e| e);
+    let modes: Vec<Mode> = small.params.iter().map(|q| q.mode).collect();
+    let floor = if small.grad { 1.0 } else { 0.01 };
+    format!(
+        "fuzz case (seed {seed}) failed: {why}\nshrunk program: {small:?}\nregression: check_ir(r#\"\n{ir}\"#, &{modes:?}, {seed}, {floor:?});\n"
+    )
+}
+
+fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
+}
+
+/// Run `cases` programs from `seed` (or until `JITFUSE_FUZZ_SECONDS`);
+/// returns (passed, invalid) counts, panicking with the shrunk report of
+/// the first failure.
+pub fn fuzz(seed: u64, cases: u64) -> (u64, u64) {
+    let cases = env_u64("JITFUSE_FUZZ_CASES").unwrap_or(cases);
+    let seconds = env_u64("JITFUSE_FUZZ_SECONDS");
+    let seed = env_u64("JITFUSE_FUZZ_SEED").map_or(seed, |s| s ^ seed);
+    let verbose = std::env::var_os("JITFUSE_FUZZ_VERBOSE").is_some();
+    let start = Instant::now();
+    let (mut passed, mut invalid) = (0, 0);
+    let mut first_invalid: Vec<String> = Vec::new();
+    let mut i = 0u64;
+    loop {
+        match seconds {
+            Some(s) if start.elapsed() >= Duration::from_secs(s) => break,
+            None if i >= cases => break,
+            _ => {}
+        }
+        let case = seed.wrapping_mul(1_000_003).wrapping_add(i);
+        let mut rng = Rng::new(case);
+        let p = generate::program(&mut rng);
+        if verbose {
+            eprintln!("case {case}: {p:?}");
+        }
+        match run_case(&p, case) {
+            Outcome::Pass => passed += 1,
+            Outcome::Invalid(e) => {
+                invalid += 1;
+                if first_invalid.len() < 5 {
+                    first_invalid.push(format!("{e}\n{p:?}"));
+                }
+            }
+            Outcome::Fail(_) => panic!("{}", report(&p, case)),
+        }
+        i += 1;
+    }
+    eprintln!(
+        "fuzz seed {seed}: {passed} programs passed, {invalid} did not trace, {:.1} s",
+        start.elapsed().as_secs_f64()
+    );
+    for e in &first_invalid {
+        eprintln!("  not traced: {e}");
+    }
+    (passed, invalid)
+}
+
+/// Check the program in IR text form (a shrunk fuzz case) on arguments drawn
+/// from `seed`, at every level, with these argument modes.
+pub fn check_ir(text: &str, modes: &[Mode], seed: u64, floor: f64) {
+    let g = jitfuse::ir::parse(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let mut rng = Rng::new(seed ^ 0xA5A5);
+    let args = check::arguments(&g, &mut rng, seed % 3 == 0);
+    let mut levels = check::levels(seed);
+    levels.extend(check::levels(seed + 1));
+    levels.sort_by_key(|l| *l as u8);
+    levels.dedup();
+    if let Err(e) = check::check_graph(&g, &[], &args, modes, &levels, floor) {
+        panic!("{e}\n{text}");
+    }
+}
+
+#[test]
+fn random_programs_match_the_interpreter_at_every_level_donated_or_not() {
+    let (passed, invalid) = fuzz(1, 2500);
+    assert!(
+        invalid * 50 <= passed,
+        "{invalid} of {passed} programs did not trace"
+    );
+}
+
+#[test]
+fn random_programs_match_the_interpreter_second_seed() {
+    let (passed, invalid) = fuzz(2, 2500);
+    assert!(
+        invalid * 50 <= passed,
+        "{invalid} of {passed} programs did not trace"
+    );
+}
+
+#[allow(dead_code)]
+fn level_name(l: Level) -> &'static str {
+    match l {
+        Level::Off => "cranelift",
+        Level::Avx2 => "cranelift+avx2",
+        Level::Avx512 => "avx512",
+    }
+}

@@ -1,0 +1,361 @@
+//! The fuzzer's programs: parameters (shape, dtype, how the caller passes
+//! them) and a list of instructions over earlier values, built into tensor
+//! ops by `build` (inside a trace: a graph; the graph is what is compiled
+//! and interpreted). Value `i` is parameter `i` for `i < params.len()`, else
+//! instruction `i - params.len()`.
+
+use jitfuse::{DType, Slice, Tensor};
+
+/// How the caller passes an argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// `&Tensor`: never written.
+    Borrowed,
+    /// Owned and unshared: its buffer may receive an output.
+    Donated,
+    /// Owned, but the caller keeps a clone: must not be written.
+    Shared,
+}
+
+#[derive(Clone, Debug)]
+pub struct Param {
+    pub shape: Vec<usize>,
+    pub dtype: DType,
+    pub mode: Mode,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Un {
+    Neg,
+    Abs,
+    Relu,
+    Square,
+    Exp,
+    Tanh,
+    Sigmoid,
+    Sin,
+    Cos,
+    Erf,
+    /// `(|x| + 0.25).sqrt()`, `(|x| + 0.5).ln()`, `1 / (|x| + 0.5)`,
+    /// `(|x| + 0.5).rsqrt()`: defined and well conditioned everywhere.
+    SqrtPos,
+    LnPos,
+    RecipPos,
+    RsqrtPos,
+    Floor,
+    Gelu,
+    Silu,
+    Softplus,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bin {
+    Add,
+    Sub,
+    Mul,
+    Max,
+    Min,
+    /// `a / (|b| + 0.5)`.
+    DivPos,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Red {
+    Sum,
+    Mean,
+    Max,
+    Min,
+    Prod,
+    Var,
+    Logsumexp,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Row {
+    Softmax,
+    LogSoftmax,
+    LayerNorm,
+}
+
+#[derive(Clone, Debug)]
+pub enum Ins {
+    Unary(Un, usize),
+    Binary(Bin, usize, usize),
+    /// `a op c` (or `c op a` when `flip`).
+    Scalar(Bin, usize, f64, bool),
+    /// `a < b` style comparison (both exact values): a bool.
+    Less(usize, usize),
+    Select(usize, usize, usize),
+    Cast(usize, DType),
+    Transpose(usize, Vec<usize>),
+    Slice(usize, Vec<Slice>),
+    Flip(usize, Vec<isize>),
+    Reshape(usize, Vec<isize>),
+    BroadcastTo(usize, Vec<usize>),
+    Reduce(Red, usize, isize, bool),
+    ReduceAll(Red, usize),
+    ArgMax(usize, isize),
+    RowOp(Row, usize, isize),
+    Matmul(usize, usize),
+    Concat(usize, usize, isize),
+    Pad(usize, Vec<(usize, usize)>, f64),
+    /// `a.take(idx, axis)` with `idx = (iota(k) * mul + add) % n`, or from
+    /// an integer value `(v % n + n) % n` flattened.
+    Take(usize, isize, usize, usize, Option<usize>),
+    /// `cond(a.max_all() > 0, a * 2 + 1, a.exp() - 1)`.
+    Cond(usize),
+    /// `fori_loop(0, n, s * 0.5 + i)`.
+    Fori(usize, usize),
+    /// `while count < n: (count + 1, s * 0.75 + 0.5)` (not differentiable).
+    While(usize, usize),
+}
+
+impl Ins {
+    pub fn operands(&self) -> Vec<usize> {
+        use Ins::*;
+        match self {
+            Unary(_, a) | Scalar(_, a, ..) | Cast(a, _) | Transpose(a, _) | Slice(a, _) => {
+                vec![*a]
+            }
+            Flip(a, _) | Reshape(a, _) | BroadcastTo(a, _) | Reduce(_, a, ..) => vec![*a],
+            ReduceAll(_, a) | ArgMax(a, _) | RowOp(_, a, _) | Pad(a, ..) | Cond(a) => vec![*a],
+            Fori(a, _) | While(a, _) => vec![*a],
+            Binary(_, a, b) | Less(a, b) | Matmul(a, b) | Concat(a, b, _) => vec![*a, *b],
+            Select(c, a, b) => vec![*c, *a, *b],
+            Take(a, _, _, _, idx) => std::iter::once(*a).chain(*idx).collect(),
+        }
+    }
+
+    pub fn map_operands(&mut self, f: &dyn Fn(usize) -> usize) {
+        use Ins::*;
+        match self {
+            Unary(_, a) | Scalar(_, a, ..) | Cast(a, _) | Transpose(a, _) | Slice(a, _) => {
+                *a = f(*a)
+            }
+            Flip(a, _) | Reshape(a, _) | BroadcastTo(a, _) | Reduce(_, a, ..) => *a = f(*a),
+            ReduceAll(_, a) | ArgMax(a, _) | RowOp(_, a, _) | Pad(a, ..) | Cond(a) => *a = f(*a),
+            Fori(a, _) | While(a, _) => *a = f(*a),
+            Binary(_, a, b) | Less(a, b) | Matmul(a, b) | Concat(a, b, _) => {
+                *a = f(*a);
+                *b = f(*b);
+            }
+            Select(c, a, b) => {
+                *c = f(*c);
+                *a = f(*a);
+                *b = f(*b);
+            }
+            Take(a, _, _, _, idx) => {
+                *a = f(*a);
+                if let Some(i) = idx {
+                    *i = f(*i);
+                }
+            }
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Program {
+    pub params: Vec<Param>,
+    pub ins: Vec<Ins>,
+    pub outputs: Vec<usize>,
+    /// Return `[loss, d loss / d float params..]` instead, the loss being
+    /// `Σ_k (outputs[k] * (k + 1) * 0.5).sum_all()` over float outputs.
+    pub grad: bool,
+}
+
+fn un(op: Un, x: &Tensor) -> Tensor {
+    match op {
+        Un::Neg => -x,
+        Un::Abs => x.abs(),
+        Un::Relu => x.relu(),
+        Un::Square => x.square(),
+        Un::Exp => x.exp(),
+        Un::Tanh => x.tanh(),
+        Un::Sigmoid => x.sigmoid(),
+        Un::Sin => x.sin(),
+        Un::Cos => x.cos(),
+        Un::Erf => x.erf(),
+        Un::SqrtPos => (x.abs() + 0.25).sqrt(),
+        Un::LnPos => (x.abs() + 0.5).ln(),
+        Un::RecipPos => (x.abs() + 0.5).recip(),
+        Un::RsqrtPos => (x.abs() + 0.5).rsqrt(),
+        Un::Floor => x.floor(),
+        Un::Gelu => x.gelu(),
+        Un::Silu => x.silu(),
+        Un::Softplus => x.softplus(),
+    }
+}
+
+fn bin(op: Bin, a: &Tensor, b: &Tensor) -> Tensor {
+    match op {
+        Bin::Add => a + b,
+        Bin::Sub => a - b,
+        Bin::Mul => a * b,
+        Bin::Max => a.maximum(b),
+        Bin::Min => a.minimum(b),
+        Bin::DivPos => a / (b.abs() + 0.5),
+    }
+}
+
+fn red(op: Red, x: &Tensor, axis: isize, keep: bool) -> Tensor {
+    match (op, keep) {
+        (Red::Sum, false) => x.sum(axis),
+        (Red::Sum, true) => x.sum_keepdims(axis),
+        (Red::Mean, false) => x.mean(axis),
+        (Red::Mean, true) => x.mean_keepdims(axis),
+        (Red::Max, false) => x.max(axis),
+        (Red::Max, true) => x.max_keepdims(axis),
+        (Red::Min, false) => x.min(axis),
+        (Red::Min, true) => x.min_keepdims(axis),
+        (Red::Prod, false) => x.prod(axis),
+        (Red::Prod, true) => x.prod_keepdims(axis),
+        (Red::Var, false) => x.var(axis),
+        (Red::Var, true) => x.var_keepdims(axis),
+        (Red::Logsumexp, false) => x.logsumexp(axis),
+        (Red::Logsumexp, true) => x.logsumexp_keepdims(axis),
+    }
+}
+
+fn red_all(op: Red, x: &Tensor) -> Tensor {
+    match op {
+        Red::Sum => x.sum_all(),
+        Red::Mean => x.mean_all(),
+        Red::Max => x.max_all(),
+        Red::Min => x.min_all(),
+        Red::Prod => x.prod_all(),
+        Red::Var => x.var_all(),
+        Red::Logsumexp => x.logsumexp_all(),
+    }
+}
+
+fn one(ins: &Ins, v: &[Tensor]) -> Tensor {
+    use Ins::*;
+    match ins {
+        Unary(op, a) => un(*op, &v[*a]),
+        Binary(op, a, b) => bin(*op, &v[*a], &v[*b]),
+        Scalar(op, a, c, flip) => {
+            let c = Tensor::scalar(*c).into_weak();
+            if *flip {
+                bin(*op, &c, &v[*a])
+            } else {
+                bin(*op, &v[*a], &c)
+            }
+        }
+        Less(a, b) => v[*a].lt(&v[*b]),
+        Select(c, a, b) => jitfuse::select(&v[*c], &v[*a], &v[*b]),
+        Cast(a, d) => v[*a].cast(*d),
+        Transpose(a, perm) => v[*a].transpose(perm),
+        Slice(a, s) => v[*a].slice(s),
+        Flip(a, axes) => v[*a].flip(axes),
+        Reshape(a, s) => v[*a].reshape(s),
+        BroadcastTo(a, s) => v[*a].broadcast_to(s),
+        Reduce(op, a, axis, keep) => red(*op, &v[*a], *axis, *keep),
+        ReduceAll(op, a) => red_all(*op, &v[*a]),
+        ArgMax(a, axis) => v[*a].argmax(*axis),
+        RowOp(Row::Softmax, a, axis) => v[*a].softmax(*axis),
+        RowOp(Row::LogSoftmax, a, axis) => v[*a].log_softmax(*axis),
+        RowOp(Row::LayerNorm, a, _) => {
+            let x = &v[*a];
+            let n = *x.shape().last().unwrap();
+            let iota = Tensor::iota(&[n], 0, x.dtype());
+            let w = &iota * 0.125 + 0.5;
+            let b = &iota * -0.25 + 1.0;
+            x.layer_norm(&w, &b, 1e-5, -1)
+        }
+        Matmul(a, b) => v[*a].matmul(&v[*b]),
+        Concat(a, b, axis) => jitfuse::concat(&[&v[*a], &v[*b]], *axis),
+        Pad(a, pads, c) => v[*a].pad(pads, *c),
+        Take(a, axis, k, mul, idx) => {
+            let x = &v[*a];
+            let ax = if *axis < 0 {
+                (*axis + x.ndim() as isize) as usize
+            } else {
+                *axis as usize
+            };
+            let n = x.shape()[ax] as i64;
+            let idx = match idx {
+                Some(i) => {
+                    let t = v[*i].cast(DType::I64).reshape(&[-1]);
+                    (&t % n + n) % n
+                }
+                None => (Tensor::iota(&[*k], 0, DType::I64) * (*mul as i64) + 1) % n,
+            };
+            x.take(&idx, *axis)
+        }
+        Cond(a) => {
+            let x = &v[*a];
+            let pred = x.max_all().gt(0.0);
+            jitfuse::cond(
+                &pred,
+                |s: Tensor| &s * 2.0 + 1.0,
+                |s: Tensor| s.exp() - 1.0,
+                x.clone(),
+            )
+        }
+        Fori(a, n) => jitfuse::fori_loop(
+            0i64,
+            *n as i64,
+            |i, s: Tensor| {
+                let d = s.dtype();
+                &s * 0.5 + i.cast(d)
+            },
+            v[*a].clone(),
+        ),
+        While(a, n) => {
+            let n = *n as i32;
+            let (_, s) = jitfuse::while_loop(
+                |st: &(Tensor, Tensor)| st.0.lt(n),
+                |(c, s): (Tensor, Tensor)| (c + 1, &s * 0.75 + 0.5),
+                (Tensor::scalar(0i32), v[*a].clone()),
+            );
+            s
+        }
+    }
+}
+
+/// The program's values on `params` (traced or concrete).
+pub fn values(p: &Program, params: &[Tensor]) -> Vec<Tensor> {
+    let mut v: Vec<Tensor> = params.to_vec();
+    for ins in &p.ins {
+        let t = one(ins, &v);
+        v.push(t);
+    }
+    v
+}
+
+pub fn is_float(d: DType) -> bool {
+    matches!(d, DType::F32 | DType::F64)
+}
+
+/// The program's results on `params`.
+pub fn build(p: &Program, params: &[Tensor]) -> Vec<Tensor> {
+    if !p.grad {
+        let v = values(p, params);
+        return p.outputs.iter().map(|&o| v[o].clone()).collect();
+    }
+    let float: Vec<usize> = (0..params.len())
+        .filter(|&i| is_float(params[i].dtype()))
+        .collect();
+    let xs: Vec<Tensor> = float.iter().map(|&i| params[i].clone()).collect();
+    let loss = |xs: &Vec<Tensor>| {
+        let mut all = params.to_vec();
+        for (k, &i) in float.iter().enumerate() {
+            all[i] = xs[k].clone();
+        }
+        let v = values(p, &all);
+        let mut loss: Option<Tensor> = None;
+        for (k, &o) in p.outputs.iter().enumerate() {
+            if is_float(v[o].dtype()) {
+                let term = (&v[o] * ((k + 1) as f64 * 0.5)).sum_all().cast(DType::F64);
+                loss = Some(match loss {
+                    Some(l) => l + term,
+                    None => term,
+                });
+            }
+        }
+        loss.expect("a gradient program has a float output")
+    };
+    let (l, gs) = jitfuse::value_and_grad(loss, &xs);
+    std::iter::once(l).chain(gs).collect()
+}
