@@ -48,9 +48,11 @@
 //! exp 560/816 B (f32x4/f64x2), ln 1200/1248, tanh 480/1536, sigmoid 576/848, sin 512/688,
 //! cos 592/832, pow 3664/2784, erf 1520/2768.
 
+use super::trig;
 use cranelift_codegen::ir::condcodes::FloatCC;
 use cranelift_codegen::ir::{
-    types, ConstantData, Endianness, InstBuilder, MemFlagsData, Type, Value,
+    types, AbiParam, BlockArg, ConstantData, Endianness, InstBuilder, MemFlagsData, Signature,
+    StackSlotData, StackSlotKind, Type, Value,
 };
 use cranelift_frontend::FunctionBuilder;
 
@@ -544,16 +546,26 @@ pub fn sigmoid(b: &mut FunctionBuilder, x: Value) -> Value {
 // ---------------------------------------------------------------------------------------------
 
 /// Shared tail: r = x - q*pi/2 (q = 2j or 2j+1 given as float `qf` with parts of pi/2 scaled),
-/// polynomial, sign flip from the low bit of `n`'s integer.
-fn sincos_tail(b: &mut FunctionBuilder, k: K, x: Value, jf: Value, n: Value, pscale: f64) -> Value {
+/// the exact reduction of large lanes (`sincos_big`), the polynomial, the sign flip from the
+/// low bit of `n`'s integer.
+fn sincos_tail(
+    b: &mut FunctionBuilder,
+    k: K,
+    x: Value,
+    jf: Value,
+    n: Value,
+    pscale: f64,
+    cos: bool,
+) -> Value {
     let p = pi_parts(k);
     let mut r = x;
     for part in p {
         let c = fc(b, k, -part * pscale);
         r = b.ins().fma(jf, c, r);
     }
-    // |r| <= pi/2 + |x| 2^-25 (rounding of j); beyond the reduction range r can be anything:
-    // clamp to the fitted interval so the polynomial stays bounded (NaN kept).
+    let (r, n) = sincos_big(b, k, x, r, n, cos);
+    // |r| <= pi/2 + |x| 2^-25 (rounding of j): clamp to the fitted interval so the polynomial
+    // stays bounded (NaN kept).
     let r = clamp(b, k, r, -1.6, 1.6);
     let z = b.ins().fmul(r, r);
     let q = horner(b, k, z, if k.d { &SIN_F64 } else { &SIN_F32 });
@@ -568,6 +580,63 @@ fn sincos_tail(b: &mut FunctionBuilder, k: K, x: Value, jf: Value, n: Value, psc
     xor_bits(b, k, s, sg)
 }
 
+/// Lanes with |x| above the Cody–Waite range (`trig::F32_FAST` / `F64_FAST`) get r and the sign
+/// word `n` from the exact reduction (`trig::sin_fix_*`), called out of line only when some lane
+/// of the vector needs it: the ordinary path costs one compare and a branch.
+fn sincos_big(
+    b: &mut FunctionBuilder,
+    k: K,
+    x: Value,
+    r: Value,
+    n: Value,
+    cos: bool,
+) -> (Value, Value) {
+    let (ax, _) = abs_and_sign(b, k, x);
+    let thr = fc(b, k, if k.d { trig::F64_FAST } else { trig::F32_FAST });
+    let big = cmp(b, FloatCC::LessThan, thr, ax);
+    let any = b.ins().vany_true(big);
+    let slow = b.create_block();
+    let join = b.create_block();
+    let rj = b.append_block_param(join, k.ty);
+    let nj = b.append_block_param(join, k.ty);
+    b.ins().brif(
+        any,
+        slow,
+        &[],
+        join,
+        &[BlockArg::Value(r), BlockArg::Value(n)],
+    );
+    b.set_cold_block(slow);
+    b.switch_to_block(slow);
+    let ss = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 48, 4));
+    b.ins().stack_store(types::I64, x, ss, 0);
+    b.ins().stack_store(types::I64, r, ss, 16);
+    b.ins().stack_store(types::I64, n, ss, 32);
+    let px = b.ins().stack_addr(types::I64, ss, 0);
+    let pr = b.ins().stack_addr(types::I64, ss, 16);
+    let pn = b.ins().stack_addr(types::I64, ss, 32);
+    let lanes = b.ins().iconst(types::I64, if k.d { 2 } else { 4 });
+    let mut sig = Signature::new(b.func.signature.call_conv);
+    for _ in 0..4 {
+        sig.params.push(AbiParam::new(types::I64));
+    }
+    let sig = b.import_signature(sig);
+    let f = match (k.d, cos) {
+        (false, false) => trig::sin_fix_f32 as *const () as usize,
+        (false, true) => trig::cos_fix_f32 as *const () as usize,
+        (true, false) => trig::sin_fix_f64 as *const () as usize,
+        (true, true) => trig::cos_fix_f64 as *const () as usize,
+    };
+    let callee = b.ins().iconst(types::I64, f as i64);
+    b.ins().call_indirect(sig, callee, &[px, pr, pn, lanes]);
+    let r2 = b.ins().stack_load(types::I64, k.ty, ss, 16);
+    let n2 = b.ins().stack_load(types::I64, k.ty, ss, 32);
+    b.ins()
+        .jump(join, &[BlockArg::Value(r2), BlockArg::Value(n2)]);
+    b.switch_to_block(join);
+    (rj, nj)
+}
+
 /// sin x = (-1)^j sin(x - j pi), j = round(x / pi).
 pub fn sin(b: &mut FunctionBuilder, x: Value) -> Value {
     let k = K::of(b, x);
@@ -575,7 +644,7 @@ pub fn sin(b: &mut FunctionBuilder, x: Value) -> Value {
     let ip = fc(b, k, std::f64::consts::FRAC_1_PI);
     let n = b.ins().fma(x, ip, s);
     let jf = b.ins().fsub(n, s);
-    sincos_tail(b, k, x, jf, n, 1.0)
+    sincos_tail(b, k, x, jf, n, 1.0, false)
 }
 
 /// cos x = (-1)^(j+1) sin(x - (2j+1) pi/2), j = round(x/pi - 1/2).
@@ -591,7 +660,7 @@ pub fn cos(b: &mut FunctionBuilder, x: Value) -> Value {
     let two = fc(b, k, 2.0);
     let one = fc(b, k, 1.0);
     let qf = b.ins().fma(jf, two, one);
-    sincos_tail(b, k, x, qf, n, 0.5)
+    sincos_tail(b, k, x, qf, n, 0.5, true)
 }
 
 // ---------------------------------------------------------------------------------------------
