@@ -7,6 +7,7 @@ mod common;
 mod control_flow;
 mod differential;
 mod ir_text;
+mod math_ops;
 mod memory;
 mod passes;
 mod proptests;

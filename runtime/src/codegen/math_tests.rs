@@ -20,6 +20,8 @@ enum Fun {
     Cos,
     Pow,
     Erf,
+    Log1p,
+    Expm1,
 }
 
 /// Compiles `out[i] = f(x[i], y[i])` over vectors of `ty`; returns the entry point and the code size.
@@ -71,6 +73,8 @@ fn compile(f: Fun, ty: Type) -> (usize, usize) {
             Fun::Cos => math::cos(&mut b, x),
             Fun::Pow => math::pow(&mut b, x, y),
             Fun::Erf => math::erf(&mut b, x),
+            Fun::Log1p => math::log1p(&mut b, x),
+            Fun::Expm1 => math::expm1(&mut b, x),
         };
         b.ins().store(mf, r, ao, 0);
         let lanes = 16 / esize;
@@ -864,6 +868,93 @@ fn erf_f64() {
         &[(-7.0, 7.0, false), (-1.3, 1.3, false), (1e-300, 10.0, true)],
         &[1.2, 1.1999999, 1.2000001, 5.93, 5.92, 6.0],
         ERF_F64_ULP,
+        0.0,
+    );
+}
+
+const LOG1P_F32_ULP: f64 = 2.0;
+const LOG1P_F64_ULP: f64 = 1.5;
+const EXPM1_F32_ULP: f64 = 1.5;
+const EXPM1_F64_ULP: f64 = 2.0;
+
+/// Inputs where `ln(1 + x)` / `exp(x) - 1` lose digits, and the edges of the ranges.
+const NEAR_ZERO: [f64; 16] = [
+    1e-30, -1e-30, 1e-8, -1e-8, 1e-4, -1e-4, -0.5, 0.5, -0.25, 0.34, -0.35, 1e-20, -0.999, 20.0,
+    -20.0, 3e-39,
+];
+
+#[test]
+fn log1p_f32() {
+    unary32(
+        Fun::Log1p,
+        "log1p",
+        f64::ln_1p,
+        f32::ln_1p,
+        &[(-0.999, 1.0), (-1e-3, 1e-3), (1.0, 1e6), (-1.0, -0.99)],
+        LOG1P_F32_ULP,
+        0.0,
+        f64::INFINITY,
+    );
+    let xs: Vec<f32> = NEAR_ZERO.iter().map(|&x| x as f32).collect();
+    let got = run32(Fun::Log1p, &xs, &xs);
+    let st = check32("log1p f32 near 0", &xs, &got, 0.0, |i| {
+        (xs[i] as f64).ln_1p()
+    });
+    assert!(st.max_ulp <= LOG1P_F32_ULP, "{st:?}");
+}
+
+#[test]
+fn log1p_f64() {
+    unary64(
+        Fun::Log1p,
+        "log1p",
+        f64::ln_1p,
+        &[
+            (-0.999, 1.0, false),
+            (-1e-3, 1e-3, false),
+            (1e-300, 1e300, true),
+            (-1.0, -0.99, false),
+        ],
+        &NEAR_ZERO,
+        LOG1P_F64_ULP,
+        0.0,
+    );
+}
+
+#[test]
+fn expm1_f32() {
+    unary32(
+        Fun::Expm1,
+        "expm1",
+        f64::exp_m1,
+        f32::exp_m1,
+        &[(-30.0, 89.0), (-1e-3, 1e-3), (-1.0, 1.0)],
+        EXPM1_F32_ULP,
+        0.0,
+        f64::INFINITY,
+    );
+    let xs: Vec<f32> = NEAR_ZERO.iter().map(|&x| x as f32).collect();
+    let got = run32(Fun::Expm1, &xs, &xs);
+    let st = check32("expm1 f32 near 0", &xs, &got, 0.0, |i| {
+        (xs[i] as f64).exp_m1()
+    });
+    assert!(st.max_ulp <= EXPM1_F32_ULP, "{st:?}");
+}
+
+#[test]
+fn expm1_f64() {
+    unary64(
+        Fun::Expm1,
+        "expm1",
+        f64::exp_m1,
+        &[
+            (-60.0, 710.0, false),
+            (-1.0, 1.0, false),
+            (1e-300, 700.0, true),
+            (-1e-3, 1e-3, false),
+        ],
+        &NEAR_ZERO,
+        EXPM1_F64_ULP,
         0.0,
     );
 }

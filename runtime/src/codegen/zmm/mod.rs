@@ -178,6 +178,8 @@ fn node_ok(g: &Graph, v: ValueId) -> bool {
             | UnaryOp::Sin
             | UnaryOp::Cos
             | UnaryOp::Erf => micro::trace(*u).is_some(),
+            // No micro-kernel yet: kernels with them go to Cranelift.
+            UnaryOp::Log1p | UnaryOp::Expm1 => false,
             UnaryOp::Not => false,
         },
         (Op::Unary(UnaryOp::Not), DType::Bool) => true,
