@@ -151,6 +151,8 @@ pub fn unary_f64(op: UnaryOp, x: f64) -> f64 {
         UnaryOp::Erf => libm::erf(x),
         UnaryOp::StopGradient => x,
         UnaryOp::Floor => x.floor(),
+        UnaryOp::Log1p => x.ln_1p(),
+        UnaryOp::Expm1 => x.exp_m1(),
         UnaryOp::Not => unreachable!(),
     }
 }

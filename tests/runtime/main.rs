@@ -9,6 +9,7 @@ mod differential;
 mod donation;
 mod fuzz;
 mod ir_text;
+mod math_ops;
 mod memory;
 mod passes;
 mod proptests;

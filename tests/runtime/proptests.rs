@@ -712,6 +712,8 @@ proptest! {
                 UnaryOp::Erf => t.erf(),
                 UnaryOp::Floor => t.floor(),
                 UnaryOp::StopGradient => jitfuse::stop_gradient(t),
+        UnaryOp::Log1p => t.log1p(),
+        UnaryOp::Expm1 => t.expm1(),
             }]
         })?;
     }

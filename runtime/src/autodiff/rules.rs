@@ -174,6 +174,8 @@ pub fn backward(g: &Graph, vals: &[Tensor], seeds: &[(ValueId, Tensor)]) -> Vec<
                     UnaryOp::Erf => {
                         Some(&c * std::f64::consts::FRAC_2_SQRT_PI * (-a.square()).exp())
                     }
+                    UnaryOp::Log1p => Some(&c / (a + 1.0)),
+                    UnaryOp::Expm1 => Some(&c * a.exp()),
                     UnaryOp::Floor | UnaryOp::StopGradient | UnaryOp::Not => None,
                 };
                 if let Some(d) = d {

@@ -1,6 +1,7 @@
 //! Vectorised transcendental functions emitted as Cranelift IR (no libm calls), for `F32X4` and
 //! `F64X2` values: range reduction with integer bit tricks on the lanes, Remez minimax
 //! polynomials evaluated with `fma`, special values fixed with compare + `bitselect` (blendv).
+//! The one out-of-line call: sin/cos lanes beyond the Cody–Waite range (`trig.rs`).
 //!
 //! ## Measured maximum error (tests in `math_tests.rs`)
 //! Errors in ulp of the correctly rounded result. f32 is compared with the f64 std function
@@ -14,8 +15,10 @@
 //! | ln | 1.50 ulp (1.2e-7 rel) | all f32 /97; (1e-30, 1e38], [0.5, 2], subnormals [1e-45, 1e-37] | 1 ulp | [1e-320, 1e308], [0.5, 2], [0.999, 1.001] |
 //! | tanh | 4.57 ulp (2.7e-7 abs) near ±1; 2.39 ulp (1.7e-7 rel) for \|x\| <= 0.55 | all f32 /97; [-10, 10], [-1, 1]; small: [-0.55, 0.55], [-0.01, 0.01]; \|t\| <= 1 on all f32 in [1, 16) | 3 ulp | [-10, 10], [-1, 1], ±[1e-300, 50] |
 //! | sigmoid | 2.34 ulp (1.8e-7 rel) | all f32 /97; [-10, 10], [-110, 30] | 2 ulp | [-10, 10], [-750, 40], ±[1e-300, 1e3] |
-//! | sin | 2.23 ulp (1.8e-7 rel, 1.3e-7 abs) | \|x\| <= 1e5: all f32 /97; [-1e4, 1e4], [-10, 10] | 2 ulp | [-10, 10], [-1e4, 1e4], ±[1e-300, 1e9] |
-//! | cos | 2.23 ulp (1.6e-7 rel, 1.3e-7 abs) | same as sin | 2 ulp | same as sin |
+//! | sin | 2.23 ulp (1.8e-7 rel, 1.3e-7 abs) | whole range: all f32 /97; [-1e4, 1e4], [-10, 10], 65536 ± 2000, [1e5, 1e6]; 1M random to 3.4e38 (huge and small lanes mixed); the 6 f32 closest to a multiple of pi (<= 0.33 ulp there) | 2 ulp | [-10, 10], [-1e4, 1e4], [5e8, 3e9], ±[1e-300, 1e9], ±[1e9, 1e308], ±[1e13, 1e17]; f64::MAX, 2^1023, the double closest to a multiple of pi/2 |
+//! | cos | 2.23 ulp (1.6e-7 rel, 1.3e-7 abs) | same as sin (closest to an odd multiple of pi/2: <= 0.49 ulp) | 2 ulp | same as sin |
+//! | log1p | 1.52 ulp (1.3e-7 rel) | all f32 /97; [-0.999, 1], [-1e-3, 1e-3], [1, 1e6], [-1, -0.99]; 1e-30, 1e-8, -0.5, ... | 1 ulp | [-0.999, 1], [-1e-3, 1e-3], [-1, -0.99], ±[1e-300, 1e300] |
+//! | expm1 | 1.40 ulp (1.2e-7 rel) | all f32 /97; [-30, 89], [-1e-3, 1e-3], [-1, 1]; 1e-30, 1e-8, -0.5, ... | 2 ulp | [-60, 710], [-1, 1], [-1e-3, 1e-3], ±[1e-300, 700] |
 //! | pow | 0.50 ulp | x in [1e-3, 1e3] (1500 log-spaced) × y in [-30, 30] (1201); x<0 with integer y; random x in [1e-45, 3e38], y in [-3, 3]; over/underflow edges | 42 ulp (see below) | x in [1e-3,1e3] × y in [-30,30]; x in [1e-300,1e300] × y in [-2,2]; x<0 integer y; \|y ln x\| up to ~740 |
 //! | erf | 2.51 ulp (1.7e-7 rel) | all f32 /97; [-5, 5], [-1.3, 1.3] | 2 ulp | [-7, 7], [-1.3, 1.3], ±[1e-300, 10] |
 //!
@@ -23,9 +26,14 @@
 //! - exp: overflow gives +inf, underflow gives correctly scaled **subnormal** results (two-step
 //!   2^k scaling) and then +0. ln handles subnormal inputs (pre-scaled by 2^23 / 2^52).
 //! - sin/cos: x - j*pi with a 3-part Cody-Waite pi and `fma` (first step exact), j from the
-//!   1.5*2^m shifter. Error bound claimed for |x| <= 1e5 (f32) and |x| <= 1e9 (f64; the method
-//!   holds far beyond, to ~2^50). Beyond that, results are finite and in [-1, 1] (r and the
-//!   result are clamped) but not accurate; ±inf and NaN give NaN.
+//!   1.5*2^m shifter, for |x| <= 65536 (f32) / 2^30 (f64). A vector with a lane beyond calls
+//!   `trig::sin_fix_*` once (one compare + an untaken branch otherwise): Payne–Hanek with a
+//!   1280-bit 1/pi replaces r and the sign of those lanes, and the same polynomial finishes.
+//!   (The Cody-Waite path alone failed from ~1e5 for f32 cos, ~1e6 f32 sin, ~1e14 f64:
+//!   sin(3e9f32) gave -0.9996 for 0.98704.) ±inf and NaN give NaN.
+//! - log1p: ln(u) of u = 1 + x with `ln`'s reduction and polynomial plus u's rounding error
+//!   (x - (u - 1)) / u: one division. expm1: 2^k (p + 1 - 2^-k) with p = e^r - 1 from `exp`'s
+//!   polynomial (r + r^2 P(r)), no cancellation near 0; both keep ±0 and tiny x exact.
 //! - pow: C99/IEEE special cases as Rust's `powf` (checked exactly on a 22x22 grid of special
 //!   values). f32 is computed in f64 (fvpromote_low / shuffle / fvdemote). f64 uses a
 //!   double-double log without tables: the error grows with |y ln x| (<= ~2 ulp for
@@ -48,9 +56,11 @@
 //! exp 560/816 B (f32x4/f64x2), ln 1200/1248, tanh 480/1536, sigmoid 576/848, sin 512/688,
 //! cos 592/832, pow 3664/2784, erf 1520/2768.
 
+use super::trig;
 use cranelift_codegen::ir::condcodes::FloatCC;
 use cranelift_codegen::ir::{
-    types, ConstantData, Endianness, InstBuilder, MemFlagsData, Type, Value,
+    types, AbiParam, BlockArg, ConstantData, Endianness, InstBuilder, MemFlagsData, Signature,
+    StackSlotData, StackSlotKind, Type, Value,
 };
 use cranelift_frontend::FunctionBuilder;
 
@@ -466,6 +476,75 @@ pub fn ln(b: &mut FunctionBuilder, x: Value) -> Value {
 }
 
 // ---------------------------------------------------------------------------------------------
+// log1p, expm1
+// ---------------------------------------------------------------------------------------------
+
+/// ln(1 + x): u = 1 + x rounded, ln u by `ln`'s reduction and polynomial, plus u's rounding
+/// error c / u, c = x - (u - 1) (exact while u < 2^mbits; beyond, c / u is far below the
+/// result's ulp). Tiny x give x exactly, ±0 keep their sign, -1 gives -inf, x < -1 NaN.
+pub fn log1p(b: &mut FunctionBuilder, x: Value) -> Value {
+    let k = K::of(b, x);
+    let one = fc(b, k, 1.0);
+    let u = b.ins().fadd(x, one);
+    let um1 = b.ins().fsub(u, one);
+    let c = b.ins().fsub(x, um1);
+    let cu = b.ins().fdiv(c, u);
+    let (e, f) = ln_reduce(b, k, u);
+    let (hi, lo) = ln2_parts(k);
+    let lhi = fc(b, k, hi);
+    let llo = fc(b, k, lo);
+    let res = if k.d {
+        let (s, hfsq, t) = ln_poly_f64(b, k, f);
+        let a = b.ins().fma(e, llo, cu);
+        let a = b.ins().fma(s, t, a);
+        let a = b.ins().fsub(a, hfsq);
+        let a = b.ins().fadd(a, f);
+        b.ins().fma(e, lhi, a)
+    } else {
+        let mut cs = vec![1.0, -0.5];
+        cs.extend_from_slice(&LN_F32);
+        let p = horner(b, k, f, &cs);
+        let p = b.ins().fma(p, f, cu);
+        let p = b.ins().fma(e, llo, p);
+        b.ins().fma(e, lhi, p)
+    };
+    // u = 0 -> -inf, u < 0 -> NaN, u = inf or NaN -> u (c / u is NaN there)
+    let res = ln_specials(b, k, u, res);
+    // x = -0: every term is +0
+    let zero = fc(b, k, 0.0);
+    let z = cmp(b, FloatCC::Equal, x, zero);
+    sel(b, k, z, x, res)
+}
+
+/// e^x - 1 = 2^k (p + 1 - 2^-k), x = k ln2 + r, p = e^r - 1 = r + r^2 P(r) (`exp`'s
+/// polynomial, no cancellation), k capped in 2^-k where 1 - 2^-k rounds to 1; 2^k applied in
+/// two steps as `exp` does (overflow to +inf). Below the clamp the result is -1; ±0 keep their sign.
+pub fn expm1(b: &mut FunctionBuilder, x: Value) -> Value {
+    let k = K::of(b, x);
+    let (lo, hi) = if k.d { (-60.0, 710.0) } else { (-30.0, 89.0) };
+    let xc = clamp(b, k, x, lo, hi);
+    let (n, kf, r) = exp_reduce(b, k, xc, exp_off(k, true));
+    let pp = horner(b, k, r, if k.d { &EXP_F64 } else { &EXP_F32 });
+    let z = b.ins().fmul(r, r);
+    let p = b.ins().fma(z, pp, r);
+    let capv = fc(b, k, if k.d { 60.0 } else { 30.0 });
+    let kc = min_keep_nan(b, k, capv, kf);
+    // S + bias - kc: its low bits hold bias - kc, the exponent field of 2^-kc
+    let s = fc(b, k, k.shifter() + k.bias() as f64);
+    let nk = b.ins().fsub(s, kc);
+    let ni = to_i(b, k, nk);
+    let e = b.ins().ishl_imm_u(ni, k.mbits());
+    let pw = to_f(b, k, e);
+    let one = fc(b, k, 1.0);
+    let t = b.ins().fsub(one, pw);
+    let q = b.ins().fadd(p, t);
+    let res = exp_scale(b, k, q, n, kf, true);
+    let zero = fc(b, k, 0.0);
+    let zm = cmp(b, FloatCC::Equal, x, zero);
+    sel(b, k, zm, x, res)
+}
+
+// ---------------------------------------------------------------------------------------------
 // tanh, sigmoid
 // ---------------------------------------------------------------------------------------------
 
@@ -544,16 +623,26 @@ pub fn sigmoid(b: &mut FunctionBuilder, x: Value) -> Value {
 // ---------------------------------------------------------------------------------------------
 
 /// Shared tail: r = x - q*pi/2 (q = 2j or 2j+1 given as float `qf` with parts of pi/2 scaled),
-/// polynomial, sign flip from the low bit of `n`'s integer.
-fn sincos_tail(b: &mut FunctionBuilder, k: K, x: Value, jf: Value, n: Value, pscale: f64) -> Value {
+/// the exact reduction of large lanes (`sincos_big`), the polynomial, the sign flip from the
+/// low bit of `n`'s integer.
+fn sincos_tail(
+    b: &mut FunctionBuilder,
+    k: K,
+    x: Value,
+    jf: Value,
+    n: Value,
+    pscale: f64,
+    cos: bool,
+) -> Value {
     let p = pi_parts(k);
     let mut r = x;
     for part in p {
         let c = fc(b, k, -part * pscale);
         r = b.ins().fma(jf, c, r);
     }
-    // |r| <= pi/2 + |x| 2^-25 (rounding of j); beyond the reduction range r can be anything:
-    // clamp to the fitted interval so the polynomial stays bounded (NaN kept).
+    let (r, n) = sincos_big(b, k, x, r, n, cos);
+    // |r| <= pi/2 + |x| 2^-25 (rounding of j): clamp to the fitted interval so the polynomial
+    // stays bounded (NaN kept).
     let r = clamp(b, k, r, -1.6, 1.6);
     let z = b.ins().fmul(r, r);
     let q = horner(b, k, z, if k.d { &SIN_F64 } else { &SIN_F32 });
@@ -568,6 +657,63 @@ fn sincos_tail(b: &mut FunctionBuilder, k: K, x: Value, jf: Value, n: Value, psc
     xor_bits(b, k, s, sg)
 }
 
+/// Lanes with |x| above the Cody–Waite range (`trig::F32_FAST` / `F64_FAST`) get r and the sign
+/// word `n` from the exact reduction (`trig::sin_fix_*`), called out of line only when some lane
+/// of the vector needs it: the ordinary path costs one compare and a branch.
+fn sincos_big(
+    b: &mut FunctionBuilder,
+    k: K,
+    x: Value,
+    r: Value,
+    n: Value,
+    cos: bool,
+) -> (Value, Value) {
+    let (ax, _) = abs_and_sign(b, k, x);
+    let thr = fc(b, k, if k.d { trig::F64_FAST } else { trig::F32_FAST });
+    let big = cmp(b, FloatCC::LessThan, thr, ax);
+    let any = b.ins().vany_true(big);
+    let slow = b.create_block();
+    let join = b.create_block();
+    let rj = b.append_block_param(join, k.ty);
+    let nj = b.append_block_param(join, k.ty);
+    b.ins().brif(
+        any,
+        slow,
+        &[],
+        join,
+        &[BlockArg::Value(r), BlockArg::Value(n)],
+    );
+    b.set_cold_block(slow);
+    b.switch_to_block(slow);
+    let ss = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 48, 4));
+    b.ins().stack_store(types::I64, x, ss, 0);
+    b.ins().stack_store(types::I64, r, ss, 16);
+    b.ins().stack_store(types::I64, n, ss, 32);
+    let px = b.ins().stack_addr(types::I64, ss, 0);
+    let pr = b.ins().stack_addr(types::I64, ss, 16);
+    let pn = b.ins().stack_addr(types::I64, ss, 32);
+    let lanes = b.ins().iconst(types::I64, if k.d { 2 } else { 4 });
+    let mut sig = Signature::new(b.func.signature.call_conv);
+    for _ in 0..4 {
+        sig.params.push(AbiParam::new(types::I64));
+    }
+    let sig = b.import_signature(sig);
+    let f = match (k.d, cos) {
+        (false, false) => trig::sin_fix_f32 as *const () as usize,
+        (false, true) => trig::cos_fix_f32 as *const () as usize,
+        (true, false) => trig::sin_fix_f64 as *const () as usize,
+        (true, true) => trig::cos_fix_f64 as *const () as usize,
+    };
+    let callee = b.ins().iconst(types::I64, f as i64);
+    b.ins().call_indirect(sig, callee, &[px, pr, pn, lanes]);
+    let r2 = b.ins().stack_load(types::I64, k.ty, ss, 16);
+    let n2 = b.ins().stack_load(types::I64, k.ty, ss, 32);
+    b.ins()
+        .jump(join, &[BlockArg::Value(r2), BlockArg::Value(n2)]);
+    b.switch_to_block(join);
+    (rj, nj)
+}
+
 /// sin x = (-1)^j sin(x - j pi), j = round(x / pi).
 pub fn sin(b: &mut FunctionBuilder, x: Value) -> Value {
     let k = K::of(b, x);
@@ -575,7 +721,7 @@ pub fn sin(b: &mut FunctionBuilder, x: Value) -> Value {
     let ip = fc(b, k, std::f64::consts::FRAC_1_PI);
     let n = b.ins().fma(x, ip, s);
     let jf = b.ins().fsub(n, s);
-    sincos_tail(b, k, x, jf, n, 1.0)
+    sincos_tail(b, k, x, jf, n, 1.0, false)
 }
 
 /// cos x = (-1)^(j+1) sin(x - (2j+1) pi/2), j = round(x/pi - 1/2).
@@ -591,7 +737,7 @@ pub fn cos(b: &mut FunctionBuilder, x: Value) -> Value {
     let two = fc(b, k, 2.0);
     let one = fc(b, k, 1.0);
     let qf = b.ins().fma(jf, two, one);
-    sincos_tail(b, k, x, qf, n, 0.5)
+    sincos_tail(b, k, x, qf, n, 0.5, true)
 }
 
 // ---------------------------------------------------------------------------------------------

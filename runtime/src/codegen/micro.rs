@@ -159,6 +159,7 @@ mod imp {
         ln2_parts_f32, pi_parts_f32, ERF_LARGE_F32, ERF_SMALL_F32, EXP_F32, LN_F32, LOG2E, SIN_F32,
         TANH_F32_CLAMP, TANH_F32_P, TANH_F32_Q,
     };
+    use super::super::trig::{cos_fix_f32, sin_fix_f32, F32_FAST};
     use super::{Level, MicroFn};
     use crate::ir::UnaryOp;
     use core::arch::x86_64::*;
@@ -214,6 +215,8 @@ mod imp {
         unsafe fn uge(self, o: Self) -> Self::M;
         /// `m ? t : f`.
         unsafe fn sel(m: Self::M, t: Self, f: Self) -> Self;
+        /// Whether any lane of `m` is set (a data-dependent branch: not traceable).
+        unsafe fn any(m: Self::M) -> bool;
         unsafe fn and(self, o: Self) -> Self;
         unsafe fn or(self, o: Self) -> Self;
         unsafe fn xor(self, o: Self) -> Self;
@@ -289,6 +292,10 @@ mod imp {
         #[inline(always)]
         unsafe fn sel(m: __mmask16, t: Self, f: Self) -> Self {
             Z(_mm512_mask_blend_ps(m, f.0, t.0))
+        }
+        #[inline(always)]
+        unsafe fn any(m: __mmask16) -> bool {
+            m != 0
         }
         #[inline(always)]
         unsafe fn and(self, o: Self) -> Self {
@@ -410,6 +417,10 @@ mod imp {
         #[inline(always)]
         unsafe fn sel(m: __m256, t: Self, f: Self) -> Self {
             Y(_mm256_blendv_ps(f.0, t.0, m))
+        }
+        #[inline(always)]
+        unsafe fn any(m: __m256) -> bool {
+            _mm256_movemask_ps(m) != 0
         }
         #[inline(always)]
         unsafe fn and(self, o: Self) -> Self {
@@ -596,11 +607,12 @@ mod imp {
     }
 
     #[inline(always)]
-    unsafe fn sincos_tail<T: V>(x: T, jf: T, n: T, pscale: f64) -> T {
+    unsafe fn sincos_tail<T: V>(x: T, jf: T, n: T, pscale: f64, cos: bool) -> T {
         let mut r = x;
         for part in pi_parts_f32() {
             r = jf.fma(c::<T>(-part * pscale), r);
         }
+        let (r, n) = sincos_big(x, r, n, cos);
         let r = clamp(r, -1.6, 1.6);
         let z = r.mul(r);
         let q = horner(z, &SIN_F32);
@@ -610,12 +622,36 @@ mod imp {
         s.xor(n.shl31())
     }
 
+    /// `math::sincos_big`: lanes above `trig::F32_FAST` get r and n from the exact reduction
+    /// (the same helper the Cranelift code calls).
+    #[inline(always)]
+    unsafe fn sincos_big<T: V>(x: T, r: T, n: T, cos: bool) -> (T, T) {
+        let ax = x.xor(x.and(T::bits(SIGN)));
+        let big = c::<T>(F32_FAST).lt(ax);
+        if !T::any(big) {
+            return (r, n);
+        }
+        let mut buf = [[0.0f32; 16]; 3];
+        x.store(buf[0].as_mut_ptr());
+        r.store(buf[1].as_mut_ptr());
+        n.store(buf[2].as_mut_ptr());
+        let fix = if cos { cos_fix_f32 } else { sin_fix_f32 };
+        let [bx, br, bn] = &mut buf;
+        fix(
+            bx.as_ptr(),
+            br.as_mut_ptr(),
+            bn.as_mut_ptr().cast::<u32>(),
+            T::N,
+        );
+        (T::load(buf[1].as_ptr()), T::load(buf[2].as_ptr()))
+    }
+
     #[inline(always)]
     unsafe fn sin<T: V>(x: T) -> T {
         let s = c::<T>(SHIFTER);
         let n = x.fma(c::<T>(std::f64::consts::FRAC_1_PI), s);
         let jf = n.sub(s);
-        sincos_tail(x, jf, n, 1.0)
+        sincos_tail(x, jf, n, 1.0, false)
     }
 
     #[inline(always)]
@@ -625,7 +661,7 @@ mod imp {
         let n = t.add(s1);
         let jf = n.sub(s1);
         let qf = jf.fma(c::<T>(2.0), c::<T>(1.0));
-        sincos_tail(x, qf, n, 0.5)
+        sincos_tail(x, qf, n, 0.5, true)
     }
 
     #[inline(always)]
@@ -747,6 +783,9 @@ mod imp {
             unsafe fn sel(m: S, t: Self, f: Self) -> Self {
                 push(SymOp::Sel(m.0, t.0, f.0))
             }
+            unsafe fn any(_: S) -> bool {
+                unreachable!("sin/cos branch on their data and are not traced")
+            }
             unsafe fn and(self, o: Self) -> Self {
                 push(SymOp::And(self.0, o.0))
             }
@@ -779,9 +818,9 @@ mod imp {
                 UnaryOp::Ln => super::ln::<S>,
                 UnaryOp::Tanh => super::tanh::<S>,
                 UnaryOp::Sigmoid => super::sigmoid::<S>,
-                UnaryOp::Sin => super::sin::<S>,
-                UnaryOp::Cos => super::cos::<S>,
                 UnaryOp::Erf => super::erf::<S>,
+                // sin/cos branch to the exact reduction when a lane is large: the zmm backend
+                // stages them through their micro-kernels instead of inlining.
                 _ => return None,
             };
             OPS.with(|o| o.borrow_mut().clear());

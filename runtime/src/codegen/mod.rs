@@ -8,6 +8,7 @@ mod math_tests;
 pub mod micro;
 mod reduce;
 mod row;
+pub mod trig;
 mod vector;
 #[cfg(target_arch = "x86_64")]
 pub mod zmm;

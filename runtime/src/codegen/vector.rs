@@ -258,6 +258,8 @@ pub fn unary(b: &mut FunctionBuilder, op: UnaryOp, d: DType, x: &Vals) -> Vals {
             UnaryOp::Sin => math::sin(b, p),
             UnaryOp::Cos => math::cos(b, p),
             UnaryOp::Erf => math::erf(b, p),
+            UnaryOp::Log1p => math::log1p(b, p),
+            UnaryOp::Expm1 => math::expm1(b, p),
             UnaryOp::Floor => b.ins().floor(p),
             UnaryOp::Not | UnaryOp::StopGradient => unreachable!(),
         });

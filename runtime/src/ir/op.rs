@@ -27,6 +27,10 @@ pub enum UnaryOp {
     Floor,
     /// Identity whose gradient is zero (`stop_gradient`).
     StopGradient,
+    /// ln(1 + x), accurate near 0.
+    Log1p,
+    /// e^x - 1, accurate near 0.
+    Expm1,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -222,10 +226,13 @@ impl UnaryOp {
     /// arithmetic op, and inlined or staged by the kernels rather than one instruction.
     pub fn is_transcendental(self) -> bool {
         use UnaryOp::*;
-        matches!(self, Exp | Ln | Tanh | Sigmoid | Sin | Cos | Erf)
+        matches!(
+            self,
+            Exp | Ln | Tanh | Sigmoid | Sin | Cos | Erf | Log1p | Expm1
+        )
     }
 
-    pub const ALL: [UnaryOp; 17] = [
+    pub const ALL: [UnaryOp; 19] = [
         UnaryOp::Neg,
         UnaryOp::Exp,
         UnaryOp::Ln,
@@ -243,6 +250,8 @@ impl UnaryOp {
         UnaryOp::Erf,
         UnaryOp::Floor,
         UnaryOp::StopGradient,
+        UnaryOp::Log1p,
+        UnaryOp::Expm1,
     ];
 
     pub fn name(self) -> &'static str {
@@ -264,6 +273,8 @@ impl UnaryOp {
             UnaryOp::Erf => "erf",
             UnaryOp::Floor => "floor",
             UnaryOp::StopGradient => "stop_gradient",
+            UnaryOp::Log1p => "log1p",
+            UnaryOp::Expm1 => "expm1",
         }
     }
 

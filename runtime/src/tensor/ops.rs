@@ -392,6 +392,10 @@ impl Tensor {
         erf => Erf;
         /// Largest integer not above x (float tensors).
         floor => Floor;
+        /// `ln(1 + x)`, accurate for x near 0 (where `(x + 1.0).ln()` loses every digit).
+        log1p => Log1p;
+        /// `e^x - 1`, accurate for x near 0 (where `x.exp() - 1.0` loses every digit).
+        expm1 => Expm1;
     }
 
     cmp_methods! { lt => Lt; le => Le; gt => Gt; ge => Ge; eq => Eq; ne => Ne; }

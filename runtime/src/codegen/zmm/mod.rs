@@ -94,17 +94,20 @@ pub fn build(g: &Graph, part: &Partition, k: &Kernel) -> Option<Code> {
         return None;
     }
     let p = kernel::plan(g, part, k);
-    if !supported(g, k, &p) {
+    let staged = kernel::staging(g, k, &p);
+    if !supported(g, k, &p, staged.as_ref()) {
         return None;
     }
     // Transcendentals inline first (one pass); staged through the micro-kernels when their
-    // values do not fit in registers; constants in registers first, then from memory.
-    let staged = kernel::staging(g, k, &p);
+    // values do not fit in registers; constants in registers first, then from memory. A
+    // kernel with a function that cannot be inlined (sin/cos: `micro::trace`) is staged only.
+    let inline_ok = k.nodes.iter().all(|&v| node_ok(g, v));
     let mut order = [None, staged.as_ref()];
-    if STAGED_FIRST.with(|s| s.get()) {
+    if STAGED_FIRST.with(|s| s.get()) || !inline_ok {
         order.reverse();
     }
-    for stage in order {
+    let tries = if inline_ok { &order[..] } else { &order[..1] };
+    for &stage in tries {
         for hoist in [true, false] {
             match Emitter::new(g, k, &p, stage, hoist).and_then(|e| e.run()) {
                 Ok((bytes, prefetched)) => {
@@ -122,23 +125,25 @@ pub fn build(g: &Graph, part: &Partition, k: &Kernel) -> Option<Code> {
                 }
             }
         }
-        if staged.is_none() {
-            break; // both orders are the inline one
+        if staged.is_none() || !inline_ok {
+            break; // both orders are the inline one, or only the staged one exists
         }
     }
     None
 }
 
 /// The ops this backend emits (see the module doc): every value f32, or a bool mask that is
-/// never read from or written to memory.
-fn supported(g: &Graph, k: &Kernel, p: &Plan) -> bool {
+/// never read from or written to memory; a function `micro::trace` cannot record (sin/cos)
+/// only where `stage` computes it by its micro-kernel.
+fn supported(g: &Graph, k: &Kernel, p: &Plan, stage: Option<&Staging>) -> bool {
     if p.accesses
         .iter()
         .any(|a| a.dtype != DType::F32 || !matches!(a.strides.last(), Some(0) | Some(1)))
     {
         return false;
     }
-    k.nodes.iter().all(|&v| node_ok(g, v))
+    let staged = |v: ValueId| stage.is_some_and(|s| s.nodes.iter().any(|n| n.0 == v));
+    k.nodes.iter().all(|&v| node_ok(g, v) || staged(v))
 }
 
 /// Whether this backend emits node `v` (inside a kernel: views are reads).
@@ -173,6 +178,8 @@ fn node_ok(g: &Graph, v: ValueId) -> bool {
             | UnaryOp::Sin
             | UnaryOp::Cos
             | UnaryOp::Erf => micro::trace(*u).is_some(),
+            // No micro-kernel yet: kernels with them go to Cranelift.
+            UnaryOp::Log1p | UnaryOp::Expm1 => false,
             UnaryOp::Not => false,
         },
         (Op::Unary(UnaryOp::Not), DType::Bool) => true,
