@@ -2,6 +2,7 @@
 //! the generated API at run time, checked against the eager computation.
 
 use jitfuse::prelude::*;
+use jitfuse::ErrorKind;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Barrier, RwLock};
@@ -878,4 +879,195 @@ fn ui() {
     let t = trybuild::TestCases::new();
     t.pass("tests/ui_pass/*.rs");
     t.compile_fail("tests/ui/*.rs");
+}
+
+/// The message a closure panicked with (it must panic).
+fn panic_text(f: impl FnOnce()) -> String {
+    let p = catch_unwind(AssertUnwindSafe(f)).expect_err("it panics");
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
+}
+
+#[jit]
+fn broadcast_beyond_memory(x: &Tensor) -> Tensor {
+    x.broadcast_to(&[usize::MAX, 2])
+}
+
+#[jit]
+fn outer_beyond_memory(a: &Tensor, b: &Tensor) -> Tensor {
+    let a = a.broadcast_to(&[1 << 40, 1]);
+    let b = b.broadcast_to(&[1, 1 << 40]);
+    &a * &b
+}
+
+#[jit]
+fn shape_ops_beyond_memory(x: &Tensor, which: usize) -> Tensor {
+    match which {
+        0 => x.pad(&[(usize::MAX, 1)], 0.0),
+        1 => x.reshape(&[1 << 32, 1 << 32, 0, -1]),
+        2 => Tensor::iota(&[1 << 40, 1 << 40], 0, DType::F32) + x.sum_all(),
+        _ => x + Tensor::zeros(&[1 << 45], DType::F32),
+    }
+}
+
+#[test]
+fn sizes_beyond_memory_are_shape_errors_inside_jit() {
+    let x = vec32(&[1.0, 2.0], &[2]);
+    let e = broadcast_beyond_memory::try_call(&x).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Shape);
+    assert!(
+        e.message
+            .contains("`broadcast_to`: shape [18446744073709551615, 2] has 2^65.0 elements of f32"),
+        "{e}"
+    );
+    let m = panic_text(|| drop(broadcast_beyond_memory(&x)));
+    assert!(
+        m.contains("`broadcast_to`: shape [18446744073709551615, 2]"),
+        "{m}"
+    );
+    let one = vec32(&[1.0], &[1]);
+    let e = outer_beyond_memory::try_call(&one, &one).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Shape);
+    assert!(
+        e.message.contains(
+            "`mul`: f32[1099511627776,1] and f32[1,1099511627776] broadcast to [1099511627776, 1099511627776]"
+        ),
+        "{e}"
+    );
+    for (which, kind, part) in [
+        (
+            0,
+            ErrorKind::Shape,
+            "`pad`: axis 0 of f32[2] padded by (18446744073709551615, 1)",
+        ),
+        (
+            1,
+            ErrorKind::Shape,
+            "`reshape` of f32[2] to [4294967296, 4294967296, 0, -1]",
+        ),
+        (
+            2,
+            ErrorKind::Shape,
+            "`iota`: shape [1099511627776, 1099511627776] has 2^80.0 elements",
+        ),
+        // An eager constructor in the body: its allocation failure too.
+        (
+            3,
+            ErrorKind::OutOfMemory,
+            "cannot allocate 140737488355328 bytes (128 TiB) for `zeros`",
+        ),
+    ] {
+        let e = shape_ops_beyond_memory::try_call(&x, which).unwrap_err();
+        assert_eq!(e.kind, kind, "{e}");
+        assert!(e.message.contains(part), "{which}: {e}");
+    }
+}
+
+#[jit]
+fn huge_output(x: &Tensor) -> Tensor {
+    x.broadcast_to(&[1 << 45]) + 1.0
+}
+
+#[jit]
+fn huge_temporary(x: &Tensor) -> Tensor {
+    let a = (x.broadcast_to(&[1 << 44]) + 1.0).exp();
+    let b = x.broadcast_to(&[1 << 44]) * 3.0;
+    concat(&[&a, &b], 0).sum_all()
+}
+
+#[test]
+fn programs_whose_buffers_cannot_be_allocated_return_out_of_memory() {
+    let x = vec32(&[1.0], &[1]);
+    let e = huge_output::try_call(&x).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::OutOfMemory);
+    assert!(
+        e.message.contains("running huge_output(x: &f32[1]): out of memory: cannot allocate 140737488355328 bytes (128 TiB) for output"),
+        "{e}"
+    );
+    let m = panic_text(|| drop(huge_output(&x)));
+    assert!(m.contains("cannot allocate 140737488355328 bytes"), "{m}");
+    let e = huge_temporary::try_call(&x).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::OutOfMemory, "{e}");
+    assert!(
+        e.message
+            .contains("running huge_temporary(x: &f32[1]): out of memory")
+            && e.message.contains("the arena of the program's temporaries"),
+        "{e}"
+    );
+    let mem = huge_temporary::lower(&x)
+        .unwrap()
+        .compile()
+        .unwrap()
+        .memory_analysis();
+    assert!(mem.temp_bytes >= 1 << 47, "{mem:?}");
+    // The program stays cached and fails the same way; nothing poisoned.
+    assert_eq!(
+        huge_temporary::try_call(&x).unwrap_err().kind,
+        ErrorKind::OutOfMemory
+    );
+    assert_eq!(huge_temporary::cache_stats().entries, 1);
+}
+
+#[jit]
+fn injected(x: &Tensor) -> Tensor {
+    x.exp() * 2.0
+}
+
+#[jit]
+fn user_panics(x: &Tensor, when: usize) -> Tensor {
+    let y = x.exp();
+    if when == 1 {
+        panic!("the user's own panic");
+    }
+    y
+}
+
+#[test]
+fn internal_failures_are_errors_and_user_panics_stay_panics() {
+    let x = vec32(&[0.0, 1.0, 2.0, 3.0], &[4]);
+    let want = x.exp() * 2.0;
+    for stage in ["trace", "simplify", "codegen", "run"] {
+        // Compiled from scratch (a cached program neither traces nor compiles).
+        injected::clear_cache();
+        jitfuse::__private::inject_panic(Some(stage));
+        let e = injected::try_call(&x).unwrap_err();
+        let m = panic_text(|| drop(injected(&x)));
+        jitfuse::__private::inject_panic(None);
+        assert_eq!(e.kind, ErrorKind::Internal, "{stage}: {e}");
+        let doing = if stage == "run" {
+            "running"
+        } else if stage == "trace" {
+            "tracing"
+        } else {
+            "compiling"
+        };
+        for part in [
+            "internal error in jitfuse",
+            &format!("{doing} injected(x: &f32[4])"),
+            &format!("injected internal failure in `{stage}`"),
+        ] {
+            assert!(
+                e.message.contains(part),
+                "{stage}: `{part}` missing from {e}"
+            );
+        }
+        assert!(
+            m.contains(&format!("injected internal failure in `{stage}`")),
+            "{m}"
+        );
+        // Not cached, not poisoned: the next call compiles (or runs) and
+        // computes the right values.
+        assert_close(&injected::try_call(&x).unwrap(), &want);
+        assert_close(&injected(&x), &want);
+    }
+    assert_close(&user_panics::try_call(&x, 0).unwrap(), &x.exp());
+    let e = user_panics::try_call(&x, 1).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Panic, "{e}");
+    assert!(
+        e.message
+            .contains("the traced body panicked: the user's own panic"),
+        "{e}"
+    );
 }

@@ -28,6 +28,13 @@ pub enum ErrorKind {
     Verify,
     /// The traced body panicked.
     Panic,
+    /// A buffer could not be allocated (the message names the bytes and
+    /// what they were for).
+    OutOfMemory,
+    /// jitfuse itself failed (a panic in its tracing machinery, passes,
+    /// planning, code generation or run time: a bug, please report). The
+    /// message has the panic's message and the signature being compiled.
+    Internal,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,6 +78,55 @@ impl Error {
     pub fn argument(msg: impl Into<String>) -> Error {
         Error::new(ErrorKind::Argument, msg)
     }
+    /// `bytes` could not be allocated for `what` (`f32[1024,1024]`, "the
+    /// arena of temporaries", ...).
+    pub fn out_of_memory(bytes: usize, what: &str) -> Error {
+        Error::new(
+            ErrorKind::OutOfMemory,
+            format!(
+                "out of memory: cannot allocate {bytes} bytes ({}) for {what}",
+                human_bytes(bytes)
+            ),
+        )
+    }
+    pub fn internal(msg: impl Into<String>) -> Error {
+        Error::new(ErrorKind::Internal, msg)
+    }
+
+    /// The same error with `prefix: ` before its message (the op or call
+    /// it came from).
+    pub fn prefixed(mut self, prefix: &str) -> Error {
+        self.message = format!("{prefix}: {}", self.message);
+        self
+    }
+}
+
+/// `128 TiB`, `1.5 GiB`, `12 bytes`: sizes in messages.
+pub fn human_bytes(bytes: usize) -> String {
+    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    let mut v = bytes as f64;
+    if v < 1024.0 {
+        return format!("{bytes} bytes");
+    }
+    let mut unit = "";
+    for u in UNITS {
+        if v < 1024.0 {
+            break;
+        }
+        v /= 1024.0;
+        unit = u;
+    }
+    let s = format!("{v:.1}");
+    format!("{} {unit}", s.strip_suffix(".0").unwrap_or(&s))
+}
+
+/// The message of a panic's payload (`panic!` gives a `String` or `&str`).
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "a non-string panic payload".into())
 }
 
 impl fmt::Display for Error {

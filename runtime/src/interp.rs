@@ -108,14 +108,58 @@ pub(crate) fn write_literal(buf: &mut Buffer, dtype: DType, i: usize, l: Literal
     }
 }
 
-/// A tensor with every element `l`.
-pub(crate) fn filled(l: Literal, shape: &[usize], dtype: DType) -> Tensor {
-    let n = shape::numel(shape);
-    let mut buf = Buffer::zeroed(n * dtype.size());
-    for i in 0..n {
+/// A tensor with every element `l`; a shape or out-of-memory error naming
+/// `op` when it cannot be allocated.
+pub(crate) fn try_filled(
+    l: Literal,
+    shape: &[usize],
+    dtype: DType,
+    op: &str,
+) -> Result<Tensor, Error> {
+    let bytes = shape::checked_bytes(op, shape, dtype)?;
+    let mut buf = Buffer::try_zeroed(bytes, || {
+        format!("`{op}` of {}", crate::error::type_str(dtype, shape))
+    })?;
+    for i in 0..bytes / dtype.size() {
         write_literal(&mut buf, dtype, i, l);
     }
-    Tensor::from_buffer(Arc::new(buf), shape.to_vec(), dtype)
+    Ok(Tensor::from_buffer(Arc::new(buf), shape.to_vec(), dtype))
+}
+
+/// A tensor with every element `l`, of a shape already checked (an IR
+/// value's); panics with the out-of-memory error when the allocator refuses.
+pub(crate) fn filled(l: Literal, shape: &[usize], dtype: DType) -> Tensor {
+    try_filled(l, shape, dtype, "const").unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A buffer holding a copy of the interpreter's result bytes (`eval_op`
+/// checked up front that a buffer of the result's size can be allocated).
+fn result_buffer(bytes: &[u8]) -> Arc<Buffer> {
+    Arc::new(
+        Buffer::try_from_bytes(bytes, || "an interpreter result".into())
+            .unwrap_or_else(|e| panic!("{e}")),
+    )
+}
+
+/// Results at least this large are allocated once before the interpreter
+/// computes them, so that a size the allocator refuses is an error and not
+/// an abort in one of its working vectors.
+const PROBE_BYTES: usize = 1 << 30;
+
+/// The result of `op` of type `dtype[shape]`: its byte size must fit in
+/// memory addresses and, when large, be allocatable.
+fn check_result(op: &Op, shape: &[usize], dtype: DType) -> Result<(), Error> {
+    let bytes = shape::checked_bytes(op.name(), shape, dtype)?;
+    if bytes >= PROBE_BYTES && !matches!(op, Op::Reshape | Op::Barrier) {
+        drop(Buffer::try_uninit(bytes, || {
+            format!(
+                "the result of `{}` ({})",
+                op.name(),
+                crate::error::type_str(dtype, shape)
+            )
+        })?);
+    }
+    Ok(())
 }
 
 /// The float semantics of each unary op, in f64.
@@ -318,7 +362,7 @@ fn gather_view(op: &Op, x: &Tensor, to: &[usize]) -> Tensor {
             idx[d] = 0;
         }
     }
-    Tensor::from_buffer(Arc::new(Buffer::from_bytes(&out)), to.to_vec(), x.dtype)
+    Tensor::from_buffer(result_buffer(&out), to.to_vec(), x.dtype)
 }
 
 /// Bytes of each "row" of `s` from `axis` on, and how many such rows precede.
@@ -337,7 +381,7 @@ fn concat(ins: &[&Tensor], axis: usize, s: &[usize]) -> Tensor {
             out.extend_from_slice(&b[o * inner * size..(o + 1) * inner * size]);
         }
     }
-    Tensor::from_buffer(Arc::new(Buffer::from_bytes(&out)), s.to_vec(), ins[0].dtype)
+    Tensor::from_buffer(result_buffer(&out), s.to_vec(), ins[0].dtype)
 }
 
 fn pad(x: &Tensor, p: &[(usize, usize)], l: Literal, s: &[usize]) -> Tensor {
@@ -446,11 +490,12 @@ fn take(x: &Tensor, idx: &Tensor, axis: usize, s: &[usize]) -> Tensor {
     }
     // n == 0 with indices: the result has no elements only if it is empty.
     out.resize(shape::numel(s) * size, 0);
-    Tensor::from_buffer(Arc::new(Buffer::from_bytes(&out)), s.to_vec(), x.dtype)
+    Tensor::from_buffer(result_buffer(&out), s.to_vec(), x.dtype)
 }
 
 /// Evaluate one op on concrete operands of the op's exact shapes and dtypes.
 pub fn eval_op(op: &Op, ins: &[&Tensor], shape: &[usize], dtype: DType) -> Result<Tensor, Error> {
+    check_result(op, shape, dtype)?;
     let s = shape;
     Ok(match op {
         Op::Param(_) | Op::Captured(_) => {
@@ -542,7 +587,7 @@ pub fn eval_op(op: &Op, ins: &[&Tensor], shape: &[usize], dtype: DType) -> Resul
         Op::Iota(axis) => {
             let st = shape::strides(s);
             let n = shape::numel(s);
-            let mut buf = Buffer::zeroed(n * dtype.size());
+            let mut buf = Buffer::try_zeroed(n * dtype.size(), || "an iota".into())?;
             for i in 0..n {
                 write_literal(
                     &mut buf,
@@ -566,7 +611,7 @@ pub fn eval_op(op: &Op, ins: &[&Tensor], shape: &[usize], dtype: DType) -> Resul
                 let src = if ci { a } else { b };
                 out.extend_from_slice(&src[i * size..(i + 1) * size]);
             }
-            Tensor::from_buffer(Arc::new(Buffer::from_bytes(&out)), s.to_vec(), dtype)
+            Tensor::from_buffer(result_buffer(&out), s.to_vec(), dtype)
         }
     })
 }
@@ -575,11 +620,7 @@ pub fn eval_op(op: &Op, ins: &[&Tensor], shape: &[usize], dtype: DType) -> Resul
 pub(crate) fn leading_row(t: &Tensor, i: usize) -> Tensor {
     let inner: usize = t.shape[1..].iter().product::<usize>() * t.dtype.size();
     let src = &t.buffer().expect("concrete").bytes()[i * inner..(i + 1) * inner];
-    Tensor::from_buffer(
-        Arc::new(Buffer::from_bytes(src)),
-        t.shape[1..].to_vec(),
-        t.dtype,
-    )
+    Tensor::from_buffer(result_buffer(src), t.shape[1..].to_vec(), t.dtype)
 }
 
 /// Tensors of one shape stacked along a new leading axis.
@@ -590,7 +631,7 @@ pub(crate) fn stack_rows(rows: &[Tensor], shape: &[usize], dtype: DType) -> Tens
     }
     let mut s = vec![rows.len()];
     s.extend_from_slice(shape);
-    Tensor::from_buffer(Arc::new(Buffer::from_bytes(&out)), s, dtype)
+    Tensor::from_buffer(result_buffer(&out), s, dtype)
 }
 
 /// All outputs of a control-flow op (`cond`, `while`, `scan`) on concrete

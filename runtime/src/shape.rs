@@ -1,8 +1,79 @@
 //! Shape arithmetic: element counts, strides, NumPy broadcasting.
+//!
+//! Every tensor and every IR value has a shape whose byte size was checked
+//! by [`checked_bytes`] where it was made (constructors, `trace::push_node`,
+//! `interp::eval_op`, `ir::verify`): at most `isize::MAX` bytes. Below that
+//! bound `numel`, `strides` and byte offsets cannot overflow, so they stay
+//! unchecked; anything that makes a new shape from user numbers must check.
 
-/// Number of elements (1 for a scalar of shape `[]`).
+use crate::{DType, Error};
+
+/// Number of elements (1 for a scalar of shape `[]`). Only for shapes
+/// already checked (see the module's doc); new shapes go through
+/// [`checked_numel`] or [`checked_bytes`].
 pub fn numel(shape: &[usize]) -> usize {
     shape.iter().product()
+}
+
+/// Number of elements, or `None` when it overflows `usize`.
+pub fn checked_numel(shape: &[usize]) -> Option<usize> {
+    shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d))
+}
+
+/// `2^63.0`: the element count of a shape as a power of two, for messages
+/// about counts that do not fit a `usize`.
+fn log2_count(shape: &[usize]) -> String {
+    let l: f64 = shape.iter().map(|&d| (d as f64).log2()).sum();
+    format!("2^{l:.1}")
+}
+
+/// The byte size of a tensor of `shape` and `dtype`, or a shape error naming
+/// `op` when it exceeds `isize::MAX` (the most any allocation, pointer
+/// offset or slice can span).
+pub fn checked_bytes(op: &str, shape: &[usize], dtype: DType) -> Result<usize, Error> {
+    let bytes = checked_numel(shape).and_then(|n| n.checked_mul(dtype.size()));
+    match bytes {
+        Some(b) if b <= isize::MAX as usize => {
+            // A dimension above isize::MAX (possible beside a 0) would turn
+            // negative where dimensions become `isize` (reshape, slicing).
+            match shape.iter().find(|&&d| d > isize::MAX as usize) {
+                Some(&d) => Err(Error::shape(format!(
+                    "`{op}`: shape {shape:?} of {dtype} has a dimension of {d}, more than \
+                     isize::MAX"
+                ))),
+                None => Ok(b),
+            }
+        }
+        _ => {
+            let count = match checked_numel(shape) {
+                Some(n) if n > 0 && n.is_power_of_two() => {
+                    format!("{n} (2^{}) elements", n.trailing_zeros())
+                }
+                Some(n) => format!("{n} elements"),
+                None => format!("{} elements", log2_count(shape)),
+            };
+            Err(Error::shape(format!(
+                "`{op}`: shape {shape:?} has {count} of {dtype}, more than fit in memory \
+                 addresses (at most isize::MAX = 2^63-1 bytes)"
+            )))
+        }
+    }
+}
+
+/// The sum of byte sizes, saturating: several values of checked sizes may
+/// add up past `usize`, and a total of `usize::MAX` is an allocation that
+/// fails (reported as out of memory), never a wrapped small one.
+pub fn sum_bytes(sizes: impl IntoIterator<Item = usize>) -> usize {
+    sizes.into_iter().fold(0, usize::saturating_add)
+}
+
+/// `a + b` on a dimension, or a shape error naming `op` and `what` it was.
+pub fn checked_dim_add(op: &str, what: &str, a: usize, b: usize) -> Result<usize, Error> {
+    a.checked_add(b).ok_or_else(|| {
+        Error::shape(format!(
+            "`{op}`: {what} {a} + {b} overflows the size of a dimension"
+        ))
+    })
 }
 
 /// Row-major strides in elements.
@@ -69,6 +140,26 @@ pub fn broadcast_strides(from: &[usize], to: &[usize]) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_are_checked() {
+        assert_eq!(checked_numel(&[1 << 32, 1 << 32]), None);
+        assert_eq!(checked_numel(&[1 << 32, 1 << 32, 0]), Some(0));
+        assert_eq!(checked_numel(&[]), Some(1));
+        assert_eq!(checked_bytes("x", &[3, 4], DType::F64).unwrap(), 96);
+        // 2^61 f32 elements are 2^63 bytes: one more than isize::MAX.
+        let e = checked_bytes("zeros", &[1 << 61], DType::F32).unwrap_err();
+        assert!(e.message.contains("`zeros`: shape [2305843009213693952] has 2305843009213693952 (2^61) elements of f32"), "{e}");
+        let e = checked_bytes("zeros", &[1 << 40, 1 << 40], DType::F32).unwrap_err();
+        assert!(e.message.contains("2^80.0 elements of f32"), "{e}");
+        assert!(checked_bytes("zeros", &[1 << 60], DType::F32).is_ok());
+        assert!(checked_dim_add("pad", "axis 0:", usize::MAX, 1).is_err());
+        let e = checked_bytes("iota", &[0, usize::MAX], DType::F32).unwrap_err();
+        assert!(
+            e.message.contains("a dimension of 18446744073709551615"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn broadcasting_follows_numpy() {

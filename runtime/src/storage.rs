@@ -1,5 +1,6 @@
 //! Tensor storage: one 64-byte-aligned heap block, shared by `Arc`.
 
+use crate::Error;
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::ptr::NonNull;
 
@@ -22,32 +23,60 @@ pub struct Buffer {
 unsafe impl Send for Buffer {}
 unsafe impl Sync for Buffer {}
 
+/// An aligned, never dereferenced pointer for empty buffers.
+fn dangling() -> NonNull<u8> {
+    #[repr(align(64))]
+    struct Line(#[allow(dead_code)] [u8; ALIGN]);
+    NonNull::<Line>::dangling().cast()
+}
+
+/// The layout of a buffer that exists (its size was checked when it was
+/// allocated).
+fn existing_layout(bytes: usize) -> Layout {
+    // SAFETY: ALIGN is a power of two and `bytes`, rounded up to it, was
+    // accepted by `Layout::from_size_align` when the block was allocated.
+    unsafe { Layout::from_size_align_unchecked(bytes, ALIGN) }
+}
+
 impl Buffer {
-    pub fn zeroed(bytes: usize) -> Buffer {
-        if bytes == 0 {
-            // A dangling but aligned pointer: never dereferenced.
-            return Buffer {
-                ptr: NonNull::new(ALIGN as *mut u8).unwrap(),
-                bytes: 0,
-                owned: true,
-            };
-        }
-        let layout = Layout::from_size_align(bytes, ALIGN).expect("tensor too large");
-        // SAFETY: layout has non-zero size.
-        let ptr = unsafe { alloc_zeroed(layout) };
-        let ptr = NonNull::new(ptr).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
+    /// An empty buffer: a dangling but aligned pointer, never dereferenced.
+    fn empty() -> Buffer {
         Buffer {
-            ptr,
-            bytes,
+            ptr: dangling(),
+            bytes: 0,
             owned: true,
         }
     }
 
-    pub fn from_bytes(src: &[u8]) -> Buffer {
-        let b = Buffer::zeroed(src.len());
+    /// `bytes` zeroed bytes; an out-of-memory error naming `what` (the
+    /// tensor or use they were for) when the allocator refuses.
+    pub fn try_zeroed(bytes: usize, what: impl FnOnce() -> String) -> Result<Buffer, Error> {
+        if bytes == 0 {
+            return Ok(Buffer::empty());
+        }
+        // No allocation can span more than `isize::MAX` bytes: such a
+        // request is out of memory too, not a panic.
+        let Ok(layout) = Layout::from_size_align(bytes, ALIGN) else {
+            return Err(Error::out_of_memory(bytes, &what()));
+        };
+        // SAFETY: layout has non-zero size.
+        let ptr = unsafe { alloc_zeroed(layout) };
+        match NonNull::new(ptr) {
+            Some(ptr) => Ok(Buffer {
+                ptr,
+                bytes,
+                owned: true,
+            }),
+            None => Err(Error::out_of_memory(bytes, &what())),
+        }
+    }
+
+    /// A copy of `src`, fallibly as `try_zeroed`.
+    pub fn try_from_bytes(src: &[u8], what: impl FnOnce() -> String) -> Result<Buffer, Error> {
+        let b = Buffer::try_uninit(src.len(), what)?;
         // SAFETY: b owns `src.len()` fresh bytes.
         unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), b.ptr.as_ptr(), src.len()) };
-        b
+        Ok(b)
     }
 
     /// Whether this buffer owns its memory (false for a borrowed view, which
@@ -105,35 +134,41 @@ impl Drop for Buffer {
             if pool::give(self.ptr, self.bytes) {
                 return;
             }
-            let layout = Layout::from_size_align(self.bytes, ALIGN).unwrap();
-            // SAFETY: allocated in `zeroed` with this layout.
-            unsafe { dealloc(self.ptr.as_ptr(), layout) };
+            // SAFETY: allocated by `try_zeroed`/`try_uninit` with this layout.
+            unsafe { dealloc(self.ptr.as_ptr(), existing_layout(self.bytes)) };
         }
     }
 }
 
 impl Buffer {
     /// A buffer whose contents are unspecified: for kernel outputs, which
-    /// write every element before anyone reads them.
-    pub fn uninit(bytes: usize) -> Buffer {
+    /// write every element before anyone reads them. Fallible as
+    /// `try_zeroed`.
+    pub fn try_uninit(bytes: usize, what: impl FnOnce() -> String) -> Result<Buffer, Error> {
         if bytes == 0 {
-            return Buffer::zeroed(0);
+            return Ok(Buffer::empty());
         }
         if let Some(ptr) = pool::take(bytes) {
-            return Buffer {
+            return Ok(Buffer {
                 ptr,
                 bytes,
                 owned: true,
-            };
+            });
         }
-        let layout = Layout::from_size_align(bytes, ALIGN).expect("tensor too large");
+        // No allocation can span more than `isize::MAX` bytes: such a
+        // request is out of memory too, not a panic.
+        let Ok(layout) = Layout::from_size_align(bytes, ALIGN) else {
+            return Err(Error::out_of_memory(bytes, &what()));
+        };
         // SAFETY: non-zero size.
         let ptr = unsafe { std::alloc::alloc(layout) };
-        let ptr = NonNull::new(ptr).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
-        Buffer {
-            ptr,
-            bytes,
-            owned: true,
+        match NonNull::new(ptr) {
+            Some(ptr) => Ok(Buffer {
+                ptr,
+                bytes,
+                owned: true,
+            }),
+            None => Err(Error::out_of_memory(bytes, &what())),
         }
     }
 
@@ -144,7 +179,7 @@ impl Buffer {
     /// (and every tensor made from it) lives.
     pub unsafe fn borrowed(ptr: *mut u8, bytes: usize) -> Buffer {
         Buffer {
-            ptr: NonNull::new(ptr).unwrap_or(NonNull::new(ALIGN as *mut u8).unwrap()),
+            ptr: NonNull::new(ptr).unwrap_or(dangling()),
             bytes,
             owned: false,
         }
@@ -156,12 +191,12 @@ impl Buffer {
 /// iteration instead of faulting in fresh ones (a fresh 16 MiB output costs
 /// thousands of page faults, more than many kernels).
 pub mod pool {
-    use super::ALIGN;
-    use std::alloc::{dealloc, Layout};
+    use super::existing_layout;
+    use std::alloc::dealloc;
     use std::collections::HashMap;
     use std::ptr::NonNull;
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Mutex;
+    use std::sync::{Mutex, MutexGuard};
 
     /// Buffers smaller than this go straight back to the allocator.
     pub const MIN_POOLED: usize = 64 * 1024;
@@ -177,11 +212,18 @@ pub mod pool {
     static REUSED: AtomicUsize = AtomicUsize::new(0);
     static FRESH: AtomicUsize = AtomicUsize::new(0);
 
+    /// The pool's map, also after a panic elsewhere while it was held (the
+    /// map is consistent between statements: a poisoned lock is no reason to
+    /// stop freeing memory).
+    fn lock() -> MutexGuard<'static, Option<HashMap<usize, Vec<Ptr>>>> {
+        POOL.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     pub(super) fn give(ptr: NonNull<u8>, bytes: usize) -> bool {
         if !(MIN_POOLED..=MAX_POOLED).contains(&bytes) {
             return false;
         }
-        let mut p = POOL.lock().unwrap();
+        let mut p = lock();
         let map = p.get_or_insert_with(HashMap::new);
         // Full: release the largest pooled buffers first, so the buffer just
         // freed (the likeliest to be wanted again soon) is always kept.
@@ -197,12 +239,7 @@ pub mod pool {
             let old = map.get_mut(&size).unwrap().pop().unwrap();
             HELD.fetch_sub(size, Ordering::Relaxed);
             // SAFETY: allocated by Buffer with this size and alignment.
-            unsafe {
-                dealloc(
-                    old.0.as_ptr(),
-                    Layout::from_size_align(size, ALIGN).unwrap(),
-                )
-            };
+            unsafe { dealloc(old.0.as_ptr(), existing_layout(size)) };
         }
         map.entry(bytes).or_default().push(Ptr(ptr));
         HELD.fetch_add(bytes, Ordering::Relaxed);
@@ -213,9 +250,7 @@ pub mod pool {
         if bytes < MIN_POOLED {
             return None;
         }
-        let got = POOL
-            .lock()
-            .unwrap()
+        let got = lock()
             .as_mut()
             .and_then(|m| m.get_mut(&bytes))
             .and_then(|v| v.pop());
@@ -248,12 +283,12 @@ pub mod pool {
 
     /// Release every pooled buffer to the allocator.
     pub fn clear() {
-        let taken = POOL.lock().unwrap().take();
+        let taken = lock().take();
         for (bytes, v) in taken.into_iter().flatten() {
             for p in v {
                 HELD.fetch_sub(bytes, Ordering::Relaxed);
                 // SAFETY: allocated by Buffer with this size and alignment.
-                unsafe { dealloc(p.0.as_ptr(), Layout::from_size_align(bytes, ALIGN).unwrap()) };
+                unsafe { dealloc(p.0.as_ptr(), existing_layout(bytes)) };
             }
         }
     }

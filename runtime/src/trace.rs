@@ -121,6 +121,7 @@ pub fn trace(
         args.push(if p.weak { t.into_weak() } else { t });
     }
     STACK.with(|s| s.borrow_mut().push(state));
+    crate::internal::take_internal_panic();
     // Pop our frame however the body leaves (return, error, user panic).
     struct Pop;
     impl Drop for Pop {
@@ -144,28 +145,28 @@ pub fn trace(
                 top.error.take(),
             )
         });
-        (r, state)
+        let internal = r.is_err() && crate::internal::take_internal_panic();
+        (r, state, internal)
     };
     match result {
-        (Ok(outputs), (mut graph, captured, None)) => {
+        (Ok(outputs), (mut graph, captured, None), _) => {
             graph.outputs = outputs;
             Ok(Traced { graph, captured })
         }
-        (_, (_, _, Some(err))) => Err(err),
-        (Err(payload), _) => {
+        (_, (_, _, Some(err)), _) => Err(err),
+        (Err(payload), _, internal) => {
             if payload.is::<TraceAbort>() {
-                return Err(Error::new(
-                    ErrorKind::Panic,
-                    "trace aborted without an error (bug in jitfuse)",
+                return Err(Error::internal(
+                    "a trace was aborted without an error being recorded",
                 ));
+            }
+            let msg = crate::error::panic_message(&*payload);
+            if internal {
+                // jitfuse's own code (a tensor op's recording) panicked.
+                return Err(Error::internal(format!("a panic while tracing: {msg}")));
             }
             // A panic of the user's body while tracing: reported like any
             // other error of the call (the panic hook has printed where).
-            let msg = payload
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "a non-string panic payload".into());
             Err(Error::new(
                 ErrorKind::Panic,
                 format!("the traced body panicked: {msg}"),
@@ -254,7 +255,15 @@ pub(crate) fn push_node(
     dtype: DType,
     loc: SourceLoc,
 ) -> Tensor {
+    let _internal = crate::internal::Scope::enter();
+    crate::internal::injection_point("trace");
     let loc = LOC_OVERRIDE.with(|c| c.get()).unwrap_or(loc);
+    // Every traced value's byte size fits in memory addresses (the
+    // invariant `shape.rs` states): what the planner and code generator
+    // compute from shapes cannot overflow.
+    if let Err(e) = crate::shape::checked_bytes(op.name(), &shape, dtype) {
+        fail(e.at(loc));
+    }
     let ids: Vec<ValueId> = inputs.iter().map(|t| to_value(t, Some(loc))).collect();
     STACK.with(|s| {
         let mut s = s.borrow_mut();

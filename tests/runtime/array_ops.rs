@@ -676,3 +676,120 @@ fn matmul_mid_size_products_split_in_bands() {
         );
     }
 }
+
+/// Python's `range(*slice(start, end, step).indices(n))`, in i128 (no
+/// overflow for any isize): the reference the slice tests compare with.
+fn python_slice(n: usize, s: Slice) -> Vec<i128> {
+    let (n, step) = (n as i128, s.step as i128);
+    let norm = |v: isize, lo: i128, hi: i128| {
+        let v = v as i128;
+        (if v < 0 { v + n } else { v }).clamp(lo, hi)
+    };
+    let (mut i, end) = if step > 0 {
+        (
+            s.start.map_or(0, |v| norm(v, 0, n)),
+            s.end.map_or(n, |v| norm(v, 0, n)),
+        )
+    } else {
+        (
+            s.start.map_or(n - 1, |v| norm(v, -1, n - 1)),
+            s.end.map_or(-1, |v| norm(v, -1, n - 1)),
+        )
+    };
+    let mut out = vec![];
+    while (step > 0 && i < end) || (step < 0 && i > end) {
+        out.push(i);
+        i += step;
+    }
+    out
+}
+
+#[test]
+fn slice_steps_follow_numpy_at_the_extremes() {
+    const MAX: isize = isize::MAX;
+    const MIN: isize = isize::MIN;
+    let x = Tensor::arange(10, DType::I32);
+    let v = |t: Tensor| t.to_vec::<i32>().unwrap();
+    // x[0:10:MAX] is [0] in NumPy (the step once overflowed to an empty slice).
+    assert_eq!(v(x.slice(&[Slice::new(0, 10, MAX)])), vec![0]);
+    assert_eq!(v(x.slice(&[Slice::new(None, None, MIN)])), vec![9]);
+    assert_eq!(v(x.slice(&[Slice::new(MIN, MAX, MAX)])), vec![0]);
+    assert_eq!(v(x.slice(&[Slice::new(MAX, MIN, MIN)])), vec![9]);
+    assert_eq!(v(x.slice(&[Slice::new(5, None, 11)])), vec![5]);
+    assert_eq!(v(x.slice(&[Slice::new(5, None, -11)])), vec![5]);
+    assert_eq!(v(x.slice(&[Slice::new(MIN, MIN, 1)])), Vec::<i32>::new());
+    // Every combination of extreme bounds and steps on short axes, eager
+    // against the reference.
+    let bounds = |n: isize| {
+        [
+            MIN,
+            MIN + 1,
+            -n - 1,
+            -n,
+            -1,
+            0,
+            1,
+            n - 1,
+            n,
+            n + 1,
+            MAX - 1,
+            MAX,
+        ]
+        .map(Some)
+        .into_iter()
+        .chain([None])
+    };
+    let steps = |n: isize| {
+        [
+            MIN,
+            MIN + 1,
+            -n - 1,
+            -n,
+            -2,
+            -1,
+            1,
+            2,
+            n,
+            n + 1,
+            MAX - 1,
+            MAX,
+        ]
+        .into_iter()
+        .filter(|&s| s != 0)
+    };
+    let mut cases = vec![];
+    for n in 0..5usize {
+        let t = Tensor::arange(n, DType::I64);
+        for start in bounds(n as isize) {
+            for end in bounds(n as isize) {
+                for step in steps(n as isize) {
+                    let s = Slice { start, end, step };
+                    let want: Vec<i64> = python_slice(n, s).iter().map(|&i| i as i64).collect();
+                    let got = t.slice(&[s]);
+                    assert_eq!(got.to_vec::<i64>().unwrap(), want, "arange({n})[{s:?}]");
+                    if want.len() <= 1 && n == 4 {
+                        cases.push(s);
+                    }
+                }
+            }
+        }
+    }
+    // Compiled: a matrix sliced on both axes by extreme steps (the step
+    // times the row stride is what overflowed), against the interpreter.
+    let m = Tensor::arange(12, DType::F32).reshape(&[3, 4]);
+    for (k, s) in cases.iter().step_by(97).enumerate() {
+        let s = *s;
+        let g = trace_fn(&[m.clone()], |a| {
+            vec![
+                a[0].slice(&[Slice::new(None, None, MIN), s]),
+                (&a[0] * 2.0).slice(&[s, Slice::new(1, None, MAX)]),
+            ]
+        });
+        check_graph(
+            &g,
+            &[m.clone()],
+            tol(DType::F32),
+            &format!("case {k}: {s:?}"),
+        );
+    }
+}

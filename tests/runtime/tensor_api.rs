@@ -369,3 +369,152 @@ fn two_shapes_of_one_buffer_are_two_captures() {
         vec![2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
     );
 }
+
+/// The message of what `f` panicked with (it must panic).
+fn panic_message(f: impl FnOnce()) -> String {
+    let p = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).expect_err("it panics");
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
+}
+
+#[test]
+fn sizes_beyond_memory_addresses_are_shape_errors() {
+    // 2^64 elements: the product wraps to 0, which an empty Vec "fills".
+    let e = Tensor::from_vec(Vec::<f32>::new(), &[1 << 32, 1 << 32]).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Shape);
+    assert!(
+        e.message
+            .contains("`from_vec`: shape [4294967296, 4294967296] has 2^64.0 elements of f32"),
+        "{e}"
+    );
+    // Fits in usize, but 2^63 bytes is one more than any allocation spans.
+    let e = Tensor::try_zeros(&[1 << 60], DType::F64).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Shape);
+    assert!(
+        e.message
+            .contains("`zeros`: shape [1152921504606846976] has 1152921504606846976 (2^60) elements of f64, more than fit in memory addresses"),
+        "{e}"
+    );
+    // A dimension above isize::MAX beside a 0 (no elements) would turn
+    // negative as an isize.
+    let e = Tensor::try_zeros(&[0, usize::MAX], DType::F32).unwrap_err();
+    assert!(
+        e.message.contains("a dimension of 18446744073709551615"),
+        "{e}"
+    );
+    let e = Tensor::try_full(&[1 << 40, 1 << 40], 1.0, DType::F32).unwrap_err();
+    assert!(e.message.contains("`full`: shape"), "{e}");
+    let m = panic_message(|| drop(Tensor::zeros(&[usize::MAX, 2], DType::F32)));
+    assert!(
+        m.contains("`zeros`: shape [18446744073709551615, 2]"),
+        "{m}"
+    );
+    // arange: 1e300 / 1e-300 elements is infinite (`as usize` saturates).
+    let e = Tensor::arange_step(0.0, 1e300, 1e-300, DType::F32).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Shape);
+    assert!(
+        e.message
+            .contains("`arange`: 0.0..1e300 step 1e-300 has inf elements"),
+        "{e}"
+    );
+    let e = Tensor::arange_step(0.0, 1e19, 1.0, DType::F32).unwrap_err();
+    assert!(e.message.contains("`arange`"), "{e}");
+    assert_eq!(
+        Tensor::arange_step(0.0, 1.0, 0.25, DType::F32)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap(),
+        vec![0.0, 0.25, 0.5, 0.75]
+    );
+}
+
+#[test]
+fn shape_ops_check_their_sizes() {
+    let x = Tensor::zeros(&[2, 3], DType::F32);
+    let e = panic_message(|| drop(x.broadcast_to(&[usize::MAX, 2, 3])));
+    assert!(
+        e.contains("`broadcast_to`: shape [18446744073709551615, 2, 3] has 2^66.6 elements of f32"),
+        "{e}"
+    );
+    let e = panic_message(|| drop(x.reshape(&[1 << 32, 1 << 32, 0, -1])));
+    assert!(
+        e.contains("`reshape` of f32[2,3] to [4294967296, 4294967296, 0, -1]"),
+        "{e}"
+    );
+    // [0] reshapes to anything with no elements...
+    let empty = Tensor::zeros(&[0], DType::F32);
+    assert_eq!(empty.reshape(&[1 << 40, 0]).shape(), &[1 << 40, 0]);
+    // ...but not to dimensions whose product wraps to 0.
+    let e = panic_message(|| drop(empty.reshape(&[1 << 32, 1 << 32])));
+    assert!(e.contains("more than 2^64 elements"), "{e}");
+    let e = panic_message(|| drop(x.pad(&[(usize::MAX, 1), (0, 0)], 0.0)));
+    assert!(
+        e.contains("`pad`: axis 0 of f32[2,3] padded by (18446744073709551615, 1)"),
+        "{e}"
+    );
+    let e = panic_message(|| drop(x.pad(&[(1 << 62, 0), (0, 0)], 0.0)));
+    assert!(e.contains("`pad`: shape [4611686018427387906, 3]"), "{e}");
+    let e = panic_message(|| drop(Tensor::iota(&[1 << 40, 1 << 40], 1, DType::I32)));
+    assert!(
+        e.contains("`iota`: shape [1099511627776, 1099511627776] has 2^80.0 elements of i32"),
+        "{e}"
+    );
+    let e = panic_message(|| drop(Tensor::arange(1 << 62, DType::I64)));
+    assert!(e.contains("`arange`: shape [4611686018427387904]"), "{e}");
+    let i = Tensor::zeros(&[2], DType::I64);
+    let e = panic_message(|| drop(i.one_hot(1 << 62)));
+    assert!(
+        e.contains("`one_hot`: shape [2, 4611686018427387904]"),
+        "{e}"
+    );
+    // Empty: any number of classes.
+    let i = Tensor::zeros(&[1 << 31, 0], DType::I64);
+    assert_eq!(i.one_hot(1 << 40).shape(), &[1 << 31, 0, 1 << 40]);
+}
+
+#[test]
+fn allocation_failures_are_out_of_memory_errors() {
+    // 2^45 f32 are 2^47 bytes (128 TiB): beyond the 47-bit user address
+    // space of x86-64, so the allocator refuses whatever the overcommit.
+    let e = Tensor::try_zeros(&[1 << 45], DType::F32).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::OutOfMemory);
+    assert!(
+        e.message.contains(
+            "out of memory: cannot allocate 140737488355328 bytes (128 TiB) for `zeros` of f32[35184372088832]"
+        ),
+        "{e}"
+    );
+    let m = panic_message(|| drop(Tensor::zeros(&[1 << 45], DType::F32)));
+    assert!(m.contains("cannot allocate 140737488355328 bytes"), "{m}");
+    let e = Tensor::try_full(&[1 << 20, 1 << 26], 2, DType::I64).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::OutOfMemory);
+    assert!(
+        e.message
+            .contains("(512 TiB) for `full` of i64[1048576,67108864]"),
+        "{e}"
+    );
+    let e = Tensor::arange_step(0.0, (1u64 << 50) as f64, 1.0, DType::F32).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::OutOfMemory);
+    assert!(
+        e.message
+            .contains("range 0.0..1125899906842624.0 step 1.0: out of memory"),
+        "{e}"
+    );
+    // An eager op whose result cannot be allocated panics with the error
+    // (its `Result` form is `try_call` of a jitted function).
+    let x = Tensor::zeros(&[1], DType::F32);
+    let m = panic_message(|| drop(x.broadcast_to(&[1 << 46]) + 1.0));
+    assert!(
+        m.contains("out of memory: cannot allocate 281474976710656 bytes (256 TiB) for the result of `broadcast` (f32[70368744177664])"),
+        "{m}"
+    );
+    let m = panic_message(|| drop(x.pad(&[(1 << 46, 0)], 0.0)));
+    assert!(m.contains("for the result of `pad`"), "{m}");
+    // Nothing was leaked or poisoned: ordinary allocations still work.
+    assert_eq!(
+        Tensor::zeros(&[3], DType::F32).to_vec::<f32>().unwrap(),
+        vec![0.0; 3]
+    );
+}

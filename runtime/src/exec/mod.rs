@@ -166,6 +166,7 @@ impl Executable {
         if cfg!(debug_assertions) {
             ir::verify(&traced_graph)?;
         }
+        crate::internal::injection_point("simplify");
         let mut graph = crate::passes::simplify(&traced_graph);
         if cfg!(debug_assertions) {
             ir::verify(&graph).map_err(|e| Error::verify(format!("after simplify: {e}")))?;
@@ -209,6 +210,7 @@ impl Executable {
                 Step::Library(_) => None,
             })
             .collect();
+        crate::internal::injection_point("codegen");
         let compiled = codegen::compile(&graph, &part, keep_text)?;
         let plan = Executable::plan_partition(&graph, &part, sig);
         if cfg!(debug_assertions) {
@@ -323,19 +325,20 @@ impl Executable {
         let g = &self.graph;
         let bytes = |v: ValueId| shape::numel(&g.node(v).shape) * g.node(v).dtype.size();
         let is_output = |v: ValueId| g.outputs.contains(&v);
-        let argument_bytes = g.params().iter().map(|&p| bytes(p)).sum();
-        let output_bytes = g.outputs.iter().map(|&o| bytes(o)).sum();
-        let eager_bytes = (0..g.nodes.len())
-            .map(|i| ValueId(i as u32))
-            .filter(|&v| {
-                let op = &g.node(v).op;
-                !is_output(v)
-                    && !op.is_view()
-                    && !matches!(op, Op::Param(_) | Op::Const(_) | Op::Captured(_))
-            })
-            .map(bytes)
-            .sum();
-        let alias_bytes = self.plan.donations.iter().map(|&(_, o)| bytes(o)).sum();
+        let argument_bytes = shape::sum_bytes(g.params().iter().map(|&p| bytes(p)));
+        let output_bytes = shape::sum_bytes(g.outputs.iter().map(|&o| bytes(o)));
+        let eager_bytes = shape::sum_bytes(
+            (0..g.nodes.len())
+                .map(|i| ValueId(i as u32))
+                .filter(|&v| {
+                    let op = &g.node(v).op;
+                    !is_output(v)
+                        && !op.is_view()
+                        && !matches!(op, Op::Param(_) | Op::Const(_) | Op::Captured(_))
+                })
+                .map(bytes),
+        );
+        let alias_bytes = shape::sum_bytes(self.plan.donations.iter().map(|&(_, o)| bytes(o)));
         // Control-flow steps run sub-programs with arenas of their own.
         let control_bytes = self
             .controls
@@ -343,7 +346,7 @@ impl Executable {
             .map(|(v, c)| c.extra_bytes(&g.node(*v).op))
             .max()
             .unwrap_or(0);
-        let temp_bytes = self.plan.arena_bytes + control_bytes;
+        let temp_bytes = self.plan.arena_bytes.saturating_add(control_bytes);
         MemoryAnalysis {
             argument_bytes,
             output_bytes,
@@ -356,8 +359,9 @@ impl Executable {
                     .map(|c| c.code_bytes())
                     .sum::<usize>(),
             eager_bytes,
-            lower_bound_bytes: self.plan.lower_bound_bytes + control_bytes,
-            peak_bytes: argument_bytes + output_bytes + temp_bytes - alias_bytes,
+            lower_bound_bytes: self.plan.lower_bound_bytes.saturating_add(control_bytes),
+            peak_bytes: shape::sum_bytes([argument_bytes, output_bytes, temp_bytes])
+                .saturating_sub(alias_bytes),
             hosted_bytes: (0..self.part.steps.len())
                 .map(|s| {
                     self.plan
@@ -494,6 +498,7 @@ impl Executable {
     /// Run the program on arguments of its signature.
     pub fn run(&self, args: CallArgs) -> Result<Vec<Tensor>, Error> {
         self.check_args(&args)?;
+        crate::internal::injection_point("run");
         let g = &self.graph;
         let nn = g.nodes.len();
         let params: Vec<&Tensor> = args.tensors.iter().map(|(_, t)| t.tensor()).collect();
@@ -510,7 +515,7 @@ impl Executable {
                 }
             }
         }
-        let mut arena = self.take_arena();
+        let mut arena = self.take_arena()?;
         let mut ptr: Vec<*mut u8> = vec![std::ptr::null_mut(); nn];
         for (i, n) in g.nodes.iter().enumerate() {
             match n.op {
@@ -529,10 +534,16 @@ impl Executable {
             match self.plan.place[i] {
                 Place::Arena(off) => ptr[i] = arena.as_mut_ptr().wrapping_add(off),
                 Place::Output => {
-                    let b = out_bufs[i].get_or_insert_with(|| {
-                        Arc::new(Buffer::uninit(shape::numel(&n.shape) * n.dtype.size()))
-                    });
-                    ptr[i] = b.as_mut_ptr();
+                    if out_bufs[i].is_none() {
+                        let b =
+                            Buffer::try_uninit(shape::numel(&n.shape) * n.dtype.size(), || {
+                                format!("output %{i} ({})", type_str(n.dtype, &n.shape))
+                            })?;
+                        out_bufs[i] = Some(Arc::new(b));
+                    }
+                    ptr[i] = out_bufs[i]
+                        .as_ref()
+                        .map_or(std::ptr::null_mut(), |b| b.as_mut_ptr());
                 }
                 Place::None | Place::InOutput(..) => {}
             }
@@ -554,7 +565,10 @@ impl Executable {
                 Some(b) => b.as_mut_ptr(),
                 None => {
                     let n = g.node(pv);
-                    substitutes.push(Buffer::uninit(shape::numel(&n.shape) * n.dtype.size()));
+                    substitutes.push(Buffer::try_uninit(
+                        shape::numel(&n.shape) * n.dtype.size(),
+                        || format!("a copy of argument {k} ({})", type_str(n.dtype, &n.shape)),
+                    )?);
                     substitutes.last().unwrap().as_mut_ptr()
                 }
             };
@@ -577,11 +591,12 @@ impl Executable {
             for &x in reads.iter().chain(writes) {
                 if ptr[x.index()].is_null() {
                     if let Some(l) = partition::const_value(g, x) {
-                        let t = interp::filled(
+                        let t = interp::try_filled(
                             l.cast(g.node(x).dtype),
                             &g.node(x).shape,
                             g.node(x).dtype,
-                        );
+                            "const",
+                        )?;
                         ptr[x.index()] = t.buffer().unwrap().as_mut_ptr();
                         consts.push(t);
                     }
@@ -666,22 +681,26 @@ impl Executable {
         Ok(outs)
     }
 
-    fn take_arena(&self) -> ArenaGuard<'_> {
-        let b = self
-            .arenas
-            .lock()
-            .unwrap()
-            .pop()
-            .unwrap_or_else(|| Buffer::uninit(self.plan.arena_bytes));
-        ArenaGuard {
+    fn take_arena(&self) -> Result<ArenaGuard<'_>, Error> {
+        let pooled = self.arenas.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let b = match pooled {
+            Some(b) => b,
+            None => Buffer::try_uninit(self.plan.arena_bytes, || {
+                "the arena of the program's temporaries".into()
+            })?,
+        };
+        Ok(ArenaGuard {
             exe: self,
             buf: Some(b),
-        }
+        })
     }
 
     fn return_arena(&self, b: Option<Buffer>) {
         if let Some(b) = b {
-            self.arenas.lock().unwrap().push(b);
+            self.arenas
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(b);
         }
     }
 

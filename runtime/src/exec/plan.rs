@@ -325,7 +325,7 @@ pub fn plan(
         let off = best_fit(&placed, d, l, size, usize::MAX).expect("the arena grows");
         placed.push((d, l, off, size));
         offset_of.insert(root, off);
-        arena_bytes = arena_bytes.max(off + size);
+        arena_bytes = arena_bytes.max(off.saturating_add(size));
     }
     let mut intervals = Vec::new();
     let mut hosted = Vec::new();
@@ -365,7 +365,8 @@ pub fn plan(
                 *e = (*e).max(iv.size);
             }
         }
-        lower_bound_bytes = lower_bound_bytes.max(live.values().sum());
+        lower_bound_bytes =
+            lower_bound_bytes.max(live.values().fold(0usize, |a, &b| a.saturating_add(b)));
     }
     let _ = Op::Reshape;
     BufferPlan {
@@ -393,7 +394,7 @@ fn best_fit(
     let mut busy: Vec<(usize, usize)> = placed
         .iter()
         .filter(|b| b.0 <= l && d <= b.1)
-        .map(|b| (b.2, b.2 + b.3))
+        .map(|b| (b.2, b.2.saturating_add(b.3)))
         .collect();
     busy.sort();
     let mut best: Option<(usize, usize)> = None; // (gap size, offset)
@@ -405,7 +406,9 @@ fn best_fit(
         cursor = cursor.max(e);
     }
     let off = best.map(|b| b.1).unwrap_or(cursor);
-    (off + size <= cap).then_some(off)
+    // Saturating: a sum beyond usize is an arena no allocator gives, which
+    // `Executable::run` reports as out of memory.
+    (off.saturating_add(size) <= cap).then_some(off)
 }
 
 /// Independent check of a plan: no two temporaries that are live at the same
@@ -413,7 +416,7 @@ fn best_fit(
 /// where the input dies and the output is born, at the same offset.
 pub fn check(plan: &BufferPlan) -> Result<(), Error> {
     // Best fit must stay within 5 % of the liveness lower bound.
-    if plan.arena_bytes * 100 > plan.lower_bound_bytes * 105 {
+    if plan.arena_bytes as u128 * 100 > plan.lower_bound_bytes as u128 * 105 {
         return Err(Error::verify(format!(
             "arena of {} bytes exceeds 1.05 x the lower bound {}",
             plan.arena_bytes, plan.lower_bound_bytes
@@ -428,7 +431,7 @@ pub fn check(plan: &BufferPlan) -> Result<(), Error> {
 /// costs memory but is not wrong; the planner's tests hold it to the bound.)
 pub fn check_safety(plan: &BufferPlan) -> Result<(), Error> {
     for a in &plan.temps {
-        if a.offset % ARENA_ALIGN != 0 || a.offset + a.size > plan.arena_bytes {
+        if a.offset % ARENA_ALIGN != 0 || a.offset.saturating_add(a.size) > plan.arena_bytes {
             return Err(Error::verify(format!(
                 "buffer %{} at {}+{} outside the arena",
                 a.value.0, a.offset, a.size

@@ -21,10 +21,15 @@ pub fn infer(op: &Op, ins: &[Ty], declared: Ty) -> Result<(Vec<usize>, DType), S
     match op {
         Op::Reshape => {
             arity(1)?;
-            let (n_in, n_out): (usize, usize) =
-                (ins[0].0.iter().product(), declared.0.iter().product());
-            if n_in != n_out {
-                return Err(format!("reshape of {n_in} elements to {n_out}"));
+            let (n_in, n_out) = (
+                crate::shape::checked_numel(ins[0].0),
+                crate::shape::checked_numel(declared.0),
+            );
+            if n_in.is_none() || n_in != n_out {
+                return Err(format!(
+                    "reshape of {:?} elements to {:?}",
+                    ins[0].0, declared.0
+                ));
             }
             Ok((declared.0.to_vec(), ins[0].1))
         }
@@ -54,9 +59,19 @@ pub fn infer(op: &Op, ins: &[Ty], declared: Ty) -> Result<(Vec<usize>, DType), S
                 if step == 0 {
                     return Err(format!("axis {d}: step 0"));
                 }
+                // Larger steps select at most one element, and are stored as
+                // 1 then (`Tensor::slice`): no step times stride overflows.
+                if step.unsigned_abs() > s[d].max(1) as u64 {
+                    return Err(format!(
+                        "axis {d}: step {step} exceeds the axis of {}",
+                        s[d]
+                    ));
+                }
                 if len > 0 {
-                    let last = start + (len as i64 - 1) * step;
-                    if start < 0 || start >= s[d] as i64 || last < 0 || last >= s[d] as i64 {
+                    let (start, step) = (start as i128, step as i128);
+                    let last = start + (len as i128 - 1) * step;
+                    let n = s[d] as i128;
+                    if start < 0 || start >= n || last < 0 || last >= n {
                         return Err(format!(
                             "axis {d}: {len} elements from {start} by {step} leave 0..{}",
                             s[d]
@@ -86,7 +101,9 @@ pub fn infer(op: &Op, ins: &[Ty], declared: Ty) -> Result<(Vec<usize>, DType), S
                         s, s0
                     ));
                 }
-                out[*axis] += s[*axis];
+                out[*axis] = out[*axis]
+                    .checked_add(s[*axis])
+                    .ok_or_else(|| format!("the lengths along axis {axis} overflow"))?;
             }
             Ok((out, d0))
         }
@@ -99,10 +116,15 @@ pub fn infer(op: &Op, ins: &[Ty], declared: Ty) -> Result<(Vec<usize>, DType), S
                     s.len()
                 ));
             }
-            Ok((
-                s.iter().zip(p).map(|(d, (a, b))| d + a + b).collect(),
-                ins[0].1,
-            ))
+            let out: Option<Vec<usize>> = s
+                .iter()
+                .zip(p)
+                .map(|(d, (a, b))| d.checked_add(*a)?.checked_add(*b))
+                .collect();
+            match out {
+                Some(out) => Ok((out, ins[0].1)),
+                None => Err(format!("padding {s:?} by {p:?} overflows a dimension")),
+            }
         }
         Op::Reduce(_, axes) => {
             arity(1)?;

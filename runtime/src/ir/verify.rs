@@ -14,6 +14,10 @@ pub fn verify(g: &Graph) -> Result<(), Error> {
                 return fail(format!("operand %{} is not defined before its use", v.0));
             }
         }
+        // The invariant of `shape.rs`: every value's byte size fits.
+        if let Err(e) = shape::checked_bytes(n.op.name(), &n.shape, n.dtype) {
+            return fail(e.message);
+        }
         let ins: Vec<_> = n.inputs.iter().map(|v| g.node(*v)).collect();
         if n.op.is_control() || matches!(n.op, Op::Get(_)) {
             if let Err(msg) = control(n, &ins) {

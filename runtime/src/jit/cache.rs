@@ -19,11 +19,12 @@ use super::log::{self, Category};
 use super::lowered::Lowered;
 use crate::exec::Executable;
 use crate::trace::{self, ParamSpec};
-use crate::{Error, Tensor};
+use crate::{Error, ErrorKind, Tensor};
 use once_cell::sync::OnceCell;
 use std::any::Any;
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -139,7 +140,7 @@ static REGISTRY: Mutex<Vec<&'static FnCache>> = Mutex::new(Vec::new());
 
 /// Clear the caches of every jitted function.
 pub fn clear_caches() {
-    let all: Vec<&'static FnCache> = REGISTRY.lock().unwrap().clone();
+    let all: Vec<&'static FnCache> = REGISTRY.lock().unwrap_or_else(|e| e.into_inner()).clone();
     for c in all {
         c.clear();
     }
@@ -204,7 +205,7 @@ impl FnCache {
         self.limit
             .store(bytes.unwrap_or(NO_LIMIT), Ordering::SeqCst);
         let (dropped, lines) = {
-            let mut g = self.inner.lock().unwrap();
+            let mut g = self.lock();
             match g.as_mut() {
                 Some(inner) => self.evict(inner, None),
                 None => (vec![], vec![]),
@@ -260,7 +261,37 @@ impl FnCache {
         let sig = args.signature()?;
         let (exe, structure) =
             self.cached(&sig, args.slots(), &mut || self.trace_body(&sig, body))?;
-        Ok((exe.run(args)?, structure))
+        let slots = args.slots().to_vec();
+        let outs = match catch_unwind(AssertUnwindSafe(|| exe.run(args))) {
+            Ok(Ok(outs)) => outs,
+            Ok(Err(e)) if e.kind == ErrorKind::OutOfMemory => {
+                return Err(e.prefixed(&format!(
+                    "running {}",
+                    explain::describe(self.name, &sig, &slots, self.params)
+                )))
+            }
+            Ok(Err(e)) => return Err(e),
+            Err(payload) => {
+                return Err(self.internal(&sig, &slots, "running", &*payload));
+            }
+        };
+        Ok((outs, structure))
+    }
+
+    /// The error of a panic in jitfuse's own code while `doing` (compiling,
+    /// running) the program of `sig`.
+    fn internal(
+        &self,
+        sig: &Signature,
+        slots: &[ParamSlot],
+        doing: &str,
+        payload: &(dyn Any + Send),
+    ) -> Error {
+        internal_error(
+            &explain::describe(self.name, sig, slots, self.params),
+            doing,
+            &crate::error::panic_message(payload),
+        )
     }
 
     /// Trace and compile for these arguments without running, keeping every
@@ -309,7 +340,7 @@ impl FnCache {
     ) -> Result<(Arc<Executable>, Structure), Error> {
         self.register();
         let entry = {
-            let mut g = self.inner.lock().unwrap();
+            let mut g = self.lock();
             let inner = g.get_or_insert_with(Inner::default);
             inner.clock += 1;
             let entry = match inner.map.get(sig) {
@@ -327,16 +358,30 @@ impl FnCache {
         let result = entry.cell.get_or_init(|| {
             let start = Instant::now();
             let dump = std::env::var_os("JITFUSE_DUMP");
-            let r = trace().and_then(|(t, s)| {
-                Ok((
-                    Arc::new(Executable::compile_with_budget(
-                        t,
-                        sig,
-                        dump.is_some(),
-                        self.memory_budget(),
-                    )?),
-                    s,
-                ))
+            // A panic in tracing machinery, passes, planning or codegen is
+            // an `Internal` error of this signature, never a panic out of
+            // `try_call` (nor a cell left half-initialised).
+            let r = catch_unwind(AssertUnwindSafe(|| {
+                trace().and_then(|(t, s)| {
+                    Ok((
+                        Arc::new(Executable::compile_with_budget(
+                            t,
+                            sig,
+                            dump.is_some(),
+                            self.memory_budget(),
+                        )?),
+                        s,
+                    ))
+                })
+            }))
+            .unwrap_or_else(|payload| Err(self.internal(sig, slots, "compiling", &*payload)))
+            .map_err(|e| match e.kind {
+                // Recorded while tracing (`trace::trace`): add the signature.
+                ErrorKind::Internal if !e.message.starts_with(INTERNAL_PREFIX) => {
+                    let what = explain::describe(self.name, sig, slots, self.params);
+                    internal_error(&what, "tracing", &e.message)
+                }
+                _ => e,
             });
             if let (Some(dir), Ok((exe, _))) = (dump, &r) {
                 super::dump::write(std::path::Path::new(&dir), self.name, sig, exe);
@@ -351,6 +396,17 @@ impl FnCache {
             Some(elapsed) => {
                 self.misses.fetch_add(1, Ordering::Relaxed);
                 self.after_compile(sig, slots, &entry, result, elapsed);
+                // An internal failure is not a property of the signature
+                // (the next call may not meet it): not cached, the next call
+                // compiles again.
+                if matches!(result, Err(e) if e.kind == ErrorKind::Internal) {
+                    let mut g = self.lock();
+                    if let Some(inner) = g.as_mut() {
+                        if inner.map.get(sig).is_some_and(|e| Arc::ptr_eq(e, &entry)) {
+                            inner.map.remove(sig);
+                        }
+                    }
+                }
             }
             None => {
                 self.hits.fetch_add(1, Ordering::Relaxed);
@@ -372,19 +428,19 @@ impl FnCache {
         let bytes = match result {
             Ok((exe, _)) => {
                 let m = exe.memory_analysis();
-                m.code_bytes + m.temp_bytes
+                m.code_bytes.saturating_add(m.temp_bytes)
             }
             Err(_) => 0,
         };
         let log_compiles = log::enabled(Category::Compiles);
         let (reason, warning, signatures, dropped, evict_lines) = {
-            let mut g = self.inner.lock().unwrap();
+            let mut g = self.lock();
             let inner = g.get_or_insert_with(Inner::default);
             // Cleared while compiling: the program is not cached.
             let cached = inner.map.get(sig).is_some_and(|e| Arc::ptr_eq(e, entry));
             if cached {
                 entry.bytes.store(bytes, Ordering::Relaxed);
-                inner.bytes += bytes;
+                inner.bytes = inner.bytes.saturating_add(bytes);
             }
             let reason = if log_compiles {
                 self.reason(inner, sig, slots)
@@ -531,7 +587,7 @@ impl FnCache {
             let Some(sig) = victim else { break };
             let e = inner.map.remove(&sig).expect("a key of the map");
             let b = e.bytes.load(Ordering::Relaxed);
-            inner.bytes -= b;
+            inner.bytes = inner.bytes.saturating_sub(b);
             self.evictions.fetch_add(1, Ordering::Relaxed);
             let slots = match inner.seen(&sig) {
                 Some(i) => {
@@ -552,17 +608,25 @@ impl FnCache {
         (dropped, lines)
     }
 
+    /// The cache's state, also after a panic while it was held: every
+    /// update keeps it consistent, and a poisoned lock must not turn one
+    /// failure into a panic of every later call.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Inner>> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn register(&'static self) {
         if !self.registered.swap(true, Ordering::AcqRel) {
-            REGISTRY.lock().unwrap().push(self);
+            REGISTRY
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(self);
         }
     }
 
     pub fn stats(&self) -> CacheStats {
         let (entries, cached_bytes) = self
-            .inner
             .lock()
-            .unwrap()
             .as_ref()
             .map_or((0, 0), |i| (i.map.len(), i.bytes));
         CacheStats {
@@ -579,7 +643,7 @@ impl FnCache {
     /// on the program they hold, whose code is freed when they are done.
     pub fn clear(&self) {
         let old = {
-            let mut g = self.inner.lock().unwrap();
+            let mut g = self.lock();
             g.as_mut().map(|inner| {
                 for s in inner.seen.iter_mut().filter(|s| s.fate == Fate::Cached) {
                     s.fate = Fate::Cleared;
@@ -590,6 +654,15 @@ impl FnCache {
         };
         drop(old);
     }
+}
+
+/// How every internal error's message begins.
+const INTERNAL_PREFIX: &str = "internal error in jitfuse";
+
+fn internal_error(what: &str, doing: &str, msg: &str) -> Error {
+    Error::internal(format!(
+        "{INTERNAL_PREFIX} (a bug: please report it) {doing} {what}: {msg}"
+    ))
 }
 
 fn trace_body(sig: &Signature, body: Body<'_>) -> Result<(trace::Traced, Structure), Error> {

@@ -46,10 +46,10 @@ fn recomputable(op: &Op) -> bool {
 
 /// The peak a partition and plan give.
 pub fn peak(g: &Graph, plan: &BufferPlan) -> usize {
-    let args: usize = g.params().iter().map(|&p| bytes(g, p)).sum();
-    let outs: usize = g.outputs.iter().map(|&o| bytes(g, o)).sum();
-    let alias: usize = plan.donations.iter().map(|&(_, o)| bytes(g, o)).sum();
-    args + outs + plan.arena_bytes - alias
+    let args = shape::sum_bytes(g.params().iter().map(|&p| bytes(g, p)));
+    let outs = shape::sum_bytes(g.outputs.iter().map(|&o| bytes(g, o)));
+    let alias = shape::sum_bytes(plan.donations.iter().map(|&(_, o)| bytes(g, o)));
+    shape::sum_bytes([args, outs, plan.arena_bytes]).saturating_sub(alias)
 }
 
 /// Rewrite `g` until `measure(g)` fits `budget`.
@@ -108,7 +108,7 @@ fn best_candidate(
         .map(|r| {
             r.sort();
             r.dedup_by_key(|x| x.0);
-            r.iter().map(|x| x.1).sum()
+            shape::sum_bytes(r.iter().map(|x| x.1))
         })
         .collect();
     let peak_step = (0..nsteps).max_by_key(|&s| live[s])?;

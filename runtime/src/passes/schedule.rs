@@ -175,14 +175,15 @@ impl Model {
         let mut ready: Vec<usize> = (0..n).filter(|&s| waiting[s] == 0).collect();
         let mut order = Vec::with_capacity(n);
         while !ready.is_empty() {
-            let gain = |s: usize| -> i64 {
-                let freed: usize = self.reads[s]
-                    .iter()
-                    .filter(|&&t| left[t] == 1)
-                    .map(|&t| self.size[t])
-                    .sum();
-                let alloc: usize = self.writes[s].iter().map(|w| w.1).sum();
-                freed as i64 - alloc as i64
+            let gain = |s: usize| -> i128 {
+                let freed = shape::sum_bytes(
+                    self.reads[s]
+                        .iter()
+                        .filter(|&&t| left[t] == 1)
+                        .map(|&t| self.size[t]),
+                );
+                let alloc = shape::sum_bytes(self.writes[s].iter().map(|w| w.1));
+                freed as i128 - alloc as i128
             };
             let (k, _) = ready
                 .iter()
@@ -213,7 +214,7 @@ impl Model {
         // capped: only an ordering key).
         let mut need = vec![0usize; n];
         for s in 0..n {
-            let own: usize = self.writes[s].iter().map(|w| w.1).sum();
+            let own = shape::sum_bytes(self.writes[s].iter().map(|w| w.1));
             let below = self.deps[s].iter().map(|&d| need[d]).max().unwrap_or(0);
             need[s] = own.saturating_add(below);
         }

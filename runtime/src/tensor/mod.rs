@@ -14,7 +14,9 @@ pub mod shape_ops;
 
 use crate::ir::ValueId;
 use crate::storage::Buffer;
+use crate::trace::fail;
 use crate::{shape, DType, Element, Error, ErrorKind, Literal, Scalar};
+use std::panic::Location;
 use std::sync::Arc;
 
 #[derive(Clone)]
@@ -60,7 +62,8 @@ impl Tensor {
 
     /// Like `from_vec`, copying from a slice.
     pub fn from_slice<T: Element>(data: &[T], shape: &[usize]) -> Result<Tensor, Error> {
-        let n = shape::numel(shape);
+        let bytes = shape::checked_bytes("from_vec", shape, T::DTYPE)?;
+        let n = bytes / T::DTYPE.size();
         if data.len() != n {
             return Err(Error::shape(format!(
                 "from_vec: {} elements do not fill shape {:?} ({} elements)",
@@ -73,16 +76,17 @@ impl Tensor {
         let bytes = unsafe {
             std::slice::from_raw_parts(data.as_ptr() as *const u8, std::mem::size_of_val(data))
         };
-        Ok(Tensor::from_buffer(
-            Arc::new(Buffer::from_bytes(bytes)),
-            shape.to_vec(),
-            T::DTYPE,
-        ))
+        let buf = Buffer::try_from_bytes(bytes, || {
+            format!("`from_vec` of {}", crate::error::type_str(T::DTYPE, shape))
+        })?;
+        Ok(Tensor::from_buffer(Arc::new(buf), shape.to_vec(), T::DTYPE))
     }
 
     /// A 1-D tensor from a slice (`[n]`).
+    #[track_caller]
     pub fn vector<T: Element>(data: &[T]) -> Tensor {
-        Tensor::from_slice(data, &[data.len()]).expect("length matches")
+        let loc = Location::caller();
+        Tensor::from_slice(data, &[data.len()]).unwrap_or_else(|e| fail(e.at(loc)))
     }
 
     /// A tensor of shape `[]` holding `v`.
@@ -90,21 +94,47 @@ impl Tensor {
         Tensor::from_slice(&[v], &[]).expect("one element")
     }
 
-    pub fn zeros(shape: &[usize], dtype: DType) -> Tensor {
-        Tensor::from_buffer(
-            Arc::new(Buffer::zeroed(shape::numel(shape) * dtype.size())),
-            shape.to_vec(),
-            dtype,
-        )
+    /// A tensor of zeros; an error (`Shape`) when the shape's byte size does
+    /// not fit in memory addresses, or (`OutOfMemory`) when it cannot be
+    /// allocated.
+    pub fn try_zeros(shape: &[usize], dtype: DType) -> Result<Tensor, Error> {
+        Tensor::try_zeros_for("zeros", shape, dtype)
     }
 
+    fn try_zeros_for(op: &str, shape: &[usize], dtype: DType) -> Result<Tensor, Error> {
+        let bytes = shape::checked_bytes(op, shape, dtype)?;
+        let buf = Buffer::try_zeroed(bytes, || {
+            format!("`{op}` of {}", crate::error::type_str(dtype, shape))
+        })?;
+        Ok(Tensor::from_buffer(Arc::new(buf), shape.to_vec(), dtype))
+    }
+
+    /// A tensor of zeros. Panics with `try_zeros`'s error (inside a `#[jit]`
+    /// body: `try_call` returns it).
+    #[track_caller]
+    pub fn zeros(shape: &[usize], dtype: DType) -> Tensor {
+        let loc = Location::caller();
+        Tensor::try_zeros(shape, dtype).unwrap_or_else(|e| fail(e.at(loc)))
+    }
+
+    #[track_caller]
     pub fn ones(shape: &[usize], dtype: DType) -> Tensor {
         Tensor::full(shape, 1, dtype)
     }
 
+    /// A tensor of `shape` with every element `value` converted to `dtype`;
+    /// errors as `try_zeros`.
+    pub fn try_full<S: Scalar>(shape: &[usize], value: S, dtype: DType) -> Result<Tensor, Error> {
+        crate::interp::try_filled(value.literal().cast(dtype), shape, dtype, "full")
+    }
+
     /// A tensor of `shape` with every element `value` converted to `dtype`.
+    /// Panics with `try_full`'s error (inside a `#[jit]` body: `try_call`
+    /// returns it).
+    #[track_caller]
     pub fn full<S: Scalar>(shape: &[usize], value: S, dtype: DType) -> Tensor {
-        crate::interp::filled(value.literal().cast(dtype), shape, dtype)
+        let loc = Location::caller();
+        Tensor::try_full(shape, value, dtype).unwrap_or_else(|e| fail(e.at(loc)))
     }
 
     /// `[0, 1, ..., n-1]` as a 1-D tensor of `dtype` (an `iota` node when
@@ -114,7 +144,9 @@ impl Tensor {
         if crate::trace::current_trace().is_some() && dtype != DType::Bool {
             return Tensor::iota(&[n], 0, dtype);
         }
-        let mut t = Tensor::zeros(&[n], dtype);
+        let loc = Location::caller();
+        let mut t =
+            Tensor::try_zeros_for("arange", &[n], dtype).unwrap_or_else(|e| fail(e.at(loc)));
         t.fill_with(|i| Literal::Int(i as i64));
         t
     }
@@ -126,8 +158,18 @@ impl Tensor {
                 "arange: bad range {start}..{end} step {step}"
             )));
         }
-        let n = ((end - start) / step).ceil().max(0.0) as usize;
-        let mut t = Tensor::zeros(&[n], dtype);
+        let count = ((end - start) / step).ceil().max(0.0);
+        // `as usize` saturates: a count beyond usize (or infinite: 1e300 /
+        // 1e-300) must be an error, not usize::MAX elements.
+        if count >= usize::MAX as f64 {
+            return Err(Error::shape(format!(
+                "`arange`: {start:?}..{end:?} step {step:?} has {count:e} elements of {dtype}, more \
+                 than fit in memory addresses"
+            )));
+        }
+        let n = count as usize;
+        let mut t = Tensor::try_zeros_for("arange", &[n], dtype)
+            .map_err(|e| e.prefixed(&format!("range {start:?}..{end:?} step {step:?}")))?;
         t.fill_with(|i| Literal::Float(start + step * i as f64));
         Ok(t)
     }

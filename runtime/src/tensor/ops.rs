@@ -50,6 +50,7 @@ pub(crate) fn apply(
     dtype: DType,
     loc: SourceLoc,
 ) -> Tensor {
+    let _internal = crate::internal::Scope::enter();
     if inputs.iter().any(|t| t.is_traced()) {
         if trace::current_trace().is_none() {
             fail(
@@ -102,7 +103,7 @@ pub(crate) fn constant(l: Literal, shape: &[usize], dtype: DType, loc: SourceLoc
     if trace::current_trace().is_some() {
         trace::push_const(l, shape.to_vec(), dtype, loc)
     } else {
-        interp::filled(l.cast(dtype), shape, dtype)
+        interp::try_filled(l.cast(dtype), shape, dtype, "full").unwrap_or_else(|e| fail(e.at(loc)))
     }
 }
 
@@ -227,6 +228,17 @@ fn common_shape(name: &str, ops: &[&Operand], loc: SourceLoc) -> Vec<usize> {
                 format!("{first_desc} and {}", type_str(t.dtype, &t.shape))
             };
         }
+    }
+    // Two shapes that fit can broadcast to one that does not ([n, 1] with
+    // [1, n]); the exact byte size is checked where the node is made.
+    if shape::checked_bytes(name, &out, DType::Bool).is_err() {
+        fail(
+            Error::shape(format!(
+                "`{name}`: {first_desc} broadcast to {out:?}, more elements than fit in memory \
+                 addresses"
+            ))
+            .at(loc),
+        );
     }
     out
 }
@@ -490,6 +502,9 @@ impl Tensor {
     #[track_caller]
     pub fn broadcast_to(&self, shape: &[usize]) -> Tensor {
         let loc = Location::caller();
+        if let Err(e) = shape::checked_bytes("broadcast_to", shape, self.dtype) {
+            fail(e.at(loc));
+        }
         if !shape::broadcasts_to(&self.shape, shape) {
             fail(
                 Error::shape(format!(

@@ -88,12 +88,15 @@ impl Slice {
             step: -1,
         }
     }
-    /// `(first index, length)` on an axis of `n`, by Python's rules.
+    /// `(first index, length)` on an axis of `n`, by Python's rules
+    /// (`slice.indices`). In `i128`: steps and bounds are any `isize`
+    /// (`isize::MIN` included), and no sum or difference of two of them
+    /// overflows there.
     fn resolve(self, n: usize) -> (i64, usize) {
-        let n = n as i64;
-        let step = self.step as i64;
-        let norm = |v: isize, lo: i64, hi: i64| {
-            let v = v as i64;
+        let n = n as i128;
+        let step = self.step as i128;
+        let norm = |v: isize, lo: i128, hi: i128| {
+            let v = v as i128;
             let v = if v < 0 { v + n } else { v };
             v.clamp(lo, hi)
         };
@@ -108,12 +111,19 @@ impl Slice {
                 self.end.map_or(-1, |e| norm(e, -1, n - 1)),
             )
         };
-        let len = if step > 0 {
-            (end - start + step - 1) / step
+        // ceil(distance / |step|) elements when the range is not empty.
+        let (distance, stride) = if step > 0 {
+            (end - start, step)
         } else {
-            (start - end + (-step) - 1) / (-step)
+            (start - end, -step)
         };
-        (start, len.max(0) as usize)
+        let len = if distance > 0 {
+            (distance - 1) / stride + 1
+        } else {
+            0
+        };
+        // 0 <= len <= n and, when len > 0, 0 <= start < n: both fit.
+        (start as i64, len as usize)
     }
 }
 
@@ -157,11 +167,18 @@ impl Tensor {
         if unknown.len() > 1 || shape.iter().any(|&d| d < -1) {
             bad("at most one dimension may be -1, the others must be >= 0".into());
         }
-        let known: usize = shape
+        let known: Vec<usize> = shape
             .iter()
             .filter(|&&d| d >= 0)
             .map(|&d| d as usize)
-            .product();
+            .collect();
+        // Checked: dimensions whose product wraps could otherwise "fill"
+        // any element count.
+        let Some(known) = shape::checked_numel(&known) else {
+            bad(format!(
+                "the dimensions have more than 2^64 elements, {n} elements cannot fill them"
+            ))
+        };
         let mut out: Vec<usize> = shape.iter().map(|&d| d.max(0) as usize).collect();
         if let Some(&u) = unknown.first() {
             if known == 0 || n % known != 0 {
@@ -294,7 +311,12 @@ impl Tensor {
                 );
             }
             let (start, len) = s.resolve(self.shape[d]);
-            starts.push((if len == 0 { 0 } else { start }, s.step as i64));
+            // With at most one element the step selects nothing more: it is
+            // stored as 1, so no stride times step (`isize::MAX` times the
+            // axis' stride) is ever computed. With two or more elements the
+            // step is below the axis' size.
+            let step = if len <= 1 { 1 } else { s.step as i64 };
+            starts.push((if len == 0 { 0 } else { start }, step));
             out.push(len);
         }
         if starts
@@ -365,12 +387,23 @@ impl Tensor {
                 .at(loc),
             );
         }
-        let out = self
-            .shape
-            .iter()
-            .zip(pads)
-            .map(|(d, (a, b))| d + a + b)
-            .collect();
+        let mut out = Vec::with_capacity(pads.len());
+        for (axis, (&d, &(a, b))) in self.shape.iter().zip(pads).enumerate() {
+            let padded = d
+                .checked_add(a)
+                .and_then(|x| x.checked_add(b))
+                .unwrap_or_else(|| {
+                    fail(
+                        Error::shape(format!(
+                            "`pad`: axis {axis} of {} padded by ({a}, {b}) has more than \
+                             usize::MAX elements",
+                            type_str(self.dtype, &self.shape)
+                        ))
+                        .at(loc),
+                    )
+                });
+            out.push(padded);
+        }
         apply(
             Op::Pad(pads.to_vec(), l.cast(self.dtype)),
             &[self],
@@ -440,6 +473,12 @@ impl Tensor {
         }
         let mut shape = self.shape.clone();
         shape.push(n);
+        // Checked here, so that the error names `one_hot` (not its `iota`).
+        for d in [dtype, self.dtype] {
+            if let Err(e) = shape::checked_bytes("one_hot", &shape, d) {
+                fail(e.at(loc));
+            }
+        }
         let classes = iota_at(&shape, shape.len() - 1, self.dtype, loc);
         let idx = self.expand_dims(-1);
         classes.eq(&idx).cast(dtype)
@@ -525,7 +564,8 @@ fn iota_at(shape: &[usize], axis: usize, dtype: DType, loc: SourceLoc) -> Tensor
     if crate::trace::current_trace().is_some() {
         crate::trace::push_node(Op::Iota(axis), &[], shape.to_vec(), dtype, loc)
     } else {
-        crate::interp::eval_op(&Op::Iota(axis), &[], shape, dtype).expect("iota")
+        crate::interp::eval_op(&Op::Iota(axis), &[], shape, dtype)
+            .unwrap_or_else(|e| fail(e.at(loc)))
     }
 }
 
@@ -571,8 +611,20 @@ fn concat_at(ts: &[&Tensor], axis: isize, loc: SourceLoc) -> Tensor {
     let cast: Vec<Tensor> = ts.iter().map(|t| t.cast(dtype)).collect();
     let refs: Vec<&Tensor> = cast.iter().collect();
     let mut out = first.shape.clone();
-    out[a] = ts.iter().map(|t| t.shape[a]).sum();
-    let _ = shape::numel(&out);
+    out[a] = ts
+        .iter()
+        .try_fold(0usize, |n, t| n.checked_add(t.shape[a]))
+        .unwrap_or_else(|| {
+            fail(
+                Error::shape(format!(
+                    "`concat` along axis {a}: the {} operands' lengths add up to more than \
+                     usize::MAX (operand 0 is {})",
+                    ts.len(),
+                    type_str(first.dtype, &first.shape)
+                ))
+                .at(loc),
+            )
+        });
     apply(Op::Concat(a), &refs, out, dtype, loc)
 }
 
