@@ -119,3 +119,47 @@ return %10, %2, %0
         0.01,
     );
 }
+
+/// The gradient of a layer norm over rows of one element: a reshape of a
+/// reshape back to the kernel's own shape, read in the kernel computing its
+/// root, found no access (code generation panicked). Simplification now
+/// drops the collapsed identity. Found by the fuzzer.
+#[test]
+fn a_reshape_round_trip_inside_a_kernel_is_the_value_itself() {
+    check_ir(
+        r#"
+%0 = param 0 : f64[15,1]
+%1 = const 2.0 : f64[15,1]
+%2 = mul %0, %1 : f64[15,1]
+%3 = reshape %2 : f64[15]
+%4 = reshape %3 : f64[15,1]
+%5 = mul %4, %0 : f64[15,1]
+%6 = add %2, %5 : f64[15,1]
+return %6
+"#,
+        &[Borrowed],
+        1000494,
+        0.01,
+    );
+}
+
+/// A cheap producer (`max`) was sunk into a consumer kernel that also read
+/// it through a folded view (its reverse): the view's root was then
+/// computed in that kernel and had no buffer to read (code generation
+/// panicked). Found by the fuzzer.
+#[test]
+fn a_producer_read_through_a_view_is_not_sunk_into_its_reader() {
+    check_ir(
+        r#"
+%0 = param 0 : f32[4]
+%1 = param 1 : f32[4]
+%2 = max %1, %0 : f32[4]
+%3 = slice[3:-1] %2 : f32[4]
+%4 = max %3, %2 : f32[4]
+return %4
+"#,
+        &[Borrowed, Borrowed],
+        1000827,
+        0.01,
+    );
+}

@@ -697,10 +697,20 @@ fn sink_cheap_outputs(g: &Graph, steps: &mut [Step], materialised: &[bool]) {
                 }
                 match s {
                     Step::Kernel(k) if q > p && k.shape == n.shape => {
-                        let direct = k
-                            .nodes
-                            .iter()
-                            .all(|v| !g.node(*v).inputs.contains(&o) || !g.node(*v).op.is_view());
+                        // Read only as an elementwise operand: a view of it (computed,
+                        // or folded into a read) needs it in a buffer.
+                        let through_view = |x: ValueId| {
+                            let mut x = x;
+                            while x != o && g.node(x).op.is_view() && !materialised[x.index()] {
+                                x = g.node(x).inputs[0];
+                            }
+                            x == o
+                        };
+                        let direct = k.nodes.iter().all(|v| {
+                            let vn = g.node(*v);
+                            (!vn.inputs.contains(&o) || !vn.op.is_view())
+                                && vn.inputs.iter().all(|&x| x == o || !through_view(x))
+                        });
                         if direct {
                             readers.push(q);
                         } else {

@@ -72,6 +72,10 @@ fn add(out: &mut Graph, cse: &mut HashMap<String, ValueId>, node: Node) -> Value
         return existing;
     }
     let node = fold_constant(out, node);
+    // A collapsed reshape-of-reshape may be the identity.
+    if let Some(existing) = rewrite(out, &node) {
+        return existing;
+    }
     if matches!(node.op, Op::Param(_)) {
         return out.push(node);
     }
