@@ -17,6 +17,11 @@ pub fn numel(shape: &[usize]) -> usize {
 
 /// Number of elements, or `None` when it overflows `usize`.
 pub fn checked_numel(shape: &[usize]) -> Option<usize> {
+    // A 0 anywhere makes the product 0, even after a partial product that
+    // overflowed ([2^32, 2^32, 0] is an empty tensor).
+    if shape.contains(&0) {
+        return Some(0);
+    }
     shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d))
 }
 
@@ -29,31 +34,34 @@ fn log2_count(shape: &[usize]) -> String {
 
 /// The byte size of a tensor of `shape` and `dtype`, or a shape error naming
 /// `op` when it exceeds `isize::MAX` (the most any allocation, pointer
-/// offset or slice can span).
+/// offset or slice can span). As NumPy, the bound holds for the product of
+/// the non-zero dimensions too (an empty `[2^32, 2^32, 0]` is an error): so
+/// the product of any subset of a valid shape's dimensions (a stride, a
+/// row length, `numel` multiplied in any order) fits, and no dimension
+/// exceeds `isize::MAX`.
 pub fn checked_bytes(op: &str, shape: &[usize], dtype: DType) -> Result<usize, Error> {
-    let bytes = checked_numel(shape).and_then(|n| n.checked_mul(dtype.size()));
-    match bytes {
-        Some(b) if b <= isize::MAX as usize => {
-            // A dimension above isize::MAX (possible beside a 0) would turn
-            // negative where dimensions become `isize` (reshape, slicing).
-            match shape.iter().find(|&&d| d > isize::MAX as usize) {
-                Some(&d) => Err(Error::shape(format!(
-                    "`{op}`: shape {shape:?} of {dtype} has a dimension of {d}, more than \
-                     isize::MAX"
-                ))),
-                None => Ok(b),
-            }
-        }
+    let nonzero = shape
+        .iter()
+        .filter(|&&d| d != 0)
+        .try_fold(dtype.size(), |n, &d| n.checked_mul(d));
+    match nonzero {
+        Some(b) if b <= isize::MAX as usize => Ok(if shape.contains(&0) { 0 } else { b }),
         _ => {
-            let count = match checked_numel(shape) {
-                Some(n) if n > 0 && n.is_power_of_two() => {
+            let dims: Vec<usize> = shape.iter().copied().filter(|&d| d != 0).collect();
+            let count = match checked_numel(&dims) {
+                Some(n) if n.is_power_of_two() => {
                     format!("{n} (2^{}) elements", n.trailing_zeros())
                 }
                 Some(n) => format!("{n} elements"),
-                None => format!("{} elements", log2_count(shape)),
+                None => format!("{} elements", log2_count(&dims)),
+            };
+            let what = if dims.len() < shape.len() {
+                "its non-zero dimensions have"
+            } else {
+                "has"
             };
             Err(Error::shape(format!(
-                "`{op}`: shape {shape:?} has {count} of {dtype}, more than fit in memory \
+                "`{op}`: shape {shape:?} {what} {count} of {dtype}, more than fit in memory \
                  addresses (at most isize::MAX = 2^63-1 bytes)"
             )))
         }
@@ -155,9 +163,11 @@ mod tests {
         assert!(checked_bytes("zeros", &[1 << 60], DType::F32).is_ok());
         assert!(checked_dim_add("pad", "axis 0:", usize::MAX, 1).is_err());
         let e = checked_bytes("iota", &[0, usize::MAX], DType::F32).unwrap_err();
-        assert!(
-            e.message.contains("a dimension of 18446744073709551615"),
-            "{e}"
+        assert!(e.message.contains("`iota`: shape [0, 18446744073709551615] its non-zero dimensions have 18446744073709551615 elements"), "{e}");
+        assert!(checked_bytes("iota", &[1 << 32, 1 << 32, 0], DType::F32).is_err());
+        assert_eq!(
+            checked_bytes("iota", &[1 << 30, 1 << 30, 0], DType::F32).unwrap(),
+            0
         );
     }
 
