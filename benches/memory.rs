@@ -97,6 +97,32 @@ fn interleaved(cases: &mut [Box<dyn FnMut() + '_>], rounds: usize) -> Vec<f64> {
     samples.into_iter().map(median).collect()
 }
 
+/// The process's resident memory now and its high-water mark (`VmRSS`, `VmHWM`; Linux).
+fn resident() -> (usize, usize) {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kb = |key: &str| {
+        s.lines()
+            .find(|l| l.starts_with(key))
+            .and_then(|l| l.split_whitespace().nth(1)?.parse::<usize>().ok())
+            .map_or(0, |k| k * 1024)
+    };
+    (kb("VmRSS:"), kb("VmHWM:"))
+}
+
+/// An embedding table's training step: `take` forward, `scatter_add` backward, a split
+/// (slices forward, `slice_scatter` backward) and a `concat`.
+#[jit]
+fn embed_step(table: &Tensor, ids: &Tensor) -> (Tensor, Tensor) {
+    jitfuse::value_and_grad(
+        |t: &Tensor| {
+            let e = t.take(ids, 0);
+            let (l, r) = (e.slice_axis(1, 0, 384, 1), e.slice_axis(1, 384, 768, 1));
+            jitfuse::concat(&[&r.tanh(), &l], 1).square().sum_all()
+        },
+        table,
+    )
+}
+
 fn mib(b: usize) -> String {
     format!("{:.2} MiB", b as f64 / (1 << 20) as f64)
 }
@@ -167,6 +193,50 @@ fn main() {
         );
     }
 
+    let (rss, hwm) = resident();
+    println!(
+        "\nprocess resident after W8: {} (high water {}); largest peak_bytes above {}",
+        mib(rss),
+        mib(hwm),
+        mib(mem.iter().map(|m| m.peak_bytes).max().unwrap_or(0))
+    );
+
+    // Library steps in a steady loop: resident memory against the reported peak.
+    let table = uniform(&mut seed, &[8192, 768], -0.1, 0.1);
+    let ids = Tensor::from_vec(
+        (0..4096).map(|k| (k * 7919 % 8192) as i32).collect(),
+        &[4096],
+    )
+    .unwrap();
+    let m = embed_step::lower(&table, &ids)
+        .unwrap()
+        .compile()
+        .unwrap()
+        .memory_analysis();
+    black_box(embed_step(&table, &ids));
+    let (before, _) = resident();
+    let pool_before = jitfuse::storage::pool::held_bytes();
+    let t0 = Instant::now();
+    for _ in 0..200 {
+        black_box(embed_step(&table, &ids));
+    }
+    let ms = t0.elapsed().as_secs_f64() * 1e3 / 200.0;
+    let (after, hwm) = resident();
+    println!(
+        "\n| embedding step (take/scatter_add/slice_scatter/concat), 200 calls | peak_bytes | \
+         resident before | resident after | high water | pool before | pool after | ms |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    println!(
+        "| table [8192, 768], 4096 ids | {} | {} | {} | {} | {} | {} | {ms:.2} |",
+        mib(m.peak_bytes),
+        mib(before),
+        mib(after),
+        mib(hwm),
+        mib(pool_before),
+        mib(jitfuse::storage::pool::held_bytes())
+    );
+
     // Scaling: h [256,64], W [64,64] (activations 4x the weights' gradients,
     // so residuals do not fit in the outputs' buffers).
     chain_auto::set_memory_budget(Some(jitfuse::AUTO_MEMORY_BUDGET));
@@ -209,4 +279,10 @@ fn main() {
             t[1] / t[0]
         );
     }
+    let (rss, hwm) = resident();
+    println!(
+        "\nprocess resident at the end: {} (high water {})",
+        mib(rss),
+        mib(hwm)
+    );
 }

@@ -451,6 +451,10 @@ fn scatter_add(vals: &Tensor, idx: &Tensor, axis: usize, to: &[usize]) -> Tensor
     let ids = as_i64s(idx);
     let v = as_f64s(vals);
     let mut acc = vec![0.0f64; shape::numel(to)];
+    if n == 0 {
+        // No row to add to: the result has no elements.
+        return from_f64s(acc, to, vals.dtype);
+    }
     let mut j = 0;
     for o in 0..outer {
         for &i in &ids {

@@ -1,10 +1,13 @@
-//! Library steps: ops a program runs outside Cranelift, on materialised
-//! inputs. Matmul calls a tuned GEMM (`gemm` on AVX-512 CPUs, `matrixmultiply`
-//! elsewhere and for tiny products) writing straight into the output buffer; the other structural ops (concat, pad, take, iota,
-//! arg-reductions) are byte-copying loops of the interpreter.
+//! Library steps: ops a program runs outside Cranelift, each writing straight
+//! into its planned buffer and reading its operands in place through their
+//! strided maps. Matmul calls a tuned GEMM (`gemm` on AVX-512 CPUs,
+//! `matrixmultiply` elsewhere and for tiny products); the other structural ops
+//! (concat, pad, take, iota, arg-reductions, scatters, barrier copies) are the
+//! typed loops of `ops`.
 
-use crate::ir::Op;
-use crate::{interp, shape, DType, Error, Tensor};
+pub mod ops;
+
+use crate::{shape, DType};
 
 /// An operand read through an affine map: element `i` of `shape` is at
 /// `ptr + Σ i_d * strides[d]` elements.
@@ -290,39 +293,6 @@ impl GemmElement for f64 {
         matrixmultiply::dgemm(
             m, k, n, 1.0, pa, a.rs, a.cs, pb, b.rs, b.cs, 0.0, c, n as isize, 1,
         )
-    }
-}
-
-/// Run `op` writing its result into `out` (`numel(out_shape) * size` bytes).
-///
-/// # Safety
-/// `out` must be valid for writes of the result's size and not alias the inputs.
-pub unsafe fn run_into(
-    op: &Op,
-    ins: &[&Tensor],
-    out_shape: &[usize],
-    dtype: DType,
-    out: *mut u8,
-) -> Result<(), Error> {
-    match op {
-        Op::Matmul => {
-            let operand = |t: &Tensor| Strided {
-                ptr: t.buffer().unwrap().as_mut_ptr(),
-                shape: t.shape().to_vec(),
-                strides: shape::strides(t.shape())
-                    .iter()
-                    .map(|&s| s as i64)
-                    .collect(),
-            };
-            matmul_strided(&operand(ins[0]), &operand(ins[1]), out_shape, dtype, out);
-            Ok(())
-        }
-        _ => {
-            let t = interp::eval_op(op, ins, out_shape, dtype)?;
-            let src = t.buffer().unwrap().bytes();
-            std::ptr::copy_nonoverlapping(src.as_ptr(), out, src.len());
-            Ok(())
-        }
     }
 }
 

@@ -190,70 +190,124 @@ impl Buffer {
 /// steady loop reuse the pages of the tensors dropped in the previous
 /// iteration instead of faulting in fresh ones (a fresh 16 MiB output costs
 /// thousands of page faults, more than many kernels).
+///
+/// It keeps only what will be asked for again. Per size it counts the buffers
+/// handed out by `take` (hits and misses) that have not come back; a freed
+/// buffer is kept only while that count is positive, so a size holds at most
+/// as many buffers as were ever out at once, and buffers nobody requested
+/// through the pool (the interpreter's results, constants) go straight back
+/// to the allocator. A size not requested during the last `IDLE` requests
+/// releases what it holds. Within `MAX_POOLED`, the sizes requested least
+/// recently are released first.
 pub mod pool {
     use super::existing_layout;
     use std::alloc::dealloc;
     use std::collections::HashMap;
     use std::ptr::NonNull;
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::{Mutex, MutexGuard};
+    use std::sync::Mutex;
 
     /// Buffers smaller than this go straight back to the allocator.
     pub const MIN_POOLED: usize = 64 * 1024;
     /// Bytes the pool may hold; beyond, freed buffers are released.
     pub const MAX_POOLED: usize = 512 * 1024 * 1024;
+    /// Requests (of pooled sizes, any size) after which a size nobody asked
+    /// for again releases its buffers: a steady loop asks for each of its
+    /// sizes every iteration, far more often than this.
+    pub const IDLE: u64 = 4096;
+    /// Requests between two sweeps for idle sizes.
+    const SWEEP_EVERY: u64 = 256;
 
     struct Ptr(NonNull<u8>);
     // SAFETY: a pooled block is owned by the pool alone.
     unsafe impl Send for Ptr {}
 
-    static POOL: Mutex<Option<HashMap<usize, Vec<Ptr>>>> = Mutex::new(None);
+    /// One size.
+    #[derive(Default)]
+    struct Class {
+        free: Vec<Ptr>,
+        /// Buffers `take` handed out (pooled or fresh) not given back yet.
+        out: usize,
+        /// The request count when this size was last requested.
+        last: u64,
+    }
+
+    struct Pool {
+        classes: HashMap<usize, Class>,
+        /// Requests so far (the clock of `Class::last`).
+        tick: u64,
+    }
+
+    static POOL: Mutex<Option<Pool>> = Mutex::new(None);
     static HELD: AtomicUsize = AtomicUsize::new(0);
     static REUSED: AtomicUsize = AtomicUsize::new(0);
     static FRESH: AtomicUsize = AtomicUsize::new(0);
 
-    /// The pool's map, also after a panic elsewhere while it was held (the
-    /// map is consistent between statements: a poisoned lock is no reason to
-    /// stop freeing memory).
-    fn lock() -> MutexGuard<'static, Option<HashMap<usize, Vec<Ptr>>>> {
-        POOL.lock().unwrap_or_else(|e| e.into_inner())
+    fn pooled(bytes: usize) -> bool {
+        (MIN_POOLED..=MAX_POOLED).contains(&bytes)
     }
 
+    fn release(p: Ptr, bytes: usize) {
+        HELD.fetch_sub(bytes, Ordering::Relaxed);
+        // SAFETY: allocated by Buffer with this size and alignment.
+        unsafe { dealloc(p.0.as_ptr(), existing_layout(bytes)) };
+    }
+
+    /// Keep a freed buffer if its size has buffers out (else the caller
+    /// frees it).
     pub(super) fn give(ptr: NonNull<u8>, bytes: usize) -> bool {
-        if !(MIN_POOLED..=MAX_POOLED).contains(&bytes) {
+        if !pooled(bytes) {
             return false;
         }
-        let mut p = lock();
-        let map = p.get_or_insert_with(HashMap::new);
-        // Full: release the largest pooled buffers first, so the buffer just
-        // freed (the likeliest to be wanted again soon) is always kept.
-        while HELD.load(Ordering::Relaxed) + bytes > MAX_POOLED {
-            let Some(&size) = map
-                .iter()
-                .filter(|(_, v)| !v.is_empty())
-                .map(|(s, _)| s)
-                .max()
-            else {
-                break;
-            };
-            let old = map.get_mut(&size).unwrap().pop().unwrap();
-            HELD.fetch_sub(size, Ordering::Relaxed);
-            // SAFETY: allocated by Buffer with this size and alignment.
-            unsafe { dealloc(old.0.as_ptr(), existing_layout(size)) };
+        let mut guard = POOL.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(pool) = guard.as_mut() else {
+            return false;
+        };
+        match pool.classes.get_mut(&bytes) {
+            Some(c) if c.out > 0 => c.out -= 1,
+            _ => return false,
         }
-        map.entry(bytes).or_default().push(Ptr(ptr));
+        // Full: release the sizes requested least recently first (never this
+        // one: the buffer just freed is the likeliest to be wanted soon).
+        while HELD.load(Ordering::Relaxed) + bytes > MAX_POOLED {
+            let Some((&size, _)) = pool
+                .classes
+                .iter()
+                .filter(|(&s, c)| s != bytes && !c.free.is_empty())
+                .min_by_key(|(_, c)| c.last)
+            else {
+                return false;
+            };
+            let old = pool.classes.get_mut(&size).unwrap().free.pop().unwrap();
+            release(old, size);
+        }
+        pool.classes.get_mut(&bytes).unwrap().free.push(Ptr(ptr));
         HELD.fetch_add(bytes, Ordering::Relaxed);
         true
     }
 
+    /// A pooled buffer of exactly `bytes`, if one is free. Every request of a
+    /// pooled size counts, hit or miss: the buffer handed out (or allocated
+    /// by the caller) may come back to the pool.
     pub(super) fn take(bytes: usize) -> Option<NonNull<u8>> {
-        if bytes < MIN_POOLED {
+        if !pooled(bytes) {
             return None;
         }
-        let got = lock()
-            .as_mut()
-            .and_then(|m| m.get_mut(&bytes))
-            .and_then(|v| v.pop());
+        let mut guard = POOL.lock().unwrap_or_else(|e| e.into_inner());
+        let pool = guard.get_or_insert_with(|| Pool {
+            classes: HashMap::new(),
+            tick: 0,
+        });
+        pool.tick += 1;
+        let tick = pool.tick;
+        let c = pool.classes.entry(bytes).or_default();
+        c.out += 1;
+        c.last = tick;
+        let got = c.free.pop();
+        if tick.is_multiple_of(SWEEP_EVERY) {
+            sweep(pool);
+        }
+        drop(guard);
         match got {
             Some(p) => {
                 HELD.fetch_sub(bytes, Ordering::Relaxed);
@@ -265,6 +319,20 @@ pub mod pool {
                 None
             }
         }
+    }
+
+    /// Release the buffers of sizes idle for `IDLE` requests; forget sizes
+    /// with nothing pooled and nothing out.
+    fn sweep(pool: &mut Pool) {
+        let tick = pool.tick;
+        pool.classes.retain(|&size, c| {
+            if c.last + IDLE < tick {
+                for p in c.free.drain(..) {
+                    release(p, size);
+                }
+            }
+            !c.free.is_empty() || c.out > 0
+        });
     }
 
     /// `(buffers reused from the pool, large buffers freshly allocated)`
@@ -281,14 +349,13 @@ pub mod pool {
         HELD.load(Ordering::Relaxed)
     }
 
-    /// Release every pooled buffer to the allocator.
+    /// Release every pooled buffer to the allocator (the counts of buffers
+    /// out stay: those buffers may still come back).
     pub fn clear() {
-        let taken = lock().take();
-        for (bytes, v) in taken.into_iter().flatten() {
-            for p in v {
-                HELD.fetch_sub(bytes, Ordering::Relaxed);
-                // SAFETY: allocated by Buffer with this size and alignment.
-                unsafe { dealloc(p.0.as_ptr(), existing_layout(bytes)) };
+        let mut guard = POOL.lock().unwrap_or_else(|e| e.into_inner());
+        for (&size, c) in guard.iter_mut().flat_map(|p| p.classes.iter_mut()) {
+            for p in c.free.drain(..) {
+                release(p, size);
             }
         }
     }

@@ -790,6 +790,239 @@ fn slice_steps_follow_numpy_at_the_extremes() {
             &[m.clone()],
             tol(DType::F32),
             &format!("case {k}: {s:?}"),
+
+/// Operand layouts a library step reads in place: a plain parameter, a
+/// transposed one, a strided or reversed slice, a broadcast, a constant.
+fn library_operand(
+    g: &mut jitfuse::ir::Graph,
+    args: &mut Vec<Tensor>,
+    rng: &mut Rng,
+    s: &[usize],
+    d: DType,
+    (lo, hi): (f64, f64),
+) -> jitfuse::ir::ValueId {
+    use jitfuse::ir::Op;
+    use jitfuse::Literal;
+    let mut param = |g: &mut jitfuse::ir::Graph, rng: &mut Rng, shape: Vec<usize>| {
+        args.push(random_tensor(rng, &shape, d, lo, hi, true));
+        push(g, Op::Param(args.len() - 1), vec![], shape, d)
+    };
+    match rng.below(5) {
+        0 => param(g, rng, s.to_vec()),
+        1 => {
+            let perm = random_perm(rng, s.len());
+            let mut ps = vec![0; s.len()];
+            for (k, &p) in perm.iter().enumerate() {
+                ps[p] = s[k];
+            }
+            let p = param(g, rng, ps);
+            push(g, Op::Transpose(perm), vec![p], s.to_vec(), d)
+        }
+        2 => {
+            let mut ps = Vec::new();
+            let mut sl = Vec::new();
+            for &n in s {
+                let step: i64 = [1, 2, -1, -2][rng.below(4)];
+                let span = n.saturating_sub(1) * step.unsigned_abs() as usize;
+                let len = if n == 0 {
+                    rng.below(3)
+                } else {
+                    span + 1 + rng.below(2)
+                };
+                let free = if n == 0 { 0 } else { len - 1 - span };
+                let start = if n == 0 {
+                    0
+                } else if step > 0 {
+                    rng.below(free + 1)
+                } else {
+                    (len - 1).saturating_sub(rng.below(free + 1))
+                };
+                ps.push(len);
+                sl.push((start as i64, step));
+            }
+            let p = param(g, rng, ps);
+            push(g, Op::Slice(sl), vec![p], s.to_vec(), d)
+        }
+        3 => {
+            let drop = rng.below(s.len() + 1);
+            let ps: Vec<usize> = s[drop..]
+                .iter()
+                .map(|&n| if rng.chance(0.5) { 1 } else { n })
+                .collect();
+            let p = param(g, rng, ps);
+            push(g, Op::Broadcast, vec![p], s.to_vec(), d)
+        }
+        _ => {
+            let l = match d {
+                DType::Bool => Literal::Bool(true),
+                DType::I32 | DType::I64 => Literal::Int(-1),
+                _ => Literal::Float(2.5),
+            };
+            push(g, Op::Const(l), vec![], s.to_vec(), d)
+        }
+    }
+}
+
+fn push(
+    g: &mut jitfuse::ir::Graph,
+    op: jitfuse::ir::Op,
+    inputs: Vec<jitfuse::ir::ValueId>,
+    shape: Vec<usize>,
+    dtype: DType,
+) -> jitfuse::ir::ValueId {
+    g.push(jitfuse::ir::Node {
+        op,
+        inputs,
+        shape,
+        dtype,
+        loc: None,
+    })
+}
+
+/// Every library step (concat, pad, take, argmax/argmin, iota, slice_scatter,
+/// scatter_add, barrier copies) compiled against the interpreter, bit for bit,
+/// on random shapes with empty and size-1 axes, every dtype each op takes,
+/// and operands read in place through transposed, strided, reversed and
+/// broadcast views and one-element constants; indices out of range both ways.
+#[test]
+fn library_steps_on_strided_operands_match_the_interpreter() {
+    use jitfuse::ir::{Graph, Op};
+    use jitfuse::Literal;
+    let mut rng = Rng::new(23);
+    let dims = [0, 1, 2, 3, 5, 17];
+    for trial in 0..160 {
+        let d = DType::ALL[trial % 5];
+        let rank = 1 + rng.below(3);
+        let s: Vec<usize> = (0..rank)
+            .map(|_| {
+                if rng.chance(0.1) {
+                    0
+                } else {
+                    dims[1 + rng.below(5)]
+                }
+            })
+            .collect();
+        let axis = rng.below(rank);
+        let vals = (-9.0, 9.0);
+        let mut g = Graph::new();
+        let mut args = Vec::new();
+        let mut outs = Vec::new();
+        let a = library_operand(&mut g, &mut args, &mut rng, &s, d, vals);
+        let mut s2 = s.clone();
+        s2[axis] = dims[rng.below(4)];
+        let b = library_operand(&mut g, &mut args, &mut rng, &s2, d, vals);
+        let mut cat = s.clone();
+        cat[axis] = 2 * s[axis] + s2[axis];
+        outs.push(push(&mut g, Op::Concat(axis), vec![a, b, a], cat, d));
+        let pads: Vec<(usize, usize)> = (0..rank).map(|_| (rng.below(3), rng.below(3))).collect();
+        let padded = s.iter().zip(&pads).map(|(n, p)| n + p.0 + p.1).collect();
+        let l = match d {
+            DType::Bool => Literal::Bool(true),
+            DType::I32 | DType::I64 => Literal::Int(7),
+            _ => Literal::Float(-1.5),
+        };
+        outs.push(push(&mut g, Op::Pad(pads, l), vec![a], padded, d));
+        // take along `axis`, from an empty axis too (zeros).
+        let n = s[axis] as f64;
+        let ishape: Vec<usize> = (0..rng.below(3)).map(|_| rng.below(5)).collect();
+        let id = [DType::I32, DType::I64][rng.below(2)];
+        let idx = library_operand(
+            &mut g,
+            &mut args,
+            &mut rng,
+            &ishape,
+            id,
+            (-n - 3.0, n + 3.0),
+        );
+        let mut ts = s[..axis].to_vec();
+        ts.extend(&ishape);
+        ts.extend(&s[axis + 1..]);
+        outs.push(push(&mut g, Op::Take(axis), vec![a, idx], ts, d));
+        if d != DType::Bool {
+            if s[axis] > 0 {
+                let mut r = s.clone();
+                r.remove(axis);
+                for op in [Op::ArgMax(axis), Op::ArgMin(axis)] {
+                    outs.push(push(&mut g, op, vec![a], r.clone(), DType::I64));
+                }
+            }
+            outs.push(push(&mut g, Op::Iota(axis), vec![], s.clone(), d));
+        }
+        // slice_scatter: `a` written into zeros at start + i*step per axis.
+        let mut to = Vec::new();
+        let mut sl = Vec::new();
+        for &k in &s {
+            let step: i64 = [1, 2, -1, -3][rng.below(4)];
+            let span = (k.saturating_sub(1) * step.unsigned_abs() as usize) as i64;
+            let extra = rng.below(3) as i64;
+            let (start, len) = match (k, step > 0) {
+                (0, _) => (0, rng.below(3) as i64),
+                (_, true) => (extra, extra + span + 1 + rng.below(2) as i64),
+                (_, false) => (span + extra, span + extra + 1 + rng.below(2) as i64),
+            };
+            to.push(len as usize);
+            sl.push((start, step));
+        }
+        outs.push(push(&mut g, Op::SliceScatter(sl), vec![a], to, d));
+        if d.is_float() {
+            // scatter_add into rows 0..m along `axis` (m = 0 too: no rows).
+            let mut out = s.clone();
+            out[axis] = [0, 1, 3, 5][rng.below(4)];
+            let m = out[axis] as f64;
+            let ishape: Vec<usize> = (0..rng.below(3)).map(|_| rng.below(5)).collect();
+            let mut vs = out[..axis].to_vec();
+            vs.extend(&ishape);
+            vs.extend(&out[axis + 1..]);
+            let v = library_operand(&mut g, &mut args, &mut rng, &vs, d, vals);
+            let idx = library_operand(
+                &mut g,
+                &mut args,
+                &mut rng,
+                &ishape,
+                id,
+                (-m - 3.0, m + 3.0),
+            );
+            outs.push(push(&mut g, Op::ScatterAdd(axis), vec![v, idx], out, d));
+        }
+        // A barrier returned by the program is a copying library step.
+        outs.push(push(&mut g, Op::Barrier, vec![a, b], s.clone(), d));
+        g.outputs = outs;
+        check_graph(
+            &g,
+            &args,
+            EXACT,
+            &format!("library steps {d} {s:?} axis {axis} trial {trial}"),
+        );
+    }
+}
+
+/// `scatter_add` sums in f64 in index order and rounds once, as the
+/// interpreter: many f32 values of mixed magnitudes landing on a few rows
+/// (large enough to split across threads) give the interpreter's bits.
+#[test]
+fn scatter_add_accumulates_as_the_interpreter() {
+    use jitfuse::ir::{Graph, Op};
+    let mut rng = Rng::new(24);
+    for (rows, m, inner) in [(3, 4000, 80), (1000, 300, 256), (7, 5, 1)] {
+        let mut g = Graph::new();
+        let vals = random_tensor(&mut rng, &[m, inner], DType::F32, -1e4, 1e4, false);
+        let ids: Vec<i32> = (0..m).map(|_| rng.below(rows + 4) as i32 - 2).collect();
+        let idx = Tensor::from_vec(ids, &[m]).unwrap();
+        let v = push(&mut g, Op::Param(0), vec![], vec![m, inner], DType::F32);
+        let i = push(&mut g, Op::Param(1), vec![], vec![m], DType::I32);
+        let out = push(
+            &mut g,
+            Op::ScatterAdd(0),
+            vec![v, i],
+            vec![rows, inner],
+            DType::F32,
+        );
+        g.outputs = vec![out];
+        check_graph(
+            &g,
+            &[vals, idx],
+            EXACT,
+            &format!("scatter_add {rows}x{inner} from {m}"),
         );
     }
 }

@@ -16,3 +16,37 @@ mod proptests;
 mod regressions;
 mod tensor_api;
 mod zmm;
+
+/// Counts the process's large allocations (>= 64 KiB, the pool's smallest
+/// size): the memory tests check that a steady loop makes none.
+pub struct CountingAlloc;
+
+pub static LARGE_ALLOCS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+// SAFETY: forwards to the system allocator; the counter has no effect on it.
+unsafe impl std::alloc::GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, l: std::alloc::Layout) -> *mut u8 {
+        if l.size() >= 64 * 1024 {
+            LARGE_ALLOCS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        std::alloc::System.alloc(l)
+    }
+    unsafe fn alloc_zeroed(&self, l: std::alloc::Layout) -> *mut u8 {
+        if l.size() >= 64 * 1024 {
+            LARGE_ALLOCS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        std::alloc::System.alloc_zeroed(l)
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: std::alloc::Layout) {
+        std::alloc::System.dealloc(p, l)
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: std::alloc::Layout, n: usize) -> *mut u8 {
+        if n >= 64 * 1024 {
+            LARGE_ALLOCS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        std::alloc::System.realloc(p, l, n)
+    }
+}
+
+#[global_allocator]
+static ALLOC: CountingAlloc = CountingAlloc;

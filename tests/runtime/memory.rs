@@ -1122,3 +1122,182 @@ fn first_call_from_rayon_workers_compiles_once() {
         "several kernels: the compile runs in parallel"
     );
 }
+
+/// Resident memory of this process in bytes (`VmRSS`; Linux only).
+fn resident_bytes() -> Option<usize> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Run the test `name` (this module's) alone in a child process: resident memory and the
+/// pool are process-wide, and other tests run beside this one in threads. Returns true in
+/// the child, which then does the measuring.
+fn measure_alone(name: &str) -> bool {
+    const CHILD: &str = "JITFUSE_TEST_ALONE";
+    if std::env::var_os(CHILD).is_some() {
+        return true;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new(exe)
+        .args([
+            &format!("memory::{name}"),
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD, "1")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{name} in a child process:\n{text}");
+    assert!(
+        text.contains("1 passed"),
+        "{name} did not run in the child:\n{text}"
+    );
+    false
+}
+
+fn large_allocs() -> usize {
+    crate::LARGE_ALLOCS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// A training step over every library op: `take` (its gradient a `scatter_add`), slices
+/// (gradients: `slice_scatter`), `concat`, `pad`, `iota`, `argmax`/`argmin`. (Not matmul:
+/// the GEMM libraries allocate their packing workspace per product.)
+#[jit]
+fn every_library_op(table: &Tensor, ids: &Tensor, w: &Tensor) -> (Tensor, Tensor, Tensor, Tensor) {
+    let (loss, g) = jitfuse::value_and_grad(
+        |t: &Tensor| {
+            let e = t.take(ids, 0);
+            let (l, r) = (e.slice_axis(1, 0, 128, 1), e.slice_axis(1, 128, 256, 1));
+            let swapped = jitfuse::concat(&[&r, &l], 1).pad(&[(0, 0), (1, 1)], 0.5);
+            let pos = Tensor::iota(swapped.shape(), 1, DType::F32) * 1e-3;
+            ((swapped + pos) * w).tanh().sum_all()
+        },
+        table,
+    );
+    let best = g.argmax(1);
+    let worst = g.t().argmin(1);
+    (loss, g, best, worst)
+}
+
+/// Hundreds of calls of a program using every library op: after the first calls nothing
+/// is allocated (no large allocation at all, the pool holds no more), and the process's
+/// resident memory stays within the reported peak plus the outputs in flight and a small
+/// bound (code, the compiler's freed heap).
+#[test]
+fn a_steady_loop_over_library_ops_stays_within_the_reported_peak() {
+    if !measure_alone("a_steady_loop_over_library_ops_stays_within_the_reported_peak") {
+        return;
+    }
+    let mut rng = crate::common::Rng::new(7);
+    let table = crate::common::random_tensor(&mut rng, &[4000, 256], DType::F32, -1.0, 1.0, false);
+    let ids: Vec<i32> = (0..2048).map(|_| rng.below(4100) as i32 - 50).collect();
+    let ids = Tensor::from_vec(ids, &[2048]).unwrap();
+    let w = crate::common::random_tensor(&mut rng, &[258], DType::F32, -0.1, 0.1, false);
+    let base = resident_bytes();
+    let m = every_library_op::lower(&table, &ids, &w)
+        .unwrap()
+        .compile()
+        .unwrap()
+        .memory_analysis();
+    for _ in 0..3 {
+        drop(every_library_op(&table, &ids, &w));
+    }
+    let (held, allocs) = (jitfuse::storage::pool::held_bytes(), large_allocs());
+    let mut top = 0;
+    for _ in 0..300 {
+        let out = every_library_op(&table, &ids, &w);
+        top = top.max(resident_bytes().unwrap_or(0));
+        drop(out);
+    }
+    let (held_after, allocs_after) = (jitfuse::storage::pool::held_bytes(), large_allocs());
+    println!(
+        "peak {} output {} argument {} temp {}; resident before compiling {base:?}, top {top}; \
+         pool {held} -> {held_after}; large allocations in the loop {}",
+        m.peak_bytes,
+        m.output_bytes,
+        m.argument_bytes,
+        m.temp_bytes,
+        allocs_after - allocs
+    );
+    assert_eq!(allocs_after - allocs, 0, "large allocations in 300 calls");
+    assert!(
+        held_after <= held,
+        "the pool grew from {held} to {held_after}"
+    );
+    if let Some(base) = base {
+        // The arguments are inside `base`; in flight: this call's peak, the previous
+        // call's outputs (back in the pool), code and the compiler's freed heap.
+        let bound = m.peak_bytes + m.output_bytes + (16 << 20);
+        assert!(
+            top - base <= bound,
+            "resident memory grew by {} bytes (bound {bound}: {m:?})",
+            top - base
+        );
+    }
+}
+
+#[jit]
+fn take_rows(t: &Tensor, i: &Tensor) -> Tensor {
+    t.take(i, 0)
+}
+
+/// A jitted `take` writes into its planned buffer: 300 calls on a [1000, 256] table allocate
+/// nothing large, and the pool does not grow.
+#[test]
+fn a_jitted_take_does_not_grow_the_pool() {
+    if !measure_alone("a_jitted_take_does_not_grow_the_pool") {
+        return;
+    }
+    let t = Tensor::full(&[1000, 256], 1.5, DType::F32);
+    let i = Tensor::from_vec(
+        (0..1000).map(|k| (k * 7 % 1003) as i64 - 1).collect(),
+        &[1000],
+    )
+    .unwrap();
+    drop(take_rows(&t, &i));
+    let (held, allocs) = (jitfuse::storage::pool::held_bytes(), large_allocs());
+    for _ in 0..300 {
+        let out = take_rows(&t, &i);
+        assert_eq!(out.shape(), &[1000, 256]);
+    }
+    let grown = jitfuse::storage::pool::held_bytes() as i64 - held as i64;
+    assert!(grown <= 0, "the pool grew by {grown} bytes over 300 calls");
+    assert_eq!(large_allocs() - allocs, 0, "large allocations in 300 calls");
+}
+
+/// The pool keeps a freed buffer only while its size has buffers out: one the pool never
+/// handed out (an interpreter result) goes back to the allocator.
+#[test]
+fn the_pool_keeps_only_sizes_it_handed_out() {
+    if !measure_alone("the_pool_keeps_only_sizes_it_handed_out") {
+        return;
+    }
+    let held = jitfuse::storage::pool::held_bytes();
+    for _ in 0..50 {
+        // Eager: the interpreter's result buffers are not taken from the pool.
+        let x = Tensor::full(&[70_001], 1.0, DType::F32);
+        drop(&x + &x);
+    }
+    assert_eq!(jitfuse::storage::pool::held_bytes(), held);
+    // A jitted output's size: the dropped output is kept, and reused by the next call.
+    let a = Tensor::full(&[70_003], 2.0, DType::F32);
+    let out = axpby(&a, &a, &a);
+    let addr = out.storage_addr();
+    drop(out);
+    assert_eq!(jitfuse::storage::pool::held_bytes(), held + 70_003 * 4);
+    let again = axpby(&a, &a, &a);
+    assert_eq!(again.storage_addr(), addr);
+    assert_eq!(jitfuse::storage::pool::held_bytes(), held);
+    // Only as many as were out at once: the argument (never handed out) is not kept.
+    drop(again);
+    drop(a);
+    assert_eq!(jitfuse::storage::pool::held_bytes(), held + 70_003 * 4);
+}

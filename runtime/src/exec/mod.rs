@@ -61,9 +61,18 @@ pub struct Executable {
     /// Arenas of finished calls, reused by the next ones.
     arenas: Mutex<Vec<Buffer>>,
     /// Per step, decided at compile time so a call only follows them: the
-    /// values it reads and writes, and (matmul steps) its operands' maps.
+    /// values it reads and writes, and (library steps but control flow) its
+    /// operands' maps.
     io: Vec<(Vec<ValueId>, Vec<ValueId>)>,
     operand_maps: Vec<Vec<partition::Affine>>,
+    /// Constants a step reads from a buffer, materialised once (they are
+    /// immutable): of their full shape for compiled and control steps, of one
+    /// element (read with zero strides) where only library steps read them.
+    consts: Vec<(ValueId, Tensor)>,
+    /// Bytes of every arena: the plan's, then (at `scratch_offset`) the
+    /// largest scratch a library step needs (`library::ops::scratch_bytes`).
+    arena_len: usize,
+    scratch_offset: usize,
     /// The compiled sub-graphs of each control-flow node.
     controls: std::collections::HashMap<ValueId, control::ControlProgram>,
 }
@@ -216,16 +225,18 @@ impl Executable {
         if cfg!(debug_assertions) {
             Executable::check_plan_of(&graph, &part, sig, &plan)?;
         }
-        let io = part
+        let io: Vec<(Vec<ValueId>, Vec<ValueId>)> = part
             .steps
             .iter()
             .map(|s| plan::step_io(&graph, &part, s))
             .collect();
-        let operand_maps = part
+        let in_place_library =
+            |s: &Step| matches!(s, Step::Library(v) if !graph.node(*v).op.is_control());
+        let mut operand_maps: Vec<Vec<partition::Affine>> = part
             .steps
             .iter()
             .map(|s| match s {
-                Step::Library(v) if graph.node(*v).op == Op::Matmul => graph
+                Step::Library(v) if in_place_library(s) => graph
                     .node(*v)
                     .inputs
                     .iter()
@@ -234,6 +245,37 @@ impl Executable {
                 _ => Vec::new(),
             })
             .collect();
+        let consts = Executable::materialise_constants(
+            &graph,
+            &part,
+            &plan,
+            &io,
+            &mut operand_maps,
+            &in_place_library,
+        );
+        let scratch = part
+            .steps
+            .iter()
+            .map(|s| match s {
+                Step::Library(v) if in_place_library(s) => {
+                    let n = graph.node(*v);
+                    let ins: Vec<&[usize]> = n
+                        .inputs
+                        .iter()
+                        .map(|&x| graph.node(x).shape.as_slice())
+                        .collect();
+                    crate::library::ops::scratch_bytes(&n.op, &ins, &n.shape)
+                }
+                _ => 0,
+            })
+            .max()
+            .unwrap_or(0);
+        let scratch_offset = plan.arena_bytes.div_ceil(plan::ARENA_ALIGN) * plan::ARENA_ALIGN;
+        let arena_len = if scratch > 0 {
+            scratch_offset + scratch
+        } else {
+            plan.arena_bytes
+        };
         let mut controls = std::collections::HashMap::new();
         for s in &part.steps {
             if let Step::Library(v) = s {
@@ -258,7 +300,68 @@ impl Executable {
             arenas: Mutex::new(Vec::new()),
             io,
             operand_maps,
+            consts,
+            arena_len,
+            scratch_offset,
         })
+    }
+
+    /// The constants steps read from buffers (see `Executable::consts`);
+    /// the maps of library operands read from one-element constants get zero
+    /// strides.
+    fn materialise_constants(
+        graph: &Graph,
+        part: &Partition,
+        plan: &BufferPlan,
+        io: &[(Vec<ValueId>, Vec<ValueId>)],
+        operand_maps: &mut [Vec<partition::Affine>],
+        in_place_library: &dyn Fn(&Step) -> bool,
+    ) -> Vec<(ValueId, Tensor)> {
+        let unplaced_const = |x: ValueId| {
+            let n = graph.node(x);
+            let own = !matches!(n.op, Op::Param(_) | Op::Captured(_))
+                && plan.place[x.index()] == Place::None;
+            own.then(|| partition::const_value(graph, x)).flatten()
+        };
+        // Read by a compiled or control step: the full shape.
+        let mut full: Vec<ValueId> = Vec::new();
+        for (si, s) in part.steps.iter().enumerate() {
+            if !in_place_library(s) {
+                for &x in io[si].0.iter().chain(&io[si].1) {
+                    if unplaced_const(x).is_some() && !full.contains(&x) {
+                        full.push(x);
+                    }
+                }
+            }
+        }
+        let mut consts: Vec<(ValueId, Tensor)> = full
+            .iter()
+            .map(|&x| {
+                let n = graph.node(x);
+                let l = unplaced_const(x).unwrap().cast(n.dtype);
+                (x, interp::filled(l, &n.shape, n.dtype))
+            })
+            .collect();
+        for (si, s) in part.steps.iter().enumerate() {
+            if !in_place_library(s) {
+                continue;
+            }
+            for a in operand_maps[si].iter_mut() {
+                let Some(l) = unplaced_const(a.root) else {
+                    continue;
+                };
+                if full.contains(&a.root) {
+                    continue;
+                }
+                a.offset = 0;
+                a.strides.iter_mut().for_each(|s| *s = 0);
+                if !consts.iter().any(|(v, _)| *v == a.root) {
+                    let d = graph.node(a.root).dtype;
+                    consts.push((a.root, interp::filled(l.cast(d), &[], d)));
+                }
+            }
+        }
+        consts
     }
 
     /// Compile a graph built by hand or parsed from text; every parameter is
@@ -346,7 +449,19 @@ impl Executable {
             .map(|(v, c)| c.extra_bytes(&g.node(*v).op))
             .max()
             .unwrap_or(0);
-        let temp_bytes = self.plan.arena_bytes.saturating_add(control_bytes);
+        // Library scratch sits after the plan's arena; constants read from
+        // buffers are materialised once, for the executable's life.
+        let extra_bytes = self.arena_len - self.plan.arena_bytes
+            + self
+                .consts
+                .iter()
+                .map(|(_, t)| t.buffer().map_or(0, |b| b.len_bytes()))
+                .sum::<usize>();
+        let temp_bytes = self
+            .plan
+            .arena_bytes
+            .saturating_add(control_bytes)
+            .saturating_add(extra_bytes);
         MemoryAnalysis {
             argument_bytes,
             output_bytes,
@@ -359,7 +474,11 @@ impl Executable {
                     .map(|c| c.code_bytes())
                     .sum::<usize>(),
             eager_bytes,
-            lower_bound_bytes: self.plan.lower_bound_bytes.saturating_add(control_bytes),
+            lower_bound_bytes: self
+                .plan
+                .lower_bound_bytes
+                .saturating_add(control_bytes)
+                .saturating_add(extra_bytes),
             peak_bytes: shape::sum_bytes([argument_bytes, output_bytes, temp_bytes])
                 .saturating_sub(alias_bytes),
             hosted_bytes: (0..self.part.steps.len())
@@ -581,26 +700,17 @@ impl Executable {
             };
             ptr[h.iv.value.index()] = b.wrapping_add(h.iv.offset);
         }
-        // Constants a library step or reduction reads get a buffer per call.
-        let mut consts: Vec<Tensor> = Vec::new();
+        for (v, t) in &self.consts {
+            // Only read (constants are never a step's destination).
+            ptr[v.index()] = t.buffer().unwrap().as_mut_ptr();
+        }
+        let scratch = arena.as_mut_ptr().wrapping_add(self.scratch_offset);
         let mut ptrs: Vec<*mut u8> = Vec::new();
         let mut ki = 0;
         for (si, step) in self.part.steps.iter().enumerate() {
             let (reads, writes) = &self.io[si];
             ptrs.clear();
             for &x in reads.iter().chain(writes) {
-                if ptr[x.index()].is_null() {
-                    if let Some(l) = partition::const_value(g, x) {
-                        let t = interp::try_filled(
-                            l.cast(g.node(x).dtype),
-                            &g.node(x).shape,
-                            g.node(x).dtype,
-                            "const",
-                        )?;
-                        ptr[x.index()] = t.buffer().unwrap().as_mut_ptr();
-                        consts.push(t);
-                    }
-                }
                 if ptr[x.index()].is_null() && shape::numel(&g.node(x).shape) > 0 {
                     return Err(Error::verify(format!(
                         "%{} has no buffer when step {:?} runs (bug in the planner)",
@@ -646,13 +756,35 @@ impl Executable {
                 }
                 Step::Library(v) => {
                     let n = g.node(*v);
-                    let ins = borrowed_inputs(g, n, &ptr);
-                    let refs: Vec<&Tensor> = ins.iter().collect();
-                    // SAFETY: the destination was planned for this value and
-                    // is live; it does not overlap the inputs (no in-place
-                    // for library steps).
+                    let ins: Vec<crate::library::ops::Operand> = n
+                        .inputs
+                        .iter()
+                        .zip(&self.operand_maps[si])
+                        .map(|(&x, a)| {
+                            let xn = g.node(x);
+                            let off = a.offset * xn.dtype.size() as i64;
+                            crate::library::ops::Operand {
+                                ptr: ptr[a.root.index()].wrapping_offset(off as isize),
+                                dtype: xn.dtype,
+                                shape: &xn.shape,
+                                strides: &a.strides,
+                            }
+                        })
+                        .collect();
+                    // SAFETY: the operands' maps stay inside their live roots
+                    // (folded views of checked shapes, constants of one
+                    // element read with zero strides); the destination was
+                    // planned for this value and overlaps no operand (no
+                    // in-place for library steps); the scratch is this call's.
                     unsafe {
-                        crate::library::run_into(&n.op, &refs, &n.shape, n.dtype, ptr[v.index()])?
+                        crate::library::ops::run(
+                            &n.op,
+                            &ins,
+                            &n.shape,
+                            n.dtype,
+                            ptr[v.index()],
+                            scratch,
+                        )?
                     };
                 }
                 _ => {
@@ -669,7 +801,6 @@ impl Executable {
             }
         }
         self.return_arena(arena.take());
-        drop(consts);
         drop(substitutes);
         let outs = g
             .outputs
@@ -685,7 +816,7 @@ impl Executable {
         let pooled = self.arenas.lock().unwrap_or_else(|e| e.into_inner()).pop();
         let b = match pooled {
             Some(b) => b,
-            None => Buffer::try_uninit(self.plan.arena_bytes, || {
+            None => Buffer::try_uninit(self.arena_len, || {
                 "the arena of the program's temporaries".into()
             })?,
         };

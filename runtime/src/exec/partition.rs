@@ -5,8 +5,9 @@
 //! slice, reshape) that must be materialised. Views that are only read are
 //! not computed at all: the reader folds their index map into its loads
 //! (`Affine`). Constants are never materialised: kernels splat them.
-//! Library steps (reductions, matmul, concat, pad, take, arg-reductions,
-//! iota) run outside Cranelift on materialised inputs.
+//! Library steps (matmul, concat, pad, take, arg-reductions, iota,
+//! scatters) run outside Cranelift, reading their operands' buffers through
+//! the operands' maps; reductions are kernels of their own.
 //!
 //! This is the foundation's placeholder for the fusion pass: all elementwise
 //! nodes of one shape go into one kernel unless that would make a kernel
@@ -61,7 +62,7 @@ pub enum Step {
     /// producers and consumers.
     Row(RowKernel),
     Kernel(Kernel),
-    /// One op run by the runtime library on materialised inputs.
+    /// One op run by the runtime library (operands read through their maps).
     Library(ValueId),
     /// A compiled reduction kernel (reads its input through `views`).
     Reduce(ValueId),
@@ -365,12 +366,13 @@ fn partition_with(g: &Graph, groups: Vec<RowGroup>, copy_barriers: bool) -> Part
         }
         if is_library(&n.op) {
             // (Plain constants have no buffer; the executable fills them.)
-            // A reduction or a matmul reads a view of its input through the
-            // view's map (a GEMM takes any row and column strides).
+            // Reductions and library steps read a view of an operand through
+            // the view's map (a GEMM takes any row and column strides, the
+            // other library loops any strides); control flow's sub-programs
+            // take contiguous arguments.
             for &x in &n.inputs {
-                let view_read = matches!(n.op, Op::Reduce(..) | Op::Matmul)
-                    && folds(&g.node(x).op)
-                    && const_value(g, x).is_none();
+                let view_read =
+                    !n.op.is_control() && folds(&g.node(x).op) && const_value(g, x).is_none();
                 if !view_read {
                     materialised[x.index()] = true;
                 }
