@@ -258,8 +258,9 @@ impl FnCache {
             return Ok(body(&args.tensor_list()));
         }
         let sig = args.signature()?;
-        let (exe, structure) =
-            self.cached(&sig, args.slots(), &mut || self.trace_body(&sig, body))?;
+        let (exe, structure) = self.cached(&sig, args.slots(), &mut |auto| {
+            self.trace_body_with(&sig, body, auto)
+        })?;
         Ok((exe.run(args)?, structure))
     }
 
@@ -286,7 +287,7 @@ impl FnCache {
         structure: &Structure,
     ) -> Result<Arc<Executable>, Error> {
         Ok(self
-            .cached(sig, slots, &mut || Ok((traced.clone(), structure.clone())))?
+            .cached(sig, slots, &mut |_| Ok((traced.clone(), structure.clone())))?
             .0)
     }
 
@@ -297,7 +298,17 @@ impl FnCache {
         sig: &Signature,
         body: Body<'_>,
     ) -> Result<(trace::Traced, Structure), Error> {
-        let auto = self.memory_budget() == Some(crate::AUTO_MEMORY_BUDGET);
+        self.trace_body_with(sig, body, false)
+    }
+
+    /// `trace_body`, with automatic checkpointing also when `auto` is set.
+    fn trace_body_with(
+        &self,
+        sig: &Signature,
+        body: Body<'_>,
+        auto: bool,
+    ) -> Result<(trace::Traced, Structure), Error> {
+        let auto = auto || self.memory_budget() == Some(crate::AUTO_MEMORY_BUDGET);
         crate::autodiff::with_auto_checkpoint(auto, || trace_body(sig, body))
     }
 
@@ -305,7 +316,7 @@ impl FnCache {
         &'static self,
         sig: &Signature,
         slots: &[ParamSlot],
-        trace: &mut dyn FnMut() -> Result<(trace::Traced, Structure), Error>,
+        trace: &mut dyn FnMut(bool) -> Result<(trace::Traced, Structure), Error>,
     ) -> Result<(Arc<Executable>, Structure), Error> {
         self.register();
         let entry = {
@@ -324,20 +335,40 @@ impl FnCache {
             entry
         };
         let mut compiled_in = None;
+        let mut phases = Vec::new();
         let result = entry.cell.get_or_init(|| {
             let start = Instant::now();
             let dump = std::env::var_os("JITFUSE_DUMP");
-            let r = trace().and_then(|(t, s)| {
-                Ok((
-                    Arc::new(Executable::compile_with_budget(
-                        t,
-                        sig,
-                        dump.is_some(),
-                        self.memory_budget(),
-                    )?),
-                    s,
-                ))
+            let budget = self.memory_budget();
+            let mut build = |auto: bool| {
+                super::phases::phase("trace", || trace(auto)).and_then(|(t, s)| {
+                    Ok((
+                        Arc::new(Executable::compile_with_budget(
+                            t,
+                            sig,
+                            dump.is_some(),
+                            budget,
+                        )?),
+                        s,
+                    ))
+                })
+            };
+            let (r, ps) = super::phases::collect(|| {
+                // An explicit budget the recomputation search misses may
+                // still be met from the automatic checkpointing's graph
+                // (√N segments, then the same search on it).
+                match build(false) {
+                    Err(e)
+                        if e.kind == crate::ErrorKind::Argument
+                            && e.message.contains("recomputation brings it down")
+                            && budget.is_some_and(|b| b != crate::AUTO_MEMORY_BUDGET) =>
+                    {
+                        build(true).map_err(|_| e)
+                    }
+                    r => r,
+                }
             });
+            phases = ps;
             if let (Some(dir), Ok((exe, _))) = (dump, &r) {
                 super::dump::write(std::path::Path::new(&dir), self.name, sig, exe);
             }
@@ -350,7 +381,7 @@ impl FnCache {
         match compiled_in {
             Some(elapsed) => {
                 self.misses.fetch_add(1, Ordering::Relaxed);
-                self.after_compile(sig, slots, &entry, result, elapsed);
+                self.after_compile(sig, slots, &entry, result, elapsed, &phases);
             }
             None => {
                 self.hits.fetch_add(1, Ordering::Relaxed);
@@ -368,6 +399,7 @@ impl FnCache {
         entry: &Entry,
         result: &Compiled,
         elapsed: Duration,
+        phases: &[super::phases::Phase],
     ) {
         let bytes = match result {
             Ok((exe, _)) => {
@@ -439,6 +471,9 @@ impl FnCache {
             };
             if let Some(r) = reason {
                 line.push_str(&format!("; recompile ({signatures} signatures): {r}"));
+            }
+            if !phases.is_empty() {
+                line.push_str(&format!("; phases: {}", super::phases::describe(phases)));
             }
             log::emit(&line);
         }
