@@ -70,8 +70,8 @@ fn main() {
         sin_chain::clear_cache as Clear,
         50_000,
     ));
-    println!("| case | first call (s) | steps |");
-    println!("|---|---|---|");
+    println!("| case | first call (s) |");
+    println!("|---|---|");
     for (name, call, clear, n) in &cases {
         let mut samples = Vec::new();
         for _ in 0..rounds {
@@ -80,6 +80,6 @@ fn main() {
             std::hint::black_box(call(&x, *n));
             samples.push(t.elapsed().as_secs_f64());
         }
-        println!("| {name} | {:.3} | |", median(samples));
+        println!("| {name} | {:.3} |", median(samples));
     }
 }
