@@ -36,8 +36,22 @@ fn lines_of(name: &str) -> Vec<String> {
 }
 
 /// Check `line` is `jitfuse: compiled {what} in T ms: K kernels, B temp
-/// bytes, C code bytes{rest}` and return `rest`.
+/// bytes, C code bytes{rest}; phases: P` and return `rest`. P lists the
+/// phases compile time went to (`trace 0.1 ms, codegen 0.2 ms (2×), ..`).
 fn compiled_rest<'a>(line: &'a str, what: &str) -> &'a str {
+    let (line, phases) = line.rsplit_once("; phases: ").expect("phases");
+    let names: Vec<&str> = phases
+        .split(", ")
+        .map(|p| {
+            let head = p.split_once(" ms").expect("ms").0;
+            let (name, ms) = head.rsplit_once(' ').expect("name and time");
+            assert!(ms.parse::<f64>().is_ok(), "{phases}");
+            name
+        })
+        .collect();
+    for must in ["trace", "simplify", "partition", "plan", "codegen"] {
+        assert!(names.contains(&must), "no {must} in {phases}");
+    }
     let head = format!("jitfuse: compiled {what} in ");
     let tail = line
         .strip_prefix(&head)

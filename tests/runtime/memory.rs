@@ -1300,4 +1300,79 @@ fn the_pool_keeps_only_sizes_it_handed_out() {
     drop(again);
     drop(a);
     assert_eq!(jitfuse::storage::pool::held_bytes(), held + 70_003 * 4);
+/// A small transformer block: attention (softmax of `q kᵀ`), layer norms,
+/// a GELU MLP, residuals; two layers of 4 weights [32,32] / [32,64] each.
+fn transformer_loss(ws: &[Tensor], x: &Tensor) -> Tensor {
+    let (g, b) = (
+        Tensor::ones(&[32], DType::F32),
+        Tensor::zeros(&[32], DType::F32),
+    );
+    let mut h = x.clone();
+    for l in ws.chunks(5) {
+        let (wq, wk, wv, w1, w2) = (&l[0], &l[1], &l[2], &l[3], &l[4]);
+        let a = h.layer_norm(&g, &b, 1e-5, -1);
+        let att = (a.matmul(wq).matmul(&a.matmul(wk).t()) * 0.125).softmax(-1);
+        h = &h + att.matmul(&a.matmul(wv));
+        let m = h.layer_norm(&g, &b, 1e-5, -1);
+        h = &h + m.matmul(w1).gelu().matmul(w2);
+    }
+    h.square().mean_all()
+}
+
+#[jit]
+fn transformer_grad(ws: &Vec<Tensor>, x: &Tensor) -> Vec<Tensor> {
+    jitfuse::grad(|ws: &Vec<Tensor>| transformer_loss(ws, x), ws)
+}
+
+#[jit(memory_budget = "auto")]
+fn transformer_grad_auto(ws: &Vec<Tensor>, x: &Tensor) -> Vec<Tensor> {
+    jitfuse::grad(|ws: &Vec<Tensor>| transformer_loss(ws, x), ws)
+}
+
+/// An explicit budget as low as the automatic checkpointing's peak is met
+/// (the search also starts from the automatic plan); one below what the
+/// arguments and outputs alone take is rejected at once, naming both.
+#[test]
+fn a_budget_at_the_automatic_peak_is_met_and_an_impossible_one_rejected() {
+    let mut rng = crate::common::Rng::new(61);
+    let x = crate::common::random_tensor(&mut rng, &[128, 32], DType::F32, -1.0, 1.0, false);
+    let ws: Vec<Tensor> = (0..2)
+        .flat_map(|_| [[32, 32], [32, 32], [32, 32], [32, 64], [64, 32]])
+        .map(|s| crate::common::random_tensor(&mut rng, &s, DType::F32, -0.2, 0.2, false))
+        .collect();
+    let peak = |l: jitfuse::Lowered| l.compile().unwrap().memory_analysis();
+    let free = peak(transformer_grad::lower(&ws, &x).unwrap());
+    let auto = peak(transformer_grad_auto::lower(&ws, &x).unwrap());
+    assert!(auto.peak_bytes < free.peak_bytes, "{auto:?} vs {free:?}");
+    let want = transformer_grad(&ws, &x);
+    transformer_grad::set_memory_budget(Some(auto.peak_bytes));
+    let got = transformer_grad::try_call(&ws, &x);
+    let stats = transformer_grad::cache_stats();
+    transformer_grad::set_memory_budget(None);
+    let got = got.unwrap_or_else(|e| panic!("budget {} (auto's peak): {e}", auto.peak_bytes));
+    for (a, b) in got.iter().zip(&want) {
+        crate::common::assert_close(
+            a,
+            b,
+            crate::common::Tol {
+                rel: 1e-4,
+                abs: 1e-5,
+            },
+            "transformer gradients under auto's peak as budget",
+        );
+    }
+    assert!(stats.misses >= 1);
+    // Below the arguments and outputs: no search, a clear error.
+    let floor = free.argument_bytes + free.output_bytes;
+    transformer_grad::set_memory_budget(Some(floor - 1));
+    let e = transformer_grad::try_call(&ws, &x).err().unwrap();
+    transformer_grad::set_memory_budget(None);
+    let msg = e.to_string();
+    assert!(
+        msg.contains(&format!(
+            "memory budget of {} bytes cannot be met",
+            floor - 1
+        )) && msg.contains(&format!("arguments and outputs alone take {floor} bytes")),
+        "{msg}"
+    );
 }

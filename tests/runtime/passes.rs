@@ -360,3 +360,69 @@ fn schedule_finishes_one_chain_before_starting_the_other() {
     // Trace order: %6, %7 and %8 live at step 2; scheduled: %6 and %8.
     assert_eq!((trace, sched), (180_224, 131_072));
 }
+
+#[jitfuse::jit]
+fn sin_chain_grad(x: &Tensor, n: usize) -> Tensor {
+    jitfuse::grad(
+        |x: &Tensor| {
+            let mut y = x.clone();
+            for _ in 0..n {
+                y = (&y * 0.999).sin();
+            }
+            y.sum_all()
+        },
+        x,
+    )
+}
+
+/// Compile work grows linearly with a deep chain (counted, not timed): the
+/// fused forward and backward of n layers is cut into kernels of at most
+/// `MAX_KERNEL_NODES` nodes, so steps grow as n while the distinct
+/// functions codegen builds stay as many (the cut kernels are alike); one
+/// kernel of every layer would be superlinear in the register allocator.
+#[test]
+fn a_deep_chain_gradient_compiles_bounded_kernels_linear_in_its_depth() {
+    let x = Tensor::from_vec((0..256).map(|i| i as f32 / 256.0).collect(), &[256]).unwrap();
+    let at = |n: usize| {
+        let c = sin_chain_grad::lower(&x, n).unwrap().compile().unwrap();
+        let exe = c.executable().clone();
+        let text = c.kernels_text();
+        // Nodes per kernel: the lines under each "step k: kernel" header.
+        let mut sizes = vec![];
+        for l in text.lines() {
+            if l.starts_with("step ") {
+                sizes.push(0usize);
+            } else if let Some(s) = sizes.last_mut() {
+                *s += 1;
+            }
+        }
+        (
+            exe.step_count(),
+            exe.function_count(),
+            sizes.into_iter().max().unwrap(),
+        )
+    };
+    let (s1, f1, big1) = at(100);
+    let (s4, f4, big4) = at(400);
+    let cap = jitfuse::exec::partition::MAX_KERNEL_NODES;
+    assert!(
+        big1 <= cap && big4 <= cap,
+        "kernels of {big1}, {big4} nodes"
+    );
+    assert!(s4 >= 3 * s1 && s4 <= 5 * s1, "steps {s1} -> {s4}");
+    assert!(f4 <= f1 + 2, "distinct functions {f1} -> {f4}");
+    // The gradient is still the interpreter's.
+    let got = sin_chain_grad(&x, 400);
+    let mut want = vec![];
+    for v in x.to_vec::<f32>().unwrap() {
+        let (mut y, mut d) = (v, 1.0f32);
+        for _ in 0..400 {
+            d *= (0.999 * y).cos() * 0.999;
+            y = (0.999 * y).sin();
+        }
+        want.push(d);
+    }
+    for (g, w) in got.to_vec::<f32>().unwrap().iter().zip(&want) {
+        assert!((g - w).abs() <= 1e-4 * (1.0 + w.abs()), "{g} vs {w}");
+    }
+}

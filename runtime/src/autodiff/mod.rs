@@ -26,6 +26,7 @@ pub use tree::Tree;
 
 use crate::error::type_str;
 use crate::ir::{Op, UnaryOp};
+use crate::jit::phases::phase;
 use crate::tensor::ops::apply;
 use crate::trace::{self, fail, ParamSpec};
 use crate::{Error, ErrorKind, Tensor};
@@ -92,7 +93,7 @@ pub fn value_and_grad<T: Tree>(f: impl Fn(&T) -> Tensor, x: &T) -> (Tensor, T) {
         && trace::graph_len().is_some()
         && traced.graph.checkpoints.is_empty()
     {
-        traced.graph.checkpoints = auto::segment(&traced.graph);
+        traced.graph.checkpoints = phase("auto segments", || auto::segment(&traced.graph));
     }
     let g = &traced.graph;
     let out = g.outputs[0];
@@ -108,11 +109,11 @@ pub fn value_and_grad<T: Tree>(f: impl Fn(&T) -> Tensor, x: &T) -> (Tensor, T) {
     }
     let leaves = x.leaves();
     let start = trace::graph_len();
-    let vals = replay(g, &leaves, &traced.captured);
+    let vals = phase("autodiff replay", || replay(g, &leaves, &traced.captured));
     let value = vals[out.index()].clone();
     let seed = value.ones_like();
     let mid = trace::graph_len();
-    let cts = backward(g, &vals, &[(out, seed)]);
+    let cts = phase("autodiff backward", || backward(g, &vals, &[(out, seed)]));
     if let (Some(s), Some(m), Some(e)) = (start, mid, trace::graph_len()) {
         trace::with_graph(|g| g.grad_ranges.push((s, m, e)));
     }

@@ -941,3 +941,54 @@ fn emit_staged(
     b.ins().jump(header, &[BlockArg::Value(t1)]);
     b.switch_to_block(exit);
 }
+
+/// Everything the code of loop kernel `k` depends on, with the kernel's
+/// values numbered locally: per node its op (attributes, literal), type, and
+/// operands (an earlier node of the kernel, a constant, or a memory access by
+/// its index), then the collapsed dims, every access (pointer slot, dtype,
+/// offset, strides) and the outputs. Two kernels with the same text compile
+/// to the same function (the layers of a deep chain and their gradients), so
+/// `codegen::compile` builds each text once; building it costs a fraction of
+/// emitting the kernel.
+pub(super) fn structure_text(g: &Graph, p: &Partition, k: &Kernel) -> String {
+    use std::fmt::Write;
+    let pl = plan(g, p, k);
+    let local: HashMap<ValueId, usize> = k.nodes.iter().enumerate().map(|(i, &v)| (v, i)).collect();
+    let mut s = String::new();
+    let _ = write!(s, "{:?};", k.shape);
+    for &v in &k.nodes {
+        let n = g.node(v);
+        let lit = match &n.op {
+            Op::Const(l) | Op::Pad(_, l) => crate::ir::literal_text(*l),
+            _ => String::new(),
+        };
+        let _ = write!(
+            s,
+            "{}{} {lit} {:?} {:?} (",
+            n.op.name(),
+            crate::ir::attr_text(&n.op),
+            n.shape,
+            n.dtype
+        );
+        if n.op.is_view() {
+            let _ = write!(s, "view@{:?}", pl.reads.get(&v));
+        }
+        for &x in &n.inputs {
+            if let Some(i) = local.get(&x) {
+                let _ = write!(s, "%{i} ");
+            } else if let Some(c) = const_value(g, x) {
+                let _ = write!(s, "c{}:{:?} ", crate::ir::literal_text(c), g.node(x).dtype);
+            } else {
+                let _ = write!(s, "@{:?} ", pl.reads.get(&x));
+            }
+        }
+        s.push_str(");");
+    }
+    let _ = write!(s, "dims {:?};", pl.dims);
+    for a in &pl.accesses {
+        let _ = write!(s, "a{} {:?} {} {:?};", a.ptr, a.dtype, a.offset, a.strides);
+    }
+    let outs: Vec<Option<&usize>> = k.outputs.iter().map(|o| local.get(o)).collect();
+    let _ = write!(s, "outs {:?} {:?}", outs, pl.outs);
+    s
+}

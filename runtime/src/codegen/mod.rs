@@ -230,83 +230,126 @@ pub fn compile(g: &Graph, part: &Partition, keep_clif: bool) -> Result<CompiledK
         std::collections::HashMap::new();
     let mut zmm_asm: std::collections::HashMap<cranelift_module::FuncId, String> =
         std::collections::HashMap::new();
+    // Loop kernels by their structure (`kernel::structure_text`): a kernel
+    // like an earlier one takes its function without being built again.
+    // Debug builds build it anyway and check the function is the same.
+    let mut by_structure: std::collections::HashMap<String, (cranelift_module::FuncId, String)> =
+        std::collections::HashMap::new();
     for k in kernels {
-        #[cfg(target_arch = "x86_64")]
-        {
-            let code = match k {
-                Step::Kernel(kk) => zmm::build(g, part, kk),
-                Step::Reduce(v) => zmm::reduce::build(g, part, *v),
-                Step::Row(rk) => {
-                    zmm::reduce::build_row(g, part, rk).or_else(|| zmm::row::build(g, part, rk))
-                }
-                Step::Library(_) => None,
-            };
-            if let Some(code) = code {
-                let id = match zmm_seen.get(&code.bytes) {
-                    Some(&id) => id,
-                    None => {
-                        let id = module
-                            .declare_anonymous_function(&sig)
-                            .map_err(|e| Error::codegen(e.to_string()))?;
-                        module
-                            .define_function_bytes(id, 64, &code.bytes, &[])
-                            .map_err(|e| Error::codegen(format!("{e:?}")))?;
-                        code_bytes += code.bytes.len();
-                        if keep_clif {
-                            zmm_asm.insert(id, zmm::listing(&code));
-                        }
-                        zmm_seen.insert(code.bytes, id);
-                        id
+        let structure = match k {
+            Step::Kernel(kk) => Some(crate::jit::phases::phase("codegen dedupe", || {
+                kernel::structure_text(g, part, kk)
+            })),
+            _ => None,
+        };
+        let known = structure
+            .as_ref()
+            .and_then(|t| by_structure.get(t))
+            .cloned();
+        if let (Some((id, text)), false) = (&known, cfg!(debug_assertions)) {
+            ids.push(*id);
+            if keep_clif {
+                clif.push(text.clone());
+            }
+            continue;
+        }
+        let id = 'emit: {
+            #[cfg(target_arch = "x86_64")]
+            {
+                let code = crate::jit::phases::phase("codegen zmm", || match k {
+                    Step::Kernel(kk) => zmm::build(g, part, kk),
+                    Step::Reduce(v) => zmm::reduce::build(g, part, *v),
+                    Step::Row(rk) => {
+                        zmm::reduce::build_row(g, part, rk).or_else(|| zmm::row::build(g, part, rk))
                     }
-                };
-                if keep_clif {
-                    clif.push("(an AVX-512 kernel: no Cranelift IR)".to_string());
+                    Step::Library(_) => None,
+                });
+                if let Some(code) = code {
+                    let id = match zmm_seen.get(&code.bytes) {
+                        Some(&id) => id,
+                        None => {
+                            let id = module
+                                .declare_anonymous_function(&sig)
+                                .map_err(|e| Error::codegen(e.to_string()))?;
+                            module
+                                .define_function_bytes(id, 64, &code.bytes, &[])
+                                .map_err(|e| Error::codegen(format!("{e:?}")))?;
+                            code_bytes += code.bytes.len();
+                            if keep_clif {
+                                zmm_asm.insert(id, zmm::listing(&code));
+                            }
+                            zmm_seen.insert(code.bytes, id);
+                            id
+                        }
+                    };
+                    if keep_clif {
+                        clif.push("(an AVX-512 kernel: no Cranelift IR)".to_string());
+                    }
+                    break 'emit id;
                 }
-                ids.push(id);
-                continue;
             }
-        }
-        ctx.func.signature = sig.clone();
-        {
-            let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-            match k {
-                Step::Kernel(k) => kernel::build(&mut b, g, part, k),
-                Step::Reduce(v) => reduce::build(&mut b, g, part, *v),
-                Step::Row(rk) => row::build(&mut b, g, part, rk),
-                Step::Library(_) => unreachable!(),
-            }
-            b.seal_all_blocks();
-            b.finalize(module.target_config());
-        }
-        // Kernels with the same IR (the layers of a deep network and their
-        // gradients) are compiled once: the text says everything the code
-        // depends on (ops, extents, strides, constants), and printing it
-        // costs a few percent of compiling it.
-        // A program of one kernel has nothing to share: no text.
-        let text = (keep_clif || count > 1).then(|| ctx.func.display().to_string());
-        if let (true, Some(t)) = (keep_clif, &text) {
-            clif.push(t.clone());
-        }
-        let id = match text.as_ref().and_then(|t| seen.get(t)) {
-            Some(&id) => id,
-            None => {
-                let id = module
-                    .declare_anonymous_function(&sig)
-                    .map_err(|e| Error::codegen(e.to_string()))?;
-                if let Some(t) = text {
-                    seen.insert(t, id);
+            ctx.func.signature = sig.clone();
+            let _build = crate::jit::phases::Timer::start("codegen clif build");
+            {
+                let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+                match k {
+                    Step::Kernel(k) => kernel::build(&mut b, g, part, k),
+                    Step::Reduce(v) => reduce::build(&mut b, g, part, *v),
+                    Step::Row(rk) => row::build(&mut b, g, part, rk),
+                    Step::Library(_) => unreachable!(),
                 }
-                todo.push((
-                    id,
-                    std::mem::replace(&mut ctx.func, cranelift_codegen::ir::Function::new()),
-                ));
-                id
+                b.seal_all_blocks();
+                b.finalize(module.target_config());
             }
+            // Kernels with the same IR (the layers of a deep network and their
+            // gradients) are compiled once: the text says everything the code
+            // depends on (ops, extents, strides, constants), and printing it
+            // costs a few percent of compiling it.
+            // A program of one kernel has nothing to share: no text.
+            drop(_build);
+            let text = (keep_clif || count > 1).then(|| {
+                crate::jit::phases::phase("codegen clif text", || ctx.func.display().to_string())
+            });
+            if let (true, Some(t)) = (keep_clif, &text) {
+                clif.push(t.clone());
+            }
+            let id = match text.as_ref().and_then(|t| seen.get(t)) {
+                Some(&id) => id,
+                None => {
+                    let id = module
+                        .declare_anonymous_function(&sig)
+                        .map_err(|e| Error::codegen(e.to_string()))?;
+                    if let Some(t) = text {
+                        seen.insert(t, id);
+                    }
+                    todo.push((
+                        id,
+                        std::mem::replace(&mut ctx.func, cranelift_codegen::ir::Function::new()),
+                    ));
+                    id
+                }
+            };
+            module.clear_context(&mut ctx);
+            id
         };
         ids.push(id);
-        module.clear_context(&mut ctx);
+        if let Some((want, _)) = known {
+            assert_eq!(
+                id, want,
+                "loop kernels of the same structure text compiled to different functions"
+            );
+        }
+        if let Some(t) = structure {
+            let text = if keep_clif {
+                clif.last().cloned().unwrap_or_default()
+            } else {
+                String::new()
+            };
+            by_structure.entry(t).or_insert((id, text));
+        }
     }
-    let compiled = compile_all(&*isa, todo, keep_clif);
+    let compiled =
+        crate::jit::phases::phase("codegen cranelift", || compile_all(&*isa, todo, keep_clif));
     let mut asm_of = zmm_asm;
     for c in compiled {
         let (id, m) = c?;

@@ -10,6 +10,7 @@ pub mod plan;
 use crate::codegen::{self, CompiledKernels};
 use crate::error::type_str;
 use crate::ir::{self, Graph, Op, ValueId};
+use crate::jit::phases::phase;
 use crate::jit::{ArgKind, ArgSig, ArgTensor, CallArgs, Signature};
 use crate::shape;
 use crate::storage::Buffer;
@@ -102,11 +103,13 @@ impl Executable {
             crate::passes::remat::peak(graph, &Executable::plan_partition(graph, p, sig))
         };
         let scheduled = |copy: bool| {
-            let part = partition::partition_barriers(graph, copy);
+            let part = phase("partition", || partition::partition_barriers(graph, copy));
             if trace_order {
                 part
             } else {
-                crate::passes::schedule::schedule(graph, part, &peak)
+                phase("schedule", || {
+                    crate::passes::schedule::schedule(graph, part, &peak)
+                })
             }
         };
         let folded = scheduled(false);
@@ -134,8 +137,10 @@ impl Executable {
 
     /// The buffer plan of a partition.
     fn plan_partition(graph: &Graph, part: &Partition, sig: &Signature) -> BufferPlan {
-        plan::plan(graph, part, sig, &|si, x, o| {
-            Executable::inplace_ok(graph, part, si, x, o)
+        phase("plan", || {
+            plan::plan(graph, part, sig, &|si, x, o| {
+                Executable::inplace_ok(graph, part, si, x, o)
+            })
         })
     }
 
@@ -172,19 +177,23 @@ impl Executable {
         budget: Option<usize>,
     ) -> Result<Executable, Error> {
         let traced_graph = traced.graph;
+        let verify = |g: &Graph| phase("verify", || ir::verify(g));
         if cfg!(debug_assertions) {
-            ir::verify(&traced_graph)?;
+            verify(&traced_graph)?;
         }
         crate::internal::injection_point("simplify");
-        let mut graph = crate::passes::simplify(&traced_graph);
+        let mut graph = phase("simplify", || crate::passes::simplify(&traced_graph));
         if cfg!(debug_assertions) {
-            ir::verify(&graph).map_err(|e| Error::verify(format!("after simplify: {e}")))?;
+            verify(&graph).map_err(|e| Error::verify(format!("after simplify: {e}")))?;
         }
         // (The automatic budget acted while tracing: checkpointed segments.)
         if let Some(b) = budget.filter(|&b| b != crate::AUTO_MEMORY_BUDGET) {
-            graph = crate::passes::remat::fit(&graph, b, &|g| Executable::plan_graph(g, sig))?;
+            graph = phase("remat", || {
+                let owned: Vec<bool> = sig.args.iter().map(|a| a.kind == ArgKind::Owned).collect();
+                crate::passes::remat::fit(&graph, b, &owned, &|g| Executable::plan_graph(g, sig))
+            })?;
             if cfg!(debug_assertions) {
-                ir::verify(&graph).map_err(|e| Error::verify(format!("after remat: {e}")))?;
+                verify(&graph).map_err(|e| Error::verify(format!("after remat: {e}")))?;
             }
         }
         let part = Executable::scheduled_partition(&graph, sig);
@@ -220,10 +229,10 @@ impl Executable {
             })
             .collect();
         crate::internal::injection_point("codegen");
-        let compiled = codegen::compile(&graph, &part, keep_text)?;
+        let compiled = phase("codegen", || codegen::compile(&graph, &part, keep_text))?;
         let plan = Executable::plan_partition(&graph, &part, sig);
         if cfg!(debug_assertions) {
-            Executable::check_plan_of(&graph, &part, sig, &plan)?;
+            phase("plan check", || Executable::check_plan_of(&graph, &part, sig, &plan))?;
         }
         let io: Vec<(Vec<ValueId>, Vec<ValueId>)> = part
             .steps
@@ -537,6 +546,15 @@ impl Executable {
                 .values()
                 .map(|c| c.kernel_count())
                 .sum::<usize>()
+    }
+
+    /// Number of distinct machine-code functions of the compiled steps
+    /// (kernels of the same structure share one).
+    pub fn function_count(&self) -> usize {
+        let mut f: Vec<usize> = self.compiled.fns.iter().map(|&p| p as usize).collect();
+        f.sort();
+        f.dedup();
+        f.len()
     }
 
     /// Number of steps (kernels and library calls).

@@ -24,6 +24,16 @@ use crate::{shape, Literal};
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
+/// Most nodes one loop kernel computes. A longer chain is cut into kernels
+/// of this many nodes: the code of one kernel stays within the caches and
+/// its register pressure bounded (values of a kernel live in registers or
+/// its stack frame per vector; an unbounded kernel, e.g. the fused forward
+/// and backward of a deep elementwise chain, needs registers for every
+/// forward value the backward reads), and compile time linear in the graph
+/// (the register allocator is superlinear in one function's size). Costs a
+/// buffer per value crossing a cut.
+pub const MAX_KERNEL_NODES: usize = 64;
+
 /// An index map from a view's coordinates into a materialised root buffer:
 /// element `i` of the view is `root[offset + Σ i_d * strides[d]]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -425,6 +435,12 @@ fn partition_with(g: &Graph, groups: Vec<RowGroup>, copy_barriers: bool) -> Part
     // 2. Steps in node order.
     let mut step_of: Vec<Option<usize>> = vec![None; nn];
     let mut steps: Vec<Step> = Vec::new();
+    // The last loop kernel of each iteration shape (where a node may join).
+    let mut last_kernel: HashMap<Vec<usize>, usize> = HashMap::new();
+    let mut is_late = vec![false; nn];
+    for v in &g.late {
+        is_late[v.index()] = true;
+    }
     // The step that produces a value's buffer (for a folded view: its root's).
     let producer = |x: ValueId,
                     step_of: &Vec<Option<usize>>,
@@ -495,15 +511,14 @@ fn partition_with(g: &Graph, groups: Vec<RowGroup>, copy_barriers: bool) -> Part
                 }
             }
         }
-        let candidate = steps
-            .iter()
-            .rposition(|s| matches!(s, Step::Kernel(k) if k.shape == n.shape));
-        let late = g.late.contains(&v);
+        let candidate = last_kernel.get(&n.shape).copied();
+        let late = is_late[i];
         let k = match candidate {
             Some(k)
                 if !late
                     && need_before.iter().all(|&p| p < k)
-                    && allow_same.iter().all(|&p| p <= k) =>
+                    && allow_same.iter().all(|&p| p <= k)
+                    && matches!(&steps[k], Step::Kernel(kk) if kk.nodes.len() < MAX_KERNEL_NODES) =>
             {
                 k
             }
@@ -514,6 +529,7 @@ fn partition_with(g: &Graph, groups: Vec<RowGroup>, copy_barriers: bool) -> Part
                     inputs: vec![],
                     outputs: vec![],
                 }));
+                last_kernel.insert(n.shape.clone(), steps.len() - 1);
                 steps.len() - 1
             }
         };

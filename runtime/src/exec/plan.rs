@@ -354,19 +354,48 @@ pub fn plan(
             intervals.push(iv(off));
         }
     }
-    // Lower bound: live bytes per step, chains counted once.
-    let mut lower_bound_bytes = 0;
-    for si in 0..p.steps.len() {
-        let mut live: HashMap<ValueId, usize> = HashMap::new();
-        for iv in &intervals {
-            if iv.def <= si && si <= iv.last {
-                let r = find(&parent, iv.value);
-                let e = live.entry(r).or_insert(0);
-                *e = (*e).max(iv.size);
+    // Lower bound: live bytes per step, chains counted once (a chain's
+    // buffer counts with its largest member live at that step). One sweep
+    // over each chain's interval ends, adding the changes of its live size
+    // into a difference array over the steps: linear in the temporaries
+    // (times a log), not their product with the steps.
+    let nsteps = p.steps.len();
+    let mut by_root: HashMap<ValueId, Vec<(usize, bool, usize)>> = HashMap::new();
+    for iv in &intervals {
+        let e = by_root.entry(find(&parent, iv.value)).or_default();
+        e.push((iv.def, true, iv.size));
+        e.push((iv.last + 1, false, iv.size));
+    }
+    let mut diff = vec![0i64; nsteps + 2];
+    for mut events in by_root.into_values() {
+        events.sort();
+        let mut live: std::collections::BTreeMap<usize, usize> = Default::default();
+        let mut cur = 0usize;
+        let mut i = 0;
+        while i < events.len() {
+            let at = events[i].0;
+            while i < events.len() && events[i].0 == at {
+                let (_, start, size) = events[i];
+                if start {
+                    *live.entry(size).or_insert(0) += 1;
+                } else if let Some(c) = live.get_mut(&size) {
+                    *c -= 1;
+                    if *c == 0 {
+                        live.remove(&size);
+                    }
+                }
+                i += 1;
             }
+            let now = live.keys().next_back().copied().unwrap_or(0);
+            diff[at.min(nsteps + 1)] += now as i64 - cur as i64;
+            cur = now;
         }
-        lower_bound_bytes =
-            lower_bound_bytes.max(live.values().fold(0usize, |a, &b| a.saturating_add(b)));
+    }
+    let mut lower_bound_bytes = 0;
+    let mut acc = 0i64;
+    for d in diff.iter().take(nsteps) {
+        acc += d;
+        lower_bound_bytes = lower_bound_bytes.max(acc as usize);
     }
     let _ = Op::Reshape;
     BufferPlan {

@@ -260,7 +260,9 @@ impl FnCache {
         }
         let sig = args.signature()?;
         let (exe, structure) =
-            self.cached(&sig, args.slots(), &mut || self.trace_body(&sig, body))?;
+            self.cached(&sig, args.slots(), &mut |auto| {
+                self.trace_body_with(&sig, body, auto)
+            })?;
         let slots = args.slots().to_vec();
         let outs = match catch_unwind(AssertUnwindSafe(|| exe.run(args))) {
             Ok(Ok(outs)) => outs,
@@ -317,7 +319,7 @@ impl FnCache {
         structure: &Structure,
     ) -> Result<Arc<Executable>, Error> {
         Ok(self
-            .cached(sig, slots, &mut || Ok((traced.clone(), structure.clone())))?
+            .cached(sig, slots, &mut |_| Ok((traced.clone(), structure.clone())))?
             .0)
     }
 
@@ -328,7 +330,17 @@ impl FnCache {
         sig: &Signature,
         body: Body<'_>,
     ) -> Result<(trace::Traced, Structure), Error> {
-        let auto = self.memory_budget() == Some(crate::AUTO_MEMORY_BUDGET);
+        self.trace_body_with(sig, body, false)
+    }
+
+    /// `trace_body`, with automatic checkpointing also when `auto` is set.
+    fn trace_body_with(
+        &self,
+        sig: &Signature,
+        body: Body<'_>,
+        auto: bool,
+    ) -> Result<(trace::Traced, Structure), Error> {
+        let auto = auto || self.memory_budget() == Some(crate::AUTO_MEMORY_BUDGET);
         crate::autodiff::with_auto_checkpoint(auto, || trace_body(sig, body))
     }
 
@@ -336,7 +348,7 @@ impl FnCache {
         &'static self,
         sig: &Signature,
         slots: &[ParamSlot],
-        trace: &mut dyn FnMut() -> Result<(trace::Traced, Structure), Error>,
+        trace: &mut dyn FnMut(bool) -> Result<(trace::Traced, Structure), Error>,
     ) -> Result<(Arc<Executable>, Structure), Error> {
         self.register();
         let entry = {
@@ -355,34 +367,54 @@ impl FnCache {
             entry
         };
         let mut compiled_in = None;
+        let mut phases = Vec::new();
         let result = entry.cell.get_or_init(|| {
             let start = Instant::now();
             let dump = std::env::var_os("JITFUSE_DUMP");
-            // A panic in tracing machinery, passes, planning or codegen is
-            // an `Internal` error of this signature, never a panic out of
-            // `try_call` (nor a cell left half-initialised).
-            let r = catch_unwind(AssertUnwindSafe(|| {
-                trace().and_then(|(t, s)| {
+            let budget = self.memory_budget();
+            let mut build = |auto: bool| {
+                super::phases::phase("trace", || trace(auto)).and_then(|(t, s)| {
                     Ok((
                         Arc::new(Executable::compile_with_budget(
                             t,
                             sig,
                             dump.is_some(),
-                            self.memory_budget(),
+                            budget,
                         )?),
                         s,
                     ))
                 })
-            }))
-            .unwrap_or_else(|payload| Err(self.internal(sig, slots, "compiling", &*payload)))
-            .map_err(|e| match e.kind {
-                // Recorded while tracing (`trace::trace`): add the signature.
-                ErrorKind::Internal if !e.message.starts_with(INTERNAL_PREFIX) => {
-                    let what = explain::describe(self.name, sig, slots, self.params);
-                    internal_error(&what, "tracing", &e.message)
-                }
-                _ => e,
+            };
+            let (r, ps) = super::phases::collect(|| {
+                // A panic in tracing machinery, passes, planning or codegen
+                // is an `Internal` error of this signature, never a panic out
+                // of `try_call` (nor a cell left half-initialised).
+                catch_unwind(AssertUnwindSafe(|| {
+                    // An explicit budget the recomputation search misses may
+                    // still be met from the automatic checkpointing's graph
+                    // (√N segments, then the same search on it).
+                    match build(false) {
+                        Err(e)
+                            if e.kind == crate::ErrorKind::Argument
+                                && e.message.contains("recomputation brings it down")
+                                && budget.is_some_and(|b| b != crate::AUTO_MEMORY_BUDGET) =>
+                        {
+                            build(true).map_err(|_| e)
+                        }
+                        r => r,
+                    }
+                }))
+                .unwrap_or_else(|payload| Err(self.internal(sig, slots, "compiling", &*payload)))
+                .map_err(|e| match e.kind {
+                    // Recorded while tracing (`trace::trace`): add the signature.
+                    ErrorKind::Internal if !e.message.starts_with(INTERNAL_PREFIX) => {
+                        let what = explain::describe(self.name, sig, slots, self.params);
+                        internal_error(&what, "tracing", &e.message)
+                    }
+                    _ => e,
+                })
             });
+            phases = ps;
             if let (Some(dir), Ok((exe, _))) = (dump, &r) {
                 super::dump::write(std::path::Path::new(&dir), self.name, sig, exe);
             }
@@ -395,7 +427,7 @@ impl FnCache {
         match compiled_in {
             Some(elapsed) => {
                 self.misses.fetch_add(1, Ordering::Relaxed);
-                self.after_compile(sig, slots, &entry, result, elapsed);
+                self.after_compile(sig, slots, &entry, result, elapsed, &phases);
                 // An internal failure is not a property of the signature
                 // (the next call may not meet it): not cached, the next call
                 // compiles again.
@@ -424,6 +456,7 @@ impl FnCache {
         entry: &Entry,
         result: &Compiled,
         elapsed: Duration,
+        phases: &[super::phases::Phase],
     ) {
         let bytes = match result {
             Ok((exe, _)) => {
@@ -495,6 +528,9 @@ impl FnCache {
             };
             if let Some(r) = reason {
                 line.push_str(&format!("; recompile ({signatures} signatures): {r}"));
+            }
+            if !phases.is_empty() {
+                line.push_str(&format!("; phases: {}", super::phases::describe(phases)));
             }
             log::emit(&line);
         }

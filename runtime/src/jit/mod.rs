@@ -9,6 +9,7 @@ mod log;
 mod lowered;
 mod outputs;
 mod params;
+pub(crate) mod phases;
 
 #[allow(unused_imports)]
 pub(crate) use args::ArgTensor;
@@ -21,6 +22,7 @@ pub use params::{
     borrowed_tree, flatten_output, rebuild_output, BorrowedTree, JitReturn, Probe, StaticParam,
     StaticSlot, TreeParam, TreeSlot, ViaStatic, ViaTree,
 };
+pub use phases::Phase;
 
 /// The plain call of a jitted function panics with the error `try_call` gives.
 #[track_caller]

@@ -52,12 +52,52 @@ pub fn peak(g: &Graph, plan: &BufferPlan) -> usize {
     shape::sum_bytes([args, outs, plan.arena_bytes]).saturating_sub(alias)
 }
 
-/// Rewrite `g` until `measure(g)` fits `budget`.
+/// Rounds without a new best peak after which the search gives up: each
+/// round re-partitions and re-plans the whole graph, and a greedy search
+/// that has stopped improving rarely starts again.
+const STALL_ROUNDS: usize = 8;
+
+/// What no recomputation can go below: every argument and output buffer
+/// exists for the whole call (an output may reuse a donated argument's
+/// buffer, so owned arguments count once).
+pub fn floor(g: &Graph, owned: &[bool]) -> usize {
+    let args: usize = g
+        .params()
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| !owned.get(*k).copied().unwrap_or(false))
+        .map(|(_, &p)| bytes(g, p))
+        .sum();
+    let owned_bytes: usize = g
+        .params()
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| owned.get(*k).copied().unwrap_or(false))
+        .map(|(_, &p)| bytes(g, p))
+        .sum();
+    let outs: usize = g.outputs.iter().map(|&o| bytes(g, o)).sum();
+    args + outs.max(owned_bytes)
+}
+
+/// Rewrite `g` until `measure(g)` fits `budget`. `owned` says which
+/// parameters are donated (for the lower bound, [`floor`]).
 pub fn fit(
     g: &Graph,
     budget: usize,
+    owned: &[bool],
     measure: &dyn Fn(&Graph) -> (Partition, BufferPlan),
 ) -> Result<Graph, Error> {
+    let least = floor(g, owned);
+    if budget < least {
+        return Err(Error::new(
+            crate::ErrorKind::Argument,
+            format!(
+                "memory budget of {budget} bytes cannot be met: the arguments and outputs alone take \
+                 {least} bytes ({} bytes over the budget), and recomputation cannot lower that",
+                least - budget
+            ),
+        ));
+    }
     let mut g = g.clone();
     let start = peak(&g, &measure(&g).1);
     let mut best = start;
@@ -71,12 +111,21 @@ pub fn fit(
             ),
         )
     };
+    let mut stalled = 0;
     for _ in 0..256 {
         let (part, plan) = measure(&g);
         let now = peak(&g, &plan);
+        if now < best {
+            stalled = 0;
+        } else {
+            stalled += 1;
+        }
         best = best.min(now);
         if now <= budget {
             return Ok(g);
+        }
+        if stalled > STALL_ROUNDS {
+            return Err(over(now, best));
         }
         match best_candidate(&g, &part, &plan) {
             Some((r, cone, at)) => g = rewrite(&g, r, &cone, at),

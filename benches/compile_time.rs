@@ -1,0 +1,85 @@
+//! Compile time against graph size: the first call (trace + passes +
+//! codegen) of the gradient of a chain of n `y = sin(0.999 y)` layers on
+//! x[1024] (its backward graph has ~4n nodes) at n = 100, 1,000, 10,000,
+//! and of a forward chain of 100,000 ops (50,000 layers of a multiply and
+//! a sine). Compile time should grow linearly with n.
+//!
+//! Run: `cargo bench --bench compile_time` (about half a minute). Each
+//! case is compiled once (`JITFUSE_BENCH_ROUNDS=k` takes the median of k
+//! compilations). With `JITFUSE_LOG=compiles` the log lines carry the
+//! per-pass breakdown.
+
+use jitfuse::prelude::*;
+use std::time::Instant;
+
+#[jit]
+fn sin_chain_grad(x: &Tensor, n: usize) -> Tensor {
+    jitfuse::grad(
+        |x: &Tensor| {
+            let mut y = x.clone();
+            for _ in 0..n {
+                y = (&y * 0.999).sin();
+            }
+            y.sum_all()
+        },
+        x,
+    )
+}
+
+#[jit]
+fn sin_chain(x: &Tensor, n: usize) -> Tensor {
+    let mut y = x.clone();
+    for _ in 0..n {
+        y = (&y * 0.999).sin();
+    }
+    y
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+fn main() {
+    let rounds: usize = std::env::var("JITFUSE_BENCH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1)
+        .max(1);
+    let sizes: Vec<usize> = std::env::var("JITFUSE_BENCH_SIZES")
+        .ok()
+        .map(|s| s.split(',').filter_map(|w| w.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![100, 1_000, 10_000]);
+    let x = Tensor::from_vec((0..1024).map(|i| (i as f32) / 1024.0).collect(), &[1024]).unwrap();
+    type Call = fn(&Tensor, usize) -> Tensor;
+    type Clear = fn();
+    let mut cases: Vec<(String, Call, Clear, usize)> = sizes
+        .iter()
+        .map(|&n| {
+            (
+                format!("grad of the sin chain, n = {n}"),
+                sin_chain_grad as Call,
+                sin_chain_grad::clear_cache as Clear,
+                n,
+            )
+        })
+        .collect();
+    cases.push((
+        "forward chain of 100,000 ops".to_string(),
+        sin_chain as Call,
+        sin_chain::clear_cache as Clear,
+        50_000,
+    ));
+    println!("| case | first call (s) |");
+    println!("|---|---|");
+    for (name, call, clear, n) in &cases {
+        let mut samples = Vec::new();
+        for _ in 0..rounds {
+            clear();
+            let t = Instant::now();
+            std::hint::black_box(call(&x, *n));
+            samples.push(t.elapsed().as_secs_f64());
+        }
+        println!("| {name} | {:.3} |", median(samples));
+    }
+}
