@@ -29,7 +29,8 @@ pub struct MemoryAnalysis {
     pub argument_bytes: usize,
     /// The outputs' buffers.
     pub output_bytes: usize,
-    /// The arena holding every temporary (one per executable, reused).
+    /// The arena holding every temporary (one per executable, reused), with
+    /// library steps' scratch and the constants materialised for them.
     pub temp_bytes: usize,
     /// Outputs written into donated arguments' buffers (when donated).
     pub alias_bytes: usize,
