@@ -790,6 +790,9 @@ fn slice_steps_follow_numpy_at_the_extremes() {
             &[m.clone()],
             tol(DType::F32),
             &format!("case {k}: {s:?}"),
+        );
+    }
+}
 
 /// Operand layouts a library step reads in place: a plain parameter, a
 /// transposed one, a strided or reversed slice, a broadcast, a constant.

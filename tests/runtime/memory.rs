@@ -1300,6 +1300,8 @@ fn the_pool_keeps_only_sizes_it_handed_out() {
     drop(again);
     drop(a);
     assert_eq!(jitfuse::storage::pool::held_bytes(), held + 70_003 * 4);
+}
+
 /// A small transformer block: attention (softmax of `q kᵀ`), layer norms,
 /// a GELU MLP, residuals; two layers of 4 weights [32,32] / [32,64] each.
 fn transformer_loss(ws: &[Tensor], x: &Tensor) -> Tensor {
