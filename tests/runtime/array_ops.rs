@@ -832,6 +832,12 @@ fn library_operand(
                 } else {
                     span + 1 + rng.below(2)
                 };
+                // (The IR holds no step longer than its axis.)
+                let step = if step.unsigned_abs() as usize > len.max(1) {
+                    step.signum()
+                } else {
+                    step
+                };
                 let free = if n == 0 { 0 } else { len - 1 - span };
                 let start = if n == 0 {
                     0
@@ -962,6 +968,12 @@ fn library_steps_on_strided_operands_match_the_interpreter() {
                 (0, _) => (0, rng.below(3) as i64),
                 (_, true) => (extra, extra + span + 1 + rng.below(2) as i64),
                 (_, false) => (span + extra, span + extra + 1 + rng.below(2) as i64),
+            };
+            // (The IR holds no step longer than its axis.)
+            let step = if step.unsigned_abs() > (len as u64).max(1) {
+                step.signum()
+            } else {
+                step
             };
             to.push(len as usize);
             sl.push((start, step));

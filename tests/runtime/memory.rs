@@ -1282,11 +1282,14 @@ fn the_pool_keeps_only_sizes_it_handed_out() {
     }
     let held = jitfuse::storage::pool::held_bytes();
     for _ in 0..50 {
-        // Eager: the interpreter's result buffers are not taken from the pool.
+        // Eager: the interpreter's result buffers are not taken from the pool
+        // (the constructor's buffer is, and comes back: one buffer of its
+        // size at most, not one per iteration).
         let x = Tensor::full(&[70_001], 1.0, DType::F32);
         drop(&x + &x);
     }
-    assert_eq!(jitfuse::storage::pool::held_bytes(), held);
+    assert!(jitfuse::storage::pool::held_bytes() <= held + 70_001 * 4);
+    let held = jitfuse::storage::pool::held_bytes();
     // A jitted output's size: the dropped output is kept, and reused by the next call.
     let a = Tensor::full(&[70_003], 2.0, DType::F32);
     let out = axpby(&a, &a, &a);
