@@ -163,3 +163,20 @@ return %4
         0.01,
     );
 }
+
+/// A loop (`fori_loop`, a `scan` step) whose carried value is a reshape of a
+/// parameter that is also returned: the operand has no buffer of its own
+/// and the step read through a null pointer (SIGSEGV). Found by the fuzzer.
+#[test]
+fn a_control_step_reads_an_aliased_reshape_through_its_root() {
+    #[jit]
+    fn f(x: &Tensor) -> (Tensor, Tensor) {
+        let r = x.reshape(&[1]);
+        let y = fori_loop(0i64, 2i64, |_, s: Tensor| &s * 0.5 + 1.0, r.clone());
+        (y, r)
+    }
+    let x = Tensor::scalar(3.0f64);
+    let (y, r) = f::try_call(&x).unwrap();
+    assert_eq!(y.to_vec::<f64>().unwrap(), vec![(3.0 * 0.5 + 1.0) * 0.5 + 1.0]);
+    assert_eq!(r.to_vec::<f64>().unwrap(), vec![3.0]);
+}

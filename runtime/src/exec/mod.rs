@@ -760,7 +760,7 @@ impl Executable {
                 }
                 Step::Library(v) if self.controls.contains_key(v) => {
                     let n = g.node(*v);
-                    let ins = borrowed_inputs(g, n, &ptr);
+                    let ins = borrowed_inputs(g, &self.part, n, &ptr)?;
                     let mut dest = vec![std::ptr::null_mut(); self.controls[v].outputs];
                     for &w in &self.io[si].1 {
                         let k = match g.node(w).op {
@@ -884,16 +884,42 @@ impl Executable {
 /// A library or control step's operands as tensors viewing their buffers
 /// (`ptr`: each value's buffer in this call). The views must be dropped
 /// before the call's buffers are.
-fn borrowed_inputs(g: &Graph, n: &ir::Node, ptr: &[*mut u8]) -> Vec<Tensor> {
+/// The operands of a control-flow step as tensors over their buffers. An
+/// operand without a buffer of its own is read through its map: a
+/// contiguous view (a reshape of a parameter that is also returned, say)
+/// borrows its root's bytes; any other layout is a planner bug, reported.
+fn borrowed_inputs(
+    g: &Graph,
+    part: &Partition,
+    n: &ir::Node,
+    ptr: &[*mut u8],
+) -> Result<Vec<Tensor>, Error> {
     n.inputs
         .iter()
         .map(|&x| {
             let xn = g.node(x);
             let bytes = shape::numel(&xn.shape) * xn.dtype.size();
+            let mut p = ptr[x.index()];
+            if p.is_null() && bytes > 0 {
+                let a = partition::read_map(g, part, x);
+                let contiguous: Vec<i64> =
+                    shape::strides(&xn.shape).iter().map(|&s| s as i64).collect();
+                let dense = (0..xn.shape.len())
+                    .all(|d| xn.shape[d] <= 1 || a.strides[d] == contiguous[d]);
+                if !dense || ptr[a.root.index()].is_null() {
+                    return Err(Error::verify(format!(
+                        "operand %{} of a `{}` step has no buffer (bug in the planner)",
+                        x.0,
+                        n.op.name()
+                    )));
+                }
+                p = ptr[a.root.index()]
+                    .wrapping_offset((a.offset * xn.dtype.size() as i64) as isize);
+            }
             // SAFETY: the value's buffer lives until the end of this call;
             // the step's views are dropped before.
-            let b = unsafe { Buffer::borrowed(ptr[x.index()], bytes) };
-            Tensor::from_buffer(Arc::new(b), xn.shape.clone(), xn.dtype)
+            let b = unsafe { Buffer::borrowed(p, bytes) };
+            Ok(Tensor::from_buffer(Arc::new(b), xn.shape.clone(), xn.dtype))
         })
         .collect()
 }
