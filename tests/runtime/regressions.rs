@@ -177,6 +177,9 @@ fn a_control_step_reads_an_aliased_reshape_through_its_root() {
     }
     let x = Tensor::scalar(3.0f64);
     let (y, r) = f::try_call(&x).unwrap();
-    assert_eq!(y.to_vec::<f64>().unwrap(), vec![(3.0 * 0.5 + 1.0) * 0.5 + 1.0]);
+    assert_eq!(
+        y.to_vec::<f64>().unwrap(),
+        vec![(3.0 * 0.5 + 1.0) * 0.5 + 1.0]
+    );
     assert_eq!(r.to_vec::<f64>().unwrap(), vec![3.0]);
 }

@@ -233,7 +233,9 @@ impl Executable {
         let compiled = phase("codegen", || codegen::compile(&graph, &part, keep_text))?;
         let plan = Executable::plan_partition(&graph, &part, sig);
         if cfg!(debug_assertions) {
-            phase("plan check", || Executable::check_plan_of(&graph, &part, sig, &plan))?;
+            phase("plan check", || {
+                Executable::check_plan_of(&graph, &part, sig, &plan)
+            })?;
         }
         let io: Vec<(Vec<ValueId>, Vec<ValueId>)> = part
             .steps
@@ -902,10 +904,12 @@ fn borrowed_inputs(
             let mut p = ptr[x.index()];
             if p.is_null() && bytes > 0 {
                 let a = partition::read_map(g, part, x);
-                let contiguous: Vec<i64> =
-                    shape::strides(&xn.shape).iter().map(|&s| s as i64).collect();
-                let dense = (0..xn.shape.len())
-                    .all(|d| xn.shape[d] <= 1 || a.strides[d] == contiguous[d]);
+                let contiguous: Vec<i64> = shape::strides(&xn.shape)
+                    .iter()
+                    .map(|&s| s as i64)
+                    .collect();
+                let dense =
+                    (0..xn.shape.len()).all(|d| xn.shape[d] <= 1 || a.strides[d] == contiguous[d]);
                 if !dense || ptr[a.root.index()].is_null() {
                     return Err(Error::verify(format!(
                         "operand %{} of a `{}` step has no buffer (bug in the planner)",

@@ -259,10 +259,9 @@ impl FnCache {
             return Ok(body(&args.tensor_list()));
         }
         let sig = args.signature()?;
-        let (exe, structure) =
-            self.cached(&sig, args.slots(), &mut |auto| {
-                self.trace_body_with(&sig, body, auto)
-            })?;
+        let (exe, structure) = self.cached(&sig, args.slots(), &mut |auto| {
+            self.trace_body_with(&sig, body, auto)
+        })?;
         let slots = args.slots().to_vec();
         let outs = match catch_unwind(AssertUnwindSafe(|| exe.run(args))) {
             Ok(Ok(outs)) => outs,

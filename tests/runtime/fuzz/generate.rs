@@ -499,7 +499,11 @@ impl Gen<'_> {
                     .zip(&pads)
                     .map(|(d, p)| d + p.0 + p.1)
                     .collect();
-                let c = [0.0, 1.5, -2.0][self.rng.below(3)];
+                let c = if is_float(t.dtype) {
+                    [0.0, 1.5, -2.0][self.rng.below(3)]
+                } else {
+                    [0.0, 1.0, -2.0][self.rng.below(3)]
+                };
                 self.push(Ins::Pad(a, pads, c), Ty { shape, ..t });
             }
             91..=93 => {
