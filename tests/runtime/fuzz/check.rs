@@ -5,7 +5,7 @@
 //! and shared calls agree bit for bit, and the caller's copies are intact.
 
 use super::program::Mode;
-use crate::common::Rng;
+use crate::common::{to_f64s, Rng};
 use jitfuse::codegen::micro::{self, Level};
 use jitfuse::exec::Executable;
 use jitfuse::ir::Graph;
@@ -73,37 +73,6 @@ pub fn arguments(g: &Graph, rng: &mut Rng, specials: bool) -> Vec<Tensor> {
         .collect()
 }
 
-/// Elements as f64 (bools and integers exactly).
-fn f64s(t: &Tensor) -> Vec<f64> {
-    match t.dtype() {
-        DType::F32 => t
-            .to_vec::<f32>()
-            .unwrap()
-            .into_iter()
-            .map(|v| v as f64)
-            .collect(),
-        DType::F64 => t.to_vec::<f64>().unwrap(),
-        DType::I32 => t
-            .to_vec::<i32>()
-            .unwrap()
-            .into_iter()
-            .map(|v| v as f64)
-            .collect(),
-        DType::I64 => t
-            .to_vec::<i64>()
-            .unwrap()
-            .into_iter()
-            .map(|v| v as f64)
-            .collect(),
-        DType::Bool => t
-            .to_vec::<bool>()
-            .unwrap()
-            .into_iter()
-            .map(|v| v as u8 as f64)
-            .collect(),
-    }
-}
-
 /// Bits of every element, NaNs as one value.
 fn bits(t: &Tensor) -> Vec<u64> {
     match t.dtype() {
@@ -119,7 +88,7 @@ fn bits(t: &Tensor) -> Vec<u64> {
             .iter()
             .map(|v| if v.is_nan() { 1 } else { v.to_bits() })
             .collect(),
-        _ => f64s(t).iter().map(|v| v.to_bits()).collect(),
+        _ => to_f64s(t).iter().map(|v| v.to_bits()).collect(),
     }
 }
 
@@ -143,7 +112,7 @@ pub fn compare(got: &Tensor, want: &Tensor, f32: bool, floor: f64) -> Result<(),
             want.shape()
         ));
     }
-    let (g, w) = (f64s(got), f64s(want));
+    let (g, w) = (to_f64s(got), to_f64s(want));
     let (rel, abs) = match got.dtype() {
         DType::F32 => (2e-4, 2e-5),
         DType::F64 if f32 => (2e-4, 2e-5),
