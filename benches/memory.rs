@@ -1,4 +1,4 @@
-//! Memory against time (issues 4 and 5): the four W8 configurations of
+//! Memory against time: the four W8 configurations of
 //! `../shared/anchors/README.md` (temp bytes and run time beside XLA's), and
 //! the √n scaling of the automatic memory budget (Chen et al. 2016) on
 //! residual chains of n = 16, 64, 256 layers.

@@ -1,6 +1,6 @@
 //! The benchmark workloads of `../shared/anchors/README.md` (W1–W9), measured in
 //! ONE process against the baselines a Rust user has, with interleaved samples
-//! and medians (issue 7).
+//! and medians.
 //!
 //! Run: `cargo bench --bench workloads` (about a minute). Prints a Markdown
 //! table and writes it to `target/bench-results.md`, with an SVG bar chart of

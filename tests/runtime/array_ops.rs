@@ -1,4 +1,4 @@
-//! The array language (issue 3): shape ops, indexing, reductions, matmul and
+//! The array language: shape ops, indexing, reductions, matmul and
 //! composites, traced and compiled vs the interpreter on random shapes
 //! (0-sized and size-1 axes included), plus fixed-value checks.
 

@@ -1,5 +1,5 @@
 //! Gradients against central finite differences in f64 on random inputs,
-//! eagerly and inside #[jit] (issue 5).
+//! eagerly and inside #[jit].
 
 use crate::common::*;
 use jitfuse::prelude::*;

@@ -1,4 +1,4 @@
-//! Cache diagnostics (issue 6): compile log lines, "what changed" on a
+//! Cache diagnostics: compile log lines, "what changed" on a
 //! recompile, the recompile warning, and the LRU byte bound.
 //!
 //! Lines are captured by a log sink shared by the whole test binary; each

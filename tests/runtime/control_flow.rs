@@ -1,4 +1,4 @@
-//! Staged control flow (issue 6): `cond`, `while_loop`, `fori_loop`, `scan`
+//! Staged control flow: `cond`, `while_loop`, `fori_loop`, `scan`
 //! and the macro's `staged_if`/`staged_while`/`staged_for` on traced
 //! conditions: compiled results against eager evaluation and the reference
 //! interpreter, the IR text, errors naming the variable, and gradients

@@ -1,4 +1,4 @@
-//! Buffer planning, donation and memory analysis (issue 4).
+//! Buffer planning, donation and memory analysis.
 
 use jitfuse::prelude::*;
 use jitfuse::MemoryAnalysis;
@@ -646,7 +646,7 @@ fn w8_grad(ws: &Vec<Tensor>, x: &Tensor, mode: usize) -> Vec<Tensor> {
     jitfuse::grad(|ws: &Vec<Tensor>| w8_loss(ws, x, mode), ws)
 }
 
-/// The memory table of issue 4 (workload, eager bytes, our temp, XLA temp,
+/// The memory table (workload, eager bytes, our temp, XLA temp,
 /// lower bound, kernels), compiled (not run) with the memory-aware schedule:
 /// every temp is at most XLA's. Printed with `--nocapture`
 /// (`JITFUSE_SCHEDULE=trace` in the environment gives trace order).

@@ -1,5 +1,5 @@
-//! Property tests: random shapes, axes and dtypes thrown at every op family
-//! (issue 3). Each case runs three ways: eagerly on concrete tensors, traced,
+//! Property tests: random shapes, axes and dtypes thrown at every op family.
+//! Each case runs three ways: eagerly on concrete tensors, traced,
 //! and (when the trace succeeds) compiled and compared with the interpreter.
 //! The property: either every way gives the same correct result, or eager and
 //! traced both fail with the same Shape/DType error naming the op and the

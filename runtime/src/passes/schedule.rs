@@ -1,4 +1,4 @@
-//! A memory-aware schedule of the steps (issue 4: "a schedule of kernels
+//! A memory-aware schedule of the steps ("a schedule of kernels
 //! chosen to keep peak memory low").
 //!
 //! Partitioning emits steps in trace order, which can keep large values
