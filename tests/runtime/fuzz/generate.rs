@@ -97,6 +97,8 @@ pub struct Gen<'r> {
     pub ins: Vec<Ins>,
     pub grad: bool,
     pub float: DType,
+    /// Per value: whether it may be far larger than the inputs.
+    pub big: Vec<bool>,
 }
 
 impl Gen<'_> {
@@ -115,6 +117,16 @@ impl Gen<'_> {
     }
 
     fn push(&mut self, ins: Ins, ty: Ty) {
+        // Values that may be far from the inputs' size: a last-bit difference
+        // in them is a large absolute one.
+        let big = match &ins {
+            Ins::Reduce(Red::Prod, ..) | Ins::ReduceAll(Red::Prod, _) | Ins::Matmul(..) => true,
+            Ins::Unary(Un::Exp | Un::Square, _) | Ins::Binary(Bin::Mul, ..) => true,
+            Ins::Unary(op, _) if *op != Un::Neg && *op != Un::Abs && *op != Un::Relu => false,
+            Ins::RowOp(..) | Ins::Less(..) | Ins::ArgMax(..) => false,
+            other => other.operands().iter().any(|&x| self.big[x]),
+        };
+        self.big.push(big);
         self.ins.push(ins);
         self.tys.push(ty);
     }
@@ -163,6 +175,11 @@ impl Gen<'_> {
                 let t = self.tys[a].clone();
                 if op == Un::Floor && !t.exact {
                     op = Un::Abs;
+                }
+                // sin/cos of a large inexact value (a product of 33 values)
+                // amplify its rounding into any result: keep them bounded.
+                if matches!(op, Un::Sin | Un::Cos) && self.big[a] && !t.exact {
+                    op = Un::Tanh;
                 }
                 // exp of large values overflows: keep its arguments bounded.
                 let exact = t.exact && matches!(op, Un::Neg | Un::Abs | Un::Relu | Un::Floor);
@@ -590,7 +607,7 @@ pub fn program(rng: &mut Rng) -> Program {
         let mode = [Mode::Borrowed, Mode::Donated, Mode::Donated, Mode::Shared][rng.below(4)];
         params.push(Param { shape, dtype, mode });
     }
-    let tys = params
+    let tys: Vec<Ty> = params
         .iter()
         .map(|p| Ty {
             shape: p.shape.clone(),
@@ -598,7 +615,9 @@ pub fn program(rng: &mut Rng) -> Program {
             exact: true,
         })
         .collect();
+    let big = vec![false; tys.len()];
     let mut g = Gen {
+        big,
         rng,
         tys,
         ins: Vec::new(),
