@@ -265,7 +265,8 @@ fn one(ins: &Ins, v: &[Tensor]) -> Tensor {
         }
         Matmul(a, b) => v[*a].matmul(&v[*b]),
         Concat(a, b, axis) => jitfuse::concat(&[&v[*a], &v[*b]], *axis),
-        Pad(a, pads, c) => v[*a].pad(pads, *c),
+        Pad(a, pads, c) if is_float(v[*a].dtype()) => v[*a].pad(pads, *c),
+        Pad(a, pads, c) => v[*a].pad(pads, *c as i64),
         Take(a, axis, k, mul, idx) => {
             let x = &v[*a];
             let ax = if *axis < 0 {
