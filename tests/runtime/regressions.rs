@@ -183,3 +183,25 @@ fn a_control_step_reads_an_aliased_reshape_through_its_root() {
     );
     assert_eq!(r.to_vec::<f64>().unwrap(), vec![3.0]);
 }
+
+/// A reduction over the last axis broadcast back along the last axis
+/// (NumPy alignment: `out[i, j] = prod[j]`, not the row's own value), read
+/// by the same row kernel. Found by the fuzzer.
+#[test]
+fn a_reduction_broadcast_along_the_reduced_axis_is_not_a_row_value() {
+    check_ir(
+        r#"
+%0 = param 0 : f32[4,4]
+%1 = reduce_prod[1] %0 : f32[4]
+%2 = abs %0 : f32[4,4]
+%3 = const 0.5 : f32[4,4]
+%4 = add %2, %3 : f32[4,4]
+%5 = broadcast %1 : f32[4,4]
+%6 = div %5, %4 : f32[4,4]
+return %6
+"#,
+        &[Borrowed],
+        20004697,
+        0.01,
+    );
+}

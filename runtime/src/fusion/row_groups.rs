@@ -69,8 +69,14 @@ fn qualifies(g: &Graph, grp: &RowGroup, v: ValueId, members: &HashSet<ValueId>) 
         op if op.is_elementwise() => grp.is_element_shape(&n.shape) || grp.is_row_shape(&n.shape),
         Op::Broadcast | Op::Reshape => {
             let src = n.inputs[0];
+            let ss = &g.node(src).shape;
+            // A broadcast aligns trailing axes (NumPy): only a row value of
+            // the output's rank (`O ++ 1s`) is spread over its own row; a
+            // compact `O` would be spread along the row's axes instead.
+            let row_wise = n.op != Op::Broadcast || ss.len() == n.shape.len();
             members.contains(&src)
-                && grp.is_row_shape(&g.node(src).shape)
+                && grp.is_row_shape(ss)
+                && row_wise
                 && (grp.is_row_shape(&n.shape) || grp.is_element_shape(&n.shape))
         }
         _ => false,
