@@ -13,7 +13,6 @@ pub mod generate;
 pub mod program;
 
 use crate::common::Rng;
-use jitfuse::codegen::micro::Level;
 use jitfuse::ir::Graph;
 use jitfuse::trace::{trace, ParamSpec};
 use jitfuse::Tensor;
@@ -281,13 +280,4 @@ fn random_programs_match_the_interpreter_second_seed() {
         invalid * 50 <= passed,
         "{invalid} of {passed} programs did not trace"
     );
-}
-
-#[allow(dead_code)]
-fn level_name(l: Level) -> &'static str {
-    match l {
-        Level::Off => "cranelift",
-        Level::Avx2 => "cranelift+avx2",
-        Level::Avx512 => "avx512",
-    }
 }
