@@ -54,13 +54,28 @@ impl Buffer {
         if bytes == 0 {
             return Ok(Buffer::empty());
         }
-        // No allocation can span more than `isize::MAX` bytes: such a
-        // request is out of memory too, not a panic.
+        Buffer::allocate(bytes, true, what)
+    }
+
+    /// A fresh block from the allocator (zeroed or not); an out-of-memory
+    /// error naming `what` when it refuses. No allocation can span more than
+    /// `isize::MAX` bytes: such a request is out of memory too, not a panic.
+    fn allocate(
+        bytes: usize,
+        zeroed: bool,
+        what: impl FnOnce() -> String,
+    ) -> Result<Buffer, Error> {
         let Ok(layout) = Layout::from_size_align(bytes, ALIGN) else {
             return Err(Error::out_of_memory(bytes, &what()));
         };
-        // SAFETY: layout has non-zero size.
-        let ptr = unsafe { alloc_zeroed(layout) };
+        // SAFETY: callers pass a non-zero size.
+        let ptr = unsafe {
+            if zeroed {
+                alloc_zeroed(layout)
+            } else {
+                std::alloc::alloc(layout)
+            }
+        };
         match NonNull::new(ptr) {
             Some(ptr) => Ok(Buffer {
                 ptr,
@@ -155,21 +170,7 @@ impl Buffer {
                 owned: true,
             });
         }
-        // No allocation can span more than `isize::MAX` bytes: such a
-        // request is out of memory too, not a panic.
-        let Ok(layout) = Layout::from_size_align(bytes, ALIGN) else {
-            return Err(Error::out_of_memory(bytes, &what()));
-        };
-        // SAFETY: non-zero size.
-        let ptr = unsafe { std::alloc::alloc(layout) };
-        match NonNull::new(ptr) {
-            Some(ptr) => Ok(Buffer {
-                ptr,
-                bytes,
-                owned: true,
-            }),
-            None => Err(Error::out_of_memory(bytes, &what())),
-        }
+        Buffer::allocate(bytes, false, what)
     }
 
     /// A non-owning view of `bytes` bytes at `ptr`.

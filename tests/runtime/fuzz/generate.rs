@@ -131,12 +131,13 @@ impl Gen<'_> {
         self.tys.push(ty);
     }
 
-    fn axis(&mut self, rank: usize) -> isize {
-        let a = self.rng.below(rank) as isize;
+    /// A random axis of `rank`, spelled negative half the time, and its index.
+    fn axis(&mut self, rank: usize) -> (isize, usize) {
+        let a = self.rng.below(rank);
         if self.rng.chance(0.5) {
-            a - rank as isize
+            (a as isize - rank as isize, a)
         } else {
-            a
+            (a as isize, a)
         }
     }
 
@@ -319,7 +320,7 @@ impl Gen<'_> {
             59..=60 => {
                 let a = self.pick(&|t: &Ty| !t.shape.is_empty())?;
                 let t = self.tys[a].clone();
-                let ax = self.axis(t.shape.len());
+                let (ax, _) = self.axis(t.shape.len());
                 self.push(Ins::Flip(a, vec![ax]), t);
             }
             61..=64 => {
@@ -366,13 +367,8 @@ impl Gen<'_> {
                     Red::Logsumexp,
                 ];
                 let op = R[self.rng.below(R.len())];
-                let ax = self.axis(t.shape.len());
+                let (ax, u) = self.axis(t.shape.len());
                 let keep = self.rng.chance(0.4);
-                let u = if ax < 0 {
-                    (ax + t.shape.len() as isize) as usize
-                } else {
-                    ax as usize
-                };
                 let mut shape = t.shape.clone();
                 if keep {
                     shape[u] = 1;
@@ -409,12 +405,7 @@ impl Gen<'_> {
                         && !t.shape.is_empty()
                 })?;
                 let t = self.tys[a].clone();
-                let ax = self.axis(t.shape.len());
-                let u = if ax < 0 {
-                    (ax + t.shape.len() as isize) as usize
-                } else {
-                    ax as usize
-                };
+                let (ax, u) = self.axis(t.shape.len());
                 let mut shape = t.shape.clone();
                 shape.remove(u);
                 self.push(
@@ -433,7 +424,7 @@ impl Gen<'_> {
                 let ax = if op == Row::LayerNorm {
                     -1
                 } else {
-                    self.axis(t.shape.len())
+                    self.axis(t.shape.len()).0
                 };
                 self.push(Ins::RowOp(op, a, ax), Ty { exact: false, ..t });
             }
@@ -476,12 +467,7 @@ impl Gen<'_> {
             87..=88 => {
                 let a = self.pick(&|t: &Ty| !t.shape.is_empty())?;
                 let t = self.tys[a].clone();
-                let ax = self.axis(t.shape.len());
-                let u = if ax < 0 {
-                    (ax + t.shape.len() as isize) as usize
-                } else {
-                    ax as usize
-                };
+                let (ax, u) = self.axis(t.shape.len());
                 let sa = t.shape.clone();
                 let b = self
                     .pick(&|o: &Ty| {
@@ -527,12 +513,7 @@ impl Gen<'_> {
                 let a =
                     self.pick(&|t: &Ty| !t.shape.is_empty() && t.shape.iter().all(|&d| d > 0))?;
                 let t = self.tys[a].clone();
-                let ax = self.axis(t.shape.len());
-                let u = if ax < 0 {
-                    (ax + t.shape.len() as isize) as usize
-                } else {
-                    ax as usize
-                };
+                let (ax, u) = self.axis(t.shape.len());
                 let idx = if self.rng.chance(0.5) {
                     self.pick(&|o: &Ty| {
                         matches!(o.dtype, DType::I32 | DType::I64) && o.exact && o.shape.len() <= 1
