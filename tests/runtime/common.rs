@@ -132,6 +132,25 @@ pub fn to_f64s(t: &Tensor) -> Vec<f64> {
     }
 }
 
+/// Bits of every element, NaNs as one value.
+pub fn bits(t: &Tensor) -> Vec<u64> {
+    match t.dtype() {
+        DType::F32 => t
+            .to_vec::<f32>()
+            .unwrap()
+            .iter()
+            .map(|v| if v.is_nan() { 1 } else { v.to_bits() as u64 })
+            .collect(),
+        DType::F64 => t
+            .to_vec::<f64>()
+            .unwrap()
+            .iter()
+            .map(|v| if v.is_nan() { 1 } else { v.to_bits() })
+            .collect(),
+        _ => to_f64s(t).iter().map(|v| v.to_bits()).collect(),
+    }
+}
+
 /// Elementwise comparison; NaN matches NaN, and infinities must match exactly.
 pub fn assert_close(got: &Tensor, want: &Tensor, tol: Tol, what: &str) {
     assert_eq!(got.shape(), want.shape(), "{what}: shape");

@@ -354,22 +354,6 @@ fn staged_kernels_match_single_pass_bit_for_bit() {
             let refs: Vec<&Tensor> = args.iter().collect();
             exe.run_with(&refs).unwrap()
         };
-    let bits = |t: &Tensor| -> Vec<u64> {
-        match t.dtype() {
-            DType::F32 => t
-                .to_vec::<f32>()
-                .unwrap()
-                .iter()
-                .map(|v| if v.is_nan() { 1 } else { v.to_bits() as u64 })
-                .collect(),
-            _ => t
-                .to_vec::<f64>()
-                .unwrap()
-                .iter()
-                .map(|v| if v.is_nan() { 1 } else { v.to_bits() })
-                .collect(),
-        }
-    };
     type Expr = fn(&[Tensor]) -> Vec<Tensor>;
     let exprs: Vec<(&str, Expr)> = vec![
         ("each fn", |ts| {

@@ -5,7 +5,7 @@
 //! and shared calls agree bit for bit, and the caller's copies are intact.
 
 use super::program::Mode;
-use crate::common::{to_f64s, Rng};
+use crate::common::{bits, to_f64s, Rng};
 use jitfuse::codegen::micro::{self, Level};
 use jitfuse::exec::Executable;
 use jitfuse::ir::Graph;
@@ -71,25 +71,6 @@ pub fn arguments(g: &Graph, rng: &mut Rng, specials: bool) -> Vec<Tensor> {
             .unwrap()
         })
         .collect()
-}
-
-/// Bits of every element, NaNs as one value.
-fn bits(t: &Tensor) -> Vec<u64> {
-    match t.dtype() {
-        DType::F32 => t
-            .to_vec::<f32>()
-            .unwrap()
-            .iter()
-            .map(|v| if v.is_nan() { 1 } else { v.to_bits() as u64 })
-            .collect(),
-        DType::F64 => t
-            .to_vec::<f64>()
-            .unwrap()
-            .iter()
-            .map(|v| if v.is_nan() { 1 } else { v.to_bits() })
-            .collect(),
-        _ => to_f64s(t).iter().map(|v| v.to_bits()).collect(),
-    }
 }
 
 /// Compiled `got` against the interpreter's `want`: integers and bools
