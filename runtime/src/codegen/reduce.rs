@@ -10,7 +10,8 @@
 //!   UNROLL vector accumulators, a padded tail (identity in the padding),
 //!   and a horizontal combine. f32 sums and products accumulate blocks of at
 //!   most BLOCK elements in f32, then add each block's result into an f64
-//!   accumulator: accurate (tested on 10^7 elements) at f32 speed.
+//!   accumulator: accurate (tested on 10^7 elements) at f32 speed. f32
+//!   products multiply in f64 lanes throughout (`block_dtype`).
 //! - **column** (the innermost kept dim is contiguous): vectors of 4
 //!   consecutive outputs accumulate over every reduced position (f32 sums in
 //!   f64 lanes); leftover outputs go one by one.
@@ -161,6 +162,21 @@ pub(super) fn identity(op: ReduceOp, d: DType) -> Literal {
 /// The dtype accumulators are kept in: f64 for f32 sums and products.
 pub(super) fn acc_dtype(op: ReduceOp, d: DType) -> DType {
     if d == DType::F32 && matches!(op, ReduceOp::Sum | ReduceOp::Prod) {
+        DType::F64
+    } else {
+        d
+    }
+}
+
+/// The dtype a block of a row reduction is folded in: f64 lanes for f32
+/// products, the input dtype otherwise. A product leaves the f32 range after
+/// a few dozen factors where the f64 product the interpreter keeps does not
+/// (a block product of inf then meeting a 0 gave NaN where the interpreter
+/// gives 0, and the lanes' partial products depend on the vector width); f32
+/// sums only leave the range from values near f32::MAX, so they keep f32
+/// blocks for speed.
+pub(super) fn block_dtype(op: ReduceOp, d: DType) -> DType {
+    if d == DType::F32 && op == ReduceOp::Prod {
         DType::F64
     } else {
         d
@@ -425,7 +441,7 @@ fn row_reduce(b: &mut FunctionBuilder, r: &RPlan, row: Value, slot: Value) -> Va
         let n = last.size as i64;
         let block = |b: &mut FunctionBuilder, lo: Value, hi: Value| {
             let part = block_reduce(b, r, start, last.stride, lo, hi, slot);
-            let part = if ad != d {
+            let part = if ad != block_dtype(r.op, d) {
                 b.ins().fpromote(types::F64, part)
             } else {
                 part
@@ -457,7 +473,7 @@ fn row_reduce(b: &mut FunctionBuilder, r: &RPlan, row: Value, slot: Value) -> Va
 }
 
 /// Reduce elements `lo..hi` of a strided run starting at `start` (bytes,
-/// element stride `stride`) in the input dtype; returns a scalar.
+/// element stride `stride`) in `block_dtype`; returns a scalar of it.
 fn block_reduce(
     b: &mut FunctionBuilder,
     r: &RPlan,
@@ -468,11 +484,13 @@ fn block_reduce(
     slot: Value,
 ) -> Value {
     let d = r.dtype;
+    // Loads are in `d`, the lanes fold in `bd`.
+    let bd = block_dtype(r.op, d);
     let esize = d.size() as i64;
     let step = stride * esize;
     let id = identity(r.op, d);
     let op = binop(r.op);
-    let init = vector::splat(b, d, id);
+    let init = vector::splat(b, bd, identity(r.op, bd));
     let accs: Vec<VarVals> = (0..UNROLL).map(|_| VarVals::new(b, &init)).collect();
     let mut nan = tracks_nan(r.op, d).then(|| NanFlag::new(b, d));
     // One address value per `i`, the vector's place in the displacement.
@@ -484,18 +502,19 @@ fn block_reduce(
             at = b.ins().iadd_imm_s(at, disp);
             disp = 0;
         }
-        if stride == 1 {
+        let x = if stride == 1 {
             vector::load_at(b, d, at, disp as i32)
         } else {
             vector::load_gather_at(b, d, at, step, disp as i32)
-        }
+        };
+        vector::cast(b, d, bd, &x)
     };
     let l = LANES as i64;
     let i = emit_loop(b, lo, hi, l * UNROLL as i64, |b, i| {
         for (u, acc) in accs.iter().enumerate() {
             let x = load_at(b, i, u as i64 * l);
             let a = acc.get(b);
-            let y = acc_step(b, r.op, d, &a, &x);
+            let y = acc_step(b, r.op, bd, &a, &x);
             acc.set(b, &y);
             if let Some(f) = &mut nan {
                 f.add(b, &x, u, UNROLL);
@@ -505,7 +524,7 @@ fn block_reduce(
     let i = emit_loop(b, i, hi, l, |b, i| {
         let x = load_at(b, i, 0);
         let a = accs[0].get(b);
-        let y = acc_step(b, r.op, d, &a, &x);
+        let y = acc_step(b, r.op, bd, &a, &x);
         accs[0].set(b, &y);
         if let Some(f) = &mut nan {
             f.add(b, &x, 0, 1);
@@ -524,8 +543,9 @@ fn block_reduce(
     let src = b.ins().iadd(start, off);
     copy_elems(b, src, step, slot, rem, d.size());
     let x = vector::load(b, d, slot);
+    let x = vector::cast(b, d, bd, &x);
     let a = accs[0].get(b);
-    let y = acc_step(b, r.op, d, &a, &x);
+    let y = acc_step(b, r.op, bd, &a, &x);
     accs[0].set(b, &y);
     if let Some(f) = &mut nan {
         f.add(b, &x, 0, 1);
@@ -536,12 +556,12 @@ fn block_reduce(
     let mut v = accs[0].get(b);
     for acc in &accs[1..] {
         let a = acc.get(b);
-        v = vector::binary(b, op, d, &v, &a);
+        v = vector::binary(b, op, bd, &v, &a);
     }
     let ls = vector::lanes(b, &v);
     let mut s = ls[0];
     for &x in &ls[1..] {
-        s = scalar_op(b, r.op, d, s, x);
+        s = scalar_op(b, r.op, bd, s, x);
     }
     match &nan {
         Some(f) => f.apply(b, d, s),

@@ -15,7 +15,9 @@ use super::kernel::{
     emit_loop, pin, pin_slot, vector_loop, Addr, Lane, VectorBody, MIN_STAGED_RUN, UNROLL,
 };
 use super::micro::{self, MicroFn};
-use super::reduce::{acc_dtype, acc_step, binop, identity, scalar_op, tracks_nan, NanFlag};
+use super::reduce::{
+    acc_dtype, acc_step, binop, block_dtype, identity, scalar_op, tracks_nan, NanFlag,
+};
 use super::vector::{self, Vals, LANES};
 use crate::exec::partition::{const_value, Partition, RowKernel};
 use crate::ir::{BinaryOp, Graph, Op, ReduceOp, ValueId};
@@ -895,6 +897,8 @@ fn reduce_phase(
         v: ValueId,
         op: ReduceOp,
         d: DType,
+        /// The dtype a block folds in (`reduce::block_dtype`).
+        block_d: DType,
         acc_d: DType,
         input: ValueId,
         total: Variable,
@@ -918,6 +922,7 @@ fn reduce_phase(
             v,
             op,
             d,
+            block_d: block_dtype(op, d),
             acc_d,
             input: n.inputs[0],
             total,
@@ -934,7 +939,7 @@ fn reduce_phase(
                  hi: Value,
                  len: i64| {
         for r in reds.iter_mut() {
-            let init = vector::splat(b, r.d, identity(r.op, r.d));
+            let init = vector::splat(b, r.block_d, identity(r.op, r.block_d));
             r.accs = (0..UNROLL)
                 .map(|_| {
                     init.iter()
@@ -967,8 +972,9 @@ fn reduce_phase(
                         let id = vector::splat(b, r.d, identity(r.op, r.d));
                         x = vector::select(b, r.d, m, &x, &id);
                     }
+                    let wide = vector::cast(b, r.d, r.block_d, &x);
                     let a: Vals = r.accs[u].iter().map(|&var| b.use_var(var)).collect();
-                    let y = acc_step(b, r.op, r.d, &a, &x);
+                    let y = acc_step(b, r.op, r.block_d, &a, &wide);
                     for (&var, &val) in r.accs[u].iter().zip(&y) {
                         b.def_var(var, val);
                     }
@@ -982,14 +988,14 @@ fn reduce_phase(
             let mut v: Vals = r.accs[0].iter().map(|&var| b.use_var(var)).collect();
             for acc in &r.accs[1..] {
                 let a: Vals = acc.iter().map(|&var| b.use_var(var)).collect();
-                v = vector::binary(b, binop(r.op), r.d, &v, &a);
+                v = vector::binary(b, binop(r.op), r.block_d, &v, &a);
             }
             let ls = vector::lanes(b, &v);
             let mut s = ls[0];
             for &x in &ls[1..] {
-                s = scalar_op(b, r.op, r.d, s, x);
+                s = scalar_op(b, r.op, r.block_d, s, x);
             }
-            let s = if r.acc_d != r.d {
+            let s = if r.acc_d != r.block_d {
                 b.ins().fpromote(types::F64, s)
             } else {
                 s
