@@ -639,21 +639,21 @@ pub(crate) fn stack_rows(rows: &[Tensor], shape: &[usize], dtype: DType) -> Tens
 }
 
 /// All outputs of a control-flow op (`cond`, `while`, `scan`) on concrete
-/// operands: the sub-graphs are evaluated by `eval_graph`.
+/// operands (of a verified graph: the sub-graphs are not verified again).
 pub fn eval_control(op: &Op, ins: &[Tensor]) -> Result<Vec<Tensor>, Error> {
     match op {
         Op::Cond(c) => {
             let pred = as_bools(&ins[0])[0];
-            eval_graph(&c.branches[pred as usize], &ins[1..], &[])
+            eval_nodes(&c.branches[pred as usize], &ins[1..], &[])
         }
         Op::While(w) => {
             let (mut carried, inv) = (ins[..w.carried].to_vec(), &ins[w.carried..]);
             loop {
                 let args: Vec<Tensor> = carried.iter().chain(inv).cloned().collect();
-                if !as_bools(&eval_graph(&w.cond, &args, &[])?[0])[0] {
+                if !as_bools(&eval_nodes(&w.cond, &args, &[])?[0])[0] {
                     return Ok(carried);
                 }
-                carried = eval_graph(&w.body, &args, &[])?;
+                carried = eval_nodes(&w.body, &args, &[])?;
             }
         }
         Op::Scan(sc) => {
@@ -671,7 +671,7 @@ pub fn eval_control(op: &Op, ins: &[Tensor]) -> Result<Vec<Tensor>, Error> {
                 let mut args = carry.clone();
                 args.extend(xs.iter().map(|t| leading_row(t, i)));
                 args.extend(inv.iter().cloned());
-                let mut outs = eval_graph(&sc.body, &args, &[])?;
+                let mut outs = eval_nodes(&sc.body, &args, &[])?;
                 for (j, y) in outs.drain(c..).enumerate() {
                     ys[j].push(y);
                 }
@@ -693,8 +693,17 @@ pub fn eval_control(op: &Op, ins: &[Tensor]) -> Result<Vec<Tensor>, Error> {
     }
 }
 
-/// Evaluate a whole graph, node by node.
+/// Evaluate a whole graph, node by node. The graph is verified first: a
+/// malformed graph (a parsed text, a hand-built graph) is a `Verify` error
+/// naming the node, never an out-of-bounds read.
 pub fn eval_graph(g: &Graph, params: &[Tensor], captured: &[Tensor]) -> Result<Vec<Tensor>, Error> {
+    crate::ir::verify(g)?;
+    eval_nodes(g, params, captured)
+}
+
+/// `eval_graph` on a graph known to verify (control-flow bodies of a
+/// verified graph, evaluated once per iteration).
+fn eval_nodes(g: &Graph, params: &[Tensor], captured: &[Tensor]) -> Result<Vec<Tensor>, Error> {
     let mut vals: Vec<Tensor> = Vec::with_capacity(g.nodes.len());
     // Outputs of control-flow nodes beyond the first, read by `get` nodes.
     let mut extra: std::collections::HashMap<usize, Vec<Tensor>> = Default::default();
