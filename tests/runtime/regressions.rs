@@ -205,3 +205,98 @@ return %6
         0.01,
     );
 }
+
+/// An f32 product whose partial products leave the f32 range: the compiled
+/// reduction multiplied f32 lanes, met inf × 0 and returned NaN where the
+/// interpreter's f64 product is 0. Found by the fuzzer.
+#[test]
+fn an_f32_product_of_many_factors_is_not_nan() {
+    check_ir(
+        r#"
+%0 = param 0 : f32[3,17,33]
+%1 = reduce_max[0,1,2] %0 : f32[]
+%2 = const 0.0 : f32[]
+%3 = gt %1, %2 : bool[]
+%4 = cond %3, %0 : f32[3,17,33]
+  {
+    %0 = param 0 : f32[3,17,33]
+    %1 = exp %0 : f32[3,17,33]
+    %2 = const 1.0 : f32[3,17,33]
+    %3 = sub %1, %2 : f32[3,17,33]
+    return %3
+  }
+  {
+    %0 = param 0 : f32[3,17,33]
+    %1 = const 2.0 : f32[3,17,33]
+    %2 = mul %0, %1 : f32[3,17,33]
+    %3 = const 1.0 : f32[3,17,33]
+    %4 = add %2, %3 : f32[3,17,33]
+    return %4
+  }
+%5 = reduce_prod[0,1,2] %4 : f32[]
+return %5
+"#,
+        &[Borrowed],
+        43000970,
+        0.01,
+    );
+}
+
+/// The same class with chosen factors, through every kind of reduction
+/// kernel (whole tensor, rows, columns, a row kernel with a consumer): 2
+/// and 1/2 alternate, so every vector lane (an even stride) multiplies only
+/// 2s, past f32's range after 128 of them, or only 1/2s, which underflow,
+/// while the f64 product of each row or column is 2, 1 or 1/2
+/// (exactly: powers of two), and exactly 0 for the row that holds a 0.
+/// (A vectorised product is still not the sequential one where f64 lanes
+/// overflow too; the interpreter's sequential f64 order is only matched
+/// within f64's range.)
+#[test]
+fn f32_products_leave_the_f32_range_only_in_f64() {
+    use crate::fuzz::check;
+    use jitfuse::codegen::micro;
+    let (rows, n) = (5, 2 * 2048 + 37);
+    let vals: Vec<f32> = (0..rows * n)
+        .map(|i| {
+            let (r, j) = (i / n, i % n);
+            if r == 3 && j == n - 1 {
+                0.0
+            } else if i % 2 == 0 {
+                2.0
+            } else {
+                0.5
+            }
+        })
+        .collect();
+    let x = Tensor::from_vec(vals, &[rows, n]).unwrap();
+    let xt = x.reshape(&[n as isize, rows as isize]);
+    for text in [
+        "%0 = param 0 : f32[5,4133]\n%1 = reduce_prod[0,1] %0 : f32[]\nreturn %1\n",
+        "%0 = param 0 : f32[5,4133]\n%1 = reduce_prod[1] %0 : f32[5]\nreturn %1\n",
+        "%0 = param 0 : f32[5,4133]\n%1 = reduce_prod[1] %0 : f32[5]\n%2 = reshape %1 : f32[5,1]\n%3 = broadcast %2 : f32[5,4133]\n%4 = add %0, %3 : f32[5,4133]\nreturn %4\n",
+        "%0 = param 0 : f32[4133,5]\n%1 = reduce_prod[0] %0 : f32[5]\nreturn %1\n",
+    ] {
+        let g = jitfuse::ir::parse(text).unwrap();
+        let arg = if text.contains("f32[4133,5]") { &xt } else { &x };
+        let want = jitfuse::interp::eval_graph(&g, std::slice::from_ref(arg), &[]).unwrap();
+        let w = want[0].to_vec::<f32>().unwrap();
+        assert!(w.iter().all(|v| v.is_finite()), "the f64 products are finite: {w:?}");
+        let mut levels = vec![micro::detected(), micro::Level::Off];
+        levels.dedup();
+        check::check_graph(&g, &[], std::slice::from_ref(arg), &[Borrowed], &levels, 1e-3)
+            .unwrap_or_else(|e| panic!("{e}\n{text}"));
+    }
+}
+
+/// The interpreter read out of bounds on a graph the verifier rejects (a
+/// broadcast of f32[5] to f32[5,4133], misaligned under NumPy's rule): it now
+/// verifies first and returns the verifier's error.
+#[test]
+fn the_interpreter_rejects_a_malformed_graph() {
+    let text = "%0 = param 0 : f32[5,7]\n%1 = reduce_sum[1] %0 : f32[5]\n%2 = broadcast %1 : f32[5,7]\nreturn %2\n";
+    let g = jitfuse::ir::parse(text).unwrap();
+    let x = Tensor::zeros(&[5, 7], DType::F32);
+    let e = jitfuse::interp::eval_graph(&g, &[x], &[]).unwrap_err();
+    assert_eq!(e.kind, jitfuse::ErrorKind::Verify, "{e}");
+    assert!(e.to_string().contains("does not broadcast to f32[5,7]"), "{e}");
+}
