@@ -33,11 +33,15 @@ pub fn levels(case: u64) -> Vec<Level> {
     v
 }
 
-/// Random arguments for the graph's parameters.
-pub fn arguments(g: &Graph, rng: &mut Rng, specials: bool) -> Vec<Tensor> {
+/// Random arguments for the graph's parameters, parameter k's values from
+/// stream `draws[k]` of `seed` (stream 0 is `Rng::new(seed ^ 0xA5A5)`).
+pub fn arguments(g: &Graph, seed: u64, draws: &[u64], specials: bool) -> Vec<Tensor> {
+    assert_eq!(draws.len(), g.params().len(), "one draw per parameter");
     g.params()
         .iter()
-        .map(|&p| {
+        .zip(draws)
+        .map(|(&p, &draw)| {
+            let rng = &mut Rng::new(seed ^ 0xA5A5 ^ draw.wrapping_mul(0x9E37_79B9_7F4A_7C15));
             let n = g.node(p);
             let len: usize = n.shape.iter().product();
             let special = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 0.0, -0.0];
@@ -80,7 +84,7 @@ pub fn arguments(g: &Graph, rng: &mut Rng, specials: bool) -> Vec<Tensor> {
 /// element read from the wrong place or never written is far off; the floor
 /// covers results that are rounding noise of a cancellation, such as the
 /// gradient of a sum of softmax outputs, mathematically zero: 1 for
-/// gradients, whose terms are of the inputs' size, 0.01 otherwise); NaN only
+/// gradients, whose terms are of the inputs' size, 0.1 otherwise); NaN only
 /// where the interpreter has NaN, infinities exactly. `f32` says whether any
 /// value of the program is f32 (then an f64 output may carry f32 rounding).
 pub fn compare(got: &Tensor, want: &Tensor, f32: bool, floor: f64) -> Result<(), String> {

@@ -4,7 +4,11 @@
 //! rounded elementwise ops, max/min, views and copies of exact values);
 //! comparisons, floors, float-to-integer casts and `cond` predicates only
 //! read exact values, so a last-bit difference in a sum or a transcendental
-//! (allowed by the tolerances) cannot flip a branch or an index.
+//! (allowed by the tolerances) cannot flip a branch or an index. In
+//! gradient programs the same holds for derivatives that compare: those of
+//! relu, abs, maximum/minimum and max/min reductions read exact values only
+//! (a 1-ulp difference in a `cos` made two elements tie for the max in one
+//! backend and not the other, moving the gradient to another element).
 
 use super::program::*;
 use crate::common::Rng;
@@ -182,6 +186,9 @@ impl Gen<'_> {
                 if matches!(op, Un::Sin | Un::Cos) && self.big[a] && !t.exact {
                     op = Un::Tanh;
                 }
+                if matches!(op, Un::Relu | Un::Abs) && self.grad && !t.exact {
+                    op = Un::Tanh;
+                }
                 // exp of large values overflows: keep its arguments bounded.
                 let exact = t.exact && matches!(op, Un::Neg | Un::Abs | Un::Relu | Un::Floor);
                 self.push(Ins::Unary(op, a), Ty { exact, ..t });
@@ -200,7 +207,11 @@ impl Gen<'_> {
                     Bin::Min,
                     Bin::DivPos,
                 ];
-                let op = B[self.rng.below(B.len())];
+                let mut op = B[self.rng.below(B.len())];
+                let both_exact = self.tys[a].exact && self.tys[b].exact;
+                if matches!(op, Bin::Max | Bin::Min) && self.grad && !both_exact {
+                    op = Bin::Add;
+                }
                 let shape = broadcast(&sa, &self.tys[b].shape).unwrap();
                 let exact = self.tys[a].exact
                     && self.tys[b].exact
@@ -217,9 +228,12 @@ impl Gen<'_> {
             34..=39 => {
                 let a = self.pick(&is_fl)?;
                 const B: [Bin; 5] = [Bin::Add, Bin::Sub, Bin::Mul, Bin::Max, Bin::DivPos];
-                let op = B[self.rng.below(B.len())];
+                let mut op = B[self.rng.below(B.len())];
                 let c = [0.5, -1.0, 2.0, 0.0, 3.25, -0.125][self.rng.below(6)];
                 let t = self.tys[a].clone();
+                if op == Bin::Max && self.grad && !t.exact {
+                    op = Bin::Add;
+                }
                 let exact = t.exact && op != Bin::DivPos;
                 let flip = self.rng.chance(0.3);
                 self.push(Ins::Scalar(op, a, c, flip), Ty { exact, ..t });
@@ -366,7 +380,10 @@ impl Gen<'_> {
                     Red::Var,
                     Red::Logsumexp,
                 ];
-                let op = R[self.rng.below(R.len())];
+                let mut op = R[self.rng.below(R.len())];
+                if matches!(op, Red::Max | Red::Min) && self.grad && !t.exact {
+                    op = Red::Logsumexp;
+                }
                 let (ax, u) = self.axis(t.shape.len());
                 let keep = self.rng.chance(0.4);
                 let mut shape = t.shape.clone();
@@ -586,7 +603,12 @@ pub fn program(rng: &mut Rng) -> Program {
             float
         };
         let mode = [Mode::Borrowed, Mode::Donated, Mode::Donated, Mode::Shared][rng.below(4)];
-        params.push(Param { shape, dtype, mode });
+        params.push(Param {
+            shape,
+            dtype,
+            mode,
+            draw: i as u64,
+        });
     }
     let tys: Vec<Ty> = params
         .iter()

@@ -50,6 +50,18 @@ pub enum Outcome {
     Fail(String),
 }
 
+/// The comparison's floor for the scale of an output (`check::compare`): 1
+/// for gradients, 0.1 otherwise (the log-sum-exp of a log-softmax row is
+/// mathematically 0, computed from values of size 1 to 10, so it is a few
+/// f32 ulps of 1).
+fn floor(p: &Program) -> f64 {
+    if p.grad {
+        1.0
+    } else {
+        0.1
+    }
+}
+
 /// One program on arguments drawn from `seed`.
 pub fn run_case(p: &Program, seed: u64) -> Outcome {
     let (g, captured) = match trace_program(p) {
@@ -57,9 +69,9 @@ pub fn run_case(p: &Program, seed: u64) -> Outcome {
         Err(e) => return Outcome::Invalid(e),
     };
     let modes: Vec<Mode> = p.params.iter().map(|q| q.mode).collect();
-    let mut rng = Rng::new(seed ^ 0xA5A5);
-    let args = check::arguments(&g, &mut rng, seed % 3 == 0);
-    let floor = if p.grad { 1.0 } else { 0.01 };
+    let draws: Vec<u64> = p.params.iter().map(|q| q.draw).collect();
+    let args = check::arguments(&g, seed, &draws, seed % 3 == 0);
+    let floor = floor(p);
     match check::check_graph(&g, &captured, &args, &modes, &check::levels(seed), floor) {
         Ok(()) => Outcome::Pass,
         Err(e) => Outcome::Fail(e),
@@ -193,10 +205,14 @@ pub fn report(p: &Program, seed: u64) -> String {
         .map(|(g, _)| g.to_text())
         .unwrap_or_else(|e| e);
     let modes: Vec<Mode> = small.params.iter().map(|q| q.mode).collect();
-    let floor = if small.grad { 1.0 } else { 0.01 };
-    format!(
-        "fuzz case (seed {seed}) failed: {why}\nshrunk program: {small:?}\nregression: check_ir(r#\"\n{ir}\"#, &{modes:?}, {seed}, {floor:?});\n"
-    )
+    let draws: Vec<u64> = small.params.iter().map(|q| q.draw).collect();
+    let floor = floor(&small);
+    let call = if draws.iter().copied().eq(0..draws.len() as u64) {
+        format!("check_ir(r#\"\n{ir}\"#, &{modes:?}, {seed}, {floor:?})")
+    } else {
+        format!("check_ir_drawn(r#\"\n{ir}\"#, &{modes:?}, &{draws:?}, {seed}, {floor:?})")
+    };
+    format!("fuzz case (seed {seed}) failed: {why}\nshrunk program: {small:?}\nregression: {call};\n")
 }
 
 fn env_u64(name: &str) -> Option<u64> {
@@ -252,9 +268,15 @@ pub fn fuzz(seed: u64, cases: u64) -> (u64, u64) {
 /// Check the program in IR text form (a shrunk fuzz case) on arguments drawn
 /// from `seed`, at every level, with these argument modes.
 pub fn check_ir(text: &str, modes: &[Mode], seed: u64, floor: f64) {
+    let draws: Vec<u64> = (0..modes.len() as u64).collect();
+    check_ir_drawn(text, modes, &draws, seed, floor);
+}
+
+/// `check_ir` with parameter k's values drawn from stream `draws[k]` (a
+/// shrunk case that dropped parameters keeps the others' values).
+pub fn check_ir_drawn(text: &str, modes: &[Mode], draws: &[u64], seed: u64, floor: f64) {
     let g = jitfuse::ir::parse(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
-    let mut rng = Rng::new(seed ^ 0xA5A5);
-    let args = check::arguments(&g, &mut rng, seed % 3 == 0);
+    let args = check::arguments(&g, seed, draws, seed % 3 == 0);
     let mut levels = check::levels(seed);
     levels.extend(check::levels(seed + 1));
     levels.sort_by_key(|l| *l as u8);
@@ -280,4 +302,39 @@ fn random_programs_match_the_interpreter_second_seed() {
         invalid * 50 <= passed,
         "{invalid} of {passed} programs did not trace"
     );
+}
+
+/// Dropping a parameter the outputs do not read keeps the values of the
+/// others: the shrunk case runs on the arguments that failed.
+#[test]
+fn pruning_a_parameter_keeps_the_others_values() {
+    use jitfuse::DType;
+    use program::{Ins, Param, Un};
+    let param = |draw| Param {
+        shape: vec![3, 5],
+        dtype: DType::F32,
+        mode: Mode::Borrowed,
+        draw,
+    };
+    let p = Program {
+        params: vec![param(0), param(1)],
+        ins: vec![Ins::Unary(Un::Neg, 0), Ins::Unary(Un::Neg, 1)],
+        outputs: vec![2, 3],
+        grad: false,
+    };
+    let small = Program {
+        outputs: vec![3],
+        ..p.clone()
+    };
+    let small = prune(&small);
+    assert_eq!(small.params.len(), 1);
+    assert_eq!(small.params[0].draw, 1);
+    let args = |p: &Program| {
+        let (g, _) = trace_program(p).unwrap();
+        let draws: Vec<u64> = p.params.iter().map(|q| q.draw).collect();
+        check::arguments(&g, 77, &draws, false)
+    };
+    let (full, pruned) = (args(&p), args(&small));
+    assert_eq!(crate::common::bits(&full[1]), crate::common::bits(&pruned[0]));
+    assert_ne!(crate::common::bits(&full[0]), crate::common::bits(&full[1]));
 }

@@ -22,6 +22,10 @@ pub struct Param {
     pub shape: Vec<usize>,
     pub dtype: DType,
     pub mode: Mode,
+    /// Which stream its argument's values are drawn from: its index in the
+    /// generated program, kept when the shrinker drops other parameters (so
+    /// the shrunk program sees the values that failed).
+    pub draw: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
