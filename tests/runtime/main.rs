@@ -11,6 +11,7 @@ mod fuzz;
 mod ir_text;
 mod math_ops;
 mod memory;
+mod nanogpt;
 mod passes;
 mod proptests;
 mod regressions;

@@ -1386,3 +1386,122 @@ fn a_budget_at_the_automatic_peak_is_met_and_an_impossible_one_rejected() {
         "{msg}"
     );
 }
+
+/// A steady training loop of nanoGPT's CPU-size model (4 layers, width 128, block 64, batch
+/// 12) with parameters and AdamW moments donated: the process's resident memory stays within
+/// 1.5x the step's reported peak plus its arguments and outputs (measured from before the
+/// model existed, so it includes the compiler's leftovers and the code), the pool never
+/// holds more than one step's worth, every step allocates the same (see the FIXME), and the
+/// model learns.
+#[test]
+fn a_nanogpt_training_loop_stays_within_its_reported_peak() {
+    use crate::nanogpt::{batch, init, train_step};
+    if !measure_alone("a_nanogpt_training_loop_stays_within_its_reported_peak") {
+        return;
+    }
+    let base = resident_bytes();
+    let mut rng = crate::common::Rng::new(5);
+    let params = init(&mut rng);
+    let zeros = |p: &[Tensor]| -> Vec<Tensor> {
+        p.iter().map(|t| Tensor::zeros(t.shape(), DType::F32)).collect()
+    };
+    let (mut m, mut v) = (zeros(&params), zeros(&params));
+    let (ids, targets) = batch(0);
+    let mem = train_step::lower(params.clone(), m.clone(), v.clone(), &ids, &targets)
+        .unwrap()
+        .compile()
+        .unwrap()
+        .memory_analysis();
+    let mut params = params;
+    let mut losses = Vec::new();
+    let mut step = |i: usize, p: Vec<Tensor>, m: Vec<Tensor>, v: Vec<Tensor>| {
+        let (ids, targets) = batch(i);
+        let (l, p, m, v) = train_step(p, m, v, &ids, &targets);
+        losses.push(l.item::<f32>().unwrap());
+        (p, m, v)
+    };
+    for i in 0..3 {
+        (params, m, v) = step(i, params, m, v);
+    }
+    let held = jitfuse::storage::pool::held_bytes();
+    let mut top = 0;
+    let mut per_step = Vec::new();
+    for i in 3..40 {
+        let before = large_allocs();
+        (params, m, v) = step(i, params, m, v);
+        per_step.push(large_allocs() - before);
+        top = top.max(resident_bytes().unwrap_or(0));
+    }
+    let held_after = jitfuse::storage::pool::held_bytes();
+    println!(
+        "nanoGPT step: peak {} (arguments {}, outputs {}, temp {}, aliased {}); resident before \
+         the model {base:?}, top {top}; pool {held} -> {held_after}; large allocations per \
+         step {:?}; loss {:.3} -> {:.3}",
+        mem.peak_bytes,
+        mem.argument_bytes,
+        mem.output_bytes,
+        mem.temp_bytes,
+        mem.alias_bytes,
+        &per_step[..4],
+        losses[0],
+        losses[losses.len() - 1],
+    );
+    assert!(mem.alias_bytes > 0, "the donated state is written in place: {mem:?}");
+    // FIXME: the GEMM (`gemm` 0.19) allocates its packing buffers on every product, about
+    // 290 transient allocations per step here; no other step allocates. They are freed within
+    // the product (the resident bound below holds); until the packing space is planned, the
+    // test asserts only that every step makes the same ones (nothing accumulates).
+    assert!(
+        per_step.iter().all(|&n| n == per_step[0]),
+        "large allocations per step vary: {per_step:?}"
+    );
+    assert!(
+        held_after <= held.max(mem.peak_bytes),
+        "the pool grew from {held} to {held_after} (one step's peak is {})",
+        mem.peak_bytes
+    );
+    if let Some(base) = base {
+        let bound = mem.peak_bytes * 3 / 2 + mem.argument_bytes + mem.output_bytes;
+        assert!(
+            top - base <= bound,
+            "resident memory grew by {} bytes (bound {bound}: {mem:?})",
+            top - base
+        );
+    }
+    assert!(
+        losses[losses.len() - 1] < losses[0] - 0.3,
+        "the model learns: {losses:?}"
+    );
+}
+
+/// A budget above what the arguments and outputs take but below anything recomputation
+/// reaches, on the nanoGPT step (thousands of nodes): a clear error naming the best peak
+/// found, and nothing cached (the next call without a budget compiles and runs).
+#[test]
+fn an_impossible_budget_on_a_large_graph_is_reported() {
+    use crate::nanogpt::{batch, init, train_step};
+    let params = init(&mut crate::common::Rng::new(9));
+    let zeros: Vec<Tensor> = params
+        .iter()
+        .map(|t| Tensor::zeros(t.shape(), DType::F32))
+        .collect();
+    let (ids, targets) = batch(0);
+    let mem = train_step::lower(params.clone(), zeros.clone(), zeros.clone(), &ids, &targets)
+        .unwrap()
+        .compile()
+        .unwrap()
+        .memory_analysis();
+    let budget = mem.argument_bytes + mem.output_bytes + 4096;
+    train_step::set_memory_budget(Some(budget));
+    let t = std::time::Instant::now();
+    let e = train_step::try_call(params.clone(), zeros.clone(), zeros.clone(), &ids, &targets)
+        .err()
+        .expect("an impossible budget is an error");
+    let took = t.elapsed();
+    train_step::set_memory_budget(None);
+    let msg = e.to_string();
+    println!("impossible budget {budget} on the nanoGPT step: reported in {took:?}: {msg}");
+    assert!(msg.contains(&format!("memory budget of {budget} bytes cannot be met")), "{msg}");
+    let (l, ..) = train_step(params, zeros.clone(), zeros, &ids, &targets);
+    assert!(l.item::<f32>().unwrap().is_finite());
+}
