@@ -6,7 +6,8 @@
 //! (`check_ir`).
 //!
 //! CI runs a fixed seed and case budget; `JITFUSE_FUZZ_CASES=n` and
-//! `JITFUSE_FUZZ_SECONDS=s` run longer, `JITFUSE_FUZZ_SEED=k` elsewhere.
+//! `JITFUSE_FUZZ_SECONDS=s` run longer, `JITFUSE_FUZZ_SEED=k` elsewhere,
+//! `JITFUSE_FUZZ_KEEP_GOING=1` reports every failure instead of the first.
 
 pub mod check;
 pub mod generate;
@@ -227,6 +228,9 @@ pub fn fuzz(seed: u64, cases: u64) -> (u64, u64) {
     let seconds = env_u64("JITFUSE_FUZZ_SECONDS");
     let seed = env_u64("JITFUSE_FUZZ_SEED").map_or(seed, |s| s ^ seed);
     let verbose = std::env::var_os("JITFUSE_FUZZ_VERBOSE").is_some();
+    // Long runs: report each failure and go on (panicking at the end).
+    let keep_going = std::env::var_os("JITFUSE_FUZZ_KEEP_GOING").is_some();
+    let mut failures = 0u64;
     let start = Instant::now();
     let (mut passed, mut invalid) = (0, 0);
     let mut first_invalid: Vec<String> = Vec::new();
@@ -251,17 +255,22 @@ pub fn fuzz(seed: u64, cases: u64) -> (u64, u64) {
                     first_invalid.push(format!("{e}\n{p:?}"));
                 }
             }
+            Outcome::Fail(_) if keep_going => {
+                failures += 1;
+                eprintln!("{}", report(&p, case));
+            }
             Outcome::Fail(_) => panic!("{}", report(&p, case)),
         }
         i += 1;
     }
     eprintln!(
-        "fuzz seed {seed}: {passed} programs passed, {invalid} did not trace, {:.1} s",
+        "fuzz seed {seed}: {passed} programs passed, {failures} failed, {invalid} did not trace, {:.1} s",
         start.elapsed().as_secs_f64()
     );
     for e in &first_invalid {
         eprintln!("  not traced: {e}");
     }
+    assert_eq!(failures, 0, "{failures} programs failed (reported above)");
     (passed, invalid)
 }
 
