@@ -603,6 +603,8 @@ pub fn eval_op(op: &Op, ins: &[&Tensor], shape: &[usize], dtype: DType) -> Resul
             Tensor::from_buffer(Arc::new(buf), s.to_vec(), dtype)
         }
         Op::Matmul => crate::interp_reduce::matmul(ins[0], ins[1], s),
+        Op::Attention(a) => crate::interp_attention::attention(a, ins, s),
+        Op::AttentionGrad(a) => crate::interp_attention::attention_grad(a, ins, s),
         Op::Select => {
             let c = as_bools(ins[0]);
             let size = dtype.size();

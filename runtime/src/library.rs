@@ -5,6 +5,7 @@
 //! (concat, pad, take, iota, arg-reductions, scatters, barrier copies) are the
 //! typed loops of `ops`.
 
+pub mod attention;
 pub mod ops;
 
 use crate::{shape, DType};

@@ -1,6 +1,7 @@
 //! Integration tests of the runtime (one binary: build time matters).
 
 mod array_ops;
+mod attention;
 mod autodiff;
 mod cache_diag;
 mod common;

@@ -360,6 +360,43 @@ pub fn backward(g: &Graph, vals: &[Tensor], seeds: &[(ValueId, Tensor)]) -> Vec<
             Op::Barrier => add(&mut ct, inp(0), c),
             // Handled above.
             Op::Cond(_) | Op::While(_) | Op::Scan(_) | Op::Get(_) => {}
+            Op::Attention(spec) => {
+                if spec.mask == crate::ir::MaskKind::Additive && need(3) {
+                    crate::trace::fail(crate::Error::shape(format!(
+                        "attention: the gradient with respect to an additive mask {} is not \
+                         supported (add the bias to the scores of the unfused composition)",
+                        crate::error::type_str(x(3).dtype(), x(3).shape())
+                    )));
+                }
+                if need(0) || need(1) || need(2) {
+                    let (q, k, v) = (x(0), x(1), x(2));
+                    let mut ins = vec![q, k, v, y, &c];
+                    if spec.mask.has_operand() {
+                        ins.push(x(3));
+                    }
+                    let (nq, nk, nv) = (q.len(), k.len(), v.len());
+                    let flat = apply(
+                        Op::AttentionGrad(*spec),
+                        &ins,
+                        vec![nq + nk + nv],
+                        q.dtype(),
+                        loc,
+                    );
+                    let mut part = |k: usize, from: usize, n: usize, like: &Tensor| {
+                        if need(k) {
+                            let shape: Vec<isize> = like.shape().iter().map(|&d| d as isize).collect();
+                            let t = flat.slice_axis(0, from as isize, (from + n) as isize, 1).reshape(&shape);
+                            add(&mut ct, inp(k), t);
+                        }
+                    };
+                    part(0, 0, nq, q);
+                    part(1, nq, nk, k);
+                    part(2, nq + nk, nv, v);
+                }
+            }
+            Op::AttentionGrad(_) => crate::trace::fail(crate::Error::shape(
+                "attention_grad: second derivatives of attention are not supported".to_string(),
+            )),
             Op::Matmul => {
                 let (a, b) = (x(0), x(1));
                 if need(0) {

@@ -276,7 +276,7 @@ impl Executable {
                         .iter()
                         .map(|&x| graph.node(x).shape.as_slice())
                         .collect();
-                    crate::library::ops::scratch_bytes(&n.op, &ins, &n.shape)
+                    crate::library::ops::scratch_bytes(&n.op, &ins, &n.shape, n.dtype)
                 }
                 _ => 0,
             })

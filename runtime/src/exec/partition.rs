@@ -113,6 +113,8 @@ fn is_library(op: &Op) -> bool {
             | Op::Iota(_)
             | Op::SliceScatter(_)
             | Op::ScatterAdd(_)
+            | Op::Attention(_)
+            | Op::AttentionGrad(_)
             | Op::Cond(_)
             | Op::While(_)
             | Op::Scan(_)

@@ -252,6 +252,73 @@ pub fn infer(op: &Op, ins: &[Ty], declared: Ty) -> Result<(Vec<usize>, DType), S
             arity(2)?;
             Ok((ins[0].0.to_vec(), ins[0].1))
         }
+        Op::Attention(spec) | Op::AttentionGrad(spec) => {
+            let grad = matches!(op, Op::AttentionGrad(_));
+            let base = if grad { 5 } else { 3 };
+            arity(base + spec.mask.has_operand() as usize)?;
+            let ((q, d), (k, dk), (v, dv)) = (ins[0], ins[1], ins[2]);
+            if !d.is_float() || dk != d || dv != d {
+                return Err(format!(
+                    "attention takes q, k, v of one float dtype, not {d}, {dk}, {dv}"
+                ));
+            }
+            let r = q.len();
+            if r < 2 || k.len() != r || v.len() != r {
+                return Err(format!(
+                    "q, k, v need one rank >= 2 (batch axes, then rows and features): {q:?}, {k:?}, {v:?}"
+                ));
+            }
+            let (batch, sq, sk) = (&q[..r - 2], q[r - 2], k[r - 2]);
+            if &k[..r - 2] != batch || &v[..r - 2] != batch {
+                return Err(format!(
+                    "q, k, v need the same batch axes: {q:?}, {k:?}, {v:?}"
+                ));
+            }
+            if k[r - 1] != q[r - 1] || v[r - 2] != sk {
+                return Err(format!(
+                    "k needs q's feature size and v k's length: q {q:?}, k {k:?}, v {v:?}"
+                ));
+            }
+            let mut o = q.to_vec();
+            o[r - 1] = v[r - 1];
+            if grad {
+                for (what, x) in [("o", ins[3]), ("do", ins[4])] {
+                    if x.0 != o.as_slice() || x.1 != d {
+                        return Err(format!("{what} is {:?} {}, needs {o:?} {d}", x.0, x.1));
+                    }
+                }
+            }
+            if spec.mask.has_operand() {
+                let (m, dm) = ins[base];
+                let mut want = batch.to_vec();
+                want.extend([sq, sk]);
+                let dm_ok = if spec.mask == crate::ir::MaskKind::Bool {
+                    dm == DType::Bool
+                } else {
+                    dm == d
+                };
+                if m != want.as_slice() || !dm_ok {
+                    return Err(format!(
+                        "a {} mask is {dm} {m:?}, needs {want:?} of {}",
+                        spec.mask.name(),
+                        if spec.mask == crate::ir::MaskKind::Bool { DType::Bool } else { d }
+                    ));
+                }
+            }
+            if !spec.scale.is_finite() {
+                return Err(format!("scale {} is not finite", spec.scale));
+            }
+            if grad {
+                let n = crate::shape::checked_numel(q)
+                    .zip(crate::shape::checked_numel(k))
+                    .zip(crate::shape::checked_numel(v))
+                    .and_then(|((a, b), c)| a.checked_add(b)?.checked_add(c))
+                    .ok_or("gradient size overflows")?;
+                Ok((vec![n], d))
+            } else {
+                Ok((o, d))
+            }
+        }
         _ => unreachable!("infer is for structural ops"),
     }
 }

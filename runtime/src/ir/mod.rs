@@ -14,7 +14,9 @@ mod parse;
 mod print;
 mod verify;
 
-pub use op::{BinaryOp, CmpOp, CondOp, Op, ReduceOp, ScanOp, UnaryOp, WhileOp};
+pub use op::{
+    AttnSpec, BinaryOp, CmpOp, CondOp, MaskKind, Op, ReduceOp, ScanOp, UnaryOp, WhileOp,
+};
 pub use parse::parse;
 pub use verify::verify;
 

@@ -150,6 +150,52 @@ pub enum Op {
     Scan(Arc<ScanOp>),
     /// Output `k >= 1` of the control-flow node it reads.
     Get(usize),
+    /// `softmax(scale · q kᵀ + mask) v` over the last two axes: inputs
+    /// `q [.., Sq, D]`, `k [.., Sk, D]`, `v [.., Sk, Dv]` (the same batch
+    /// axes), and for a `Bool` or `Additive` mask `mask [.., Sq, Sk]`.
+    /// Computed without the score matrix (`library::attention`).
+    Attention(AttnSpec),
+    /// The gradient of `Attention` with the same spec: inputs `q, k, v, o,
+    /// do (, mask)`, output `[dq, dk, dv]` flattened one after the other (1-D).
+    AttentionGrad(AttnSpec),
+}
+
+/// Which keys a query row of `attention` sees.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MaskKind {
+    /// Every key.
+    None,
+    /// Key `j` for query `i` when `j <= i` (the lower triangle of the
+    /// `[Sq, Sk]` scores, as `tril`).
+    Causal,
+    /// Where a `bool [.., Sq, Sk]` operand is true.
+    Bool,
+    /// Every key, with a float `[.., Sq, Sk]` operand added to the scores.
+    Additive,
+}
+
+impl MaskKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            MaskKind::None => "none",
+            MaskKind::Causal => "causal",
+            MaskKind::Bool => "bool",
+            MaskKind::Additive => "additive",
+        }
+    }
+
+    /// Whether the mask is an operand (after q, k, v and, for the gradient, o, do).
+    pub fn has_operand(self) -> bool {
+        matches!(self, MaskKind::Bool | MaskKind::Additive)
+    }
+}
+
+/// The attributes of `Attention`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AttnSpec {
+    pub mask: MaskKind,
+    /// The factor of the scores (`1/√D` by default).
+    pub scale: f64,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -386,6 +432,8 @@ impl Op {
             Op::While(_) => "while",
             Op::Scan(_) => "scan",
             Op::Get(_) => "get",
+            Op::Attention(_) => "attention",
+            Op::AttentionGrad(_) => "attention_grad",
         }
     }
 

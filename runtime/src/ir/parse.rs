@@ -131,6 +131,14 @@ fn parse_graph(lines: &[(usize, &str)], pos: &mut usize, nested: bool) -> Result
             }
             "scatter_add" => (Op::ScatterAdd(one(attr("an axis")?, line_no)?), args),
             "get" => (Op::Get(one(attr("an output index")?, line_no)?), args),
+            "attention" | "attention_grad" => {
+                let spec = attn_spec(attr("a mask kind and a scale")?, line_no)?;
+                if opname == "attention" {
+                    (Op::Attention(spec), args)
+                } else {
+                    (Op::AttentionGrad(spec), args)
+                }
+            }
             "cond" => {
                 let else_ = sub_graph(lines, pos, line_no)?;
                 let then = sub_graph(lines, pos, line_no)?;
@@ -315,4 +323,20 @@ fn pairs<T: std::str::FromStr>(s: &str, line: usize) -> Result<Vec<(T, T)>, Erro
             ))
         })
         .collect()
+}
+
+/// `causal,0.125`: an attention's mask kind and scale.
+fn attn_spec(text: &str, line_no: usize) -> Result<super::AttnSpec, Error> {
+    use super::MaskKind;
+    let bad = || Error::parse(line_no, format!("attention needs `[mask,scale]` with mask none, causal, bool or additive, found `[{text}]`"));
+    let (kind, scale) = text.split_once(',').ok_or_else(bad)?;
+    let mask = match kind.trim() {
+        "none" => MaskKind::None,
+        "causal" => MaskKind::Causal,
+        "bool" => MaskKind::Bool,
+        "additive" => MaskKind::Additive,
+        _ => return Err(bad()),
+    };
+    let scale: f64 = scale.trim().parse().map_err(|_| bad())?;
+    Ok(super::AttnSpec { mask, scale })
 }

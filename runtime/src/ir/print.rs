@@ -99,6 +99,7 @@ pub fn attr_text(op: &Op) -> String {
         | Op::ScatterAdd(a)
         | Op::Get(a) => format!("[{a}]"),
         Op::While(w) => format!("[{}]", w.carried),
+        Op::Attention(a) | Op::AttentionGrad(a) => format!("[{},{:?}]", a.mask.name(), a.scale),
         Op::Scan(sc) => format!(
             "[{},{},{},{}]",
             sc.length, sc.carried, sc.xs, sc.reverse as u8

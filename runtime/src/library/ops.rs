@@ -26,11 +26,20 @@ unsafe impl Send for Operand<'_> {}
 unsafe impl Sync for Operand<'_> {}
 
 /// Bytes of scratch a step needs besides its output (planned once per executable, at the end
-/// of the arena): `scatter_add`'s grouping of the indices by target row.
-pub fn scratch_bytes(op: &Op, in_shapes: &[&[usize]], out_shape: &[usize]) -> usize {
+/// of the arena): `scatter_add`'s grouping of the indices by target row, attention's tiles
+/// (one set per worker).
+pub fn scratch_bytes(op: &Op, in_shapes: &[&[usize]], out_shape: &[usize], dtype: DType) -> usize {
     match op {
         Op::ScatterAdd(axis) => {
             (out_shape[*axis] + 1 + shape::numel(in_shapes[1])) * std::mem::size_of::<i64>()
+        }
+        Op::Attention(_) | Op::AttentionGrad(_) => {
+            let d = super::attention::Dims::of(in_shapes[0], in_shapes[2]);
+            if matches!(op, Op::Attention(_)) {
+                super::attention::forward_scratch(d, dtype.size())
+            } else {
+                super::attention::backward_scratch(d, dtype.size())
+            }
         }
         _ => 0,
     }
@@ -91,6 +100,10 @@ pub unsafe fn run(
             DType::Bool => return Err(unsupported(op, dtype)),
         },
         Op::Take(axis) => take(size, &ins[0], &ins[1], *axis, out, out_numel),
+        Op::Attention(a) | Op::AttentionGrad(a) => {
+            let grad = matches!(op, Op::AttentionGrad(_));
+            super::attention::run(a, grad, ins, dtype, out, scratch)
+        }
         Op::ScatterAdd(axis) => match dtype {
             DType::F32 => scatter_add::<f32>(&ins[0], &ins[1], *axis, out_shape, out, scratch),
             DType::F64 => scatter_add::<f64>(&ins[0], &ins[1], *axis, out_shape, out, scratch),

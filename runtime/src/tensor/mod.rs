@@ -6,6 +6,7 @@
 //! through the reference interpreter.
 
 mod arith;
+pub mod attention;
 pub mod composite;
 mod display;
 pub mod ops;

@@ -1,0 +1,122 @@
+//! The interpreter's attention: the definition, in f64, score matrix and all.
+//!
+//! For each batch element and query row `i`: `s_j = scale · q_i · k_j`, plus the additive
+//! mask, or -inf where the key is masked (`j > i` under `Causal`, false under `Bool`);
+//! `p = exp(s - max s) / Σ exp(s - max s)`; `o_i = Σ_j p_j v_j`. A row whose keys are all
+//! masked is NaN (as the composition's softmax of -infs), no keys at all give 0.
+
+use crate::interp::{as_f64s, from_f64s};
+use crate::ir::{AttnSpec, MaskKind};
+use crate::{shape, Tensor};
+
+struct Dims {
+    batch: usize,
+    sq: usize,
+    sk: usize,
+    d: usize,
+    dv: usize,
+}
+
+fn dims(q: &Tensor, v: &Tensor) -> Dims {
+    let r = q.shape.len();
+    Dims {
+        batch: shape::numel(&q.shape[..r - 2]),
+        sq: q.shape[r - 2],
+        sk: v.shape[r - 2],
+        d: q.shape[r - 1],
+        dv: v.shape[r - 1],
+    }
+}
+
+/// The softmax weights `p[b][i][j]` (f64, flattened).
+fn weights(spec: &AttnSpec, q: &[f64], k: &[f64], mask: Option<&[f64]>, n: &Dims) -> Vec<f64> {
+    let mut p = vec![0.0; n.batch * n.sq * n.sk];
+    for b in 0..n.batch {
+        for i in 0..n.sq {
+            let row = &mut p[(b * n.sq + i) * n.sk..(b * n.sq + i + 1) * n.sk];
+            for (j, s) in row.iter_mut().enumerate() {
+                let qi = &q[(b * n.sq + i) * n.d..(b * n.sq + i + 1) * n.d];
+                let kj = &k[(b * n.sk + j) * n.d..(b * n.sk + j + 1) * n.d];
+                let dot: f64 = qi.iter().zip(kj).map(|(a, b)| a * b).sum();
+                let m = mask.map(|m| m[(b * n.sq + i) * n.sk + j]);
+                *s = match spec.mask {
+                    MaskKind::Causal if j > i => f64::NEG_INFINITY,
+                    MaskKind::Bool if m == Some(0.0) => f64::NEG_INFINITY,
+                    MaskKind::Additive => spec.scale * dot + m.unwrap(),
+                    _ => spec.scale * dot,
+                };
+            }
+            // NaN propagates through the maximum, as the reduction's does.
+            let mx = row.iter().fold(f64::NEG_INFINITY, |a, &x| {
+                if a.is_nan() || x.is_nan() {
+                    f64::NAN
+                } else {
+                    a.max(x)
+                }
+            });
+            row.iter_mut().for_each(|s| *s = (*s - mx).exp());
+            let sum: f64 = row.iter().sum();
+            row.iter_mut().for_each(|s| *s /= sum);
+        }
+    }
+    p
+}
+
+/// `attention(q, k, v (, mask))`.
+pub fn attention(spec: &AttnSpec, ins: &[&Tensor], out_shape: &[usize]) -> Tensor {
+    let n = dims(ins[0], ins[2]);
+    let (q, k, v) = (as_f64s(ins[0]), as_f64s(ins[1]), as_f64s(ins[2]));
+    let mask = ins.get(3).map(|m| as_f64s(m));
+    let p = weights(spec, &q, &k, mask.as_deref(), &n);
+    let mut o = vec![0.0; n.batch * n.sq * n.dv];
+    for b in 0..n.batch {
+        for i in 0..n.sq {
+            for j in 0..n.sk {
+                let w = p[(b * n.sq + i) * n.sk + j];
+                for c in 0..n.dv {
+                    o[(b * n.sq + i) * n.dv + c] += w * v[(b * n.sk + j) * n.dv + c];
+                }
+            }
+        }
+    }
+    from_f64s(o, out_shape, ins[0].dtype)
+}
+
+/// `attention_grad(q, k, v, o, do (, mask))`: `[dq, dk, dv]` flattened.
+pub fn attention_grad(spec: &AttnSpec, ins: &[&Tensor], out_shape: &[usize]) -> Tensor {
+    let n = dims(ins[0], ins[2]);
+    let (q, k, v) = (as_f64s(ins[0]), as_f64s(ins[1]), as_f64s(ins[2]));
+    let dout = as_f64s(ins[4]);
+    let mask = ins.get(5).map(|m| as_f64s(m));
+    let p = weights(spec, &q, &k, mask.as_deref(), &n);
+    let (nq, nk, nv) = (n.batch * n.sq * n.d, n.batch * n.sk * n.d, n.batch * n.sk * n.dv);
+    let mut g = vec![0.0; nq + nk + nv];
+    let (dq, rest) = g.split_at_mut(nq);
+    let (dk, dv) = rest.split_at_mut(nk);
+    for b in 0..n.batch {
+        for i in 0..n.sq {
+            let row = (b * n.sq + i) * n.sk;
+            let doi = &dout[(b * n.sq + i) * n.dv..(b * n.sq + i + 1) * n.dv];
+            // dp_j = do_i · v_j; ds_j = p_j (dp_j - Σ_l p_l dp_l).
+            let dp: Vec<f64> = (0..n.sk)
+                .map(|j| {
+                    let vj = &v[(b * n.sk + j) * n.dv..(b * n.sk + j + 1) * n.dv];
+                    doi.iter().zip(vj).map(|(a, b)| a * b).sum()
+                })
+                .collect();
+            let dot: f64 = (0..n.sk).map(|j| p[row + j] * dp[j]).sum();
+            for j in 0..n.sk {
+                let pj = p[row + j];
+                let ds = pj * (dp[j] - dot) * spec.scale;
+                for c in 0..n.dv {
+                    dv[(b * n.sk + j) * n.dv + c] += pj * doi[c];
+                }
+                for c in 0..n.d {
+                    dq[(b * n.sq + i) * n.d + c] += ds * k[(b * n.sk + j) * n.d + c];
+                    dk[(b * n.sk + j) * n.d + c] += ds * q[(b * n.sq + i) * n.d + c];
+                }
+            }
+        }
+    }
+    from_f64s(g, out_shape, ins[0].dtype)
+}

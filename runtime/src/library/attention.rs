@@ -1,0 +1,596 @@
+//! Memory-efficient attention (FlashAttention-2 on the CPU) as native library steps.
+//!
+//! `attention(q, k, v)` = `softmax(scale · q kᵀ + mask) v` row by row, without the
+//! `[Sq, Sk]` score matrix: each task takes a tile of `BR` query rows and walks the keys in
+//! tiles of `BC`, keeping for each row the running maximum `m`, the running sum `l` of
+//! `exp(s - m)` and the running output `acc` (rescaled by `exp(m_old - m_new)` when the
+//! maximum grows). Tile products run on `gemm` (single-threaded; the tasks are split over
+//! the cores). Under a causal mask the tiles wholly above the diagonal are skipped.
+//!
+//! The gradient recomputes each score tile from q, k and the row's log-sum-exp (its first
+//! pass computes the log-sum-exp and `D = rowsum(dO ∘ O)`), then per key tile accumulates
+//! `dV += Pᵀ dO`, `dK += scale · dSᵀ Q` and adds `scale · dS K` into `dQ`, with
+//! `dS = P ∘ (dO Vᵀ - D)`. One task per batch element (batch and head axes), so every
+//! output element has one writer. The result is `dq`, `dk`, `dv` flattened one after the
+//! other.
+//!
+//! Semantics are the composition's: a row with every key masked is NaN (the softmax of
+//! `-inf`s), NaN inputs give NaN rows; with no keys at all the output is zero (an empty
+//! sum). Scratch comes from the executable's arena, one slot per worker.
+
+use super::ops::Operand;
+use super::GemmElement;
+use crate::codegen::micro;
+use crate::ir::{AttnSpec, MaskKind, UnaryOp};
+use crate::{shape, DType};
+use rayon::prelude::*;
+
+/// Query rows per tile.
+const BR: usize = 64;
+/// Key columns per tile.
+const BC: usize = 128;
+/// Scratch slots are this aligned.
+const SLOT_ALIGN: usize = 64;
+
+/// The element types attention runs on.
+trait Float:
+    GemmElement
+    + PartialOrd
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::Div<Output = Self>
+    + Send
+    + Sync
+{
+    const NEG_INF: Self;
+    fn from_f64(x: f64) -> Self;
+    fn exp(self) -> Self;
+    fn ln(self) -> Self;
+    /// `x[i] = exp(x[i])` for the whole slice.
+    fn exp_slice(x: &mut [Self]);
+}
+
+impl Float for f32 {
+    const NEG_INF: Self = f32::NEG_INFINITY;
+    fn from_f64(x: f64) -> Self {
+        x as f32
+    }
+    fn exp(self) -> Self {
+        f32::exp(self)
+    }
+    fn ln(self) -> Self {
+        f32::ln(self)
+    }
+    fn exp_slice(x: &mut [f32]) {
+        static KERNEL: once_cell::sync::Lazy<Option<micro::MicroFn>> =
+            once_cell::sync::Lazy::new(|| micro::kernel_at(micro::detected(), UnaryOp::Exp));
+        match *KERNEL {
+            // SAFETY: the micro-kernel reads and writes `len` elements (in place is allowed:
+            // each vector is loaded before it is stored).
+            Some(f) => unsafe { f(x.as_ptr(), x.as_mut_ptr(), x.len()) },
+            None => x.iter_mut().for_each(|v| *v = v.exp()),
+        }
+    }
+}
+
+impl Float for f64 {
+    const NEG_INF: Self = f64::NEG_INFINITY;
+    fn from_f64(x: f64) -> Self {
+        x
+    }
+    fn exp(self) -> Self {
+        f64::exp(self)
+    }
+    fn ln(self) -> Self {
+        f64::ln(self)
+    }
+    fn exp_slice(x: &mut [f64]) {
+        x.iter_mut().for_each(|v| *v = v.exp());
+    }
+}
+
+/// The shapes of one attention step: batch elements, query rows, keys, head dims.
+#[derive(Clone, Copy, Debug)]
+pub struct Dims {
+    pub batch: usize,
+    pub sq: usize,
+    pub sk: usize,
+    pub d: usize,
+    pub dv: usize,
+}
+
+impl Dims {
+    /// From `q [.., Sq, D]` and `v [.., Sk, Dv]`.
+    pub fn of(q: &[usize], v: &[usize]) -> Dims {
+        let r = q.len();
+        Dims {
+            batch: shape::numel(&q[..r - 2]),
+            sq: q[r - 2],
+            sk: v[r - 2],
+            d: q[r - 1],
+            dv: v[r - 1],
+        }
+    }
+}
+
+fn workers() -> usize {
+    rayon::current_num_threads().max(1)
+}
+
+fn slot_bytes(elems: usize, size: usize) -> usize {
+    (elems * size).div_ceil(SLOT_ALIGN) * SLOT_ALIGN
+}
+
+/// Scratch bytes of the forward step.
+pub fn forward_scratch(d: Dims, size: usize) -> usize {
+    workers() * slot_bytes(BR * BC + BR * d.dv + 2 * BR, size)
+}
+
+/// Scratch bytes of the gradient step.
+pub fn backward_scratch(d: Dims, size: usize) -> usize {
+    workers() * slot_bytes(2 * d.sq + 2 * BR * BC + BC * d.d + BC * d.dv, size)
+}
+
+/// One operand of a step as a batch of matrices: element `(b, i, j)` at
+/// `ptr + off(b) + i * rs + j * cs` elements.
+#[derive(Clone, Copy)]
+struct Mats<'a, T> {
+    ptr: *const T,
+    batch_shape: &'a [usize],
+    batch_strides: &'a [i64],
+    rs: isize,
+    cs: isize,
+}
+
+// SAFETY: only read, by the step that holds the operand, while its buffer lives.
+unsafe impl<T> Send for Mats<'_, T> {}
+unsafe impl<T> Sync for Mats<'_, T> {}
+
+impl<'a, T> Mats<'a, T> {
+    fn new(x: &Operand<'a>) -> Mats<'a, T> {
+        let r = x.shape.len();
+        Mats {
+            ptr: x.ptr as *const T,
+            batch_shape: &x.shape[..r - 2],
+            batch_strides: &x.strides[..r - 2],
+            rs: x.strides[r - 2] as isize,
+            cs: x.strides[r - 1] as isize,
+        }
+    }
+
+    /// The offset (elements) of matrix `b`'s row `i`.
+    fn offset(&self, b: usize, i: usize) -> isize {
+        let mut rest = b;
+        let mut off = 0i64;
+        for (&n, &s) in self.batch_shape.iter().zip(self.batch_strides).rev() {
+            off += (rest % n) as i64 * s;
+            rest /= n;
+        }
+        off as isize + i as isize * self.rs
+    }
+
+    /// The first element of matrix `b`'s row `i`.
+    fn row(&self, b: usize, i: usize) -> *const T {
+        self.ptr.wrapping_offset(self.offset(b, i))
+    }
+}
+
+/// `dst[m, n] (= or +=) beta · lhs[m, k] @ rhs[k, n]`, strides in elements (row, column).
+#[allow(clippy::too_many_arguments)]
+unsafe fn mm<T: Float>(
+    m: usize,
+    n: usize,
+    k: usize,
+    dst: *mut T,
+    dst_rs: isize,
+    accumulate: bool,
+    lhs: *const T,
+    lhs_rs: isize,
+    lhs_cs: isize,
+    rhs: *const T,
+    rhs_rs: isize,
+    rhs_cs: isize,
+    beta: T,
+) {
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        if !accumulate {
+            for i in 0..m {
+                for j in 0..n {
+                    *dst.offset(i as isize * dst_rs + j as isize) = T::ZERO;
+                }
+            }
+        }
+        return;
+    }
+    // dst = alpha · dst + beta · lhs @ rhs (column strides first); with read_dst false the
+    // destination is only written.
+    gemm::gemm(
+        m,
+        n,
+        k,
+        dst,
+        1,
+        dst_rs,
+        accumulate,
+        lhs,
+        lhs_cs,
+        lhs_rs,
+        rhs,
+        rhs_cs,
+        rhs_rs,
+        T::ONE,
+        beta,
+        false,
+        false,
+        false,
+        gemm::Parallelism::None,
+    );
+}
+
+/// The score tile `s[r, c] = scale · q[i0 + r] · k[j0 + c]` with the mask applied (masked
+/// scores are -inf), in `s` with row stride `BC`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn scores<T: Float>(
+    spec: &AttnSpec,
+    q: &Mats<T>,
+    k: &Mats<T>,
+    mask: Option<&Operand>,
+    b: usize,
+    d: usize,
+    (i0, rows): (usize, usize),
+    (j0, cols): (usize, usize),
+    s: &mut [T],
+) {
+    let (qp, kp) = (q.row(b, i0), k.row(b, j0));
+    mm(
+        rows,
+        cols,
+        d,
+        s.as_mut_ptr(),
+        BC as isize,
+        false,
+        qp,
+        q.rs,
+        q.cs,
+        kp,
+        k.cs,
+        k.rs,
+        T::from_f64(spec.scale),
+    );
+    match spec.mask {
+        MaskKind::None => {}
+        MaskKind::Causal => {
+            if j0 + cols > i0 + 1 {
+                for r in 0..rows {
+                    let first_masked = (i0 + r + 1).saturating_sub(j0);
+                    for c in first_masked..cols {
+                        s[r * BC + c] = T::NEG_INF;
+                    }
+                }
+            }
+        }
+        MaskKind::Bool | MaskKind::Additive => {
+            let m = mask.expect("a mask operand");
+            let at: Mats<u8> = Mats::new(m);
+            let size = m.dtype.size() as isize;
+            for r in 0..rows {
+                let first = at.offset(b, i0 + r) + j0 as isize * at.cs;
+                for c in 0..cols {
+                    let e = m.ptr.wrapping_offset((first + c as isize * at.cs) * size);
+                    let x = &mut s[r * BC + c];
+                    if spec.mask == MaskKind::Bool {
+                        if *e == 0 {
+                            *x = T::NEG_INF;
+                        }
+                    } else {
+                        *x = *x + *(e as *const T);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The key columns query rows `i0..i0 + rows` may see: `0..end`.
+fn key_end(spec: &AttnSpec, sk: usize, i0: usize, rows: usize) -> usize {
+    match spec.mask {
+        MaskKind::Causal => sk.min(i0 + rows),
+        _ => sk,
+    }
+}
+
+/// Online-softmax update of rows `0..rows` with score tile `s` (`cols` columns): the new
+/// maxima in `m`, `s` turned into `exp(s - m_new)`, and per row the factor `exp(m_old -
+/// m_new)` the earlier sums are rescaled by (in `alpha`).
+fn online<T: Float>(s: &mut [T], rows: usize, cols: usize, m: &mut [T], alpha: &mut [T]) {
+    for r in 0..rows {
+        let row = &mut s[r * BC..r * BC + cols];
+        let mut mx = m[r];
+        for &x in row.iter() {
+            if x > mx {
+                mx = x;
+            }
+        }
+        // While every score so far is -inf, subtract 0: exp(-inf) = 0, not NaN.
+        let sub = if mx == T::NEG_INF { T::ZERO } else { mx };
+        alpha[r] = (m[r] - sub).exp();
+        m[r] = mx;
+        for x in row.iter_mut() {
+            *x = *x - sub;
+        }
+        T::exp_slice(row);
+    }
+}
+
+/// A worker's scratch slot as `n` elements.
+unsafe fn slot<'s, T>(scratch: *mut u8, w: usize, bytes: usize, n: usize) -> &'s mut [T] {
+    std::slice::from_raw_parts_mut(scratch.add(w * bytes) as *mut T, n)
+}
+
+/// The forward step: `o [.., Sq, Dv]` (contiguous) from `ins = [q, k, v, (mask)]`.
+///
+/// # Safety
+/// The operands' maps stay inside live buffers; `out` is valid for the output and overlaps
+/// no operand; `scratch` is valid for `forward_scratch` bytes.
+unsafe fn forward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: *mut T, scratch: *mut u8) {
+    let dims = Dims::of(ins[0].shape, ins[2].shape);
+    let (q, k, v) = (Mats::<T>::new(&ins[0]), Mats::<T>::new(&ins[1]), Mats::<T>::new(&ins[2]));
+    let mask = ins.get(3);
+    let Dims { batch, sq, sk, d, dv } = dims;
+    let q_tiles = sq.div_ceil(BR);
+    let tasks = batch * q_tiles;
+    let size = std::mem::size_of::<T>();
+    let bytes = slot_bytes(BR * BC + BR * dv + 2 * BR, size);
+    let n_workers = workers().min(tasks.max(1));
+    #[derive(Clone, Copy)]
+    struct P<T>(*mut T, *mut u8);
+    unsafe impl<T> Send for P<T> {}
+    unsafe impl<T> Sync for P<T> {}
+    let p = P(out, scratch);
+    (0..n_workers).into_par_iter().for_each(|w| {
+        let p = p;
+        let buf: &mut [T] = slot(p.1, w, bytes, BR * BC + BR * dv + 2 * BR);
+        let (s, rest) = buf.split_at_mut(BR * BC);
+        let (acc, rest) = rest.split_at_mut(BR * dv);
+        let (m, l) = rest.split_at_mut(BR);
+        let mut alpha = [T::ZERO; BR];
+        for t in (w..tasks).step_by(n_workers) {
+            let (b, i0) = (t / q_tiles, (t % q_tiles) * BR);
+            let rows = BR.min(sq - i0);
+            m[..rows].fill(T::NEG_INF);
+            l[..rows].fill(T::ZERO);
+            acc[..rows * dv].fill(T::ZERO);
+            let end = key_end(spec, sk, i0, rows);
+            for j0 in (0..end).step_by(BC) {
+                let cols = BC.min(end - j0);
+                scores(spec, &q, &k, mask, b, d, (i0, rows), (j0, cols), s);
+                online(s, rows, cols, m, &mut alpha);
+                for r in 0..rows {
+                    let sum = s[r * BC..r * BC + cols]
+                        .iter()
+                        .fold(T::ZERO, |a, &x| a + x);
+                    l[r] = l[r] * alpha[r] + sum;
+                    acc[r * dv..(r + 1) * dv]
+                        .iter_mut()
+                        .for_each(|x| *x = *x * alpha[r]);
+                }
+                mm(
+                    rows,
+                    dv,
+                    cols,
+                    acc.as_mut_ptr(),
+                    dv as isize,
+                    true,
+                    s.as_ptr(),
+                    BC as isize,
+                    1,
+                    v.row(b, j0),
+                    v.rs,
+                    v.cs,
+                    T::ONE,
+                );
+            }
+            for r in 0..rows {
+                let o = p.0.add((b * sq + i0 + r) * dv);
+                for c in 0..dv {
+                    // With no keys at all the output is an empty sum: 0. A row whose keys
+                    // are all masked has l = 0 and acc = 0: 0/0 = NaN, the composition's.
+                    *o.add(c) = if sk == 0 { T::ZERO } else { acc[r * dv + c] / l[r] };
+                }
+            }
+        }
+    });
+}
+
+/// The gradient step: `[dq, dk, dv]` flattened into `out` from
+/// `ins = [q, k, v, o, do, (mask)]`.
+///
+/// # Safety
+/// As `forward`'s, with `backward_scratch` bytes of scratch.
+unsafe fn backward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: *mut T, scratch: *mut u8) {
+    let dims = Dims::of(ins[0].shape, ins[2].shape);
+    let (q, k, v) = (Mats::<T>::new(&ins[0]), Mats::<T>::new(&ins[1]), Mats::<T>::new(&ins[2]));
+    let (o, dout) = (Mats::<T>::new(&ins[3]), Mats::<T>::new(&ins[4]));
+    let mask = ins.get(5);
+    let Dims { batch, sq, sk, d, dv } = dims;
+    let (nq, nk) = (batch * sq * d, batch * sk * d);
+    let size = std::mem::size_of::<T>();
+    let elems = 2 * sq + 2 * BR * BC + BC * d + BC * dv;
+    let bytes = slot_bytes(elems, size);
+    let n_workers = workers().min(batch.max(1));
+    let scale = T::from_f64(spec.scale);
+    #[derive(Clone, Copy)]
+    struct P<T>(*mut T, *mut u8);
+    unsafe impl<T> Send for P<T> {}
+    unsafe impl<T> Sync for P<T> {}
+    let p = P(out, scratch);
+    (0..n_workers).into_par_iter().for_each(|w| {
+        let p = p;
+        let buf: &mut [T] = slot(p.1, w, bytes, elems);
+        let (lse, rest) = buf.split_at_mut(sq);
+        let (dvec, rest) = rest.split_at_mut(sq);
+        let (s, rest) = rest.split_at_mut(BR * BC);
+        let (dp, rest) = rest.split_at_mut(BR * BC);
+        let (dk_acc, dv_acc) = rest.split_at_mut(BC * d);
+        let mut alpha = [T::ZERO; BR];
+        let mut m = [T::NEG_INF; BR];
+        let mut l = [T::ZERO; BR];
+        for b in (w..batch).step_by(n_workers) {
+            let dq = p.0.add(b * sq * d);
+            let dk = p.0.add(nq + b * sk * d);
+            let dvo = p.0.add(nq + nk + b * sk * dv);
+            std::slice::from_raw_parts_mut(dq, sq * d).fill(T::ZERO);
+            if sk == 0 {
+                continue;
+            }
+            // Pass 1: each row's log-sum-exp and D = rowsum(dO ∘ O).
+            for i0 in (0..sq).step_by(BR) {
+                let rows = BR.min(sq - i0);
+                m[..rows].fill(T::NEG_INF);
+                l[..rows].fill(T::ZERO);
+                let end = key_end(spec, sk, i0, rows);
+                for j0 in (0..end).step_by(BC) {
+                    let cols = BC.min(end - j0);
+                    scores(spec, &q, &k, mask, b, d, (i0, rows), (j0, cols), s);
+                    online(s, rows, cols, &mut m, &mut alpha);
+                    for r in 0..rows {
+                        let sum = s[r * BC..r * BC + cols]
+                            .iter()
+                            .fold(T::ZERO, |a, &x| a + x);
+                        l[r] = l[r] * alpha[r] + sum;
+                    }
+                }
+                for r in 0..rows {
+                    let sub = if m[r] == T::NEG_INF { T::ZERO } else { m[r] };
+                    // A fully masked row: ln 0 = -inf, and exp(-inf - -inf) = NaN below,
+                    // as the composition's softmax gives.
+                    lse[i0 + r] = sub + l[r].ln();
+                    let (orow, drow) = (o.row(b, i0 + r), dout.row(b, i0 + r));
+                    let mut acc = T::ZERO;
+                    for c in 0..dv {
+                        let c = c as isize;
+                        acc = acc + *orow.offset(c * o.cs) * *drow.offset(c * dout.cs);
+                    }
+                    dvec[i0 + r] = acc;
+                }
+            }
+            // Pass 2: per key tile, dK and dV over the query tiles that see it.
+            for j0 in (0..sk).step_by(BC) {
+                let cols = BC.min(sk - j0);
+                dk_acc[..cols * d].fill(T::ZERO);
+                dv_acc[..cols * dv].fill(T::ZERO);
+                let first = match spec.mask {
+                    MaskKind::Causal => (j0 / BR) * BR,
+                    _ => 0,
+                };
+                for i0 in (first..sq).step_by(BR) {
+                    let rows = BR.min(sq - i0);
+                    scores(spec, &q, &k, mask, b, d, (i0, rows), (j0, cols), s);
+                    for r in 0..rows {
+                        let row = &mut s[r * BC..r * BC + cols];
+                        let x = lse[i0 + r];
+                        row.iter_mut().for_each(|v| *v = *v - x);
+                        T::exp_slice(row);
+                    }
+                    // dV += Pᵀ dO
+                    mm(
+                        cols,
+                        dv,
+                        rows,
+                        dv_acc.as_mut_ptr(),
+                        dv as isize,
+                        true,
+                        s.as_ptr(),
+                        1,
+                        BC as isize,
+                        dout.row(b, i0),
+                        dout.rs,
+                        dout.cs,
+                        T::ONE,
+                    );
+                    // dP = dO Vᵀ, then dS = P ∘ (dP - D) in its place.
+                    mm(
+                        rows,
+                        cols,
+                        dv,
+                        dp.as_mut_ptr(),
+                        BC as isize,
+                        false,
+                        dout.row(b, i0),
+                        dout.rs,
+                        dout.cs,
+                        v.row(b, j0),
+                        v.cs,
+                        v.rs,
+                        T::ONE,
+                    );
+                    for r in 0..rows {
+                        let x = dvec[i0 + r];
+                        for c in 0..cols {
+                            let at = r * BC + c;
+                            dp[at] = s[at] * (dp[at] - x);
+                        }
+                    }
+                    // dQ += scale · dS K
+                    mm(
+                        rows,
+                        d,
+                        cols,
+                        dq.add(i0 * d),
+                        d as isize,
+                        true,
+                        dp.as_ptr(),
+                        BC as isize,
+                        1,
+                        k.row(b, j0),
+                        k.rs,
+                        k.cs,
+                        scale,
+                    );
+                    // dK += scale · dSᵀ Q
+                    mm(
+                        cols,
+                        d,
+                        rows,
+                        dk_acc.as_mut_ptr(),
+                        d as isize,
+                        true,
+                        dp.as_ptr(),
+                        1,
+                        BC as isize,
+                        q.row(b, i0),
+                        q.rs,
+                        q.cs,
+                        scale,
+                    );
+                }
+                std::ptr::copy_nonoverlapping(dk_acc.as_ptr(), dk.add(j0 * d), cols * d);
+                std::ptr::copy_nonoverlapping(dv_acc.as_ptr(), dvo.add(j0 * dv), cols * dv);
+            }
+        }
+    });
+}
+
+/// Run the forward (`grad` false) or gradient step on `dtype`.
+///
+/// # Safety
+/// As `forward`'s / `backward`'s.
+pub unsafe fn run(
+    spec: &AttnSpec,
+    grad: bool,
+    ins: &[Operand],
+    dtype: DType,
+    out: *mut u8,
+    scratch: *mut u8,
+) {
+    match (dtype, grad) {
+        (DType::F32, false) => forward::<f32>(spec, ins, out as *mut f32, scratch),
+        (DType::F32, true) => backward::<f32>(spec, ins, out as *mut f32, scratch),
+        (_, false) => forward::<f64>(spec, ins, out as *mut f64, scratch),
+        (_, true) => backward::<f64>(spec, ins, out as *mut f64, scratch),
+    }
+}

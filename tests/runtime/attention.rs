@@ -1,0 +1,315 @@
+//! `attention`: compiled (tiled, no score matrix) against the interpreter's definition and
+//! against the unfused composition users write, forward and gradient, every mask kind,
+//! Sq ≠ Sk, broadcast batch and head axes, f32 and f64; finite differences in f64.
+
+use crate::common::{assert_close, random_tensor, Rng, Tol};
+use jitfuse::prelude::*;
+use jitfuse::{attention, attention_with, AttnMask, AttnOptions};
+
+/// `x` with its last two axes swapped.
+fn swap_last(x: &Tensor) -> Tensor {
+    let r = x.ndim();
+    let mut perm: Vec<usize> = (0..r).collect();
+    perm.swap(r - 2, r - 1);
+    x.transpose(&perm)
+}
+
+/// The `[sq, sk]` lower triangle (key j visible to query i when j <= i).
+fn tril(sq: usize, sk: usize) -> Tensor {
+    let row = Tensor::iota(&[sq, sk], 0, DType::I32);
+    let col = Tensor::iota(&[sq, sk], 1, DType::I32);
+    col.le(&row)
+}
+
+/// The composition: `softmax(q kᵀ · scale + mask) v`.
+fn composed(q: &Tensor, k: &Tensor, v: &Tensor, mask: AttnMask, scale: f64) -> Tensor {
+    let s = q.matmul(&swap_last(k)) * scale;
+    let (sq, sk) = (q.shape()[q.ndim() - 2], k.shape()[k.ndim() - 2]);
+    let s = match mask {
+        AttnMask::None => s,
+        AttnMask::Causal => jitfuse::where_(&tril(sq, sk), &s, f64::NEG_INFINITY),
+        AttnMask::Bool(m) => jitfuse::where_(m, &s, f64::NEG_INFINITY),
+        AttnMask::Additive(m) => s + m,
+    };
+    s.softmax(-1).matmul(v)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kind {
+    None,
+    Causal,
+    Bool,
+    Additive,
+}
+
+fn mask_of(kind: Kind, m: &Tensor) -> AttnMask<'_> {
+    match kind {
+        Kind::None => AttnMask::None,
+        Kind::Causal => AttnMask::Causal,
+        Kind::Bool => AttnMask::Bool(m),
+        Kind::Additive => AttnMask::Additive(m),
+    }
+}
+
+#[jit]
+fn fused(q: &Tensor, k: &Tensor, v: &Tensor, m: &Tensor, kind: usize) -> Tensor {
+    let kind = [Kind::None, Kind::Causal, Kind::Bool, Kind::Additive][kind];
+    attention_with(q, k, v, mask_of(kind, m), AttnOptions { scale: Some(0.3) })
+}
+
+#[jit]
+fn fused_grad(q: &Tensor, k: &Tensor, v: &Tensor, m: &Tensor, w: &Tensor, kind: usize) -> Vec<Tensor> {
+    let kind = [Kind::None, Kind::Causal, Kind::Bool, Kind::Additive][kind];
+    jitfuse::grad(
+        |x: &Vec<Tensor>| {
+            (attention_with(&x[0], &x[1], &x[2], mask_of(kind, m), AttnOptions { scale: Some(0.3) })
+                * w)
+                .sum_all()
+        },
+        &vec![q.clone(), k.clone(), v.clone()],
+    )
+}
+
+fn composed_grad(q: &Tensor, k: &Tensor, v: &Tensor, m: &Tensor, w: &Tensor, kind: Kind) -> Vec<Tensor> {
+    jitfuse::grad(
+        |x: &Vec<Tensor>| (composed(&x[0], &x[1], &x[2], mask_of(kind, m), 0.3) * w).sum_all(),
+        &vec![q.clone(), k.clone(), v.clone()],
+    )
+}
+
+struct Case {
+    q: Vec<usize>,
+    k: Vec<usize>,
+    v: Vec<usize>,
+    mask: Vec<usize>,
+}
+
+fn cases() -> Vec<Case> {
+    let c = |q: &[usize], k: &[usize], v: &[usize], mask: &[usize]| Case {
+        q: q.to_vec(),
+        k: k.to_vec(),
+        v: v.to_vec(),
+        mask: mask.to_vec(),
+    };
+    vec![
+        // One head, tiles of 64 queries and 128 keys crossed on both sides.
+        c(&[70, 16], &[200, 16], &[200, 24], &[70, 200]),
+        // Batch and heads, Sq > Sk, k and v shared by the heads (broadcast).
+        c(&[2, 3, 130, 8], &[2, 1, 65, 8], &[2, 1, 65, 8], &[1, 1, 130, 65]),
+        // A mask broadcast over the rows; one query row; one key.
+        c(&[3, 1, 5], &[3, 9, 5], &[3, 9, 2], &[3, 1, 9]),
+        c(&[4, 6], &[1, 6], &[1, 3], &[4, 1]),
+    ]
+}
+
+fn tol(d: DType) -> Tol {
+    match d {
+        DType::F32 => Tol { rel: 2e-4, abs: 2e-5 },
+        _ => Tol { rel: 1e-9, abs: 1e-11 },
+    }
+}
+
+/// q, k, v, the mask (a placeholder without one) and the weights `w` of the loss
+/// `sum(attention · w)`.
+fn inputs(rng: &mut Rng, c: &Case, kind: Kind, d: DType) -> [Tensor; 5] {
+    let t = |rng: &mut Rng, s: &[usize]| random_tensor(rng, s, d, -1.5, 1.5, false);
+    let (q, k, v) = (t(rng, &c.q), t(rng, &c.k), t(rng, &c.v));
+    let m = match kind {
+        // Every row keeps key 0 (no row fully masked: that is its own test).
+        Kind::Bool => {
+            let r = random_tensor(rng, &c.mask, DType::F32, 0.0, 1.0, false);
+            let first = Tensor::iota(&c.mask, c.mask.len() - 1, DType::I32).eq(0);
+            r.gt(0.4).logical_or(&first)
+        }
+        Kind::Additive => t(rng, &c.mask),
+        _ => Tensor::zeros(&[1], d),
+    };
+    let out = attention(&q, &k, &v, mask_of(kind, &m)).shape().to_vec();
+    let w = random_tensor(rng, &out, d, -1.0, 1.0, false);
+    [q, k, v, m, w]
+}
+
+const KINDS: [Kind; 4] = [Kind::None, Kind::Causal, Kind::Bool, Kind::Additive];
+
+#[test]
+fn compiled_attention_matches_the_composition_and_the_definition() {
+    let mut rng = Rng::new(3);
+    for d in [DType::F32, DType::F64] {
+        for c in cases() {
+            for (ki, &kind) in KINDS.iter().enumerate() {
+                let [q, k, v, m, _] = inputs(&mut rng, &c, kind, d);
+                let got = fused(&q, &k, &v, &m, ki);
+                let what = format!("{kind:?} {d} q {:?} k {:?} v {:?}", c.q, c.k, c.v);
+                // The eager op is the interpreter's definition (f64, score matrix and all).
+                let def = attention_with(&q, &k, &v, mask_of(kind, &m), AttnOptions { scale: Some(0.3) });
+                assert_close(&got, &def, tol(d), &format!("{what}: against the definition"));
+                let comp = composed(&q, &k, &v, mask_of(kind, &m), 0.3);
+                assert_close(&got, &comp, tol(d), &format!("{what}: against the composition"));
+            }
+        }
+    }
+}
+
+#[test]
+fn attention_gradients_match_the_composition() {
+    let mut rng = Rng::new(4);
+    for d in [DType::F32, DType::F64] {
+        for c in cases() {
+            for (ki, &kind) in KINDS.iter().enumerate() {
+                let [q, k, v, m, w] = inputs(&mut rng, &c, kind, d);
+                let got = fused_grad(&q, &k, &v, &m, &w, ki);
+                let want = composed_grad(&q, &k, &v, &m, &w, kind);
+                for (j, (a, b)) in got.iter().zip(&want).enumerate() {
+                    assert_eq!(a.shape(), b.shape());
+                    // Normwise: a gradient element can be a cancellation of larger terms.
+                    let scale = crate::common::to_f64s(b).iter().fold(1.0f64, |m, x| m.max(x.abs()));
+                    let t = tol(d);
+                    assert_close(
+                        a,
+                        b,
+                        Tol { rel: t.rel, abs: t.rel * scale },
+                        &format!("d{} of {kind:?} {d} q {:?} k {:?} v {:?}", ["q", "k", "v"][j], c.q, c.k, c.v),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Directional derivatives of the compiled f64 gradient against central differences of the
+/// compiled forward.
+#[test]
+fn attention_gradients_match_finite_differences_in_f64() {
+    let mut rng = Rng::new(5);
+    for c in cases() {
+        for (ki, &kind) in KINDS.iter().enumerate() {
+            let [q, k, v, m, w] = inputs(&mut rng, &c, kind, DType::F64);
+            let g = fused_grad(&q, &k, &v, &m, &w, ki);
+            let f = |q: &Tensor, k: &Tensor, v: &Tensor| {
+                (fused(q, k, v, &m, ki) * &w).sum_all().item::<f64>().unwrap()
+            };
+            let x = [&q, &k, &v];
+            for j in 0..3 {
+                let dir = random_tensor(&mut rng, x[j].shape(), DType::F64, -1.0, 1.0, false);
+                let h = 1e-5;
+                let shifted = |s: f64| {
+                    let mut y = [q.clone(), k.clone(), v.clone()];
+                    y[j] = x[j] + &dir * s;
+                    f(&y[0], &y[1], &y[2])
+                };
+                let fd = (shifted(h) - shifted(-h)) / (2.0 * h);
+                let an = (&g[j] * &dir).sum_all().item::<f64>().unwrap();
+                assert!(
+                    (fd - an).abs() <= 1e-6 * (1.0 + an.abs()),
+                    "d{} of {kind:?} q {:?}: finite difference {fd}, gradient {an}",
+                    ["q", "k", "v"][j],
+                    c.q
+                );
+            }
+        }
+    }
+}
+
+#[jit]
+fn masked_rows(q: &Tensor, k: &Tensor, v: &Tensor, m: &Tensor) -> Tensor {
+    attention(q, k, v, AttnMask::Bool(m))
+}
+
+/// A query whose keys are all masked out is NaN, as the composition's softmax of -infs; the
+/// other rows are unaffected. With no keys at all the output is an empty sum: zeros.
+#[test]
+fn fully_masked_rows_are_nan_and_no_keys_give_zeros() {
+    let mut rng = Rng::new(6);
+    let q = random_tensor(&mut rng, &[5, 4], DType::F32, -1.0, 1.0, false);
+    let k = random_tensor(&mut rng, &[7, 4], DType::F32, -1.0, 1.0, false);
+    let v = random_tensor(&mut rng, &[7, 3], DType::F32, -1.0, 1.0, false);
+    let row = Tensor::iota(&[5, 7], 0, DType::I32);
+    let m = row.ne(2);
+    let got = masked_rows(&q, &k, &v, &m).to_vec::<f32>().unwrap();
+    let want = composed(&q, &k, &v, AttnMask::Bool(&m), 0.5).to_vec::<f32>().unwrap();
+    for (i, (a, b)) in got.iter().zip(&want).enumerate() {
+        if i / 3 == 2 {
+            assert!(a.is_nan() && b.is_nan(), "row 2: {a} {b}");
+        } else {
+            assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "element {i}: {a} vs {b}");
+        }
+    }
+    let k0 = Tensor::zeros(&[0, 4], DType::F32);
+    let v0 = Tensor::zeros(&[0, 3], DType::F32);
+    let none = Tensor::from_vec(Vec::<bool>::new(), &[5, 0]).unwrap();
+    let z = masked_rows(&q, &k0, &v0, &none);
+    assert_eq!(z.shape(), &[5, 3]);
+    assert!(z.to_vec::<f32>().unwrap().iter().all(|&x| x == 0.0));
+}
+
+#[jit]
+fn causal_long(q: &Tensor, k: &Tensor, v: &Tensor) -> Tensor {
+    attention(q, k, v, AttnMask::Causal)
+}
+
+#[jit]
+fn causal_long_grad(q: &Tensor, k: &Tensor, v: &Tensor) -> Vec<Tensor> {
+    jitfuse::grad(
+        |x: &Vec<Tensor>| attention(&x[0], &x[1], &x[2], AttnMask::Causal).square().sum_all(),
+        &vec![q.clone(), k.clone(), v.clone()],
+    )
+}
+
+/// The compiled step holds no score matrix: at 2 heads x 2048 x 2048 the composition's
+/// scores alone are 32 MiB; the fused forward and gradient take a few tiles per core.
+#[test]
+fn compiled_attention_keeps_no_score_matrix() {
+    let (h, s, d) = (2, 2048, 32);
+    let mut rng = Rng::new(7);
+    let t = |rng: &mut Rng| random_tensor(rng, &[h, s, d], DType::F32, -1.0, 1.0, false);
+    let (q, k, v) = (t(&mut rng), t(&mut rng), t(&mut rng));
+    let (lf, lb) = (causal_long::lower(&q, &k, &v).unwrap(), causal_long_grad::lower(&q, &k, &v).unwrap());
+    assert!(lf.as_text().contains("attention[causal,"), "{}", lf.as_text());
+    assert!(lb.as_text().contains("attention_grad[causal,"), "{}", lb.as_text());
+    let (fwd, bwd) = (lf.compile().unwrap().memory_analysis(), lb.compile().unwrap().memory_analysis());
+    println!("attention 2 x 2048 x 32: forward {fwd:?}\ngradient {bwd:?}");
+    let scores = h * s * s * 4;
+    assert!(fwd.temp_bytes < scores / 16, "forward temp {} bytes: {fwd:?}", fwd.temp_bytes);
+    // The gradient keeps the forward output and the flat [dq, dk, dv] besides its tiles.
+    let io = 4 * h * s * d * 4;
+    assert!(bwd.temp_bytes < io + scores / 16, "gradient temp {} bytes: {bwd:?}", bwd.temp_bytes);
+    // And it computes the same as the definition on a slice of the rows.
+    let got = causal_long(&q, &k, &v);
+    let q1 = q.slice_axis(1, 1900, 1964, 1);
+    // Rows 1900.. of a causal attention see keys 0..=row: the composition over keys 0..1964
+    // with the causal mask shifted by 1900.
+    let shifted = {
+        let row = Tensor::iota(&[64, 1964], 0, DType::I32) + 1900;
+        let col = Tensor::iota(&[64, 1964], 1, DType::I32);
+        col.le(&row)
+    };
+    let want_masked = composed(&q1, &k.slice_axis(1, 0, 1964, 1), &v.slice_axis(1, 0, 1964, 1), AttnMask::Bool(&shifted), 1.0 / (d as f64).sqrt());
+    assert_close(&got.slice_axis(1, 1900, 1964, 1), &want_masked, tol(DType::F32), "rows 1900..1964");
+}
+
+#[test]
+fn attention_in_ir_text_round_trips() {
+    let text = "%0 = param 0 : f32[2,5,4]\n%1 = param 1 : f32[2,7,4]\n%2 = param 2 : f32[2,7,3]\n%3 = attention[causal,0.125] %0, %1, %2 : f32[2,5,3]\nreturn %3\n";
+    let g = jitfuse::ir::parse(text).unwrap();
+    jitfuse::ir::verify(&g).unwrap();
+    assert_eq!(g.to_text(), text);
+    let bad = text.replace("f32[2,5,3]\nreturn", "f32[2,5,4]\nreturn");
+    let e = jitfuse::ir::verify(&jitfuse::ir::parse(&bad).unwrap()).unwrap_err();
+    assert!(e.to_string().contains("result should be f32[2,5,3]"), "{e}");
+}
+
+#[test]
+fn attention_rejects_mismatched_operands_with_clear_errors() {
+    let t = |s: &[usize]| Tensor::zeros(s, DType::F32);
+    let err = |f: &dyn Fn() -> Tensor| {
+        let p = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).expect_err("an error");
+        p.downcast_ref::<String>().cloned().unwrap_or_default()
+    };
+    let e = err(&|| attention(&t(&[4, 8]), &t(&[6, 5]), &t(&[6, 2]), AttnMask::None));
+    assert!(e.contains("`attention`") && e.contains("f32[4,8]") && e.contains("f32[6,5]"), "{e}");
+    let e = err(&|| attention(&t(&[2, 4, 8]), &t(&[3, 6, 8]), &t(&[3, 6, 2]), AttnMask::None));
+    assert!(e.contains("do not broadcast"), "{e}");
+    let m = Tensor::zeros(&[4, 5], DType::F32);
+    let e = err(&|| attention(&t(&[4, 8]), &t(&[6, 8]), &t(&[6, 2]), AttnMask::Bool(&m)));
+    assert!(e.contains("bool") && e.contains("f32[4,5]"), "{e}");
+}
