@@ -2,7 +2,10 @@
 //! codegen) of the gradient of a chain of n `y = sin(0.999 y)` layers on
 //! x[1024] (its backward graph has ~4n nodes) at n = 100, 1,000, 10,000,
 //! and of a forward chain of 100,000 ops (50,000 layers of a multiply and
-//! a sine). Compile time should grow linearly with n.
+//! a sine). Compile time should grow linearly with n. Last, how long an
+//! impossible memory budget (a few KiB above what the arguments and outputs
+//! take) on the gradient of a 4-layer transformer (width 128, 768 tokens,
+//! thousands of nodes) takes to be reported.
 //!
 //! Run: `cargo bench --bench compile_time` (about half a minute). Each
 //! case is compiled once (`JITFUSE_BENCH_ROUNDS=k` takes the median of k
@@ -33,6 +36,26 @@ fn sin_chain(x: &Tensor, n: usize) -> Tensor {
         y = (&y * 0.999).sin();
     }
     y
+}
+
+/// Pre-norm transformer layers: attention (softmax of `q kᵀ`), a GELU MLP.
+fn transformer_loss(ws: &[Tensor], x: &Tensor) -> Tensor {
+    let w = x.shape()[1];
+    let (g, b) = (Tensor::ones(&[w], DType::F32), Tensor::zeros(&[w], DType::F32));
+    let mut h = x.clone();
+    for l in ws.chunks(5) {
+        let a = h.layer_norm(&g, &b, 1e-5, -1);
+        let att = (a.matmul(&l[0]).matmul(&a.matmul(&l[1]).t()) * 0.1).softmax(-1);
+        h = &h + att.matmul(&a.matmul(&l[2]));
+        let m = h.layer_norm(&g, &b, 1e-5, -1);
+        h = &h + m.matmul(&l[3]).gelu().matmul(&l[4]);
+    }
+    h.square().mean_all()
+}
+
+#[jit]
+fn transformer_grad(ws: &Vec<Tensor>, x: &Tensor) -> Vec<Tensor> {
+    jitfuse::grad(|ws: &Vec<Tensor>| transformer_loss(ws, x), ws)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -82,4 +105,40 @@ fn main() {
         }
         println!("| {name} | {:.3} |", median(samples));
     }
+
+    // An impossible budget: the error, and how long it took.
+    let ramp = |shape: &[usize], k: usize| {
+        let n: usize = shape.iter().product();
+        let v = (0..n).map(|i| ((i * 31 + k * 17) % 97) as f32 / 97.0 - 0.5).collect();
+        Tensor::from_vec(v, shape).unwrap()
+    };
+    let (d, t) = (128, 768);
+    let x = ramp(&[t, d], 0);
+    let ws: Vec<Tensor> = (0..4)
+        .flat_map(|_| [[d, d], [d, d], [d, d], [d, 4 * d], [4 * d, d]])
+        .enumerate()
+        .map(|(k, s)| &ramp(&s, k + 1) * 0.1)
+        .collect();
+    let m = transformer_grad::lower(&ws, &x)
+        .unwrap()
+        .compile()
+        .unwrap()
+        .memory_analysis();
+    let budget = m.argument_bytes + m.output_bytes + 4096;
+    let mut samples = Vec::new();
+    for _ in 0..rounds {
+        transformer_grad::set_memory_budget(Some(budget));
+        let t = Instant::now();
+        let e = transformer_grad::try_call(&ws, &x).err().expect("an impossible budget");
+        samples.push(t.elapsed().as_secs_f64());
+        transformer_grad::set_memory_budget(None);
+        if samples.len() == 1 {
+            eprintln!("{e}");
+        }
+    }
+    println!(
+        "| impossible budget on a 4-layer transformer gradient (peak {} bytes) | {:.3} |",
+        m.peak_bytes,
+        median(samples)
+    );
 }
