@@ -70,11 +70,16 @@ fn fused_grad(q: &Tensor, k: &Tensor, v: &Tensor, m: &Tensor, w: &Tensor, kind: 
     )
 }
 
+/// The composition's gradient, eagerly, with pattern fusion off (it would turn the
+/// composition into the op).
 fn composed_grad(q: &Tensor, k: &Tensor, v: &Tensor, m: &Tensor, w: &Tensor, kind: Kind) -> Vec<Tensor> {
-    jitfuse::grad(
+    jitfuse::passes::set_pattern_fusion(false);
+    let g = jitfuse::grad(
         |x: &Vec<Tensor>| (composed(&x[0], &x[1], &x[2], mask_of(kind, m), 0.3) * w).sum_all(),
         &vec![q.clone(), k.clone(), v.clone()],
-    )
+    );
+    jitfuse::passes::set_pattern_fusion(true);
+    g
 }
 
 struct Case {
@@ -312,4 +317,122 @@ fn attention_rejects_mismatched_operands_with_clear_errors() {
     let m = Tensor::zeros(&[4, 5], DType::F32);
     let e = err(&|| attention(&t(&[4, 8]), &t(&[6, 8]), &t(&[6, 2]), AttnMask::Bool(&m)));
     assert!(e.contains("bool") && e.contains("f32[4,5]"), "{e}");
+}
+
+// ---- The pattern users write, recognised ----
+
+#[jit]
+fn spelled_causal(q: &Tensor, k: &Tensor, v: &Tensor) -> Tensor {
+    let s = q.matmul(&swap_last(k)) / (q.shape()[q.ndim() - 1] as f64).sqrt();
+    let (sq, sk) = (q.shape()[q.ndim() - 2], k.shape()[k.ndim() - 2]);
+    jitfuse::where_(&tril(sq, sk), &s, f64::NEG_INFINITY).softmax(-1).matmul(v)
+}
+
+#[jit]
+fn spelled_bool(q: &Tensor, k: &Tensor, v: &Tensor, m: &Tensor) -> Tensor {
+    // q scaled before the product.
+    let s = (q * 0.3).matmul(&swap_last(k));
+    jitfuse::where_(m, &s, f64::NEG_INFINITY).softmax(-1).matmul(v)
+}
+
+#[jit]
+fn spelled_additive(q: &Tensor, kt: &Tensor, v: &Tensor, bias: &Tensor) -> Tensor {
+    // kᵀ given as such (not a transpose of k); the bias added on the left.
+    (bias + q.matmul(kt) * 0.3).softmax(-1).matmul(v)
+}
+
+#[jit]
+fn spelled_plain_grad(q: &Tensor, k: &Tensor, v: &Tensor) -> Vec<Tensor> {
+    jitfuse::grad(
+        |x: &Vec<Tensor>| (x[0].matmul(&swap_last(&x[1])) * 0.3).softmax(-1).matmul(&x[2]).square().sum_all(),
+        &vec![q.clone(), k.clone(), v.clone()],
+    )
+}
+
+#[jit]
+fn weights_also_returned(q: &Tensor, k: &Tensor, v: &Tensor) -> (Tensor, Tensor) {
+    let p = (q.matmul(&swap_last(k)) * 0.3).softmax(-1);
+    let o = p.matmul(v);
+    (o, p)
+}
+
+#[jit]
+fn finite_fill(q: &Tensor, k: &Tensor, v: &Tensor) -> Tensor {
+    let s = q.matmul(&swap_last(k)) * 0.3;
+    jitfuse::where_(&tril(q.shape()[0], k.shape()[0]), &s, -1e9).softmax(-1).matmul(v)
+}
+
+/// The simplified graph of a lowering.
+fn simplified(text: String) -> String {
+    text.split("// ---- simplified graph ----").nth(1).unwrap().split("// ---- kernels").next().unwrap().to_string()
+}
+
+#[test]
+fn the_spelled_out_pattern_compiles_to_the_fused_op() {
+    let mut rng = Rng::new(8);
+    let t = |rng: &mut Rng, s: &[usize]| random_tensor(rng, s, DType::F32, -1.5, 1.5, false);
+    let (q, k, v) = (t(&mut rng, &[2, 70, 16]), t(&mut rng, &[2, 90, 16]), t(&mut rng, &[2, 90, 8]));
+    let m = random_tensor(&mut rng, &[2, 70, 90], DType::F32, 0.0, 1.0, false)
+        .gt(0.3)
+        .logical_or(&Tensor::iota(&[2, 70, 90], 2, DType::I32).eq(0));
+    let bias = t(&mut rng, &[70, 90]);
+    let kt = swap_last(&k);
+    let tol = Tol { rel: 2e-4, abs: 2e-5 };
+    let check = |name: &str, text: String, kind: &str| {
+        let s = simplified(text);
+        assert!(s.contains(&format!("attention[{kind},")), "{name}: not fused:\n{s}");
+        assert!(!s.contains("reduce_max"), "{name}: the softmax is still there:\n{s}");
+    };
+    check("causal", spelled_causal::lower(&q, &k, &v).unwrap().as_text(), "causal");
+    let want = attention(&q, &k, &v, AttnMask::Causal);
+    assert_close(&spelled_causal(&q, &k, &v), &want, tol, "causal spelled out");
+    check("bool", spelled_bool::lower(&q, &k, &v, &m).unwrap().as_text(), "bool");
+    let want = attention_with(&q, &k, &v, AttnMask::Bool(&m), AttnOptions { scale: Some(0.3) });
+    assert_close(&spelled_bool(&q, &k, &v, &m), &want, tol, "bool spelled out");
+    check("additive", spelled_additive::lower(&q, &kt, &v, &bias).unwrap().as_text(), "additive");
+    let want = attention_with(&q, &k, &v, AttnMask::Additive(&bias), AttnOptions { scale: Some(0.3) });
+    assert_close(&spelled_additive(&q, &kt, &v, &bias), &want, tol, "additive spelled out");
+    // The gradient of the spelled-out pattern is the fused gradient.
+    let text = spelled_plain_grad::lower(&q, &k, &v).unwrap().as_text();
+    assert!(simplified(text.clone()).contains("attention_grad[none,"), "{text}");
+    let got = spelled_plain_grad(&q, &k, &v);
+    jitfuse::passes::set_pattern_fusion(false);
+    let want = jitfuse::grad(
+        |x: &Vec<Tensor>| (x[0].matmul(&swap_last(&x[1])) * 0.3).softmax(-1).matmul(&x[2]).square().sum_all(),
+        &vec![q.clone(), k.clone(), v.clone()],
+    );
+    jitfuse::passes::set_pattern_fusion(true);
+    for (a, b) in got.iter().zip(&want) {
+        let scale = crate::common::to_f64s(b).iter().fold(1.0f64, |m, x| m.max(x.abs()));
+        assert_close(a, b, Tol { rel: 2e-4, abs: 2e-4 * scale }, "gradient of the spelled-out pattern");
+    }
+}
+
+#[test]
+fn near_misses_keep_the_composition_and_say_why() {
+    let mut rng = Rng::new(9);
+    let t = |rng: &mut Rng, s: &[usize]| random_tensor(rng, s, DType::F32, -1.0, 1.0, false);
+    let (q, k, v) = (t(&mut rng, &[12, 8]), t(&mut rng, &[12, 8]), t(&mut rng, &[12, 4]));
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let sink = lines.clone();
+    jitfuse::jit::set_log(Some("fusion"));
+    let old = jitfuse::jit::set_log_sink(Some(std::sync::Arc::new(move |l: &str| {
+        sink.lock().unwrap().push(l.to_string())
+    })));
+    let text = weights_also_returned::lower(&q, &k, &v).unwrap().as_text();
+    let fill = finite_fill::lower(&q, &k, &v).unwrap().as_text();
+    jitfuse::jit::set_log_sink(old);
+    jitfuse::jit::set_log(None);
+    assert!(!simplified(text).contains("attention["), "returned weights: fused anyway");
+    assert!(!simplified(fill).contains("attention["), "a finite fill is not a mask");
+    let lines = lines.lock().unwrap();
+    assert!(
+        lines.iter().any(|l| l.contains("left unfused") && l.contains("also read outside the pattern")),
+        "{lines:?}"
+    );
+    // Both still compute the composition.
+    let (o, p) = weights_also_returned(&q, &k, &v);
+    let want_p = (q.matmul(&swap_last(&k)) * 0.3).softmax(-1);
+    assert_close(&p, &want_p, Tol { rel: 2e-4, abs: 2e-6 }, "weights");
+    assert_close(&o, &want_p.matmul(&v), Tol { rel: 2e-4, abs: 2e-5 }, "output");
 }

@@ -87,6 +87,9 @@ pub fn value_and_grad<T: Tree>(f: impl Fn(&T) -> Tensor, x: &T) -> (Tensor, T) {
     let loc = Location::caller();
     let body = |ts: &[Tensor]| vec![f(&x.rebuild(&mut ts.iter().cloned()))];
     let mut traced = trace_leaves("value_and_grad", x, &body, loc);
+    // The attention pattern becomes one op before it is differentiated: its gradient is
+    // then the fused one (no score matrix saved).
+    traced.graph = crate::passes::fuse_attention(&traced.graph);
     // Under the automatic memory budget (while tracing a `#[jit]` body):
     // √N checkpointed segments (`auto.rs`).
     if auto::auto_checkpoint_on()
@@ -148,7 +151,8 @@ pub fn vjp<T: Tree + Clone + 'static, U: Tree>(
         *structure.borrow_mut() = Some(u);
         leaves
     };
-    let traced = trace_leaves("vjp", x, &body, loc);
+    let mut traced = trace_leaves("vjp", x, &body, loc);
+    traced.graph = crate::passes::fuse_attention(&traced.graph);
     let leaves = x.leaves();
     let vals = replay(&traced.graph, &leaves, &traced.captured);
     let outs: Vec<Tensor> = traced

@@ -183,7 +183,9 @@ impl Executable {
             verify(&traced_graph)?;
         }
         crate::internal::injection_point("simplify");
-        let mut graph = phase("simplify", || crate::passes::simplify(&traced_graph));
+        let mut graph = phase("simplify", || {
+            crate::passes::simplify(&crate::passes::fuse_attention(&traced_graph))
+        });
         if cfg!(debug_assertions) {
             verify(&graph).map_err(|e| Error::verify(format!("after simplify: {e}")))?;
         }

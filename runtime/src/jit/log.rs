@@ -2,8 +2,9 @@
 //!
 //! - `JITFUSE_LOG=compiles` logs every compilation (function, signature,
 //!   time, kernels, bytes and, on a recompile, what changed);
-//!   `JITFUSE_LOG=cache` logs evictions; lists work (`compiles,cache`), as
-//!   does `all`. Read once, on first use; [`set_log`] overrides it.
+//!   `JITFUSE_LOG=cache` logs evictions, `JITFUSE_LOG=fusion` the near
+//!   misses of pattern fusion (an attention left unfused, and why); lists
+//!   work (`compiles,cache`), as does `all`. Read once, on first use; [`set_log`] overrides it.
 //! - `JITFUSE_RECOMPILE_WARN=N` (default 8; `off` disables): warn once when a
 //!   function has compiled more than `N` signatures. Per function:
 //!   `FnCache::set_recompile_warning`.
@@ -22,10 +23,13 @@ pub(crate) enum Category {
     Compiles,
     /// Evictions from a bounded cache.
     Cache,
+    /// Patterns a fusion pass recognised only in part (why it left them).
+    Fusion,
 }
 
 const COMPILES: u8 = 1;
 const CACHE: u8 = 2;
+const FUSION: u8 = 4;
 /// Set in `OVERRIDE` when [`set_log`] replaced the environment's choice.
 const OVERRIDDEN: u8 = 0x80;
 
@@ -34,7 +38,8 @@ fn parse(spec: &str) -> u8 {
         .map(|w| match w.trim().to_ascii_lowercase().as_str() {
             "compiles" | "compile" => COMPILES,
             "cache" => CACHE,
-            "all" => COMPILES | CACHE,
+            "fusion" => FUSION,
+            "all" => COMPILES | CACHE | FUSION,
             _ => 0,
         })
         .fold(0, |a, b| a | b)
@@ -60,6 +65,7 @@ pub(crate) fn enabled(c: Category) -> bool {
     bits & match c {
         Category::Compiles => COMPILES,
         Category::Cache => CACHE,
+        Category::Fusion => FUSION,
     } != 0
 }
 
@@ -103,7 +109,8 @@ mod tests {
         assert_eq!(parse("compiles"), COMPILES);
         assert_eq!(parse("compiles,cache"), COMPILES | CACHE);
         assert_eq!(parse(" cache , compiles "), COMPILES | CACHE);
-        assert_eq!(parse("all"), COMPILES | CACHE);
+        assert_eq!(parse("all"), COMPILES | CACHE | FUSION);
+        assert_eq!(parse("fusion"), FUSION);
         assert_eq!(parse(""), 0);
         assert_eq!(parse("nonsense"), 0);
     }

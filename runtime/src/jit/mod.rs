@@ -5,7 +5,7 @@ mod args;
 mod cache;
 mod dump;
 mod explain;
-mod log;
+pub(crate) mod log;
 mod lowered;
 mod outputs;
 mod params;

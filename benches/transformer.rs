@@ -1,0 +1,196 @@
+//! Causal attention, fused (`jitfuse::attention`: tiles, no score matrix) and as the
+//! composition users write (`softmax(where(tril, q kᵀ / √d, -inf)) v`, compiled by
+//! jitfuse), forward and the gradient of its sum with respect to q, k, v, at batch 1,
+//! 8 heads, head dim 64, f32 — beside XLA measured in the same run by
+//! `benches/jax_transformer.py` when Python has JAX (`pip install "jax[cpu]"`;
+//! `JITFUSE_BENCH_JAX=0` skips it).
+//!
+//! Run: `cargo bench --bench transformer` (seq 1024 and 4096; `JITFUSE_BENCH_SEQS=1024,4096,
+//! 8192,16384` for more; the composition runs up to seq 4096, `JITFUSE_BENCH_UNFUSED_MAX`
+//! changes that). Times are medians of `JITFUSE_BENCH_ROUNDS` (default 5) calls after one
+//! warm-up; temp is `memory_analysis().temp_bytes` (XLA: `temp_size_in_bytes`).
+
+use jitfuse::prelude::*;
+use jitfuse::{attention, AttnMask};
+use std::collections::HashMap;
+use std::time::Instant;
+
+fn tril(s: usize) -> Tensor {
+    let row = Tensor::iota(&[s, s], 0, DType::I32);
+    let col = Tensor::iota(&[s, s], 1, DType::I32);
+    col.le(&row)
+}
+
+fn composed(q: &Tensor, k: &Tensor, v: &Tensor) -> Tensor {
+    let s = q.shape()[2];
+    let scores = q.matmul(&k.transpose(&[0, 1, 3, 2])) * (1.0 / (q.shape()[3] as f64).sqrt());
+    jitfuse::where_(&tril(s), &scores, f64::NEG_INFINITY)
+        .softmax(-1)
+        .matmul(v)
+}
+
+#[jit]
+fn fused_fwd(q: &Tensor, k: &Tensor, v: &Tensor) -> Tensor {
+    attention(q, k, v, AttnMask::Causal)
+}
+
+#[jit]
+fn fused_grad(q: &Tensor, k: &Tensor, v: &Tensor) -> Vec<Tensor> {
+    jitfuse::grad(
+        |x: &Vec<Tensor>| attention(&x[0], &x[1], &x[2], AttnMask::Causal).sum_all(),
+        &vec![q.clone(), k.clone(), v.clone()],
+    )
+}
+
+#[jit]
+fn unfused_fwd(q: &Tensor, k: &Tensor, v: &Tensor) -> Tensor {
+    composed(q, k, v)
+}
+
+#[jit]
+fn unfused_grad(q: &Tensor, k: &Tensor, v: &Tensor) -> Vec<Tensor> {
+    jitfuse::grad(
+        |x: &Vec<Tensor>| composed(&x[0], &x[1], &x[2]).sum_all(),
+        &vec![q.clone(), k.clone(), v.clone()],
+    )
+}
+
+fn uniform(seed: &mut u64, shape: &[usize]) -> Tensor {
+    let n: usize = shape.iter().product();
+    let v: Vec<f32> = (0..n)
+        .map(|_| {
+            *seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (*seed >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect();
+    Tensor::from_vec(v, shape).unwrap()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+fn env_list(name: &str, default: &[usize]) -> Vec<usize> {
+    std::env::var(name)
+        .ok()
+        .map(|s| s.split(',').filter_map(|w| w.trim().parse().ok()).collect())
+        .unwrap_or_else(|| default.to_vec())
+}
+
+/// `(name, seq) -> (ms, temp bytes)` from the JAX script, when it runs.
+fn xla(seqs: &[usize]) -> HashMap<(String, usize), (f64, f64)> {
+    let mut out = HashMap::new();
+    if std::env::var("JITFUSE_BENCH_JAX").as_deref() == Ok("0") {
+        return out;
+    }
+    let script = format!("{}/benches/jax_transformer.py", env!("CARGO_MANIFEST_DIR"));
+    let list: Vec<String> = seqs.iter().map(|s| s.to_string()).collect();
+    eprintln!("measuring XLA with {script} ...");
+    let Ok(o) = std::process::Command::new("python3")
+        .args([script.as_str(), "--seqs", &list.join(",")])
+        .output()
+    else {
+        return out;
+    };
+    if !o.status.success() {
+        eprintln!(
+            "(no XLA figures: {})",
+            String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or("")
+        );
+        return out;
+    }
+    for line in String::from_utf8_lossy(&o.stdout).lines() {
+        let f: Vec<&str> = line.split('\t').collect();
+        if let (Some(n), Some(s), Some(ms), Some(t)) = (f.first(), f.get(1), f.get(2), f.get(3)) {
+            if let (Ok(s), Ok(ms), Ok(t)) = (s.parse(), ms.parse(), t.parse()) {
+                out.insert((n.to_string(), s), (ms, t));
+            }
+        }
+    }
+    out
+}
+
+fn mib(b: f64) -> String {
+    if b.is_nan() {
+        "—".into()
+    } else {
+        format!("{:.1} MiB", b / (1 << 20) as f64)
+    }
+}
+
+type Call = fn(&Tensor, &Tensor, &Tensor) -> usize;
+
+fn main() {
+    let rounds = env_list("JITFUSE_BENCH_ROUNDS", &[5])[0].max(1);
+    let seqs = env_list("JITFUSE_BENCH_SEQS", &[1024, 4096]);
+    let unfused_max = env_list("JITFUSE_BENCH_UNFUSED_MAX", &[4096])[0];
+    let reference = xla(&seqs);
+    println!("| case | seq | jitfuse ms | jitfuse temp | XLA ms | XLA temp | time ratio | temp ratio |");
+    println!("|---|---|---|---|---|---|---|---|");
+    let mut seed = 7u64;
+    for &s in &seqs {
+        let shape = [1, 8, s, 64];
+        let (q, k, v) = (uniform(&mut seed, &shape), uniform(&mut seed, &shape), uniform(&mut seed, &shape));
+        let mut cases: Vec<(&str, &str, Call, Box<dyn Fn() -> jitfuse::MemoryAnalysis>)> = vec![
+            (
+                "fused forward",
+                "attention fwd",
+                |q, k, v| fused_fwd(q, k, v).len(),
+                Box::new(|| fused_fwd::lower(&q, &k, &v).unwrap().compile().unwrap().memory_analysis()),
+            ),
+            (
+                "fused gradient",
+                "attention grad",
+                |q, k, v| fused_grad(q, k, v).len(),
+                Box::new(|| fused_grad::lower(&q, &k, &v).unwrap().compile().unwrap().memory_analysis()),
+            ),
+        ];
+        if s <= unfused_max {
+            cases.push((
+                "composition forward",
+                "attention fwd",
+                |q, k, v| unfused_fwd(q, k, v).len(),
+                Box::new(|| unfused_fwd::lower(&q, &k, &v).unwrap().compile().unwrap().memory_analysis()),
+            ));
+            cases.push((
+                "composition gradient",
+                "attention grad",
+                |q, k, v| unfused_grad(q, k, v).len(),
+                Box::new(|| unfused_grad::lower(&q, &k, &v).unwrap().compile().unwrap().memory_analysis()),
+            ));
+        }
+        for (name, xla_name, call, mem) in &cases {
+            let temp = mem().temp_bytes as f64;
+            std::hint::black_box(call(&q, &k, &v));
+            let mut samples = Vec::new();
+            for _ in 0..rounds {
+                let t = Instant::now();
+                std::hint::black_box(call(&q, &k, &v));
+                samples.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+            let ms = median(samples);
+            let (xms, xtemp) = reference
+                .get(&(xla_name.to_string(), s))
+                .copied()
+                .unwrap_or((f64::NAN, f64::NAN));
+            let ratio = |a: f64, b: f64| {
+                if b.is_nan() || b == 0.0 {
+                    "—".to_string()
+                } else {
+                    format!("{:.2}", a / b)
+                }
+            };
+            println!(
+                "| {name} | {s} | {ms:.1} | {} | {} | {} | {} | {} |",
+                mib(temp),
+                if xms.is_nan() { "—".into() } else { format!("{xms:.1}") },
+                mib(xtemp),
+                ratio(ms, xms),
+                ratio(temp, xtemp),
+            );
+        }
+    }
+}

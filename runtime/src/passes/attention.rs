@@ -1,0 +1,400 @@
+//! The attention pattern users write, `softmax(scale · q kᵀ + mask, -1) v`, rewritten into
+//! one `attention` node, so plain code gets the fused kernel (no score matrix) forward and,
+//! since autodiff runs this pass on the function it differentiates, backward.
+//!
+//! Recognised (as `Tensor::softmax` traces it, `e / sum(e)` with `e = exp(x - max x)` over
+//! the last axis, then a matmul with `v`), with `x` one of
+//! - `s`, no mask;
+//! - `select(cond, s, -inf)` (`where_`): a `Bool` mask, `Causal` when `cond` is `col <= row`
+//!   (or `row >= col`) of `iota`s over the score axes, broadcast;
+//! - `s + m` (either order): an `Additive` mask;
+//!
+//! and `s = q @ kᵀ` scaled by constants (`* c`, `/ c`, on the scores or on `q`), `kᵀ` a
+//! transpose of the last two axes (any other `kᵀ` is transposed back, a view). Every value
+//! inside the pattern must be read only inside it: attention weights that are also returned
+//! or read elsewhere keep the composition (a near miss, reported with its reason).
+//! A `where_` with a finite fill (`-1e9`) is not a mask: a row with every key masked is
+//! uniform there and NaN in a masked softmax.
+
+use crate::ir::{AttnSpec, BinaryOp, CmpOp, Graph, MaskKind, Node, Op, ReduceOp, UnaryOp, ValueId};
+use crate::{DType, Literal};
+
+/// One recognised pattern.
+struct Found {
+    q: ValueId,
+    /// `k [.., Sk, D]`, or `kᵀ` to transpose back.
+    k: (ValueId, bool),
+    v: ValueId,
+    mask: MaskKind,
+    mask_value: Option<ValueId>,
+    scale: f64,
+    /// The nodes the rewrite replaces (the final matmul last).
+    interior: Vec<ValueId>,
+}
+
+/// The graph with every recognised attention rewritten, and the near misses (why a
+/// softmax-then-matmul was left as it is).
+pub fn fuse(g: &Graph) -> (Graph, Vec<String>) {
+    let mut users = vec![0usize; g.nodes.len()];
+    for n in &g.nodes {
+        for x in &n.inputs {
+            users[x.index()] += 1;
+        }
+    }
+    for o in &g.outputs {
+        users[o.index()] += 1;
+    }
+    let mut found: Vec<Option<Found>> = (0..g.nodes.len()).map(|_| None).collect();
+    let mut misses = Vec::new();
+    for (i, n) in g.nodes.iter().enumerate() {
+        if n.op != Op::Matmul {
+            continue;
+        }
+        let mut m = Matcher { g, seen: Vec::new() };
+        let Some(f) = m.attention(ValueId(i as u32)) else {
+            continue;
+        };
+        // Every interior value but the result is read only by interior nodes.
+        let inside = |v: &ValueId| f.interior.contains(v);
+        let mut reads = vec![0usize; g.nodes.len()];
+        for &v in &f.interior {
+            for x in &g.node(v).inputs {
+                reads[x.index()] += 1;
+            }
+        }
+        let leak = f.interior[..f.interior.len() - 1]
+            .iter()
+            .find(|v| users[v.index()] > reads[v.index()] || !inside(v));
+        match leak {
+            Some(v) => misses.push(format!(
+                "softmax-then-matmul %{i} left unfused: %{} ({}) is also read outside the pattern",
+                v.0,
+                g.node(*v).op.name()
+            )),
+            None => found[i] = Some(f),
+        }
+    }
+    if found.iter().all(|f| f.is_none()) {
+        return (g.clone(), misses);
+    }
+    (rebuild(g, &found), misses)
+}
+
+struct Matcher<'g> {
+    g: &'g Graph,
+    /// Interior nodes met so far.
+    seen: Vec<ValueId>,
+}
+
+impl Matcher<'_> {
+    fn node(&self, v: ValueId) -> &Node {
+        self.g.node(v)
+    }
+
+    fn take(&mut self, v: ValueId) {
+        self.seen.push(v);
+    }
+
+    /// The last axis of `v`'s shape.
+    fn last(&self, v: ValueId) -> usize {
+        self.node(v).shape.len().saturating_sub(1)
+    }
+
+    /// `v` through broadcasts and reshapes (interior), returning what they read.
+    fn through_views(&mut self, mut v: ValueId) -> ValueId {
+        while matches!(self.node(v).op, Op::Broadcast | Op::Reshape) {
+            self.take(v);
+            v = self.node(v).inputs[0];
+        }
+        v
+    }
+
+    /// The scalar value of a constant (possibly broadcast), rounded to `d`.
+    fn constant(&self, mut v: ValueId, d: DType) -> Option<f64> {
+        while self.node(v).op == Op::Broadcast {
+            v = self.node(v).inputs[0];
+        }
+        match self.node(v).op {
+            Op::Const(Literal::Float(x)) => Some(if d == DType::F32 { x as f32 as f64 } else { x }),
+            Op::Const(Literal::Int(x)) => Some(x as f64),
+            _ => None,
+        }
+    }
+
+    /// `o = softmax(x) @ v`.
+    fn attention(&mut self, o: ValueId) -> Option<Found> {
+        let (p, v) = (self.node(o).inputs[0], self.node(o).inputs[1]);
+        let d = self.node(o).dtype;
+        if self.node(p).shape.len() < 2 {
+            return None;
+        }
+        let x = self.softmax(p)?;
+        let (mask, mask_value, s) = self.mask(x, d)?;
+        let (q, k, scale) = self.scores(s, d)?;
+        self.take(o);
+        Some(Found {
+            q,
+            k,
+            v,
+            mask,
+            mask_value,
+            scale,
+            interior: std::mem::take(&mut self.seen),
+        })
+    }
+
+    /// `p = e / sum(e)`, `e = exp(x - max x)` over the last axis: `x`.
+    fn softmax(&mut self, p: ValueId) -> Option<ValueId> {
+        let axis = self.last(p);
+        let n = self.node(p);
+        if n.op != Op::Binary(BinaryOp::Div) {
+            return None;
+        }
+        let (e, z) = (n.inputs[0], n.inputs[1]);
+        self.take(p);
+        let sum = self.through_views(z);
+        if self.node(sum).op != Op::Reduce(ReduceOp::Sum, vec![axis]) || self.node(sum).inputs[0] != e {
+            return None;
+        }
+        self.take(sum);
+        if self.node(e).op != Op::Unary(UnaryOp::Exp) {
+            return None;
+        }
+        self.take(e);
+        let sub = self.node(e).inputs[0];
+        if self.node(sub).op != Op::Binary(BinaryOp::Sub) {
+            return None;
+        }
+        self.take(sub);
+        let (x, mb) = (self.node(sub).inputs[0], self.node(sub).inputs[1]);
+        let mx = self.through_views(mb);
+        if self.node(mx).op != Op::Reduce(ReduceOp::Max, vec![axis]) || self.node(mx).inputs[0] != x {
+            return None;
+        }
+        self.take(mx);
+        Some(x)
+    }
+
+    /// The mask around the scores `x`: `(kind, operand, scores)`.
+    fn mask(&mut self, x: ValueId, d: DType) -> Option<(MaskKind, Option<ValueId>, ValueId)> {
+        let n = self.node(x).clone();
+        match n.op {
+            Op::Select => {
+                let (cond, s, fill) = (n.inputs[0], n.inputs[1], n.inputs[2]);
+                if self.constant(fill, d) != Some(f64::NEG_INFINITY) {
+                    return None;
+                }
+                self.take(x);
+                if self.is_causal(cond) {
+                    Some((MaskKind::Causal, None, s))
+                } else {
+                    Some((MaskKind::Bool, Some(cond), s))
+                }
+            }
+            Op::Binary(BinaryOp::Add) => {
+                self.take(x);
+                let (a, b) = (n.inputs[0], n.inputs[1]);
+                // The scores are the operand that is a (scaled) matmul.
+                if self.is_scores(a) {
+                    Some((MaskKind::Additive, Some(b), a))
+                } else if self.is_scores(b) {
+                    Some((MaskKind::Additive, Some(a), b))
+                } else {
+                    None
+                }
+            }
+            _ => Some((MaskKind::None, None, x)),
+        }
+    }
+
+    fn is_scores(&self, mut v: ValueId) -> bool {
+        loop {
+            let n = self.node(v);
+            match n.op {
+                Op::Matmul => return true,
+                Op::Binary(BinaryOp::Mul | BinaryOp::Div) => v = n.inputs[0],
+                _ => return false,
+            }
+        }
+    }
+
+    /// `cond` is `col <= row` (or `row >= col`) of `iota`s over the last two axes.
+    fn is_causal(&self, mut cond: ValueId) -> bool {
+        while self.node(cond).op == Op::Broadcast {
+            cond = self.node(cond).inputs[0];
+        }
+        let n = self.node(cond);
+        let r = n.shape.len();
+        if r < 2 {
+            return false;
+        }
+        let iota_axis = |mut v: ValueId| {
+            while self.node(v).op == Op::Broadcast {
+                v = self.node(v).inputs[0];
+            }
+            match (&self.node(v).op, self.node(v).shape.len()) {
+                (Op::Iota(a), len) if len == r => Some(*a),
+                _ => None,
+            }
+        };
+        let (a, b) = match n.op {
+            Op::Compare(CmpOp::Le) => (iota_axis(n.inputs[0]), iota_axis(n.inputs[1])),
+            Op::Compare(CmpOp::Ge) => (iota_axis(n.inputs[1]), iota_axis(n.inputs[0])),
+            _ => return false,
+        };
+        // col (last axis) <= row (second last).
+        a == Some(r - 1) && b == Some(r - 2)
+    }
+
+    /// `s = scale · q @ kᵀ`: `(q, (k, transpose back?), scale)`.
+    fn scores(&mut self, mut s: ValueId, d: DType) -> Option<(ValueId, (ValueId, bool), f64)> {
+        let mut scale = 1.0;
+        loop {
+            let n = self.node(s).clone();
+            match n.op {
+                Op::Binary(op @ (BinaryOp::Mul | BinaryOp::Div)) => {
+                    let (a, b) = (n.inputs[0], n.inputs[1]);
+                    let (inner, c) = match (self.constant(b, d), self.constant(a, d)) {
+                        (Some(c), _) => (a, c),
+                        (None, Some(c)) if op == BinaryOp::Mul => (b, c),
+                        _ => return None,
+                    };
+                    scale = if op == BinaryOp::Mul { scale * c } else { scale / c };
+                    self.take(s);
+                    s = inner;
+                }
+                Op::Matmul => {
+                    self.take(s);
+                    let (mut q, kt) = (n.inputs[0], n.inputs[1]);
+                    // A scaled q: `(q * c) @ kᵀ`.
+                    while let Op::Binary(BinaryOp::Mul) = self.node(q).op {
+                        let (a, b) = (self.node(q).inputs[0], self.node(q).inputs[1]);
+                        match self.constant(b, d) {
+                            Some(c) => {
+                                self.take(q);
+                                scale *= c;
+                                q = a;
+                            }
+                            None => break,
+                        }
+                    }
+                    let kn = self.node(kt);
+                    let r = kn.shape.len();
+                    let swap = |p: &[usize]| {
+                        p.len() == r
+                            && (0..r - 2).all(|i| p[i] == i)
+                            && p[r - 2] == r - 1
+                            && p[r - 1] == r - 2
+                    };
+                    let k = match &kn.op {
+                        Op::Transpose(p) if swap(p) => (kn.inputs[0], false),
+                        _ => (kt, true),
+                    };
+                    return scale.is_finite().then_some((q, k, scale));
+                }
+                _ => return None,
+            }
+        }
+    }
+}
+
+/// Copy `g`, emitting an `attention` node (and the views it needs) in place of each
+/// recognised pattern's final matmul. The replaced interior nodes stay, unread: dead code
+/// for `simplify` (their indices are what checkpoint regions and names refer to).
+fn rebuild(g: &Graph, found: &[Option<Found>]) -> Graph {
+    let mut out = Graph::new();
+    let mut map: Vec<ValueId> = Vec::with_capacity(g.nodes.len());
+    // The first new node emitted for each old one (node ranges map through it).
+    let mut first: Vec<usize> = Vec::with_capacity(g.nodes.len() + 1);
+    for (i, n) in g.nodes.iter().enumerate() {
+        first.push(out.nodes.len());
+        let Some(f) = &found[i] else {
+            let mut c = n.clone();
+            c.inputs = n.inputs.iter().map(|x| map[x.index()]).collect();
+            map.push(out.push(c));
+            continue;
+        };
+        let view = |out: &mut Graph, op: Op, x: ValueId, shape: Vec<usize>| -> ValueId {
+            let xn = out.node(x);
+            if op == Op::Broadcast && xn.shape == shape {
+                return x;
+            }
+            let dtype = xn.dtype;
+            out.push(Node {
+                op,
+                inputs: vec![x],
+                shape,
+                dtype,
+                loc: n.loc,
+            })
+        };
+        let r = n.shape.len();
+        let batch = n.shape[..r - 2].to_vec();
+        let with = |tail: [usize; 2]| {
+            let mut s = batch.clone();
+            s.extend(tail);
+            s
+        };
+        let (q, k, v) = (map[f.q.index()], map[f.k.0.index()], map[f.v.index()]);
+        let k = if f.k.1 {
+            let s = &out.node(k).shape;
+            let kr = s.len();
+            let mut perm: Vec<usize> = (0..kr).collect();
+            perm.swap(kr - 2, kr - 1);
+            let mut shape = s.clone();
+            shape.swap(kr - 2, kr - 1);
+            view(&mut out, Op::Transpose(perm), k, shape)
+        } else {
+            k
+        };
+        let tail = |out: &Graph, x: ValueId| {
+            let s = &out.node(x).shape;
+            [s[s.len() - 2], s[s.len() - 1]]
+        };
+        let (tq, tk, tv) = (tail(&out, q), tail(&out, k), tail(&out, v));
+        let q = view(&mut out, Op::Broadcast, q, with(tq));
+        let k = view(&mut out, Op::Broadcast, k, with(tk));
+        let v = view(&mut out, Op::Broadcast, v, with(tv));
+        let mut inputs = vec![q, k, v];
+        if let Some(m) = f.mask_value {
+            inputs.push(view(&mut out, Op::Broadcast, map[m.index()], with([tq[0], tk[0]])));
+        }
+        map.push(out.push(Node {
+            op: Op::Attention(AttnSpec {
+                mask: f.mask,
+                scale: f.scale,
+            }),
+            inputs,
+            shape: n.shape.clone(),
+            dtype: n.dtype,
+            loc: n.loc,
+        }));
+    }
+    first.push(out.nodes.len());
+    out.outputs = g.outputs.iter().map(|o| map[o.index()]).collect();
+    out.checkpoints = g
+        .checkpoints
+        .iter()
+        .map(|c| crate::ir::CheckpointRegion {
+            nodes: c
+                .nodes
+                .iter()
+                .flat_map(|v| first[v.index()]..first[v.index() + 1])
+                .map(|i| ValueId(i as u32))
+                .collect(),
+            policy: c.policy.clone(),
+        })
+        .collect();
+    out.names = g
+        .names
+        .iter()
+        .map(|(v, s)| (map[v.index()], s.clone()))
+        .collect();
+    out.grad_ranges = g
+        .grad_ranges
+        .iter()
+        .map(|&(a, b, c)| (first[a], first[b], first[c]))
+        .collect();
+    out.late = g.late.iter().map(|v| map[v.index()]).collect();
+    out
+}
