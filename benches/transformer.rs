@@ -1,6 +1,6 @@
 //! Causal attention, fused (`jitfuse::attention`: tiles, no score matrix) and as the
 //! composition users write (`softmax(where(tril, q kᵀ / √d, -inf)) v`, compiled by
-//! jitfuse), forward and the gradient of its sum with respect to q, k, v, at batch 1,
+//! jitfuse with its pattern fusion off: with it on, the composition is the fused op), forward and the gradient of its sum with respect to q, k, v, at batch 1,
 //! 8 heads, head dim 64, f32 — beside XLA measured in the same run by
 //! `benches/jax_transformer.py` when Python has JAX (`pip install "jax[cpu]"`;
 //! `JITFUSE_BENCH_JAX=0` skips it).
@@ -163,6 +163,9 @@ fn main() {
             ));
         }
         for (name, xla_name, call, mem) in &cases {
+            // The composition as it compiles without the attention rewrite (with it, it is
+            // the fused op).
+            jitfuse::passes::set_pattern_fusion(!name.starts_with("composition"));
             let temp = mem().temp_bytes as f64;
             std::hint::black_box(call(&q, &k, &v));
             let mut samples = Vec::new();
