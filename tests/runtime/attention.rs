@@ -436,3 +436,59 @@ fn near_misses_keep_the_composition_and_say_why() {
     assert_close(&p, &want_p, Tol { rel: 2e-4, abs: 2e-6 }, "weights");
     assert_close(&o, &want_p.matmul(&v), Tol { rel: 2e-4, abs: 2e-5 }, "output");
 }
+
+// ---- What else a transformer needs ----
+
+#[jit]
+fn triangles(x: &Tensor, k: isize) -> (Tensor, Tensor) {
+    (x.tril(k), x.triu(k))
+}
+
+#[test]
+fn tril_and_triu_follow_numpy() {
+    let (b, r, c) = (2, 3, 5);
+    let x = Tensor::from_vec((0..b * r * c).map(|i| i as f32 + 1.0).collect(), &[b, r, c]).unwrap();
+    for k in [-2isize, -1, 0, 1, 3, 7] {
+        let (lo, up) = triangles(&x, k);
+        let (lo, up) = (lo.to_vec::<f32>().unwrap(), up.to_vec::<f32>().unwrap());
+        for i in 0..b * r * c {
+            let (row, col) = ((i / c % r) as isize, (i % c) as isize);
+            let v = i as f32 + 1.0;
+            assert_eq!(lo[i], if col <= row + k { v } else { 0.0 }, "tril({k}) at {i}");
+            assert_eq!(up[i], if col >= row + k { v } else { 0.0 }, "triu({k}) at {i}");
+        }
+        // Eager agrees.
+        assert_eq!(x.tril(k).to_vec::<f32>().unwrap(), lo);
+    }
+    let p = std::panic::catch_unwind(|| Tensor::vector(&[1.0f32, 2.0]).tril(0)).expect_err("rank 1");
+    let msg = p.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(msg.contains("`tril` needs rank >= 2") && msg.contains("f32[2]"), "{msg}");
+}
+
+#[jit]
+fn norm_without_shift(x: &Tensor, g: &Tensor) -> Tensor {
+    x.layer_norm(g, None, 1e-5, -1)
+}
+
+#[test]
+fn layer_norm_without_a_shift() {
+    let mut rng = Rng::new(10);
+    let x = random_tensor(&mut rng, &[6, 33], DType::F32, -2.0, 2.0, false);
+    let g = random_tensor(&mut rng, &[33], DType::F32, 0.5, 1.5, false);
+    let b = random_tensor(&mut rng, &[33], DType::F32, -1.0, 1.0, false);
+    let got = norm_without_shift(&x, &g);
+    let with_shift = x.layer_norm(&g, &b, 1e-5, -1);
+    assert_close(&(got.clone() + &b), &with_shift, Tol { rel: 1e-5, abs: 1e-5 }, "no shift + b");
+    // By hand in f64.
+    let (xv, gv, gotv) = (x.to_vec::<f32>().unwrap(), g.to_vec::<f32>().unwrap(), got.to_vec::<f32>().unwrap());
+    for r in 0..6 {
+        let row: Vec<f64> = xv[r * 33..(r + 1) * 33].iter().map(|&v| v as f64).collect();
+        let mean = row.iter().sum::<f64>() / 33.0;
+        let var = row.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / 33.0;
+        for c in 0..33 {
+            let want = (row[c] - mean) / (var + 1e-5).sqrt() * gv[c] as f64;
+            let a = gotv[r * 33 + c] as f64;
+            assert!((a - want).abs() <= 1e-5 * (1.0 + want.abs()), "[{r}, {c}]: {a} vs {want}");
+        }
+    }
+}

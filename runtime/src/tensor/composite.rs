@@ -109,13 +109,58 @@ impl Tensor {
         &shifted - shifted.exp().sum_keepdims(axis).ln()
     }
 
-    /// `(x - mean) / sqrt(var + eps) * gamma + beta` over `axis`.
+    /// `(x - mean) / sqrt(var + eps) * gamma + beta` over `axis`; `beta` may be `None`
+    /// (no shift, as in models without biases).
     #[track_caller]
-    pub fn layer_norm(&self, gamma: &Tensor, beta: &Tensor, eps: f64, axis: isize) -> Tensor {
+    pub fn layer_norm<'b>(
+        &self,
+        gamma: &Tensor,
+        beta: impl Into<Option<&'b Tensor>>,
+        eps: f64,
+        axis: isize,
+    ) -> Tensor {
         let mean = self.mean_keepdims(axis);
         let d = self - &mean;
         let var = d.square().mean_keepdims(axis);
-        d * (var + eps).rsqrt() * gamma + beta
+        let y = d * (var + eps).rsqrt() * gamma;
+        match beta.into() {
+            Some(b) => y + b,
+            None => y,
+        }
+    }
+
+    /// The lower triangle over the last two axes: elements with `col <= row + k` kept, the
+    /// others zero (NumPy's `tril`; `k` > 0 keeps diagonals above the main one).
+    #[track_caller]
+    pub fn tril(&self, k: isize) -> Tensor {
+        self.triangle(k, true)
+    }
+
+    /// The upper triangle over the last two axes: elements with `col >= row + k` kept, the
+    /// others zero (NumPy's `triu`).
+    #[track_caller]
+    pub fn triu(&self, k: isize) -> Tensor {
+        self.triangle(k, false)
+    }
+
+    #[track_caller]
+    fn triangle(&self, k: isize, lower: bool) -> Tensor {
+        let r = self.shape.len();
+        if r < 2 {
+            fail(
+                Error::shape(format!(
+                    "`{}` needs rank >= 2 (rows and columns), not {}",
+                    if lower { "tril" } else { "triu" },
+                    type_str(self.dtype, &self.shape)
+                ))
+                .at(Location::caller()),
+            );
+        }
+        let s = [self.shape[r - 2], self.shape[r - 1]];
+        let row = Tensor::iota(&s, 0, crate::DType::I64) + k as i64;
+        let col = Tensor::iota(&s, 1, crate::DType::I64);
+        let keep = if lower { col.le(&row) } else { col.ge(&row) };
+        crate::select(&keep, self, Tensor::zeros(&[], self.dtype))
     }
 
     /// GELU, tanh approximation.
