@@ -300,3 +300,25 @@ fn the_interpreter_rejects_a_malformed_graph() {
     assert_eq!(e.kind, jitfuse::ErrorKind::Verify, "{e}");
     assert!(e.to_string().contains("does not broadcast to f32[5,7]"), "{e}");
 }
+
+/// An output that is a reshape of a value another output's kernel also reads: the value
+/// was fused into that kernel and never written ("output %2 was never computed"). Found by
+/// the fuzzer.
+#[test]
+fn an_output_reshape_of_a_fused_value_is_written() {
+    check_ir(
+        r#"
+%0 = param 0 : f64[17,5,15]
+%1 = param 1 : f64[17,5,15]
+%2 = mul %0, %1 : f64[17,5,15]
+%3 = reduce_sum[0,1,2] %0 : f64[]
+%4 = broadcast %3 : f64[17,5,15]
+%5 = add %2, %4 : f64[17,5,15]
+%6 = reshape %2 : f64[17,1,5,15]
+return %6, %5, %0
+"#,
+        &[Borrowed, Borrowed],
+        4323017649,
+        0.1,
+    );
+}

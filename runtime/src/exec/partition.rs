@@ -634,7 +634,7 @@ fn partition_with(g: &Graph, groups: Vec<RowGroup>, copy_barriers: bool) -> Part
             _ => {}
         }
     }
-    sink_cheap_outputs(g, &mut steps, &materialised);
+    sink_cheap_outputs(g, &mut steps, &materialised, &aliases);
     steps.retain(|s| {
         !matches!(s, Step::Kernel(k) if k.outputs.is_empty())
             && !matches!(s, Step::Row(r) if r.outputs.is_empty())
@@ -669,8 +669,20 @@ fn is_cheap(op: &Op) -> bool {
 /// in buffers anyway, read (at the same shape) only by later kernels, is
 /// recomputed in each of them (a ReLU mask kept for the backward pass costs a
 /// buffer; recomputing it from the saved activation costs nothing).
-fn sink_cheap_outputs(g: &Graph, steps: &mut [Step], materialised: &[bool]) {
-    let outputs: HashSet<ValueId> = g.outputs.iter().copied().collect();
+///
+/// A program output's buffer is never sunk, nor the root an output aliases (a reshape of
+/// it returned): sunk, it had no writer and the output was never computed.
+fn sink_cheap_outputs(
+    g: &Graph,
+    steps: &mut [Step],
+    materialised: &[bool],
+    aliases: &HashMap<ValueId, ValueId>,
+) {
+    let outputs: HashSet<ValueId> = g
+        .outputs
+        .iter()
+        .map(|o| aliases.get(o).copied().unwrap_or(*o))
+        .collect();
     for p in 0..steps.len() {
         let Step::Kernel(prod) = &steps[p] else {
             continue;
