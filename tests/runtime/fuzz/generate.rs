@@ -45,7 +45,11 @@ fn numel(s: &[usize]) -> usize {
     s.iter().product()
 }
 
-/// NumPy broadcasting of two shapes.
+/// The most elements a broadcast result may have: two large shapes broadcast against each
+/// other ([129, 1030, 1] with [132870]) made 17 billion.
+const MAX_BROADCAST: usize = 1 << 22;
+
+/// NumPy broadcasting of two shapes (None past `MAX_BROADCAST` elements).
 pub fn broadcast(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
     let r = a.len().max(b.len());
     let mut out = vec![0; r];
@@ -68,7 +72,7 @@ pub fn broadcast(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
             return None;
         };
     }
-    Some(out)
+    (out.iter().try_fold(1usize, |n, &d| n.checked_mul(d))? <= MAX_BROADCAST).then_some(out)
 }
 
 /// Python's slice length (in i128: steps reach `isize::MAX`).
