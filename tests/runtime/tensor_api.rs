@@ -117,14 +117,46 @@ fn prints_like_numpy() {
     );
     let big = Tensor::arange(2000, DType::I32);
     assert_eq!(big.to_string(), "[   0    1    2 ... 1997 1998 1999]");
+    // NumPy's text, digit for digit (f32 elements printed to the digits that identify them
+    // as f32: their f64 values' eighth decimal, 1.00033331, is not NumPy's).
     let m = Tensor::arange(3000, DType::F32);
-    let s = (m / 3000.0 + 1.0).to_string();
-    assert!(
-        s.starts_with("[1.") && s.contains("...") && s.len() < 120,
-        "{s}"
+    assert_eq!(
+        (m / 3000.0 + 1.0).to_string(),
+        "[1.        1.0003333 1.0006666 ... 1.9990001 1.9993334 1.9996667]"
+    );
+    assert_eq!(Tensor::vector(&[1.1f32, 2.0]).to_string(), "[1.1 2. ]");
+    assert_eq!(
+        Tensor::vector(&[0.1f32, 1.0 / 3.0]).to_string(),
+        "[0.1        0.33333334]"
+    );
+    assert_eq!(
+        Tensor::vector(&[1.1f64, 2.0, -3.25]).to_string(),
+        "[ 1.1   2.   -3.25]"
     );
     let sci = Tensor::vector(&[1e-8f64, 1.0]);
     assert_eq!(sci.to_string(), "[1.e-08 1.e+00]");
+    assert_eq!(
+        Tensor::vector(&[1e-8f32, 1.0]).to_string(),
+        "[1.e-08 1.e+00]"
+    );
+    // In scientific form every mantissa has the longest one's digits.
+    assert_eq!(
+        Tensor::vector(&[1.5e-5f64, 3.0]).to_string(),
+        "[1.5e-05 3.0e+00]"
+    );
+    assert_eq!(
+        Tensor::vector(&[1e-5f32 / 3.0, 1.0]).to_string(),
+        "[3.3333333e-06 1.0000000e+00]"
+    );
+    // At most 8 digits, rounded, then as few as show the rounded value.
+    assert_eq!(
+        Tensor::vector(&[1.23456789012e-5f64, 1.0]).to_string(),
+        "[1.23456789e-05 1.00000000e+00]"
+    );
+    assert_eq!(
+        Tensor::vector(&[1.2000000001e-5f64, 1.0]).to_string(),
+        "[1.2e-05 1.0e+00]"
+    );
 }
 
 #[test]
