@@ -37,8 +37,16 @@ fn assert_close(got: &Tensor, want: &Tensor) {
             1e-13,
         ),
         _ => (
-            got.to_vec::<f32>().unwrap().into_iter().map(f64::from).collect(),
-            want.to_vec::<f32>().unwrap().into_iter().map(f64::from).collect(),
+            got.to_vec::<f32>()
+                .unwrap()
+                .into_iter()
+                .map(f64::from)
+                .collect(),
+            want.to_vec::<f32>()
+                .unwrap()
+                .into_iter()
+                .map(f64::from)
+                .collect(),
             1e-5,
             1e-6,
         ),

@@ -566,12 +566,7 @@ fn max_and_min_reductions_propagate_nan_from_every_position() {
                     // Max and min (and their difference) pick elements: exact; only the
                     // sum of exponentials rounds.
                     let t = if k == 3 { tol(d) } else { EXACT };
-                    assert_close(
-                        a,
-                        b,
-                        t,
-                        &format!("{d} n {n} NaN at {p}, output {k}\n{g}"),
-                    );
+                    assert_close(a, b, t, &format!("{d} n {n} NaN at {p}, output {k}\n{g}"));
                 }
             }
         }
@@ -835,7 +830,12 @@ fn slice_steps_follow_numpy_at_the_extremes() {
             ]
         });
         // Slices move elements and doubling is exact: any difference is a wrong element.
-        check_graph(&g, &[m.clone()], EXACT, &format!("case {k}: {s:?}"));
+        check_graph(
+            &g,
+            std::slice::from_ref(&m),
+            EXACT,
+            &format!("case {k}: {s:?}"),
+        );
     }
 }
 

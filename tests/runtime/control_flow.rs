@@ -4,9 +4,7 @@
 //! interpreter, the IR text, errors naming the variable, and gradients
 //! against finite differences.
 
-use crate::common::{
-    assert_close, check_graph_with, random_tensor, trace_fn, Rng, Tol, EXACT,
-};
+use crate::common::{assert_close, check_graph_with, random_tensor, trace_fn, Rng, Tol, EXACT};
 use jitfuse::__private::{staged_for, staged_for_range, staged_if, staged_while};
 use jitfuse::ir;
 use jitfuse::prelude::*;
@@ -806,7 +804,11 @@ fn loop_bodies_write_the_new_state_over_the_old() {
     // And the program so planned computes what the eager loop does.
     let (y, n) = halvings_for_plans(&x);
     let (ey, en) = halvings(&x);
-    assert_eq!(n.item::<i32>().unwrap(), 7, "72.25 halves to 0.56 in 7 steps");
+    assert_eq!(
+        n.item::<i32>().unwrap(),
+        7,
+        "72.25 halves to 0.56 in 7 steps"
+    );
     assert_eq!(en.item::<i32>().unwrap(), 7);
     assert_close(&y, &ey, EXACT, "halvings over donated buffers");
     let mut rng = Rng::new(69);

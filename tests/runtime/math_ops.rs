@@ -253,7 +253,7 @@ fn softplus_of_very_negative_inputs() {
     // within 1e-12 of 9.6e-11 only: 1%): the same bound.
     let mut all = vec![("eager".to_string(), x.softplus().to_vec::<f64>().unwrap())];
     all.extend(
-        at_every_level(&g, &[x.clone()])
+        at_every_level(&g, std::slice::from_ref(&x))
             .into_iter()
             .map(|(l, o)| (format!("{l:?}"), o[0].to_vec::<f64>().unwrap())),
     );

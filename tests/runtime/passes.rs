@@ -41,7 +41,12 @@ fn check_simplify(input: &str, want: Expect) {
         let after = interp::eval_graph(&s, &args, &[]).unwrap();
         assert_eq!(before.len(), after.len());
         for (k, (a, b)) in after.iter().zip(&before).enumerate() {
-            assert_close(a, b, EXACT, &format!("simplified output {k}, seed {seed}\n{s}"));
+            assert_close(
+                a,
+                b,
+                EXACT,
+                &format!("simplified output {k}, seed {seed}\n{s}"),
+            );
         }
         // Compiled, the transcendentals are approximations (a few ulp; nothing here cancels).
         check_graph_with(&g, &args, &format!("compiled, seed {seed}"), |_, want| {
@@ -191,9 +196,11 @@ fn fusion_gelu_is_one_kernel() {
 fn fusion_softmax_is_one_row_kernel() {
     let x = arg(&[8, 16], 2);
     // Softmax does not cancel: relative, down to its smallest elements.
-    let (text, exe) = fusion_text(&[x], |ts| vec![ts[0].softmax(-1)], |_| {
-        Tol::rel(DType::F32, 1e-5)
-    });
+    let (text, exe) = fusion_text(
+        &[x],
+        |ts| vec![ts[0].softmax(-1)],
+        |_| Tol::rel(DType::F32, 1e-5),
+    );
     expect![[r#"
         step 0: row kernel over rows [8] x [16] reads (%0) writes (%9)
           %1 = reduce_max[1] %0 : f32[8]
@@ -247,7 +254,7 @@ fn fusion_mlp_forward() {
     let b1 = arg(&[8], 8);
     let w2 = arg(&[8, 4], 9);
     let b2 = arg(&[4], 10);
-    let y = Tensor::from_vec((0..16).map(|i| (i * 3 % 4) as i32).collect(), &[16])
+    let y = Tensor::from_vec((0..16i32).map(|i| i * 3 % 4).collect(), &[16])
         .unwrap()
         .one_hot(4);
     let (text, _) = fusion_text(
@@ -390,10 +397,7 @@ fn check_schedule(input: &str, before: Expect, after: Expect) -> (usize, usize) 
     assert_eq!(exe.kernels_text(), partition::steps_text(&g, &scheduled));
     // And the reordered program computes the graph (a step run before its inputs are
     // written, or a buffer reused while still live, would not).
-    let args: Vec<Tensor> = random_args(&g, 1)
-        .into_iter()
-        .map(|t| &t * 0.1)
-        .collect();
+    let args: Vec<Tensor> = random_args(&g, 1).into_iter().map(|t| &t * 0.1).collect();
     let want = interp::eval_graph(&g, &args, &[]).unwrap();
     let refs: Vec<&Tensor> = args.iter().collect();
     let got = exe.run_with(&refs).unwrap();

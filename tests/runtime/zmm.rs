@@ -65,7 +65,12 @@ enum Cmp {
 }
 
 fn close_to_cranelift(got: &Tensor, want: &Tensor, cmp: Cmp, what: &str) {
-    close_to(got, want, cmp, &format!("{what} (AVX-512 against Cranelift)"));
+    close_to(
+        got,
+        want,
+        cmp,
+        &format!("{what} (AVX-512 against Cranelift)"),
+    );
 }
 
 fn close_to(got: &Tensor, want: &Tensor, cmp: Cmp, what: &str) {
@@ -460,7 +465,12 @@ fn avx512_row_kernels_match_cranelift() {
                 for (k, (a, b)) in got.iter().zip(&want).enumerate() {
                     close_to_cranelift(a, b, cmps[k], &format!("{what} output {k}\n{g}"));
                     // And both against the interpreter, with the same bounds.
-                    close_to(a, &reference[k], cmps[k], &format!("{what} output {k}\n{g}"));
+                    close_to(
+                        a,
+                        &reference[k],
+                        cmps[k],
+                        &format!("{what} output {k}\n{g}"),
+                    );
                 }
             }
         }
@@ -539,7 +549,12 @@ fn avx512_row_kernels_prefetch_the_next_row_of_moving_accesses() {
         1.0,
         false,
     )];
-    let sum = kernel_listing(&short, |ts| vec![ts[0].sum(1)], "AVX-512 row sum", Cmp::Norm);
+    let sum = kernel_listing(
+        &short,
+        |ts| vec![ts[0].sum(1)],
+        "AVX-512 row sum",
+        Cmp::Norm,
+    );
     assert!(!sum.contains("prefetched"), "{sum}");
 }
 
@@ -566,7 +581,12 @@ fn kernel_listing(
         } else {
             close_to_cranelift(a, b, cmp, mark);
         }
-        close_to(a, &reference[k], cmp, &format!("{mark} against the interpreter"));
+        close_to(
+            a,
+            &reference[k],
+            cmp,
+            &format!("{mark} against the interpreter"),
+        );
     }
     let text = exe.asm_text();
     text.lines()
