@@ -23,30 +23,40 @@ fn ramp(n: usize, scale: f32) -> Tensor {
     vec32(&data, &[n])
 }
 
+/// Compiled against eager, normwise: `|g - w| <= rel*|w| + abs*max|w|`. The floor scales
+/// with the result (sums and `1 + tanh` cancel to elements far below their neighbours),
+/// where an absolute 1e-5 passed small results such as exp(-14) whatever their value.
 fn assert_close(got: &Tensor, want: &Tensor) {
     assert_eq!(got.shape(), want.shape());
     assert_eq!(got.dtype(), want.dtype());
-    match got.dtype() {
-        DType::F64 => {
-            for (g, w) in got
-                .to_vec::<f64>()
+    let (g, w, rel, abs): (Vec<f64>, Vec<f64>, f64, f64) = match got.dtype() {
+        DType::F64 => (
+            got.to_vec::<f64>().unwrap(),
+            want.to_vec::<f64>().unwrap(),
+            1e-12,
+            1e-13,
+        ),
+        _ => (
+            got.to_vec::<f32>()
                 .unwrap()
-                .iter()
-                .zip(want.to_vec::<f64>().unwrap())
-            {
-                assert!((g - w).abs() <= 1e-9 * (1.0 + w.abs()), "{g} != {w}");
-            }
-        }
-        _ => {
-            for (g, w) in got
-                .to_vec::<f32>()
+                .into_iter()
+                .map(f64::from)
+                .collect(),
+            want.to_vec::<f32>()
                 .unwrap()
-                .iter()
-                .zip(want.to_vec::<f32>().unwrap())
-            {
-                assert!((g - w).abs() <= 1e-5 * (1.0 + w.abs()), "{g} != {w}");
-            }
-        }
+                .into_iter()
+                .map(f64::from)
+                .collect(),
+            1e-5,
+            1e-6,
+        ),
+    };
+    let scale = w.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    for (i, (g, w)) in g.iter().zip(&w).enumerate() {
+        assert!(
+            (g - w).abs() <= rel * w.abs() + abs * scale,
+            "element {i}: {g} != {w}"
+        );
     }
 }
 
@@ -143,21 +153,23 @@ fn shapes_fn(x: &Tensor) -> Tensor {
 fn new_shape_misses_same_shape_hits() {
     let _g = CACHES.read().unwrap();
     assert_eq!(shapes_fn::cache_stats(), jitfuse::CacheStats::default());
-    shapes_fn(&ramp(4, 1.0));
+    // Every call's result too: a hit must run the cached program on the new values.
+    let call = |x: &Tensor| assert_close(&shapes_fn(x), &(x.exp() + 1.0));
+    call(&ramp(4, 1.0));
     let s = shapes_fn::cache_stats();
     assert_eq!((s.hits, s.misses, s.entries), (0, 1, 1));
-    shapes_fn(&ramp(4, 2.0));
+    call(&ramp(4, 2.0));
     let s = shapes_fn::cache_stats();
     assert_eq!((s.hits, s.misses, s.entries), (1, 1, 1));
-    shapes_fn(&ramp(5, 1.0));
+    call(&ramp(5, 1.0));
     let s = shapes_fn::cache_stats();
     assert_eq!((s.hits, s.misses, s.entries), (1, 2, 2));
     // Same length, other rank: a new signature.
-    shapes_fn(&vec32(&[1.0, 2.0, 3.0, 4.0], &[2, 2]));
+    call(&vec32(&[1.0, 2.0, 3.0, 4.0], &[2, 2]));
     let s = shapes_fn::cache_stats();
     assert_eq!((s.hits, s.misses, s.entries), (1, 3, 3));
     // Same shape, other dtype: a new signature.
-    shapes_fn(&Tensor::from_vec(vec![1.0f64; 4], &[4]).unwrap());
+    call(&Tensor::from_vec(vec![-1.5f64, 0.25, 1.0, 2.5], &[4]).unwrap());
     let s = shapes_fn::cache_stats();
     assert_eq!((s.hits, s.misses, s.entries), (1, 4, 4));
 }
@@ -196,9 +208,9 @@ fn repeat_exp(x: &Tensor, n: usize) -> Tensor {
 fn a_new_static_value_recompiles() {
     let _g = CACHES.read().unwrap();
     let x = vec32(&[0.0, 0.5], &[2]);
-    repeat_exp(&x, 1);
-    repeat_exp(&x, 2);
-    repeat_exp(&x, 1);
+    assert_close(&repeat_exp(&x, 1), &x.exp());
+    assert_close(&repeat_exp(&x, 2), &x.exp().exp());
+    assert_close(&repeat_exp(&x, 1), &x.exp());
     let s = repeat_exp::cache_stats();
     assert_eq!((s.hits, s.misses, s.entries), (1, 2, 2));
     assert_close(&repeat_exp(&x, 2), &x.exp().exp());
@@ -218,11 +230,11 @@ fn cleared_all(x: &Tensor) -> Tensor {
 fn clear_cache_and_clear_caches() {
     let _g = CACHES.write().unwrap();
     let x = ramp(6, 1.0);
-    cleared_one(&x);
+    assert_close(&cleared_one(&x), &x.abs());
     cleared_one::clear_cache();
     let s = cleared_one::cache_stats();
     assert_eq!((s.hits, s.misses, s.entries), (0, 1, 0));
-    cleared_one(&x);
+    assert_close(&cleared_one(&x), &x.abs());
     let s = cleared_one::cache_stats();
     assert_eq!(
         (s.hits, s.misses, s.entries),
@@ -230,11 +242,11 @@ fn clear_cache_and_clear_caches() {
         "the call after clear_cache recompiles"
     );
 
-    cleared_all(&x);
+    assert_close(&cleared_all(&x), &x.square());
     jitfuse::clear_caches();
     assert_eq!(cleared_all::cache_stats().entries, 0);
     assert_eq!(cleared_one::cache_stats().entries, 0);
-    cleared_all(&x);
+    assert_close(&cleared_all(&x), &x.square());
     let s = cleared_all::cache_stats();
     assert_eq!((s.hits, s.misses, s.entries), (0, 2, 1));
 }
@@ -563,37 +575,51 @@ fn tree_sum(p: &(Tensor, Vec<Tensor>), o: Option<Tensor>, scale: [Tensor; 2]) ->
 #[test]
 fn a_new_tree_structure_or_leaf_shape_recompiles() {
     let _g = CACHES.read().unwrap();
-    let one = ramp(3, 1.0);
+    // Leaves of distinct values (one tensor in every leaf would not show a leaf read in
+    // place of another), and the expected sums computed element by element.
+    let leaf = |n: usize, k: f32| ramp(n, k);
     let sc = || [s(2.0), s(10.0)];
     let call = |p: &(Tensor, Vec<Tensor>), o: Option<Tensor>| {
         let r = tree_sum(p, o, sc());
         let st = tree_sum::cache_stats();
         (r.to_vec::<f32>().unwrap(), st.hits, st.misses)
     };
-    let p2 = (one.clone(), vec![one.clone(), one.clone()]);
-    let p3 = (one.clone(), vec![one.clone(), one.clone(), one.clone()]);
-    let v = one.to_vec::<f32>().unwrap();
-    assert_eq!(
-        call(&p2, None),
-        (v.iter().map(|x| 4.0 * x).collect::<Vec<_>>(), 0, 1)
+    let want = |p: &(Tensor, Vec<Tensor>), o: Option<f32>| -> Vec<f32> {
+        let v = |t: &Tensor| t.to_vec::<f32>().unwrap();
+        let mut acc: Vec<f32> = v(&p.0).iter().map(|x| x * 2.0).collect();
+        for t in &p.1 {
+            for (a, x) in acc.iter_mut().zip(v(t)) {
+                *a += x;
+            }
+        }
+        match o {
+            Some(o) => acc.iter().map(|a| a * o * 10.0).collect(),
+            None => acc,
+        }
+    };
+    let p2 = (leaf(3, 1.0), vec![leaf(3, -0.5), leaf(3, 0.25)]);
+    let p3 = (
+        leaf(3, 1.0),
+        vec![leaf(3, -0.5), leaf(3, 0.25), leaf(3, 4.0)],
     );
+    assert_eq!(call(&p2, None), (want(&p2, None), 0, 1));
     let r = call(&p2, None);
     assert_eq!((r.1, r.2), (1, 1), "same structure and shapes hit");
     // A longer Vec: new structure.
-    assert_eq!(
-        call(&p3, None),
-        (v.iter().map(|x| 5.0 * x).collect::<Vec<_>>(), 1, 2)
-    );
+    assert_eq!(call(&p3, None), (want(&p3, None), 1, 2));
     // `Some` instead of `None`: new structure.
     let r = call(&p2, Some(s(0.5)));
     assert_eq!((r.1, r.2), (1, 3));
-    assert_eq!(r.0, v.iter().map(|x| 20.0 * x).collect::<Vec<_>>());
+    assert_eq!(r.0, want(&p2, Some(0.5)));
     // A leaf of a new shape.
-    let p2b = (ramp(4, 1.0), vec![ramp(4, 1.0), ramp(4, 1.0)]);
+    let p2b = (leaf(4, 1.0), vec![leaf(4, 2.0), leaf(4, -3.0)]);
     let r = call(&p2b, None);
-    assert_eq!((r.1, r.2, r.0.len()), (1, 4, 4));
-    // Back to known signatures: hits.
-    assert_eq!((call(&p3, None).1, call(&p2, Some(s(0.5))).1), (2, 3));
+    assert_eq!((r.1, r.2), (1, 4));
+    assert_eq!(r.0, want(&p2b, None));
+    // Back to known signatures: hits, with their own results.
+    let (r3, r2) = (call(&p3, None), call(&p2, Some(s(0.5))));
+    assert_eq!((r3.1, r2.1), (2, 3));
+    assert_eq!((r3.0, r2.0), (want(&p3, None), want(&p2, Some(0.5))));
     assert_eq!(tree_sum::cache_stats().entries, 4);
 }
 
@@ -615,7 +641,9 @@ fn tree_returns_are_rebuilt_on_hits() {
         for n in [2, 3] {
             let ys = split(&x, n);
             assert_eq!(ys.len(), n);
-            assert_close(&ys[n - 1], &(&x * n as f64));
+            for (i, y) in ys.iter().enumerate() {
+                assert_close(y, &(&x * (i + 1) as f64));
+            }
         }
     }
     let st = split::cache_stats();
@@ -625,7 +653,9 @@ fn tree_returns_are_rebuilt_on_hits() {
     for _ in 0..2 {
         let ((h, neg), sum) = pair_of_trees(&p, &x);
         assert_close(&h, &x.matmul(&p.w1));
-        assert_close(&neg.b2, &(&p.b2 * -1.0));
+        for (a, b) in neg.leaves().iter().zip(p.leaves()) {
+            assert_close(a, &(&b * -1.0));
+        }
         assert_close(&sum.unwrap(), &x.sum_all());
     }
     assert_eq!(pair_of_trees::cache_stats().hits, 1);

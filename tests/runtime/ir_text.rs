@@ -10,7 +10,8 @@ fn traced_graphs_round_trip_through_text() {
     for d in [DType::F32, DType::F64, DType::I32, DType::I64] {
         let a = random_tensor(&mut rng, &[3, 1], d, -5.0, 5.0, false);
         let b = random_tensor(&mut rng, &[4], d, -5.0, 5.0, false);
-        let g = trace_fn(&[a, b], |ts| {
+        let args = [a, b];
+        let g = trace_fn(&args, |ts| {
             let s = &ts[0] + &ts[1] * 2;
             let c = s.gt(0).logical_and(s.lt(3));
             vec![
@@ -25,6 +26,14 @@ fn traced_graphs_round_trip_through_text() {
         assert_eq!(back.to_text(), text);
         ir::verify(&back).unwrap();
         assert_eq!(back.nodes.len(), g.nodes.len());
+        // The parsed graph computes the same bits (a literal or an operand order the text
+        // got wrong both ways would print back the same), and compiles to them.
+        let want = jitfuse::interp::eval_graph(&g, &args, &[]).unwrap();
+        let got = jitfuse::interp::eval_graph(&back, &args, &[]).unwrap();
+        for (k, (a, b)) in got.iter().zip(&want).enumerate() {
+            assert_close(a, b, EXACT, &format!("parsed {d} output {k}"));
+        }
+        check_graph(&back, &args, EXACT, &format!("parsed {d}"));
     }
 }
 
@@ -79,6 +88,13 @@ fn literals_round_trip_exactly() {
         );
         let g = ir::parse(&text).unwrap();
         assert_eq!(g.to_text(), text);
+        // The value parsed, not only its text.
+        match &g.nodes[0].op {
+            ir::Op::Const(jitfuse::Literal::Float(p)) => {
+                assert_eq!(p.to_bits(), v.to_bits(), "{v:e} parsed as {p:e}")
+            }
+            op => panic!("{v:e} parsed as {op:?}"),
+        }
     }
     let g = ir::parse("%0 = const NaN : f32[]\n%1 = const -7 : i64[2]\n%2 = const true : bool[]\nreturn %0, %1, %2").unwrap();
     assert_eq!(g.to_text(), "%0 = const NaN : f32[]\n%1 = const -7 : i64[2]\n%2 = const true : bool[]\nreturn %0, %1, %2\n");

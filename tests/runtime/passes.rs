@@ -2,11 +2,30 @@
 //! `expect_test` literals: run with `UPDATE_EXPECT=1` to rewrite them after a
 //! deliberate change, then read the diff.
 
-use crate::common::trace_fn;
+use crate::common::{assert_close, check_graph_with, random_tensor, trace_fn, Rng, Tol, EXACT};
 use expect_test::{expect, Expect};
 use jitfuse::exec::Executable;
-use jitfuse::ir;
-use jitfuse::{DType, Tensor};
+use jitfuse::ir::{self, Graph, Op};
+use jitfuse::{interp, DType, Tensor};
+
+/// Random arguments for the parameters of `g` (varied values, so that a rewrite that
+/// changes any element's value shows).
+fn random_args(g: &Graph, seed: u64) -> Vec<Tensor> {
+    let mut rng = Rng::new(seed);
+    let mut params: Vec<(usize, Tensor)> = g
+        .nodes
+        .iter()
+        .filter_map(|n| match n.op {
+            Op::Param(i) => Some((
+                i,
+                random_tensor(&mut rng, &n.shape, n.dtype, -3.0, 3.0, false),
+            )),
+            _ => None,
+        })
+        .collect();
+    params.sort_by_key(|p| p.0);
+    params.into_iter().map(|p| p.1).collect()
+}
 
 fn check_simplify(input: &str, want: Expect) {
     let g = ir::parse(input).unwrap();
@@ -14,6 +33,30 @@ fn check_simplify(input: &str, want: Expect) {
     let s = jitfuse::passes::simplify(&g);
     ir::verify(&s).unwrap_or_else(|e| panic!("{e}\n{s}"));
     want.assert_eq(&s.to_text());
+    // The rewrites are exact identities: the simplified graph gives the original's bits
+    // (several draws, so that a bool parameter takes both values), compiled too.
+    for seed in 0..4 {
+        let args = random_args(&g, seed);
+        let before = interp::eval_graph(&g, &args, &[]).unwrap();
+        let after = interp::eval_graph(&s, &args, &[]).unwrap();
+        assert_eq!(before.len(), after.len());
+        for (k, (a, b)) in after.iter().zip(&before).enumerate() {
+            assert_close(
+                a,
+                b,
+                EXACT,
+                &format!("simplified output {k}, seed {seed}\n{s}"),
+            );
+        }
+        // Compiled, the transcendentals are approximations (a few ulp; nothing here cancels).
+        check_graph_with(&g, &args, &format!("compiled, seed {seed}"), |_, want| {
+            if want.dtype().is_float() {
+                Tol::rel(want.dtype(), 4e-6)
+            } else {
+                EXACT
+            }
+        });
+    }
 }
 
 #[test]
@@ -95,17 +138,44 @@ fn simplify_keeps_integer_semantics_and_collapses_reshapes() {
     );
 }
 
-/// The fusion decision for a traced function: the optimised graph's kernels.
-fn fusion_text(args: &[Tensor], f: impl FnOnce(&[Tensor]) -> Vec<Tensor>) -> (String, Executable) {
+/// The fusion decision for a traced function: the optimised graph's kernels. The fused
+/// program is run on `args` too, against the interpreter (`tol` of each output, from the
+/// interpreter's result).
+fn fusion_text(
+    args: &[Tensor],
+    f: impl FnOnce(&[Tensor]) -> Vec<Tensor>,
+    tol: impl Fn(&Tensor) -> Tol,
+) -> (String, Executable) {
     let g = trace_fn(args, f);
+    let want = interp::eval_graph(&g, args, &[]).unwrap();
     let exe = Executable::from_graph(g, vec![]).unwrap();
+    let refs: Vec<&Tensor> = args.iter().collect();
+    let got = exe.run_with(&refs).unwrap();
+    assert_eq!(got.len(), want.len());
+    for (k, (a, b)) in got.iter().zip(&want).enumerate() {
+        assert_close(a, b, tol(b), &format!("fused output {k}"));
+    }
     (exe.kernels_text(), exe)
+}
+
+/// A random f32 argument of `shape` (seeded by its position).
+fn arg(shape: &[usize], seed: u64) -> Tensor {
+    random_tensor(&mut Rng::new(seed), shape, DType::F32, -3.0, 3.0, false)
+}
+
+/// Normwise: for fused results that cancel (`1 + tanh`, centred rows, sums).
+fn normwise(want: &Tensor) -> Tol {
+    Tol {
+        rel: 1e-5,
+        abs: 1e-6,
+    }
+    .normwise(want)
 }
 
 #[test]
 fn fusion_gelu_is_one_kernel() {
-    let x = Tensor::zeros(&[1024], DType::F32);
-    let (text, exe) = fusion_text(&[x], |ts| vec![ts[0].gelu()]);
+    let x = arg(&[1024], 1);
+    let (text, exe) = fusion_text(&[x], |ts| vec![ts[0].gelu()], normwise);
     expect![[r#"
         step 0: kernel over [1024] reads (%0) writes (%13)
           %2 = mul %1, %0 : f32[1024]
@@ -124,8 +194,13 @@ fn fusion_gelu_is_one_kernel() {
 
 #[test]
 fn fusion_softmax_is_one_row_kernel() {
-    let x = Tensor::zeros(&[8, 16], DType::F32);
-    let (text, exe) = fusion_text(&[x], |ts| vec![ts[0].softmax(-1)]);
+    let x = arg(&[8, 16], 2);
+    // Softmax does not cancel: relative, down to its smallest elements.
+    let (text, exe) = fusion_text(
+        &[x],
+        |ts| vec![ts[0].softmax(-1)],
+        |_| Tol::rel(DType::F32, 1e-5),
+    );
     expect![[r#"
         step 0: row kernel over rows [8] x [16] reads (%0) writes (%9)
           %1 = reduce_max[1] %0 : f32[8]
@@ -144,11 +219,12 @@ fn fusion_softmax_is_one_row_kernel() {
 
 #[test]
 fn fusion_layer_norm_is_one_row_kernel() {
-    let x = Tensor::zeros(&[8, 16], DType::F32);
-    let g = Tensor::zeros(&[16], DType::F32);
-    let (text, exe) = fusion_text(&[x, g.clone(), g], |ts| {
-        vec![ts[0].layer_norm(&ts[1], &ts[2], 1e-5, -1)]
-    });
+    let (x, g, b) = (arg(&[8, 16], 3), arg(&[16], 4), arg(&[16], 5));
+    let (text, exe) = fusion_text(
+        &[x, g, b],
+        |ts| vec![ts[0].layer_norm(&ts[1], &ts[2], 1e-5, -1)],
+        normwise,
+    );
     expect![[r#"
         step 0: row kernel over rows [8] x [16] reads (%0, %1, %2) writes (%21)
           %3 = reduce_sum[1] %0 : f32[8]
@@ -173,19 +249,25 @@ fn fusion_layer_norm_is_one_row_kernel() {
 
 #[test]
 fn fusion_mlp_forward() {
-    let x = Tensor::zeros(&[16, 32], DType::F32);
-    let w1 = Tensor::zeros(&[32, 8], DType::F32);
-    let b1 = Tensor::zeros(&[8], DType::F32);
-    let w2 = Tensor::zeros(&[8, 4], DType::F32);
-    let b2 = Tensor::zeros(&[4], DType::F32);
-    let y = Tensor::zeros(&[16, 4], DType::F32);
-    let (text, _) = fusion_text(&[x, w1, b1, w2, b2, y], |ts| {
-        let h = (ts[0].matmul(&ts[1]) + &ts[2]).relu();
-        vec![jitfuse::softmax_cross_entropy(
-            &(h.matmul(&ts[3]) + &ts[4]),
-            &ts[5],
-        )]
-    });
+    let x = arg(&[16, 32], 6);
+    let w1 = arg(&[32, 8], 7);
+    let b1 = arg(&[8], 8);
+    let w2 = arg(&[8, 4], 9);
+    let b2 = arg(&[4], 10);
+    let y = Tensor::from_vec((0..16i32).map(|i| i * 3 % 4).collect(), &[16])
+        .unwrap()
+        .one_hot(4);
+    let (text, _) = fusion_text(
+        &[x, w1, b1, w2, b2, y],
+        |ts| {
+            let h = (ts[0].matmul(&ts[1]) + &ts[2]).relu();
+            vec![jitfuse::softmax_cross_entropy(
+                &(h.matmul(&ts[3]) + &ts[4]),
+                &ts[5],
+            )]
+        },
+        normwise,
+    );
     expect![[r#"
         step 0: library %6 = matmul %0, %1 : f32[16,8]
         step 1: kernel over [16, 8] reads (%6, %2) writes (%9)
@@ -216,21 +298,24 @@ fn fusion_mlp_forward() {
 
 #[test]
 fn fusion_chain_of_twenty_elementwise_ops_is_one_kernel_without_temporaries() {
-    let x = Tensor::zeros(&[4096], DType::F32);
-    let y = Tensor::zeros(&[4096], DType::F32);
-    let (text, exe) = fusion_text(&[x, y], |ts| {
-        let (x, y) = (&ts[0], &ts[1]);
-        let mut h = x.clone();
-        for k in 0..20 {
-            h = match k % 4 {
-                0 => &h * y,
-                1 => &h + x,
-                2 => h.tanh(),
-                _ => &h - y,
-            };
-        }
-        vec![h]
-    });
+    let (x, y) = (arg(&[4096], 11), arg(&[4096], 12));
+    let (text, exe) = fusion_text(
+        &[x, y],
+        |ts| {
+            let (x, y) = (&ts[0], &ts[1]);
+            let mut h = x.clone();
+            for k in 0..20 {
+                h = match k % 4 {
+                    0 => &h * y,
+                    1 => &h + x,
+                    2 => h.tanh(),
+                    _ => &h - y,
+                };
+            }
+            vec![h]
+        },
+        normwise,
+    );
     assert_eq!(exe.step_count(), 1, "{text}");
     assert_eq!(text.lines().count(), 21, "{text}");
     assert_eq!(exe.memory_analysis().temp_bytes, 0);
@@ -310,6 +395,15 @@ fn check_schedule(input: &str, before: Expect, after: Expect) -> (usize, usize) 
     let exe = Executable::from_graph(g.clone(), vec![]).unwrap();
     after.assert_eq(&exe.kernels_text());
     assert_eq!(exe.kernels_text(), partition::steps_text(&g, &scheduled));
+    // And the reordered program computes the graph (a step run before its inputs are
+    // written, or a buffer reused while still live, would not).
+    let args: Vec<Tensor> = random_args(&g, 1).into_iter().map(|t| &t * 0.1).collect();
+    let want = interp::eval_graph(&g, &args, &[]).unwrap();
+    let refs: Vec<&Tensor> = args.iter().collect();
+    let got = exe.run_with(&refs).unwrap();
+    for (k, (a, b)) in got.iter().zip(&want).enumerate() {
+        assert_close(a, b, normwise(b), &format!("scheduled output {k}"));
+    }
     (trace_bound, bound(&scheduled))
 }
 
@@ -411,11 +505,12 @@ fn a_deep_chain_gradient_compiles_bounded_kernels_linear_in_its_depth() {
     );
     assert!(s4 >= 3 * s1 && s4 <= 5 * s1, "steps {s1} -> {s4}");
     assert!(f4 <= f1 + 2, "distinct functions {f1} -> {f4}");
-    // The gradient is still the interpreter's.
+    // The gradient is still the chain rule's, computed in f64: relative (every factor
+    // is positive), where an absolute 1e-4 was 1% of the smallest gradients.
     let got = sin_chain_grad(&x, 400);
     let mut want = vec![];
     for v in x.to_vec::<f32>().unwrap() {
-        let (mut y, mut d) = (v, 1.0f32);
+        let (mut y, mut d) = (v as f64, 1.0f64);
         for _ in 0..400 {
             d *= (0.999 * y).cos() * 0.999;
             y = (0.999 * y).sin();
@@ -423,6 +518,6 @@ fn a_deep_chain_gradient_compiles_bounded_kernels_linear_in_its_depth() {
         want.push(d);
     }
     for (g, w) in got.to_vec::<f32>().unwrap().iter().zip(&want) {
-        assert!((g - w).abs() <= 1e-4 * (1.0 + w.abs()), "{g} vs {w}");
+        assert!((*g as f64 - w).abs() <= 5e-5 * w.abs(), "{g} vs {w}");
     }
 }

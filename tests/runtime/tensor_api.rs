@@ -117,14 +117,46 @@ fn prints_like_numpy() {
     );
     let big = Tensor::arange(2000, DType::I32);
     assert_eq!(big.to_string(), "[   0    1    2 ... 1997 1998 1999]");
+    // NumPy's text, digit for digit (f32 elements printed to the digits that identify them
+    // as f32: their f64 values' eighth decimal, 1.00033331, is not NumPy's).
     let m = Tensor::arange(3000, DType::F32);
-    let s = (m / 3000.0 + 1.0).to_string();
-    assert!(
-        s.starts_with("[1.") && s.contains("...") && s.len() < 120,
-        "{s}"
+    assert_eq!(
+        (m / 3000.0 + 1.0).to_string(),
+        "[1.        1.0003333 1.0006666 ... 1.9990001 1.9993334 1.9996667]"
+    );
+    assert_eq!(Tensor::vector(&[1.1f32, 2.0]).to_string(), "[1.1 2. ]");
+    assert_eq!(
+        Tensor::vector(&[0.1f32, 1.0 / 3.0]).to_string(),
+        "[0.1        0.33333334]"
+    );
+    assert_eq!(
+        Tensor::vector(&[1.1f64, 2.0, -3.25]).to_string(),
+        "[ 1.1   2.   -3.25]"
     );
     let sci = Tensor::vector(&[1e-8f64, 1.0]);
     assert_eq!(sci.to_string(), "[1.e-08 1.e+00]");
+    assert_eq!(
+        Tensor::vector(&[1e-8f32, 1.0]).to_string(),
+        "[1.e-08 1.e+00]"
+    );
+    // In scientific form every mantissa has the longest one's digits.
+    assert_eq!(
+        Tensor::vector(&[1.5e-5f64, 3.0]).to_string(),
+        "[1.5e-05 3.0e+00]"
+    );
+    assert_eq!(
+        Tensor::vector(&[1e-5f32 / 3.0, 1.0]).to_string(),
+        "[3.3333333e-06 1.0000000e+00]"
+    );
+    // At most 8 digits, rounded, then as few as show the rounded value.
+    assert_eq!(
+        Tensor::vector(&[1.23456789012e-5f64, 1.0]).to_string(),
+        "[1.23456789e-05 1.00000000e+00]"
+    );
+    assert_eq!(
+        Tensor::vector(&[1.2000000001e-5f64, 1.0]).to_string(),
+        "[1.2e-05 1.0e+00]"
+    );
 }
 
 #[test]
@@ -250,10 +282,15 @@ fn captured_tensors_are_held_not_copied() {
     assert_eq!(t.captured.len(), 1, "one capture for two uses");
     assert!(t.captured[0].shares_buffer_with(&big));
     let exe = jitfuse::exec::Executable::from_graph(t.graph, t.captured).unwrap();
-    let x = Tensor::full(&[1000], 1.0, DType::F32);
+    // Every element, with an argument unlike the capture (ones would hide a swap of the
+    // two operands of the product, or an element read from the wrong place).
+    let xv: Vec<f32> = (0..1000).map(|i| 0.5 - (i % 7) as f32).collect();
+    let x = Tensor::from_vec(xv.clone(), &[1000]).unwrap();
     let out = exe.run_with(&[&x]).unwrap();
-    assert_eq!(out[0].to_vec::<f32>().unwrap()[999], 1000.0);
-    assert_eq!(out[1].to_vec::<f32>().unwrap()[999], 999.0);
+    let sum: Vec<f32> = (0..1000).map(|i| xv[i] + i as f32).collect();
+    let prod: Vec<f32> = (0..1000).map(|i| xv[i] * i as f32).collect();
+    assert_eq!(out[0].to_vec::<f32>().unwrap(), sum);
+    assert_eq!(out[1].to_vec::<f32>().unwrap(), prod);
 }
 
 #[test]
@@ -352,22 +389,17 @@ fn two_shapes_of_one_buffer_are_two_captures() {
         vec![&ts[0] + &square, (&ts[0] * 2.0).reshape(&[6]) + &flat]
     })
     .unwrap();
-    let x = Tensor::ones(&[2, 3], DType::F32);
+    // An argument of distinct values (ones would not show its elements out of place).
+    let x = Tensor::from_vec(vec![10.0f32, 20.0, 30.0, 40.0, 50.0, 60.0], &[2, 3]).unwrap();
+    let sum = vec![10.0, 21.0, 32.0, 43.0, 54.0, 65.0];
+    let doubled = vec![20.0, 41.0, 62.0, 83.0, 104.0, 125.0];
     let want = jitfuse::interp::eval_graph(&t.graph, &[x.clone()], &t.captured).unwrap();
-    assert_eq!(
-        want[1].to_vec::<f32>().unwrap(),
-        vec![2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
-    );
+    assert_eq!(want[0].to_vec::<f32>().unwrap(), sum);
+    assert_eq!(want[1].to_vec::<f32>().unwrap(), doubled);
     let exe = jitfuse::exec::Executable::from_graph(t.graph, t.captured).unwrap();
     let got = exe.run_with(&[&x]).unwrap();
-    assert_eq!(
-        got[0].to_vec::<f32>().unwrap(),
-        vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
-    );
-    assert_eq!(
-        got[1].to_vec::<f32>().unwrap(),
-        vec![2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
-    );
+    assert_eq!(got[0].to_vec::<f32>().unwrap(), sum);
+    assert_eq!(got[1].to_vec::<f32>().unwrap(), doubled);
 }
 
 /// The message of what `f` panicked with (it must panic).

@@ -86,7 +86,53 @@ fn formatter<'t>(t: &'t Tensor, shown: &[usize]) -> Box<dyn Fn(usize) -> String 
                 || (min_nz < 1e-4 && min_nz.is_finite())
                 || (max / min_nz > 1e3 && min_nz < 1e-4);
             let ints = vals.iter().all(|v| v.fract() == 0.0);
-            let digits = if t.dtype == DType::F32 { 8 } else { 8 };
+            // NumPy's `maxprec`: at most 8 fractional digits, fewer where fewer identify
+            // the element in its own dtype. An f32 element is rounded as an f32 (Rust's
+            // shortest round-trip form of it): its f64 value has digits the f32 does not
+            // hold, 1.1f32 being 1.10000002 to 8 places, which NumPy prints as 1.1.
+            let digits = 8;
+            let f32s = t.dtype == DType::F32;
+            // The mantissa digits of `v` in scientific form, `precision` of them or (None)
+            // as many as identify it, at most `digits`; and its exponent.
+            let sci_parts = move |v: f64, precision: Option<usize>| -> (String, i32) {
+                let s = match precision {
+                    Some(p) if f32s => format!("{:.p$e}", v as f32),
+                    Some(p) => format!("{v:.p$e}"),
+                    None => {
+                        let short = if f32s {
+                            format!("{:e}", v as f32)
+                        } else {
+                            format!("{v:e}")
+                        };
+                        let frac = short
+                            .split_once('e')
+                            .unwrap()
+                            .0
+                            .split_once('.')
+                            .map_or(0, |(_, f)| f.len());
+                        if frac <= digits {
+                            short
+                        } else {
+                            let s = format!("{v:.digits$e}");
+                            let (m, e) = s.split_once('e').unwrap();
+                            format!("{}e{e}", m.trim_end_matches('0'))
+                        }
+                    }
+                };
+                let (m, e) = s.split_once('e').unwrap();
+                (m.to_string(), e.parse().unwrap())
+            };
+            // In scientific form NumPy gives every mantissa as many digits as the longest.
+            let sci_digits = shown
+                .iter()
+                .map(|&i| t.get_f64(i))
+                .filter(|v| v.is_finite())
+                .map(|v| {
+                    let (m, _) = sci_parts(v, None);
+                    m.split_once('.').map_or(0, |(_, f)| f.len())
+                })
+                .max()
+                .unwrap_or(0);
             let one = move |v: f64| -> String {
                 if v.is_nan() {
                     "nan".into()
@@ -97,16 +143,26 @@ fn formatter<'t>(t: &'t Tensor, shown: &[usize]) -> Box<dyn Fn(usize) -> String 
                         "-inf".into()
                     }
                 } else if sci {
-                    let s = format!("{v:.digits$e}");
-                    let (m, e) = s.split_once('e').unwrap();
-                    let m = m.trim_end_matches('0');
-                    let e: i32 = e.parse().unwrap();
-                    format!("{m}e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs())
+                    let (m, e) = sci_parts(v, Some(sci_digits));
+                    let dot = if m.contains('.') { "" } else { "." };
+                    format!("{m}{dot}e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs())
                 } else if ints {
                     format!("{v:.0}.")
                 } else {
                     let s = format!("{v:.digits$}");
-                    s.trim_end_matches('0').to_string()
+                    let s = s.trim_end_matches('0');
+                    // (Rust's `Display` of an f32 is its shortest round-trip form.)
+                    let short = format!("{}", v as f32);
+                    let short_frac = short.split_once('.').map_or(0, |(_, f)| f.len());
+                    if f32s && short_frac < s.split_once('.').map_or(0, |(_, f)| f.len()) {
+                        if short.contains('.') {
+                            short
+                        } else {
+                            format!("{short}.")
+                        }
+                    } else {
+                        s.to_string()
+                    }
                 }
             };
             // NumPy pads the fractional part so decimal points line up.
