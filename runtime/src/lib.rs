@@ -24,6 +24,7 @@ pub mod fusion;
 pub mod jit;
 mod library;
 pub mod passes;
+pub mod random;
 
 pub use autodiff::{
     checkpoint, checkpoint_name, checkpoint_with, grad, jvp, stop_gradient, value_and_grad, vjp,
