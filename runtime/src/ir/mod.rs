@@ -14,7 +14,7 @@ mod parse;
 mod print;
 mod verify;
 
-pub use op::{BinaryOp, CmpOp, CondOp, Op, ReduceOp, ScanOp, UnaryOp, WhileOp};
+pub use op::{BinaryOp, CmpOp, CondOp, Op, RandomOp, ReduceOp, ScanOp, UnaryOp, WhileOp};
 pub use parse::parse;
 pub use verify::verify;
 

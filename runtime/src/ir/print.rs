@@ -99,6 +99,11 @@ pub fn attr_text(op: &Op) -> String {
         | Op::ScatterAdd(a)
         | Op::Get(a) => format!("[{a}]"),
         Op::While(w) => format!("[{}]", w.carried),
+        Op::Random(crate::ir::RandomOp::Uniform { lo, hi }) => format!(
+            "[{},{}]",
+            literal_text(Literal::Float(*lo)),
+            literal_text(Literal::Float(*hi))
+        ),
         Op::Scan(sc) => format!(
             "[{},{},{},{}]",
             sc.length, sc.carried, sc.xs, sc.reverse as u8

@@ -1,6 +1,7 @@
 //! Counter-based pseudo-random numbers, as `jax.random`.
 
 mod erfinv;
+pub mod native;
 mod threefry;
 
 pub use erfinv::erfinv;
