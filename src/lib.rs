@@ -28,8 +28,8 @@ pub use jitfuse_runtime::*;
 pub mod prelude {
     pub use jitfuse_macros::{jit, Tree};
     pub use jitfuse_runtime::{
-        checkpoint, checkpoint_name, checkpoint_with, concat, cond, fori_loop, grad, jvp, scan,
-        select, softmax_cross_entropy, stack, stop_gradient, value_and_grad, vjp, where_,
-        while_loop, DType, Error, Policy, Slice, Tensor, Tree,
+        checkpoint, checkpoint_name, checkpoint_with, concat, cond, fori_loop, grad, jvp, random,
+        scan, select, softmax_cross_entropy, stack, stop_gradient, value_and_grad, vjp, where_,
+        while_loop, DType, Error, Key, Policy, Slice, Tensor, Tree,
     };
 }

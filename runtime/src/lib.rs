@@ -33,6 +33,7 @@ pub use autodiff::{
 pub use control::{cond, fori_loop, scan, while_loop, AxisIter};
 pub use exec::MemoryAnalysis;
 pub use jit::{clear_caches, CacheStats, Compiled, Lowered};
+pub use random::Key;
 pub use tensor::composite::softmax_cross_entropy;
 pub use tensor::ops::{select, where_, IntoOperand};
 pub use tensor::reduce::Axes;
