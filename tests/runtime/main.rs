@@ -14,6 +14,7 @@ mod memory;
 mod nanogpt;
 mod passes;
 mod proptests;
+mod random;
 mod regressions;
 mod tensor_api;
 mod zmm;
