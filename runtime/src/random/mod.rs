@@ -1,8 +1,9 @@
 //! Counter-based pseudo-random numbers, as `jax.random`: random values are pure
 //! functions of a [`Key`], so they trace, compile and differentiate (as constants)
 //! like any other op, and give the same bits eagerly and inside `#[jit]`.
+//! (The example is tested in the `jitfuse` crate's documentation, which has `#[jit]`.)
 //!
-//! ```
+//! ```ignore
 //! use jitfuse::prelude::*;
 //! use jitfuse::random::{self, Key};
 //!

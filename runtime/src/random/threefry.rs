@@ -30,7 +30,7 @@ pub fn threefry2x32_rounds(key: [u32; 2], ctr: [u32; 2], rounds: usize) -> [u32;
 /// the two output words for counter `ctr` under `key`.
 ///
 /// ```
-/// use jitfuse::random::threefry2x32;
+/// use jitfuse_runtime::random::threefry2x32;
 /// // Random123's known-answer vector: counter and key zero.
 /// assert_eq!(threefry2x32([0, 0], [0, 0]), [0x6b20_0159, 0x99ba_4efe]);
 /// ```
