@@ -16,7 +16,7 @@ const TWO_OVER_SQRT_PI: f64 = std::f64::consts::FRAC_2_SQRT_PI;
 /// `erfinv(y)` for `y` in `[-1, 1]` (±1 give ±inf, anything else NaN).
 pub fn erfinv(y: f64) -> f64 {
     let t = y.abs();
-    if !(t < 1.0) {
+    if t >= 1.0 || t.is_nan() {
         return if t == 1.0 {
             f64::INFINITY.copysign(y)
         } else {
@@ -45,7 +45,7 @@ pub fn erfinv(y: f64) -> f64 {
             let e = libm::erfc(a);
             let step = (libm::log(e) - lq) * e / (TWO_OVER_SQRT_PI * libm::exp(-a * a));
             a += step;
-            if !(step.abs() > 1e-12 * a) {
+            if step.abs() <= 1e-12 * a || step.is_nan() {
                 break;
             }
         }
