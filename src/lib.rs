@@ -17,6 +17,48 @@
 //! assert_eq!(y.shape(), &[3]);
 //! assert_eq!(gelu::cache_stats().misses, 1);
 //! ```
+//!
+//! Random numbers are values of a [`Key`] ([`random`]: Threefry-2x32 as in JAX, the same
+//! bits eagerly and jitted); a key is a traced argument, so a new key does not recompile:
+//!
+//! ```
+//! use jitfuse::prelude::*;
+//!
+//! fn dropout(key: &Key, x: &Tensor, rate: f64) -> Tensor {
+//!     let keep = random::bernoulli(key, 1.0 - rate, x.shape());
+//!     select(&keep, x / (1.0 - rate), 0.0)
+//! }
+//!
+//! #[jit]
+//! fn train_step(w: Tensor, x: &Tensor, key: &Key) -> (Tensor, Tensor) {
+//!     let (l, g) = value_and_grad(
+//!         |w: &Tensor| dropout(key, &x.matmul(w), 0.1).square().mean_all(),
+//!         &w,
+//!     );
+//!     (w - 0.01 * g, l)
+//! }
+//!
+//! let x = random::normal(&Key::new(1), &[8, 4], DType::F32);
+//! let mut w = random::normal(&Key::new(2), &[4, 3], DType::F32);
+//! let mut key = Key::new(0);
+//! for _ in 0..3 {
+//!     let ks = key.split(2);
+//!     (w, _) = train_step(w, &x, &ks[1]);
+//!     key = ks[0].clone();
+//! }
+//! assert_eq!(train_step::cache_stats().misses, 1);
+//!
+//! // Eagerly, the same values as inside a jitted function.
+//! #[jit]
+//! fn draw(key: &Key) -> Tensor {
+//!     random::normal(key, &[5], DType::F64)
+//! }
+//! let k = Key::new(42);
+//! assert_eq!(
+//!     draw(&k).to_vec::<f64>().unwrap(),
+//!     random::normal(&k, &[5], DType::F64).to_vec::<f64>().unwrap()
+//! );
+//! ```
 
 pub use jitfuse_macros::jit;
 /// `#[derive(Tree)]` (the macro; the trait of the same name is
@@ -28,8 +70,8 @@ pub use jitfuse_runtime::*;
 pub mod prelude {
     pub use jitfuse_macros::{jit, Tree};
     pub use jitfuse_runtime::{
-        checkpoint, checkpoint_name, checkpoint_with, concat, cond, fori_loop, grad, jvp, scan,
-        select, softmax_cross_entropy, stack, stop_gradient, value_and_grad, vjp, where_,
-        while_loop, DType, Error, Policy, Slice, Tensor, Tree,
+        checkpoint, checkpoint_name, checkpoint_with, concat, cond, fori_loop, grad, jvp, random,
+        scan, select, softmax_cross_entropy, stack, stop_gradient, value_and_grad, vjp, where_,
+        while_loop, DType, Error, Key, Policy, Slice, Tensor, Tree,
     };
 }

@@ -497,6 +497,31 @@ fn take(x: &Tensor, idx: &Tensor, axis: usize, s: &[usize]) -> Tensor {
     Tensor::from_buffer(result_buffer(&out), s.to_vec(), x.dtype)
 }
 
+/// A `random_*` node, by the same native function compiled programs call.
+fn random(
+    r: crate::ir::RandomOp,
+    ins: &[&Tensor],
+    s: &[usize],
+    dtype: DType,
+) -> Result<Tensor, Error> {
+    use crate::random::native::{fill, key_words, Out};
+    let k = as_i64s(ins[0]);
+    let key = key_words(k[0] as i32, k[1] as i32);
+    let data = ins.get(1).map_or(0, |d| as_i64s(d)[0] as i32 as u32);
+    let mut buf = Buffer::try_zeroed(shape::numel(s) * dtype.size(), || {
+        format!("the result of `{}`", r.name())
+    })?;
+    let out = match dtype {
+        DType::F32 => Out::F32(buf.typed_mut()),
+        DType::F64 => Out::F64(buf.typed_mut()),
+        DType::I32 => Out::I32(buf.typed_mut()),
+        DType::I64 => Out::I64(buf.typed_mut()),
+        DType::Bool => return Err(Error::verify(format!("`{}` on bool", r.name()))),
+    };
+    fill(r, key, data, out).map_err(Error::verify)?;
+    Ok(Tensor::from_buffer(Arc::new(buf), s.to_vec(), dtype))
+}
+
 /// Evaluate one op on concrete operands of the op's exact shapes and dtypes.
 pub fn eval_op(op: &Op, ins: &[&Tensor], shape: &[usize], dtype: DType) -> Result<Tensor, Error> {
     check_result(op, shape, dtype)?;
@@ -605,6 +630,7 @@ pub fn eval_op(op: &Op, ins: &[&Tensor], shape: &[usize], dtype: DType) -> Resul
         Op::Matmul => crate::interp_reduce::matmul(ins[0], ins[1], s),
         Op::Attention(a) => crate::interp_attention::attention(a, ins, s),
         Op::AttentionGrad(a) => crate::interp_attention::attention_grad(a, ins, s),
+        Op::Random(r) => random(*r, ins, s, dtype)?,
         Op::Select => {
             let c = as_bools(ins[0]);
             let size = dtype.size();

@@ -25,6 +25,7 @@ pub mod fusion;
 pub mod jit;
 mod library;
 pub mod passes;
+pub mod random;
 
 pub use autodiff::{
     checkpoint, checkpoint_name, checkpoint_with, grad, jvp, stop_gradient, value_and_grad, vjp,
@@ -34,6 +35,7 @@ pub use control::{cond, fori_loop, scan, while_loop, AxisIter};
 pub use exec::MemoryAnalysis;
 pub use jit::{clear_caches, CacheStats, Compiled, Lowered};
 pub use tensor::attention::{attention, attention_with, AttnMask, AttnOptions};
+pub use random::Key;
 pub use tensor::composite::softmax_cross_entropy;
 pub use tensor::ops::{select, where_, IntoOperand};
 pub use tensor::reduce::Axes;

@@ -15,6 +15,7 @@ mod memory;
 mod nanogpt;
 mod passes;
 mod proptests;
+mod random;
 mod regressions;
 mod tensor_api;
 mod zmm;

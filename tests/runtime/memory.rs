@@ -1282,6 +1282,40 @@ fn a_jitted_take_does_not_grow_the_pool() {
     assert_eq!(large_allocs() - allocs, 0, "large allocations in 300 calls");
 }
 
+/// Noise and a dropout mask drawn with a new key per call.
+#[jit]
+fn noisy_dropout(x: &Tensor, key: &Key) -> Tensor {
+    let ks = key.split(2);
+    let keep = random::bernoulli(&ks[0], 0.9, x.shape());
+    select(
+        &keep,
+        (x + random::normal(&ks[1], x.shape(), x.dtype())) / 0.9,
+        0.0,
+    )
+}
+
+/// Random ops are library steps writing into their planned buffers: 50 calls with new
+/// keys on a [256, 1024] input compile once and allocate nothing large.
+#[test]
+fn a_steady_loop_drawing_random_numbers_allocates_nothing() {
+    if !measure_alone("a_steady_loop_drawing_random_numbers_allocates_nothing") {
+        return;
+    }
+    let x = Tensor::ones(&[256, 1024], DType::F32);
+    for seed in 0..3 {
+        drop(noisy_dropout(&x, &Key::new(seed)));
+    }
+    let (held, allocs) = (jitfuse::storage::pool::held_bytes(), large_allocs());
+    for seed in 3..53 {
+        let out = noisy_dropout(&x, &Key::new(seed));
+        assert_eq!(out.shape(), &[256, 1024]);
+    }
+    let grown = jitfuse::storage::pool::held_bytes() as i64 - held as i64;
+    assert!(grown <= 0, "the pool grew by {grown} bytes over 50 calls");
+    assert_eq!(large_allocs() - allocs, 0, "large allocations in 50 calls");
+    assert_eq!(noisy_dropout::cache_stats().misses, 1);
+}
+
 /// The pool keeps a freed buffer only while its size has buffers out: one the pool never
 /// handed out (an interpreter result) goes back to the allocator.
 #[test]

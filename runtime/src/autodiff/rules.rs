@@ -148,6 +148,8 @@ pub fn backward(g: &Graph, vals: &[Tensor], seeds: &[(ValueId, Tensor)]) -> Vec<
             | Op::Const(_)
             | Op::Captured(_)
             | Op::Iota(_)
+            // Random values depend on the key only (an integer): no gradient.
+            | Op::Random(_)
             | Op::ArgMax(_)
             | Op::ArgMin(_)
             | Op::Compare(_) => {}

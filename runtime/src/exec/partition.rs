@@ -6,7 +6,7 @@
 //! not computed at all: the reader folds their index map into its loads
 //! (`Affine`). Constants are never materialised: kernels splat them.
 //! Library steps (matmul, concat, pad, take, arg-reductions, iota,
-//! scatters) run outside Cranelift, reading their operands' buffers through
+//! scatters, random numbers) run outside Cranelift, reading their operands' buffers through
 //! the operands' maps; reductions are kernels of their own.
 //!
 //! This is the foundation's placeholder for the fusion pass: all elementwise
@@ -115,6 +115,7 @@ fn is_library(op: &Op) -> bool {
             | Op::ScatterAdd(_)
             | Op::Attention(_)
             | Op::AttentionGrad(_)
+            | Op::Random(_)
             | Op::Cond(_)
             | Op::While(_)
             | Op::Scan(_)

@@ -319,6 +319,45 @@ pub fn infer(op: &Op, ins: &[Ty], declared: Ty) -> Result<(Vec<usize>, DType), S
                 Ok((o, d))
             }
         }
+        Op::Random(r) => {
+            use super::RandomOp;
+            arity(if *r == RandomOp::FoldIn { 2 } else { 1 })?;
+            if ins[0] != (&[2][..], DType::I32) {
+                return Err(format!(
+                    "the key must be i32[2], is {}",
+                    crate::error::type_str(ins[0].1, ins[0].0)
+                ));
+            }
+            let (shape, dtype) = declared;
+            let ok = match r {
+                RandomOp::Bits => matches!(dtype, DType::I32 | DType::I64),
+                RandomOp::Uniform { lo, hi } => {
+                    if !lo.is_finite() || !hi.is_finite() {
+                        return Err(format!("bounds {lo} and {hi} must be finite"));
+                    }
+                    dtype.is_float()
+                }
+                RandomOp::Normal => dtype.is_float(),
+                RandomOp::Split => dtype == DType::I32 && shape.last() == Some(&2),
+                RandomOp::FoldIn => {
+                    if ins[1] != (&[][..], DType::I32) {
+                        return Err(format!(
+                            "the data must be i32[], is {}",
+                            crate::error::type_str(ins[1].1, ins[1].0)
+                        ));
+                    }
+                    dtype == DType::I32 && shape == [2]
+                }
+            };
+            if !ok {
+                return Err(format!(
+                    "`{}` cannot give {}",
+                    r.name(),
+                    crate::error::type_str(dtype, shape)
+                ));
+            }
+            Ok((shape.to_vec(), dtype))
+        }
         _ => unreachable!("infer is for structural ops"),
     }
 }

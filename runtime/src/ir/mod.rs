@@ -15,7 +15,7 @@ mod print;
 mod verify;
 
 pub use op::{
-    AttnSpec, BinaryOp, CmpOp, CondOp, MaskKind, Op, ReduceOp, ScanOp, UnaryOp, WhileOp,
+    AttnSpec, BinaryOp, CmpOp, CondOp, MaskKind, Op, RandomOp, ReduceOp, ScanOp, UnaryOp, WhileOp,
 };
 pub use parse::parse;
 pub use verify::verify;

@@ -158,6 +158,11 @@ pub enum Op {
     /// The gradient of `Attention` with the same spec: inputs `q, k, v, o,
     /// do (, mask)`, output `[dq, dk, dv]` flattened one after the other (1-D).
     AttentionGrad(AttnSpec),
+    /// Counter-based random numbers (`crate::random`): operand 0 is the key
+    /// (`i32[2]`, two words of Threefry-2x32 key); element `i` of the result
+    /// is a function of the key and `i` alone (its flat index), computed by
+    /// `random::native` in the interpreter and in compiled programs alike.
+    Random(RandomOp),
 }
 
 /// Which keys a query row of `attention` sees.
@@ -196,6 +201,36 @@ pub struct AttnSpec {
     pub mask: MaskKind,
     /// The factor of the scores (`1/√D` by default).
     pub scale: f64,
+}
+
+/// What a `random_*` node computes from its key (see `crate::random`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RandomOp {
+    /// Raw bits: `i32` (a `u32` per element, `x0 ^ x1` of its Threefry
+    /// block) or `i64` (`x0 << 32 | x1`).
+    Bits,
+    /// Uniform floats in `[lo, hi)` (f32 or f64; bounds rounded to it).
+    Uniform { lo: f64, hi: f64 },
+    /// Standard normal floats: `sqrt(2) * erfinv(u)`, `u` uniform in `(-1, 1)`.
+    Normal,
+    /// New keys `i32[.., 2]`: row `j` is the Threefry block of counter `(0, j)`
+    /// (`j` the flat index over the leading dimensions).
+    Split,
+    /// `fold_in(key, data)`: the key of counter `(0, data)`, `data` an `i32[]`
+    /// operand (its bits as a `u32`).
+    FoldIn,
+}
+
+impl RandomOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            RandomOp::Bits => "random_bits",
+            RandomOp::Uniform { .. } => "random_uniform",
+            RandomOp::Normal => "random_normal",
+            RandomOp::Split => "random_split",
+            RandomOp::FoldIn => "random_fold_in",
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -434,6 +469,7 @@ impl Op {
             Op::Get(_) => "get",
             Op::Attention(_) => "attention",
             Op::AttentionGrad(_) => "attention_grad",
+            Op::Random(r) => r.name(),
         }
     }
 

@@ -1,7 +1,7 @@
 //! Parser of the text form written by `print.rs`. Value names may be any
 //! `%identifier`; they are renumbered in order of definition.
 
-use super::{BinaryOp, CmpOp, Graph, Node, Op, UnaryOp, ValueId};
+use super::{BinaryOp, CmpOp, Graph, Node, Op, RandomOp, UnaryOp, ValueId};
 use crate::{DType, Error, Literal};
 use std::collections::HashMap;
 
@@ -193,6 +193,28 @@ fn parse_graph(lines: &[(usize, &str)], pos: &mut usize, nested: bool) -> Result
                     .find(|o| o.name() == r)
                     .ok_or_else(|| Error::parse(line_no, format!("unknown op `{r}`")))?;
                 (Op::Reduce(op, usizes(attr("the axes")?, line_no)?), args)
+            }
+            "random_bits" => (Op::Random(RandomOp::Bits), args),
+            "random_normal" => (Op::Random(RandomOp::Normal), args),
+            "random_split" => (Op::Random(RandomOp::Split), args),
+            "random_fold_in" => (Op::Random(RandomOp::FoldIn), args),
+            "random_uniform" => {
+                let a = attr("the bounds `lo,hi`")?;
+                let bounds: Vec<f64> = a
+                    .split(',')
+                    .map(|x| match parse_literal(x.trim(), line_no) {
+                        Ok(Literal::Float(v)) => Ok(v),
+                        Ok(Literal::Int(v)) => Ok(v as f64),
+                        _ => Err(Error::parse(line_no, format!("bad bound `{x}`"))),
+                    })
+                    .collect::<Result<_, _>>()?;
+                let [lo, hi] = bounds[..] else {
+                    return Err(Error::parse(
+                        line_no,
+                        "`random_uniform` needs two bounds, e.g. `random_uniform[0.0,1.0]`",
+                    ));
+                };
+                (Op::Random(RandomOp::Uniform { lo, hi }), args)
             }
             "cast" => (Op::Cast(dtype), args),
             "broadcast" => (Op::Broadcast, args),

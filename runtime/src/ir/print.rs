@@ -100,6 +100,11 @@ pub fn attr_text(op: &Op) -> String {
         | Op::Get(a) => format!("[{a}]"),
         Op::While(w) => format!("[{}]", w.carried),
         Op::Attention(a) | Op::AttentionGrad(a) => format!("[{},{:?}]", a.mask.name(), a.scale),
+        Op::Random(crate::ir::RandomOp::Uniform { lo, hi }) => format!(
+            "[{},{}]",
+            literal_text(Literal::Float(*lo)),
+            literal_text(Literal::Float(*hi))
+        ),
         Op::Scan(sc) => format!(
             "[{},{},{},{}]",
             sc.length, sc.carried, sc.xs, sc.reverse as u8

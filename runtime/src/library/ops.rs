@@ -5,7 +5,8 @@
 //! The interpreter is the oracle: every function here computes bit for bit what
 //! `interp::eval_op` computes (index clamping of `take`/`scatter_add`, `scatter_add`'s f64
 //! accumulation in index order, `argmax`'s first extreme with NaN as the extreme, the
-//! literal conversions of `pad` and `iota`).
+//! literal conversions of `pad` and `iota`); the random ops call the interpreter's own
+//! function (`random::native`).
 
 use crate::ir::Op;
 use crate::{shape, DType, Error, Literal};
@@ -103,6 +104,24 @@ pub unsafe fn run(
         Op::Attention(a) | Op::AttentionGrad(a) => {
             let grad = matches!(op, Op::AttentionGrad(_));
             super::attention::run(a, grad, ins, dtype, out, scratch)
+        }
+        Op::Random(r) => {
+            use crate::random::native::{fill, key_words, Out};
+            let at = |x: &Operand, k: i64| {
+                let step = x.strides.first().copied().unwrap_or(0);
+                *(x.ptr.wrapping_offset((k * step * 4) as isize) as *const i32)
+            };
+            let key = key_words(at(&ins[0], 0), at(&ins[0], 1));
+            let data = ins.get(1).map_or(0, |d| at(d, 0) as u32);
+            let n = out_numel;
+            let out = match dtype {
+                DType::F32 => Out::F32(std::slice::from_raw_parts_mut(out as *mut f32, n)),
+                DType::F64 => Out::F64(std::slice::from_raw_parts_mut(out as *mut f64, n)),
+                DType::I32 => Out::I32(std::slice::from_raw_parts_mut(out as *mut i32, n)),
+                DType::I64 => Out::I64(std::slice::from_raw_parts_mut(out as *mut i64, n)),
+                DType::Bool => return Err(unsupported(op, dtype)),
+            };
+            fill(*r, key, data, out).map_err(Error::verify)?;
         }
         Op::ScatterAdd(axis) => match dtype {
             DType::F32 => scatter_add::<f32>(&ins[0], &ins[1], *axis, out_shape, out, scratch),

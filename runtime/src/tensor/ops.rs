@@ -275,7 +275,7 @@ pub(crate) fn binary(op: BinaryOp, name: &str, a: Operand, b: Operand, loc: Sour
     }
 }
 
-fn compare(op: CmpOp, a: Operand, b: Operand, loc: SourceLoc) -> Tensor {
+pub(crate) fn compare(op: CmpOp, a: Operand, b: Operand, loc: SourceLoc) -> Tensor {
     let name = op.name();
     let dtype = match (&a, &b) {
         (Operand::Tensor(x), Operand::Tensor(y))

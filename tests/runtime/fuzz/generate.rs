@@ -131,7 +131,7 @@ impl Gen<'_> {
             Ins::Reduce(Red::Prod, ..) | Ins::ReduceAll(Red::Prod, _) | Ins::Matmul(..) => true,
             Ins::Unary(Un::Exp | Un::Square, _) | Ins::Binary(Bin::Mul, ..) => true,
             Ins::Unary(op, _) if *op != Un::Neg && *op != Un::Abs && *op != Un::Relu => false,
-            Ins::RowOp(..) | Ins::Less(..) | Ins::ArgMax(..) => false,
+            Ins::RowOp(..) | Ins::Less(..) | Ins::ArgMax(..) | Ins::Random(..) => false,
             other => other.operands().iter().any(|&x| self.big[x]),
         };
         self.big.push(big);
@@ -197,7 +197,7 @@ impl Gen<'_> {
                 let exact = t.exact && matches!(op, Un::Neg | Un::Abs | Un::Relu | Un::Floor);
                 self.push(Ins::Unary(op, a), Ty { exact, ..t });
             }
-            18..=33 => {
+            18..=32 => {
                 let a = self.pick(&is_fl)?;
                 let sa = self.tys[a].shape.clone();
                 let b = self
@@ -226,6 +226,33 @@ impl Gen<'_> {
                         shape,
                         dtype: fl,
                         exact,
+                    },
+                );
+            }
+            33 => {
+                let a = self.pick(&is_fl)?;
+                let t = self.tys[a].clone();
+                let fold = if self.rng.chance(0.5) {
+                    self.pick(&|o: &Ty| {
+                        matches!(o.dtype, DType::I32 | DType::I64) && o.exact && numel(&o.shape) > 0
+                    })
+                } else {
+                    None
+                };
+                let dist = [Dist::Normal, Dist::Uniform, Dist::Bernoulli][self.rng.below(3)];
+                let seed = self.rng.below(1000) as u64;
+                let dtype = if dist == Dist::Bernoulli {
+                    DType::Bool
+                } else {
+                    t.dtype
+                };
+                // The same bits in every backend (one native function).
+                self.push(
+                    Ins::Random(dist, a, seed, fold),
+                    Ty {
+                        shape: t.shape,
+                        dtype,
+                        exact: true,
                     },
                 );
             }

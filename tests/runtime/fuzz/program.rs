@@ -4,6 +4,7 @@
 //! and interpreted). Value `i` is parameter `i` for `i < params.len()`, else
 //! instruction `i - params.len()`.
 
+use jitfuse::random::{self, Key};
 use jitfuse::{DType, Slice, Tensor};
 
 /// How the caller passes an argument.
@@ -112,6 +113,18 @@ pub enum Ins {
     Fori(usize, usize),
     /// `while count < n: (count + 1, s * 0.75 + 0.5)` (not differentiable).
     While(usize, usize),
+    /// Random values shaped like `a` (its float dtype, or bool), keyed by
+    /// `Key::new(seed)`, folded in with the max of an integer value if given.
+    Random(Dist, usize, u64, Option<usize>),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dist {
+    Normal,
+    /// In `[-1.5, 2)`.
+    Uniform,
+    /// `true` with probability 0.4.
+    Bernoulli,
 }
 
 impl Ins {
@@ -126,7 +139,9 @@ impl Ins {
             Fori(a, _) | While(a, _) => vec![*a],
             Binary(_, a, b) | Less(a, b) | Matmul(a, b) | Concat(a, b, _) => vec![*a, *b],
             Select(c, a, b) => vec![*c, *a, *b],
-            Take(a, _, _, _, idx) => std::iter::once(*a).chain(*idx).collect(),
+            Take(a, _, _, _, idx) | Random(_, a, _, idx) => {
+                std::iter::once(*a).chain(*idx).collect()
+            }
         }
     }
 
@@ -148,7 +163,7 @@ impl Ins {
                 *a = f(*a);
                 *b = f(*b);
             }
-            Take(a, _, _, _, idx) => {
+            Take(a, _, _, _, idx) | Random(_, a, _, idx) => {
                 *a = f(*a);
                 if let Some(i) = idx {
                     *i = f(*i);
@@ -318,6 +333,18 @@ fn one(ins: &Ins, v: &[Tensor]) -> Tensor {
                 (Tensor::scalar(0i32), v[*a].clone()),
             );
             s
+        }
+        Random(dist, a, seed, fold) => {
+            let x = &v[*a];
+            let mut key = Key::new(*seed);
+            if let Some(i) = fold {
+                key = key.fold_in(&v[*i].max_all());
+            }
+            match dist {
+                Dist::Normal => random::normal(&key, x.shape(), x.dtype()),
+                Dist::Uniform => random::uniform(&key, x.shape(), x.dtype(), -1.5, 2.0),
+                Dist::Bernoulli => random::bernoulli(&key, 0.4, x.shape()),
+            }
         }
     }
 }
