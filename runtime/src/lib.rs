@@ -44,6 +44,7 @@ pub mod __private {
         staged_for, staged_for_range, staged_for_range_inclusive, staged_if, staged_while,
         static_if_cond, static_iter, static_while_cond,
     };
+    pub use crate::autodiff::join_path;
     pub use crate::internal::inject_panic;
     pub use crate::jit::{
         assert_static_arg, borrowed_tree, fail, flatten_output, rebuild_output, BorrowedTree,
