@@ -23,6 +23,7 @@ pub mod exec;
 pub mod fusion;
 pub mod jit;
 mod library;
+pub mod optim;
 pub mod passes;
 
 pub use autodiff::{

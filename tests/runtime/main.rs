@@ -12,6 +12,7 @@ mod ir_text;
 mod math_ops;
 mod memory;
 mod nanogpt;
+mod optim;
 mod passes;
 mod proptests;
 mod regressions;
