@@ -6,6 +6,7 @@ pub mod dtype;
 pub mod error;
 mod internal;
 pub mod interp;
+pub mod io;
 mod interp_reduce;
 pub mod ir;
 pub mod shape;
@@ -32,6 +33,7 @@ pub use autodiff::{
 };
 pub use control::{cond, fori_loop, scan, while_loop, AxisIter};
 pub use exec::MemoryAnalysis;
+pub use io::{load, save};
 pub use jit::{clear_caches, CacheStats, Compiled, Lowered};
 pub use tensor::composite::softmax_cross_entropy;
 pub use tensor::ops::{select, where_, IntoOperand};

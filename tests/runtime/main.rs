@@ -16,6 +16,7 @@ mod optim;
 mod passes;
 mod proptests;
 mod regressions;
+mod save_load;
 mod tensor_api;
 mod zmm;
 
