@@ -58,6 +58,40 @@
 //!     draw(&k).to_vec::<f64>().unwrap(),
 //!     random::normal(&k, &[5], DType::F64).to_vec::<f64>().unwrap()
 //! );
+//!
+//! A training step with an optimiser of [`optim`] (parameters and state
+//! donated, the step counter traced):
+//!
+//! ```
+//! use jitfuse::optim::{self, Optimizer, StateOf};
+//! use jitfuse::prelude::*;
+//!
+//! #[derive(Tree, Clone)]
+//! struct Linear { w: Tensor, b: Tensor }
+//!
+//! type Opt = optim::Chain<optim::ClipByGlobalNorm, optim::Adam<optim::WarmupCosine>>;
+//! fn opt() -> Opt {
+//!     optim::clip_by_global_norm(1.0).then(
+//!         optim::adamw(optim::warmup_cosine(1e-2, 10, 100, 1e-3), 0.9, 0.95, 1e-8, 0.1)
+//!             .decay_mask(optim::Mask::by_leaf(|t| t.ndim() >= 2)),
+//!     )
+//! }
+//!
+//! #[jit]
+//! fn step(p: Linear, s: StateOf<Opt, Linear>, x: &Tensor, y: &Tensor)
+//!     -> (Linear, StateOf<Opt, Linear>, Tensor) {
+//!     let (l, g) = value_and_grad(|p: &Linear| (x.matmul(&p.w) + &p.b - y).square().mean_all(), &p);
+//!     let (p, s) = opt().update(&g, s, p);
+//!     (p, s, l)
+//! }
+//!
+//! let p = Linear { w: Tensor::zeros(&[3, 2], DType::F32), b: Tensor::zeros(&[2], DType::F32) };
+//! let s = opt().init(&p);
+//! let (x, y) = (Tensor::ones(&[4, 3], DType::F32), Tensor::ones(&[4, 2], DType::F32));
+//! let (p, s, _loss) = step(p, s, &x, &y);
+//! let (_p, s, _loss) = step(p, s, &x, &y);   // the step counter is traced: no recompilation
+//! assert_eq!(s.1.count.item::<i32>().unwrap(), 2);
+//! assert_eq!(step::cache_stats().misses, 1);
 //! ```
 
 pub use jitfuse_macros::jit;

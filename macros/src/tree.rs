@@ -1,5 +1,7 @@
 //! `#[derive(Tree)]`: a struct whose fields are all trees is a tree; its
-//! leaves are its fields' leaves, fields in declaration order.
+//! leaves are its fields' leaves, fields in declaration order, each named by
+//! its field (`Tree::collect_names`: `field.inner`, a tuple struct's fields
+//! by position).
 //!
 //! Every type parameter gets a `::jitfuse::Tree` bound (as serde adds
 //! `Serialize` bounds). A field whose type is not a tree is reported at the
@@ -10,6 +12,7 @@
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
+use syn::ext::IdentExt;
 use syn::{parse_quote, Data, DeriveInput, Fields, Index, Member};
 
 pub fn derive(input: TokenStream) -> syn::Result<TokenStream> {
@@ -58,7 +61,17 @@ pub fn derive(input: TokenStream) -> syn::Result<TokenStream> {
     let mut collect = Vec::new();
     let mut structure = Vec::new();
     let mut rebuild = Vec::new();
+    let mut names = Vec::new();
     for (m, ty) in members.iter().zip(&types) {
+        let part = match m {
+            Member::Named(id) => id.unraw().to_string(),
+            Member::Unnamed(i) => i.index.to_string(),
+        };
+        names.push(quote_spanned!(ty.span()=> <#ty as ::jitfuse::Tree>::collect_names(
+            &self.#m,
+            &::jitfuse::__private::join_path(__jitfuse_path, #part),
+            __jitfuse_out,
+        );));
         let span = ty.span();
         collect.push(quote_spanned!(span=> <#ty as ::jitfuse::Tree>::collect_leaves(&self.#m, __jitfuse_out);));
         structure.push(
@@ -82,6 +95,15 @@ pub fn derive(input: TokenStream) -> syn::Result<TokenStream> {
 
             fn structure(&self, __jitfuse_out: &mut ::std::vec::Vec<usize>) {
                 #(#structure)*
+            }
+
+            fn collect_names(
+                &self,
+                __jitfuse_path: &str,
+                __jitfuse_out: &mut ::std::vec::Vec<::std::string::String>,
+            ) {
+                let _ = (&__jitfuse_path, &__jitfuse_out);
+                #(#names)*
             }
         }
     })

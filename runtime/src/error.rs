@@ -35,6 +35,12 @@ pub enum ErrorKind {
     /// planning, code generation or run time: a bug, please report). The
     /// message has the panic's message and the signature being compiled.
     Internal,
+    /// A file could not be read or written (checkpoints: `jitfuse::io`).
+    Io,
+    /// A checkpoint file is not valid safetensors, or does not match the
+    /// tree it is loaded into (a missing, extra, or differently shaped or
+    /// typed tensor: the message names it).
+    Checkpoint,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -7,6 +7,7 @@ pub mod error;
 mod internal;
 pub mod interp;
 mod interp_attention;
+pub mod io;
 mod interp_reduce;
 pub mod ir;
 pub mod shape;
@@ -24,6 +25,7 @@ pub mod exec;
 pub mod fusion;
 pub mod jit;
 mod library;
+pub mod optim;
 pub mod passes;
 pub mod random;
 
@@ -33,6 +35,7 @@ pub use autodiff::{
 };
 pub use control::{cond, fori_loop, scan, while_loop, AxisIter};
 pub use exec::MemoryAnalysis;
+pub use io::{load, save};
 pub use jit::{clear_caches, CacheStats, Compiled, Lowered};
 pub use tensor::attention::{attention, attention_with, AttnMask, AttnOptions};
 pub use random::Key;
@@ -48,6 +51,7 @@ pub mod __private {
         staged_for, staged_for_range, staged_for_range_inclusive, staged_if, staged_while,
         static_if_cond, static_iter, static_while_cond,
     };
+    pub use crate::autodiff::join_path;
     pub use crate::internal::inject_panic;
     pub use crate::jit::{
         assert_static_arg, borrowed_tree, fail, flatten_output, rebuild_output, BorrowedTree,

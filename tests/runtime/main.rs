@@ -13,10 +13,12 @@ mod ir_text;
 mod math_ops;
 mod memory;
 mod nanogpt;
+mod optim;
 mod passes;
 mod proptests;
 mod random;
 mod regressions;
+mod save_load;
 mod tensor_api;
 mod zmm;
 

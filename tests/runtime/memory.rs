@@ -1543,3 +1543,28 @@ fn an_impossible_budget_on_a_large_graph_is_reported() {
     let (l, ..) = train_step(params, zeros.clone(), zeros, &ids, &targets);
     assert!(l.item::<f32>().unwrap().is_finite());
 }
+
+#[jit]
+fn scaled_by_own_norm(g: &Tensor) -> Tensor {
+    let norm = g.square().sum_all().sqrt();
+    g * (1.0 / (norm + 1.0))
+}
+
+/// A reduction whose input's other users depend on the reduction (clipping:
+/// `g * f(sum(g²))`) cannot take those users into its row kernel; it still
+/// fuses its own producer (the square) instead of materialising it.
+#[test]
+fn a_norm_feeding_back_into_its_input_fuses_its_producer() {
+    let g = Tensor::from_vec((0..256 * 256).map(|i| (i % 7) as f32 - 3.0).collect(), &[256, 256])
+        .unwrap();
+    let c = scaled_by_own_norm::lower(&g).unwrap().compile().unwrap();
+    let m = c.memory_analysis();
+    assert!(m.temp_bytes < 4096, "the square is not materialised: {m:?}\n{}", c.kernels_text());
+    let norm = (g.to_vec::<f32>().unwrap().iter().map(|&x| (x as f64) * (x as f64)).sum::<f64>())
+        .sqrt();
+    let got = scaled_by_own_norm(&g).to_vec::<f32>().unwrap();
+    for (a, x) in got.iter().zip(g.to_vec::<f32>().unwrap()) {
+        let want = x as f64 / (norm + 1.0);
+        assert!((*a as f64 - want).abs() <= 1e-6 * want.abs().max(1e-3), "{a} vs {want}");
+    }
+}

@@ -22,7 +22,7 @@ pub use checkpoint::{checkpoint, checkpoint_name, checkpoint_with};
 pub use replay::replay;
 pub use residuals::{saved_residuals, Residual};
 pub use rules::{backward, sum_to};
-pub use tree::Tree;
+pub use tree::{join_path, Tree};
 
 use crate::error::type_str;
 use crate::ir::{Op, UnaryOp};

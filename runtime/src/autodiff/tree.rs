@@ -53,6 +53,85 @@ pub trait Tree: Sized {
         let new: Vec<Tensor> = a.iter().zip(&b).map(|(x, y)| f(x, y)).collect();
         self.rebuild(&mut new.into_iter())
     }
+
+    /// Combine three trees of the same structure leaf by leaf.
+    fn zip_map3(
+        &self,
+        b: &Self,
+        c: &Self,
+        mut f: impl FnMut(&Tensor, &Tensor, &Tensor) -> Tensor,
+    ) -> Self {
+        Self::map_n(&[self, b, c], |l| f(&l[0], &l[1], &l[2]))
+    }
+
+    /// Combine any number of trees of the same structure leaf by leaf: `f`
+    /// gets the k-th leaf of every tree, in the order of `trees`. The result
+    /// has the structure of `trees[0]`. Panics when `trees` is empty or the
+    /// trees' leaf counts differ.
+    fn map_n(trees: &[&Self], mut f: impl FnMut(&[Tensor]) -> Tensor) -> Self {
+        let [out] = Self::map_n_unzip(trees, |l| [f(l)]);
+        out
+    }
+
+    /// Like [`Tree::map_n`] with `K` results per leaf, unzipped into `K`
+    /// trees (an optimiser's new parameter and moments from one closure:
+    /// `let [p, m, v] = Tree::map_n_unzip(&[&p, &g, &m, &v], |l| [..])`).
+    fn map_n_unzip<const K: usize>(
+        trees: &[&Self],
+        mut f: impl FnMut(&[Tensor]) -> [Tensor; K],
+    ) -> [Self; K] {
+        assert!(!trees.is_empty(), "map_n of no trees");
+        let leaves: Vec<Vec<Tensor>> = trees.iter().map(|t| t.leaves()).collect();
+        let n = leaves[0].len();
+        if let Some(k) = leaves.iter().position(|l| l.len() != n) {
+            panic!(
+                "map_n of trees with different leaf counts: tree 0 has {n} leaves, tree {k} has {}",
+                leaves[k].len()
+            );
+        }
+        let mut outs: [Vec<Tensor>; K] = std::array::from_fn(|_| Vec::with_capacity(n));
+        let mut column = Vec::with_capacity(trees.len());
+        for i in 0..n {
+            column.clear();
+            column.extend(leaves.iter().map(|l| l[i].clone()));
+            for (out, t) in outs.iter_mut().zip(f(&column)) {
+                out.push(t);
+            }
+        }
+        outs.map(|o| trees[0].rebuild(&mut o.into_iter()))
+    }
+
+    /// Append one name per leaf, in leaf order, to `out`: the path from the
+    /// root of the tree, its parts joined by dots (`blocks.0.attn.wqkv`),
+    /// with `path` (the path of `self`, empty at the root) in front. Struct
+    /// fields (`#[derive(Tree)]`) are named by the field, `Vec` and array
+    /// elements and tuple positions by their index; an `Option` adds
+    /// nothing. The default, for trees that have no names of their own,
+    /// numbers the leaves (`path.0`, `path.1`, ...).
+    fn collect_names(&self, path: &str, out: &mut Vec<String>) {
+        for i in 0..self.leaves().len() {
+            out.push(join_path(path, &i.to_string()));
+        }
+    }
+
+    /// The names of the leaves, in leaf order (see [`Tree::collect_names`]):
+    /// the tensor names of a checkpoint (`jitfuse::io`). A lone `Tensor` is
+    /// named `""`.
+    fn leaf_names(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        self.collect_names("", &mut out);
+        out
+    }
+}
+
+/// `path.part` (`part` alone at the root): how [`Tree::collect_names`] joins
+/// names.
+pub fn join_path(path: &str, part: &str) -> String {
+    if path.is_empty() {
+        part.to_string()
+    } else {
+        format!("{path}.{part}")
+    }
 }
 
 impl Tree for Tensor {
@@ -63,6 +142,9 @@ impl Tree for Tensor {
         leaves
             .next()
             .expect("tree has fewer leaves than its structure")
+    }
+    fn collect_names(&self, path: &str, out: &mut Vec<String>) {
+        out.push(path.to_string());
     }
 }
 
@@ -81,6 +163,11 @@ impl<T: Tree> Tree for Vec<T> {
     fn rebuild(&self, leaves: &mut dyn Iterator<Item = Tensor>) -> Self {
         self.iter().map(|t| t.rebuild(leaves)).collect()
     }
+    fn collect_names(&self, path: &str, out: &mut Vec<String>) {
+        for (i, t) in self.iter().enumerate() {
+            t.collect_names(&join_path(path, &i.to_string()), out);
+        }
+    }
 }
 
 impl<T: Tree> Tree for Option<T> {
@@ -98,6 +185,11 @@ impl<T: Tree> Tree for Option<T> {
     fn rebuild(&self, leaves: &mut dyn Iterator<Item = Tensor>) -> Self {
         self.as_ref().map(|t| t.rebuild(leaves))
     }
+    fn collect_names(&self, path: &str, out: &mut Vec<String>) {
+        if let Some(t) = self {
+            t.collect_names(path, out);
+        }
+    }
 }
 
 impl<T: Tree, const N: usize> Tree for [T; N] {
@@ -114,11 +206,17 @@ impl<T: Tree, const N: usize> Tree for [T; N] {
     fn rebuild(&self, leaves: &mut dyn Iterator<Item = Tensor>) -> Self {
         std::array::from_fn(|i| self[i].rebuild(leaves))
     }
+    fn collect_names(&self, path: &str, out: &mut Vec<String>) {
+        for (i, t) in self.iter().enumerate() {
+            t.collect_names(&join_path(path, &i.to_string()), out);
+        }
+    }
 }
 
 impl Tree for () {
     fn collect_leaves(&self, _: &mut Vec<Tensor>) {}
     fn rebuild(&self, _: &mut dyn Iterator<Item = Tensor>) -> Self {}
+    fn collect_names(&self, _: &str, _: &mut Vec<String>) {}
 }
 
 macro_rules! tuple_tree {
@@ -132,6 +230,9 @@ macro_rules! tuple_tree {
             }
             fn rebuild(&self, leaves: &mut dyn Iterator<Item = Tensor>) -> Self {
                 ($(self.$i.rebuild(leaves),)*)
+            }
+            fn collect_names(&self, path: &str, out: &mut Vec<String>) {
+                $(self.$i.collect_names(&join_path(path, stringify!($i)), out);)*
             }
         }
     };

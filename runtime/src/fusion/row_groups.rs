@@ -109,6 +109,40 @@ fn depends_on(g: &Graph, x: ValueId, set: &HashSet<ValueId>) -> bool {
     false
 }
 
+/// Whether `members` can run as one step: no external input depends on a
+/// member, and no outside user of a member comes before the group's last
+/// member (it would be scheduled before the group).
+fn valid(g: &Graph, users: &[Vec<ValueId>], members: &HashSet<ValueId>) -> bool {
+    let last = members.iter().map(|v| v.index()).max().unwrap();
+    for &m in members {
+        for x in &g.node(m).inputs {
+            if !members.contains(x) && depends_on(g, *x, members) {
+                return false;
+            }
+        }
+        for u in &users[m.index()] {
+            if !members.contains(u) && u.index() < last {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// `seed` and the members it depends on through members.
+fn input_cone(g: &Graph, seed: ValueId, members: &HashSet<ValueId>) -> HashSet<ValueId> {
+    let mut cone = HashSet::from([seed]);
+    let mut stack = vec![seed];
+    while let Some(v) = stack.pop() {
+        for &x in &g.node(v).inputs {
+            if members.contains(&x) && cone.insert(x) {
+                stack.push(x);
+            }
+        }
+    }
+    cone
+}
+
 /// Find the row groups of a graph (skipping seeds listed in `excluded`).
 pub fn find_row_groups(g: &Graph, excluded: &HashSet<ValueId>) -> Vec<RowGroup> {
     let users = users(g);
@@ -172,25 +206,18 @@ pub fn find_row_groups(g: &Graph, excluded: &HashSet<ValueId>) -> Vec<RowGroup> 
             }
             members.extend(more);
         }
-        // Valid only if no external input depends on a member (the group
-        // must run as one step) and no outside user of a member comes before
-        // the group's last member (it would be scheduled before the group).
-        let last = members.iter().map(|v| v.index()).max().unwrap();
-        let mut ok = true;
-        for &m in &members {
-            for x in &g.node(m).inputs {
-                if !members.contains(x) && depends_on(g, *x, &members) {
-                    ok = false;
-                }
+        if !valid(g, &users, &members) {
+            // The expansion reached nodes that depend on the reduction
+            // through outside values (the elementwise users of a gradient
+            // that is also scaled by a norm computed from it: clipping). The
+            // reduction with its own producers alone still makes one pass
+            // with nothing materialised: keep that part, if it is valid.
+            let cone = input_cone(g, seed, &members);
+            if cone.len() < members.len() && valid(g, &users, &cone) {
+                members = cone;
+            } else {
+                continue;
             }
-            for u in &users[m.index()] {
-                if !members.contains(u) && u.index() < last {
-                    ok = false;
-                }
-            }
-        }
-        if !ok {
-            continue;
         }
         let mut ms: Vec<ValueId> = members.iter().copied().collect();
         ms.sort();

@@ -1,0 +1,106 @@
+//! Adam and AdamW.
+
+use super::{state_tree, zero_count, Mask, Optimizer, Schedule};
+use crate::{DType, Tensor, Tree};
+
+/// Adam with bias correction, and AdamW's decoupled weight decay on the
+/// leaves of a [`Mask`] (optax's `adamw`, PyTorch's `AdamW`). With step
+/// `t` (counted from 1):
+///
+/// ```text
+/// m = b1 m + (1 - b1) g              v = b2 v + (1 - b2) g²
+/// u = (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)  [+ weight_decay p on masked leaves]
+/// p = p - lr(t - 1) u
+/// ```
+#[derive(Clone, Debug)]
+pub struct Adam<S> {
+    pub lr: S,
+    pub b1: f64,
+    pub b2: f64,
+    pub eps: f64,
+    pub weight_decay: f64,
+    /// The leaves `weight_decay` applies to (every leaf by default).
+    pub mask: Mask,
+}
+
+/// Adam: learning rate `lr` (an `f64`, a schedule or a scalar tensor),
+/// moment decays `b1`, `b2` (0.9, 0.999 are usual), `eps` (1e-8).
+pub fn adam<S: Schedule>(lr: S, b1: f64, b2: f64, eps: f64) -> Adam<S> {
+    adamw(lr, b1, b2, eps, 0.0)
+}
+
+/// AdamW: Adam plus `weight_decay * p` in the update (scaled by the
+/// learning rate), on every leaf unless restricted with
+/// [`Adam::decay_mask`].
+pub fn adamw<S: Schedule>(lr: S, b1: f64, b2: f64, eps: f64, weight_decay: f64) -> Adam<S> {
+    Adam {
+        lr,
+        b1,
+        b2,
+        eps,
+        weight_decay,
+        mask: Mask::all(),
+    }
+}
+
+impl<S> Adam<S> {
+    /// Decay only the leaves of `mask` (`Mask::by_leaf(|t| t.ndim() >= 2)`:
+    /// matrices, not gains and biases, as nanoGPT does).
+    pub fn decay_mask(mut self, mask: Mask) -> Self {
+        self.mask = mask;
+        self
+    }
+}
+
+/// The state of [`Adam`]: the step counter and both moments.
+#[derive(Clone, Debug)]
+pub struct AdamState<P> {
+    /// Steps taken (`i32` scalar).
+    pub count: Tensor,
+    /// First moment (mean of the gradients), shaped like the parameters.
+    pub mu: P,
+    /// Second moment (mean of their squares).
+    pub nu: P,
+}
+
+state_tree!(AdamState { count, mu, nu });
+
+impl<S: Schedule> Optimizer for Adam<S> {
+    type State<P: Tree> = AdamState<P>;
+
+    fn init<P: Tree>(&self, params: &P) -> AdamState<P> {
+        AdamState {
+            count: zero_count(),
+            mu: params.map(|t| t.zeros_like()),
+            nu: params.map(|t| t.zeros_like()),
+        }
+    }
+
+    #[track_caller]
+    fn updates<P: Tree>(&self, grads: &P, state: AdamState<P>, params: &P) -> (P, AdamState<P>) {
+        let (b1, b2, eps, wd) = (self.b1, self.b2, self.eps, self.weight_decay);
+        let neg_lr = -self.lr.at(&state.count);
+        let count = &state.count + 1;
+        let t = count.cast(DType::F64);
+        let bc1 = (1.0 - Tensor::scalar(b1).powf(&t)).into_weak();
+        let bc2 = (1.0 - Tensor::scalar(b2).powf(&t)).into_weak();
+        let decay = if wd != 0.0 {
+            self.mask.resolve(params)
+        } else {
+            Vec::new()
+        };
+        let mut leaf = 0;
+        let [u, mu, nu] = Tree::map_n_unzip(&[grads, &state.mu, &state.nu, params], |l| {
+            let (g, m, v, p) = (&l[0], &l[1], &l[2], &l[3]);
+            let m = b1 * m + (1.0 - b1) * g;
+            let v = b2 * v + (1.0 - b2) * g.square();
+            let mut u = (&m / &bc1) / ((&v / &bc2).sqrt() + eps);
+            if decay.get(leaf).copied().unwrap_or(false) {
+                u = u + wd * p;
+            }
+            leaf += 1;
+            [&neg_lr * &u, m, v]
+        });
+        (u, AdamState { count, mu, nu })
+    }
+}

@@ -1,0 +1,72 @@
+//! Clipping by the global norm, and chaining transformations.
+
+use super::Optimizer;
+use crate::{where_, DType, Tensor, Tree};
+
+/// The Euclidean norm of all the leaves of `tree` taken together, as an
+/// `f64` scalar tensor (each leaf's sum of squares is computed in its own
+/// dtype, then summed in `f64`).
+#[track_caller]
+pub fn global_norm<T: Tree>(tree: &T) -> Tensor {
+    let mut total = Tensor::scalar(0f64);
+    for l in tree.leaves() {
+        total = total + l.square().sum_all().cast(DType::F64);
+    }
+    total.sqrt()
+}
+
+/// Scales the updates by `max_norm / norm` when their [`global_norm`] is
+/// `max_norm` or more (optax's `clip_by_global_norm`); unchanged below.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ClipByGlobalNorm {
+    pub max_norm: f64,
+}
+
+/// See [`ClipByGlobalNorm`]; put it before an optimiser with
+/// [`Optimizer::then`] or [`chain`].
+pub fn clip_by_global_norm(max_norm: f64) -> ClipByGlobalNorm {
+    ClipByGlobalNorm { max_norm }
+}
+
+impl Optimizer for ClipByGlobalNorm {
+    type State<P: Tree> = ();
+
+    fn init<P: Tree>(&self, _params: &P) {}
+
+    #[track_caller]
+    fn updates<P: Tree>(&self, grads: &P, _state: (), _params: &P) -> (P, ()) {
+        let norm = global_norm(grads);
+        let scale = where_(&norm.lt(self.max_norm), 1.0, &(self.max_norm / &norm)).into_weak();
+        (grads.map(|g| g * &scale), ())
+    }
+}
+
+/// `A` then `B` on `A`'s updates; the state is the pair of states.
+#[derive(Clone, Debug)]
+pub struct Chain<A, B>(pub A, pub B);
+
+/// `a` then `b` (optax's `chain`; `a.then(b)` reads the same). Longer
+/// chains nest: `chain(a, chain(b, c))`, `a.then(b).then(c)`.
+pub fn chain<A: Optimizer, B: Optimizer>(a: A, b: B) -> Chain<A, B> {
+    Chain(a, b)
+}
+
+impl<A: Optimizer, B: Optimizer> Optimizer for Chain<A, B> {
+    type State<P: Tree> = (A::State<P>, B::State<P>);
+
+    fn init<P: Tree>(&self, params: &P) -> Self::State<P> {
+        (self.0.init(params), self.1.init(params))
+    }
+
+    #[track_caller]
+    fn updates<P: Tree>(
+        &self,
+        grads: &P,
+        state: Self::State<P>,
+        params: &P,
+    ) -> (P, Self::State<P>) {
+        let (u, a) = self.0.updates(grads, state.0, params);
+        let (u, b) = self.1.updates(&u, state.1, params);
+        (u, (a, b))
+    }
+}

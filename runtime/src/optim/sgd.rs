@@ -1,0 +1,123 @@
+//! Stochastic gradient descent, with and without momentum.
+
+use super::{state_tree, zero_count, Optimizer, Schedule};
+use crate::{Tensor, Tree};
+
+/// `p - lr(step) * g`.
+#[derive(Clone, Debug)]
+pub struct Sgd<S> {
+    pub lr: S,
+}
+
+/// Plain gradient descent with learning rate `lr` (an `f64`, a schedule, or
+/// a scalar tensor).
+pub fn sgd<S: Schedule>(lr: S) -> Sgd<S> {
+    Sgd { lr }
+}
+
+/// The state of [`Sgd`]: the step counter only.
+#[derive(Clone, Debug)]
+pub struct SgdState {
+    /// Steps taken (`i32` scalar).
+    pub count: Tensor,
+}
+
+impl Tree for SgdState {
+    fn collect_leaves(&self, out: &mut Vec<Tensor>) {
+        out.push(self.count.clone());
+    }
+    fn rebuild(&self, leaves: &mut dyn Iterator<Item = Tensor>) -> Self {
+        SgdState {
+            count: self.count.rebuild(leaves),
+        }
+    }
+    fn collect_names(&self, path: &str, out: &mut Vec<String>) {
+        out.push(crate::autodiff::join_path(path, "count"));
+    }
+}
+
+impl<S: Schedule> Optimizer for Sgd<S> {
+    type State<P: Tree> = SgdState;
+
+    fn init<P: Tree>(&self, _params: &P) -> SgdState {
+        SgdState {
+            count: zero_count(),
+        }
+    }
+
+    #[track_caller]
+    fn updates<P: Tree>(&self, grads: &P, state: SgdState, _params: &P) -> (P, SgdState) {
+        let neg_lr = -self.lr.at(&state.count);
+        let u = grads.map(|g| &neg_lr * g);
+        let count = state.count + 1;
+        (u, SgdState { count })
+    }
+}
+
+/// Heavy-ball momentum (optax's `sgd(lr, momentum)`, PyTorch's SGD without
+/// dampening): `t = beta * t + g`, `p - lr(step) * t`; Nesterov's variant
+/// steps by `g + beta * t` instead.
+#[derive(Clone, Debug)]
+pub struct Momentum<S> {
+    pub lr: S,
+    pub beta: f64,
+    pub nesterov: bool,
+}
+
+/// Momentum `beta` (0.9 is usual) with learning rate `lr`.
+pub fn momentum<S: Schedule>(lr: S, beta: f64) -> Momentum<S> {
+    Momentum {
+        lr,
+        beta,
+        nesterov: false,
+    }
+}
+
+impl<S> Momentum<S> {
+    /// Nesterov's accelerated variant.
+    pub fn nesterov(mut self, on: bool) -> Self {
+        self.nesterov = on;
+        self
+    }
+}
+
+/// The state of [`Momentum`]: the step counter and the velocity.
+#[derive(Clone, Debug)]
+pub struct MomentumState<P> {
+    /// Steps taken (`i32` scalar).
+    pub count: Tensor,
+    /// The running velocity, shaped like the parameters.
+    pub trace: P,
+}
+
+state_tree!(MomentumState { count, trace });
+
+impl<S: Schedule> Optimizer for Momentum<S> {
+    type State<P: Tree> = MomentumState<P>;
+
+    fn init<P: Tree>(&self, params: &P) -> MomentumState<P> {
+        MomentumState {
+            count: zero_count(),
+            trace: params.map(|t| t.zeros_like()),
+        }
+    }
+
+    #[track_caller]
+    fn updates<P: Tree>(
+        &self,
+        grads: &P,
+        state: MomentumState<P>,
+        _params: &P,
+    ) -> (P, MomentumState<P>) {
+        let neg_lr = -self.lr.at(&state.count);
+        let beta = self.beta;
+        let [u, trace] = Tree::map_n_unzip(&[grads, &state.trace], |l| {
+            let (g, t) = (&l[0], &l[1]);
+            let t = beta * t + g;
+            let step = if self.nesterov { g + beta * &t } else { t.clone() };
+            [&neg_lr * &step, t]
+        });
+        let count = state.count + 1;
+        (u, MomentumState { count, trace })
+    }
+}
