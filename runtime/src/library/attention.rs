@@ -326,6 +326,13 @@ fn online<T: Float>(s: &mut [T], rows: usize, cols: usize, m: &mut [T], alpha: &
     }
 }
 
+/// The output and the scratch, handed to every worker (each writes its own rows and slot).
+#[derive(Clone, Copy)]
+struct Shared<T>(*mut T, *mut u8);
+// SAFETY: the workers write disjoint output rows and their own scratch slots.
+unsafe impl<T> Send for Shared<T> {}
+unsafe impl<T> Sync for Shared<T> {}
+
 /// A worker's scratch slot as `n` elements.
 unsafe fn slot<'s, T>(scratch: *mut u8, w: usize, bytes: usize, n: usize) -> &'s mut [T] {
     std::slice::from_raw_parts_mut(scratch.add(w * bytes) as *mut T, n)
@@ -346,11 +353,7 @@ unsafe fn forward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: *mut T, scrat
     let size = std::mem::size_of::<T>();
     let bytes = slot_bytes(BR * BC + BR * dv + 2 * BR, size);
     let n_workers = workers().min(tasks.max(1));
-    #[derive(Clone, Copy)]
-    struct P<T>(*mut T, *mut u8);
-    unsafe impl<T> Send for P<T> {}
-    unsafe impl<T> Sync for P<T> {}
-    let p = P(out, scratch);
+    let p = Shared(out, scratch);
     (0..n_workers).into_par_iter().for_each(|w| {
         let p = p;
         let buf: &mut [T] = slot(p.1, w, bytes, BR * BC + BR * dv + 2 * BR);
@@ -423,11 +426,7 @@ unsafe fn backward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: *mut T, scra
     let bytes = slot_bytes(elems, size);
     let n_workers = workers().min(batch.max(1));
     let scale = T::from_f64(spec.scale);
-    #[derive(Clone, Copy)]
-    struct P<T>(*mut T, *mut u8);
-    unsafe impl<T> Send for P<T> {}
-    unsafe impl<T> Sync for P<T> {}
-    let p = P(out, scratch);
+    let p = Shared(out, scratch);
     (0..n_workers).into_par_iter().for_each(|w| {
         let p = p;
         let buf: &mut [T] = slot(p.1, w, bytes, elems);
