@@ -49,7 +49,8 @@ fn numel(s: &[usize]) -> usize {
 /// other ([129, 1030, 1] with [132870]) made 17 billion.
 const MAX_BROADCAST: usize = 1 << 22;
 
-/// NumPy broadcasting of two shapes (None past `MAX_BROADCAST` elements).
+/// NumPy broadcasting of two shapes (None past `MAX_BROADCAST` elements, unless an operand
+/// is as large).
 pub fn broadcast(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
     let r = a.len().max(b.len());
     let mut out = vec![0; r];
@@ -72,7 +73,9 @@ pub fn broadcast(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
             return None;
         };
     }
-    (out.iter().try_fold(1usize, |n, &d| n.checked_mul(d))? <= MAX_BROADCAST).then_some(out)
+    // (A result no larger than an operand is always fine: that operand exists already.)
+    let cap = MAX_BROADCAST.max(numel(a)).max(numel(b));
+    (out.iter().try_fold(1usize, |n, &d| n.checked_mul(d))? <= cap).then_some(out)
 }
 
 /// Python's slice length (in i128: steps reach `isize::MAX`).
