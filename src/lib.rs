@@ -58,6 +58,7 @@
 //!     draw(&k).to_vec::<f64>().unwrap(),
 //!     random::normal(&k, &[5], DType::F64).to_vec::<f64>().unwrap()
 //! );
+//! ```
 //!
 //! A training step with an optimiser of [`optim`] (parameters and state
 //! donated, the step counter traced):
