@@ -3,7 +3,7 @@
 //! like any other op, and give the same bits eagerly and inside `#[jit]`.
 //! (The example is tested in the `jitfuse` crate's documentation, which has `#[jit]`.)
 //!
-//! ```ignore
+//! ```text
 //! use jitfuse::prelude::*;
 //! use jitfuse::random::{self, Key};
 //!
