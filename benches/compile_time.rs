@@ -41,7 +41,10 @@ fn sin_chain(x: &Tensor, n: usize) -> Tensor {
 /// Pre-norm transformer layers: attention (softmax of `q kᵀ`), a GELU MLP.
 fn transformer_loss(ws: &[Tensor], x: &Tensor) -> Tensor {
     let w = x.shape()[1];
-    let (g, b) = (Tensor::ones(&[w], DType::F32), Tensor::zeros(&[w], DType::F32));
+    let (g, b) = (
+        Tensor::ones(&[w], DType::F32),
+        Tensor::zeros(&[w], DType::F32),
+    );
     let mut h = x.clone();
     for l in ws.chunks(5) {
         let a = h.layer_norm(&g, &b, 1e-5, -1);
@@ -109,7 +112,9 @@ fn main() {
     // An impossible budget: the error, and how long it took.
     let ramp = |shape: &[usize], k: usize| {
         let n: usize = shape.iter().product();
-        let v = (0..n).map(|i| ((i * 31 + k * 17) % 97) as f32 / 97.0 - 0.5).collect();
+        let v = (0..n)
+            .map(|i| ((i * 31 + k * 17) % 97) as f32 / 97.0 - 0.5)
+            .collect();
         Tensor::from_vec(v, shape).unwrap()
     };
     let (d, t) = (128, 768);
@@ -129,7 +134,9 @@ fn main() {
     for _ in 0..rounds {
         transformer_grad::set_memory_budget(Some(budget));
         let t = Instant::now();
-        let e = transformer_grad::try_call(&ws, &x).err().expect("an impossible budget");
+        let e = transformer_grad::try_call(&ws, &x)
+            .err()
+            .expect("an impossible budget");
         samples.push(t.elapsed().as_secs_f64());
         transformer_grad::set_memory_budget(None);
         if samples.len() == 1 {

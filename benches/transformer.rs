@@ -98,7 +98,10 @@ fn xla(seqs: &[usize]) -> HashMap<(String, usize), (f64, f64)> {
     if !o.status.success() {
         eprintln!(
             "(no XLA figures: {})",
-            String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or("")
+            String::from_utf8_lossy(&o.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
         );
         return out;
     }
@@ -128,24 +131,42 @@ fn main() {
     let seqs = env_list("JITFUSE_BENCH_SEQS", &[1024, 4096]);
     let unfused_max = env_list("JITFUSE_BENCH_UNFUSED_MAX", &[4096])[0];
     let reference = xla(&seqs);
-    println!("| case | seq | jitfuse ms | jitfuse temp | XLA ms | XLA temp | time ratio | temp ratio |");
+    println!(
+        "| case | seq | jitfuse ms | jitfuse temp | XLA ms | XLA temp | time ratio | temp ratio |"
+    );
     println!("|---|---|---|---|---|---|---|---|");
     let mut seed = 7u64;
     for &s in &seqs {
         let shape = [1, 8, s, 64];
-        let (q, k, v) = (uniform(&mut seed, &shape), uniform(&mut seed, &shape), uniform(&mut seed, &shape));
+        let (q, k, v) = (
+            uniform(&mut seed, &shape),
+            uniform(&mut seed, &shape),
+            uniform(&mut seed, &shape),
+        );
         let mut cases: Vec<(&str, &str, Call, Box<dyn Fn() -> jitfuse::MemoryAnalysis>)> = vec![
             (
                 "fused forward",
                 "attention fwd",
                 |q, k, v| fused_fwd(q, k, v).len(),
-                Box::new(|| fused_fwd::lower(&q, &k, &v).unwrap().compile().unwrap().memory_analysis()),
+                Box::new(|| {
+                    fused_fwd::lower(&q, &k, &v)
+                        .unwrap()
+                        .compile()
+                        .unwrap()
+                        .memory_analysis()
+                }),
             ),
             (
                 "fused gradient",
                 "attention grad",
                 |q, k, v| fused_grad(q, k, v).len(),
-                Box::new(|| fused_grad::lower(&q, &k, &v).unwrap().compile().unwrap().memory_analysis()),
+                Box::new(|| {
+                    fused_grad::lower(&q, &k, &v)
+                        .unwrap()
+                        .compile()
+                        .unwrap()
+                        .memory_analysis()
+                }),
             ),
         ];
         if s <= unfused_max {
@@ -153,13 +174,25 @@ fn main() {
                 "composition forward",
                 "attention fwd",
                 |q, k, v| unfused_fwd(q, k, v).len(),
-                Box::new(|| unfused_fwd::lower(&q, &k, &v).unwrap().compile().unwrap().memory_analysis()),
+                Box::new(|| {
+                    unfused_fwd::lower(&q, &k, &v)
+                        .unwrap()
+                        .compile()
+                        .unwrap()
+                        .memory_analysis()
+                }),
             ));
             cases.push((
                 "composition gradient",
                 "attention grad",
                 |q, k, v| unfused_grad(q, k, v).len(),
-                Box::new(|| unfused_grad::lower(&q, &k, &v).unwrap().compile().unwrap().memory_analysis()),
+                Box::new(|| {
+                    unfused_grad::lower(&q, &k, &v)
+                        .unwrap()
+                        .compile()
+                        .unwrap()
+                        .memory_analysis()
+                }),
             ));
         }
         for (name, xla_name, call, mem) in &cases {
@@ -189,7 +222,11 @@ fn main() {
             println!(
                 "| {name} | {s} | {ms:.1} | {} | {} | {} | {} | {} |",
                 mib(temp),
-                if xms.is_nan() { "—".into() } else { format!("{xms:.1}") },
+                if xms.is_nan() {
+                    "—".into()
+                } else {
+                    format!("{xms:.1}")
+                },
                 mib(xtemp),
                 ratio(ms, xms),
                 ratio(temp, xtemp),

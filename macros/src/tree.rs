@@ -11,8 +11,8 @@
 
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned, ToTokens};
-use syn::spanned::Spanned;
 use syn::ext::IdentExt;
+use syn::spanned::Spanned;
 use syn::{parse_quote, Data, DeriveInput, Fields, Index, Member};
 
 pub fn derive(input: TokenStream) -> syn::Result<TokenStream> {
@@ -67,11 +67,13 @@ pub fn derive(input: TokenStream) -> syn::Result<TokenStream> {
             Member::Named(id) => id.unraw().to_string(),
             Member::Unnamed(i) => i.index.to_string(),
         };
-        names.push(quote_spanned!(ty.span()=> <#ty as ::jitfuse::Tree>::collect_names(
+        names.push(
+            quote_spanned!(ty.span()=> <#ty as ::jitfuse::Tree>::collect_names(
             &self.#m,
             &::jitfuse::__private::join_path(__jitfuse_path, #part),
             __jitfuse_out,
-        );));
+        );),
+        );
         let span = ty.span();
         collect.push(quote_spanned!(span=> <#ty as ::jitfuse::Tree>::collect_leaves(&self.#m, __jitfuse_out);));
         structure.push(

@@ -89,7 +89,11 @@ pub fn attention_grad(spec: &AttnSpec, ins: &[&Tensor], out_shape: &[usize]) -> 
     let dout = as_f64s(ins[4]);
     let mask = ins.get(5).map(|m| as_f64s(m));
     let p = weights(spec, &q, &k, mask.as_deref(), &n);
-    let (nq, nk, nv) = (n.batch * n.sq * n.d, n.batch * n.sk * n.d, n.batch * n.sk * n.dv);
+    let (nq, nk, nv) = (
+        n.batch * n.sq * n.d,
+        n.batch * n.sk * n.d,
+        n.batch * n.sk * n.dv,
+    );
     let mut g = vec![0.0; nq + nk + nv];
     let (dq, rest) = g.split_at_mut(nq);
     let (dk, dv) = rest.split_at_mut(nk);

@@ -62,7 +62,12 @@ pub fn to_bytes<T: Tree>(tree: &T) -> Result<Vec<u8>, Error> {
                 ),
             )
         })?;
-        data.push((name.clone(), t.dtype(), t.shape().to_vec(), little_endian(t.dtype(), buf.bytes())));
+        data.push((
+            name.clone(),
+            t.dtype(),
+            t.shape().to_vec(),
+            little_endian(t.dtype(), buf.bytes()),
+        ));
     }
     let views = data
         .iter()
@@ -90,10 +95,14 @@ pub fn load<T: Tree>(path: impl AsRef<Path>, template: &T) -> Result<T, Error> {
     let bytes = std::fs::read(path).map_err(|e| {
         Error::new(
             ErrorKind::Io,
-            format!("loading a checkpoint: cannot read `{}`: {e}", path.display()),
+            format!(
+                "loading a checkpoint: cannot read `{}`: {e}",
+                path.display()
+            ),
         )
     })?;
-    from_bytes(&bytes, template).map_err(|e| e.prefixed(&format!("checkpoint `{}`", path.display())))
+    from_bytes(&bytes, template)
+        .map_err(|e| e.prefixed(&format!("checkpoint `{}`", path.display())))
 }
 
 /// [`load`] from the bytes of a safetensors file.
@@ -147,7 +156,8 @@ pub fn from_bytes<T: Tree>(bytes: &[u8], template: &T) -> Result<T, Error> {
                 )));
             }
         }
-        let buf = Buffer::try_from_bytes(&data, || format!("loading tensor `{name}` ({expected})"))?;
+        let buf =
+            Buffer::try_from_bytes(&data, || format!("loading tensor `{name}` ({expected})"))?;
         out.push(Tensor::from_buffer(
             Arc::new(buf),
             want.shape().to_vec(),

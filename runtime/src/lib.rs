@@ -7,8 +7,8 @@ pub mod error;
 mod internal;
 pub mod interp;
 mod interp_attention;
-pub mod io;
 mod interp_reduce;
+pub mod io;
 pub mod ir;
 pub mod shape;
 pub mod storage;
@@ -37,8 +37,8 @@ pub use control::{cond, fori_loop, scan, while_loop, AxisIter};
 pub use exec::MemoryAnalysis;
 pub use io::{load, save};
 pub use jit::{clear_caches, CacheStats, Compiled, Lowered};
-pub use tensor::attention::{attention, attention_with, AttnMask, AttnOptions};
 pub use random::Key;
+pub use tensor::attention::{attention, attention_with, AttnMask, AttnOptions};
 pub use tensor::composite::softmax_cross_entropy;
 pub use tensor::ops::{select, where_, IntoOperand};
 pub use tensor::reduce::Axes;
@@ -47,11 +47,11 @@ pub use tensor::shape_ops::{concat, stack, Slice};
 /// What `#[jit]`-generated code calls. Not a stable API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::autodiff::join_path;
     pub use crate::control::staging::{
         staged_for, staged_for_range, staged_for_range_inclusive, staged_if, staged_while,
         static_if_cond, static_iter, static_while_cond,
     };
-    pub use crate::autodiff::join_path;
     pub use crate::internal::inject_panic;
     pub use crate::jit::{
         assert_static_arg, borrowed_tree, fail, flatten_output, rebuild_output, BorrowedTree,

@@ -58,12 +58,24 @@ fn fused(q: &Tensor, k: &Tensor, v: &Tensor, m: &Tensor, kind: usize) -> Tensor 
 }
 
 #[jit]
-fn fused_grad(q: &Tensor, k: &Tensor, v: &Tensor, m: &Tensor, w: &Tensor, kind: usize) -> Vec<Tensor> {
+fn fused_grad(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    m: &Tensor,
+    w: &Tensor,
+    kind: usize,
+) -> Vec<Tensor> {
     let kind = [Kind::None, Kind::Causal, Kind::Bool, Kind::Additive][kind];
     jitfuse::grad(
         |x: &Vec<Tensor>| {
-            (attention_with(&x[0], &x[1], &x[2], mask_of(kind, m), AttnOptions { scale: Some(0.3) })
-                * w)
+            (attention_with(
+                &x[0],
+                &x[1],
+                &x[2],
+                mask_of(kind, m),
+                AttnOptions { scale: Some(0.3) },
+            ) * w)
                 .sum_all()
         },
         &vec![q.clone(), k.clone(), v.clone()],
@@ -72,7 +84,14 @@ fn fused_grad(q: &Tensor, k: &Tensor, v: &Tensor, m: &Tensor, w: &Tensor, kind: 
 
 /// The composition's gradient, eagerly, with pattern fusion off (it would turn the
 /// composition into the op).
-fn composed_grad(q: &Tensor, k: &Tensor, v: &Tensor, m: &Tensor, w: &Tensor, kind: Kind) -> Vec<Tensor> {
+fn composed_grad(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    m: &Tensor,
+    w: &Tensor,
+    kind: Kind,
+) -> Vec<Tensor> {
     jitfuse::passes::set_pattern_fusion(false);
     let g = jitfuse::grad(
         |x: &Vec<Tensor>| (composed(&x[0], &x[1], &x[2], mask_of(kind, m), 0.3) * w).sum_all(),
@@ -100,7 +119,12 @@ fn cases() -> Vec<Case> {
         // One head, tiles of 64 queries and 128 keys crossed on both sides.
         c(&[70, 16], &[200, 16], &[200, 24], &[70, 200]),
         // Batch and heads, Sq > Sk, k and v shared by the heads (broadcast).
-        c(&[2, 3, 130, 8], &[2, 1, 65, 8], &[2, 1, 65, 8], &[1, 1, 130, 65]),
+        c(
+            &[2, 3, 130, 8],
+            &[2, 1, 65, 8],
+            &[2, 1, 65, 8],
+            &[1, 1, 130, 65],
+        ),
         // A mask broadcast over the rows; one query row; one key.
         c(&[3, 1, 5], &[3, 9, 5], &[3, 9, 2], &[3, 1, 9]),
         c(&[4, 6], &[1, 6], &[1, 3], &[4, 1]),
@@ -109,8 +133,14 @@ fn cases() -> Vec<Case> {
 
 fn tol(d: DType) -> Tol {
     match d {
-        DType::F32 => Tol { rel: 2e-4, abs: 2e-5 },
-        _ => Tol { rel: 1e-9, abs: 1e-11 },
+        DType::F32 => Tol {
+            rel: 2e-4,
+            abs: 2e-5,
+        },
+        _ => Tol {
+            rel: 1e-9,
+            abs: 1e-11,
+        },
     }
 }
 
@@ -146,10 +176,26 @@ fn compiled_attention_matches_the_composition_and_the_definition() {
                 let got = fused(&q, &k, &v, &m, ki);
                 let what = format!("{kind:?} {d} q {:?} k {:?} v {:?}", c.q, c.k, c.v);
                 // The eager op is the interpreter's definition (f64, score matrix and all).
-                let def = attention_with(&q, &k, &v, mask_of(kind, &m), AttnOptions { scale: Some(0.3) });
-                assert_close(&got, &def, tol(d), &format!("{what}: against the definition"));
+                let def = attention_with(
+                    &q,
+                    &k,
+                    &v,
+                    mask_of(kind, &m),
+                    AttnOptions { scale: Some(0.3) },
+                );
+                assert_close(
+                    &got,
+                    &def,
+                    tol(d),
+                    &format!("{what}: against the definition"),
+                );
                 let comp = composed(&q, &k, &v, mask_of(kind, &m), 0.3);
-                assert_close(&got, &comp, tol(d), &format!("{what}: against the composition"));
+                assert_close(
+                    &got,
+                    &comp,
+                    tol(d),
+                    &format!("{what}: against the composition"),
+                );
             }
         }
     }
@@ -167,13 +213,24 @@ fn attention_gradients_match_the_composition() {
                 for (j, (a, b)) in got.iter().zip(&want).enumerate() {
                     assert_eq!(a.shape(), b.shape());
                     // Normwise: a gradient element can be a cancellation of larger terms.
-                    let scale = crate::common::to_f64s(b).iter().fold(1.0f64, |m, x| m.max(x.abs()));
+                    let scale = crate::common::to_f64s(b)
+                        .iter()
+                        .fold(1.0f64, |m, x| m.max(x.abs()));
                     let t = tol(d);
                     assert_close(
                         a,
                         b,
-                        Tol { rel: t.rel, abs: t.rel * scale },
-                        &format!("d{} of {kind:?} {d} q {:?} k {:?} v {:?}", ["q", "k", "v"][j], c.q, c.k, c.v),
+                        Tol {
+                            rel: t.rel,
+                            abs: t.rel * scale,
+                        },
+                        &format!(
+                            "d{} of {kind:?} {d} q {:?} k {:?} v {:?}",
+                            ["q", "k", "v"][j],
+                            c.q,
+                            c.k,
+                            c.v
+                        ),
                     );
                 }
             }
@@ -191,7 +248,10 @@ fn attention_gradients_match_finite_differences_in_f64() {
             let [q, k, v, m, w] = inputs(&mut rng, &c, kind, DType::F64);
             let g = fused_grad(&q, &k, &v, &m, &w, ki);
             let f = |q: &Tensor, k: &Tensor, v: &Tensor| {
-                (fused(q, k, v, &m, ki) * &w).sum_all().item::<f64>().unwrap()
+                (fused(q, k, v, &m, ki) * &w)
+                    .sum_all()
+                    .item::<f64>()
+                    .unwrap()
             };
             let x = [&q, &k, &v];
             for j in 0..3 {
@@ -231,12 +291,17 @@ fn fully_masked_rows_are_nan_and_no_keys_give_zeros() {
     let row = Tensor::iota(&[5, 7], 0, DType::I32);
     let m = row.ne(2);
     let got = masked_rows(&q, &k, &v, &m).to_vec::<f32>().unwrap();
-    let want = composed(&q, &k, &v, AttnMask::Bool(&m), 0.5).to_vec::<f32>().unwrap();
+    let want = composed(&q, &k, &v, AttnMask::Bool(&m), 0.5)
+        .to_vec::<f32>()
+        .unwrap();
     for (i, (a, b)) in got.iter().zip(&want).enumerate() {
         if i / 3 == 2 {
             assert!(a.is_nan() && b.is_nan(), "row 2: {a} {b}");
         } else {
-            assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "element {i}: {a} vs {b}");
+            assert!(
+                (a - b).abs() <= 1e-5 * (1.0 + b.abs()),
+                "element {i}: {a} vs {b}"
+            );
         }
     }
     let k0 = Tensor::zeros(&[0, 4], DType::F32);
@@ -255,7 +320,11 @@ fn causal_long(q: &Tensor, k: &Tensor, v: &Tensor) -> Tensor {
 #[jit]
 fn causal_long_grad(q: &Tensor, k: &Tensor, v: &Tensor) -> Vec<Tensor> {
     jitfuse::grad(
-        |x: &Vec<Tensor>| attention(&x[0], &x[1], &x[2], AttnMask::Causal).square().sum_all(),
+        |x: &Vec<Tensor>| {
+            attention(&x[0], &x[1], &x[2], AttnMask::Causal)
+                .square()
+                .sum_all()
+        },
         &vec![q.clone(), k.clone(), v.clone()],
     )
 }
@@ -268,16 +337,38 @@ fn compiled_attention_keeps_no_score_matrix() {
     let mut rng = Rng::new(7);
     let t = |rng: &mut Rng| random_tensor(rng, &[h, s, d], DType::F32, -1.0, 1.0, false);
     let (q, k, v) = (t(&mut rng), t(&mut rng), t(&mut rng));
-    let (lf, lb) = (causal_long::lower(&q, &k, &v).unwrap(), causal_long_grad::lower(&q, &k, &v).unwrap());
-    assert!(lf.as_text().contains("attention[causal,"), "{}", lf.as_text());
-    assert!(lb.as_text().contains("attention_grad[causal,"), "{}", lb.as_text());
-    let (fwd, bwd) = (lf.compile().unwrap().memory_analysis(), lb.compile().unwrap().memory_analysis());
+    let (lf, lb) = (
+        causal_long::lower(&q, &k, &v).unwrap(),
+        causal_long_grad::lower(&q, &k, &v).unwrap(),
+    );
+    assert!(
+        lf.as_text().contains("attention[causal,"),
+        "{}",
+        lf.as_text()
+    );
+    assert!(
+        lb.as_text().contains("attention_grad[causal,"),
+        "{}",
+        lb.as_text()
+    );
+    let (fwd, bwd) = (
+        lf.compile().unwrap().memory_analysis(),
+        lb.compile().unwrap().memory_analysis(),
+    );
     println!("attention 2 x 2048 x 32: forward {fwd:?}\ngradient {bwd:?}");
     let scores = h * s * s * 4;
-    assert!(fwd.temp_bytes < scores / 16, "forward temp {} bytes: {fwd:?}", fwd.temp_bytes);
+    assert!(
+        fwd.temp_bytes < scores / 16,
+        "forward temp {} bytes: {fwd:?}",
+        fwd.temp_bytes
+    );
     // The gradient keeps the forward output and the flat [dq, dk, dv] besides its tiles.
     let io = 4 * h * s * d * 4;
-    assert!(bwd.temp_bytes < io + scores / 16, "gradient temp {} bytes: {bwd:?}", bwd.temp_bytes);
+    assert!(
+        bwd.temp_bytes < io + scores / 16,
+        "gradient temp {} bytes: {bwd:?}",
+        bwd.temp_bytes
+    );
     // And it computes the same as the definition on a slice of the rows.
     let got = causal_long(&q, &k, &v);
     let q1 = q.slice_axis(1, 1900, 1964, 1);
@@ -288,8 +379,19 @@ fn compiled_attention_keeps_no_score_matrix() {
         let col = Tensor::iota(&[64, 1964], 1, DType::I32);
         col.le(&row)
     };
-    let want_masked = composed(&q1, &k.slice_axis(1, 0, 1964, 1), &v.slice_axis(1, 0, 1964, 1), AttnMask::Bool(&shifted), 1.0 / (d as f64).sqrt());
-    assert_close(&got.slice_axis(1, 1900, 1964, 1), &want_masked, tol(DType::F32), "rows 1900..1964");
+    let want_masked = composed(
+        &q1,
+        &k.slice_axis(1, 0, 1964, 1),
+        &v.slice_axis(1, 0, 1964, 1),
+        AttnMask::Bool(&shifted),
+        1.0 / (d as f64).sqrt(),
+    );
+    assert_close(
+        &got.slice_axis(1, 1900, 1964, 1),
+        &want_masked,
+        tol(DType::F32),
+        "rows 1900..1964",
+    );
 }
 
 #[test]
@@ -311,8 +413,18 @@ fn attention_rejects_mismatched_operands_with_clear_errors() {
         p.downcast_ref::<String>().cloned().unwrap_or_default()
     };
     let e = err(&|| attention(&t(&[4, 8]), &t(&[6, 5]), &t(&[6, 2]), AttnMask::None));
-    assert!(e.contains("`attention`") && e.contains("f32[4,8]") && e.contains("f32[6,5]"), "{e}");
-    let e = err(&|| attention(&t(&[2, 4, 8]), &t(&[3, 6, 8]), &t(&[3, 6, 2]), AttnMask::None));
+    assert!(
+        e.contains("`attention`") && e.contains("f32[4,8]") && e.contains("f32[6,5]"),
+        "{e}"
+    );
+    let e = err(&|| {
+        attention(
+            &t(&[2, 4, 8]),
+            &t(&[3, 6, 8]),
+            &t(&[3, 6, 2]),
+            AttnMask::None,
+        )
+    });
     assert!(e.contains("do not broadcast"), "{e}");
     let m = Tensor::zeros(&[4, 5], DType::F32);
     let e = err(&|| attention(&t(&[4, 8]), &t(&[6, 8]), &t(&[6, 2]), AttnMask::Bool(&m)));
@@ -325,14 +437,18 @@ fn attention_rejects_mismatched_operands_with_clear_errors() {
 fn spelled_causal(q: &Tensor, k: &Tensor, v: &Tensor) -> Tensor {
     let s = q.matmul(&swap_last(k)) / (q.shape()[q.ndim() - 1] as f64).sqrt();
     let (sq, sk) = (q.shape()[q.ndim() - 2], k.shape()[k.ndim() - 2]);
-    jitfuse::where_(&tril(sq, sk), &s, f64::NEG_INFINITY).softmax(-1).matmul(v)
+    jitfuse::where_(&tril(sq, sk), &s, f64::NEG_INFINITY)
+        .softmax(-1)
+        .matmul(v)
 }
 
 #[jit]
 fn spelled_bool(q: &Tensor, k: &Tensor, v: &Tensor, m: &Tensor) -> Tensor {
     // q scaled before the product.
     let s = (q * 0.3).matmul(&swap_last(k));
-    jitfuse::where_(m, &s, f64::NEG_INFINITY).softmax(-1).matmul(v)
+    jitfuse::where_(m, &s, f64::NEG_INFINITY)
+        .softmax(-1)
+        .matmul(v)
 }
 
 #[jit]
@@ -344,7 +460,13 @@ fn spelled_additive(q: &Tensor, kt: &Tensor, v: &Tensor, bias: &Tensor) -> Tenso
 #[jit]
 fn spelled_plain_grad(q: &Tensor, k: &Tensor, v: &Tensor) -> Vec<Tensor> {
     jitfuse::grad(
-        |x: &Vec<Tensor>| (x[0].matmul(&swap_last(&x[1])) * 0.3).softmax(-1).matmul(&x[2]).square().sum_all(),
+        |x: &Vec<Tensor>| {
+            (x[0].matmul(&swap_last(&x[1])) * 0.3)
+                .softmax(-1)
+                .matmul(&x[2])
+                .square()
+                .sum_all()
+        },
         &vec![q.clone(), k.clone(), v.clone()],
     )
 }
@@ -359,52 +481,133 @@ fn weights_also_returned(q: &Tensor, k: &Tensor, v: &Tensor) -> (Tensor, Tensor)
 #[jit]
 fn finite_fill(q: &Tensor, k: &Tensor, v: &Tensor) -> Tensor {
     let s = q.matmul(&swap_last(k)) * 0.3;
-    jitfuse::where_(&tril(q.shape()[0], k.shape()[0]), &s, -1e9).softmax(-1).matmul(v)
+    jitfuse::where_(&tril(q.shape()[0], k.shape()[0]), &s, -1e9)
+        .softmax(-1)
+        .matmul(v)
 }
 
 /// The simplified graph of a lowering.
 fn simplified(text: String) -> String {
-    text.split("// ---- simplified graph ----").nth(1).unwrap().split("// ---- kernels").next().unwrap().to_string()
+    text.split("// ---- simplified graph ----")
+        .nth(1)
+        .unwrap()
+        .split("// ---- kernels")
+        .next()
+        .unwrap()
+        .to_string()
 }
 
 #[test]
 fn the_spelled_out_pattern_compiles_to_the_fused_op() {
     let mut rng = Rng::new(8);
     let t = |rng: &mut Rng, s: &[usize]| random_tensor(rng, s, DType::F32, -1.5, 1.5, false);
-    let (q, k, v) = (t(&mut rng, &[2, 70, 16]), t(&mut rng, &[2, 90, 16]), t(&mut rng, &[2, 90, 8]));
+    let (q, k, v) = (
+        t(&mut rng, &[2, 70, 16]),
+        t(&mut rng, &[2, 90, 16]),
+        t(&mut rng, &[2, 90, 8]),
+    );
     let m = random_tensor(&mut rng, &[2, 70, 90], DType::F32, 0.0, 1.0, false)
         .gt(0.3)
         .logical_or(&Tensor::iota(&[2, 70, 90], 2, DType::I32).eq(0));
     let bias = t(&mut rng, &[70, 90]);
     let kt = swap_last(&k);
-    let tol = Tol { rel: 2e-4, abs: 2e-5 };
+    let tol = Tol {
+        rel: 2e-4,
+        abs: 2e-5,
+    };
     let check = |name: &str, text: String, kind: &str| {
         let s = simplified(text);
-        assert!(s.contains(&format!("attention[{kind},")), "{name}: not fused:\n{s}");
-        assert!(!s.contains("reduce_max"), "{name}: the softmax is still there:\n{s}");
+        assert!(
+            s.contains(&format!("attention[{kind},")),
+            "{name}: not fused:\n{s}"
+        );
+        assert!(
+            !s.contains("reduce_max"),
+            "{name}: the softmax is still there:\n{s}"
+        );
     };
-    check("causal", spelled_causal::lower(&q, &k, &v).unwrap().as_text(), "causal");
+    check(
+        "causal",
+        spelled_causal::lower(&q, &k, &v).unwrap().as_text(),
+        "causal",
+    );
     let want = attention(&q, &k, &v, AttnMask::Causal);
-    assert_close(&spelled_causal(&q, &k, &v), &want, tol, "causal spelled out");
-    check("bool", spelled_bool::lower(&q, &k, &v, &m).unwrap().as_text(), "bool");
-    let want = attention_with(&q, &k, &v, AttnMask::Bool(&m), AttnOptions { scale: Some(0.3) });
-    assert_close(&spelled_bool(&q, &k, &v, &m), &want, tol, "bool spelled out");
-    check("additive", spelled_additive::lower(&q, &kt, &v, &bias).unwrap().as_text(), "additive");
-    let want = attention_with(&q, &k, &v, AttnMask::Additive(&bias), AttnOptions { scale: Some(0.3) });
-    assert_close(&spelled_additive(&q, &kt, &v, &bias), &want, tol, "additive spelled out");
+    assert_close(
+        &spelled_causal(&q, &k, &v),
+        &want,
+        tol,
+        "causal spelled out",
+    );
+    check(
+        "bool",
+        spelled_bool::lower(&q, &k, &v, &m).unwrap().as_text(),
+        "bool",
+    );
+    let want = attention_with(
+        &q,
+        &k,
+        &v,
+        AttnMask::Bool(&m),
+        AttnOptions { scale: Some(0.3) },
+    );
+    assert_close(
+        &spelled_bool(&q, &k, &v, &m),
+        &want,
+        tol,
+        "bool spelled out",
+    );
+    check(
+        "additive",
+        spelled_additive::lower(&q, &kt, &v, &bias)
+            .unwrap()
+            .as_text(),
+        "additive",
+    );
+    let want = attention_with(
+        &q,
+        &k,
+        &v,
+        AttnMask::Additive(&bias),
+        AttnOptions { scale: Some(0.3) },
+    );
+    assert_close(
+        &spelled_additive(&q, &kt, &v, &bias),
+        &want,
+        tol,
+        "additive spelled out",
+    );
     // The gradient of the spelled-out pattern is the fused gradient.
     let text = spelled_plain_grad::lower(&q, &k, &v).unwrap().as_text();
-    assert!(simplified(text.clone()).contains("attention_grad[none,"), "{text}");
+    assert!(
+        simplified(text.clone()).contains("attention_grad[none,"),
+        "{text}"
+    );
     let got = spelled_plain_grad(&q, &k, &v);
     jitfuse::passes::set_pattern_fusion(false);
     let want = jitfuse::grad(
-        |x: &Vec<Tensor>| (x[0].matmul(&swap_last(&x[1])) * 0.3).softmax(-1).matmul(&x[2]).square().sum_all(),
+        |x: &Vec<Tensor>| {
+            (x[0].matmul(&swap_last(&x[1])) * 0.3)
+                .softmax(-1)
+                .matmul(&x[2])
+                .square()
+                .sum_all()
+        },
         &vec![q.clone(), k.clone(), v.clone()],
     );
     jitfuse::passes::set_pattern_fusion(true);
     for (a, b) in got.iter().zip(&want) {
-        let scale = crate::common::to_f64s(b).iter().fold(1.0f64, |m, x| m.max(x.abs()));
-        assert_close(a, b, Tol { rel: 2e-4, abs: 2e-4 * scale }, "gradient of the spelled-out pattern");
+        let scale = crate::common::to_f64s(b)
+            .iter()
+            .fold(1.0f64, |m, x| m.max(x.abs()));
+        assert_close(
+            a,
+            b,
+            Tol {
+                rel: 2e-4,
+                abs: 2e-4 * scale,
+            },
+            "gradient of the spelled-out pattern",
+        );
     }
 }
 
@@ -412,7 +615,11 @@ fn the_spelled_out_pattern_compiles_to_the_fused_op() {
 fn near_misses_keep_the_composition_and_say_why() {
     let mut rng = Rng::new(9);
     let t = |rng: &mut Rng, s: &[usize]| random_tensor(rng, s, DType::F32, -1.0, 1.0, false);
-    let (q, k, v) = (t(&mut rng, &[12, 8]), t(&mut rng, &[12, 8]), t(&mut rng, &[12, 4]));
+    let (q, k, v) = (
+        t(&mut rng, &[12, 8]),
+        t(&mut rng, &[12, 8]),
+        t(&mut rng, &[12, 4]),
+    );
     let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let sink = lines.clone();
     jitfuse::jit::set_log(Some("fusion"));
@@ -423,18 +630,42 @@ fn near_misses_keep_the_composition_and_say_why() {
     let fill = finite_fill::lower(&q, &k, &v).unwrap().as_text();
     jitfuse::jit::set_log_sink(old);
     jitfuse::jit::set_log(None);
-    assert!(!simplified(text).contains("attention["), "returned weights: fused anyway");
-    assert!(!simplified(fill).contains("attention["), "a finite fill is not a mask");
+    assert!(
+        !simplified(text).contains("attention["),
+        "returned weights: fused anyway"
+    );
+    assert!(
+        !simplified(fill).contains("attention["),
+        "a finite fill is not a mask"
+    );
     let lines = lines.lock().unwrap();
     assert!(
-        lines.iter().any(|l| l.contains("left unfused") && l.contains("also read outside the pattern")),
+        lines
+            .iter()
+            .any(|l| l.contains("left unfused") && l.contains("also read outside the pattern")),
         "{lines:?}"
     );
     // Both still compute the composition.
     let (o, p) = weights_also_returned(&q, &k, &v);
     let want_p = (q.matmul(&swap_last(&k)) * 0.3).softmax(-1);
-    assert_close(&p, &want_p, Tol { rel: 2e-4, abs: 2e-6 }, "weights");
-    assert_close(&o, &want_p.matmul(&v), Tol { rel: 2e-4, abs: 2e-5 }, "output");
+    assert_close(
+        &p,
+        &want_p,
+        Tol {
+            rel: 2e-4,
+            abs: 2e-6,
+        },
+        "weights",
+    );
+    assert_close(
+        &o,
+        &want_p.matmul(&v),
+        Tol {
+            rel: 2e-4,
+            abs: 2e-5,
+        },
+        "output",
+    );
 }
 
 // ---- What else a transformer needs ----
@@ -454,15 +685,27 @@ fn tril_and_triu_follow_numpy() {
         for i in 0..b * r * c {
             let (row, col) = ((i / c % r) as isize, (i % c) as isize);
             let v = i as f32 + 1.0;
-            assert_eq!(lo[i], if col <= row + k { v } else { 0.0 }, "tril({k}) at {i}");
-            assert_eq!(up[i], if col >= row + k { v } else { 0.0 }, "triu({k}) at {i}");
+            assert_eq!(
+                lo[i],
+                if col <= row + k { v } else { 0.0 },
+                "tril({k}) at {i}"
+            );
+            assert_eq!(
+                up[i],
+                if col >= row + k { v } else { 0.0 },
+                "triu({k}) at {i}"
+            );
         }
         // Eager agrees.
         assert_eq!(x.tril(k).to_vec::<f32>().unwrap(), lo);
     }
-    let p = std::panic::catch_unwind(|| Tensor::vector(&[1.0f32, 2.0]).tril(0)).expect_err("rank 1");
+    let p =
+        std::panic::catch_unwind(|| Tensor::vector(&[1.0f32, 2.0]).tril(0)).expect_err("rank 1");
     let msg = p.downcast_ref::<String>().cloned().unwrap_or_default();
-    assert!(msg.contains("`tril` needs rank >= 2") && msg.contains("f32[2]"), "{msg}");
+    assert!(
+        msg.contains("`tril` needs rank >= 2") && msg.contains("f32[2]"),
+        "{msg}"
+    );
 }
 
 #[jit]
@@ -478,9 +721,21 @@ fn layer_norm_without_a_shift() {
     let b = random_tensor(&mut rng, &[33], DType::F32, -1.0, 1.0, false);
     let got = norm_without_shift(&x, &g);
     let with_shift = x.layer_norm(&g, &b, 1e-5, -1);
-    assert_close(&(got.clone() + &b), &with_shift, Tol { rel: 1e-5, abs: 1e-5 }, "no shift + b");
+    assert_close(
+        &(got.clone() + &b),
+        &with_shift,
+        Tol {
+            rel: 1e-5,
+            abs: 1e-5,
+        },
+        "no shift + b",
+    );
     // By hand in f64.
-    let (xv, gv, gotv) = (x.to_vec::<f32>().unwrap(), g.to_vec::<f32>().unwrap(), got.to_vec::<f32>().unwrap());
+    let (xv, gv, gotv) = (
+        x.to_vec::<f32>().unwrap(),
+        g.to_vec::<f32>().unwrap(),
+        got.to_vec::<f32>().unwrap(),
+    );
     for r in 0..6 {
         let row: Vec<f64> = xv[r * 33..(r + 1) * 33].iter().map(|&v| v as f64).collect();
         let mean = row.iter().sum::<f64>() / 33.0;
@@ -488,7 +743,10 @@ fn layer_norm_without_a_shift() {
         for c in 0..33 {
             let want = (row[c] - mean) / (var + 1e-5).sqrt() * gv[c] as f64;
             let a = gotv[r * 33 + c] as f64;
-            assert!((a - want).abs() <= 1e-5 * (1.0 + want.abs()), "[{r}, {c}]: {a} vs {want}");
+            assert!(
+                (a - want).abs() <= 1e-5 * (1.0 + want.abs()),
+                "[{r}, {c}]: {a} vs {want}"
+            );
         }
     }
 }

@@ -1441,7 +1441,9 @@ fn a_nanogpt_training_loop_stays_within_its_reported_peak() {
     let mut rng = crate::common::Rng::new(5);
     let params = init(&mut rng);
     let zeros = |p: &[Tensor]| -> Vec<Tensor> {
-        p.iter().map(|t| Tensor::zeros(t.shape(), DType::F32)).collect()
+        p.iter()
+            .map(|t| Tensor::zeros(t.shape(), DType::F32))
+            .collect()
     };
     let (mut m, mut v) = (zeros(&params), zeros(&params));
     let (ids, targets) = batch(0);
@@ -1484,7 +1486,10 @@ fn a_nanogpt_training_loop_stays_within_its_reported_peak() {
         losses[0],
         losses[losses.len() - 1],
     );
-    assert!(mem.alias_bytes > 0, "the donated state is written in place: {mem:?}");
+    assert!(
+        mem.alias_bytes > 0,
+        "the donated state is written in place: {mem:?}"
+    );
     // FIXME: the GEMM (`gemm` 0.19) allocates its packing buffers on every product, about
     // 290 transient allocations per step here; no other step allocates. They are freed within
     // the product (the resident bound below holds); until the packing space is planned, the
@@ -1539,7 +1544,10 @@ fn an_impossible_budget_on_a_large_graph_is_reported() {
     train_step::set_memory_budget(None);
     let msg = e.to_string();
     println!("impossible budget {budget} on the nanoGPT step: reported in {took:?}: {msg}");
-    assert!(msg.contains(&format!("memory budget of {budget} bytes cannot be met")), "{msg}");
+    assert!(
+        msg.contains(&format!("memory budget of {budget} bytes cannot be met")),
+        "{msg}"
+    );
     let (l, ..) = train_step(params, zeros.clone(), zeros, &ids, &targets);
     assert!(l.item::<f32>().unwrap().is_finite());
 }
@@ -1555,16 +1563,31 @@ fn scaled_by_own_norm(g: &Tensor) -> Tensor {
 /// fuses its own producer (the square) instead of materialising it.
 #[test]
 fn a_norm_feeding_back_into_its_input_fuses_its_producer() {
-    let g = Tensor::from_vec((0..256 * 256).map(|i| (i % 7) as f32 - 3.0).collect(), &[256, 256])
-        .unwrap();
+    let g = Tensor::from_vec(
+        (0..256 * 256).map(|i| (i % 7) as f32 - 3.0).collect(),
+        &[256, 256],
+    )
+    .unwrap();
     let c = scaled_by_own_norm::lower(&g).unwrap().compile().unwrap();
     let m = c.memory_analysis();
-    assert!(m.temp_bytes < 4096, "the square is not materialised: {m:?}\n{}", c.kernels_text());
-    let norm = (g.to_vec::<f32>().unwrap().iter().map(|&x| (x as f64) * (x as f64)).sum::<f64>())
-        .sqrt();
+    assert!(
+        m.temp_bytes < 4096,
+        "the square is not materialised: {m:?}\n{}",
+        c.kernels_text()
+    );
+    let norm = (g
+        .to_vec::<f32>()
+        .unwrap()
+        .iter()
+        .map(|&x| (x as f64) * (x as f64))
+        .sum::<f64>())
+    .sqrt();
     let got = scaled_by_own_norm(&g).to_vec::<f32>().unwrap();
     for (a, x) in got.iter().zip(g.to_vec::<f32>().unwrap()) {
         let want = x as f64 / (norm + 1.0);
-        assert!((*a as f64 - want).abs() <= 1e-6 * want.abs().max(1e-3), "{a} vs {want}");
+        assert!(
+            (*a as f64 - want).abs() <= 1e-6 * want.abs().max(1e-3),
+            "{a} vs {want}"
+        );
     }
 }

@@ -86,9 +86,7 @@ pub fn loss(p: &[Tensor], ids: &Tensor, targets: &Tensor) -> Tensor {
     let logits = x
         .reshape(&[(BATCH * BLOCK) as isize, WIDTH as isize])
         .matmul(&wte.t());
-    let labels = targets
-        .reshape(&[(BATCH * BLOCK) as isize])
-        .one_hot(VOCAB);
+    let labels = targets.reshape(&[(BATCH * BLOCK) as isize]).one_hot(VOCAB);
     jitfuse::softmax_cross_entropy(&logits, &labels)
 }
 
@@ -120,7 +118,9 @@ pub fn train_step(
 /// A learnable batch: each sequence walks the vocabulary with its own step.
 pub fn batch(step: usize) -> (Tensor, Tensor) {
     let seq = |b: usize, t: usize| ((b * 7 + step * 3 + t * (1 + b % 5)) % VOCAB) as i32;
-    let ids: Vec<i32> = (0..BATCH * BLOCK).map(|i| seq(i / BLOCK, i % BLOCK)).collect();
+    let ids: Vec<i32> = (0..BATCH * BLOCK)
+        .map(|i| seq(i / BLOCK, i % BLOCK))
+        .collect();
     let tgt: Vec<i32> = (0..BATCH * BLOCK)
         .map(|i| seq(i / BLOCK, i % BLOCK + 1))
         .collect();

@@ -85,9 +85,22 @@ fn grads_of(shape: &Net, steps: usize, seed: u64) -> Vec<Net> {
 /// The hand-written f64 optimisers, on flat leaves.
 #[derive(Clone)]
 enum Reference {
-    Sgd { lr: f64 },
-    Momentum { lr: f64, beta: f64, nesterov: bool },
-    Adam { lr: fn(usize) -> f64, b1: f64, b2: f64, eps: f64, wd: f64, decay: Vec<bool> },
+    Sgd {
+        lr: f64,
+    },
+    Momentum {
+        lr: f64,
+        beta: f64,
+        nesterov: bool,
+    },
+    Adam {
+        lr: fn(usize) -> f64,
+        b1: f64,
+        b2: f64,
+        eps: f64,
+        wd: f64,
+        decay: Vec<bool>,
+    },
 }
 
 struct RefState {
@@ -129,7 +142,8 @@ impl Reference {
                         let m = b1 * s.a[k][i] + (1.0 - b1) * gi;
                         let v = b2 * s.b[k][i] + (1.0 - b2) * gi * gi;
                         (s.a[k][i], s.b[k][i]) = (m, v);
-                        let mut u = (m / (1.0 - b1.powi(t))) / ((v / (1.0 - b2.powi(t))).sqrt() + eps);
+                        let mut u =
+                            (m / (1.0 - b1.powi(t))) / ((v / (1.0 - b2.powi(t))).sqrt() + eps);
                         if decay[k] {
                             u += wd * pi;
                         }
@@ -266,7 +280,11 @@ fn momentum_and_nesterov_match_the_reference() {
         for nesterov in [false, true] {
             let p0 = net(&mut Rng::new(3), &[4, 8, 3], dtype);
             let grads = grads_of(&p0, 5, 4);
-            let opt = if nesterov { nesterov_opt() } else { momentum_opt() };
+            let opt = if nesterov {
+                nesterov_opt()
+            } else {
+                momentum_opt()
+            };
             let s = check_against_reference(
                 &format!("momentum (nesterov {nesterov}, {dtype})"),
                 &opt,
@@ -350,7 +368,13 @@ fn the_weight_decay_mask_is_respected() {
     let names = p.leaf_names();
     assert_eq!(
         names,
-        ["layers.0.w", "layers.0.b", "layers.1.w", "layers.1.b", "gain"]
+        [
+            "layers.0.w",
+            "layers.0.b",
+            "layers.1.w",
+            "layers.1.b",
+            "gain"
+        ]
     );
     let masks = [
         Mask::by_leaf(|t| t.ndim() >= 2),
@@ -365,7 +389,10 @@ fn the_weight_decay_mask_is_respected() {
             let (a, b) = (to_f64s(a), to_f64s(&b));
             if k == 0 || k == 2 {
                 for (x, y) in a.iter().zip(&b) {
-                    assert!((x - y * (1.0 - 0.1 * 0.5)).abs() <= 1e-15, "{mask:?}: {x} vs {y}");
+                    assert!(
+                        (x - y * (1.0 - 0.1 * 0.5)).abs() <= 1e-15,
+                        "{mask:?}: {x} vs {y}"
+                    );
                 }
             } else {
                 assert_eq!(a, b, "{mask:?}: leaf {} is not decayed", names[k]);
@@ -375,7 +402,10 @@ fn the_weight_decay_mask_is_respected() {
     assert!(Mask::from_tree(&p).is_err(), "a mask tree of floats");
     let err = std::panic::catch_unwind(|| Mask::from_flags(vec![true]).resolve(&p)).unwrap_err();
     let msg = err.downcast_ref::<String>().unwrap();
-    assert!(msg.contains("a mask of 1 flags for a tree of 5 leaves"), "{msg}");
+    assert!(
+        msg.contains("a mask of 1 flags for a tree of 5 leaves"),
+        "{msg}"
+    );
 }
 
 /// Clipping, jitted; the threshold in thousandths (static).
@@ -398,21 +428,32 @@ fn clipping_by_the_global_norm_matches_the_formula() {
             let clip = optim::clip_by_global_norm(max);
             let (eager, ()) = clip.updates(&g, clip.init(&g), &g);
             let (jitted, n) = clip_step(&g, (max * 1000.0).round() as usize);
-            assert!((n.item::<f64>().unwrap() - norm).abs() <= tol * norm, "the global norm");
+            assert!(
+                (n.item::<f64>().unwrap() - norm).abs() <= tol * norm,
+                "the global norm"
+            );
             let scale = if norm < max { 1.0 } else { max / norm };
             let want: Vec<Vec<f64>> = leaves64(&g)
                 .iter()
                 .map(|l| l.iter().map(|x| x * scale).collect())
                 .collect();
             assert_leaves_close(&eager, &want, tol, &format!("clip {max} of {norm}, eager"));
-            assert_leaves_close(&jitted, &want, tol, &format!("clip {max} of {norm}, jitted"));
+            assert_leaves_close(
+                &jitted,
+                &want,
+                tol,
+                &format!("clip {max} of {norm}, jitted"),
+            );
             let clipped = optim::global_norm(&jitted).item::<f64>().unwrap();
             if norm < max {
                 for (a, b) in jitted.leaves().iter().zip(g.leaves()) {
                     assert_eq!(bits(a), bits(&b), "below the threshold: unchanged");
                 }
             } else {
-                assert!((clipped - max).abs() <= tol * 10.0 * max, "{clipped} vs {max}");
+                assert!(
+                    (clipped - max).abs() <= tol * 10.0 * max,
+                    "{clipped} vs {max}"
+                );
             }
         }
     }
@@ -432,7 +473,12 @@ fn clipping_chains_before_an_optimiser() {
     let want: Vec<Vec<f64>> = leaves64(&p)
         .iter()
         .zip(leaves64(&g))
-        .map(|(p, g)| p.iter().zip(&g).map(|(p, g)| p - 0.1 * g * 0.5 / norm).collect())
+        .map(|(p, g)| {
+            p.iter()
+                .zip(&g)
+                .map(|(p, g)| p - 0.1 * g * 0.5 / norm)
+                .collect()
+        })
         .collect();
     assert_leaves_close(&q, &want, 1e-14, "clip then sgd");
 }
@@ -455,22 +501,39 @@ fn warmup_cosine_matches_its_formula_eagerly_and_jitted() {
         for step in [Tensor::scalar(s as i32), Tensor::scalar(s as f32)] {
             let eager = SCHED.at(&step).item::<f64>().unwrap();
             let jitted = sched_at(&step).item::<f64>().unwrap();
-            assert!((eager - want).abs() <= 1e-15, "step {s}: eager {eager} vs {want}");
-            assert!((jitted - want).abs() <= 1e-15, "step {s}: jitted {jitted} vs {want}");
+            assert!(
+                (eager - want).abs() <= 1e-15,
+                "step {s}: eager {eager} vs {want}"
+            );
+            assert!(
+                (jitted - want).abs() <= 1e-15,
+                "step {s}: jitted {jitted} vs {want}"
+            );
         }
     }
     assert_eq!(sched_at(&Tensor::scalar(0i32)).item::<f64>().unwrap(), 0.0);
     let peak = sched_at(&Tensor::scalar(2i32)).item::<f64>().unwrap();
     assert!((peak - 0.01).abs() <= 1e-17, "the peak: {peak}");
-    assert_eq!(sched_at(&Tensor::scalar(5i32)).item::<f64>().unwrap(), 0.001, "the end");
-    assert_eq!(sched_at(&Tensor::scalar(500i32)).item::<f64>().unwrap(), 0.001);
+    assert_eq!(
+        sched_at(&Tensor::scalar(5i32)).item::<f64>().unwrap(),
+        0.001,
+        "the end"
+    );
+    assert_eq!(
+        sched_at(&Tensor::scalar(500i32)).item::<f64>().unwrap(),
+        0.001
+    );
     assert_eq!(
         sched_at::cache_stats().misses,
         2,
         "one program per step dtype, whatever the step"
     );
     // No warm-up: the peak at step 0, half way at the middle.
-    let at = |s: i32| sched_at_no_warmup(&Tensor::scalar(s)).item::<f64>().unwrap();
+    let at = |s: i32| {
+        sched_at_no_warmup(&Tensor::scalar(s))
+            .item::<f64>()
+            .unwrap()
+    };
     assert_eq!(at(0), 1.0);
     assert!((at(5) - 0.55).abs() <= 1e-15, "{}", at(5));
     assert_eq!(at(10), 0.1);
@@ -528,14 +591,23 @@ fn grad_only(p: &Net, x: &Tensor, y: &Tensor) -> (Net, Tensor) {
 fn fresh(t: &impl Tree) -> Vec<Tensor> {
     t.leaves()
         .iter()
-        .map(|l| Tensor::from_vec(to_f64s(l).iter().map(|&v| v as f32).collect(), l.shape()).unwrap())
+        .map(|l| {
+            Tensor::from_vec(to_f64s(l).iter().map(|&v| v as f32).collect(), l.shape()).unwrap()
+        })
         .collect()
 }
 
 fn batch(rng: &mut Rng, n: usize, dims: &[usize]) -> (Tensor, Tensor) {
     (
         random_tensor(rng, &[n, dims[0]], DType::F32, -1.0, 1.0, false),
-        random_tensor(rng, &[n, *dims.last().unwrap()], DType::F32, -0.5, 0.5, false),
+        random_tensor(
+            rng,
+            &[n, *dims.last().unwrap()],
+            DType::F32,
+            -0.5,
+            0.5,
+            false,
+        ),
     )
 }
 
@@ -583,13 +655,26 @@ fn a_jitted_donated_training_step_matches_the_shared_one_and_compiles_once() {
         );
         assert_eq!(bits(&l), bits(&ls), "step {k}: loss");
         for (i, (a, b)) in pd.leaves().iter().zip(ps.leaves()).enumerate() {
-            assert_eq!(bits(a), bits(&b), "step {k}: parameter {i}: donated vs shared");
+            assert_eq!(
+                bits(a),
+                bits(&b),
+                "step {k}: parameter {i}: donated vs shared"
+            );
         }
         for (i, (a, b)) in sd.leaves().iter().zip(ss.leaves()).enumerate() {
-            assert_eq!(bits(a), bits(&b), "step {k}: state leaf {i}: donated vs shared");
+            assert_eq!(
+                bits(a),
+                bits(&b),
+                "step {k}: state leaf {i}: donated vs shared"
+            );
         }
         (pe, se, _) = train_step_eager(pe, se, x, y);
-        assert_leaves_close(&pd, &leaves64(&pe), 1e-4, &format!("step {k}: jitted vs eager"));
+        assert_leaves_close(
+            &pd,
+            &leaves64(&pe),
+            1e-4,
+            &format!("step {k}: jitted vs eager"),
+        );
     }
     assert_eq!(sd.1.count.item::<i32>().unwrap(), 8);
     let stats = train_step::cache_stats();
@@ -616,9 +701,11 @@ fn the_fused_update_adds_no_full_size_temporaries() {
         .unwrap();
     let grad = grad_only::lower(&p, &x, &y).unwrap().compile().unwrap();
     let (ms, mg) = (step.memory_analysis(), grad.memory_analysis());
-    println!("training step {ms:?}
+    println!(
+        "training step {ms:?}
 gradient only {mg:?}
-parameters {param_bytes} bytes");
+parameters {param_bytes} bytes"
+    );
     let small = 4096;
     assert!(
         ms.temp_bytes <= mg.temp_bytes + param_bytes + small,

@@ -298,7 +298,10 @@ fn the_interpreter_rejects_a_malformed_graph() {
     let x = Tensor::zeros(&[5, 7], DType::F32);
     let e = jitfuse::interp::eval_graph(&g, &[x], &[]).unwrap_err();
     assert_eq!(e.kind, jitfuse::ErrorKind::Verify, "{e}");
-    assert!(e.to_string().contains("does not broadcast to f32[5,7]"), "{e}");
+    assert!(
+        e.to_string().contains("does not broadcast to f32[5,7]"),
+        "{e}"
+    );
 }
 
 /// An output that is a reshape of a value another output's kernel also reads: the value

@@ -40,7 +40,8 @@ struct Model {
 
 fn model(seed: u64, blocks: usize) -> Model {
     let mut rng = Rng::new(seed);
-    let mut r = |s: &[usize], d: DType, specials: bool| random_tensor(&mut rng, s, d, -2.0, 2.0, specials);
+    let mut r =
+        |s: &[usize], d: DType, specials: bool| random_tensor(&mut rng, s, d, -2.0, 2.0, specials);
     Model {
         wte: r(&[5, 4], DType::F32, true),
         blocks: (0..blocks)
@@ -82,11 +83,36 @@ const NAMES: [&str; 16] = [
 /// The bytes of a tensor's elements, whatever its dtype (NaN payloads too).
 fn raw(t: &Tensor) -> Vec<u8> {
     match t.dtype() {
-        DType::F32 => t.to_vec::<f32>().unwrap().iter().flat_map(|v| v.to_le_bytes()).collect(),
-        DType::F64 => t.to_vec::<f64>().unwrap().iter().flat_map(|v| v.to_le_bytes()).collect(),
-        DType::I32 => t.to_vec::<i32>().unwrap().iter().flat_map(|v| v.to_le_bytes()).collect(),
-        DType::I64 => t.to_vec::<i64>().unwrap().iter().flat_map(|v| v.to_le_bytes()).collect(),
-        DType::Bool => t.to_vec::<bool>().unwrap().iter().map(|&v| v as u8).collect(),
+        DType::F32 => t
+            .to_vec::<f32>()
+            .unwrap()
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect(),
+        DType::F64 => t
+            .to_vec::<f64>()
+            .unwrap()
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect(),
+        DType::I32 => t
+            .to_vec::<i32>()
+            .unwrap()
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect(),
+        DType::I64 => t
+            .to_vec::<i64>()
+            .unwrap()
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect(),
+        DType::Bool => t
+            .to_vec::<bool>()
+            .unwrap()
+            .iter()
+            .map(|&v| v as u8)
+            .collect(),
     }
 }
 
@@ -112,14 +138,26 @@ fn leaf_names_follow_the_structure() {
     let m = model(1, 2);
     assert_eq!(m.leaf_names(), NAMES);
     assert_eq!(Tensor::scalar(1f32).leaf_names(), [""]);
-    let t = (Tensor::scalar(1f32), vec![Tensor::scalar(2f32)], None::<Tensor>);
+    let t = (
+        Tensor::scalar(1f32),
+        vec![Tensor::scalar(2f32)],
+        None::<Tensor>,
+    );
     assert_eq!(t.leaf_names(), ["0", "1.0"]);
     // An optimiser state: its fields, then the parameters' names.
     let p = Pair(Tensor::scalar(1f32), Tensor::scalar(2f32));
     let s = optim::adam(0.1, 0.9, 0.999, 1e-8).init(&p);
     assert_eq!(s.leaf_names(), ["count", "mu.0", "mu.1", "nu.0", "nu.1"]);
-    let both = (p.clone(), optim::clip_by_global_norm(1.0).then(optim::momentum(0.1, 0.9)).init(&p));
-    assert_eq!(both.leaf_names(), ["0.0", "0.1", "1.1.count", "1.1.trace.0", "1.1.trace.1"]);
+    let both = (
+        p.clone(),
+        optim::clip_by_global_norm(1.0)
+            .then(optim::momentum(0.1, 0.9))
+            .init(&p),
+    );
+    assert_eq!(
+        both.leaf_names(),
+        ["0.0", "0.1", "1.1.count", "1.1.trace.0", "1.1.trace.1"]
+    );
 }
 
 #[test]
@@ -170,7 +208,11 @@ fn the_file_is_read_by_the_safetensors_crate_with_the_tree_names() {
         ("table.0", Dtype::F64, &m.table[0]),
         ("table.1", Dtype::I64, &m.table[1]),
         ("flags", Dtype::BOOL, &m.flags),
-        ("blocks.0.extra", Dtype::F32, m.blocks[0].extra.as_ref().unwrap()),
+        (
+            "blocks.0.extra",
+            Dtype::F32,
+            m.blocks[0].extra.as_ref().unwrap(),
+        ),
     ];
     for (name, dtype, t) in expect {
         let v = file.tensor(name).unwrap();
@@ -198,8 +240,9 @@ fn a_mismatch_with_the_template_names_the_tensor() {
     let e = load_err(&bytes, &t);
     assert_eq!(e.kind, ErrorKind::Checkpoint);
     assert!(
-        e.message
-            .contains("tensor `blocks.1.attn.wo` is f32[4,4] in the file, the template has f32[4,5]"),
+        e.message.contains(
+            "tensor `blocks.1.attn.wo` is f32[4,4] in the file, the template has f32[4,5]"
+        ),
         "{e}"
     );
 
@@ -208,7 +251,8 @@ fn a_mismatch_with_the_template_names_the_tensor() {
     t.table[0] = Tensor::zeros(&[3], DType::F32);
     let e = load_err(&bytes, &t);
     assert!(
-        e.message.contains("tensor `table.0` is f64[3] in the file, the template has f32[3]"),
+        e.message
+            .contains("tensor `table.0` is f64[3] in the file, the template has f32[3]"),
         "{e}"
     );
 
@@ -216,7 +260,8 @@ fn a_mismatch_with_the_template_names_the_tensor() {
     let e = load_err(&bytes, &model(5, 3));
     assert_eq!(e.kind, ErrorKind::Checkpoint);
     assert!(
-        e.message.contains("tensor `blocks.2.attn.wqkv` (f32[4,12]) is missing from the file"),
+        e.message
+            .contains("tensor `blocks.2.attn.wqkv` (f32[4,12]) is missing from the file"),
         "{e}"
     );
 
@@ -247,7 +292,10 @@ fn a_broken_file_is_an_error_not_a_panic() {
     let mut cases: Vec<(String, Vec<u8>)> = vec![
         ("empty".into(), vec![]),
         ("seven bytes".into(), vec![1, 2, 3, 4, 5, 6, 7]),
-        ("garbage".into(), b"this is not a safetensors file at all".to_vec()),
+        (
+            "garbage".into(),
+            b"this is not a safetensors file at all".to_vec(),
+        ),
         ("a header length past the end".into(), {
             let mut b = good.clone();
             b[..8].copy_from_slice(&u64::MAX.to_le_bytes());
@@ -306,7 +354,13 @@ fn a_broken_file_is_an_error_not_a_panic() {
     let path = temp_path("small.safetensors");
     jitfuse::save(&model(6, 1), &path).unwrap();
     let e = jitfuse::load(&path, &model(6, 2)).err().unwrap();
-    assert!(e.message.starts_with(&format!("checkpoint `{}`: tensor `blocks.1", path.display())), "{e}");
+    assert!(
+        e.message.starts_with(&format!(
+            "checkpoint `{}`: tensor `blocks.1",
+            path.display()
+        )),
+        "{e}"
+    );
     std::fs::remove_file(&path).unwrap();
 }
 

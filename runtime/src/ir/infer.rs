@@ -301,7 +301,11 @@ pub fn infer(op: &Op, ins: &[Ty], declared: Ty) -> Result<(Vec<usize>, DType), S
                     return Err(format!(
                         "a {} mask is {dm} {m:?}, needs {want:?} of {}",
                         spec.mask.name(),
-                        if spec.mask == crate::ir::MaskKind::Bool { DType::Bool } else { d }
+                        if spec.mask == crate::ir::MaskKind::Bool {
+                            DType::Bool
+                        } else {
+                            d
+                        }
                     ));
                 }
             }

@@ -350,7 +350,9 @@ fn pairs<T: std::str::FromStr>(s: &str, line: usize) -> Result<Vec<(T, T)>, Erro
 /// `causal,0.125`: an attention's mask kind and scale.
 fn attn_spec(text: &str, line_no: usize) -> Result<super::AttnSpec, Error> {
     use super::MaskKind;
-    let bad = || Error::parse(line_no, format!("attention needs `[mask,scale]` with mask none, causal, bool or additive, found `[{text}]`"));
+    let bad = || {
+        Error::parse(line_no, format!("attention needs `[mask,scale]` with mask none, causal, bool or additive, found `[{text}]`"))
+    };
     let (kind, scale) = text.split_once(',').ok_or_else(bad)?;
     let mask = match kind.trim() {
         "none" => MaskKind::None,

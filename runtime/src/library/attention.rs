@@ -345,9 +345,19 @@ unsafe fn slot<'s, T>(scratch: *mut u8, w: usize, bytes: usize, n: usize) -> &'s
 /// no operand; `scratch` is valid for `forward_scratch` bytes.
 unsafe fn forward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: *mut T, scratch: *mut u8) {
     let dims = Dims::of(ins[0].shape, ins[2].shape);
-    let (q, k, v) = (Mats::<T>::new(&ins[0]), Mats::<T>::new(&ins[1]), Mats::<T>::new(&ins[2]));
+    let (q, k, v) = (
+        Mats::<T>::new(&ins[0]),
+        Mats::<T>::new(&ins[1]),
+        Mats::<T>::new(&ins[2]),
+    );
     let mask = ins.get(3);
-    let Dims { batch, sq, sk, d, dv } = dims;
+    let Dims {
+        batch,
+        sq,
+        sk,
+        d,
+        dv,
+    } = dims;
     let q_tiles = sq.div_ceil(BR);
     let tasks = batch * q_tiles;
     let size = std::mem::size_of::<T>();
@@ -373,9 +383,7 @@ unsafe fn forward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: *mut T, scrat
                 scores(spec, &q, &k, mask, b, d, (i0, rows), (j0, cols), s);
                 online(s, rows, cols, m, &mut alpha);
                 for r in 0..rows {
-                    let sum = s[r * BC..r * BC + cols]
-                        .iter()
-                        .fold(T::ZERO, |a, &x| a + x);
+                    let sum = s[r * BC..r * BC + cols].iter().fold(T::ZERO, |a, &x| a + x);
                     l[r] = l[r] * alpha[r] + sum;
                     acc[r * dv..(r + 1) * dv]
                         .iter_mut()
@@ -402,7 +410,11 @@ unsafe fn forward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: *mut T, scrat
                 for c in 0..dv {
                     // With no keys at all the output is an empty sum: 0. A row whose keys
                     // are all masked has l = 0 and acc = 0: 0/0 = NaN, the composition's.
-                    *o.add(c) = if sk == 0 { T::ZERO } else { acc[r * dv + c] / l[r] };
+                    *o.add(c) = if sk == 0 {
+                        T::ZERO
+                    } else {
+                        acc[r * dv + c] / l[r]
+                    };
                 }
             }
         }
@@ -416,10 +428,20 @@ unsafe fn forward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: *mut T, scrat
 /// As `forward`'s, with `backward_scratch` bytes of scratch.
 unsafe fn backward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: *mut T, scratch: *mut u8) {
     let dims = Dims::of(ins[0].shape, ins[2].shape);
-    let (q, k, v) = (Mats::<T>::new(&ins[0]), Mats::<T>::new(&ins[1]), Mats::<T>::new(&ins[2]));
+    let (q, k, v) = (
+        Mats::<T>::new(&ins[0]),
+        Mats::<T>::new(&ins[1]),
+        Mats::<T>::new(&ins[2]),
+    );
     let (o, dout) = (Mats::<T>::new(&ins[3]), Mats::<T>::new(&ins[4]));
     let mask = ins.get(5);
-    let Dims { batch, sq, sk, d, dv } = dims;
+    let Dims {
+        batch,
+        sq,
+        sk,
+        d,
+        dv,
+    } = dims;
     let (nq, nk) = (batch * sq * d, batch * sk * d);
     let size = std::mem::size_of::<T>();
     let elems = 2 * sq + 2 * BR * BC + BC * d + BC * dv;
@@ -457,9 +479,7 @@ unsafe fn backward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: *mut T, scra
                     scores(spec, &q, &k, mask, b, d, (i0, rows), (j0, cols), s);
                     online(s, rows, cols, &mut m, &mut alpha);
                     for r in 0..rows {
-                        let sum = s[r * BC..r * BC + cols]
-                            .iter()
-                            .fold(T::ZERO, |a, &x| a + x);
+                        let sum = s[r * BC..r * BC + cols].iter().fold(T::ZERO, |a, &x| a + x);
                         l[r] = l[r] * alpha[r] + sum;
                     }
                 }

@@ -48,12 +48,8 @@ pub trait Optimizer {
     /// The updates to add to the parameters (see [`apply_updates`]) for
     /// `grads` (or the updates of an earlier transformation), and the new
     /// state.
-    fn updates<P: Tree>(
-        &self,
-        grads: &P,
-        state: Self::State<P>,
-        params: &P,
-    ) -> (P, Self::State<P>);
+    fn updates<P: Tree>(&self, grads: &P, state: Self::State<P>, params: &P)
+        -> (P, Self::State<P>);
 
     /// One step: the new parameters and the new state. Inside `#[jit]` the
     /// updates are never materialised: each new parameter is computed by the

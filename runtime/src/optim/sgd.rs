@@ -114,7 +114,11 @@ impl<S: Schedule> Optimizer for Momentum<S> {
         let [u, trace] = Tree::map_n_unzip(&[grads, &state.trace], |l| {
             let (g, t) = (&l[0], &l[1]);
             let t = beta * t + g;
-            let step = if self.nesterov { g + beta * &t } else { t.clone() };
+            let step = if self.nesterov {
+                g + beta * &t
+            } else {
+                t.clone()
+            };
             [&neg_lr * &step, t]
         });
         let count = state.count + 1;

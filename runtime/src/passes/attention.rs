@@ -50,7 +50,10 @@ pub fn fuse(g: &Graph) -> (Graph, Vec<String>) {
         if n.op != Op::Matmul {
             continue;
         }
-        let mut m = Matcher { g, seen: Vec::new() };
+        let mut m = Matcher {
+            g,
+            seen: Vec::new(),
+        };
         let Some(f) = m.attention(ValueId(i as u32)) else {
             continue;
         };
@@ -153,7 +156,9 @@ impl Matcher<'_> {
         let (e, z) = (n.inputs[0], n.inputs[1]);
         self.take(p);
         let sum = self.through_views(z);
-        if self.node(sum).op != Op::Reduce(ReduceOp::Sum, vec![axis]) || self.node(sum).inputs[0] != e {
+        if self.node(sum).op != Op::Reduce(ReduceOp::Sum, vec![axis])
+            || self.node(sum).inputs[0] != e
+        {
             return None;
         }
         self.take(sum);
@@ -168,7 +173,8 @@ impl Matcher<'_> {
         self.take(sub);
         let (x, mb) = (self.node(sub).inputs[0], self.node(sub).inputs[1]);
         let mx = self.through_views(mb);
-        if self.node(mx).op != Op::Reduce(ReduceOp::Max, vec![axis]) || self.node(mx).inputs[0] != x {
+        if self.node(mx).op != Op::Reduce(ReduceOp::Max, vec![axis]) || self.node(mx).inputs[0] != x
+        {
             return None;
         }
         self.take(mx);
@@ -259,7 +265,11 @@ impl Matcher<'_> {
                         (None, Some(c)) if op == BinaryOp::Mul => (b, c),
                         _ => return None,
                     };
-                    scale = if op == BinaryOp::Mul { scale * c } else { scale / c };
+                    scale = if op == BinaryOp::Mul {
+                        scale * c
+                    } else {
+                        scale / c
+                    };
                     self.take(s);
                     s = inner;
                 }
@@ -357,7 +367,12 @@ fn rebuild(g: &Graph, found: &[Option<Found>]) -> Graph {
         let v = view(&mut out, Op::Broadcast, v, with(tv));
         let mut inputs = vec![q, k, v];
         if let Some(m) = f.mask_value {
-            inputs.push(view(&mut out, Op::Broadcast, map[m.index()], with([tq[0], tk[0]])));
+            inputs.push(view(
+                &mut out,
+                Op::Broadcast,
+                map[m.index()],
+                with([tq[0], tk[0]]),
+            ));
         }
         map.push(out.push(Node {
             op: Op::Attention(AttnSpec {

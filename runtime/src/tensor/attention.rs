@@ -107,7 +107,11 @@ fn attention_at(
         AttnMask::Additive(m) => (MaskKind::Additive, Some(m)),
     };
     if let Some(m) = mask_t {
-        let want = if kind == MaskKind::Bool { DType::Bool } else { q.dtype };
+        let want = if kind == MaskKind::Bool {
+            DType::Bool
+        } else {
+            q.dtype
+        };
         if m.dtype != want || m.shape.len() < 2 {
             fail(
                 Error::dtype(format!(
@@ -150,7 +154,13 @@ fn attention_at(
     match mask_t {
         Some(m) => {
             let m2 = full(m, sq, sk);
-            apply(Op::Attention(spec), &[&q2, &k2, &v2, &m2], out, q.dtype, loc)
+            apply(
+                Op::Attention(spec),
+                &[&q2, &k2, &v2, &m2],
+                out,
+                q.dtype,
+                loc,
+            )
         }
         None => apply(Op::Attention(spec), &[&q2, &k2, &v2], out, q.dtype, loc),
     }

@@ -213,7 +213,9 @@ pub fn report(p: &Program, seed: u64) -> String {
     } else {
         format!("check_ir_drawn(r#\"\n{ir}\"#, &{modes:?}, &{draws:?}, {seed}, {floor:?})")
     };
-    format!("fuzz case (seed {seed}) failed: {why}\nshrunk program: {small:?}\nregression: {call};\n")
+    format!(
+        "fuzz case (seed {seed}) failed: {why}\nshrunk program: {small:?}\nregression: {call};\n"
+    )
 }
 
 fn env_u64(name: &str) -> Option<u64> {
@@ -344,6 +346,9 @@ fn pruning_a_parameter_keeps_the_others_values() {
         check::arguments(&g, 77, &draws, false)
     };
     let (full, pruned) = (args(&p), args(&small));
-    assert_eq!(crate::common::bits(&full[1]), crate::common::bits(&pruned[0]));
+    assert_eq!(
+        crate::common::bits(&full[1]),
+        crate::common::bits(&pruned[0])
+    );
     assert_ne!(crate::common::bits(&full[0]), crate::common::bits(&full[1]));
 }
