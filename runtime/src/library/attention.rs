@@ -304,9 +304,17 @@ fn key_end(spec: &AttnSpec, sk: usize, i0: usize, rows: usize) -> usize {
 }
 
 /// Online-softmax update of rows `0..rows` with score tile `s` (`cols` columns): the new
-/// maxima in `m`, `s` turned into `exp(s - m_new)`, and per row the factor `exp(m_old -
-/// m_new)` the earlier sums are rescaled by (in `alpha`).
-fn online<T: Float>(s: &mut [T], rows: usize, cols: usize, m: &mut [T], alpha: &mut [T]) {
+/// maxima in `m`, `s` turned into `exp(s - m_new)`, the running sums `l` rescaled and
+/// extended, and per row the factor `exp(m_old - m_new)` (in `alpha`) the running output
+/// is rescaled by.
+fn online<T: Float>(
+    s: &mut [T],
+    rows: usize,
+    cols: usize,
+    m: &mut [T],
+    l: &mut [T],
+    alpha: &mut [T],
+) {
     for r in 0..rows {
         let row = &mut s[r * BC..r * BC + cols];
         let mut mx = m[r];
@@ -323,6 +331,7 @@ fn online<T: Float>(s: &mut [T], rows: usize, cols: usize, m: &mut [T], alpha: &
             *x = *x - sub;
         }
         T::exp_slice(row);
+        l[r] = l[r] * alpha[r] + row.iter().fold(T::ZERO, |a, &x| a + x);
     }
 }
 
@@ -381,10 +390,8 @@ unsafe fn forward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: *mut T, scrat
             for j0 in (0..end).step_by(BC) {
                 let cols = BC.min(end - j0);
                 scores(spec, &q, &k, mask, b, d, (i0, rows), (j0, cols), s);
-                online(s, rows, cols, m, &mut alpha);
+                online(s, rows, cols, m, l, &mut alpha);
                 for r in 0..rows {
-                    let sum = s[r * BC..r * BC + cols].iter().fold(T::ZERO, |a, &x| a + x);
-                    l[r] = l[r] * alpha[r] + sum;
                     acc[r * dv..(r + 1) * dv]
                         .iter_mut()
                         .for_each(|x| *x = *x * alpha[r]);
@@ -477,11 +484,7 @@ unsafe fn backward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: *mut T, scra
                 for j0 in (0..end).step_by(BC) {
                     let cols = BC.min(end - j0);
                     scores(spec, &q, &k, mask, b, d, (i0, rows), (j0, cols), s);
-                    online(s, rows, cols, &mut m, &mut alpha);
-                    for r in 0..rows {
-                        let sum = s[r * BC..r * BC + cols].iter().fold(T::ZERO, |a, &x| a + x);
-                        l[r] = l[r] * alpha[r] + sum;
-                    }
+                    online(s, rows, cols, &mut m, &mut l, &mut alpha);
                 }
                 for r in 0..rows {
                     let sub = if m[r] == T::NEG_INF { T::ZERO } else { m[r] };

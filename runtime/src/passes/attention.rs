@@ -58,16 +58,16 @@ pub fn fuse(g: &Graph) -> (Graph, Vec<String>) {
             continue;
         };
         // Every interior value but the result is read only by interior nodes.
-        let inside = |v: &ValueId| f.interior.contains(v);
-        let mut reads = vec![0usize; g.nodes.len()];
+        // (A map: one vector per match would make many layers quadratic in the graph.)
+        let mut reads: std::collections::HashMap<ValueId, usize> = Default::default();
         for &v in &f.interior {
-            for x in &g.node(v).inputs {
-                reads[x.index()] += 1;
+            for &x in &g.node(v).inputs {
+                *reads.entry(x).or_default() += 1;
             }
         }
         let leak = f.interior[..f.interior.len() - 1]
             .iter()
-            .find(|v| users[v.index()] > reads[v.index()] || !inside(v));
+            .find(|v| users[v.index()] > reads.get(v).copied().unwrap_or(0));
         match leak {
             Some(v) => misses.push(format!(
                 "softmax-then-matmul %{i} left unfused: %{} ({}) is also read outside the pattern",
