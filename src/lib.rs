@@ -106,7 +106,8 @@ pub mod prelude {
     pub use jitfuse_macros::{jit, Tree};
     pub use jitfuse_runtime::{
         checkpoint, checkpoint_name, checkpoint_with, concat, cond, fori_loop, grad, jvp, random,
-        scan, select, softmax_cross_entropy, stack, stop_gradient, value_and_grad, vjp, where_,
-        while_loop, DType, Error, Key, Policy, Slice, Tensor, Tree,
+        scan, select, softmax_cross_entropy, softmax_cross_entropy_with_labels, stack,
+        stop_gradient, value_and_grad, vjp, where_, while_loop, DType, Error, Key, Policy, Slice,
+        Tensor, Tree,
     };
 }

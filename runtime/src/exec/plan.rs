@@ -209,19 +209,28 @@ pub fn plan(
     }
     // Donation: an owned argument's buffer backs an output of the same size
     // written at or after the argument's last read (in place when at it).
+    // An argument read later can take fewer outputs (those written after its
+    // last read are a subset of an earlier-read argument's), so arguments are
+    // matched latest-read first: with nested choices that serves every
+    // argument that can be served (first come, first served left arguments
+    // of a common size without a buffer). Among the outputs an argument may
+    // take it prefers the output in its own position (`fn step(p, s) -> (p,
+    // s, ..)` returns each leaf where it came in), then one its last reader
+    // writes in place, then the first.
     let mut donations = Vec::new();
     let params = g.params();
     let mut taken: Vec<bool> = vec![false; nn];
-    for (k, a) in sig.args.iter().enumerate() {
-        if a.kind != ArgKind::Owned || k >= params.len() {
-            continue;
-        }
+    let mut order: Vec<usize> = (0..sig.args.len().min(params.len()))
+        .filter(|&k| sig.args[k].kind == ArgKind::Owned)
+        .collect();
+    order.sort_by_key(|&k| std::cmp::Reverse(last[params[k].index()].map_or(0, |l| l + 1)));
+    for k in order {
         let pv = params[k];
         if is_output[pv.index()] || g.outputs.iter().any(|o| p.aliases.get(o) == Some(&pv)) {
             continue;
         }
         let pl = last[pv.index()];
-        let cand = (0..nn).map(|i| ValueId(i as u32)).find(|&o| {
+        let eligible = |o: ValueId| {
             place[o.index()] == Place::Output
                 && !taken[o.index()]
                 && bytes(g, o) == bytes(g, pv)
@@ -233,12 +242,24 @@ pub fn plan(
                         d > l || (d == l && inplace_ok(d, pv, o))
                     }
                 }
-        });
-        if let Some(o) = cand {
+        };
+        let own = g
+            .outputs
+            .get(k)
+            .map(|&o| p.aliases.get(&o).copied().unwrap_or(o))
+            .filter(|&o| eligible(o));
+        let written_in_place = || {
+            (0..nn)
+                .map(|i| ValueId(i as u32))
+                .find(|&o| eligible(o) && pl == def[o.index()])
+        };
+        let first = || (0..nn).map(|i| ValueId(i as u32)).find(|&o| eligible(o));
+        if let Some(o) = own.or_else(written_in_place).or_else(first) {
             taken[o.index()] = true;
             donations.push((k, o));
         }
     }
+    donations.sort();
     // Hosting: a temporary may live inside a buffer that exists for the
     // whole call while that buffer's bytes are free: an output's before the
     // step writing it (a donated output's only after the argument's last

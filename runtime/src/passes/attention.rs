@@ -172,7 +172,14 @@ impl Matcher<'_> {
         }
         self.take(sub);
         let (x, mb) = (self.node(sub).inputs[0], self.node(sub).inputs[1]);
-        let mx = self.through_views(mb);
+        // The shift may be a `stop_gradient` of the max (as `Tensor::softmax` writes it:
+        // its gradient is zero anyway) or the max itself (as users may write it).
+        let mut mx = self.through_views(mb);
+        if self.node(mx).op == Op::Unary(UnaryOp::StopGradient) {
+            self.take(mx);
+            mx = self.node(mx).inputs[0];
+            mx = self.through_views(mx);
+        }
         if self.node(mx).op != Op::Reduce(ReduceOp::Max, vec![axis]) || self.node(mx).inputs[0] != x
         {
             return None;

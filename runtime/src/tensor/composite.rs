@@ -93,18 +93,21 @@ impl Tensor {
         }
     }
 
-    /// `exp(x - max) / sum(exp(x - max))` along `axis`.
+    /// `exp(x - max) / sum(exp(x - max))` along `axis`. The shift by the max changes
+    /// nothing but the rounding, so no gradient flows through it (`stop_gradient`, as
+    /// JAX's `softmax`): the backward pass builds no argmax mask.
     #[track_caller]
     pub fn softmax(&self, axis: isize) -> Tensor {
-        let m = self.max_keepdims(axis);
+        let m = crate::stop_gradient(&self.max_keepdims(axis));
         let e = (self - &m).exp();
         &e / e.sum_keepdims(axis)
     }
 
-    /// `x - logsumexp(x)` along `axis`.
+    /// `x - logsumexp(x)` along `axis` (the max shift carries no gradient, as in
+    /// `softmax`).
     #[track_caller]
     pub fn log_softmax(&self, axis: isize) -> Tensor {
-        let m = self.max_keepdims(axis);
+        let m = crate::stop_gradient(&self.max_keepdims(axis));
         let shifted = self - &m;
         &shifted - shifted.exp().sum_keepdims(axis).ln()
     }
@@ -215,4 +218,83 @@ pub fn softmax_cross_entropy(logits: &Tensor, labels_one_hot: &Tensor) -> Tensor
     }
     let per_row = -(labels_one_hot * logits.log_softmax(-1)).sum(-1);
     per_row.mean_all()
+}
+
+/// Mean over the rows of the cross-entropy of `logits` (`[.., C]`, float)
+/// against integer class labels (`[..]`, i32 or i64, one per row):
+/// `logsumexp(logits[r]) - logits[r, labels[r]]`, without building a one-hot
+/// matrix (optax's `softmax_cross_entropy_with_integer_labels`, averaged).
+/// Its gradient is `softmax(logits) - one_hot(labels)`, written by a compiled
+/// scatter-add.
+///
+/// A label outside `0..C` is an error when the labels are concrete; inside
+/// `#[jit]`, where their values are not known while tracing, its row's loss
+/// (and so the mean) is NaN rather than a silently wrong number.
+#[track_caller]
+pub fn softmax_cross_entropy_with_labels(logits: &Tensor, labels: &Tensor) -> Tensor {
+    let loc = Location::caller();
+    let what = || {
+        format!(
+            "`softmax_cross_entropy_with_labels`: logits {}, labels {}",
+            type_str(logits.dtype, &logits.shape),
+            type_str(labels.dtype, &labels.shape)
+        )
+    };
+    if !logits.dtype.is_float() || !labels.dtype.is_int() {
+        fail(
+            Error::dtype(format!(
+                "{}: logits must be float and labels i32 or i64",
+                what()
+            ))
+            .at(loc),
+        );
+    }
+    if logits.ndim() == 0 || labels.shape[..] != logits.shape[..logits.ndim() - 1] {
+        fail(
+            Error::shape(format!(
+                "{}: labels must have the logits' shape without its last (class) axis",
+                what()
+            ))
+            .at(loc),
+        );
+    }
+    let classes = logits.shape[logits.ndim() - 1];
+    let rows = labels.len();
+    if classes == 0 || rows == 0 {
+        fail(Error::shape(format!("{}: no classes or no rows to average over", what())).at(loc));
+    }
+    if !labels.is_traced() {
+        let values: Vec<i64> = labels
+            .cast(crate::DType::I64)
+            .to_vec()
+            .unwrap_or_else(|e| fail(e.at(loc)));
+        if let Some((r, l)) = values
+            .iter()
+            .enumerate()
+            .find(|(_, &l)| l < 0 || l >= classes as i64)
+        {
+            fail(
+                Error::argument(format!(
+                    "{}: label {l} of row {r} is not a class in 0..{classes}",
+                    what()
+                ))
+                .at(loc),
+            );
+        }
+    }
+    // Flat positions `r * C + label`, in i64 once they pass i32's range.
+    let index_dtype = if rows.saturating_mul(classes) > i32::MAX as usize {
+        crate::DType::I64
+    } else {
+        crate::DType::I32
+    };
+    let label = labels.reshape(&[rows as isize]).cast(index_dtype);
+    let valid = label.ge(0).logical_and(&label.lt(classes as i64));
+    let start = Tensor::iota(&[rows], 0, index_dtype) * classes as i64;
+    let flat = logits.reshape(&[(rows * classes) as isize]);
+    let picked = flat.take(&(start + &label), 0);
+    let lse = logits
+        .reshape(&[rows as isize, classes as isize])
+        .logsumexp(-1);
+    crate::select(&valid, &(lse - picked), f64::NAN).mean_all()
 }

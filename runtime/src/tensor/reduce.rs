@@ -220,10 +220,12 @@ fn std_at(t: &Tensor, axes: &[usize], keepdims: bool, loc: SourceLoc) -> Tensor 
 }
 
 /// `log(sum(exp(x)))` computed stably: the max is subtracted first (and a
-/// row of all -inf gives -inf, not NaN).
+/// row of all -inf gives -inf, not NaN). The result is the same for any
+/// shift, so the shift carries no gradient (the gradient is exactly
+/// `softmax(x)`, with no argmax mask).
 fn logsumexp_at(t: &Tensor, axes: &[usize], keepdims: bool, loc: SourceLoc) -> Tensor {
     float_only("logsumexp", t, loc);
-    let m = reduce_at(t, ReduceOp::Max, axes, true, loc);
+    let m = crate::stop_gradient(&reduce_at(t, ReduceOp::Max, axes, true, loc));
     let finite = m.abs().lt(f64::INFINITY);
     let m = crate::select(&finite, &m, 0.0);
     let s = reduce_at(&(t - &m).exp(), ReduceOp::Sum, axes, true, loc).ln() + &m;
