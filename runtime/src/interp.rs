@@ -629,7 +629,8 @@ pub fn eval_op(op: &Op, ins: &[&Tensor], shape: &[usize], dtype: DType) -> Resul
         }
         Op::Matmul => crate::interp_reduce::matmul(ins[0], ins[1], s),
         Op::Attention(a) => crate::interp_attention::attention(a, ins, s),
-        Op::AttentionGrad(a) => crate::interp_attention::attention_grad(a, ins, s),
+        // `dq` (the node's own result; `eval_nodes` keeps `dk`, `dv` for its `get`s).
+        Op::AttentionGrad(a) => crate::interp_attention::attention_grad(a, ins).swap_remove(0),
         Op::Random(r) => random(*r, ins, s, dtype)?,
         Op::Select => {
             let c = as_bools(ins[0]);
@@ -740,6 +741,13 @@ fn eval_nodes(g: &Graph, params: &[Tensor], captured: &[Tensor]) -> Result<Vec<T
             ref op if op.is_control() => {
                 let ins: Vec<Tensor> = n.inputs.iter().map(|v| vals[v.index()].clone()).collect();
                 let mut outs = eval_control(op, &ins)?;
+                let first = outs.remove(0);
+                extra.insert(i, outs);
+                first
+            }
+            Op::AttentionGrad(ref a) => {
+                let ins: Vec<&Tensor> = n.inputs.iter().map(|v| &vals[v.index()]).collect();
+                let mut outs = crate::interp_attention::attention_grad(a, &ins);
                 let first = outs.remove(0);
                 extra.insert(i, outs);
                 first

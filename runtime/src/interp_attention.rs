@@ -82,12 +82,16 @@ pub fn attention(spec: &AttnSpec, ins: &[&Tensor], out_shape: &[usize]) -> Tenso
     from_f64s(o, out_shape, ins[0].dtype)
 }
 
-/// `attention_grad(q, k, v, o, do (, mask))`: `[dq, dk, dv]` flattened.
-pub fn attention_grad(spec: &AttnSpec, ins: &[&Tensor], out_shape: &[usize]) -> Tensor {
+/// `attention_grad(q, k, v, [o,] do (, mask))`: `[dq, dk, dv]` (the output `o` is not
+/// needed: the weights are recomputed here).
+pub fn attention_grad(spec: &AttnSpec, ins: &[&Tensor]) -> Vec<Tensor> {
     let n = dims(ins[0], ins[2]);
     let (q, k, v) = (as_f64s(ins[0]), as_f64s(ins[1]), as_f64s(ins[2]));
-    let dout = as_f64s(ins[4]);
-    let mask = ins.get(5).map(|m| as_f64s(m));
+    let layout = spec
+        .grad_operands(ins.len())
+        .expect("attention_grad operands checked by the verifier");
+    let dout = as_f64s(ins[layout.dout]);
+    let mask = layout.mask.map(|at| as_f64s(ins[at]));
     let p = weights(spec, &q, &k, mask.as_deref(), &n);
     let (nq, nk, nv) = (
         n.batch * n.sq * n.d,
@@ -122,5 +126,10 @@ pub fn attention_grad(spec: &AttnSpec, ins: &[&Tensor], out_shape: &[usize]) -> 
             }
         }
     }
-    from_f64s(g, out_shape, ins[0].dtype)
+    let d = ins[0].dtype;
+    vec![
+        from_f64s(dq.to_vec(), &ins[0].shape, d),
+        from_f64s(dk.to_vec(), &ins[1].shape, d),
+        from_f64s(dv.to_vec(), &ins[2].shape, d),
+    ]
 }

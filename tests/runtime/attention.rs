@@ -82,6 +82,33 @@ fn fused_grad(
     )
 }
 
+/// The same gradient with the loss returned too: the forward output is then computed
+/// anyway, and the gradient reads it instead of recomputing it.
+#[jit]
+fn fused_value_and_grad(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    m: &Tensor,
+    w: &Tensor,
+    kind: usize,
+) -> (Tensor, Vec<Tensor>) {
+    let kind = [Kind::None, Kind::Causal, Kind::Bool, Kind::Additive][kind];
+    jitfuse::value_and_grad(
+        |x: &Vec<Tensor>| {
+            (attention_with(
+                &x[0],
+                &x[1],
+                &x[2],
+                mask_of(kind, m),
+                AttnOptions { scale: Some(0.3) },
+            ) * w)
+                .sum_all()
+        },
+        &vec![q.clone(), k.clone(), v.clone()],
+    )
+}
+
 /// The composition's gradient, eagerly, with pattern fusion off (it would turn the
 /// composition into the op).
 fn composed_grad(
@@ -209,8 +236,11 @@ fn attention_gradients_match_the_composition() {
             for (ki, &kind) in KINDS.iter().enumerate() {
                 let [q, k, v, m, w] = inputs(&mut rng, &c, kind, d);
                 let got = fused_grad(&q, &k, &v, &m, &w, ki);
+                let (_, saved) = fused_value_and_grad(&q, &k, &v, &m, &w, ki);
                 let want = composed_grad(&q, &k, &v, &m, &w, kind);
-                for (j, (a, b)) in got.iter().zip(&want).enumerate() {
+                let both = got.iter().zip(&want).chain(saved.iter().zip(&want));
+                for (j, (a, b)) in both.enumerate() {
+                    let j = j % 3;
                     assert_eq!(a.shape(), b.shape());
                     // Normwise: a gradient element can be a cancellation of larger terms.
                     let scale = crate::common::to_f64s(b)
@@ -318,6 +348,14 @@ fn causal_long(q: &Tensor, k: &Tensor, v: &Tensor) -> Tensor {
 }
 
 #[jit]
+fn weighted_long_grad(q: &Tensor, k: &Tensor, v: &Tensor, w: &Tensor) -> Vec<Tensor> {
+    jitfuse::grad(
+        |x: &Vec<Tensor>| (attention(&x[0], &x[1], &x[2], AttnMask::Causal) * w).sum_all(),
+        &vec![q.clone(), k.clone(), v.clone()],
+    )
+}
+
+#[jit]
 fn causal_long_grad(q: &Tensor, k: &Tensor, v: &Tensor) -> Vec<Tensor> {
     jitfuse::grad(
         |x: &Vec<Tensor>| {
@@ -362,13 +400,31 @@ fn compiled_attention_keeps_no_score_matrix() {
         "forward temp {} bytes: {fwd:?}",
         fwd.temp_bytes
     );
-    // The gradient keeps the forward output and the flat [dq, dk, dv] besides its tiles.
-    let io = 4 * h * s * d * 4;
+    // The gradient of `sum(o²)` reads the forward output (dO = 2o), so it keeps it;
+    // dq, dk and dv are written straight into the outputs.
+    let o_bytes = h * s * d * 4;
     assert!(
-        bwd.temp_bytes < io + scores / 16,
+        bwd.temp_bytes < o_bytes + scores / 16,
         "gradient temp {} bytes: {bwd:?}",
         bwd.temp_bytes
     );
+    // The gradient of `sum(o · w)` needs no forward output: the forward step is gone, the
+    // gradient recomputes o's tiles, and only its scratch (per-row log-sum-exp and D, the
+    // tiles) is temporary.
+    let w = t(&mut rng);
+    let lb = weighted_long_grad::lower(&q, &k, &v, &w).unwrap();
+    let text = lb.as_text();
+    let optimized = &text[text.find("---- simplified").unwrap_or(0)..];
+    assert!(!optimized.contains("= attention["), "{text}");
+    assert!(optimized.contains("attention_grad[causal,"), "{text}");
+    let alone = lb.compile().unwrap().memory_analysis();
+    println!("gradient of sum(o * w): {alone:?}");
+    assert!(
+        alone.temp_bytes < scores / 64 && alone.temp_bytes < o_bytes,
+        "gradient temp {} bytes: {alone:?}",
+        alone.temp_bytes
+    );
+    assert_eq!(alone.output_bytes, 3 * o_bytes, "{alone:?}");
     // And it computes the same as the definition on a slice of the rows.
     let got = causal_long(&q, &k, &v);
     let q1 = q.slice_axis(1, 1900, 1964, 1);

@@ -43,7 +43,7 @@ pub fn recompute_region(
             let op = &g.node(v).op;
             !saved(g, &reg.policy, v)
                 && !matches!(op, Op::Param(_) | Op::Captured(_) | Op::Get(_))
-                && !op.is_control()
+                && !op.is_multi_output()
         })
         .collect();
     let here = Location::caller();

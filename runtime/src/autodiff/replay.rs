@@ -24,6 +24,12 @@ pub fn replay(g: &Graph, params: &[Tensor], captured: &[Tensor]) -> Vec<Tensor> 
                 extra.insert(i, outs);
                 first
             }
+            Op::AttentionGrad(spec) => {
+                let ins: Vec<&Tensor> = n.inputs.iter().map(|x| &vals[x.index()]).collect();
+                let [dq, dk, dv] = crate::tensor::attention::attention_grad_parts(*spec, &ins, loc);
+                extra.insert(i, vec![dk, dv]);
+                dq
+            }
             Op::Get(k) => extra[&n.inputs[0].index()][k - 1].clone(),
             Op::Param(k) => params[*k].clone(),
             Op::Captured(k) => captured[*k].clone(),

@@ -132,6 +132,16 @@ pub fn backward(g: &Graph, vals: &[Tensor], seeds: &[(ValueId, Tensor)]) -> Vec<
             }
             continue;
         }
+        if let Op::AttentionGrad(_) = g.nodes[i].op {
+            // Checked here, not in the match below: a cotangent may reach only its
+            // `get`s (dk, dv), never the node itself.
+            if ct[i].is_some() || get_cts.contains_key(&i) {
+                crate::trace::fail(crate::Error::shape(
+                    "attention_grad: second derivatives of attention are not supported".to_string(),
+                ));
+            }
+            continue;
+        }
         let Some(c) = ct[i].clone() else { continue };
         let n = &g.nodes[i];
         let loc = n.loc.unwrap_or(here);
@@ -371,34 +381,22 @@ pub fn backward(g: &Graph, vals: &[Tensor], seeds: &[(ValueId, Tensor)]) -> Vec<
                     )));
                 }
                 if need(0) || need(1) || need(2) {
-                    let (q, k, v) = (x(0), x(1), x(2));
-                    let mut ins = vec![q, k, v, y, &c];
+                    // The forward output is saved for the gradient (D = rowsum(dO ∘ O));
+                    // `passes::attention::recompute_outputs` drops it where nothing else
+                    // keeps it alive.
+                    let mut ins = vec![x(0), x(1), x(2), y, &c];
                     if spec.mask.has_operand() {
                         ins.push(x(3));
                     }
-                    let (nq, nk, nv) = (q.len(), k.len(), v.len());
-                    let flat = apply(
-                        Op::AttentionGrad(*spec),
-                        &ins,
-                        vec![nq + nk + nv],
-                        q.dtype(),
-                        loc,
-                    );
-                    let mut part = |k: usize, from: usize, n: usize, like: &Tensor| {
+                    let parts = crate::tensor::attention::attention_grad_parts(*spec, &ins, loc);
+                    for (k, t) in parts.into_iter().enumerate() {
                         if need(k) {
-                            let shape: Vec<isize> = like.shape().iter().map(|&d| d as isize).collect();
-                            let t = flat.slice_axis(0, from as isize, (from + n) as isize, 1).reshape(&shape);
                             add(&mut ct, inp(k), t);
                         }
-                    };
-                    part(0, 0, nq, q);
-                    part(1, nq, nk, k);
-                    part(2, nq + nk, nv, v);
+                    }
                 }
             }
-            Op::AttentionGrad(_) => crate::trace::fail(crate::Error::shape(
-                "attention_grad: second derivatives of attention are not supported".to_string(),
-            )),
+            Op::AttentionGrad(_) => unreachable!("handled above"),
             Op::Matmul => {
                 let (a, b) = (x(0), x(1));
                 if need(0) {

@@ -184,7 +184,12 @@ impl Executable {
         }
         crate::internal::injection_point("simplify");
         let mut graph = phase("simplify", || {
-            crate::passes::simplify(&crate::passes::fuse_attention(&traced_graph))
+            let g = crate::passes::simplify(&crate::passes::fuse_attention(&traced_graph));
+            // An attention gradient that alone reads its forward output recomputes it.
+            match crate::passes::attention::recompute_outputs(&g) {
+                Some(g) => crate::passes::simplify(&g),
+                None => g,
+            }
         });
         if cfg!(debug_assertions) {
             verify(&graph).map_err(|e| Error::verify(format!("after simplify: {e}")))?;
@@ -799,16 +804,32 @@ impl Executable {
                     // element read with zero strides); the destination was
                     // planned for this value and overlaps no operand (no
                     // in-place for library steps); the scratch is this call's.
-                    unsafe {
-                        crate::library::ops::run(
-                            &n.op,
-                            &ins,
-                            &n.shape,
-                            n.dtype,
-                            ptr[v.index()],
-                            scratch,
-                        )?
-                    };
+                    if let Op::AttentionGrad(spec) = &n.op {
+                        // dq (the node), dk and dv (its `get`s; null when no one reads them).
+                        let mut dest = [std::ptr::null_mut(); 3];
+                        for &w in &self.io[si].1 {
+                            let k = match g.node(w).op {
+                                Op::Get(k) => k,
+                                _ => 0,
+                            };
+                            dest[k] = ptr[w.index()];
+                        }
+                        // SAFETY: as below, for each destination.
+                        unsafe {
+                            crate::library::attention::run_grad(spec, &ins, n.dtype, dest, scratch)
+                        };
+                    } else {
+                        unsafe {
+                            crate::library::ops::run(
+                                &n.op,
+                                &ins,
+                                &n.shape,
+                                n.dtype,
+                                ptr[v.index()],
+                                scratch,
+                            )?
+                        };
+                    }
                 }
                 _ => {
                     if self.layouts[ki].extent > 0 {

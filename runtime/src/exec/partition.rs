@@ -122,8 +122,8 @@ fn is_library(op: &Op) -> bool {
     )
 }
 
-/// The values a step of a control-flow node writes: the node (output 0) and
-/// its `get` nodes, in node order.
+/// The values the step of a multi-output node (control flow, `attention_grad`) writes:
+/// the node (output 0) and its `get` nodes, in node order.
 pub fn control_outputs(g: &Graph, v: ValueId) -> Vec<ValueId> {
     let mut out = vec![v];
     for (i, n) in g.nodes.iter().enumerate().skip(v.index() + 1) {

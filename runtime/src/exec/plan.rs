@@ -106,7 +106,7 @@ pub fn step_io(g: &Graph, p: &Partition, s: &Step) -> (Vec<ValueId>, Vec<ValueId
                 .iter()
                 .map(|&x| super::partition::read_map(g, p, x).root)
                 .collect(),
-            if g.node(*v).op.is_control() {
+            if g.node(*v).op.is_multi_output() {
                 super::partition::control_outputs(g, *v)
             } else {
                 vec![*v]

@@ -254,8 +254,25 @@ pub fn infer(op: &Op, ins: &[Ty], declared: Ty) -> Result<(Vec<usize>, DType), S
         }
         Op::Attention(spec) | Op::AttentionGrad(spec) => {
             let grad = matches!(op, Op::AttentionGrad(_));
-            let base = if grad { 5 } else { 3 };
-            arity(base + spec.mask.has_operand() as usize)?;
+            let layout = if grad {
+                Some(spec.grad_operands(ins.len()).ok_or_else(|| {
+                    format!(
+                        "expects q, k, v, [o,] do{} ({} or {} operands), has {}",
+                        if spec.mask.has_operand() {
+                            ", mask"
+                        } else {
+                            ""
+                        },
+                        4 + spec.mask.has_operand() as usize,
+                        5 + spec.mask.has_operand() as usize,
+                        ins.len()
+                    )
+                })?)
+            } else {
+                arity(3 + spec.mask.has_operand() as usize)?;
+                None
+            };
+            let base = layout.map_or(3, |l| l.dout + 1);
             let ((q, d), (k, dk), (v, dv)) = (ins[0], ins[1], ins[2]);
             if !d.is_float() || dk != d || dv != d {
                 return Err(format!(
@@ -281,8 +298,12 @@ pub fn infer(op: &Op, ins: &[Ty], declared: Ty) -> Result<(Vec<usize>, DType), S
             }
             let mut o = q.to_vec();
             o[r - 1] = v[r - 1];
-            if grad {
-                for (what, x) in [("o", ins[3]), ("do", ins[4])] {
+            if let Some(l) = layout {
+                let mut checked = vec![("do", ins[l.dout])];
+                if let Some(at) = l.saved_output {
+                    checked.push(("o", ins[at]));
+                }
+                for (what, x) in checked {
                     if x.0 != o.as_slice() || x.1 != d {
                         return Err(format!("{what} is {:?} {}, needs {o:?} {d}", x.0, x.1));
                     }
@@ -313,12 +334,8 @@ pub fn infer(op: &Op, ins: &[Ty], declared: Ty) -> Result<(Vec<usize>, DType), S
                 return Err(format!("scale {} is not finite", spec.scale));
             }
             if grad {
-                let n = crate::shape::checked_numel(q)
-                    .zip(crate::shape::checked_numel(k))
-                    .zip(crate::shape::checked_numel(v))
-                    .and_then(|((a, b), c)| a.checked_add(b)?.checked_add(c))
-                    .ok_or("gradient size overflows")?;
-                Ok((vec![n], d))
+                // `dq`; `dk` and `dv` are its `get[1]` and `get[2]` (`verify`).
+                Ok((q.to_vec(), d))
             } else {
                 Ok((o, d))
             }

@@ -203,6 +203,34 @@ pub struct AttnSpec {
     pub scale: f64,
 }
 
+/// Where `attention_grad`'s operands are: `q, k, v`, then the forward output `o` when it
+/// was saved (without it the step recomputes it), then the output's cotangent `do`,
+/// then the mask when the spec has one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GradOperands {
+    pub saved_output: Option<usize>,
+    pub dout: usize,
+    pub mask: Option<usize>,
+}
+
+impl AttnSpec {
+    /// The layout of an `attention_grad` with `n` operands (`None`: no valid layout).
+    pub fn grad_operands(&self, n: usize) -> Option<GradOperands> {
+        let m = self.mask.has_operand() as usize;
+        let saved = match n.checked_sub(m)? {
+            5 => true,
+            4 => false,
+            _ => return None,
+        };
+        let dout = 3 + saved as usize;
+        Some(GradOperands {
+            saved_output: saved.then_some(3),
+            dout,
+            mask: (m == 1).then_some(dout + 1),
+        })
+    }
+}
+
 /// What a `random_*` node computes from its key (see `crate::random`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum RandomOp {
@@ -275,6 +303,13 @@ impl Op {
     }
 
     /// The output types `(shape, dtype)` of a control-flow op.
+    /// Nodes with more than one result: control flow, and `attention_grad` (`dq` is
+    /// the node, `dk` and `dv` are `get[1]` and `get[2]` of it). Results beyond the
+    /// first are read through `get` nodes, and the step computing the node writes them.
+    pub fn is_multi_output(&self) -> bool {
+        self.is_control() || matches!(self, Op::AttentionGrad(_))
+    }
+
     pub fn control_outputs(&self) -> Vec<(Vec<usize>, DType)> {
         let ty = |g: &Graph, v: &super::ValueId| (g.node(*v).shape.clone(), g.node(*v).dtype);
         match self {

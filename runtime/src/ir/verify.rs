@@ -19,6 +19,27 @@ pub fn verify(g: &Graph) -> Result<(), Error> {
             return fail(e.message);
         }
         let ins: Vec<_> = n.inputs.iter().map(|v| g.node(*v)).collect();
+        if let (Op::Get(k), Some(src)) = (&n.op, ins.first()) {
+            if let Op::AttentionGrad(_) = src.op {
+                // `dk` (k's type) and `dv` (v's type) of an attention gradient.
+                let want = match (k, src.inputs.get(*k)) {
+                    (1 | 2, Some(x)) if ins.len() == 1 => g.node(*x),
+                    _ => {
+                        return fail(format!(
+                            "attention_grad has outputs 1 and 2 (dk, dv), not {k}"
+                        ))
+                    }
+                };
+                if want.shape != n.shape || want.dtype != n.dtype {
+                    return fail(format!(
+                        "output {k} of attention_grad is {}, declared {}",
+                        type_str(want.dtype, &want.shape),
+                        type_str(n.dtype, &n.shape)
+                    ));
+                }
+                continue;
+            }
+        }
         if n.op.is_control() || matches!(n.op, Op::Get(_)) {
             if let Err(msg) = control(n, &ins) {
                 return fail(msg);

@@ -127,9 +127,14 @@ pub fn forward_scratch(d: Dims, size: usize) -> usize {
     workers() * slot_bytes(BR * BC + BR * d.dv + 2 * BR, size)
 }
 
-/// Scratch bytes of the gradient step.
+/// Scratch bytes of the gradient step (with room to recompute a tile of the output when
+/// it was not saved).
 pub fn backward_scratch(d: Dims, size: usize) -> usize {
-    workers() * slot_bytes(2 * d.sq + 2 * BR * BC + BC * d.d + BC * d.dv, size)
+    workers() * slot_bytes(backward_elems(d), size)
+}
+
+fn backward_elems(d: Dims) -> usize {
+    2 * d.sq + 2 * BR * BC + BC * d.d + BC * d.dv + BR * d.dv
 }
 
 /// One operand of a step as a batch of matrices: element `(b, i, j)` at
@@ -342,6 +347,13 @@ struct Shared<T>(*mut T, *mut u8);
 unsafe impl<T> Send for Shared<T> {}
 unsafe impl<T> Sync for Shared<T> {}
 
+/// The gradient's three outputs and the scratch, shared by the workers.
+#[derive(Clone, Copy)]
+struct Shared3<T>([*mut T; 3], *mut u8);
+// SAFETY: each worker writes the rows of its own batch elements and its own scratch slot.
+unsafe impl<T> Send for Shared3<T> {}
+unsafe impl<T> Sync for Shared3<T> {}
+
 /// A worker's scratch slot as `n` elements.
 unsafe fn slot<'s, T>(scratch: *mut u8, w: usize, bytes: usize, n: usize) -> &'s mut [T] {
     std::slice::from_raw_parts_mut(scratch.add(w * bytes) as *mut T, n)
@@ -428,20 +440,26 @@ unsafe fn forward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: *mut T, scrat
     });
 }
 
-/// The gradient step: `[dq, dk, dv]` flattened into `out` from
-/// `ins = [q, k, v, o, do, (mask)]`.
+/// The gradient step: `dq`, `dk`, `dv` into `out` (`dk`, `dv` may be null: not needed)
+/// from `ins = [q, k, v, (o,) do, (mask)]`. Without the forward output `o` the first pass
+/// recomputes each tile of it (the forward's work again) for `D = rowsum(dO ∘ O)`.
 ///
 /// # Safety
-/// As `forward`'s, with `backward_scratch` bytes of scratch.
-unsafe fn backward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: *mut T, scratch: *mut u8) {
+/// As `forward`'s, with `backward_scratch` bytes of scratch; each non-null output is valid
+/// for its operand's size and overlaps no operand or other output.
+unsafe fn backward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: [*mut T; 3], scratch: *mut u8) {
     let dims = Dims::of(ins[0].shape, ins[2].shape);
     let (q, k, v) = (
         Mats::<T>::new(&ins[0]),
         Mats::<T>::new(&ins[1]),
         Mats::<T>::new(&ins[2]),
     );
-    let (o, dout) = (Mats::<T>::new(&ins[3]), Mats::<T>::new(&ins[4]));
-    let mask = ins.get(5);
+    let layout = spec
+        .grad_operands(ins.len())
+        .expect("attention_grad operands checked by the verifier");
+    let o = layout.saved_output.map(|at| Mats::<T>::new(&ins[at]));
+    let dout = Mats::<T>::new(&ins[layout.dout]);
+    let mask = layout.mask.map(|at| &ins[at]);
     let Dims {
         batch,
         sq,
@@ -449,13 +467,12 @@ unsafe fn backward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: *mut T, scra
         d,
         dv,
     } = dims;
-    let (nq, nk) = (batch * sq * d, batch * sk * d);
     let size = std::mem::size_of::<T>();
-    let elems = 2 * sq + 2 * BR * BC + BC * d + BC * dv;
+    let elems = backward_elems(dims);
     let bytes = slot_bytes(elems, size);
     let n_workers = workers().min(batch.max(1));
     let scale = T::from_f64(spec.scale);
-    let p = Shared(out, scratch);
+    let p = Shared3(out, scratch);
     (0..n_workers).into_par_iter().for_each(|w| {
         let p = p;
         let buf: &mut [T] = slot(p.1, w, bytes, elems);
@@ -463,41 +480,77 @@ unsafe fn backward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: *mut T, scra
         let (dvec, rest) = rest.split_at_mut(sq);
         let (s, rest) = rest.split_at_mut(BR * BC);
         let (dp, rest) = rest.split_at_mut(BR * BC);
-        let (dk_acc, dv_acc) = rest.split_at_mut(BC * d);
+        let (dk_acc, rest) = rest.split_at_mut(BC * d);
+        let (dv_acc, acc) = rest.split_at_mut(BC * dv);
         let mut alpha = [T::ZERO; BR];
         let mut m = [T::NEG_INF; BR];
         let mut l = [T::ZERO; BR];
         for b in (w..batch).step_by(n_workers) {
-            let dq = p.0.add(b * sq * d);
-            let dk = p.0.add(nq + b * sk * d);
-            let dvo = p.0.add(nq + nk + b * sk * dv);
+            let dq = p.0[0].add(b * sq * d);
+            let dk = (!p.0[1].is_null()).then(|| p.0[1].add(b * sk * d));
+            let dvo = (!p.0[2].is_null()).then(|| p.0[2].add(b * sk * dv));
             std::slice::from_raw_parts_mut(dq, sq * d).fill(T::ZERO);
             if sk == 0 {
+                // No keys: every gradient is an empty sum.
+                for (ptr, n) in [(dk, sk * d), (dvo, sk * dv)] {
+                    if let Some(ptr) = ptr {
+                        std::slice::from_raw_parts_mut(ptr, n).fill(T::ZERO);
+                    }
+                }
                 continue;
             }
-            // Pass 1: each row's log-sum-exp and D = rowsum(dO ∘ O).
+            // Pass 1: each row's log-sum-exp and D = rowsum(dO ∘ O), O recomputed (as the
+            // forward does it) when it was not saved.
             for i0 in (0..sq).step_by(BR) {
                 let rows = BR.min(sq - i0);
                 m[..rows].fill(T::NEG_INF);
                 l[..rows].fill(T::ZERO);
+                if o.is_none() {
+                    acc[..rows * dv].fill(T::ZERO);
+                }
                 let end = key_end(spec, sk, i0, rows);
                 for j0 in (0..end).step_by(BC) {
                     let cols = BC.min(end - j0);
                     scores(spec, &q, &k, mask, b, d, (i0, rows), (j0, cols), s);
                     online(s, rows, cols, &mut m, &mut l, &mut alpha);
+                    if o.is_none() {
+                        for r in 0..rows {
+                            acc[r * dv..(r + 1) * dv]
+                                .iter_mut()
+                                .for_each(|x| *x = *x * alpha[r]);
+                        }
+                        mm(
+                            rows,
+                            dv,
+                            cols,
+                            acc.as_mut_ptr(),
+                            dv as isize,
+                            true,
+                            s.as_ptr(),
+                            BC as isize,
+                            1,
+                            v.row(b, j0),
+                            v.rs,
+                            v.cs,
+                            T::ONE,
+                        );
+                    }
                 }
                 for r in 0..rows {
                     let sub = if m[r] == T::NEG_INF { T::ZERO } else { m[r] };
                     // A fully masked row: ln 0 = -inf, and exp(-inf - -inf) = NaN below,
                     // as the composition's softmax gives.
                     lse[i0 + r] = sub + l[r].ln();
-                    let (orow, drow) = (o.row(b, i0 + r), dout.row(b, i0 + r));
-                    let mut acc = T::ZERO;
+                    let drow = dout.row(b, i0 + r);
+                    let mut dot = T::ZERO;
                     for c in 0..dv {
-                        let c = c as isize;
-                        acc = acc + *orow.offset(c * o.cs) * *drow.offset(c * dout.cs);
+                        let oc = match &o {
+                            Some(o) => *o.row(b, i0 + r).offset(c as isize * o.cs),
+                            None => acc[r * dv + c] / l[r],
+                        };
+                        dot = dot + oc * *drow.offset(c as isize * dout.cs);
                     }
-                    dvec[i0 + r] = acc;
+                    dvec[i0 + r] = dot;
                 }
             }
             // Pass 2: per key tile, dK and dV over the query tiles that see it.
@@ -519,21 +572,23 @@ unsafe fn backward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: *mut T, scra
                         T::exp_slice(row);
                     }
                     // dV += Pᵀ dO
-                    mm(
-                        cols,
-                        dv,
-                        rows,
-                        dv_acc.as_mut_ptr(),
-                        dv as isize,
-                        true,
-                        s.as_ptr(),
-                        1,
-                        BC as isize,
-                        dout.row(b, i0),
-                        dout.rs,
-                        dout.cs,
-                        T::ONE,
-                    );
+                    if dvo.is_some() {
+                        mm(
+                            cols,
+                            dv,
+                            rows,
+                            dv_acc.as_mut_ptr(),
+                            dv as isize,
+                            true,
+                            s.as_ptr(),
+                            1,
+                            BC as isize,
+                            dout.row(b, i0),
+                            dout.rs,
+                            dout.cs,
+                            T::ONE,
+                        );
+                    }
                     // dP = dO Vᵀ, then dS = P ∘ (dP - D) in its place.
                     mm(
                         rows,
@@ -574,6 +629,9 @@ unsafe fn backward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: *mut T, scra
                         scale,
                     );
                     // dK += scale · dSᵀ Q
+                    if dk.is_none() {
+                        continue;
+                    }
                     mm(
                         cols,
                         d,
@@ -590,29 +648,41 @@ unsafe fn backward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: *mut T, scra
                         scale,
                     );
                 }
-                std::ptr::copy_nonoverlapping(dk_acc.as_ptr(), dk.add(j0 * d), cols * d);
-                std::ptr::copy_nonoverlapping(dv_acc.as_ptr(), dvo.add(j0 * dv), cols * dv);
+                if let Some(dk) = dk {
+                    std::ptr::copy_nonoverlapping(dk_acc.as_ptr(), dk.add(j0 * d), cols * d);
+                }
+                if let Some(dvo) = dvo {
+                    std::ptr::copy_nonoverlapping(dv_acc.as_ptr(), dvo.add(j0 * dv), cols * dv);
+                }
             }
         }
     });
 }
 
-/// Run the forward (`grad` false) or gradient step on `dtype`.
+/// Run the forward step on `dtype` into `out`.
 ///
 /// # Safety
-/// As `forward`'s / `backward`'s.
-pub unsafe fn run(
+/// As `forward`'s.
+pub unsafe fn run(spec: &AttnSpec, ins: &[Operand], dtype: DType, out: *mut u8, scratch: *mut u8) {
+    match dtype {
+        DType::F32 => forward::<f32>(spec, ins, out as *mut f32, scratch),
+        _ => forward::<f64>(spec, ins, out as *mut f64, scratch),
+    }
+}
+
+/// Run the gradient step on `dtype` into `out = [dq, dk, dv]` (`dk`, `dv` may be null).
+///
+/// # Safety
+/// As `backward`'s.
+pub unsafe fn run_grad(
     spec: &AttnSpec,
-    grad: bool,
     ins: &[Operand],
     dtype: DType,
-    out: *mut u8,
+    out: [*mut u8; 3],
     scratch: *mut u8,
 ) {
-    match (dtype, grad) {
-        (DType::F32, false) => forward::<f32>(spec, ins, out as *mut f32, scratch),
-        (DType::F32, true) => backward::<f32>(spec, ins, out as *mut f32, scratch),
-        (_, false) => forward::<f64>(spec, ins, out as *mut f64, scratch),
-        (_, true) => backward::<f64>(spec, ins, out as *mut f64, scratch),
+    match dtype {
+        DType::F32 => backward::<f32>(spec, ins, out.map(|p| p as *mut f32), scratch),
+        _ => backward::<f64>(spec, ins, out.map(|p| p as *mut f64), scratch),
     }
 }

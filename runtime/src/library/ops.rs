@@ -101,10 +101,9 @@ pub unsafe fn run(
             DType::Bool => return Err(unsupported(op, dtype)),
         },
         Op::Take(axis) => take(size, &ins[0], &ins[1], *axis, out, out_numel),
-        Op::Attention(a) | Op::AttentionGrad(a) => {
-            let grad = matches!(op, Op::AttentionGrad(_));
-            super::attention::run(a, grad, ins, dtype, out, scratch)
-        }
+        Op::Attention(a) => super::attention::run(a, ins, dtype, out, scratch),
+        // Three outputs: the executor calls `attention::run_grad` with their buffers.
+        Op::AttentionGrad(_) => return Err(unsupported(op, dtype)),
         Op::Random(r) => {
             use crate::random::native::{fill, key_words, Out};
             let at = |x: &Operand, k: i64| {

@@ -420,3 +420,46 @@ fn rebuild(g: &Graph, found: &[Option<Found>]) -> Graph {
     out.late = g.late.iter().map(|v| map[v.index()]).collect();
     out
 }
+
+/// Drops the saved forward output from each `attention_grad` whose output nothing else
+/// reads (a gradient of attention alone: the forward ran only to be saved), so that the
+/// gradient recomputes it tile by tile and the forward step goes away: the same work,
+/// without an `[.., Sq, Dv]` buffer living from the forward to the backward pass. Where
+/// the output is read anyway (a transformer's output projection) it stays saved. `None`
+/// when nothing changed; the caller simplifies the result (dead forward steps).
+pub fn recompute_outputs(g: &Graph) -> Option<Graph> {
+    let saved = |n: &Node| match &n.op {
+        Op::AttentionGrad(spec) => spec.grad_operands(n.inputs.len())?.saved_output,
+        _ => None,
+    };
+    // Reads of each value other than as an attention gradient's saved output.
+    let mut other = vec![0usize; g.nodes.len()];
+    for n in &g.nodes {
+        let skip = saved(n);
+        for (k, x) in n.inputs.iter().enumerate() {
+            if Some(k) != skip {
+                other[x.index()] += 1;
+            }
+        }
+    }
+    for o in &g.outputs {
+        other[o.index()] += 1;
+    }
+    let mut out: Option<Graph> = None;
+    for (i, n) in g.nodes.iter().enumerate() {
+        let (Some(at), Op::AttentionGrad(spec)) = (saved(n), &n.op) else {
+            continue;
+        };
+        let o = n.inputs[at];
+        let fwd = g.node(o);
+        let layout = spec.grad_operands(n.inputs.len()).unwrap();
+        let mut operands = n.inputs[..3].to_vec();
+        operands.extend(layout.mask.map(|m| n.inputs[m]));
+        if fwd.op != Op::Attention(*spec) || fwd.inputs != operands || other[o.index()] > 0 {
+            continue;
+        }
+        let g2 = out.get_or_insert_with(|| g.clone());
+        g2.nodes[i].inputs.remove(at);
+    }
+    out
+}

@@ -165,3 +165,26 @@ fn attention_at(
         None => apply(Op::Attention(spec), &[&q2, &k2, &v2], out, q.dtype, loc),
     }
 }
+
+/// The gradient `[dq, dk, dv]` of attention for the operands of `attention_grad`
+/// (`q, k, v, [o,] do (, mask)`): traced, one `attention_grad` node (`dq`) and its
+/// `get[1]`, `get[2]` (`dk`, `dv`), which the compiled step writes directly; eagerly,
+/// the interpreter's definition.
+pub(crate) fn attention_grad_parts(
+    spec: AttnSpec,
+    ins: &[&Tensor],
+    loc: &'static Location<'static>,
+) -> [Tensor; 3] {
+    let (q, k, v) = (ins[0], ins[1], ins[2]);
+    if ins.iter().any(|t| t.is_traced()) {
+        let dq = apply(Op::AttentionGrad(spec), ins, q.shape.clone(), q.dtype, loc);
+        let dk = apply(Op::Get(1), &[&dq], k.shape.clone(), k.dtype, loc);
+        let dv = apply(Op::Get(2), &[&dq], v.shape.clone(), v.dtype, loc);
+        return [dq, dk, dv];
+    }
+    let _internal = crate::internal::Scope::enter();
+    let [dq, dk, dv]: [Tensor; 3] = crate::interp_attention::attention_grad(&spec, ins)
+        .try_into()
+        .unwrap_or_else(|_| unreachable!("three gradients"));
+    [dq, dk, dv]
+}
