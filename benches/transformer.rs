@@ -5,11 +5,21 @@
 //! `benches/jax_transformer.py` when Python has JAX (`pip install "jax[cpu]"`;
 //! `JITFUSE_BENCH_JAX=0` skips it).
 //!
+//! Then the GPT training step of `examples/gpt` at nanoGPT's CPU size and GPU default
+//! (`JITFUSE_BENCH_GPT=cpu` for one, `=none` for neither), with checkpointed blocks (the
+//! example's setting) and with every activation kept, beside the same model in JAX.
+//!
 //! Run: `cargo bench --bench transformer` (seq 1024 and 4096; `JITFUSE_BENCH_SEQS=1024,4096,
 //! 8192,16384` for more; the composition runs up to seq 4096, `JITFUSE_BENCH_UNFUSED_MAX`
 //! changes that). Times are medians of `JITFUSE_BENCH_ROUNDS` (default 5) calls after one
 //! warm-up; temp is `memory_analysis().temp_bytes` (XLA: `temp_size_in_bytes`).
 
+// The GPT of examples/gpt, the same file.
+#[allow(dead_code)]
+#[path = "../examples/gpt/model.rs"]
+mod model;
+
+use jitfuse::optim::Optimizer;
 use jitfuse::prelude::*;
 use jitfuse::{attention, AttnMask};
 use std::collections::HashMap;
@@ -80,8 +90,9 @@ fn env_list(name: &str, default: &[usize]) -> Vec<usize> {
         .unwrap_or_else(|| default.to_vec())
 }
 
-/// `(name, seq) -> (ms, temp bytes)` from the JAX script, when it runs.
-fn xla(seqs: &[usize]) -> HashMap<(String, usize), (f64, f64)> {
+/// `(name, size) -> (ms, temp bytes)` from the JAX script, when it runs (GPT sizes are
+/// keyed 0 for "cpu" and 1 for "gpu").
+fn xla(seqs: &[usize], gpt: &[&str]) -> HashMap<(String, usize), (f64, f64)> {
     let mut out = HashMap::new();
     if std::env::var("JITFUSE_BENCH_JAX").as_deref() == Ok("0") {
         return out;
@@ -90,7 +101,15 @@ fn xla(seqs: &[usize]) -> HashMap<(String, usize), (f64, f64)> {
     let list: Vec<String> = seqs.iter().map(|s| s.to_string()).collect();
     eprintln!("measuring XLA with {script} ...");
     let Ok(o) = std::process::Command::new("python3")
-        .args([script.as_str(), "--seqs", &list.join(",")])
+        .args([
+            script.as_str(),
+            "--seqs",
+            &list.join(","),
+            "--gpt",
+            &gpt.join(","),
+            "--reps",
+            &env_list("JITFUSE_BENCH_ROUNDS", &[5])[0].to_string(),
+        ])
         .output()
     else {
         return out;
@@ -108,7 +127,12 @@ fn xla(seqs: &[usize]) -> HashMap<(String, usize), (f64, f64)> {
     for line in String::from_utf8_lossy(&o.stdout).lines() {
         let f: Vec<&str> = line.split('\t').collect();
         if let (Some(n), Some(s), Some(ms), Some(t)) = (f.first(), f.get(1), f.get(2), f.get(3)) {
-            if let (Ok(s), Ok(ms), Ok(t)) = (s.parse(), ms.parse(), t.parse()) {
+            let size = match *s {
+                "cpu" => Ok(0),
+                "gpu" => Ok(1),
+                s => s.parse(),
+            };
+            if let (Ok(s), Ok(ms), Ok(t)) = (size, ms.parse(), t.parse()) {
                 out.insert((n.to_string(), s), (ms, t));
             }
         }
@@ -130,7 +154,12 @@ fn main() {
     let rounds = env_list("JITFUSE_BENCH_ROUNDS", &[5])[0].max(1);
     let seqs = env_list("JITFUSE_BENCH_SEQS", &[1024, 4096]);
     let unfused_max = env_list("JITFUSE_BENCH_UNFUSED_MAX", &[4096])[0];
-    let reference = xla(&seqs);
+    let gpt_env = std::env::var("JITFUSE_BENCH_GPT").unwrap_or_else(|_| "cpu,gpu".into());
+    let gpt: Vec<&str> = gpt_env
+        .split(',')
+        .filter(|w| *w == "cpu" || *w == "gpu")
+        .collect();
+    let reference = xla(&seqs, &gpt);
     println!(
         "| case | seq | jitfuse ms | jitfuse temp | XLA ms | XLA temp | time ratio | temp ratio |"
     );
@@ -232,5 +261,87 @@ fn main() {
                 ratio(temp, xtemp),
             );
         }
+    }
+    for size in &gpt {
+        gpt_rows(size, rounds, &reference);
+    }
+}
+
+/// The GPT training step (loss, gradient, clipping, AdamW; parameters and optimiser state
+/// donated) at nanoGPT's CPU size or GPU default, with and without checkpointed blocks.
+fn gpt_rows(size: &str, rounds: usize, reference: &HashMap<(String, usize), (f64, f64)>) {
+    let (key, base) = match size {
+        "cpu" => (0, model::Config::SHAKESPEARE_CPU),
+        _ => (1, model::Config::SHAKESPEARE_GPU),
+    };
+    let rounds = if key == 1 {
+        rounds.min(3)
+    } else {
+        rounds.max(20)
+    };
+    for remat in [true, false] {
+        let cfg = model::Config { remat, ..base };
+        let mut p = model::Gpt::init(&cfg, &Key::new(1337));
+        let mut s = model::opt(2000).init(&p);
+        let mut seed = 3u64;
+        let mut ids = || {
+            let v: Vec<i32> = (0..cfg.batch * cfg.block)
+                .map(|_| {
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    ((seed >> 33) % cfg.vocab as u64) as i32
+                })
+                .collect();
+            Tensor::from_vec(v, &[cfg.batch, cfg.block]).unwrap()
+        };
+        let (x, y) = (ids(), ids());
+        let t = Instant::now();
+        let m = model::train_step::lower(p.clone(), s.clone(), &x, &y, cfg.heads, remat, 2000)
+            .and_then(|l| l.compile())
+            .unwrap()
+            .memory_analysis();
+        let compile_ms = t.elapsed().as_secs_f64() * 1e3;
+        let mut samples = Vec::new();
+        for i in 0..=rounds {
+            let t = Instant::now();
+            let (p2, s2, l) = model::train_step(p, s, &x, &y, cfg.heads, remat, 2000);
+            std::hint::black_box(l.item::<f32>().unwrap());
+            if i > 0 {
+                samples.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+            (p, s) = (p2, s2);
+        }
+        let ms = median(samples);
+        let (xms, xtemp) = reference
+            .get(&("gpt step".to_string(), key))
+            .copied()
+            .unwrap_or((f64::NAN, f64::NAN));
+        let ratio = |a: f64, b: f64| {
+            if b.is_nan() || b == 0.0 {
+                "—".to_string()
+            } else {
+                format!("{:.2}", a / b)
+            }
+        };
+        println!(
+            "| GPT step, {size} size{} | {} | {ms:.1} | {} | {} | {} | {} | {} |",
+            if remat {
+                ", checkpointed blocks"
+            } else {
+                ", everything kept"
+            },
+            cfg.block,
+            mib(m.temp_bytes as f64),
+            if xms.is_nan() {
+                "—".into()
+            } else {
+                format!("{xms:.1}")
+            },
+            mib(xtemp),
+            ratio(ms, xms),
+            ratio(m.temp_bytes as f64, xtemp),
+        );
+        eprintln!("(GPT {size}, remat {remat}: first compile {compile_ms:.0} ms, {m:?})");
     }
 }
