@@ -11,7 +11,7 @@
 //!
 //! Run: `cargo bench --bench transformer` (seq 1024 and 4096; `JITFUSE_BENCH_SEQS=1024,4096,
 //! 8192,16384` for more; the composition runs up to seq 4096, `JITFUSE_BENCH_UNFUSED_MAX`
-//! changes that). Times are medians of `JITFUSE_BENCH_ROUNDS` (default 5) calls after one
+//! changes that; XLA runs up to seq 8192, `JITFUSE_BENCH_XLA_MAX` changes that). Times are medians of `JITFUSE_BENCH_ROUNDS` (default 5) calls after one
 //! warm-up; temp is `memory_analysis().temp_bytes` (XLA: `temp_size_in_bytes`).
 
 // The GPT of examples/gpt, the same file.
@@ -159,7 +159,10 @@ fn main() {
         .split(',')
         .filter(|w| *w == "cpu" || *w == "gpu")
         .collect();
-    let reference = xla(&seqs, &gpt);
+    // XLA materialises the score matrix: at seq 16,384 its gradient would need 26 GB.
+    let xla_max = env_list("JITFUSE_BENCH_XLA_MAX", &[8192])[0];
+    let xla_seqs: Vec<usize> = seqs.iter().copied().filter(|&s| s <= xla_max).collect();
+    let reference = xla(&xla_seqs, &gpt);
     println!(
         "| case | seq | jitfuse ms | jitfuse temp | XLA ms | XLA temp | time ratio | temp ratio |"
     );

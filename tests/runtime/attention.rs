@@ -806,3 +806,100 @@ fn layer_norm_without_a_shift() {
         }
     }
 }
+
+/// `attention_grad`'s three results in IR text (the node is dq, `get[1]` dk, `get[2]` dv),
+/// checked by the verifier, and the pass that drops a saved output only gradients read.
+#[test]
+fn attention_grad_results_and_the_recompute_pass_as_text() {
+    let text = "%0 = param 0 : f32[2,8,4]
+%1 = param 1 : f32[2,6,4]
+%2 = param 2 : f32[2,6,3]
+%3 = param 3 : f32[2,8,3]
+%4 = attention[none,0.5] %0, %1, %2 : f32[2,8,3]
+%5 = attention_grad[none,0.5] %0, %1, %2, %4, %3 : f32[2,8,4]
+%6 = get[1] %5 : f32[2,6,4]
+%7 = get[2] %5 : f32[2,6,3]
+return %5, %6, %7
+";
+    let g = jitfuse::ir::parse(text).unwrap();
+    jitfuse::ir::verify(&g).unwrap();
+    assert_eq!(g.to_text(), text);
+    let bad = |from: &str, to: &str, want: &str| {
+        let e =
+            jitfuse::ir::verify(&jitfuse::ir::parse(&text.replace(from, to)).unwrap()).unwrap_err();
+        assert!(e.to_string().contains(want), "{e}");
+    };
+    bad(
+        "%6 = get[1] %5 : f32[2,6,4]",
+        "%6 = get[1] %5 : f32[2,6,3]",
+        "output 1 of attention_grad is f32[2,6,4], declared f32[2,6,3]",
+    );
+    bad("%7 = get[2]", "%7 = get[3]", "outputs 1 and 2");
+    bad(
+        "%5 = attention_grad[none,0.5] %0, %1, %2, %4, %3 : f32[2,8,4]",
+        "%5 = attention_grad[none,0.5] %0, %1, %2, %4, %3 : f32[2,8,3]",
+        "result should be f32[2,8,4]",
+    );
+
+    // Only the gradient reads %4: it is dropped, and simplify removes the forward step.
+    let out = jitfuse::passes::attention::recompute_outputs(&g).expect("a saved output to drop");
+    let out = jitfuse::passes::simplify(&out);
+    jitfuse::ir::verify(&out).unwrap();
+    let t = out.to_text();
+    assert!(!t.contains("= attention["), "{t}");
+    assert!(
+        t.contains("attention_grad[none,0.5] %0, %1, %2, %3 : f32[2,8,4]"),
+        "{t}"
+    );
+    // Both compute the same (the interpreter's definition needs no o).
+    let mut rng = Rng::new(12);
+    let args: Vec<Tensor> = [[2, 8, 4], [2, 6, 4], [2, 6, 3], [2, 8, 3]]
+        .iter()
+        .map(|s| random_tensor(&mut rng, s, DType::F32, -1.0, 1.0, false))
+        .collect();
+    let a = jitfuse::interp::eval_graph(&g, &args, &[]).unwrap();
+    let b = jitfuse::interp::eval_graph(&out, &args, &[]).unwrap();
+    for (x, y) in a.iter().zip(&b) {
+        assert_close(
+            x,
+            y,
+            Tol { rel: 0.0, abs: 0.0 },
+            "recomputed-output gradient",
+        );
+    }
+    // Returned (or read by anything else), the output stays saved.
+    let kept = text.replace("return %5, %6, %7", "return %5, %6, %7, %4");
+    assert!(
+        jitfuse::passes::attention::recompute_outputs(&jitfuse::ir::parse(&kept).unwrap())
+            .is_none()
+    );
+}
+
+/// A second derivative through any of the gradient's results is a clear error (not a
+/// silent zero through `dk` or `dv`, which reach the gradient node only by its `get`s).
+#[test]
+fn second_derivatives_of_attention_are_refused() {
+    let mut rng = Rng::new(13);
+    let t = |rng: &mut Rng| random_tensor(rng, &[4, 3], DType::F64, -1.0, 1.0, false);
+    let (q, k, v) = (t(&mut rng), t(&mut rng), t(&mut rng));
+    for part in 0..3 {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            jitfuse::grad(
+                |q: &Tensor| {
+                    let g = jitfuse::grad(
+                        |x: &Vec<Tensor>| attention(&x[0], &x[1], &x[2], AttnMask::None).sum_all(),
+                        &vec![q.clone(), k.clone(), v.clone()],
+                    );
+                    g[part].square().sum_all()
+                },
+                &q,
+            )
+        }));
+        let e = r.expect_err("an error");
+        let msg = e.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(
+            msg.contains("second derivatives of attention are not supported"),
+            "d{part}: {msg}"
+        );
+    }
+}

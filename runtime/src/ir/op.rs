@@ -155,8 +155,10 @@ pub enum Op {
     /// axes), and for a `Bool` or `Additive` mask `mask [.., Sq, Sk]`.
     /// Computed without the score matrix (`library::attention`).
     Attention(AttnSpec),
-    /// The gradient of `Attention` with the same spec: inputs `q, k, v, o,
-    /// do (, mask)`, output `[dq, dk, dv]` flattened one after the other (1-D).
+    /// The gradient of `Attention` with the same spec: inputs `q, k, v, [o,]
+    /// do (, mask)` (`AttnSpec::grad_operands`; without the forward output `o`
+    /// it is recomputed), results `dq` (the node) and `dk`, `dv` (`get[1]`,
+    /// `get[2]`).
     AttentionGrad(AttnSpec),
     /// Counter-based random numbers (`crate::random`): operand 0 is the key
     /// (`i32[2]`, two words of Threefry-2x32 key); element `i` of the result

@@ -11,8 +11,9 @@
 //! pass computes the log-sum-exp and `D = rowsum(dO ∘ O)`), then per key tile accumulates
 //! `dV += Pᵀ dO`, `dK += scale · dSᵀ Q` and adds `scale · dS K` into `dQ`, with
 //! `dS = P ∘ (dO Vᵀ - D)`. One task per batch element (batch and head axes), so every
-//! output element has one writer. The result is `dq`, `dk`, `dv` flattened one after the
-//! other.
+//! output element has one writer. `dq`, `dk` and `dv` are written into their own buffers
+//! (the node and its two `get`s); when the forward output was not saved, the first pass
+//! recomputes it tile by tile, as the forward does.
 //!
 //! Semantics are the composition's: a row with every key masked is NaN (the softmax of
 //! `-inf`s), NaN inputs give NaN rows; with no keys at all the output is zero (an empty
