@@ -140,6 +140,15 @@ fn xla(seqs: &[usize], gpt: &[&str]) -> HashMap<(String, usize), (f64, f64)> {
     out
 }
 
+/// `a / b` for the table, "—" without a reference.
+fn ratio(a: f64, b: f64) -> String {
+    if b.is_nan() || b == 0.0 {
+        "—".to_string()
+    } else {
+        format!("{:.2}", a / b)
+    }
+}
+
 fn mib(b: f64) -> String {
     if b.is_nan() {
         "—".into()
@@ -244,13 +253,6 @@ fn main() {
                 .get(&(xla_name.to_string(), s))
                 .copied()
                 .unwrap_or((f64::NAN, f64::NAN));
-            let ratio = |a: f64, b: f64| {
-                if b.is_nan() || b == 0.0 {
-                    "—".to_string()
-                } else {
-                    format!("{:.2}", a / b)
-                }
-            };
             println!(
                 "| {name} | {s} | {ms:.1} | {} | {} | {} | {} | {} |",
                 mib(temp),
@@ -320,13 +322,6 @@ fn gpt_rows(size: &str, rounds: usize, reference: &HashMap<(String, usize), (f64
             .get(&("gpt step".to_string(), key))
             .copied()
             .unwrap_or((f64::NAN, f64::NAN));
-        let ratio = |a: f64, b: f64| {
-            if b.is_nan() || b == 0.0 {
-                "—".to_string()
-            } else {
-                format!("{:.2}", a / b)
-            }
-        };
         println!(
             "| GPT step, {size} size{} | {} | {ms:.1} | {} | {} | {} | {} | {} |",
             if remat {

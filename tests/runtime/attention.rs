@@ -57,6 +57,19 @@ fn fused(q: &Tensor, k: &Tensor, v: &Tensor, m: &Tensor, kind: usize) -> Tensor 
     attention_with(q, k, v, mask_of(kind, m), AttnOptions { scale: Some(0.3) })
 }
 
+/// `sum(attention(q, k, v) · w)` with mask kind `kind` (an index into `KINDS`), scale 0.3.
+fn weighted_sum(x: &[Tensor], m: &Tensor, w: &Tensor, kind: usize) -> Tensor {
+    let kind = [Kind::None, Kind::Causal, Kind::Bool, Kind::Additive][kind];
+    let o = attention_with(
+        &x[0],
+        &x[1],
+        &x[2],
+        mask_of(kind, m),
+        AttnOptions { scale: Some(0.3) },
+    );
+    (o * w).sum_all()
+}
+
 #[jit]
 fn fused_grad(
     q: &Tensor,
@@ -66,18 +79,8 @@ fn fused_grad(
     w: &Tensor,
     kind: usize,
 ) -> Vec<Tensor> {
-    let kind = [Kind::None, Kind::Causal, Kind::Bool, Kind::Additive][kind];
     jitfuse::grad(
-        |x: &Vec<Tensor>| {
-            (attention_with(
-                &x[0],
-                &x[1],
-                &x[2],
-                mask_of(kind, m),
-                AttnOptions { scale: Some(0.3) },
-            ) * w)
-                .sum_all()
-        },
+        |x: &Vec<Tensor>| weighted_sum(x, m, w, kind),
         &vec![q.clone(), k.clone(), v.clone()],
     )
 }
@@ -93,18 +96,8 @@ fn fused_value_and_grad(
     w: &Tensor,
     kind: usize,
 ) -> (Tensor, Vec<Tensor>) {
-    let kind = [Kind::None, Kind::Causal, Kind::Bool, Kind::Additive][kind];
     jitfuse::value_and_grad(
-        |x: &Vec<Tensor>| {
-            (attention_with(
-                &x[0],
-                &x[1],
-                &x[2],
-                mask_of(kind, m),
-                AttnOptions { scale: Some(0.3) },
-            ) * w)
-                .sum_all()
-        },
+        |x: &Vec<Tensor>| weighted_sum(x, m, w, kind),
         &vec![q.clone(), k.clone(), v.clone()],
     )
 }

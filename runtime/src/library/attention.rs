@@ -341,6 +341,42 @@ fn online<T: Float>(
     }
 }
 
+/// The online softmax's output update for one key tile: `acc = alpha ∘ acc + P V[j0..]`,
+/// with `P` the tile's `rows × cols` weights (row stride `BC`) and `acc` `rows × dv`.
+///
+/// # Safety
+/// `v`'s rows `j0..j0 + cols` of batch element `b` are inside its live buffer.
+unsafe fn rescale_accumulate<T: Float>(
+    acc: &mut [T],
+    alpha: &[T],
+    p: &[T],
+    (rows, cols, dv): (usize, usize, usize),
+    v: &Mats<T>,
+    b: usize,
+    j0: usize,
+) {
+    for r in 0..rows {
+        acc[r * dv..(r + 1) * dv]
+            .iter_mut()
+            .for_each(|x| *x = *x * alpha[r]);
+    }
+    mm(
+        rows,
+        dv,
+        cols,
+        acc.as_mut_ptr(),
+        dv as isize,
+        true,
+        p.as_ptr(),
+        BC as isize,
+        1,
+        v.row(b, j0),
+        v.rs,
+        v.cs,
+        T::ONE,
+    );
+}
+
 /// The output and the scratch, handed to every worker (each writes its own rows and slot).
 #[derive(Clone, Copy)]
 struct Shared<T>(*mut T, *mut u8);
@@ -404,26 +440,7 @@ unsafe fn forward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: *mut T, scrat
                 let cols = BC.min(end - j0);
                 scores(spec, &q, &k, mask, b, d, (i0, rows), (j0, cols), s);
                 online(s, rows, cols, m, l, &mut alpha);
-                for r in 0..rows {
-                    acc[r * dv..(r + 1) * dv]
-                        .iter_mut()
-                        .for_each(|x| *x = *x * alpha[r]);
-                }
-                mm(
-                    rows,
-                    dv,
-                    cols,
-                    acc.as_mut_ptr(),
-                    dv as isize,
-                    true,
-                    s.as_ptr(),
-                    BC as isize,
-                    1,
-                    v.row(b, j0),
-                    v.rs,
-                    v.cs,
-                    T::ONE,
-                );
+                rescale_accumulate(acc, &alpha, s, (rows, cols, dv), &v, b, j0);
             }
             for r in 0..rows {
                 let o = p.0.add((b * sq + i0 + r) * dv);
@@ -515,26 +532,7 @@ unsafe fn backward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: [*mut T; 3],
                     scores(spec, &q, &k, mask, b, d, (i0, rows), (j0, cols), s);
                     online(s, rows, cols, &mut m, &mut l, &mut alpha);
                     if o.is_none() {
-                        for r in 0..rows {
-                            acc[r * dv..(r + 1) * dv]
-                                .iter_mut()
-                                .for_each(|x| *x = *x * alpha[r]);
-                        }
-                        mm(
-                            rows,
-                            dv,
-                            cols,
-                            acc.as_mut_ptr(),
-                            dv as isize,
-                            true,
-                            s.as_ptr(),
-                            BC as isize,
-                            1,
-                            v.row(b, j0),
-                            v.rs,
-                            v.cs,
-                            T::ONE,
-                        );
+                        rescale_accumulate(acc, &alpha, s, (rows, cols, dv), &v, b, j0);
                     }
                 }
                 for r in 0..rows {
