@@ -487,6 +487,12 @@ impl Gen<'_> {
             77..=82 => {
                 let a = self.pick(&|t: &Ty| t.dtype == fl && !t.shape.is_empty())?;
                 let t = self.tys[a].clone();
+                // A row of a large inexact value (a product of 33 values, all of a row
+                // after `max`) normalises its rounding: a constant row of 1e4 came out of
+                // a layer norm 1.5e-3 off, one ulp of its mean away.
+                if self.big[a] && !t.exact {
+                    return None;
+                }
                 let op = [Row::Softmax, Row::LogSoftmax, Row::LayerNorm][self.rng.below(3)];
                 let ax = if op == Row::LayerNorm {
                     -1

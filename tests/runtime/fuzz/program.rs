@@ -179,7 +179,9 @@ pub struct Program {
     pub ins: Vec<Ins>,
     pub outputs: Vec<usize>,
     /// Return `[loss, d loss / d float params..]` instead, the loss being
-    /// `Σ_k (outputs[k] * (k + 1) * 0.5).sum_all()` over float outputs.
+    /// `Σ_k (outputs[k] / (2k + 1)).sum_all()` over float outputs (odd reciprocals: the
+    /// generator's constants are dyadic, so outputs that are multiples of each other, as
+    /// `-x, -x, x` are, never cancel in the loss; weights 0.5, 1, 1.5 summed those to 0).
     pub grad: bool,
 }
 
@@ -382,7 +384,9 @@ pub fn build(p: &Program, params: &[Tensor]) -> Vec<Tensor> {
         let mut loss: Option<Tensor> = None;
         for (k, &o) in p.outputs.iter().enumerate() {
             if is_float(v[o].dtype()) {
-                let term = (&v[o] * ((k + 1) as f64 * 0.5)).sum_all().cast(DType::F64);
+                let term = (&v[o] * (1.0 / (2 * k + 1) as f64))
+                    .sum_all()
+                    .cast(DType::F64);
                 loss = Some(match loss {
                     Some(l) => l + term,
                     None => term,
