@@ -3,7 +3,7 @@
 //! Shakespeare, then samples from it.
 //!
 //! ```text
-//! cargo run --release --example gpt                  # the full run (about 2 minutes)
+//! cargo run --release --example gpt                  # the full run (about 4 minutes on 2 cores)
 //! cargo run --release --example gpt -- --iters 200   # a short one
 //! ```
 //!
