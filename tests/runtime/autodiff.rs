@@ -676,3 +676,39 @@ fn dots_saveable_over_a_whole_chain_compiles() {
         "whole-chain dots_saveable",
     );
 }
+
+#[jit]
+fn prod_rows_grad(x: &Tensor) -> Tensor {
+    jitfuse::grad(
+        |x: &Tensor| (x.prod(-1) * Tensor::vector(&[1.0f64, 2.0, 3.0]).cast(x.dtype())).sum_all(),
+        x,
+    )
+}
+
+/// The gradient of a product is the product of the other factors, also at a zero factor
+/// (`prod / x` gave 0 / 0 = NaN there): no zero, one zero, two zeros per row; eagerly and
+/// jitted, f32 and f64, exactly.
+#[test]
+fn prod_gradient_at_zero_factors_is_the_product_of_the_others() {
+    for d in [DType::F32, DType::F64] {
+        let x = Tensor::from_vec(
+            vec![1.0f64, 2.0, 3.0, 0.0, 2.0, 3.0, 0.0, 0.0, 5.0],
+            &[3, 3],
+        )
+        .unwrap()
+        .cast(d);
+        // Row weights 1, 2, 3 from the loss.
+        let want = Tensor::from_vec(
+            vec![6.0f64, 3.0, 2.0, 12.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+            &[3, 3],
+        )
+        .unwrap()
+        .cast(d);
+        let eager = jitfuse::grad(
+            |x: &Tensor| (x.prod(-1) * Tensor::vector(&[1.0f64, 2.0, 3.0]).cast(d)).sum_all(),
+            &x,
+        );
+        assert_close(&eager, &want, EXACT, &format!("eager {d}"));
+        assert_close(&prod_rows_grad(&x), &want, EXACT, &format!("jitted {d}"));
+    }
+}

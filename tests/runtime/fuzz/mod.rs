@@ -352,3 +352,34 @@ fn pruning_a_parameter_keeps_the_others_values() {
     );
     assert_ne!(crate::common::bits(&full[0]), crate::common::bits(&full[1]));
 }
+
+/// Found by a long run: the gradient of a product was `prod / x`, NaN (0 / 0) where a
+/// factor is exactly 0. Here `gelu(x) - tanh(gelu(x))` is 0 in the compiled code (its
+/// tanh rounds to its argument for tiny values) and a tiny nonzero in the interpreter:
+/// the compiled gradient was NaN. The product of the other factors is finite at a zero.
+#[test]
+fn the_gradient_of_a_product_with_a_zero_factor_is_finite() {
+    use jitfuse::DType;
+    use program::{Bin, Ins, Param, Red, Un};
+    let p = Program {
+        params: vec![Param {
+            shape: vec![4, 3, 16],
+            dtype: DType::F32,
+            mode: Mode::Borrowed,
+            draw: 1,
+        }],
+        ins: vec![
+            Ins::Unary(Un::Gelu, 0),
+            Ins::Unary(Un::Tanh, 1),
+            Ins::Binary(Bin::Sub, 1, 2),
+            Ins::Reduce(Red::Prod, 3, -2, false),
+        ],
+        outputs: vec![4],
+        grad: true,
+    };
+    match run_case(&p, 2027240337) {
+        Outcome::Pass => {}
+        Outcome::Fail(e) => panic!("{e}"),
+        Outcome::Invalid(e) => panic!("did not trace: {e}"),
+    }
+}
