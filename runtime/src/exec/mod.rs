@@ -770,14 +770,7 @@ impl Executable {
                 Step::Library(v) if self.controls.contains_key(v) => {
                     let n = g.node(*v);
                     let ins = borrowed_inputs(g, &self.part, n, &ptr)?;
-                    let mut dest = vec![std::ptr::null_mut(); self.controls[v].outputs];
-                    for &w in &self.io[si].1 {
-                        let k = match g.node(w).op {
-                            Op::Get(k) => k,
-                            _ => 0,
-                        };
-                        dest[k] = ptr[w.index()];
-                    }
+                    let dest = result_buffers(g, &self.io[si].1, &ptr, self.controls[v].outputs);
                     // SAFETY: the destinations were planned for these values
                     // and overlap no operand (no in-place for library steps).
                     unsafe { self.controls[v].run(&n.op, &ins, &dest)? };
@@ -806,14 +799,9 @@ impl Executable {
                     // in-place for library steps); the scratch is this call's.
                     if let Op::AttentionGrad(spec) = &n.op {
                         // dq (the node), dk and dv (its `get`s; null when no one reads them).
-                        let mut dest = [std::ptr::null_mut(); 3];
-                        for &w in &self.io[si].1 {
-                            let k = match g.node(w).op {
-                                Op::Get(k) => k,
-                                _ => 0,
-                            };
-                            dest[k] = ptr[w.index()];
-                        }
+                        let dest: [*mut u8; 3] = result_buffers(g, &self.io[si].1, &ptr, 3)
+                            .try_into()
+                            .expect("three results");
                         // SAFETY: as below, for each destination.
                         unsafe {
                             crate::library::attention::run_grad(spec, &ins, n.dtype, dest, scratch)
@@ -972,4 +960,18 @@ impl Drop for ArenaGuard<'_> {
         let b = self.buf.take();
         self.exe.return_arena(b);
     }
+}
+
+/// The buffers of a multi-output step's `n` results (result 0 is the node, result `k`
+/// its `get[k]`), from the values it writes; null for a result nothing reads.
+fn result_buffers(g: &Graph, writes: &[ValueId], ptr: &[*mut u8], n: usize) -> Vec<*mut u8> {
+    let mut dest = vec![std::ptr::null_mut(); n];
+    for &w in writes {
+        let k = match g.node(w).op {
+            Op::Get(k) => k,
+            _ => 0,
+        };
+        dest[k] = ptr[w.index()];
+    }
+    dest
 }
