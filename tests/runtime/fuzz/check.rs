@@ -80,14 +80,22 @@ pub fn arguments(g: &Graph, seed: u64, draws: &[u64], specials: bool) -> Vec<Ten
 /// Compiled `got` against the interpreter's `want`: integers and bools
 /// exactly; floats elementwise within `rel * |want| + abs * scale`, where
 /// the scale is the largest finite magnitude of the interpreter's tensor,
-/// at least `floor` (a normwise bound: sums may round differently, but an
-/// element read from the wrong place or never written is far off; the floor
-/// covers results that are rounding noise of a cancellation, such as the
-/// gradient of a sum of softmax outputs, mathematically zero: 1 for
-/// gradients, whose terms are of the inputs' size, 0.1 otherwise); NaN only
-/// where the interpreter has NaN, infinities exactly. `f32` says whether any
-/// value of the program is f32 (then an f64 output may carry f32 rounding).
-pub fn compare(got: &Tensor, want: &Tensor, f32: bool, floor: f64) -> Result<(), String> {
+/// at least `floor` and at least `noise`, the output's rounding-noise scale
+/// (`noise::scales`: the size of the terms that cancelled in it). A normwise
+/// bound: sums may round differently, but an element read from the wrong
+/// place or never written is far off. The floor covers results that are
+/// rounding noise of a cancellation the noise scale does not follow (through
+/// a nonlinear op): 1 for gradients, whose terms are of the inputs' size, 0.1
+/// otherwise. NaN only where the interpreter has NaN, infinities exactly.
+/// `f32` says whether any value of the program is f32 (then an f64 output
+/// may carry f32 rounding).
+pub fn compare(
+    got: &Tensor,
+    want: &Tensor,
+    f32: bool,
+    floor: f64,
+    noise: f64,
+) -> Result<(), String> {
     if got.shape() != want.shape() || got.dtype() != want.dtype() {
         return Err(format!(
             "type {:?} {:?}, interpreter {:?} {:?}",
@@ -107,7 +115,7 @@ pub fn compare(got: &Tensor, want: &Tensor, f32: bool, floor: f64) -> Result<(),
     let scale = w
         .iter()
         .filter(|v| v.is_finite())
-        .fold(floor, |m, v| m.max(v.abs()));
+        .fold(floor.max(noise), |m, v| m.max(v.abs()));
     for (i, (&a, &b)) in g.iter().zip(&w).enumerate() {
         let ok = if a.is_nan() || b.is_nan() {
             a.is_nan() && b.is_nan()
@@ -181,6 +189,7 @@ pub fn check_graph(
     floor: f64,
 ) -> Result<(), String> {
     let want = interp::eval_graph(g, args, captured).map_err(|e| format!("interpreter: {e}"))?;
+    let noise = super::noise::scales(g, args, captured).unwrap_or_else(|| vec![0.0; want.len()]);
     let f32 = g.nodes.iter().any(|n| n.dtype == DType::F32);
     let kinds: Vec<ArgKind> = modes
         .iter()
@@ -205,7 +214,7 @@ pub fn check_graph(
                 ));
             }
             for (k, (a, b)) in shared.iter().zip(&want).enumerate() {
-                compare(a, b, f32, floor).map_err(|e| format!("output {k}: {e}"))?;
+                compare(a, b, f32, floor, noise[k]).map_err(|e| format!("output {k}: {e}"))?;
             }
             for (t, k) in &kept {
                 if bits(t) != bits(&args[*k]) {
@@ -217,7 +226,9 @@ pub fn check_graph(
                 let (donated, kept) = call(&exe, args, modes, true)?;
                 for (k, (a, b)) in donated.iter().zip(&shared).enumerate() {
                     if bits(a) != bits(b) {
-                        let e = compare(a, b, f32, floor).err().unwrap_or_default();
+                        let e = compare(a, b, f32, floor, noise[k])
+                            .err()
+                            .unwrap_or_default();
                         return Err(format!(
                             "output {k}: donated call {round} differs from the shared call ({e})"
                         ));

@@ -11,6 +11,7 @@
 
 pub mod check;
 pub mod generate;
+pub mod noise;
 pub mod program;
 
 use crate::common::Rng;
@@ -382,4 +383,98 @@ fn the_gradient_of_a_product_with_a_zero_factor_is_finite() {
         Outcome::Fail(e) => panic!("{e}"),
         Outcome::Invalid(e) => panic!("did not trace: {e}"),
     }
+}
+
+/// The shrunk programs of three false alarms of a long run, each a sum whose
+/// terms cancel: a loss `Σ(x - flip x)` of 13,888 elements, a loss
+/// `Σ(x[i] - x[j])` over all pairs, and the gradient of a sum of softmax
+/// rows added back to every element (cotangents of size 193). Each result is
+/// rounding noise of its terms' size (1e-4 against an interpreter's 0); the
+/// noise scale makes it so, where the floor of 1 did not.
+#[test]
+fn rounding_noise_of_cancelling_sums_is_not_a_mismatch() {
+    use jitfuse::DType;
+    use program::{Bin, Ins, Param, Red, Row};
+    let param = |shape: &[usize], draw| Param {
+        shape: shape.to_vec(),
+        dtype: DType::F32,
+        mode: Mode::Borrowed,
+        draw,
+    };
+    let cases = [
+        (
+            Program {
+                params: vec![param(&[7, 64, 31], 0)],
+                ins: vec![Ins::Flip(0, vec![-1]), Ins::Binary(Bin::Sub, 0, 1)],
+                outputs: vec![2],
+                grad: true,
+            },
+            2027312365,
+        ),
+        (
+            Program {
+                params: vec![param(&[64, 1], 1)],
+                ins: vec![
+                    Ins::Reduce(Red::Max, 0, -1, false),
+                    Ins::Binary(Bin::Sub, 0, 1),
+                ],
+                outputs: vec![2],
+                grad: true,
+            },
+            2027447517,
+        ),
+        (
+            Program {
+                params: vec![param(&[64, 3], 1)],
+                ins: vec![
+                    Ins::RowOp(Row::Softmax, 0, -1),
+                    Ins::ReduceAll(Red::Max, 0),
+                    Ins::ReduceAll(Red::Sum, 1),
+                    Ins::Binary(Bin::Add, 1, 3),
+                ],
+                outputs: vec![4, 2, 3],
+                grad: true,
+            },
+            2027401049,
+        ),
+    ];
+    for (p, seed) in cases {
+        match run_case(&p, seed) {
+            Outcome::Pass => {}
+            Outcome::Fail(e) => panic!("{e}\n{p:?}"),
+            Outcome::Invalid(e) => panic!("did not trace: {e}"),
+        }
+    }
+}
+
+/// The noise scale of a cancelling sum is the sum of its terms' magnitudes,
+/// and no more: a compiled sum that dropped one term still fails.
+#[test]
+fn the_noise_scale_is_the_size_of_the_cancelled_terms() {
+    let text = "%0 = param 0 : f32[4096]\n\
+                %1 = slice[4095:-1] %0 : f32[4096]\n\
+                %2 = sub %0, %1 : f32[4096]\n\
+                %3 = reduce_sum[0] %2 : f32[]\n\
+                return %3, %2\n";
+    let g = jitfuse::ir::parse(text).unwrap();
+    let args = check::arguments(&g, 5, &[0], false);
+    let x = args[0].to_vec::<f32>().unwrap();
+    let terms: f64 = x.iter().map(|v| 2.0 * v.abs() as f64).sum();
+    let s = noise::scales(&g, &args, &[]).unwrap();
+    assert!((s[0] - terms).abs() <= 1e-3 * terms, "{} vs {terms}", s[0]);
+    let pairs = x.iter().zip(x.iter().rev());
+    let largest = pairs
+        .map(|(a, b)| (a.abs() + b.abs()) as f64)
+        .fold(0.0, f64::max);
+    assert!(
+        (s[1] - largest).abs() <= 1e-6 * largest,
+        "{} vs {largest}",
+        s[1]
+    );
+    // The exact sum is 0; one term (about 3) missing is far outside the tolerance.
+    let dropped = Tensor::from_vec(vec![x[0] - x[4095]], &[]).unwrap();
+    let want = Tensor::from_vec(vec![0.0f32], &[]).unwrap();
+    assert!(check::compare(&dropped, &want, true, 1.0, s[0]).is_err());
+    let noise = Tensor::from_vec(vec![1e-4f32], &[]).unwrap();
+    assert!(check::compare(&noise, &want, true, 1.0, s[0]).is_ok());
 }

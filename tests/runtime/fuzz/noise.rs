@@ -1,0 +1,105 @@
+//! The rounding-noise scale of each output of a graph: the output computed
+//! again with every linear combination replaced by the sum of its terms'
+//! magnitudes (`|a| + |b|` for `a - b`, `Σ|x|` for a sum, `|a|·|b|` summed for
+//! a matmul), a classic bound's shape: a float sum in any order is within
+//! `n·ε·Σ|xᵢ|` of the exact one. Where terms cancel (`Σ(x - flip x)` is 0;
+//! the gradient of a sum of softmax rows is `s·(g - Σ g·s)`, 0 from terms of
+//! the cotangent's size) the result is rounding noise of that size, and the
+//! comparison's scale must be that size, not the result's.
+//!
+//! Only linear structure (views, sums, products, quotients by the exact
+//! divisor, selects) carries magnitude forward; any other op starts again
+//! from its own value's magnitude. So a parameter's noise is its own size and
+//! `sin` of a large exact argument keeps the strict scale of its result
+//! (an inaccurate range reduction still fails), while the conditioning of a
+//! nonlinear op on a noisy input (`sin` of a large inexact product) stays the
+//! generator's business (it does not make those).
+
+use jitfuse::interp::eval_graph;
+use jitfuse::ir::{BinaryOp, Graph, Op, ReduceOp, UnaryOp, ValueId};
+use jitfuse::{interp, DType, Tensor};
+
+fn is_float(d: DType) -> bool {
+    matches!(d, DType::F32 | DType::F64)
+}
+
+fn abs(t: &Tensor) -> Tensor {
+    interp::eval_op(&Op::Unary(UnaryOp::Abs), &[t], t.shape(), t.dtype())
+        .expect("abs of a float tensor")
+}
+
+/// The magnitude tensor of node `n` from its inputs' magnitudes `s` (floats)
+/// and values `v` (the rest), or `None`: use the node's own `|value|`.
+fn propagate(g: &Graph, i: usize, s: &[Tensor], v: &[Tensor]) -> Option<Tensor> {
+    let n = &g.nodes[i];
+    let pick = |x: ValueId| -> &Tensor {
+        if is_float(g.node(x).dtype) {
+            &s[x.index()]
+        } else {
+            &v[x.index()]
+        }
+    };
+    let same = |op: &Op| -> Option<Tensor> {
+        let ins: Vec<&Tensor> = n.inputs.iter().map(|&x| pick(x)).collect();
+        interp::eval_op(op, &ins, &n.shape, n.dtype).ok()
+    };
+    match &n.op {
+        Op::Broadcast
+        | Op::Reshape
+        | Op::Transpose(_)
+        | Op::Slice(_)
+        | Op::Concat(_)
+        | Op::Pad(..)
+        | Op::Take(_)
+        | Op::Matmul
+        | Op::SliceScatter(_)
+        | Op::ScatterAdd(_)
+        | Op::Barrier
+        | Op::Select
+        | Op::Reduce(ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min, _)
+        | Op::Binary(BinaryOp::Add | BinaryOp::Mul | BinaryOp::Max | BinaryOp::Min)
+        | Op::Unary(UnaryOp::Neg | UnaryOp::Abs | UnaryOp::StopGradient) => same(&n.op),
+        Op::Cast(_) if is_float(g.node(n.inputs[0]).dtype) => same(&n.op),
+        Op::Binary(BinaryOp::Sub) => same(&Op::Binary(BinaryOp::Add)),
+        Op::Binary(BinaryOp::Div) => {
+            let b = abs(&v[n.inputs[1].index()]);
+            interp::eval_op(&n.op, &[&s[n.inputs[0].index()], &b], &n.shape, n.dtype).ok()
+        }
+        _ => None,
+    }
+}
+
+/// The largest finite noise magnitude of each output (0 for integer and
+/// bool outputs), or `None` when the graph does not evaluate.
+pub fn scales(g: &Graph, args: &[Tensor], captured: &[Tensor]) -> Option<Vec<f64>> {
+    // Every node's value, from the interpreter (control flow and attention
+    // included: their results start afresh from their magnitudes).
+    let mut all = g.clone();
+    all.outputs = (0..g.nodes.len() as u32).map(ValueId).collect();
+    let v = eval_graph(&all, args, captured).ok()?;
+    let mut s: Vec<Tensor> = Vec::with_capacity(v.len());
+    for i in 0..g.nodes.len() {
+        let t = if is_float(g.nodes[i].dtype) {
+            let p = propagate(g, i, &s, &v).unwrap_or_else(|| v[i].clone());
+            abs(&p)
+        } else {
+            v[i].clone()
+        };
+        s.push(t);
+    }
+    Some(
+        g.outputs
+            .iter()
+            .map(|o| {
+                let t = &s[o.index()];
+                if !is_float(t.dtype()) {
+                    return 0.0;
+                }
+                crate::common::to_f64s(t)
+                    .into_iter()
+                    .filter(|x| x.is_finite())
+                    .fold(0.0, f64::max)
+            })
+            .collect(),
+    )
+}
