@@ -32,18 +32,15 @@ pub unsafe fn matmul_strided(
     dtype: DType,
     out: *mut u8,
 ) {
-    let r = out_shape.len();
-    let (m, n) = (out_shape[r - 2], out_shape[r - 1]);
-    let lib = Gemm::pick(m, a.shape[a.shape.len() - 1], n);
-    matmul_strided_by(lib, a, b, out_shape, dtype, out)
+    matmul_strided_by(None, a, b, out_shape, dtype, out);
 }
 
-/// `matmul_strided` on the given library.
+/// `matmul_strided` on the given library (`None`: `Gemm::pick` for each product).
 ///
 /// # Safety
 /// As `matmul_strided`'s.
 unsafe fn matmul_strided_by(
-    lib: Gemm,
+    lib: Option<Gemm>,
     a: &Strided,
     b: &Strided,
     out_shape: &[usize],
@@ -73,6 +70,21 @@ unsafe fn matmul_strided_by(
     let (rsa, csa) = (a.strides[ra - 2] as isize, a.strides[ra - 1] as isize);
     let (rsb, csb) = (b.strides[rb - 2] as isize, b.strides[rb - 1] as isize);
     let size = dtype.size() as isize;
+    let mat = |p: *mut u8, rs: isize, cs: isize| Mat { p, rs, cs };
+    if let Some(rows) = folded_rows(batch, &sa, &sb, m, rsa) {
+        // One product of `rows` rows: a batch of `[m, k]` blocks stacked at row stride
+        // times a shared `[k, n]` matrix (a layer's activations times its weight); `m`-row
+        // products one by one ran at a third of the GEMM's speed for m = 64.
+        let (a, b) = (mat(a.ptr, rsa, csa), mat(b.ptr, rsb, csb));
+        let lib = lib.unwrap_or_else(|| Gemm::pick(rows, k, n));
+        match dtype {
+            DType::F32 => lib.run::<f32>(rows, k, n, a, b, out as *mut f32),
+            DType::F64 => lib.run::<f64>(rows, k, n, a, b, out as *mut f64),
+            _ => unreachable!("matmul is float-only (checked at trace time)"),
+        }
+        return;
+    }
+    let lib = lib.unwrap_or_else(|| Gemm::pick(m, k, n));
     let mut idx = vec![0usize; batch.len()];
     for bi in 0..shape::numel(batch) {
         let ao: i64 = idx.iter().zip(&sa).map(|(&i, &s)| i as i64 * s).sum();
@@ -80,7 +92,6 @@ unsafe fn matmul_strided_by(
         let pa = a.ptr.wrapping_offset(ao as isize * size);
         let pb = b.ptr.wrapping_offset(bo as isize * size);
         let pc = out.wrapping_offset((bi * m * n) as isize * size);
-        let mat = |p: *mut u8, rs: isize, cs: isize| Mat { p, rs, cs };
         let (a, b) = (mat(pa, rsa, csa), mat(pb, rsb, csb));
         match dtype {
             DType::F32 => lib.run::<f32>(m, k, n, a, b, pc as *mut f32),
@@ -95,6 +106,28 @@ unsafe fn matmul_strided_by(
             idx[d] = 0;
         }
     }
+}
+
+/// The row count of the batched product as one product, when `b` is shared by the whole
+/// batch (every batch stride 0) and `a`'s batch axes continue its rows (the stride of
+/// each batch axis is the extent of the rows and axes inside it): the output, contiguous,
+/// is then `[batch · m, n]` row for row. `None` otherwise, or for a batch of one.
+fn folded_rows(batch: &[usize], sa: &[i64], sb: &[i64], m: usize, rsa: isize) -> Option<usize> {
+    let count = shape::numel(batch);
+    if count <= 1 || sb.iter().any(|&s| s != 0) {
+        return None;
+    }
+    let mut next = m as i64 * rsa as i64;
+    for (&len, &stride) in batch.iter().zip(sa).rev() {
+        if len == 1 {
+            continue;
+        }
+        if stride != next {
+            return None;
+        }
+        next *= len as i64;
+    }
+    Some(count * m)
 }
 
 /// A matrix operand: element `(i, j)` at `p + i * rs + j * cs` elements.
@@ -395,7 +428,7 @@ mod tests {
                         // SAFETY: the layouts address only the vectors' elements.
                         unsafe {
                             matmul_strided_by(
-                                lib,
+                                Some(lib),
                                 &op(&a, base_a, m, k, &sa),
                                 &op(&b, base_b, k, n, &sb),
                                 &out_shape,
@@ -414,6 +447,71 @@ mod tests {
                     let tol = if dtype == DType::F32 { 1e-4 } else { 1e-12 } * (1.0 + k as f64);
                     assert!((g - w).abs() <= tol, "{what}: element {e}: {g} vs {w}");
                 }
+            }
+        }
+    }
+
+    /// A batch of row blocks times one shared matrix runs as one product of all the rows
+    /// (`folded_rows`), on both libraries, and matches a triple loop; a batch whose blocks
+    /// do not continue each other's rows, or a batched right operand, does not fold.
+    #[test]
+    fn a_batch_sharing_its_right_operand_is_one_product() {
+        let (batch, m, k, n) = ([2usize, 3], 5usize, 7usize, 9usize);
+        let rows = 6 * m;
+        assert_eq!(
+            folded_rows(&batch, &[3 * 35, 35], &[0, 0], m, k as isize),
+            Some(rows)
+        );
+        assert_eq!(
+            folded_rows(&batch, &[3 * 40, 40], &[0, 0], m, k as isize),
+            None
+        );
+        assert_eq!(
+            folded_rows(&batch, &[3 * 35, 35], &[0, 63], m, k as isize),
+            None
+        );
+        assert_eq!(
+            folded_rows(&[1, 6], &[0, 35], &[0, 0], m, k as isize),
+            Some(rows)
+        );
+        assert_eq!(folded_rows(&[6], &[0], &[0], m, k as isize), None);
+        let a: Vec<f32> = (0..rows * k)
+            .map(|i| ((i * 7 % 13) as f32 - 6.0) / 4.0)
+            .collect();
+        let b: Vec<f32> = (0..k * n)
+            .map(|i| ((i * 5 % 11) as f32 - 5.0) / 4.0)
+            .collect();
+        let want: Vec<f32> = (0..rows * n)
+            .map(|e| (0..k).map(|p| a[e / n * k + p] * b[p * n + e % n]).sum())
+            .collect();
+        for lib in [Gemm::MatrixMultiply, Gemm::Faer] {
+            let mut c = vec![f32::NAN; rows * n];
+            let sa = Strided {
+                ptr: a.as_ptr() as *mut u8,
+                shape: vec![2, 3, m, k],
+                strides: vec![(3 * m * k) as i64, (m * k) as i64, k as i64, 1],
+            };
+            let sb = Strided {
+                ptr: b.as_ptr() as *mut u8,
+                shape: vec![k, n],
+                strides: vec![n as i64, 1],
+            };
+            // SAFETY: the maps address only the vectors' elements.
+            unsafe {
+                matmul_strided_by(
+                    Some(lib),
+                    &sa,
+                    &sb,
+                    &[2, 3, m, n],
+                    DType::F32,
+                    c.as_mut_ptr() as *mut u8,
+                )
+            };
+            for (e, (g, w)) in c.iter().zip(&want).enumerate() {
+                assert!(
+                    (g - w).abs() <= 1e-4 * (1.0 + w.abs()),
+                    "{lib:?} {e}: {g} vs {w}"
+                );
             }
         }
     }

@@ -250,7 +250,55 @@ fn reduction_matmul_and_composite_rules() {
     check_grad(
         "matrix-vector",
         &|t| weighted(&t[0].matmul(&t[1]), 18),
-        vec![a, v],
+        vec![a.clone(), v],
+    );
+    // A weight shared by two batch axes, and by a transposed (strided) batch.
+    let a4 = rand(&mut rng, &[2, 3, 4, 5], -1.0, 1.0);
+    let w = rand(&mut rng, &[5, 3], -1.0, 1.0);
+    check_grad(
+        "4-d batch, shared weight",
+        &|t| weighted(&t[0].matmul(&t[1]).tanh(), 19),
+        vec![a4, w],
+    );
+    check_grad(
+        "transposed batch, shared weight",
+        &|t| weighted(&t[0].transpose(&[1, 0, 2]).matmul(&t[1]).sin(), 20),
+        vec![a, b],
+    );
+}
+
+/// The weight gradient of a batched product with a shared matrix is one product over all
+/// the batch's rows (`[k, B·m] @ [B·m, n]`), not a product per batch element and a sum.
+#[test]
+fn a_shared_weight_gets_one_gradient_product() {
+    let g = jitfuse::trace::trace(
+        &[
+            jitfuse::trace::ParamSpec {
+                shape: vec![6, 8, 4],
+                dtype: DType::F32,
+                weak: false,
+            },
+            jitfuse::trace::ParamSpec {
+                shape: vec![4, 5],
+                dtype: DType::F32,
+                weak: false,
+            },
+        ],
+        |t| {
+            vec![jitfuse::grad(
+                |w: &Tensor| t[0].matmul(w).tanh().sum_all(),
+                &t[1],
+            )]
+        },
+    )
+    .unwrap()
+    .graph
+    .to_text();
+    assert!(g.contains(": f32[4,48]") && g.contains("matmul"), "{g}");
+    assert!(
+        !g.lines()
+            .any(|l| l.contains("matmul") && l.contains("f32[6,4,5]")),
+        "{g}"
     );
 }
 

@@ -32,6 +32,22 @@ pub fn sum_to(t: &Tensor, shape: &[usize]) -> Tensor {
     s.reshape(&shape_isize(shape))
 }
 
+/// The cotangent of `b` in `a @ b` from the product's cotangent `c`: `Σ aᵀ c` over the
+/// batch axes `b` broadcasts over. A matrix `b` shared by a whole batch of `a` (a layer's
+/// weight) gets one product over all the batch's rows, `a` and `c` flattened to
+/// `[batch · m, ..]` (views of contiguous values), not a product per batch element summed
+/// afterwards: a third of the GEMM time and no `[batch, k, n]` temporary.
+fn matmul_rhs_grad(a: &Tensor, b: &Tensor, c: &Tensor) -> Tensor {
+    let (ra, rb) = (a.ndim(), b.ndim());
+    if rb == 2 && ra > 2 {
+        let rows: usize = a.shape()[..ra - 1].iter().product();
+        let a2 = a.reshape(&[rows as isize, a.shape()[ra - 1] as isize]);
+        let c2 = c.reshape(&[rows as isize, c.shape()[c.ndim() - 1] as isize]);
+        return a2.t().matmul(&c2);
+    }
+    sum_to(&a.t().matmul(c), b.shape())
+}
+
 /// Broadcast a reduction's cotangent (shape without `axes`) back over `x`.
 fn unreduce(ct: &Tensor, x: &Tensor, axes: &[usize]) -> Tensor {
     let keep: Vec<isize> = (0..x.ndim())
@@ -415,7 +431,7 @@ pub fn backward(g: &Graph, vals: &[Tensor], seeds: &[(ValueId, Tensor)]) -> Vec<
                     add(&mut ct, inp(0), sum_to(&c.matmul(&b.t()), a.shape()));
                 }
                 if need(1) {
-                    add(&mut ct, inp(1), sum_to(&a.t().matmul(&c), b.shape()));
+                    add(&mut ct, inp(1), matmul_rhs_grad(a, b, &c));
                 }
             }
         }
