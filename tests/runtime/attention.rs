@@ -896,3 +896,44 @@ fn second_derivatives_of_attention_are_refused() {
         );
     }
 }
+
+#[jit]
+fn checkpointed_attention_grad(q: &Tensor, k: &Tensor, v: &Tensor) -> Vec<Tensor> {
+    let (_, g) = jitfuse::value_and_grad(
+        |t: &Vec<Tensor>| {
+            let block =
+                |t: &Vec<Tensor>| attention(&t[0].sin(), &t[1], &t[2], AttnMask::Causal).tanh();
+            jitfuse::checkpoint_with(jitfuse::Policy::DotsSaveable, block, t).sum_all()
+        },
+        &vec![q.clone(), k.clone(), v.clone()],
+    );
+    g
+}
+
+/// Under `dots_saveable` an attention result is kept like a product's: the gradient runs
+/// one forward attention (not a second one to recompute it) and the cheap `sin` again,
+/// and matches the unfused composition's gradient.
+#[test]
+fn dots_saveable_keeps_the_attention_result() {
+    let mut rng = Rng::new(71);
+    let x = |rng: &mut Rng| random_tensor(rng, &[2, 3, 40, 16], DType::F64, -1.0, 1.0, false);
+    let (q, k, v) = (x(&mut rng), x(&mut rng), x(&mut rng));
+    let text = checkpointed_attention_grad::lower(&q, &k, &v)
+        .unwrap()
+        .as_text();
+    let traced = text.split("// ---- simplified graph").next().unwrap();
+    assert_eq!(traced.matches("= attention[").count(), 1, "{traced}");
+    assert_eq!(traced.matches("= sin ").count(), 2, "{traced}");
+    let got = checkpointed_attention_grad(&q, &k, &v);
+    let (_, want) = jitfuse::value_and_grad(
+        |t: &Vec<Tensor>| {
+            composed(&t[0].sin(), &t[1], &t[2], AttnMask::Causal, 0.25)
+                .tanh()
+                .sum_all()
+        },
+        &vec![q.clone(), k.clone(), v.clone()],
+    );
+    for (g, w) in got.iter().zip(&want) {
+        assert_close(g, w, tol(DType::F64), "checkpointed attention gradient");
+    }
+}

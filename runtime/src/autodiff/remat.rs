@@ -11,7 +11,9 @@ fn saved(g: &Graph, policy: &Policy, v: ValueId) -> bool {
     match policy {
         Policy::EverythingSaveable => true,
         Policy::NothingSaveable => false,
-        Policy::DotsSaveable => g.node(v).op == Op::Matmul,
+        // Attention is the fused form of two products; its result is the second's (the
+        // score matrix is never a value, and its gradient recomputes it anyway).
+        Policy::DotsSaveable => matches!(g.node(v).op, Op::Matmul | Op::Attention(_)),
         Policy::SaveOnlyTheseNames(names) => {
             g.names.iter().any(|(x, n)| *x == v && names.contains(n))
         }

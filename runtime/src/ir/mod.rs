@@ -68,7 +68,9 @@ pub enum Policy {
     EverythingSaveable,
     /// Recompute every value of the region from its inputs.
     NothingSaveable,
-    /// Save matmul results, recompute the rest.
+    /// Save the results of matmuls and of `attention` (two products fused: its output is
+    /// the second's, as `dots_saveable` keeps `P @ V` of an unfused attention; its score
+    /// matrix is never a value), recompute the rest.
     DotsSaveable,
     /// Save the values named by `checkpoint_name` with one of these names.
     SaveOnlyTheseNames(Vec<String>),
