@@ -1063,7 +1063,15 @@ fn library_steps_on_strided_operands_match_the_interpreter() {
 fn scatter_add_accumulates_as_the_interpreter() {
     use jitfuse::ir::{Graph, Op};
     let mut rng = Rng::new(24);
-    for (rows, m, inner) in [(3, 4000, 80), (1000, 300, 256), (7, 5, 1)] {
+    // Counting-sorted (rows <= 2m + 16) and sorted groups (a few indices on many rows:
+    // the flat one-hot part of a cross-entropy gradient), one and several threads.
+    for (rows, m, inner) in [
+        (3, 4000, 80),
+        (1000, 300, 256),
+        (7, 5, 1),
+        (200_000, 3000, 1),
+        (40, 3, 7),
+    ] {
         let mut g = Graph::new();
         let vals = random_tensor(&mut rng, &[m, inner], DType::F32, -1e4, 1e4, false);
         let ids: Vec<i32> = (0..m).map(|_| rng.below(rows + 4) as i32 - 2).collect();
@@ -1085,4 +1093,32 @@ fn scatter_add_accumulates_as_the_interpreter() {
             &format!("scatter_add {rows}x{inner} from {m}"),
         );
     }
+    // Along a middle axis (outer rows too), sorted groups.
+    let (outer, rows, m, inner) = (3, 500, 40, 5);
+    let mut g = Graph::new();
+    let vals = random_tensor(&mut rng, &[outer, m, inner], DType::F64, -1e4, 1e4, false);
+    let ids: Vec<i64> = (0..m).map(|_| rng.below(rows + 4) as i64 - 2).collect();
+    let idx = Tensor::from_vec(ids, &[m]).unwrap();
+    let v = push(
+        &mut g,
+        Op::Param(0),
+        vec![],
+        vec![outer, m, inner],
+        DType::F64,
+    );
+    let i = push(&mut g, Op::Param(1), vec![], vec![m], DType::I64);
+    let out = push(
+        &mut g,
+        Op::ScatterAdd(1),
+        vec![v, i],
+        vec![outer, rows, inner],
+        DType::F64,
+    );
+    g.outputs = vec![out];
+    check_graph(
+        &g,
+        &[vals, idx],
+        EXACT,
+        "scatter_add along axis 1, sorted groups",
+    );
 }

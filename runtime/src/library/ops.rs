@@ -31,9 +31,7 @@ unsafe impl Sync for Operand<'_> {}
 /// (one set per worker).
 pub fn scratch_bytes(op: &Op, in_shapes: &[&[usize]], out_shape: &[usize], dtype: DType) -> usize {
     match op {
-        Op::ScatterAdd(axis) => {
-            (out_shape[*axis] + 1 + shape::numel(in_shapes[1])) * std::mem::size_of::<i64>()
-        }
+        Op::ScatterAdd(axis) => scatter_scratch(out_shape[*axis], shape::numel(in_shapes[1])),
         Op::Attention(_) | Op::AttentionGrad(_) => {
             let d = super::attention::Dims::of(in_shapes[0], in_shapes[2]);
             if matches!(op, Op::Attention(_)) {
@@ -414,10 +412,29 @@ impl Float for f64 {
 /// Elements of an output row `scatter_add` accumulates at once (an f64 block on the stack).
 const BLOCK: usize = 64;
 
+/// Whether `scatter_add` groups its `m` indices by sorting them (16 bytes of scratch per
+/// index) rather than by a counting sort over the `n` target rows (8 bytes per row and per
+/// index): when the targets far outnumber the indices, as the flat `[rows · classes]`
+/// one-hot part of a cross-entropy gradient does (a counting sort there took 8 bytes per
+/// logit: 3 GB for 8,192 rows of a 50,257-token vocabulary).
+fn scatter_sorts(n: usize, m: usize) -> bool {
+    n > 2 * m + 16
+}
+
+/// `scatter_add`'s scratch bytes for `n` target rows and `m` indices.
+fn scatter_scratch(n: usize, m: usize) -> usize {
+    if scatter_sorts(n, m) {
+        m * 16
+    } else {
+        (n + 1 + m) * std::mem::size_of::<i64>()
+    }
+}
+
 /// `scatter_add(vals, idx)` along `axis`: zeros of `out_shape` with row `j` of `vals` added
 /// at row `clamp(idx[j])`, summed in f64 in the order of `j` and rounded once, as the
-/// interpreter sums. The indices are grouped by target row first (a stable counting sort
-/// into `scratch`), so each output row is written once, by one thread.
+/// interpreter sums. The indices are grouped by target row first, into `scratch` (a stable
+/// counting sort, or a sort of `(row, j)` pairs when the rows far outnumber the indices:
+/// `scatter_sorts`), so each output row is written once, by one thread.
 ///
 /// # Safety
 /// As `run`'s.
@@ -435,11 +452,62 @@ unsafe fn scatter_add<T: Float>(
     let outer_shape = &out_shape[..axis];
     let inner_shape = &out_shape[axis + 1..];
     let inner = shape::numel(inner_shape);
-    let (outer_st, idx_st, inner_st) = (
-        &vals.strides[..axis],
-        &vals.strides[axis..axis + ri],
-        &vals.strides[axis + ri..],
-    );
+    let outer = shape::numel(outer_shape);
+    let inner_st = &vals.strides[axis + ri..];
+    let (dims, st, _) = collapse(inner_shape, inner_st, inner_st);
+    let rows = Rows {
+        outer_shape,
+        outer_st: &vals.strides[..axis],
+        inner_shape,
+        inner_st,
+        inner,
+        single: dims.len() <= 1,
+        step: st.first().copied().unwrap_or(0),
+    };
+    let idx_st = &vals.strides[axis..axis + ri];
+    let (v, d) = (Shared(vals.ptr as *mut u8), Shared(out));
+    let work = (m * outer + outer * n) * inner * 8;
+    if scatter_sorts(n, m) {
+        let pairs = std::slice::from_raw_parts_mut(scratch as *mut [u64; 2], m);
+        for (j, p) in pairs.iter_mut().enumerate() {
+            *p = [
+                crate::interp::clamp_index(read_index(idx, j), n) as u64,
+                j as u64,
+            ];
+        }
+        // (row, position): a total order, so each row's indices stay in index order.
+        pairs.sort_unstable();
+        let pairs = &*pairs;
+        // Rows no index lands on are zero.
+        fill(std::mem::size_of::<T>(), 0, out, outer * n * inner);
+        par_for(m, work, |lo, hi| {
+            let (v, d) = (v, d);
+            // The groups that start in lo..hi.
+            let mut p = lo;
+            while p < hi && p > 0 && pairs[p][0] == pairs[p - 1][0] {
+                p += 1;
+            }
+            while p < hi {
+                let k = pairs[p][0];
+                let e = p + pairs[p..].iter().take_while(|q| q[0] == k).count();
+                let group = pairs[p..e]
+                    .iter()
+                    .map(|q| offset_of(q[1] as usize, idx.shape, idx_st));
+                for o in 0..outer {
+                    rows.sum_into::<T>(
+                        v.0 as *const T,
+                        d.0 as *mut T,
+                        o,
+                        k as usize,
+                        n,
+                        group.clone(),
+                    );
+                }
+                p = e;
+            }
+        });
+        return;
+    }
     // starts[k]..starts[k + 1]: the positions in `order` of the indices landing on row k;
     // order holds the element offset in `vals` of each index's row, in index order.
     let starts = std::slice::from_raw_parts_mut(scratch as *mut usize, n + 1);
@@ -463,51 +531,73 @@ unsafe fn scatter_add<T: Float>(
     }
     starts[0] = 0;
     let (starts, order) = (&*starts, &*order);
-    // Inner dims of `vals` as one strided run where they collapse.
-    let (dims, st, _) = collapse(inner_shape, inner_st, inner_st);
-    let single = dims.len() <= 1;
-    let step = st.first().copied().unwrap_or(0);
-    let (v, d) = (Shared(vals.ptr as *mut u8), Shared(out));
-    let rows = shape::numel(outer_shape) * n;
-    par_for(
-        rows,
-        (m * shape::numel(outer_shape) + rows) * inner * 8,
-        |lo, hi| {
-            let (v, d) = (v, d);
-            let (v, out) = (v.0 as *const T, d.0 as *mut T);
-            let mut rel = [0i64; BLOCK];
-            let mut acc = [0f64; BLOCK];
-            for r in lo..hi {
-                let (o, k) = (r / n, r % n);
-                let base = offset_of(o, outer_shape, outer_st);
-                let group = &order[starts[k]..starts[k + 1]];
-                let mut e0 = 0;
-                while e0 < inner {
-                    let len = BLOCK.min(inner - e0);
-                    for (e, r) in rel[..len].iter_mut().enumerate() {
-                        *r = if single {
-                            (e0 + e) as i64 * step
-                        } else {
-                            offset_of(e0 + e, inner_shape, inner_st)
-                        };
-                    }
-                    acc[..len].fill(0.0);
-                    for &g in group {
-                        let row = v.wrapping_offset((base + g) as isize);
-                        for (a, &o) in acc[..len].iter_mut().zip(&rel[..len]) {
-                            // SAFETY: an element of `vals` (its map covers these indices).
-                            *a += unsafe { *row.wrapping_offset(o as isize) }.widen();
-                        }
-                    }
-                    for (e, &a) in acc[..len].iter().enumerate() {
-                        // SAFETY: element (r, e0 + e) of the contiguous output.
-                        unsafe { *out.add(r * inner + e0 + e) = T::from_f64(a) };
-                    }
-                    e0 += len;
+    par_for(outer * n, work, |lo, hi| {
+        let (v, d) = (v, d);
+        for r in lo..hi {
+            let (o, k) = (r / n, r % n);
+            let group = order[starts[k]..starts[k + 1]].iter().copied();
+            rows.sum_into::<T>(v.0 as *const T, d.0 as *mut T, o, k, n, group);
+        }
+    });
+}
+
+/// How `scatter_add` reads a row of `vals` and writes a row of its output.
+struct Rows<'a> {
+    outer_shape: &'a [usize],
+    outer_st: &'a [i64],
+    inner_shape: &'a [usize],
+    inner_st: &'a [i64],
+    inner: usize,
+    /// Whether the inner dims of `vals` collapse to one strided run, of this stride.
+    single: bool,
+    step: i64,
+}
+
+impl Rows<'_> {
+    /// Output row `(o, k)` (of `n` rows per outer index) = the sum of the rows of `vals`
+    /// at the offsets of `group` (in that order, in f64, rounded once).
+    ///
+    /// # Safety
+    /// The offsets address rows of `vals`; `out` is the contiguous output.
+    unsafe fn sum_into<T: Float>(
+        &self,
+        v: *const T,
+        out: *mut T,
+        o: usize,
+        k: usize,
+        n: usize,
+        group: impl Iterator<Item = i64> + Clone,
+    ) {
+        let (single, step) = (self.single, self.step);
+        let base = offset_of(o, self.outer_shape, self.outer_st);
+        let r = o * n + k;
+        let mut rel = [0i64; BLOCK];
+        let mut acc = [0f64; BLOCK];
+        let mut e0 = 0;
+        while e0 < self.inner {
+            let len = BLOCK.min(self.inner - e0);
+            for (e, r) in rel[..len].iter_mut().enumerate() {
+                *r = if single {
+                    (e0 + e) as i64 * step
+                } else {
+                    offset_of(e0 + e, self.inner_shape, self.inner_st)
+                };
+            }
+            acc[..len].fill(0.0);
+            for g in group.clone() {
+                let row = v.wrapping_offset((base + g) as isize);
+                for (a, &o) in acc[..len].iter_mut().zip(&rel[..len]) {
+                    // SAFETY: an element of `vals` (its map covers these indices).
+                    *a += unsafe { *row.wrapping_offset(o as isize) }.widen();
                 }
             }
-        },
-    );
+            for (e, &a) in acc[..len].iter().enumerate() {
+                // SAFETY: element (r, e0 + e) of the contiguous output.
+                unsafe { *out.add(r * self.inner + e0 + e) = T::from_f64(a) };
+            }
+            e0 += len;
+        }
+    }
 }
 
 /// An element `argmax`/`argmin` compares: floats with NaN as the extreme (the first NaN
