@@ -163,8 +163,8 @@ pub fn logits(p: &Gpt, ids: &Tensor, heads: usize, remat: bool) -> Tensor {
                 .matmul(&block.proj)
         };
         x = if remat {
-            // The backward pass keeps each block's matmul results and recomputes its layer
-            // norms, GELU and attention output (`jax.checkpoint` with `dots_saveable`).
+            // The backward pass keeps each block's matmul and attention results and
+            // recomputes its layer norms and GELU (`jax.checkpoint` with `dots_saveable`).
             jitfuse::checkpoint_with(jitfuse::Policy::DotsSaveable, step, &x)
         } else {
             step(&x)
