@@ -316,18 +316,23 @@ fn random_programs_match_the_interpreter_second_seed() {
     );
 }
 
+/// A borrowed f32 parameter of a hand-written test program, its values from stream `draw`.
+#[cfg(test)]
+fn borrowed_f32(shape: &[usize], draw: u64) -> program::Param {
+    program::Param {
+        shape: shape.to_vec(),
+        dtype: jitfuse::DType::F32,
+        mode: Mode::Borrowed,
+        draw,
+    }
+}
+
 /// Dropping a parameter the outputs do not read keeps the values of the
 /// others: the shrunk case runs on the arguments that failed.
 #[test]
 fn pruning_a_parameter_keeps_the_others_values() {
-    use jitfuse::DType;
-    use program::{Ins, Param, Un};
-    let param = |draw| Param {
-        shape: vec![3, 5],
-        dtype: DType::F32,
-        mode: Mode::Borrowed,
-        draw,
-    };
+    use program::{Ins, Un};
+    let param = |draw| borrowed_f32(&[3, 5], draw);
     let p = Program {
         params: vec![param(0), param(1)],
         ins: vec![Ins::Unary(Un::Neg, 0), Ins::Unary(Un::Neg, 1)],
@@ -360,15 +365,9 @@ fn pruning_a_parameter_keeps_the_others_values() {
 /// the compiled gradient was NaN. The product of the other factors is finite at a zero.
 #[test]
 fn the_gradient_of_a_product_with_a_zero_factor_is_finite() {
-    use jitfuse::DType;
-    use program::{Bin, Ins, Param, Red, Un};
+    use program::{Bin, Ins, Red, Un};
     let p = Program {
-        params: vec![Param {
-            shape: vec![4, 3, 16],
-            dtype: DType::F32,
-            mode: Mode::Borrowed,
-            draw: 1,
-        }],
+        params: vec![borrowed_f32(&[4, 3, 16], 1)],
         ins: vec![
             Ins::Unary(Un::Gelu, 0),
             Ins::Unary(Un::Tanh, 1),
@@ -393,14 +392,8 @@ fn the_gradient_of_a_product_with_a_zero_factor_is_finite() {
 /// noise scale makes it so, where the floor of 1 did not.
 #[test]
 fn rounding_noise_of_cancelling_sums_is_not_a_mismatch() {
-    use jitfuse::DType;
-    use program::{Bin, Ins, Param, Red, Row};
-    let param = |shape: &[usize], draw| Param {
-        shape: shape.to_vec(),
-        dtype: DType::F32,
-        mode: Mode::Borrowed,
-        draw,
-    };
+    use program::{Bin, Ins, Red, Row};
+    let param = borrowed_f32;
     let cases = [
         (
             Program {
@@ -486,15 +479,9 @@ fn the_noise_scale_is_the_size_of_the_cancelled_terms() {
 /// specials (NaN, ±0) stay, and graphs without such products keep their infinities.
 #[test]
 fn infinite_arguments_stay_out_of_products_of_values() {
-    use jitfuse::DType;
-    use program::{Ins, Param, Un};
+    use program::{Ins, Un};
     let p = Program {
-        params: vec![Param {
-            shape: vec![64, 31, 4],
-            dtype: DType::F32,
-            mode: Mode::Borrowed,
-            draw: 1,
-        }],
+        params: vec![borrowed_f32(&[64, 31, 4], 1)],
         ins: vec![
             Ins::Take(0, -1, 1, 3, None),
             Ins::Transpose(1, vec![0, 2, 1]),
