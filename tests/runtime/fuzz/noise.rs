@@ -69,14 +69,22 @@ fn propagate(g: &Graph, i: usize, s: &[Tensor], v: &[Tensor]) -> Option<Tensor> 
     }
 }
 
-/// The largest finite noise magnitude of each output (0 for integer and
-/// bool outputs), or `None` when the graph does not evaluate.
-pub fn scales(g: &Graph, args: &[Tensor], captured: &[Tensor]) -> Option<Vec<f64>> {
-    // Every node's value, from the interpreter (control flow and attention
-    // included: their results start afresh from their magnitudes).
+/// Every node's value, from the interpreter: the outputs and the input of `scales`
+/// (control flow and attention included: their results start afresh from their
+/// magnitudes).
+pub fn node_values(
+    g: &Graph,
+    args: &[Tensor],
+    captured: &[Tensor],
+) -> Result<Vec<Tensor>, jitfuse::Error> {
     let mut all = g.clone();
     all.outputs = (0..g.nodes.len() as u32).map(ValueId).collect();
-    let v = eval_graph(&all, args, captured).ok()?;
+    eval_graph(&all, args, captured)
+}
+
+/// The largest finite noise magnitude of each output (0 for integer and
+/// bool outputs), from every node's value `v` (`node_values`).
+pub fn scales(g: &Graph, v: &[Tensor]) -> Vec<f64> {
     let mut s: Vec<Tensor> = Vec::with_capacity(v.len());
     for i in 0..g.nodes.len() {
         let t = if is_float(g.nodes[i].dtype) {
@@ -87,19 +95,17 @@ pub fn scales(g: &Graph, args: &[Tensor], captured: &[Tensor]) -> Option<Vec<f64
         };
         s.push(t);
     }
-    Some(
-        g.outputs
-            .iter()
-            .map(|o| {
-                let t = &s[o.index()];
-                if !is_float(t.dtype()) {
-                    return 0.0;
-                }
-                crate::common::to_f64s(t)
-                    .into_iter()
-                    .filter(|x| x.is_finite())
-                    .fold(0.0, f64::max)
-            })
-            .collect(),
-    )
+    g.outputs
+        .iter()
+        .map(|o| {
+            let t = &s[o.index()];
+            if !is_float(t.dtype()) {
+                return 0.0;
+            }
+            crate::common::to_f64s(t)
+                .into_iter()
+                .filter(|x| x.is_finite())
+                .fold(0.0, f64::max)
+        })
+        .collect()
 }
