@@ -114,6 +114,9 @@ fn slice_len(n: usize, s: Slice) -> usize {
     len.max(0) as usize
 }
 
+/// The longest sum whose result is still of the inputs' size.
+const LONG_SUM: usize = 4;
+
 pub struct Gen<'r> {
     pub rng: &'r mut Rng,
     pub tys: Vec<Ty>,
@@ -139,7 +142,7 @@ impl Gen<'_> {
         Some(c[k])
     }
 
-    fn push(&mut self, ins: Ins, ty: Ty) {
+    pub fn push(&mut self, ins: Ins, ty: Ty) {
         // Values that may be far from the inputs' size: a last-bit difference
         // in them is a large absolute one.
         let big = match &ins {
@@ -149,6 +152,20 @@ impl Gen<'_> {
             // `cos(x / (|cos x| + 0.5))` of a layer norm's x ≈ 26 moved by 1e-4 for a 1-ulp
             // difference in x (a false alarm of a long run).
             Ins::Binary(Bin::DivPos, ..) => true,
+            // A sum of many terms grows with its extent, and its rounding depends on the
+            // order of the terms: `cos(sum(log_softmax(x)))` over 17 values (a sum of
+            // about -50) came out 8e-6 apart compiled and interpreted, both right for
+            // their order (a false alarm of a long run).
+            Ins::Reduce(Red::Sum, a, ax, _) => {
+                let t = &self.tys[*a];
+                let u = if *ax < 0 {
+                    *ax + t.shape.len() as isize
+                } else {
+                    *ax
+                } as usize;
+                t.shape[u] > LONG_SUM || self.big[*a]
+            }
+            Ins::ReduceAll(Red::Sum, a) => numel(&self.tys[*a].shape) > LONG_SUM || self.big[*a],
             Ins::Unary(op, _) if *op != Un::Neg && *op != Un::Abs && *op != Un::Relu => false,
             Ins::RowOp(..) | Ins::Less(..) | Ins::ArgMax(..) | Ins::Random(..) => false,
             other => other.operands().iter().any(|&x| self.big[x]),
