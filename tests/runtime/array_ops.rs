@@ -679,9 +679,10 @@ fn matmul_gemm_sized_strided_operands() {
     }
 }
 
-/// Mid-size products (4 M to 256 M multiply-adds) run as one single-threaded `gemm` per core on
-/// bands of output rows (or of columns when n > m): operands stored transposed, flipped and
-/// read every other element, against the interpreter.
+/// Products of 4 M multiply-adds or more run as single-threaded `gemm`s on bands of output
+/// rows (or of columns when n > m), one per core or, for sides of 1,536 and more, several per
+/// core with a shorter last one: operands stored transposed, flipped and read every other
+/// element, against the interpreter.
 #[test]
 fn matmul_mid_size_products_split_in_bands() {
     let mut rng = Rng::new(92);
@@ -689,6 +690,8 @@ fn matmul_mid_size_products_split_in_bands() {
         (200usize, 150usize, 170usize),
         (70, 300, 261),
         (130, 400, 97),
+        (1700, 40, 65),
+        (66, 36, 1800),
     ]
     .iter()
     .enumerate()
