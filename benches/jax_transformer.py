@@ -16,8 +16,9 @@ temp bytes (`compiled.memory_analysis().temp_size_in_bytes`), compile ms.
 
 `--train ITERS` instead trains the CPU-size model on data/tinyshakespeare.txt as
 `cargo run --release --example gpt -- --iters ITERS` does (same split, batch sampling of
-its own, validation loss as the mean over 20 random batches) and prints the wall time,
-the median step and the final losses.
+its own, validation loss as the mean over 20 random batches and over the whole split)
+and prints the wall time, the median step and the final losses; `--seed K` (1337) seeds
+the initialisation and the batches.
 """
 
 import argparse
@@ -180,8 +181,18 @@ def train(iters, seed=1337):
     wall = time.perf_counter() - wall
     est = lambda data: float(np.mean([float(loss(p, *get_batch(data))) for _ in range(20)]))
     tr, va = est(train_ids), est(val_ids)
+    # Every position of the validation split, in consecutive windows filling whole batches
+    # (as examples/gpt's whole-split loss).
+    windows = (len(val_ids) - 1) // block // batch * batch
+    whole = []
+    for first in range(0, windows, batch):
+        o = [w * block for w in range(first, first + batch)]
+        x = np.stack([val_ids[i:i + block] for i in o])
+        y = np.stack([val_ids[i + 1:i + block + 1] for i in o])
+        whole.append(float(loss(p, jnp.asarray(x), jnp.asarray(y))))
     print(f"gpt train\t{iters}\twall {wall:.1f} s\tmedian step {statistics.median(times[1:]) * 1e3:.1f} ms"
-          f"\tfirst {times[0]:.2f} s\ttrain {tr:.4f}\tval {va:.4f}", flush=True)
+          f"\tfirst {times[0]:.2f} s\ttrain {tr:.4f}\tval {va:.4f}\twhole val {np.mean(whole):.4f}",
+          flush=True)
 
 
 def main():
@@ -190,9 +201,10 @@ def main():
     p.add_argument("--gpt", default="")
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--train", type=int, default=0)
+    p.add_argument("--seed", type=int, default=1337)
     a = p.parse_args()
     if a.train:
-        train(a.train)
+        train(a.train, a.seed)
         return
     rng = np.random.default_rng(7)
     for size in [x for x in a.gpt.split(",") if x]:

@@ -563,3 +563,41 @@ fn long_sums_count_as_far_from_the_inputs_size() {
         g.big.truncate(8);
     }
 }
+
+/// A false alarm of a long run: `tanh` of a product of four GELUs of `3.25 x`, one of whose
+/// factors `1 + tanh(-8)` is exactly 0 compiled (tanh saturates within its ulp bound) and
+/// 2.4e-7 interpreted, so the product is -0 against -4.5e-5. The product is all noise of its
+/// factors' size, and `tanh` (slope at most 1) carries that noise to the output.
+#[test]
+fn smooth_functions_carry_the_noise_of_a_cancelled_input() {
+    use program::{Ins, Red, Un};
+    let p = Program {
+        params: vec![borrowed_f32(&[4, 64], 0)],
+        ins: vec![
+            Ins::Scalar(program::Bin::Mul, 0, 3.25, true),
+            Ins::Unary(Un::Gelu, 1),
+            Ins::Reduce(Red::Prod, 2, 0, false),
+            Ins::Unary(Un::Tanh, 3),
+        ],
+        outputs: vec![4],
+        grad: false,
+    };
+    match run_case(&p, 8009155385) {
+        Outcome::Pass => {}
+        Outcome::Fail(e) => panic!("{e}"),
+        Outcome::Invalid(e) => panic!("did not trace: {e}"),
+    }
+    // `tanh(a - b)` of exact, nearly equal values: the noise of the difference is
+    // |a| + |b|, carried through tanh; `sin` of an exact argument keeps its own scale.
+    let text = "%0 = param 0 : f32[3]\n\
+                %1 = const 1.0 : f32[3]\n\
+                %2 = sub %0, %1 : f32[3]\n\
+                %3 = tanh %2 : f32[3]\n\
+                %4 = sin %0 : f32[3]\n\
+                return %3, %4\n";
+    let g = jitfuse::ir::parse(text).unwrap();
+    let x = Tensor::from_vec(vec![1.0f32, 1.0 + 1e-6, 100.0], &[3]).unwrap();
+    let s = noise::scales(&g, &noise::node_values(&g, &[x], &[]).unwrap());
+    assert!((s[0] - 2.000001).abs() < 1e-5, "{}", s[0]);
+    assert!(s[1] <= 1.0, "{}", s[1]);
+}

@@ -7,16 +7,23 @@
 //! the cotangent's size) the result is rounding noise of that size, and the
 //! comparison's scale must be that size, not the result's.
 //!
-//! Only linear structure (views, sums, products, quotients by the exact
-//! divisor, selects) carries magnitude forward; any other op starts again
-//! from its own value's magnitude. So a parameter's noise is its own size and
-//! `sin` of a large exact argument keeps the strict scale of its result
-//! (an inaccurate range reduction still fails), while the conditioning of a
-//! nonlinear op on a noisy input (`sin` of a large inexact product) stays the
-//! generator's business (it does not make those).
+//! Linear structure (views, sums, products, quotients by the exact divisor,
+//! selects) carries magnitude forward. The smooth functions whose slope is
+//! bounded (`tanh`, `sigmoid`, `erf`, `sin`, `cos`) carry their input's noise
+//! times that bound where the input is mostly noise (its noise more than
+//! twice its magnitude: terms cancelled in it): `tanh` of a product whose
+//! factor `1 + tanh(-8)` came out 0 compiled and 2.4e-7 interpreted is that
+//! product's noise, not its own tiny value (a false alarm of a long run).
+//! Any other op starts again from its own value's magnitude. So a
+//! parameter's noise is its own size and `sin` of a large exact argument
+//! keeps the strict scale of its result (an inaccurate range reduction still
+//! fails), while the conditioning of a nonlinear op on a large inexact input
+//! (`sin` of a long sum) stays the generator's business (it does not make
+//! those).
 
+use crate::common::to_f64s;
 use jitfuse::interp::eval_graph;
-use jitfuse::ir::{BinaryOp, Graph, Op, ReduceOp, UnaryOp, ValueId};
+use jitfuse::ir::{BinaryOp, Graph, Op, UnaryOp, ValueId};
 use jitfuse::{interp, DType, Tensor};
 
 fn is_float(d: DType) -> bool {
@@ -56,7 +63,7 @@ fn propagate(g: &Graph, i: usize, s: &[Tensor], v: &[Tensor]) -> Option<Tensor> 
         | Op::ScatterAdd(_)
         | Op::Barrier
         | Op::Select
-        | Op::Reduce(ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min, _)
+        | Op::Reduce(_, _)
         | Op::Binary(BinaryOp::Add | BinaryOp::Mul | BinaryOp::Max | BinaryOp::Min)
         | Op::Unary(UnaryOp::Neg | UnaryOp::Abs | UnaryOp::StopGradient) => same(&n.op),
         Op::Cast(_) if is_float(g.node(n.inputs[0]).dtype) => same(&n.op),
@@ -65,8 +72,41 @@ fn propagate(g: &Graph, i: usize, s: &[Tensor], v: &[Tensor]) -> Option<Tensor> 
             let b = abs(&v[n.inputs[1].index()]);
             interp::eval_op(&n.op, &[&s[n.inputs[0].index()], &b], &n.shape, n.dtype).ok()
         }
+        Op::Unary(op) => {
+            let slope = match op {
+                UnaryOp::Tanh | UnaryOp::Sin | UnaryOp::Cos => 1.0,
+                UnaryOp::Sigmoid => 0.25,
+                // 2/√π
+                UnaryOp::Erf => 1.1284,
+                _ => return None,
+            };
+            let a = n.inputs[0].index();
+            let (noise, value) = (to_f64s(&s[a]), to_f64s(&v[a]));
+            let own = to_f64s(&v[i]);
+            let out: Vec<f64> = own
+                .iter()
+                .zip(noise.iter().zip(&value))
+                .map(|(&y, (&e, &x))| {
+                    if e > 2.0 * x.abs() {
+                        y.abs().max(slope * e)
+                    } else {
+                        y.abs()
+                    }
+                })
+                .collect();
+            Some(from_f64s(out, &n.shape, n.dtype))
+        }
         _ => None,
     }
+}
+
+/// A float tensor of `dtype` from f64 values.
+fn from_f64s(x: Vec<f64>, shape: &[usize], dtype: DType) -> Tensor {
+    match dtype {
+        DType::F32 => Tensor::from_vec(x.into_iter().map(|v| v as f32).collect(), shape),
+        _ => Tensor::from_vec(x, shape),
+    }
+    .expect("a float tensor of the node's shape")
 }
 
 /// Every node's value, from the interpreter: the outputs and the input of `scales`
@@ -102,7 +142,7 @@ pub fn scales(g: &Graph, v: &[Tensor]) -> Vec<f64> {
             if !is_float(t.dtype()) {
                 return 0.0;
             }
-            crate::common::to_f64s(t)
+            to_f64s(t)
                 .into_iter()
                 .filter(|x| x.is_finite())
                 .fold(0.0, f64::max)
