@@ -340,6 +340,6 @@ fn gpt_rows(size: &str, rounds: usize, reference: &HashMap<(String, usize), (f64
             ratio(ms, xms),
             ratio(m.temp_bytes as f64, xtemp),
         );
-        eprintln!("(GPT {size}, remat {remat}: first compile {compile_ms:.0} ms, {m:?})");
+        eprintln!("(GPT {size}, remat {remat}: first compile {compile_ms:.0} ms; memory:\n{m})");
     }
 }

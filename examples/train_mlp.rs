@@ -162,7 +162,7 @@ fn main() {
         .compile()
         .unwrap()
         .memory_analysis();
-    println!("\nmemory of one step, no budget:   {free:?}");
+    println!("\nmemory of one step, no budget:\n{free}");
     // The automatic budget (checkpointed segments, Chen et al. 2016), a
     // budget just below the free peak, then budgets one hidden activation
     // apart further down, until one is missed (the message says by how much
@@ -196,9 +196,9 @@ fn main() {
                 }
                 times.sort();
                 println!(
-                    "{name} met: {:?}, median {:.1} us per step",
-                    c.memory_analysis(),
-                    times[times.len() / 2].as_secs_f64() * 1e6
+                    "{name} met, median {:.1} us per step:\n{}",
+                    times[times.len() / 2].as_secs_f64() * 1e6,
+                    c.memory_analysis()
                 );
             }
             Err(e) => {

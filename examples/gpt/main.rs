@@ -176,10 +176,6 @@ fn whole_split_loss(p: &Gpt, data: &[i32], cfg: &Config) -> (f64, usize) {
     (total / (windows / cfg.batch) as f64, windows)
 }
 
-fn mib(bytes: usize) -> String {
-    format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
-}
-
 fn main() {
     let o = options();
     let corpus = Corpus::load(&o.data);
@@ -240,17 +236,7 @@ fn main() {
             .and_then(|l| l.compile())
             .unwrap()
             .memory_analysis();
-            println!(
-                "memory of the train step: peak {} = arguments {} + outputs {} + temporaries {} \
-                 - written in place {}; {} in the arena would have been {} evaluated op by op\n",
-                mib(m.peak_bytes),
-                mib(m.argument_bytes),
-                mib(m.output_bytes),
-                mib(m.temp_bytes),
-                mib(m.alias_bytes),
-                mib(m.temp_bytes),
-                mib(m.eager_bytes),
-            );
+            println!("memory of the train step:\n{m}\n");
             (window, window_loss) = (Instant::now(), 0.0);
             continue;
         }

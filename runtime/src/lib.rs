@@ -28,6 +28,7 @@ mod library;
 pub mod optim;
 pub mod passes;
 pub mod random;
+pub mod report;
 
 pub use autodiff::{
     checkpoint, checkpoint_name, checkpoint_with, grad, jvp, stop_gradient, value_and_grad, vjp,
@@ -37,7 +38,11 @@ pub use control::{cond, fori_loop, scan, while_loop, AxisIter};
 pub use exec::MemoryAnalysis;
 pub use io::{load, save};
 pub use jit::{clear_caches, CacheStats, Compiled, Lowered};
+/// The `ndarray` crate the conversions are written against (feature `ndarray`).
+#[cfg(feature = "ndarray")]
+pub use ndarray;
 pub use random::Key;
+pub use report::human_bytes;
 pub use tensor::attention::{attention, attention_with, AttnMask, AttnOptions};
 pub use tensor::composite::{softmax_cross_entropy, softmax_cross_entropy_with_labels};
 pub use tensor::ops::{select, where_, IntoOperand};

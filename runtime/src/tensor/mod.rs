@@ -9,6 +9,8 @@ mod arith;
 pub mod attention;
 pub mod composite;
 mod display;
+#[cfg(feature = "ndarray")]
+mod ndarray_interop;
 pub mod ops;
 pub mod reduce;
 pub mod shape_ops;
@@ -281,6 +283,23 @@ impl Tensor {
             .at(std::panic::Location::caller()));
         }
         Ok(buf.typed::<T>().to_vec())
+    }
+
+    /// The elements in row-major order, borrowed from the tensor's buffer (no copy: a
+    /// concrete tensor is always one contiguous row-major block). Errors as `to_vec`.
+    #[track_caller]
+    pub fn as_slice<T: Element>(&self) -> Result<&[T], Error> {
+        let buf = self.concrete_buffer("as_slice")?;
+        if T::DTYPE != self.dtype {
+            return Err(Error::dtype(format!(
+                "as_slice::<{}>() on a tensor of dtype {}; use as_slice::<{}>() or cast first",
+                T::DTYPE,
+                self.dtype,
+                self.dtype
+            ))
+            .at(std::panic::Location::caller()));
+        }
+        Ok(buf.typed::<T>())
     }
 
     /// The single element of a one-element tensor.

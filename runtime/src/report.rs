@@ -1,0 +1,108 @@
+//! How the figures users read print: byte counts in B/KiB/MiB/GiB, and the
+//! `Display` of `MemoryAnalysis` and `CacheStats`, each figure with what it
+//! means (their `Debug` stays the plain struct, for tests and logs).
+
+use crate::exec::MemoryAnalysis;
+use crate::jit::CacheStats;
+use std::fmt;
+
+/// `bytes` as a person reads it: `512 B`, `3.5 KiB`, `24.0 MiB`, `1.93 GiB`.
+pub fn human_bytes(bytes: usize) -> String {
+    const KIB: f64 = 1024.0;
+    let b = bytes as f64;
+    if bytes < 1024 {
+        format!("{bytes} B")
+    } else if b < KIB * KIB {
+        format!("{:.1} KiB", b / KIB)
+    } else if b < KIB * KIB * KIB {
+        format!("{:.1} MiB", b / (KIB * KIB))
+    } else {
+        format!("{:.2} GiB", b / (KIB * KIB * KIB))
+    }
+}
+
+/// A duration in the unit that keeps three or so digits: `850 ns`, `12.3 us`, `4.56 ms`,
+/// `1.23 s`.
+pub fn human_duration(d: std::time::Duration) -> String {
+    let s = d.as_secs_f64();
+    if s < 1e-6 {
+        format!("{} ns", d.as_nanos())
+    } else if s < 1e-3 {
+        format!("{:.1} us", s * 1e6)
+    } else if s < 1.0 {
+        format!("{:.2} ms", s * 1e3)
+    } else {
+        format!("{s:.2} s")
+    }
+}
+
+/// Several lines: the peak and what it is made of, then what each part means.
+impl fmt::Display for MemoryAnalysis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let h = human_bytes;
+        writeln!(
+            f,
+            "peak {} = arguments {} + outputs {} + temporaries {} - written in place {}",
+            h(self.peak_bytes),
+            h(self.argument_bytes),
+            h(self.output_bytes),
+            h(self.temp_bytes),
+            h(self.alias_bytes)
+        )?;
+        writeln!(
+            f,
+            "  temporaries: one arena of {}, reused by every call; at most {} of them are live \
+             at any one step, the least any plan could hold{}",
+            h(self.temp_bytes),
+            h(self.lower_bound_bytes),
+            if self.hosted_bytes > 0 {
+                format!(
+                    " (and up to {} more live inside the outputs' and donated arguments' buffers)",
+                    h(self.hosted_bytes)
+                )
+            } else {
+                String::new()
+            }
+        )?;
+        if self.alias_bytes > 0 {
+            writeln!(
+                f,
+                "  written in place: {} of outputs go into donated arguments' buffers",
+                h(self.alias_bytes)
+            )?;
+        }
+        writeln!(
+            f,
+            "  evaluated op by op, the intermediates would take {}",
+            h(self.eager_bytes)
+        )?;
+        write!(f, "  machine code: {}", h(self.code_bytes))
+    }
+}
+
+/// One line: calls, hits and misses, compile time, what is cached.
+impl fmt::Display for CacheStats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let plural =
+            |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        write!(
+            f,
+            "{}: {} (compiled programs reused), {} (traced and compiled, {} in all); {} cached \
+             in {} of code and arenas",
+            plural(self.hits + self.misses, "call", "calls"),
+            plural(self.hits, "hit", "hits"),
+            plural(self.misses, "miss", "misses"),
+            human_duration(self.compile_time),
+            plural(self.entries as u64, "signature", "signatures"),
+            human_bytes(self.cached_bytes)
+        )?;
+        if self.evictions > 0 {
+            write!(
+                f,
+                "; {} dropped to keep within the cache limit",
+                plural(self.evictions, "program", "programs")
+            )?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,96 @@
+//! What users read: byte counts, `MemoryAnalysis` and `CacheStats` as text.
+
+use expect_test::expect;
+use jitfuse::prelude::*;
+use jitfuse::{human_bytes, CacheStats, MemoryAnalysis};
+use std::time::Duration;
+
+#[test]
+fn byte_counts_print_in_the_unit_a_person_reads() {
+    let cases = [
+        (0, "0 B"),
+        (1023, "1023 B"),
+        (1024, "1.0 KiB"),
+        (1536, "1.5 KiB"),
+        (24 << 20, "24.0 MiB"),
+        ((1 << 30) - 1, "1024.0 MiB"),
+        (1 << 30, "1.00 GiB"),
+        (2068981760, "1.93 GiB"),
+    ];
+    for (bytes, text) in cases {
+        assert_eq!(human_bytes(bytes), text, "{bytes} bytes");
+    }
+}
+
+#[test]
+fn a_memory_analysis_prints_each_figure_with_its_meaning() {
+    let m = MemoryAnalysis {
+        argument_bytes: 9 << 20,
+        output_bytes: 9 << 20,
+        temp_bytes: 24 << 20,
+        alias_bytes: 9 << 20,
+        code_bytes: 126865,
+        eager_bytes: 300 << 20,
+        lower_bound_bytes: 23 << 20,
+        peak_bytes: 33 << 20,
+        hosted_bytes: 2 << 20,
+    };
+    expect![[r#"
+        peak 33.0 MiB = arguments 9.0 MiB + outputs 9.0 MiB + temporaries 24.0 MiB - written in place 9.0 MiB
+          temporaries: one arena of 24.0 MiB, reused by every call; at most 23.0 MiB of them are live at any one step, the least any plan could hold (and up to 2.0 MiB more live inside the outputs' and donated arguments' buffers)
+          written in place: 9.0 MiB of outputs go into donated arguments' buffers
+          evaluated op by op, the intermediates would take 300.0 MiB
+          machine code: 123.9 KiB"#]]
+    .assert_eq(&m.to_string());
+    // Nothing donated, nothing hosted: those lines and clauses are left out.
+    let plain = MemoryAnalysis {
+        alias_bytes: 0,
+        hosted_bytes: 0,
+        ..m
+    };
+    let text = plain.to_string();
+    assert!(!text.contains("written in place:") && !text.contains("more live inside"));
+    assert_eq!(text.lines().count(), 4);
+}
+
+#[jit]
+fn report_scaled(x: &Tensor) -> Tensor {
+    (x * 3.0).exp()
+}
+
+#[test]
+fn cache_stats_print_calls_hits_misses_and_what_is_cached() {
+    let s = CacheStats {
+        hits: 1,
+        misses: 1,
+        entries: 1,
+        compile_time: Duration::from_micros(4560),
+        evictions: 0,
+        cached_bytes: 3 << 10,
+    };
+    expect![[r#"2 calls: 1 hit (compiled programs reused), 1 miss (traced and compiled, 4.56 ms in all); 1 signature cached in 3.0 KiB of code and arenas"#]]
+    .assert_eq(&s.to_string());
+    let many = CacheStats {
+        hits: 0,
+        misses: 3,
+        entries: 2,
+        evictions: 1,
+        compile_time: Duration::from_millis(1500),
+        ..s
+    };
+    expect![[r#"3 calls: 0 hits (compiled programs reused), 3 misses (traced and compiled, 1.50 s in all); 2 signatures cached in 3.0 KiB of code and arenas; 1 program dropped to keep within the cache limit"#]]
+    .assert_eq(&many.to_string());
+    // A real function's counters.
+    let x = Tensor::from_vec(vec![0.5f32; 8], &[8]).unwrap();
+    for _ in 0..3 {
+        report_scaled(&x);
+    }
+    let text = report_scaled::cache_stats().to_string();
+    assert!(
+        text.starts_with(
+            "3 calls: 2 hits (compiled programs reused), 1 miss (traced and compiled, "
+        ),
+        "{text}"
+    );
+    assert!(text.contains("; 1 signature cached in "), "{text}");
+}
