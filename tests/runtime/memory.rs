@@ -1591,3 +1591,36 @@ fn a_norm_feeding_back_into_its_input_fuses_its_producer() {
         );
     }
 }
+
+const SVG_TANH_LINE: u32 = line!() + 3;
+#[jit]
+fn svg_named(x: &Tensor, w: &Tensor) -> Tensor {
+    let h = x.matmul(w).tanh();
+    let e = h.matmul(w).exp();
+    (e.matmul(w) + &h).sum_all()
+}
+
+/// The memory-plan picture names each temporary by its op and the line that made it,
+/// labels each step with its kernel, and has a byte axis.
+#[test]
+fn the_memory_plan_picture_names_buffers_by_op_and_source_line() {
+    let z = |s: &[usize]| Tensor::zeros(s, DType::F32);
+    let (x, w) = (z(&[64, 64]), z(&[64, 64]));
+    let c = svg_named::lower(&x, &w).unwrap().compile().unwrap();
+    let svg = c.memory_svg();
+    let plan = c.executable().buffer_plan();
+    assert!(!plan.temps.is_empty(), "{}", c.kernels_text());
+    // Every temporary has a box whose title names it; the tanh's names its source line.
+    for iv in &plan.temps {
+        assert!(svg.contains(&format!("<title>%{} ", iv.value.0)), "{svg}");
+    }
+    let here = format!("tanh (tests/runtime/memory.rs:{SVG_TANH_LINE})");
+    assert!(svg.contains(&here), "no {here} in\n{svg}");
+    // Step labels: the products by name, the fused loops as kernels; a byte axis.
+    assert!(
+        svg.contains(" matmul</text>") && svg.contains("loop kernel"),
+        "{svg}"
+    );
+    assert!(svg.contains("KiB</text>"), "{svg}");
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+}

@@ -6,6 +6,7 @@ mod control;
 mod parallel;
 pub mod partition;
 pub mod plan;
+pub mod plan_svg;
 
 use crate::codegen::{self, CompiledKernels};
 use crate::error::type_str;
@@ -514,9 +515,10 @@ impl Executable {
         }
     }
 
-    /// The buffer plan as an SVG timeline (x = step, y = arena offset).
+    /// The buffer plan as an SVG timeline (x = step, labelled by kernel; y = bytes; each
+    /// temporary named by its op and source line).
     pub fn memory_svg(&self) -> String {
-        plan::svg(&self.plan, self.part.steps.len())
+        plan_svg::svg(&self.plan, &self.graph, &self.part)
     }
 
     /// The buffer plan (for tests and tools).

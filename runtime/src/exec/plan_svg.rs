@@ -1,0 +1,170 @@
+//! The buffer plan drawn as an SVG timeline: x = step (each column labelled with the
+//! kernel that runs there), y = bytes (an axis in KiB/MiB), one box per temporary named by
+//! its op and the user's source line that made it: the arena on top, then one band per
+//! buffer hosting temporaries (an output before it is written, a dead donated argument).
+
+use super::partition::{Partition, Step};
+use super::plan::{BufferPlan, Interval};
+use crate::ir::{Graph, ValueId};
+use crate::report::human_bytes;
+
+/// What each step runs, for the column labels: `loop`, `row`, `reduce_sum`, `matmul`, ...
+pub fn step_names(g: &Graph, part: &Partition) -> Vec<String> {
+    part.steps
+        .iter()
+        .map(|s| match s {
+            Step::Kernel(_) => "loop kernel".to_string(),
+            Step::Row(_) => "row kernel".to_string(),
+            Step::Reduce(v) => g.node(*v).op.name().to_string(),
+            Step::Library(v) => g.node(*v).op.name().to_string(),
+        })
+        .collect()
+}
+
+/// A value's name: `%17 exp`, with ` (src/model.rs:42)` when the trace recorded the user's
+/// line that made it.
+pub fn value_name(g: &Graph, v: ValueId) -> String {
+    let n = g.node(v);
+    match n.loc {
+        Some(l) => format!("%{} {} ({}:{})", v.0, n.op.name(), l.file(), l.line()),
+        None => format!("%{} {}", v.0, n.op.name()),
+    }
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// The picture of `plan` for the program `g` split into `part`'s steps.
+pub fn svg(plan: &BufferPlan, g: &Graph, part: &Partition) -> String {
+    let names = step_names(g, part);
+    let (left, w, h, top_margin) = (90.0, 800.0, 400.0, 20.0);
+    let steps = names.len().max(1) as f64;
+    let mut hosts: Vec<(ValueId, usize)> =
+        plan.hosted.iter().map(|g| (g.host, g.host_bytes)).collect();
+    hosts.sort();
+    hosts.dedup();
+    // Each band's top, in bytes from the top of the picture.
+    let mut top = plan.arena_bytes;
+    let bands: Vec<(ValueId, usize, usize)> = hosts
+        .iter()
+        .map(|&(v, b)| {
+            let t = top;
+            top += b;
+            (v, t, b)
+        })
+        .collect();
+    let total = top.max(1) as f64;
+    let y_of = |bytes: usize| top_margin + bytes as f64 / total * h;
+    let x_of = |step: usize| left + step as f64 / steps * w;
+    // Room below for the step labels, written downwards.
+    let label_room = 110.0;
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"monospace\" font-size=\"10\">\n",
+        left + w + 20.0,
+        top_margin + h + label_room
+    );
+    s += &format!(
+        "<text x=\"4\" y=\"14\">arena {}, {} temporaries, at most {} live at once; {} hosted in {} output/argument buffers</text>\n",
+        escape(&human_bytes(plan.arena_bytes)),
+        plan.temps.len(),
+        escape(&human_bytes(plan.lower_bound_bytes)),
+        plan.hosted.len(),
+        bands.len()
+    );
+    // The byte axis: five ticks from 0 to the arena and bands' total.
+    for k in 0..=4 {
+        let bytes = (total * k as f64 / 4.0) as usize;
+        let y = y_of(bytes);
+        s += &format!(
+            "<line x1=\"{:.1}\" y1=\"{y:.1}\" x2=\"{left:.1}\" y2=\"{y:.1}\" stroke=\"#555\"/>\n\
+             <text x=\"2\" y=\"{:.1}\">{}</text>\n",
+            left - 4.0,
+            y + 3.0,
+            escape(&human_bytes(bytes))
+        );
+    }
+    let mut boxes: Vec<(&Interval, usize, &str, String)> = plan
+        .temps
+        .iter()
+        .map(|iv| (iv, iv.offset, "#7aa6da", String::new()))
+        .collect();
+    for hosted in &plan.hosted {
+        let band = bands.iter().find(|b| b.0 == hosted.host).unwrap();
+        boxes.push((
+            &hosted.iv,
+            band.1 + hosted.iv.offset,
+            "#b9ca4a",
+            format!(" in the buffer of {}", value_name(g, hosted.host)),
+        ));
+    }
+    for (iv, y0, color, note) in boxes {
+        let x = x_of(iv.def);
+        let bw = ((iv.last - iv.def + 1) as f64 / steps * w).max(2.0);
+        let y = y_of(y0);
+        let bh = (iv.size as f64 / total * h).max(2.0);
+        let name = value_name(g, iv.value);
+        s += &format!(
+            "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{bw:.1}\" height=\"{bh:.1}\" fill=\"{color}\" stroke=\"#23415f\"><title>{} : {} at offset {}{}, live from step {} ({}) to step {} ({})</title></rect>\n",
+            escape(&name),
+            escape(&human_bytes(iv.size)),
+            iv.offset,
+            escape(&note),
+            iv.def,
+            escape(&names[iv.def.min(names.len().saturating_sub(1))]),
+            iv.last,
+            escape(&names[iv.last.min(names.len().saturating_sub(1))]),
+        );
+        // The name inside the box where it is tall enough to hold a line of text.
+        if bh >= 9.0 {
+            s += &format!(
+                "<text x=\"{:.1}\" y=\"{:.1}\">{}</text>\n",
+                x + 2.0,
+                y + bh.min(11.0),
+                escape(&name)
+            );
+        }
+    }
+    for &(v, t, b) in &bands {
+        let kind = if plan.arg_hosts.iter().any(|a| a.1 == v) {
+            "argument"
+        } else {
+            "output"
+        };
+        s += &format!(
+            "<rect x=\"{left:.1}\" y=\"{:.1}\" width=\"{w:.1}\" height=\"{:.1}\" fill=\"none\" stroke=\"#8a6d00\" stroke-dasharray=\"4 2\"><title>{kind} {}</title></rect>\n",
+            y_of(t),
+            b as f64 / total * h,
+            escape(&value_name(g, v))
+        );
+        s += &format!(
+            "<text x=\"{:.1}\" y=\"{:.1}\">{kind} %{}</text>\n",
+            left + 2.0,
+            y_of(t) + 10.0,
+            v.0
+        );
+    }
+    // Step columns: a grid line at each boundary, the step's number and kernel below (every
+    // k-th where there are more than 60 steps).
+    let every = names.len().div_ceil(60).max(1);
+    for k in 0..=names.len() {
+        s += &format!(
+            "<line x1=\"{x:.1}\" y1=\"{top_margin}\" x2=\"{x:.1}\" y2=\"{}\" stroke=\"#ccc\"/>\n",
+            top_margin + h,
+            x = x_of(k)
+        );
+    }
+    for (k, name) in names.iter().enumerate().step_by(every) {
+        let x = (x_of(k) + x_of(k + 1)) / 2.0;
+        let y = top_margin + h + 6.0;
+        s += &format!(
+            "<text x=\"{x:.1}\" y=\"{y:.1}\" transform=\"rotate(90 {x:.1} {y:.1})\">{k} {}</text>\n",
+            escape(name)
+        );
+    }
+    s += "</svg>\n";
+    s
+}
