@@ -1,5 +1,6 @@
 //! Softmax and layer norm over the last axis of a 4096×1024 f32 matrix,
-//! eagerly and with `#[jit]` (workloads W3 and W4 of `../shared/anchors/README.md`).
+//! eagerly and with `#[jit]`, as measured on this machine (`cargo bench --bench workloads`
+//! compares both with JAX/XLA run beside them).
 //!
 //! The bodies are ordinary Rust functions of `&Tensor`. Called directly they
 //! run eagerly (every op through the reference interpreter, one fresh array per
@@ -15,14 +16,14 @@ use std::time::{Duration, Instant};
 const ROWS: usize = 4096;
 const COLS: usize = 1024;
 
-/// W3: softmax over the last axis, written out (`x.softmax(-1)` is the same thing).
+/// Softmax over the last axis, written out (`x.softmax(-1)` is the same thing).
 fn softmax_rows(x: &Tensor) -> Tensor {
     let m = x.max_keepdims(-1); // [4096, 1]
     let e = (x - &m).exp(); // subtract the row max so exp never overflows
     &e / e.sum_keepdims(-1)
 }
 
-/// W4: layer norm over the last axis (`x.layer_norm(gamma, beta, 1e-5, -1)`).
+/// Layer norm over the last axis (`x.layer_norm(gamma, beta, 1e-5, -1)`).
 fn layernorm_rows(x: &Tensor, gamma: &Tensor, beta: &Tensor) -> Tensor {
     let mean = x.mean_keepdims(-1);
     let d = x - &mean;
@@ -94,7 +95,6 @@ struct Report {
     first: Duration,
     compile: Duration,
     jitted: Duration,
-    xla_ms: f64,
 }
 
 impl Report {
@@ -117,11 +117,6 @@ impl Report {
             "  speed-up over eager                {:8.1}x",
             self.eager.as_secs_f64() / self.jitted.as_secs_f64()
         );
-        println!(
-            "  JAX/XLA on the anchors machine     {:8.2} ms  (ours / XLA = {:.2}; anchors: ../shared/anchors/README.md)",
-            self.xla_ms,
-            ms(self.jitted) / self.xla_ms
-        );
     }
 }
 
@@ -138,31 +133,29 @@ fn main() -> ExitCode {
         x.size_bytes() >> 20
     );
 
-    // W3 softmax.
+    // Softmax.
     let t = Instant::now();
     let sm_jit = softmax_jit(&x);
     let first = t.elapsed();
     let softmax = Report {
-        name: "W3 softmax over the last axis",
+        name: "softmax over the last axis",
         first,
         compile: softmax_jit::cache_stats().compile_time,
         jitted: median(|| drop(softmax_jit(&x)), 21),
         eager: median(|| drop(softmax_rows(&x)), 3),
-        xla_ms: 3.90,
     };
     let sm_eager = softmax_rows(&x);
 
-    // W4 layer norm.
+    // Layer norm.
     let t = Instant::now();
     let ln_jit = layernorm_jit(&x, &gamma, &beta);
     let first = t.elapsed();
     let layernorm = Report {
-        name: "W4 layer norm over the last axis (eps 1e-5)",
+        name: "layer norm over the last axis (eps 1e-5)",
         first,
         compile: layernorm_jit::cache_stats().compile_time,
         jitted: median(|| drop(layernorm_jit(&x, &gamma, &beta)), 21),
         eager: median(|| drop(layernorm_rows(&x, &gamma, &beta)), 3),
-        xla_ms: 3.01,
     };
     let ln_eager = layernorm_rows(&x, &gamma, &beta);
 
