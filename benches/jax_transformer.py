@@ -1,7 +1,7 @@
 # pip install "jax[cpu]" optax numpy
 """The cases of benches/transformer.rs in JAX (jax.jit, XLA:CPU).
 
-- Causal attention: batch 1, 8 heads, head dim 64, f32,
+- Causal attention: batch 1, 8 heads (`--heads`), head dim 64, f32,
   `softmax(where(tril, q @ k^T / sqrt(64), -inf)) @ v`, forward and the gradient of its
   sum with respect to q, k, v.
 - The GPT training step of examples/gpt (nanoGPT's model and recipe: pre-norm blocks, no
@@ -202,6 +202,7 @@ def main():
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--train", type=int, default=0)
     p.add_argument("--seed", type=int, default=1337)
+    p.add_argument("--heads", type=int, default=8)
     a = p.parse_args()
     if a.train:
         train(a.train, a.seed)
@@ -213,7 +214,7 @@ def main():
         except Exception as e:
             print(f"gpt step\t{size}\tnan\tnan\tnan\t# {type(e).__name__}: {e}", flush=True)
     for s in [int(x) for x in a.seqs.split(",") if x]:
-        q, k, v = (jnp.asarray(rng.uniform(-1, 1, (1, 8, s, 64)).astype(np.float32)) for _ in range(3))
+        q, k, v = (jnp.asarray(rng.uniform(-1, 1, (1, a.heads, s, 64)).astype(np.float32)) for _ in range(3))
         for name, f in [("attention fwd", attention), ("attention grad", grad_of_sum)]:
             try:
                 print(measure(name, f, (q, k, v), a.reps), flush=True)

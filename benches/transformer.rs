@@ -1,7 +1,7 @@
 //! Causal attention, fused (`jitfuse::attention`: tiles, no score matrix) and as the
 //! composition users write (`softmax(where(tril, q kᵀ / √d, -inf)) v`, compiled by
 //! jitfuse with its pattern fusion off: with it on, the composition is the fused op), forward and the gradient of its sum with respect to q, k, v, at batch 1,
-//! 8 heads, head dim 64, f32 — beside XLA measured in the same run by
+//! 8 heads (`JITFUSE_BENCH_HEADS`), head dim 64, f32 — beside XLA measured in the same run by
 //! `benches/jax_transformer.py` when Python has JAX (`pip install "jax[cpu]"`;
 //! `JITFUSE_BENCH_JAX=0` skips it).
 //!
@@ -92,6 +92,11 @@ fn env_list(name: &str, default: &[usize]) -> Vec<usize> {
 
 /// `(name, size) -> (ms, temp bytes)` from the JAX script, when it runs (GPT sizes are
 /// keyed 0 for "cpu" and 1 for "gpu").
+/// Heads of the attention rows (`JITFUSE_BENCH_HEADS`, default 8).
+fn heads() -> usize {
+    env_list("JITFUSE_BENCH_HEADS", &[8])[0].max(1)
+}
+
 fn xla(seqs: &[usize], gpt: &[&str]) -> HashMap<(String, usize), (f64, f64)> {
     let mut out = HashMap::new();
     if std::env::var("JITFUSE_BENCH_JAX").as_deref() == Ok("0") {
@@ -109,6 +114,8 @@ fn xla(seqs: &[usize], gpt: &[&str]) -> HashMap<(String, usize), (f64, f64)> {
             &gpt.join(","),
             "--reps",
             &env_list("JITFUSE_BENCH_ROUNDS", &[5])[0].to_string(),
+            "--heads",
+            &heads().to_string(),
         ])
         .output()
     else {
@@ -178,7 +185,7 @@ fn main() {
     println!("|---|---|---|---|---|---|---|---|");
     let mut seed = 7u64;
     for &s in &seqs {
-        let shape = [1, 8, s, 64];
+        let shape = [1, heads(), s, 64];
         let (q, k, v) = (
             uniform(&mut seed, &shape),
             uniform(&mut seed, &shape),

@@ -11,7 +11,9 @@
 //! pass computes the log-sum-exp and `D = rowsum(dO ∘ O)`), then per key tile accumulates
 //! `dV += Pᵀ dO`, `dK += scale · dSᵀ Q` and adds `scale · dS K` into `dQ`, with
 //! `dS = P ∘ (dO Vᵀ - D)`. One task per batch element (batch and head axes), so every
-//! output element has one writer. `dq`, `dk` and `dv` are written into their own buffers
+//! output element has one writer; with fewer batch elements than cores, one element's query
+//! tiles (first pass) and key tiles (second pass) are split over the cores instead, each
+//! adding `dQ` into a partial of its own, summed at the end. `dq`, `dk` and `dv` are written into their own buffers
 //! (the node and its two `get`s); when the forward output was not saved, the first pass
 //! recomputes it tile by tile, as the forward does.
 //!
@@ -131,11 +133,27 @@ pub fn forward_scratch(d: Dims, size: usize) -> usize {
 /// Scratch bytes of the gradient step (with room to recompute a tile of the output when
 /// it was not saved).
 pub fn backward_scratch(d: Dims, size: usize) -> usize {
-    workers() * slot_bytes(backward_elems(d), size)
+    workers() * slot_bytes(backward_elems(d), size) + shared_stats_bytes(d, size)
+}
+
+/// With the keys split (`splits_keys`), every row's log-sum-exp and `D`, after the slots:
+/// written by all workers in the first pass, read by all in the second.
+fn shared_stats_bytes(d: Dims, size: usize) -> usize {
+    if splits_keys(d) {
+        slot_bytes(2 * d.sq, size)
+    } else {
+        0
+    }
+}
+
+/// Where a slot's partial `dQ` starts (elements).
+fn partial_dq_offset(d: Dims) -> usize {
+    2 * d.sq + 2 * BR * BC + BC * d.d + BC * d.dv + BR * d.dv
 }
 
 fn backward_elems(d: Dims) -> usize {
-    2 * d.sq + 2 * BR * BC + BC * d.d + BC * d.dv + BR * d.dv
+    let partial_dq = if splits_keys(d) { d.sq * d.d } else { 0 };
+    partial_dq_offset(d) + partial_dq
 }
 
 /// One operand of a step as a batch of matrices: element `(b, i, j)` at
@@ -495,26 +513,268 @@ unsafe fn forward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: *mut T, scrat
     });
 }
 
+/// What every part of the gradient reads: the operands as matrices and the step's sizes.
+struct Grad<'a, T> {
+    spec: &'a AttnSpec,
+    q: Mats<'a, T>,
+    k: Mats<'a, T>,
+    v: Mats<'a, T>,
+    /// The forward output when it was saved (else recomputed tile by tile).
+    o: Option<Mats<'a, T>>,
+    dout: Mats<'a, T>,
+    mask: Option<&'a Operand<'a>>,
+    dims: Dims,
+    scale: T,
+}
+
+// SAFETY: only read, by the step that holds the operands, while their buffers live.
+unsafe impl<T> Send for Grad<'_, T> {}
+unsafe impl<T> Sync for Grad<'_, T> {}
+
+/// Whether the gradient also splits the key tiles of one batch element over the cores:
+/// when there are fewer batch elements (batch and head axes) than cores and more than one
+/// key tile. Each core then adds its share of `dQ` into a partial of its own (`sq · d`
+/// elements of its scratch slot), summed at the end.
+fn splits_keys(d: Dims) -> bool {
+    d.batch < workers() && d.sk > BC
+}
+
+impl<T: Float> Grad<'_, T> {
+    /// Pass 1 for query rows `i0..i0 + rows` of batch element `b`: each row's log-sum-exp
+    /// and `D = rowsum(dO ∘ O)` into `lse[i0 + r]`, `dvec[i0 + r]` (arrays of `sq`), `O`
+    /// recomputed (as the forward does it, in `acc`) when it was not saved.
+    unsafe fn row_stats(
+        &self,
+        b: usize,
+        (i0, rows): (usize, usize),
+        (lse, dvec): (*mut T, *mut T),
+        s: &mut [T],
+        acc: &mut [T],
+    ) {
+        let Dims { sk, d, dv, .. } = self.dims;
+        let mut alpha = [T::ZERO; BR];
+        let mut m = [T::NEG_INF; BR];
+        let mut l = [T::ZERO; BR];
+        if self.o.is_none() {
+            acc[..rows * dv].fill(T::ZERO);
+        }
+        let end = key_end(self.spec, sk, i0, rows);
+        for j0 in (0..end).step_by(BC) {
+            let cols = BC.min(end - j0);
+            scores(
+                self.spec,
+                &self.q,
+                &self.k,
+                self.mask,
+                b,
+                d,
+                (i0, rows),
+                (j0, cols),
+                s,
+            );
+            online(s, rows, cols, &mut m, &mut l, &mut alpha);
+            if self.o.is_none() {
+                rescale_accumulate(acc, &alpha, s, (rows, cols, dv), &self.v, b, j0);
+            }
+        }
+        for r in 0..rows {
+            let sub = if m[r] == T::NEG_INF { T::ZERO } else { m[r] };
+            // A fully masked row: ln 0 = -inf, and exp(-inf - -inf) = NaN below, as the
+            // composition's softmax gives.
+            *lse.add(i0 + r) = sub + l[r].ln();
+            let drow = self.dout.row(b, i0 + r);
+            let mut dot = T::ZERO;
+            for c in 0..dv {
+                let oc = match &self.o {
+                    Some(o) => *o.row(b, i0 + r).offset(c as isize * o.cs),
+                    None => acc[r * dv + c] / l[r],
+                };
+                dot = dot + oc * *drow.offset(c as isize * self.dout.cs);
+            }
+            *dvec.add(i0 + r) = dot;
+        }
+    }
+
+    /// Pass 2 for the key tile at `j0` of batch element `b`: its rows of `dK` and `dV`
+    /// written (where wanted), `scale · dS K` added into `dq` (the `sq × d` rows of `b`),
+    /// over the query tiles that see the keys.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn key_tile(
+        &self,
+        b: usize,
+        j0: usize,
+        (lse, dvec): (*const T, *const T),
+        dq: *mut T,
+        (dk, dvo): (Option<*mut T>, Option<*mut T>),
+        (s, dp): (&mut [T], &mut [T]),
+        (dk_acc, dv_acc): (&mut [T], &mut [T]),
+    ) {
+        let Dims { sq, sk, d, dv, .. } = self.dims;
+        let (q, k, v, dout) = (&self.q, &self.k, &self.v, &self.dout);
+        let cols = BC.min(sk - j0);
+        dk_acc[..cols * d].fill(T::ZERO);
+        dv_acc[..cols * dv].fill(T::ZERO);
+        let first = match self.spec.mask {
+            MaskKind::Causal => (j0 / BR) * BR,
+            _ => 0,
+        };
+        for i0 in (first..sq).step_by(BR) {
+            let rows = BR.min(sq - i0);
+            scores(self.spec, q, k, self.mask, b, d, (i0, rows), (j0, cols), s);
+            for r in 0..rows {
+                let row = &mut s[r * BC..r * BC + cols];
+                let x = *lse.add(i0 + r);
+                row.iter_mut().for_each(|v| *v = *v - x);
+                T::exp_slice(row);
+            }
+            // dV += Pᵀ dO
+            if dvo.is_some() {
+                mm(
+                    cols,
+                    dv,
+                    rows,
+                    dv_acc.as_mut_ptr(),
+                    dv as isize,
+                    true,
+                    s.as_ptr(),
+                    1,
+                    BC as isize,
+                    dout.row(b, i0),
+                    dout.rs,
+                    dout.cs,
+                    T::ONE,
+                );
+            }
+            // dP = dO Vᵀ, then dS = P ∘ (dP - D) in its place.
+            mm(
+                rows,
+                cols,
+                dv,
+                dp.as_mut_ptr(),
+                BC as isize,
+                false,
+                dout.row(b, i0),
+                dout.rs,
+                dout.cs,
+                v.row(b, j0),
+                v.cs,
+                v.rs,
+                T::ONE,
+            );
+            for r in 0..rows {
+                let x = *dvec.add(i0 + r);
+                for c in 0..cols {
+                    let at = r * BC + c;
+                    dp[at] = s[at] * (dp[at] - x);
+                }
+            }
+            // dQ += scale · dS K
+            mm(
+                rows,
+                d,
+                cols,
+                dq.add(i0 * d),
+                d as isize,
+                true,
+                dp.as_ptr(),
+                BC as isize,
+                1,
+                k.row(b, j0),
+                k.rs,
+                k.cs,
+                self.scale,
+            );
+            // dK += scale · dSᵀ Q
+            if dk.is_none() {
+                continue;
+            }
+            mm(
+                cols,
+                d,
+                rows,
+                dk_acc.as_mut_ptr(),
+                d as isize,
+                true,
+                dp.as_ptr(),
+                1,
+                BC as isize,
+                q.row(b, i0),
+                q.rs,
+                q.cs,
+                self.scale,
+            );
+        }
+        if let Some(dk) = dk {
+            std::ptr::copy_nonoverlapping(dk_acc.as_ptr(), dk.add(j0 * d), cols * d);
+        }
+        if let Some(dvo) = dvo {
+            std::ptr::copy_nonoverlapping(dv_acc.as_ptr(), dvo.add(j0 * dv), cols * dv);
+        }
+    }
+}
+
+/// A worker's scratch slot split into its parts: `lse`, `D` (`sq` each), the score and
+/// cotangent tiles, the `dK`/`dV` tile accumulators, the recomputed output tile, and (when
+/// the keys are split, `splits_keys`) the worker's partial `dQ`.
+struct Slot<'s, T> {
+    lse: &'s mut [T],
+    dvec: &'s mut [T],
+    s: &'s mut [T],
+    dp: &'s mut [T],
+    dk_acc: &'s mut [T],
+    dv_acc: &'s mut [T],
+    acc: &'s mut [T],
+    dq: &'s mut [T],
+}
+
+fn split_slot<T>(buf: &mut [T], d: Dims) -> Slot<'_, T> {
+    let (lse, rest) = buf.split_at_mut(d.sq);
+    let (dvec, rest) = rest.split_at_mut(d.sq);
+    let (s, rest) = rest.split_at_mut(BR * BC);
+    let (dp, rest) = rest.split_at_mut(BR * BC);
+    let (dk_acc, rest) = rest.split_at_mut(BC * d.d);
+    let (dv_acc, rest) = rest.split_at_mut(BC * d.dv);
+    let (acc, dq) = rest.split_at_mut(BR * d.dv);
+    Slot {
+        lse,
+        dvec,
+        s,
+        dp,
+        dk_acc,
+        dv_acc,
+        acc,
+        dq,
+    }
+}
+
 /// The gradient step: `dq`, `dk`, `dv` into `out` (`dk`, `dv` may be null: not needed)
 /// from `ins = [q, k, v, (o,) do, (mask)]`. Without the forward output `o` the first pass
 /// recomputes each tile of it (the forward's work again) for `D = rowsum(dO ∘ O)`.
+///
+/// With at least as many batch elements as cores, each core takes whole batch elements.
+/// With fewer (one head of a long sequence), each batch element is split: its query tiles
+/// over the cores for the first pass, its key tiles for the second, each core adding `dQ`
+/// into a partial of its own, then the partials summed in a fixed order.
 ///
 /// # Safety
 /// As `forward`'s, with `backward_scratch` bytes of scratch; each non-null output is valid
 /// for its operand's size and overlaps no operand or other output.
 unsafe fn backward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: [*mut T; 3], scratch: *mut u8) {
     let dims = Dims::of(ins[0].shape, ins[2].shape);
-    let (q, k, v) = (
-        Mats::<T>::new(&ins[0]),
-        Mats::<T>::new(&ins[1]),
-        Mats::<T>::new(&ins[2]),
-    );
     let layout = spec
         .grad_operands(ins.len())
         .expect("attention_grad operands checked by the verifier");
-    let o = layout.saved_output.map(|at| Mats::<T>::new(&ins[at]));
-    let dout = Mats::<T>::new(&ins[layout.dout]);
-    let mask = layout.mask.map(|at| &ins[at]);
+    let g = Grad {
+        spec,
+        q: Mats::<T>::new(&ins[0]),
+        k: Mats::<T>::new(&ins[1]),
+        v: Mats::<T>::new(&ins[2]),
+        o: layout.saved_output.map(|at| Mats::<T>::new(&ins[at])),
+        dout: Mats::<T>::new(&ins[layout.dout]),
+        mask: layout.mask.map(|at| &ins[at]),
+        dims,
+        scale: T::from_f64(spec.scale),
+    };
     let Dims {
         batch,
         sq,
@@ -522,28 +782,83 @@ unsafe fn backward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: [*mut T; 3],
         d,
         dv,
     } = dims;
-    let size = std::mem::size_of::<T>();
     let elems = backward_elems(dims);
-    let bytes = slot_bytes(elems, size);
-    let n_workers = workers().min(batch.max(1));
-    let scale = T::from_f64(spec.scale);
+    let bytes = slot_bytes(elems, std::mem::size_of::<T>());
     let p = Shared3(out, scratch);
+    let outputs = move |b: usize| {
+        let p = p;
+        (
+            p.0[0].add(b * sq * d),
+            (!p.0[1].is_null()).then(|| p.0[1].add(b * sk * d)),
+            (!p.0[2].is_null()).then(|| p.0[2].add(b * sk * dv)),
+        )
+    };
+    if splits_keys(dims) {
+        let n = workers();
+        let (q_tiles, k_tiles) = (sq.div_ceil(BR), sk.div_ceil(BC));
+        // Every row's lse and D, after the slots: written by all in pass 1 (disjoint
+        // rows), read by all in pass 2; no worker holds a reference into them.
+        let shared = {
+            let lse = scratch.add(n * bytes) as *mut T;
+            Shared(lse, lse.add(sq) as *mut u8)
+        };
+        for b in 0..batch {
+            let (dq, dk, dvo) = outputs(b);
+            (0..n).into_par_iter().for_each(|w| {
+                let (p, sh) = (p, shared);
+                let mine = split_slot(slot::<T>(p.1, w, bytes, elems), dims);
+                for t in (w..q_tiles).step_by(n) {
+                    let i0 = t * BR;
+                    let rows = BR.min(sq - i0);
+                    g.row_stats(b, (i0, rows), (sh.0, sh.1 as *mut T), mine.s, mine.acc);
+                }
+            });
+            let (dk, dvo) = (dk.map(Ptr), dvo.map(Ptr));
+            (0..n).into_par_iter().for_each(|w| {
+                let (p, sh, dk, dvo) = (p, shared, dk, dvo);
+                let mine = split_slot(slot::<T>(p.1, w, bytes, elems), dims);
+                mine.dq.fill(T::ZERO);
+                let stats = (sh.0 as *const T, sh.1 as *const T);
+                for t in (w..k_tiles).step_by(n) {
+                    g.key_tile(
+                        b,
+                        t * BC,
+                        stats,
+                        mine.dq.as_mut_ptr(),
+                        (dk.map(|x| x.0), dvo.map(|x| x.0)),
+                        (&mut *mine.s, &mut *mine.dp),
+                        (&mut *mine.dk_acc, &mut *mine.dv_acc),
+                    );
+                }
+            });
+            // dQ = the partials' sum, in worker order, each core over a band of it.
+            let total = sq * d;
+            let band = total.div_ceil(n).max(1);
+            let dq = Ptr(dq);
+            (0..n).into_par_iter().for_each(|w| {
+                let (p, dq) = (p, dq);
+                let (lo, hi) = ((w * band).min(total), ((w + 1) * band).min(total));
+                let out = std::slice::from_raw_parts_mut(dq.0.add(lo), hi - lo);
+                for (i, part) in (0..n).enumerate() {
+                    // Read only: the partials are no worker's any more.
+                    let at = (p.1.add(part * bytes) as *const T).add(partial_dq_offset(dims));
+                    let src = std::slice::from_raw_parts(at.add(lo), hi - lo);
+                    if i == 0 {
+                        out.copy_from_slice(src);
+                    } else {
+                        out.iter_mut().zip(src).for_each(|(o, x)| *o = *o + *x);
+                    }
+                }
+            });
+        }
+        return;
+    }
+    let n_workers = workers().min(batch.max(1));
     (0..n_workers).into_par_iter().for_each(|w| {
         let p = p;
-        let buf: &mut [T] = slot(p.1, w, bytes, elems);
-        let (lse, rest) = buf.split_at_mut(sq);
-        let (dvec, rest) = rest.split_at_mut(sq);
-        let (s, rest) = rest.split_at_mut(BR * BC);
-        let (dp, rest) = rest.split_at_mut(BR * BC);
-        let (dk_acc, rest) = rest.split_at_mut(BC * d);
-        let (dv_acc, acc) = rest.split_at_mut(BC * dv);
-        let mut alpha = [T::ZERO; BR];
-        let mut m = [T::NEG_INF; BR];
-        let mut l = [T::ZERO; BR];
+        let mine = split_slot(slot::<T>(p.1, w, bytes, elems), dims);
         for b in (w..batch).step_by(n_workers) {
-            let dq = p.0[0].add(b * sq * d);
-            let dk = (!p.0[1].is_null()).then(|| p.0[1].add(b * sk * d));
-            let dvo = (!p.0[2].is_null()).then(|| p.0[2].add(b * sk * dv));
+            let (dq, dk, dvo) = outputs(b);
             std::slice::from_raw_parts_mut(dq, sq * d).fill(T::ZERO);
             if sk == 0 {
                 // No keys: every gradient is an empty sum.
@@ -554,146 +869,31 @@ unsafe fn backward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: [*mut T; 3],
                 }
                 continue;
             }
-            // Pass 1: each row's log-sum-exp and D = rowsum(dO ∘ O), O recomputed (as the
-            // forward does it) when it was not saved.
+            let stats = (mine.lse.as_mut_ptr(), mine.dvec.as_mut_ptr());
             for i0 in (0..sq).step_by(BR) {
-                let rows = BR.min(sq - i0);
-                m[..rows].fill(T::NEG_INF);
-                l[..rows].fill(T::ZERO);
-                if o.is_none() {
-                    acc[..rows * dv].fill(T::ZERO);
-                }
-                let end = key_end(spec, sk, i0, rows);
-                for j0 in (0..end).step_by(BC) {
-                    let cols = BC.min(end - j0);
-                    scores(spec, &q, &k, mask, b, d, (i0, rows), (j0, cols), s);
-                    online(s, rows, cols, &mut m, &mut l, &mut alpha);
-                    if o.is_none() {
-                        rescale_accumulate(acc, &alpha, s, (rows, cols, dv), &v, b, j0);
-                    }
-                }
-                for r in 0..rows {
-                    let sub = if m[r] == T::NEG_INF { T::ZERO } else { m[r] };
-                    // A fully masked row: ln 0 = -inf, and exp(-inf - -inf) = NaN below,
-                    // as the composition's softmax gives.
-                    lse[i0 + r] = sub + l[r].ln();
-                    let drow = dout.row(b, i0 + r);
-                    let mut dot = T::ZERO;
-                    for c in 0..dv {
-                        let oc = match &o {
-                            Some(o) => *o.row(b, i0 + r).offset(c as isize * o.cs),
-                            None => acc[r * dv + c] / l[r],
-                        };
-                        dot = dot + oc * *drow.offset(c as isize * dout.cs);
-                    }
-                    dvec[i0 + r] = dot;
-                }
+                g.row_stats(b, (i0, BR.min(sq - i0)), stats, mine.s, mine.acc);
             }
-            // Pass 2: per key tile, dK and dV over the query tiles that see it.
             for j0 in (0..sk).step_by(BC) {
-                let cols = BC.min(sk - j0);
-                dk_acc[..cols * d].fill(T::ZERO);
-                dv_acc[..cols * dv].fill(T::ZERO);
-                let first = match spec.mask {
-                    MaskKind::Causal => (j0 / BR) * BR,
-                    _ => 0,
-                };
-                for i0 in (first..sq).step_by(BR) {
-                    let rows = BR.min(sq - i0);
-                    scores(spec, &q, &k, mask, b, d, (i0, rows), (j0, cols), s);
-                    for r in 0..rows {
-                        let row = &mut s[r * BC..r * BC + cols];
-                        let x = lse[i0 + r];
-                        row.iter_mut().for_each(|v| *v = *v - x);
-                        T::exp_slice(row);
-                    }
-                    // dV += Pᵀ dO
-                    if dvo.is_some() {
-                        mm(
-                            cols,
-                            dv,
-                            rows,
-                            dv_acc.as_mut_ptr(),
-                            dv as isize,
-                            true,
-                            s.as_ptr(),
-                            1,
-                            BC as isize,
-                            dout.row(b, i0),
-                            dout.rs,
-                            dout.cs,
-                            T::ONE,
-                        );
-                    }
-                    // dP = dO Vᵀ, then dS = P ∘ (dP - D) in its place.
-                    mm(
-                        rows,
-                        cols,
-                        dv,
-                        dp.as_mut_ptr(),
-                        BC as isize,
-                        false,
-                        dout.row(b, i0),
-                        dout.rs,
-                        dout.cs,
-                        v.row(b, j0),
-                        v.cs,
-                        v.rs,
-                        T::ONE,
-                    );
-                    for r in 0..rows {
-                        let x = dvec[i0 + r];
-                        for c in 0..cols {
-                            let at = r * BC + c;
-                            dp[at] = s[at] * (dp[at] - x);
-                        }
-                    }
-                    // dQ += scale · dS K
-                    mm(
-                        rows,
-                        d,
-                        cols,
-                        dq.add(i0 * d),
-                        d as isize,
-                        true,
-                        dp.as_ptr(),
-                        BC as isize,
-                        1,
-                        k.row(b, j0),
-                        k.rs,
-                        k.cs,
-                        scale,
-                    );
-                    // dK += scale · dSᵀ Q
-                    if dk.is_none() {
-                        continue;
-                    }
-                    mm(
-                        cols,
-                        d,
-                        rows,
-                        dk_acc.as_mut_ptr(),
-                        d as isize,
-                        true,
-                        dp.as_ptr(),
-                        1,
-                        BC as isize,
-                        q.row(b, i0),
-                        q.rs,
-                        q.cs,
-                        scale,
-                    );
-                }
-                if let Some(dk) = dk {
-                    std::ptr::copy_nonoverlapping(dk_acc.as_ptr(), dk.add(j0 * d), cols * d);
-                }
-                if let Some(dvo) = dvo {
-                    std::ptr::copy_nonoverlapping(dv_acc.as_ptr(), dvo.add(j0 * dv), cols * dv);
-                }
+                g.key_tile(
+                    b,
+                    j0,
+                    (stats.0 as *const T, stats.1 as *const T),
+                    dq,
+                    (dk, dvo),
+                    (&mut *mine.s, &mut *mine.dp),
+                    (&mut *mine.dk_acc, &mut *mine.dv_acc),
+                );
             }
         }
     });
 }
+
+/// A pointer handed to the workers (each writes its own part of what it points to).
+#[derive(Clone, Copy)]
+struct Ptr<T>(*mut T);
+// SAFETY: as `Shared`'s.
+unsafe impl<T> Send for Ptr<T> {}
+unsafe impl<T> Sync for Ptr<T> {}
 
 /// Run the forward step on `dtype` into `out`.
 ///
