@@ -3,6 +3,7 @@
 //! See ARCHITECTURE.md at the repository root for the map.
 
 pub mod dtype;
+pub mod eager;
 pub mod error;
 mod internal;
 pub mod interp;
@@ -35,6 +36,7 @@ pub use autodiff::{
     Policy, Tree, AUTO_MEMORY_BUDGET,
 };
 pub use control::{cond, fori_loop, scan, while_loop, AxisIter};
+pub use eager::{set_eager_mode, EagerMode};
 pub use exec::MemoryAnalysis;
 pub use io::{load, save};
 pub use jit::{clear_caches, CacheStats, Compiled, Lowered};

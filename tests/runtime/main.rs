@@ -9,6 +9,7 @@ mod control_flow;
 mod cross_entropy;
 mod differential;
 mod donation;
+mod eager;
 mod fuzz;
 mod gpt;
 mod ir_text;

@@ -102,7 +102,12 @@ fn run_case(
     tol: Tol,
     f: &dyn Fn(&[Tensor]) -> Vec<Tensor>,
 ) -> Result<Option<Vec<Tensor>>, TestCaseError> {
-    let eager = quietly(|| catch_unwind(AssertUnwindSafe(|| f(inputs))));
+    // The oracle: the ops evaluated by the reference interpreter.
+    let eager = quietly(|| {
+        catch_unwind(AssertUnwindSafe(|| {
+            jitfuse::eager::interpreted(|| f(inputs))
+        }))
+    });
     let specs: Vec<ParamSpec> = inputs
         .iter()
         .map(|t| ParamSpec {

@@ -391,12 +391,27 @@ impl Executable {
         Executable::from_graph_with(graph, captured, &kinds)
     }
 
+    /// `from_graph` without keeping the text of each stage (the eager ops' programs).
+    pub(crate) fn from_graph_quiet(graph: Graph) -> Result<Executable, Error> {
+        let kinds = vec![ArgKind::Borrowed; graph.params().len()];
+        Executable::from_graph_kept(graph, vec![], &kinds, false)
+    }
+
     /// `from_graph` with each parameter's kind: `ArgKind::Owned` parameters
     /// may be donated (run with `CallArgs::owned`).
     pub fn from_graph_with(
         graph: Graph,
         captured: Vec<Tensor>,
         kinds: &[ArgKind],
+    ) -> Result<Executable, Error> {
+        Executable::from_graph_kept(graph, captured, kinds, true)
+    }
+
+    fn from_graph_kept(
+        graph: Graph,
+        captured: Vec<Tensor>,
+        kinds: &[ArgKind],
+        keep_text: bool,
     ) -> Result<Executable, Error> {
         ir::verify(&graph)?;
         if kinds.len() != graph.params().len() {
@@ -431,7 +446,7 @@ impl Executable {
             structure: vec![],
             statics: vec![],
         };
-        Executable::compile(Traced { graph, captured }, &sig, true)
+        Executable::compile(Traced { graph, captured }, &sig, keep_text)
     }
 
     /// Run on borrowed arguments (for programs made by `from_graph`).

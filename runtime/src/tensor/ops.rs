@@ -67,7 +67,9 @@ pub(crate) fn apply(
         }
         return trace::push_node(op, inputs, shape, dtype, loc);
     }
-    match interp::eval_op(&op, inputs, &shape, dtype) {
+    let result = crate::eager::run(&op, inputs, &shape, dtype)
+        .unwrap_or_else(|| interp::eval_op(&op, inputs, &shape, dtype));
+    match result {
         Ok(t) => t,
         Err(e) => fail(e.at(loc)),
     }

@@ -1,0 +1,274 @@
+//! Eager ops at compiled speed: outside `#[jit]`, an elementwise op, a reduction or a
+//! matmul on concrete tensors runs as a compiled one-op program, cached by the op, its
+//! operands' shapes and dtypes and its result type (as JAX dispatches eager ops to
+//! single-op XLA computations). Other ops, and every op while an eager program itself is
+//! being compiled or run, go through the reference interpreter.
+//!
+//! `JITFUSE_EAGER=interp` (read once) or [`set_eager_mode`] selects the interpreter for
+//! everything: it stays the test oracle. The cache holds at most [`EAGER_CACHE_BYTES`] of
+//! code and arenas, least recently used programs dropped first.
+
+use crate::exec::Executable;
+use crate::ir::{Graph, Node, Op, ValueId};
+use crate::tensor::Tensor;
+use crate::{DType, Error};
+use once_cell::sync::Lazy;
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// How eager ops (outside `#[jit]`) run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EagerMode {
+    /// Elementwise ops, reductions and matmuls as cached compiled programs (the default).
+    Compiled,
+    /// Every op through the reference interpreter (`JITFUSE_EAGER=interp`).
+    Interp,
+}
+
+/// The byte limit of the eager cache (generated code plus arenas).
+pub const EAGER_CACHE_BYTES: usize = 256 << 20;
+
+/// 0: not read yet; 1: compiled; 2: interpreter.
+static MODE: AtomicU8 = AtomicU8::new(0);
+
+/// Selects how eager ops run from now on, on every thread.
+pub fn set_eager_mode(mode: EagerMode) {
+    MODE.store(
+        match mode {
+            EagerMode::Compiled => 1,
+            EagerMode::Interp => 2,
+        },
+        Ordering::Relaxed,
+    );
+}
+
+/// How eager ops run: as `set_eager_mode` last said, else `JITFUSE_EAGER` (`interp` or
+/// `compiled`, the default).
+pub fn eager_mode() -> EagerMode {
+    match MODE.load(Ordering::Relaxed) {
+        1 => EagerMode::Compiled,
+        2 => EagerMode::Interp,
+        _ => {
+            let mode = match std::env::var("JITFUSE_EAGER").as_deref() {
+                Ok("interp") => EagerMode::Interp,
+                _ => EagerMode::Compiled,
+            };
+            // Only the first reader stores; a concurrent `set_eager_mode` wins.
+            let code = if mode == EagerMode::Compiled { 1 } else { 2 };
+            let _ = MODE.compare_exchange(0, code, Ordering::Relaxed, Ordering::Relaxed);
+            eager_mode()
+        }
+    }
+}
+
+thread_local! {
+    /// Set while this thread compiles or runs an eager program: ops inside are interpreted.
+    static BUSY: Cell<bool> = const { Cell::new(false) };
+    /// Depth of `interpreted` scopes on this thread.
+    static INTERPRETED: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Runs `f` with this thread's eager ops on the reference interpreter, whatever the mode
+/// (tests computing the oracle's answer eagerly; other threads are not affected).
+pub fn interpreted<R>(f: impl FnOnce() -> R) -> R {
+    struct Scope;
+    impl Drop for Scope {
+        fn drop(&mut self) {
+            INTERPRETED.with(|d| d.set(d.get() - 1));
+        }
+    }
+    INTERPRETED.with(|d| d.set(d.get() + 1));
+    let _scope = Scope;
+    f()
+}
+
+/// Whether `op` runs compiled when eager.
+fn compiles(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Unary(_)
+            | Op::Binary(_)
+            | Op::Compare(_)
+            | Op::Select
+            | Op::Cast(_)
+            | Op::Reduce(..)
+            | Op::Matmul
+    )
+}
+
+struct Entry {
+    exe: Arc<Executable>,
+    bytes: usize,
+    used: u64,
+    hits: u64,
+}
+
+#[derive(Default)]
+struct Cache {
+    map: HashMap<String, Entry>,
+    bytes: usize,
+    clock: u64,
+    compiled: u64,
+    evicted: u64,
+}
+
+static CACHE: Lazy<Mutex<Cache>> = Lazy::new(|| Mutex::new(Cache::default()));
+
+/// Counters of the eager cache: programs compiled and dropped so far, and held now.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EagerStats {
+    pub compiled: u64,
+    pub evicted: u64,
+    pub entries: usize,
+    pub cached_bytes: usize,
+}
+
+pub fn eager_stats() -> EagerStats {
+    let c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    EagerStats {
+        compiled: c.compiled,
+        evicted: c.evicted,
+        entries: c.map.len(),
+        cached_bytes: c.bytes,
+    }
+}
+
+/// The cached eager programs: each one's key (the op, operand and result types, e.g.
+/// `Unary(Exp)|f32[8]->f32[8]`) and how many calls reused it.
+pub fn eager_cache_entries() -> Vec<(String, u64)> {
+    let c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    c.map.iter().map(|(k, e)| (k.clone(), e.hits)).collect()
+}
+
+/// Drops every cached eager program.
+pub fn clear_eager_cache() {
+    let mut c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    c.map.clear();
+    c.bytes = 0;
+}
+
+fn key(op: &Op, inputs: &[&Tensor], shape: &[usize], dtype: DType) -> String {
+    use std::fmt::Write;
+    let mut k = format!("{op:?}");
+    for t in inputs {
+        let _ = write!(k, "|{}{:?}", t.dtype, t.shape);
+    }
+    let _ = write!(k, "->{dtype}{shape:?}");
+    k
+}
+
+/// The one-op program: a parameter per operand, the op, its result.
+fn program(op: &Op, inputs: &[&Tensor], shape: &[usize], dtype: DType) -> Graph {
+    let mut g = Graph::new();
+    for (i, t) in inputs.iter().enumerate() {
+        g.nodes.push(Node {
+            op: Op::Param(i),
+            inputs: vec![],
+            shape: t.shape.clone(),
+            dtype: t.dtype,
+            loc: None,
+        });
+    }
+    g.nodes.push(Node {
+        op: op.clone(),
+        inputs: (0..inputs.len() as u32).map(ValueId).collect(),
+        shape: shape.to_vec(),
+        dtype,
+        loc: None,
+    });
+    g.outputs = vec![ValueId(inputs.len() as u32)];
+    g
+}
+
+/// Marks this thread busy for its lifetime.
+struct Busy;
+impl Busy {
+    fn enter() -> Option<Busy> {
+        if BUSY.with(|b| b.replace(true)) {
+            None
+        } else {
+            Some(Busy)
+        }
+    }
+}
+impl Drop for Busy {
+    fn drop(&mut self) {
+        BUSY.with(|b| b.set(false));
+    }
+}
+
+/// The compiled program for this op and operand types, from the cache or compiled now;
+/// `None` when it does not compile (the interpreter runs it).
+fn executable(
+    op: &Op,
+    inputs: &[&Tensor],
+    shape: &[usize],
+    dtype: DType,
+) -> Option<Arc<Executable>> {
+    let k = key(op, inputs, shape, dtype);
+    {
+        let mut c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+        c.clock += 1;
+        let now = c.clock;
+        if let Some(e) = c.map.get_mut(&k) {
+            e.used = now;
+            e.hits += 1;
+            return Some(e.exe.clone());
+        }
+    }
+    // A program that does not compile (or a bug that panics compiling it) leaves the op to
+    // the interpreter: an eager op never fails where the interpreter would not.
+    let graph = program(op, inputs, shape, dtype);
+    let compiled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        Executable::from_graph_quiet(graph)
+    }));
+    let exe = Arc::new(compiled.ok()?.ok()?);
+    let m = exe.memory_analysis();
+    let bytes = m.code_bytes + m.temp_bytes;
+    let mut c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    c.compiled += 1;
+    while c.bytes + bytes > EAGER_CACHE_BYTES && !c.map.is_empty() {
+        let oldest = c
+            .map
+            .iter()
+            .min_by_key(|(_, e)| e.used)
+            .map(|(k, _)| k.clone())
+            .expect("a non-empty cache has a least recently used entry");
+        let gone = c.map.remove(&oldest).expect("the entry just found");
+        c.bytes -= gone.bytes;
+        c.evicted += 1;
+    }
+    let used = c.clock;
+    if let Some(old) = c.map.insert(
+        k,
+        Entry {
+            exe: exe.clone(),
+            bytes,
+            used,
+            hits: 0,
+        },
+    ) {
+        // Another thread compiled the same program meanwhile.
+        c.bytes -= old.bytes;
+    }
+    c.bytes += bytes;
+    Some(exe)
+}
+
+/// The op's result computed by a compiled program, or `None` where the interpreter runs
+/// it (the mode, the op, a nested call, or a program that does not compile).
+pub(crate) fn run(
+    op: &Op,
+    inputs: &[&Tensor],
+    shape: &[usize],
+    dtype: DType,
+) -> Option<Result<Tensor, Error>> {
+    if !compiles(op) || INTERPRETED.with(|d| d.get()) > 0 || eager_mode() == EagerMode::Interp {
+        return None;
+    }
+    let _busy = Busy::enter()?;
+    let exe = executable(op, inputs, shape, dtype)?;
+    Some(exe.run_with(inputs).map(|mut outs| outs.remove(0)))
+}

@@ -1,0 +1,147 @@
+//! Eager ops at compiled speed: outside `#[jit]`, elementwise ops, reductions and matmuls
+//! run as cached compiled one-op programs, computing what the interpreter computes.
+
+use crate::common::{assert_close, random_tensor, Rng, Tol};
+use jitfuse::eager::{eager_cache_entries, interpreted};
+use jitfuse::prelude::*;
+
+/// Each op family eagerly (compiled) against the same op on the reference interpreter,
+/// over random shapes and every dtype the op takes.
+#[test]
+fn eager_ops_compute_what_the_interpreter_computes() {
+    let mut rng = Rng::new(17);
+    type Case = (
+        &'static str,
+        fn(&[Tensor]) -> Tensor,
+        usize,
+        &'static [DType],
+    );
+    const FLOAT: &[DType] = &[DType::F32, DType::F64];
+    const NUM: &[DType] = &[DType::F32, DType::F64, DType::I32, DType::I64];
+    let cases: Vec<Case> = vec![
+        ("exp", |t| t[0].exp(), 1, FLOAT),
+        ("tanh", |t| t[0].tanh(), 1, FLOAT),
+        ("sin", |t| t[0].sin(), 1, FLOAT),
+        ("erf", |t| t[0].erf(), 1, FLOAT),
+        ("sqrt of |x|", |t| t[0].abs().sqrt(), 1, FLOAT),
+        ("neg", |t| -&t[0], 1, NUM),
+        ("add", |t| &t[0] + &t[1], 2, NUM),
+        ("mul", |t| &t[0] * &t[1], 2, NUM),
+        ("div", |t| &t[0] / &t[1], 2, FLOAT),
+        ("max", |t| t[0].maximum(&t[1]), 2, NUM),
+        ("less", |t| t[0].lt(&t[1]).cast(DType::I32), 2, NUM),
+        ("select", |t| select(&t[0].gt(&t[1]), &t[0], &t[1]), 2, NUM),
+        ("cast", |t| t[0].cast(DType::F64), 1, NUM),
+        ("sum over the last axis", |t| t[0].sum(-1), 1, NUM),
+        ("max over the first axis", |t| t[0].max(0), 1, NUM),
+        ("mean of all", |t| t[0].mean_all(), 1, FLOAT),
+        ("matmul", |t| t[0].matmul(&t[1].t()), 2, FLOAT),
+    ];
+    for (name, f, arity, dtypes) in &cases {
+        for trial in 0..4 {
+            let d = dtypes[trial % dtypes.len()];
+            let shape = [1 + rng.below(9), 1 + rng.below(40)];
+            let args: Vec<Tensor> = (0..*arity)
+                .map(|_| random_tensor(&mut rng, &shape, d, -3.0, 3.0, d.is_float()))
+                .collect();
+            let got = f(&args);
+            let want = interpreted(|| f(&args));
+            let tol = match want.dtype() {
+                DType::F32 => Tol {
+                    rel: 1e-5,
+                    abs: 1e-5,
+                },
+                DType::F64 => Tol {
+                    rel: 1e-12,
+                    abs: 1e-12,
+                },
+                _ => crate::common::EXACT,
+            };
+            assert_close(&got, &want, tol, &format!("eager {name} {d} {shape:?}"));
+        }
+    }
+}
+
+/// The second call with the same op and types reuses the program; another shape compiles
+/// its own; ops inside `interpreted` compile nothing.
+#[test]
+fn eager_programs_are_cached_by_op_and_types() {
+    let x = Tensor::from_vec(
+        (0..7 * 13 * 3).map(|i| i as f64 * 0.01).collect(),
+        &[7, 13, 3],
+    )
+    .unwrap();
+    let mine = |shape: &str| {
+        eager_cache_entries()
+            .into_iter()
+            .filter(|(k, _)| k.starts_with("Unary(Expm1)") && k.contains(shape))
+            .collect::<Vec<_>>()
+    };
+    let first = x.expm1();
+    let entries = mine("f64[7, 13, 3]");
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    let again = x.expm1();
+    assert_eq!(
+        first.to_vec::<f64>().unwrap(),
+        again.to_vec::<f64>().unwrap()
+    );
+    assert_eq!(mine("f64[7, 13, 3]")[0].1, entries[0].1 + 1);
+    let y = x.reshape(&[21, 13]);
+    let _ = y.expm1();
+    assert_eq!(mine("f64[21, 13]").len(), 1);
+    let z = x.reshape(&[3, 91]);
+    let _ = interpreted(|| z.expm1());
+    assert!(mine("f64[3, 91]").is_empty());
+}
+
+#[jit]
+fn eager_inside_jit(x: &Tensor) -> Tensor {
+    (x * 2.0).exp()
+}
+
+/// Inside `#[jit]` the same ops are traced, not dispatched; a jitted function's result
+/// and the eager one agree.
+#[test]
+fn traced_ops_are_not_dispatched_eagerly() {
+    let x = Tensor::from_vec(vec![0.25f32, -1.0, 2.0], &[3]).unwrap();
+    let before = eager_cache_entries()
+        .iter()
+        .filter(|(k, _)| k.contains("f32[3]") && k.starts_with("Unary(Exp)"))
+        .count();
+    let jitted = eager_inside_jit(&x);
+    let after = eager_cache_entries()
+        .iter()
+        .filter(|(k, _)| k.contains("f32[3]") && k.starts_with("Unary(Exp)"))
+        .count();
+    assert_eq!(before, after);
+    let eager = (&x * 2.0).exp();
+    assert_close(
+        &jitted,
+        &eager,
+        Tol {
+            rel: 1e-6,
+            abs: 0.0,
+        },
+        "jit vs eager",
+    );
+}
+
+/// Errors of eager ops are the interpreter's: an integer division by zero is defined, a
+/// shape mismatch names the op.
+#[test]
+fn eager_errors_name_the_op() {
+    let a = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3]).unwrap();
+    let b = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
+    let e = std::panic::catch_unwind(|| &a + &b).unwrap_err();
+    let msg = e
+        .downcast_ref::<String>()
+        .cloned()
+        .unwrap_or_else(|| e.downcast_ref::<&str>().unwrap_or(&"").to_string());
+    assert!(msg.contains("add"), "{msg}");
+    let i = Tensor::from_vec(vec![7i32, -8], &[2]).unwrap();
+    let z = Tensor::from_vec(vec![0i32, 0], &[2]).unwrap();
+    assert_eq!(
+        (&i / &z).to_vec::<i32>().unwrap(),
+        interpreted(|| (&i / &z).to_vec::<i32>().unwrap())
+    );
+}
