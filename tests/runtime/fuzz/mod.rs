@@ -601,3 +601,44 @@ fn smooth_functions_carry_the_noise_of_a_cancelled_input() {
     assert!((s[0] - 2.000001).abs() < 1e-5, "{}", s[0]);
     assert!(s[1] <= 1.0, "{}", s[1]);
 }
+
+/// A false alarm of a long run: `ln(|s²/(|s²| + 0.5)| + 0.5)` of `s = x xᵀ` over 1,030
+/// terms. An off-diagonal `s ≈ 0.75` is what is left of terms summing to about 1,100 in
+/// magnitude, so its last bits depend on the order of the terms; `square`, the quotient
+/// and `ln` carry that noise (times their slopes) to the output.
+#[test]
+fn nonlinear_functions_of_a_cancelled_product_carry_its_noise() {
+    use program::{Bin, Ins, Un};
+    let p = Program {
+        params: vec![borrowed_f32(&[63, 1030], 1)],
+        ins: vec![
+            Ins::Transpose(0, vec![1, 0]),
+            Ins::Matmul(0, 1),
+            Ins::Unary(Un::Square, 2),
+            Ins::Binary(Bin::DivPos, 3, 3),
+            Ins::Unary(Un::LnPos, 4),
+        ],
+        outputs: vec![5],
+        grad: false,
+    };
+    match run_case(&p, 9011133949) {
+        Outcome::Pass => {}
+        Outcome::Fail(e) => panic!("{e}"),
+        Outcome::Invalid(e) => panic!("did not trace: {e}"),
+    }
+    // The slope rule on its own: `(a - 1)²` of a cancelled difference carries its noise
+    // (|a| + 1) times the slope 2|a - 1|; the square of an exact argument keeps its own
+    // scale.
+    let text = "%0 = param 0 : f32[2]\n\
+                %1 = const 1.0 : f32[2]\n\
+                %2 = sub %0, %1 : f32[2]\n\
+                %3 = square %2 : f32[2]\n\
+                %4 = square %0 : f32[2]\n\
+                return %3, %4\n";
+    let g = jitfuse::ir::parse(text).unwrap();
+    let x = Tensor::from_vec(vec![1.25f32, 1.5], &[2]).unwrap();
+    let s = noise::scales(&g, &noise::node_values(&g, &[x], &[]).unwrap());
+    // 1.5 - 1 = 0.5 with noise 2.5 (more than twice 0.5): 2 · 0.5 · 2.5 = 2.5, not 0.25.
+    assert!((s[0] - 2.5).abs() < 1e-6, "{}", s[0]);
+    assert!((s[1] - 2.25).abs() < 1e-6, "{}", s[1]);
+}
