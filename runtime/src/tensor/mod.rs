@@ -272,27 +272,23 @@ impl Tensor {
     /// dtype, or the tensor is traced.
     #[track_caller]
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>, Error> {
-        let buf = self.concrete_buffer("to_vec")?;
-        if T::DTYPE != self.dtype {
-            return Err(Error::dtype(format!(
-                "to_vec::<{}>() on a tensor of dtype {}; use to_vec::<{}>() or cast first",
-                T::DTYPE,
-                self.dtype,
-                self.dtype
-            ))
-            .at(std::panic::Location::caller()));
-        }
-        Ok(buf.typed::<T>().to_vec())
+        Ok(self.typed_slice::<T>("to_vec")?.to_vec())
     }
 
     /// The elements in row-major order, borrowed from the tensor's buffer (no copy: a
     /// concrete tensor is always one contiguous row-major block). Errors as `to_vec`.
     #[track_caller]
     pub fn as_slice<T: Element>(&self) -> Result<&[T], Error> {
-        let buf = self.concrete_buffer("as_slice")?;
+        self.typed_slice::<T>("as_slice")
+    }
+
+    /// The concrete elements as `T`; errors name `what` (`to_vec`, `as_slice`).
+    #[track_caller]
+    fn typed_slice<T: Element>(&self, what: &str) -> Result<&[T], Error> {
+        let buf = self.concrete_buffer(what)?;
         if T::DTYPE != self.dtype {
             return Err(Error::dtype(format!(
-                "as_slice::<{}>() on a tensor of dtype {}; use as_slice::<{}>() or cast first",
+                "{what}::<{}>() on a tensor of dtype {}; use {what}::<{}>() or cast first",
                 T::DTYPE,
                 self.dtype,
                 self.dtype

@@ -318,6 +318,16 @@ fn random_programs_match_the_interpreter_second_seed() {
 
 /// A borrowed f32 parameter of a hand-written test program, its values from stream `draw`.
 #[cfg(test)]
+/// A regression case passes through the harness (compiled at every level, donated or
+/// not, against the interpreter).
+fn assert_passes(p: &Program, seed: u64) {
+    match run_case(p, seed) {
+        Outcome::Pass => {}
+        Outcome::Fail(e) => panic!("{e}\n{p:?}"),
+        Outcome::Invalid(e) => panic!("did not trace: {e}"),
+    }
+}
+
 fn borrowed_f32(shape: &[usize], draw: u64) -> program::Param {
     program::Param {
         shape: shape.to_vec(),
@@ -377,11 +387,7 @@ fn the_gradient_of_a_product_with_a_zero_factor_is_finite() {
         outputs: vec![4],
         grad: true,
     };
-    match run_case(&p, 2027240337) {
-        Outcome::Pass => {}
-        Outcome::Fail(e) => panic!("{e}"),
-        Outcome::Invalid(e) => panic!("did not trace: {e}"),
-    }
+    assert_passes(&p, 2027240337);
 }
 
 /// The shrunk programs of three false alarms of a long run, each a sum whose
@@ -492,11 +498,7 @@ fn infinite_arguments_stay_out_of_products_of_values() {
         outputs: vec![5],
         grad: false,
     };
-    match run_case(&p, 6007054326) {
-        Outcome::Pass => {}
-        Outcome::Fail(e) => panic!("{e}"),
-        Outcome::Invalid(e) => panic!("did not trace: {e}"),
-    }
+    assert_passes(&p, 6007054326);
     let (g, _) = trace_program(&p).unwrap();
     let has_inf = |g: &Graph| {
         check::arguments(g, 3, &[0], true)[0]
@@ -582,11 +584,7 @@ fn smooth_functions_carry_the_noise_of_a_cancelled_input() {
         outputs: vec![4],
         grad: false,
     };
-    match run_case(&p, 8009155385) {
-        Outcome::Pass => {}
-        Outcome::Fail(e) => panic!("{e}"),
-        Outcome::Invalid(e) => panic!("did not trace: {e}"),
-    }
+    assert_passes(&p, 8009155385);
     // `tanh(a - b)` of exact, nearly equal values: the noise of the difference is
     // |a| + |b|, carried through tanh; `sin` of an exact argument keeps its own scale.
     let text = "%0 = param 0 : f32[3]\n\
@@ -621,11 +619,7 @@ fn nonlinear_functions_of_a_cancelled_product_carry_its_noise() {
         outputs: vec![5],
         grad: false,
     };
-    match run_case(&p, 9011133949) {
-        Outcome::Pass => {}
-        Outcome::Fail(e) => panic!("{e}"),
-        Outcome::Invalid(e) => panic!("did not trace: {e}"),
-    }
+    assert_passes(&p, 9011133949);
     // The slope rule on its own: `(a - 1)²` of a cancelled difference carries its noise
     // (|a| + 1) times the slope 2|a - 1|; the square of an exact argument keeps its own
     // scale.
