@@ -64,9 +64,8 @@ pub fn eager_mode() -> EagerMode {
 }
 
 thread_local! {
-    /// Set while this thread compiles or runs an eager program: ops inside are interpreted.
-    static BUSY: Cell<bool> = const { Cell::new(false) };
-    /// Depth of `interpreted` scopes on this thread.
+    /// Depth of `interpreted` scopes on this thread (one is also entered while this thread
+    /// compiles or runs an eager program, so the ops inside are interpreted).
     static INTERPRETED: Cell<u32> = const { Cell::new(0) };
 }
 
@@ -182,23 +181,6 @@ fn program(op: &Op, inputs: &[&Tensor], shape: &[usize], dtype: DType) -> Graph 
     g
 }
 
-/// Marks this thread busy for its lifetime.
-struct Busy;
-impl Busy {
-    fn enter() -> Option<Busy> {
-        if BUSY.with(|b| b.replace(true)) {
-            None
-        } else {
-            Some(Busy)
-        }
-    }
-}
-impl Drop for Busy {
-    fn drop(&mut self) {
-        BUSY.with(|b| b.set(false));
-    }
-}
-
 /// The compiled program for this op and operand types, from the cache or compiled now;
 /// `None` when it does not compile (the interpreter runs it).
 fn executable(
@@ -268,7 +250,8 @@ pub(crate) fn run(
     if !compiles(op) || INTERPRETED.with(|d| d.get()) > 0 || eager_mode() == EagerMode::Interp {
         return None;
     }
-    let _busy = Busy::enter()?;
-    let exe = executable(op, inputs, shape, dtype)?;
-    Some(exe.run_with(inputs).map(|mut outs| outs.remove(0)))
+    interpreted(|| {
+        let exe = executable(op, inputs, shape, dtype)?;
+        Some(exe.run_with(inputs).map(|mut outs| outs.remove(0)))
+    })
 }

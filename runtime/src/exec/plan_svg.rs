@@ -15,8 +15,7 @@ pub fn step_names(g: &Graph, part: &Partition) -> Vec<String> {
         .map(|s| match s {
             Step::Kernel(_) => "loop kernel".to_string(),
             Step::Row(_) => "row kernel".to_string(),
-            Step::Reduce(v) => g.node(*v).op.name().to_string(),
-            Step::Library(v) => g.node(*v).op.name().to_string(),
+            Step::Reduce(v) | Step::Library(v) => g.node(*v).op.name().to_string(),
         })
         .collect()
 }
@@ -60,6 +59,7 @@ pub fn svg(plan: &BufferPlan, g: &Graph, part: &Partition) -> String {
     let total = top.max(1) as f64;
     let y_of = |bytes: usize| top_margin + bytes as f64 / total * h;
     let x_of = |step: usize| left + step as f64 / steps * w;
+    let step_name = |k: usize| names.get(k).map_or("", String::as_str);
     // Room below for the step labels, written downwards.
     let label_room = 110.0;
     let mut s = format!(
@@ -114,9 +114,9 @@ pub fn svg(plan: &BufferPlan, g: &Graph, part: &Partition) -> String {
             iv.offset,
             escape(&note),
             iv.def,
-            escape(&names[iv.def.min(names.len().saturating_sub(1))]),
+            escape(step_name(iv.def)),
             iv.last,
-            escape(&names[iv.last.min(names.len().saturating_sub(1))]),
+            escape(step_name(iv.last)),
         );
         // The name inside the box where it is tall enough to hold a line of text.
         if bh >= 9.0 {
