@@ -348,18 +348,15 @@ fn parallel_kernels_match_interpreter() {
 /// NaN/inf inputs, f32 and f64, and ranges split over threads; and match the interpreter.
 #[test]
 fn staged_kernels_match_single_pass_bit_for_bit() {
-    use jitfuse::codegen::micro::{self, Level};
+    use jitfuse::codegen::{Isa, Target};
     use jitfuse::exec::Executable;
     let staged = std::cell::Cell::new(0);
     // (level, AVX-512 kernels staged rather than inline)
-    type Config = (Level, bool);
+    type Config = (Isa, bool);
     let run_at =
         |(level, staged_first): Config, g: &jitfuse::ir::Graph, args: &[Tensor]| -> Vec<Tensor> {
-            micro::set_level(Some(level));
-            jitfuse::codegen::zmm::prefer_staged(staged_first);
-            let exe = Executable::from_graph(g.clone(), vec![]).unwrap();
-            micro::set_level(None);
-            jitfuse::codegen::zmm::prefer_staged(false);
+            let target = Target::at(level).staged_first(staged_first);
+            let exe = Executable::from_graph_at(g.clone(), vec![], &target).unwrap();
             // A micro-kernel call is a `call_indirect` of (src, dst, n) (Cranelift) or listed
             // (AVX-512 kernels); the single pass has none (sin/cos's slow path, a call of 4
             // arguments, is not one).
@@ -373,9 +370,9 @@ fn staged_kernels_match_single_pass_bit_for_bit() {
                         .is_some_and(|a| a.matches(',').count() == 2)
             };
             let calls = exe.clif_text().lines().any(micro_call) || zmm_staged;
-            assert!(level != Level::Off || !calls);
+            assert!(level != Isa::Portable || !calls);
             // Inline at AVX-512 (one pass), staged on request or at AVX2.
-            if level == Level::Avx2 || staged_first {
+            if level == Isa::Avx2 || staged_first {
                 staged.set(staged.get() + calls as usize);
             }
             let refs: Vec<&Tensor> = args.iter().collect();
@@ -440,14 +437,14 @@ fn staged_kernels_match_single_pass_bit_for_bit() {
         (vec![200_003], vec![200_003]),
     ];
     let levels: Vec<Config> = [
-        (Level::Avx2, false),
-        (Level::Avx512, false),
-        (Level::Avx512, true),
+        (Isa::Avx2, false),
+        (Isa::Avx512, false),
+        (Isa::Avx512, true),
     ]
     .into_iter()
-    .filter(|l| l.0 <= micro::detected())
+    .filter(|l| l.0 <= Isa::detected())
     .collect();
-    let off = (Level::Off, false);
+    let off = (Isa::Portable, false);
     for (name, f) in &exprs {
         for (sa, sb) in &shapes {
             for d in FLOATS {
@@ -478,10 +475,7 @@ fn staged_kernels_match_single_pass_bit_for_bit() {
                         // last bits differ from the 4-lane kernel's by design
                         // (codegen/zmm/row.rs); `check_graph` above holds them to the
                         // interpreter, tests/runtime/zmm.rs to the Cranelift kernel's error.
-                        if *name == "softmax"
-                            && k == 0
-                            && level.0 == Level::Avx512
-                            && d == DType::F32
+                        if *name == "softmax" && k == 0 && level.0 == Isa::Avx512 && d == DType::F32
                         {
                             continue;
                         }
@@ -510,7 +504,7 @@ fn staged_kernels_match_single_pass_bit_for_bit() {
     if !levels.is_empty() {
         // f32 cases with runs of >= 128 elements: 5 expressions x 8 shapes, + transposed;
         // at each staged configuration.
-        let staged_configs = levels.iter().filter(|l| l.0 == Level::Avx2 || l.1).count();
+        let staged_configs = levels.iter().filter(|l| l.0 == Isa::Avx2 || l.1).count();
         assert!(
             staged.get() >= 30 * staged_configs,
             "staged {}",

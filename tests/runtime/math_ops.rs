@@ -4,21 +4,19 @@
 //! gradients.
 
 use crate::common::*;
-use jitfuse::codegen::micro::{self, Level};
+use jitfuse::codegen::{Isa, Target};
 use jitfuse::exec::Executable;
 use jitfuse::ir::Graph;
 use jitfuse::Tensor;
 
 /// `g` compiled at each level this CPU has, run on `args`: (level, outputs).
-fn at_every_level(g: &Graph, args: &[Tensor]) -> Vec<(Level, Vec<Tensor>)> {
+fn at_every_level(g: &Graph, args: &[Tensor]) -> Vec<(Isa, Vec<Tensor>)> {
     let mut out = Vec::new();
-    for level in [Level::Off, Level::Avx2, Level::Avx512] {
-        if level > micro::detected() {
+    for level in [Isa::Portable, Isa::Avx2, Isa::Avx512] {
+        if level > Isa::detected() {
             continue;
         }
-        micro::set_level(Some(level));
-        let exe = Executable::from_graph(g.clone(), vec![]);
-        micro::set_level(None);
+        let exe = Executable::from_graph_at(g.clone(), vec![], &Target::at(level));
         let refs: Vec<&Tensor> = args.iter().collect();
         out.push((level, exe.unwrap().run_with(&refs).unwrap()));
     }

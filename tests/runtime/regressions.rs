@@ -254,7 +254,7 @@ return %5
 #[test]
 fn f32_products_leave_the_f32_range_only_in_f64() {
     use crate::fuzz::check;
-    use jitfuse::codegen::micro;
+    use jitfuse::codegen::Isa;
     let (rows, n) = (5, 2 * 2048 + 37);
     let vals: Vec<f32> = (0..rows * n)
         .map(|i| {
@@ -281,7 +281,7 @@ fn f32_products_leave_the_f32_range_only_in_f64() {
         let want = jitfuse::interp::eval_graph(&g, std::slice::from_ref(arg), &[]).unwrap();
         let w = want[0].to_vec::<f32>().unwrap();
         assert!(w.iter().all(|v| v.is_finite()), "the f64 products are finite: {w:?}");
-        let mut levels = vec![micro::detected(), micro::Level::Off];
+        let mut levels = vec![Isa::detected(), Isa::Portable];
         levels.dedup();
         check::check_graph(&g, &[], std::slice::from_ref(arg), &[Borrowed], &levels, 1e-3)
             .unwrap_or_else(|e| panic!("{e}\n{text}"));

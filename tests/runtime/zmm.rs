@@ -4,7 +4,7 @@
 //! fallback to Cranelift where they do not apply.
 
 use crate::common::*;
-use jitfuse::codegen::micro::{self, Level};
+use jitfuse::codegen::{Isa, Target};
 use jitfuse::exec::Executable;
 use jitfuse::ir::Graph;
 use jitfuse::{DType, Tensor};
@@ -13,10 +13,8 @@ const ZMM_MARK: &str = "AVX-512 loop kernel";
 
 /// Compile `g` at `level` (AVX2: Cranelift kernels; AVX-512: this backend where it applies)
 /// and run it; also returns how many kernels were emitted as AVX-512 code.
-fn run_at(level: Level, g: &Graph, args: &[Tensor]) -> (Vec<Tensor>, usize) {
-    micro::set_level(Some(level));
-    let exe = Executable::from_graph(g.clone(), vec![]);
-    micro::set_level(None);
+fn run_at(level: Isa, g: &Graph, args: &[Tensor]) -> (Vec<Tensor>, usize) {
+    let exe = Executable::from_graph_at(g.clone(), vec![], &Target::at(level));
     let exe = exe.unwrap();
     let zmm = exe.asm_text().matches(ZMM_MARK).count();
     let refs: Vec<&Tensor> = args.iter().collect();
@@ -121,11 +119,9 @@ fn specials(rng: &mut Rng, shape: &[usize]) -> Tensor {
 /// between the AVX-512 and the Cranelift kernels, and against the interpreter.
 #[test]
 fn avx512_kernels_match_cranelift_bit_for_bit() {
-    if micro::detected() < Level::Avx512 {
+    if Isa::detected() < Isa::Avx512 {
         // Nothing to compare on this CPU: the backend must then stay off.
-        micro::set_level(Some(Level::Avx512));
-        assert!(!jitfuse::codegen::zmm::enabled());
-        micro::set_level(None);
+        assert!(!jitfuse::codegen::zmm::enabled(&Target::at(Isa::Avx512)));
         return;
     }
     let mut rng = Rng::new(21);
@@ -202,9 +198,9 @@ fn avx512_kernels_match_cranelift_bit_for_bit() {
             }
             .normwise(want)
         });
-        let (want, none) = run_at(Level::Avx2, &g, &args);
+        let (want, none) = run_at(Isa::Avx2, &g, &args);
         assert_eq!(none, 0, "{what}: AVX-512 code at the AVX2 level");
-        let (got, zmm) = run_at(Level::Avx512, &g, &args);
+        let (got, zmm) = run_at(Isa::Avx512, &g, &args);
         zmm_kernels += zmm;
         for (k, (a, b)) in got.iter().zip(&want).enumerate() {
             same_bits(a, b, &format!("{what} output {k}\n{g}"));
@@ -219,7 +215,7 @@ fn avx512_kernels_match_cranelift_bit_for_bit() {
 /// bit-identical to the Cranelift kernels.
 #[test]
 fn avx512_kernels_walk_permuted_rows_and_fall_back_when_registers_run_out() {
-    if micro::detected() < Level::Avx512 {
+    if Isa::detected() < Isa::Avx512 {
         return;
     }
     let mut rng = Rng::new(22);
@@ -230,8 +226,8 @@ fn avx512_kernels_walk_permuted_rows_and_fall_back_when_registers_run_out() {
         vec![(&xt * &ts[1] + 1.0).maximum(&xt)]
     });
     let args = [x, y];
-    let (want, _) = run_at(Level::Avx2, &g, &args);
-    let (got, zmm) = run_at(Level::Avx512, &g, &args);
+    let (want, _) = run_at(Isa::Avx2, &g, &args);
+    let (got, zmm) = run_at(Isa::Avx512, &g, &args);
     assert_eq!(zmm, 1, "{g}");
     same_bits(&got[0], &want[0], "permuted");
     check_graph(&g, &args, Tol { rel: 0.0, abs: 0.0 }, "permuted");
@@ -240,8 +236,8 @@ fn avx512_kernels_walk_permuted_rows_and_fall_back_when_registers_run_out() {
     let a = specials(&mut rng, &[300_007]);
     let g = trace_fn(&[a.clone()], |ts| vec![(&ts[0] * 3.0 - 1.0).abs().sqrt()]);
     let args = [a];
-    let (want, _) = run_at(Level::Avx2, &g, &args);
-    let (got, zmm) = run_at(Level::Avx512, &g, &args);
+    let (want, _) = run_at(Isa::Avx2, &g, &args);
+    let (got, zmm) = run_at(Isa::Avx512, &g, &args);
     assert_eq!(zmm, 1);
     same_bits(&got[0], &want[0], "split");
     // Two compiled kernels agreeing is not enough: both against the interpreter (+ - * and
@@ -264,8 +260,8 @@ fn avx512_kernels_walk_permuted_rows_and_fall_back_when_registers_run_out() {
         vec![sum(&parts[..17]), sum(&parts[17..])]
     });
     let args = [a];
-    let (want, _) = run_at(Level::Avx2, &g, &args);
-    let (got, zmm) = run_at(Level::Avx512, &g, &args);
+    let (want, _) = run_at(Isa::Avx2, &g, &args);
+    let (got, zmm) = run_at(Isa::Avx512, &g, &args);
     assert_eq!(zmm, 0, "33 live values cannot be in registers:\n{g}");
     same_bits(&got[1], &want[1], "33 live values");
     same_bits(&got[0], &want[0], "33 live values");
@@ -285,8 +281,8 @@ fn avx512_kernels_of_empty_shapes_do_nothing() {
             vec![(&ts[0] * 2.0 + 1.0).tanh(), ts[0].sum(shape.len() - 1)]
         });
         let args = [x];
-        let (got, _) = run_at(Level::Avx512, &g, &args);
-        let (want, _) = run_at(Level::Avx2, &g, &args);
+        let (got, _) = run_at(Isa::Avx512, &g, &args);
+        let (want, _) = run_at(Isa::Avx2, &g, &args);
         let reference = interpreted(&g, &args);
         for (k, (a, b)) in got.iter().zip(&want).enumerate() {
             assert_eq!(a.shape(), b.shape());
@@ -303,7 +299,7 @@ fn avx512_kernels_of_empty_shapes_do_nothing() {
 /// Cranelift kernel's, the accuracy does not).
 #[test]
 fn avx512_row_sums_match_the_interpreter() {
-    if micro::detected() < Level::Avx512 {
+    if Isa::detected() < Isa::Avx512 {
         return;
     }
     let mut rng = Rng::new(24);
@@ -353,9 +349,8 @@ fn avx512_row_sums_match_the_interpreter() {
                     mags[j]
                 );
             }
-            micro::set_level(Some(Level::Avx512));
-            let exe = Executable::from_graph(g.clone(), vec![]).unwrap();
-            micro::set_level(None);
+            let exe =
+                Executable::from_graph_at(g.clone(), vec![], &Target::at(Isa::Avx512)).unwrap();
             zmm_sums += exe.asm_text().matches("AVX-512 row sum").count();
         }
     }
@@ -369,7 +364,7 @@ fn avx512_row_sums_match_the_interpreter() {
 /// NaN where it is).
 #[test]
 fn avx512_row_kernels_match_cranelift() {
-    if micro::detected() < Level::Avx512 {
+    if Isa::detected() < Isa::Avx512 {
         return;
     }
     let mut rng = Rng::new(25);
@@ -453,10 +448,9 @@ fn avx512_row_kernels_match_cranelift() {
             for (name, f, cmps) in &progs {
                 let g = trace_fn(&args, |ts| f(ts));
                 let what = format!("{name} rows {rows:?} of {n}");
-                let (want, _) = run_at(Level::Avx2, &g, &args);
-                micro::set_level(Some(Level::Avx512));
-                let exe = Executable::from_graph(g.clone(), vec![]).unwrap();
-                micro::set_level(None);
+                let (want, _) = run_at(Isa::Avx2, &g, &args);
+                let exe =
+                    Executable::from_graph_at(g.clone(), vec![], &Target::at(Isa::Avx512)).unwrap();
                 zmm_rows += exe.asm_text().matches("AVX-512 row kernel").count();
                 let refs: Vec<&Tensor> = args.iter().collect();
                 let got = exe.run_with(&refs).unwrap();
@@ -484,7 +478,7 @@ fn avx512_row_kernels_match_cranelift() {
 /// Row sums prefetch the next run when runs are long.
 #[test]
 fn avx512_row_kernels_prefetch_the_next_row_of_moving_accesses() {
-    if micro::detected() < Level::Avx512 {
+    if Isa::detected() < Isa::Avx512 {
         return;
     }
     let mut rng = Rng::new(26);
@@ -568,11 +562,9 @@ fn kernel_listing(
     cmp: Cmp,
 ) -> String {
     let g = trace_fn(args, f);
-    let (want, _) = run_at(Level::Avx2, &g, args);
+    let (want, _) = run_at(Isa::Avx2, &g, args);
     let reference = interpreted(&g, args);
-    micro::set_level(Some(Level::Avx512));
-    let exe = Executable::from_graph(g, vec![]).unwrap();
-    micro::set_level(None);
+    let exe = Executable::from_graph_at(g, vec![], &Target::at(Isa::Avx512)).unwrap();
     let refs: Vec<&Tensor> = args.iter().collect();
     let got = exe.run_with(&refs).unwrap();
     for (k, (a, b)) in got.iter().zip(&want).enumerate() {
@@ -599,7 +591,7 @@ fn kernel_listing(
 /// ahead (reads and writes), not the ones broadcast along the run; small kernels do not.
 #[test]
 fn avx512_loop_kernels_prefetch_long_streams() {
-    if micro::detected() < Level::Avx512 {
+    if Isa::detected() < Isa::Avx512 {
         return;
     }
     let mut rng = Rng::new(27);

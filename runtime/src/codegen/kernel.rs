@@ -11,6 +11,7 @@
 //! tail elements get bit-identical results to body elements.
 
 use super::micro::{self, MicroFn};
+use super::target::Target;
 use super::vector::{self, Vals, LANES};
 use crate::exec::partition::{const_value, Kernel, Partition};
 use crate::ir::{Graph, Op, ValueId};
@@ -268,7 +269,7 @@ pub(super) fn emit_loop(
     out
 }
 
-pub fn build(b: &mut FunctionBuilder, g: &Graph, part: &Partition, k: &Kernel) {
+pub fn build(b: &mut FunctionBuilder, g: &Graph, part: &Partition, k: &Kernel, t: &Target) {
     let p = plan(g, part, k);
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
@@ -298,14 +299,14 @@ pub fn build(b: &mut FunctionBuilder, g: &Graph, part: &Partition, k: &Kernel) {
 
     let nd = p.dims.len();
     let inner = *p.dims.last().unwrap() as i64;
-    let stage = staging(g, k, &p).map(|st| {
+    let stage = staging(g, k, &p, t).map(|st| {
         let tiles = st
             .nodes
             .iter()
             .map(|_| {
                 let ss = b.create_sized_stack_slot(StackSlotData::new(
                     StackSlotKind::ExplicitSlot,
-                    (tile() * 4) as u32,
+                    (t.tile * 4) as u32,
                     4,
                 ));
                 b.ins().stack_addr(types::I64, ss, 0)
@@ -333,6 +334,7 @@ pub fn build(b: &mut FunctionBuilder, g: &Graph, part: &Partition, k: &Kernel) {
             tiles,
             tail_slots,
             sig,
+            tile: t.tile,
         }
     });
     let stage = stage.as_ref();
@@ -702,20 +704,6 @@ fn emit_vector(
 // Staged kernels: transcendentals computed tile by tile by rustc micro-kernels (micro.rs)
 // ---------------------------------------------------------------------------------------------
 
-/// Elements per tile of a staged kernel: a multiple of every vector width (4, 8, 16 lanes), so
-/// only a range's last tile has a partial vector; 4 KiB per f32 tile, L1-resident.
-/// `JITFUSE_MICRO_TILE=n` (rounded down to a multiple of 16, 64..=8192) changes it, for
-/// measurements.
-pub(super) fn tile() -> usize {
-    static TILE: once_cell::sync::Lazy<usize> = once_cell::sync::Lazy::new(|| {
-        std::env::var("JITFUSE_MICRO_TILE")
-            .ok()
-            .and_then(|s| s.parse::<usize>().ok())
-            .map_or(1024, |n| (n.clamp(64, 8192) / 16) * 16)
-    });
-    *TILE
-}
-
 /// Shortest innermost run (elements) worth staging: the micro-kernel call and the extra passes
 /// cost a few dozen cycles per tile.
 pub(super) const MIN_STAGED_RUN: usize = 128;
@@ -780,7 +768,7 @@ impl Staging {
 
 /// The staging of a kernel, or None to keep the single pass (no transcendental has a
 /// micro-kernel at this CPU's level, or the innermost run is too short to win).
-pub(super) fn staging(g: &Graph, k: &Kernel, p: &Plan) -> Option<Staging> {
+pub(super) fn staging(g: &Graph, k: &Kernel, p: &Plan, t: &Target) -> Option<Staging> {
     if *p.dims.last().unwrap() < MIN_STAGED_RUN {
         return None;
     }
@@ -798,7 +786,7 @@ pub(super) fn staging(g: &Graph, k: &Kernel, p: &Plan) -> Option<Staging> {
             .max()
             .unwrap_or(0);
         let micro = match n.op {
-            Op::Unary(u) if nodes.len() < MAX_STAGED => micro::kernel(u, n.dtype),
+            Op::Unary(u) if nodes.len() < MAX_STAGED => micro::kernel(t, u, n.dtype),
             _ => None,
         };
         match micro {
@@ -815,13 +803,14 @@ pub(super) fn staging(g: &Graph, k: &Kernel, p: &Plan) -> Option<Staging> {
     Some(Staging { nodes, rounds })
 }
 
-/// A staged kernel's codegen state: its staging, a tile (`tile()` f32, on the stack: per call, so
+/// A staged kernel's codegen state: its staging, a tile (`tile` f32, on the stack: per call, so
 /// per thread) and a padded-tail slot per staged node, and the micro-kernels' signature.
 struct Stage {
     st: Staging,
     tiles: Vec<Value>,
     tail_slots: Vec<Value>,
     sig: SigRef,
+    tile: usize,
 }
 
 /// Elements lo..hi of a run, tile by tile: per tile, each round's pass (a vector loop storing
@@ -851,7 +840,7 @@ fn emit_staged(
     let go = b.ins().icmp(IntCC::SignedLessThan, t0, hi);
     b.ins().brif(go, body, &[], exit, &[]);
     b.switch_to_block(body);
-    let full = b.ins().iadd_imm_s(t0, tile() as i64);
+    let full = b.ins().iadd_imm_s(t0, stage.tile as i64);
     let short = b.ins().icmp(IntCC::SignedLessThan, hi, full);
     let t1 = b.ins().select(short, hi, full);
     let n = b.ins().isub(t1, t0);

@@ -14,92 +14,31 @@
 //! holds unchanged. The last partial vector is padded through a stack buffer (as the loop
 //! kernels' padded tail), so `n` may be anything and `src == dst` is allowed.
 //!
-//! The instruction set is chosen once (`level`): AVX-512F if the CPU has it, else AVX2+FMA,
-//! else none (the inline Cranelift path is kept). `JITFUSE_MICRO=off|avx2|avx512` caps it
-//! (for measurements and tests).
+//! The instruction set is the target's (`Target::isa`): AVX-512F or AVX2+FMA; the portable
+//! level has none (the inline Cranelift path is kept).
 
+pub use super::target::Isa;
+use super::target::Target;
 use crate::ir::UnaryOp;
 use crate::DType;
-use once_cell::sync::Lazy;
 
 /// `extern "C" fn(src, dst, n)`: dst[i] = f(src[i]) for i < n (src == dst allowed).
 pub type MicroFn = unsafe extern "C" fn(*const f32, *mut f32, usize);
 
-/// Instruction sets the micro-kernels are compiled for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Level {
-    Off,
-    Avx2,
-    Avx512,
-}
-
-/// What this CPU supports.
-pub fn detected() -> Level {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if is_x86_feature_detected!("avx512f") {
-            return Level::Avx512;
-        }
-        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
-            return Level::Avx2;
-        }
-    }
-    Level::Off
-}
-
-static LEVEL: Lazy<Level> = Lazy::new(|| {
-    let cap = match std::env::var("JITFUSE_MICRO").as_deref() {
-        Ok("off") | Ok("0") => Level::Off,
-        Ok("avx2") => Level::Avx2,
-        _ => Level::Avx512,
-    };
-    detected().min(cap)
-});
-
-thread_local! {
-    /// `set_level`'s override, per thread: a test comparing levels must not
-    /// change what programs compiled meanwhile on other threads look like.
-    static OVERRIDE: std::cell::Cell<u8> = const { std::cell::Cell::new(0) };
-}
-
-/// The level the compiler uses (detected once, capped by `JITFUSE_MICRO`, or as `set_level`
-/// last said).
-pub fn level() -> Level {
-    match OVERRIDE.with(|o| o.get()) {
-        1 => Level::Off,
-        2 => Level::Avx2.min(detected()),
-        3 => Level::Avx512.min(detected()),
-        _ => *LEVEL,
-    }
-}
-
-/// Compile later programs built on this thread at `level` (capped by the CPU), or back to
-/// the default with None. For tests and measurements (kernels are built on the calling
-/// thread; both paths compute the same bits).
-pub fn set_level(level: Option<Level>) {
-    let v = match level {
-        None => 0,
-        Some(Level::Off) => 1,
-        Some(Level::Avx2) => 2,
-        Some(Level::Avx512) => 3,
-    };
-    OVERRIDE.with(|o| o.set(v));
-}
-
-/// The micro-kernel of `op` on `dtype` at the current level, if there is one.
-pub fn kernel(op: UnaryOp, dtype: DType) -> Option<MicroFn> {
-    if dtype != DType::F32 {
+/// The micro-kernel of `op` on `dtype` for `target`, if there is one.
+pub fn kernel(target: &Target, op: UnaryOp, dtype: DType) -> Option<MicroFn> {
+    if dtype != DType::F32 || !target.micro {
         return None;
     }
-    kernel_at(level(), op)
+    kernel_at(target.isa, op)
 }
 
-/// The micro-kernel of `op` (f32) for `level` (None when the CPU lacks it).
-pub fn kernel_at(level: Level, op: UnaryOp) -> Option<MicroFn> {
-    if level == Level::Off || level > detected() {
+/// The micro-kernel of `op` (f32) for `isa` (None when the CPU lacks it).
+pub fn kernel_at(isa: Isa, op: UnaryOp) -> Option<MicroFn> {
+    if isa == Isa::Portable || isa > Isa::detected() {
         return None;
     }
-    imp::kernel_at(level, op)
+    imp::kernel_at(isa, op)
 }
 
 /// One operation of a traced micro-kernel function (`trace`), on earlier results by index.
@@ -148,7 +87,7 @@ pub fn trace(op: UnaryOp) -> Option<(Vec<SymOp>, u32)> {
 
 #[cfg(not(target_arch = "x86_64"))]
 mod imp {
-    pub fn kernel_at(_: super::Level, _: crate::ir::UnaryOp) -> Option<super::MicroFn> {
+    pub fn kernel_at(_: super::Isa, _: crate::ir::UnaryOp) -> Option<super::MicroFn> {
         None
     }
 }
@@ -160,7 +99,7 @@ mod imp {
         TANH_F32_CLAMP, TANH_F32_P, TANH_F32_Q,
     };
     use super::super::trig::{cos_fix_f32, sin_fix_f32, F32_FAST};
-    use super::{Level, MicroFn};
+    use super::{Isa as Level, MicroFn};
     use crate::ir::UnaryOp;
     use core::arch::x86_64::*;
 

@@ -8,6 +8,7 @@ mod math_tests;
 pub mod micro;
 mod reduce;
 mod row;
+pub mod target;
 pub mod trig;
 mod vector;
 #[cfg(target_arch = "x86_64")]
@@ -19,6 +20,7 @@ pub use row::{
     check as check_row_kernels, check_one as check_row_kernel, extent as row_extent,
     inplace_ok as row_inplace_ok,
 };
+pub use target::{Isa, Target};
 
 use crate::exec::partition::{Partition, Step};
 use crate::ir::Graph;
@@ -204,7 +206,12 @@ fn compile_all(
 /// machine code in parallel (`compile_all`; Cranelift's optimiser and
 /// register allocator are nearly all of a compile); define the bytes in the
 /// module and finalize once.
-pub fn compile(g: &Graph, part: &Partition, keep_clif: bool) -> Result<CompiledKernels, Error> {
+pub fn compile(
+    g: &Graph,
+    part: &Partition,
+    keep_clif: bool,
+    target: &Target,
+) -> Result<CompiledKernels, Error> {
     let kernels = part.steps.iter().filter(|s| !matches!(s, Step::Library(_)));
     let count = kernels.clone().count();
     let isa = ISA.as_ref().map_err(|e| Error::codegen(e.clone()))?.clone();
@@ -257,11 +264,10 @@ pub fn compile(g: &Graph, part: &Partition, keep_clif: bool) -> Result<CompiledK
             #[cfg(target_arch = "x86_64")]
             {
                 let code = crate::jit::phases::phase("codegen zmm", || match k {
-                    Step::Kernel(kk) => zmm::build(g, part, kk),
-                    Step::Reduce(v) => zmm::reduce::build(g, part, *v),
-                    Step::Row(rk) => {
-                        zmm::reduce::build_row(g, part, rk).or_else(|| zmm::row::build(g, part, rk))
-                    }
+                    Step::Kernel(kk) => zmm::build(g, part, kk, target),
+                    Step::Reduce(v) => zmm::reduce::build(g, part, *v, target),
+                    Step::Row(rk) => zmm::reduce::build_row(g, part, rk, target)
+                        .or_else(|| zmm::row::build(g, part, rk, target)),
                     Step::Library(_) => None,
                 });
                 if let Some(code) = code {
@@ -293,9 +299,9 @@ pub fn compile(g: &Graph, part: &Partition, keep_clif: bool) -> Result<CompiledK
             {
                 let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
                 match k {
-                    Step::Kernel(k) => kernel::build(&mut b, g, part, k),
+                    Step::Kernel(k) => kernel::build(&mut b, g, part, k, target),
                     Step::Reduce(v) => reduce::build(&mut b, g, part, *v),
-                    Step::Row(rk) => row::build(&mut b, g, part, rk),
+                    Step::Row(rk) => row::build(&mut b, g, part, rk, target),
                     Step::Library(_) => unreachable!(),
                 }
                 b.seal_all_blocks();

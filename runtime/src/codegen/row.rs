@@ -18,6 +18,7 @@ use super::micro::{self, MicroFn};
 use super::reduce::{
     acc_dtype, acc_step, binop, block_dtype, identity, scalar_op, tracks_nan, NanFlag,
 };
+use super::target::Target;
 use super::vector::{self, Vals, LANES};
 use crate::exec::partition::{const_value, Partition, RowKernel};
 use crate::ir::{BinaryOp, Graph, Op, ReduceOp, ValueId};
@@ -367,7 +368,7 @@ fn elementwise(b: &mut FunctionBuilder, g: &Graph, v: ValueId, args: &[Vals]) ->
     }
 }
 
-pub fn build(b: &mut FunctionBuilder, g: &Graph, p: &Partition, rk: &RowKernel) {
+pub fn build(b: &mut FunctionBuilder, g: &Graph, p: &Partition, rk: &RowKernel, t: &Target) {
     let pl = plan(g, p, rk).expect("checked");
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
@@ -398,7 +399,7 @@ pub fn build(b: &mut FunctionBuilder, g: &Graph, p: &Partition, rk: &RowKernel) 
             b.ins().stack_addr(types::I64, ss, 0)
         })
         .collect();
-    let values = stash_values(g, &pl, rk);
+    let values = stash_values(g, &pl, rk, t);
     let stash: HashMap<ValueId, Value> = values
         .iter()
         .map(|&(v, _)| {
@@ -529,7 +530,12 @@ pub(super) fn phase_cones(g: &Graph, pl: &Plan, rk: &RowKernel) -> Vec<HashSet<V
 /// Expensive element-level values evaluated in more than one phase, and
 /// transcendentals with a micro-kernel (rows of at least `MIN_STAGED_RUN`), within
 /// the scratch budget; with their micro-kernels.
-fn stash_values(g: &Graph, pl: &Plan, rk: &RowKernel) -> Vec<(ValueId, Option<MicroFn>)> {
+pub(super) fn stash_values(
+    g: &Graph,
+    pl: &Plan,
+    rk: &RowKernel,
+    t: &Target,
+) -> Vec<(ValueId, Option<MicroFn>)> {
     let cones = phase_cones(g, pl, rk);
     let mut out = Vec::new();
     let mut budget = STASH_BYTES;
@@ -540,7 +546,7 @@ fn stash_values(g: &Graph, pl: &Plan, rk: &RowKernel) -> Vec<(ValueId, Option<Mi
         let bytes = (pl.n + LANES) * g.node(m).dtype.size();
         let n = g.node(m);
         let micro = match n.op {
-            Op::Unary(u) if pl.n >= MIN_STAGED_RUN => micro::kernel(u, n.dtype),
+            Op::Unary(u) if pl.n >= MIN_STAGED_RUN => micro::kernel(t, u, n.dtype),
             _ => None,
         };
         let wanted = (uses >= 2 && is_expensive(g, m)) || (uses >= 1 && micro.is_some());

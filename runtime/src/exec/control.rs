@@ -10,6 +10,7 @@
 //! outputs are written row by row into the parent's buffers.
 
 use super::Executable;
+use crate::codegen::Target;
 use crate::ir::{Graph, Op};
 use crate::jit::{ArgKind, ArgSig, CallArgs, Signature};
 use crate::storage::Buffer;
@@ -31,7 +32,12 @@ fn bytes_of(g: &Graph, k: usize) -> usize {
 }
 
 /// Compile a sub-graph; its first `donated` parameters may be donated.
-fn compile_sub(g: &Graph, donated: usize, keep_text: bool) -> Result<Executable, Error> {
+fn compile_sub(
+    g: &Graph,
+    donated: usize,
+    keep_text: bool,
+    target: &Target,
+) -> Result<Executable, Error> {
     let args = g
         .params()
         .iter()
@@ -51,28 +57,30 @@ fn compile_sub(g: &Graph, donated: usize, keep_text: bool) -> Result<Executable,
         structure: vec![],
         statics: vec![],
     };
-    Executable::compile(
+    Executable::compile_with_budget(
         Traced {
             graph: g.clone(),
             captured: vec![],
         },
         &sig,
         keep_text,
+        None,
+        target,
     )
 }
 
 impl ControlProgram {
-    pub fn compile(op: &Op, keep_text: bool) -> Result<ControlProgram, Error> {
+    pub fn compile(op: &Op, keep_text: bool, target: &Target) -> Result<ControlProgram, Error> {
         let execs = match op {
             Op::Cond(c) => vec![
-                compile_sub(&c.branches[0], 0, keep_text)?,
-                compile_sub(&c.branches[1], 0, keep_text)?,
+                compile_sub(&c.branches[0], 0, keep_text, target)?,
+                compile_sub(&c.branches[1], 0, keep_text, target)?,
             ],
             Op::While(w) => vec![
-                compile_sub(&w.cond, 0, keep_text)?,
-                compile_sub(&w.body, w.carried, keep_text)?,
+                compile_sub(&w.cond, 0, keep_text, target)?,
+                compile_sub(&w.body, w.carried, keep_text, target)?,
             ],
-            Op::Scan(s) => vec![compile_sub(&s.body, s.carried, keep_text)?],
+            Op::Scan(s) => vec![compile_sub(&s.body, s.carried, keep_text, target)?],
             _ => unreachable!("not a control-flow op"),
         };
         Ok(ControlProgram {

@@ -8,7 +8,7 @@ pub mod partition;
 pub mod plan;
 pub mod plan_svg;
 
-use crate::codegen::{self, CompiledKernels};
+use crate::codegen::{self, CompiledKernels, Target};
 use crate::error::type_str;
 use crate::ir::{self, Graph, Op, ValueId};
 use crate::jit::phases::phase;
@@ -78,12 +78,14 @@ pub struct Executable {
     scratch_offset: usize,
     /// The compiled sub-graphs of each control-flow node.
     controls: std::collections::HashMap<ValueId, control::ControlProgram>,
+    /// What the kernels were compiled for.
+    target: Target,
 }
 
 impl Executable {
     /// Verify, partition and compile a traced graph.
     pub fn compile(traced: Traced, sig: &Signature, keep_text: bool) -> Result<Executable, Error> {
-        Executable::compile_with_budget(traced, sig, keep_text, None)
+        Executable::compile_with_budget(traced, sig, keep_text, None, Target::host())
     }
 
     /// The partition and buffer plan of a graph (what `compile` will run).
@@ -177,6 +179,7 @@ impl Executable {
         sig: &Signature,
         keep_text: bool,
         budget: Option<usize>,
+        target: &Target,
     ) -> Result<Executable, Error> {
         let traced_graph = traced.graph;
         let verify = |g: &Graph| phase("verify", || ir::verify(g));
@@ -238,7 +241,9 @@ impl Executable {
             })
             .collect();
         crate::internal::injection_point("codegen");
-        let compiled = phase("codegen", || codegen::compile(&graph, &part, keep_text))?;
+        let compiled = phase("codegen", || {
+            codegen::compile(&graph, &part, keep_text, target)
+        })?;
         let plan = Executable::plan_partition(&graph, &part, sig);
         if cfg!(debug_assertions) {
             phase("plan check", || {
@@ -302,13 +307,14 @@ impl Executable {
                 if graph.node(*v).op.is_control() {
                     controls.insert(
                         *v,
-                        control::ControlProgram::compile(&graph.node(*v).op, keep_text)?,
+                        control::ControlProgram::compile(&graph.node(*v).op, keep_text, target)?,
                     );
                 }
             }
         }
         Ok(Executable {
             controls,
+            target: target.clone(),
             traced: traced_graph,
             graph,
             captured: traced.captured,
@@ -394,7 +400,7 @@ impl Executable {
     /// `from_graph` without keeping the text of each stage (the eager ops' programs).
     pub(crate) fn from_graph_quiet(graph: Graph) -> Result<Executable, Error> {
         let kinds = vec![ArgKind::Borrowed; graph.params().len()];
-        Executable::from_graph_kept(graph, vec![], &kinds, false)
+        Executable::from_graph_kept(graph, vec![], &kinds, false, Target::host())
     }
 
     /// `from_graph` with each parameter's kind: `ArgKind::Owned` parameters
@@ -404,7 +410,28 @@ impl Executable {
         captured: Vec<Tensor>,
         kinds: &[ArgKind],
     ) -> Result<Executable, Error> {
-        Executable::from_graph_kept(graph, captured, kinds, true)
+        Executable::from_graph_kept(graph, captured, kinds, true, Target::host())
+    }
+
+    /// `from_graph` compiled for `target` instead of the host's default (the differential
+    /// suites compile one graph at every level the CPU runs).
+    pub fn from_graph_at(
+        graph: Graph,
+        captured: Vec<Tensor>,
+        target: &Target,
+    ) -> Result<Executable, Error> {
+        let kinds = vec![ArgKind::Borrowed; graph.params().len()];
+        Executable::from_graph_kept(graph, captured, &kinds, true, target)
+    }
+
+    /// `from_graph_with` compiled for `target`.
+    pub fn from_graph_with_at(
+        graph: Graph,
+        captured: Vec<Tensor>,
+        kinds: &[ArgKind],
+        target: &Target,
+    ) -> Result<Executable, Error> {
+        Executable::from_graph_kept(graph, captured, kinds, true, target)
     }
 
     fn from_graph_kept(
@@ -412,6 +439,7 @@ impl Executable {
         captured: Vec<Tensor>,
         kinds: &[ArgKind],
         keep_text: bool,
+        target: &Target,
     ) -> Result<Executable, Error> {
         ir::verify(&graph)?;
         if kinds.len() != graph.params().len() {
@@ -446,7 +474,12 @@ impl Executable {
             structure: vec![],
             statics: vec![],
         };
-        Executable::compile(Traced { graph, captured }, &sig, keep_text)
+        Executable::compile_with_budget(Traced { graph, captured }, &sig, keep_text, None, target)
+    }
+
+    /// What the kernels were compiled for.
+    pub fn target(&self) -> &Target {
+        &self.target
     }
 
     /// Run on borrowed arguments (for programs made by `from_graph`).

@@ -379,6 +379,7 @@ impl FnCache {
                             sig,
                             dump.is_some(),
                             budget,
+                            crate::codegen::Target::host(),
                         )?),
                         s,
                     ))

@@ -67,7 +67,13 @@ impl Float for f32 {
     }
     fn exp_slice(x: &mut [f32]) {
         static KERNEL: once_cell::sync::Lazy<Option<micro::MicroFn>> =
-            once_cell::sync::Lazy::new(|| micro::kernel_at(micro::detected(), UnaryOp::Exp));
+            once_cell::sync::Lazy::new(|| {
+                micro::kernel(
+                    crate::codegen::Target::host(),
+                    UnaryOp::Exp,
+                    crate::DType::F32,
+                )
+            });
         match *KERNEL {
             // SAFETY: the micro-kernel reads and writes `len` elements (in place is allowed:
             // each vector is loaded before it is stored).

@@ -6,7 +6,7 @@
 
 use super::program::Mode;
 use crate::common::{bits, to_f64s, Rng};
-use jitfuse::codegen::micro::{self, Level};
+use jitfuse::codegen::{Isa, Target};
 use jitfuse::exec::Executable;
 use jitfuse::ir::{BinaryOp, Graph, Op, ReduceOp};
 use jitfuse::jit::{ArgKind, CallArgs};
@@ -15,19 +15,19 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// The codegen levels to compare on this machine: the AVX-512 backend where
 /// the CPU has it, and Cranelift alone (with and without the AVX2 micro-kernels).
-pub fn levels(case: u64) -> Vec<Level> {
-    let top = micro::detected();
-    let second = if case % 2 == 0 || top < Level::Avx2 {
-        Level::Off
+pub fn levels(case: u64) -> Vec<Isa> {
+    let top = Isa::detected();
+    let second = if case % 2 == 0 || top < Isa::Avx2 {
+        Isa::Portable
     } else {
-        Level::Avx2
+        Isa::Avx2
     };
     let mut v = vec![top];
     if second != top {
         v.push(second);
     }
-    if top == Level::Avx512 && case % 5 == 0 {
-        v.push(Level::Avx2);
+    if top == Isa::Avx512 && case % 5 == 0 {
+        v.push(Isa::Avx2);
     }
     v.dedup();
     v
@@ -211,7 +211,7 @@ pub fn check_graph(
     captured: &[Tensor],
     args: &[Tensor],
     modes: &[Mode],
-    levels: &[Level],
+    levels: &[Isa],
     floor: f64,
 ) -> Result<(), String> {
     // One interpretation gives the outputs and every value the noise scales read.
@@ -233,9 +233,12 @@ pub fn check_graph(
         .collect();
     for &level in levels {
         let r = catch_unwind(AssertUnwindSafe(|| -> Result<(), String> {
-            micro::set_level(Some(level));
-            let exe = Executable::from_graph_with(g.clone(), captured.to_vec(), &kinds);
-            micro::set_level(None);
+            let exe = Executable::from_graph_with_at(
+                g.clone(),
+                captured.to_vec(),
+                &kinds,
+                &Target::at(level),
+            );
             let exe = exe.map_err(|e| format!("compile: {e}"))?;
             exe.check_plan().map_err(|e| format!("plan: {e}"))?;
             let (shared, kept) = call(&exe, args, modes, false)?;
@@ -275,7 +278,6 @@ pub fn check_graph(
             }
             Ok(())
         }));
-        micro::set_level(None);
         match r {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return Err(format!("level {level:?}: {e}")),

@@ -28,7 +28,8 @@ pub mod reduce;
 pub mod row;
 
 use super::kernel::{self, Plan, Staging};
-use super::micro::{self, Level};
+use super::micro;
+use super::target::{Isa, Target};
 use crate::exec::partition::{const_value, Kernel, Partition};
 use crate::ir::{BinaryOp, Graph, Op, UnaryOp, ValueId};
 use crate::DType;
@@ -39,24 +40,9 @@ use std::rc::Rc;
 /// A traced function: its operations and the index of its result (`micro::trace`).
 type Traced = (Vec<micro::SymOp>, u32);
 
-/// Whether loop kernels are emitted here: the micro-kernel level is AVX-512 (CPU detection,
-/// `JITFUSE_MICRO`, `micro::set_level`) and `JITFUSE_ZMM` is not `off`.
-pub fn enabled() -> bool {
-    static OFF: once_cell::sync::Lazy<bool> = once_cell::sync::Lazy::new(|| {
-        matches!(std::env::var("JITFUSE_ZMM").as_deref(), Ok("off") | Ok("0"))
-    });
-    micro::level() == Level::Avx512 && !*OFF
-}
-
-thread_local! {
-    static STAGED_FIRST: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Emit transcendentals of kernels built later on this thread staged through the
-/// micro-kernels where a kernel can be staged, instead of inline (for tests and measurements:
-/// both give the same bits).
-pub fn prefer_staged(on: bool) {
-    STAGED_FIRST.with(|s| s.set(on));
+/// Whether kernels are emitted here: the target's level is AVX-512.
+pub fn enabled(t: &Target) -> bool {
+    t.isa == Isa::Avx512
 }
 
 /// Why emission stopped.
@@ -89,12 +75,12 @@ pub struct Code {
 }
 
 /// The kernel as AVX-512 machine code, or None when this backend does not take it.
-pub fn build(g: &Graph, part: &Partition, k: &Kernel) -> Option<Code> {
-    if !enabled() {
+pub fn build(g: &Graph, part: &Partition, k: &Kernel, t: &Target) -> Option<Code> {
+    if !enabled(t) {
         return None;
     }
     let p = kernel::plan(g, part, k);
-    let staged = kernel::staging(g, k, &p);
+    let staged = kernel::staging(g, k, &p, t);
     if !supported(g, k, &p, staged.as_ref()) {
         return None;
     }
@@ -103,13 +89,13 @@ pub fn build(g: &Graph, part: &Partition, k: &Kernel) -> Option<Code> {
     // kernel with a function that cannot be inlined (sin/cos: `micro::trace`) is staged only.
     let inline_ok = k.nodes.iter().all(|&v| node_ok(g, v));
     let mut order = [None, staged.as_ref()];
-    if STAGED_FIRST.with(|s| s.get()) || !inline_ok {
+    if t.staged_first || !inline_ok {
         order.reverse();
     }
     let tries = if inline_ok { &order[..] } else { &order[..1] };
     for &stage in tries {
         for hoist in [true, false] {
-            match Emitter::new(g, k, &p, stage, hoist).and_then(|e| e.run()) {
+            match Emitter::new(g, k, &p, stage, hoist, t.tile).and_then(|e| e.run()) {
                 Ok((bytes, prefetched)) => {
                     return Some(Code {
                         kind: "loop kernel",
@@ -233,7 +219,7 @@ struct Frame {
     row: i32,
     /// Index along each outer dimension.
     idx: i32,
-    /// The staged nodes' tiles (`kernel::tile()` f32 each).
+    /// The staged nodes' tiles (`Target::tile` f32 each).
     tiles: i32,
     size: i32,
 }
@@ -307,10 +293,10 @@ impl<'a> Emitter<'a> {
         p: &'a Plan,
         stage: Option<&'a Staging>,
         hoist: bool,
+        tile: usize,
     ) -> R<Self> {
         let na = p.accesses.len() as i32;
         let nd = p.dims.len() as i32;
-        let tile = kernel::tile();
         let start = 48;
         let row = start + 8 * na;
         let idx = row + 8 * na;

@@ -13,6 +13,7 @@ use super::{
 };
 use crate::codegen::reduce::{self as cr, BLOCK};
 use crate::codegen::row;
+use crate::codegen::target::Target;
 use crate::exec::partition::{Partition, RowKernel};
 use crate::ir::{Graph, Op, ReduceOp, ValueId};
 use crate::{shape, DType};
@@ -49,8 +50,8 @@ impl RowSum {
 }
 
 /// The reduction step `v` as AVX-512 code, or None when this backend does not take it.
-pub fn build(g: &Graph, part: &Partition, v: ValueId) -> Option<Code> {
-    if !enabled() {
+pub fn build(g: &Graph, part: &Partition, v: ValueId, t: &Target) -> Option<Code> {
+    if !enabled(t) {
         return None;
     }
     let r = cr::plan(g, part, v);
@@ -74,8 +75,8 @@ pub fn build(g: &Graph, part: &Partition, v: ValueId) -> Option<Code> {
 
 /// A row kernel that is one f32 sum over a contiguous run (`x.sum(-1)` of an argument or a
 /// view of it: W5), as AVX-512 code with the row kernels' ABI; None otherwise.
-pub fn build_row(g: &Graph, part: &Partition, rk: &RowKernel) -> Option<Code> {
-    if !enabled() || rk.group.members.len() != 1 {
+pub fn build_row(g: &Graph, part: &Partition, rk: &RowKernel, t: &Target) -> Option<Code> {
+    if !enabled(t) || rk.group.members.len() != 1 {
         return None;
     }
     let v = rk.group.members[0];

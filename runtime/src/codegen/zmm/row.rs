@@ -22,6 +22,7 @@ use super::{
 };
 use crate::codegen::reduce::BLOCK;
 use crate::codegen::row::{self, Plan};
+use crate::codegen::target::Target;
 use crate::exec::partition::{const_value, Partition, RowKernel};
 use crate::ir::{Graph, Op, ReduceOp, ValueId};
 use crate::DType;
@@ -29,8 +30,8 @@ use iced_x86::code_asm::*;
 use std::collections::{HashMap, HashSet};
 
 /// The row kernel `rk` as AVX-512 code, or None when this backend does not take it.
-pub fn build(g: &Graph, part: &Partition, rk: &RowKernel) -> Option<Code> {
-    if !enabled() {
+pub fn build(g: &Graph, part: &Partition, rk: &RowKernel, t: &Target) -> Option<Code> {
+    if !enabled(t) {
         return None;
     }
     let pl = row::plan(g, part, rk).ok()?;
