@@ -12,8 +12,8 @@
 //! - **jitfuse**: the cached `#[jit]` call (outputs allocated by the call);
 //! - **compile**: trace + compile of a fresh function (`clear_cache`, then the
 //!   growth of `cache_stats().compile_time` over one call);
-//! - **hand loop**: a plain Rust loop compiled by rustc (default target: SSE2, as
-//!   Cranelift's 128-bit vectors), split over rayon's pool like jitfuse's kernels,
+//! - **hand loop**: a plain Rust loop compiled by rustc for the machine's vector width
+//!   (AVX-512F, else AVX2+FMA, chosen at run time), split over rayon's pool like jitfuse's kernels,
 //!   with the same vectorisable tanh/exp approximations jitfuse and XLA use; for
 //!   matmul the fastest GEMM crate on the CPU called directly (faer's `gemm`
 //!   with AVX-512, else `matrixmultiply`: the libraries jitfuse calls);
@@ -333,25 +333,68 @@ fn max16(x: &[f32]) -> f32 {
     acc.iter().fold(rest, |a, &v| if v > a { v } else { a })
 }
 
-fn w1_hand(x: &[f32]) -> Vec<f32> {
-    par_fill(x.len(), CHUNK, |s, out| {
-        for (o, &v) in out.iter_mut().zip(&x[s..]) {
+/// `fn name(args) body` compiled three times: for AVX-512F, for AVX2+FMA and for the default
+/// target, the widest the CPU has chosen at each call. rustc vectorises a plain loop only for
+/// the target it compiles for (SSE2 by default on x86-64); the hand loops are meant to be the
+/// best rustc does on this machine, at its vector width, like jitfuse's kernels and XLA's.
+macro_rules! at_machine_width {
+    (fn $name:ident($($a:ident : $t:ty),* $(,)?) $body:block) => {
+        fn $name($($a: $t),*) {
+            #[inline(always)]
+            fn imp($($a: $t),*) $body
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+                unsafe fn z($($a: $t),*) {
+                    imp($($a),*)
+                }
+                #[target_feature(enable = "avx2,fma")]
+                unsafe fn y($($a: $t),*) {
+                    imp($($a),*)
+                }
+                if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vl") {
+                    // SAFETY: the CPU has the features `z` is compiled for.
+                    return unsafe { z($($a),*) };
+                }
+                if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+                    // SAFETY: as above, for `y`.
+                    return unsafe { y($($a),*) };
+                }
+            }
+            imp($($a),*)
+        }
+    };
+}
+
+at_machine_width! {
+    fn w1_chunk(x: &[f32], out: &mut [MaybeUninit<f32>]) {
+        for (o, &v) in out.iter_mut().zip(x) {
             o.write(0.5 * v * (1.0 + tanh_r(0.797_884_56 * (v + 0.044_715 * v * v * v))));
         }
-    })
+    }
+}
+
+fn w1_hand(x: &[f32]) -> Vec<f32> {
+    par_fill(x.len(), CHUNK, |s, out| w1_chunk(&x[s..], out))
+}
+
+at_machine_width! {
+    fn w2_chunk(a: &[f32], b: &[f32], c: &[f32], out: &mut [MaybeUninit<f32>]) {
+        for (o, ((&a, &b), &c)) in out.iter_mut().zip(a.iter().zip(b).zip(c)) {
+            o.write(((a * 2.0 + b) * c - a) / (1.0 + b * b));
+        }
+    }
 }
 
 fn w2_hand(a: &[f32], b: &[f32], c: &[f32]) -> Vec<f32> {
     par_fill(a.len(), CHUNK, |s, out| {
-        for (o, ((&a, &b), &c)) in out.iter_mut().zip(a[s..].iter().zip(&b[s..]).zip(&c[s..])) {
-            o.write(((a * 2.0 + b) * c - a) / (1.0 + b * b));
-        }
+        w2_chunk(&a[s..], &b[s..], &c[s..], out)
     })
 }
 
-fn w3_hand(x: &[f32]) -> Vec<f32> {
-    par_fill(x.len(), C3 * ROW_CHUNK, |s, out| {
-        for (orow, xrow) in out.chunks_mut(C3).zip(x[s..].chunks(C3)) {
+at_machine_width! {
+    fn w3_chunk(x: &[f32], out: &mut [MaybeUninit<f32>]) {
+        for (orow, xrow) in out.chunks_mut(C3).zip(x.chunks(C3)) {
             let m = max16(xrow);
             for (o, &v) in orow.iter_mut().zip(xrow) {
                 o.write(exp_r(v - m));
@@ -361,12 +404,16 @@ fn w3_hand(x: &[f32]) -> Vec<f32> {
             let inv = 1.0 / sum16(orow, |v| v);
             orow.iter_mut().for_each(|v| *v *= inv);
         }
-    })
+    }
 }
 
-fn w4_hand(x: &[f32], gamma: &[f32], beta: &[f32]) -> Vec<f32> {
-    par_fill(x.len(), C3 * ROW_CHUNK, |s, out| {
-        for (orow, xrow) in out.chunks_mut(C3).zip(x[s..].chunks(C3)) {
+fn w3_hand(x: &[f32]) -> Vec<f32> {
+    par_fill(x.len(), C3 * ROW_CHUNK, |s, out| w3_chunk(&x[s..], out))
+}
+
+at_machine_width! {
+    fn w4_chunk(x: &[f32], gamma: &[f32], beta: &[f32], out: &mut [MaybeUninit<f32>]) {
+        for (orow, xrow) in out.chunks_mut(C3).zip(x.chunks(C3)) {
             let mean = sum16(xrow, |v| v) / C3 as f32;
             let var = sum16(xrow, |v| (v - mean) * (v - mean)) / C3 as f32;
             let rstd = 1.0 / (var + 1e-5).sqrt();
@@ -374,14 +421,26 @@ fn w4_hand(x: &[f32], gamma: &[f32], beta: &[f32]) -> Vec<f32> {
                 o.write((v - mean) * rstd * g + b);
             }
         }
+    }
+}
+
+fn w4_hand(x: &[f32], gamma: &[f32], beta: &[f32]) -> Vec<f32> {
+    par_fill(x.len(), C3 * ROW_CHUNK, |s, out| {
+        w4_chunk(&x[s..], gamma, beta, out)
     })
+}
+
+at_machine_width! {
+    fn w5_chunk(x: &[f32], out: &mut [MaybeUninit<f32>]) {
+        for (i, o) in out.iter_mut().enumerate() {
+            o.write(sum16(&x[i * N5..][..N5], |v| v));
+        }
+    }
 }
 
 fn w5_hand(x: &[f32]) -> Vec<f32> {
     par_fill(x.len() / N5, ROW_CHUNK, |s, out| {
-        for (i, o) in out.iter_mut().enumerate() {
-            o.write(sum16(&x[(s + i) * N5..][..N5], |v| v));
-        }
+        w5_chunk(&x[s * N5..], out)
     })
 }
 
@@ -472,16 +531,20 @@ fn w6_hand(p: &Mlp) -> Vec<f32> {
     vec![total / B6 as f32]
 }
 
-fn chain_hand(x: &[f32]) -> Vec<f32> {
-    par_fill(x.len(), CHUNK, |s, out| {
-        for (o, &x) in out.iter_mut().zip(&x[s..]) {
+at_machine_width! {
+    fn chain_chunk(x: &[f32], out: &mut [MaybeUninit<f32>]) {
+        for (o, &x) in out.iter_mut().zip(x) {
             let y = ((x * 1.5 + 0.25) * x - 1.0).abs();
             let y = (y + 1.0).sqrt() * 0.5 - x;
             let y = y.max(-2.0).min(2.0);
             let y = -((y * y + x) * 0.125) + 3.0;
             o.write(((1.0 / y) * x - 0.5).abs());
         }
-    })
+    }
+}
+
+fn chain_hand(x: &[f32]) -> Vec<f32> {
+    par_fill(x.len(), CHUNK, |s, out| chain_chunk(&x[s..], out))
 }
 
 // ---------------------------------------------------------------------------

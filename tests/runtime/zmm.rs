@@ -115,16 +115,9 @@ fn specials(rng: &mut Rng, shape: &[usize]) -> Tensor {
     Tensor::from_vec(v, shape).unwrap()
 }
 
-/// Random programs built from every op the backend emits; each result compared bit for bit
-/// between the AVX-512 and the Cranelift kernels, and against the interpreter.
-#[test]
-fn avx512_kernels_match_cranelift_bit_for_bit() {
-    if Isa::detected() < Isa::Avx512 {
-        // Nothing to compare on this CPU: the backend must then stay off.
-        assert!(!jitfuse::codegen::zmm::enabled(&Target::at(Isa::Avx512)));
-        return;
-    }
-    let mut rng = Rng::new(21);
+/// Random elementwise program number `trial` of the AVX-512 tests (every op the backend
+/// emits, the shapes cycling through tails, broadcasts and 1-4 dims) and its arguments.
+fn random_program(rng: &mut Rng, trial: usize) -> (Graph, Vec<Tensor>, Vec<Vec<usize>>) {
     let shapes: Vec<Vec<Vec<usize>>> = vec![
         vec![vec![1], vec![1], vec![1]],
         vec![vec![15], vec![15], vec![1]],
@@ -141,10 +134,9 @@ fn avx512_kernels_match_cranelift_bit_for_bit() {
         vec![vec![2, 3, 4, 70], vec![3, 1, 70], vec![2, 1, 4, 1]],
         vec![vec![5, 1300], vec![1300], vec![5, 1]],
     ];
-    let mut zmm_kernels = 0;
-    for trial in 0..48 {
+    {
         let sh = &shapes[trial % shapes.len()];
-        let args: Vec<Tensor> = sh.iter().map(|s| specials(&mut rng, s)).collect();
+        let args: Vec<Tensor> = sh.iter().map(|s| specials(rng, s)).collect();
         let picks: Vec<usize> = (0..20).map(|_| rng.below(10_000)).collect();
         let g = trace_fn(&args, |ts| {
             let mut pool: Vec<Tensor> = ts.to_vec();
@@ -189,6 +181,23 @@ fn avx512_kernels_match_cranelift_bit_for_bit() {
                 pool[n / 2].clone(),
             ]
         });
+        (g, args, sh.clone())
+    }
+}
+
+/// Random programs built from every op the backend emits; each result compared bit for bit
+/// between the AVX-512 and the Cranelift kernels, and against the interpreter.
+#[test]
+fn avx512_kernels_match_cranelift_bit_for_bit() {
+    if Isa::detected() < Isa::Avx512 {
+        // Nothing to compare on this CPU: the backend must then stay off.
+        assert!(!jitfuse::codegen::zmm::enabled(&Target::at(Isa::Avx512)));
+        return;
+    }
+    let mut rng = Rng::new(21);
+    let mut zmm_kernels = 0;
+    for trial in 0..48 {
+        let (g, args, sh) = random_program(&mut rng, trial);
         let what = format!("trial {trial} shapes {sh:?}");
         // Differences of random terms cancel anywhere: a normwise bound.
         check_graph_with(&g, &args, &what, |_, want| {
@@ -616,4 +625,66 @@ fn avx512_loop_kernels_prefetch_long_streams() {
     let narrow = [t(&[65536, 16]), t(&[65536, 1])];
     let line = kernel_listing(&narrow, |ts| vec![&ts[0] * &ts[1]], ZMM_MARK, Cmp::Exact);
     assert!(!line.contains("prefetched"), "{line}");
+}
+
+/// The AVX-512 machine code of a fixed corpus (the random elementwise programs above, row
+/// kernels, row sums), built for AVX-512 whatever the CPU (`Target::emit_only`: no micro-kernel
+/// calls, never run), is the recorded code: a change of the emitters that is meant to leave
+/// AVX-512 code as it is proves it here even on a CPU without AVX-512. After an intended
+/// change, `UPDATE_EXPECT=1` rewrites `snapshots/avx512_code.txt` (and the tests above, on an
+/// AVX-512 CPU, prove the new code).
+#[test]
+fn avx512_machine_code_is_the_recorded_code() {
+    let target = Target::emit_only(Isa::Avx512);
+    let mut out = String::new();
+    let mut record = |name: &str, g: &Graph| {
+        let exe = Executable::from_graph_at(g.clone(), vec![], &target).unwrap();
+        let text = exe.asm_text();
+        // FNV-1a over the listings' hex lines: the bytes of every AVX-512 kernel, in order.
+        let (mut kernels, mut hash) = (0, 0xcbf2_9ce4_8422_2325u64);
+        let mut in_listing = false;
+        for l in text.lines() {
+            if l.starts_with("AVX-512 ") {
+                kernels += 1;
+                in_listing = true;
+            } else if in_listing && !l.is_empty() && l.bytes().all(|b| b.is_ascii_hexdigit()) {
+                for b in l.bytes() {
+                    hash = (hash ^ b as u64).wrapping_mul(0x100_0000_01b3);
+                }
+            } else {
+                in_listing = false;
+            }
+        }
+        out.push_str(&format!("{name}: {kernels} kernels, fnv {hash:016x}\n"));
+    };
+    let mut rng = Rng::new(21);
+    for trial in 0..28 {
+        let (g, _, sh) = random_program(&mut rng, trial);
+        record(&format!("elementwise {trial} {sh:?}"), &g);
+    }
+    type Row = fn(&[Tensor]) -> Vec<Tensor>;
+    let rows: [(&str, Row); 6] = [
+        ("softmax", |ts| vec![ts[0].softmax(-1)]),
+        ("layer_norm", |ts| {
+            vec![ts[0].layer_norm(&ts[1], &ts[2], 1e-5, -1)]
+        }),
+        ("logsumexp", |ts| vec![ts[0].logsumexp(-1)]),
+        ("five reductions", |ts| {
+            let x = &ts[0];
+            vec![x.sum(-1), x.max(-1), x.min(-1), x.square().sum(-1)]
+        }),
+        ("row sum", |ts| vec![ts[0].sum(-1)]),
+        ("column sum", |ts| vec![ts[0].t().sum(-1)]),
+    ];
+    for n in [17usize, 1000, 4100] {
+        let args = [
+            Tensor::zeros(&[3, n], DType::F32),
+            Tensor::zeros(&[n], DType::F32),
+            Tensor::zeros(&[n], DType::F32),
+        ];
+        for (name, f) in &rows {
+            record(&format!("{name} 3x{n}"), &trace_fn(&args, |ts| f(ts)));
+        }
+    }
+    expect_test::expect_file!["snapshots/avx512_code.txt"].assert_eq(&out);
 }
