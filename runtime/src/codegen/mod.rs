@@ -289,7 +289,10 @@ pub fn compile(
                         }
                     };
                     if keep_clif {
-                        clif.push("(an AVX-512 kernel: no Cranelift IR)".to_string());
+                        clif.push(format!(
+                            "(an {} kernel: no Cranelift IR)",
+                            code.width.name()
+                        ));
                     }
                     break 'emit id;
                 }

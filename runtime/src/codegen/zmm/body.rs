@@ -1,7 +1,7 @@
 //! One pass of an AVX-512 loop kernel on one 16-lane vector: which values it computes, loads
 //! and stores, register allocation over zmm0-31 and k2-k6, and each op's instructions.
 
-use super::{Asm, Fail, R, R_I};
+use super::{Asm, Fail, Width, R, R_I};
 use crate::codegen::kernel::{Plan, Staging};
 use crate::codegen::micro::SymOp;
 use crate::exec::partition::{const_value, Kernel};
@@ -21,6 +21,12 @@ pub(super) const X: [AsmRegisterXmm; 32] = [
     xmm28, xmm29, xmm30, xmm31,
 ];
 pub(super) const K: [AsmRegisterK; 8] = [k0, k1, k2, k3, k4, k5, k6, k7];
+/// The 16 ymm registers of AVX2 kernels; `Y_TAIL` holds the tail's lane mask.
+pub(super) const Y: [AsmRegisterYmm; 16] = [
+    ymm0, ymm1, ymm2, ymm3, ymm4, ymm5, ymm6, ymm7, ymm8, ymm9, ymm10, ymm11, ymm12, ymm13, ymm14,
+    ymm15,
+];
+pub(super) const Y_TAIL: u8 = 15;
 /// The tail mask of the masked last vector.
 const TAIL: u8 = 1;
 /// Scratch mask inside one op (max/min NaN fix-up).
@@ -31,7 +37,7 @@ const ABS: u32 = 0x7fff_ffff;
 const ONE: u32 = 0x3f80_0000;
 
 /// `z{k}`: a destination written under mask `k` (merging).
-fn zk(z: u8, k: u8) -> AsmRegisterZmm {
+pub(super) fn zk(z: u8, k: u8) -> AsmRegisterZmm {
     let r = Z[z as usize];
     match k {
         1 => r.k1(),
@@ -45,7 +51,8 @@ fn zk(z: u8, k: u8) -> AsmRegisterZmm {
     }
 }
 
-/// Where a value is: a vector register or (bool) a mask register.
+/// Where a value is: a vector register or (bool) a mask: a k register (AVX-512) or a vector
+/// register of all-ones and all-zeros lanes (AVX2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Loc {
     Z(u8),
@@ -72,6 +79,7 @@ impl Loc {
 pub(super) struct Regs {
     z: Vec<u8>,
     k: Vec<u8>,
+    w: Width,
 }
 
 impl Regs {
@@ -81,16 +89,31 @@ impl Regs {
     pub fn k(&mut self) -> R<u8> {
         self.k.pop().ok_or(Fail::Registers)
     }
-    pub fn new() -> Self {
-        Regs {
-            z: (0..32).rev().collect(),
-            k: vec![6, 5, 4, 3, 2],
+    pub fn new(w: Width) -> Self {
+        match w {
+            Width::Z => Regs {
+                z: (0..32).rev().collect(),
+                k: vec![6, 5, 4, 3, 2],
+                w,
+            },
+            Width::Y => Regs {
+                z: (0..Y_TAIL).rev().collect(),
+                k: Vec::new(),
+                w,
+            },
+        }
+    }
+    /// A register for a mask.
+    fn mask(&mut self) -> R<u8> {
+        match self.w {
+            Width::Z => self.k(),
+            Width::Y => self.z(),
         }
     }
     fn free(&mut self, l: Loc) {
-        match l {
-            Loc::Z(r) => self.z.push(r),
-            Loc::K(r) => self.k.push(r),
+        match (l, self.w) {
+            (Loc::Z(r), _) | (Loc::K(r), Width::Y) => self.z.push(r),
+            (Loc::K(r), Width::Z) => self.k.push(r),
         }
     }
 }
@@ -335,10 +358,15 @@ impl<'a> Pass<'a> {
         regs: &mut Regs,
     ) -> R<Hoisted> {
         let mut h = Hoisted::default();
-        for bits in self.constants().into_iter().take(12) {
+        // At most 12 constants and 4 splats of 32 registers, 5 and 2 of AVX2's 15.
+        let (max_consts, max_splats) = match e.w {
+            Width::Z => (12, 4),
+            Width::Y => (5, 2),
+        };
+        for bits in self.constants().into_iter().take(max_consts) {
             let r = regs.z()?;
             let l = e.const_label(bits);
-            e.a.vbroadcastss(Z[r as usize], dword_ptr(l))?;
+            e.broadcast(r, dword_ptr(l))?;
             h.consts.insert(bits, r);
         }
         // (A row-level mask is read into a mask register where it is used.)
@@ -358,9 +386,9 @@ impl<'a> Pass<'a> {
             h.rows.insert(off, r);
         }
         for (ai, used) in self.used.iter().enumerate() {
-            if *used && self.inner[ai] == 0 && h.splats.len() < 4 {
+            if *used && self.inner[ai] == 0 && h.splats.len() < max_splats {
                 let r = regs.z()?;
-                e.a.vbroadcastss(Z[r as usize], dword_ptr(ptrs[ai].unwrap()))?;
+                e.broadcast(r, dword_ptr(ptrs[ai].unwrap()))?;
                 h.splats.insert(ai, r);
             }
         }
@@ -439,10 +467,11 @@ struct Vector<'p, 'a, 'c> {
 impl Vector<'_, '_, '_> {
     /// A full-width (or tail-masked, zeroing) load.
     fn load(&mut self, e: &mut Asm, r: u8, mem: AsmMemoryOperand) -> R<()> {
-        if self.masked {
-            e.a.vmovups(zk(r, TAIL).z(), mem)?;
-        } else {
-            e.a.vmovups(Z[r as usize], mem)?;
+        match (e.w, self.masked) {
+            (Width::Z, true) => e.a.vmovups(zk(r, TAIL).z(), mem)?,
+            (Width::Z, false) => e.a.vmovups(Z[r as usize], mem)?,
+            (Width::Y, true) => e.a.vmaskmovps(Y[r as usize], Y[Y_TAIL as usize], mem)?,
+            (Width::Y, false) => e.a.vmovups(Y[r as usize], mem)?,
         }
         Ok(())
     }
@@ -451,8 +480,8 @@ impl Vector<'_, '_, '_> {
         self.ctx.ptrs[a].expect("a used access has a pointer register")
     }
 
-    fn tile_mem(&self, j: usize) -> AsmMemoryOperand {
-        zmmword_ptr(rsp + R_I * 4 + (self.ctx.tiles + j as i32 * self.ctx.tile_bytes + self.disp))
+    fn tile_mem(&self, e: &Asm, j: usize) -> AsmMemoryOperand {
+        e.vmem(rsp + R_I * 4 + (self.ctx.tiles + j as i32 * self.ctx.tile_bytes + self.disp))
     }
 
     /// The location of `x`, loading it if it is a leaf not yet loaded.
@@ -463,11 +492,13 @@ impl Vector<'_, '_, '_> {
         let leaf = self.pass.leaf(x).expect("operands are computed before use");
         let loc = match leaf {
             Leaf::Const(l, DType::Bool) => {
-                let k = self.regs.k()?;
-                if l.as_i64(DType::Bool) != 0 {
-                    e.a.kxnorw(K[k as usize], K[k as usize], K[k as usize])?;
-                } else {
-                    e.a.kxorw(K[k as usize], K[k as usize], K[k as usize])?;
+                let k = self.regs.mask()?;
+                let on = l.as_i64(DType::Bool) != 0;
+                match (e.w, on) {
+                    (Width::Z, true) => e.a.kxnorw(K[k as usize], K[k as usize], K[k as usize])?,
+                    (Width::Z, false) => e.a.kxorw(K[k as usize], K[k as usize], K[k as usize])?,
+                    (Width::Y, true) => e.ones(k)?,
+                    (Width::Y, false) => e.zero(k)?,
                 }
                 Loc::K(k)
             }
@@ -478,11 +509,12 @@ impl Vector<'_, '_, '_> {
                     None => {
                         let r = self.regs.z()?;
                         let l = e.const_label(bits);
-                        e.a.vbroadcastss(Z[r as usize], dword_ptr(l))?;
+                        e.broadcast(r, dword_ptr(l))?;
                         Loc::Z(r)
                     }
                 }
             }
+            Leaf::Row(_) if e.w == Width::Y => unreachable!("row kernels are AVX-512 only"),
             Leaf::Row(off) if self.pass.g.node(x).dtype == DType::Bool => {
                 // Every lane of a row-level value is the same: its 16 mask bits were stored.
                 let k = self.regs.k()?;
@@ -499,7 +531,7 @@ impl Vector<'_, '_, '_> {
             },
             Leaf::Tile(j) => {
                 let r = self.regs.z()?;
-                let mem = self.tile_mem(j);
+                let mem = self.tile_mem(e, j);
                 self.load(e, r, mem)?;
                 Loc::Z(r)
             }
@@ -514,13 +546,13 @@ impl Vector<'_, '_, '_> {
                         Some(&r) => Loc::Z(r),
                         None => {
                             let r = self.regs.z()?;
-                            e.a.vbroadcastss(Z[r as usize], dword_ptr(self.ptr(a)))?;
+                            e.broadcast(r, dword_ptr(self.ptr(a)))?;
                             Loc::Z(r)
                         }
                     }
                 } else {
                     let r = self.regs.z()?;
-                    let mem = zmmword_ptr(self.ptr(a) + R_I * 4 + self.disp);
+                    let mem = e.vmem(self.ptr(a) + R_I * 4 + self.disp);
                     self.load(e, r, mem)?;
                     Loc::Z(r)
                 }
@@ -570,7 +602,7 @@ impl Vector<'_, '_, '_> {
         }
         let r = self.regs.z()?;
         let l = e.const_label(bits);
-        e.a.vbroadcastss(Z[r as usize], dword_ptr(l))?;
+        e.broadcast(r, dword_ptr(l))?;
         Ok((r, true))
     }
 
@@ -583,8 +615,8 @@ impl Vector<'_, '_, '_> {
         }
         let r = self.get(e, val)?.z();
         let mem = match dest {
-            Dest::Access(a) => zmmword_ptr(self.ptr(a) + R_I * 4 + self.disp),
-            Dest::Tile(j) => self.tile_mem(j),
+            Dest::Access(a) => e.vmem(self.ptr(a) + R_I * 4 + self.disp),
+            Dest::Tile(j) => self.tile_mem(e, j),
             Dest::Acc(j) => {
                 self.accumulate(e, j, r)?;
                 self.release(val);
@@ -597,10 +629,11 @@ impl Vector<'_, '_, '_> {
                 return Ok(());
             }
         };
-        if self.masked {
-            e.a.vmovups(mem.k1(), Z[r as usize])?;
-        } else {
-            e.a.vmovups(mem, Z[r as usize])?;
+        match (e.w, self.masked) {
+            (Width::Z, true) => e.a.vmovups(mem.k1(), Z[r as usize])?,
+            (Width::Z, false) => e.a.vmovups(mem, Z[r as usize])?,
+            (Width::Y, true) => e.a.vmaskmovps(mem, Y[Y_TAIL as usize], Y[r as usize])?,
+            (Width::Y, false) => e.a.vmovups(mem, Y[r as usize])?,
         }
         self.stored |= matches!(dest, Dest::Access(_));
         self.release(val);
@@ -664,6 +697,13 @@ impl Vector<'_, '_, '_> {
         let mut args = Vec::with_capacity(n.inputs.len());
         for &x in &n.inputs {
             args.push(self.get(e, x)?);
+        }
+        if e.w == Width::Y {
+            let out = self.compute_y(e, v, &args)?;
+            for &x in &n.inputs {
+                self.release(x);
+            }
+            return Ok(out);
         }
         let z = |l: Loc| Z[l.z() as usize];
         let kr = |l: Loc| K[l.k() as usize];
@@ -822,6 +862,165 @@ impl Vector<'_, '_, '_> {
 }
 
 impl Vector<'_, '_, '_> {
+    /// Node `v` as AVX2 code on 8-lane ymm registers: the instructions of `compute`, masks in
+    /// vector registers (compares give all-ones lanes, `vblendvps` selects, and/or/not are
+    /// bitwise). The operands are in `args`; the caller releases them.
+    fn compute_y(&mut self, e: &mut Asm, v: ValueId, args: &[Loc]) -> R<Loc> {
+        let g = self.pass.g;
+        let n = g.node(v);
+        let y = |l: Loc| {
+            Y[match l {
+                Loc::Z(r) | Loc::K(r) => r,
+            } as usize]
+        };
+        let out = match (&n.op, n.dtype) {
+            (Op::Unary(UnaryOp::Not), DType::Bool) => {
+                let d = self.regs.mask()?;
+                e.ones(d)?;
+                e.a.vpxor(Y[d as usize], Y[d as usize], y(args[0]))?;
+                Loc::K(d)
+            }
+            (Op::Unary(u), _) if u.is_transcendental() => self.inline(e, *u, args[0].z())?,
+            (Op::Unary(u), _) => {
+                let x = y(args[0]);
+                let d = self.regs.z()?;
+                let dy = Y[d as usize];
+                match u {
+                    UnaryOp::Neg | UnaryOp::Abs => {
+                        let bits = if *u == UnaryOp::Neg { SIGN } else { ABS };
+                        let (c, tmp) = self.constant(e, bits)?;
+                        if *u == UnaryOp::Neg {
+                            e.a.vpxor(dy, x, Y[c as usize])?;
+                        } else {
+                            e.a.vpand(dy, x, Y[c as usize])?;
+                        }
+                        if tmp {
+                            self.regs.free(Loc::Z(c));
+                        }
+                    }
+                    UnaryOp::Sqrt => e.a.vsqrtps(dy, x)?,
+                    UnaryOp::Rsqrt | UnaryOp::Recip => {
+                        if *u == UnaryOp::Rsqrt {
+                            e.a.vsqrtps(dy, x)?;
+                        } else {
+                            e.a.vmovaps(dy, x)?;
+                        }
+                        let (c, tmp) = self.constant(e, ONE)?;
+                        e.a.vdivps(dy, Y[c as usize], dy)?;
+                        if tmp {
+                            self.regs.free(Loc::Z(c));
+                        }
+                    }
+                    UnaryOp::Square => e.a.vmulps(dy, x, x)?,
+                    UnaryOp::Relu => {
+                        let t = self.regs.z()?;
+                        e.zero(t)?;
+                        e.a.vmaxps(dy, Y[t as usize], x)?;
+                        self.regs.free(Loc::Z(t));
+                    }
+                    UnaryOp::Floor => e.a.vroundps(dy, x, 0x09)?,
+                    UnaryOp::StopGradient => e.a.vmovaps(dy, x)?,
+                    other => unreachable!("{other:?} is emitted by `inline`"),
+                }
+                Loc::Z(d)
+            }
+            (Op::Binary(o), DType::Bool) => {
+                let d = self.regs.mask()?;
+                let (p, q, dy) = (y(args[0]), y(args[1]), Y[d as usize]);
+                match o {
+                    BinaryOp::And => e.a.vpand(dy, p, q)?,
+                    BinaryOp::Or => e.a.vpor(dy, p, q)?,
+                    other => unreachable!("{other:?} on bool"),
+                }
+                Loc::K(d)
+            }
+            (Op::Binary(o), _) => {
+                let d = self.regs.z()?;
+                let dy = Y[d as usize];
+                let (p, q) = (y(args[0]), y(args[1]));
+                match o {
+                    BinaryOp::Add => e.a.vaddps(dy, p, q)?,
+                    BinaryOp::Sub => e.a.vsubps(dy, p, q)?,
+                    BinaryOp::Mul => e.a.vmulps(dy, p, q)?,
+                    BinaryOp::Div => e.a.vdivps(dy, p, q)?,
+                    BinaryOp::Max | BinaryOp::Min => {
+                        let (p, q, safe) = if self.non_nan_const(n.inputs[0]) {
+                            (p, q, true)
+                        } else if self.non_nan_const(n.inputs[1]) {
+                            (q, p, true)
+                        } else {
+                            (p, q, false)
+                        };
+                        if *o == BinaryOp::Max {
+                            e.a.vmaxps(dy, p, q)?;
+                        } else {
+                            e.a.vminps(dy, p, q)?;
+                        }
+                        if !safe {
+                            // A NaN `p` is restored (vector::nan_max_min).
+                            let t = self.regs.z()?;
+                            e.a.vcmpps(Y[t as usize], p, p, 3)?; // unordered
+                            e.a.vblendvps(dy, dy, p, Y[t as usize])?;
+                            self.regs.free(Loc::Z(t));
+                        }
+                    }
+                    other => unreachable!("{other:?} is rejected before emission"),
+                }
+                Loc::Z(d)
+            }
+            (Op::Compare(c), _) => {
+                let d = self.regs.mask()?;
+                let imm = match c {
+                    CmpOp::Eq => 0x00,
+                    CmpOp::Lt => 0x01,
+                    CmpOp::Le => 0x02,
+                    CmpOp::Ne => 0x04,
+                    CmpOp::Ge => 0x0d,
+                    CmpOp::Gt => 0x0e,
+                };
+                e.a.vcmpps(Y[d as usize], y(args[0]), y(args[1]), imm)?;
+                Loc::K(d)
+            }
+            (Op::Select, _) => {
+                let d = self.regs.z()?;
+                // d = cond ? a : b
+                e.a.vblendvps(Y[d as usize], y(args[2]), y(args[1]), y(args[0]))?;
+                Loc::Z(d)
+            }
+            (Op::Cast(to), _) => {
+                let from = g.node(n.inputs[0]).dtype;
+                match (from, *to) {
+                    (DType::Bool, _) => {
+                        let d = self.regs.z()?;
+                        let (c, tmp) = self.constant(e, ONE)?;
+                        e.a.vpand(Y[d as usize], y(args[0]), Y[c as usize])?;
+                        if tmp {
+                            self.regs.free(Loc::Z(c));
+                        }
+                        Loc::Z(d)
+                    }
+                    (_, DType::Bool) => {
+                        let d = self.regs.mask()?;
+                        let t = self.regs.z()?;
+                        e.zero(t)?;
+                        e.a.vcmpps(Y[d as usize], y(args[0]), Y[t as usize], 0x04)?;
+                        self.regs.free(Loc::Z(t));
+                        Loc::K(d)
+                    }
+                    _ => {
+                        let d = self.regs.z()?;
+                        e.a.vmovaps(Y[d as usize], y(args[0]))?;
+                        Loc::Z(d)
+                    }
+                }
+            }
+            (other, _) => unreachable!("{} is rejected before emission", other.name()),
+        };
+        Ok(out)
+    }
+}
+
+impl Vector<'_, '_, '_> {
     /// The f32 function `u` of the value in `x`, inline: the operations of its micro-kernel
     /// (`micro::trace`), each as the instruction the micro-kernel uses, so the bits are the
     /// micro-kernel's (and the Cranelift path's). Returns the result's register (owned).
@@ -838,7 +1037,7 @@ impl Vector<'_, '_, '_> {
         let mut loc: Vec<Option<Loc>> = vec![None; ops.len()];
         let mut owned = vec![false; ops.len()];
         for (i, op) in ops.iter().enumerate() {
-            let zr = |j: u32| Z[loc[j as usize].expect("operand computed").z() as usize];
+            let r = |j: u32| loc[j as usize].expect("operand computed").z();
             let dies = |j: u32, owned: &[bool]| owned[j as usize] && last[j as usize] == i;
             let out = match *op {
                 SymOp::Arg => {
@@ -864,68 +1063,43 @@ impl Vector<'_, '_, '_> {
                         (loc[b as usize].unwrap().z(), (a, c, 213))
                     } else {
                         let d = self.regs.z()?;
-                        e.a.vmovaps(Z[d as usize], zr(a))?;
+                        e.vmov(d, r(a))?;
                         (d, (b, c, 213))
                     };
-                    let dz = Z[d as usize];
-                    if form.2 == 213 {
-                        e.a.vfmadd213ps(dz, zr(form.0), zr(form.1))?;
-                    } else {
-                        e.a.vfmadd231ps(dz, zr(form.0), zr(form.1))?;
-                    }
+                    e.fma(form.2 == 213, d, r(form.0), r(form.1))?;
                     Loc::Z(d)
                 }
                 SymOp::Lt(a, b) | SymOp::Eq(a, b) | SymOp::Uge(a, b) => {
-                    let k = self.regs.k()?;
+                    let k = self.regs.mask()?;
                     let imm = match *op {
                         SymOp::Lt(..) => 0x11, // LT_OQ
                         SymOp::Eq(..) => 0x00, // EQ_OQ
                         _ => 0x05,             // NLT_UQ
                     };
-                    e.a.vcmpps(K[k as usize], zr(a), zr(b), imm)?;
+                    e.cmp_mask(k, r(a), r(b), imm)?;
                     Loc::K(k)
                 }
                 SymOp::Sel(m, t, f) => {
                     let d = self.regs.z()?;
                     let mk = loc[m as usize].unwrap().k();
-                    e.a.vblendmps(zk(d, mk), zr(f), zr(t))?;
+                    e.blend(d, mk, r(f), r(t))?;
                     Loc::Z(d)
                 }
-                SymOp::Shl(a, n) | SymOp::Shr(a, n) => {
+                SymOp::Shl(..)
+                | SymOp::Shr(..)
+                | SymOp::Add(..)
+                | SymOp::Sub(..)
+                | SymOp::Mul(..)
+                | SymOp::Div(..)
+                | SymOp::Min(..)
+                | SymOp::Max(..)
+                | SymOp::And(..)
+                | SymOp::Or(..)
+                | SymOp::Xor(..)
+                | SymOp::Iadd(..)
+                | SymOp::Isub(..) => {
                     let d = self.regs.z()?;
-                    if matches!(op, SymOp::Shl(..)) {
-                        e.a.vpslld(Z[d as usize], zr(a), n)?;
-                    } else {
-                        e.a.vpsrld(Z[d as usize], zr(a), n)?;
-                    }
-                    Loc::Z(d)
-                }
-                SymOp::Add(a, b)
-                | SymOp::Sub(a, b)
-                | SymOp::Mul(a, b)
-                | SymOp::Div(a, b)
-                | SymOp::Min(a, b)
-                | SymOp::Max(a, b)
-                | SymOp::And(a, b)
-                | SymOp::Or(a, b)
-                | SymOp::Xor(a, b)
-                | SymOp::Iadd(a, b)
-                | SymOp::Isub(a, b) => {
-                    let d = self.regs.z()?;
-                    let (dz, p, q) = (Z[d as usize], zr(a), zr(b));
-                    match *op {
-                        SymOp::Add(..) => e.a.vaddps(dz, p, q)?,
-                        SymOp::Sub(..) => e.a.vsubps(dz, p, q)?,
-                        SymOp::Mul(..) => e.a.vmulps(dz, p, q)?,
-                        SymOp::Div(..) => e.a.vdivps(dz, p, q)?,
-                        SymOp::Min(..) => e.a.vminps(dz, p, q)?,
-                        SymOp::Max(..) => e.a.vmaxps(dz, p, q)?,
-                        SymOp::And(..) => e.a.vpandd(dz, p, q)?,
-                        SymOp::Or(..) => e.a.vpord(dz, p, q)?,
-                        SymOp::Xor(..) => e.a.vpxord(dz, p, q)?,
-                        SymOp::Iadd(..) => e.a.vpaddd(dz, p, q)?,
-                        _ => e.a.vpsubd(dz, p, q)?,
-                    }
+                    e.sym_op(*op, d, &|j| r(j))?;
                     Loc::Z(d)
                 }
             };
@@ -950,7 +1124,7 @@ impl Vector<'_, '_, '_> {
         }
         // The result is the argument or a pinned constant: copy it.
         let d = self.regs.z()?;
-        e.a.vmovaps(Z[d as usize], Z[loc[res].unwrap().z() as usize])?;
+        e.vmov(d, loc[res].unwrap().z())?;
         Ok(Loc::Z(d))
     }
 }

@@ -45,6 +45,41 @@ pub fn enabled(t: &Target) -> bool {
     t.isa == Isa::Avx512
 }
 
+/// The vector width of an emitted kernel: 16-lane zmm code with k-register masks (AVX-512F),
+/// or 8-lane ymm code with masks in vector registers (AVX2+FMA; loop kernels only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Width {
+    Z,
+    Y,
+}
+
+impl Width {
+    /// f32 lanes per vector.
+    pub(super) fn lanes(self) -> usize {
+        match self {
+            Width::Z => 16,
+            Width::Y => 8,
+        }
+    }
+
+    /// The width loop kernels are emitted at for `t`, if any.
+    fn of(t: &Target) -> Option<Width> {
+        match t.isa {
+            Isa::Avx512 => Some(Width::Z),
+            Isa::Avx2 => Some(Width::Y),
+            Isa::Portable => None,
+        }
+    }
+
+    /// The name listings give the code.
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Width::Z => "AVX-512",
+            Width::Y => "AVX2",
+        }
+    }
+}
+
 /// Why emission stopped.
 #[derive(Debug)]
 enum Fail {
@@ -65,6 +100,7 @@ type R<T> = Result<T, Fail>;
 
 /// An AVX-512 kernel: position-independent machine code without relocations.
 pub struct Code {
+    pub width: Width,
     /// What the kernel is ("loop kernel", "row sum"), for listings.
     pub kind: &'static str,
     pub bytes: Vec<u8>,
@@ -76,9 +112,7 @@ pub struct Code {
 
 /// The kernel as AVX-512 machine code, or None when this backend does not take it.
 pub fn build(g: &Graph, part: &Partition, k: &Kernel, t: &Target) -> Option<Code> {
-    if !enabled(t) {
-        return None;
-    }
+    let w = Width::of(t)?;
     let p = kernel::plan(g, part, k);
     let staged = kernel::staging(g, k, &p, t);
     if !supported(g, k, &p, staged.as_ref()) {
@@ -95,9 +129,10 @@ pub fn build(g: &Graph, part: &Partition, k: &Kernel, t: &Target) -> Option<Code
     let tries = if inline_ok { &order[..] } else { &order[..1] };
     for &stage in tries {
         for hoist in [true, false] {
-            match Emitter::new(g, k, &p, stage, hoist, t.tile).and_then(|e| e.run()) {
+            match Emitter::new(g, k, &p, stage, hoist, t.tile, w).and_then(|e| e.run()) {
                 Ok((bytes, prefetched)) => {
                     return Some(Code {
+                        width: w,
                         kind: "loop kernel",
                         bytes,
                         staged: stage.map_or(0, |s| s.nodes.len()),
@@ -106,7 +141,7 @@ pub fn build(g: &Graph, part: &Partition, k: &Kernel, t: &Target) -> Option<Code
                 }
                 Err(Fail::Registers) => continue,
                 Err(Fail::Asm(e)) => {
-                    debug_assert!(false, "AVX-512 kernel: assembler error {e}");
+                    debug_assert!(false, "{} kernel: assembler error {e}", w.name());
                     return None;
                 }
             }
@@ -199,8 +234,6 @@ const PTR_REGS: [AsmRegister64; 10] = [rdx, rsi, rdi, r8, r9, r10, r11, r12, r13
 
 /// Vectors per iteration of the unrolled loop.
 const UNROLL: usize = 4;
-/// f32 lanes per vector.
-const LANES: usize = 16;
 
 /// Stack frame layout (byte offsets from rsp, which is 64-byte aligned).
 struct Frame {
@@ -241,16 +274,22 @@ struct Emitter<'a> {
 /// The assembler of one function, its constant pool and the traced functions it inlined.
 pub(super) struct Asm {
     pub a: CodeAssembler,
+    pub w: Width,
     /// The constant pool: (f32 bits, label), emitted after the code.
     consts: Vec<(u32, CodeLabel)>,
     /// Traced micro-kernel functions inlined so far (`micro::trace`).
     traces: Vec<(UnaryOp, Rc<Traced>)>,
+    /// AVX2 tails: 8 all-ones dwords then 8 zeros; the mask of the first `m` lanes is the 8
+    /// dwords at `8 - m`.
+    tail_table: Option<CodeLabel>,
 }
 
 impl Asm {
-    fn new() -> R<Self> {
+    fn new(w: Width) -> R<Self> {
         Ok(Asm {
             a: CodeAssembler::new(64)?,
+            w,
+            tail_table: None,
             consts: Vec::new(),
             traces: Vec::new(),
         })
@@ -276,11 +315,145 @@ impl Asm {
         l
     }
 
+    /// A vector of memory at `m` at this width.
+    fn vmem<M: Into<AsmMemoryOperand>>(&self, m: M) -> AsmMemoryOperand {
+        match self.w {
+            Width::Z => zmmword_ptr(m),
+            Width::Y => ymmword_ptr(m),
+        }
+    }
+
+    /// Vector register `r` of the width, for instructions whose operands are all vectors.
+    fn broadcast(&mut self, r: u8, m: AsmMemoryOperand) -> R<()> {
+        match self.w {
+            Width::Z => self.a.vbroadcastss(body::Z[r as usize], m)?,
+            Width::Y => self.a.vbroadcastss(body::Y[r as usize], m)?,
+        }
+        Ok(())
+    }
+
+    fn vmov(&mut self, d: u8, x: u8) -> R<()> {
+        match self.w {
+            Width::Z => self.a.vmovaps(body::Z[d as usize], body::Z[x as usize])?,
+            Width::Y => self.a.vmovaps(body::Y[d as usize], body::Y[x as usize])?,
+        }
+        Ok(())
+    }
+
+    /// AVX2: all lanes of `r` set / cleared.
+    fn ones(&mut self, r: u8) -> R<()> {
+        let y = body::Y[r as usize];
+        self.a.vpcmpeqd(y, y, y)?;
+        Ok(())
+    }
+    fn zero(&mut self, r: u8) -> R<()> {
+        let y = body::Y[r as usize];
+        self.a.vpxor(y, y, y)?;
+        Ok(())
+    }
+
+    /// `d = d * a + b` (213) or `d = a * b + d` (231), one rounding.
+    fn fma(&mut self, form213: bool, d: u8, a: u8, b: u8) -> R<()> {
+        use body::{Y, Z};
+        let (d, a, b) = (d as usize, a as usize, b as usize);
+        match (self.w, form213) {
+            (Width::Z, true) => self.a.vfmadd213ps(Z[d], Z[a], Z[b])?,
+            (Width::Z, false) => self.a.vfmadd231ps(Z[d], Z[a], Z[b])?,
+            (Width::Y, true) => self.a.vfmadd213ps(Y[d], Y[a], Y[b])?,
+            (Width::Y, false) => self.a.vfmadd231ps(Y[d], Y[a], Y[b])?,
+        }
+        Ok(())
+    }
+
+    /// Mask `k` = predicate `imm` of `a` and `b`.
+    fn cmp_mask(&mut self, k: u8, a: u8, b: u8, imm: u32) -> R<()> {
+        use body::{K, Y, Z};
+        match self.w {
+            Width::Z => self
+                .a
+                .vcmpps(K[k as usize], Z[a as usize], Z[b as usize], imm)?,
+            Width::Y => self
+                .a
+                .vcmpps(Y[k as usize], Y[a as usize], Y[b as usize], imm)?,
+        }
+        Ok(())
+    }
+
+    /// `d = m ? t : f`.
+    fn blend(&mut self, d: u8, m: u8, f: u8, t: u8) -> R<()> {
+        use body::{Y, Z};
+        match self.w {
+            Width::Z => self
+                .a
+                .vblendmps(body::zk(d, m), Z[f as usize], Z[t as usize])?,
+            Width::Y => {
+                self.a
+                    .vblendvps(Y[d as usize], Y[f as usize], Y[t as usize], Y[m as usize])?
+            }
+        }
+        Ok(())
+    }
+
+    /// A traced arithmetic, bitwise or shift operation into `d`, operands by `r`.
+    fn sym_op(&mut self, op: micro::SymOp, d: u8, r: &dyn Fn(u32) -> u8) -> R<()> {
+        use body::{Y, Z};
+        use micro::SymOp as S;
+        let a = &mut self.a;
+        match self.w {
+            Width::Z => {
+                let z = |j: u32| Z[r(j) as usize];
+                let dz = Z[d as usize];
+                match op {
+                    S::Shl(x, n) => a.vpslld(dz, z(x), n)?,
+                    S::Shr(x, n) => a.vpsrld(dz, z(x), n)?,
+                    S::Add(p, q) => a.vaddps(dz, z(p), z(q))?,
+                    S::Sub(p, q) => a.vsubps(dz, z(p), z(q))?,
+                    S::Mul(p, q) => a.vmulps(dz, z(p), z(q))?,
+                    S::Div(p, q) => a.vdivps(dz, z(p), z(q))?,
+                    S::Min(p, q) => a.vminps(dz, z(p), z(q))?,
+                    S::Max(p, q) => a.vmaxps(dz, z(p), z(q))?,
+                    S::And(p, q) => a.vpandd(dz, z(p), z(q))?,
+                    S::Or(p, q) => a.vpord(dz, z(p), z(q))?,
+                    S::Xor(p, q) => a.vpxord(dz, z(p), z(q))?,
+                    S::Iadd(p, q) => a.vpaddd(dz, z(p), z(q))?,
+                    S::Isub(p, q) => a.vpsubd(dz, z(p), z(q))?,
+                    other => unreachable!("{other:?} is not a two-operand op"),
+                }
+            }
+            Width::Y => {
+                let y = |j: u32| Y[r(j) as usize];
+                let dy = Y[d as usize];
+                match op {
+                    S::Shl(x, n) => a.vpslld(dy, y(x), n)?,
+                    S::Shr(x, n) => a.vpsrld(dy, y(x), n)?,
+                    S::Add(p, q) => a.vaddps(dy, y(p), y(q))?,
+                    S::Sub(p, q) => a.vsubps(dy, y(p), y(q))?,
+                    S::Mul(p, q) => a.vmulps(dy, y(p), y(q))?,
+                    S::Div(p, q) => a.vdivps(dy, y(p), y(q))?,
+                    S::Min(p, q) => a.vminps(dy, y(p), y(q))?,
+                    S::Max(p, q) => a.vmaxps(dy, y(p), y(q))?,
+                    S::And(p, q) => a.vpand(dy, y(p), y(q))?,
+                    S::Or(p, q) => a.vpor(dy, y(p), y(q))?,
+                    S::Xor(p, q) => a.vpxor(dy, y(p), y(q))?,
+                    S::Iadd(p, q) => a.vpaddd(dy, y(p), y(q))?,
+                    S::Isub(p, q) => a.vpsubd(dy, y(p), y(q))?,
+                    other => unreachable!("{other:?} is not a two-operand op"),
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The constant pool after the code, then the machine code.
     fn finish(mut self) -> R<Vec<u8>> {
         for (bits, mut l) in std::mem::take(&mut self.consts) {
             self.a.set_label(&mut l)?;
             self.a.dd(&[bits])?;
+        }
+        if let Some(mut l) = self.tail_table.take() {
+            self.a.set_label(&mut l)?;
+            self.a.dd(&[u32::MAX; 8])?;
+            self.a.dd(&[0; 8])?;
         }
         Ok(self.a.assemble(0)?)
     }
@@ -294,6 +467,7 @@ impl<'a> Emitter<'a> {
         stage: Option<&'a Staging>,
         hoist: bool,
         tile: usize,
+        w: Width,
     ) -> R<Self> {
         let na = p.accesses.len() as i32;
         let nd = p.dims.len() as i32;
@@ -305,7 +479,7 @@ impl<'a> Emitter<'a> {
         let size = tiles + staged * (tile as i32) * 4;
         let size = (size + 63) / 64 * 64;
         Ok(Emitter {
-            asm: Asm::new()?,
+            asm: Asm::new(w)?,
             g,
             k,
             p,
@@ -454,7 +628,7 @@ impl<'a> Emitter<'a> {
                 a.lea(reg, qword_ptr(reg + rax * 4))?;
             }
         }
-        let mut regs = body::Regs::new();
+        let mut regs = body::Regs::new(self.asm.w);
         let hoisted = if self.hoist {
             plan.hoist(&mut self.asm, &ptrs, &mut regs)?
         } else {
@@ -514,8 +688,9 @@ pub(super) const MAX_PREFETCH_BYTES: i64 = 1 << 30;
 /// vectors, then the last 1..15 elements under mask k1. `regs`: the registers free in each
 /// vector (the pass's hoisted values taken).
 fn run_loop(asm: &mut Asm, plan: &body::Pass, ctx: &body::Ctx, regs: &body::Regs) -> R<()> {
+    let lanes = asm.w.lanes();
     let a = &mut asm.a;
-    let group = (UNROLL * LANES) as i32;
+    let group = (UNROLL * lanes) as i32;
     let mut skip = a.create_label();
     a.lea(R_LAST, qword_ptr(R_N - group))?;
     a.cmp(R_I, R_LAST)?;
@@ -523,12 +698,12 @@ fn run_loop(asm: &mut Asm, plan: &body::Pass, ctx: &body::Ctx, regs: &body::Regs
     let mut top = a.create_label();
     mark(a, &mut top)?;
     for u in 0..UNROLL {
-        plan.vector(asm, ctx, &mut regs.clone(), (u * LANES) as i32, false)?;
+        plan.vector(asm, ctx, &mut regs.clone(), (u * lanes) as i32, false)?;
     }
     let a = &mut asm.a;
     for &(ptr, next, written) in ctx.prefetch {
-        // One line per vector of the group (UNROLL * 64 bytes).
-        for u in 0..UNROLL as i32 {
+        // One line per 64 bytes of the group.
+        for u in 0..group / 16 {
             let line = byte_ptr(ptr + R_I * 4 + (next + u * 64));
             if written {
                 a.prefetchw(line)?;
@@ -542,14 +717,14 @@ fn run_loop(asm: &mut Asm, plan: &body::Pass, ctx: &body::Ctx, regs: &body::Regs
     a.jle(top)?;
     mark(a, &mut skip)?;
     let mut skip = a.create_label();
-    a.lea(R_LAST, qword_ptr(R_N - LANES as i32))?;
+    a.lea(R_LAST, qword_ptr(R_N - lanes as i32))?;
     a.cmp(R_I, R_LAST)?;
     a.jg(skip)?;
     let mut top = a.create_label();
     mark(a, &mut top)?;
     plan.vector(asm, ctx, &mut regs.clone(), 0, false)?;
     let a = &mut asm.a;
-    a.add(R_I, LANES as i32)?;
+    a.add(R_I, lanes as i32)?;
     a.cmp(R_I, R_LAST)?;
     a.jle(top)?;
     mark(a, &mut skip)?;
@@ -558,10 +733,25 @@ fn run_loop(asm: &mut Asm, plan: &body::Pass, ctx: &body::Ctx, regs: &body::Regs
     a.jge(end)?;
     a.mov(rcx, R_N)?;
     a.sub(rcx, R_I)?;
-    a.mov(eax, 1)?;
-    a.shl(eax, cl)?;
-    a.sub(eax, 1)?;
-    a.kmovw(k1, eax)?;
+    match asm.w {
+        Width::Z => {
+            a.mov(eax, 1)?;
+            a.shl(eax, cl)?;
+            a.sub(eax, 1)?;
+            a.kmovw(k1, eax)?;
+        }
+        Width::Y => {
+            // The first rcx lanes: the 8 dwords of the tail table at 8 - rcx.
+            let table = *asm.tail_table.get_or_insert_with(|| asm.a.create_label());
+            let a = &mut asm.a;
+            a.lea(rax, qword_ptr(table))?;
+            a.neg(rcx)?;
+            a.vmovdqu(
+                body::Y[body::Y_TAIL as usize],
+                ymmword_ptr(rax + rcx * 4 + 32),
+            )?;
+        }
+    }
     plan.vector(asm, ctx, &mut regs.clone(), 0, true)?;
     mark(&mut asm.a, &mut end)?;
     Ok(())
@@ -591,7 +781,8 @@ pub fn listing(code: &Code) -> String {
         (n, _) => format!(", {PREFETCH_AHEAD} bytes ahead prefetched for {n} accesses"),
     };
     let mut s = format!(
-        "AVX-512 {}, {} bytes of machine code, {} micro-kernel calls per tile{prefetch}:\n",
+        "{} {}, {} bytes of machine code, {} micro-kernel calls per tile{prefetch}:\n",
+        code.width.name(),
         code.kind,
         code.bytes.len(),
         code.staged

@@ -9,7 +9,7 @@
 
 use super::{
     add_imm, add_strided, enabled, epilogue, first_row, mark, next_row, prologue, Code, Fail,
-    MAX_PREFETCH_BYTES, R, STREAM_MIN_BYTES,
+    Width, MAX_PREFETCH_BYTES, R, STREAM_MIN_BYTES,
 };
 use crate::codegen::reduce::{self as cr, BLOCK};
 use crate::codegen::row;
@@ -108,6 +108,7 @@ fn finish(r: RowSum) -> Option<Code> {
     let next = r.next_run_bytes();
     match emit(&r, next) {
         Ok(bytes) => Some(Code {
+            width: Width::Z,
             kind: "row sum",
             bytes,
             staged: 0,

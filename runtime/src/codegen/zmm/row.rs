@@ -18,7 +18,7 @@
 use super::body::{self, identity_bits, AccSet, Dest, Leaf, Pass, Regs, K, X, Z};
 use super::{
     add_imm, add_strided, enabled, epilogue, first_row, mark, next_row, node_ok, prologue,
-    run_loop, Asm, Code, Fail, MAX_PREFETCH_BYTES, PTR_REGS, R, R_I, R_N, STREAM_MIN_BYTES,
+    run_loop, Asm, Code, Fail, Width, MAX_PREFETCH_BYTES, PTR_REGS, R, R_I, R_N, STREAM_MIN_BYTES,
 };
 use crate::codegen::reduce::BLOCK;
 use crate::codegen::row::{self, Plan};
@@ -42,6 +42,7 @@ pub fn build(g: &Graph, part: &Partition, rk: &RowKernel, t: &Target) -> Option<
         match Rows::new(g, &pl, rk, hoist).and_then(|e| e.run()) {
             Ok((bytes, prefetched)) => {
                 return Some(Code {
+                    width: Width::Z,
                     kind: "row kernel",
                     bytes,
                     staged: 0,
@@ -169,7 +170,7 @@ impl<'a> Rows<'a> {
             .map(|a| if a.i_stride == 0 { 0 } else { 1 })
             .collect();
         Ok(Rows {
-            asm: Asm::new()?,
+            asm: Asm::new(Width::Z)?,
             g,
             pl,
             rk,
@@ -383,7 +384,7 @@ impl<'a> Rows<'a> {
             prefetch: &[],
         };
         self.asm.a.xor(R_I, R_I)?;
-        pass.vector(&mut self.asm, &ctx, &mut Regs::new(), 0, false)?;
+        pass.vector(&mut self.asm, &ctx, &mut Regs::new(Width::Z), 0, false)?;
         avail.extend(cands);
         Ok(())
     }
@@ -467,7 +468,7 @@ impl<'a> Rows<'a> {
             Vec::new()
         };
         self.prefetched = self.prefetched.max(prefetch.len());
-        let mut regs = Regs::new();
+        let mut regs = Regs::new(Width::Z);
         let mut accs = Vec::new();
         let mut fixed = Vec::new();
         for &op in ops {
