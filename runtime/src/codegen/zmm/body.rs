@@ -30,7 +30,7 @@ pub(super) const Y_TAIL: u8 = 15;
 /// The tail mask of the masked last vector.
 const TAIL: u8 = 1;
 /// Scratch mask inside one op (max/min NaN fix-up).
-const SCRATCH_K: u8 = 7;
+pub(super) const SCRATCH_K: u8 = 7;
 
 const SIGN: u32 = 0x8000_0000;
 const ABS: u32 = 0x7fff_ffff;
@@ -690,98 +690,92 @@ impl Vector<'_, '_, '_> {
         }
     }
 
-    /// Emit node `v` (its operands are available); returns where its value is.
+    /// Emit node `v` (its operands are available); returns where its value is. Each op is
+    /// spelled by `Asm`'s helpers at the kernel's width.
     fn compute(&mut self, e: &mut Asm, v: ValueId) -> R<Loc> {
+        use crate::codegen::micro::SymOp as S;
         let g = self.pass.g;
         let n = g.node(v);
         let mut args = Vec::with_capacity(n.inputs.len());
         for &x in &n.inputs {
             args.push(self.get(e, x)?);
         }
-        if e.w == Width::Y {
-            let out = self.compute_y(e, v, &args)?;
-            for &x in &n.inputs {
-                self.release(x);
-            }
-            return Ok(out);
-        }
-        let z = |l: Loc| Z[l.z() as usize];
-        let kr = |l: Loc| K[l.k() as usize];
+        let r = |l: Loc| match l {
+            Loc::Z(r) | Loc::K(r) => r,
+        };
         let out = match (&n.op, n.dtype) {
             (Op::Unary(UnaryOp::Not), DType::Bool) => {
-                let d = self.regs.k()?;
-                e.a.knotw(K[d as usize], kr(args[0]))?;
+                let d = self.regs.mask()?;
+                e.mask_not(d, r(args[0]))?;
                 Loc::K(d)
             }
             (Op::Unary(u), _) if u.is_transcendental() => self.inline(e, *u, args[0].z())?,
             (Op::Unary(u), _) => {
-                let x = z(args[0]);
+                let x = args[0].z();
                 let d = self.regs.z()?;
-                let dz = Z[d as usize];
                 match u {
                     UnaryOp::Neg | UnaryOp::Abs => {
                         let bits = if *u == UnaryOp::Neg { SIGN } else { ABS };
                         let (c, tmp) = self.constant(e, bits)?;
-                        if *u == UnaryOp::Neg {
-                            e.a.vpxord(dz, x, Z[c as usize])?;
+                        let op = if *u == UnaryOp::Neg {
+                            S::Xor(0, 1)
                         } else {
-                            e.a.vpandd(dz, x, Z[c as usize])?;
-                        }
+                            S::And(0, 1)
+                        };
+                        e.sym_op(op, d, &|j| if j == 0 { x } else { c })?;
                         if tmp {
                             self.regs.free(Loc::Z(c));
                         }
                     }
-                    UnaryOp::Sqrt => e.a.vsqrtps(dz, x)?,
+                    UnaryOp::Sqrt => e.sqrt(d, x)?,
                     UnaryOp::Rsqrt | UnaryOp::Recip => {
                         if *u == UnaryOp::Rsqrt {
-                            e.a.vsqrtps(dz, x)?;
+                            e.sqrt(d, x)?;
                         } else {
-                            e.a.vmovaps(dz, x)?;
+                            e.vmov(d, x)?;
                         }
                         let (c, tmp) = self.constant(e, ONE)?;
-                        e.a.vdivps(dz, Z[c as usize], dz)?;
+                        e.sym_op(S::Div(0, 1), d, &|j| if j == 0 { c } else { d })?;
                         if tmp {
                             self.regs.free(Loc::Z(c));
                         }
                     }
-                    UnaryOp::Square => e.a.vmulps(dz, x, x)?,
+                    UnaryOp::Square => e.sym_op(S::Mul(0, 0), d, &|_| x)?,
                     UnaryOp::Relu => {
                         // x < 0 ? 0 : x == maxps(0, x) (NaN and -0 pass through).
                         let t = self.regs.z()?;
-                        let tz = Z[t as usize];
-                        e.a.vpxord(tz, tz, tz)?;
-                        e.a.vmaxps(dz, tz, x)?;
+                        e.zero(t)?;
+                        e.sym_op(S::Max(0, 1), d, &|j| if j == 0 { t } else { x })?;
                         self.regs.free(Loc::Z(t));
                     }
-                    UnaryOp::Floor => e.a.vrndscaleps(dz, x, 0x09)?,
-                    UnaryOp::StopGradient => e.a.vmovaps(dz, x)?,
+                    UnaryOp::Floor => e.floor(d, x)?,
+                    UnaryOp::StopGradient => e.vmov(d, x)?,
                     other => unreachable!("{other:?} is emitted by `inline`"),
                 }
                 Loc::Z(d)
             }
             (Op::Binary(o), DType::Bool) => {
-                let d = self.regs.k()?;
-                let (x, y) = (kr(args[0]), kr(args[1]));
+                let d = self.regs.mask()?;
                 match o {
-                    BinaryOp::And => e.a.kandw(K[d as usize], x, y)?,
-                    BinaryOp::Or => e.a.korw(K[d as usize], x, y)?,
+                    BinaryOp::And | BinaryOp::Or => {
+                        e.mask_and_or(*o == BinaryOp::Or, d, r(args[0]), r(args[1]))?
+                    }
                     other => unreachable!("{other:?} on bool"),
                 }
                 Loc::K(d)
             }
             (Op::Binary(o), _) => {
                 let d = self.regs.z()?;
-                let dz = Z[d as usize];
-                let (x, y) = (z(args[0]), z(args[1]));
+                let (x, y) = (args[0].z(), args[1].z());
+                let xy = |j: u32| if j == 0 { x } else { y };
                 match o {
-                    BinaryOp::Add => e.a.vaddps(dz, x, y)?,
-                    BinaryOp::Sub => e.a.vsubps(dz, x, y)?,
-                    BinaryOp::Mul => e.a.vmulps(dz, x, y)?,
-                    BinaryOp::Div => e.a.vdivps(dz, x, y)?,
+                    BinaryOp::Add => e.sym_op(S::Add(0, 1), d, &xy)?,
+                    BinaryOp::Sub => e.sym_op(S::Sub(0, 1), d, &xy)?,
+                    BinaryOp::Mul => e.sym_op(S::Mul(0, 1), d, &xy)?,
+                    BinaryOp::Div => e.sym_op(S::Div(0, 1), d, &xy)?,
                     BinaryOp::Max | BinaryOp::Min => {
                         // vector::nan_max_min: a non-NaN constant goes first and the
                         // blend alone propagates NaN; otherwise a NaN `x` is restored.
-                        let max = *o == BinaryOp::Max;
                         let (p, q, safe) = if self.non_nan_const(n.inputs[0]) {
                             (x, y, true)
                         } else if self.non_nan_const(n.inputs[1]) {
@@ -789,15 +783,21 @@ impl Vector<'_, '_, '_> {
                         } else {
                             (x, y, false)
                         };
-
-                        if max {
-                            e.a.vmaxps(dz, p, q)?;
+                        let op = if *o == BinaryOp::Max {
+                            S::Max(0, 1)
                         } else {
-                            e.a.vminps(dz, p, q)?;
-                        }
+                            S::Min(0, 1)
+                        };
+                        e.sym_op(op, d, &|j| if j == 0 { p } else { q })?;
                         if !safe {
-                            e.a.vcmpps(K[SCRATCH_K as usize], p, p, 3)?; // unordered
-                            e.a.vmovaps(zk(d, SCRATCH_K), p)?;
+                            let t = match e.w {
+                                Width::Z => None,
+                                Width::Y => Some(self.regs.z()?),
+                            };
+                            e.keep_nan(d, p, t)?;
+                            if let Some(t) = t {
+                                self.regs.free(Loc::Z(t));
+                            }
                         }
                     }
                     other => unreachable!("{other:?} is rejected before emission"),
@@ -805,7 +805,7 @@ impl Vector<'_, '_, '_> {
                 Loc::Z(d)
             }
             (Op::Compare(c), _) => {
-                let d = self.regs.k()?;
+                let d = self.regs.mask()?;
                 // The predicates x64 lowers `fcmp` to: ordered except `ne`.
                 let imm = match c {
                     CmpOp::Eq => 0x00, // EQ_OQ
@@ -815,13 +815,13 @@ impl Vector<'_, '_, '_> {
                     CmpOp::Ge => 0x0d, // GE_OS
                     CmpOp::Gt => 0x0e, // GT_OS
                 };
-                e.a.vcmpps(K[d as usize], z(args[0]), z(args[1]), imm)?;
+                e.cmp_mask(d, args[0].z(), args[1].z(), imm)?;
                 Loc::K(d)
             }
             (Op::Select, _) => {
                 let d = self.regs.z()?;
                 // d = cond ? a : b
-                e.a.vblendmps(zk(d, args[0].k()), z(args[2]), z(args[1]))?;
+                e.blend(d, args[0].k(), args[2].z(), args[1].z())?;
                 Loc::Z(d)
             }
             (Op::Cast(to), _) => {
@@ -830,170 +830,7 @@ impl Vector<'_, '_, '_> {
                     (DType::Bool, _) => {
                         let d = self.regs.z()?;
                         let (c, tmp) = self.constant(e, ONE)?;
-                        e.a.vmovaps(zk(d, args[0].k()).z(), Z[c as usize])?;
-                        if tmp {
-                            self.regs.free(Loc::Z(c));
-                        }
-                        Loc::Z(d)
-                    }
-                    (_, DType::Bool) => {
-                        let d = self.regs.k()?;
-                        let t = self.regs.z()?;
-                        let tz = Z[t as usize];
-                        e.a.vpxord(tz, tz, tz)?;
-                        e.a.vcmpps(K[d as usize], z(args[0]), tz, 0x04)?;
-                        self.regs.free(Loc::Z(t));
-                        Loc::K(d)
-                    }
-                    _ => {
-                        let d = self.regs.z()?;
-                        e.a.vmovaps(Z[d as usize], z(args[0]))?;
-                        Loc::Z(d)
-                    }
-                }
-            }
-            (other, _) => unreachable!("{} is rejected before emission", other.name()),
-        };
-        for &x in &n.inputs {
-            self.release(x);
-        }
-        Ok(out)
-    }
-}
-
-impl Vector<'_, '_, '_> {
-    /// Node `v` as AVX2 code on 8-lane ymm registers: the instructions of `compute`, masks in
-    /// vector registers (compares give all-ones lanes, `vblendvps` selects, and/or/not are
-    /// bitwise). The operands are in `args`; the caller releases them.
-    fn compute_y(&mut self, e: &mut Asm, v: ValueId, args: &[Loc]) -> R<Loc> {
-        let g = self.pass.g;
-        let n = g.node(v);
-        let y = |l: Loc| {
-            Y[match l {
-                Loc::Z(r) | Loc::K(r) => r,
-            } as usize]
-        };
-        let out = match (&n.op, n.dtype) {
-            (Op::Unary(UnaryOp::Not), DType::Bool) => {
-                let d = self.regs.mask()?;
-                e.ones(d)?;
-                e.a.vpxor(Y[d as usize], Y[d as usize], y(args[0]))?;
-                Loc::K(d)
-            }
-            (Op::Unary(u), _) if u.is_transcendental() => self.inline(e, *u, args[0].z())?,
-            (Op::Unary(u), _) => {
-                let x = y(args[0]);
-                let d = self.regs.z()?;
-                let dy = Y[d as usize];
-                match u {
-                    UnaryOp::Neg | UnaryOp::Abs => {
-                        let bits = if *u == UnaryOp::Neg { SIGN } else { ABS };
-                        let (c, tmp) = self.constant(e, bits)?;
-                        if *u == UnaryOp::Neg {
-                            e.a.vpxor(dy, x, Y[c as usize])?;
-                        } else {
-                            e.a.vpand(dy, x, Y[c as usize])?;
-                        }
-                        if tmp {
-                            self.regs.free(Loc::Z(c));
-                        }
-                    }
-                    UnaryOp::Sqrt => e.a.vsqrtps(dy, x)?,
-                    UnaryOp::Rsqrt | UnaryOp::Recip => {
-                        if *u == UnaryOp::Rsqrt {
-                            e.a.vsqrtps(dy, x)?;
-                        } else {
-                            e.a.vmovaps(dy, x)?;
-                        }
-                        let (c, tmp) = self.constant(e, ONE)?;
-                        e.a.vdivps(dy, Y[c as usize], dy)?;
-                        if tmp {
-                            self.regs.free(Loc::Z(c));
-                        }
-                    }
-                    UnaryOp::Square => e.a.vmulps(dy, x, x)?,
-                    UnaryOp::Relu => {
-                        let t = self.regs.z()?;
-                        e.zero(t)?;
-                        e.a.vmaxps(dy, Y[t as usize], x)?;
-                        self.regs.free(Loc::Z(t));
-                    }
-                    UnaryOp::Floor => e.a.vroundps(dy, x, 0x09)?,
-                    UnaryOp::StopGradient => e.a.vmovaps(dy, x)?,
-                    other => unreachable!("{other:?} is emitted by `inline`"),
-                }
-                Loc::Z(d)
-            }
-            (Op::Binary(o), DType::Bool) => {
-                let d = self.regs.mask()?;
-                let (p, q, dy) = (y(args[0]), y(args[1]), Y[d as usize]);
-                match o {
-                    BinaryOp::And => e.a.vpand(dy, p, q)?,
-                    BinaryOp::Or => e.a.vpor(dy, p, q)?,
-                    other => unreachable!("{other:?} on bool"),
-                }
-                Loc::K(d)
-            }
-            (Op::Binary(o), _) => {
-                let d = self.regs.z()?;
-                let dy = Y[d as usize];
-                let (p, q) = (y(args[0]), y(args[1]));
-                match o {
-                    BinaryOp::Add => e.a.vaddps(dy, p, q)?,
-                    BinaryOp::Sub => e.a.vsubps(dy, p, q)?,
-                    BinaryOp::Mul => e.a.vmulps(dy, p, q)?,
-                    BinaryOp::Div => e.a.vdivps(dy, p, q)?,
-                    BinaryOp::Max | BinaryOp::Min => {
-                        let (p, q, safe) = if self.non_nan_const(n.inputs[0]) {
-                            (p, q, true)
-                        } else if self.non_nan_const(n.inputs[1]) {
-                            (q, p, true)
-                        } else {
-                            (p, q, false)
-                        };
-                        if *o == BinaryOp::Max {
-                            e.a.vmaxps(dy, p, q)?;
-                        } else {
-                            e.a.vminps(dy, p, q)?;
-                        }
-                        if !safe {
-                            // A NaN `p` is restored (vector::nan_max_min).
-                            let t = self.regs.z()?;
-                            e.a.vcmpps(Y[t as usize], p, p, 3)?; // unordered
-                            e.a.vblendvps(dy, dy, p, Y[t as usize])?;
-                            self.regs.free(Loc::Z(t));
-                        }
-                    }
-                    other => unreachable!("{other:?} is rejected before emission"),
-                }
-                Loc::Z(d)
-            }
-            (Op::Compare(c), _) => {
-                let d = self.regs.mask()?;
-                let imm = match c {
-                    CmpOp::Eq => 0x00,
-                    CmpOp::Lt => 0x01,
-                    CmpOp::Le => 0x02,
-                    CmpOp::Ne => 0x04,
-                    CmpOp::Ge => 0x0d,
-                    CmpOp::Gt => 0x0e,
-                };
-                e.a.vcmpps(Y[d as usize], y(args[0]), y(args[1]), imm)?;
-                Loc::K(d)
-            }
-            (Op::Select, _) => {
-                let d = self.regs.z()?;
-                // d = cond ? a : b
-                e.a.vblendvps(Y[d as usize], y(args[2]), y(args[1]), y(args[0]))?;
-                Loc::Z(d)
-            }
-            (Op::Cast(to), _) => {
-                let from = g.node(n.inputs[0]).dtype;
-                match (from, *to) {
-                    (DType::Bool, _) => {
-                        let d = self.regs.z()?;
-                        let (c, tmp) = self.constant(e, ONE)?;
-                        e.a.vpand(Y[d as usize], y(args[0]), Y[c as usize])?;
+                        e.mask_select(d, args[0].k(), c)?;
                         if tmp {
                             self.regs.free(Loc::Z(c));
                         }
@@ -1003,19 +840,22 @@ impl Vector<'_, '_, '_> {
                         let d = self.regs.mask()?;
                         let t = self.regs.z()?;
                         e.zero(t)?;
-                        e.a.vcmpps(Y[d as usize], y(args[0]), Y[t as usize], 0x04)?;
+                        e.cmp_mask(d, args[0].z(), t, 0x04)?;
                         self.regs.free(Loc::Z(t));
                         Loc::K(d)
                     }
                     _ => {
                         let d = self.regs.z()?;
-                        e.a.vmovaps(Y[d as usize], y(args[0]))?;
+                        e.vmov(d, args[0].z())?;
                         Loc::Z(d)
                     }
                 }
             }
             (other, _) => unreachable!("{} is rejected before emission", other.name()),
         };
+        for &x in &n.inputs {
+            self.release(x);
+        }
         Ok(out)
     }
 }

@@ -22,6 +22,14 @@
 //!
 //! Kernels this backend does not take (other dtypes, strided inner reads, integer or
 //! unstaged transcendental ops, more live values than registers) go to Cranelift.
+//!
+//! **AVX2.** Loop kernels are also emitted at 8 lanes (`Width::Y`) where the target's level
+//! is AVX2: the same passes, register allocation, loop skeleton and traced transcendentals,
+//! each instruction spelled at the kernel's width by `Asm`'s helpers (one `body::Vector::compute`). A mask is a
+//! vector of all-ones or all-zeros lanes (`vcmpps`, `vblendvps`, bitwise and/or/not), the
+//! tail is read and written with `vmaskmovps` under a lane mask loaded from a 16-dword table,
+//! and 15 registers hold values (ymm15 is the tail's mask). Row and reduction kernels stay
+//! AVX-512 only.
 
 mod body;
 pub mod reduce;
@@ -346,9 +354,99 @@ impl Asm {
         self.a.vpcmpeqd(y, y, y)?;
         Ok(())
     }
+    /// All lanes of `r` cleared.
     fn zero(&mut self, r: u8) -> R<()> {
-        let y = body::Y[r as usize];
-        self.a.vpxor(y, y, y)?;
+        match self.w {
+            Width::Z => {
+                let z = body::Z[r as usize];
+                self.a.vpxord(z, z, z)?;
+            }
+            Width::Y => {
+                let y = body::Y[r as usize];
+                self.a.vpxor(y, y, y)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn sqrt(&mut self, d: u8, x: u8) -> R<()> {
+        match self.w {
+            Width::Z => self.a.vsqrtps(body::Z[d as usize], body::Z[x as usize])?,
+            Width::Y => self.a.vsqrtps(body::Y[d as usize], body::Y[x as usize])?,
+        }
+        Ok(())
+    }
+
+    /// Round toward -inf.
+    fn floor(&mut self, d: u8, x: u8) -> R<()> {
+        match self.w {
+            Width::Z => self
+                .a
+                .vrndscaleps(body::Z[d as usize], body::Z[x as usize], 0x09)?,
+            Width::Y => self
+                .a
+                .vroundps(body::Y[d as usize], body::Y[x as usize], 0x09)?,
+        }
+        Ok(())
+    }
+
+    /// Mask `d` = not mask `x`.
+    fn mask_not(&mut self, d: u8, x: u8) -> R<()> {
+        match self.w {
+            Width::Z => self.a.knotw(body::K[d as usize], body::K[x as usize])?,
+            Width::Y => {
+                self.ones(d)?;
+                let (dy, xy) = (body::Y[d as usize], body::Y[x as usize]);
+                self.a.vpxor(dy, dy, xy)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Mask `d` = masks `x` and (or) `y`.
+    fn mask_and_or(&mut self, or: bool, d: u8, x: u8, y: u8) -> R<()> {
+        use body::{K, Y};
+        let (d, x, y) = (d as usize, x as usize, y as usize);
+        match (self.w, or) {
+            (Width::Z, false) => self.a.kandw(K[d], K[x], K[y])?,
+            (Width::Z, true) => self.a.korw(K[d], K[x], K[y])?,
+            (Width::Y, false) => self.a.vpand(Y[d], Y[x], Y[y])?,
+            (Width::Y, true) => self.a.vpor(Y[d], Y[x], Y[y])?,
+        }
+        Ok(())
+    }
+
+    /// `d` = the value in `c` where mask `m` is set, else 0.
+    fn mask_select(&mut self, d: u8, m: u8, c: u8) -> R<()> {
+        use body::{Y, Z};
+        match self.w {
+            Width::Z => self.a.vmovaps(body::zk(d, m).z(), Z[c as usize])?,
+            Width::Y => self.a.vpand(Y[d as usize], Y[m as usize], Y[c as usize])?,
+        }
+        Ok(())
+    }
+
+    /// `d` = `p` in the lanes where `p` is NaN (AVX2 needs the scratch register `t`).
+    fn keep_nan(&mut self, d: u8, p: u8, t: Option<u8>) -> R<()> {
+        use body::{Y, Z};
+        match self.w {
+            Width::Z => {
+                self.a.vcmpps(
+                    body::K[body::SCRATCH_K as usize],
+                    Z[p as usize],
+                    Z[p as usize],
+                    3,
+                )?;
+                self.a
+                    .vmovaps(body::zk(d, body::SCRATCH_K), Z[p as usize])?;
+            }
+            Width::Y => {
+                let t = Y[t.expect("a scratch register") as usize];
+                let (dy, py) = (Y[d as usize], Y[p as usize]);
+                self.a.vcmpps(t, py, py, 3)?; // unordered
+                self.a.vblendvps(dy, dy, py, t)?;
+            }
+        }
         Ok(())
     }
 
