@@ -374,6 +374,32 @@ at_machine_width! {
     }
 }
 
+/// Whether `at_machine_width!` functions run their AVX-512F build on this CPU.
+fn hand_width_is_avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vl")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Whether they run their AVX2+FMA build.
+fn hand_width_is_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        !hand_width_is_avx512()
+            && is_x86_feature_detected!("avx2")
+            && is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 fn w1_hand(x: &[f32]) -> Vec<f32> {
     par_fill(x.len(), CHUNK, |s, out| w1_chunk(&x[s..], out))
 }
@@ -1613,10 +1639,17 @@ fn main() {
                 .to_string()
         }
     };
+    let hand_isa = if hand_width_is_avx512() {
+        "AVX-512F"
+    } else if hand_width_is_avx2() {
+        "AVX2+FMA"
+    } else {
+        "SSE2"
+    };
     writeln!(
         md,
-        "Times in ms (dispatch row: µs per call). XLA columns: {xla_source}. Hand loops: rustc, SSE2, rayon \
-         over {threads} threads; matmul: {gemm_lib} called directly. ndarray: eager, NumPy-style code. \
+        "Times in ms (dispatch row: µs per call). XLA columns: {xla_source}. Hand loops: rustc, {hand_isa}, \
+         rayon over {threads} threads; matmul: {gemm_lib} called directly. ndarray: eager, NumPy-style code. \
          GB/s = bytes that must move (inputs + outputs) / jitfuse time; % = of the copy bandwidth below.\n"
     )
     .unwrap();
