@@ -352,11 +352,11 @@ macro_rules! at_machine_width {
                 unsafe fn y($($a: $t),*) {
                     imp($($a),*)
                 }
-                if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vl") {
+                if hand_width_is_avx512() {
                     // SAFETY: the CPU has the features `z` is compiled for.
                     return unsafe { z($($a),*) };
                 }
-                if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+                if hand_width_is_avx2() {
                     // SAFETY: as above, for `y`.
                     return unsafe { y($($a),*) };
                 }

@@ -1,5 +1,6 @@
-//! One pass of an AVX-512 loop kernel on one 16-lane vector: which values it computes, loads
-//! and stores, register allocation over zmm0-31 and k2-k6, and each op's instructions.
+//! One pass of an x86 loop kernel on one vector (16 lanes AVX-512, 8 lanes AVX2): which values
+//! it computes, loads and stores, register allocation (zmm0-31 and k2-k6, or ymm0-14), and
+//! each op's instructions (spelled by `Asm`'s helpers at the kernel's width).
 
 use super::{Asm, Fail, Width, R, R_I};
 use crate::codegen::kernel::{Plan, Staging};

@@ -25,8 +25,8 @@
 //!
 //! **AVX2.** Loop kernels are also emitted at 8 lanes (`Width::Y`) where the target's level
 //! is AVX2: the same passes, register allocation, loop skeleton and traced transcendentals,
-//! each instruction spelled at the kernel's width by `Asm`'s helpers (one `body::Vector::compute`). A mask is a
-//! vector of all-ones or all-zeros lanes (`vcmpps`, `vblendvps`, bitwise and/or/not), the
+//! each instruction spelled at the kernel's width by `Asm`'s helpers (one
+//! `body::Vector::compute`). A mask is a vector of all-ones or all-zeros lanes (`vcmpps`, `vblendvps`, bitwise and/or/not), the
 //! tail is read and written with `vmaskmovps` under a lane mask loaded from a 16-dword table,
 //! and 15 registers hold values (ymm15 is the tail's mask). Row and reduction kernels stay
 //! AVX-512 only.
@@ -106,7 +106,7 @@ impl From<IcedError> for Fail {
 
 type R<T> = Result<T, Fail>;
 
-/// An AVX-512 kernel: position-independent machine code without relocations.
+/// An x86 kernel (AVX-512 or AVX2): position-independent machine code without relocations.
 pub struct Code {
     pub width: Width,
     /// What the kernel is ("loop kernel", "row sum"), for listings.
@@ -118,7 +118,8 @@ pub struct Code {
     pub prefetched: usize,
 }
 
-/// The kernel as AVX-512 machine code, or None when this backend does not take it.
+/// The loop kernel as x86 machine code at the target's width, or None when this backend does
+/// not take it.
 pub fn build(g: &Graph, part: &Partition, k: &Kernel, t: &Target) -> Option<Code> {
     let w = Width::of(t)?;
     let p = kernel::plan(g, part, k);
@@ -331,7 +332,7 @@ impl Asm {
         }
     }
 
-    /// Vector register `r` of the width, for instructions whose operands are all vectors.
+    /// Every lane of vector register `r` = the f32 at `m`.
     fn broadcast(&mut self, r: u8, m: AsmMemoryOperand) -> R<()> {
         match self.w {
             Width::Z => self.a.vbroadcastss(body::Z[r as usize], m)?,
@@ -348,7 +349,7 @@ impl Asm {
         Ok(())
     }
 
-    /// AVX2: all lanes of `r` set / cleared.
+    /// AVX2: all lanes of `r` set.
     fn ones(&mut self, r: u8) -> R<()> {
         let y = body::Y[r as usize];
         self.a.vpcmpeqd(y, y, y)?;
@@ -492,52 +493,37 @@ impl Asm {
         Ok(())
     }
 
-    /// A traced arithmetic, bitwise or shift operation into `d`, operands by `r`.
+    /// A traced arithmetic, bitwise or shift operation into `d`, operands by `r`. The same
+    /// instructions at both widths but the bitwise ones, which zmm registers take only in their
+    /// EVEX forms (`vpandd`, ...).
     fn sym_op(&mut self, op: micro::SymOp, d: u8, r: &dyn Fn(u32) -> u8) -> R<()> {
-        use body::{Y, Z};
         use micro::SymOp as S;
         let a = &mut self.a;
+        macro_rules! spell {
+            ($regs:expr, $and:ident, $or:ident, $xor:ident) => {{
+                let v = |j: u32| $regs[r(j) as usize];
+                let d = $regs[d as usize];
+                match op {
+                    S::Shl(x, n) => a.vpslld(d, v(x), n)?,
+                    S::Shr(x, n) => a.vpsrld(d, v(x), n)?,
+                    S::Add(p, q) => a.vaddps(d, v(p), v(q))?,
+                    S::Sub(p, q) => a.vsubps(d, v(p), v(q))?,
+                    S::Mul(p, q) => a.vmulps(d, v(p), v(q))?,
+                    S::Div(p, q) => a.vdivps(d, v(p), v(q))?,
+                    S::Min(p, q) => a.vminps(d, v(p), v(q))?,
+                    S::Max(p, q) => a.vmaxps(d, v(p), v(q))?,
+                    S::And(p, q) => a.$and(d, v(p), v(q))?,
+                    S::Or(p, q) => a.$or(d, v(p), v(q))?,
+                    S::Xor(p, q) => a.$xor(d, v(p), v(q))?,
+                    S::Iadd(p, q) => a.vpaddd(d, v(p), v(q))?,
+                    S::Isub(p, q) => a.vpsubd(d, v(p), v(q))?,
+                    other => unreachable!("{other:?} is not a two-operand op"),
+                }
+            }};
+        }
         match self.w {
-            Width::Z => {
-                let z = |j: u32| Z[r(j) as usize];
-                let dz = Z[d as usize];
-                match op {
-                    S::Shl(x, n) => a.vpslld(dz, z(x), n)?,
-                    S::Shr(x, n) => a.vpsrld(dz, z(x), n)?,
-                    S::Add(p, q) => a.vaddps(dz, z(p), z(q))?,
-                    S::Sub(p, q) => a.vsubps(dz, z(p), z(q))?,
-                    S::Mul(p, q) => a.vmulps(dz, z(p), z(q))?,
-                    S::Div(p, q) => a.vdivps(dz, z(p), z(q))?,
-                    S::Min(p, q) => a.vminps(dz, z(p), z(q))?,
-                    S::Max(p, q) => a.vmaxps(dz, z(p), z(q))?,
-                    S::And(p, q) => a.vpandd(dz, z(p), z(q))?,
-                    S::Or(p, q) => a.vpord(dz, z(p), z(q))?,
-                    S::Xor(p, q) => a.vpxord(dz, z(p), z(q))?,
-                    S::Iadd(p, q) => a.vpaddd(dz, z(p), z(q))?,
-                    S::Isub(p, q) => a.vpsubd(dz, z(p), z(q))?,
-                    other => unreachable!("{other:?} is not a two-operand op"),
-                }
-            }
-            Width::Y => {
-                let y = |j: u32| Y[r(j) as usize];
-                let dy = Y[d as usize];
-                match op {
-                    S::Shl(x, n) => a.vpslld(dy, y(x), n)?,
-                    S::Shr(x, n) => a.vpsrld(dy, y(x), n)?,
-                    S::Add(p, q) => a.vaddps(dy, y(p), y(q))?,
-                    S::Sub(p, q) => a.vsubps(dy, y(p), y(q))?,
-                    S::Mul(p, q) => a.vmulps(dy, y(p), y(q))?,
-                    S::Div(p, q) => a.vdivps(dy, y(p), y(q))?,
-                    S::Min(p, q) => a.vminps(dy, y(p), y(q))?,
-                    S::Max(p, q) => a.vmaxps(dy, y(p), y(q))?,
-                    S::And(p, q) => a.vpand(dy, y(p), y(q))?,
-                    S::Or(p, q) => a.vpor(dy, y(p), y(q))?,
-                    S::Xor(p, q) => a.vpxor(dy, y(p), y(q))?,
-                    S::Iadd(p, q) => a.vpaddd(dy, y(p), y(q))?,
-                    S::Isub(p, q) => a.vpsubd(dy, y(p), y(q))?,
-                    other => unreachable!("{other:?} is not a two-operand op"),
-                }
-            }
+            Width::Z => spell!(body::Z, vpandd, vpord, vpxord),
+            Width::Y => spell!(body::Y, vpand, vpor, vpxor),
         }
         Ok(())
     }
@@ -783,7 +769,7 @@ pub(super) const STREAM_MIN_BYTES: usize = 1 << 20;
 pub(super) const MAX_PREFETCH_BYTES: i64 = 1 << 30;
 
 /// The vectors of a pass from element `R_I` up to `R_N`: groups of UNROLL vectors, single
-/// vectors, then the last 1..15 elements under mask k1. `regs`: the registers free in each
+/// vectors, then the last 1..lanes-1 elements under the tail mask (k1, or ymm15 on AVX2). `regs`: the registers free in each
 /// vector (the pass's hoisted values taken).
 fn run_loop(asm: &mut Asm, plan: &body::Pass, ctx: &body::Ctx, regs: &body::Regs) -> R<()> {
     let lanes = asm.w.lanes();
