@@ -105,7 +105,7 @@ impl Regs {
         }
     }
     /// A register for a mask.
-    fn mask(&mut self) -> R<u8> {
+    pub fn mask(&mut self) -> R<u8> {
         match self.w {
             Width::Z => self.k(),
             Width::Y => self.z(),
@@ -359,10 +359,11 @@ impl<'a> Pass<'a> {
         regs: &mut Regs,
     ) -> R<Hoisted> {
         let mut h = Hoisted::default();
-        // At most 12 constants and 4 splats of 32 registers, 5 and 2 of AVX2's 15.
-        let (max_consts, max_splats) = match e.w {
-            Width::Z => (12, 4),
-            Width::Y => (5, 2),
+        // At most 12 constants, 4 splats and 8 row-level values of 32 registers; 5, 2 and 2
+        // of AVX2's 15.
+        let (max_consts, max_splats, max_rows) = match e.w {
+            Width::Z => (12, 4, 8),
+            Width::Y => (5, 2, 2),
         };
         for bits in self.constants().into_iter().take(max_consts) {
             let r = regs.z()?;
@@ -381,9 +382,9 @@ impl<'a> Pass<'a> {
             .collect();
         rows.sort();
         rows.dedup();
-        for off in rows.into_iter().take(8) {
+        for off in rows.into_iter().take(max_rows) {
             let r = regs.z()?;
-            e.a.vbroadcastss(Z[r as usize], dword_ptr(rsp + off))?;
+            e.broadcast(r, dword_ptr(rsp + off))?;
             h.rows.insert(off, r);
         }
         for (ai, used) in self.used.iter().enumerate() {
@@ -515,18 +516,21 @@ impl Vector<'_, '_, '_> {
                     }
                 }
             }
-            Leaf::Row(_) if e.w == Width::Y => unreachable!("row kernels are AVX-512 only"),
             Leaf::Row(off) if self.pass.g.node(x).dtype == DType::Bool => {
-                // Every lane of a row-level value is the same: its 16 mask bits were stored.
-                let k = self.regs.k()?;
-                e.a.kmovw(K[k as usize], word_ptr(rsp + off))?;
+                // Every lane of a row-level value is the same: its 16 mask bits were stored
+                // (AVX-512), or its lane 0 (AVX2: all ones or all zeros).
+                let k = self.regs.mask()?;
+                match e.w {
+                    Width::Z => e.a.kmovw(K[k as usize], word_ptr(rsp + off))?,
+                    Width::Y => e.broadcast(k, dword_ptr(rsp + off))?,
+                }
                 Loc::K(k)
             }
             Leaf::Row(off) => match self.ctx.hoisted.rows.get(&off) {
                 Some(&r) => Loc::Z(r),
                 None => {
                     let r = self.regs.z()?;
-                    e.a.vbroadcastss(Z[r as usize], dword_ptr(rsp + off))?;
+                    e.broadcast(r, dword_ptr(rsp + off))?;
                     Loc::Z(r)
                 }
             },
@@ -609,8 +613,12 @@ impl Vector<'_, '_, '_> {
 
     fn store(&mut self, e: &mut Asm, val: ValueId, dest: Dest) -> R<()> {
         if let (Dest::Frame(off), Loc::K(k)) = (dest, self.get(e, val)?) {
-            // A row-level mask (logsumexp's "the row's max is finite"): all 16 bits.
-            e.a.kmovw(word_ptr(rsp + off), K[k as usize])?;
+            // A row-level mask (logsumexp's "the row's max is finite"): all 16 bits (AVX-512),
+            // lane 0 (AVX2).
+            match e.w {
+                Width::Z => e.a.kmovw(word_ptr(rsp + off), K[k as usize])?,
+                Width::Y => e.a.vmovss(dword_ptr(rsp + off), X[k as usize])?,
+            }
             self.release(val);
             return Ok(());
         }
@@ -624,8 +632,12 @@ impl Vector<'_, '_, '_> {
                 return Ok(());
             }
             Dest::Frame(off) => {
-                // EVEX: `r` may be xmm16-31 (the VEX form reaches xmm0-15 only).
-                e.a.evex().vmovss(dword_ptr(rsp + off), X[r as usize])?;
+                // AVX-512: EVEX, `r` may be xmm16-31 (the VEX form reaches xmm0-15 only);
+                // AVX2: VEX (an AVX2 CPU has no EVEX).
+                match e.w {
+                    Width::Z => e.a.evex().vmovss(dword_ptr(rsp + off), X[r as usize])?,
+                    Width::Y => e.a.vmovss(dword_ptr(rsp + off), X[r as usize])?,
+                }
                 self.release(val);
                 return Ok(());
             }
@@ -646,36 +658,54 @@ impl Vector<'_, '_, '_> {
     /// accumulator (`maxps x, acc` returns `acc` when either is NaN) and note NaN lanes of `x`
     /// in the set's mask.
     fn accumulate(&mut self, e: &mut Asm, j: usize, x: u8) -> R<()> {
+        use crate::codegen::micro::SymOp as S;
         let set = &self.ctx.accs[j];
         let (op, nan) = (set.op, set.nan);
-        let acc = Z[set.regs[(self.disp / 64) as usize] as usize];
+        let acc = set.regs[(self.disp as usize) / (4 * e.w.lanes())];
         let mut t = None;
-        let mut xz = Z[x as usize];
+        let mut x = x;
         if self.masked {
+            // The lanes past the tail: the identity.
             let r = self.regs.z()?;
             let (c, tmp) = self.constant(e, identity_bits(op))?;
-            e.a.vmovaps(Z[r as usize], Z[c as usize])?;
+            match e.w {
+                Width::Z => {
+                    e.vmov(r, c)?;
+                    e.a.vmovaps(zk(r, TAIL), Z[x as usize])?;
+                }
+                Width::Y => e.blend(r, Y_TAIL, c, x)?,
+            }
             if tmp {
                 self.regs.free(Loc::Z(c));
             }
-            e.a.vmovaps(zk(r, TAIL), xz)?;
-            xz = Z[r as usize];
+            x = r;
             t = Some(r);
         }
+        let regs = [acc, x];
+        let r = |j: u32| regs[j as usize];
         match op {
-            ReduceOp::Sum => e.a.vaddps(acc, acc, xz)?,
+            ReduceOp::Sum => e.sym_op(S::Add(0, 1), acc, &r)?,
             ReduceOp::Max | ReduceOp::Min => {
                 if let Some(k) = nan {
-                    e.a.vcmpps(K[SCRATCH_K as usize], xz, xz, 3)?;
-                    e.a.korw(K[k as usize], K[k as usize], K[SCRATCH_K as usize])?;
+                    // NaN lanes of `x` into the set's mask (AVX2: through a scratch vector).
+                    let s = match e.w {
+                        Width::Z => SCRATCH_K,
+                        Width::Y => self.regs.z()?,
+                    };
+                    e.cmp_mask(s, x, x, 3)?;
+                    e.mask_and_or(true, k, k, s)?;
+                    if e.w == Width::Y {
+                        self.regs.free(Loc::Z(s));
+                    }
                 }
+                // `x` first: the accumulator wins where either is NaN.
                 if op == ReduceOp::Max {
-                    e.a.vmaxps(acc, xz, acc)?;
+                    e.sym_op(S::Max(1, 0), acc, &r)?;
                 } else {
-                    e.a.vminps(acc, xz, acc)?;
+                    e.sym_op(S::Min(1, 0), acc, &r)?;
                 }
             }
-            ReduceOp::Prod => e.a.vmulps(acc, acc, xz)?,
+            ReduceOp::Prod => e.sym_op(S::Mul(0, 1), acc, &r)?,
         }
         if let Some(r) = t {
             self.regs.free(Loc::Z(r));

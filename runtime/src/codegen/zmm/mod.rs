@@ -28,8 +28,8 @@
 //! each instruction spelled at the kernel's width by `Asm`'s helpers (one
 //! `body::Vector::compute`). A mask is a vector of all-ones or all-zeros lanes (`vcmpps`, `vblendvps`, bitwise and/or/not), the
 //! tail is read and written with `vmaskmovps` under a lane mask loaded from a 16-dword table,
-//! and 15 registers hold values (ymm15 is the tail's mask). Row and reduction kernels stay
-//! AVX-512 only.
+//! and 15 registers hold values (ymm15 is the tail's mask). Row kernels and row sums take
+//! the same width (`row.rs`, `reduce.rs`).
 
 mod body;
 pub mod reduce;
@@ -48,13 +48,8 @@ use std::rc::Rc;
 /// A traced function: its operations and the index of its result (`micro::trace`).
 type Traced = (Vec<micro::SymOp>, u32);
 
-/// Whether kernels are emitted here: the target's level is AVX-512.
-pub fn enabled(t: &Target) -> bool {
-    t.isa == Isa::Avx512
-}
-
 /// The vector width of an emitted kernel: 16-lane zmm code with k-register masks (AVX-512F),
-/// or 8-lane ymm code with masks in vector registers (AVX2+FMA; loop kernels only).
+/// or 8-lane ymm code with masks in vector registers (AVX2+FMA).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Width {
     Z,
@@ -528,6 +523,11 @@ impl Asm {
         Ok(())
     }
 
+    /// The label of the AVX2 tail table (`tail_table`).
+    fn tail_table(&mut self) -> CodeLabel {
+        *self.tail_table.get_or_insert_with(|| self.a.create_label())
+    }
+
     /// The constant pool after the code, then the machine code.
     fn finish(mut self) -> R<Vec<u8>> {
         for (bits, mut l) in std::mem::take(&mut self.consts) {
@@ -826,7 +826,7 @@ fn run_loop(asm: &mut Asm, plan: &body::Pass, ctx: &body::Ctx, regs: &body::Regs
         }
         Width::Y => {
             // The first rcx lanes: the 8 dwords of the tail table at 8 - rcx.
-            let table = *asm.tail_table.get_or_insert_with(|| asm.a.create_label());
+            let table = asm.tail_table();
             let a = &mut asm.a;
             a.lea(rax, qword_ptr(table))?;
             a.neg(rcx)?;

@@ -1,15 +1,18 @@
-//! Row sums as AVX-512 code: an f32 sum whose reduced positions are one contiguous run per
-//! output element (`x.sum(-1)` and the like), the reduction kernels' common case (W5).
+//! Row sums as x86 code (AVX-512 or AVX2): an f32 sum whose reduced positions are one
+//! contiguous run per output element (`x.sum(-1)` and the like), the reduction kernels' common
+//! case (W5).
 //!
 //! Same accuracy scheme as the Cranelift row form (`codegen/reduce.rs`): blocks of at most
-//! `BLOCK` elements summed in f32 (four 16-lane accumulators), each block's sum added into an
-//! f64 total, rounded to f32 once at the end. The order of the additions inside a block
-//! differs (16 lanes, not 4), so the last bits may differ from the Cranelift kernel's, as
-//! they differ between any two vector widths; both are compared with the interpreter.
+//! `BLOCK` elements summed in f32 (four accumulators of 16 or 8 lanes), each block's sum added
+//! into an f64 total, rounded to f32 once at the end. The order of the additions inside a
+//! block differs (16 or 8 lanes, not 4), so the last bits may differ from the Cranelift
+//! kernel's, as they differ between any two vector widths; both are compared with the
+//! interpreter.
 
+use super::body::{Y, Z};
 use super::{
-    add_imm, add_strided, enabled, epilogue, first_row, mark, next_row, prologue, Code, Fail,
-    Width, MAX_PREFETCH_BYTES, R, STREAM_MIN_BYTES,
+    add_imm, add_strided, epilogue, first_row, mark, next_row, prologue, Asm, Code, Fail, Width,
+    MAX_PREFETCH_BYTES, R, STREAM_MIN_BYTES,
 };
 use crate::codegen::reduce::{self as cr, BLOCK};
 use crate::codegen::row;
@@ -19,8 +22,8 @@ use crate::ir::{Graph, Op, ReduceOp, ValueId};
 use crate::{shape, DType};
 use iced_x86::code_asm::*;
 
-/// Elements per unrolled iteration: four vectors of 16.
-const GROUP: i64 = 64;
+/// Vectors per unrolled iteration.
+const UNROLL: i64 = 4;
 
 /// One f32 row sum per output element: where the runs and the outputs are.
 struct RowSum {
@@ -49,34 +52,37 @@ impl RowSum {
     }
 }
 
-/// The reduction step `v` as AVX-512 code, or None when this backend does not take it.
+/// The reduction step `v` as x86 code at the target's width, or None when this backend does
+/// not take it.
 pub fn build(g: &Graph, part: &Partition, v: ValueId, t: &Target) -> Option<Code> {
-    if !enabled(t) {
-        return None;
-    }
+    let w = Width::of(t)?;
     let r = cr::plan(g, part, v);
     let row = r.red.len() == 1 && r.red[0].stride == 1 && !r.column;
     if r.op != ReduceOp::Sum || r.dtype != DType::F32 || !row {
         return None;
     }
     let dims: Vec<usize> = r.kept.iter().map(|d| d.size).collect();
-    finish(RowSum {
-        input: (0, r.offset),
-        output: (1, 0),
-        in_strides: r.kept.iter().map(|d| d.stride).collect(),
-        out_strides: shape::strides(&dims)
-            .into_iter()
-            .map(|s| s as i64)
-            .collect(),
-        dims,
-        n: r.red[0].size as i64,
-    })
+    finish(
+        w,
+        RowSum {
+            input: (0, r.offset),
+            output: (1, 0),
+            in_strides: r.kept.iter().map(|d| d.stride).collect(),
+            out_strides: shape::strides(&dims)
+                .into_iter()
+                .map(|s| s as i64)
+                .collect(),
+            dims,
+            n: r.red[0].size as i64,
+        },
+    )
 }
 
 /// A row kernel that is one f32 sum over a contiguous run (`x.sum(-1)` of an argument or a
-/// view of it: W5), as AVX-512 code with the row kernels' ABI; None otherwise.
+/// view of it: W5), as x86 code with the row kernels' ABI; None otherwise.
 pub fn build_row(g: &Graph, part: &Partition, rk: &RowKernel, t: &Target) -> Option<Code> {
-    if !enabled(t) || rk.group.members.len() != 1 {
+    let w = Width::of(t)?;
+    if rk.group.members.len() != 1 {
         return None;
     }
     let v = rk.group.members[0];
@@ -91,24 +97,27 @@ pub fn build_row(g: &Graph, part: &Partition, rk: &RowKernel, t: &Target) -> Opt
     if i.dtype != DType::F32 || o.dtype != DType::F32 || (i.i_stride != 1 && pl.n > 1) {
         return None;
     }
-    finish(RowSum {
-        input: (i.ptr, i.offset),
-        output: (o.ptr, o.offset),
-        dims: pl.o_dims.clone(),
-        in_strides: i.o_strides.clone(),
-        out_strides: o.o_strides.clone(),
-        n: pl.n as i64,
-    })
+    finish(
+        w,
+        RowSum {
+            input: (i.ptr, i.offset),
+            output: (o.ptr, o.offset),
+            dims: pl.o_dims.clone(),
+            in_strides: i.o_strides.clone(),
+            out_strides: o.o_strides.clone(),
+            n: pl.n as i64,
+        },
+    )
 }
 
-fn finish(r: RowSum) -> Option<Code> {
+fn finish(w: Width, r: RowSum) -> Option<Code> {
     if r.dims.iter().any(|&d| d > i32::MAX as usize) {
         return None;
     }
     let next = r.next_run_bytes();
-    match emit(&r, next) {
+    match emit(w, &r, next) {
         Ok(bytes) => Some(Code {
-            width: Width::Z,
+            width: w,
             kind: "row sum",
             bytes,
             staged: 0,
@@ -116,48 +125,52 @@ fn finish(r: RowSum) -> Option<Code> {
         }),
         Err(Fail::Registers) => None,
         Err(Fail::Asm(e)) => {
-            debug_assert!(false, "AVX-512 reduction: assembler error {e}");
+            debug_assert!(false, "{} row sum: assembler error {e}", w.name());
             None
         }
     }
 }
 
 /// The kernel; `next`: bytes to the next run, prefetched while summing (`next_run_bytes`).
-fn emit(r: &RowSum, next: Option<i32>) -> R<Vec<u8>> {
-    let mut a = CodeAssembler::new(64)?;
+fn emit(w: Width, r: &RowSum, next: Option<i32>) -> R<Vec<u8>> {
+    let mut asm = Asm::new(w)?;
+    let a = &mut asm.a;
     let (saved, begin, end, idx) = (0, 8, 16, 24);
     let nk = r.dims.len();
     let size = (idx + 8 * nk as i32 + 63) / 64 * 64;
-    prologue(&mut a, size, saved, begin, end)?;
+    prologue(a, size, saved, begin, end)?;
     // r12: the input's first element; r13: the output's.
     for (reg, (ptr, off)) in [(r12, r.input), (r13, r.output)] {
         a.mov(reg, qword_ptr(rdi + 8 * ptr as i32))?;
-        add_imm(&mut a, reg, off * 4)?;
+        add_imm(a, reg, off * 4)?;
     }
     let mut done = a.create_label();
     if r.dims.contains(&0) {
         // No output element (the odometer below runs at least once per started range).
         a.jmp(done)?;
     }
-    first_row(&mut a, idx, nk, begin, end, done)?;
+    first_row(a, idx, nk, begin, end, done)?;
     let mut top = a.create_label();
-    mark(&mut a, &mut top)?;
+    mark(a, &mut top)?;
     // rsi: this output's input run; rdi: its output element.
     a.mov(rsi, r12)?;
     a.mov(rdi, r13)?;
-    add_strided(&mut a, rsi, idx, &r.in_strides, rcx)?;
-    add_strided(&mut a, rdi, idx, &r.out_strides, rcx)?;
-    row_sum(&mut a, r.n, next)?;
+    add_strided(a, rsi, idx, &r.in_strides, rcx)?;
+    add_strided(a, rdi, idx, &r.out_strides, rcx)?;
+    row_sum(&mut asm, r.n, next)?;
+    let a = &mut asm.a;
     a.vmovss(dword_ptr(rdi), xmm0)?;
-    next_row(&mut a, idx, &r.dims, end, top)?;
-    mark(&mut a, &mut done)?;
-    epilogue(&mut a, saved)?;
-    Ok(a.assemble(0)?)
+    next_row(a, idx, &r.dims, end, top)?;
+    mark(a, &mut done)?;
+    epilogue(a, saved)?;
+    asm.finish()
 }
 
 /// The sum of the `n` f32 at rsi into xmm0 (f32), prefetching the lines `next` bytes further
-/// on. Uses rdx (element index), r8, r9 (counters), zmm0-zmm4, xmm8 (the f64 total), k1.
-fn row_sum(a: &mut CodeAssembler, n: i64, next: Option<i32>) -> R<()> {
+/// on. Uses rdx (element index), r8, r9 (counters), rax, vector registers 0-5 (zmm or ymm),
+/// xmm8 (the f64 total), k1.
+fn row_sum(e: &mut Asm, n: i64, next: Option<i32>) -> R<()> {
+    let a = &mut e.a;
     a.vxorpd(xmm8, xmm8, xmm8)?;
     a.xor(edx, edx)?;
     let full = n / BLOCK;
@@ -165,60 +178,98 @@ fn row_sum(a: &mut CodeAssembler, n: i64, next: Option<i32>) -> R<()> {
         a.mov(r8, full)?;
         let mut blk = a.create_label();
         mark(a, &mut blk)?;
-        block(a, BLOCK, next)?;
+        block(e, BLOCK, next)?;
+        let a = &mut e.a;
         a.sub(r8, 1)?;
         a.jnz(blk)?;
     }
     if n % BLOCK != 0 {
-        block(a, n % BLOCK, next)?;
+        block(e, n % BLOCK, next)?;
     }
-    a.vcvtsd2ss(xmm0, xmm8, xmm8)?;
+    e.a.vcvtsd2ss(xmm0, xmm8, xmm8)?;
     Ok(())
 }
 
 /// Add the `len` elements at rsi + rdx*4 into the f64 total xmm8; rdx advances past them.
-fn block(a: &mut CodeAssembler, len: i64, next: Option<i32>) -> R<()> {
-    let acc = [zmm0, zmm1, zmm2, zmm3];
-    for z in acc {
-        a.vpxord(z, z, z)?;
+fn block(e: &mut Asm, len: i64, next: Option<i32>) -> R<()> {
+    let lanes = e.w.lanes() as i64;
+    let vec_bytes = 4 * lanes as i32;
+    let group = UNROLL * lanes;
+    for r in 0..UNROLL as u8 {
+        e.zero(r)?;
     }
-    let groups = len / GROUP;
+    // acc u += the vector u vectors past rsi + rdx*4.
+    let add = |e: &mut Asm, u: u8| -> R<()> {
+        let mem = e.vmem(rsi + rdx * 4 + vec_bytes * u as i32);
+        match e.w {
+            Width::Z => e.a.vaddps(Z[u as usize], Z[u as usize], mem)?,
+            Width::Y => e.a.vaddps(Y[u as usize], Y[u as usize], mem)?,
+        }
+        Ok(())
+    };
+    let groups = len / group;
     if groups > 0 {
-        a.mov(r9, groups)?;
-        let mut top = a.create_label();
-        mark(a, &mut top)?;
-        for (u, z) in acc.iter().enumerate() {
-            a.vaddps(*z, *z, zmmword_ptr(rsi + rdx * 4 + 64 * u as i32))?;
+        e.a.mov(r9, groups)?;
+        let mut top = e.a.create_label();
+        mark(&mut e.a, &mut top)?;
+        for u in 0..UNROLL as u8 {
+            add(e, u)?;
         }
         if let Some(next) = next {
-            for u in 0..4 {
-                a.prefetcht0(byte_ptr(rsi + rdx * 4 + (next + 64 * u)))?;
+            for u in 0..(group * 4 / 64) as i32 {
+                e.a.prefetcht0(byte_ptr(rsi + rdx * 4 + (next + 64 * u)))?;
             }
         }
-        a.add(rdx, GROUP as i32)?;
+        let a = &mut e.a;
+        a.add(rdx, group as i32)?;
         a.sub(r9, 1)?;
         a.jnz(top)?;
     }
-    let rest = len % GROUP;
-    for (u, z) in acc.iter().enumerate().take((rest / 16) as usize) {
-        a.vaddps(*z, *z, zmmword_ptr(rsi + rdx * 4 + 64 * u as i32))?;
+    let rest = len % group;
+    let (vecs, tail) = (rest / lanes, rest % lanes);
+    for u in 0..vecs as u8 {
+        add(e, u)?;
     }
-    let (vecs, tail) = (rest / 16, rest % 16);
     if tail > 0 {
-        a.mov(eax, ((1u32 << tail) - 1) as i32)?;
-        a.kmovw(k1, eax)?;
-        a.vmovups(zmm4.k1().z(), zmmword_ptr(rsi + rdx * 4 + 64 * vecs as i32))?;
-        a.vaddps(zmm0, zmm0, zmm4)?;
+        let mem = e.vmem(rsi + rdx * 4 + vec_bytes * vecs as i32);
+        match e.w {
+            Width::Z => {
+                let a = &mut e.a;
+                a.mov(eax, ((1u32 << tail) - 1) as i32)?;
+                a.kmovw(k1, eax)?;
+                a.vmovups(zmm4.k1().z(), mem)?;
+                a.vaddps(zmm0, zmm0, zmm4)?;
+            }
+            Width::Y => {
+                // The first `tail` lanes' mask from the tail table.
+                let table = e.tail_table();
+                let a = &mut e.a;
+                a.lea(rax, qword_ptr(table))?;
+                a.vmovdqu(ymm5, ymmword_ptr(rax + 4 * (8 - tail as i32)))?;
+                a.vmaskmovps(ymm4, ymm5, mem)?;
+                a.vaddps(ymm0, ymm0, ymm4)?;
+            }
+        }
     }
+    let a = &mut e.a;
     if rest > 0 {
         a.add(rdx, rest as i32)?;
     }
     // (a0 + a1) + (a2 + a3), then the lanes pairwise, into f64.
-    a.vaddps(zmm0, zmm0, zmm1)?;
-    a.vaddps(zmm2, zmm2, zmm3)?;
-    a.vaddps(zmm0, zmm0, zmm2)?;
-    a.vextractf64x4(ymm1, zmm0, 1)?;
-    a.vaddps(ymm0, ymm0, ymm1)?;
+    match e.w {
+        Width::Z => {
+            a.vaddps(zmm0, zmm0, zmm1)?;
+            a.vaddps(zmm2, zmm2, zmm3)?;
+            a.vaddps(zmm0, zmm0, zmm2)?;
+            a.vextractf64x4(ymm1, zmm0, 1)?;
+            a.vaddps(ymm0, ymm0, ymm1)?;
+        }
+        Width::Y => {
+            a.vaddps(ymm0, ymm0, ymm1)?;
+            a.vaddps(ymm2, ymm2, ymm3)?;
+            a.vaddps(ymm0, ymm0, ymm2)?;
+        }
+    }
     a.vextractf128(xmm1, ymm0, 1)?;
     a.vaddps(xmm0, xmm0, xmm1)?;
     a.vmovhlps(xmm1, xmm0, xmm0)?;

@@ -1,7 +1,8 @@
-//! Row kernels (`fusion::row_groups`: softmax, layer norm, log-softmax, means) as AVX-512
-//! code, with the Cranelift row kernels' ABI and phase structure (`codegen/row.rs`): per row,
-//! the row-level values whose reductions are done, then one pass over the row per set of ready
-//! reductions, then a pass storing the element-level outputs, then the row-level outputs.
+//! Row kernels (`fusion::row_groups`: softmax, layer norm, log-softmax, means) as x86 code
+//! at the target's width (16-lane AVX-512 or 8-lane AVX2), with the Cranelift row kernels'
+//! ABI and phase structure (`codegen/row.rs`): per row, the row-level values whose reductions
+//! are done, then one pass over the row per set of ready reductions, then a pass storing the
+//! element-level outputs, then the row-level outputs.
 //!
 //! Differences from the Cranelift kernel, all deliberate:
 //! - the last pass over a row prefetches the next row's lines of the contiguous inputs and
@@ -9,16 +10,19 @@
 //!   stops, and the last pass (softmax's divide of the stashed exp, layer norm's scale) reads
 //!   from L1 and computes, so the memory system is idle in it otherwise. Same run, interleaved, 2-core Xeon: W4
 //!   1.34-1.87 -> 0.91-1.28 ms, W3 2.52-2.87 -> 1.86-2.60 ms.
-//! - sums add 16 lanes at a time (blocks of `BLOCK` in f32, f64 across blocks, as before), so
-//!   their last bits may differ from the 4-lane kernel's. Max/min are exact; a NaN anywhere in
-//!   the row makes the result NaN (a mask of NaN lanes, as `reduce::NanFlag`).
+//! - sums add 16 (8) lanes at a time (blocks of `BLOCK` in f32, f64 across blocks, as before),
+//!   so their last bits may differ from the 4-lane kernel's. Max/min are exact; a NaN anywhere
+//!   in the row makes the result NaN (a mask of NaN lanes, as `reduce::NanFlag`: a k register,
+//!   or on AVX2 a vector of all-ones lanes).
+//! - AVX2 has 15 value registers: a phase of more reductions than fit (four accumulators
+//!   each) goes to Cranelift.
 //!
 //! Row-level values live in the frame (one f32 each) and are broadcast where read.
 
-use super::body::{self, identity_bits, AccSet, Dest, Leaf, Pass, Regs, K, X, Z};
+use super::body::{self, identity_bits, AccSet, Dest, Leaf, Pass, Regs, K, X, Y, Z};
 use super::{
-    add_imm, add_strided, enabled, epilogue, first_row, mark, next_row, node_ok, prologue,
-    run_loop, Asm, Code, Fail, Width, MAX_PREFETCH_BYTES, PTR_REGS, R, R_I, R_N, STREAM_MIN_BYTES,
+    add_imm, add_strided, epilogue, first_row, mark, next_row, node_ok, prologue, run_loop, Asm,
+    Code, Fail, Width, MAX_PREFETCH_BYTES, PTR_REGS, R, R_I, R_N, STREAM_MIN_BYTES,
 };
 use crate::codegen::reduce::BLOCK;
 use crate::codegen::row::{self, Plan};
@@ -31,18 +35,16 @@ use std::collections::{HashMap, HashSet};
 
 /// The row kernel `rk` as AVX-512 code, or None when this backend does not take it.
 pub fn build(g: &Graph, part: &Partition, rk: &RowKernel, t: &Target) -> Option<Code> {
-    if !enabled(t) {
-        return None;
-    }
+    let w = Width::of(t)?;
     let pl = row::plan(g, part, rk).ok()?;
     if !supported(g, &pl, rk) {
         return None;
     }
     for hoist in [true, false] {
-        match Rows::new(g, &pl, rk, hoist).and_then(|e| e.run()) {
+        match Rows::new(g, &pl, rk, hoist, w).and_then(|e| e.run()) {
             Ok((bytes, prefetched)) => {
                 return Some(Code {
-                    width: Width::Z,
+                    width: w,
                     kind: "row kernel",
                     bytes,
                     staged: 0,
@@ -51,7 +53,7 @@ pub fn build(g: &Graph, part: &Partition, rk: &RowKernel, t: &Target) -> Option<
             }
             Err(Fail::Registers) => continue,
             Err(Fail::Asm(e)) => {
-                debug_assert!(false, "AVX-512 row kernel: assembler error {e}");
+                debug_assert!(false, "{} row kernel: assembler error {e}", w.name());
                 return None;
             }
         }
@@ -124,7 +126,7 @@ struct Rows<'a> {
 }
 
 impl<'a> Rows<'a> {
-    fn new(g: &'a Graph, pl: &'a Plan, rk: &'a RowKernel, hoist: bool) -> R<Self> {
+    fn new(g: &'a Graph, pl: &'a Plan, rk: &'a RowKernel, hoist: bool, w: Width) -> R<Self> {
         let na = pl.accesses.len() as i32;
         let nd = pl.o_dims.len() as i32;
         let start = IDX + 8 * nd;
@@ -170,7 +172,7 @@ impl<'a> Rows<'a> {
             .map(|a| if a.i_stride == 0 { 0 } else { 1 })
             .collect();
         Ok(Rows {
-            asm: Asm::new(Width::Z)?,
+            asm: Asm::new(w)?,
             g,
             pl,
             rk,
@@ -384,7 +386,8 @@ impl<'a> Rows<'a> {
             prefetch: &[],
         };
         self.asm.a.xor(R_I, R_I)?;
-        pass.vector(&mut self.asm, &ctx, &mut Regs::new(Width::Z), 0, false)?;
+        let mut regs = Regs::new(self.asm.w);
+        pass.vector(&mut self.asm, &ctx, &mut regs, 0, false)?;
         avail.extend(cands);
         Ok(())
     }
@@ -446,7 +449,10 @@ impl<'a> Rows<'a> {
                     a.mov(dword_ptr(rsp + slot), eax)?;
                     if let Some(k) = accs[j].nan {
                         let mut skip = a.create_label();
-                        a.kortestw(K[k as usize], K[k as usize])?;
+                        match self.asm.w {
+                            Width::Z => a.kortestw(K[k as usize], K[k as usize])?,
+                            Width::Y => a.vptest(Y[k as usize], Y[k as usize])?,
+                        }
                         a.jz(skip)?;
                         a.mov(dword_ptr(rsp + slot), f32::NAN.to_bits() as i32)?;
                         mark(a, &mut skip)?;
@@ -468,7 +474,7 @@ impl<'a> Rows<'a> {
             Vec::new()
         };
         self.prefetched = self.prefetched.max(prefetch.len());
-        let mut regs = Regs::new(Width::Z);
+        let mut regs = Regs::new(self.asm.w);
         let mut accs = Vec::new();
         let mut fixed = Vec::new();
         for &op in ops {
@@ -476,10 +482,14 @@ impl<'a> Rows<'a> {
             fixed.extend(rs);
             let nan = match op {
                 ReduceOp::Max | ReduceOp::Min => {
-                    let k = regs.k()?;
-                    self.asm
-                        .a
-                        .kxorw(K[k as usize], K[k as usize], K[k as usize])?;
+                    let k = regs.mask()?;
+                    match self.asm.w {
+                        Width::Z => {
+                            let k = K[k as usize];
+                            self.asm.a.kxorw(k, k, k)?
+                        }
+                        Width::Y => self.asm.zero(k)?,
+                    }
                     Some(k)
                 }
                 _ => None,
@@ -576,12 +586,11 @@ impl<'a> Rows<'a> {
         for set in accs {
             let bits = identity_bits(set.op);
             for &r in &set.regs {
-                let z = Z[r as usize];
                 if bits == 0 {
-                    self.asm.a.vpxord(z, z, z)?;
+                    self.asm.zero(r)?;
                 } else {
                     let l = self.asm.const_label(bits);
-                    self.asm.a.vbroadcastss(z, dword_ptr(l))?;
+                    self.asm.broadcast(r, dword_ptr(l))?;
                 }
             }
         }
@@ -590,59 +599,79 @@ impl<'a> Rows<'a> {
 
     /// Each set's four accumulators, then its lanes, into its running total.
     fn fold_accs(&mut self, accs: &[AccSet], regs: &Regs) -> R<()> {
+        use crate::codegen::micro::SymOp as S;
         let mut regs = regs.clone();
         let t = regs.z()?;
         let totals: Vec<i32> = (0..accs.len())
             .map(|j| self.totals[&self.reduction_of(j)])
             .collect();
-        let a = &mut self.asm.a;
-        let tz = Z[t as usize];
+        let e = &mut self.asm;
         for (j, set) in accs.iter().enumerate() {
             let total = totals[j];
-            let [r0, r1, r2, r3] = set.regs.map(|r| r as usize);
-            let op = |a: &mut CodeAssembler,
-                      d: AsmRegisterZmm,
-                      x: AsmRegisterZmm,
-                      y: AsmRegisterZmm|
-             -> R<()> {
-                match set.op {
-                    ReduceOp::Sum => a.vaddps(d, x, y)?,
-                    ReduceOp::Max => a.vmaxps(d, x, y)?,
-                    _ => a.vminps(d, x, y)?,
-                }
-                Ok(())
+            let [r0, r1, r2, r3] = set.regs;
+            let op = |e: &mut Asm, d: u8, x: u8, y: u8| -> R<()> {
+                let regs = [x, y];
+                let r = |j: u32| regs[j as usize];
+                let sym = match set.op {
+                    ReduceOp::Sum => S::Add(0, 1),
+                    ReduceOp::Max => S::Max(0, 1),
+                    _ => S::Min(0, 1),
+                };
+                e.sym_op(sym, d, &r)
             };
-            op(a, Z[r0], Z[r0], Z[r1])?;
-            op(a, Z[r2], Z[r2], Z[r3])?;
-            op(a, Z[r0], Z[r0], Z[r2])?;
-            // Lanes folded with full-width shuffles (AVX-512F on all 32 registers; the VEX
-            // 256/128-bit forms reach only the first 16): halves, quarters, pairs, neighbours.
-            // Every lane ends with the result.
-            let z0 = Z[r0];
-            for (shuffle_lanes, imm) in [(true, 0x4e), (true, 0xb1), (false, 0x4e), (false, 0xb1)] {
-                if shuffle_lanes {
-                    a.vshuff32x4(tz, z0, z0, imm)?;
-                } else {
-                    a.vpermilps(tz, z0, imm)?;
+            op(e, r0, r0, r1)?;
+            op(e, r2, r2, r3)?;
+            op(e, r0, r0, r2)?;
+            // Lanes folded with full-width shuffles, every lane ending with the result: halves
+            // and quarters of a zmm (AVX-512F on all 32 registers; the VEX 256/128-bit forms
+            // reach only the first 16), the halves of a ymm; then pairs, neighbours.
+            match e.w {
+                Width::Z => {
+                    let (z0, tz) = (Z[r0 as usize], Z[t as usize]);
+                    for imm in [0x4e, 0xb1] {
+                        e.a.vshuff32x4(tz, z0, z0, imm)?;
+                        op(e, r0, r0, t)?;
+                    }
+                    for imm in [0x4e, 0xb1] {
+                        e.a.vpermilps(tz, z0, imm)?;
+                        op(e, r0, r0, t)?;
+                    }
                 }
-                op(a, z0, z0, tz)?;
+                Width::Y => {
+                    let (y0, ty) = (Y[r0 as usize], Y[t as usize]);
+                    e.a.vperm2f128(ty, y0, y0, 0x01)?;
+                    op(e, r0, r0, t)?;
+                    for imm in [0x4e, 0xb1] {
+                        e.a.vpermilps(ty, y0, imm)?;
+                        op(e, r0, r0, t)?;
+                    }
+                }
             }
-            // Scalar EVEX forms (AVX-512F): the accumulators may be xmm16-31.
-            let x0 = X[r0];
-            match set.op {
-                ReduceOp::Sum => {
-                    a.evex().vcvtss2sd(x0, x0, x0)?;
-                    a.evex().vaddsd(x0, x0, qword_ptr(rsp + total))?;
-                    a.evex().vmovsd(qword_ptr(rsp + total), x0)?;
-                }
-                ReduceOp::Max => {
-                    a.evex().vmaxss(x0, x0, dword_ptr(rsp + total))?;
-                    a.evex().vmovss(dword_ptr(rsp + total), x0)?;
-                }
-                _ => {
-                    a.evex().vminss(x0, x0, dword_ptr(rsp + total))?;
-                    a.evex().vmovss(dword_ptr(rsp + total), x0)?;
-                }
+            // AVX-512: scalar EVEX forms (the accumulators may be xmm16-31); AVX2: VEX.
+            let x0 = X[r0 as usize];
+            let a = &mut e.a;
+            macro_rules! scalar {
+                ($a:expr) => {
+                    match set.op {
+                        ReduceOp::Sum => {
+                            $a.vcvtss2sd(x0, x0, x0)?;
+                            $a.vaddsd(x0, x0, qword_ptr(rsp + total))?;
+                            $a.vmovsd(qword_ptr(rsp + total), x0)?;
+                        }
+                        ReduceOp::Max => {
+                            $a.vmaxss(x0, x0, dword_ptr(rsp + total))?;
+                            $a.vmovss(dword_ptr(rsp + total), x0)?;
+                        }
+                        _ => {
+                            $a.vminss(x0, x0, dword_ptr(rsp + total))?;
+                            $a.vmovss(dword_ptr(rsp + total), x0)?;
+                        }
+                    }
+                };
+            }
+            match e.w {
+                Width::Z => scalar!(a.evex()),
+                Width::Y => scalar!(a),
             }
         }
         Ok(())
