@@ -374,11 +374,13 @@ at_machine_width! {
     }
 }
 
-/// Whether `at_machine_width!` functions run their AVX-512F build on this CPU.
+/// Whether `at_machine_width!` functions run their AVX-512F build: the level jitfuse compiles
+/// for (the CPU's best, capped by `JITFUSE_ISA`), so that "ours/hand" compares one width.
 fn hand_width_is_avx512() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vl")
+        jitfuse::codegen::Target::host().isa == jitfuse::codegen::Isa::Avx512
+            && is_x86_feature_detected!("avx512vl")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -391,6 +393,7 @@ fn hand_width_is_avx2() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         !hand_width_is_avx512()
+            && jitfuse::codegen::Target::host().isa >= jitfuse::codegen::Isa::Avx2
             && is_x86_feature_detected!("avx2")
             && is_x86_feature_detected!("fma")
     }
