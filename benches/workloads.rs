@@ -12,8 +12,8 @@
 //! - **jitfuse**: the cached `#[jit]` call (outputs allocated by the call);
 //! - **compile**: trace + compile of a fresh function (`clear_cache`, then the
 //!   growth of `cache_stats().compile_time` over one call);
-//! - **hand loop**: a plain Rust loop compiled by rustc for the machine's vector width
-//!   (AVX-512F, else AVX2+FMA, chosen at run time), split over rayon's pool like jitfuse's kernels,
+//! - **hand loop**: a plain Rust loop compiled by rustc for the level jitfuse compiles for
+//!   (AVX-512F, else AVX2+FMA, chosen at run time; `JITFUSE_ISA` caps both), split over rayon's pool like jitfuse's kernels,
 //!   with the same vectorisable tanh/exp approximations jitfuse and XLA use; for
 //!   matmul the fastest GEMM crate on the CPU called directly (faer's `gemm`
 //!   with AVX-512, else `matrixmultiply`: the libraries jitfuse calls);
