@@ -1,6 +1,6 @@
 //! The runtime of jitfuse: tensors, tracing, the graph IR, the reference
 //! interpreter, Cranelift code generation and the per-function cache.
-//! See ARCHITECTURE.md at the repository root for the map.
+//! See ARCHITECTURE.md at the repository root for the map, and docs/ for the details.
 
 pub mod dtype;
 pub mod eager;

@@ -139,7 +139,7 @@ struct Mat {
 }
 
 /// Which GEMM runs a product (measured by `benches/gemm_compare.rs`, figures in
-/// ARCHITECTURE.md): faer's `gemm` with its AVX-512 kernels where the CPU has
+/// docs/performance.md, "GEMM library choice"): faer's `gemm` with its AVX-512 kernels where the CPU has
 /// AVX-512 (1.2–2x `matrixmultiply` on the workloads' shapes, f32 and f64,
 /// transposed operands included, up to 10x on matrix-vector shapes), threaded
 /// on rayon's pool (it stays on the calling thread below its own work

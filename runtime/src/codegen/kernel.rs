@@ -216,7 +216,7 @@ pub fn layout(g: &Graph, p: &Partition, k: &Kernel) -> Layout {
 /// nests it did not hoist them back out, so each vector of the inner loops
 /// recomputed the whole row-level chain (horizontal sums, f64 conversions,
 /// rsqrt) and the row addresses (W4: 9.1 -> 4.8 instructions per element;
-/// ARCHITECTURE.md, "Performance notes").
+/// docs/performance.md, "Kernel gaps").
 pub(super) fn pin(b: &mut FunctionBuilder, slot: StackSlot, v: Value) -> Value {
     let ty = b.func.dfg.value_type(v);
     b.ins().stack_store(types::I64, v, slot, 0);

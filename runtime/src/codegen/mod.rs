@@ -36,7 +36,7 @@ use once_cell::sync::Lazy;
 /// The signature of every compiled kernel.
 pub type KernelFn = unsafe extern "C" fn(ptrs: *const *mut u8, begin: i64, end: i64);
 
-/// The host ISA with its CPU features (AVX2/FMA here), built once.
+/// The host ISA with the CPU's features (Cranelift uses up to AVX2/FMA), built once.
 static ISA: Lazy<Result<OwnedTargetIsa, String>> = Lazy::new(|| {
     let mut fb = settings::builder();
     let set = |fb: &mut settings::Builder, k: &str, v: &str| {

@@ -9,9 +9,8 @@
 //! scatters, random numbers) run outside Cranelift, reading their operands' buffers through
 //! the operands' maps; reductions are kernels of their own.
 //!
-//! This is the foundation's placeholder for the fusion pass: all elementwise
-//! nodes of one shape go into one kernel unless that would make a kernel
-//! depend on a later step (then a new kernel starts).
+//! Loop fusion: all elementwise nodes of one shape go into one kernel unless
+//! that would make a kernel depend on a later step (then a new kernel starts).
 //!
 //! Invariant: step k reads only parameters, captured tensors and outputs of
 //! steps < k (or values it computes itself), so running steps in index order
