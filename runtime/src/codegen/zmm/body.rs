@@ -119,6 +119,52 @@ impl Regs {
     }
 }
 
+/// How many values of each kind a pass may keep in registers for the whole pass (`Pass::hoist`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Hoist {
+    consts: usize,
+    splats: usize,
+    rows: usize,
+}
+
+impl Hoist {
+    /// The hoisting levels a kernel is emitted with at width `w`, most first: the first whose
+    /// code fits in the registers is kept. AVX-512: at most 12 constants, 4 splats and 8
+    /// row-level values of 32 registers. AVX2: up to 12, 3 and 3 of its 15 where they fit (rustc
+    /// keeps all 10 constants of the 20-op chain in registers; reloading 5 of them per vector
+    /// cost 15 %), else 5, 2 and 2.
+    pub fn levels(w: Width) -> &'static [Hoist] {
+        const OFF: Hoist = Hoist {
+            consts: 0,
+            splats: 0,
+            rows: 0,
+        };
+        match w {
+            Width::Z => &[
+                Hoist {
+                    consts: 12,
+                    splats: 4,
+                    rows: 8,
+                },
+                OFF,
+            ],
+            Width::Y => &[
+                Hoist {
+                    consts: 12,
+                    splats: 3,
+                    rows: 3,
+                },
+                Hoist {
+                    consts: 5,
+                    splats: 2,
+                    rows: 2,
+                },
+                OFF,
+            ],
+        }
+    }
+}
+
 /// Values kept in registers for a whole pass: f32 constants (by bits) and stride-0 accesses.
 #[derive(Default)]
 pub(super) struct Hoisted {
@@ -350,21 +396,17 @@ impl<'a> Pass<'a> {
         out
     }
 
-    /// Load the pass's constants and stride-0 accesses into registers (at most 16, leaving
-    /// the rest for the vectors' values).
+    /// Load the pass's constants, row-level values and stride-0 accesses into registers, as
+    /// many of each as `caps` allows (the rest of the registers hold the vectors' values).
     pub fn hoist(
         &self,
         e: &mut Asm,
         ptrs: &[Option<AsmRegister64>],
         regs: &mut Regs,
+        caps: Hoist,
     ) -> R<Hoisted> {
         let mut h = Hoisted::default();
-        // At most 12 constants, 4 splats and 8 row-level values of 32 registers; 5, 2 and 2
-        // of AVX2's 15.
-        let (max_consts, max_splats, max_rows) = match e.w {
-            Width::Z => (12, 4, 8),
-            Width::Y => (5, 2, 2),
-        };
+        let (max_consts, max_splats, max_rows) = (caps.consts, caps.splats, caps.rows);
         for bits in self.constants().into_iter().take(max_consts) {
             let r = regs.z()?;
             let l = e.const_label(bits);
@@ -394,6 +436,7 @@ impl<'a> Pass<'a> {
                 h.splats.insert(ai, r);
             }
         }
+        e.held = e.held.max(h.consts.len() + h.splats.len() + h.rows.len());
         Ok(h)
     }
 

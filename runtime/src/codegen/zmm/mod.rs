@@ -86,7 +86,7 @@ impl Width {
 /// Why emission stopped.
 #[derive(Debug)]
 enum Fail {
-    /// More live values or accesses than registers (try again without hoisting, or leave the
+    /// More live values or accesses than registers (try again hoisting less, or leave the
     /// kernel to Cranelift).
     Registers,
     /// An assembler error: a bug here; the kernel goes to Cranelift (debug builds panic).
@@ -111,6 +111,8 @@ pub struct Code {
     pub staged: usize,
     /// Accesses the kernel prefetches (ahead in the stream, or the next row).
     pub prefetched: usize,
+    /// Constants, splats and row-level values kept in registers by the pass keeping most.
+    pub held: usize,
 }
 
 /// The loop kernel as x86 machine code at the target's width, or None when this backend does
@@ -132,15 +134,16 @@ pub fn build(g: &Graph, part: &Partition, k: &Kernel, t: &Target) -> Option<Code
     }
     let tries = if inline_ok { &order[..] } else { &order[..1] };
     for &stage in tries {
-        for hoist in [true, false] {
+        for &hoist in body::Hoist::levels(w) {
             match Emitter::new(g, k, &p, stage, hoist, t.tile, w).and_then(|e| e.run()) {
-                Ok((bytes, prefetched)) => {
+                Ok((bytes, prefetched, held)) => {
                     return Some(Code {
                         width: w,
                         kind: "loop kernel",
                         bytes,
                         staged: stage.map_or(0, |s| s.nodes.len()),
                         prefetched,
+                        held,
                     })
                 }
                 Err(Fail::Registers) => continue,
@@ -267,8 +270,8 @@ struct Emitter<'a> {
     k: &'a Kernel,
     p: &'a Plan,
     stage: Option<&'a Staging>,
-    /// Broadcast constants and stride-0 accesses in registers for a whole pass.
-    hoist: bool,
+    /// How many constants and stride-0 accesses stay in registers for a whole pass.
+    hoist: body::Hoist,
     frame: Frame,
     tile: usize,
     /// Accesses prefetched ahead (`stream_prefetch`), for the listing.
@@ -286,6 +289,8 @@ pub(super) struct Asm {
     /// AVX2 tails: 8 all-ones dwords then 8 zeros; the mask of the first `m` lanes is the 8
     /// dwords at `8 - m`.
     tail_table: Option<CodeLabel>,
+    /// The most values a pass of the function keeps in registers (`body::Pass::hoist`).
+    held: usize,
 }
 
 impl Asm {
@@ -294,6 +299,7 @@ impl Asm {
             a: CodeAssembler::new(64)?,
             w,
             tail_table: None,
+            held: 0,
             consts: Vec::new(),
             traces: Vec::new(),
         })
@@ -549,7 +555,7 @@ impl<'a> Emitter<'a> {
         k: &'a Kernel,
         p: &'a Plan,
         stage: Option<&'a Staging>,
-        hoist: bool,
+        hoist: body::Hoist,
         tile: usize,
         w: Width,
     ) -> R<Self> {
@@ -587,8 +593,9 @@ impl<'a> Emitter<'a> {
         })
     }
 
-    /// The kernel's bytes, and how many accesses it prefetches ahead.
-    fn run(mut self) -> R<(Vec<u8>, usize)> {
+    /// The kernel's bytes, how many accesses it prefetches ahead, and the most values a pass
+    /// holds in registers.
+    fn run(mut self) -> R<(Vec<u8>, usize, usize)> {
         let f = &self.frame;
         let (size, saved, begin, end) = (f.size, f.saved_rsp, f.begin, f.end);
         prologue(&mut self.asm.a, size, saved, begin, end)?;
@@ -642,8 +649,8 @@ impl<'a> Emitter<'a> {
         let a = &mut self.asm.a;
         mark(a, &mut done)?;
         epilogue(a, saved)?;
-        let prefetched = self.prefetched;
-        Ok((self.asm.finish()?, prefetched))
+        let (prefetched, held) = (self.prefetched, self.asm.held);
+        Ok((self.asm.finish()?, prefetched, held))
     }
 
     /// One row of `frame.n` elements from the pointers in `frame.row`.
@@ -713,11 +720,7 @@ impl<'a> Emitter<'a> {
             }
         }
         let mut regs = body::Regs::new(self.asm.w);
-        let hoisted = if self.hoist {
-            plan.hoist(&mut self.asm, &ptrs, &mut regs)?
-        } else {
-            body::Hoisted::default()
-        };
+        let hoisted = plan.hoist(&mut self.asm, &ptrs, &mut regs, self.hoist)?;
         let prefetch = if in_tile {
             Vec::new()
         } else {
@@ -865,11 +868,12 @@ pub fn listing(code: &Code) -> String {
         (n, _) => format!(", {PREFETCH_AHEAD} bytes ahead prefetched for {n} accesses"),
     };
     let mut s = format!(
-        "{} {}, {} bytes of machine code, {} micro-kernel calls per tile{prefetch}:\n",
+        "{} {}, {} bytes of machine code, {} micro-kernel calls per tile, {} values held in registers{prefetch}:\n",
         code.width.name(),
         code.kind,
         code.bytes.len(),
-        code.staged
+        code.staged,
+        code.held
     );
     for chunk in code.bytes.chunks(32) {
         for b in chunk {

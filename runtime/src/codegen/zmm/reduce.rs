@@ -122,6 +122,7 @@ fn finish(w: Width, r: RowSum) -> Option<Code> {
             bytes,
             staged: 0,
             prefetched: next.map_or(0, |_| 1),
+            held: 0,
         }),
         Err(Fail::Registers) => None,
         Err(Fail::Asm(e)) => {

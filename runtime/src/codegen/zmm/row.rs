@@ -40,15 +40,16 @@ pub fn build(g: &Graph, part: &Partition, rk: &RowKernel, t: &Target) -> Option<
     if !supported(g, &pl, rk) {
         return None;
     }
-    for hoist in [true, false] {
+    for &hoist in body::Hoist::levels(w) {
         match Rows::new(g, &pl, rk, hoist, w).and_then(|e| e.run()) {
-            Ok((bytes, prefetched)) => {
+            Ok((bytes, prefetched, held)) => {
                 return Some(Code {
                     width: w,
                     kind: "row kernel",
                     bytes,
                     staged: 0,
                     prefetched,
+                    held,
                 })
             }
             Err(Fail::Registers) => continue,
@@ -98,7 +99,7 @@ struct Rows<'a> {
     g: &'a Graph,
     pl: &'a Plan,
     rk: &'a RowKernel,
-    hoist: bool,
+    hoist: body::Hoist,
     /// Frame offsets: each access's first element, each access at the current row.
     start: i32,
     row: i32,
@@ -126,7 +127,7 @@ struct Rows<'a> {
 }
 
 impl<'a> Rows<'a> {
-    fn new(g: &'a Graph, pl: &'a Plan, rk: &'a RowKernel, hoist: bool, w: Width) -> R<Self> {
+    fn new(g: &'a Graph, pl: &'a Plan, rk: &'a RowKernel, hoist: body::Hoist, w: Width) -> R<Self> {
         let na = pl.accesses.len() as i32;
         let nd = pl.o_dims.len() as i32;
         let start = IDX + 8 * nd;
@@ -229,8 +230,9 @@ impl<'a> Rows<'a> {
         self.pl.row_reads.get(&x).map(|&a| Leaf::Read(a))
     }
 
-    /// The kernel's bytes, and how many accesses it prefetches the next row of.
-    fn run(mut self) -> R<(Vec<u8>, usize)> {
+    /// The kernel's bytes, how many accesses it prefetches the next row of, and the most
+    /// values a pass holds in registers.
+    fn run(mut self) -> R<(Vec<u8>, usize, usize)> {
         let size = self.size;
         prologue(&mut self.asm.a, size, SAVED, BEGIN, END)?;
         for (i, acc) in self.pl.accesses.iter().enumerate() {
@@ -259,8 +261,8 @@ impl<'a> Rows<'a> {
         next_row(a, IDX, &self.pl.o_dims, END, top)?;
         mark(a, &mut done)?;
         epilogue(a, SAVED)?;
-        let prefetched = self.prefetched;
-        Ok((self.asm.finish()?, prefetched))
+        let (prefetched, held) = (self.prefetched, self.asm.held);
+        Ok((self.asm.finish()?, prefetched, held))
     }
 
     /// The phases of one row (pointers in the frame).
@@ -496,11 +498,7 @@ impl<'a> Rows<'a> {
             };
             accs.push(AccSet { op, regs: rs, nan });
         }
-        let mut hoisted = if self.hoist {
-            pass.hoist(&mut self.asm, &ptrs, &mut regs)?
-        } else {
-            body::Hoisted::default()
-        };
+        let mut hoisted = pass.hoist(&mut self.asm, &ptrs, &mut regs, self.hoist)?;
         hoisted.fixed = fixed;
         let ctx = body::Ctx {
             ptrs: &ptrs,
