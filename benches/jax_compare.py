@@ -25,8 +25,12 @@ import sys
 import time
 
 import jax
-import jax.numpy as jnp
-import numpy as np
+
+# The f64 rows need 64-bit types; the f32 rows stay f32 (their inputs are f32 arrays and
+# Python constants are weakly typed).
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
 
 N = 4 * 1024 * 1024
 R3, C3 = 4096, 1024
@@ -245,6 +249,14 @@ def make_cases(rng):
         ("W9 matmul 1024³", lambda *a: w9_matmul(jnp, *a), lambda *a: w9_matmul(np, *a), (a9, b9), 1),
         ("dispatch x[4] + 1 (µs)", lambda *a: tiny_add(jnp, *a), lambda *a: tiny_add(np, *a), (tiny,), 1000),
         ("chain20", lambda *a: chain20(jnp, *a), lambda *a: chain20(np, *a), (x1,), 1),
+    ]
+    f64 = np.float64
+    x1d, x3d, g4d, be4d = x1.astype(f64), x3.astype(f64), g4.astype(f64), be4.astype(f64)
+    cases += [
+        ("W1f64 gelu_tanh f64", lambda *a: w1_gelu(jnp, *a), lambda *a: w1_gelu(np, *a), (x1d,), 1),
+        ("W3f64 softmax_rows f64", lambda *a: w3_softmax(jnp, *a), lambda *a: w3_softmax(np, *a), (x3d,), 1),
+        ("W4f64 layernorm f64", lambda *a: w4_layernorm(jnp, *a), lambda *a: w4_layernorm(np, *a),
+         (x3d, g4d, be4d), 1),
     ]
     return cases
 

@@ -680,6 +680,12 @@ fn tensor(v: &[f32], shape: &[usize]) -> Tensor {
     Tensor::from_slice(v, shape).unwrap()
 }
 
+/// The same values as an f64 tensor (the f64 rows).
+fn tensor64(v: &[f32], shape: &[usize]) -> Tensor {
+    let v: Vec<f64> = v.iter().map(|&x| x as f64).collect();
+    Tensor::from_vec(v, shape).unwrap()
+}
+
 fn view1(v: &[f32]) -> ArrayView1<'_, f32> {
     ArrayView1::from(v)
 }
@@ -996,6 +1002,10 @@ fn main() {
     ];
     let (ta9, tb9) = (tensor(&a9, &[N9, N9]), tensor(&b9, &[N9, N9]));
     let ttiny = tensor(&tiny, &[TINY]);
+    // The f64 rows: W1, W3 and W4's jitted functions on the same values in f64.
+    let t1d = tensor64(&x1, &[N]);
+    let t3d = tensor64(&x3, &[R3, C3]);
+    let (tg4d, tb4d) = (tensor64(&g4, &[C3]), tensor64(&be4, &[C3]));
     let copy_src = vec![1.0f32; COPY_BYTES / 4];
     let mut copy_dst = vec![0.0f32; COPY_BYTES / 4];
 
@@ -1073,6 +1083,29 @@ fn main() {
         check_lines.push(format!("{id}: max |hand - jitfuse| {dh:.1e}, max |ndarray - jitfuse| {dn:.1e} (relative to max |out|, tolerance {CHECK_TOL:.0e}): {flag}"));
     }
     drop(checks);
+    // The f64 rows against their f32 rows (the same functions and values).
+    let f64s = |t: Tensor| -> Vec<f32> {
+        t.to_vec::<f64>()
+            .unwrap()
+            .into_iter()
+            .map(|v| v as f32)
+            .collect()
+    };
+    for (id, ours64, ours32) in [
+        ("W1f64", f64s(w1_gelu(&t1d)), f(w1_gelu(&t1))),
+        ("W3f64", f64s(w3_softmax(&t3d)), f(w3_softmax(&t3))),
+        (
+            "W4f64",
+            f64s(w4_layernorm(&t3d, &tg4d, &tb4d)),
+            f(w4_layernorm(&t3, &tg4, &tb4)),
+        ),
+    ] {
+        let d = max_diff(&ours64, &ours32);
+        let flag = if d <= CHECK_TOL { "ok" } else { "MISMATCH" };
+        check_lines.push(format!(
+            "{id}: max |jitfuse f64 - jitfuse f32| {d:.1e} (relative to max |out|, tolerance {CHECK_TOL:.0e}): {flag}"
+        ));
+    }
 
     // ---- the cases ----
     let t6r = &t6;
@@ -1418,6 +1451,50 @@ fn main() {
         Box::new(|| secs(|| chain_nd(view1(&x1)))),
     );
 
+    // f64: jitfuse and XLA only (no hand loop or ndarray row).
+    add(
+        &mut cases,
+        "W1f64",
+        Kind::Jit,
+        1,
+        Box::new(|| secs(|| w1_gelu(&t1d))),
+    );
+    add(
+        &mut cases,
+        "W1f64",
+        Kind::Compile,
+        1,
+        compile_case!(w1_gelu(&t1d)),
+    );
+    add(
+        &mut cases,
+        "W3f64",
+        Kind::Jit,
+        1,
+        Box::new(|| secs(|| w3_softmax(&t3d))),
+    );
+    add(
+        &mut cases,
+        "W3f64",
+        Kind::Compile,
+        1,
+        compile_case!(w3_softmax(&t3d)),
+    );
+    add(
+        &mut cases,
+        "W4f64",
+        Kind::Jit,
+        1,
+        Box::new(|| secs(|| w4_layernorm(&t3d, &tg4d, &tb4d))),
+    );
+    add(
+        &mut cases,
+        "W4f64",
+        Kind::Compile,
+        1,
+        compile_case!(w4_layernorm(&t3d, &tg4d, &tb4d)),
+    );
+
     // XLA's sample of each workload is taken right after ours, in the same round.
     if let Some(w) = &xla_worker {
         let mut with_xla = Vec::with_capacity(cases.len() * 2);
@@ -1568,6 +1645,30 @@ fn main() {
             id: "chain20",
             name: "20 elementwise ops x[4M]",
             bytes: Some(2.0 * N as f64 * 4.0),
+            flops: None,
+            unit_us: false,
+            pending: None,
+        },
+        Row {
+            id: "W1f64",
+            name: "gelu_tanh f64 x[4M]",
+            bytes: Some(2.0 * N as f64 * 8.0),
+            flops: None,
+            unit_us: false,
+            pending: None,
+        },
+        Row {
+            id: "W3f64",
+            name: "softmax_rows f64 [4096,1024]",
+            bytes: Some(2.0 * (R3 * C3) as f64 * 8.0),
+            flops: None,
+            unit_us: false,
+            pending: None,
+        },
+        Row {
+            id: "W4f64",
+            name: "layernorm f64 [4096,1024]",
+            bytes: Some((2 * R3 * C3 + 2 * C3) as f64 * 8.0),
             flops: None,
             unit_us: false,
             pending: None,
@@ -1729,6 +1830,15 @@ fn main() {
                 .and_then(|l| l.compile())
                 .map(|c| (c.step_count(), c.kernel_count())),
             "chain20" => chain20::lower(&t1)
+                .and_then(|l| l.compile())
+                .map(|c| (c.step_count(), c.kernel_count())),
+            "W1f64" => w1_gelu::lower(&t1d)
+                .and_then(|l| l.compile())
+                .map(|c| (c.step_count(), c.kernel_count())),
+            "W3f64" => w3_softmax::lower(&t3d)
+                .and_then(|l| l.compile())
+                .map(|c| (c.step_count(), c.kernel_count())),
+            "W4f64" => w4_layernorm::lower(&t3d, &tg4d, &tb4d)
                 .and_then(|l| l.compile())
                 .map(|c| (c.step_count(), c.kernel_count())),
             _ => unreachable!(),
