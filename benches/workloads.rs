@@ -17,6 +17,9 @@
 //!   with the same vectorisable tanh/exp approximations jitfuse and XLA use; for
 //!   matmul the fastest GEMM crate on the CPU called directly (faer's `gemm`
 //!   with AVX-512, else `matrixmultiply`: the libraries jitfuse calls);
+//! - **f64 rows** (`W1f64`, `W3f64`, `W4f64`): gelu, softmax and layer norm's jitted
+//!   functions on the same values in f64, against XLA with 64-bit types (no hand loop or
+//!   ndarray row; checked against the f32 rows);
 //! - **ndarray**: the eager code a Rust user writes today (one array per op,
 //!   `mapv(f32::tanh)` for the transcendentals);
 //! - **copy bandwidth**: a 256 MiB `copy_from_slice` in the same run (read + write
