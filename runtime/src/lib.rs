@@ -2,6 +2,7 @@
 //! interpreter, Cranelift code generation and the per-function cache.
 //! See ARCHITECTURE.md at the repository root for the map, and docs/ for the details.
 
+mod diag;
 pub mod dtype;
 pub mod eager;
 pub mod error;
@@ -28,6 +29,7 @@ pub mod jit;
 mod library;
 pub mod optim;
 pub mod passes;
+pub mod plan;
 pub mod random;
 pub mod report;
 

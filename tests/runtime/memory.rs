@@ -132,7 +132,7 @@ fn temporaries_share_one_arena_within_five_percent_of_the_lower_bound() {
         "{m:?}"
     );
     // The plan checker accepts the plan (it also runs on every compile in tests).
-    jitfuse::exec::plan::check(c.executable().buffer_plan()).unwrap();
+    jitfuse::plan::check(c.executable().buffer_plan()).unwrap();
     // Results through the arena are right, twice (the arena is reused).
     let xs = Tensor::full(&[64, 64], 0.01, DType::F32);
     let ws = Tensor::full(&[64, 64], 0.02, DType::F32);
@@ -809,7 +809,7 @@ fn a_dead_donated_argument_hosts_temporaries() {
         "{}",
         owned.memory_svg()
     );
-    jitfuse::exec::plan::check(plan).unwrap();
+    jitfuse::plan::check(plan).unwrap();
     let close = |got: f32| (got - want).abs() <= 1e-4 * want.abs().max(1.0);
     // Given away (not shared): its buffer is written, results are right
     // (twice: the arena and the plan are reused).

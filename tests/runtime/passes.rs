@@ -378,7 +378,7 @@ fn simplify_inlines_a_cond_on_a_constant_and_simplifies_sub_graphs() {
 /// The steps of a graph in trace order and after `passes::schedule` (as the
 /// compiler runs them), and the arena lower bound of each order's plan.
 fn check_schedule(input: &str, before: Expect, after: Expect) -> (usize, usize) {
-    use jitfuse::exec::{partition, plan};
+    use jitfuse::{fusion::partition, plan};
     let g = ir::parse(input).unwrap();
     ir::verify(&g).unwrap();
     let sig = jitfuse::jit::Signature::default();
@@ -498,7 +498,7 @@ fn a_deep_chain_gradient_compiles_bounded_kernels_linear_in_its_depth() {
     };
     let (s1, f1, big1) = at(100);
     let (s4, f4, big4) = at(400);
-    let cap = jitfuse::exec::partition::MAX_KERNEL_NODES;
+    let cap = jitfuse::fusion::partition::MAX_KERNEL_NODES;
     assert!(
         big1 <= cap && big4 <= cap,
         "kernels of {big1}, {big4} nodes"

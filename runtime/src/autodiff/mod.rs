@@ -24,9 +24,9 @@ pub use residuals::{saved_residuals, Residual};
 pub use rules::{backward, sum_to};
 pub use tree::{join_path, Tree};
 
+use crate::diag::phases::phase;
 use crate::error::type_str;
 use crate::ir::{Op, UnaryOp};
-use crate::jit::phases::phase;
 use crate::tensor::ops::apply;
 use crate::trace::{self, fail, ParamSpec};
 use crate::{Error, ErrorKind, Tensor};

@@ -13,7 +13,7 @@
 use super::micro::{self, MicroFn};
 use super::target::Target;
 use super::vector::{self, Vals, LANES};
-use crate::exec::partition::{const_value, Kernel, Partition};
+use crate::fusion::partition::{const_value, Kernel, Partition};
 use crate::ir::{Graph, Op, ValueId};
 use crate::{shape, DType};
 use cranelift_codegen::ir::condcodes::IntCC;

@@ -22,7 +22,7 @@ pub use row::{
 };
 pub use target::{Isa, Target};
 
-use crate::exec::partition::{Partition, Step};
+use crate::fusion::partition::{Partition, Step};
 use crate::ir::Graph;
 use crate::Error;
 use cranelift_codegen::ir::{types, AbiParam};
@@ -244,7 +244,7 @@ pub fn compile(
         std::collections::HashMap::new();
     for k in kernels {
         let structure = match k {
-            Step::Kernel(kk) => Some(crate::jit::phases::phase("codegen dedupe", || {
+            Step::Kernel(kk) => Some(crate::diag::phases::phase("codegen dedupe", || {
                 kernel::structure_text(g, part, kk)
             })),
             _ => None,
@@ -263,7 +263,7 @@ pub fn compile(
         let id = 'emit: {
             #[cfg(target_arch = "x86_64")]
             {
-                let code = crate::jit::phases::phase("codegen zmm", || match k {
+                let code = crate::diag::phases::phase("codegen zmm", || match k {
                     Step::Kernel(kk) => zmm::build(g, part, kk, target),
                     Step::Reduce(v) => zmm::reduce::build(g, part, *v, target),
                     Step::Row(rk) => zmm::reduce::build_row(g, part, rk, target)
@@ -298,7 +298,7 @@ pub fn compile(
                 }
             }
             ctx.func.signature = sig.clone();
-            let _build = crate::jit::phases::Timer::start("codegen clif build");
+            let _build = crate::diag::phases::Timer::start("codegen clif build");
             {
                 let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
                 match k {
@@ -317,7 +317,7 @@ pub fn compile(
             // A program of one kernel has nothing to share: no text.
             drop(_build);
             let text = (keep_clif || count > 1).then(|| {
-                crate::jit::phases::phase("codegen clif text", || ctx.func.display().to_string())
+                crate::diag::phases::phase("codegen clif text", || ctx.func.display().to_string())
             });
             if let (true, Some(t)) = (keep_clif, &text) {
                 clif.push(t.clone());
@@ -358,7 +358,7 @@ pub fn compile(
         }
     }
     let compiled =
-        crate::jit::phases::phase("codegen cranelift", || compile_all(&*isa, todo, keep_clif));
+        crate::diag::phases::phase("codegen cranelift", || compile_all(&*isa, todo, keep_clif));
     let mut asm_of = zmm_asm;
     for c in compiled {
         let (id, m) = c?;

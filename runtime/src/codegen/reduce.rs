@@ -18,7 +18,7 @@
 
 use super::kernel::{copy_elems, emit_loop, pin, pin_slot};
 use super::vector::{self, Vals, LANES};
-use crate::exec::partition::{Affine, Partition};
+use crate::fusion::partition::{Affine, Partition};
 use crate::ir::{BinaryOp, Graph, Op, ReduceOp, ValueId};
 use crate::{shape, DType, Literal};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};

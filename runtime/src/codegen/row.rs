@@ -20,7 +20,7 @@ use super::reduce::{
 };
 use super::target::Target;
 use super::vector::{self, Vals, LANES};
-use crate::exec::partition::{const_value, Partition, RowKernel};
+use crate::fusion::partition::{const_value, Partition, RowKernel};
 use crate::ir::{BinaryOp, Graph, Op, ReduceOp, ValueId};
 use crate::{shape, DType};
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -215,7 +215,7 @@ pub fn check_one(g: &Graph, p: &Partition, rk: &RowKernel) -> Result<(), ValueId
 /// value of the first one that cannot.
 pub fn check(g: &Graph, p: &Partition) -> Result<(), ValueId> {
     for s in &p.steps {
-        if let crate::exec::partition::Step::Row(rk) = s {
+        if let crate::fusion::partition::Step::Row(rk) = s {
             plan(g, p, rk)?;
         }
     }

@@ -4,22 +4,19 @@
 
 mod control;
 mod parallel;
-pub mod partition;
-pub mod plan;
-pub mod plan_svg;
 
 use crate::codegen::{self, CompiledKernels, Target};
+use crate::diag::phases::phase;
 use crate::error::type_str;
+use crate::fusion::partition::{self, Partition, Step};
 use crate::ir::{self, Graph, Op, ValueId};
-use crate::jit::phases::phase;
 use crate::jit::{ArgKind, ArgSig, ArgTensor, CallArgs, Signature};
+use crate::plan::{self, BufferPlan, Place};
 use crate::shape;
 use crate::storage::Buffer;
 use crate::tensor::Tensor;
 use crate::trace::Traced;
 use crate::{interp, Error};
-use partition::{Partition, Step};
-use plan::{BufferPlan, Place};
 use std::sync::Arc;
 use std::sync::Mutex;
 
@@ -566,7 +563,7 @@ impl Executable {
     /// The buffer plan as an SVG timeline (x = step, labelled by kernel; y = bytes; each
     /// temporary named by its op and source line).
     pub fn memory_svg(&self) -> String {
-        plan_svg::svg(&self.plan, &self.graph, &self.part)
+        plan::svg::svg(&self.plan, &self.graph, &self.part)
     }
 
     /// The buffer plan (for tests and tools).

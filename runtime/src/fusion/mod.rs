@@ -4,10 +4,11 @@
 //!   producers and consumers into one kernel that walks the rows once each
 //!   phase, the row staying in cache (softmax, layer norm, log-softmax and
 //!   cross-entropy become one kernel).
-//! - loop fusion of elementwise ops and views, and the placement of every
-//!   other op, is done by `exec::partition` (views folded into reads,
-//!   constants splatted).
+//! - `partition`: the steps of a program: loop fusion of elementwise ops and
+//!   views (views folded into reads, constants splatted), row kernels of the
+//!   row groups, reduction kernels and library steps.
 
+pub mod partition;
 pub mod row_groups;
 
 pub use row_groups::{find_row_groups, RowGroup};

@@ -5,11 +5,10 @@ mod args;
 mod cache;
 mod dump;
 mod explain;
-pub(crate) mod log;
 mod lowered;
 mod outputs;
 mod params;
-pub(crate) mod phases;
+pub(crate) use crate::diag::{log, phases};
 
 #[allow(unused_imports)]
 pub(crate) use args::ArgTensor;

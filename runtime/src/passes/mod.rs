@@ -25,9 +25,9 @@ pub fn fuse_attention(g: &crate::ir::Graph) -> crate::ir::Graph {
         return g.clone();
     }
     let (out, misses) = attention::fuse(g);
-    if crate::jit::log::enabled(crate::jit::log::Category::Fusion) {
+    if crate::diag::log::enabled(crate::diag::log::Category::Fusion) {
         for m in misses {
-            crate::jit::log::emit(&format!("jitfuse fusion: {m}"));
+            crate::diag::log::emit(&format!("jitfuse fusion: {m}"));
         }
     }
     out

@@ -10,9 +10,9 @@
 //! candidate is left the error says by how much the budget is missed and
 //! what the minimum reachable peak was.
 
-use crate::exec::partition::{const_value, Partition, Step};
-use crate::exec::plan::{step_io, BufferPlan};
+use crate::fusion::partition::{const_value, Partition, Step};
 use crate::ir::{Graph, Node, Op, ValueId};
+use crate::plan::{step_io, BufferPlan};
 use crate::{shape, Error};
 use std::collections::HashMap;
 

@@ -21,9 +21,9 @@
 //! The one entry point is [`schedule`]; [`steps_deps`] and [`is_valid`]
 //! are what it and the tests check orders with.
 
-use crate::exec::partition::Partition;
-use crate::exec::plan::step_io;
+use crate::fusion::partition::Partition;
 use crate::ir::{Graph, ValueId};
+use crate::plan::step_io;
 use crate::shape;
 use std::collections::HashMap;
 

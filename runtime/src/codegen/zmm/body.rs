@@ -5,7 +5,7 @@
 use super::{Asm, Fail, Width, R, R_I};
 use crate::codegen::kernel::{Plan, Staging};
 use crate::codegen::micro::SymOp;
-use crate::exec::partition::{const_value, Kernel};
+use crate::fusion::partition::{const_value, Kernel};
 use crate::ir::{BinaryOp, CmpOp, Graph, Op, ReduceOp, UnaryOp, ValueId};
 use crate::{DType, Literal};
 use iced_x86::code_asm::*;

@@ -38,7 +38,7 @@ pub mod row;
 use super::kernel::{self, Plan, Staging};
 use super::micro;
 use super::target::{Isa, Target};
-use crate::exec::partition::{const_value, Kernel, Partition};
+use crate::fusion::partition::{const_value, Kernel, Partition};
 use crate::ir::{BinaryOp, Graph, Op, UnaryOp, ValueId};
 use crate::DType;
 use iced_x86::code_asm::*;

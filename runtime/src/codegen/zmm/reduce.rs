@@ -17,7 +17,7 @@ use super::{
 use crate::codegen::reduce::{self as cr, BLOCK};
 use crate::codegen::row;
 use crate::codegen::target::Target;
-use crate::exec::partition::{Partition, RowKernel};
+use crate::fusion::partition::{Partition, RowKernel};
 use crate::ir::{Graph, Op, ReduceOp, ValueId};
 use crate::{shape, DType};
 use iced_x86::code_asm::*;

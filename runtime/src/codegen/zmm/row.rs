@@ -27,7 +27,7 @@ use super::{
 use crate::codegen::reduce::BLOCK;
 use crate::codegen::row::{self, Plan};
 use crate::codegen::target::Target;
-use crate::exec::partition::{const_value, Partition, RowKernel};
+use crate::fusion::partition::{const_value, Partition, RowKernel};
 use crate::ir::{Graph, Op, ReduceOp, ValueId};
 use crate::DType;
 use iced_x86::code_asm::*;

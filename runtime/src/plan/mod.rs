@@ -18,7 +18,9 @@
 //! after its last read (the executor substitutes a fresh buffer when the
 //! caller still shares it). `check` verifies a plan independently.
 
-use super::partition::{Partition, Step};
+pub mod svg;
+
+use crate::fusion::partition::{self, Partition, Step};
 use crate::ir::{Graph, Op, ValueId};
 use crate::jit::{ArgKind, Signature};
 use crate::{shape, Error};
@@ -104,10 +106,10 @@ pub fn step_io(g: &Graph, p: &Partition, s: &Step) -> (Vec<ValueId>, Vec<ValueId
             g.node(*v)
                 .inputs
                 .iter()
-                .map(|&x| super::partition::read_map(g, p, x).root)
+                .map(|&x| partition::read_map(g, p, x).root)
                 .collect(),
             if g.node(*v).op.is_multi_output() {
-                super::partition::control_outputs(g, *v)
+                partition::control_outputs(g, *v)
             } else {
                 vec![*v]
             },

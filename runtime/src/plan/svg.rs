@@ -3,8 +3,8 @@
 //! its op and the user's source line that made it: the arena on top, then one band per
 //! buffer hosting temporaries (an output before it is written, a dead donated argument).
 
-use super::partition::{Partition, Step};
-use super::plan::{BufferPlan, Interval};
+use super::{BufferPlan, Interval};
+use crate::fusion::partition::{Partition, Step};
 use crate::ir::{Graph, ValueId};
 use crate::report::human_bytes;
 
