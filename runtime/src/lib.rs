@@ -23,6 +23,7 @@ pub use tensor::Tensor;
 pub mod autodiff;
 pub mod codegen;
 pub mod control;
+pub mod describe;
 pub mod exec;
 pub mod fusion;
 pub mod jit;

@@ -384,7 +384,7 @@ fn check_schedule(input: &str, before: Expect, after: Expect) -> (usize, usize) 
     let sig = jitfuse::jit::Signature::default();
     let bound =
         |p: &partition::Partition| plan::plan(&g, p, &sig, &|_, _, _| false).lower_bound_bytes;
-    let part = partition::partition(&g);
+    let part = jitfuse::describe::partition(&g);
     before.assert_eq(&partition::steps_text(&g, &part));
     let trace_bound = bound(&part);
     let scheduled = jitfuse::passes::schedule::schedule(&g, part, &|p| bound(p));

@@ -15,11 +15,6 @@ mod vector;
 pub mod zmm;
 
 pub use kernel::{inplace_ok as kernel_inplace_ok, layout};
-pub use reduce::{extent as reduce_extent, input_map as reduce_input_map};
-pub use row::{
-    check as check_row_kernels, check_one as check_row_kernel, extent as row_extent,
-    inplace_ok as row_inplace_ok,
-};
 pub use target::{Isa, Target};
 
 use crate::fusion::partition::{Partition, Step};

@@ -18,8 +18,9 @@
 
 use super::kernel::{copy_elems, emit_loop, pin, pin_slot};
 use super::vector::{self, Vals, LANES};
-use crate::fusion::partition::{Affine, Partition};
-use crate::ir::{BinaryOp, Graph, Op, ReduceOp, ValueId};
+use crate::describe::reduce::{plan, Dim, RPlan};
+use crate::fusion::partition::Partition;
+use crate::ir::{BinaryOp, Graph, ReduceOp, ValueId};
 use crate::{shape, DType, Literal};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
@@ -30,104 +31,8 @@ use cranelift_frontend::{FunctionBuilder, Variable};
 const UNROLL: usize = 4;
 pub(super) const BLOCK: i64 = 2048;
 
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Dim {
-    pub size: usize,
-    /// Input stride in elements.
-    pub stride: i64,
-}
-
-pub(super) struct RPlan {
-    pub op: ReduceOp,
-    pub dtype: DType,
-    pub offset: i64,
-    pub kept: Vec<Dim>,
-    pub red: Vec<Dim>,
-    pub column: bool,
-}
-
-fn merge(dims: Vec<Dim>) -> Vec<Dim> {
-    let mut out: Vec<Dim> = Vec::new();
-    for d in dims.into_iter().filter(|d| d.size != 1) {
-        match out.last_mut() {
-            Some(p) if p.stride == d.stride * d.size as i64 => {
-                p.size *= d.size;
-                p.stride = d.stride;
-            }
-            _ => out.push(d),
-        }
-    }
-    out
-}
-
-/// The map through which the reduction reads its input.
-pub fn input_map(g: &Graph, p: &Partition, v: ValueId) -> Affine {
-    let x = g.node(v).inputs[0];
-    match p.views.get(&x) {
-        Some(a) if !p.materialised[x.index()] => a.clone(),
-        _ => Affine {
-            root: x,
-            offset: 0,
-            strides: shape::strides(&g.node(x).shape)
-                .into_iter()
-                .map(|s| s as i64)
-                .collect(),
-        },
-    }
-}
-
-pub(super) fn plan(g: &Graph, p: &Partition, v: ValueId) -> RPlan {
-    let n = g.node(v);
-    let Op::Reduce(op, axes) = &n.op else {
-        unreachable!()
-    };
-    let x = g.node(n.inputs[0]);
-    let a = input_map(g, p, v);
-    let mut kept = Vec::new();
-    let mut red = Vec::new();
-    for (d, &size) in x.shape.iter().enumerate() {
-        let dim = Dim {
-            size,
-            stride: a.strides[d],
-        };
-        if axes.contains(&d) {
-            red.push(dim);
-        } else {
-            kept.push(dim);
-        }
-    }
-    // Kept dims merge only where the (contiguous) output is linear too, which
-    // holds for adjacent kept dims; their input strides decide.
-    let mut kept = merge(kept);
-    let mut red = merge(red);
-    if kept.is_empty() {
-        kept.push(Dim { size: 1, stride: 0 });
-    }
-    if red.is_empty() {
-        red.push(Dim { size: 1, stride: 1 });
-    }
-    let row_ok = red.last().unwrap().stride == 1;
-    let column = !row_ok && kept.last().unwrap().stride == 1 && kept.last().unwrap().size >= LANES;
-    RPlan {
-        op: *op,
-        dtype: n.dtype,
-        offset: a.offset,
-        kept,
-        red,
-        column,
-    }
-}
-
-/// `(outer extent, total input elements, chunk alignment)` of a reduction step.
-pub fn extent(g: &Graph, p: &Partition, v: ValueId) -> (usize, usize, usize) {
-    let r = plan(g, p, v);
-    let align = if r.column && r.kept.len() == 1 { 64 } else { 1 };
-    (
-        r.kept[0].size,
-        r.kept.iter().chain(&r.red).map(|d| d.size).product(),
-        align,
-    )
-}
+// The description's column form needs a row of at least one of this kernel's vectors.
+const _: () = assert!(crate::describe::reduce::COLUMN_LANES == LANES);
 
 /// The binary op a reduction folds with.
 pub(super) fn binop(op: ReduceOp) -> BinaryOp {

@@ -104,7 +104,9 @@ impl Executable {
             crate::passes::remat::peak(graph, &Executable::plan_partition(graph, p, sig))
         };
         let scheduled = |copy: bool| {
-            let part = phase("partition", || partition::partition_barriers(graph, copy));
+            let part = phase("partition", || {
+                crate::describe::partition_barriers(graph, copy)
+            });
             if trace_order {
                 part
             } else {
@@ -131,7 +133,7 @@ impl Executable {
     fn inplace_ok(graph: &Graph, part: &Partition, si: usize, x: ValueId, o: ValueId) -> bool {
         match &part.steps[si] {
             Step::Kernel(k) => codegen::kernel_inplace_ok(graph, part, k, x, o),
-            Step::Row(rk) => codegen::row_inplace_ok(graph, part, rk, x, o),
+            Step::Row(rk) => crate::describe::row::inplace_ok(graph, part, rk, x, o),
             _ => false,
         }
     }
@@ -219,7 +221,7 @@ impl Executable {
                     })
                 }
                 Step::Reduce(v) => {
-                    let (extent, work, align) = codegen::reduce_extent(&graph, &part, *v);
+                    let (extent, work, align) = crate::describe::reduce::extent(&graph, &part, *v);
                     Some(parallel::Split {
                         extent,
                         work,
@@ -227,7 +229,7 @@ impl Executable {
                     })
                 }
                 Step::Row(rk) => {
-                    let (extent, work) = codegen::row_extent(&graph, &part, rk);
+                    let (extent, work) = crate::describe::row::extent(&graph, &part, rk);
                     Some(parallel::Split {
                         extent,
                         work,

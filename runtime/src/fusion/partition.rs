@@ -17,7 +17,7 @@
 //! is a valid schedule.
 
 use crate::error::type_str;
-use crate::fusion::{find_row_groups, RowGroup};
+use crate::fusion::RowGroup;
 use crate::ir::{Graph, Op, ValueId};
 use crate::{shape, Literal};
 use std::collections::{HashMap, HashSet};
@@ -292,57 +292,10 @@ fn fold_all(
     views
 }
 
-pub fn partition(g: &Graph) -> Partition {
-    partition_barriers(g, false)
-}
-
-/// `partition`, with every checkpoint `barrier` a copy into a buffer of its
-/// own when `copy_barriers` (the saved value may then die at the copy, early
-/// enough to be hosted in an output written later; the planner keeps
-/// whichever of the two has the lower peak).
-pub fn partition_barriers(g: &Graph, copy_barriers: bool) -> Partition {
-    let mut excluded = HashSet::new();
-    loop {
-        let groups = find_row_groups(g, &excluded);
-        let p = partition_with(g, groups, copy_barriers);
-        match crate::codegen::check_row_kernels(g, &p) {
-            Ok(()) => return p,
-            // A group the row kernel cannot address (its within-row dims do
-            // not collapse to one run): leave its reductions unfused.
-            // The value named need not be the group's seed: exclude every
-            // reduction of the group that failed (progress on every round:
-            // the loop ends with no row kernels at worst).
-            Err(bad) => {
-                let before = excluded.len();
-                excluded.insert(bad);
-                for s in &p.steps {
-                    if let Step::Row(rk) = s {
-                        if rk.group.members.contains(&bad)
-                            || crate::codegen::check_row_kernel(g, &p, rk).is_err()
-                        {
-                            excluded.extend(
-                                rk.group
-                                    .members
-                                    .iter()
-                                    .copied()
-                                    .filter(|&m| matches!(g.node(m).op, Op::Reduce(..))),
-                            );
-                        }
-                    }
-                }
-                if excluded.len() == before {
-                    excluded.extend(
-                        (0..g.nodes.len())
-                            .map(|i| ValueId(i as u32))
-                            .filter(|&v| matches!(g.node(v).op, Op::Reduce(..))),
-                    );
-                }
-            }
-        }
-    }
-}
-
-fn partition_with(g: &Graph, groups: Vec<RowGroup>, copy_barriers: bool) -> Partition {
+/// The steps of `g` with row kernels for exactly the row groups `groups` (the checked
+/// partition, which leaves out the groups no row kernel can address, is
+/// `describe::partition`).
+pub fn partition_with(g: &Graph, groups: Vec<RowGroup>, copy_barriers: bool) -> Partition {
     let nn = g.nodes.len();
     let mut group_of: Vec<Option<usize>> = vec![None; nn];
     for (k, grp) in groups.iter().enumerate() {

@@ -14,9 +14,10 @@ use super::{
     add_imm, add_strided, epilogue, first_row, mark, next_row, prologue, Asm, Code, Fail, Width,
     MAX_PREFETCH_BYTES, R, STREAM_MIN_BYTES,
 };
-use crate::codegen::reduce::{self as cr, BLOCK};
-use crate::codegen::row;
+use crate::codegen::reduce::BLOCK;
 use crate::codegen::target::Target;
+use crate::describe::reduce as cr;
+use crate::describe::row;
 use crate::fusion::partition::{Partition, RowKernel};
 use crate::ir::{Graph, Op, ReduceOp, ValueId};
 use crate::{shape, DType};

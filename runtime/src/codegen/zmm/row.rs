@@ -25,8 +25,8 @@ use super::{
     Code, Fail, Width, MAX_PREFETCH_BYTES, PTR_REGS, R, R_I, R_N, STREAM_MIN_BYTES,
 };
 use crate::codegen::reduce::BLOCK;
-use crate::codegen::row::{self, Plan};
 use crate::codegen::target::Target;
+use crate::describe::row::{self, Plan};
 use crate::fusion::partition::{const_value, Partition, RowKernel};
 use crate::ir::{Graph, Op, ReduceOp, ValueId};
 use crate::DType;

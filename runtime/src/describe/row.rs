@@ -1,0 +1,358 @@
+//! The description of a row kernel, independent of any backend: the collapsed row dimensions,
+//! each access with its strides (one affine map per read and write), the values read per
+//! element and per row, the phases of reductions and what each evaluates. The Cranelift and the
+//! x86 row emitters spell what it says; the partition asks it whether a row group can be built,
+//! and the executor and the buffer plan ask it the kernel's extent and in-place pairs.
+
+use crate::fusion::partition::{const_value, Partition, RowKernel, Step};
+use crate::ir::{BinaryOp, Graph, Op, ValueId};
+use crate::{shape, DType};
+use std::collections::{HashMap, HashSet};
+
+pub struct Access {
+    pub ptr: usize,
+    pub dtype: DType,
+    pub offset: i64,
+    pub o_strides: Vec<i64>,
+    /// Stride along the row run (0 for row-level values).
+    pub i_stride: i64,
+}
+
+pub struct Plan {
+    /// Collapsed row dims.
+    pub o_dims: Vec<usize>,
+    /// Elements in one row.
+    pub n: usize,
+    pub accesses: Vec<Access>,
+    /// External values read per element.
+    pub elem_reads: HashMap<ValueId, usize>,
+    /// External values read per row.
+    pub row_reads: HashMap<ValueId, usize>,
+    /// Access of each output.
+    pub outs: Vec<usize>,
+    pub members: HashSet<ValueId>,
+}
+
+fn affine_of(g: &Graph, p: &Partition, x: ValueId) -> (ValueId, i64, Vec<i64>) {
+    match p.views.get(&x) {
+        Some(a) if !p.materialised[x.index()] => (a.root, a.offset, a.strides.clone()),
+        _ => (
+            x,
+            0,
+            shape::strides(&g.node(x).shape)
+                .into_iter()
+                .map(|s| s as i64)
+                .collect(),
+        ),
+    }
+}
+
+/// Collapse `dims` (with each access's strides) dropping size-1 dims and
+/// merging linear neighbours. Returns the dims and per-access strides.
+fn collapse(dims: &[usize], strides: &[Vec<i64>]) -> (Vec<usize>, Vec<Vec<i64>>) {
+    let mut out: Vec<usize> = Vec::new();
+    let mut st: Vec<Vec<i64>> = vec![Vec::new(); strides.len()];
+    for d in 0..dims.len() {
+        if dims[d] == 1 {
+            continue;
+        }
+        let merge = !out.is_empty()
+            && strides
+                .iter()
+                .enumerate()
+                .all(|(a, s)| *st[a].last().unwrap() == s[d] * dims[d] as i64);
+        if merge {
+            *out.last_mut().unwrap() *= dims[d];
+            for (a, s) in strides.iter().enumerate() {
+                *st[a].last_mut().unwrap() = s[d];
+            }
+        } else {
+            out.push(dims[d]);
+            for (a, s) in strides.iter().enumerate() {
+                st[a].push(s[d]);
+            }
+        }
+    }
+    (out, st)
+}
+
+pub fn plan(g: &Graph, p: &Partition, rk: &RowKernel) -> Result<Plan, ValueId> {
+    let grp = &rk.group;
+    let members: HashSet<ValueId> = grp.members.iter().copied().collect();
+    let seed = *grp
+        .members
+        .iter()
+        .find(|m| matches!(g.node(**m).op, Op::Reduce(..)))
+        .unwrap();
+    let no = grp.o.len();
+    let s_full = grp.full_shape();
+    let ptr_of = |x: ValueId| {
+        rk.inputs
+            .iter()
+            .position(|y| *y == x)
+            .unwrap_or_else(|| panic!("row kernel input %{} missing: {:?}\n{}", x.0, rk, g))
+    };
+    // (ptr, dtype, offset, strides over O, strides over I or None)
+    let mut raw: Vec<(usize, DType, i64, Vec<i64>, Vec<i64>)> = Vec::new();
+    let mut elem_reads = HashMap::new();
+    let mut row_reads = HashMap::new();
+    for &m in &grp.members {
+        let n = g.node(m);
+        if matches!(n.op, Op::Broadcast | Op::Reshape) {
+            continue; // reads a member
+        }
+        let element_level = matches!(n.op, Op::Reduce(..)) || grp.is_element_shape(&n.shape);
+        for &x in &n.inputs {
+            if members.contains(&x) || const_value(g, x).is_some() {
+                continue;
+            }
+            let map = if element_level {
+                &mut elem_reads
+            } else {
+                &mut row_reads
+            };
+            if map.contains_key(&x) {
+                continue;
+            }
+            let (root, off, st) = affine_of(g, p, x);
+            let (os, is) = if element_level {
+                (st[..no].to_vec(), st[no..].to_vec())
+            } else {
+                (st[..no].to_vec(), vec![0; grp.i.len()])
+            };
+            raw.push((ptr_of(root), g.node(x).dtype, off, os, is));
+            map.insert(x, raw.len() - 1);
+        }
+    }
+    let mut outs = Vec::new();
+    for (j, &o) in rk.outputs.iter().enumerate() {
+        let n = g.node(o);
+        let (os, is) = if grp.is_element_shape(&n.shape) && !matches!(n.op, Op::Reduce(..)) {
+            let st: Vec<i64> = shape::strides(&s_full)
+                .into_iter()
+                .map(|s| s as i64)
+                .collect();
+            (st[..no].to_vec(), st[no..].to_vec())
+        } else {
+            (
+                shape::strides(&grp.o)
+                    .into_iter()
+                    .map(|s| s as i64)
+                    .collect(),
+                vec![0; grp.i.len()],
+            )
+        };
+        raw.push((rk.inputs.len() + j, n.dtype, 0, os, is));
+        outs.push(raw.len() - 1);
+    }
+    // The row must be one run (or a broadcast) for every access.
+    let i_strides: Vec<Vec<i64>> = raw.iter().map(|r| r.4.clone()).collect();
+    let (i_dims, i_st) = collapse(&grp.i, &i_strides);
+    if i_dims.len() > 1 {
+        return Err(seed);
+    }
+    let n: usize = grp.i.iter().product();
+    let o_strides: Vec<Vec<i64>> = raw.iter().map(|r| r.3.clone()).collect();
+    let (mut o_dims, mut o_st) = collapse(&grp.o, &o_strides);
+    if o_dims.is_empty() {
+        o_dims.push(1);
+        for s in o_st.iter_mut() {
+            s.push(0);
+        }
+    }
+    let accesses = raw
+        .into_iter()
+        .enumerate()
+        .map(|(a, (ptr, dtype, offset, _, _))| Access {
+            ptr,
+            dtype,
+            offset,
+            o_strides: o_st[a].clone(),
+            i_stride: i_st[a].first().copied().unwrap_or(0),
+        })
+        .collect();
+    Ok(Plan {
+        o_dims,
+        n,
+        accesses,
+        elem_reads,
+        row_reads,
+        outs,
+        members,
+    })
+}
+
+/// Whether one row kernel of the partition can be compiled.
+pub fn check_one(g: &Graph, p: &Partition, rk: &RowKernel) -> Result<(), ValueId> {
+    plan(g, p, rk).map(|_| ())
+}
+
+/// Check that every row group of the partition can be compiled; returns a
+/// value of the first one that cannot.
+pub fn check(g: &Graph, p: &Partition) -> Result<(), ValueId> {
+    for s in &p.steps {
+        if let Step::Row(rk) = s {
+            plan(g, p, rk)?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether the row kernel may write element-level `output` over `input`:
+/// every read of the input is at exactly the position the output is written
+/// (same offset and strides, row by row). A row's reductions read it before
+/// its final pass, and the final pass loads each vector's operands before
+/// storing its outputs, so each element is read before it is overwritten.
+pub fn inplace_ok(
+    g: &Graph,
+    p: &Partition,
+    rk: &RowKernel,
+    input: ValueId,
+    output: ValueId,
+) -> bool {
+    let (Some(pi), Some(j)) = (
+        rk.inputs.iter().position(|x| *x == input),
+        rk.outputs.iter().position(|x| *x == output),
+    ) else {
+        return false;
+    };
+    let n = g.node(output);
+    if matches!(n.op, Op::Reduce(..)) || !rk.group.is_element_shape(&n.shape) {
+        return false;
+    }
+    let Ok(pl) = plan(g, p, rk) else {
+        return false;
+    };
+    let out = &pl.accesses[pl.outs[j]];
+    pl.accesses.iter().filter(|a| a.ptr == pi).all(|a| {
+        a.offset == 0
+            && a.o_strides == out.o_strides
+            && a.i_stride == out.i_stride
+            && a.dtype.size() == out.dtype.size()
+    })
+}
+
+/// `(outer extent, elements per call)` of a row kernel.
+pub fn extent(g: &Graph, p: &Partition, rk: &RowKernel) -> (usize, usize) {
+    let pl = plan(g, p, rk).expect("checked");
+    (pl.o_dims[0], pl.o_dims.iter().product::<usize>() * pl.n)
+}
+
+/// Scratch budget for stashed rows, per thread (the stack).
+pub const STASH_BYTES: usize = 128 * 1024;
+
+pub fn is_expensive(g: &Graph, v: ValueId) -> bool {
+    match g.node(v).op {
+        Op::Unary(u) => u.is_transcendental(),
+        Op::Binary(o) => matches!(o, BinaryOp::Pow | BinaryOp::Div | BinaryOp::Rem),
+        _ => false,
+    }
+}
+
+/// The phases of a row (reduction sets, then the element outputs) and the
+/// element-level members each must evaluate.
+pub fn phase_cones(g: &Graph, pl: &Plan, rk: &RowKernel) -> Vec<HashSet<ValueId>> {
+    let grp = &rk.group;
+    let reductions: Vec<ValueId> = grp
+        .members
+        .iter()
+        .copied()
+        .filter(|m| matches!(g.node(*m).op, Op::Reduce(..)))
+        .collect();
+    let reduction_deps = |r: ValueId| -> HashSet<ValueId> {
+        let mut out = HashSet::new();
+        let mut stack = vec![g.node(r).inputs[0]];
+        let mut seen = HashSet::new();
+        while let Some(v) = stack.pop() {
+            if !pl.members.contains(&v) || !seen.insert(v) {
+                continue;
+            }
+            if reductions.contains(&v) {
+                out.insert(v);
+                continue;
+            }
+            stack.extend(g.node(v).inputs.iter().copied());
+        }
+        out
+    };
+    let cone = |targets: &[ValueId]| -> HashSet<ValueId> {
+        let mut out = HashSet::new();
+        let mut stack = targets.to_vec();
+        while let Some(v) = stack.pop() {
+            if !pl.members.contains(&v)
+                || !grp.is_element_shape(&g.node(v).shape)
+                || matches!(g.node(v).op, Op::Reduce(..))
+                || !out.insert(v)
+            {
+                continue;
+            }
+            if g.node(v).op != Op::Broadcast {
+                stack.extend(g.node(v).inputs.iter().copied());
+            }
+        }
+        out
+    };
+    let mut done: HashSet<ValueId> = HashSet::new();
+    let mut cones = Vec::new();
+    loop {
+        let ready: Vec<ValueId> = reductions
+            .iter()
+            .copied()
+            .filter(|r| !done.contains(r) && reduction_deps(*r).iter().all(|x| done.contains(x)))
+            .collect();
+        if ready.is_empty() {
+            break;
+        }
+        let inputs: Vec<ValueId> = ready.iter().map(|r| g.node(*r).inputs[0]).collect();
+        cones.push(cone(&inputs));
+        done.extend(ready);
+    }
+    let outs: Vec<ValueId> = rk
+        .outputs
+        .iter()
+        .copied()
+        .filter(|o| {
+            grp.is_element_shape(&g.node(*o).shape) && !matches!(g.node(*o).op, Op::Reduce(..))
+        })
+        .collect();
+    cones.push(cone(&outs));
+    cones
+}
+
+/// The reductions not `done` whose dependencies (`reduction_deps`) all are: the next phase.
+pub fn ready_reductions(
+    reductions: &[ValueId],
+    deps: &HashMap<ValueId, HashSet<ValueId>>,
+    done: &HashSet<ValueId>,
+) -> Vec<ValueId> {
+    (reductions.iter().copied())
+        .filter(|r| !done.contains(r) && deps[r].iter().all(|x| done.contains(x)))
+        .collect()
+}
+
+/// The reductions among a row group's `members` (in their order), and which of them each
+/// member depends on through members: a reduction's phase can run once all of its are done.
+pub fn reduction_deps(
+    g: &Graph,
+    members: &[ValueId],
+) -> (Vec<ValueId>, HashMap<ValueId, HashSet<ValueId>>) {
+    let reductions: Vec<ValueId> = members
+        .iter()
+        .copied()
+        .filter(|m| matches!(g.node(*m).op, Op::Reduce(..)))
+        .collect();
+    let mut deps: HashMap<ValueId, HashSet<ValueId>> = HashMap::new();
+    for &m in members {
+        let mut d = HashSet::new();
+        for x in &g.node(m).inputs {
+            if let Some(of_x) = deps.get(x) {
+                d.extend(of_x.iter().copied());
+            }
+            if reductions.contains(x) {
+                d.insert(*x);
+            }
+        }
+        deps.insert(m, d);
+    }
+    (reductions, deps)
+}
