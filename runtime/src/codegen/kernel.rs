@@ -136,29 +136,8 @@ pub(super) fn plan(g: &Graph, p: &Partition, k: &Kernel) -> Plan {
     }
     // Collapse: drop size-1 dims, merge a dim into the previous one where
     // every access is linear across the pair.
-    let mut dims: Vec<usize> = Vec::new();
-    let mut st: Vec<Vec<i64>> = vec![Vec::new(); raw.len()];
-    for d in 0..s.len() {
-        if s[d] == 1 {
-            continue;
-        }
-        let mergeable = !dims.is_empty()
-            && raw
-                .iter()
-                .enumerate()
-                .all(|(a, r)| *st[a].last().unwrap() == r.3[d] * s[d] as i64);
-        if mergeable {
-            *dims.last_mut().unwrap() *= s[d];
-            for (a, r) in raw.iter().enumerate() {
-                *st[a].last_mut().unwrap() = r.3[d];
-            }
-        } else {
-            dims.push(s[d]);
-            for (a, r) in raw.iter().enumerate() {
-                st[a].push(r.3[d]);
-            }
-        }
-    }
+    let raw_strides: Vec<Vec<i64>> = raw.iter().map(|r| r.3.clone()).collect();
+    let (mut dims, mut st) = crate::describe::collapse(s, &raw_strides);
     if dims.is_empty() {
         dims.push(1);
         for s in st.iter_mut() {

@@ -62,3 +62,33 @@ pub fn partition_barriers(g: &Graph, copy_barriers: bool) -> Partition {
         }
     }
 }
+
+/// Collapse `dims` (with each access's strides) dropping size-1 dims and
+/// merging linear neighbours. Returns the dims and per-access strides. The one collapse of
+/// every kernel kind (loop kernels: `codegen::kernel::plan`; row kernels: `row::plan`).
+pub fn collapse(dims: &[usize], strides: &[Vec<i64>]) -> (Vec<usize>, Vec<Vec<i64>>) {
+    let mut out: Vec<usize> = Vec::new();
+    let mut st: Vec<Vec<i64>> = vec![Vec::new(); strides.len()];
+    for d in 0..dims.len() {
+        if dims[d] == 1 {
+            continue;
+        }
+        let merge = !out.is_empty()
+            && strides
+                .iter()
+                .enumerate()
+                .all(|(a, s)| *st[a].last().unwrap() == s[d] * dims[d] as i64);
+        if merge {
+            *out.last_mut().unwrap() *= dims[d];
+            for (a, s) in strides.iter().enumerate() {
+                *st[a].last_mut().unwrap() = s[d];
+            }
+        } else {
+            out.push(dims[d]);
+            for (a, s) in strides.iter().enumerate() {
+                st[a].push(s[d]);
+            }
+        }
+    }
+    (out, st)
+}

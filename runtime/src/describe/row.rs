@@ -4,6 +4,7 @@
 //! x86 row emitters spell what it says; the partition asks it whether a row group can be built,
 //! and the executor and the buffer plan ask it the kernel's extent and in-place pairs.
 
+use super::collapse;
 use crate::fusion::partition::{const_value, Partition, RowKernel, Step};
 use crate::ir::{BinaryOp, Graph, Op, ValueId};
 use crate::{shape, DType};
@@ -45,35 +46,6 @@ fn affine_of(g: &Graph, p: &Partition, x: ValueId) -> (ValueId, i64, Vec<i64>) {
                 .collect(),
         ),
     }
-}
-
-/// Collapse `dims` (with each access's strides) dropping size-1 dims and
-/// merging linear neighbours. Returns the dims and per-access strides.
-fn collapse(dims: &[usize], strides: &[Vec<i64>]) -> (Vec<usize>, Vec<Vec<i64>>) {
-    let mut out: Vec<usize> = Vec::new();
-    let mut st: Vec<Vec<i64>> = vec![Vec::new(); strides.len()];
-    for d in 0..dims.len() {
-        if dims[d] == 1 {
-            continue;
-        }
-        let merge = !out.is_empty()
-            && strides
-                .iter()
-                .enumerate()
-                .all(|(a, s)| *st[a].last().unwrap() == s[d] * dims[d] as i64);
-        if merge {
-            *out.last_mut().unwrap() *= dims[d];
-            for (a, s) in strides.iter().enumerate() {
-                *st[a].last_mut().unwrap() = s[d];
-            }
-        } else {
-            out.push(dims[d]);
-            for (a, s) in strides.iter().enumerate() {
-                st[a].push(s[d]);
-            }
-        }
-    }
-    (out, st)
 }
 
 pub fn plan(g: &Graph, p: &Partition, rk: &RowKernel) -> Result<Plan, ValueId> {
