@@ -2,9 +2,9 @@
 //! dimensions of its input (merged where their strides allow), the input's offset, and whether
 //! it runs in row form (the reduced run contiguous) or column form (the kept run contiguous).
 
-use crate::fusion::partition::{Affine, Partition};
+use crate::fusion::partition::{read_map, Partition};
 use crate::ir::{Graph, Op, ReduceOp, ValueId};
-use crate::{shape, DType};
+use crate::DType;
 
 /// The column form needs a kept run of at least this many elements: one vector of the column
 /// kernel (the Cranelift reduction kernels' 4 lanes; `codegen/reduce.rs` asserts it).
@@ -40,29 +40,14 @@ fn merge(dims: Vec<Dim>) -> Vec<Dim> {
     out
 }
 
-/// The map through which the reduction reads its input.
-pub fn input_map(g: &Graph, p: &Partition, v: ValueId) -> Affine {
-    let x = g.node(v).inputs[0];
-    match p.views.get(&x) {
-        Some(a) if !p.materialised[x.index()] => a.clone(),
-        _ => Affine {
-            root: x,
-            offset: 0,
-            strides: shape::strides(&g.node(x).shape)
-                .into_iter()
-                .map(|s| s as i64)
-                .collect(),
-        },
-    }
-}
-
+/// The description of reduction step `v`.
 pub fn plan(g: &Graph, p: &Partition, v: ValueId) -> RPlan {
     let n = g.node(v);
     let Op::Reduce(op, axes) = &n.op else {
         unreachable!()
     };
     let x = g.node(n.inputs[0]);
-    let a = input_map(g, p, v);
+    let a = read_map(g, p, n.inputs[0]);
     let mut kept = Vec::new();
     let mut red = Vec::new();
     for (d, &size) in x.shape.iter().enumerate() {

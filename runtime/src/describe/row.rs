@@ -5,7 +5,7 @@
 //! and the executor and the buffer plan ask it the kernel's extent and in-place pairs.
 
 use super::collapse;
-use crate::fusion::partition::{const_value, Partition, RowKernel, Step};
+use crate::fusion::partition::{const_value, read_map, Affine, Partition, RowKernel, Step};
 use crate::ir::{BinaryOp, Graph, Op, ValueId};
 use crate::{shape, DType};
 use std::collections::{HashMap, HashSet};
@@ -32,20 +32,6 @@ pub struct Plan {
     /// Access of each output.
     pub outs: Vec<usize>,
     pub members: HashSet<ValueId>,
-}
-
-fn affine_of(g: &Graph, p: &Partition, x: ValueId) -> (ValueId, i64, Vec<i64>) {
-    match p.views.get(&x) {
-        Some(a) if !p.materialised[x.index()] => (a.root, a.offset, a.strides.clone()),
-        _ => (
-            x,
-            0,
-            shape::strides(&g.node(x).shape)
-                .into_iter()
-                .map(|s| s as i64)
-                .collect(),
-        ),
-    }
 }
 
 pub fn plan(g: &Graph, p: &Partition, rk: &RowKernel) -> Result<Plan, ValueId> {
@@ -86,7 +72,11 @@ pub fn plan(g: &Graph, p: &Partition, rk: &RowKernel) -> Result<Plan, ValueId> {
             if map.contains_key(&x) {
                 continue;
             }
-            let (root, off, st) = affine_of(g, p, x);
+            let Affine {
+                root,
+                offset: off,
+                strides: st,
+            } = read_map(g, p, x);
             let (os, is) = if element_level {
                 (st[..no].to_vec(), st[no..].to_vec())
             } else {

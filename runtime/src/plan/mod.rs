@@ -99,7 +99,7 @@ pub fn step_io(g: &Graph, p: &Partition, s: &Step) -> (Vec<ValueId>, Vec<ValueId
         Step::Kernel(k) => (k.inputs.clone(), k.outputs.clone()),
         Step::Row(r) => (r.inputs.clone(), r.outputs.clone()),
         Step::Reduce(v) => (
-            vec![crate::describe::reduce::input_map(g, p, *v).root],
+            vec![partition::read_map(g, p, g.node(*v).inputs[0]).root],
             vec![*v],
         ),
         Step::Library(v) => (

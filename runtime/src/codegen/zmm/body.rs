@@ -538,13 +538,7 @@ impl Vector<'_, '_, '_> {
         let loc = match leaf {
             Leaf::Const(l, DType::Bool) => {
                 let k = self.regs.mask()?;
-                let on = l.as_i64(DType::Bool) != 0;
-                match (e.w, on) {
-                    (Width::Z, true) => e.a.kxnorw(K[k as usize], K[k as usize], K[k as usize])?,
-                    (Width::Z, false) => e.a.kxorw(K[k as usize], K[k as usize], K[k as usize])?,
-                    (Width::Y, true) => e.ones(k)?,
-                    (Width::Y, false) => e.zero(k)?,
-                }
+                e.mask_fill(k, l.as_i64(DType::Bool) != 0)?;
                 Loc::K(k)
             }
             Leaf::Const(l, _) => {

@@ -392,6 +392,32 @@ impl Asm {
         Ok(())
     }
 
+    /// Every lane of mask `k` set (`on`) or clear.
+    fn mask_fill(&mut self, k: u8, on: bool) -> R<()> {
+        match (self.w, on) {
+            (Width::Z, true) => {
+                let kk = body::K[k as usize];
+                self.a.kxnorw(kk, kk, kk)?
+            }
+            (Width::Z, false) => {
+                let kk = body::K[k as usize];
+                self.a.kxorw(kk, kk, kk)?
+            }
+            (Width::Y, true) => self.ones(k)?,
+            (Width::Y, false) => self.zero(k)?,
+        }
+        Ok(())
+    }
+
+    /// ZF = no lane of mask `k` set.
+    fn mask_test(&mut self, k: u8) -> R<()> {
+        match self.w {
+            Width::Z => self.a.kortestw(body::K[k as usize], body::K[k as usize])?,
+            Width::Y => self.a.vptest(body::Y[k as usize], body::Y[k as usize])?,
+        }
+        Ok(())
+    }
+
     /// Mask `d` = not mask `x`.
     fn mask_not(&mut self, d: u8, x: u8) -> R<()> {
         match self.w {

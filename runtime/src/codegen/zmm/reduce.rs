@@ -14,6 +14,7 @@ use super::{
     add_imm, add_strided, epilogue, first_row, mark, next_row, prologue, Asm, Code, Fail, Width,
     MAX_PREFETCH_BYTES, R, STREAM_MIN_BYTES,
 };
+use crate::codegen::micro::SymOp as S;
 use crate::codegen::reduce::BLOCK;
 use crate::codegen::target::Target;
 use crate::describe::reduce as cr;
@@ -253,24 +254,17 @@ fn block(e: &mut Asm, len: i64, next: Option<i32>) -> R<()> {
             }
         }
     }
-    let a = &mut e.a;
     if rest > 0 {
-        a.add(rdx, rest as i32)?;
+        e.a.add(rdx, rest as i32)?;
     }
-    // (a0 + a1) + (a2 + a3), then the lanes pairwise, into f64.
-    match e.w {
-        Width::Z => {
-            a.vaddps(zmm0, zmm0, zmm1)?;
-            a.vaddps(zmm2, zmm2, zmm3)?;
-            a.vaddps(zmm0, zmm0, zmm2)?;
-            a.vextractf64x4(ymm1, zmm0, 1)?;
-            a.vaddps(ymm0, ymm0, ymm1)?;
-        }
-        Width::Y => {
-            a.vaddps(ymm0, ymm0, ymm1)?;
-            a.vaddps(ymm2, ymm2, ymm3)?;
-            a.vaddps(ymm0, ymm0, ymm2)?;
-        }
+    // (a0 + a1) + (a2 + a3), then the lanes pairwise (a zmm's halves first), into f64.
+    for (d, x, y) in [(0, 0, 1), (2, 2, 3), (0, 0, 2)] {
+        e.sym_op(S::Add(0, 1), d, &|j| if j == 0 { x } else { y })?;
+    }
+    let a = &mut e.a;
+    if e.w == Width::Z {
+        a.vextractf64x4(ymm1, zmm0, 1)?;
+        a.vaddps(ymm0, ymm0, ymm1)?;
     }
     a.vextractf128(xmm1, ymm0, 1)?;
     a.vaddps(xmm0, xmm0, xmm1)?;

@@ -19,7 +19,7 @@
 //!
 //! Row-level values live in the frame (one f32 each) and are broadcast where read.
 
-use super::body::{self, identity_bits, AccSet, Dest, Leaf, Pass, Regs, K, X, Y, Z};
+use super::body::{self, identity_bits, AccSet, Dest, Leaf, Pass, Regs, X, Y, Z};
 use super::{
     add_imm, add_strided, epilogue, first_row, mark, next_row, node_ok, prologue, run_loop, Asm,
     Code, Fail, Width, MAX_PREFETCH_BYTES, PTR_REGS, R, R_I, R_N, STREAM_MIN_BYTES,
@@ -33,7 +33,8 @@ use crate::DType;
 use iced_x86::code_asm::*;
 use std::collections::{HashMap, HashSet};
 
-/// The row kernel `rk` as AVX-512 code, or None when this backend does not take it.
+/// The row kernel `rk` as x86 code at the target's width, or None when this backend does not
+/// take it.
 pub fn build(g: &Graph, part: &Partition, rk: &RowKernel, t: &Target) -> Option<Code> {
     let w = Width::of(t)?;
     let pl = row::plan(g, part, rk).ok()?;
@@ -451,10 +452,8 @@ impl<'a> Rows<'a> {
                     a.mov(dword_ptr(rsp + slot), eax)?;
                     if let Some(k) = accs[j].nan {
                         let mut skip = a.create_label();
-                        match self.asm.w {
-                            Width::Z => a.kortestw(K[k as usize], K[k as usize])?,
-                            Width::Y => a.vptest(Y[k as usize], Y[k as usize])?,
-                        }
+                        self.asm.mask_test(k)?;
+                        let a = &mut self.asm.a;
                         a.jz(skip)?;
                         a.mov(dword_ptr(rsp + slot), f32::NAN.to_bits() as i32)?;
                         mark(a, &mut skip)?;
@@ -485,13 +484,7 @@ impl<'a> Rows<'a> {
             let nan = match op {
                 ReduceOp::Max | ReduceOp::Min => {
                     let k = regs.mask()?;
-                    match self.asm.w {
-                        Width::Z => {
-                            let k = K[k as usize];
-                            self.asm.a.kxorw(k, k, k)?
-                        }
-                        Width::Y => self.asm.zero(k)?,
-                    }
+                    self.asm.mask_fill(k, false)?;
                     Some(k)
                 }
                 _ => None,
