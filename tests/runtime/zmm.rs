@@ -26,26 +26,35 @@ fn interpreted(g: &Graph, args: &[Tensor]) -> Vec<Tensor> {
     jitfuse::interp::eval_graph(g, args, &[]).unwrap()
 }
 
-/// f32 bits, with every NaN as one value.
-fn bits(t: &Tensor) -> Vec<u32> {
-    t.to_vec::<f32>()
-        .unwrap()
-        .iter()
-        .map(|v| if v.is_nan() { 1 } else { v.to_bits() })
-        .collect()
+/// The bits of an f32 or f64 tensor's elements (f64 bits of the value for f32, so that they
+/// print alike), with every NaN as one value.
+fn bits(t: &Tensor) -> Vec<(u64, f64)> {
+    let key = |nan: bool, b: u64, v: f64| if nan { (1, v) } else { (b, v) };
+    match t.dtype() {
+        DType::F64 => t
+            .to_vec::<f64>()
+            .unwrap()
+            .iter()
+            .map(|v| key(v.is_nan(), v.to_bits(), *v))
+            .collect(),
+        _ => t
+            .to_vec::<f32>()
+            .unwrap()
+            .iter()
+            .map(|v| key(v.is_nan(), v.to_bits() as u64, *v as f64))
+            .collect(),
+    }
 }
 
-/// Panics at the first element where `got` (AVX-512) and `want` (Cranelift) differ.
+/// Panics at the first element where `got` (x86) and `want` (Cranelift) differ.
 fn same_bits(got: &Tensor, want: &Tensor, what: &str) {
+    assert_eq!(got.dtype(), want.dtype(), "{what}");
     let (x, y) = (bits(got), bits(want));
     assert_eq!(x.len(), y.len(), "{what}");
-    if let Some(i) = (0..x.len()).find(|&i| x[i] != y[i]) {
+    if let Some(i) = (0..x.len()).find(|&i| x[i].0 != y[i].0) {
         panic!(
-            "{what}: element {i}: AVX-512 {:e} ({:#x}), Cranelift {:e} ({:#x})",
-            f32::from_bits(x[i]),
-            x[i],
-            f32::from_bits(y[i]),
-            y[i]
+            "{what}: element {i}: x86 {:e} ({:#x}), Cranelift {:e} ({:#x})",
+            x[i].1, x[i].0, y[i].1, y[i].0
         );
     }
 }
@@ -119,8 +128,9 @@ fn specials(rng: &mut Rng, shape: &[usize]) -> Tensor {
 }
 
 /// Random elementwise program number `trial` of the AVX-512 tests (every op the backend
-/// emits, the shapes cycling through tails, broadcasts and 1-4 dims) and its arguments.
-fn random_program(rng: &mut Rng, trial: usize) -> (Graph, Vec<Tensor>, Vec<Vec<usize>>) {
+/// emits, the shapes cycling through tails, broadcasts and 1-4 dims) and its arguments, of
+/// dtype `dt` (f32 or f64).
+fn random_program(rng: &mut Rng, trial: usize, dt: DType) -> (Graph, Vec<Tensor>, Vec<Vec<usize>>) {
     let shapes: Vec<Vec<Vec<usize>>> = vec![
         vec![vec![1], vec![1], vec![1]],
         vec![vec![15], vec![15], vec![1]],
@@ -139,7 +149,20 @@ fn random_program(rng: &mut Rng, trial: usize) -> (Graph, Vec<Tensor>, Vec<Vec<u
     ];
     {
         let sh = &shapes[trial % shapes.len()];
-        let args: Vec<Tensor> = sh.iter().map(|s| specials(rng, s)).collect();
+        let args: Vec<Tensor> = sh
+            .iter()
+            .map(|s| {
+                let t = specials(rng, s);
+                match dt {
+                    DType::F64 => {
+                        let v = t.to_vec::<f32>().unwrap();
+                        let v: Vec<f64> = v.iter().map(|&x| x as f64).collect();
+                        Tensor::from_vec(v, s).unwrap()
+                    }
+                    _ => t,
+                }
+            })
+            .collect();
         let picks: Vec<usize> = (0..20).map(|_| rng.below(10_000)).collect();
         let g = trace_fn(&args, |ts| {
             let mut pool: Vec<Tensor> = ts.to_vec();
@@ -166,8 +189,8 @@ fn random_program(rng: &mut Rng, trial: usize) -> (Graph, Vec<Tensor>, Vec<Vec<u
                     16 => jitfuse::select(a.gt(&b), &a, &b * 0.5),
                     17 => jitfuse::select(a.le(&b).logical_and(&a.ne(0.5)), &b, 3.0),
                     18 => jitfuse::select(!a.eq(&b).logical_or(&a.lt(-1.0)), -&a, &b),
-                    19 => a.ge(&b).cast(DType::F32) * &b,
-                    20 => a.cast(DType::Bool).cast(DType::F32) + jitfuse::stop_gradient(&b),
+                    19 => a.ge(&b).cast(dt) * &b,
+                    20 => a.cast(DType::Bool).cast(dt) + jitfuse::stop_gradient(&b),
                     21 => (&a * 0.25).tanh() + (&b * 0.1).exp(),
                     22 => 2.0 - &a / 3.0,
                     24 => (a.abs() * 3.0).ln() - b.erf(),
@@ -200,7 +223,7 @@ fn avx512_kernels_match_cranelift_bit_for_bit() {
     let mut rng = Rng::new(21);
     let mut zmm_kernels = 0;
     for trial in 0..48 {
-        let (g, args, sh) = random_program(&mut rng, trial);
+        let (g, args, sh) = random_program(&mut rng, trial, DType::F32);
         let what = format!("trial {trial} shapes {sh:?}");
         // Differences of random terms cancel anywhere: a normwise bound.
         check_graph_with(&g, &args, &what, |_, want| {
@@ -233,7 +256,7 @@ fn avx2_kernels_match_cranelift_bit_for_bit() {
     let mut rng = Rng::new(22);
     let mut avx2_kernels = 0;
     for trial in 0..56 {
-        let (g, args, sh) = random_program(&mut rng, trial);
+        let (g, args, sh) = random_program(&mut rng, trial, DType::F32);
         let what = format!("trial {trial} shapes {sh:?}");
         let (want, _) = run_at(Isa::Portable, &g, &args);
         let exe = Executable::from_graph_at(g.clone(), vec![], &Target::at(Isa::Avx2)).unwrap();
@@ -252,6 +275,100 @@ fn avx2_kernels_match_cranelift_bit_for_bit() {
         }
     }
     assert!(avx2_kernels >= 40, "{avx2_kernels} AVX2 kernels");
+}
+
+/// The random programs in f64 at every x86 level the CPU runs (qword lanes: 8 per zmm, 4 per
+/// ymm; `pd` forms; the AVX2 tail mask from the dword table at 8 - 2m; the f64 functions of
+/// `math.rs` traced from `micro.rs`'s generic code) against the portable Cranelift kernels:
+/// the same bits, and most kernels taken by the x86 emitter (sin and cos have no traced f64
+/// form: their kernels stay Cranelift code). These programs chain ln, exp and division by
+/// 1e-40 into sin: last-bit differences from the interpreter's std functions grow without
+/// bound, so the interpreter holds f64 kernels in the fuzzer, which filters such programs.
+#[test]
+fn x86_f64_kernels_match_cranelift_bit_for_bit() {
+    let mut rng = Rng::new(23);
+    for (level, name) in x86_levels() {
+        let mark = format!("{name} loop kernel");
+        let (mut taken, mut kernels) = (0, 0);
+        for trial in 0..42 {
+            let (g, args, sh) = random_program(&mut rng, trial, DType::F64);
+            let what = format!("{name} f64 trial {trial} shapes {sh:?}");
+            let (want, _) = run_at(Isa::Portable, &g, &args);
+            let exe = Executable::from_graph_at(g.clone(), vec![], &Target::at(level)).unwrap();
+            let text = exe.asm_text();
+            taken += text.matches(&mark).count();
+            kernels += text.matches("loop kernel").count().max(1);
+            let refs: Vec<&Tensor> = args.iter().collect();
+            let got = exe.run_with(&refs).unwrap();
+            for (k, (a, b)) in got.iter().zip(&want).enumerate() {
+                assert_eq!(a.dtype(), DType::F64, "{what}");
+                same_bits(a, b, &format!("{what} output {k}\n{g}"));
+            }
+        }
+        eprintln!("{name}: {taken} f64 kernels of the x86 emitter");
+        assert!(
+            taken >= 45,
+            "{name}: {taken} f64 x86 kernels ({kernels} listed)"
+        );
+    }
+}
+
+/// Each f64 function with a traced form, alone on values across its whole range (log-uniform
+/// magnitudes of both signs from 1e-310 to 1e4, the edges of its branches and clamps, NaN,
+/// infinities, signed zeros, subnormals), as x86 code at every level the CPU runs: the bits of
+/// the Cranelift F64X2 code of `math.rs`.
+#[test]
+fn x86_f64_functions_match_cranelift_bit_for_bit() {
+    let mut rng = Rng::new(24);
+    let mut v: Vec<f64> = vec![
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        0.0,
+        -0.0,
+        5e-324,
+        -5e-324,
+        f64::MIN_POSITIVE,
+        f64::MAX,
+        0.5493,
+        0.5492999999999999,
+        20.0,
+        20.000000000000004,
+        709.78,
+        710.0,
+        -745.1,
+        -746.0,
+        1.2,
+        1.1999999999999997,
+        5.93,
+        -5.93,
+    ];
+    while v.len() < 4099 {
+        let mag = 10f64.powf(rng.uniform(-310.0, 4.0));
+        v.push(if rng.chance(0.5) { -mag } else { mag });
+    }
+    let x = Tensor::from_vec(v, &[4099]).unwrap();
+    for (level, name) in x86_levels() {
+        for (op, f) in [
+            ("exp", Tensor::exp as fn(&Tensor) -> Tensor),
+            ("ln", |t: &Tensor| t.abs().ln()),
+            ("tanh", Tensor::tanh),
+            ("sigmoid", Tensor::sigmoid),
+            ("erf", Tensor::erf),
+        ] {
+            let g = trace_fn(std::slice::from_ref(&x), |ts| vec![f(&ts[0])]);
+            let exe = Executable::from_graph_at(g.clone(), vec![], &Target::at(level)).unwrap();
+            assert!(
+                exe.asm_text()
+                    .contains(&format!("{name} loop kernel (f64 lanes)")),
+                "{name} {op}: not x86 code\n{}",
+                exe.asm_text()
+            );
+            let got = exe.run_with(&[&x]).unwrap();
+            let (want, _) = run_at(Isa::Portable, &g, std::slice::from_ref(&x));
+            same_bits(&got[0], &want[0], &format!("{name} f64 {op}"));
+        }
+    }
 }
 
 /// Outer dimensions walked in a permuted order (the inner run contiguous), a range split over
@@ -748,7 +865,7 @@ fn avx512_machine_code_is_the_recorded_code() {
     };
     let mut rng = Rng::new(21);
     for trial in 0..28 {
-        let (g, _, sh) = random_program(&mut rng, trial);
+        let (g, _, sh) = random_program(&mut rng, trial, DType::F32);
         record(&format!("elementwise {trial} {sh:?}"), &g);
     }
     type Row = fn(&[Tensor]) -> Vec<Tensor>;

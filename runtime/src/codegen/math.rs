@@ -234,6 +234,10 @@ pub(super) fn ln2_parts_f32() -> (f64, f64) {
     ln2_parts(F32K)
 }
 
+pub(super) fn ln2_parts_f64() -> (f64, f64) {
+    (LN2, LN2_LO_F64)
+}
+
 pub(super) fn pi_parts_f32() -> [f64; 3] {
     pi_parts(F32K)
 }
@@ -946,7 +950,7 @@ pub(super) const EXP_F32: [f64; 5] = [
     0.0013815250962154599661,
 ];
 /// Remez minimax fit, max weighted error 3.664e-18.
-const EXP_F64: [f64; 10] = [
+pub(super) const EXP_F64: [f64; 10] = [
     0.5000000000000010721,
     0.16666666666666410232,
     0.041666666666529188262,
@@ -970,7 +974,7 @@ pub(super) const LN_F32: [f64; 8] = [
     -0.076343916421278192384,
 ];
 /// Remez minimax fit, max weighted error 2.217e-18.
-const LN_F64: [f64; 8] = [
+pub(super) const LN_F64: [f64; 8] = [
     0.66666666666666666445,
     0.40000000000000951215,
     0.28571428570759092322,
@@ -999,7 +1003,7 @@ pub(super) const TANH_F32_Q: [f64; 4] = [
     0.00025419504622055542702,
 ];
 /// Remez minimax fit, max weighted error 5.723e-19.
-const TANH_F64: [f64; 11] = [
+pub(super) const TANH_F64: [f64; 11] = [
     -0.33333333333333298612,
     0.1333333333332665501,
     -0.053968253963781069828,
@@ -1041,7 +1045,7 @@ pub(super) const ERF_SMALL_F32: [f64; 7] = [
     0.000065273964697024405773,
 ];
 /// Remez minimax fit, max weighted error 1.285e-17.
-const ERF_SMALL_F64: [f64; 13] = [
+pub(super) const ERF_SMALL_F64: [f64; 13] = [
     1.1283791670955125594,
     -0.37612638903183420557,
     0.11283791670942468779,
@@ -1068,7 +1072,7 @@ pub(super) const ERF_LARGE_F32: [f64; 8] = [
     -0.00025566572459190907396,
 ];
 /// Remez minimax fit, max weighted error 2.487e-19.
-const ERF_LARGE_F64: [f64; 22] = [
+pub(super) const ERF_LARGE_F64: [f64; 22] = [
     0.15265194371756861112,
     -0.039970808388292214237,
     0.01015601181613863767,

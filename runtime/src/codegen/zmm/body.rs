@@ -2,7 +2,7 @@
 //! it computes, loads and stores, register allocation (zmm0-31 and k2-k6, or ymm0-14), and
 //! each op's instructions (spelled by `Asm`'s helpers at the kernel's width).
 
-use super::{Asm, Fail, Width, R, R_I};
+use super::{Asm, Fail, Lane, Width, R, R_I};
 use crate::codegen::kernel::{Plan, Staging};
 use crate::codegen::micro::SymOp;
 use crate::fusion::partition::{const_value, Kernel};
@@ -29,13 +29,9 @@ pub(super) const Y: [AsmRegisterYmm; 16] = [
 ];
 pub(super) const Y_TAIL: u8 = 15;
 /// The tail mask of the masked last vector.
-const TAIL: u8 = 1;
+pub(super) const TAIL: u8 = 1;
 /// Scratch mask inside one op (max/min NaN fix-up).
 pub(super) const SCRATCH_K: u8 = 7;
-
-const SIGN: u32 = 0x8000_0000;
-const ABS: u32 = 0x7fff_ffff;
-const ONE: u32 = 0x3f80_0000;
 
 /// `z{k}`: a destination written under mask `k` (merging).
 pub(super) fn zk(z: u8, k: u8) -> AsmRegisterZmm {
@@ -165,10 +161,11 @@ impl Hoist {
     }
 }
 
-/// Values kept in registers for a whole pass: f32 constants (by bits) and stride-0 accesses.
+/// Values kept in registers for a whole pass: constants (by their lane bits) and stride-0
+/// accesses.
 #[derive(Default)]
 pub(super) struct Hoisted {
-    consts: HashMap<u32, u8>,
+    consts: HashMap<u64, u8>,
     splats: HashMap<usize, u8>,
     rows: HashMap<i32, u8>,
     /// Registers owned by the caller for the whole pass (reduction accumulators).
@@ -370,10 +367,11 @@ impl<'a> Pass<'a> {
         self.leaves.get(&x).copied()
     }
 
-    /// The f32 constants the pass's ops need (operands and implicit masks).
-    fn constants(&self) -> Vec<u32> {
-        let mut out: Vec<u32> = Vec::new();
-        let mut add = |b: u32| {
+    /// The constants the pass's ops need (operands and implicit masks), as `lane` bits.
+    fn constants(&self, lane: Lane) -> Vec<u64> {
+        let (f, one) = (lane.dtype(), lane.bits(1.0));
+        let mut out: Vec<u64> = Vec::new();
+        let mut add = |b: u64| {
             if !out.contains(&b) {
                 out.push(b);
             }
@@ -381,15 +379,19 @@ impl<'a> Pass<'a> {
         for &v in &self.nodes {
             let n = self.g.node(v);
             for &x in &n.inputs {
-                if let Some(Leaf::Const(l, DType::F32)) = self.leaf(x) {
-                    add((l.as_f64(DType::F32) as f32).to_bits());
+                if let Some(Leaf::Const(l, d)) = self.leaf(x) {
+                    if d == f {
+                        add(lane.bits(l.as_f64(f)));
+                    }
                 }
             }
             match &n.op {
-                Op::Unary(UnaryOp::Neg) => add(SIGN),
-                Op::Unary(UnaryOp::Abs) => add(ABS),
-                Op::Unary(UnaryOp::Rsqrt | UnaryOp::Recip) => add(ONE),
-                Op::Cast(DType::F32) if self.g.node(n.inputs[0]).dtype == DType::Bool => add(ONE),
+                Op::Unary(UnaryOp::Neg) => add(lane.sign()),
+                Op::Unary(UnaryOp::Abs) => add(lane.abs()),
+                Op::Unary(UnaryOp::Rsqrt | UnaryOp::Recip) => add(one),
+                Op::Cast(to) if *to == f && self.g.node(n.inputs[0]).dtype == DType::Bool => {
+                    add(one)
+                }
                 _ => {}
             }
         }
@@ -407,10 +409,10 @@ impl<'a> Pass<'a> {
     ) -> R<Hoisted> {
         let mut h = Hoisted::default();
         let (max_consts, max_splats, max_rows) = (caps.consts, caps.splats, caps.rows);
-        for bits in self.constants().into_iter().take(max_consts) {
+        for bits in self.constants(e.lane).into_iter().take(max_consts) {
             let r = regs.z()?;
             let l = e.const_label(bits);
-            e.broadcast(r, dword_ptr(l))?;
+            e.broadcast(r, l)?;
             h.consts.insert(bits, r);
         }
         // (A row-level mask is read into a mask register where it is used.)
@@ -426,13 +428,13 @@ impl<'a> Pass<'a> {
         rows.dedup();
         for off in rows.into_iter().take(max_rows) {
             let r = regs.z()?;
-            e.broadcast(r, dword_ptr(rsp + off))?;
+            e.broadcast(r, rsp + off)?;
             h.rows.insert(off, r);
         }
         for (ai, used) in self.used.iter().enumerate() {
             if *used && self.inner[ai] == 0 && h.splats.len() < max_splats {
                 let r = regs.z()?;
-                e.broadcast(r, dword_ptr(ptrs[ai].unwrap()))?;
+                e.broadcast(r, ptrs[ai].unwrap())?;
                 h.splats.insert(ai, r);
             }
         }
@@ -456,7 +458,7 @@ impl<'a> Pass<'a> {
             regs,
             env: HashMap::new(),
             left: self.uses.clone(),
-            disp: disp * 4,
+            disp: disp * e.lane.bytes(),
             masked,
             stored: false,
         };
@@ -501,7 +503,7 @@ struct Vector<'p, 'a, 'c> {
     regs: &'p mut Regs,
     env: HashMap<ValueId, Loc>,
     left: HashMap<ValueId, usize>,
-    /// Bytes past `R_I * 4`.
+    /// Bytes past element `R_I`.
     disp: i32,
     masked: bool,
     /// Whether an output of this vector has been stored: no input may be loaded after that
@@ -512,13 +514,7 @@ struct Vector<'p, 'a, 'c> {
 impl Vector<'_, '_, '_> {
     /// A full-width (or tail-masked, zeroing) load.
     fn load(&mut self, e: &mut Asm, r: u8, mem: AsmMemoryOperand) -> R<()> {
-        match (e.w, self.masked) {
-            (Width::Z, true) => e.a.vmovups(zk(r, TAIL).z(), mem)?,
-            (Width::Z, false) => e.a.vmovups(Z[r as usize], mem)?,
-            (Width::Y, true) => e.a.vmaskmovps(Y[r as usize], Y[Y_TAIL as usize], mem)?,
-            (Width::Y, false) => e.a.vmovups(Y[r as usize], mem)?,
-        }
-        Ok(())
+        e.load(r, mem, self.masked)
     }
 
     fn ptr(&self, a: usize) -> AsmRegister64 {
@@ -526,7 +522,8 @@ impl Vector<'_, '_, '_> {
     }
 
     fn tile_mem(&self, e: &Asm, j: usize) -> AsmMemoryOperand {
-        e.vmem(rsp + R_I * 4 + (self.ctx.tiles + j as i32 * self.ctx.tile_bytes + self.disp))
+        let at = self.ctx.tiles + j as i32 * self.ctx.tile_bytes + self.disp;
+        e.vmem(rsp + R_I * e.lane.bytes() + at)
     }
 
     /// The location of `x`, loading it if it is a leaf not yet loaded.
@@ -541,14 +538,14 @@ impl Vector<'_, '_, '_> {
                 e.mask_fill(k, l.as_i64(DType::Bool) != 0)?;
                 Loc::K(k)
             }
-            Leaf::Const(l, _) => {
-                let bits = (l.as_f64(DType::F32) as f32).to_bits();
+            Leaf::Const(l, d) => {
+                let bits = e.lane.bits(l.as_f64(d));
                 match self.ctx.hoisted.consts.get(&bits) {
                     Some(&r) => Loc::Z(r),
                     None => {
                         let r = self.regs.z()?;
                         let l = e.const_label(bits);
-                        e.broadcast(r, dword_ptr(l))?;
+                        e.broadcast(r, l)?;
                         Loc::Z(r)
                     }
                 }
@@ -559,7 +556,7 @@ impl Vector<'_, '_, '_> {
                 let k = self.regs.mask()?;
                 match e.w {
                     Width::Z => e.a.kmovw(K[k as usize], word_ptr(rsp + off))?,
-                    Width::Y => e.broadcast(k, dword_ptr(rsp + off))?,
+                    Width::Y => e.broadcast(k, rsp + off)?,
                 }
                 Loc::K(k)
             }
@@ -567,7 +564,7 @@ impl Vector<'_, '_, '_> {
                 Some(&r) => Loc::Z(r),
                 None => {
                     let r = self.regs.z()?;
-                    e.broadcast(r, dword_ptr(rsp + off))?;
+                    e.broadcast(r, rsp + off)?;
                     Loc::Z(r)
                 }
             },
@@ -588,13 +585,13 @@ impl Vector<'_, '_, '_> {
                         Some(&r) => Loc::Z(r),
                         None => {
                             let r = self.regs.z()?;
-                            e.broadcast(r, dword_ptr(self.ptr(a)))?;
+                            e.broadcast(r, self.ptr(a))?;
                             Loc::Z(r)
                         }
                     }
                 } else {
                     let r = self.regs.z()?;
-                    let mem = e.vmem(self.ptr(a) + R_I * 4 + self.disp);
+                    let mem = e.vmem(self.ptr(a) + R_I * e.lane.bytes() + self.disp);
                     self.load(e, r, mem)?;
                     Loc::Z(r)
                 }
@@ -637,14 +634,15 @@ impl Vector<'_, '_, '_> {
         }
     }
 
-    /// A register holding f32 constant `bits`, and whether it is a temporary to free.
-    fn constant(&mut self, e: &mut Asm, bits: u32) -> R<(u8, bool)> {
+    /// A register holding the constant of lane bits `bits`, and whether it is a temporary to
+    /// free.
+    fn constant(&mut self, e: &mut Asm, bits: u64) -> R<(u8, bool)> {
         if let Some(&r) = self.ctx.hoisted.consts.get(&bits) {
             return Ok((r, false));
         }
         let r = self.regs.z()?;
         let l = e.const_label(bits);
-        e.broadcast(r, dword_ptr(l))?;
+        e.broadcast(r, l)?;
         Ok((r, true))
     }
 
@@ -661,7 +659,7 @@ impl Vector<'_, '_, '_> {
         }
         let r = self.get(e, val)?.z();
         let mem = match dest {
-            Dest::Access(a) => e.vmem(self.ptr(a) + R_I * 4 + self.disp),
+            Dest::Access(a) => e.vmem(self.ptr(a) + R_I * e.lane.bytes() + self.disp),
             Dest::Tile(j) => self.tile_mem(e, j),
             Dest::Acc(j) => {
                 self.accumulate(e, j, r)?;
@@ -679,12 +677,7 @@ impl Vector<'_, '_, '_> {
                 return Ok(());
             }
         };
-        match (e.w, self.masked) {
-            (Width::Z, true) => e.a.vmovups(mem.k1(), Z[r as usize])?,
-            (Width::Z, false) => e.a.vmovups(mem, Z[r as usize])?,
-            (Width::Y, true) => e.a.vmaskmovps(mem, Y[Y_TAIL as usize], Y[r as usize])?,
-            (Width::Y, false) => e.a.vmovups(mem, Y[r as usize])?,
-        }
+        e.store(mem, r, self.masked)?;
         self.stored |= matches!(dest, Dest::Access(_));
         self.release(val);
         Ok(())
@@ -698,13 +691,13 @@ impl Vector<'_, '_, '_> {
         use crate::codegen::micro::SymOp as S;
         let set = &self.ctx.accs[j];
         let (op, nan) = (set.op, set.nan);
-        let acc = set.regs[(self.disp as usize) / (4 * e.w.lanes())];
+        let acc = set.regs[(self.disp as usize) / (e.lane.bytes() as usize * e.lanes())];
         let mut t = None;
         let mut x = x;
         if self.masked {
             // The lanes past the tail: the identity.
             let r = self.regs.z()?;
-            let (c, tmp) = self.constant(e, identity_bits(op))?;
+            let (c, tmp) = self.constant(e, identity_bits(op) as u64)?;
             match e.w {
                 Width::Z => {
                     e.vmov(r, c)?;
@@ -750,10 +743,11 @@ impl Vector<'_, '_, '_> {
         Ok(())
     }
 
-    /// Whether `x` is an f32 constant that is not NaN (`vector::non_nan_const`).
+    /// Whether `x` is a constant that is not NaN (`vector::non_nan_const`).
     fn non_nan_const(&self, x: ValueId) -> bool {
-        match const_value(self.pass.g, x) {
-            Some(l) => !(l.as_f64(DType::F32) as f32).is_nan(),
+        let g = self.pass.g;
+        match const_value(g, x) {
+            Some(l) => !l.as_f64(g.node(x).dtype).is_nan(),
             None => false,
         }
     }
@@ -783,7 +777,11 @@ impl Vector<'_, '_, '_> {
                 let d = self.regs.z()?;
                 match u {
                     UnaryOp::Neg | UnaryOp::Abs => {
-                        let bits = if *u == UnaryOp::Neg { SIGN } else { ABS };
+                        let bits = if *u == UnaryOp::Neg {
+                            e.lane.sign()
+                        } else {
+                            e.lane.abs()
+                        };
                         let (c, tmp) = self.constant(e, bits)?;
                         let op = if *u == UnaryOp::Neg {
                             S::Xor(0, 1)
@@ -802,7 +800,7 @@ impl Vector<'_, '_, '_> {
                         } else {
                             e.vmov(d, x)?;
                         }
-                        let (c, tmp) = self.constant(e, ONE)?;
+                        let (c, tmp) = self.constant(e, e.lane.bits(1.0))?;
                         e.sym_op(S::Div(0, 1), d, &|j| if j == 0 { c } else { d })?;
                         if tmp {
                             self.regs.free(Loc::Z(c));
@@ -897,7 +895,7 @@ impl Vector<'_, '_, '_> {
                 match (from, *to) {
                     (DType::Bool, _) => {
                         let d = self.regs.z()?;
-                        let (c, tmp) = self.constant(e, ONE)?;
+                        let (c, tmp) = self.constant(e, e.lane.bits(1.0))?;
                         e.mask_select(d, args[0].k(), c)?;
                         if tmp {
                             self.regs.free(Loc::Z(c));
@@ -929,7 +927,7 @@ impl Vector<'_, '_, '_> {
 }
 
 impl Vector<'_, '_, '_> {
-    /// The f32 function `u` of the value in `x`, inline: the operations of its micro-kernel
+    /// The function `u` of the value in `x` (f32 or f64 lanes), inline: the operations of its micro-kernel
     /// (`micro::trace`), each as the instruction the micro-kernel uses, so the bits are the
     /// micro-kernel's (and the Cranelift path's). Returns the result's register (owned).
     fn inline(&mut self, e: &mut Asm, u: UnaryOp, x: u8) -> R<Loc> {

@@ -83,6 +83,62 @@ impl Width {
     }
 }
 
+/// The lane type of a kernel's vectors: f32 (dword lanes) or f64 (qword lanes, half as many).
+/// Masks of either are k registers (bit i: lane i) or vector lanes of all ones.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lane {
+    F32,
+    F64,
+}
+
+impl Lane {
+    /// The lane type of `d`, if it has one here.
+    fn of(d: DType) -> Option<Lane> {
+        match d {
+            DType::F32 => Some(Lane::F32),
+            DType::F64 => Some(Lane::F64),
+            _ => None,
+        }
+    }
+
+    pub(super) fn dtype(self) -> DType {
+        match self {
+            Lane::F32 => DType::F32,
+            Lane::F64 => DType::F64,
+        }
+    }
+
+    /// Bytes per lane (the scale of an element index in an address).
+    pub(super) fn bytes(self) -> i32 {
+        match self {
+            Lane::F32 => 4,
+            Lane::F64 => 8,
+        }
+    }
+
+    /// `v` rounded to the lane type, as its bits.
+    pub(super) fn bits(self, v: f64) -> u64 {
+        match self {
+            Lane::F32 => (v as f32).to_bits() as u64,
+            Lane::F64 => v.to_bits(),
+        }
+    }
+
+    /// The lane's sign bit, and all bits but it.
+    pub(super) fn sign(self) -> u64 {
+        match self {
+            Lane::F32 => 0x8000_0000,
+            Lane::F64 => 1 << 63,
+        }
+    }
+    pub(super) fn abs(self) -> u64 {
+        match self {
+            Lane::F32 => 0x7fff_ffff,
+            Lane::F64 => !(1 << 63),
+        }
+    }
+}
+
 /// Why emission stopped.
 #[derive(Debug)]
 enum Fail {
@@ -104,6 +160,7 @@ type R<T> = Result<T, Fail>;
 /// An x86 kernel (AVX-512 or AVX2): position-independent machine code without relocations.
 pub struct Code {
     pub width: Width,
+    pub lane: Lane,
     /// What the kernel is ("loop kernel", "row sum"), for listings.
     pub kind: &'static str,
     pub bytes: Vec<u8>,
@@ -121,13 +178,11 @@ pub fn build(g: &Graph, part: &Partition, k: &Kernel, t: &Target) -> Option<Code
     let w = Width::of(t)?;
     let p = kernel::plan(g, part, k);
     let staged = kernel::staging(g, k, &p, t);
-    if !supported(g, k, &p, staged.as_ref()) {
-        return None;
-    }
+    let lane = supported(g, k, &p, staged.as_ref())?;
     // Transcendentals inline first (one pass); staged through the micro-kernels when their
     // values do not fit in registers; constants in registers first, then from memory. A
     // kernel with a function that cannot be inlined (sin/cos: `micro::trace`) is staged only.
-    let inline_ok = k.nodes.iter().all(|&v| node_ok(g, v));
+    let inline_ok = k.nodes.iter().all(|&v| node_ok(g, v, lane));
     let mut order = [None, staged.as_ref()];
     if t.staged_first || !inline_ok {
         order.reverse();
@@ -135,10 +190,11 @@ pub fn build(g: &Graph, part: &Partition, k: &Kernel, t: &Target) -> Option<Code
     let tries = if inline_ok { &order[..] } else { &order[..1] };
     for &stage in tries {
         for &hoist in body::Hoist::levels(w) {
-            match Emitter::new(g, k, &p, stage, hoist, t.tile, w).and_then(|e| e.run()) {
+            match Emitter::new(g, k, &p, stage, hoist, t.tile, w, lane).and_then(|e| e.run()) {
                 Ok((bytes, prefetched, held)) => {
                     return Some(Code {
                         width: w,
+                        lane,
                         kind: "loop kernel",
                         bytes,
                         staged: stage.map_or(0, |s| s.nodes.len()),
@@ -160,36 +216,43 @@ pub fn build(g: &Graph, part: &Partition, k: &Kernel, t: &Target) -> Option<Code
     None
 }
 
-/// The ops this backend emits (see the module doc): every value f32, or a bool mask that is
-/// never read from or written to memory; a function `micro::trace` cannot record (sin/cos)
-/// only where `stage` computes it by its micro-kernel.
-fn supported(g: &Graph, k: &Kernel, p: &Plan, stage: Option<&Staging>) -> bool {
+/// The lane type of a kernel this backend emits (see the module doc), if it does: every value
+/// of one float type (f32 or f64), or a bool mask that is never read from or written to
+/// memory; a function `micro::trace` cannot record (sin/cos, f32) only where `stage` computes
+/// it by its micro-kernel.
+fn supported(g: &Graph, k: &Kernel, p: &Plan, stage: Option<&Staging>) -> Option<Lane> {
+    let lane = Lane::of(p.accesses.first()?.dtype)?;
     if p.accesses
         .iter()
-        .any(|a| a.dtype != DType::F32 || !matches!(a.strides.last(), Some(0) | Some(1)))
+        .any(|a| a.dtype != lane.dtype() || !matches!(a.strides.last(), Some(0) | Some(1)))
     {
-        return false;
+        return None;
     }
     let staged = |v: ValueId| stage.is_some_and(|s| s.nodes.iter().any(|n| n.0 == v));
-    k.nodes.iter().all(|&v| node_ok(g, v) || staged(v))
+    k.nodes
+        .iter()
+        .all(|&v| node_ok(g, v, lane) || staged(v))
+        .then_some(lane)
 }
 
-/// Whether this backend emits node `v` (inside a kernel: views are reads).
-fn node_ok(g: &Graph, v: ValueId) -> bool {
-    let f32_or_bool_const = |x: ValueId| match const_value(g, x) {
-        Some(_) => matches!(g.node(x).dtype, DType::F32 | DType::Bool),
+/// Whether this backend emits node `v` in a kernel of `lane` values (inside a kernel: views
+/// are reads).
+fn node_ok(g: &Graph, v: ValueId, lane: Lane) -> bool {
+    let f = lane.dtype();
+    let lane_or_bool_const = |x: ValueId| match const_value(g, x) {
+        Some(_) => g.node(x).dtype == f || g.node(x).dtype == DType::Bool,
         None => true,
     };
     let n = g.node(v);
-    if !n.inputs.iter().all(|&x| f32_or_bool_const(x)) {
+    if !n.inputs.iter().all(|&x| lane_or_bool_const(x)) {
         return false;
     }
     if n.op.is_view() {
-        return n.dtype == DType::F32 || const_value(g, v).is_some();
+        return n.dtype == f || const_value(g, v).is_some();
     }
     let arg = |i: usize| g.node(n.inputs[i]).dtype;
     match (&n.op, n.dtype) {
-        (Op::Unary(u), DType::F32) => match u {
+        (Op::Unary(u), d) if d == f => match u {
             UnaryOp::Neg
             | UnaryOp::Abs
             | UnaryOp::Sqrt
@@ -205,13 +268,13 @@ fn node_ok(g: &Graph, v: ValueId) -> bool {
             | UnaryOp::Sigmoid
             | UnaryOp::Sin
             | UnaryOp::Cos
-            | UnaryOp::Erf => micro::trace(*u).is_some(),
+            | UnaryOp::Erf => micro::trace(*u, f).is_some(),
             // No micro-kernel yet: kernels with them go to Cranelift.
             UnaryOp::Log1p | UnaryOp::Expm1 => false,
             UnaryOp::Not => false,
         },
         (Op::Unary(UnaryOp::Not), DType::Bool) => true,
-        (Op::Binary(o), DType::F32) => matches!(
+        (Op::Binary(o), d) if d == f => matches!(
             o,
             BinaryOp::Add
                 | BinaryOp::Sub
@@ -221,12 +284,12 @@ fn node_ok(g: &Graph, v: ValueId) -> bool {
                 | BinaryOp::Min
         ),
         (Op::Binary(BinaryOp::And | BinaryOp::Or), DType::Bool) => true,
-        (Op::Compare(_), DType::Bool) => arg(0) == DType::F32,
-        (Op::Select, DType::F32) => arg(0) == DType::Bool,
-        (Op::Cast(_), to) => matches!(
-            (arg(0), to),
-            (DType::F32, DType::F32) | (DType::Bool, DType::F32) | (DType::F32, DType::Bool)
-        ),
+        (Op::Compare(_), DType::Bool) => arg(0) == f,
+        (Op::Select, d) => d == f && arg(0) == DType::Bool,
+        (Op::Cast(_), to) => {
+            let from = arg(0);
+            (from == f && (to == f || to == DType::Bool)) || (from == DType::Bool && to == f)
+        }
         _ => false,
     }
 }
@@ -282,22 +345,25 @@ struct Emitter<'a> {
 pub(super) struct Asm {
     pub a: CodeAssembler,
     pub w: Width,
-    /// The constant pool: (f32 bits, label), emitted after the code.
-    consts: Vec<(u32, CodeLabel)>,
+    /// The lane type every vector instruction is spelled for.
+    pub lane: Lane,
+    /// The constant pool: (lane bits, label), emitted after the code.
+    consts: Vec<(u64, CodeLabel)>,
     /// Traced micro-kernel functions inlined so far (`micro::trace`).
     traces: Vec<(UnaryOp, Rc<Traced>)>,
     /// AVX2 tails: 8 all-ones dwords then 8 zeros; the mask of the first `m` lanes is the 8
-    /// dwords at `8 - m`.
+    /// dwords at `8 - m` (f32) or `8 - 2m` (f64).
     tail_table: Option<CodeLabel>,
     /// The most values a pass of the function keeps in registers (`body::Pass::hoist`).
     held: usize,
 }
 
 impl Asm {
-    fn new(w: Width) -> R<Self> {
+    fn new(w: Width, lane: Lane) -> R<Self> {
         Ok(Asm {
             a: CodeAssembler::new(64)?,
             w,
+            lane,
             tail_table: None,
             held: 0,
             consts: Vec::new(),
@@ -305,18 +371,23 @@ impl Asm {
         })
     }
 
-    /// The traced operations of f32 function `u` (see `body::Vector::inline`).
+    /// Lanes per vector.
+    pub(super) fn lanes(&self) -> usize {
+        self.w.lanes() * 4 / self.lane.bytes() as usize
+    }
+
+    /// The traced operations of function `u` on the lane type (see `body::Vector::inline`).
     fn traced(&mut self, u: UnaryOp) -> Rc<Traced> {
         if let Some((_, t)) = self.traces.iter().find(|t| t.0 == u) {
             return t.clone();
         }
-        let t = Rc::new(micro::trace(u).expect("checked by `supported`"));
+        let t = Rc::new(micro::trace(u, self.lane.dtype()).expect("checked by `supported`"));
         self.traces.push((u, t.clone()));
         t
     }
 
-    /// The label of constant `bits` in the pool.
-    fn const_label(&mut self, bits: u32) -> CodeLabel {
+    /// The label of constant `bits` (a lane) in the pool.
+    fn const_label(&mut self, bits: u64) -> CodeLabel {
         if let Some(&(_, l)) = self.consts.iter().find(|c| c.0 == bits) {
             return l;
         }
@@ -333,11 +404,45 @@ impl Asm {
         }
     }
 
-    /// Every lane of vector register `r` = the f32 at `m`.
-    fn broadcast(&mut self, r: u8, m: AsmMemoryOperand) -> R<()> {
-        match self.w {
-            Width::Z => self.a.vbroadcastss(body::Z[r as usize], m)?,
-            Width::Y => self.a.vbroadcastss(body::Y[r as usize], m)?,
+    /// Every lane of vector register `r` = the lane at `m`.
+    fn broadcast<M: Into<AsmMemoryOperand>>(&mut self, r: u8, m: M) -> R<()> {
+        let r = r as usize;
+        match (self.w, self.lane) {
+            (Width::Z, Lane::F32) => self.a.vbroadcastss(body::Z[r], dword_ptr(m))?,
+            (Width::Y, Lane::F32) => self.a.vbroadcastss(body::Y[r], dword_ptr(m))?,
+            (Width::Z, Lane::F64) => self.a.vbroadcastsd(body::Z[r], qword_ptr(m))?,
+            (Width::Y, Lane::F64) => self.a.vbroadcastsd(body::Y[r], qword_ptr(m))?,
+        }
+        Ok(())
+    }
+
+    /// Vector register `r` = the vector at `m`; under the tail mask (zeroing the other lanes)
+    /// where `masked`.
+    fn load(&mut self, r: u8, m: AsmMemoryOperand, masked: bool) -> R<()> {
+        use body::{zk, Y, Z};
+        let (r, t) = (r as usize, Y[body::Y_TAIL as usize]);
+        match (self.w, self.lane, masked) {
+            (Width::Z, Lane::F32, true) => self.a.vmovups(zk(r as u8, body::TAIL).z(), m)?,
+            (Width::Z, Lane::F64, true) => self.a.vmovupd(zk(r as u8, body::TAIL).z(), m)?,
+            (Width::Z, _, false) => self.a.vmovups(Z[r], m)?,
+            (Width::Y, Lane::F32, true) => self.a.vmaskmovps(Y[r], t, m)?,
+            (Width::Y, Lane::F64, true) => self.a.vmaskmovpd(Y[r], t, m)?,
+            (Width::Y, _, false) => self.a.vmovups(Y[r], m)?,
+        }
+        Ok(())
+    }
+
+    /// The vector at `m` = vector register `r`; its lanes under the tail mask where `masked`.
+    fn store(&mut self, m: AsmMemoryOperand, r: u8, masked: bool) -> R<()> {
+        use body::{Y, Z};
+        let (r, t) = (r as usize, Y[body::Y_TAIL as usize]);
+        match (self.w, self.lane, masked) {
+            (Width::Z, Lane::F32, true) => self.a.vmovups(m.k1(), Z[r])?,
+            (Width::Z, Lane::F64, true) => self.a.vmovupd(m.k1(), Z[r])?,
+            (Width::Z, _, false) => self.a.vmovups(m, Z[r])?,
+            (Width::Y, Lane::F32, true) => self.a.vmaskmovps(m, t, Y[r])?,
+            (Width::Y, Lane::F64, true) => self.a.vmaskmovpd(m, t, Y[r])?,
+            (Width::Y, _, false) => self.a.vmovups(m, Y[r])?,
         }
         Ok(())
     }
@@ -372,22 +477,26 @@ impl Asm {
     }
 
     fn sqrt(&mut self, d: u8, x: u8) -> R<()> {
-        match self.w {
-            Width::Z => self.a.vsqrtps(body::Z[d as usize], body::Z[x as usize])?,
-            Width::Y => self.a.vsqrtps(body::Y[d as usize], body::Y[x as usize])?,
+        use body::{Y, Z};
+        let (d, x) = (d as usize, x as usize);
+        match (self.w, self.lane) {
+            (Width::Z, Lane::F32) => self.a.vsqrtps(Z[d], Z[x])?,
+            (Width::Y, Lane::F32) => self.a.vsqrtps(Y[d], Y[x])?,
+            (Width::Z, Lane::F64) => self.a.vsqrtpd(Z[d], Z[x])?,
+            (Width::Y, Lane::F64) => self.a.vsqrtpd(Y[d], Y[x])?,
         }
         Ok(())
     }
 
     /// Round toward -inf.
     fn floor(&mut self, d: u8, x: u8) -> R<()> {
-        match self.w {
-            Width::Z => self
-                .a
-                .vrndscaleps(body::Z[d as usize], body::Z[x as usize], 0x09)?,
-            Width::Y => self
-                .a
-                .vroundps(body::Y[d as usize], body::Y[x as usize], 0x09)?,
+        use body::{Y, Z};
+        let (d, x) = (d as usize, x as usize);
+        match (self.w, self.lane) {
+            (Width::Z, Lane::F32) => self.a.vrndscaleps(Z[d], Z[x], 0x09)?,
+            (Width::Y, Lane::F32) => self.a.vroundps(Y[d], Y[x], 0x09)?,
+            (Width::Z, Lane::F64) => self.a.vrndscalepd(Z[d], Z[x], 0x09)?,
+            (Width::Y, Lane::F64) => self.a.vroundpd(Y[d], Y[x], 0x09)?,
         }
         Ok(())
     }
@@ -447,32 +556,31 @@ impl Asm {
     /// `d` = the value in `c` where mask `m` is set, else 0.
     fn mask_select(&mut self, d: u8, m: u8, c: u8) -> R<()> {
         use body::{Y, Z};
-        match self.w {
-            Width::Z => self.a.vmovaps(body::zk(d, m).z(), Z[c as usize])?,
-            Width::Y => self.a.vpand(Y[d as usize], Y[m as usize], Y[c as usize])?,
+        let c = c as usize;
+        match (self.w, self.lane) {
+            (Width::Z, Lane::F32) => self.a.vmovaps(body::zk(d, m).z(), Z[c])?,
+            (Width::Z, Lane::F64) => self.a.vmovapd(body::zk(d, m).z(), Z[c])?,
+            (Width::Y, _) => self.a.vpand(Y[d as usize], Y[m as usize], Y[c])?,
         }
         Ok(())
     }
 
     /// `d` = `p` in the lanes where `p` is NaN (AVX2 needs the scratch register `t`).
     fn keep_nan(&mut self, d: u8, p: u8, t: Option<u8>) -> R<()> {
-        use body::{Y, Z};
         match self.w {
             Width::Z => {
-                self.a.vcmpps(
-                    body::K[body::SCRATCH_K as usize],
-                    Z[p as usize],
-                    Z[p as usize],
-                    3,
-                )?;
-                self.a
-                    .vmovaps(body::zk(d, body::SCRATCH_K), Z[p as usize])?;
+                let s = body::SCRATCH_K;
+                self.cmp_mask(s, p, p, 3)?; // unordered
+                let (dk, pz) = (body::zk(d, s), body::Z[p as usize]);
+                match self.lane {
+                    Lane::F32 => self.a.vmovaps(dk, pz)?,
+                    Lane::F64 => self.a.vmovapd(dk, pz)?,
+                }
             }
             Width::Y => {
-                let t = Y[t.expect("a scratch register") as usize];
-                let (dy, py) = (Y[d as usize], Y[p as usize]);
-                self.a.vcmpps(t, py, py, 3)?; // unordered
-                self.a.vblendvps(dy, dy, py, t)?;
+                let t = t.expect("a scratch register");
+                self.cmp_mask(t, p, p, 3)?; // unordered
+                self.blend(d, t, d, p)?;
             }
         }
         Ok(())
@@ -482,11 +590,15 @@ impl Asm {
     fn fma(&mut self, form213: bool, d: u8, a: u8, b: u8) -> R<()> {
         use body::{Y, Z};
         let (d, a, b) = (d as usize, a as usize, b as usize);
-        match (self.w, form213) {
-            (Width::Z, true) => self.a.vfmadd213ps(Z[d], Z[a], Z[b])?,
-            (Width::Z, false) => self.a.vfmadd231ps(Z[d], Z[a], Z[b])?,
-            (Width::Y, true) => self.a.vfmadd213ps(Y[d], Y[a], Y[b])?,
-            (Width::Y, false) => self.a.vfmadd231ps(Y[d], Y[a], Y[b])?,
+        match (self.w, self.lane, form213) {
+            (Width::Z, Lane::F32, true) => self.a.vfmadd213ps(Z[d], Z[a], Z[b])?,
+            (Width::Z, Lane::F32, false) => self.a.vfmadd231ps(Z[d], Z[a], Z[b])?,
+            (Width::Y, Lane::F32, true) => self.a.vfmadd213ps(Y[d], Y[a], Y[b])?,
+            (Width::Y, Lane::F32, false) => self.a.vfmadd231ps(Y[d], Y[a], Y[b])?,
+            (Width::Z, Lane::F64, true) => self.a.vfmadd213pd(Z[d], Z[a], Z[b])?,
+            (Width::Z, Lane::F64, false) => self.a.vfmadd231pd(Z[d], Z[a], Z[b])?,
+            (Width::Y, Lane::F64, true) => self.a.vfmadd213pd(Y[d], Y[a], Y[b])?,
+            (Width::Y, Lane::F64, false) => self.a.vfmadd231pd(Y[d], Y[a], Y[b])?,
         }
         Ok(())
     }
@@ -494,13 +606,12 @@ impl Asm {
     /// Mask `k` = predicate `imm` of `a` and `b`.
     fn cmp_mask(&mut self, k: u8, a: u8, b: u8, imm: u32) -> R<()> {
         use body::{K, Y, Z};
-        match self.w {
-            Width::Z => self
-                .a
-                .vcmpps(K[k as usize], Z[a as usize], Z[b as usize], imm)?,
-            Width::Y => self
-                .a
-                .vcmpps(Y[k as usize], Y[a as usize], Y[b as usize], imm)?,
+        let (k, a, b) = (k as usize, a as usize, b as usize);
+        match (self.w, self.lane) {
+            (Width::Z, Lane::F32) => self.a.vcmpps(K[k], Z[a], Z[b], imm)?,
+            (Width::Y, Lane::F32) => self.a.vcmpps(Y[k], Y[a], Y[b], imm)?,
+            (Width::Z, Lane::F64) => self.a.vcmppd(K[k], Z[a], Z[b], imm)?,
+            (Width::Y, Lane::F64) => self.a.vcmppd(Y[k], Y[a], Y[b], imm)?,
         }
         Ok(())
     }
@@ -508,49 +619,111 @@ impl Asm {
     /// `d = m ? t : f`.
     fn blend(&mut self, d: u8, m: u8, f: u8, t: u8) -> R<()> {
         use body::{Y, Z};
-        match self.w {
-            Width::Z => self
-                .a
-                .vblendmps(body::zk(d, m), Z[f as usize], Z[t as usize])?,
-            Width::Y => {
-                self.a
-                    .vblendvps(Y[d as usize], Y[f as usize], Y[t as usize], Y[m as usize])?
-            }
+        let (d, m, f, t) = (d as usize, m as usize, f as usize, t as usize);
+        match (self.w, self.lane) {
+            (Width::Z, Lane::F32) => self.a.vblendmps(body::zk(d as u8, m as u8), Z[f], Z[t])?,
+            (Width::Z, Lane::F64) => self.a.vblendmpd(body::zk(d as u8, m as u8), Z[f], Z[t])?,
+            (Width::Y, Lane::F32) => self.a.vblendvps(Y[d], Y[f], Y[t], Y[m])?,
+            (Width::Y, Lane::F64) => self.a.vblendvpd(Y[d], Y[f], Y[t], Y[m])?,
         }
         Ok(())
     }
 
-    /// A traced arithmetic, bitwise or shift operation into `d`, operands by `r`. The same
-    /// instructions at both widths but the bitwise ones, which zmm registers take only in their
-    /// EVEX forms (`vpandd`, ...).
+    /// A traced arithmetic, bitwise or shift operation into `d`, operands by `r`, at the
+    /// lane's size. The same instructions at both widths but the bitwise ones, which zmm
+    /// registers take only in their EVEX forms (`vpandd`, ...).
     fn sym_op(&mut self, op: micro::SymOp, d: u8, r: &dyn Fn(u32) -> u8) -> R<()> {
         use micro::SymOp as S;
         let a = &mut self.a;
         macro_rules! spell {
-            ($regs:expr, $and:ident, $or:ident, $xor:ident) => {{
+            ($regs:expr, $and:ident, $or:ident, $xor:ident,
+             $shl:ident, $shr:ident, $iadd:ident, $isub:ident,
+             $add:ident, $sub:ident, $mul:ident, $div:ident, $min:ident, $max:ident) => {{
                 let v = |j: u32| $regs[r(j) as usize];
                 let d = $regs[d as usize];
                 match op {
-                    S::Shl(x, n) => a.vpslld(d, v(x), n)?,
-                    S::Shr(x, n) => a.vpsrld(d, v(x), n)?,
-                    S::Add(p, q) => a.vaddps(d, v(p), v(q))?,
-                    S::Sub(p, q) => a.vsubps(d, v(p), v(q))?,
-                    S::Mul(p, q) => a.vmulps(d, v(p), v(q))?,
-                    S::Div(p, q) => a.vdivps(d, v(p), v(q))?,
-                    S::Min(p, q) => a.vminps(d, v(p), v(q))?,
-                    S::Max(p, q) => a.vmaxps(d, v(p), v(q))?,
+                    S::Shl(x, n) => a.$shl(d, v(x), n)?,
+                    S::Shr(x, n) => a.$shr(d, v(x), n)?,
+                    S::Add(p, q) => a.$add(d, v(p), v(q))?,
+                    S::Sub(p, q) => a.$sub(d, v(p), v(q))?,
+                    S::Mul(p, q) => a.$mul(d, v(p), v(q))?,
+                    S::Div(p, q) => a.$div(d, v(p), v(q))?,
+                    S::Min(p, q) => a.$min(d, v(p), v(q))?,
+                    S::Max(p, q) => a.$max(d, v(p), v(q))?,
                     S::And(p, q) => a.$and(d, v(p), v(q))?,
                     S::Or(p, q) => a.$or(d, v(p), v(q))?,
                     S::Xor(p, q) => a.$xor(d, v(p), v(q))?,
-                    S::Iadd(p, q) => a.vpaddd(d, v(p), v(q))?,
-                    S::Isub(p, q) => a.vpsubd(d, v(p), v(q))?,
+                    S::Iadd(p, q) => a.$iadd(d, v(p), v(q))?,
+                    S::Isub(p, q) => a.$isub(d, v(p), v(q))?,
                     other => unreachable!("{other:?} is not a two-operand op"),
                 }
             }};
         }
-        match self.w {
-            Width::Z => spell!(body::Z, vpandd, vpord, vpxord),
-            Width::Y => spell!(body::Y, vpand, vpor, vpxor),
+        match (self.w, self.lane) {
+            (Width::Z, Lane::F32) => spell!(
+                body::Z,
+                vpandd,
+                vpord,
+                vpxord,
+                vpslld,
+                vpsrld,
+                vpaddd,
+                vpsubd,
+                vaddps,
+                vsubps,
+                vmulps,
+                vdivps,
+                vminps,
+                vmaxps
+            ),
+            (Width::Y, Lane::F32) => spell!(
+                body::Y,
+                vpand,
+                vpor,
+                vpxor,
+                vpslld,
+                vpsrld,
+                vpaddd,
+                vpsubd,
+                vaddps,
+                vsubps,
+                vmulps,
+                vdivps,
+                vminps,
+                vmaxps
+            ),
+            (Width::Z, Lane::F64) => spell!(
+                body::Z,
+                vpandq,
+                vporq,
+                vpxorq,
+                vpsllq,
+                vpsrlq,
+                vpaddq,
+                vpsubq,
+                vaddpd,
+                vsubpd,
+                vmulpd,
+                vdivpd,
+                vminpd,
+                vmaxpd
+            ),
+            (Width::Y, Lane::F64) => spell!(
+                body::Y,
+                vpand,
+                vpor,
+                vpxor,
+                vpsllq,
+                vpsrlq,
+                vpaddq,
+                vpsubq,
+                vaddpd,
+                vsubpd,
+                vmulpd,
+                vdivpd,
+                vminpd,
+                vmaxpd
+            ),
         }
         Ok(())
     }
@@ -564,7 +737,10 @@ impl Asm {
     fn finish(mut self) -> R<Vec<u8>> {
         for (bits, mut l) in std::mem::take(&mut self.consts) {
             self.a.set_label(&mut l)?;
-            self.a.dd(&[bits])?;
+            match self.lane {
+                Lane::F32 => self.a.dd(&[bits as u32])?,
+                Lane::F64 => self.a.dq(&[bits])?,
+            }
         }
         if let Some(mut l) = self.tail_table.take() {
             self.a.set_label(&mut l)?;
@@ -584,6 +760,7 @@ impl<'a> Emitter<'a> {
         hoist: body::Hoist,
         tile: usize,
         w: Width,
+        lane: Lane,
     ) -> R<Self> {
         let na = p.accesses.len() as i32;
         let nd = p.dims.len() as i32;
@@ -595,7 +772,7 @@ impl<'a> Emitter<'a> {
         let size = tiles + staged * (tile as i32) * 4;
         let size = (size + 63) / 64 * 64;
         Ok(Emitter {
-            asm: Asm::new(w)?,
+            asm: Asm::new(w, lane)?,
             g,
             k,
             p,
@@ -628,7 +805,7 @@ impl<'a> Emitter<'a> {
         for (i, acc) in self.p.accesses.iter().enumerate() {
             let a = &mut self.asm.a;
             a.mov(rax, qword_ptr(rdi + (acc.ptr as i32) * 8))?;
-            add_imm(a, rax, acc.offset * 4)?;
+            add_imm(a, rax, acc.offset * self.asm.lane.bytes() as i64)?;
             a.mov(qword_ptr(rsp + (self.frame.start + 8 * i as i32)), rax)?;
         }
         let mut done = self.asm.a.create_label();
@@ -644,12 +821,13 @@ impl<'a> Emitter<'a> {
             a.sub(rax, qword_ptr(rsp + f.begin))?;
             a.jle(done)?;
             a.mov(qword_ptr(rsp + f.n), rax)?;
+            let scale = self.asm.lane.bytes();
             for (i, acc) in self.p.accesses.iter().enumerate() {
                 let a = &mut self.asm.a;
                 a.mov(rcx, qword_ptr(rsp + (f.start + 8 * i as i32)))?;
                 if acc.strides[0] == 1 {
                     a.mov(rax, qword_ptr(rsp + f.begin))?;
-                    a.lea(rcx, qword_ptr(rcx + rax * 4))?;
+                    a.lea(rcx, qword_ptr(rcx + rax * scale))?;
                 }
                 a.mov(qword_ptr(rsp + (f.row + 8 * i as i32)), rcx)?;
             }
@@ -657,6 +835,7 @@ impl<'a> Emitter<'a> {
         } else {
             let f = &self.frame;
             let (fidx, fn_, fstart, frow, fend) = (f.idx, f.n, f.start, f.row, f.end);
+            let scale = self.asm.lane.bytes();
             let a = &mut self.asm.a;
             first_row(a, fidx, nd - 1, f.begin, fend, done)?;
             a.mov(rax, *self.p.dims.last().unwrap() as u64)?;
@@ -666,7 +845,7 @@ impl<'a> Emitter<'a> {
             for (i, acc) in self.p.accesses.iter().enumerate() {
                 let a = &mut self.asm.a;
                 a.mov(rcx, qword_ptr(rsp + (fstart + 8 * i as i32)))?;
-                add_strided(a, rcx, fidx, &acc.strides[..nd - 1], r8)?;
+                add_strided(a, rcx, fidx, &acc.strides[..nd - 1], scale, r8)?;
                 a.mov(qword_ptr(rsp + (frow + 8 * i as i32)), rcx)?;
             }
             self.row()?;
@@ -742,7 +921,7 @@ impl<'a> Emitter<'a> {
             a.mov(reg, qword_ptr(rsp + (self.frame.row + 8 * ai as i32)))?;
             if in_tile && self.p.accesses[ai].strides.last() == Some(&1) {
                 a.mov(rax, qword_ptr(rsp + self.frame.t0))?;
-                a.lea(reg, qword_ptr(reg + rax * 4))?;
+                a.lea(reg, qword_ptr(reg + rax * self.asm.lane.bytes()))?;
             }
         }
         let mut regs = body::Regs::new(self.asm.w);
@@ -779,8 +958,9 @@ impl<'a> Emitter<'a> {
         let contiguous: Vec<usize> = (0..self.p.accesses.len())
             .filter(|&ai| self.p.accesses[ai].strides.last() == Some(&1))
             .collect();
-        let bytes = self.k.shape.iter().product::<usize>() * contiguous.len() * 4;
-        if run * 4 < PREFETCH_AHEAD as usize || bytes < STREAM_MIN_BYTES {
+        let lane = self.asm.lane.bytes() as usize;
+        let bytes = self.k.shape.iter().product::<usize>() * contiguous.len() * lane;
+        if run * lane < PREFETCH_AHEAD as usize || bytes < STREAM_MIN_BYTES {
             return Vec::new();
         }
         contiguous
@@ -801,7 +981,8 @@ pub(super) const MAX_PREFETCH_BYTES: i64 = 1 << 30;
 /// vectors, then the last 1..lanes-1 elements under the tail mask (k1, or ymm15 on AVX2). `regs`: the registers free in each
 /// vector (the pass's hoisted values taken).
 fn run_loop(asm: &mut Asm, plan: &body::Pass, ctx: &body::Ctx, regs: &body::Regs) -> R<()> {
-    let lanes = asm.w.lanes();
+    let lanes = asm.lanes();
+    let scale = asm.lane.bytes();
     let a = &mut asm.a;
     let group = (UNROLL * lanes) as i32;
     let mut skip = a.create_label();
@@ -816,8 +997,8 @@ fn run_loop(asm: &mut Asm, plan: &body::Pass, ctx: &body::Ctx, regs: &body::Regs
     let a = &mut asm.a;
     for &(ptr, next, written) in ctx.prefetch {
         // One line per 64 bytes of the group.
-        for u in 0..group / 16 {
-            let line = byte_ptr(ptr + R_I * 4 + (next + u * 64));
+        for u in 0..group * scale / 64 {
+            let line = byte_ptr(ptr + R_I * scale + (next + u * 64));
             if written {
                 a.prefetchw(line)?;
             } else {
@@ -854,14 +1035,15 @@ fn run_loop(asm: &mut Asm, plan: &body::Pass, ctx: &body::Ctx, regs: &body::Regs
             a.kmovw(k1, eax)?;
         }
         Width::Y => {
-            // The first rcx lanes: the 8 dwords of the tail table at 8 - rcx.
+            // The first rcx lanes: the 8 dwords of the tail table at 8 - rcx (f32) or
+            // 8 - 2 rcx (f64).
             let table = asm.tail_table();
             let a = &mut asm.a;
             a.lea(rax, qword_ptr(table))?;
             a.neg(rcx)?;
             a.vmovdqu(
                 body::Y[body::Y_TAIL as usize],
-                ymmword_ptr(rax + rcx * 4 + 32),
+                ymmword_ptr(rax + rcx * scale + 32),
             )?;
         }
     }
@@ -893,8 +1075,12 @@ pub fn listing(code: &Code) -> String {
         (n, "row kernel" | "row sum") => format!(", next row prefetched for {n} accesses"),
         (n, _) => format!(", {PREFETCH_AHEAD} bytes ahead prefetched for {n} accesses"),
     };
+    let lanes = match code.lane {
+        Lane::F32 => "",
+        Lane::F64 => " (f64 lanes)",
+    };
     let mut s = format!(
-        "{} {}, {} bytes of machine code, {} micro-kernel calls per tile, {} values held in registers{prefetch}:\n",
+        "{} {}{lanes}, {} bytes of machine code, {} micro-kernel calls per tile, {} values held in registers{prefetch}:\n",
         code.width.name(),
         code.kind,
         code.bytes.len(),
@@ -951,17 +1137,18 @@ fn epilogue(a: &mut CodeAssembler, saved: i32) -> R<()> {
     Ok(())
 }
 
-/// `reg += idx[d] * strides[d] * 4` over the outer dims (indices in the frame at `idx + 8d`);
-/// `scratch` holds strides too large for an immediate.
+/// `reg += idx[d] * strides[d] * scale` over the outer dims (indices in the frame at
+/// `idx + 8d`; `scale` bytes per element); `scratch` holds strides too large for an immediate.
 fn add_strided(
     a: &mut CodeAssembler,
     reg: AsmRegister64,
     idx: i32,
     strides: &[i64],
+    scale: i32,
     scratch: AsmRegister64,
 ) -> R<()> {
     for (d, &st) in strides.iter().enumerate() {
-        let bytes = st * 4;
+        let bytes = st * scale as i64;
         if bytes == 0 {
             continue;
         }

@@ -11,8 +11,8 @@
 
 use super::body::{Y, Z};
 use super::{
-    add_imm, add_strided, epilogue, first_row, mark, next_row, prologue, Asm, Code, Fail, Width,
-    MAX_PREFETCH_BYTES, R, STREAM_MIN_BYTES,
+    add_imm, add_strided, epilogue, first_row, mark, next_row, prologue, Asm, Code, Fail, Lane,
+    Width, MAX_PREFETCH_BYTES, R, STREAM_MIN_BYTES,
 };
 use crate::codegen::micro::SymOp as S;
 use crate::codegen::reduce::BLOCK;
@@ -120,6 +120,7 @@ fn finish(w: Width, r: RowSum) -> Option<Code> {
     match emit(w, &r, next) {
         Ok(bytes) => Some(Code {
             width: w,
+            lane: Lane::F32,
             kind: "row sum",
             bytes,
             staged: 0,
@@ -136,7 +137,7 @@ fn finish(w: Width, r: RowSum) -> Option<Code> {
 
 /// The kernel; `next`: bytes to the next run, prefetched while summing (`next_run_bytes`).
 fn emit(w: Width, r: &RowSum, next: Option<i32>) -> R<Vec<u8>> {
-    let mut asm = Asm::new(w)?;
+    let mut asm = Asm::new(w, Lane::F32)?;
     let a = &mut asm.a;
     let (saved, begin, end, idx) = (0, 8, 16, 24);
     let nk = r.dims.len();
@@ -158,8 +159,8 @@ fn emit(w: Width, r: &RowSum, next: Option<i32>) -> R<Vec<u8>> {
     // rsi: this output's input run; rdi: its output element.
     a.mov(rsi, r12)?;
     a.mov(rdi, r13)?;
-    add_strided(a, rsi, idx, &r.in_strides, rcx)?;
-    add_strided(a, rdi, idx, &r.out_strides, rcx)?;
+    add_strided(a, rsi, idx, &r.in_strides, 4, rcx)?;
+    add_strided(a, rdi, idx, &r.out_strides, 4, rcx)?;
     row_sum(&mut asm, r.n, next)?;
     let a = &mut asm.a;
     a.vmovss(dword_ptr(rdi), xmm0)?;

@@ -22,7 +22,7 @@
 use super::body::{self, identity_bits, AccSet, Dest, Leaf, Pass, Regs, X, Y, Z};
 use super::{
     add_imm, add_strided, epilogue, first_row, mark, next_row, node_ok, prologue, run_loop, Asm,
-    Code, Fail, Width, MAX_PREFETCH_BYTES, PTR_REGS, R, R_I, R_N, STREAM_MIN_BYTES,
+    Code, Fail, Lane, Width, MAX_PREFETCH_BYTES, PTR_REGS, R, R_I, R_N, STREAM_MIN_BYTES,
 };
 use crate::codegen::reduce::BLOCK;
 use crate::codegen::target::Target;
@@ -46,6 +46,7 @@ pub fn build(g: &Graph, part: &Partition, rk: &RowKernel, t: &Target) -> Option<
             Ok((bytes, prefetched, held)) => {
                 return Some(Code {
                     width: w,
+                    lane: Lane::F32,
                     kind: "row kernel",
                     bytes,
                     staged: 0,
@@ -82,7 +83,7 @@ fn supported(g: &Graph, pl: &Plan, rk: &RowKernel) -> bool {
             }
             Op::Broadcast | Op::Reshape => n.dtype == DType::F32,
             op if op.is_view() => false,
-            _ => node_ok(g, m),
+            _ => node_ok(g, m, Lane::F32),
         }
     }) && rk.outputs.iter().all(|&o| g.node(o).dtype == DType::F32)
 }
@@ -174,7 +175,7 @@ impl<'a> Rows<'a> {
             .map(|a| if a.i_stride == 0 { 0 } else { 1 })
             .collect();
         Ok(Rows {
-            asm: Asm::new(w)?,
+            asm: Asm::new(w, Lane::F32)?,
             g,
             pl,
             rk,
@@ -254,7 +255,7 @@ impl<'a> Rows<'a> {
         for (i, acc) in self.pl.accesses.iter().enumerate() {
             let a = &mut self.asm.a;
             a.mov(rcx, qword_ptr(rsp + (self.start + 8 * i as i32)))?;
-            add_strided(a, rcx, IDX, &acc.o_strides, rdx)?;
+            add_strided(a, rcx, IDX, &acc.o_strides, 4, rdx)?;
             a.mov(qword_ptr(rsp + (self.row + 8 * i as i32)), rcx)?;
         }
         self.one_row()?;
@@ -580,8 +581,8 @@ impl<'a> Rows<'a> {
                 if bits == 0 {
                     self.asm.zero(r)?;
                 } else {
-                    let l = self.asm.const_label(bits);
-                    self.asm.broadcast(r, dword_ptr(l))?;
+                    let l = self.asm.const_label(bits as u64);
+                    self.asm.broadcast(r, l)?;
                 }
             }
         }
