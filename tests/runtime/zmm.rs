@@ -83,17 +83,32 @@ fn x86_levels() -> Vec<(Isa, &'static str)> {
         .collect()
 }
 
+/// `got` against `want` under `cmp`, with bounds for the dtype's precision (f64: the sums'
+/// association, 16 or 8 lanes against 2, moves the last bits of a 4100-term sum by ~1e-13).
 fn close_to(got: &Tensor, want: &Tensor, cmp: Cmp, what: &str) {
+    let (rel, abs) = match want.dtype() {
+        DType::F64 => (1e-11, 1e-13),
+        _ => (2e-5, 1e-6),
+    };
     let tol = match cmp {
         Cmp::Exact => Tol { rel: 0.0, abs: 0.0 },
-        Cmp::Rel => Tol::rel(DType::F32, 2e-5),
-        Cmp::Norm => Tol {
-            rel: 2e-5,
-            abs: 1e-6,
-        }
-        .normwise(want),
+        Cmp::Rel => Tol::rel(want.dtype(), rel),
+        Cmp::Norm => Tol { rel, abs }.normwise(want),
     };
     assert_close(got, want, tol, what);
+}
+
+/// `specials` as dtype `dt` (f32 or f64: the same values).
+fn specials_as(rng: &mut Rng, shape: &[usize], dt: DType) -> Tensor {
+    let t = specials(rng, shape);
+    match dt {
+        DType::F64 => {
+            let v = t.to_vec::<f32>().unwrap();
+            let v: Vec<f64> = v.iter().map(|&x| x as f64).collect();
+            Tensor::from_vec(v, shape).unwrap()
+        }
+        _ => t,
+    }
 }
 
 /// Values that take the edge paths of each op: NaN, infinities, signed zeros, denormals, and
@@ -149,20 +164,7 @@ fn random_program(rng: &mut Rng, trial: usize, dt: DType) -> (Graph, Vec<Tensor>
     ];
     {
         let sh = &shapes[trial % shapes.len()];
-        let args: Vec<Tensor> = sh
-            .iter()
-            .map(|s| {
-                let t = specials(rng, s);
-                match dt {
-                    DType::F64 => {
-                        let v = t.to_vec::<f32>().unwrap();
-                        let v: Vec<f64> = v.iter().map(|&x| x as f64).collect();
-                        Tensor::from_vec(v, s).unwrap()
-                    }
-                    _ => t,
-                }
-            })
-            .collect();
+        let args: Vec<Tensor> = sh.iter().map(|s| specials_as(rng, s, dt)).collect();
         let picks: Vec<usize> = (0..20).map(|_| rng.below(10_000)).collect();
         let g = trace_fn(&args, |ts| {
             let mut pool: Vec<Tensor> = ts.to_vec();
@@ -523,7 +525,18 @@ fn x86_row_sums_match_the_interpreter() {
 /// bits: a tolerance; NaN where it is).
 #[test]
 fn x86_row_kernels_match_cranelift() {
-    let mut rng = Rng::new(25);
+    row_kernels_match_cranelift(DType::F32, 25);
+}
+
+/// The same row kernels in f64 (qword lanes; sums and max/min across blocks in f64, the
+/// lanes folded by 128-bit blocks and then `vpermilpd`; row-level values one f64 each).
+#[test]
+fn x86_f64_row_kernels_match_cranelift() {
+    row_kernels_match_cranelift(DType::F64, 26);
+}
+
+fn row_kernels_match_cranelift(dt: DType, seed: u64) {
+    let mut rng = Rng::new(seed);
     let levels = x86_levels();
     // Per level, per program: how many of its kernels were x86 row kernels.
     let mut x86_rows = vec![[0usize; 9]; levels.len()];
@@ -596,12 +609,12 @@ fn x86_row_kernels_match_cranelift() {
             let mut shape = rows.clone();
             shape.push(n);
             let x = if special {
-                specials(&mut rng, &shape)
+                specials_as(&mut rng, &shape, dt)
             } else {
-                random_tensor(&mut rng, &shape, DType::F32, -8.0, 8.0, false)
+                random_tensor(&mut rng, &shape, dt, -8.0, 8.0, false)
             };
-            let w = random_tensor(&mut rng, &[n], DType::F32, -2.0, 2.0, false);
-            let b = random_tensor(&mut rng, &[n], DType::F32, -2.0, 2.0, false);
+            let w = random_tensor(&mut rng, &[n], dt, -2.0, 2.0, false);
+            let b = random_tensor(&mut rng, &[n], dt, -2.0, 2.0, false);
             let args = [x, w, b];
             for (p, (name, f, cmps)) in progs.iter().enumerate() {
                 let g = trace_fn(&args, |ts| f(ts));
@@ -639,7 +652,10 @@ fn x86_row_kernels_match_cranelift() {
                 6
             };
             let got = x86_rows[l][p];
-            assert!(got >= at_least, "{level}: {got} row kernels for {name}");
+            assert!(
+                got >= at_least,
+                "{level} {dt:?}: {got} row kernels for {name}"
+            );
         }
     }
 }

@@ -191,14 +191,14 @@ pub(super) struct AccSet {
     pub nan: Option<u8>,
 }
 
-/// The f32 bits of a reduction's identity.
-pub(super) fn identity_bits(op: ReduceOp) -> u32 {
-    match op {
-        ReduceOp::Sum => 0,
-        ReduceOp::Max => f32::NEG_INFINITY.to_bits(),
-        ReduceOp::Min => f32::INFINITY.to_bits(),
-        ReduceOp::Prod => 1f32.to_bits(),
-    }
+/// The bits of a reduction's identity in `lane`.
+pub(super) fn identity_bits(op: ReduceOp, lane: Lane) -> u64 {
+    lane.bits(match op {
+        ReduceOp::Sum => 0.0,
+        ReduceOp::Max => f64::NEG_INFINITY,
+        ReduceOp::Min => f64::INFINITY,
+        ReduceOp::Prod => 1.0,
+    })
 }
 
 /// What a vector's code needs besides the pass: pointer registers, hoisted values, tiles.
@@ -652,7 +652,7 @@ impl Vector<'_, '_, '_> {
             // lane 0 (AVX2).
             match e.w {
                 Width::Z => e.a.kmovw(word_ptr(rsp + off), K[k as usize])?,
-                Width::Y => e.a.vmovss(dword_ptr(rsp + off), X[k as usize])?,
+                Width::Y => e.scalar_store(rsp + off, k)?,
             }
             self.release(val);
             return Ok(());
@@ -667,12 +667,7 @@ impl Vector<'_, '_, '_> {
                 return Ok(());
             }
             Dest::Frame(off) => {
-                // AVX-512: EVEX, `r` may be xmm16-31 (the VEX form reaches xmm0-15 only);
-                // AVX2: VEX (an AVX2 CPU has no EVEX).
-                match e.w {
-                    Width::Z => e.a.evex().vmovss(dword_ptr(rsp + off), X[r as usize])?,
-                    Width::Y => e.a.vmovss(dword_ptr(rsp + off), X[r as usize])?,
-                }
+                e.scalar_store(rsp + off, r)?;
                 self.release(val);
                 return Ok(());
             }
@@ -697,13 +692,17 @@ impl Vector<'_, '_, '_> {
         if self.masked {
             // The lanes past the tail: the identity.
             let r = self.regs.z()?;
-            let (c, tmp) = self.constant(e, identity_bits(op) as u64)?;
-            match e.w {
-                Width::Z => {
+            let (c, tmp) = self.constant(e, identity_bits(op, e.lane))?;
+            match (e.w, e.lane) {
+                (Width::Z, lane) => {
                     e.vmov(r, c)?;
-                    e.a.vmovaps(zk(r, TAIL), Z[x as usize])?;
+                    let (d, x) = (zk(r, TAIL), Z[x as usize]);
+                    match lane {
+                        Lane::F32 => e.a.vmovaps(d, x)?,
+                        Lane::F64 => e.a.vmovapd(d, x)?,
+                    }
                 }
-                Width::Y => e.blend(r, Y_TAIL, c, x)?,
+                (Width::Y, _) => e.blend(r, Y_TAIL, c, x)?,
             }
             if tmp {
                 self.regs.free(Loc::Z(c));

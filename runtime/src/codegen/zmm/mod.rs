@@ -476,6 +476,19 @@ impl Asm {
         Ok(())
     }
 
+    /// The lane at `m` = lane 0 of vector register `r`. AVX-512: EVEX, `r` may be xmm16-31
+    /// (the VEX form reaches xmm0-15 only); AVX2: VEX (an AVX2 CPU has no EVEX).
+    fn scalar_store<M: Into<AsmMemoryOperand>>(&mut self, m: M, r: u8) -> R<()> {
+        let x = body::X[r as usize];
+        match (self.w, self.lane) {
+            (Width::Z, Lane::F32) => self.a.evex().vmovss(dword_ptr(m), x)?,
+            (Width::Y, Lane::F32) => self.a.vmovss(dword_ptr(m), x)?,
+            (Width::Z, Lane::F64) => self.a.evex().vmovsd(qword_ptr(m), x)?,
+            (Width::Y, Lane::F64) => self.a.vmovsd(qword_ptr(m), x)?,
+        }
+        Ok(())
+    }
+
     fn sqrt(&mut self, d: u8, x: u8) -> R<()> {
         use body::{Y, Z};
         let (d, x) = (d as usize, x as usize);

@@ -29,7 +29,6 @@ use crate::codegen::target::Target;
 use crate::describe::row::{self, Plan};
 use crate::fusion::partition::{const_value, Partition, RowKernel};
 use crate::ir::{Graph, Op, ReduceOp, ValueId};
-use crate::DType;
 use iced_x86::code_asm::*;
 use std::collections::{HashMap, HashSet};
 
@@ -38,15 +37,13 @@ use std::collections::{HashMap, HashSet};
 pub fn build(g: &Graph, part: &Partition, rk: &RowKernel, t: &Target) -> Option<Code> {
     let w = Width::of(t)?;
     let pl = row::plan(g, part, rk).ok()?;
-    if !supported(g, &pl, rk) {
-        return None;
-    }
+    let lane = supported(g, &pl, rk)?;
     for &hoist in body::Hoist::levels(w) {
-        match Rows::new(g, &pl, rk, hoist, w).and_then(|e| e.run()) {
+        match Rows::new(g, &pl, rk, hoist, w, lane).and_then(|e| e.run()) {
             Ok((bytes, prefetched, held)) => {
                 return Some(Code {
                     width: w,
-                    lane: Lane::F32,
+                    lane,
                     kind: "row kernel",
                     bytes,
                     staged: 0,
@@ -64,28 +61,33 @@ pub fn build(g: &Graph, part: &Partition, rk: &RowKernel, t: &Target) -> Option<
     None
 }
 
-fn supported(g: &Graph, pl: &Plan, rk: &RowKernel) -> bool {
+/// The lane type of a row kernel this backend emits, if it does: every access, reduction
+/// and output of one float type.
+fn supported(g: &Graph, pl: &Plan, rk: &RowKernel) -> Option<Lane> {
+    let lane = Lane::of(pl.accesses.first()?.dtype)?;
+    let f = lane.dtype();
     if pl
         .accesses
         .iter()
-        .any(|a| a.dtype != DType::F32 || (pl.n > 1 && a.i_stride != 0 && a.i_stride != 1))
+        .any(|a| a.dtype != f || (pl.n > 1 && a.i_stride != 0 && a.i_stride != 1))
     {
-        return false;
+        return None;
     }
     if pl.o_dims.iter().any(|&d| d > i32::MAX as usize) || pl.n > i32::MAX as usize / 8 {
-        return false;
+        return None;
     }
-    rk.group.members.iter().all(|&m| {
+    let ok = rk.group.members.iter().all(|&m| {
         let n = g.node(m);
         match &n.op {
             Op::Reduce(op, _) => {
-                n.dtype == DType::F32 && matches!(op, ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min)
+                n.dtype == f && matches!(op, ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min)
             }
-            Op::Broadcast | Op::Reshape => n.dtype == DType::F32,
+            Op::Broadcast | Op::Reshape => n.dtype == f,
             op if op.is_view() => false,
-            _ => node_ok(g, m, Lane::F32),
+            _ => node_ok(g, m, lane),
         }
-    }) && rk.outputs.iter().all(|&o| g.node(o).dtype == DType::F32)
+    }) && rk.outputs.iter().all(|&o| g.node(o).dtype == f);
+    ok.then_some(lane)
 }
 
 /// Frame layout (byte offsets from the 64-byte aligned rsp).
@@ -129,7 +131,14 @@ struct Rows<'a> {
 }
 
 impl<'a> Rows<'a> {
-    fn new(g: &'a Graph, pl: &'a Plan, rk: &'a RowKernel, hoist: body::Hoist, w: Width) -> R<Self> {
+    fn new(
+        g: &'a Graph,
+        pl: &'a Plan,
+        rk: &'a RowKernel,
+        hoist: body::Hoist,
+        w: Width,
+        lane: Lane,
+    ) -> R<Self> {
         let na = pl.accesses.len() as i32;
         let nd = pl.o_dims.len() as i32;
         let start = IDX + 8 * nd;
@@ -154,7 +163,7 @@ impl<'a> Rows<'a> {
         // Stash: as `row::stash_values` picks (expensive, read in two phases or more),
         // within the same budget.
         let cones = row::phase_cones(g, pl, rk);
-        let stash_bytes = (((pl.n + 16) * 4).div_ceil(64) * 64) as i32;
+        let stash_bytes = (((pl.n + 16) * lane.bytes() as usize).div_ceil(64) * 64) as i32;
         let mut stash = Vec::new();
         let mut budget = row::STASH_BYTES as i64;
         let mut members: Vec<ValueId> = rk.group.members.clone();
@@ -175,7 +184,7 @@ impl<'a> Rows<'a> {
             .map(|a| if a.i_stride == 0 { 0 } else { 1 })
             .collect();
         Ok(Rows {
-            asm: Asm::new(w, Lane::F32)?,
+            asm: Asm::new(w, lane)?,
             g,
             pl,
             rk,
@@ -240,7 +249,7 @@ impl<'a> Rows<'a> {
         for (i, acc) in self.pl.accesses.iter().enumerate() {
             let a = &mut self.asm.a;
             a.mov(rax, qword_ptr(rdi + (acc.ptr as i32) * 8))?;
-            add_imm(a, rax, acc.offset * 4)?;
+            add_imm(a, rax, acc.offset * self.asm.lane.bytes() as i64)?;
             a.mov(qword_ptr(rsp + (self.start + 8 * i as i32)), rax)?;
         }
         let nd = self.pl.o_dims.len();
@@ -252,10 +261,11 @@ impl<'a> Rows<'a> {
         first_row(a, IDX, nd, BEGIN, END, done)?;
         let mut top = a.create_label();
         mark(a, &mut top)?;
+        let scale = self.asm.lane.bytes();
         for (i, acc) in self.pl.accesses.iter().enumerate() {
             let a = &mut self.asm.a;
             a.mov(rcx, qword_ptr(rsp + (self.start + 8 * i as i32)))?;
-            add_strided(a, rcx, IDX, &acc.o_strides, 4, rdx)?;
+            add_strided(a, rcx, IDX, &acc.o_strides, scale, rdx)?;
             a.mov(qword_ptr(rsp + (self.row + 8 * i as i32)), rcx)?;
         }
         self.one_row()?;
@@ -320,18 +330,24 @@ impl<'a> Rows<'a> {
             // 4 KiB are each a page, where the hardware's streamer stops and starts again.
             self.loop_pass(&pass, &[], true)?;
         }
-        // Row-level outputs: one f32 per row.
+        // Row-level outputs: one element per row.
         for (j, &o) in self.rk.outputs.iter().enumerate() {
             let n = g.node(o);
             if matches!(n.op, Op::Reduce(..)) || !grp.is_element_shape(&n.shape) {
                 let slot = self.slot(o).expect("a row-level output has a slot");
+                let out = qword_ptr(rsp + (self.row + 8 * self.pl.outs[j] as i32));
                 let a = &mut self.asm.a;
-                a.mov(
-                    rax,
-                    qword_ptr(rsp + (self.row + 8 * self.pl.outs[j] as i32)),
-                )?;
-                a.vmovss(xmm0, dword_ptr(rsp + slot))?;
-                a.vmovss(dword_ptr(rax), xmm0)?;
+                a.mov(rax, out)?;
+                match self.asm.lane {
+                    Lane::F32 => {
+                        a.vmovss(xmm0, dword_ptr(rsp + slot))?;
+                        a.vmovss(dword_ptr(rax), xmm0)?;
+                    }
+                    Lane::F64 => {
+                        a.vmovsd(xmm0, qword_ptr(rsp + slot))?;
+                        a.vmovsd(qword_ptr(rax), xmm0)?;
+                    }
+                }
             }
         }
         Ok(())
@@ -412,12 +428,15 @@ impl<'a> Rows<'a> {
                 unreachable!("a reduction")
             };
             let total = self.totals[&r];
-            match op {
-                ReduceOp::Sum => self.asm.a.mov(qword_ptr(rsp + total), 0)?,
-                _ => self
-                    .asm
-                    .a
-                    .mov(dword_ptr(rsp + total), identity_bits(op) as i32)?,
+            let bits = identity_bits(op, self.asm.lane);
+            let a = &mut self.asm.a;
+            match (op, self.asm.lane) {
+                (ReduceOp::Sum, _) => a.mov(qword_ptr(rsp + total), 0)?,
+                (_, Lane::F32) => a.mov(dword_ptr(rsp + total), bits as u32 as i32)?,
+                (_, Lane::F64) => {
+                    a.mov(rax, bits)?;
+                    a.mov(qword_ptr(rsp + total), rax)?;
+                }
             }
             ops.push(op);
         }
@@ -440,23 +459,30 @@ impl<'a> Rows<'a> {
         let pass = Pass::of(g, self.inner.clone(), &cands, &leaf, stores);
         let accs = self.loop_pass(&pass, &ops, false)?;
         self.stash_ready.extend(stored);
+        let lane = self.asm.lane;
         for (j, &r) in ready.iter().enumerate() {
             let (slot, total) = (self.slots[&r], self.totals[&r]);
             let a = &mut self.asm.a;
-            match ops[j] {
-                ReduceOp::Sum => {
+            match (ops[j], lane) {
+                (ReduceOp::Sum, Lane::F32) => {
                     a.vcvtsd2ss(xmm0, xmm0, qword_ptr(rsp + total))?;
                     a.vmovss(dword_ptr(rsp + slot), xmm0)?;
                 }
+                (ReduceOp::Sum, Lane::F64) => self.copy_lane(rsp + slot, rsp + total)?,
                 _ => {
-                    a.mov(eax, dword_ptr(rsp + total))?;
-                    a.mov(dword_ptr(rsp + slot), eax)?;
+                    self.copy_lane(rsp + slot, rsp + total)?;
                     if let Some(k) = accs[j].nan {
-                        let mut skip = a.create_label();
+                        let mut skip = self.asm.a.create_label();
                         self.asm.mask_test(k)?;
                         let a = &mut self.asm.a;
                         a.jz(skip)?;
-                        a.mov(dword_ptr(rsp + slot), f32::NAN.to_bits() as i32)?;
+                        match lane {
+                            Lane::F32 => a.mov(dword_ptr(rsp + slot), f32::NAN.to_bits() as i32)?,
+                            Lane::F64 => {
+                                a.mov(rax, f64::NAN.to_bits())?;
+                                a.mov(qword_ptr(rsp + slot), rax)?;
+                            }
+                        }
                         mark(a, &mut skip)?;
                     }
                 }
@@ -544,16 +570,17 @@ impl<'a> Rows<'a> {
         &mut self,
         ptrs: &[Option<AsmRegister64>],
     ) -> R<Vec<(AsmRegister64, i32, bool)>> {
+        let lane = self.asm.lane.bytes() as i64;
         let moving: Vec<(usize, i64)> = (self.pl.accesses.iter().enumerate())
             .filter_map(|(ai, acc)| {
-                let step = acc.o_strides.last()? * 4;
-                let f32_run = acc.i_stride == 1 && acc.dtype == DType::F32;
-                (f32_run && (64..MAX_PREFETCH_BYTES).contains(&step.abs())).then_some((ai, step))
+                let step = acc.o_strides.last()? * lane;
+                let run = acc.i_stride == 1;
+                (run && (64..MAX_PREFETCH_BYTES).contains(&step.abs())).then_some((ai, step))
             })
             .collect();
         // Small kernels run from cache: the prefetches would only cost instructions.
         let rows: usize = self.pl.o_dims.iter().product();
-        if rows * self.pl.n * moving.len() * 4 < STREAM_MIN_BYTES {
+        if rows * self.pl.n * moving.len() * (lane as usize) < STREAM_MIN_BYTES {
             return Ok(Vec::new());
         }
         let mut free = PTR_REGS.iter().filter(|r| !ptrs.contains(&Some(**r)));
@@ -573,15 +600,31 @@ impl<'a> Rows<'a> {
         Ok(lines)
     }
 
+    /// The lane at `dst` = the lane at `src` (through rax).
+    fn copy_lane(&mut self, dst: AsmMemoryOperand, src: AsmMemoryOperand) -> R<()> {
+        let a = &mut self.asm.a;
+        match self.asm.lane {
+            Lane::F32 => {
+                a.mov(eax, dword_ptr(src))?;
+                a.mov(dword_ptr(dst), eax)?;
+            }
+            Lane::F64 => {
+                a.mov(rax, qword_ptr(src))?;
+                a.mov(qword_ptr(dst), rax)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Accumulators to their reduction's identity.
     fn init_accs(&mut self, accs: &[AccSet]) -> R<()> {
         for set in accs {
-            let bits = identity_bits(set.op);
+            let bits = identity_bits(set.op, self.asm.lane);
             for &r in &set.regs {
                 if bits == 0 {
                     self.asm.zero(r)?;
                 } else {
-                    let l = self.asm.const_label(bits as u64);
+                    let l = self.asm.const_label(bits);
                     self.asm.broadcast(r, l)?;
                 }
             }
@@ -617,6 +660,7 @@ impl<'a> Rows<'a> {
             // Lanes folded with full-width shuffles, every lane ending with the result: halves
             // and quarters of a zmm (AVX-512F on all 32 registers; the VEX 256/128-bit forms
             // reach only the first 16), the halves of a ymm; then pairs, neighbours.
+            // f64 lanes: the 128-bit blocks alike, then the two doubles of each swapped.
             match e.w {
                 Width::Z => {
                     let (z0, tz) = (Z[r0 as usize], Z[t as usize]);
@@ -624,39 +668,68 @@ impl<'a> Rows<'a> {
                         e.a.vshuff32x4(tz, z0, z0, imm)?;
                         op(e, r0, r0, t)?;
                     }
-                    for imm in [0x4e, 0xb1] {
-                        e.a.vpermilps(tz, z0, imm)?;
-                        op(e, r0, r0, t)?;
+                    match e.lane {
+                        Lane::F32 => {
+                            for imm in [0x4e, 0xb1] {
+                                e.a.vpermilps(tz, z0, imm)?;
+                                op(e, r0, r0, t)?;
+                            }
+                        }
+                        Lane::F64 => {
+                            e.a.vpermilpd(tz, z0, 0x55)?;
+                            op(e, r0, r0, t)?;
+                        }
                     }
                 }
                 Width::Y => {
                     let (y0, ty) = (Y[r0 as usize], Y[t as usize]);
                     e.a.vperm2f128(ty, y0, y0, 0x01)?;
                     op(e, r0, r0, t)?;
-                    for imm in [0x4e, 0xb1] {
-                        e.a.vpermilps(ty, y0, imm)?;
-                        op(e, r0, r0, t)?;
+                    match e.lane {
+                        Lane::F32 => {
+                            for imm in [0x4e, 0xb1] {
+                                e.a.vpermilps(ty, y0, imm)?;
+                                op(e, r0, r0, t)?;
+                            }
+                        }
+                        Lane::F64 => {
+                            e.a.vpermilpd(ty, y0, 0x5)?;
+                            op(e, r0, r0, t)?;
+                        }
                     }
                 }
             }
             // AVX-512: scalar EVEX forms (the accumulators may be xmm16-31); AVX2: VEX.
             let x0 = X[r0 as usize];
             let a = &mut e.a;
+            let f64_lanes = e.lane == Lane::F64;
             macro_rules! scalar {
                 ($a:expr) => {
-                    match set.op {
-                        ReduceOp::Sum => {
+                    match (set.op, f64_lanes) {
+                        (ReduceOp::Sum, false) => {
                             $a.vcvtss2sd(x0, x0, x0)?;
                             $a.vaddsd(x0, x0, qword_ptr(rsp + total))?;
                             $a.vmovsd(qword_ptr(rsp + total), x0)?;
                         }
-                        ReduceOp::Max => {
+                        (ReduceOp::Sum, true) => {
+                            $a.vaddsd(x0, x0, qword_ptr(rsp + total))?;
+                            $a.vmovsd(qword_ptr(rsp + total), x0)?;
+                        }
+                        (ReduceOp::Max, false) => {
                             $a.vmaxss(x0, x0, dword_ptr(rsp + total))?;
                             $a.vmovss(dword_ptr(rsp + total), x0)?;
                         }
-                        _ => {
+                        (ReduceOp::Max, true) => {
+                            $a.vmaxsd(x0, x0, qword_ptr(rsp + total))?;
+                            $a.vmovsd(qword_ptr(rsp + total), x0)?;
+                        }
+                        (_, false) => {
                             $a.vminss(x0, x0, dword_ptr(rsp + total))?;
                             $a.vmovss(dword_ptr(rsp + total), x0)?;
+                        }
+                        (_, true) => {
+                            $a.vminsd(x0, x0, qword_ptr(rsp + total))?;
+                            $a.vmovsd(qword_ptr(rsp + total), x0)?;
                         }
                     }
                 };
