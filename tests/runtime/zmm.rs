@@ -315,12 +315,12 @@ fn x86_f64_kernels_match_cranelift_bit_for_bit() {
     }
 }
 
-/// Each f64 function with a traced form, alone on values across its whole range (log-uniform
-/// magnitudes of both signs from 1e-310 to 1e4, the edges of its branches and clamps, NaN,
-/// infinities, signed zeros, subnormals), as x86 code at every level the CPU runs: the bits of
-/// the Cranelift F64X2 code of `math.rs`.
+/// Each function with a traced form, alone on values across its whole range (log-uniform
+/// magnitudes of both signs down to subnormals, the edges of its branches and clamps, NaN,
+/// infinities, signed zeros), in f32 and f64, as x86 code at every level the CPU runs: the
+/// bits of the Cranelift kernels, which lower the same trace (`traced.rs`).
 #[test]
-fn x86_f64_functions_match_cranelift_bit_for_bit() {
+fn x86_functions_match_cranelift_bit_for_bit() {
     let mut rng = Rng::new(24);
     let mut v: Vec<f64> = vec![
         f64::NAN,
@@ -330,45 +330,66 @@ fn x86_f64_functions_match_cranelift_bit_for_bit() {
         -0.0,
         5e-324,
         -5e-324,
+        1e-40,
         f64::MIN_POSITIVE,
         f64::MAX,
         0.5493,
         0.5492999999999999,
         20.0,
         20.000000000000004,
+        88.7,
+        89.0,
         709.78,
         710.0,
+        -103.9,
         -745.1,
         -746.0,
+        -1.0,
+        -0.999,
         1.2,
         1.1999999999999997,
+        3.92,
         5.93,
         -5.93,
+        30.0,
+        -60.0,
     ];
     while v.len() < 4099 {
         let mag = 10f64.powf(rng.uniform(-310.0, 4.0));
         v.push(if rng.chance(0.5) { -mag } else { mag });
     }
-    let x = Tensor::from_vec(v, &[4099]).unwrap();
-    for (level, name) in x86_levels() {
-        for (op, f) in [
-            ("exp", Tensor::exp as fn(&Tensor) -> Tensor),
-            ("ln", |t: &Tensor| t.abs().ln()),
-            ("tanh", Tensor::tanh),
-            ("sigmoid", Tensor::sigmoid),
-            ("erf", Tensor::erf),
-        ] {
-            let g = trace_fn(std::slice::from_ref(&x), |ts| vec![f(&ts[0])]);
-            let exe = Executable::from_graph_at(g.clone(), vec![], &Target::at(level)).unwrap();
-            assert!(
-                exe.asm_text()
-                    .contains(&format!("{name} loop kernel (f64 lanes)")),
-                "{name} {op}: not x86 code\n{}",
-                exe.asm_text()
-            );
-            let got = exe.run_with(&[&x]).unwrap();
-            let (want, _) = run_at(Isa::Portable, &g, std::slice::from_ref(&x));
-            same_bits(&got[0], &want[0], &format!("{name} f64 {op}"));
+    let f32s: Vec<f32> = v.iter().map(|&x| x as f32).collect();
+    for x in [
+        Tensor::from_vec(v, &[4099]).unwrap(),
+        Tensor::from_vec(f32s, &[4099]).unwrap(),
+    ] {
+        let dt = x.dtype();
+        for (level, name) in x86_levels() {
+            for (op, f) in [
+                ("exp", Tensor::exp as fn(&Tensor) -> Tensor),
+                ("ln", |t: &Tensor| t.abs().ln()),
+                ("tanh", Tensor::tanh),
+                ("sigmoid", Tensor::sigmoid),
+                ("erf", Tensor::erf),
+                ("log1p", Tensor::log1p),
+                ("expm1", Tensor::expm1),
+            ] {
+                let g = trace_fn(std::slice::from_ref(&x), |ts| vec![f(&ts[0])]);
+                let target = Target::at(level);
+                let exe = Executable::from_graph_at(g.clone(), vec![], &target).unwrap();
+                assert!(
+                    exe.asm_text().contains(&format!("{name} loop kernel")),
+                    "{name} {dt} {op}: not x86 code\n{}",
+                    exe.asm_text()
+                );
+                let got = exe.run_with(&[&x]).unwrap();
+                let (want, _) = run_at(Isa::Portable, &g, std::slice::from_ref(&x));
+                same_bits(&got[0], &want[0], &format!("{name} {dt} {op}"));
+                // Staged through the micro-kernels (f32): the same bits again.
+                let staged = Executable::from_graph_at(g, vec![], &target.staged_first(true));
+                let got = staged.unwrap().run_with(&[&x]).unwrap();
+                same_bits(&got[0], &want[0], &format!("{name} {dt} {op}, staged"));
+            }
         }
     }
 }

@@ -1,7 +1,10 @@
-//! Vectorised transcendental functions emitted as Cranelift IR (no libm calls), for `F32X4` and
-//! `F64X2` values: range reduction with integer bit tricks on the lanes, Remez minimax
-//! polynomials evaluated with `fma`, special values fixed with compare + `bitselect` (blendv).
-//! The one out-of-line call: sin/cos lanes beyond the Cody–Waite range (`trig.rs`).
+//! The transcendental functions: their methods, coefficients and measured errors, and the
+//! Cranelift IR (`F32X4`, `F64X2`) of those without a traced form: sin, cos (the one
+//! out-of-line call: lanes beyond the Cody–Waite range, `trig.rs`) and pow. exp, ln, log1p,
+//! expm1, tanh, sigmoid and erf are defined once in `traced.rs` (generic code every backend
+//! lowers: `lower_traced.rs` for Cranelift) with the coefficients here. No libm calls: range
+//! reduction with integer bit tricks on the lanes, Remez minimax polynomials evaluated with
+//! `fma`, special values fixed with compare + `bitselect` (blendv).
 //!
 //! ## Measured maximum error (tests in `math_tests.rs`)
 //! Errors in ulp of the correctly rounded result. f32 is compared with the f64 std function
@@ -200,13 +203,6 @@ fn abs_and_sign(b: &mut FunctionBuilder, k: K, x: Value) -> (Value, Value) {
     (to_f(b, k, a), s)
 }
 
-/// Bitwise OR of float lanes with integer bits (used to apply a sign).
-fn or_bits(b: &mut FunctionBuilder, k: K, x: Value, bits: Value) -> Value {
-    let xi = to_i(b, k, x);
-    let r = b.ins().bor(xi, bits);
-    to_f(b, k, r)
-}
-
 fn xor_bits(b: &mut FunctionBuilder, k: K, x: Value, bits: Value) -> Value {
     let xi = to_i(b, k, x);
     let r = b.ins().bxor(xi, bits);
@@ -313,15 +309,6 @@ fn exp_poly(b: &mut FunctionBuilder, k: K, r: Value) -> Value {
     horner(b, k, r, &c)
 }
 
-/// e^x for x already clamped to the valid range (NaN allowed). With `split`, the 2^k scaling is
-/// done in two steps so that results in the subnormal range (and k up to bias+2) are correct;
-/// without it, k must stay within the normal exponent range.
-fn exp_core(b: &mut FunctionBuilder, k: K, x: Value, split: bool) -> Value {
-    let (n, kf, r) = exp_reduce(b, k, x, exp_off(k, split));
-    let p = exp_poly(b, k, r);
-    exp_scale(b, k, p, n, kf, split)
-}
-
 /// p * 2^k where `n` = shifter + `exp_off(k, split)` + k (as float) and `kf` = k.
 fn exp_scale(b: &mut FunctionBuilder, k: K, p: Value, n: Value, kf: Value, split: bool) -> Value {
     let ni = to_i(b, k, n);
@@ -357,16 +344,8 @@ fn exp_limits(k: K) -> (f64, f64) {
     }
 }
 
-/// e^x. Overflow gives +inf, underflow gives (correctly scaled) subnormals and then 0.
-pub fn exp(b: &mut FunctionBuilder, x: Value) -> Value {
-    let k = K::of(b, x);
-    let (lo, hi) = exp_limits(k);
-    let x = clamp(b, k, x, lo, hi);
-    exp_core(b, k, x, true)
-}
-
 // ---------------------------------------------------------------------------------------------
-// ln
+// ln (pow's double-double logarithm)
 // ---------------------------------------------------------------------------------------------
 
 /// Reduction x = 2^e * m, m in [sqrt(1/2), sqrt(2)). Returns (e as float, f = m - 1).
@@ -422,204 +401,6 @@ fn ln_reduce(b: &mut FunctionBuilder, k: K, x: Value) -> (Value, Value) {
     let one = fc(b, k, 1.0);
     let f = b.ins().fsub(m, one);
     (e, f)
-}
-
-/// ln for f64 lanes, musl-style: log1p(f) = f - (hfsq - s (hfsq + z Q(z))), s = f/(2+f).
-fn ln_poly_f64(b: &mut FunctionBuilder, k: K, f: Value) -> (Value, Value, Value) {
-    let two = fc(b, k, 2.0);
-    let u = b.ins().fadd(two, f);
-    let s = b.ins().fdiv(f, u);
-    let z = b.ins().fmul(s, s);
-    let q = horner(b, k, z, &LN_F64);
-    let r = b.ins().fmul(z, q);
-    let half = fc(b, k, 0.5);
-    let hf = b.ins().fmul(f, half);
-    let hfsq = b.ins().fmul(hf, f);
-    let t = b.ins().fadd(hfsq, r);
-    (s, hfsq, t)
-}
-
-/// Special values of ln: 0 -> -inf, < 0 -> NaN, +inf -> +inf, NaN -> NaN.
-fn ln_specials(b: &mut FunctionBuilder, k: K, x: Value, res: Value) -> Value {
-    let inf = fc(b, k, f64::INFINITY);
-    let m = cmp(b, FloatCC::UnorderedOrGreaterThanOrEqual, x, inf);
-    let res = sel(b, k, m, x, res);
-    let zero = fc(b, k, 0.0);
-    let m = cmp(b, FloatCC::LessThan, x, zero);
-    let nan = fc(b, k, f64::NAN);
-    let res = sel(b, k, m, nan, res);
-    let m = cmp(b, FloatCC::Equal, x, zero);
-    let ninf = fc(b, k, f64::NEG_INFINITY);
-    sel(b, k, m, ninf, res)
-}
-
-/// Natural logarithm.
-pub fn ln(b: &mut FunctionBuilder, x: Value) -> Value {
-    let k = K::of(b, x);
-    let (e, f) = ln_reduce(b, k, x);
-    let (hi, lo) = ln2_parts(k);
-    let lhi = fc(b, k, hi);
-    let llo = fc(b, k, lo);
-    let res = if k.d {
-        let (s, hfsq, t) = ln_poly_f64(b, k, f);
-        let a = b.ins().fmul(e, llo);
-        let a = b.ins().fma(s, t, a);
-        let a = b.ins().fsub(a, hfsq);
-        let a = b.ins().fadd(a, f);
-        b.ins().fma(e, lhi, a)
-    } else {
-        // log1p(f) = f (1 + f (-1/2 + f P(f)))
-        let mut c = vec![1.0, -0.5];
-        c.extend_from_slice(&LN_F32);
-        let p = horner(b, k, f, &c);
-        let p = b.ins().fmul(p, f);
-        let p = b.ins().fma(e, llo, p);
-        b.ins().fma(e, lhi, p)
-    };
-    ln_specials(b, k, x, res)
-}
-
-// ---------------------------------------------------------------------------------------------
-// log1p, expm1
-// ---------------------------------------------------------------------------------------------
-
-/// ln(1 + x): u = 1 + x rounded, ln u by `ln`'s reduction and polynomial, plus u's rounding
-/// error c / u, c = x - (u - 1) (exact while u < 2^mbits; beyond, c / u is far below the
-/// result's ulp). Tiny x give x exactly, ±0 keep their sign, -1 gives -inf, x < -1 NaN.
-pub fn log1p(b: &mut FunctionBuilder, x: Value) -> Value {
-    let k = K::of(b, x);
-    let one = fc(b, k, 1.0);
-    let u = b.ins().fadd(x, one);
-    let um1 = b.ins().fsub(u, one);
-    let c = b.ins().fsub(x, um1);
-    let cu = b.ins().fdiv(c, u);
-    let (e, f) = ln_reduce(b, k, u);
-    let (hi, lo) = ln2_parts(k);
-    let lhi = fc(b, k, hi);
-    let llo = fc(b, k, lo);
-    let res = if k.d {
-        let (s, hfsq, t) = ln_poly_f64(b, k, f);
-        let a = b.ins().fma(e, llo, cu);
-        let a = b.ins().fma(s, t, a);
-        let a = b.ins().fsub(a, hfsq);
-        let a = b.ins().fadd(a, f);
-        b.ins().fma(e, lhi, a)
-    } else {
-        let mut cs = vec![1.0, -0.5];
-        cs.extend_from_slice(&LN_F32);
-        let p = horner(b, k, f, &cs);
-        let p = b.ins().fma(p, f, cu);
-        let p = b.ins().fma(e, llo, p);
-        b.ins().fma(e, lhi, p)
-    };
-    // u = 0 -> -inf, u < 0 -> NaN, u = inf or NaN -> u (c / u is NaN there)
-    let res = ln_specials(b, k, u, res);
-    // x = -0: every term is +0
-    let zero = fc(b, k, 0.0);
-    let z = cmp(b, FloatCC::Equal, x, zero);
-    sel(b, k, z, x, res)
-}
-
-/// e^x - 1 = 2^k (p + 1 - 2^-k), x = k ln2 + r, p = e^r - 1 = r + r^2 P(r) (`exp`'s
-/// polynomial, no cancellation), k capped in 2^-k where 1 - 2^-k rounds to 1; 2^k applied in
-/// two steps as `exp` does (overflow to +inf). Below the clamp the result is -1; ±0 keep their sign.
-pub fn expm1(b: &mut FunctionBuilder, x: Value) -> Value {
-    let k = K::of(b, x);
-    let (lo, hi) = if k.d { (-60.0, 710.0) } else { (-30.0, 89.0) };
-    let xc = clamp(b, k, x, lo, hi);
-    let (n, kf, r) = exp_reduce(b, k, xc, exp_off(k, true));
-    let pp = horner(b, k, r, if k.d { &EXP_F64 } else { &EXP_F32 });
-    let z = b.ins().fmul(r, r);
-    let p = b.ins().fma(z, pp, r);
-    let capv = fc(b, k, if k.d { 60.0 } else { 30.0 });
-    let kc = min_keep_nan(b, k, capv, kf);
-    // S + bias - kc: its low bits hold bias - kc, the exponent field of 2^-kc
-    let s = fc(b, k, k.shifter() + k.bias() as f64);
-    let nk = b.ins().fsub(s, kc);
-    let ni = to_i(b, k, nk);
-    let e = b.ins().ishl_imm_u(ni, k.mbits());
-    let pw = to_f(b, k, e);
-    let one = fc(b, k, 1.0);
-    let t = b.ins().fsub(one, pw);
-    let q = b.ins().fadd(p, t);
-    let res = exp_scale(b, k, q, n, kf, true);
-    let zero = fc(b, k, 0.0);
-    let zm = cmp(b, FloatCC::Equal, x, zero);
-    sel(b, k, zm, x, res)
-}
-
-// ---------------------------------------------------------------------------------------------
-// tanh, sigmoid
-// ---------------------------------------------------------------------------------------------
-
-/// tanh. f32: one rational function on the clamped input, x P(x^2) / Q(x^2) with |x| <=
-/// `TANH_F32_CLAMP` (where tanh rounds to 1), result clamped to [-1, 1]: one division, no
-/// exp, no branch blend.
-/// f64: |x| < 0.5493: x + x^3 P(x^2); else sign(x) (1 - 2 / (e^{2|x|} + 1)).
-pub fn tanh(b: &mut FunctionBuilder, x: Value) -> Value {
-    let k = K::of(b, x);
-    if !k.d {
-        // P(0) = Q(0) = 1: tiny x (and -0) give x exactly; +-inf give +-1, NaN stays NaN.
-        let x = clamp(b, k, x, -TANH_F32_CLAMP, TANH_F32_CLAMP);
-        let z = b.ins().fmul(x, x);
-        // x P(z) = x + x^3 P1(z): rounds once near 0 (where P ~ 1 would round at a binade bottom)
-        let p1 = horner(b, k, z, &TANH_F32_P[1..]);
-        let x3 = b.ins().fmul(x, z);
-        let num = b.ins().fma(x3, p1, x);
-        let q = horner(b, k, z, &TANH_F32_Q);
-        let t = b.ins().fdiv(num, q);
-        // near saturation the rounding noise (~2 ulp) could exceed 1: keep |t| <= 1
-        return clamp(b, k, t, -1.0, 1.0);
-    }
-    let (ax, sign) = abs_and_sign(b, k, x);
-    // small branch
-    let z = b.ins().fmul(x, x);
-    let q = horner(b, k, z, &TANH_F64);
-    let one = fc(b, k, 1.0);
-    let q = b.ins().fma(z, q, one);
-    let small = b.ins().fmul(x, q); // x (1 + z P(z)): keeps the sign of -0
-                                    // large branch (|2x| clamped where tanh rounds to 1)
-    let two = fc(b, k, 2.0);
-    let a2 = b.ins().fmul(ax, two);
-    let topv = fc(b, k, 40.0);
-    let a2 = min_keep_nan(b, k, topv, a2);
-    let e = exp_core(b, k, a2, false);
-    let ep1 = b.ins().fadd(e, one);
-    let q = b.ins().fdiv(two, ep1);
-    let t = b.ins().fsub(one, q);
-    let large = or_bits(b, k, t, sign);
-    let thr = fc(b, k, 0.5493);
-    let m = cmp(b, FloatCC::LessThan, ax, thr);
-    sel(b, k, m, small, large)
-}
-
-/// Scale of `sigmoid`'s exponential: e^-|x| is formed as e^-|x| 2^SIG_K, normal for every
-/// clamped x (f32: k >= -150, f64: k >= -1076), with one 2^k factor instead of two.
-const SIG_K: i32 = 64;
-
-/// 1 / (1 + e^-x), computed as e/(1+e) (x < 0) or 1/(1+e) (x >= 0) with e = e^-|x| so that it
-/// never overflows and keeps full relative accuracy for very negative x (down to subnormals):
-/// es = e 2^K is always normal, q = (x < 0 ? es : 2^K) / (1 + e) and the result q 2^-K rounds
-/// only when it is subnormal.
-pub fn sigmoid(b: &mut FunctionBuilder, x: Value) -> Value {
-    let k = K::of(b, x);
-    let sm = ic(b, k, k.sign_bit());
-    let nax = or_bits(b, k, x, sm); // -|x|
-    let (lo, _) = exp_limits(k);
-    let lov = fc(b, k, lo);
-    let nax = max_keep_nan(b, k, lov, nax);
-    let (n, _, r) = exp_reduce(b, k, nax, k.bias() as f64 + SIG_K as f64);
-    let p = exp_poly(b, k, r);
-    let es = exp_scale(b, k, p, n, n, false); // e^-|x| 2^K
-    let one = fc(b, k, 1.0);
-    let down = fc(b, k, (2.0f64).powi(-SIG_K));
-    let den = b.ins().fma(es, down, one); // 1 + e, one rounding
-    let zero = fc(b, k, 0.0);
-    let neg = cmp(b, FloatCC::LessThan, x, zero);
-    let up = fc(b, k, (2.0f64).powi(SIG_K));
-    let num = sel(b, k, neg, es, up);
-    let q = b.ins().fdiv(num, den);
-    b.ins().fmul(q, down)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -900,40 +681,6 @@ pub fn pow(b: &mut FunctionBuilder, x: Value, y: Value) -> Value {
     let nanm = b.ins().bor(nanm, xn);
     let nan = fc(b, k, f64::NAN);
     sel(b, k, nanm, nan, res)
-}
-
-// ---------------------------------------------------------------------------------------------
-// erf
-// ---------------------------------------------------------------------------------------------
-
-/// erf: |x| < 1.2: x P(x^2); else sign(x) (1 - e^{-a^2} Q(a - c)), a = min(|x|, where erf
-/// rounds to 1).
-pub fn erf(b: &mut FunctionBuilder, x: Value) -> Value {
-    let k = K::of(b, x);
-    let (ax, sign) = abs_and_sign(b, k, x);
-    let z = b.ins().fmul(x, x);
-    let p = horner(b, k, z, if k.d { &ERF_SMALL_F64 } else { &ERF_SMALL_F32 });
-    let small = b.ins().fmul(x, p);
-    let (top, center) = if k.d {
-        (5.93, (1.2 + 5.93) / 2.0)
-    } else {
-        (3.92, (1.2 + 3.92) / 2.0)
-    };
-    let topv = fc(b, k, top);
-    let a = min_keep_nan(b, k, topv, ax);
-    let a2 = b.ins().fmul(a, a);
-    let na2 = b.ins().fneg(a2);
-    let e = exp_core(b, k, na2, false);
-    let cv = fc(b, k, center);
-    let u = b.ins().fsub(a, cv);
-    let q = horner(b, k, u, if k.d { &ERF_LARGE_F64 } else { &ERF_LARGE_F32 });
-    let one = fc(b, k, 1.0);
-    let ne = b.ins().fneg(e);
-    let large = b.ins().fma(ne, q, one);
-    let large = or_bits(b, k, large, sign);
-    let thr = fc(b, k, 1.2);
-    let m = cmp(b, FloatCC::LessThan, ax, thr);
-    sel(b, k, m, small, large)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-//! Micro-kernels: the f32 transcendentals of `math.rs` compiled by rustc for AVX-512F (16
+//! Micro-kernels: the f32 transcendentals of `traced.rs` compiled by rustc for AVX-512F (16
 //! lanes) and AVX2+FMA (8 lanes), `extern "C" fn(src, dst, n)` over a contiguous tile.
 //!
 //! Cranelift 0.135 lowers nothing wider than 128 bits on x86-64, so the loop kernels'
@@ -6,12 +6,12 @@
 //! kernels") compute a transcendental's argument for an L1-resident tile, call the micro-kernel
 //! here on the tile, and consume the result.
 //!
-//! **Same function, bit for bit.** Each micro-kernel performs exactly the operations of its
-//! Cranelift twin in `math.rs` (same constants rounded to f32, same `fma`s, same operand order
-//! of `minps`/`maxps`, same clamps and blends; division and `fma` are correctly rounded on both
-//! paths), so its results are bit-identical to the inline path (tested over every 97th f32
-//! bit pattern and the special values in `math_tests.rs`), and the error table of `math.rs`
-//! holds unchanged. The last partial vector is padded through a stack buffer (as the loop
+//! **Same function, bit for bit.** Each micro-kernel is the generic code of `traced.rs`, which
+//! the Cranelift and x86 kernels lower from its trace (sin/cos: the operations of their
+//! Cranelift twin in `math.rs`): the same constants rounded to f32, `fma`s, operand order of
+//! `minps`/`maxps`, clamps and blends; division and `fma` are correctly rounded on every path.
+//! So its results are bit-identical to the inline path (tested over every 97th f32 bit pattern
+//! and the special values in `math_tests.rs`), and the error table of `math.rs` holds. The last partial vector is padded through a stack buffer (as the loop
 //! kernels' padded tail), so `n` may be anything and `src == dst` is allowed.
 //!
 //! The instruction set is the target's (`Target::isa`): AVX-512F or AVX2+FMA; the portable
@@ -41,57 +41,6 @@ pub fn kernel_at(isa: Isa, op: UnaryOp) -> Option<MicroFn> {
     imp::kernel_at(isa, op)
 }
 
-/// One operation of a traced micro-kernel function (`trace`), on earlier results by index.
-/// Vector values are lanes of the traced function's type (f32 or f64); `Lt`/`Eq`/`Uge` give
-/// masks that only `Sel` reads; constants, integer ops and shifts act at the lane's size. Each
-/// is the instruction the `Z` implementation uses at that size (`maxps`/`minps` keep their
-/// operand order: `Max(a, x)` is `vmaxps a, x`).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum SymOp {
-    /// The function's argument.
-    Arg,
-    /// A constant splat, by its bits (f32 bits in the low 32 for f32 lanes).
-    Const(u64),
-    Add(u32, u32),
-    Sub(u32, u32),
-    Mul(u32, u32),
-    Div(u32, u32),
-    /// a * b + c, one rounding.
-    Fma(u32, u32, u32),
-    Min(u32, u32),
-    Max(u32, u32),
-    /// Ordered `a < b` (LT_OQ), ordered `a == b` (EQ_OQ), unordered or `a >= b` (NLT_UQ).
-    Lt(u32, u32),
-    Eq(u32, u32),
-    Uge(u32, u32),
-    /// `m ? t : f`.
-    Sel(u32, u32, u32),
-    And(u32, u32),
-    Or(u32, u32),
-    Xor(u32, u32),
-    /// Integer add and subtract on the lanes' bits (32- or 64-bit).
-    Iadd(u32, u32),
-    Isub(u32, u32),
-    /// Logical shifts of the lanes' bits.
-    Shl(u32, u32),
-    Shr(u32, u32),
-}
-
-/// The operations of function `op` on one vector of `dtype` (f32 or f64) lanes, as its
-/// micro-kernel performs them (the same generic code, run on a symbolic vector type; f64 has
-/// no micro-kernel, its code is `math.rs`'s F64X2 code operation for operation), and the index
-/// of its result. An emitter that gives each `SymOp` its x86 instruction computes the
-/// micro-kernel's (and the Cranelift path's) bits inline (codegen/zmm). None for ops without
-/// a traced form and for other dtypes.
-#[cfg(target_arch = "x86_64")]
-pub fn trace(op: UnaryOp, dtype: DType) -> Option<(Vec<SymOp>, u32)> {
-    match dtype {
-        DType::F32 => imp::trace(op, false),
-        DType::F64 => imp::trace(op, true),
-        _ => None,
-    }
-}
-
 #[cfg(not(target_arch = "x86_64"))]
 mod imp {
     pub fn kernel_at(_: super::Isa, _: crate::ir::UnaryOp) -> Option<super::MicroFn> {
@@ -101,17 +50,10 @@ mod imp {
 
 #[cfg(target_arch = "x86_64")]
 mod imp {
-    use super::super::math::{
-        ln2_parts_f32, ln2_parts_f64, pi_parts_f32, ERF_LARGE_F32, ERF_LARGE_F64, ERF_SMALL_F32,
-        ERF_SMALL_F64, EXP_F32, EXP_F64, LN_F32, LN_F64, LOG2E, SIN_F32, TANH_F32_CLAMP,
-        TANH_F32_P, TANH_F32_Q, TANH_F64,
-    };
-    use super::super::trig::{cos_fix_f32, sin_fix_f32, F32_FAST};
+    use super::super::traced::{cos, erf, exp, expm1, ln, log1p, sigmoid, sin, tanh, V};
     use super::{Isa as Level, MicroFn};
     use crate::ir::UnaryOp;
     use core::arch::x86_64::*;
-
-    pub use sym::trace;
 
     pub fn kernel_at(level: Level, op: UnaryOp) -> Option<MicroFn> {
         let f: MicroFn = match (level, op) {
@@ -122,6 +64,8 @@ mod imp {
             (Level::Avx512, UnaryOp::Sin) => z::sin,
             (Level::Avx512, UnaryOp::Cos) => z::cos,
             (Level::Avx512, UnaryOp::Erf) => z::erf,
+            (Level::Avx512, UnaryOp::Log1p) => z::log1p,
+            (Level::Avx512, UnaryOp::Expm1) => z::expm1,
             (Level::Avx2, UnaryOp::Exp) => y::exp,
             (Level::Avx2, UnaryOp::Ln) => y::ln,
             (Level::Avx2, UnaryOp::Tanh) => y::tanh,
@@ -129,55 +73,11 @@ mod imp {
             (Level::Avx2, UnaryOp::Sin) => y::sin,
             (Level::Avx2, UnaryOp::Cos) => y::cos,
             (Level::Avx2, UnaryOp::Erf) => y::erf,
+            (Level::Avx2, UnaryOp::Log1p) => y::log1p,
+            (Level::Avx2, UnaryOp::Expm1) => y::expm1,
             _ => return None,
         };
         Some(f)
-    }
-
-    /// One vector of `N` f32 lanes (f64 lanes where `D`: only the tracer has those). Every
-    /// method is `#[inline(always)]` and only called from the `#[target_feature]` kernels
-    /// below, so the intrinsics inline into them. Integer ops act on the lanes' bits, at the
-    /// lane's size.
-    trait V: Copy {
-        const N: usize;
-        /// f64 lanes.
-        const D: bool;
-        type M: Copy;
-        /// Every lane `c` rounded to the lane type.
-        unsafe fn splat(c: f64) -> Self;
-        /// Every lane these bits (the low 32 for f32 lanes).
-        unsafe fn bits(c: u64) -> Self;
-        unsafe fn load(p: *const f32) -> Self;
-        unsafe fn store(self, p: *mut f32);
-        unsafe fn add(self, o: Self) -> Self;
-        unsafe fn sub(self, o: Self) -> Self;
-        unsafe fn mul(self, o: Self) -> Self;
-        unsafe fn div(self, o: Self) -> Self;
-        /// self * b + c, one rounding.
-        unsafe fn fma(self, b: Self, c: Self) -> Self;
-        /// `self < x ? self : x` (minps: a NaN `x` passes).
-        unsafe fn min(self, x: Self) -> Self;
-        /// `x < self ? self : x` (maxps: a NaN `x` passes).
-        unsafe fn max(self, x: Self) -> Self;
-        /// Ordered `self < o`.
-        unsafe fn lt(self, o: Self) -> Self::M;
-        /// Ordered `self == o`.
-        unsafe fn eq(self, o: Self) -> Self::M;
-        /// Unordered or `self >= o`.
-        unsafe fn uge(self, o: Self) -> Self::M;
-        /// `m ? t : f`.
-        unsafe fn sel(m: Self::M, t: Self, f: Self) -> Self;
-        /// Whether any lane of `m` is set (a data-dependent branch: not traceable).
-        unsafe fn any(m: Self::M) -> bool;
-        unsafe fn and(self, o: Self) -> Self;
-        unsafe fn or(self, o: Self) -> Self;
-        unsafe fn xor(self, o: Self) -> Self;
-        unsafe fn iadd(self, o: Self) -> Self;
-        unsafe fn isub(self, o: Self) -> Self;
-        /// Shifts by the mantissa's width (23, 52) and the sign's position (31, 63).
-        unsafe fn shl_mant(self) -> Self;
-        unsafe fn shl_sign(self) -> Self;
-        unsafe fn shr_mant(self) -> Self;
     }
 
     #[derive(Clone, Copy)]
@@ -423,333 +323,6 @@ mod imp {
         }
     }
 
-    // -----------------------------------------------------------------------------------------
-    // The functions, operation for operation as `math.rs` emits them for F32X4 and F64X2
-    // (`k.d`: `T::D`).
-    // -----------------------------------------------------------------------------------------
-
-    /// The lane format's sign bit, mantissa width and exponent bias (`math::K`).
-    #[inline(always)]
-    fn sign<T: V>() -> u64 {
-        if T::D {
-            1 << 63
-        } else {
-            0x8000_0000
-        }
-    }
-    #[inline(always)]
-    fn mbits<T: V>() -> i32 {
-        if T::D {
-            52
-        } else {
-            23
-        }
-    }
-    #[inline(always)]
-    fn bias<T: V>() -> f64 {
-        if T::D {
-            1023.0
-        } else {
-            127.0
-        }
-    }
-    /// 1.5 * 2^mbits (`K::shifter`).
-    #[inline(always)]
-    fn shifter<T: V>() -> f64 {
-        1.5 * (2.0f64).powi(mbits::<T>())
-    }
-    #[inline(always)]
-    fn ln2_parts<T: V>() -> (f64, f64) {
-        if T::D {
-            ln2_parts_f64()
-        } else {
-            ln2_parts_f32()
-        }
-    }
-    /// `math::exp_limits`.
-    #[inline(always)]
-    fn exp_limits<T: V>() -> (f64, f64) {
-        if T::D {
-            (-746.0, 710.0)
-        } else {
-            (-104.0, 89.0)
-        }
-    }
-
-    #[inline(always)]
-    unsafe fn c<T: V>(x: f64) -> T {
-        T::splat(x)
-    }
-
-    /// `math::clamp`: min(hi, x) then max(lo, x), NaN kept.
-    #[inline(always)]
-    unsafe fn clamp<T: V>(x: T, lo: f64, hi: f64) -> T {
-        let x = c::<T>(hi).min(x);
-        c::<T>(lo).max(x)
-    }
-
-    #[inline(always)]
-    unsafe fn horner<T: V>(x: T, cs: &[f64]) -> T {
-        let mut acc = c::<T>(cs[cs.len() - 1]);
-        let mut i = cs.len() - 1;
-        while i > 0 {
-            i -= 1;
-            acc = acc.fma(x, c::<T>(cs[i]));
-        }
-        acc
-    }
-
-    /// `math::abs_and_sign`: |x| and the sign bits of x.
-    #[inline(always)]
-    unsafe fn abs_and_sign<T: V>(x: T) -> (T, T) {
-        let s = x.and(T::bits(sign::<T>()));
-        (x.xor(s), s)
-    }
-
-    /// `math::exp_reduce`: (n, kf, r).
-    #[inline(always)]
-    unsafe fn exp_reduce<T: V>(x: T, off: f64) -> (T, T, T) {
-        let s = c::<T>(shifter::<T>() + off);
-        let n = x.fma(c::<T>(LOG2E), s);
-        let kf = n.sub(s);
-        let (hi, lo) = ln2_parts::<T>();
-        let r = kf.fma(c::<T>(-hi), x);
-        let r = kf.fma(c::<T>(-lo), r);
-        (n, kf, r)
-    }
-
-    /// `math::exp_poly`: 1 + r + r^2 P(r).
-    #[inline(always)]
-    unsafe fn exp_poly<T: V>(r: T) -> T {
-        let mut cs = [0.0; 12];
-        let p: &[f64] = if T::D { &EXP_F64 } else { &EXP_F32 };
-        cs[0] = 1.0;
-        cs[1] = 1.0;
-        cs[2..2 + p.len()].copy_from_slice(p);
-        horner(r, &cs[..2 + p.len()])
-    }
-
-    /// `math::exp_scale`.
-    #[inline(always)]
-    unsafe fn exp_scale<T: V>(p: T, n: T, kf: T, split: bool) -> T {
-        if !split {
-            return p.mul(n.shl_mant());
-        }
-        let s = c::<T>(shifter::<T>() + bias::<T>());
-        let n1 = kf.fma(c::<T>(0.5), s);
-        let e1 = n1.shl_mant();
-        let e2 = n.isub(n1).shl_mant();
-        p.mul(e1).mul(e2)
-    }
-
-    /// `math::exp_core`.
-    #[inline(always)]
-    unsafe fn exp_core<T: V>(x: T, split: bool) -> T {
-        let off = bias::<T>() * if split { 2.0 } else { 1.0 };
-        let (n, kf, r) = exp_reduce(x, off);
-        let p = exp_poly(r);
-        exp_scale(p, n, kf, split)
-    }
-
-    #[inline(always)]
-    unsafe fn exp<T: V>(x: T) -> T {
-        let (lo, hi) = exp_limits::<T>();
-        let x = clamp(x, lo, hi);
-        exp_core(x, true)
-    }
-
-    /// `math::tanh`: f32 one rational function; f64 an odd polynomial below 0.5493, else
-    /// sign(x) (1 - 2 / (e^{2|x|} + 1)).
-    #[inline(always)]
-    unsafe fn tanh<T: V>(x: T) -> T {
-        if !T::D {
-            let x = clamp(x, -TANH_F32_CLAMP, TANH_F32_CLAMP);
-            let z = x.mul(x);
-            let p1 = horner(z, &TANH_F32_P[1..]);
-            let x3 = x.mul(z);
-            let num = x3.fma(p1, x);
-            let q = horner(z, &TANH_F32_Q);
-            let t = num.div(q);
-            return clamp(t, -1.0, 1.0);
-        }
-        let (ax, sign) = abs_and_sign(x);
-        let z = x.mul(x);
-        let q = horner(z, &TANH_F64);
-        let one = c::<T>(1.0);
-        let q = z.fma(q, one);
-        let small = x.mul(q);
-        let two = c::<T>(2.0);
-        let a2 = ax.mul(two);
-        let a2 = c::<T>(40.0).min(a2);
-        let e = exp_core(a2, false);
-        let ep1 = e.add(one);
-        let q = two.div(ep1);
-        let t = one.sub(q);
-        let large = t.or(sign);
-        let m = ax.lt(c::<T>(0.5493));
-        T::sel(m, small, large)
-    }
-
-    #[inline(always)]
-    unsafe fn sigmoid<T: V>(x: T) -> T {
-        let nax = x.or(T::bits(sign::<T>()));
-        let nax = c::<T>(exp_limits::<T>().0).max(nax);
-        let (n, _, r) = exp_reduce(nax, bias::<T>() + 64.0);
-        let p = exp_poly(r);
-        let es = exp_scale(p, n, n, false);
-        let one = c::<T>(1.0);
-        let down = c::<T>((2.0f64).powi(-64));
-        let den = es.fma(down, one);
-        let neg = x.lt(c::<T>(0.0));
-        let num = T::sel(neg, es, c::<T>((2.0f64).powi(64)));
-        num.div(den).mul(down)
-    }
-
-    #[inline(always)]
-    unsafe fn ln<T: V>(x: T) -> T {
-        let x0 = x;
-        let mb = mbits::<T>();
-        let minpos = if T::D {
-            f64::MIN_POSITIVE
-        } else {
-            f32::MIN_POSITIVE as f64
-        };
-        let tiny = x.lt(c::<T>(minpos));
-        let xs = x.mul(c::<T>((2.0f64).powi(mb)));
-        let x = T::sel(tiny, xs, x);
-        let (one_bits, sqrt_half_bits, two_mb_bits): (u64, u64, u64) = if T::D {
-            (
-                0x3ff0_0000_0000_0000,
-                0x3fe6_a09e_667f_3bcd,
-                0x4330_0000_0000_0000,
-            )
-        } else {
-            (0x3f80_0000, 0x3f35_04f3, 0x4b00_0000)
-        };
-        let ix = x.iadd(T::bits(one_bits - sqrt_half_bits));
-        let ef = ix.shr_mant().or(T::bits(two_mb_bits));
-        let e = ef.sub(c::<T>((2.0f64).powi(mb) + bias::<T>()));
-        let mbf = c::<T>(mb as f64);
-        let corr = T::sel(tiny, mbf, T::bits(0));
-        let e = e.sub(corr);
-        let mi = ix
-            .and(T::bits((1u64 << mb) - 1))
-            .iadd(T::bits(sqrt_half_bits));
-        let f = mi.sub(c::<T>(1.0));
-        let (hi, lo) = ln2_parts::<T>();
-        let res = if T::D {
-            // `math::ln_poly_f64`: log1p(f) = f - (hfsq - s (hfsq + z Q(z))), s = f/(2+f).
-            let u = c::<T>(2.0).add(f);
-            let s = f.div(u);
-            let z = s.mul(s);
-            let q = horner(z, &LN_F64);
-            let r = z.mul(q);
-            let hfsq = f.mul(c::<T>(0.5)).mul(f);
-            let t = hfsq.add(r);
-            let a = e.mul(c::<T>(lo));
-            let a = s.fma(t, a);
-            let a = a.sub(hfsq).add(f);
-            e.fma(c::<T>(hi), a)
-        } else {
-            let cs = [
-                1.0, -0.5, LN_F32[0], LN_F32[1], LN_F32[2], LN_F32[3], LN_F32[4], LN_F32[5],
-                LN_F32[6], LN_F32[7],
-            ];
-            let p = horner(f, &cs).mul(f);
-            let p = e.fma(c::<T>(lo), p);
-            e.fma(c::<T>(hi), p)
-        };
-        // specials
-        let x = x0;
-        let inf = c::<T>(f64::INFINITY);
-        let res = T::sel(x.uge(inf), x, res);
-        let zero = c::<T>(0.0);
-        let res = T::sel(x.lt(zero), c::<T>(f64::NAN), res);
-        T::sel(x.eq(zero), c::<T>(f64::NEG_INFINITY), res)
-    }
-
-    /// sin/cos: f32 only (micro-kernels; not traced).
-    #[inline(always)]
-    unsafe fn sincos_tail<T: V>(x: T, jf: T, n: T, pscale: f64, cos: bool) -> T {
-        let mut r = x;
-        for part in pi_parts_f32() {
-            r = jf.fma(c::<T>(-part * pscale), r);
-        }
-        let (r, n) = sincos_big(x, r, n, cos);
-        let r = clamp(r, -1.6, 1.6);
-        let z = r.mul(r);
-        let q = horner(z, &SIN_F32);
-        let q = z.fma(q, c::<T>(1.0));
-        let s = r.mul(q);
-        let s = clamp(s, -1.0, 1.0);
-        s.xor(n.shl_sign())
-    }
-
-    /// `math::sincos_big`: lanes above `trig::F32_FAST` get r and n from the exact reduction
-    /// (the same helper the Cranelift code calls).
-    #[inline(always)]
-    unsafe fn sincos_big<T: V>(x: T, r: T, n: T, cos: bool) -> (T, T) {
-        let ax = abs_and_sign(x).0;
-        let big = c::<T>(F32_FAST).lt(ax);
-        if !T::any(big) {
-            return (r, n);
-        }
-        let mut buf = [[0.0f32; 16]; 3];
-        x.store(buf[0].as_mut_ptr());
-        r.store(buf[1].as_mut_ptr());
-        n.store(buf[2].as_mut_ptr());
-        let fix = if cos { cos_fix_f32 } else { sin_fix_f32 };
-        let [bx, br, bn] = &mut buf;
-        fix(
-            bx.as_ptr(),
-            br.as_mut_ptr(),
-            bn.as_mut_ptr().cast::<u32>(),
-            T::N,
-        );
-        (T::load(buf[1].as_ptr()), T::load(buf[2].as_ptr()))
-    }
-
-    #[inline(always)]
-    unsafe fn sin<T: V>(x: T) -> T {
-        let s = c::<T>(shifter::<T>());
-        let n = x.fma(c::<T>(std::f64::consts::FRAC_1_PI), s);
-        let jf = n.sub(s);
-        sincos_tail(x, jf, n, 1.0, false)
-    }
-
-    #[inline(always)]
-    unsafe fn cos<T: V>(x: T) -> T {
-        let t = x.fma(c::<T>(std::f64::consts::FRAC_1_PI), c::<T>(-0.5));
-        let s1 = c::<T>(shifter::<T>() + 1.0);
-        let n = t.add(s1);
-        let jf = n.sub(s1);
-        let qf = jf.fma(c::<T>(2.0), c::<T>(1.0));
-        sincos_tail(x, qf, n, 0.5, true)
-    }
-
-    #[inline(always)]
-    unsafe fn erf<T: V>(x: T) -> T {
-        let (ax, sign) = abs_and_sign(x);
-        let z = x.mul(x);
-        let (ps, ql): (&[f64], &[f64]) = if T::D {
-            (&ERF_SMALL_F64, &ERF_LARGE_F64)
-        } else {
-            (&ERF_SMALL_F32, &ERF_LARGE_F32)
-        };
-        let small = x.mul(horner(z, ps));
-        let top = if T::D { 5.93 } else { 3.92 };
-        let center = (1.2 + top) / 2.0;
-        let a = c::<T>(top).min(ax);
-        let na2 = a.mul(a).xor(T::bits(self::sign::<T>()));
-        let e = exp_core(na2, false);
-        let u = a.sub(c::<T>(center));
-        let q = horner(u, ql);
-        let ne = e.xor(T::bits(self::sign::<T>()));
-        let large = ne.fma(q, c::<T>(1.0)).or(sign);
-        let m = ax.lt(c::<T>(1.2));
-        T::sel(m, small, large)
-    }
-
     /// The loop of a micro-kernel: two vectors per iteration, then one, then the last partial
     /// vector padded through a stack buffer.
     macro_rules! micro {
@@ -782,146 +355,13 @@ mod imp {
     }
 
     /// A symbolic vector: `V`'s operations recorded into a thread-local list (`trace`).
-    mod sym {
-        use super::super::SymOp;
-        use super::V;
-        use crate::ir::UnaryOp;
-        use std::cell::RefCell;
-
-        thread_local! {
-            static OPS: RefCell<Vec<SymOp>> = const { RefCell::new(Vec::new()) };
-        }
-
-        /// A symbolic vector of f32 lanes, or f64 lanes where `D`.
-        #[derive(Clone, Copy)]
-        pub struct S<const D: bool>(u32);
-
-        fn push<const D: bool>(op: SymOp) -> S<D> {
-            OPS.with(|o| {
-                let mut o = o.borrow_mut();
-                o.push(op);
-                S(o.len() as u32 - 1)
-            })
-        }
-
-        impl<const D: bool> V for S<D> {
-            const N: usize = if D { 8 } else { 16 };
-            const D: bool = D;
-            type M = S<D>;
-            unsafe fn splat(c: f64) -> Self {
-                push(SymOp::Const(if D {
-                    c.to_bits()
-                } else {
-                    (c as f32).to_bits() as u64
-                }))
-            }
-            unsafe fn bits(c: u64) -> Self {
-                push(SymOp::Const(if D { c } else { c as u32 as u64 }))
-            }
-            unsafe fn load(_: *const f32) -> Self {
-                unreachable!("the functions do not load")
-            }
-            unsafe fn store(self, _: *mut f32) {
-                unreachable!("the functions do not store")
-            }
-            unsafe fn add(self, o: Self) -> Self {
-                push(SymOp::Add(self.0, o.0))
-            }
-            unsafe fn sub(self, o: Self) -> Self {
-                push(SymOp::Sub(self.0, o.0))
-            }
-            unsafe fn mul(self, o: Self) -> Self {
-                push(SymOp::Mul(self.0, o.0))
-            }
-            unsafe fn div(self, o: Self) -> Self {
-                push(SymOp::Div(self.0, o.0))
-            }
-            unsafe fn fma(self, b: Self, c: Self) -> Self {
-                push(SymOp::Fma(self.0, b.0, c.0))
-            }
-            unsafe fn min(self, x: Self) -> Self {
-                push(SymOp::Min(self.0, x.0))
-            }
-            unsafe fn max(self, x: Self) -> Self {
-                push(SymOp::Max(self.0, x.0))
-            }
-            unsafe fn lt(self, o: Self) -> S<D> {
-                push(SymOp::Lt(self.0, o.0))
-            }
-            unsafe fn eq(self, o: Self) -> S<D> {
-                push(SymOp::Eq(self.0, o.0))
-            }
-            unsafe fn uge(self, o: Self) -> S<D> {
-                push(SymOp::Uge(self.0, o.0))
-            }
-            unsafe fn sel(m: S<D>, t: Self, f: Self) -> Self {
-                push(SymOp::Sel(m.0, t.0, f.0))
-            }
-            unsafe fn any(_: S<D>) -> bool {
-                unreachable!("sin/cos branch on their data and are not traced")
-            }
-            unsafe fn and(self, o: Self) -> Self {
-                push(SymOp::And(self.0, o.0))
-            }
-            unsafe fn or(self, o: Self) -> Self {
-                push(SymOp::Or(self.0, o.0))
-            }
-            unsafe fn xor(self, o: Self) -> Self {
-                push(SymOp::Xor(self.0, o.0))
-            }
-            unsafe fn iadd(self, o: Self) -> Self {
-                push(SymOp::Iadd(self.0, o.0))
-            }
-            unsafe fn isub(self, o: Self) -> Self {
-                push(SymOp::Isub(self.0, o.0))
-            }
-            unsafe fn shl_mant(self) -> Self {
-                push(SymOp::Shl(self.0, if D { 52 } else { 23 }))
-            }
-            unsafe fn shl_sign(self) -> Self {
-                push(SymOp::Shl(self.0, if D { 63 } else { 31 }))
-            }
-            unsafe fn shr_mant(self) -> Self {
-                push(SymOp::Shr(self.0, if D { 52 } else { 23 }))
-            }
-        }
-
-        /// `op` on f32 lanes, or f64 lanes where `f64`.
-        pub fn trace(op: UnaryOp, f64: bool) -> Option<(Vec<SymOp>, u32)> {
-            if f64 {
-                record::<true>(op)
-            } else {
-                record::<false>(op)
-            }
-        }
-
-        fn record<const D: bool>(op: UnaryOp) -> Option<(Vec<SymOp>, u32)> {
-            let f: unsafe fn(S<D>) -> S<D> = match op {
-                UnaryOp::Exp => super::exp::<S<D>>,
-                UnaryOp::Ln => super::ln::<S<D>>,
-                UnaryOp::Tanh => super::tanh::<S<D>>,
-                UnaryOp::Sigmoid => super::sigmoid::<S<D>>,
-                UnaryOp::Erf => super::erf::<S<D>>,
-                // sin/cos branch to the exact reduction when a lane is large: the zmm backend
-                // stages them through their micro-kernels instead of inlining.
-                _ => return None,
-            };
-            OPS.with(|o| o.borrow_mut().clear());
-            let x = push::<D>(SymOp::Arg);
-            // SAFETY: `S`'s operations only record; nothing is loaded or computed.
-            let r = unsafe { f(x) };
-            let ops = OPS.with(|o| std::mem::take(&mut *o.borrow_mut()));
-            Some((ops, r.0))
-        }
-    }
-
     mod z {
         use super::*;
-        micro!("avx512f", Z, exp ln tanh sigmoid sin cos erf);
+        micro!("avx512f", Z, exp ln tanh sigmoid sin cos erf log1p expm1);
     }
 
     mod y {
         use super::*;
-        micro!("avx2,fma", Y, exp ln tanh sigmoid sin cos erf);
+        micro!("avx2,fma", Y, exp ln tanh sigmoid sin cos erf log1p expm1);
     }
 }

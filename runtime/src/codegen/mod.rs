@@ -2,6 +2,7 @@
 //! program in one JIT module whose code is freed with the program.
 
 mod kernel;
+mod lower_traced;
 pub mod math;
 #[cfg(test)]
 mod math_tests;
@@ -9,6 +10,7 @@ pub mod micro;
 mod reduce;
 mod row;
 pub mod target;
+pub mod traced;
 pub mod trig;
 mod vector;
 #[cfg(target_arch = "x86_64")]

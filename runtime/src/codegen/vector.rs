@@ -7,7 +7,7 @@
 //! Ops without a vector lowering on x64 (integer division, 64-bit int <->
 //! float casts) are done lane by lane on scalars.
 
-use super::math;
+use super::{lower_traced, math};
 use crate::ir::{BinaryOp, CmpOp, UnaryOp};
 use crate::{DType, Literal};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
@@ -251,15 +251,15 @@ pub fn unary(b: &mut FunctionBuilder, op: UnaryOp, d: DType, x: &Vals) -> Vals {
                 let m = b.ins().bitcast(ty, MemFlagsData::new(), m);
                 b.ins().bitselect(m, zero, p)
             }
-            UnaryOp::Exp => math::exp(b, p),
-            UnaryOp::Ln => math::ln(b, p),
-            UnaryOp::Tanh => math::tanh(b, p),
-            UnaryOp::Sigmoid => math::sigmoid(b, p),
+            UnaryOp::Exp
+            | UnaryOp::Ln
+            | UnaryOp::Tanh
+            | UnaryOp::Sigmoid
+            | UnaryOp::Erf
+            | UnaryOp::Log1p
+            | UnaryOp::Expm1 => lower_traced::unary(b, op, p),
             UnaryOp::Sin => math::sin(b, p),
             UnaryOp::Cos => math::cos(b, p),
-            UnaryOp::Erf => math::erf(b, p),
-            UnaryOp::Log1p => math::log1p(b, p),
-            UnaryOp::Expm1 => math::expm1(b, p),
             UnaryOp::Floor => b.ins().floor(p),
             UnaryOp::Not | UnaryOp::StopGradient => unreachable!(),
         });

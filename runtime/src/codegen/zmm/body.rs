@@ -4,7 +4,7 @@
 
 use super::{Asm, Fail, Lane, Width, R, R_I};
 use crate::codegen::kernel::{Plan, Staging};
-use crate::codegen::micro::SymOp;
+use crate::codegen::traced::SymOp;
 use crate::fusion::partition::{const_value, Kernel};
 use crate::ir::{BinaryOp, CmpOp, Graph, Op, ReduceOp, UnaryOp, ValueId};
 use crate::{DType, Literal};
@@ -683,7 +683,7 @@ impl Vector<'_, '_, '_> {
     /// accumulator (`maxps x, acc` returns `acc` when either is NaN) and note NaN lanes of `x`
     /// in the set's mask.
     fn accumulate(&mut self, e: &mut Asm, j: usize, x: u8) -> R<()> {
-        use crate::codegen::micro::SymOp as S;
+        use crate::codegen::traced::SymOp as S;
         let set = &self.ctx.accs[j];
         let (op, nan) = (set.op, set.nan);
         let acc = set.regs[(self.disp as usize) / (e.lane.bytes() as usize * e.lanes())];
@@ -754,7 +754,7 @@ impl Vector<'_, '_, '_> {
     /// Emit node `v` (its operands are available); returns where its value is. Each op is
     /// spelled by `Asm`'s helpers at the kernel's width.
     fn compute(&mut self, e: &mut Asm, v: ValueId) -> R<Loc> {
-        use crate::codegen::micro::SymOp as S;
+        use crate::codegen::traced::SymOp as S;
         let g = self.pass.g;
         let n = g.node(v);
         let mut args = Vec::with_capacity(n.inputs.len());
@@ -927,7 +927,7 @@ impl Vector<'_, '_, '_> {
 
 impl Vector<'_, '_, '_> {
     /// The function `u` of the value in `x` (f32 or f64 lanes), inline: the operations of its micro-kernel
-    /// (`micro::trace`), each as the instruction the micro-kernel uses, so the bits are the
+    /// (`traced::trace`), each as the instruction the micro-kernel uses, so the bits are the
     /// micro-kernel's (and the Cranelift path's). Returns the result's register (owned).
     fn inline(&mut self, e: &mut Asm, u: UnaryOp, x: u8) -> R<Loc> {
         let traced = e.traced(u);

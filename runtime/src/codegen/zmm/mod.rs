@@ -36,8 +36,8 @@ pub mod reduce;
 pub mod row;
 
 use super::kernel::{self, Plan, Staging};
-use super::micro;
 use super::target::{Isa, Target};
+use super::traced;
 use crate::fusion::partition::{const_value, Kernel, Partition};
 use crate::ir::{BinaryOp, Graph, Op, UnaryOp, ValueId};
 use crate::DType;
@@ -45,8 +45,8 @@ use iced_x86::code_asm::*;
 use iced_x86::IcedError;
 use std::rc::Rc;
 
-/// A traced function: its operations and the index of its result (`micro::trace`).
-type Traced = (Vec<micro::SymOp>, u32);
+/// A traced function: its operations and the index of its result (`traced::trace`).
+type Traced = (Vec<traced::SymOp>, u32);
 
 /// The vector width of an emitted kernel: 16-lane zmm code with k-register masks (AVX-512F),
 /// or 8-lane ymm code with masks in vector registers (AVX2+FMA).
@@ -181,7 +181,7 @@ pub fn build(g: &Graph, part: &Partition, k: &Kernel, t: &Target) -> Option<Code
     let lane = supported(g, k, &p, staged.as_ref())?;
     // Transcendentals inline first (one pass); staged through the micro-kernels when their
     // values do not fit in registers; constants in registers first, then from memory. A
-    // kernel with a function that cannot be inlined (sin/cos: `micro::trace`) is staged only.
+    // kernel with a function that cannot be inlined (sin/cos: `traced::trace`) is staged only.
     let inline_ok = k.nodes.iter().all(|&v| node_ok(g, v, lane));
     let mut order = [None, staged.as_ref()];
     if t.staged_first || !inline_ok {
@@ -218,7 +218,7 @@ pub fn build(g: &Graph, part: &Partition, k: &Kernel, t: &Target) -> Option<Code
 
 /// The lane type of a kernel this backend emits (see the module doc), if it does: every value
 /// of one float type (f32 or f64), or a bool mask that is never read from or written to
-/// memory; a function `micro::trace` cannot record (sin/cos, f32) only where `stage` computes
+/// memory; a function `traced::trace` cannot record (sin/cos, f32) only where `stage` computes
 /// it by its micro-kernel.
 fn supported(g: &Graph, k: &Kernel, p: &Plan, stage: Option<&Staging>) -> Option<Lane> {
     let lane = Lane::of(p.accesses.first()?.dtype)?;
@@ -268,9 +268,9 @@ fn node_ok(g: &Graph, v: ValueId, lane: Lane) -> bool {
             | UnaryOp::Sigmoid
             | UnaryOp::Sin
             | UnaryOp::Cos
-            | UnaryOp::Erf => micro::trace(*u, f).is_some(),
-            // No micro-kernel yet: kernels with them go to Cranelift.
-            UnaryOp::Log1p | UnaryOp::Expm1 => false,
+            | UnaryOp::Erf
+            | UnaryOp::Log1p
+            | UnaryOp::Expm1 => traced::trace(*u, f).is_some(),
             UnaryOp::Not => false,
         },
         (Op::Unary(UnaryOp::Not), DType::Bool) => true,
@@ -349,7 +349,7 @@ pub(super) struct Asm {
     pub lane: Lane,
     /// The constant pool: (lane bits, label), emitted after the code.
     consts: Vec<(u64, CodeLabel)>,
-    /// Traced micro-kernel functions inlined so far (`micro::trace`).
+    /// Traced micro-kernel functions inlined so far (`traced::trace`).
     traces: Vec<(UnaryOp, Rc<Traced>)>,
     /// AVX2 tails: 8 all-ones dwords then 8 zeros; the mask of the first `m` lanes is the 8
     /// dwords at `8 - m` (f32) or `8 - 2m` (f64).
@@ -381,7 +381,7 @@ impl Asm {
         if let Some((_, t)) = self.traces.iter().find(|t| t.0 == u) {
             return t.clone();
         }
-        let t = Rc::new(micro::trace(u, self.lane.dtype()).expect("checked by `supported`"));
+        let t = Rc::new(traced::trace(u, self.lane.dtype()).expect("checked by `supported`"));
         self.traces.push((u, t.clone()));
         t
     }
@@ -645,8 +645,9 @@ impl Asm {
     /// A traced arithmetic, bitwise or shift operation into `d`, operands by `r`, at the
     /// lane's size. The same instructions at both widths but the bitwise ones, which zmm
     /// registers take only in their EVEX forms (`vpandd`, ...).
-    fn sym_op(&mut self, op: micro::SymOp, d: u8, r: &dyn Fn(u32) -> u8) -> R<()> {
-        use micro::SymOp as S;
+    #[rustfmt::skip]
+    fn sym_op(&mut self, op: traced::SymOp, d: u8, r: &dyn Fn(u32) -> u8) -> R<()> {
+        use traced::SymOp as S;
         let a = &mut self.a;
         macro_rules! spell {
             ($regs:expr, $and:ident, $or:ident, $xor:ident,
@@ -673,70 +674,14 @@ impl Asm {
             }};
         }
         match (self.w, self.lane) {
-            (Width::Z, Lane::F32) => spell!(
-                body::Z,
-                vpandd,
-                vpord,
-                vpxord,
-                vpslld,
-                vpsrld,
-                vpaddd,
-                vpsubd,
-                vaddps,
-                vsubps,
-                vmulps,
-                vdivps,
-                vminps,
-                vmaxps
-            ),
-            (Width::Y, Lane::F32) => spell!(
-                body::Y,
-                vpand,
-                vpor,
-                vpxor,
-                vpslld,
-                vpsrld,
-                vpaddd,
-                vpsubd,
-                vaddps,
-                vsubps,
-                vmulps,
-                vdivps,
-                vminps,
-                vmaxps
-            ),
-            (Width::Z, Lane::F64) => spell!(
-                body::Z,
-                vpandq,
-                vporq,
-                vpxorq,
-                vpsllq,
-                vpsrlq,
-                vpaddq,
-                vpsubq,
-                vaddpd,
-                vsubpd,
-                vmulpd,
-                vdivpd,
-                vminpd,
-                vmaxpd
-            ),
-            (Width::Y, Lane::F64) => spell!(
-                body::Y,
-                vpand,
-                vpor,
-                vpxor,
-                vpsllq,
-                vpsrlq,
-                vpaddq,
-                vpsubq,
-                vaddpd,
-                vsubpd,
-                vmulpd,
-                vdivpd,
-                vminpd,
-                vmaxpd
-            ),
+            (Width::Z, Lane::F32) => spell!(body::Z, vpandd, vpord, vpxord, vpslld, vpsrld, vpaddd,
+                vpsubd, vaddps, vsubps, vmulps, vdivps, vminps, vmaxps),
+            (Width::Y, Lane::F32) => spell!(body::Y, vpand, vpor, vpxor, vpslld, vpsrld, vpaddd,
+                vpsubd, vaddps, vsubps, vmulps, vdivps, vminps, vmaxps),
+            (Width::Z, Lane::F64) => spell!(body::Z, vpandq, vporq, vpxorq, vpsllq, vpsrlq, vpaddq,
+                vpsubq, vaddpd, vsubpd, vmulpd, vdivpd, vminpd, vmaxpd),
+            (Width::Y, Lane::F64) => spell!(body::Y, vpand, vpor, vpxor, vpsllq, vpsrlq, vpaddq,
+                vpsubq, vaddpd, vsubpd, vmulpd, vdivpd, vminpd, vmaxpd),
         }
         Ok(())
     }

@@ -14,9 +14,9 @@ use super::{
     add_imm, add_strided, epilogue, first_row, mark, next_row, prologue, Asm, Code, Fail, Lane,
     Width, MAX_PREFETCH_BYTES, R, STREAM_MIN_BYTES,
 };
-use crate::codegen::micro::SymOp as S;
 use crate::codegen::reduce::BLOCK;
 use crate::codegen::target::Target;
+use crate::codegen::traced::SymOp as S;
 use crate::describe::reduce as cr;
 use crate::describe::row;
 use crate::fusion::partition::{Partition, RowKernel};

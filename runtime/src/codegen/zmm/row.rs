@@ -634,7 +634,7 @@ impl<'a> Rows<'a> {
 
     /// Each set's four accumulators, then its lanes, into its running total.
     fn fold_accs(&mut self, accs: &[AccSet], regs: &Regs) -> R<()> {
-        use crate::codegen::micro::SymOp as S;
+        use crate::codegen::traced::SymOp as S;
         let mut regs = regs.clone();
         let t = regs.z()?;
         let totals: Vec<i32> = (0..accs.len())
