@@ -3,10 +3,14 @@
 //! Cranelift kernels, the x86 kernels and the micro-kernels give the same bits.
 
 use super::traced::{self, SymOp};
+use super::trig;
 use crate::ir::UnaryOp;
 use crate::DType;
 use cranelift_codegen::ir::condcodes::FloatCC;
-use cranelift_codegen::ir::{types, InstBuilder, MemFlagsData, Value};
+use cranelift_codegen::ir::{
+    types, AbiParam, BlockArg, InstBuilder, MemFlagsData, Signature, StackSlotData, StackSlotKind,
+    Value,
+};
 use cranelift_frontend::FunctionBuilder;
 
 /// `op` of `x` (F32X4 or F64X2) from its trace. Panics when `op` has none (`has`).
@@ -26,6 +30,8 @@ pub fn unary(b: &mut FunctionBuilder, op: UnaryOp, x: Value) -> Value {
         b.ins().bitselect(m, t, f)
     };
     let mut v: Vec<Value> = Vec::with_capacity(ops.len());
+    // The n of each exact reduction, by the index of its `ExactR`.
+    let mut exact_n: Vec<(u32, Value)> = Vec::new();
     for op in ops {
         let at = |j: u32| v[j as usize];
         let out = match op {
@@ -73,6 +79,12 @@ pub fn unary(b: &mut FunctionBuilder, op: UnaryOp, x: Value) -> Value {
                 };
                 to_f(b, r)
             }
+            SymOp::ExactR(x, r, n, cos) => {
+                let (r, n) = exact_reduction(b, at(x), at(r), at(n), cos);
+                exact_n.push((v.len() as u32, n));
+                r
+            }
+            SymOp::ExactN(j) => exact_n.iter().find(|e| e.0 == j).expect("its ExactR").1,
             SymOp::Shl(p, n) | SymOp::Shr(p, n) => {
                 let p = to_i(b, at(p));
                 let r = match op {
@@ -85,4 +97,73 @@ pub fn unary(b: &mut FunctionBuilder, op: UnaryOp, x: Value) -> Value {
         v.push(out);
     }
     v[res as usize]
+}
+
+/// `SymOp::ExactR`: the lanes of x past the Cody–Waite range (`trig::F32_FAST`, `F64_FAST`)
+/// get r and the sign word n from the exact reduction (`trig::sin_fix_*`, `cos_fix_*`), called
+/// out of line only when some lane of the vector needs it: the ordinary path costs one compare
+/// and a branch.
+fn exact_reduction(
+    b: &mut FunctionBuilder,
+    x: Value,
+    r: Value,
+    n: Value,
+    cos: bool,
+) -> (Value, Value) {
+    let ty = b.func.dfg.value_type(x);
+    let d = ty == types::F64X2;
+    let ity = if d { types::I64X2 } else { types::I32X4 };
+    let xi = b.ins().bitcast(ity, MemFlagsData::new(), x);
+    let sign = if d {
+        i64::MIN
+    } else {
+        0x8000_0000u32 as i32 as i64
+    };
+    let sign = b.ins().iconst(ity.lane_type(), sign);
+    let sign = b.ins().splat(ity, sign);
+    let ax = b.ins().band_not(xi, sign);
+    let ax = b.ins().bitcast(ty, MemFlagsData::new(), ax);
+    let thr = if d { trig::F64_FAST } else { trig::F32_FAST };
+    let thr = match d {
+        true => b.ins().f64const(thr),
+        false => b.ins().f32const(thr as f32),
+    };
+    let thr = b.ins().splat(ty, thr);
+    let big = b.ins().fcmp(FloatCC::LessThan, thr, ax);
+    let any = b.ins().vany_true(big);
+    let slow = b.create_block();
+    let join = b.create_block();
+    let rj = b.append_block_param(join, ty);
+    let nj = b.append_block_param(join, ty);
+    let pass = [BlockArg::Value(r), BlockArg::Value(n)];
+    b.ins().brif(any, slow, &[], join, &pass);
+    b.set_cold_block(slow);
+    b.switch_to_block(slow);
+    let ss = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 48, 4));
+    b.ins().stack_store(types::I64, x, ss, 0);
+    b.ins().stack_store(types::I64, r, ss, 16);
+    b.ins().stack_store(types::I64, n, ss, 32);
+    let px = b.ins().stack_addr(types::I64, ss, 0);
+    let pr = b.ins().stack_addr(types::I64, ss, 16);
+    let pn = b.ins().stack_addr(types::I64, ss, 32);
+    let lanes = b.ins().iconst(types::I64, if d { 2 } else { 4 });
+    let mut sig = Signature::new(b.func.signature.call_conv);
+    for _ in 0..4 {
+        sig.params.push(AbiParam::new(types::I64));
+    }
+    let sig = b.import_signature(sig);
+    let f = match (d, cos) {
+        (false, false) => trig::sin_fix_f32 as *const () as usize,
+        (false, true) => trig::cos_fix_f32 as *const () as usize,
+        (true, false) => trig::sin_fix_f64 as *const () as usize,
+        (true, true) => trig::cos_fix_f64 as *const () as usize,
+    };
+    let callee = b.ins().iconst(types::I64, f as i64);
+    b.ins().call_indirect(sig, callee, &[px, pr, pn, lanes]);
+    let r2 = b.ins().stack_load(types::I64, ty, ss, 16);
+    let n2 = b.ins().stack_load(types::I64, ty, ss, 32);
+    b.ins()
+        .jump(join, &[BlockArg::Value(r2), BlockArg::Value(n2)]);
+    b.switch_to_block(join);
+    (rj, nj)
 }

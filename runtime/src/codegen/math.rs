@@ -1,10 +1,11 @@
 //! The transcendental functions: their methods, coefficients and measured errors, and the
-//! Cranelift IR (`F32X4`, `F64X2`) of those without a traced form: sin, cos (the one
-//! out-of-line call: lanes beyond the Cody–Waite range, `trig.rs`) and pow. exp, ln, log1p,
-//! expm1, tanh, sigmoid and erf are defined once in `traced.rs` (generic code every backend
-//! lowers: `lower_traced.rs` for Cranelift) with the coefficients here. No libm calls: range
-//! reduction with integer bit tricks on the lanes, Remez minimax polynomials evaluated with
-//! `fma`, special values fixed with compare + `bitselect` (blendv).
+//! Cranelift IR (`F32X4`, `F64X2`) of the one without a traced form, pow (f32 computed in
+//! f64). exp, ln, log1p, expm1, tanh, sigmoid, erf, sin and cos are defined once in
+//! `traced.rs` (generic code every backend lowers: `lower_traced.rs` for Cranelift) with the
+//! coefficients here. No libm calls: range reduction with integer bit tricks on the lanes,
+//! Remez minimax polynomials evaluated with `fma`, special values fixed with compare +
+//! `bitselect` (blendv); the one out-of-line call is sin/cos's exact reduction of lanes
+//! beyond the Cody–Waite range (`trig.rs`).
 //!
 //! ## Measured maximum error (tests in `math_tests.rs`)
 //! Errors in ulp of the correctly rounded result. f32 is compared with the f64 std function
@@ -59,11 +60,9 @@
 //! exp 560/816 B (f32x4/f64x2), ln 1200/1248, tanh 480/1536, sigmoid 576/848, sin 512/688,
 //! cos 592/832, pow 3664/2784, erf 1520/2768.
 
-use super::trig;
 use cranelift_codegen::ir::condcodes::FloatCC;
 use cranelift_codegen::ir::{
-    types, AbiParam, BlockArg, ConstantData, Endianness, InstBuilder, MemFlagsData, Signature,
-    StackSlotData, StackSlotKind, Type, Value,
+    types, ConstantData, Endianness, InstBuilder, MemFlagsData, Type, Value,
 };
 use cranelift_frontend::FunctionBuilder;
 
@@ -238,6 +237,10 @@ pub(super) fn pi_parts_f32() -> [f64; 3] {
     pi_parts(F32K)
 }
 
+pub(super) fn pi_parts_f64() -> [f64; 3] {
+    PI_F64
+}
+
 const F32K: K = K {
     ty: types::F32X4,
     ity: types::I32X4,
@@ -401,128 +404,6 @@ fn ln_reduce(b: &mut FunctionBuilder, k: K, x: Value) -> (Value, Value) {
     let one = fc(b, k, 1.0);
     let f = b.ins().fsub(m, one);
     (e, f)
-}
-
-// ---------------------------------------------------------------------------------------------
-// sin, cos
-// ---------------------------------------------------------------------------------------------
-
-/// Shared tail: r = x - q*pi/2 (q = 2j or 2j+1 given as float `qf` with parts of pi/2 scaled),
-/// the exact reduction of large lanes (`sincos_big`), the polynomial, the sign flip from the
-/// low bit of `n`'s integer.
-fn sincos_tail(
-    b: &mut FunctionBuilder,
-    k: K,
-    x: Value,
-    jf: Value,
-    n: Value,
-    pscale: f64,
-    cos: bool,
-) -> Value {
-    let p = pi_parts(k);
-    let mut r = x;
-    for part in p {
-        let c = fc(b, k, -part * pscale);
-        r = b.ins().fma(jf, c, r);
-    }
-    let (r, n) = sincos_big(b, k, x, r, n, cos);
-    // |r| <= pi/2 + |x| 2^-25 (rounding of j): clamp to the fitted interval so the polynomial
-    // stays bounded (NaN kept).
-    let r = clamp(b, k, r, -1.6, 1.6);
-    let z = b.ins().fmul(r, r);
-    let q = horner(b, k, z, if k.d { &SIN_F64 } else { &SIN_F32 });
-    let one = fc(b, k, 1.0);
-    let q = b.ins().fma(z, q, one);
-    let s = b.ins().fmul(r, q); // r (1 + z P(z)): keeps the sign of -0
-                                // the polynomial may overshoot 1 by an ulp near r = pi/2: clamp (NaN kept)
-    let s = clamp(b, k, s, -1.0, 1.0);
-    let ni = to_i(b, k, n);
-    let sh = if k.d { 63 } else { 31 };
-    let sg = b.ins().ishl_imm_u(ni, sh);
-    xor_bits(b, k, s, sg)
-}
-
-/// Lanes with |x| above the Cody–Waite range (`trig::F32_FAST` / `F64_FAST`) get r and the sign
-/// word `n` from the exact reduction (`trig::sin_fix_*`), called out of line only when some lane
-/// of the vector needs it: the ordinary path costs one compare and a branch.
-fn sincos_big(
-    b: &mut FunctionBuilder,
-    k: K,
-    x: Value,
-    r: Value,
-    n: Value,
-    cos: bool,
-) -> (Value, Value) {
-    let (ax, _) = abs_and_sign(b, k, x);
-    let thr = fc(b, k, if k.d { trig::F64_FAST } else { trig::F32_FAST });
-    let big = cmp(b, FloatCC::LessThan, thr, ax);
-    let any = b.ins().vany_true(big);
-    let slow = b.create_block();
-    let join = b.create_block();
-    let rj = b.append_block_param(join, k.ty);
-    let nj = b.append_block_param(join, k.ty);
-    b.ins().brif(
-        any,
-        slow,
-        &[],
-        join,
-        &[BlockArg::Value(r), BlockArg::Value(n)],
-    );
-    b.set_cold_block(slow);
-    b.switch_to_block(slow);
-    let ss = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 48, 4));
-    b.ins().stack_store(types::I64, x, ss, 0);
-    b.ins().stack_store(types::I64, r, ss, 16);
-    b.ins().stack_store(types::I64, n, ss, 32);
-    let px = b.ins().stack_addr(types::I64, ss, 0);
-    let pr = b.ins().stack_addr(types::I64, ss, 16);
-    let pn = b.ins().stack_addr(types::I64, ss, 32);
-    let lanes = b.ins().iconst(types::I64, if k.d { 2 } else { 4 });
-    let mut sig = Signature::new(b.func.signature.call_conv);
-    for _ in 0..4 {
-        sig.params.push(AbiParam::new(types::I64));
-    }
-    let sig = b.import_signature(sig);
-    let f = match (k.d, cos) {
-        (false, false) => trig::sin_fix_f32 as *const () as usize,
-        (false, true) => trig::cos_fix_f32 as *const () as usize,
-        (true, false) => trig::sin_fix_f64 as *const () as usize,
-        (true, true) => trig::cos_fix_f64 as *const () as usize,
-    };
-    let callee = b.ins().iconst(types::I64, f as i64);
-    b.ins().call_indirect(sig, callee, &[px, pr, pn, lanes]);
-    let r2 = b.ins().stack_load(types::I64, k.ty, ss, 16);
-    let n2 = b.ins().stack_load(types::I64, k.ty, ss, 32);
-    b.ins()
-        .jump(join, &[BlockArg::Value(r2), BlockArg::Value(n2)]);
-    b.switch_to_block(join);
-    (rj, nj)
-}
-
-/// sin x = (-1)^j sin(x - j pi), j = round(x / pi).
-pub fn sin(b: &mut FunctionBuilder, x: Value) -> Value {
-    let k = K::of(b, x);
-    let s = fc(b, k, k.shifter());
-    let ip = fc(b, k, std::f64::consts::FRAC_1_PI);
-    let n = b.ins().fma(x, ip, s);
-    let jf = b.ins().fsub(n, s);
-    sincos_tail(b, k, x, jf, n, 1.0, false)
-}
-
-/// cos x = (-1)^(j+1) sin(x - (2j+1) pi/2), j = round(x/pi - 1/2).
-pub fn cos(b: &mut FunctionBuilder, x: Value) -> Value {
-    let k = K::of(b, x);
-    let ip = fc(b, k, std::f64::consts::FRAC_1_PI);
-    let mhalf = fc(b, k, -0.5);
-    let t = b.ins().fma(x, ip, mhalf);
-    // shifter + 1 so that the low bit of n is that of j + 1
-    let s1 = fc(b, k, k.shifter() + 1.0);
-    let n = b.ins().fadd(t, s1);
-    let jf = b.ins().fsub(n, s1);
-    let two = fc(b, k, 2.0);
-    let one = fc(b, k, 1.0);
-    let qf = b.ins().fma(jf, two, one);
-    sincos_tail(b, k, x, qf, n, 0.5, true)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -771,7 +652,7 @@ pub(super) const SIN_F32: [f64; 4] = [
     2.6001707460712475247e-6,
 ];
 /// Remez minimax fit, max weighted error 3.876e-19.
-const SIN_F64: [f64; 8] = [
+pub(super) const SIN_F64: [f64; 8] = [
     -0.16666666666666665185,
     0.0083333333333331525903,
     -0.00019841269841193969569,

@@ -50,7 +50,9 @@ mod imp {
 
 #[cfg(target_arch = "x86_64")]
 mod imp {
-    use super::super::traced::{cos, erf, exp, expm1, ln, log1p, sigmoid, sin, tanh, V};
+    use super::super::traced::{
+        cos, erf, exact_reduction_f32, exp, expm1, ln, log1p, sigmoid, sin, tanh, V,
+    };
     use super::{Isa as Level, MicroFn};
     use crate::ir::UnaryOp;
     use core::arch::x86_64::*;
@@ -146,6 +148,10 @@ mod imp {
         #[inline(always)]
         unsafe fn sel(m: __mmask16, t: Self, f: Self) -> Self {
             Z(_mm512_mask_blend_ps(m, f.0, t.0))
+        }
+        #[inline(always)]
+        unsafe fn exact_reduction(x: Self, r: Self, n: Self, cos: bool) -> (Self, Self) {
+            exact_reduction_f32(x, r, n, cos)
         }
         #[inline(always)]
         unsafe fn any(m: __mmask16) -> bool {
@@ -272,6 +278,10 @@ mod imp {
         #[inline(always)]
         unsafe fn sel(m: __m256, t: Self, f: Self) -> Self {
             Y(_mm256_blendv_ps(f.0, t.0, m))
+        }
+        #[inline(always)]
+        unsafe fn exact_reduction(x: Self, r: Self, n: Self, cos: bool) -> (Self, Self) {
+            exact_reduction_f32(x, r, n, cos)
         }
         #[inline(always)]
         unsafe fn any(m: __m256) -> bool {

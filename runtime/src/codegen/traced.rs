@@ -8,14 +8,16 @@
 //!   lane type;
 //! - the Cranelift kernels (`vector.rs`): the same trace lowered to F32X4/F64X2 IR.
 //!
-//! Not traced: sin/cos (a data-dependent branch to the exact reduction of large lanes: the
-//! micro-kernels take the f32 code here, Cranelift `math.rs`'s) and pow (`math.rs`).
+//! sin/cos reduce lanes past the Cody–Waite range exactly, out of line (`SymOp::ExactR`): the
+//! micro-kernels and Cranelift branch to it when a lane needs it; the x86 loop kernels stage
+//! sin/cos through their micro-kernels. Not traced: pow (`math.rs`, f32 computed in f64).
 
 use super::math::{
-    ln2_parts_f32, ln2_parts_f64, pi_parts_f32, ERF_LARGE_F32, ERF_LARGE_F64, ERF_SMALL_F32,
-    ERF_SMALL_F64, EXP_F32, EXP_F64, LN_F32, LN_F64, LOG2E, SIN_F32, TANH_F32_CLAMP, TANH_F32_P,
-    TANH_F32_Q, TANH_F64,
+    ln2_parts_f32, ln2_parts_f64, pi_parts_f32, pi_parts_f64, ERF_LARGE_F32, ERF_LARGE_F64,
+    ERF_SMALL_F32, ERF_SMALL_F64, EXP_F32, EXP_F64, LN_F32, LN_F64, LOG2E, SIN_F32, SIN_F64,
+    TANH_F32_CLAMP, TANH_F32_P, TANH_F32_Q, TANH_F64,
 };
+#[cfg(target_arch = "x86_64")]
 use super::trig::{cos_fix_f32, sin_fix_f32, F32_FAST};
 use crate::ir::UnaryOp;
 use crate::DType;
@@ -54,6 +56,19 @@ pub enum SymOp {
     /// Logical shifts of the lanes' bits.
     Shl(u32, u32),
     Shr(u32, u32),
+    /// sin/cos (`V::exact_reduction`): r of the exact reduction of x where |x| is past the
+    /// Cody–Waite range, else `r` (operands x, r, n; cos). An out-of-line call in the slow
+    /// case: the x86 emitter stages these functions instead of inlining them.
+    ExactR(u32, u32, u32, bool),
+    /// The n (sign word) of the `ExactR` at this index.
+    ExactN(u32),
+}
+
+impl SymOp {
+    /// Whether the operation calls out of line (`ExactR`).
+    pub fn calls(&self) -> bool {
+        matches!(self, SymOp::ExactR(..) | SymOp::ExactN(_))
+    }
 }
 
 /// The operations of function `op` on one vector of `dtype` (f32 or f64) lanes, as every
@@ -100,8 +115,11 @@ pub(super) trait V: Copy {
     unsafe fn uge(self, o: Self) -> Self::M;
     /// `m ? t : f`.
     unsafe fn sel(m: Self::M, t: Self, f: Self) -> Self;
-    /// Whether any lane of `m` is set (a data-dependent branch: not traceable).
+    /// Whether any lane of `m` is set.
     unsafe fn any(m: Self::M) -> bool;
+    /// sin/cos: (r, n) with the lanes where |x| is past the Cody–Waite range taken from the
+    /// exact reduction (`trig::sin_fix_*`, `cos_fix_*`), the other lanes as they are.
+    unsafe fn exact_reduction(x: Self, r: Self, n: Self, cos: bool) -> (Self, Self);
     unsafe fn and(self, o: Self) -> Self;
     unsafe fn or(self, o: Self) -> Self;
     unsafe fn xor(self, o: Self) -> Self;
@@ -427,27 +445,30 @@ pub(super) unsafe fn expm1<T: V>(x: T) -> T {
     T::sel(x.eq(c::<T>(0.0)), x, res)
 }
 
-/// sin/cos: f32 only (micro-kernels; not traced).
+/// `math`'s sin/cos tail: r = x - q pi/2 (three-part pi), the exact reduction of lanes past
+/// the Cody–Waite range (`V::exact_reduction`), the odd polynomial, the sign from n's bit.
 #[inline(always)]
 unsafe fn sincos_tail<T: V>(x: T, jf: T, n: T, pscale: f64, cos: bool) -> T {
     let mut r = x;
-    for part in pi_parts_f32() {
+    for part in if T::D { pi_parts_f64() } else { pi_parts_f32() } {
         r = jf.fma(c::<T>(-part * pscale), r);
     }
-    let (r, n) = sincos_big(x, r, n, cos);
+    let (r, n) = T::exact_reduction(x, r, n, cos);
     let r = clamp(r, -1.6, 1.6);
     let z = r.mul(r);
-    let q = horner(z, &SIN_F32);
+    let q = horner(z, if T::D { &SIN_F64[..] } else { &SIN_F32[..] });
     let q = z.fma(q, c::<T>(1.0));
     let s = r.mul(q);
     let s = clamp(s, -1.0, 1.0);
     s.xor(n.shl_sign())
 }
 
-/// `math::sincos_big`: lanes above `trig::F32_FAST` get r and n from the exact reduction
-/// (the same helper the Cranelift code calls).
+/// `V::exact_reduction` of 16 or 8 f32 lanes through a buffer: lanes above `trig::F32_FAST`
+/// get r and n from `trig`'s Payne–Hanek reduction (the helper the Cranelift code calls),
+/// called only when some lane needs it.
+#[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn sincos_big<T: V>(x: T, r: T, n: T, cos: bool) -> (T, T) {
+pub(super) unsafe fn exact_reduction_f32<T: V>(x: T, r: T, n: T, cos: bool) -> (T, T) {
     let ax = abs_and_sign(x).0;
     let big = c::<T>(F32_FAST).lt(ax);
     if !T::any(big) {
@@ -584,7 +605,11 @@ mod sym {
             push(SymOp::Sel(m.0, t.0, f.0))
         }
         unsafe fn any(_: S<D>) -> bool {
-            unreachable!("sin/cos branch on their data and are not traced")
+            unreachable!("the traced functions do not branch on their data")
+        }
+        unsafe fn exact_reduction(x: Self, r: Self, n: Self, cos: bool) -> (Self, Self) {
+            let fixed = push::<D>(SymOp::ExactR(x.0, r.0, n.0, cos));
+            (fixed, push(SymOp::ExactN(fixed.0)))
         }
         unsafe fn and(self, o: Self) -> Self {
             push(SymOp::And(self.0, o.0))
@@ -630,8 +655,8 @@ mod sym {
             UnaryOp::Erf => super::erf::<S<D>>,
             UnaryOp::Log1p => super::log1p::<S<D>>,
             UnaryOp::Expm1 => super::expm1::<S<D>>,
-            // sin/cos branch to the exact reduction when a lane is large: the x86 emitter
-            // stages them through their micro-kernels, Cranelift emits `math.rs`'s.
+            UnaryOp::Sin => super::sin::<S<D>>,
+            UnaryOp::Cos => super::cos::<S<D>>,
             _ => return None,
         };
         OPS.with(|o| o.borrow_mut().clear());

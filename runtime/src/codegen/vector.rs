@@ -257,9 +257,9 @@ pub fn unary(b: &mut FunctionBuilder, op: UnaryOp, d: DType, x: &Vals) -> Vals {
             | UnaryOp::Sigmoid
             | UnaryOp::Erf
             | UnaryOp::Log1p
-            | UnaryOp::Expm1 => lower_traced::unary(b, op, p),
-            UnaryOp::Sin => math::sin(b, p),
-            UnaryOp::Cos => math::cos(b, p),
+            | UnaryOp::Expm1
+            | UnaryOp::Sin
+            | UnaryOp::Cos => lower_traced::unary(b, op, p),
             UnaryOp::Floor => b.ins().floor(p),
             UnaryOp::Not | UnaryOp::StopGradient => unreachable!(),
         });

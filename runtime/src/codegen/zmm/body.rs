@@ -990,6 +990,9 @@ impl Vector<'_, '_, '_> {
                     e.blend(d, mk, r(f), r(t))?;
                     Loc::Z(d)
                 }
+                SymOp::ExactR(..) | SymOp::ExactN(_) => {
+                    unreachable!("functions that call out are staged (`node_ok`)")
+                }
                 SymOp::Shl(..)
                 | SymOp::Shr(..)
                 | SymOp::Add(..)
@@ -1039,7 +1042,8 @@ fn sym_operands(op: &SymOp) -> Vec<u32> {
     match *op {
         SymOp::Arg | SymOp::Const(_) => vec![],
         SymOp::Shl(a, _) | SymOp::Shr(a, _) => vec![a],
-        SymOp::Fma(a, b, c) | SymOp::Sel(a, b, c) => vec![a, b, c],
+        SymOp::Fma(a, b, c) | SymOp::Sel(a, b, c) | SymOp::ExactR(a, b, c, _) => vec![a, b, c],
+        SymOp::ExactN(a) => vec![a],
         SymOp::Add(a, b)
         | SymOp::Sub(a, b)
         | SymOp::Mul(a, b)

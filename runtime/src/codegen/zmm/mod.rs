@@ -270,7 +270,10 @@ fn node_ok(g: &Graph, v: ValueId, lane: Lane) -> bool {
             | UnaryOp::Cos
             | UnaryOp::Erf
             | UnaryOp::Log1p
-            | UnaryOp::Expm1 => traced::trace(*u, f).is_some(),
+            | UnaryOp::Expm1 => {
+                // (sin/cos call out of line: staged only, where `supported` allows it)
+                traced::trace(*u, f).is_some_and(|t| !t.0.iter().any(traced::SymOp::calls))
+            }
             UnaryOp::Not => false,
         },
         (Op::Unary(UnaryOp::Not), DType::Bool) => true,
