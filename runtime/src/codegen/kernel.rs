@@ -13,9 +13,10 @@
 use super::micro::{self, MicroFn};
 use super::target::Target;
 use super::vector::{self, Vals, LANES};
-use crate::fusion::partition::{const_value, Kernel, Partition};
+use crate::describe::loops::Plan;
+use crate::fusion::partition::{const_value, Kernel};
 use crate::ir::{Graph, Op, ValueId};
-use crate::{shape, DType};
+use crate::DType;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
     types, AbiParam, BlockArg, InstBuilder, MemFlagsData, SigRef, Signature, StackSlot,
@@ -26,17 +27,6 @@ use std::collections::{HashMap, HashSet};
 
 /// Vectors per iteration of the unrolled loop (independent accumulators in reductions).
 pub(super) const UNROLL: usize = 4;
-
-/// How one operand is addressed in the loop nest.
-pub(super) struct Access {
-    /// Index into `ptrs`.
-    pub ptr: usize,
-    pub dtype: DType,
-    /// Element offset of the first iteration point.
-    pub offset: i64,
-    /// Stride in elements along each collapsed dimension (may be 0 or negative).
-    pub strides: Vec<i64>,
-}
 
 /// Where the vector code finds an access at the current position. Byte
 /// offsets are kept apart from the address value so that they land in the
@@ -68,123 +58,6 @@ impl Addr {
             Addr::Run(x, 0) | Addr::Splat(x) | Addr::Gather(x, _, 0) => x,
             Addr::Run(x, off) | Addr::Gather(x, _, off) => b.ins().iadd_imm_s(x, off as i64),
         }
-    }
-}
-
-pub struct Layout {
-    /// Collapsed iteration dims (at least one).
-    pub dims: Vec<usize>,
-}
-
-pub(super) struct Plan {
-    pub dims: Vec<usize>,
-    pub accesses: Vec<Access>,
-    /// Access of each value read from memory in the kernel: inputs read
-    /// directly, folded views, and computed views (read through their map).
-    pub reads: HashMap<ValueId, usize>,
-    /// Access of each output, in output order.
-    pub outs: Vec<usize>,
-}
-
-pub(super) fn plan(g: &Graph, p: &Partition, k: &Kernel) -> Plan {
-    let s = &k.shape;
-    let contiguous: Vec<i64> = shape::strides(s).into_iter().map(|x| x as i64).collect();
-    let mut raw: Vec<(usize, DType, i64, Vec<i64>)> = Vec::new();
-    let mut reads = HashMap::new();
-    let in_kernel: std::collections::HashSet<ValueId> = k.nodes.iter().copied().collect();
-    let ptr_of = |x: ValueId| {
-        k.inputs
-            .iter()
-            .position(|y| *y == x)
-            .expect("read value is a kernel input")
-    };
-    let add_read = |x: ValueId,
-                    raw: &mut Vec<(usize, DType, i64, Vec<i64>)>,
-                    reads: &mut HashMap<ValueId, usize>| {
-        if reads.contains_key(&x) || const_value(g, x).is_some() {
-            return;
-        }
-        let entry = match p.views.get(&x) {
-            Some(a)
-                if !(in_kernel.contains(&x) && !g.node(x).op.is_view())
-                    && !k.inputs.contains(&x) =>
-            {
-                (ptr_of(a.root), g.node(x).dtype, a.offset, a.strides.clone())
-            }
-            _ => (ptr_of(x), g.node(x).dtype, 0, contiguous.clone()),
-        };
-        raw.push(entry);
-        reads.insert(x, raw.len() - 1);
-    };
-    for &v in &k.nodes {
-        let n = g.node(v);
-        if n.op.is_view() {
-            add_read(v, &mut raw, &mut reads);
-            continue;
-        }
-        for &x in &n.inputs {
-            if in_kernel.contains(&x) {
-                continue;
-            }
-            add_read(x, &mut raw, &mut reads);
-        }
-    }
-    let mut outs = Vec::new();
-    for (j, &o) in k.outputs.iter().enumerate() {
-        raw.push((k.inputs.len() + j, g.node(o).dtype, 0, contiguous.clone()));
-        outs.push(raw.len() - 1);
-    }
-    // Collapse: drop size-1 dims, merge a dim into the previous one where
-    // every access is linear across the pair.
-    let raw_strides: Vec<Vec<i64>> = raw.iter().map(|r| r.3.clone()).collect();
-    let (mut dims, mut st) = crate::describe::collapse(s, &raw_strides);
-    if dims.is_empty() {
-        dims.push(1);
-        for s in st.iter_mut() {
-            s.push(1);
-        }
-    }
-    let accesses = raw
-        .into_iter()
-        .zip(st)
-        .map(|((ptr, dtype, offset, _), strides)| Access {
-            ptr,
-            dtype,
-            offset,
-            strides,
-        })
-        .collect();
-    Plan {
-        dims,
-        accesses,
-        reads,
-        outs,
-    }
-}
-
-/// Whether the kernel may write `output` over `input`: every read of the
-/// input is at exactly the position the output is written (same offset and
-/// strides), so each element is read before it is overwritten.
-pub fn inplace_ok(g: &Graph, p: &Partition, k: &Kernel, input: ValueId, output: ValueId) -> bool {
-    let (Some(pi), Some(j)) = (
-        k.inputs.iter().position(|x| *x == input),
-        k.outputs.iter().position(|x| *x == output),
-    ) else {
-        return false;
-    };
-    let pl = plan(g, p, k);
-    let out = &pl.accesses[pl.outs[j]];
-    pl.accesses
-        .iter()
-        .filter(|a| a.ptr == pi)
-        .all(|a| a.offset == 0 && a.strides == out.strides && a.dtype.size() == out.dtype.size())
-}
-
-/// The collapsed iteration dims of a kernel (the first is what `begin..end`
-/// ranges over).
-pub fn layout(g: &Graph, p: &Partition, k: &Kernel) -> Layout {
-    Layout {
-        dims: plan(g, p, k).dims,
     }
 }
 
@@ -248,8 +121,7 @@ pub(super) fn emit_loop(
     out
 }
 
-pub fn build(b: &mut FunctionBuilder, g: &Graph, part: &Partition, k: &Kernel, t: &Target) {
-    let p = plan(g, part, k);
+pub fn build(b: &mut FunctionBuilder, g: &Graph, k: &Kernel, p: &Plan, t: &Target) {
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
@@ -918,9 +790,8 @@ fn emit_staged(
 /// to the same function (the layers of a deep chain and their gradients), so
 /// `codegen::compile` builds each text once; building it costs a fraction of
 /// emitting the kernel.
-pub(super) fn structure_text(g: &Graph, p: &Partition, k: &Kernel) -> String {
+pub(super) fn structure_text(g: &Graph, k: &Kernel, pl: &Plan) -> String {
     use std::fmt::Write;
-    let pl = plan(g, p, k);
     let local: HashMap<ValueId, usize> = k.nodes.iter().enumerate().map(|(i, &v)| (v, i)).collect();
     let mut s = String::new();
     let _ = write!(s, "{:?};", k.shape);

@@ -16,9 +16,9 @@ mod vector;
 #[cfg(target_arch = "x86_64")]
 pub mod zmm;
 
-pub use kernel::{inplace_ok as kernel_inplace_ok, layout};
 pub use target::{Isa, Target};
 
+use crate::describe::Description;
 use crate::fusion::partition::{Partition, Step};
 use crate::ir::Graph;
 use crate::Error;
@@ -206,10 +206,11 @@ fn compile_all(
 pub fn compile(
     g: &Graph,
     part: &Partition,
+    described: &[Description],
     keep_clif: bool,
     target: &Target,
 ) -> Result<CompiledKernels, Error> {
-    let kernels = part.steps.iter().filter(|s| !matches!(s, Step::Library(_)));
+    let kernels = (part.steps.iter().zip(described)).filter(|s| !matches!(s.0, Step::Library(_)));
     let count = kernels.clone().count();
     let isa = ISA.as_ref().map_err(|e| Error::codegen(e.clone()))?.clone();
     let mut module = JITModule::new(JITBuilder::with_isa(
@@ -239,11 +240,13 @@ pub fn compile(
     // Debug builds build it anyway and check the function is the same.
     let mut by_structure: std::collections::HashMap<String, (cranelift_module::FuncId, String)> =
         std::collections::HashMap::new();
-    for k in kernels {
-        let structure = match k {
-            Step::Kernel(kk) => Some(crate::diag::phases::phase("codegen dedupe", || {
-                kernel::structure_text(g, part, kk)
-            })),
+    for (k, desc) in kernels {
+        let structure = match (k, desc) {
+            (Step::Kernel(kk), Description::Loop(p)) => {
+                Some(crate::diag::phases::phase("codegen dedupe", || {
+                    kernel::structure_text(g, kk, p)
+                }))
+            }
             _ => None,
         };
         let known = structure
@@ -260,12 +263,14 @@ pub fn compile(
         let id = 'emit: {
             #[cfg(target_arch = "x86_64")]
             {
-                let code = crate::diag::phases::phase("codegen zmm", || match k {
-                    Step::Kernel(kk) => zmm::build(g, part, kk, target),
-                    Step::Reduce(v) => zmm::reduce::build(g, part, *v, target),
-                    Step::Row(rk) => zmm::reduce::build_row(g, part, rk, target)
-                        .or_else(|| zmm::row::build(g, part, rk, target)),
-                    Step::Library(_) => None,
+                let code = crate::diag::phases::phase("codegen zmm", || match (k, desc) {
+                    (Step::Kernel(kk), Description::Loop(p)) => zmm::build(g, kk, p, target),
+                    (Step::Reduce(_), Description::Reduce(r)) => zmm::reduce::build(r, target),
+                    (Step::Row(rk), Description::Row(pl)) => {
+                        zmm::reduce::build_row(g, rk, pl, target)
+                            .or_else(|| zmm::row::build(g, rk, pl, target))
+                    }
+                    _ => None,
                 });
                 if let Some(code) = code {
                     let id = match zmm_seen.get(&code.bytes) {
@@ -298,11 +303,13 @@ pub fn compile(
             let _build = crate::diag::phases::Timer::start("codegen clif build");
             {
                 let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-                match k {
-                    Step::Kernel(k) => kernel::build(&mut b, g, part, k, target),
-                    Step::Reduce(v) => reduce::build(&mut b, g, part, *v),
-                    Step::Row(rk) => row::build(&mut b, g, part, rk, target),
-                    Step::Library(_) => unreachable!(),
+                match (k, desc) {
+                    (Step::Kernel(k), Description::Loop(p)) => {
+                        kernel::build(&mut b, g, k, p, target)
+                    }
+                    (Step::Reduce(_), Description::Reduce(r)) => reduce::build(&mut b, r),
+                    (Step::Row(rk), Description::Row(pl)) => row::build(&mut b, g, rk, pl, target),
+                    _ => unreachable!("each step has its own kind of description"),
                 }
                 b.seal_all_blocks();
                 b.finalize(module.target_config());

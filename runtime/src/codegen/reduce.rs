@@ -18,9 +18,8 @@
 
 use super::kernel::{copy_elems, emit_loop, pin, pin_slot};
 use super::vector::{self, Vals, LANES};
-use crate::describe::reduce::{plan, Dim, RPlan};
-use crate::fusion::partition::Partition;
-use crate::ir::{BinaryOp, Graph, ReduceOp, ValueId};
+use crate::describe::reduce::{Dim, RPlan};
+use crate::ir::{BinaryOp, ReduceOp};
 use crate::{shape, DType, Literal};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
@@ -256,8 +255,7 @@ fn nest(
     }
 }
 
-pub fn build(b: &mut FunctionBuilder, g: &Graph, part: &Partition, v: ValueId) {
-    let r = plan(g, part, v);
+pub fn build(b: &mut FunctionBuilder, r: &RPlan) {
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);

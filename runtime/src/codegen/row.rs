@@ -21,9 +21,9 @@ use super::reduce::{
 use super::target::Target;
 use super::vector::{self, Vals, LANES};
 use crate::describe::row::{
-    is_expensive, phase_cones, plan, ready_reductions, reduction_deps, Plan, STASH_BYTES,
+    is_expensive, phase_cones, ready_reductions, reduction_deps, Plan, STASH_BYTES,
 };
-use crate::fusion::partition::{const_value, Partition, RowKernel};
+use crate::fusion::partition::{const_value, RowKernel};
 use crate::ir::{Graph, Op, ReduceOp, ValueId};
 use crate::DType;
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -142,8 +142,7 @@ fn elementwise(b: &mut FunctionBuilder, g: &Graph, v: ValueId, args: &[Vals]) ->
     }
 }
 
-pub fn build(b: &mut FunctionBuilder, g: &Graph, p: &Partition, rk: &RowKernel, t: &Target) {
-    let pl = plan(g, p, rk).expect("checked");
+pub fn build(b: &mut FunctionBuilder, g: &Graph, rk: &RowKernel, pl: &Plan, t: &Target) {
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);

@@ -2,11 +2,14 @@
 //! the partition before any code is emitted, so that the partition, the buffer plan, the
 //! executor and every backend read one description rather than each re-deriving it.
 //!
+//! - `loops`: loop kernels (collapsed dims, each access's offset and strides).
 //! - `reduce`: reduction steps (kept and reduced dims, row or column form).
 //! - `row`: row kernels (collapsed row dims, accesses, reads per element and per row, phases).
+//! - `describe`: the description of every step of a partition, built once for the backends.
 //! - `partition` / `partition_barriers`: the partition whose row groups all have a row kernel
 //!   (groups the row kernel cannot address are left unfused).
 
+pub mod loops;
 pub mod reduce;
 pub mod row;
 
@@ -14,6 +17,60 @@ use crate::fusion::find_row_groups;
 use crate::fusion::partition::{partition_with, Partition, Step};
 use crate::ir::{Graph, Op, ValueId};
 use std::collections::HashSet;
+
+/// What one step of a partition computes and how it walks memory.
+pub enum Description {
+    Loop(loops::Plan),
+    Reduce(reduce::RPlan),
+    Row(row::Plan),
+    /// A library call (matmul, attention, ...): its op says everything.
+    Library,
+}
+
+impl Description {
+    /// How the step's `begin..end` range may be split: (extent of the first dim, elements in
+    /// all, alignment of a split point); None for library calls.
+    pub fn split(&self) -> Option<(usize, usize, usize)> {
+        match self {
+            Description::Loop(p) => {
+                let align = if p.dims.len() == 1 { 64 } else { 1 };
+                Some((p.dims[0], p.dims.iter().product(), align))
+            }
+            Description::Reduce(r) => Some(reduce::extent(r)),
+            Description::Row(pl) => {
+                Some((pl.o_dims[0], pl.o_dims.iter().product::<usize>() * pl.n, 1))
+            }
+            Description::Library => None,
+        }
+    }
+
+    /// Whether step `s` (described by `self`) may write its output `o` over its input `x`: it
+    /// reads `x` exactly where it writes `o`, and its code loads every input of a position
+    /// before storing any output there (loop and row kernels).
+    pub fn inplace_ok(&self, g: &Graph, s: &Step, x: ValueId, o: ValueId) -> bool {
+        match (self, s) {
+            (Description::Loop(p), Step::Kernel(k)) => loops::inplace_ok(p, k, x, o),
+            (Description::Row(p), Step::Row(rk)) => row::inplace_ok(g, p, rk, x, o),
+            _ => false,
+        }
+    }
+}
+
+/// The description of every step of `p`, in step order: built once per partition and read by
+/// the buffer plan, the parallel split and every backend.
+pub fn describe(g: &Graph, p: &Partition) -> Vec<Description> {
+    p.steps
+        .iter()
+        .map(|s| match s {
+            Step::Kernel(k) => Description::Loop(loops::plan(g, p, k)),
+            Step::Reduce(v) => Description::Reduce(reduce::plan(g, p, *v)),
+            Step::Row(rk) => Description::Row(
+                row::plan(g, p, rk).expect("the partition checks every row kernel (`row::check`)"),
+            ),
+            Step::Library(_) => Description::Library,
+        })
+        .collect()
+}
 
 pub fn partition(g: &Graph) -> Partition {
     partition_barriers(g, false)
@@ -65,7 +122,7 @@ pub fn partition_barriers(g: &Graph, copy_barriers: bool) -> Partition {
 
 /// Collapse `dims` (with each access's strides) dropping size-1 dims and
 /// merging linear neighbours. Returns the dims and per-access strides. The one collapse of
-/// every kernel kind (loop kernels: `codegen::kernel::plan`; row kernels: `row::plan`).
+/// every kernel kind (loop kernels: `loops::plan`; row kernels: `row::plan`).
 pub fn collapse(dims: &[usize], strides: &[Vec<i64>]) -> (Vec<usize>, Vec<Vec<i64>>) {
     let mut out: Vec<usize> = Vec::new();
     let mut st: Vec<Vec<i64>> = vec![Vec::new(); strides.len()];

@@ -85,8 +85,7 @@ pub fn plan(g: &Graph, p: &Partition, v: ValueId) -> RPlan {
 }
 
 /// `(outer extent, total input elements, chunk alignment)` of a reduction step.
-pub fn extent(g: &Graph, p: &Partition, v: ValueId) -> (usize, usize, usize) {
-    let r = plan(g, p, v);
+pub fn extent(r: &RPlan) -> (usize, usize, usize) {
     let align = if r.column && r.kept.len() == 1 { 64 } else { 1 };
     (
         r.kept[0].size,

@@ -165,13 +165,7 @@ pub fn check(g: &Graph, p: &Partition) -> Result<(), ValueId> {
 /// (same offset and strides, row by row). A row's reductions read it before
 /// its final pass, and the final pass loads each vector's operands before
 /// storing its outputs, so each element is read before it is overwritten.
-pub fn inplace_ok(
-    g: &Graph,
-    p: &Partition,
-    rk: &RowKernel,
-    input: ValueId,
-    output: ValueId,
-) -> bool {
+pub fn inplace_ok(g: &Graph, pl: &Plan, rk: &RowKernel, input: ValueId, output: ValueId) -> bool {
     let (Some(pi), Some(j)) = (
         rk.inputs.iter().position(|x| *x == input),
         rk.outputs.iter().position(|x| *x == output),
@@ -182,9 +176,6 @@ pub fn inplace_ok(
     if matches!(n.op, Op::Reduce(..)) || !rk.group.is_element_shape(&n.shape) {
         return false;
     }
-    let Ok(pl) = plan(g, p, rk) else {
-        return false;
-    };
     let out = &pl.accesses[pl.outs[j]];
     pl.accesses.iter().filter(|a| a.ptr == pi).all(|a| {
         a.offset == 0
@@ -192,12 +183,6 @@ pub fn inplace_ok(
             && a.i_stride == out.i_stride
             && a.dtype.size() == out.dtype.size()
     })
-}
-
-/// `(outer extent, elements per call)` of a row kernel.
-pub fn extent(g: &Graph, p: &Partition, rk: &RowKernel) -> (usize, usize) {
-    let pl = plan(g, p, rk).expect("checked");
-    (pl.o_dims[0], pl.o_dims.iter().product::<usize>() * pl.n)
 }
 
 /// Scratch budget for stashed rows, per thread (the stack).

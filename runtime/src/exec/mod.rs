@@ -6,6 +6,7 @@ mod control;
 mod parallel;
 
 use crate::codegen::{self, CompiledKernels, Target};
+use crate::describe::{describe, Description};
 use crate::diag::phases::phase;
 use crate::error::type_str;
 use crate::fusion::partition::{self, Partition, Step};
@@ -53,6 +54,8 @@ pub struct Executable {
     graph: Graph,
     captured: Vec<Tensor>,
     part: Partition,
+    /// What each step computes and how it walks memory (`describe::describe`, built once).
+    described: Vec<Description>,
     /// How each compiled step's `begin..end` range may be split.
     layouts: Vec<parallel::Split>,
     compiled: CompiledKernels,
@@ -88,7 +91,8 @@ impl Executable {
     /// The partition and buffer plan of a graph (what `compile` will run).
     fn plan_graph(graph: &Graph, sig: &Signature) -> (Partition, BufferPlan) {
         let part = Executable::scheduled_partition(graph, sig);
-        let plan = Executable::plan_partition(graph, &part, sig);
+        let described = phase("describe", || describe(graph, &part));
+        let plan = Executable::plan_partition(graph, &part, &described, sig);
         (part, plan)
     }
 
@@ -101,7 +105,9 @@ impl Executable {
     fn scheduled_partition(graph: &Graph, sig: &Signature) -> Partition {
         let trace_order = std::env::var_os("JITFUSE_SCHEDULE").is_some_and(|v| v == "trace");
         let peak = |p: &Partition| {
-            crate::passes::remat::peak(graph, &Executable::plan_partition(graph, p, sig))
+            let described = phase("describe", || describe(graph, p));
+            let plan = Executable::plan_partition(graph, p, &described, sig);
+            crate::passes::remat::peak(graph, &plan)
         };
         let scheduled = |copy: bool| {
             let part = phase("partition", || {
@@ -127,22 +133,17 @@ impl Executable {
         }
     }
 
-    /// Whether step `si` may write `o` over `x`: a loop or row kernel that
-    /// reads `x` exactly where it writes `o` (its code loads every input of
-    /// a position before storing any output there).
-    fn inplace_ok(graph: &Graph, part: &Partition, si: usize, x: ValueId, o: ValueId) -> bool {
-        match &part.steps[si] {
-            Step::Kernel(k) => codegen::kernel_inplace_ok(graph, part, k, x, o),
-            Step::Row(rk) => crate::describe::row::inplace_ok(graph, part, rk, x, o),
-            _ => false,
-        }
-    }
-
-    /// The buffer plan of a partition.
-    fn plan_partition(graph: &Graph, part: &Partition, sig: &Signature) -> BufferPlan {
+    /// The buffer plan of a partition (`described`: its steps' descriptions, which say where
+    /// a step may write an output over an input).
+    fn plan_partition(
+        graph: &Graph,
+        part: &Partition,
+        described: &[Description],
+        sig: &Signature,
+    ) -> BufferPlan {
         phase("plan", || {
             plan::plan(graph, part, sig, &|si, x, o| {
-                Executable::inplace_ok(graph, part, si, x, o)
+                described[si].inplace_ok(graph, &part.steps[si], x, o)
             })
         })
     }
@@ -151,11 +152,12 @@ impl Executable {
     fn check_plan_of(
         graph: &Graph,
         part: &Partition,
+        described: &[Description],
         sig: &Signature,
         plan: &BufferPlan,
     ) -> Result<(), Error> {
         plan::check_program(graph, part, sig, plan, &|si, x, o| {
-            Executable::inplace_ok(graph, part, si, x, o)
+            described[si].inplace_ok(graph, &part.steps[si], x, o)
         })
     }
 
@@ -168,7 +170,13 @@ impl Executable {
     /// `plan::check_program` of another plan for this program (tests show
     /// that the checker rejects broken plans).
     pub fn check_plan_with(&self, plan: &BufferPlan) -> Result<(), Error> {
-        Executable::check_plan_of(&self.graph, &self.part, &self.signature, plan)
+        Executable::check_plan_of(
+            &self.graph,
+            &self.part,
+            &self.described,
+            &self.signature,
+            plan,
+        )
     }
 
     /// Compile; with a budget (bytes of peak memory), recompute values in the
@@ -208,45 +216,26 @@ impl Executable {
             }
         }
         let part = Executable::scheduled_partition(&graph, sig);
-        let layouts = part
-            .steps
+        let described = phase("describe", || describe(&graph, &part));
+        let layouts = described
             .iter()
-            .filter_map(|s| match s {
-                Step::Kernel(k) => {
-                    let dims = codegen::layout(&graph, &part, k).dims;
-                    Some(parallel::Split {
-                        extent: dims[0],
-                        work: dims.iter().product(),
-                        align: if dims.len() == 1 { 64 } else { 1 },
-                    })
-                }
-                Step::Reduce(v) => {
-                    let (extent, work, align) = crate::describe::reduce::extent(&graph, &part, *v);
-                    Some(parallel::Split {
-                        extent,
-                        work,
-                        align,
-                    })
-                }
-                Step::Row(rk) => {
-                    let (extent, work) = crate::describe::row::extent(&graph, &part, rk);
-                    Some(parallel::Split {
-                        extent,
-                        work,
-                        align: 1,
-                    })
-                }
-                Step::Library(_) => None,
+            .filter_map(|d| {
+                let (extent, work, align) = d.split()?;
+                Some(parallel::Split {
+                    extent,
+                    work,
+                    align,
+                })
             })
             .collect();
         crate::internal::injection_point("codegen");
         let compiled = phase("codegen", || {
-            codegen::compile(&graph, &part, keep_text, target)
+            codegen::compile(&graph, &part, &described, keep_text, target)
         })?;
-        let plan = Executable::plan_partition(&graph, &part, sig);
+        let plan = Executable::plan_partition(&graph, &part, &described, sig);
         if cfg!(debug_assertions) {
             phase("plan check", || {
-                Executable::check_plan_of(&graph, &part, sig, &plan)
+                Executable::check_plan_of(&graph, &part, &described, sig, &plan)
             })?;
         }
         let io: Vec<(Vec<ValueId>, Vec<ValueId>)> = part
@@ -318,6 +307,7 @@ impl Executable {
             graph,
             captured: traced.captured,
             part,
+            described,
             layouts,
             compiled,
             signature: sig.clone(),

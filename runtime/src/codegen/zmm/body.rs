@@ -3,8 +3,9 @@
 //! each op's instructions (spelled by `Asm`'s helpers at the kernel's width).
 
 use super::{Asm, Fail, Lane, Width, R, R_I};
-use crate::codegen::kernel::{Plan, Staging};
+use crate::codegen::kernel::Staging;
 use crate::codegen::traced::SymOp;
+use crate::describe::loops::Plan;
 use crate::fusion::partition::{const_value, Kernel};
 use crate::ir::{BinaryOp, CmpOp, Graph, Op, ReduceOp, UnaryOp, ValueId};
 use crate::{DType, Literal};

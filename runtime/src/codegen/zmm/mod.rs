@@ -14,7 +14,7 @@
 //! staged exactly as `kernel.rs` stages them (tile by tile through the same rustc micro-kernels),
 //! so the whole kernel matches the Cranelift path; tests compare both on random programs.
 //!
-//! **Shape of the code.** The collapsed iteration space of `kernel::plan` is walked as rows:
+//! **Shape of the code.** The collapsed iteration space of `describe::loops` is walked as rows:
 //! an odometer over the outer dimensions (dim 0 over `begin..end`), each row a loop of four
 //! 16-lane vectors, then single vectors, then one *masked* vector for the last 1..15 elements
 //! (masked loads do not fault, so no padding copy is needed, and the lanes computed are the
@@ -35,10 +35,11 @@ mod body;
 pub mod reduce;
 pub mod row;
 
-use super::kernel::{self, Plan, Staging};
+use super::kernel::{self, Staging};
 use super::target::{Isa, Target};
 use super::traced;
-use crate::fusion::partition::{const_value, Kernel, Partition};
+use crate::describe::loops::Plan;
+use crate::fusion::partition::{const_value, Kernel};
 use crate::ir::{BinaryOp, Graph, Op, UnaryOp, ValueId};
 use crate::DType;
 use iced_x86::code_asm::*;
@@ -174,11 +175,10 @@ pub struct Code {
 
 /// The loop kernel as x86 machine code at the target's width, or None when this backend does
 /// not take it.
-pub fn build(g: &Graph, part: &Partition, k: &Kernel, t: &Target) -> Option<Code> {
+pub fn build(g: &Graph, k: &Kernel, p: &Plan, t: &Target) -> Option<Code> {
     let w = Width::of(t)?;
-    let p = kernel::plan(g, part, k);
-    let staged = kernel::staging(g, k, &p, t);
-    let lane = supported(g, k, &p, staged.as_ref())?;
+    let staged = kernel::staging(g, k, p, t);
+    let lane = supported(g, k, p, staged.as_ref())?;
     // Transcendentals inline first (one pass); staged through the micro-kernels when their
     // values do not fit in registers; constants in registers first, then from memory. A
     // kernel with a function that cannot be inlined (sin/cos: `traced::trace`) is staged only.
@@ -190,7 +190,7 @@ pub fn build(g: &Graph, part: &Partition, k: &Kernel, t: &Target) -> Option<Code
     let tries = if inline_ok { &order[..] } else { &order[..1] };
     for &stage in tries {
         for &hoist in body::Hoist::levels(w) {
-            match Emitter::new(g, k, &p, stage, hoist, t.tile, w, lane).and_then(|e| e.run()) {
+            match Emitter::new(g, k, p, stage, hoist, t.tile, w, lane).and_then(|e| e.run()) {
                 Ok((bytes, prefetched, held)) => {
                     return Some(Code {
                         width: w,

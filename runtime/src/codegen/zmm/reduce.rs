@@ -19,8 +19,8 @@ use crate::codegen::target::Target;
 use crate::codegen::traced::SymOp as S;
 use crate::describe::reduce as cr;
 use crate::describe::row;
-use crate::fusion::partition::{Partition, RowKernel};
-use crate::ir::{Graph, Op, ReduceOp, ValueId};
+use crate::fusion::partition::RowKernel;
+use crate::ir::{Graph, Op, ReduceOp};
 use crate::{shape, DType};
 use iced_x86::code_asm::*;
 
@@ -56,9 +56,8 @@ impl RowSum {
 
 /// The reduction step `v` as x86 code at the target's width, or None when this backend does
 /// not take it.
-pub fn build(g: &Graph, part: &Partition, v: ValueId, t: &Target) -> Option<Code> {
+pub fn build(r: &cr::RPlan, t: &Target) -> Option<Code> {
     let w = Width::of(t)?;
-    let r = cr::plan(g, part, v);
     let row = r.red.len() == 1 && r.red[0].stride == 1 && !r.column;
     if r.op != ReduceOp::Sum || r.dtype != DType::F32 || !row {
         return None;
@@ -82,7 +81,7 @@ pub fn build(g: &Graph, part: &Partition, v: ValueId, t: &Target) -> Option<Code
 
 /// A row kernel that is one f32 sum over a contiguous run (`x.sum(-1)` of an argument or a
 /// view of it: W5), as x86 code with the row kernels' ABI; None otherwise.
-pub fn build_row(g: &Graph, part: &Partition, rk: &RowKernel, t: &Target) -> Option<Code> {
+pub fn build_row(g: &Graph, rk: &RowKernel, pl: &row::Plan, t: &Target) -> Option<Code> {
     let w = Width::of(t)?;
     if rk.group.members.len() != 1 {
         return None;
@@ -91,7 +90,6 @@ pub fn build_row(g: &Graph, part: &Partition, rk: &RowKernel, t: &Target) -> Opt
     if !matches!(g.node(v).op, Op::Reduce(ReduceOp::Sum, _)) {
         return None;
     }
-    let pl = row::plan(g, part, rk).ok()?;
     if pl.accesses.len() != 2 || pl.outs != [1] {
         return None;
     }

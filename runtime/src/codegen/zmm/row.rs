@@ -27,19 +27,18 @@ use super::{
 use crate::codegen::reduce::BLOCK;
 use crate::codegen::target::Target;
 use crate::describe::row::{self, Plan};
-use crate::fusion::partition::{const_value, Partition, RowKernel};
+use crate::fusion::partition::{const_value, RowKernel};
 use crate::ir::{Graph, Op, ReduceOp, ValueId};
 use iced_x86::code_asm::*;
 use std::collections::{HashMap, HashSet};
 
 /// The row kernel `rk` as x86 code at the target's width, or None when this backend does not
 /// take it.
-pub fn build(g: &Graph, part: &Partition, rk: &RowKernel, t: &Target) -> Option<Code> {
+pub fn build(g: &Graph, rk: &RowKernel, pl: &Plan, t: &Target) -> Option<Code> {
     let w = Width::of(t)?;
-    let pl = row::plan(g, part, rk).ok()?;
-    let lane = supported(g, &pl, rk)?;
+    let lane = supported(g, pl, rk)?;
     for &hoist in body::Hoist::levels(w) {
-        match Rows::new(g, &pl, rk, hoist, w, lane).and_then(|e| e.run()) {
+        match Rows::new(g, pl, rk, hoist, w, lane).and_then(|e| e.run()) {
             Ok((bytes, prefetched, held)) => {
                 return Some(Code {
                     width: w,
