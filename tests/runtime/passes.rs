@@ -521,3 +521,92 @@ fn a_deep_chain_gradient_compiles_bounded_kernels_linear_in_its_depth() {
         assert!((*g as f64 - w).abs() <= 5e-5 * w.abs(), "{g} vs {w}");
     }
 }
+
+/// The description checker (`describe::check`) accepts the descriptions of a program with a
+/// loop kernel, a row kernel and a reduction, and rejects each way of breaking them: an access
+/// past its buffer, an output written from an offset (past its end), to one element, or to
+/// every other element, a row access past its buffer, a reduction reading past its input.
+#[test]
+fn the_description_checker_rejects_accesses_outside_their_buffers() {
+    use jitfuse::describe::{self, Description};
+    let x = random_tensor(&mut Rng::new(7), &[6, 40], DType::F32, -1.0, 1.0, false);
+    let g = trace_fn(std::slice::from_ref(&x), |ts| {
+        let y = (&ts[0] * 2.0).exp();
+        vec![y.softmax(-1), y.sum(0), &y + 1.0]
+    });
+    let part = describe::partition(&g);
+    let good = || describe::describe(&g, &part);
+    describe::check(&g, &part, &good()).unwrap();
+    let kinds: Vec<&str> = good()
+        .iter()
+        .map(|d| match d {
+            Description::Loop(_) => "loop",
+            Description::Row(_) => "row",
+            Description::Reduce(_) => "reduce",
+            Description::Library => "library",
+        })
+        .collect();
+    for kind in ["loop", "row", "reduce"] {
+        assert!(kinds.contains(&kind), "no {kind} step in {kinds:?}");
+    }
+    let broken = |what: &str, f: &dyn Fn(&mut Description) -> bool| {
+        let mut d = good();
+        assert!(d.iter_mut().any(f), "{what}: nothing to break");
+        let e = describe::check(&g, &part, &d).expect_err(what);
+        eprintln!("{what}: {e}");
+        e
+    };
+    let e = broken("a read past its buffer", &|d| match d {
+        Description::Loop(p) => {
+            let last = p.accesses[0].strides.len() - 1;
+            p.accesses[0].strides[last] *= 2;
+            true
+        }
+        _ => false,
+    });
+    assert!(e.contains("elements"), "{e}");
+    let e = broken("an output from an offset", &|d| match d {
+        Description::Loop(p) => {
+            let o = p.outs[0];
+            p.accesses[o].offset = 1;
+            true
+        }
+        _ => false,
+    });
+    assert!(e.contains("elements 1..=6"), "{e}");
+    let e = broken("an output written to one element", &|d| match d {
+        Description::Loop(p) => {
+            let o = p.outs[0];
+            p.accesses[o].strides.iter_mut().for_each(|s| *s = 0);
+            true
+        }
+        _ => false,
+    });
+    assert!(e.contains("output 0") && e.contains("dense"), "{e}");
+    let e = broken("a strided output", &|d| match d {
+        Description::Loop(p) if p.dims.len() == 1 => {
+            let o = p.outs[0];
+            p.accesses[o].strides[0] = 2;
+            p.dims[0] /= 2;
+            true
+        }
+        _ => false,
+    });
+    assert!(e.contains("output 0"), "{e}");
+    let e = broken("a row access past its buffer", &|d| match d {
+        Description::Row(p) => {
+            p.accesses[0].offset += p.n as i64;
+            true
+        }
+        _ => false,
+    });
+    assert!(e.contains("row access 0"), "{e}");
+    let e = broken("a reduction past its input", &|d| match d {
+        Description::Reduce(r) => {
+            r.offset = 1;
+            true
+        }
+        _ => false,
+    });
+    assert!(e.contains("reduction input"), "{e}");
+}

@@ -5,13 +5,17 @@
 //! - `loops`: loop kernels (collapsed dims, each access's offset and strides).
 //! - `reduce`: reduction steps (kept and reduced dims, row or column form).
 //! - `row`: row kernels (collapsed row dims, accesses, reads per element and per row, phases).
-//! - `describe`: the description of every step of a partition, built once for the backends.
+//! - `describe`: the description of every step of a partition, built once for the backends;
+//!   `check` proves that each stays inside its buffers and writes each output element once.
 //! - `partition` / `partition_barriers`: the partition whose row groups all have a row kernel
 //!   (groups the row kernel cannot address are left unfused).
 
+mod check;
 pub mod loops;
 pub mod reduce;
 pub mod row;
+
+pub use check::check;
 
 use crate::fusion::find_row_groups;
 use crate::fusion::partition::{partition_with, Partition, Step};

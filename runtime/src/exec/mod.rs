@@ -217,6 +217,12 @@ impl Executable {
         }
         let part = Executable::scheduled_partition(&graph, sig);
         let described = phase("describe", || describe(&graph, &part));
+        if cfg!(debug_assertions) {
+            phase("describe check", || {
+                crate::describe::check(&graph, &part, &described)
+            })
+            .map_err(|e| Error::verify(format!("kernel descriptions: {e}")))?;
+        }
         let layouts = described
             .iter()
             .filter_map(|d| {
