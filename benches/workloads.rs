@@ -36,7 +36,10 @@
 //! back-to-back runs (warm caches, as XLA is timed by its worker;
 //! `JITFUSE_BENCH_WARM=n` runs n before the timed one);
 //! `JITFUSE_BENCH_COLD=1` times single runs after the other cases instead.
-//! `JITFUSE_BENCH_ONLY=W5,W9` keeps only those workloads.
+//! `JITFUSE_BENCH_ONLY=W5,W9` keeps only those workloads, by the ids of
+//! ../shared/anchors/ (the table names them): W1 gelu, W2 axpby chain, W3 softmax, W4 layer
+//! norm, W5 row sums, W6 MLP forward, W7 MLP gradient, W8 residual-chain gradient, W9 matmul,
+//! `dispatch`, `chain20`, and W1f64/W3f64/W4f64 the f64 forms of W1/W3/W4.
 //!
 //! `JITFUSE_BENCH_PROFILE=<W1|W2|W3|W4|W5|chain20>:<jit|hand|ratio>:<calls>` instead runs
 //! one implementation `calls` times on an L2-sized input (16384 elements;
@@ -1566,7 +1569,7 @@ fn main() {
     let rows = [
         Row {
             id: "W1",
-            name: "gelu_tanh x[4M]",
+            name: "gelu (tanh form) x[4M]",
             bytes: Some(2.0 * N as f64 * 4.0),
             flops: None,
             unit_us: false,
@@ -1574,7 +1577,7 @@ fn main() {
         },
         Row {
             id: "W2",
-            name: "axpby_chain a,b,c[4M]",
+            name: "axpby chain a,b,c[4M]",
             bytes: Some(4.0 * N as f64 * 4.0),
             flops: None,
             unit_us: false,
@@ -1582,7 +1585,7 @@ fn main() {
         },
         Row {
             id: "W3",
-            name: "softmax_rows [4096,1024]",
+            name: "softmax of rows [4096,1024]",
             bytes: Some(2.0 * (R3 * C3) as f64 * 4.0),
             flops: None,
             unit_us: false,
@@ -1590,7 +1593,7 @@ fn main() {
         },
         Row {
             id: "W4",
-            name: "layernorm [4096,1024]",
+            name: "layer norm of rows [4096,1024]",
             bytes: Some((2 * R3 * C3 + 2 * C3) as f64 * 4.0),
             flops: None,
             unit_us: false,
@@ -1598,7 +1601,7 @@ fn main() {
         },
         Row {
             id: "W5",
-            name: "sum_rows [4096,4096]",
+            name: "row sums [4096,4096]",
             bytes: Some((N5 * N5 + N5) as f64 * 4.0),
             flops: None,
             unit_us: false,
@@ -1606,7 +1609,7 @@ fn main() {
         },
         Row {
             id: "W6",
-            name: "mlp_fwd 256×784×512×10",
+            name: "MLP forward 256×784×512×10",
             bytes: None,
             flops: None,
             unit_us: false,
@@ -1614,7 +1617,7 @@ fn main() {
         },
         Row {
             id: "W7",
-            name: "mlp_grad",
+            name: "MLP gradient 256×784×512×10",
             bytes: None,
             flops: None,
             unit_us: false,
@@ -1622,7 +1625,7 @@ fn main() {
         },
         Row {
             id: "W8",
-            name: "deep_chain_grad (a: plain)",
+            name: "gradient of 16 residual tanh layers (plain)",
             bytes: None,
             flops: None,
             unit_us: false,
@@ -1638,7 +1641,7 @@ fn main() {
         },
         Row {
             id: "dispatch",
-            name: "cached call, x[4] + 1 (µs)",
+            name: "dispatch: cached call, x[4] + 1 (µs)",
             bytes: None,
             flops: None,
             unit_us: true,
@@ -1654,7 +1657,7 @@ fn main() {
         },
         Row {
             id: "W1f64",
-            name: "gelu_tanh f64 x[4M]",
+            name: "gelu (tanh form) f64 x[4M]",
             bytes: Some(2.0 * N as f64 * 8.0),
             flops: None,
             unit_us: false,
@@ -1662,7 +1665,7 @@ fn main() {
         },
         Row {
             id: "W3f64",
-            name: "softmax_rows f64 [4096,1024]",
+            name: "softmax of rows f64 [4096,1024]",
             bytes: Some(2.0 * (R3 * C3) as f64 * 8.0),
             flops: None,
             unit_us: false,
@@ -1670,7 +1673,7 @@ fn main() {
         },
         Row {
             id: "W4f64",
-            name: "layernorm f64 [4096,1024]",
+            name: "layer norm of rows f64 [4096,1024]",
             bytes: Some((2 * R3 * C3 + 2 * C3) as f64 * 8.0),
             flops: None,
             unit_us: false,
@@ -1775,8 +1778,8 @@ fn main() {
                 .unwrap_or((f64::NAN, f64::NAN));
             writeln!(
                 md,
-                "| {} {} | {why} | | | | {xr} | {xc} | | | | | | | | |",
-                r.id, r.name
+                "| {} | {why} | | | | {xr} | {xc} | | | | | | | | |",
+                r.name
             )
             .unwrap();
             continue;
@@ -1850,8 +1853,7 @@ fn main() {
         let faults = get(r.id, Kind::Jit).and_then(median_faults).unwrap_or(0);
         writeln!(
             md,
-            "| {} {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {bw} | {steps} | {faults} | {} |",
-            r.id,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {bw} | {steps} | {faults} | {} |",
             r.name,
             fmt_t(ours, r.unit_us),
             fmt_t(comp, false),
@@ -1867,14 +1869,14 @@ fn main() {
         )
         .unwrap();
         if r.id != "dispatch" {
-            svg_rows.push((format!("{} {}", r.id, r.name), ours / xr, ours / hand));
+            svg_rows.push((r.name.to_string(), ours / xr, ours / hand));
         }
     }
     writeln!(
         md,
         "\nCopy bandwidth this run: **{copy_gbs:.2} GB/s** (256 MiB `copy_from_slice`, read + write counted; \
          the anchors measured {ANCHOR_COPY_GBS} with NumPy). A read-mostly kernel can pass 100 %: \
-         a copy mixes reads and writes one for one, W5 only reads. Stream limits this run: W1/W3/W4 {:.2} ms, W2/W5 {:.2} ms.",
+         a copy mixes reads and writes one for one, row sums only read. Stream limits this run: gelu, softmax, layer norm {:.2} ms; axpby chain, row sums {:.2} ms.",
         2.0 * 16.0 * MIB / (copy_gbs * 1e9) * 1e3,
         4.0 * 16.0 * MIB / (copy_gbs * 1e9) * 1e3
     )
