@@ -215,7 +215,7 @@ fn main() {
         .memory_analysis();
     black_box(embed_step(&table, &ids));
     let (before, _) = resident();
-    let pool_before = jitfuse::storage::pool::held_bytes();
+    let pool_before = jitfuse::internals::storage::pool::held_bytes();
     let t0 = Instant::now();
     for _ in 0..200 {
         black_box(embed_step(&table, &ids));
@@ -234,7 +234,7 @@ fn main() {
         mib(after),
         mib(hwm),
         mib(pool_before),
-        mib(jitfuse::storage::pool::held_bytes())
+        mib(jitfuse::internals::storage::pool::held_bytes())
     );
 
     // Scaling: h [256,64], W [64,64] (activations 4x the weights' gradients,

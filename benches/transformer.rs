@@ -246,7 +246,7 @@ fn main() {
         for (name, xla_name, call, mem) in &cases {
             // The composition as it compiles without the attention rewrite (with it, it is
             // the fused op).
-            jitfuse::passes::set_pattern_fusion(!name.starts_with("composition"));
+            jitfuse::internals::passes::set_pattern_fusion(!name.starts_with("composition"));
             let temp = mem().temp_bytes as f64;
             std::hint::black_box(call(&q, &k, &v));
             let mut samples = Vec::new();

@@ -385,7 +385,7 @@ at_machine_width! {
 fn hand_width_is_avx512() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        jitfuse::codegen::Target::host().isa == jitfuse::codegen::Isa::Avx512
+        jitfuse::internals::codegen::Target::host().isa == jitfuse::internals::codegen::Isa::Avx512
             && is_x86_feature_detected!("avx512vl")
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -399,7 +399,8 @@ fn hand_width_is_avx2() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         !hand_width_is_avx512()
-            && jitfuse::codegen::Target::host().isa >= jitfuse::codegen::Isa::Avx2
+            && jitfuse::internals::codegen::Target::host().isa
+                >= jitfuse::internals::codegen::Isa::Avx2
             && is_x86_feature_detected!("avx2")
             && is_x86_feature_detected!("fma")
     }

@@ -99,7 +99,37 @@ pub use jitfuse_macros::jit;
 /// `#[derive(Tree)]` (the macro; the trait of the same name is
 /// `jitfuse::Tree` too, in the type namespace, as serde's `Serialize`).
 pub use jitfuse_macros::Tree;
-pub use jitfuse_runtime::*;
+pub use jitfuse_runtime::{
+    attention, attention_with, checkpoint, checkpoint_name, checkpoint_with, clear_caches, concat,
+    cond, fori_loop, grad, human_bytes, jvp, load, save, scan, select, set_eager_mode,
+    softmax_cross_entropy, softmax_cross_entropy_with_labels, stack, stop_gradient, value_and_grad,
+    vjp, where_, while_loop, AttnMask, AttnOptions, Axes, AxisIter, CacheStats, Compiled, DType,
+    EagerMode, Element, Error, ErrorKind, IntoOperand, Key, Literal, Lowered, MemoryAnalysis,
+    Policy, Scalar, Slice, SourceLoc, Tensor, Tree, AUTO_MEMORY_BUDGET,
+};
+/// The user-facing modules: trees and transformations, staged control flow, dtypes, eager
+/// mode, errors, checkpoints, the per-function cache and its reports, optimisers, random
+/// numbers, memory reports, and the tensor API.
+pub use jitfuse_runtime::{
+    autodiff, control, dtype, eager, error, io, jit, optim, random, report, tensor,
+};
+
+/// `ndarray`, with the `ndarray` feature (`From`/`TryFrom` between `Tensor` and its arrays).
+pub use jitfuse_runtime::interop::*;
+
+/// What the macro's generated code calls; not an API.
+#[doc(hidden)]
+pub use jitfuse_runtime::__private;
+
+/// The compiler's internals (the IR and its interpreter, tracing, passes, the partition, the
+/// kernel descriptions, code generation, the buffer plan, the executor and its storage), for
+/// this project's tests, benches and tools: not a stable API, and not documented as one.
+#[doc(hidden)]
+pub mod internals {
+    pub use jitfuse_runtime::{
+        codegen, describe, exec, fusion, interp, ir, passes, plan, shape, storage, trace,
+    };
+}
 
 /// Everything a user of jitfuse needs in scope.
 pub mod prelude {

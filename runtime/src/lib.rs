@@ -46,6 +46,13 @@ pub use jit::{clear_caches, CacheStats, Compiled, Lowered};
 /// The `ndarray` crate the conversions are written against (feature `ndarray`).
 #[cfg(feature = "ndarray")]
 pub use ndarray;
+/// The interop crates re-exported (`ndarray` with the `ndarray` feature), for the facade to
+/// re-export whichever are enabled.
+#[doc(hidden)]
+pub mod interop {
+    #[cfg(feature = "ndarray")]
+    pub use ndarray;
+}
 pub use random::Key;
 pub use report::human_bytes;
 pub use tensor::attention::{attention, attention_with, AttnMask, AttnOptions};

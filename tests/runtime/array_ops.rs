@@ -379,7 +379,7 @@ fn float_sums_are_accurate_on_ten_million_elements() {
     let exact: f64 = vals.iter().map(|&v| v as f64).sum();
     let x = Tensor::from_vec(vals, &[n]).unwrap();
     let g = trace_fn(&[x.clone()], |ts| vec![ts[0].sum_all()]);
-    let exe = jitfuse::exec::Executable::from_graph(g, vec![]).unwrap();
+    let exe = jitfuse::internals::exec::Executable::from_graph(g, vec![]).unwrap();
     let got = exe.run_with(&[&x]).unwrap()[0].item::<f32>().unwrap() as f64;
     let rel = (got - exact).abs() / exact;
     assert!(rel < 1e-6, "sum of 1e7 f32: {got} vs {exact} (rel {rel:e})");
@@ -476,7 +476,7 @@ fn large_reductions_in_row_and_column_form() {
                     x.flip(&[-1]).sum_keepdims(axes.clone()),
                 ]
             });
-            let exe = jitfuse::exec::Executable::from_graph(g.clone(), vec![]).unwrap();
+            let exe = jitfuse::internals::exec::Executable::from_graph(g.clone(), vec![]).unwrap();
             assert_eq!(
                 exe.kernel_count(),
                 exe.step_count(),
@@ -532,7 +532,7 @@ fn max_and_min_reductions_propagate_nan_from_every_position() {
                     x.t().min(0),
                 ]
             });
-            let exe = jitfuse::exec::Executable::from_graph(g.clone(), vec![]).unwrap();
+            let exe = jitfuse::internals::exec::Executable::from_graph(g.clone(), vec![]).unwrap();
             let base: Vec<f64> = match d {
                 DType::F32 => x0
                     .to_vec::<f32>()
@@ -560,7 +560,9 @@ fn max_and_min_reductions_propagate_nan_from_every_position() {
                     _ => Tensor::from_vec(v, &shape),
                 }
                 .unwrap();
-                let want = jitfuse::interp::eval_graph(&g, std::slice::from_ref(&x), &[]).unwrap();
+                let want =
+                    jitfuse::internals::interp::eval_graph(&g, std::slice::from_ref(&x), &[])
+                        .unwrap();
                 let got = exe.run_with(&[&x]).unwrap();
                 for (k, (a, b)) in got.iter().zip(&want).enumerate() {
                     // Max and min (and their difference) pick elements: exact; only the
@@ -577,8 +579,8 @@ fn max_and_min_reductions_propagate_nan_from_every_position() {
 fn creation_inside_traces_records_nodes_not_buffers() {
     // Varied values: zeros would hide a sum that ignored the parameter.
     let x = random_tensor(&mut Rng::new(28), &[5], DType::F32, -4.0, 4.0, false);
-    let t = jitfuse::trace::trace(
-        &[jitfuse::trace::ParamSpec {
+    let t = jitfuse::internals::trace::trace(
+        &[jitfuse::internals::trace::ParamSpec {
             shape: vec![5],
             dtype: DType::F32,
             weak: false,
@@ -845,16 +847,16 @@ fn slice_steps_follow_numpy_at_the_extremes() {
 /// Operand layouts a library step reads in place: a plain parameter, a
 /// transposed one, a strided or reversed slice, a broadcast, a constant.
 fn library_operand(
-    g: &mut jitfuse::ir::Graph,
+    g: &mut jitfuse::internals::ir::Graph,
     args: &mut Vec<Tensor>,
     rng: &mut Rng,
     s: &[usize],
     d: DType,
     (lo, hi): (f64, f64),
-) -> jitfuse::ir::ValueId {
-    use jitfuse::ir::Op;
+) -> jitfuse::internals::ir::ValueId {
+    use jitfuse::internals::ir::Op;
     use jitfuse::Literal;
-    let mut param = |g: &mut jitfuse::ir::Graph, rng: &mut Rng, shape: Vec<usize>| {
+    let mut param = |g: &mut jitfuse::internals::ir::Graph, rng: &mut Rng, shape: Vec<usize>| {
         args.push(random_tensor(rng, &shape, d, lo, hi, true));
         push(g, Op::Param(args.len() - 1), vec![], shape, d)
     };
@@ -921,13 +923,13 @@ fn library_operand(
 }
 
 fn push(
-    g: &mut jitfuse::ir::Graph,
-    op: jitfuse::ir::Op,
-    inputs: Vec<jitfuse::ir::ValueId>,
+    g: &mut jitfuse::internals::ir::Graph,
+    op: jitfuse::internals::ir::Op,
+    inputs: Vec<jitfuse::internals::ir::ValueId>,
     shape: Vec<usize>,
     dtype: DType,
-) -> jitfuse::ir::ValueId {
-    g.push(jitfuse::ir::Node {
+) -> jitfuse::internals::ir::ValueId {
+    g.push(jitfuse::internals::ir::Node {
         op,
         inputs,
         shape,
@@ -943,7 +945,7 @@ fn push(
 /// broadcast views and one-element constants; indices out of range both ways.
 #[test]
 fn library_steps_on_strided_operands_match_the_interpreter() {
-    use jitfuse::ir::{Graph, Op};
+    use jitfuse::internals::ir::{Graph, Op};
     use jitfuse::Literal;
     let mut rng = Rng::new(23);
     let dims = [0, 1, 2, 3, 5, 17];
@@ -1064,7 +1066,7 @@ fn library_steps_on_strided_operands_match_the_interpreter() {
 /// (large enough to split across threads) give the interpreter's bits.
 #[test]
 fn scatter_add_accumulates_as_the_interpreter() {
-    use jitfuse::ir::{Graph, Op};
+    use jitfuse::internals::ir::{Graph, Op};
     let mut rng = Rng::new(24);
     // Counting-sorted (rows <= 2m + 16) and sorted groups (a few indices on many rows:
     // the flat one-hot part of a cross-entropy gradient), one and several threads.

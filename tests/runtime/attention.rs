@@ -112,12 +112,12 @@ fn composed_grad(
     w: &Tensor,
     kind: Kind,
 ) -> Vec<Tensor> {
-    jitfuse::passes::set_pattern_fusion(false);
+    jitfuse::internals::passes::set_pattern_fusion(false);
     let g = jitfuse::grad(
         |x: &Vec<Tensor>| (composed(&x[0], &x[1], &x[2], mask_of(kind, m), 0.3) * w).sum_all(),
         &vec![q.clone(), k.clone(), v.clone()],
     );
-    jitfuse::passes::set_pattern_fusion(true);
+    jitfuse::internals::passes::set_pattern_fusion(true);
     g
 }
 
@@ -446,11 +446,12 @@ fn compiled_attention_keeps_no_score_matrix() {
 #[test]
 fn attention_in_ir_text_round_trips() {
     let text = "%0 = param 0 : f32[2,5,4]\n%1 = param 1 : f32[2,7,4]\n%2 = param 2 : f32[2,7,3]\n%3 = attention[causal,0.125] %0, %1, %2 : f32[2,5,3]\nreturn %3\n";
-    let g = jitfuse::ir::parse(text).unwrap();
-    jitfuse::ir::verify(&g).unwrap();
+    let g = jitfuse::internals::ir::parse(text).unwrap();
+    jitfuse::internals::ir::verify(&g).unwrap();
     assert_eq!(g.to_text(), text);
     let bad = text.replace("f32[2,5,3]\nreturn", "f32[2,5,4]\nreturn");
-    let e = jitfuse::ir::verify(&jitfuse::ir::parse(&bad).unwrap()).unwrap_err();
+    let e =
+        jitfuse::internals::ir::verify(&jitfuse::internals::ir::parse(&bad).unwrap()).unwrap_err();
     assert!(e.to_string().contains("result should be f32[2,5,3]"), "{e}");
 }
 
@@ -632,7 +633,7 @@ fn the_spelled_out_pattern_compiles_to_the_fused_op() {
         "{text}"
     );
     let got = spelled_plain_grad(&q, &k, &v);
-    jitfuse::passes::set_pattern_fusion(false);
+    jitfuse::internals::passes::set_pattern_fusion(false);
     let want = jitfuse::grad(
         |x: &Vec<Tensor>| {
             (x[0].matmul(&swap_last(&x[1])) * 0.3)
@@ -643,7 +644,7 @@ fn the_spelled_out_pattern_compiles_to_the_fused_op() {
         },
         &vec![q.clone(), k.clone(), v.clone()],
     );
-    jitfuse::passes::set_pattern_fusion(true);
+    jitfuse::internals::passes::set_pattern_fusion(true);
     for (a, b) in got.iter().zip(&want) {
         let scale = crate::common::to_f64s(b)
             .iter()
@@ -814,12 +815,14 @@ fn attention_grad_results_and_the_recompute_pass_as_text() {
 %7 = get[2] %5 : f32[2,6,3]
 return %5, %6, %7
 ";
-    let g = jitfuse::ir::parse(text).unwrap();
-    jitfuse::ir::verify(&g).unwrap();
+    let g = jitfuse::internals::ir::parse(text).unwrap();
+    jitfuse::internals::ir::verify(&g).unwrap();
     assert_eq!(g.to_text(), text);
     let bad = |from: &str, to: &str, want: &str| {
-        let e =
-            jitfuse::ir::verify(&jitfuse::ir::parse(&text.replace(from, to)).unwrap()).unwrap_err();
+        let e = jitfuse::internals::ir::verify(
+            &jitfuse::internals::ir::parse(&text.replace(from, to)).unwrap(),
+        )
+        .unwrap_err();
         assert!(e.to_string().contains(want), "{e}");
     };
     bad(
@@ -835,9 +838,10 @@ return %5, %6, %7
     );
 
     // Only the gradient reads %4: it is dropped, and simplify removes the forward step.
-    let out = jitfuse::passes::attention::recompute_outputs(&g).expect("a saved output to drop");
-    let out = jitfuse::passes::simplify(&out);
-    jitfuse::ir::verify(&out).unwrap();
+    let out = jitfuse::internals::passes::attention::recompute_outputs(&g)
+        .expect("a saved output to drop");
+    let out = jitfuse::internals::passes::simplify(&out);
+    jitfuse::internals::ir::verify(&out).unwrap();
     let t = out.to_text();
     assert!(!t.contains("= attention["), "{t}");
     assert!(
@@ -850,8 +854,8 @@ return %5, %6, %7
         .iter()
         .map(|s| random_tensor(&mut rng, s, DType::F32, -1.0, 1.0, false))
         .collect();
-    let a = jitfuse::interp::eval_graph(&g, &args, &[]).unwrap();
-    let b = jitfuse::interp::eval_graph(&out, &args, &[]).unwrap();
+    let a = jitfuse::internals::interp::eval_graph(&g, &args, &[]).unwrap();
+    let b = jitfuse::internals::interp::eval_graph(&out, &args, &[]).unwrap();
     for (x, y) in a.iter().zip(&b) {
         assert_close(
             x,
@@ -862,10 +866,10 @@ return %5, %6, %7
     }
     // Returned (or read by anything else), the output stays saved.
     let kept = text.replace("return %5, %6, %7", "return %5, %6, %7, %4");
-    assert!(
-        jitfuse::passes::attention::recompute_outputs(&jitfuse::ir::parse(&kept).unwrap())
-            .is_none()
-    );
+    assert!(jitfuse::internals::passes::attention::recompute_outputs(
+        &jitfuse::internals::ir::parse(&kept).unwrap()
+    )
+    .is_none());
 }
 
 /// A second derivative through any of the gradient's results is a clear error (not a

@@ -271,14 +271,14 @@ fn reduction_matmul_and_composite_rules() {
 /// the batch's rows (`[k, B·m] @ [B·m, n]`), not a product per batch element and a sum.
 #[test]
 fn a_shared_weight_gets_one_gradient_product() {
-    let g = jitfuse::trace::trace(
+    let g = jitfuse::internals::trace::trace(
         &[
-            jitfuse::trace::ParamSpec {
+            jitfuse::internals::trace::ParamSpec {
                 shape: vec![6, 8, 4],
                 dtype: DType::F32,
                 weak: false,
             },
-            jitfuse::trace::ParamSpec {
+            jitfuse::internals::trace::ParamSpec {
                 shape: vec![4, 5],
                 dtype: DType::F32,
                 weak: false,
@@ -482,26 +482,31 @@ fn deep_loss(ws: &[Tensor], x: &Tensor, mode: usize) -> Tensor {
 }
 
 /// The gradient program of W8 (all weights), compiled.
-fn deep_grad_program(n: usize, d: usize, batch: usize, mode: usize) -> jitfuse::exec::Executable {
-    let mut specs: Vec<jitfuse::trace::ParamSpec> = (0..n)
-        .map(|_| jitfuse::trace::ParamSpec {
+fn deep_grad_program(
+    n: usize,
+    d: usize,
+    batch: usize,
+    mode: usize,
+) -> jitfuse::internals::exec::Executable {
+    let mut specs: Vec<jitfuse::internals::trace::ParamSpec> = (0..n)
+        .map(|_| jitfuse::internals::trace::ParamSpec {
             shape: vec![d, d],
             dtype: DType::F32,
             weak: false,
         })
         .collect();
-    specs.push(jitfuse::trace::ParamSpec {
+    specs.push(jitfuse::internals::trace::ParamSpec {
         shape: vec![batch, d],
         dtype: DType::F32,
         weak: false,
     });
-    let t = jitfuse::trace::trace(&specs, |ts| {
+    let t = jitfuse::internals::trace::trace(&specs, |ts| {
         let ws = ts[..n].to_vec();
         let x = ts[n].clone();
         jitfuse::grad(|ws: &Vec<Tensor>| deep_loss(ws, &x, mode), &ws)
     })
     .unwrap();
-    jitfuse::exec::Executable::from_graph(t.graph, t.captured).unwrap()
+    jitfuse::internals::exec::Executable::from_graph(t.graph, t.captured).unwrap()
 }
 
 #[test]
@@ -567,20 +572,20 @@ fn checkpointing_recomputes_and_saves_memory() {
                 &format!("eager mode {mode}"),
             );
         }
-        let mut specs: Vec<jitfuse::trace::ParamSpec> = ws
+        let mut specs: Vec<jitfuse::internals::trace::ParamSpec> = ws
             .iter()
-            .map(|w| jitfuse::trace::ParamSpec {
+            .map(|w| jitfuse::internals::trace::ParamSpec {
                 shape: w.shape().to_vec(),
                 dtype: DType::F64,
                 weak: false,
             })
             .collect();
-        specs.push(jitfuse::trace::ParamSpec {
+        specs.push(jitfuse::internals::trace::ParamSpec {
             shape: vec![4, 6],
             dtype: DType::F64,
             weak: false,
         });
-        let t = jitfuse::trace::trace(&specs, |ts| {
+        let t = jitfuse::internals::trace::trace(&specs, |ts| {
             let wt = ts[..3].to_vec();
             let xt = ts[3].clone();
             jitfuse::grad(|ws: &Vec<Tensor>| deep_loss(ws, &xt, mode), &wt)
@@ -687,15 +692,15 @@ fn dots_saveable_over_a_whole_chain_compiles() {
         .map(|_| random_tensor(&mut rng, &[8, 8], DType::F64, -0.3, 0.3, false))
         .collect();
     let x = random_tensor(&mut rng, &[4, 8], DType::F64, -1.0, 1.0, false);
-    let specs: Vec<jitfuse::trace::ParamSpec> = [vec![8, 8], vec![8, 8], vec![4, 8]]
+    let specs: Vec<jitfuse::internals::trace::ParamSpec> = [vec![8, 8], vec![8, 8], vec![4, 8]]
         .into_iter()
-        .map(|shape| jitfuse::trace::ParamSpec {
+        .map(|shape| jitfuse::internals::trace::ParamSpec {
             shape,
             dtype: DType::F64,
             weak: false,
         })
         .collect();
-    let t = jitfuse::trace::trace(&specs, |ts| {
+    let t = jitfuse::internals::trace::trace(&specs, |ts| {
         let xt = ts[2].clone();
         jitfuse::grad(
             |ws: &Vec<Tensor>| {

@@ -390,10 +390,13 @@ fn an_evicted_program_is_freed_once_no_call_holds_it() {
     FREED.set_cache_limit(Some(0));
     let s = FREED.stats();
     assert_eq!((s.entries, s.evictions), (1, 1));
-    assert!(jitfuse::codegen::is_code_live(id), "held by a caller");
+    assert!(
+        jitfuse::internals::codegen::is_code_live(id),
+        "held by a caller"
+    );
     drop(held);
     assert!(
-        !jitfuse::codegen::is_code_live(id),
+        !jitfuse::internals::codegen::is_code_live(id),
         "freed with its last holder"
     );
     // The next call with `a` recompiles, and evicts `b`.

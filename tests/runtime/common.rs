@@ -1,9 +1,10 @@
 //! Shared helpers: a seeded generator, random tensors and shapes, and the
 //! comparison of compiled results against the reference interpreter.
 
-use jitfuse::exec::Executable;
-use jitfuse::ir::{self, Graph};
-use jitfuse::{interp, DType, Tensor};
+use jitfuse::internals::exec::Executable;
+use jitfuse::internals::interp;
+use jitfuse::internals::ir::{self, Graph};
+use jitfuse::{DType, Tensor};
 
 pub struct Rng(u64);
 
@@ -228,13 +229,13 @@ pub fn check_graph_with(
 
 /// Trace `f` on parameters shaped like `args`.
 pub fn trace_fn(args: &[Tensor], f: impl FnOnce(&[Tensor]) -> Vec<Tensor>) -> Graph {
-    let specs: Vec<jitfuse::trace::ParamSpec> = args
+    let specs: Vec<jitfuse::internals::trace::ParamSpec> = args
         .iter()
-        .map(|a| jitfuse::trace::ParamSpec {
+        .map(|a| jitfuse::internals::trace::ParamSpec {
             shape: a.shape().to_vec(),
             dtype: a.dtype(),
             weak: false,
         })
         .collect();
-    jitfuse::trace::trace(&specs, f).unwrap().graph
+    jitfuse::internals::trace::trace(&specs, f).unwrap().graph
 }

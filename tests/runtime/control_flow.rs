@@ -6,7 +6,7 @@
 
 use crate::common::{assert_close, check_graph_with, random_tensor, trace_fn, Rng, Tol, EXACT};
 use jitfuse::__private::{staged_for, staged_for_range, staged_if, staged_while};
-use jitfuse::ir;
+use jitfuse::internals::ir;
 use jitfuse::prelude::*;
 
 const F32_TOL: Tol = Tol {

@@ -3,7 +3,7 @@
 //! axes, scalars, empty tensors, all dtypes.
 
 use crate::common::*;
-use jitfuse::ir::UnaryOp;
+use jitfuse::internals::ir::UnaryOp;
 use jitfuse::{DType, Tensor};
 
 const FLOATS: [DType; 2] = [DType::F32, DType::F64];
@@ -348,37 +348,39 @@ fn parallel_kernels_match_interpreter() {
 /// NaN/inf inputs, f32 and f64, and ranges split over threads; and match the interpreter.
 #[test]
 fn staged_kernels_match_single_pass_bit_for_bit() {
-    use jitfuse::codegen::{Isa, Target};
-    use jitfuse::exec::Executable;
+    use jitfuse::internals::codegen::{Isa, Target};
+    use jitfuse::internals::exec::Executable;
     let staged = std::cell::Cell::new(0);
     // (level, AVX-512 kernels staged rather than inline)
     type Config = (Isa, bool);
-    let run_at =
-        |(level, staged_first): Config, g: &jitfuse::ir::Graph, args: &[Tensor]| -> Vec<Tensor> {
-            let target = Target::at(level).staged_first(staged_first);
-            let exe = Executable::from_graph_at(g.clone(), vec![], &target).unwrap();
-            // A micro-kernel call is a `call_indirect` of (src, dst, n) (Cranelift) or listed
-            // (AVX-512 kernels); the single pass has none (sin/cos's slow path, a call of 4
-            // arguments, is not one).
-            let zmm_staged = exe.asm_text().lines().any(|l| {
-                (l.starts_with("AVX-512 loop kernel") || l.starts_with("AVX2 loop kernel"))
-                    && !l.contains(" 0 micro-kernel calls")
-            });
-            let micro_call = |l: &str| {
-                l.contains("call_indirect")
-                    && l.rsplit('(')
-                        .next()
-                        .is_some_and(|a| a.matches(',').count() == 2)
-            };
-            let calls = exe.clif_text().lines().any(micro_call) || zmm_staged;
-            assert!(level != Isa::Portable || !calls);
-            // Inline in x86 kernels (one pass) unless staged first on request.
-            if staged_first {
-                staged.set(staged.get() + calls as usize);
-            }
-            let refs: Vec<&Tensor> = args.iter().collect();
-            exe.run_with(&refs).unwrap()
+    let run_at = |(level, staged_first): Config,
+                  g: &jitfuse::internals::ir::Graph,
+                  args: &[Tensor]|
+     -> Vec<Tensor> {
+        let target = Target::at(level).staged_first(staged_first);
+        let exe = Executable::from_graph_at(g.clone(), vec![], &target).unwrap();
+        // A micro-kernel call is a `call_indirect` of (src, dst, n) (Cranelift) or listed
+        // (AVX-512 kernels); the single pass has none (sin/cos's slow path, a call of 4
+        // arguments, is not one).
+        let zmm_staged = exe.asm_text().lines().any(|l| {
+            (l.starts_with("AVX-512 loop kernel") || l.starts_with("AVX2 loop kernel"))
+                && !l.contains(" 0 micro-kernel calls")
+        });
+        let micro_call = |l: &str| {
+            l.contains("call_indirect")
+                && l.rsplit('(')
+                    .next()
+                    .is_some_and(|a| a.matches(',').count() == 2)
         };
+        let calls = exe.clif_text().lines().any(micro_call) || zmm_staged;
+        assert!(level != Isa::Portable || !calls);
+        // Inline in x86 kernels (one pass) unless staged first on request.
+        if staged_first {
+            staged.set(staged.get() + calls as usize);
+        }
+        let refs: Vec<&Tensor> = args.iter().collect();
+        exe.run_with(&refs).unwrap()
+    };
     type Expr = fn(&[Tensor]) -> Vec<Tensor>;
     let exprs: Vec<(&str, Expr)> = vec![
         ("each fn", |ts| {

@@ -1,7 +1,7 @@
 //! The IR text form: print → parse round trips, parse errors, verifier errors.
 
 use crate::common::*;
-use jitfuse::ir;
+use jitfuse::internals::ir;
 use jitfuse::{DType, Tensor};
 
 #[test]
@@ -28,8 +28,8 @@ fn traced_graphs_round_trip_through_text() {
         assert_eq!(back.nodes.len(), g.nodes.len());
         // The parsed graph computes the same bits (a literal or an operand order the text
         // got wrong both ways would print back the same), and compiles to them.
-        let want = jitfuse::interp::eval_graph(&g, &args, &[]).unwrap();
-        let got = jitfuse::interp::eval_graph(&back, &args, &[]).unwrap();
+        let want = jitfuse::internals::interp::eval_graph(&g, &args, &[]).unwrap();
+        let got = jitfuse::internals::interp::eval_graph(&back, &args, &[]).unwrap();
         for (k, (a, b)) in got.iter().zip(&want).enumerate() {
             assert_close(a, b, EXACT, &format!("parsed {d} output {k}"));
         }
@@ -59,7 +59,7 @@ fn hand_written_text_parses_compiles_and_runs() {
     let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap();
     let b = Tensor::vector(&[0.5f32, -10.0, 0.0]);
     check_graph(&g, &[x.clone(), b.clone()], EXACT, "hand written");
-    let exe = jitfuse::exec::Executable::from_graph(g, vec![]).unwrap();
+    let exe = jitfuse::internals::exec::Executable::from_graph(g, vec![]).unwrap();
     let out = exe.run_with(&[&x, &b]).unwrap();
     assert_eq!(
         out[0].to_vec::<f32>().unwrap(),

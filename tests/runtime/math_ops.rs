@@ -4,9 +4,9 @@
 //! gradients.
 
 use crate::common::*;
-use jitfuse::codegen::{Isa, Target};
-use jitfuse::exec::Executable;
-use jitfuse::ir::Graph;
+use jitfuse::internals::codegen::{Isa, Target};
+use jitfuse::internals::exec::Executable;
+use jitfuse::internals::ir::Graph;
 use jitfuse::Tensor;
 
 /// `g` compiled at each level this CPU has, run on `args`: (level, outputs).

@@ -132,7 +132,7 @@ fn temporaries_share_one_arena_within_five_percent_of_the_lower_bound() {
         "{m:?}"
     );
     // The plan checker accepts the plan (it also runs on every compile in tests).
-    jitfuse::plan::check(c.executable().buffer_plan()).unwrap();
+    jitfuse::internals::plan::check(c.executable().buffer_plan()).unwrap();
     // Results through the arena are right, twice (the arena is reused).
     let xs = Tensor::full(&[64, 64], 0.01, DType::F32);
     let ws = Tensor::full(&[64, 64], 0.02, DType::F32);
@@ -210,7 +210,7 @@ fn memory_of_the_elementwise_and_row_workloads() {
     ];
     for (name, args, f) in specs {
         let g = crate::common::trace_fn(&args, |ts| f(ts));
-        let exe = jitfuse::exec::Executable::from_graph(g, vec![]).unwrap();
+        let exe = jitfuse::internals::exec::Executable::from_graph(g, vec![]).unwrap();
         let m = exe.memory_analysis();
         assert_eq!(m.temp_bytes, 0, "{name}: {m:?}\n{}", exe.kernels_text());
         assert_eq!(
@@ -689,7 +689,7 @@ fn memory_table_rows() {
     ];
     for (name, args, f) in traced {
         let gr = crate::common::trace_fn(&args, |ts| f(ts));
-        let exe = jitfuse::exec::Executable::from_graph(gr, vec![]).unwrap();
+        let exe = jitfuse::internals::exec::Executable::from_graph(gr, vec![]).unwrap();
         rows.push((name, exe.memory_analysis(), exe.kernel_count(), 0));
     }
     let w6 = (
@@ -809,7 +809,7 @@ fn a_dead_donated_argument_hosts_temporaries() {
         "{}",
         owned.memory_svg()
     );
-    jitfuse::plan::check(plan).unwrap();
+    jitfuse::internals::plan::check(plan).unwrap();
     let close = |got: f32| (got - want).abs() <= 1e-4 * want.abs().max(1.0);
     // Given away (not shared): its buffer is written, results are right
     // (twice: the arena and the plan are reused).
@@ -1034,7 +1034,7 @@ fn row_kernels_write_in_place() {
     let w2 = Tensor::from_vec((0..n * 8).map(|i| (i % 3) as f32 - 1.0).collect(), &[n, 8]).unwrap();
     // (`softmax(x w1) w2` is an attention with kᵀ = w1: pattern fusion would make it one
     // step with no softmax buffer at all; the subject here is the row kernel.)
-    jitfuse::passes::set_pattern_fusion(false);
+    jitfuse::internals::passes::set_pattern_fusion(false);
     let compiled = softmax_between_matmuls::lower(&x, &w1, &w2)
         .unwrap()
         .compile()
@@ -1054,7 +1054,7 @@ fn row_kernels_write_in_place() {
         .matmul(&w2)
         .to_vec::<f32>()
         .unwrap();
-    jitfuse::passes::set_pattern_fusion(true);
+    jitfuse::internals::passes::set_pattern_fusion(true);
     for (a, b) in got.iter().zip(&want) {
         assert!((a - b).abs() < 1e-4, "{a} vs {b}");
     }
@@ -1219,14 +1219,20 @@ fn a_steady_loop_over_library_ops_stays_within_the_reported_peak() {
     for _ in 0..3 {
         drop(every_library_op(&table, &ids, &w));
     }
-    let (held, allocs) = (jitfuse::storage::pool::held_bytes(), large_allocs());
+    let (held, allocs) = (
+        jitfuse::internals::storage::pool::held_bytes(),
+        large_allocs(),
+    );
     let mut top = 0;
     for _ in 0..300 {
         let out = every_library_op(&table, &ids, &w);
         top = top.max(resident_bytes().unwrap_or(0));
         drop(out);
     }
-    let (held_after, allocs_after) = (jitfuse::storage::pool::held_bytes(), large_allocs());
+    let (held_after, allocs_after) = (
+        jitfuse::internals::storage::pool::held_bytes(),
+        large_allocs(),
+    );
     println!(
         "peak {} output {} argument {} temp {}; resident before compiling {base:?}, top {top}; \
          pool {held} -> {held_after}; large allocations in the loop {}",
@@ -1272,12 +1278,15 @@ fn a_jitted_take_does_not_grow_the_pool() {
     )
     .unwrap();
     drop(take_rows(&t, &i));
-    let (held, allocs) = (jitfuse::storage::pool::held_bytes(), large_allocs());
+    let (held, allocs) = (
+        jitfuse::internals::storage::pool::held_bytes(),
+        large_allocs(),
+    );
     for _ in 0..300 {
         let out = take_rows(&t, &i);
         assert_eq!(out.shape(), &[1000, 256]);
     }
-    let grown = jitfuse::storage::pool::held_bytes() as i64 - held as i64;
+    let grown = jitfuse::internals::storage::pool::held_bytes() as i64 - held as i64;
     assert!(grown <= 0, "the pool grew by {grown} bytes over 300 calls");
     assert_eq!(large_allocs() - allocs, 0, "large allocations in 300 calls");
 }
@@ -1305,12 +1314,15 @@ fn a_steady_loop_drawing_random_numbers_allocates_nothing() {
     for seed in 0..3 {
         drop(noisy_dropout(&x, &Key::new(seed)));
     }
-    let (held, allocs) = (jitfuse::storage::pool::held_bytes(), large_allocs());
+    let (held, allocs) = (
+        jitfuse::internals::storage::pool::held_bytes(),
+        large_allocs(),
+    );
     for seed in 3..53 {
         let out = noisy_dropout(&x, &Key::new(seed));
         assert_eq!(out.shape(), &[256, 1024]);
     }
-    let grown = jitfuse::storage::pool::held_bytes() as i64 - held as i64;
+    let grown = jitfuse::internals::storage::pool::held_bytes() as i64 - held as i64;
     assert!(grown <= 0, "the pool grew by {grown} bytes over 50 calls");
     assert_eq!(large_allocs() - allocs, 0, "large allocations in 50 calls");
     assert_eq!(noisy_dropout::cache_stats().misses, 1);
@@ -1323,7 +1335,7 @@ fn the_pool_keeps_only_sizes_it_handed_out() {
     if !measure_alone("the_pool_keeps_only_sizes_it_handed_out") {
         return;
     }
-    let held = jitfuse::storage::pool::held_bytes();
+    let held = jitfuse::internals::storage::pool::held_bytes();
     for _ in 0..50 {
         // Eager: the interpreter's result buffers are not taken from the pool
         // (the constructor's buffer is, and comes back: one buffer of its
@@ -1331,21 +1343,27 @@ fn the_pool_keeps_only_sizes_it_handed_out() {
         let x = Tensor::full(&[70_001], 1.0, DType::F32);
         drop(&x + &x);
     }
-    assert!(jitfuse::storage::pool::held_bytes() <= held + 70_001 * 4);
-    let held = jitfuse::storage::pool::held_bytes();
+    assert!(jitfuse::internals::storage::pool::held_bytes() <= held + 70_001 * 4);
+    let held = jitfuse::internals::storage::pool::held_bytes();
     // A jitted output's size: the dropped output is kept, and reused by the next call.
     let a = Tensor::full(&[70_003], 2.0, DType::F32);
     let out = axpby(&a, &a, &a);
     let addr = out.storage_addr();
     drop(out);
-    assert_eq!(jitfuse::storage::pool::held_bytes(), held + 70_003 * 4);
+    assert_eq!(
+        jitfuse::internals::storage::pool::held_bytes(),
+        held + 70_003 * 4
+    );
     let again = axpby(&a, &a, &a);
     assert_eq!(again.storage_addr(), addr);
-    assert_eq!(jitfuse::storage::pool::held_bytes(), held);
+    assert_eq!(jitfuse::internals::storage::pool::held_bytes(), held);
     // Only as many as were out at once: the argument (never handed out) is not kept.
     drop(again);
     drop(a);
-    assert_eq!(jitfuse::storage::pool::held_bytes(), held + 70_003 * 4);
+    assert_eq!(
+        jitfuse::internals::storage::pool::held_bytes(),
+        held + 70_003 * 4
+    );
 }
 
 /// A small transformer block: attention (softmax of `q kᵀ`), layer norms,
@@ -1463,7 +1481,7 @@ fn a_nanogpt_training_loop_stays_within_its_reported_peak() {
     for i in 0..3 {
         (params, m, v) = step(i, params, m, v);
     }
-    let held = jitfuse::storage::pool::held_bytes();
+    let held = jitfuse::internals::storage::pool::held_bytes();
     let mut top = 0;
     let mut per_step = Vec::new();
     for i in 3..40 {
@@ -1472,7 +1490,7 @@ fn a_nanogpt_training_loop_stays_within_its_reported_peak() {
         per_step.push(large_allocs() - before);
         top = top.max(resident_bytes().unwrap_or(0));
     }
-    let held_after = jitfuse::storage::pool::held_bytes();
+    let held_after = jitfuse::internals::storage::pool::held_bytes();
     println!(
         "nanoGPT step: peak {} (arguments {}, outputs {}, temp {}, aliased {}); resident before \
          the model {base:?}, top {top}; pool {held} -> {held_after}; large allocations per \

@@ -4,9 +4,10 @@
 
 use crate::common::{assert_close, check_graph_with, random_tensor, trace_fn, Rng, Tol, EXACT};
 use expect_test::{expect, Expect};
-use jitfuse::exec::Executable;
-use jitfuse::ir::{self, Graph, Op};
-use jitfuse::{interp, DType, Tensor};
+use jitfuse::internals::exec::Executable;
+use jitfuse::internals::interp;
+use jitfuse::internals::ir::{self, Graph, Op};
+use jitfuse::{DType, Tensor};
 
 /// Random arguments for the parameters of `g` (varied values, so that a rewrite that
 /// changes any element's value shows).
@@ -30,7 +31,7 @@ fn random_args(g: &Graph, seed: u64) -> Vec<Tensor> {
 fn check_simplify(input: &str, want: Expect) {
     let g = ir::parse(input).unwrap();
     ir::verify(&g).unwrap();
-    let s = jitfuse::passes::simplify(&g);
+    let s = jitfuse::internals::passes::simplify(&g);
     ir::verify(&s).unwrap_or_else(|e| panic!("{e}\n{s}"));
     want.assert_eq(&s.to_text());
     // The rewrites are exact identities: the simplified graph gives the original's bits
@@ -378,19 +379,21 @@ fn simplify_inlines_a_cond_on_a_constant_and_simplifies_sub_graphs() {
 /// The steps of a graph in trace order and after `passes::schedule` (as the
 /// compiler runs them), and the arena lower bound of each order's plan.
 fn check_schedule(input: &str, before: Expect, after: Expect) -> (usize, usize) {
-    use jitfuse::{fusion::partition, plan};
+    use jitfuse::internals::{fusion::partition, plan};
     let g = ir::parse(input).unwrap();
     ir::verify(&g).unwrap();
     let sig = jitfuse::jit::Signature::default();
     let bound =
         |p: &partition::Partition| plan::plan(&g, p, &sig, &|_, _, _| false).lower_bound_bytes;
-    let part = jitfuse::describe::partition(&g);
+    let part = jitfuse::internals::describe::partition(&g);
     before.assert_eq(&partition::steps_text(&g, &part));
     let trace_bound = bound(&part);
-    let scheduled = jitfuse::passes::schedule::schedule(&g, part, &|p| bound(p));
-    let deps = jitfuse::passes::schedule::steps_deps(&g, &scheduled);
+    let scheduled = jitfuse::internals::passes::schedule::schedule(&g, part, &|p| bound(p));
+    let deps = jitfuse::internals::passes::schedule::steps_deps(&g, &scheduled);
     let in_order: Vec<usize> = (0..deps.len()).collect();
-    assert!(jitfuse::passes::schedule::is_valid(&deps, &in_order));
+    assert!(jitfuse::internals::passes::schedule::is_valid(
+        &deps, &in_order
+    ));
     // The compiler picks the same order (its cost is the planned peak).
     let exe = Executable::from_graph(g.clone(), vec![]).unwrap();
     after.assert_eq(&exe.kernels_text());
@@ -498,7 +501,7 @@ fn a_deep_chain_gradient_compiles_bounded_kernels_linear_in_its_depth() {
     };
     let (s1, f1, big1) = at(100);
     let (s4, f4, big4) = at(400);
-    let cap = jitfuse::fusion::partition::MAX_KERNEL_NODES;
+    let cap = jitfuse::internals::fusion::partition::MAX_KERNEL_NODES;
     assert!(
         big1 <= cap && big4 <= cap,
         "kernels of {big1}, {big4} nodes"
@@ -528,7 +531,7 @@ fn a_deep_chain_gradient_compiles_bounded_kernels_linear_in_its_depth() {
 /// every other element, a row access past its buffer, a reduction reading past its input.
 #[test]
 fn the_description_checker_rejects_accesses_outside_their_buffers() {
-    use jitfuse::describe::{self, Description};
+    use jitfuse::internals::describe::{self, Description};
     let x = random_tensor(&mut Rng::new(7), &[6, 40], DType::F32, -1.0, 1.0, false);
     let g = trace_fn(std::slice::from_ref(&x), |ts| {
         let y = (&ts[0] * 2.0).exp();

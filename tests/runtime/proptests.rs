@@ -13,10 +13,11 @@
 //! out-of-range index is a zero row).
 
 use crate::common::{assert_close, Tol, EXACT};
-use jitfuse::exec::Executable;
-use jitfuse::ir::UnaryOp;
-use jitfuse::trace::{trace, ParamSpec};
-use jitfuse::{interp, ir, DType, ErrorKind, Slice, Tensor};
+use jitfuse::internals::exec::Executable;
+use jitfuse::internals::ir::UnaryOp;
+use jitfuse::internals::trace::{trace, ParamSpec};
+use jitfuse::internals::{interp, ir};
+use jitfuse::{DType, ErrorKind, Slice, Tensor};
 use proptest::collection::vec as pvec;
 use proptest::prelude::*;
 use proptest::sample::select as pick;

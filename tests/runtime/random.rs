@@ -4,10 +4,10 @@
 //! text form, the verifier and simplification.
 
 use crate::common::bits;
-use jitfuse::exec::Executable;
+use jitfuse::internals::exec::Executable;
+use jitfuse::internals::{interp, ir};
 use jitfuse::prelude::*;
 use jitfuse::random::{self, threefry2x32, threefry2x32_rounds, Key};
-use jitfuse::{interp, ir};
 
 /// Random123's known-answer vectors (`tests/kat_vectors` of the Random123 library,
 /// the same three that JAX's `random_test.py` checks for 20 rounds): rounds,
@@ -524,7 +524,7 @@ fn random_ops_print_parse_verify_and_simplify() {
     let g = ir::parse(text).unwrap();
     ir::verify(&g).unwrap();
     assert_eq!(ir::parse(&g.to_text()).unwrap(), g, "text round trip");
-    let s = jitfuse::passes::simplify(&g);
+    let s = jitfuse::internals::passes::simplify(&g);
     ir::verify(&s).unwrap();
     let t = s.to_text();
     // The same key and type: one node (same values); a different key or bounds: kept.

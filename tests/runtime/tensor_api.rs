@@ -162,13 +162,13 @@ fn prints_like_numpy() {
 #[test]
 fn reading_a_traced_value_says_why_and_what_to_do() {
     let x = Tensor::zeros(&[3], DType::F32);
-    let specs = [jitfuse::trace::ParamSpec {
+    let specs = [jitfuse::internals::trace::ParamSpec {
         shape: vec![3],
         dtype: DType::F32,
         weak: false,
     }];
     let mut seen = None;
-    let r = jitfuse::trace::trace(&specs, |ts| {
+    let r = jitfuse::internals::trace::trace(&specs, |ts| {
         seen = Some(ts[0].to_vec::<f32>().unwrap_err());
         vec![ts[0].clone()]
     });
@@ -189,19 +189,19 @@ fn reading_a_traced_value_says_why_and_what_to_do() {
 #[test]
 fn trace_errors_come_back_as_err_with_the_source_line() {
     let specs = [
-        jitfuse::trace::ParamSpec {
+        jitfuse::internals::trace::ParamSpec {
             shape: vec![3],
             dtype: DType::F32,
             weak: false,
         },
-        jitfuse::trace::ParamSpec {
+        jitfuse::internals::trace::ParamSpec {
             shape: vec![4],
             dtype: DType::F32,
             weak: false,
         },
     ];
     let line = line!() + 1;
-    let e = jitfuse::trace::trace(&specs, |ts| vec![(&ts[0] * 2.0) + &ts[1]])
+    let e = jitfuse::internals::trace::trace(&specs, |ts| vec![(&ts[0] * 2.0) + &ts[1]])
         .err()
         .unwrap();
     assert_eq!(e.kind, ErrorKind::Shape);
@@ -212,18 +212,18 @@ fn trace_errors_come_back_as_err_with_the_source_line() {
     );
     assert!(msg.contains(&format!("tensor_api.rs:{line}:")), "{msg}");
     // The trace stack is clean afterwards.
-    assert!(!jitfuse::trace::is_tracing());
+    assert!(!jitfuse::internals::trace::is_tracing());
 }
 
 #[test]
 fn leaked_tracers_are_errors() {
-    let specs = [jitfuse::trace::ParamSpec {
+    let specs = [jitfuse::internals::trace::ParamSpec {
         shape: vec![2],
         dtype: DType::F32,
         weak: false,
     }];
     let mut leaked = None;
-    jitfuse::trace::trace(&specs, |ts| {
+    jitfuse::internals::trace::trace(&specs, |ts| {
         leaked = Some(ts[0].clone());
         vec![ts[0].clone()]
     })
@@ -233,7 +233,7 @@ fn leaked_tracers_are_errors() {
     let msg = *r.unwrap_err().downcast::<String>().unwrap();
     assert!(msg.contains("after its #[jit] trace ended"), "{msg}");
     // Used inside a later trace, it is an error of that trace.
-    let e = jitfuse::trace::trace(&specs, |ts| vec![&ts[0] + &leaked])
+    let e = jitfuse::internals::trace::trace(&specs, |ts| vec![&ts[0] + &leaked])
         .err()
         .unwrap();
     assert_eq!(e.kind, ErrorKind::LeakedTracer);
@@ -241,8 +241,9 @@ fn leaked_tracers_are_errors() {
 
 #[test]
 fn programs_check_arguments_before_running() {
-    let g = jitfuse::ir::parse("%0 = param 0 : f32[4]\n%1 = exp %0 : f32[4]\nreturn %1").unwrap();
-    let exe = jitfuse::exec::Executable::from_graph(g, vec![]).unwrap();
+    let g = jitfuse::internals::ir::parse("%0 = param 0 : f32[4]\n%1 = exp %0 : f32[4]\nreturn %1")
+        .unwrap();
+    let exe = jitfuse::internals::exec::Executable::from_graph(g, vec![]).unwrap();
     let e = exe
         .run_with(&[&Tensor::zeros(&[5], DType::F32)])
         .unwrap_err();
@@ -260,28 +261,34 @@ fn programs_check_arguments_before_running() {
 
 #[test]
 fn dropping_a_program_frees_its_code() {
-    let g = jitfuse::ir::parse("%0 = param 0 : f32[4]\n%1 = neg %0 : f32[4]\nreturn %1").unwrap();
+    let g = jitfuse::internals::ir::parse("%0 = param 0 : f32[4]\n%1 = neg %0 : f32[4]\nreturn %1")
+        .unwrap();
     let exes: Vec<_> = (0..5)
-        .map(|_| jitfuse::exec::Executable::from_graph(g.clone(), vec![]).unwrap())
+        .map(|_| jitfuse::internals::exec::Executable::from_graph(g.clone(), vec![]).unwrap())
         .collect();
     let ids: Vec<u64> = exes.iter().map(|e| e.code_id()).collect();
-    assert!(ids.iter().all(|&i| jitfuse::codegen::is_code_live(i)));
+    assert!(ids
+        .iter()
+        .all(|&i| jitfuse::internals::codegen::is_code_live(i)));
     drop(exes);
-    assert!(ids.iter().all(|&i| !jitfuse::codegen::is_code_live(i)));
+    assert!(ids
+        .iter()
+        .all(|&i| !jitfuse::internals::codegen::is_code_live(i)));
 }
 
 #[test]
 fn captured_tensors_are_held_not_copied() {
     let big = Tensor::from_vec((0..1000).map(|i| i as f32).collect(), &[1000]).unwrap();
-    let specs = [jitfuse::trace::ParamSpec {
+    let specs = [jitfuse::internals::trace::ParamSpec {
         shape: vec![1000],
         dtype: DType::F32,
         weak: false,
     }];
-    let t = jitfuse::trace::trace(&specs, |ts| vec![&ts[0] + &big, &ts[0] * &big]).unwrap();
+    let t =
+        jitfuse::internals::trace::trace(&specs, |ts| vec![&ts[0] + &big, &ts[0] * &big]).unwrap();
     assert_eq!(t.captured.len(), 1, "one capture for two uses");
     assert!(t.captured[0].shares_buffer_with(&big));
-    let exe = jitfuse::exec::Executable::from_graph(t.graph, t.captured).unwrap();
+    let exe = jitfuse::internals::exec::Executable::from_graph(t.graph, t.captured).unwrap();
     // Every element, with an argument unlike the capture (ones would hide a swap of the
     // two operands of the product, or an element read from the wrong place).
     let xv: Vec<f32> = (0..1000).map(|i| 0.5 - (i % 7) as f32).collect();
@@ -295,7 +302,7 @@ fn captured_tensors_are_held_not_copied() {
 
 #[test]
 fn weak_scalars_take_the_tensor_dtype() {
-    use jitfuse::trace::{trace, ParamSpec};
+    use jitfuse::internals::trace::{trace, ParamSpec};
     let specs = [
         ParamSpec {
             shape: vec![],
@@ -335,14 +342,14 @@ fn weak_scalars_take_the_tensor_dtype() {
 
 #[test]
 fn reading_a_traced_value_points_at_the_users_line() {
-    let specs = [jitfuse::trace::ParamSpec {
+    let specs = [jitfuse::internals::trace::ParamSpec {
         shape: vec![3],
         dtype: DType::F32,
         weak: false,
     }];
     let mut err = None;
     let line = line!() + 2;
-    jitfuse::trace::trace(&specs, |ts| {
+    jitfuse::internals::trace::trace(&specs, |ts| {
         err = ts[0].to_vec::<f32>().err();
         vec![ts[0].clone()]
     })
@@ -356,12 +363,12 @@ fn reading_a_traced_value_points_at_the_users_line() {
 
 #[test]
 fn a_panic_in_the_traced_body_is_an_error() {
-    let specs = [jitfuse::trace::ParamSpec {
+    let specs = [jitfuse::internals::trace::ParamSpec {
         shape: vec![3],
         dtype: DType::F32,
         weak: false,
     }];
-    let e = jitfuse::trace::trace(&specs, |ts| {
+    let e = jitfuse::internals::trace::trace(&specs, |ts| {
         let v = ts[0].to_vec::<f32>().unwrap();
         vec![Tensor::vector(&v)]
     })
@@ -373,19 +380,19 @@ fn a_panic_in_the_traced_body_is_an_error() {
             && e.to_string().contains("traced inside a #[jit] function"),
         "{e}"
     );
-    assert!(!jitfuse::trace::is_tracing());
+    assert!(!jitfuse::internals::trace::is_tracing());
 }
 
 #[test]
 fn two_shapes_of_one_buffer_are_two_captures() {
     let flat = Tensor::arange(6, DType::F32);
     let square = flat.reshape(&[2, 3]); // eager reshape: may share the buffer
-    let specs = [jitfuse::trace::ParamSpec {
+    let specs = [jitfuse::internals::trace::ParamSpec {
         shape: vec![2, 3],
         dtype: DType::F32,
         weak: false,
     }];
-    let t = jitfuse::trace::trace(&specs, |ts| {
+    let t = jitfuse::internals::trace::trace(&specs, |ts| {
         vec![&ts[0] + &square, (&ts[0] * 2.0).reshape(&[6]) + &flat]
     })
     .unwrap();
@@ -393,10 +400,10 @@ fn two_shapes_of_one_buffer_are_two_captures() {
     let x = Tensor::from_vec(vec![10.0f32, 20.0, 30.0, 40.0, 50.0, 60.0], &[2, 3]).unwrap();
     let sum = vec![10.0, 21.0, 32.0, 43.0, 54.0, 65.0];
     let doubled = vec![20.0, 41.0, 62.0, 83.0, 104.0, 125.0];
-    let want = jitfuse::interp::eval_graph(&t.graph, &[x.clone()], &t.captured).unwrap();
+    let want = jitfuse::internals::interp::eval_graph(&t.graph, &[x.clone()], &t.captured).unwrap();
     assert_eq!(want[0].to_vec::<f32>().unwrap(), sum);
     assert_eq!(want[1].to_vec::<f32>().unwrap(), doubled);
-    let exe = jitfuse::exec::Executable::from_graph(t.graph, t.captured).unwrap();
+    let exe = jitfuse::internals::exec::Executable::from_graph(t.graph, t.captured).unwrap();
     let got = exe.run_with(&[&x]).unwrap();
     assert_eq!(got[0].to_vec::<f32>().unwrap(), sum);
     assert_eq!(got[1].to_vec::<f32>().unwrap(), doubled);

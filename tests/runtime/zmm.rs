@@ -4,9 +4,9 @@
 //! fallback to Cranelift where they do not apply.
 
 use crate::common::*;
-use jitfuse::codegen::{Isa, Target};
-use jitfuse::exec::Executable;
-use jitfuse::ir::Graph;
+use jitfuse::internals::codegen::{Isa, Target};
+use jitfuse::internals::exec::Executable;
+use jitfuse::internals::ir::Graph;
 use jitfuse::{DType, Tensor};
 
 const ZMM_MARK: &str = "AVX-512 loop kernel";
@@ -23,7 +23,7 @@ fn run_at(level: Isa, g: &Graph, args: &[Tensor]) -> (Vec<Tensor>, usize) {
 
 /// The reference interpreter's outputs of `g` on `args`.
 fn interpreted(g: &Graph, args: &[Tensor]) -> Vec<Tensor> {
-    jitfuse::interp::eval_graph(g, args, &[]).unwrap()
+    jitfuse::internals::interp::eval_graph(g, args, &[]).unwrap()
 }
 
 /// The bits of an f32 or f64 tensor's elements (f64 bits of the value for f32, so that they
@@ -515,7 +515,7 @@ fn x86_row_sums_match_the_interpreter() {
             // same views of |x|), not to its value, which cancels: an absolute 1e-4 was 5e-5
             // of single terms and passed any error in short rows' sums of them.
             let mags = to_f64s(&f(&x.abs()));
-            let want = jitfuse::interp::eval_graph(&g, &args, &[]).unwrap();
+            let want = jitfuse::internals::interp::eval_graph(&g, &args, &[]).unwrap();
             let b = to_f64s(&want[0]);
             for (l, &(isa, name)) in levels.iter().enumerate() {
                 let exe = Executable::from_graph_at(g.clone(), vec![], &Target::at(isa)).unwrap();

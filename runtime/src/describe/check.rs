@@ -24,13 +24,7 @@ pub fn check(g: &Graph, p: &Partition, described: &[Description]) -> Result<(), 
                 let buffers: Vec<ValueId> = k.inputs.iter().chain(&k.outputs).copied().collect();
                 let dims: Vec<usize> = pl.dims.clone();
                 for (ai, a) in pl.accesses.iter().enumerate() {
-                    let buf = *buffers.get(a.ptr).ok_or_else(|| {
-                        at(format!(
-                            "access {ai} names buffer {} of {}",
-                            a.ptr,
-                            buffers.len()
-                        ))
-                    })?;
+                    let buf = buffer(&buffers, a.ptr, ai).map_err(at)?;
                     let axes: Vec<(usize, i64)> =
                         dims.iter().copied().zip(a.strides.clone()).collect();
                     inside(g, buf, a.offset, &axes).map_err(|e| at(format!("access {ai}: {e}")))?;
@@ -56,13 +50,7 @@ pub fn check(g: &Graph, p: &Partition, described: &[Description]) -> Result<(), 
                     axes
                 };
                 for (ai, a) in pl.accesses.iter().enumerate() {
-                    let buf = *buffers.get(a.ptr).ok_or_else(|| {
-                        at(format!(
-                            "access {ai} names buffer {} of {}",
-                            a.ptr,
-                            buffers.len()
-                        ))
-                    })?;
+                    let buf = buffer(&buffers, a.ptr, ai).map_err(at)?;
                     inside(g, buf, a.offset, &axes_of(&a.o_strides, a.i_stride))
                         .map_err(|e| at(format!("row access {ai}: {e}")))?;
                 }
@@ -101,6 +89,12 @@ pub fn check(g: &Graph, p: &Partition, described: &[Description]) -> Result<(), 
         }
     }
     Ok(())
+}
+
+/// The buffer access `ai` names by its pointer index `ptr`.
+fn buffer(buffers: &[ValueId], ptr: usize, ai: usize) -> Result<ValueId, String> {
+    let n = buffers.len();
+    (buffers.get(ptr).copied()).ok_or_else(|| format!("access {ai} names buffer {ptr} of {n}"))
 }
 
 /// Elements of buffer `v`.

@@ -6,9 +6,9 @@
 
 use super::program::Mode;
 use crate::common::{bits, to_f64s, Rng};
-use jitfuse::codegen::{Isa, Target};
-use jitfuse::exec::Executable;
-use jitfuse::ir::{BinaryOp, Graph, Op, ReduceOp};
+use jitfuse::internals::codegen::{Isa, Target};
+use jitfuse::internals::exec::Executable;
+use jitfuse::internals::ir::{BinaryOp, Graph, Op, ReduceOp};
 use jitfuse::jit::{ArgKind, CallArgs};
 use jitfuse::{DType, Tensor};
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -15,8 +15,8 @@ pub mod noise;
 pub mod program;
 
 use crate::common::Rng;
-use jitfuse::ir::Graph;
-use jitfuse::trace::{trace, ParamSpec};
+use jitfuse::internals::ir::Graph;
+use jitfuse::internals::trace::{trace, ParamSpec};
 use jitfuse::Tensor;
 use program::{Mode, Program};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -287,7 +287,7 @@ pub fn check_ir(text: &str, modes: &[Mode], seed: u64, floor: f64) {
 /// `check_ir` with parameter k's values drawn from stream `draws[k]` (a
 /// shrunk case that dropped parameters keeps the others' values).
 pub fn check_ir_drawn(text: &str, modes: &[Mode], draws: &[u64], seed: u64, floor: f64) {
-    let g = jitfuse::ir::parse(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let g = jitfuse::internals::ir::parse(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     let args = check::arguments(&g, seed, draws, seed % 3 == 0);
     let mut levels = check::levels(seed);
     levels.extend(check::levels(seed + 1));
@@ -455,7 +455,7 @@ fn the_noise_scale_is_the_size_of_the_cancelled_terms() {
                 %2 = sub %0, %1 : f32[4096]\n\
                 %3 = reduce_sum[0] %2 : f32[]\n\
                 return %3, %2\n";
-    let g = jitfuse::ir::parse(text).unwrap();
+    let g = jitfuse::internals::ir::parse(text).unwrap();
     let args = check::arguments(&g, 5, &[0], false);
     let x = args[0].to_vec::<f32>().unwrap();
     let terms: f64 = x.iter().map(|v| 2.0 * v.abs() as f64).sum();
@@ -508,7 +508,7 @@ fn infinite_arguments_stay_out_of_products_of_values() {
             .any(|v| v.is_infinite())
     };
     assert!(!has_inf(&g));
-    let sums = jitfuse::ir::parse(
+    let sums = jitfuse::internals::ir::parse(
         "%0 = param 0 : f32[64,31,4]\n%1 = reduce_sum[2] %0 : f32[64,31]\nreturn %1\n",
     )
     .unwrap();
@@ -593,7 +593,7 @@ fn smooth_functions_carry_the_noise_of_a_cancelled_input() {
                 %3 = tanh %2 : f32[3]\n\
                 %4 = sin %0 : f32[3]\n\
                 return %3, %4\n";
-    let g = jitfuse::ir::parse(text).unwrap();
+    let g = jitfuse::internals::ir::parse(text).unwrap();
     let x = Tensor::from_vec(vec![1.0f32, 1.0 + 1e-6, 100.0], &[3]).unwrap();
     let s = noise::scales(&g, &noise::node_values(&g, &[x], &[]).unwrap());
     assert!((s[0] - 2.000001).abs() < 1e-5, "{}", s[0]);
@@ -629,7 +629,7 @@ fn nonlinear_functions_of_a_cancelled_product_carry_its_noise() {
                 %3 = square %2 : f32[2]\n\
                 %4 = square %0 : f32[2]\n\
                 return %3, %4\n";
-    let g = jitfuse::ir::parse(text).unwrap();
+    let g = jitfuse::internals::ir::parse(text).unwrap();
     let x = Tensor::from_vec(vec![1.25f32, 1.5], &[2]).unwrap();
     let s = noise::scales(&g, &noise::node_values(&g, &[x], &[]).unwrap());
     // 1.5 - 1 = 0.5 with noise 2.5 (more than twice 0.5): 2 · 0.5 · 2.5 = 2.5, not 0.25.

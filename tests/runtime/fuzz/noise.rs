@@ -25,9 +25,10 @@
 //! those).
 
 use crate::common::to_f64s;
-use jitfuse::interp::eval_graph;
-use jitfuse::ir::{BinaryOp, Graph, Op, UnaryOp, ValueId};
-use jitfuse::{interp, DType, Tensor};
+use jitfuse::internals::interp;
+use jitfuse::internals::interp::eval_graph;
+use jitfuse::internals::ir::{BinaryOp, Graph, Op, UnaryOp, ValueId};
+use jitfuse::{DType, Tensor};
 
 fn is_float(d: DType) -> bool {
     matches!(d, DType::F32 | DType::F64)
