@@ -11,31 +11,9 @@ use jitfuse::prelude::*;
 use std::hint::black_box;
 use std::time::Instant;
 
-fn layer(h: &Tensor, w: &Tensor) -> Tensor {
-    h.matmul(w).tanh() + h
-}
-
-/// W8's loss: 0 plain, 1 checkpoint per layer, 2 dots_saveable (whole
-/// loss), 3 nothing_saveable (whole loss), as `benches/jax_compare.py`.
-fn w8_loss(ws: &[Tensor], x: &Tensor, mode: usize) -> Tensor {
-    let body = |ws: &Vec<Tensor>| {
-        let mut h = x.clone();
-        for w in ws {
-            h = if mode == 1 {
-                jitfuse::checkpoint(|a: &(Tensor, Tensor)| layer(&a.0, &a.1), &(h, w.clone()))
-            } else {
-                layer(&h, w)
-            };
-        }
-        h.square().sum_all()
-    };
-    let ws = ws.to_vec();
-    match mode {
-        2 => jitfuse::checkpoint_with(Policy::DotsSaveable, body, &ws),
-        3 => jitfuse::checkpoint_with(Policy::NothingSaveable, body, &ws),
-        _ => body(&ws),
-    }
-}
+#[path = "workloads/defs.rs"]
+mod defs;
+use defs::w8_loss;
 
 #[jit]
 fn w8a(ws: &Vec<Tensor>, x: &Tensor) -> Vec<Tensor> {
