@@ -5,14 +5,20 @@ use std::fmt;
 /// The element type of a tensor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DType {
+    /// 32-bit IEEE float.
     F32,
+    /// 64-bit IEEE float.
     F64,
+    /// 32-bit signed integer (wrapping arithmetic).
     I32,
+    /// 64-bit signed integer (wrapping arithmetic).
     I64,
+    /// Truth value, one byte (0 or 1); takes part in no arithmetic (cast it).
     Bool,
 }
 
 impl DType {
+    /// Every dtype.
     pub const ALL: [DType; 5] = [DType::F32, DType::F64, DType::I32, DType::I64, DType::Bool];
 
     /// Bytes of one element in memory (`bool` is one byte holding 0 or 1).
@@ -24,10 +30,12 @@ impl DType {
         }
     }
 
+    /// `f32` or `f64`.
     pub fn is_float(self) -> bool {
         matches!(self, DType::F32 | DType::F64)
     }
 
+    /// `i32` or `i64`.
     pub fn is_int(self) -> bool {
         matches!(self, DType::I32 | DType::I64)
     }
@@ -43,6 +51,7 @@ impl DType {
         }
     }
 
+    /// The dtype of a name (`DType::name`), if it is one.
     pub fn from_name(s: &str) -> Option<DType> {
         DType::ALL.into_iter().find(|d| d.name() == s)
     }
@@ -78,10 +87,15 @@ mod sealed {
 /// A Rust type that is the element type of a tensor: `f32`, `f64`, `i32`,
 /// `i64` or `bool`.
 pub trait Element: sealed::Sealed + Copy + Send + Sync + PartialEq + fmt::Debug + 'static {
+    /// The dtype of tensors of this element type.
     const DTYPE: DType;
+    /// The value as an `f64` (`as` conversion; `true` is 1).
     fn to_f64(self) -> f64;
+    /// The value as an `i64` (`as` conversion; floats truncate).
     fn to_i64(self) -> i64;
+    /// A literal's value in this type (rounded or converted as `Literal::as_f64`/`as_i64`).
     fn from_literal(l: Literal) -> Self;
+    /// The value as a literal.
     fn to_literal(self) -> Literal;
 }
 
@@ -139,6 +153,7 @@ impl Element for bool {
 /// Such scalars are *weakly typed*, as in JAX: they take the tensor's dtype,
 /// except that a float scalar with an integer tensor promotes to `f32`.
 pub trait Scalar: Copy + 'static {
+    /// The value as a literal, dtype left open.
     fn literal(self) -> Literal;
 }
 impl Scalar for f32 {
@@ -167,8 +182,11 @@ impl Scalar for i64 {
 /// `f32` nearest to 0.1.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Literal {
+    /// A float, kept in `f64` until its dtype is known.
     Float(f64),
+    /// An integer.
     Int(i64),
+    /// A truth value.
     Bool(bool),
 }
 
@@ -195,6 +213,8 @@ impl Literal {
         }
     }
 
+    /// The value converted to `dtype`, as an `i64` (floats truncate, integers wrap to i32
+    /// for `i32`, bools are 0 or 1).
     pub fn as_i64(self, dtype: DType) -> i64 {
         let v = match self {
             Literal::Float(v) => v as i64,

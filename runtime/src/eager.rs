@@ -118,12 +118,17 @@ static CACHE: Lazy<Mutex<Cache>> = Lazy::new(|| Mutex::new(Cache::default()));
 /// Counters of the eager cache: programs compiled and dropped so far, and held now.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EagerStats {
+    /// Single-op programs compiled since the process started.
     pub compiled: u64,
+    /// Programs dropped to keep the cache within its byte bound.
     pub evicted: u64,
+    /// Programs held now.
     pub entries: usize,
+    /// Bytes the held programs take: their machine code and their arenas of temporaries.
     pub cached_bytes: usize,
 }
 
+/// The eager cache's counters now.
 pub fn eager_stats() -> EagerStats {
     let c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
     EagerStats {

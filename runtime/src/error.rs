@@ -8,6 +8,7 @@ use std::panic::Location;
 /// `#[track_caller]` on every tensor operation).
 pub type SourceLoc = &'static Location<'static>;
 
+/// What kind of failure an `Error` is.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ErrorKind {
     /// Operand shapes that do not fit the op (broadcasting, lengths).
@@ -43,14 +44,20 @@ pub enum ErrorKind {
     Checkpoint,
 }
 
+/// An error of jitfuse: its kind, a message naming the op, the arguments and their shapes,
+/// and the user's source line where one is known.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Error {
+    /// What kind of failure it is.
     pub kind: ErrorKind,
+    /// What went wrong, with the values involved.
     pub message: String,
+    /// The user's source line of the failing operation, where known.
     pub location: Option<SourceLoc>,
 }
 
 impl Error {
+    /// An error of `kind` with `message` and no location.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Error {
         Error {
             kind,
@@ -59,6 +66,7 @@ impl Error {
         }
     }
 
+    /// The error located at `loc`, unless it has a location already (the innermost wins).
     pub fn at(mut self, loc: SourceLoc) -> Error {
         if self.location.is_none() {
             self.location = Some(loc);
@@ -66,21 +74,27 @@ impl Error {
         self
     }
 
+    /// An `ErrorKind::Shape` error.
     pub fn shape(msg: impl Into<String>) -> Error {
         Error::new(ErrorKind::Shape, msg)
     }
+    /// An `ErrorKind::DType` error.
     pub fn dtype(msg: impl Into<String>) -> Error {
         Error::new(ErrorKind::DType, msg)
     }
+    /// An `ErrorKind::Codegen` error.
     pub fn codegen(msg: impl Into<String>) -> Error {
         Error::new(ErrorKind::Codegen, msg)
     }
+    /// An `ErrorKind::Verify` error.
     pub fn verify(msg: impl Into<String>) -> Error {
         Error::new(ErrorKind::Verify, msg)
     }
+    /// An `ErrorKind::Parse` error at `line` of the IR text.
     pub fn parse(line: usize, msg: impl Into<String>) -> Error {
         Error::new(ErrorKind::Parse, format!("line {line}: {}", msg.into()))
     }
+    /// An `ErrorKind::Argument` error.
     pub fn argument(msg: impl Into<String>) -> Error {
         Error::new(ErrorKind::Argument, msg)
     }
@@ -95,6 +109,7 @@ impl Error {
             ),
         )
     }
+    /// An `ErrorKind::Internal` error.
     pub fn internal(msg: impl Into<String>) -> Error {
         Error::new(ErrorKind::Internal, msg)
     }

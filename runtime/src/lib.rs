@@ -3,8 +3,11 @@
 //! See ARCHITECTURE.md at the repository root for the map, and docs/ for the details.
 
 mod diag;
+#[deny(missing_docs)]
 pub mod dtype;
+#[deny(missing_docs)]
 pub mod eager;
+#[deny(missing_docs)]
 pub mod error;
 mod internal;
 pub mod interp;
