@@ -17,6 +17,7 @@ pub mod io;
 pub mod ir;
 pub mod shape;
 pub mod storage;
+#[deny(missing_docs)]
 pub mod tensor;
 pub mod trace;
 
@@ -31,6 +32,7 @@ pub mod exec;
 pub mod fusion;
 pub mod jit;
 mod library;
+#[deny(missing_docs)]
 pub mod optim;
 pub mod passes;
 pub mod plan;

@@ -14,10 +14,15 @@ use crate::{DType, Tensor, Tree};
 /// ```
 #[derive(Clone, Debug)]
 pub struct Adam<S> {
+    /// The learning rate: an `f64` or a schedule of the step.
     pub lr: S,
+    /// Decay of the first moment (0.9 in most models).
     pub b1: f64,
+    /// Decay of the second moment (0.999; 0.95 in nanoGPT).
     pub b2: f64,
+    /// Added to the second moment's root (1e-8).
     pub eps: f64,
+    /// Decoupled weight decay (AdamW; 0 for Adam).
     pub weight_decay: f64,
     /// The leaves `weight_decay` applies to (every leaf by default).
     pub mask: Mask,

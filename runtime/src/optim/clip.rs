@@ -19,6 +19,7 @@ pub fn global_norm<T: Tree>(tree: &T) -> Tensor {
 /// `max_norm` or more (optax's `clip_by_global_norm`); unchanged below.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ClipByGlobalNorm {
+    /// The largest global norm the updates keep.
     pub max_norm: f64,
 }
 

@@ -53,9 +53,13 @@ impl<S: Schedule + ?Sized> Schedule for &S {
 /// is the same curve shifted by one step in the warm-up).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct WarmupCosine {
+    /// The rate at the end of the warm-up.
     pub peak: f64,
+    /// Steps of the linear warm-up.
     pub warmup_steps: usize,
+    /// The step at which the cosine reaches `end`.
     pub total_steps: usize,
+    /// The rate from `total_steps` on.
     pub end: f64,
 }
 

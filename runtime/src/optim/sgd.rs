@@ -6,6 +6,7 @@ use crate::{Tensor, Tree};
 /// `p - lr(step) * g`.
 #[derive(Clone, Debug)]
 pub struct Sgd<S> {
+    /// The learning rate: an `f64` or a schedule of the step.
     pub lr: S,
 }
 
@@ -59,8 +60,11 @@ impl<S: Schedule> Optimizer for Sgd<S> {
 /// steps by `g + beta * t` instead.
 #[derive(Clone, Debug)]
 pub struct Momentum<S> {
+    /// The learning rate: an `f64` or a schedule of the step.
     pub lr: S,
+    /// The momentum's decay.
     pub beta: f64,
+    /// Nesterov's variant.
     pub nesterov: bool,
 }
 

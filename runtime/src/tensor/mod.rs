@@ -22,6 +22,9 @@ use crate::{shape, DType, Element, Error, ErrorKind, Literal, Scalar};
 use std::panic::Location;
 use std::sync::Arc;
 
+/// An n-dimensional array of one dtype: concrete (its elements in memory, computed eagerly)
+/// or traced (a value of the program being traced by `#[jit]`, `grad` and the control-flow
+/// functions). The same methods work on both; cloning shares the data.
 #[derive(Clone)]
 pub struct Tensor {
     pub(crate) shape: Vec<usize>,
@@ -120,6 +123,7 @@ impl Tensor {
         Tensor::try_zeros(shape, dtype).unwrap_or_else(|e| fail(e.at(loc)))
     }
 
+    /// A tensor of ones.
     #[track_caller]
     pub fn ones(shape: &[usize], dtype: DType) -> Tensor {
         Tensor::full(shape, 1, dtype)
@@ -199,14 +203,17 @@ impl Tensor {
         self.weak
     }
 
+    /// The extent of each dimension.
     pub fn shape(&self) -> &[usize] {
         &self.shape
     }
 
+    /// The element type.
     pub fn dtype(&self) -> DType {
         self.dtype
     }
 
+    /// The number of dimensions (0 for a scalar).
     pub fn ndim(&self) -> usize {
         self.shape.len()
     }
@@ -216,6 +223,7 @@ impl Tensor {
         shape::numel(&self.shape)
     }
 
+    /// Whether it has no elements (a dimension of extent 0).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -225,6 +233,8 @@ impl Tensor {
         self.len() * self.dtype.size()
     }
 
+    /// Whether it is a traced value (inside `#[jit]`, `grad` or a control-flow body) rather
+    /// than concrete data.
     pub fn is_traced(&self) -> bool {
         matches!(self.data, Data::Traced { .. })
     }

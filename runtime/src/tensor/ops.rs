@@ -11,13 +11,16 @@ use std::panic::Location;
 
 /// One side of a binary operation: a tensor or a weakly typed Rust scalar.
 pub enum Operand<'a> {
+    /// A tensor, borrowed or owned.
     Tensor(Cow<'a, Tensor>),
+    /// A weakly typed scalar: it takes the other operand's dtype.
     Scalar(Literal),
 }
 
 /// Anything that can stand beside a tensor in an operation: `&Tensor`,
 /// `Tensor`, or a Rust scalar (`f32`, `f64`, `i32`, `i64`).
 pub trait IntoOperand<'a> {
+    /// The value as an operand.
     fn into_operand(self) -> Operand<'a>;
 }
 impl<'a> IntoOperand<'a> for &'a Tensor {
@@ -379,22 +382,27 @@ macro_rules! cmp_methods {
 
 impl Tensor {
     unary_methods! {
-        /// `e^x` (vectorised approximation when compiled; see `codegen::math`).
+        /// `e^x` (vectorised approximation when compiled; see docs/accuracy.md).
         exp => Exp;
         /// Natural logarithm.
         ln => Ln;
         /// Natural logarithm (alias of `ln`).
         log => Ln;
+        /// Hyperbolic tangent.
         tanh => Tanh;
+        /// Square root (NaN below 0).
         sqrt => Sqrt;
         /// `1 / sqrt(x)`.
         rsqrt => Rsqrt;
+        /// Absolute value (integers wrap at their minimum).
         abs => Abs;
         /// `max(x, 0)`.
         relu => Relu;
         /// `1 / (1 + e^-x)`.
         sigmoid => Sigmoid;
+        /// Sine (radians; exact reduction for large arguments).
         sin => Sin;
+        /// Cosine (radians; exact reduction for large arguments).
         cos => Cos;
         /// `x * x`.
         square => Square;

@@ -13,6 +13,7 @@ use std::panic::Location;
 
 /// Axes of a reduction: one `isize` (or `i32`), a slice, an array or a `Vec`.
 pub trait Axes {
+    /// The axes, negative ones counting from the end.
     fn axes(&self) -> Vec<isize>;
 }
 impl Axes for isize {
@@ -171,18 +172,21 @@ macro_rules! float_reductions {
     ($($name:ident, $keep:ident, $all:ident => $f:ident;)*) => {
         impl Tensor {
             $(
+                #[doc = concat!("`", stringify!($name), "` over `axes` (removed from the shape).")]
                 #[track_caller]
                 pub fn $name(&self, axes: impl Axes) -> Tensor {
                     let loc = Location::caller();
                     let a = norm_axes(stringify!($name), self, &axes, loc);
                     $f(self, &a, false, loc)
                 }
+                #[doc = concat!("`", stringify!($name), "` over `axes`, kept as size-1 dims.")]
                 #[track_caller]
                 pub fn $keep(&self, axes: impl Axes) -> Tensor {
                     let loc = Location::caller();
                     let a = norm_axes(stringify!($name), self, &axes, loc);
                     $f(self, &a, true, loc)
                 }
+                #[doc = concat!("`", stringify!($name), "` of every element (a scalar tensor).")]
                 #[track_caller]
                 pub fn $all(&self) -> Tensor {
                     let a: Vec<usize> = (0..self.ndim()).collect();

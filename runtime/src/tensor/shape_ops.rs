@@ -55,12 +55,16 @@ pub(crate) fn distinct_axes(op: &str, t: &Tensor, axes: &[isize], loc: SourceLoc
 /// One axis of a `slice`: Python's `start:end:step` (open ends are `None`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Slice {
+    /// First index (negative: from the end; `None`: the start in the step's direction).
     pub start: Option<isize>,
+    /// One past the last index (negative: from the end; `None`: the end in the step's direction).
     pub end: Option<isize>,
+    /// Step between indices (not 0; negative walks backwards).
     pub step: isize,
 }
 
 impl Slice {
+    /// `start:end:step`.
     pub fn new(
         start: impl Into<Option<isize>>,
         end: impl Into<Option<isize>>,
@@ -459,6 +463,7 @@ impl Tensor {
         self.one_hot_as(n, DType::F32)
     }
 
+    /// `one_hot` with outputs of `dtype`.
     #[track_caller]
     pub fn one_hot_as(&self, n: usize, dtype: DType) -> Tensor {
         let loc = Location::caller();
@@ -489,10 +494,12 @@ impl Tensor {
     pub fn zeros_like(&self) -> Tensor {
         self.full_like(0)
     }
+    /// Ones with this tensor's shape and dtype.
     #[track_caller]
     pub fn ones_like(&self) -> Tensor {
         self.full_like(1)
     }
+    /// `value` (rounded to this dtype) with this tensor's shape and dtype.
     #[track_caller]
     pub fn full_like<S: Scalar>(&self, value: S) -> Tensor {
         super::ops::constant(value.literal(), &self.shape, self.dtype, Location::caller())
