@@ -22,6 +22,7 @@ pub fn unary(b: &mut FunctionBuilder, op: UnaryOp, x: Value) -> Value {
         _ => panic!("jitfuse traced {op:?}: expected F32X4 or F64X2, got {ty}"),
     };
     let (ops, res) = traced::trace(op, dtype).expect("a traced function");
+    let res = *res;
     let to_i = |b: &mut FunctionBuilder, v: Value| b.ins().bitcast(ity, MemFlagsData::new(), v);
     let to_f = |b: &mut FunctionBuilder, v: Value| b.ins().bitcast(ty, MemFlagsData::new(), v);
     // `m ? t : f` for an integer lane mask (one blendv).
@@ -32,7 +33,7 @@ pub fn unary(b: &mut FunctionBuilder, op: UnaryOp, x: Value) -> Value {
     let mut v: Vec<Value> = Vec::with_capacity(ops.len());
     // The n of each exact reduction, by the index of its `ExactR`.
     let mut exact_n: Vec<(u32, Value)> = Vec::new();
-    for op in ops {
+    for &op in ops {
         let at = |j: u32| v[j as usize];
         let out = match op {
             SymOp::Arg => x,

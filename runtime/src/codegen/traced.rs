@@ -71,15 +71,28 @@ impl SymOp {
     }
 }
 
+/// A traced function: its operations and the index of its result.
+pub type Traced = (Vec<SymOp>, u32);
+
 /// The operations of function `op` on one vector of `dtype` (f32 or f64) lanes, as every
 /// backend computes it (the generic code below, run on a symbolic vector type), and the index
-/// of its result. None for ops without a traced form (sin/cos, pow) and for other dtypes.
-pub fn trace(op: UnaryOp, dtype: DType) -> Option<(Vec<SymOp>, u32)> {
-    match dtype {
-        DType::F32 => sym::trace(op, false),
-        DType::F64 => sym::trace(op, true),
-        _ => None,
-    }
+/// of its result. None for ops without a traced form (pow) and for other dtypes. Each
+/// function is recorded once per process (at most one per function and float type) and
+/// shared: every kernel, vector and backend reads the same list.
+pub fn trace(op: UnaryOp, dtype: DType) -> Option<&'static Traced> {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    type Cache = Mutex<HashMap<(UnaryOp, DType), Option<&'static Traced>>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let f64 = match dtype {
+        DType::F32 => false,
+        DType::F64 => true,
+        _ => return None,
+    };
+    let mut cache = (CACHE.get_or_init(Default::default).lock()).unwrap_or_else(|e| e.into_inner());
+    *cache
+        .entry((op, dtype))
+        .or_insert_with(|| sym::trace(op, f64).map(|t| &*Box::leak(Box::new(t))))
 }
 
 /// One vector of `N` lanes, f32 or (where `D`) f64. The micro-kernels implement it with

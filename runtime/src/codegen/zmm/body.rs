@@ -694,16 +694,12 @@ impl Vector<'_, '_, '_> {
             // The lanes past the tail: the identity.
             let r = self.regs.z()?;
             let (c, tmp) = self.constant(e, identity_bits(op, e.lane))?;
-            match (e.w, e.lane) {
-                (Width::Z, lane) => {
+            match e.w {
+                Width::Z => {
                     e.vmov(r, c)?;
-                    let (d, x) = (zk(r, TAIL), Z[x as usize]);
-                    match lane {
-                        Lane::F32 => e.a.vmovaps(d, x)?,
-                        Lane::F64 => e.a.vmovapd(d, x)?,
-                    }
+                    e.masked_move(zk(r, TAIL), x)?;
                 }
-                (Width::Y, _) => e.blend(r, Y_TAIL, c, x)?,
+                Width::Y => e.blend(r, Y_TAIL, c, x)?,
             }
             if tmp {
                 self.regs.free(Loc::Z(c));

@@ -44,10 +44,6 @@ use crate::ir::{BinaryOp, Graph, Op, UnaryOp, ValueId};
 use crate::DType;
 use iced_x86::code_asm::*;
 use iced_x86::IcedError;
-use std::rc::Rc;
-
-/// A traced function: its operations and the index of its result (`traced::trace`).
-type Traced = (Vec<traced::SymOp>, u32);
 
 /// The vector width of an emitted kernel: 16-lane zmm code with k-register masks (AVX-512F),
 /// or 8-lane ymm code with masks in vector registers (AVX2+FMA).
@@ -93,13 +89,15 @@ pub enum Lane {
 }
 
 impl Lane {
-    /// The lane type of `d`, if it has one here.
-    fn of(d: DType) -> Option<Lane> {
-        match d {
-            DType::F32 => Some(Lane::F32),
-            DType::F64 => Some(Lane::F64),
-            _ => None,
-        }
+    /// The lane type of accesses of `dtypes`, if they are all f32 or all f64.
+    fn uniform(mut dtypes: impl Iterator<Item = DType>) -> Option<Lane> {
+        let first = dtypes.next()?;
+        let lane = match first {
+            DType::F32 => Lane::F32,
+            DType::F64 => Lane::F64,
+            _ => return None,
+        };
+        dtypes.all(|d| d == first).then_some(lane)
     }
 
     pub(super) fn dtype(self) -> DType {
@@ -181,7 +179,7 @@ pub fn build(g: &Graph, k: &Kernel, p: &Plan, t: &Target) -> Option<Code> {
     let lane = supported(g, k, p, staged.as_ref())?;
     // Transcendentals inline first (one pass); staged through the micro-kernels when their
     // values do not fit in registers; constants in registers first, then from memory. A
-    // kernel with a function that cannot be inlined (sin/cos: `traced::trace`) is staged only.
+    // kernel with a function whose trace calls out (sin/cos: `SymOp::calls`) is staged only.
     let inline_ok = k.nodes.iter().all(|&v| node_ok(g, v, lane));
     let mut order = [None, staged.as_ref()];
     if t.staged_first || !inline_ok {
@@ -218,14 +216,11 @@ pub fn build(g: &Graph, k: &Kernel, p: &Plan, t: &Target) -> Option<Code> {
 
 /// The lane type of a kernel this backend emits (see the module doc), if it does: every value
 /// of one float type (f32 or f64), or a bool mask that is never read from or written to
-/// memory; a function `traced::trace` cannot record (sin/cos, f32) only where `stage` computes
-/// it by its micro-kernel.
+/// memory; a function whose trace calls out (sin/cos, f32) only where `stage` computes it by
+/// its micro-kernel.
 fn supported(g: &Graph, k: &Kernel, p: &Plan, stage: Option<&Staging>) -> Option<Lane> {
-    let lane = Lane::of(p.accesses.first()?.dtype)?;
-    if p.accesses
-        .iter()
-        .any(|a| a.dtype != lane.dtype() || !matches!(a.strides.last(), Some(0) | Some(1)))
-    {
+    let lane = Lane::uniform(p.accesses.iter().map(|a| a.dtype))?;
+    if (p.accesses.iter()).any(|a| !matches!(a.strides.last(), Some(0) | Some(1))) {
         return None;
     }
     let staged = |v: ValueId| stage.is_some_and(|s| s.nodes.iter().any(|n| n.0 == v));
@@ -352,8 +347,6 @@ pub(super) struct Asm {
     pub lane: Lane,
     /// The constant pool: (lane bits, label), emitted after the code.
     consts: Vec<(u64, CodeLabel)>,
-    /// Traced micro-kernel functions inlined so far (`traced::trace`).
-    traces: Vec<(UnaryOp, Rc<Traced>)>,
     /// AVX2 tails: 8 all-ones dwords then 8 zeros; the mask of the first `m` lanes is the 8
     /// dwords at `8 - m` (f32) or `8 - 2m` (f64).
     tail_table: Option<CodeLabel>,
@@ -370,7 +363,6 @@ impl Asm {
             tail_table: None,
             held: 0,
             consts: Vec::new(),
-            traces: Vec::new(),
         })
     }
 
@@ -380,13 +372,8 @@ impl Asm {
     }
 
     /// The traced operations of function `u` on the lane type (see `body::Vector::inline`).
-    fn traced(&mut self, u: UnaryOp) -> Rc<Traced> {
-        if let Some((_, t)) = self.traces.iter().find(|t| t.0 == u) {
-            return t.clone();
-        }
-        let t = Rc::new(traced::trace(u, self.lane.dtype()).expect("checked by `supported`"));
-        self.traces.push((u, t.clone()));
-        t
+    fn traced(&self, u: UnaryOp) -> &'static traced::Traced {
+        traced::trace(u, self.lane.dtype()).expect("checked by `supported`")
     }
 
     /// The label of constant `bits` (a lane) in the pool.
@@ -569,14 +556,25 @@ impl Asm {
         Ok(())
     }
 
+    /// AVX-512: zmm `d` (under its k mask, merging or zeroing) = zmm `x`, moved in lanes of
+    /// the lane type (a k mask has one bit per lane).
+    fn masked_move(&mut self, d: AsmRegisterZmm, x: u8) -> R<()> {
+        let x = body::Z[x as usize];
+        match self.lane {
+            Lane::F32 => self.a.vmovaps(d, x)?,
+            Lane::F64 => self.a.vmovapd(d, x)?,
+        }
+        Ok(())
+    }
+
     /// `d` = the value in `c` where mask `m` is set, else 0.
     fn mask_select(&mut self, d: u8, m: u8, c: u8) -> R<()> {
-        use body::{Y, Z};
-        let c = c as usize;
-        match (self.w, self.lane) {
-            (Width::Z, Lane::F32) => self.a.vmovaps(body::zk(d, m).z(), Z[c])?,
-            (Width::Z, Lane::F64) => self.a.vmovapd(body::zk(d, m).z(), Z[c])?,
-            (Width::Y, _) => self.a.vpand(Y[d as usize], Y[m as usize], Y[c])?,
+        match self.w {
+            Width::Z => self.masked_move(body::zk(d, m).z(), c)?,
+            Width::Y => {
+                let y = body::Y;
+                self.a.vpand(y[d as usize], y[m as usize], y[c as usize])?
+            }
         }
         Ok(())
     }
@@ -587,11 +585,7 @@ impl Asm {
             Width::Z => {
                 let s = body::SCRATCH_K;
                 self.cmp_mask(s, p, p, 3)?; // unordered
-                let (dk, pz) = (body::zk(d, s), body::Z[p as usize]);
-                match self.lane {
-                    Lane::F32 => self.a.vmovaps(dk, pz)?,
-                    Lane::F64 => self.a.vmovapd(dk, pz)?,
-                }
+                self.masked_move(body::zk(d, s), p)?;
             }
             Width::Y => {
                 let t = t.expect("a scratch register");

@@ -63,13 +63,9 @@ pub fn build(g: &Graph, rk: &RowKernel, pl: &Plan, t: &Target) -> Option<Code> {
 /// The lane type of a row kernel this backend emits, if it does: every access, reduction
 /// and output of one float type.
 fn supported(g: &Graph, pl: &Plan, rk: &RowKernel) -> Option<Lane> {
-    let lane = Lane::of(pl.accesses.first()?.dtype)?;
+    let lane = Lane::uniform(pl.accesses.iter().map(|a| a.dtype))?;
     let f = lane.dtype();
-    if pl
-        .accesses
-        .iter()
-        .any(|a| a.dtype != f || (pl.n > 1 && a.i_stride != 0 && a.i_stride != 1))
-    {
+    if (pl.accesses.iter()).any(|a| pl.n > 1 && a.i_stride != 0 && a.i_stride != 1) {
         return None;
     }
     if pl.o_dims.iter().any(|&d| d > i32::MAX as usize) || pl.n > i32::MAX as usize / 8 {
