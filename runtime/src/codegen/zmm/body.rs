@@ -368,9 +368,9 @@ impl<'a> Pass<'a> {
         self.leaves.get(&x).copied()
     }
 
-    /// The constants the pass's ops need (operands and implicit masks), as `lane` bits.
-    fn constants(&self, lane: Lane) -> Vec<u64> {
-        let (f, one) = (lane.dtype(), lane.bits(1.0));
+    /// The constants the pass's ops need (operands and implicit masks), as lane bits.
+    fn constants(&self, e: &Asm) -> Vec<u64> {
+        let (f, one, lane) = (e.value_dtype(), e.one(), e.lane);
         let mut out: Vec<u64> = Vec::new();
         let mut add = |b: u64| {
             if !out.contains(&b) {
@@ -382,13 +382,13 @@ impl<'a> Pass<'a> {
             for &x in &n.inputs {
                 if let Some(Leaf::Const(l, d)) = self.leaf(x) {
                     if d == f {
-                        add(lane.bits(l.as_f64(f)));
+                        add(e.const_bits(l, f));
                     }
                 }
             }
             match &n.op {
-                Op::Unary(UnaryOp::Neg) => add(lane.sign()),
-                Op::Unary(UnaryOp::Abs) => add(lane.abs()),
+                Op::Unary(UnaryOp::Neg) if !e.int => add(lane.sign()),
+                Op::Unary(UnaryOp::Abs) if !e.int => add(lane.abs()),
                 Op::Unary(UnaryOp::Rsqrt | UnaryOp::Recip) => add(one),
                 Op::Cast(to) if *to == f && self.g.node(n.inputs[0]).dtype == DType::Bool => {
                     add(one)
@@ -410,7 +410,7 @@ impl<'a> Pass<'a> {
     ) -> R<Hoisted> {
         let mut h = Hoisted::default();
         let (max_consts, max_splats, max_rows) = (caps.consts, caps.splats, caps.rows);
-        for bits in self.constants(e.lane).into_iter().take(max_consts) {
+        for bits in self.constants(e).into_iter().take(max_consts) {
             let r = regs.z()?;
             let l = e.const_label(bits);
             e.broadcast(r, l)?;
@@ -540,7 +540,7 @@ impl Vector<'_, '_, '_> {
                 Loc::K(k)
             }
             Leaf::Const(l, d) => {
-                let bits = e.lane.bits(l.as_f64(d));
+                let bits = e.const_bits(l, d);
                 match self.ctx.hoisted.consts.get(&bits) {
                     Some(&r) => Loc::Z(r),
                     None => {
@@ -767,6 +767,17 @@ impl Vector<'_, '_, '_> {
                 e.mask_not(d, r(args[0]))?;
                 Loc::K(d)
             }
+            (Op::Unary(u), _) if e.int => {
+                let d = self.regs.z()?;
+                e.int_unary(*u, d, args[0].z())?;
+                Loc::Z(d)
+            }
+            (Op::Binary(o), d) if e.int && d != DType::Bool => {
+                let d = self.regs.z()?;
+                e.int_binary(*o, d, args[0].z(), args[1].z())?;
+                Loc::Z(d)
+            }
+            (Op::Compare(c), _) if e.int => self.int_cmp(e, *c, args[0].z(), args[1].z())?,
             (Op::Unary(u), _) if u.is_transcendental() => self.inline(e, *u, args[0].z())?,
             (Op::Unary(u), _) => {
                 let x = args[0].z();
@@ -891,12 +902,19 @@ impl Vector<'_, '_, '_> {
                 match (from, *to) {
                     (DType::Bool, _) => {
                         let d = self.regs.z()?;
-                        let (c, tmp) = self.constant(e, e.lane.bits(1.0))?;
+                        let (c, tmp) = self.constant(e, e.one())?;
                         e.mask_select(d, args[0].k(), c)?;
                         if tmp {
                             self.regs.free(Loc::Z(c));
                         }
                         Loc::Z(d)
+                    }
+                    (_, DType::Bool) if e.int => {
+                        let t = self.regs.z()?;
+                        e.zero(t)?;
+                        let d = self.int_cmp(e, CmpOp::Ne, args[0].z(), t)?;
+                        self.regs.free(Loc::Z(t));
+                        d
                     }
                     (_, DType::Bool) => {
                         let d = self.regs.mask()?;
@@ -923,6 +941,21 @@ impl Vector<'_, '_, '_> {
 }
 
 impl Vector<'_, '_, '_> {
+    /// The mask `a c b` of integer lanes, in a register of its own (with the scratch register
+    /// AVX2 needs for some predicates).
+    fn int_cmp(&mut self, e: &mut Asm, c: CmpOp, a: u8, b: u8) -> R<Loc> {
+        let d = self.regs.mask()?;
+        let t = match super::int::int_cmp_scratch(e.w, c) {
+            true => Some(self.regs.z()?),
+            false => None,
+        };
+        e.int_cmp(d, c, a, b, t)?;
+        if let Some(t) = t {
+            self.regs.free(Loc::Z(t));
+        }
+        Ok(Loc::K(d))
+    }
+
     /// The function `u` of the value in `x` (f32 or f64 lanes), inline: the operations of its micro-kernel
     /// (`traced::trace`), each as the instruction the micro-kernel uses, so the bits are the
     /// micro-kernel's (and the Cranelift path's). Returns the result's register (owned).

@@ -32,6 +32,7 @@
 //! the same width (`row.rs`, `reduce.rs`).
 
 mod body;
+mod int;
 pub mod reduce;
 pub mod row;
 
@@ -90,14 +91,22 @@ pub enum Lane {
 
 impl Lane {
     /// The lane type of accesses of `dtypes`, if they are all f32 or all f64.
-    fn uniform(mut dtypes: impl Iterator<Item = DType>) -> Option<Lane> {
+    fn uniform(dtypes: impl Iterator<Item = DType>) -> Option<Lane> {
+        Lane::of_values(dtypes).and_then(|(lane, int)| (!int).then_some(lane))
+    }
+
+    /// The lanes of accesses of `dtypes` and whether they hold integers, if they all have one
+    /// dtype of f32, f64, i32 (dword lanes) and i64 (qword lanes): see `int.rs`.
+    fn of_values(mut dtypes: impl Iterator<Item = DType>) -> Option<(Lane, bool)> {
         let first = dtypes.next()?;
-        let lane = match first {
-            DType::F32 => Lane::F32,
-            DType::F64 => Lane::F64,
-            _ => return None,
+        let lanes = match first {
+            DType::F32 => (Lane::F32, false),
+            DType::F64 => (Lane::F64, false),
+            DType::I32 => (Lane::F32, true),
+            DType::I64 => (Lane::F64, true),
+            DType::Bool => return None,
         };
-        dtypes.all(|d| d == first).then_some(lane)
+        dtypes.all(|d| d == first).then_some(lanes)
     }
 
     pub(super) fn dtype(self) -> DType {
@@ -160,6 +169,8 @@ type R<T> = Result<T, Fail>;
 pub struct Code {
     pub width: Width,
     pub lane: Lane,
+    /// Whether the lanes hold integers (i32 or i64 of the lane's size).
+    pub int: bool,
     /// What the kernel is ("loop kernel", "row sum"), for listings.
     pub kind: &'static str,
     pub bytes: Vec<u8>,
@@ -176,11 +187,11 @@ pub struct Code {
 pub fn build(g: &Graph, k: &Kernel, p: &Plan, t: &Target) -> Option<Code> {
     let w = Width::of(t)?;
     let staged = kernel::staging(g, k, p, t);
-    let lane = supported(g, k, p, staged.as_ref())?;
+    let (lane, int) = supported(g, k, p, staged.as_ref())?;
     // Transcendentals inline first (one pass); staged through the micro-kernels when their
     // values do not fit in registers; constants in registers first, then from memory. A
     // kernel with a function whose trace calls out (sin/cos: `SymOp::calls`) is staged only.
-    let inline_ok = k.nodes.iter().all(|&v| node_ok(g, v, lane));
+    let inline_ok = k.nodes.iter().all(|&v| node_ok(g, v, lane, int));
     let mut order = [None, staged.as_ref()];
     if t.staged_first || !inline_ok {
         order.reverse();
@@ -188,11 +199,13 @@ pub fn build(g: &Graph, k: &Kernel, p: &Plan, t: &Target) -> Option<Code> {
     let tries = if inline_ok { &order[..] } else { &order[..1] };
     for &stage in tries {
         for &hoist in body::Hoist::levels(w) {
-            match Emitter::new(g, k, p, stage, hoist, t.tile, w, lane).and_then(|e| e.run()) {
+            let e = Emitter::new(g, k, p, stage, hoist, t.tile, w, lane, int);
+            match e.and_then(|e| e.run()) {
                 Ok((bytes, prefetched, held)) => {
                     return Some(Code {
                         width: w,
                         lane,
+                        int,
                         kind: "loop kernel",
                         bytes,
                         staged: stage.map_or(0, |s| s.nodes.len()),
@@ -214,26 +227,26 @@ pub fn build(g: &Graph, k: &Kernel, p: &Plan, t: &Target) -> Option<Code> {
     None
 }
 
-/// The lane type of a kernel this backend emits (see the module doc), if it does: every value
-/// of one float type (f32 or f64), or a bool mask that is never read from or written to
-/// memory; a function whose trace calls out (sin/cos, f32) only where `stage` computes it by
-/// its micro-kernel.
-fn supported(g: &Graph, k: &Kernel, p: &Plan, stage: Option<&Staging>) -> Option<Lane> {
-    let lane = Lane::uniform(p.accesses.iter().map(|a| a.dtype))?;
+/// The lanes of a kernel this backend emits (see the module doc) and whether they hold
+/// integers, if it does: every value of one type (f32, f64, i32 or i64), or a bool mask that
+/// is never read from or written to memory; a function whose trace calls out (sin/cos, f32)
+/// only where `stage` computes it by its micro-kernel.
+fn supported(g: &Graph, k: &Kernel, p: &Plan, stage: Option<&Staging>) -> Option<(Lane, bool)> {
+    let (lane, int) = Lane::of_values(p.accesses.iter().map(|a| a.dtype))?;
     if (p.accesses.iter()).any(|a| !matches!(a.strides.last(), Some(0) | Some(1))) {
         return None;
     }
     let staged = |v: ValueId| stage.is_some_and(|s| s.nodes.iter().any(|n| n.0 == v));
     k.nodes
         .iter()
-        .all(|&v| node_ok(g, v, lane) || staged(v))
-        .then_some(lane)
+        .all(|&v| node_ok(g, v, lane, int) || staged(v))
+        .then_some((lane, int))
 }
 
-/// Whether this backend emits node `v` in a kernel of `lane` values (inside a kernel: views
-/// are reads).
-fn node_ok(g: &Graph, v: ValueId, lane: Lane) -> bool {
-    let f = lane.dtype();
+/// Whether this backend emits node `v` in a kernel of `lane` values, integers where `int`
+/// (inside a kernel: views are reads).
+fn node_ok(g: &Graph, v: ValueId, lane: Lane, int: bool) -> bool {
+    let f = value_dtype(lane, int);
     let lane_or_bool_const = |x: ValueId| match const_value(g, x) {
         Some(_) => g.node(x).dtype == f || g.node(x).dtype == DType::Bool,
         None => true,
@@ -247,6 +260,8 @@ fn node_ok(g: &Graph, v: ValueId, lane: Lane) -> bool {
     }
     let arg = |i: usize| g.node(n.inputs[i]).dtype;
     match (&n.op, n.dtype) {
+        (Op::Unary(u), d) if d == f && int => int::unary_ok(*u, lane),
+        (Op::Binary(o), d) if d == f && int => int::binary_ok(*o, lane),
         (Op::Unary(u), d) if d == f => match u {
             UnaryOp::Neg
             | UnaryOp::Abs
@@ -289,6 +304,15 @@ fn node_ok(g: &Graph, v: ValueId, lane: Lane) -> bool {
             (from == f && (to == f || to == DType::Bool)) || (from == DType::Bool && to == f)
         }
         _ => false,
+    }
+}
+
+/// The dtype of values in `lane`s, integers where `int`.
+fn value_dtype(lane: Lane, int: bool) -> DType {
+    match (lane, int) {
+        (Lane::F32, true) => DType::I32,
+        (Lane::F64, true) => DType::I64,
+        (lane, false) => lane.dtype(),
     }
 }
 
@@ -345,6 +369,9 @@ pub(super) struct Asm {
     pub w: Width,
     /// The lane type every vector instruction is spelled for.
     pub lane: Lane,
+    /// Whether the lanes hold integers (`int.rs`): arithmetic and compares are integer
+    /// instructions, moves those of `lane`.
+    pub int: bool,
     /// The constant pool: (lane bits, label), emitted after the code.
     consts: Vec<(u64, CodeLabel)>,
     /// AVX2 tails: 8 all-ones dwords then 8 zeros; the mask of the first `m` lanes is the 8
@@ -360,6 +387,7 @@ impl Asm {
             a: CodeAssembler::new(64)?,
             w,
             lane,
+            int: false,
             tail_table: None,
             held: 0,
             consts: Vec::new(),
@@ -369,6 +397,28 @@ impl Asm {
     /// Lanes per vector.
     pub(super) fn lanes(&self) -> usize {
         self.w.lanes() * 4 / self.lane.bytes() as usize
+    }
+
+    /// The dtype of the lanes' values.
+    pub(super) fn value_dtype(&self) -> DType {
+        value_dtype(self.lane, self.int)
+    }
+
+    /// The lane bits of constant `l` of dtype `d` (the lanes' dtype).
+    pub(super) fn const_bits(&self, l: crate::Literal, d: DType) -> u64 {
+        match (self.int, self.lane) {
+            (true, Lane::F32) => l.as_i64(d) as u32 as u64,
+            (true, Lane::F64) => l.as_i64(d) as u64,
+            (false, lane) => lane.bits(l.as_f64(d)),
+        }
+    }
+
+    /// The lane bits of 1 (a bool cast's true).
+    pub(super) fn one(&self) -> u64 {
+        match self.int {
+            true => 1,
+            false => self.lane.bits(1.0),
+        }
     }
 
     /// The traced operations of function `u` on the lane type (see `body::Vector::inline`).
@@ -716,6 +766,7 @@ impl<'a> Emitter<'a> {
         tile: usize,
         w: Width,
         lane: Lane,
+        int: bool,
     ) -> R<Self> {
         let na = p.accesses.len() as i32;
         let nd = p.dims.len() as i32;
@@ -726,8 +777,10 @@ impl<'a> Emitter<'a> {
         let staged = stage.map_or(0, |s| s.nodes.len()) as i32;
         let size = tiles + staged * (tile as i32) * 4;
         let size = (size + 63) / 64 * 64;
+        let mut asm = Asm::new(w, lane)?;
+        asm.int = int;
         Ok(Emitter {
-            asm: Asm::new(w, lane)?,
+            asm,
             g,
             k,
             p,
@@ -1030,9 +1083,11 @@ pub fn listing(code: &Code) -> String {
         (n, "row kernel" | "row sum") => format!(", next row prefetched for {n} accesses"),
         (n, _) => format!(", {PREFETCH_AHEAD} bytes ahead prefetched for {n} accesses"),
     };
-    let lanes = match code.lane {
-        Lane::F32 => "",
-        Lane::F64 => " (f64 lanes)",
+    let lanes = match (code.lane, code.int) {
+        (Lane::F32, false) => "",
+        (Lane::F64, false) => " (f64 lanes)",
+        (Lane::F32, true) => " (i32 lanes)",
+        (Lane::F64, true) => " (i64 lanes)",
     };
     let mut s = format!(
         "{} {}{lanes}, {} bytes of machine code, {} micro-kernel calls per tile, {} values held in registers{prefetch}:\n",

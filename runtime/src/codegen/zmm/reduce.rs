@@ -119,6 +119,7 @@ fn finish(w: Width, r: RowSum) -> Option<Code> {
         Ok(bytes) => Some(Code {
             width: w,
             lane: Lane::F32,
+            int: false,
             kind: "row sum",
             bytes,
             staged: 0,

@@ -43,6 +43,7 @@ pub fn build(g: &Graph, rk: &RowKernel, pl: &Plan, t: &Target) -> Option<Code> {
                 return Some(Code {
                     width: w,
                     lane,
+                    int: false,
                     kind: "row kernel",
                     bytes,
                     staged: 0,
@@ -79,7 +80,7 @@ fn supported(g: &Graph, pl: &Plan, rk: &RowKernel) -> Option<Lane> {
             }
             Op::Broadcast | Op::Reshape => n.dtype == f,
             op if op.is_view() => false,
-            _ => node_ok(g, m, lane),
+            _ => node_ok(g, m, lane, false),
         }
     }) && rk.outputs.iter().all(|&o| g.node(o).dtype == f);
     ok.then_some(lane)
