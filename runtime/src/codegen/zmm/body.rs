@@ -215,6 +215,9 @@ pub(super) struct Ctx<'c> {
     /// vectors just computed, written)`; the next row (row kernels' last pass) or a fixed
     /// distance ahead (loop kernels' long streams).
     pub prefetch: &'c [(AsmRegister64, i32, bool)],
+    /// The frame slot (32 bytes) through which the tail vector reads and writes bool
+    /// accesses (`bools.rs`); None where the pass has none.
+    pub bool_tail: Option<i32>,
 }
 
 /// A value the pass reads rather than computes.
@@ -258,6 +261,8 @@ pub(super) struct Pass<'a> {
     last_read: Option<usize>,
     /// Accesses the pass touches.
     pub used: Vec<bool>,
+    /// Accesses of bools (a byte per element, read and written as masks: `bools.rs`).
+    pub bools: Vec<bool>,
 }
 
 impl<'a> Pass<'a> {
@@ -310,7 +315,9 @@ impl<'a> Pass<'a> {
             .copied()
             .filter(|v| cone.as_ref().is_none_or(|c| c.contains(v)))
             .collect();
-        Pass::of(g, inner, &nodes, &leaf, stores)
+        let mut pass = Pass::of(g, inner, &nodes, &leaf, stores);
+        pass.bools = p.accesses.iter().map(|a| a.dtype == DType::Bool).collect();
+        pass
     }
 
     /// A pass computing `candidates` (in order) except the leaves, then storing `stores`.
@@ -324,6 +331,7 @@ impl<'a> Pass<'a> {
         let mut pass = Pass {
             g,
             used: vec![false; inner.len()],
+            bools: vec![false; inner.len()],
             inner,
             leaves: HashMap::new(),
             nodes: Vec::new(),
@@ -433,7 +441,7 @@ impl<'a> Pass<'a> {
             h.rows.insert(off, r);
         }
         for (ai, used) in self.used.iter().enumerate() {
-            if *used && self.inner[ai] == 0 && h.splats.len() < max_splats {
+            if *used && self.inner[ai] == 0 && !self.bools[ai] && h.splats.len() < max_splats {
                 let r = regs.z()?;
                 e.broadcast(r, ptrs[ai].unwrap())?;
                 h.splats.insert(ai, r);
@@ -460,6 +468,7 @@ impl<'a> Pass<'a> {
             env: HashMap::new(),
             left: self.uses.clone(),
             disp: disp * e.lane.bytes(),
+            elems: disp,
             masked,
             stored: false,
         };
@@ -506,6 +515,8 @@ struct Vector<'p, 'a, 'c> {
     left: HashMap<ValueId, usize>,
     /// Bytes past element `R_I`.
     disp: i32,
+    /// Elements past element `R_I` (bytes of a bool access).
+    elems: i32,
     masked: bool,
     /// Whether an output of this vector has been stored: no input may be loaded after that
     /// (the output's buffer may be the input's).
@@ -574,6 +585,24 @@ impl Vector<'_, '_, '_> {
                 let mem = self.tile_mem(e, j);
                 self.load(e, r, mem)?;
                 Loc::Z(r)
+            }
+            Leaf::Read(a) if self.pass.bools[a] => {
+                let k = self.regs.mask()?;
+                let p = self.ptr(a);
+                if self.pass.inner[a] == 0 {
+                    e.bool_broadcast(k, p + 0)?;
+                } else {
+                    let t = self.regs.z()?;
+                    if self.masked {
+                        let slot = self.ctx.bool_tail.expect("a slot for bool tails");
+                        e.bool_tail_copy(p, self.elems, slot, true)?;
+                        e.bool_load(k, rsp + slot, t)?;
+                    } else {
+                        e.bool_load(k, p + R_I + self.elems, t)?;
+                    }
+                    self.regs.free(Loc::Z(t));
+                }
+                Loc::K(k)
             }
             Leaf::Read(a) => {
                 debug_assert!(
@@ -657,6 +686,22 @@ impl Vector<'_, '_, '_> {
             }
             self.release(val);
             return Ok(());
+        }
+        if let Dest::Access(a) = dest {
+            if self.pass.bools[a] {
+                let k = self.get(e, val)?.k();
+                let (p, elems) = (self.ptr(a), self.elems);
+                if self.masked {
+                    let slot = self.ctx.bool_tail.expect("a slot for bool tails");
+                    e.bool_store(&|j| rsp + (slot + j), k)?;
+                    e.bool_tail_copy(p, elems, slot, false)?;
+                } else {
+                    e.bool_store(&|j| p + R_I + (elems + j), k)?;
+                }
+                self.stored = true;
+                self.release(val);
+                return Ok(());
+            }
         }
         let r = self.get(e, val)?.z();
         let mem = match dest {

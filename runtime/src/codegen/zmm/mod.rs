@@ -32,6 +32,7 @@
 //! the same width (`row.rs`, `reduce.rs`).
 
 mod body;
+mod bools;
 mod int;
 pub mod reduce;
 pub mod row;
@@ -228,11 +229,19 @@ pub fn build(g: &Graph, k: &Kernel, p: &Plan, t: &Target) -> Option<Code> {
 }
 
 /// The lanes of a kernel this backend emits (see the module doc) and whether they hold
-/// integers, if it does: every value of one type (f32, f64, i32 or i64), or a bool mask that
-/// is never read from or written to memory; a function whose trace calls out (sin/cos, f32)
-/// only where `stage` computes it by its micro-kernel.
+/// integers, if it does: every value of one type (f32, f64, i32 or i64) or a bool mask
+/// (bool accesses: `bools.rs`; a kernel of bools only has f32-sized lanes); a function whose
+/// trace calls out (sin/cos, f32) only where `stage` computes it by its micro-kernel.
 fn supported(g: &Graph, k: &Kernel, p: &Plan, stage: Option<&Staging>) -> Option<(Lane, bool)> {
-    let (lane, int) = Lane::of_values(p.accesses.iter().map(|a| a.dtype))?;
+    let values = p
+        .accesses
+        .iter()
+        .map(|a| a.dtype)
+        .filter(|&d| d != DType::Bool);
+    let (lane, int) = match values.clone().next() {
+        Some(_) => Lane::of_values(values)?,
+        None => (Lane::F32, false),
+    };
     if (p.accesses.iter()).any(|a| !matches!(a.strides.last(), Some(0) | Some(1))) {
         return None;
     }
@@ -256,7 +265,7 @@ fn node_ok(g: &Graph, v: ValueId, lane: Lane, int: bool) -> bool {
         return false;
     }
     if n.op.is_view() {
-        return n.dtype == f || const_value(g, v).is_some();
+        return n.dtype == f || n.dtype == DType::Bool || const_value(g, v).is_some();
     }
     let arg = |i: usize| g.node(n.inputs[i]).dtype;
     match (&n.op, n.dtype) {
@@ -344,6 +353,8 @@ struct Frame {
     row: i32,
     /// Index along each outer dimension.
     idx: i32,
+    /// The tail's copy of a bool access (32 bytes; kernels with bool accesses).
+    bool_tail: i32,
     /// The staged nodes' tiles (`Target::tile` f32 each).
     tiles: i32,
     size: i32,
@@ -397,6 +408,14 @@ impl Asm {
     /// Lanes per vector.
     pub(super) fn lanes(&self) -> usize {
         self.w.lanes() * 4 / self.lane.bytes() as usize
+    }
+
+    /// Bytes per element of an access of dtype `d`: a lane, or one byte for bools.
+    fn elem_bytes(&self, d: DType) -> i32 {
+        match d {
+            DType::Bool => 1,
+            _ => self.lane.bytes(),
+        }
     }
 
     /// The dtype of the lanes' values.
@@ -773,7 +792,9 @@ impl<'a> Emitter<'a> {
         let start = 48;
         let row = start + 8 * na;
         let idx = row + 8 * na;
-        let tiles = (idx + 8 * nd + 63) / 64 * 64;
+        let bool_tail = idx + 8 * nd;
+        let bools = p.accesses.iter().any(|a| a.dtype == DType::Bool);
+        let tiles = (bool_tail + if bools { 32 } else { 0 } + 63) / 64 * 64;
         let staged = stage.map_or(0, |s| s.nodes.len()) as i32;
         let size = tiles + staged * (tile as i32) * 4;
         let size = (size + 63) / 64 * 64;
@@ -796,6 +817,7 @@ impl<'a> Emitter<'a> {
                 start,
                 row,
                 idx,
+                bool_tail,
                 tiles,
                 size,
             },
@@ -811,9 +833,10 @@ impl<'a> Emitter<'a> {
         let (size, saved, begin, end) = (f.size, f.saved_rsp, f.begin, f.end);
         prologue(&mut self.asm.a, size, saved, begin, end)?;
         for (i, acc) in self.p.accesses.iter().enumerate() {
+            let scale = self.asm.elem_bytes(acc.dtype) as i64;
             let a = &mut self.asm.a;
             a.mov(rax, qword_ptr(rdi + (acc.ptr as i32) * 8))?;
-            add_imm(a, rax, acc.offset * self.asm.lane.bytes() as i64)?;
+            add_imm(a, rax, acc.offset * scale)?;
             a.mov(qword_ptr(rsp + (self.frame.start + 8 * i as i32)), rax)?;
         }
         let mut done = self.asm.a.create_label();
@@ -829,8 +852,8 @@ impl<'a> Emitter<'a> {
             a.sub(rax, qword_ptr(rsp + f.begin))?;
             a.jle(done)?;
             a.mov(qword_ptr(rsp + f.n), rax)?;
-            let scale = self.asm.lane.bytes();
             for (i, acc) in self.p.accesses.iter().enumerate() {
+                let scale = self.asm.elem_bytes(acc.dtype);
                 let a = &mut self.asm.a;
                 a.mov(rcx, qword_ptr(rsp + (f.start + 8 * i as i32)))?;
                 if acc.strides[0] == 1 {
@@ -843,7 +866,6 @@ impl<'a> Emitter<'a> {
         } else {
             let f = &self.frame;
             let (fidx, fn_, fstart, frow, fend) = (f.idx, f.n, f.start, f.row, f.end);
-            let scale = self.asm.lane.bytes();
             let a = &mut self.asm.a;
             first_row(a, fidx, nd - 1, f.begin, fend, done)?;
             a.mov(rax, *self.p.dims.last().unwrap() as u64)?;
@@ -851,6 +873,7 @@ impl<'a> Emitter<'a> {
             let mut top = a.create_label();
             mark(a, &mut top)?;
             for (i, acc) in self.p.accesses.iter().enumerate() {
+                let scale = self.asm.elem_bytes(acc.dtype);
                 let a = &mut self.asm.a;
                 a.mov(rcx, qword_ptr(rsp + (fstart + 8 * i as i32)))?;
                 add_strided(a, rcx, fidx, &acc.strides[..nd - 1], scale, r8)?;
@@ -925,11 +948,12 @@ impl<'a> Emitter<'a> {
             let reg = *PTR_REGS.get(next).ok_or(Fail::Registers)?;
             next += 1;
             ptrs[ai] = Some(reg);
+            let scale = self.asm.elem_bytes(self.p.accesses[ai].dtype);
             let a = &mut self.asm.a;
             a.mov(reg, qword_ptr(rsp + (self.frame.row + 8 * ai as i32)))?;
             if in_tile && self.p.accesses[ai].strides.last() == Some(&1) {
                 a.mov(rax, qword_ptr(rsp + self.frame.t0))?;
-                a.lea(reg, qword_ptr(reg + rax * self.asm.lane.bytes()))?;
+                a.lea(reg, qword_ptr(reg + rax * scale))?;
             }
         }
         let mut regs = body::Regs::new(self.asm.w);
@@ -947,6 +971,7 @@ impl<'a> Emitter<'a> {
             tiles: self.frame.tiles,
             tile_bytes: (self.tile * 4) as i32,
             prefetch: &prefetch,
+            bool_tail: Some(self.frame.bool_tail),
         };
         let a = &mut self.asm.a;
         a.mov(R_N, qword_ptr(rsp + count))?;
@@ -965,6 +990,7 @@ impl<'a> Emitter<'a> {
         let run = self.p.dims.last().copied().unwrap_or(0);
         let contiguous: Vec<usize> = (0..self.p.accesses.len())
             .filter(|&ai| self.p.accesses[ai].strides.last() == Some(&1))
+            .filter(|&ai| self.p.accesses[ai].dtype != DType::Bool)
             .collect();
         let lane = self.asm.lane.bytes() as usize;
         let bytes = self.k.shape.iter().product::<usize>() * contiguous.len() * lane;

@@ -400,6 +400,7 @@ impl<'a> Rows<'a> {
             tiles: 0,
             tile_bytes: 0,
             prefetch: &[],
+            bool_tail: None,
         };
         self.asm.a.xor(R_I, R_I)?;
         let mut regs = Regs::new(self.asm.w);
@@ -523,6 +524,7 @@ impl<'a> Rows<'a> {
             tiles: self.stash_at,
             tile_bytes: self.stash_bytes,
             prefetch: &prefetch,
+            bool_tail: None,
         };
         let n = self.pl.n as i64;
         let block = if accs.is_empty() { n.max(1) } else { BLOCK };
