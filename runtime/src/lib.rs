@@ -13,6 +13,7 @@ mod internal;
 pub mod interp;
 mod interp_attention;
 mod interp_reduce;
+#[deny(missing_docs)]
 pub mod io;
 pub mod ir;
 pub mod shape;
@@ -24,19 +25,24 @@ pub mod trace;
 pub use dtype::{DType, Element, Literal, Scalar};
 pub use error::{Error, ErrorKind, SourceLoc};
 pub use tensor::Tensor;
+#[deny(missing_docs)]
 pub mod autodiff;
 pub mod codegen;
+#[deny(missing_docs)]
 pub mod control;
 pub mod describe;
 pub mod exec;
 pub mod fusion;
+#[deny(missing_docs)]
 pub mod jit;
 mod library;
 #[deny(missing_docs)]
 pub mod optim;
 pub mod passes;
 pub mod plan;
+#[deny(missing_docs)]
 pub mod random;
+#[deny(missing_docs)]
 pub mod report;
 
 pub use autodiff::{

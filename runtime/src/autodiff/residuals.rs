@@ -8,9 +8,13 @@ use std::fmt;
 /// A value the backward pass reads from the forward pass.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Residual {
+    /// The forward value kept (its id in the traced graph).
     pub value: ValueId,
+    /// Its shape.
     pub shape: Vec<usize>,
+    /// Its element type.
     pub dtype: DType,
+    /// Bytes it holds while the backward pass waits for it.
     pub bytes: usize,
     /// Which backward computations read it, and where the forward op was
     /// written.

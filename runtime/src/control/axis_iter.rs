@@ -29,10 +29,12 @@ impl AxisIter {
             .squeeze(&[a])
     }
 
+    /// How many slices the iteration yields (the axis's length).
     pub fn len(&self) -> usize {
         self.tensor.shape()[self.axis]
     }
 
+    /// Whether the axis has length 0 (the loop body never runs).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

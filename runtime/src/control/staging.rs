@@ -33,6 +33,7 @@ use std::panic::Location;
 /// A flat tuple of trees: how many leaves each element has (to name the
 /// variable whose shape or dtype differs between branches or iterations).
 pub trait Components {
+    /// Leaves of each element, in order.
     fn leaf_counts(&self) -> Vec<usize>;
 }
 
@@ -73,6 +74,8 @@ tuple_components!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
     note = "on a traced `Tensor` condition, every variable the branches assign (and the `if`'s value) must be a tensor or a tree of tensors, and the branches may only capture what can be cloned"
 )]
 pub trait IfCond<S, R, F> {
+    /// Run `branch` on `state` now (a `bool`) or stage both branches as a `cond` (a traced
+    /// scalar bool); `names` name the state's variables in errors.
     fn run_if(self, names: &[&str], state: S, branch: F, loc: SourceLoc) -> R;
 }
 
@@ -111,6 +114,8 @@ where
     note = "on a traced `Tensor` condition, every variable the loop assigns must be a tensor or a tree of tensors"
 )]
 pub trait WhileCond<S>: Sized {
+    /// Loop `body` while `cond` holds: in Rust (a `bool` condition) or as a staged
+    /// `while_loop` (a traced scalar bool); `names` name the state's variables in errors.
     fn run_while<FC, FB>(names: &[&str], state: S, cond: FC, body: FB, loc: SourceLoc) -> S
     where
         FC: FnMut(S) -> (Self, S),
@@ -163,7 +168,10 @@ where
     note = "only `a..b` is staged on `Tensor` bounds: write `a..(b + 1)` for `a..=b`"
 )]
 pub trait ForIter<S> {
+    /// What each iteration receives.
     type Item;
+    /// Run `body` for each item: unrolled in Rust (a static iterator) or as a staged `scan`
+    /// (an `AxisIter` over a traced tensor's axis).
     fn run_for<F: FnMut(Self::Item, S) -> S>(
         self,
         names: &[&str],
@@ -224,7 +232,10 @@ where
     note = "on `Tensor` bounds, every variable the loop assigns must be a tensor or a tree of tensors"
 )]
 pub trait RangeElem<S>: Sized {
+    /// What each iteration receives (the index, concrete or traced).
     type Item;
+    /// Run `body` over `range`: in Rust (integer bounds) or as a staged loop (a traced
+    /// bound).
     fn run_range<F: FnMut(Self::Item, S) -> S>(
         range: std::ops::Range<Self>,
         names: &[&str],
@@ -232,6 +243,7 @@ pub trait RangeElem<S>: Sized {
         body: F,
         loc: SourceLoc,
     ) -> S;
+    /// `run_range` over `start..=end`.
     fn run_range_inclusive<F: FnMut(Self::Item, S) -> S>(
         range: std::ops::RangeInclusive<Self>,
         names: &[&str],
@@ -361,6 +373,7 @@ where
     note = "compute both outcomes and pick one with `select`, or move the early exit out of the branch; a loop that ends on a traced condition is written `while cond {{ .. }}`, which is staged"
 )]
 pub trait StaticIfCond {
+    /// The condition's value.
     fn value(self) -> bool;
 }
 impl StaticIfCond for bool {
@@ -382,6 +395,7 @@ pub fn static_if_cond<C: StaticIfCond>(c: C) -> bool {
     note = "a staged loop exits only through its condition: fold the early exit into the `while` condition"
 )]
 pub trait StaticWhileCond {
+    /// The condition's value.
     fn value(self) -> bool;
 }
 impl StaticWhileCond for bool {
@@ -403,7 +417,9 @@ pub fn static_while_cond<C: StaticWhileCond>(c: C) -> bool {
     note = "a staged loop runs its whole range: compute a mask with `select` instead of leaving early"
 )]
 pub trait StaticIter {
+    /// The iterator the loop runs in Rust.
     type Iter: IntoIterator;
+    /// The iterator unrolled at trace time.
     fn into_static(self) -> Self::Iter;
 }
 #[diagnostic::do_not_recommend]

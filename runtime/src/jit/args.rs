@@ -40,9 +40,13 @@ impl ArgTensor<'_> {
             key, so it must be hashable and comparable"
 )]
 pub trait StaticArg: Any + Debug + Send + Sync {
+    /// Whether `other` is the same type with an equal value (signatures compare by it).
     fn dyn_eq(&self, other: &dyn StaticArg) -> bool;
+    /// Hash the value into `h` (the signature's hash).
     fn dyn_hash(&self, h: &mut dyn Hasher);
+    /// A boxed copy (the cached signature keeps one).
     fn clone_box(&self) -> Box<dyn StaticArg>;
+    /// The value as `Any`, to downcast it back.
     fn as_any(&self) -> &dyn Any;
 }
 
@@ -91,8 +95,11 @@ impl Debug for StaticValue {
 /// One traced argument's type in the signature.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ArgSig {
+    /// How the argument is passed.
     pub kind: ArgKind,
+    /// Its element type.
     pub dtype: DType,
+    /// Its shape.
     pub shape: Vec<usize>,
 }
 
@@ -101,6 +108,7 @@ pub struct ArgSig {
 /// and the static arguments' values.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Signature {
+    /// Each argument's kind, dtype and shape, in order.
     pub args: Vec<ArgSig>,
     /// For each tree parameter: its leaf count, the length of its
     /// [`Tree::structure`](crate::Tree::structure), then that structure.
@@ -145,7 +153,10 @@ pub enum ParamSlot {
     /// One traced tensor (`&Tensor`, `Tensor`, `f32`, `f64`).
     Tensor,
     /// A tree parameter: this many leaves, and a structure entry.
-    Tree { leaves: usize },
+    Tree {
+        /// Leaves of the tree.
+        leaves: usize,
+    },
     /// A static value.
     Static,
 }
@@ -161,21 +172,25 @@ pub struct CallArgs<'a> {
 }
 
 impl<'a> CallArgs<'a> {
+    /// No arguments yet.
     pub fn new() -> CallArgs<'a> {
         CallArgs::default()
     }
 
+    /// A borrowed tensor argument (its buffer is not donated).
     pub fn borrowed(&mut self, t: &'a Tensor) {
         self.slots.push(ParamSlot::Tensor);
         self.tensors
             .push((ArgKind::Borrowed, ArgTensor::Borrowed(t)));
     }
 
+    /// An owned tensor argument (its buffer may be donated to an output).
     pub fn owned(&mut self, t: Tensor) {
         self.slots.push(ParamSlot::Tensor);
         self.tensors.push((ArgKind::Owned, ArgTensor::Owned(t)));
     }
 
+    /// An `f32` scalar argument (traced: a new value does not recompile).
     pub fn scalar_f32(&mut self, v: f32) {
         self.slots.push(ParamSlot::Tensor);
         self.tensors.push((
@@ -184,6 +199,7 @@ impl<'a> CallArgs<'a> {
         ));
     }
 
+    /// An `f64` scalar argument (traced: a new value does not recompile).
     pub fn scalar_f64(&mut self, v: f64) {
         self.slots.push(ParamSlot::Tensor);
         self.tensors.push((
@@ -212,6 +228,7 @@ impl<'a> CallArgs<'a> {
         self.tensors.len()
     }
 
+    /// A static argument: part of the signature, so each value compiles its own program.
     pub fn static_arg<T: StaticArg + Clone>(&mut self, v: &T) {
         self.push_static(StaticValue(Box::new(v.clone())));
     }

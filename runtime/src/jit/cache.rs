@@ -118,6 +118,8 @@ const WARN_OFF: usize = usize::MAX - 1;
 /// `limit` when the cache is unbounded.
 const NO_LIMIT: usize = usize::MAX;
 
+/// The compiled programs of one `#[jit]` function, by signature, with its settings (memory
+/// budget, cache limit, recompile warning) and statistics.
 pub struct FnCache {
     name: &'static str,
     /// The parameters' names, in order (empty: named by position).
@@ -147,6 +149,7 @@ pub fn clear_caches() {
 }
 
 impl FnCache {
+    /// An empty cache for the function named `name`.
     pub const fn new(name: &'static str) -> FnCache {
         FnCache {
             name,
@@ -189,6 +192,7 @@ impl FnCache {
         self.clear();
     }
 
+    /// The memory budget in effect (`set_memory_budget`).
     pub fn memory_budget(&self) -> Option<usize> {
         match self.budget.load(Ordering::SeqCst) {
             0 => None,
@@ -215,6 +219,7 @@ impl FnCache {
         drop(dropped);
     }
 
+    /// The cache limit in effect (`set_cache_limit`).
     pub fn cache_limit(&self) -> Option<usize> {
         match self.limit.load(Ordering::SeqCst) {
             NO_LIMIT => None,
@@ -239,6 +244,7 @@ impl FnCache {
         }
     }
 
+    /// The function's name.
     pub fn name(&self) -> &'static str {
         self.name
     }
@@ -660,6 +666,7 @@ impl FnCache {
         }
     }
 
+    /// Compilations, hits, evictions and bytes held so far.
     pub fn stats(&self) -> CacheStats {
         let (entries, cached_bytes) = self
             .lock()

@@ -102,6 +102,7 @@ pub struct Compiled {
 }
 
 impl Compiled {
+    /// The program's memory: arguments, outputs, arena and generated code.
     pub fn memory_analysis(&self) -> MemoryAnalysis {
         self.exe.memory_analysis()
     }
@@ -126,6 +127,7 @@ impl Compiled {
         self.exe.kernels_text()
     }
 
+    /// The compiled program itself.
     pub fn executable(&self) -> &Arc<Executable> {
         &self.exe
     }

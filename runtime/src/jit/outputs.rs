@@ -5,12 +5,15 @@ use crate::{Error, Tensor};
 
 /// A return type of a `#[jit]` function: `Tensor` or a tuple of them.
 pub trait IntoOutputs {
+    /// The tensors, in order.
     fn into_outputs(self) -> Vec<Tensor>;
 }
 
 /// Rebuilds the return value from the program's outputs.
 pub trait FromOutputs: Sized {
+    /// How many tensors the type holds.
     const COUNT: usize;
+    /// The value of `outs` (exactly `COUNT` tensors).
     fn from_outputs(outs: Vec<Tensor>) -> Result<Self, Error>;
 }
 

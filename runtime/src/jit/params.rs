@@ -48,6 +48,7 @@ pub struct Probe<T>(PhantomData<fn() -> T>);
 
 impl<T> Probe<T> {
     #[allow(clippy::new_without_default)]
+    /// A probe of parameter type `T`.
     pub fn new() -> Probe<T> {
         Probe(PhantomData)
     }
@@ -55,6 +56,7 @@ impl<T> Probe<T> {
 
 /// Chosen for trees (one more autoref: tried first).
 pub trait ViaTree<T> {
+    /// The parameter's kind: a tree.
     fn __jitfuse_kind(&self) -> TreeParam<T>;
 }
 
@@ -66,6 +68,7 @@ impl<T: Tree> ViaTree<T> for &Probe<T> {
 
 /// Chosen for every other type.
 pub trait ViaStatic<T> {
+    /// The parameter's kind: static.
     fn __jitfuse_kind(&self) -> StaticParam<T>;
 }
 
@@ -79,6 +82,7 @@ impl<T> ViaStatic<T> for Probe<T> {
 pub struct TreeParam<T>(PhantomData<fn() -> T>);
 
 impl<T: Tree> TreeParam<T> {
+    /// Pass `v`'s leaves as arguments; the slot rebuilds the tree inside the trace.
     pub fn collect(self, v: T, args: &mut CallArgs<'_>) -> TreeSlot<T> {
         let leaves = v.leaves();
         let slot = TreeSlot::new(&v, args.tensor_count(), leaves.len());
@@ -185,6 +189,7 @@ pub struct StaticSlot<T> {
 }
 
 impl<T> StaticSlot<T> {
+    /// The static value (a copy) inside the trace.
     pub fn value(&self, _ts: &[Tensor]) -> T {
         (self.clone)(&self.value)
     }

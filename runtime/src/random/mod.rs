@@ -79,6 +79,7 @@ pub struct Key {
 /// or an integer tensor of shape `[]` (traced or not, e.g. a loop counter; `i64`
 /// values are truncated to their low 32 bits).
 pub trait FoldInData {
+    /// The data as a `u32`-bits `i32` tensor (`loc`: the caller, for errors).
     fn into_data(self, loc: SourceLoc) -> Tensor;
 }
 
@@ -145,6 +146,7 @@ impl Key {
         &self.data
     }
 
+    /// The key's data, taken.
     pub fn into_data(self) -> Tensor {
         self.data
     }

@@ -15,9 +15,13 @@ use rayon::prelude::*;
 
 /// A contiguous result buffer of one of the dtypes a random op gives.
 pub enum Out<'a> {
+    /// An f32 buffer.
     F32(&'a mut [f32]),
+    /// An f64 buffer.
     F64(&'a mut [f64]),
+    /// An i32 buffer.
     I32(&'a mut [i32]),
+    /// An i64 buffer.
     I64(&'a mut [i64]),
 }
 
