@@ -20,8 +20,10 @@
 //! (masked loads do not fault, so no padding copy is needed, and the lanes computed are the
 //! body's code). All state that must survive a micro-kernel call lives in the stack frame.
 //!
-//! Kernels this backend does not take (other dtypes, strided inner reads, integer or
-//! unstaged transcendental ops, more live values than registers) go to Cranelift.
+//! Integer kernels (`int.rs`: i32 and i64 in the lanes of their size) and bool accesses
+//! (`bools.rs`: a byte per element, read and written as masks) are emitted too. Kernels this
+//! backend does not take (mixed value types, strided inner reads, integer division, i64
+//! products, more live values than registers) go to Cranelift.
 //!
 //! **AVX2.** Loop kernels are also emitted at 8 lanes (`Width::Y`) where the target's level
 //! is AVX2: the same passes, register allocation, loop skeleton and traced transcendentals,
