@@ -388,7 +388,13 @@ fn check_schedule(input: &str, before: Expect, after: Expect) -> (usize, usize) 
     let part = jitfuse::internals::describe::partition(&g);
     before.assert_eq(&partition::steps_text(&g, &part));
     let trace_bound = bound(&part);
-    let scheduled = jitfuse::internals::passes::schedule::schedule(&g, part, &|p| bound(p));
+    let steps = part.steps.len();
+    let (scheduled, order) =
+        jitfuse::internals::passes::schedule::schedule(&g, part, &|p, _| bound(p));
+    // The order says where each scheduled step came from.
+    let mut sorted = order.clone();
+    sorted.sort();
+    assert_eq!(sorted, (0..steps).collect::<Vec<_>>());
     let deps = jitfuse::internals::passes::schedule::steps_deps(&g, &scheduled);
     let in_order: Vec<usize> = (0..deps.len()).collect();
     assert!(jitfuse::internals::passes::schedule::is_valid(

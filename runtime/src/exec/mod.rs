@@ -90,9 +90,8 @@ impl Executable {
 
     /// The partition and buffer plan of a graph (what `compile` will run).
     fn plan_graph(graph: &Graph, sig: &Signature) -> (Partition, BufferPlan) {
-        let part = Executable::scheduled_partition(graph, sig);
-        let described = phase("describe", || describe(graph, &part));
-        let plan = Executable::plan_partition(graph, &part, &described, sig);
+        let (part, described) = Executable::scheduled_partition(graph, sig);
+        let plan = Executable::plan_partition(graph, &part, &refs(&described), sig);
         (part, plan)
     }
 
@@ -102,31 +101,42 @@ impl Executable {
     /// A graph with checkpoint barriers is partitioned both ways (barriers
     /// read in place, or copied) and the lower planned peak wins (in place
     /// on ties: no copies).
-    fn scheduled_partition(graph: &Graph, sig: &Signature) -> Partition {
+    ///
+    /// Each step is described once (`describe`), before scheduling: a step's
+    /// description does not depend on its place, so every candidate order is
+    /// planned from the same descriptions, which come back in the chosen order.
+    fn scheduled_partition(graph: &Graph, sig: &Signature) -> (Partition, Vec<Description>) {
         let trace_order = std::env::var_os("JITFUSE_SCHEDULE").is_some_and(|v| v == "trace");
-        let peak = |p: &Partition| {
-            let described = phase("describe", || describe(graph, p));
-            let plan = Executable::plan_partition(graph, p, &described, sig);
+        let peak = |p: &Partition, described: &[&Description]| {
+            let plan = Executable::plan_partition(graph, p, described, sig);
             crate::passes::remat::peak(graph, &plan)
         };
         let scheduled = |copy: bool| {
             let part = phase("partition", || {
                 crate::describe::partition_barriers(graph, copy)
             });
+            let described = phase("describe", || describe(graph, &part));
             if trace_order {
-                part
-            } else {
-                phase("schedule", || {
-                    crate::passes::schedule::schedule(graph, part, &peak)
-                })
+                return (part, described);
             }
+            let (part, order) = phase("schedule", || {
+                crate::passes::schedule::schedule(graph, part, &|p, order| {
+                    let d: Vec<&Description> = order.iter().map(|&i| &described[i]).collect();
+                    peak(p, &d)
+                })
+            });
+            let mut slots: Vec<Option<Description>> = described.into_iter().map(Some).collect();
+            let described = order
+                .iter()
+                .map(|&i| slots[i].take().expect("a permutation"));
+            (part, described.collect())
         };
         let folded = scheduled(false);
         if !graph.nodes.iter().any(|n| n.op == Op::Barrier) {
             return folded;
         }
         let copied = scheduled(true);
-        if peak(&copied) < peak(&folded) {
+        if peak(&copied.0, &refs(&copied.1)) < peak(&folded.0, &refs(&folded.1)) {
             copied
         } else {
             folded
@@ -138,7 +148,7 @@ impl Executable {
     fn plan_partition(
         graph: &Graph,
         part: &Partition,
-        described: &[Description],
+        described: &[&Description],
         sig: &Signature,
     ) -> BufferPlan {
         phase("plan", || {
@@ -215,8 +225,7 @@ impl Executable {
                 verify(&graph).map_err(|e| Error::verify(format!("after remat: {e}")))?;
             }
         }
-        let part = Executable::scheduled_partition(&graph, sig);
-        let described = phase("describe", || describe(&graph, &part));
+        let (part, described) = Executable::scheduled_partition(&graph, sig);
         if cfg!(debug_assertions) {
             phase("describe check", || {
                 crate::describe::check(&graph, &part, &described)
@@ -238,7 +247,7 @@ impl Executable {
         let compiled = phase("codegen", || {
             codegen::compile(&graph, &part, &described, keep_text, target)
         })?;
-        let plan = Executable::plan_partition(&graph, &part, &described, sig);
+        let plan = Executable::plan_partition(&graph, &part, &refs(&described), sig);
         if cfg!(debug_assertions) {
             phase("plan check", || {
                 Executable::check_plan_of(&graph, &part, &described, sig, &plan)
@@ -1019,4 +1028,9 @@ fn result_buffers(g: &Graph, writes: &[ValueId], ptr: &[*mut u8], n: usize) -> V
         dest[k] = ptr[w.index()];
     }
     dest
+}
+
+/// The descriptions by reference (what the buffer planner reads).
+fn refs(described: &[Description]) -> Vec<&Description> {
+    described.iter().collect()
 }

@@ -69,14 +69,20 @@ pub fn is_valid(deps: &[Vec<usize>], order: &[usize]) -> bool {
 }
 
 /// Reorder the steps of `part` to lower `cost` (the planned peak of a
-/// partition); trace order when nothing does better.
-pub fn schedule(g: &Graph, part: Partition, cost: &dyn Fn(&Partition) -> usize) -> Partition {
+/// partition); trace order when nothing does better. `cost` and the result
+/// carry the order too: step `i` of a candidate is step `order[i]` of `part`
+/// (so the caller reuses what it derived per step, such as its description).
+pub fn schedule(
+    g: &Graph,
+    part: Partition,
+    cost: &dyn Fn(&Partition, &[usize]) -> usize,
+) -> (Partition, Vec<usize>) {
     let n = part.steps.len();
+    let trace: Vec<usize> = (0..n).collect();
     if n < 3 {
-        return part;
+        return (part, trace);
     }
     let deps = steps_deps(g, &part);
-    let trace: Vec<usize> = (0..n).collect();
     let model = Model::new(g, &part, &deps);
     let mut best: Option<(usize, Vec<usize>)> = None;
     for order in [model.list_order(), model.dfs_order()] {
@@ -84,14 +90,14 @@ pub fn schedule(g: &Graph, part: Partition, cost: &dyn Fn(&Partition) -> usize) 
         if order == trace || best.as_ref().is_some_and(|b| b.1 == order) {
             continue;
         }
-        let c = cost(&reordered(&part, &order));
+        let c = cost(&reordered(&part, &order), &order);
         if best.as_ref().is_none_or(|b| c < b.0) {
             best = Some((c, order));
         }
     }
     match best {
-        Some((c, order)) if c < cost(&part) => reordered(&part, &order),
-        _ => part,
+        Some((c, order)) if c < cost(&part, &trace) => (reordered(&part, &order), order),
+        _ => (part, trace),
     }
 }
 
