@@ -181,6 +181,8 @@ fn minor_faults() -> u64 {
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Kind {
     Jit,
+    /// The same body called without `#[jit]` (eager: each op a cached compiled program).
+    Eager,
     Compile,
     Hand,
     Ndarray,
@@ -613,6 +615,13 @@ fn main() {
     add(
         &mut cases,
         "W1",
+        Kind::Eager,
+        1,
+        Box::new(|| secs(|| gelu(&t1))),
+    );
+    add(
+        &mut cases,
+        "W1",
         Kind::Ndarray,
         1,
         Box::new(|| secs(|| w1_nd(view1(&x1)))),
@@ -638,6 +647,13 @@ fn main() {
         Kind::Hand,
         1,
         Box::new(|| secs(|| w2_hand(&a2, &b2, &c2))),
+    );
+    add(
+        &mut cases,
+        "W2",
+        Kind::Eager,
+        1,
+        Box::new(|| secs(|| axpby(&ta2, &tb2, &tc2))),
     );
     add(
         &mut cases,
@@ -671,6 +687,13 @@ fn main() {
     add(
         &mut cases,
         "W3",
+        Kind::Eager,
+        1,
+        Box::new(|| secs(|| softmax_rows(&t3))),
+    );
+    add(
+        &mut cases,
+        "W3",
         Kind::Ndarray,
         1,
         Box::new(|| secs(|| w3_nd(view2(&x3, R3, C3)))),
@@ -700,6 +723,13 @@ fn main() {
     add(
         &mut cases,
         "W4",
+        Kind::Eager,
+        1,
+        Box::new(|| secs(|| layernorm_rows(&t3, &tg4, &tb4))),
+    );
+    add(
+        &mut cases,
+        "W4",
         Kind::Ndarray,
         1,
         Box::new(|| secs(|| w4_nd(view2(&x3, R3, C3), view1(&g4), view1(&be4)))),
@@ -725,6 +755,13 @@ fn main() {
         Kind::Hand,
         1,
         Box::new(|| secs(|| w5_hand(&x5))),
+    );
+    add(
+        &mut cases,
+        "W5",
+        Kind::Eager,
+        1,
+        Box::new(|| secs(|| sum_rows(&t5))),
     );
     add(
         &mut cases,
@@ -1223,10 +1260,10 @@ fn main() {
          GB/s = bytes that must move (inputs + outputs) / jitfuse time; % = of the copy bandwidth below.\n"
     )
     .unwrap();
-    writeln!(md, "| workload | jitfuse | compile | hand loop | ndarray | XLA † | XLA compile † | ours/XLA | ours/hand | ours/ndarray | compile ours/XLA | GB/s (% of copy) | steps | faults/call | XLA faults/call |").unwrap();
+    writeln!(md, "| workload | jitfuse | compile | hand loop | ndarray | eager | XLA † | XLA compile † | ours/XLA | ours/hand | ours/ndarray | eager/ndarray | compile ours/XLA | GB/s (% of copy) | steps | faults/call | XLA faults/call |").unwrap();
     writeln!(
         md,
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     )
     .unwrap();
     let mut svg_rows: Vec<(String, f64, f64)> = Vec::new();
@@ -1238,7 +1275,7 @@ fn main() {
                 .unwrap_or((f64::NAN, f64::NAN));
             writeln!(
                 md,
-                "| {} | {why} | | | | {xr} | {xc} | | | | | | | | |",
+                "| {} | {why} | | | | | {xr} | {xc} | | | | | | | | | |",
                 r.name
             )
             .unwrap();
@@ -1248,6 +1285,7 @@ fn main() {
         let comp = med(r.id, Kind::Compile);
         let hand = med(r.id, Kind::Hand);
         let ndm = med(r.id, Kind::Ndarray);
+        let eager = med(r.id, Kind::Eager);
         let (xr, xc) = match x {
             Some((c, r)) => (r / 1e3, c / 1e3),
             None => (f64::NAN, f64::NAN),
@@ -1313,17 +1351,19 @@ fn main() {
         let faults = get(r.id, Kind::Jit).and_then(median_faults).unwrap_or(0);
         writeln!(
             md,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {bw} | {steps} | {faults} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {bw} | {steps} | {faults} | {} |",
             r.name,
             fmt_t(ours, r.unit_us),
             fmt_t(comp, false),
             fmt_t(hand, r.unit_us),
             fmt_t(ndm, r.unit_us),
+            fmt_t(eager, r.unit_us),
             fmt_t(xr, r.unit_us),
             fmt_t(xc, false),
             ratio(ours, xr),
             ratio(ours, hand),
             ratio(ours, ndm),
+            ratio(eager, ndm),
             ratio(comp, xc),
             xla_faults(r.id),
         )
