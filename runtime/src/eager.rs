@@ -163,7 +163,9 @@ fn key(op: &Op, inputs: &[&Tensor], shape: &[usize], dtype: DType) -> String {
     k
 }
 
-/// The one-op program: a parameter per operand, the op, its result.
+/// The one-op program: a parameter per operand, the op, its result. An elementwise op's
+/// operand of another shape than the result (a scalar as `[]`, a row, a column) is broadcast
+/// inside the program, where the broadcast is a stride-0 read of the kernel, not a copy.
 fn program(op: &Op, inputs: &[&Tensor], shape: &[usize], dtype: DType) -> Graph {
     let mut g = Graph::new();
     for (i, t) in inputs.iter().enumerate() {
@@ -175,14 +177,30 @@ fn program(op: &Op, inputs: &[&Tensor], shape: &[usize], dtype: DType) -> Graph 
             loc: None,
         });
     }
+    let elementwise = matches!(op, Op::Binary(_) | Op::Compare(_) | Op::Select);
+    let mut operands = Vec::new();
+    for (i, t) in inputs.iter().enumerate() {
+        if elementwise && t.shape != shape {
+            g.nodes.push(Node {
+                op: Op::Broadcast,
+                inputs: vec![ValueId(i as u32)],
+                shape: shape.to_vec(),
+                dtype: t.dtype,
+                loc: None,
+            });
+            operands.push(ValueId(g.nodes.len() as u32 - 1));
+        } else {
+            operands.push(ValueId(i as u32));
+        }
+    }
     g.nodes.push(Node {
         op: op.clone(),
-        inputs: (0..inputs.len() as u32).map(ValueId).collect(),
+        inputs: operands,
         shape: shape.to_vec(),
         dtype,
         loc: None,
     });
-    g.outputs = vec![ValueId(inputs.len() as u32)];
+    g.outputs = vec![ValueId(g.nodes.len() as u32 - 1)];
     g
 }
 

@@ -94,6 +94,61 @@ fn eager_programs_are_cached_by_op_and_types() {
     assert!(mine("f64[3, 91]").is_empty());
 }
 
+/// Eager ops whose operands have other shapes than the result (scalars, rows, columns, a
+/// lower rank), in every dtype they take: the interpreter's values exactly, and the compiled
+/// programs take those operands at their own shapes (a scalar as `[]`), broadcasting them
+/// inside, so nothing is filled at the result's shape first.
+#[test]
+fn eager_ops_broadcast_their_operands_inside_the_program() {
+    let mut rng = Rng::new(71);
+    for d in [DType::F32, DType::F64, DType::I32, DType::I64] {
+        let m = random_tensor(&mut rng, &[5, 7], d, -3.0, 3.0, d.is_float());
+        let row = random_tensor(&mut rng, &[7], d, -3.0, 3.0, d.is_float());
+        let col = random_tensor(&mut rng, &[5, 1], d, -3.0, 3.0, d.is_float());
+        let cases: Vec<(&str, Box<dyn Fn() -> Tensor>)> = vec![
+            ("m + 3", Box::new(|| &m + 3)),
+            ("2 - m", Box::new(|| 2 - &m)),
+            ("m * row", Box::new(|| &m * &row)),
+            ("col - m", Box::new(|| &col - &m)),
+            ("max(row, col)", Box::new(|| row.maximum(&col))),
+            ("m < 1", Box::new(|| m.lt(1).cast(d))),
+            (
+                "select(col > 0, m, 7)",
+                Box::new(|| jitfuse::select(col.gt(0), &m, 7)),
+            ),
+            (
+                "select(m > row, -1, col)",
+                Box::new(|| jitfuse::select(m.gt(&row), -1, &col)),
+            ),
+        ];
+        for (name, f) in &cases {
+            let got = f();
+            let want = interpreted(f);
+            assert_eq!(got.shape(), want.shape(), "{name} {d}");
+            assert_close(
+                &got,
+                &want,
+                Tol { rel: 0.0, abs: 0.0 },
+                &format!("{name} {d}"),
+            );
+        }
+    }
+    let keys: Vec<String> = eager_cache_entries().into_iter().map(|e| e.0).collect();
+    let with = |part: &str| {
+        keys.iter()
+            .any(|k| k.starts_with("Binary(Add)") && k.contains(part))
+    };
+    assert!(
+        with("|i64[]|i64[5, 7]->i64[5, 7]") || with("|i64[5, 7]|i64[]->"),
+        "{keys:?}"
+    );
+    assert!(
+        keys.iter()
+            .any(|k| k.starts_with("Select") && k.contains("|bool[5, 1]|f32[5, 7]|f32[]")),
+        "{keys:?}"
+    );
+}
+
 #[jit]
 fn eager_inside_jit(x: &Tensor) -> Tensor {
     (x * 2.0).exp()

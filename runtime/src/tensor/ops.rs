@@ -104,6 +104,44 @@ fn coerce(o: Operand, dtype: DType, shape: &[usize], loc: SourceLoc) -> Tensor {
     }
 }
 
+/// `op` on `operands`, each converted to its dtype and broadcast to `shape`. Eagerly (nothing
+/// traced) the compiled one-op program broadcasts them itself (`eager::run`: a scalar is a
+/// `[]` operand, a smaller tensor is read with stride 0), so no operand is materialised at
+/// the full shape; traced, or where the interpreter runs the op, each is coerced first.
+fn broadcasting<const N: usize>(
+    op: Op,
+    operands: [(Operand, DType); N],
+    shape: Vec<usize>,
+    dtype: DType,
+    loc: SourceLoc,
+) -> Tensor {
+    let traced = |o: &Operand| matches!(o, Operand::Tensor(t) if t.is_traced());
+    if trace::current_trace().is_none() && !operands.iter().any(|(o, _)| traced(o)) {
+        let _internal = crate::internal::Scope::enter();
+        let small: Vec<Cow<Tensor>> = operands
+            .iter()
+            .map(|(o, d)| match o {
+                Operand::Scalar(l) => Cow::Owned(constant(*l, &[], *d, loc)),
+                Operand::Tensor(t) if t.dtype != *d => {
+                    let s = t.shape.clone();
+                    Cow::Owned(apply(Op::Cast(*d), &[t], s, *d, loc))
+                }
+                Operand::Tensor(t) => Cow::Borrowed(&**t),
+            })
+            .collect();
+        let refs: Vec<&Tensor> = small.iter().map(|t| &**t).collect();
+        if let Some(r) = crate::eager::run(&op, &refs, &shape, dtype) {
+            return r.unwrap_or_else(|e| fail(e.at(loc)));
+        }
+    }
+    let full: Vec<Tensor> = operands
+        .into_iter()
+        .map(|(o, d)| coerce(o, d, &shape, loc))
+        .collect();
+    let refs: Vec<&Tensor> = full.iter().collect();
+    apply(op, &refs, shape, dtype, loc)
+}
+
 pub(crate) fn constant(l: Literal, shape: &[usize], dtype: DType, loc: SourceLoc) -> Tensor {
     if trace::current_trace().is_some() {
         trace::push_const(l, shape.to_vec(), dtype, loc)
@@ -270,9 +308,7 @@ pub(crate) fn binary(op: BinaryOp, name: &str, a: Operand, b: Operand, loc: Sour
         Operand::Tensor(t) => t.weak,
         Operand::Scalar(_) => true,
     });
-    let a = coerce(a, dtype, &shape, loc);
-    let b = coerce(b, dtype, &shape, loc);
-    let r = apply(Op::Binary(op), &[&a, &b], shape, dtype, loc);
+    let r = broadcasting(Op::Binary(op), [(a, dtype), (b, dtype)], shape, dtype, loc);
     if weak {
         r.into_weak()
     } else {
@@ -301,9 +337,13 @@ pub(crate) fn compare(op: CmpOp, a: Operand, b: Operand, loc: SourceLoc) -> Tens
         );
     }
     let shape = common_shape(name, &[&a, &b], loc);
-    let a = coerce(a, dtype, &shape, loc);
-    let b = coerce(b, dtype, &shape, loc);
-    apply(Op::Compare(op), &[&a, &b], shape, DType::Bool, loc)
+    broadcasting(
+        Op::Compare(op),
+        [(a, dtype), (b, dtype)],
+        shape,
+        DType::Bool,
+        loc,
+    )
 }
 
 pub(crate) fn unary(t: &Tensor, op: UnaryOp, loc: SourceLoc) -> Tensor {
@@ -356,10 +396,8 @@ pub fn select<'a, 'b, 'c>(
     }
     let dtype = common_dtype("select", &[&a, &b], loc);
     let shape = common_shape("select", &[&cond, &a, &b], loc);
-    let cond = coerce(cond, DType::Bool, &shape, loc);
-    let a = coerce(a, dtype, &shape, loc);
-    let b = coerce(b, dtype, &shape, loc);
-    apply(Op::Select, &[&cond, &a, &b], shape, dtype, loc)
+    let operands = [(cond, DType::Bool), (a, dtype), (b, dtype)];
+    broadcasting(Op::Select, operands, shape, dtype, loc)
 }
 
 macro_rules! unary_methods {
