@@ -914,6 +914,19 @@ fn main() {
     add(
         &mut cases,
         "dispatch",
+        Kind::Eager,
+        DISPATCH_CALLS as u64,
+        Box::new(|| {
+            per_call(secs(|| {
+                for _ in 0..DISPATCH_CALLS {
+                    black_box(black_box(&ttiny) + 1.0);
+                }
+            }))
+        }),
+    );
+    add(
+        &mut cases,
+        "dispatch",
         Kind::Ndarray,
         DISPATCH_CALLS as u64,
         Box::new(|| {
