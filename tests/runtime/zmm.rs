@@ -163,6 +163,29 @@ fn program_shapes() -> Vec<Vec<Vec<usize>>> {
     ]
 }
 
+/// The graph of a random program on `args`: each pick `p` (the `k`-th) applies `op(p, a, b)`
+/// to two values of the pool so far (the arguments, then every result); the outputs are the
+/// last, the third-last and the middle value.
+fn pooled_program(
+    args: &[Tensor],
+    picks: &[usize],
+    op: impl Fn(usize, &Tensor, &Tensor) -> Tensor,
+) -> Graph {
+    trace_fn(args, |ts| {
+        let mut pool: Vec<Tensor> = ts.to_vec();
+        for (k, &p) in picks.iter().enumerate() {
+            let v = op(p, &pool[p % pool.len()], &pool[(p / 7 + k) % pool.len()]);
+            pool.push(v);
+        }
+        let n = pool.len();
+        vec![
+            pool[n - 1].clone(),
+            pool[n - 3].clone(),
+            pool[n / 2].clone(),
+        ]
+    })
+}
+
 /// Random elementwise program number `trial` of the AVX-512 tests (every op the backend
 /// emits, the shapes cycling through tails, broadcasts and 1-4 dims) and its arguments, of
 /// dtype `dt` (f32 or f64).
@@ -172,48 +195,37 @@ fn random_program(rng: &mut Rng, trial: usize, dt: DType) -> (Graph, Vec<Tensor>
         let sh = &shapes[trial % shapes.len()];
         let args: Vec<Tensor> = sh.iter().map(|s| specials_as(rng, s, dt)).collect();
         let picks: Vec<usize> = (0..20).map(|_| rng.below(10_000)).collect();
-        let g = trace_fn(&args, |ts| {
-            let mut pool: Vec<Tensor> = ts.to_vec();
-            for (k, &p) in picks.iter().enumerate() {
-                let a = pool[p % pool.len()].clone();
-                let b = pool[(p / 7 + k) % pool.len()].clone();
-                let v = match (p / 13) % 27 {
-                    0 => &a + &b,
-                    1 => &a - &b,
-                    2 => &a * &b,
-                    3 => &a / &b,
-                    4 => a.maximum(&b),
-                    5 => a.minimum(&b),
-                    6 => a.maximum(0.5),
-                    7 => a.full_like(1.5).maximum(&a) + a.full_like(-0.0).minimum(&b),
-                    8 => a.minimum(-0.0),
-                    9 => -&a,
-                    10 => a.abs(),
-                    11 => a.sqrt(),
-                    12 => a.rsqrt() + a.recip(),
-                    13 => a.square(),
-                    14 => a.relu(),
-                    15 => a.floor(),
-                    16 => jitfuse::select(a.gt(&b), &a, &b * 0.5),
-                    17 => jitfuse::select(a.le(&b).logical_and(&a.ne(0.5)), &b, 3.0),
-                    18 => jitfuse::select(!a.eq(&b).logical_or(&a.lt(-1.0)), -&a, &b),
-                    19 => a.ge(&b).cast(dt) * &b,
-                    20 => a.cast(DType::Bool).cast(dt) + jitfuse::stop_gradient(&b),
-                    21 => (&a * 0.25).tanh() + (&b * 0.1).exp(),
-                    22 => 2.0 - &a / 3.0,
-                    24 => (a.abs() * 3.0).ln() - b.erf(),
-                    25 => (&a * 2.0).sin() + b.cos(),
-                    26 => (&a * 0.2 + &b).exp().ln(),
-                    _ => a.sigmoid() * b.minimum(4.0),
-                };
-                pool.push(v);
+        let g = pooled_program(&args, &picks, |p, a, b| {
+            let (a, b) = (a.clone(), b.clone());
+            match (p / 13) % 27 {
+                0 => &a + &b,
+                1 => &a - &b,
+                2 => &a * &b,
+                3 => &a / &b,
+                4 => a.maximum(&b),
+                5 => a.minimum(&b),
+                6 => a.maximum(0.5),
+                7 => a.full_like(1.5).maximum(&a) + a.full_like(-0.0).minimum(&b),
+                8 => a.minimum(-0.0),
+                9 => -&a,
+                10 => a.abs(),
+                11 => a.sqrt(),
+                12 => a.rsqrt() + a.recip(),
+                13 => a.square(),
+                14 => a.relu(),
+                15 => a.floor(),
+                16 => jitfuse::select(a.gt(&b), &a, &b * 0.5),
+                17 => jitfuse::select(a.le(&b).logical_and(&a.ne(0.5)), &b, 3.0),
+                18 => jitfuse::select(!a.eq(&b).logical_or(&a.lt(-1.0)), -&a, &b),
+                19 => a.ge(&b).cast(dt) * &b,
+                20 => a.cast(DType::Bool).cast(dt) + jitfuse::stop_gradient(&b),
+                21 => (&a * 0.25).tanh() + (&b * 0.1).exp(),
+                22 => 2.0 - &a / 3.0,
+                24 => (a.abs() * 3.0).ln() - b.erf(),
+                25 => (&a * 2.0).sin() + b.cos(),
+                26 => (&a * 0.2 + &b).exp().ln(),
+                _ => a.sigmoid() * b.minimum(4.0),
             }
-            let n = pool.len();
-            vec![
-                pool[n - 1].clone(),
-                pool[n - 3].clone(),
-                pool[n / 2].clone(),
-            ]
         });
         (g, args, sh.clone())
     }
@@ -366,39 +378,28 @@ fn random_int_program(
     let sh = &shapes[trial % shapes.len()];
     let args: Vec<Tensor> = sh.iter().map(|s| int_values(rng, s, dt)).collect();
     let picks: Vec<usize> = (0..16).map(|_| rng.below(10_000)).collect();
-    let g = trace_fn(&args, |ts| {
-        let mut pool: Vec<Tensor> = ts.to_vec();
-        for (k, &p) in picks.iter().enumerate() {
-            let a = pool[p % pool.len()].clone();
-            let b = pool[(p / 7 + k) % pool.len()].clone();
-            let v = match (p / 13) % 16 {
-                0 => &a + &b,
-                1 => &a - &b,
-                2 => a.maximum(&b),
-                3 => a.minimum(&b),
-                4 => -&a,
-                5 => a.abs(),
-                6 => a.relu(),
-                7 => jitfuse::select(a.gt(&b), &a, &b - 3),
-                8 => jitfuse::select(a.le(&b).logical_and(&a.ne(-1)), &b, a.full_like(7)),
-                9 => jitfuse::select(!a.eq(&b).logical_or(&a.lt(2)), -&a, &b),
-                10 => a.ge(&b).cast(dt) + &b,
-                11 => a.cast(DType::Bool).cast(dt) - jitfuse::stop_gradient(&b),
-                12 => (&a + 1000).maximum(-5).minimum(&b),
-                13 => a.gt(5).logical_or(&b.le(-5)).cast(dt) - &a,
-                14 if dt == DType::I32 => a.square() + &b,
-                15 if dt == DType::I32 => &a * &b,
-                14 => (&a - &b).abs(),
-                _ => a.maximum(&b).relu() - 1,
-            };
-            pool.push(v);
+    let g = pooled_program(&args, &picks, |p, a, b| {
+        let (a, b) = (a.clone(), b.clone());
+        match (p / 13) % 16 {
+            0 => &a + &b,
+            1 => &a - &b,
+            2 => a.maximum(&b),
+            3 => a.minimum(&b),
+            4 => -&a,
+            5 => a.abs(),
+            6 => a.relu(),
+            7 => jitfuse::select(a.gt(&b), &a, &b - 3),
+            8 => jitfuse::select(a.le(&b).logical_and(&a.ne(-1)), &b, a.full_like(7)),
+            9 => jitfuse::select(!a.eq(&b).logical_or(&a.lt(2)), -&a, &b),
+            10 => a.ge(&b).cast(dt) + &b,
+            11 => a.cast(DType::Bool).cast(dt) - jitfuse::stop_gradient(&b),
+            12 => (&a + 1000).maximum(-5).minimum(&b),
+            13 => a.gt(5).logical_or(&b.le(-5)).cast(dt) - &a,
+            14 if dt == DType::I32 => a.square() + &b,
+            15 if dt == DType::I32 => &a * &b,
+            14 => (&a - &b).abs(),
+            _ => a.maximum(&b).relu() - 1,
         }
-        let n = pool.len();
-        vec![
-            pool[n - 1].clone(),
-            pool[n - 3].clone(),
-            pool[n / 2].clone(),
-        ]
     });
     (g, args, sh.clone())
 }
