@@ -823,6 +823,13 @@ fn main() {
     add(
         &mut cases,
         "W7",
+        Kind::Eager,
+        1,
+        Box::new(move || secs(|| mlp_grad(&t6r[0], &t6r[1], &t6r[2], &t6r[3], &t6r[4], &t6r[5]))),
+    );
+    add(
+        &mut cases,
+        "W7",
         Kind::Compile,
         1,
         compile_case!(w7_mlp_grad(
