@@ -36,6 +36,29 @@ fn eager_ops_compute_what_the_interpreter_computes() {
         ("max over the first axis", |t| t[0].max(0), 1, NUM),
         ("mean of all", |t| t[0].mean_all(), 1, FLOAT),
         ("matmul", |t| t[0].matmul(&t[1].t()), 2, FLOAT),
+        ("transpose", |t| t[0].t(), 1, NUM),
+        ("slice", |t| t[0].slice_axis(-1, 1, -1, 2), 1, NUM),
+        ("concat", |t| jitfuse::concat(&[&t[0], &t[1]], 0), 2, NUM),
+        ("pad", |t| t[0].pad(&[(1, 0), (0, 2)], 5), 1, NUM),
+        ("argmax", |t| t[0].argmax(-1), 1, NUM),
+        (
+            "take",
+            |t| {
+                let idx = Tensor::from_vec(vec![0i64, -1, 2, 1], &[2, 2]).unwrap();
+                t[0].take(&idx, -1)
+            },
+            1,
+            NUM,
+        ),
+        (
+            "attention",
+            |t| {
+                let q = t[0].reshape(&[1, t[0].shape()[0] as isize, t[0].shape()[1] as isize]);
+                jitfuse::attention(&q, &q, &q, jitfuse::AttnMask::Causal)
+            },
+            1,
+            FLOAT,
+        ),
     ];
     for (name, f, arity, dtypes) in &cases {
         for trial in 0..4 {
@@ -59,6 +82,19 @@ fn eager_ops_compute_what_the_interpreter_computes() {
             };
             assert_close(&got, &want, tol, &format!("eager {name} {d} {shape:?}"));
         }
+    }
+    // The shape ops, gathers and attention ran as compiled programs (none fell back).
+    let keys: Vec<String> = eager_cache_entries().into_iter().map(|e| e.0).collect();
+    for op in [
+        "Transpose",
+        "Slice",
+        "Concat",
+        "Pad",
+        "ArgMax",
+        "Take",
+        "Attention",
+    ] {
+        assert!(keys.iter().any(|k| k.starts_with(op)), "{op}: {keys:?}");
     }
 }
 
