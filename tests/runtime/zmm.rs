@@ -478,7 +478,7 @@ fn exact(t: &Tensor) -> Vec<u64> {
 fn x86_kernels_read_and_write_bools() {
     let mut rng = Rng::new(28);
     for (level, name) in x86_levels() {
-        let mut taken = 0;
+        let (mut taken, mut staged_taken) = (0, 0);
         for dt in [DType::F32, DType::F64, DType::I32, DType::I64] {
             for (trial, sh) in program_shapes().into_iter().enumerate() {
                 let x = match dt {
@@ -511,9 +511,36 @@ fn x86_kernels_read_and_write_bools() {
                     assert_eq!(a.dtype(), b.dtype(), "{what}");
                     assert_eq!(exact(a), exact(b), "{what} output {k}\n{g}");
                 }
+                if dt == DType::F32 {
+                    // Staged tile by tile (a transcendental through its micro-kernel): the
+                    // bool accesses, their tails included, per tile.
+                    let g = trace_fn(&args, |t| {
+                        let (x, m) = (&t[0], &t[1]);
+                        vec![
+                            jitfuse::select(m, &(x * 0.5).tanh(), x),
+                            x.tanh().gt(x.full_like(0.25)).logical_or(m),
+                        ]
+                    });
+                    let (want, _) = run_at(Isa::Portable, &g, &args);
+                    let staged = Target::at(level).staged_first(true);
+                    let exe = Executable::from_graph_at(g.clone(), vec![], &staged).unwrap();
+                    let text = exe.asm_text();
+                    staged_taken += (text.lines())
+                        .filter(|l| l.starts_with(&format!("{name} loop kernel")))
+                        .filter(|l| !l.contains(" 0 micro-kernel calls"))
+                        .count();
+                    let got = exe.run_with(&[&args[0], &args[1]]).unwrap();
+                    for (k, (a, b)) in got.iter().zip(&want).enumerate() {
+                        assert_eq!(exact(a), exact(b), "{what} staged output {k}\n{g}");
+                    }
+                }
             }
         }
-        eprintln!("{name}: {taken} x86 kernels with bool accesses");
+        eprintln!("{name}: {taken} x86 kernels with bool accesses, {staged_taken} staged");
+        assert!(
+            staged_taken >= 3,
+            "{name}: {staged_taken} staged x86 kernels"
+        );
         assert!(taken >= 56, "{name}: {taken} x86 kernels");
     }
 }
