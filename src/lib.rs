@@ -103,13 +103,14 @@ pub use jitfuse_runtime::{
     attention, attention_with, checkpoint, checkpoint_name, checkpoint_with, clear_caches, concat,
     cond, fori_loop, grad, human_bytes, jvp, load, save, scan, select, set_eager_mode,
     softmax_cross_entropy, softmax_cross_entropy_with_labels, stack, stop_gradient, value_and_grad,
-    vjp, where_, while_loop, AttnMask, AttnOptions, Axes, AxisIter, CacheStats, Compiled, DType,
-    EagerMode, Element, Error, ErrorKind, IntoOperand, Key, Literal, Lowered, MemoryAnalysis,
-    Policy, Scalar, Slice, SourceLoc, Tensor, Tree, AUTO_MEMORY_BUDGET,
+    vjp, vmap, where_, while_loop, AttnMask, AttnOptions, Axes, AxisIter, BatchAxes, CacheStats,
+    Compiled, DType, EagerMode, Element, Error, ErrorKind, IntoOperand, Key, Literal, Lowered,
+    MemoryAnalysis, Policy, Scalar, Slice, SourceLoc, Tensor, Tree, AUTO_MEMORY_BUDGET,
 };
 /// The user-facing modules: trees and transformations, staged control flow, dtypes, eager
 /// mode, errors, checkpoints, the per-function cache and its reports, optimisers, random
-/// numbers, memory reports, and the tensor API.
+/// numbers, memory reports, and the tensor API (`vmap`, the module beside the function, comes
+/// with the function above).
 pub use jitfuse_runtime::{
     autodiff, control, dtype, eager, error, io, jit, optim, random, report, tensor,
 };
@@ -137,7 +138,7 @@ pub mod prelude {
     pub use jitfuse_runtime::{
         checkpoint, checkpoint_name, checkpoint_with, concat, cond, fori_loop, grad, jvp, random,
         scan, select, softmax_cross_entropy, softmax_cross_entropy_with_labels, stack,
-        stop_gradient, value_and_grad, vjp, where_, while_loop, DType, Error, Key, Policy, Slice,
-        Tensor, Tree,
+        stop_gradient, value_and_grad, vjp, vmap, where_, while_loop, BatchAxes, DType, Error, Key,
+        Policy, Slice, Tensor, Tree,
     };
 }

@@ -44,6 +44,8 @@ pub mod plan;
 pub mod random;
 #[deny(missing_docs)]
 pub mod report;
+#[deny(missing_docs)]
+pub mod vmap;
 
 pub use autodiff::{
     checkpoint, checkpoint_name, checkpoint_with, grad, jvp, stop_gradient, value_and_grad, vjp,
@@ -71,6 +73,7 @@ pub use tensor::composite::{softmax_cross_entropy, softmax_cross_entropy_with_la
 pub use tensor::ops::{select, where_, IntoOperand};
 pub use tensor::reduce::Axes;
 pub use tensor::shape_ops::{concat, stack, Slice};
+pub use vmap::{vmap, BatchAxes};
 
 /// What `#[jit]`-generated code calls. Not a stable API.
 #[doc(hidden)]

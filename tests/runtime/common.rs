@@ -239,3 +239,11 @@ pub fn trace_fn(args: &[Tensor], f: impl FnOnce(&[Tensor]) -> Vec<Tensor>) -> Gr
         .collect();
     jitfuse::internals::trace::trace(&specs, f).unwrap().graph
 }
+
+/// The message of a caught panic.
+pub fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "a panic".into())
+}

@@ -25,6 +25,7 @@ mod regressions;
 mod report;
 mod save_load;
 mod tensor_api;
+mod vmap;
 mod zmm;
 
 /// Counts the process's large allocations (>= 64 KiB, the pool's smallest

@@ -20,6 +20,7 @@ pub use auto::{with_auto_checkpoint, AUTO_MEMORY_BUDGET};
 pub use checkpoint::{checkpoint, checkpoint_name, checkpoint_with};
 
 pub use replay::replay;
+pub(crate) use replay::replay_node;
 pub use residuals::{saved_residuals, Residual};
 pub use rules::{backward, sum_to};
 pub use tree::{join_path, Tree};

@@ -33,6 +33,13 @@ pub trait Tree: Sized {
         let _ = out;
     }
 
+    /// How many leaves each argument has when the tree is a function's
+    /// arguments (`vmap`'s `in_axes` give one entry per argument): the
+    /// elements of a tuple are its arguments; any other tree is one.
+    fn argument_leaves(&self) -> Vec<usize> {
+        vec![self.leaves().len()]
+    }
+
     /// Apply `f` to every leaf.
     fn map(&self, mut f: impl FnMut(&Tensor) -> Tensor) -> Self {
         let new: Vec<Tensor> = self.leaves().iter().map(&mut f).collect();
@@ -217,6 +224,9 @@ impl Tree for () {
     fn collect_leaves(&self, _: &mut Vec<Tensor>) {}
     fn rebuild(&self, _: &mut dyn Iterator<Item = Tensor>) -> Self {}
     fn collect_names(&self, _: &str, _: &mut Vec<String>) {}
+    fn argument_leaves(&self) -> Vec<usize> {
+        Vec::new()
+    }
 }
 
 macro_rules! tuple_tree {
@@ -233,6 +243,9 @@ macro_rules! tuple_tree {
             }
             fn collect_names(&self, path: &str, out: &mut Vec<String>) {
                 $(self.$i.collect_names(&join_path(path, stringify!($i)), out);)*
+            }
+            fn argument_leaves(&self) -> Vec<usize> {
+                vec![$(self.$i.leaves().len()),*]
             }
         }
     };

@@ -82,7 +82,7 @@ fn capture_key(t: &Tensor) -> (usize, u64, Vec<usize>, DType) {
 /// after their `explicit` ones, one per distinct captured tensor across all
 /// of them. Returns the closed graphs and the captured tensors (the extra
 /// operands of the control-flow node, in parameter order).
-fn close(traced: Vec<Traced>, explicit: &[ParamSpec]) -> (Vec<Graph>, Vec<Tensor>) {
+pub(crate) fn close(traced: Vec<Traced>, explicit: &[ParamSpec]) -> (Vec<Graph>, Vec<Tensor>) {
     let mut merged: Vec<Tensor> = Vec::new();
     let mut index: HashMap<(usize, u64, Vec<usize>, DType), usize> = HashMap::new();
     let maps: Vec<Vec<usize>> = traced

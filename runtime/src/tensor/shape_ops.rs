@@ -567,7 +567,7 @@ impl Tensor {
     }
 }
 
-fn iota_at(shape: &[usize], axis: usize, dtype: DType, loc: SourceLoc) -> Tensor {
+pub(crate) fn iota_at(shape: &[usize], axis: usize, dtype: DType, loc: SourceLoc) -> Tensor {
     if crate::trace::current_trace().is_some() {
         crate::trace::push_node(Op::Iota(axis), &[], shape.to_vec(), dtype, loc)
     } else {
