@@ -74,7 +74,7 @@ impl From<&[Option<isize>]> for BatchAxes {
 /// given; `f`'s arguments are the elements of a tuple `T` (or `T` itself).
 ///
 /// ```
-/// use jitfuse::{vmap, Tensor};
+/// use jitfuse_runtime::{vmap, Tensor};
 /// let x = Tensor::from_vec((0..6).map(|i| i as f32).collect(), &[2, 3]).unwrap();
 /// let w = Tensor::from_vec(vec![1f32, 2.0, 3.0], &[3]).unwrap();
 /// // A dot product of one example, mapped over the rows of `x` (`w` shared).

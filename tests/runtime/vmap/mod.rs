@@ -1,4 +1,8 @@
-//! `vmap`: random programs, each op family, control flow, the compositions
-//! with the other transformations, and its errors.
+//! `vmap` against a loop of single calls.
 
+mod compose;
+mod control;
+mod errors;
+mod harness;
+mod ops;
 mod programs;
