@@ -9,26 +9,12 @@
 use jitfuse::prelude::*;
 use std::time::{Duration, Instant};
 
-const HIDDEN: usize = 64;
-const CLASSES: usize = 6;
 const BATCH: usize = 128;
 const EPOCHS: usize = 30;
 
-#[derive(Tree, Clone)]
-struct Mlp {
-    w1: Tensor,
-    b1: Tensor,
-    w2: Tensor,
-    b2: Tensor,
-}
-
-fn logits(p: &Mlp, x: &Tensor) -> Tensor {
-    (x.matmul(&p.w1) + &p.b1).relu().matmul(&p.w2) + &p.b2
-}
-
-fn loss(p: &Mlp, x: &Tensor, y: &Tensor) -> Tensor {
-    softmax_cross_entropy(&logits(p, x), y)
-}
+#[path = "shared/wine.rs"]
+mod wine;
+use wine::{logits, loss, Mlp, CLASSES, HIDDEN};
 
 #[jit]
 fn train_step(p: Mlp, x: &Tensor, y: &Tensor, lr: f32) -> (Mlp, Tensor) {
@@ -45,57 +31,14 @@ fn accuracy(p: &Mlp, x: &Tensor, labels: &Tensor) -> Tensor {
         .mean_all()
 }
 
-/// Deterministic normal-ish weights (xorshift, sum of uniforms).
-fn init(rows: usize, cols: usize, seed: &mut u64) -> Tensor {
-    let scale = (2.0 / rows as f32).sqrt();
-    let v: Vec<f32> = (0..rows * cols)
-        .map(|_| {
-            let mut s = 0.0;
-            for _ in 0..4 {
-                *seed ^= *seed << 13;
-                *seed ^= *seed >> 7;
-                *seed ^= *seed << 17;
-                s += (*seed >> 40) as f32 / (1u64 << 24) as f32 - 0.5;
-            }
-            s * scale
-        })
-        .collect();
-    Tensor::from_vec(v, &[rows, cols]).unwrap()
-}
-
 fn main() {
     // ---- the data: standardised features, quality 3..8 -> class 0..5 ----
-    let ds = linfa_datasets::winequality();
-    let n = ds.targets.len();
-    let f = ds.records.ncols();
-    let rec: Vec<f64> = ds.records.iter().copied().collect();
-    let mut x = vec![0f32; n * f];
-    for j in 0..f {
-        let col: Vec<f64> = (0..n).map(|i| rec[i * f + j]).collect();
-        let mean = col.iter().sum::<f64>() / n as f64;
-        let std = (col.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64)
-            .sqrt()
-            .max(1e-9);
-        for i in 0..n {
-            x[i * f + j] = ((col[i] - mean) / std) as f32;
-        }
-    }
-    let classes: Vec<i32> = ds
-        .targets
-        .iter()
-        .map(|&q| (q as i32 - 3).clamp(0, CLASSES as i32 - 1))
-        .collect();
-    let x_all = Tensor::from_vec(x.clone(), &[n, f]).unwrap();
-    let labels_all = Tensor::from_vec(classes.clone(), &[n]).unwrap();
+    let data = wine::load();
+    let (n, f) = (data.n, data.f);
+    let (x_all, _) = data.batch(0, n);
+    let labels_all = Tensor::from_vec(data.classes.clone(), &[n]).unwrap();
     let batches: Vec<(Tensor, Tensor)> = (0..n / BATCH)
-        .map(|b| {
-            let xs = Tensor::from_vec(x[b * BATCH * f..(b + 1) * BATCH * f].to_vec(), &[BATCH, f])
-                .unwrap();
-            let ys = Tensor::from_vec(classes[b * BATCH..(b + 1) * BATCH].to_vec(), &[BATCH])
-                .unwrap()
-                .one_hot(CLASSES);
-            (xs, ys)
-        })
+        .map(|b| data.batch(b * BATCH, BATCH))
         .collect();
     println!(
         "winequality-red: {n} wines, {f} features, {CLASSES} classes; {} batches of {BATCH}\n",
@@ -103,13 +46,7 @@ fn main() {
     );
 
     // ---- the model ----
-    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-    let mut p = Mlp {
-        w1: init(f, HIDDEN, &mut seed),
-        b1: Tensor::zeros(&[HIDDEN], DType::F32),
-        w2: init(HIDDEN, CLASSES, &mut seed),
-        b2: Tensor::zeros(&[CLASSES], DType::F32),
-    };
+    let mut p = wine::init_mlp(f);
     let lr = 0.1f32;
 
     // ---- training ----
