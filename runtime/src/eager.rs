@@ -1,8 +1,10 @@
-//! Eager ops at compiled speed: outside `#[jit]`, an elementwise op, a reduction or a
-//! matmul on concrete tensors runs as a compiled one-op program, cached by the op, its
-//! operands' shapes and dtypes and its result type (as JAX dispatches eager ops to
-//! single-op XLA computations). Other ops, and every op while an eager program itself is
-//! being compiled or run, go through the reference interpreter.
+//! Eager ops at compiled speed: outside `#[jit]`, every op on concrete tensors but the
+//! control-flow ones (whose bodies are Rust code, run op by op) runs as a compiled one-op
+//! program, cached by the op, its operands' shapes and dtypes and its results' types (as
+//! JAX dispatches eager ops to single-op XLA computations); `attention_grad`'s three
+//! results come from one program. A reshape (or a checkpoint barrier) shares its operand's
+//! buffer and needs no program. Every op while an eager program itself is being compiled or run, and one whose
+//! program does not compile, goes through the reference interpreter.
 //!
 //! `JITFUSE_EAGER=interp` (read once) or [`set_eager_mode`] selects the interpreter for
 //! everything: it stays the test oracle. The cache holds at most [`EAGER_CACHE_BYTES`] of
@@ -10,6 +12,7 @@
 
 use crate::exec::Executable;
 use crate::ir::{Graph, Node, Op, ValueId};
+use crate::jit::{ArgKind, CallArgs};
 use crate::tensor::Tensor;
 use crate::{DType, Error};
 use once_cell::sync::Lazy;
@@ -21,7 +24,7 @@ use std::sync::{Arc, Mutex};
 /// How eager ops (outside `#[jit]`) run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EagerMode {
-    /// Elementwise ops, reductions and matmuls as cached compiled programs (the default).
+    /// Each op as a cached compiled program (the default).
     Compiled,
     /// Every op through the reference interpreter (`JITFUSE_EAGER=interp`).
     Interp,
@@ -101,7 +104,13 @@ fn compiles(op: &Op) -> bool {
             | Op::ArgMax(_)
             | Op::ArgMin(_)
             | Op::Take(_)
+            | Op::Broadcast
+            | Op::Iota(_)
+            | Op::SliceScatter(_)
+            | Op::ScatterAdd(_)
+            | Op::Random(_)
             | Op::Attention(_)
+            | Op::AttentionGrad(_)
     )
 }
 
@@ -161,54 +170,54 @@ pub fn clear_eager_cache() {
     c.bytes = 0;
 }
 
-fn key(op: &Op, inputs: &[&Tensor], shape: &[usize], dtype: DType) -> String {
+fn key(op: &Op, inputs: &[&Tensor], donated: Option<usize>, outs: &[(&[usize], DType)]) -> String {
     use std::fmt::Write;
     let mut k = format!("{op:?}");
-    for t in inputs {
-        let _ = write!(k, "|{}{:?}", t.dtype, t.shape);
+    for (i, t) in inputs.iter().enumerate() {
+        let given = if donated == Some(i) { " donated" } else { "" };
+        let _ = write!(k, "|{}{:?}{given}", t.dtype, t.shape);
     }
-    let _ = write!(k, "->{dtype}{shape:?}");
+    for (i, (shape, dtype)) in outs.iter().enumerate() {
+        let _ = write!(k, "{}{dtype}{shape:?}", if i == 0 { "->" } else { "," });
+    }
     k
 }
 
-/// The one-op program: a parameter per operand, the op, its result. An elementwise op's
-/// operand of another shape than the result (a scalar as `[]`, a row, a column) is broadcast
-/// inside the program, where the broadcast is a stride-0 read of the kernel, not a copy.
-fn program(op: &Op, inputs: &[&Tensor], shape: &[usize], dtype: DType) -> Graph {
+/// The one-op program: a parameter per operand, the op, its results (a multi-output op's
+/// later results read by `get` nodes). An elementwise op's operand of another shape than
+/// the result (a scalar as `[]`, a row, a column) is broadcast inside the program, where
+/// the broadcast is a stride-0 read of the kernel, not a copy.
+fn program(op: &Op, inputs: &[&Tensor], outs: &[(&[usize], DType)]) -> Graph {
     let mut g = Graph::new();
+    let node = |op: Op, inputs: Vec<ValueId>, shape: &[usize], dtype: DType| Node {
+        op,
+        inputs,
+        shape: shape.to_vec(),
+        dtype,
+        loc: None,
+    };
     for (i, t) in inputs.iter().enumerate() {
-        g.nodes.push(Node {
-            op: Op::Param(i),
-            inputs: vec![],
-            shape: t.shape.clone(),
-            dtype: t.dtype,
-            loc: None,
-        });
+        g.nodes.push(node(Op::Param(i), vec![], &t.shape, t.dtype));
     }
+    let (shape, dtype) = outs[0];
     let elementwise = matches!(op, Op::Binary(_) | Op::Compare(_) | Op::Select);
     let mut operands = Vec::new();
     for (i, t) in inputs.iter().enumerate() {
         if elementwise && t.shape != shape {
-            g.nodes.push(Node {
-                op: Op::Broadcast,
-                inputs: vec![ValueId(i as u32)],
-                shape: shape.to_vec(),
-                dtype: t.dtype,
-                loc: None,
-            });
+            g.nodes
+                .push(node(Op::Broadcast, vec![ValueId(i as u32)], shape, t.dtype));
             operands.push(ValueId(g.nodes.len() as u32 - 1));
         } else {
             operands.push(ValueId(i as u32));
         }
     }
-    g.nodes.push(Node {
-        op: op.clone(),
-        inputs: operands,
-        shape: shape.to_vec(),
-        dtype,
-        loc: None,
-    });
-    g.outputs = vec![ValueId(g.nodes.len() as u32 - 1)];
+    g.nodes.push(node(op.clone(), operands, shape, dtype));
+    let first = ValueId(g.nodes.len() as u32 - 1);
+    g.outputs = vec![first];
+    for (k, &(shape, dtype)) in outs.iter().enumerate().skip(1) {
+        g.nodes.push(node(Op::Get(k), vec![first], shape, dtype));
+        g.outputs.push(ValueId(g.nodes.len() as u32 - 1));
+    }
     g
 }
 
@@ -217,10 +226,10 @@ fn program(op: &Op, inputs: &[&Tensor], shape: &[usize], dtype: DType) -> Graph 
 fn executable(
     op: &Op,
     inputs: &[&Tensor],
-    shape: &[usize],
-    dtype: DType,
+    donated: Option<usize>,
+    outs: &[(&[usize], DType)],
 ) -> Option<Arc<Executable>> {
-    let k = key(op, inputs, shape, dtype);
+    let k = key(op, inputs, donated, outs);
     {
         let mut c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
         c.clock += 1;
@@ -233,9 +242,18 @@ fn executable(
     }
     // A program that does not compile (or a bug that panics compiling it) leaves the op to
     // the interpreter: an eager op never fails where the interpreter would not.
-    let graph = program(op, inputs, shape, dtype);
+    let graph = program(op, inputs, outs);
+    let kinds: Vec<ArgKind> = (0..inputs.len())
+        .map(|i| {
+            if donated == Some(i) {
+                ArgKind::Owned
+            } else {
+                ArgKind::Borrowed
+            }
+        })
+        .collect();
     let compiled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        Executable::from_graph_quiet(graph)
+        Executable::from_graph_quiet(graph, &kinds)
     }));
     let exe = Arc::new(compiled.ok()?.ok()?);
     let m = exe.memory_analysis();
@@ -278,15 +296,105 @@ pub(crate) fn run(
     shape: &[usize],
     dtype: DType,
 ) -> Option<Result<Tensor, Error>> {
+    run_all(op, inputs, &[(shape, dtype)]).map(|r| r.map(|mut outs| outs.remove(0)))
+}
+
+/// [`run`] for an op with several results (`attention_grad`), of the types `outs`.
+pub(crate) fn run_all(
+    op: &Op,
+    inputs: &[&Tensor],
+    outs: &[(&[usize], DType)],
+) -> Option<Result<Vec<Tensor>, Error>> {
     if !compiles(op) || INTERPRETED.with(|d| d.get()) > 0 || eager_mode() == EagerMode::Interp {
         return None;
     }
     interpreted(|| {
-        let exe = executable(op, inputs, shape, dtype)?;
+        let exe = executable(op, inputs, None, outs)?;
         // A run that fails (its result cannot be allocated) is left to the interpreter,
         // whose error names the op and its result ("for the result of `pad`"), as a
         // program's error, naming its output by value number, would not.
-        let mut outs = exe.run_with(inputs).ok()?;
-        Some(Ok(outs.remove(0)))
+        Some(Ok(exe.run_with(inputs).ok()?))
     })
+}
+
+/// An operand of an eager elementwise op: borrowed, or given away by the caller (a
+/// temporary such as `a * 2.0` in `a * 2.0 + b`).
+pub(crate) enum Operand<'a> {
+    Borrowed(&'a Tensor),
+    Owned(Tensor),
+}
+
+impl Operand<'_> {
+    fn tensor(&self) -> &Tensor {
+        match self {
+            Operand::Borrowed(t) => t,
+            Operand::Owned(t) => t,
+        }
+    }
+
+    /// The tensor, owned (a borrowed one is shared, not copied).
+    pub(crate) fn into_tensor(self) -> Tensor {
+        match self {
+            Operand::Borrowed(t) => t.clone(),
+            Operand::Owned(t) => t,
+        }
+    }
+}
+
+/// Whether `o` can become the result of type `dtype[shape]` in place: given away, of
+/// that type, and its buffer held by nobody else.
+fn donatable(o: &Operand, shape: &[usize], dtype: DType) -> bool {
+    match o {
+        Operand::Owned(t) => {
+            t.dtype == dtype
+                && t.shape == shape
+                && t.buffer().is_some_and(|b| {
+                    Arc::strong_count(b) == 1 && Arc::weak_count(b) == 0 && b.is_owned()
+                })
+        }
+        Operand::Borrowed(_) => false,
+    }
+}
+
+/// [`run`] for an elementwise op whose operands may be given away: the result is written
+/// into the first temporary of its type that nobody else holds (as ndarray's `a + &b`
+/// reuses `a`), so a chain of eager ops does not allocate a buffer per op. `Err` gives
+/// the operands back where the interpreter is to run the op.
+pub(crate) fn run_operands<'a>(
+    op: &Op,
+    operands: Vec<Operand<'a>>,
+    shape: &[usize],
+    dtype: DType,
+) -> Result<Result<Tensor, Error>, Vec<Operand<'a>>> {
+    let donated = operands.iter().position(|o| donatable(o, shape, dtype));
+    if donated.is_none() {
+        let refs: Vec<&Tensor> = operands.iter().map(|o| o.tensor()).collect();
+        return match run(op, &refs, shape, dtype) {
+            Some(r) => Ok(r),
+            None => Err(operands),
+        };
+    }
+    if !compiles(op) || INTERPRETED.with(|d| d.get()) > 0 || eager_mode() == EagerMode::Interp {
+        return Err(operands);
+    }
+    let exe = {
+        let refs: Vec<&Tensor> = operands.iter().map(|o| o.tensor()).collect();
+        match interpreted(|| executable(op, &refs, donated, &[(shape, dtype)])) {
+            Some(exe) => exe,
+            None => return Err(operands),
+        }
+    };
+    let mut args = CallArgs::new();
+    for (i, o) in operands.into_iter().enumerate() {
+        match o {
+            Operand::Owned(t) if Some(i) == donated => args.owned(t),
+            Operand::Owned(t) => args.owned_kept(t),
+            Operand::Borrowed(t) => args.borrowed(t),
+        }
+    }
+    // The donated operand is gone: a failure is reported here, naming the op (the
+    // program's own error names its output by value number).
+    Ok(interpreted(|| exe.run(args))
+        .map(|mut outs| outs.remove(0))
+        .map_err(|e| Error::new(e.kind, format!("`{}`: {}", op.name(), e.message))))
 }

@@ -402,9 +402,8 @@ impl Executable {
     }
 
     /// `from_graph` without keeping the text of each stage (the eager ops' programs).
-    pub(crate) fn from_graph_quiet(graph: Graph) -> Result<Executable, Error> {
-        let kinds = vec![ArgKind::Borrowed; graph.params().len()];
-        Executable::from_graph_kept(graph, vec![], &kinds, false, Target::host())
+    pub(crate) fn from_graph_quiet(graph: Graph, kinds: &[ArgKind]) -> Result<Executable, Error> {
+        Executable::from_graph_kept(graph, vec![], kinds, false, Target::host())
     }
 
     /// `from_graph` with each parameter's kind: `ArgKind::Owned` parameters

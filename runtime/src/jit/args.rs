@@ -190,6 +190,13 @@ impl<'a> CallArgs<'a> {
         self.tensors.push((ArgKind::Owned, ArgTensor::Owned(t)));
     }
 
+    /// An owned tensor passed as borrowed: held for the call, never written (an eager
+    /// op's operand other than the one it donates).
+    pub(crate) fn owned_kept(&mut self, t: Tensor) {
+        self.slots.push(ParamSlot::Tensor);
+        self.tensors.push((ArgKind::Borrowed, ArgTensor::Owned(t)));
+    }
+
     /// An `f32` scalar argument (traced: a new value does not recompile).
     pub fn scalar_f32(&mut self, v: f32) {
         self.slots.push(ParamSlot::Tensor);

@@ -183,7 +183,13 @@ pub(crate) fn attention_grad_parts(
         return [dq, dk, dv];
     }
     let _internal = crate::internal::Scope::enter();
-    let [dq, dk, dv]: [Tensor; 3] = crate::interp_attention::attention_grad(&spec, ins)
+    let op = Op::AttentionGrad(spec);
+    let outs = [q, k, v].map(|t| (&t.shape[..], t.dtype));
+    let grads = match crate::eager::run_all(&op, ins, &outs) {
+        Some(r) => r.unwrap_or_else(|e| fail(e.at(loc))),
+        None => crate::interp_attention::attention_grad(&spec, ins),
+    };
+    let [dq, dk, dv]: [Tensor; 3] = grads
         .try_into()
         .unwrap_or_else(|_| unreachable!("three gradients"));
     [dq, dk, dv]

@@ -5,7 +5,7 @@ use super::Tensor;
 use crate::error::type_str;
 use crate::ir::{BinaryOp, CmpOp, Op, UnaryOp};
 use crate::trace::{self, fail};
-use crate::{interp, shape, DType, Error, ErrorKind, Literal, Scalar, SourceLoc};
+use crate::{eager, interp, shape, DType, Error, ErrorKind, Literal, Scalar, SourceLoc};
 use std::borrow::Cow;
 use std::panic::Location;
 
@@ -105,9 +105,11 @@ fn coerce(o: Operand, dtype: DType, shape: &[usize], loc: SourceLoc) -> Tensor {
 }
 
 /// `op` on `operands`, each converted to its dtype and broadcast to `shape`. Eagerly (nothing
-/// traced) the compiled one-op program broadcasts them itself (`eager::run`: a scalar is a
-/// `[]` operand, a smaller tensor is read with stride 0), so no operand is materialised at
-/// the full shape; traced, or where the interpreter runs the op, each is coerced first.
+/// traced) the compiled one-op program broadcasts them itself (`eager::run_operands`: a
+/// scalar is a `[]` operand, a smaller tensor is read with stride 0), so no operand is
+/// materialised at the full shape, and an operand given away (a temporary) that nobody else
+/// holds becomes the result's buffer; traced, or where the interpreter runs the op, each is
+/// coerced first.
 fn broadcasting<const N: usize>(
     op: Op,
     operands: [(Operand, DType); N],
@@ -116,30 +118,46 @@ fn broadcasting<const N: usize>(
     loc: SourceLoc,
 ) -> Tensor {
     let traced = |o: &Operand| matches!(o, Operand::Tensor(t) if t.is_traced());
-    if trace::current_trace().is_none() && !operands.iter().any(|(o, _)| traced(o)) {
-        let _internal = crate::internal::Scope::enter();
-        let small: Vec<Cow<Tensor>> = operands
-            .iter()
-            .map(|(o, d)| match o {
-                Operand::Scalar(l) => Cow::Owned(constant(*l, &[], *d, loc)),
-                Operand::Tensor(t) if t.dtype != *d => {
-                    let s = t.shape.clone();
-                    Cow::Owned(apply(Op::Cast(*d), &[t], s, *d, loc))
-                }
-                Operand::Tensor(t) => Cow::Borrowed(&**t),
-            })
+    if trace::current_trace().is_some() || operands.iter().any(|(o, _)| traced(o)) {
+        let full: Vec<Tensor> = operands
+            .into_iter()
+            .map(|(o, d)| coerce(o, d, &shape, loc))
             .collect();
-        let refs: Vec<&Tensor> = small.iter().map(|t| &**t).collect();
-        if let Some(r) = crate::eager::run(&op, &refs, &shape, dtype) {
-            return r.unwrap_or_else(|e| fail(e.at(loc)));
+        let refs: Vec<&Tensor> = full.iter().collect();
+        return apply(op, &refs, shape, dtype, loc);
+    }
+    let _internal = crate::internal::Scope::enter();
+    let small: Vec<eager::Operand> = operands
+        .into_iter()
+        .map(|(o, d)| match o {
+            Operand::Scalar(l) => eager::Operand::Owned(constant(l, &[], d, loc)),
+            Operand::Tensor(t) if t.dtype != d => {
+                let s = t.shape.clone();
+                eager::Operand::Owned(apply(Op::Cast(d), &[&t], s, d, loc))
+            }
+            Operand::Tensor(Cow::Owned(t)) => eager::Operand::Owned(t),
+            Operand::Tensor(Cow::Borrowed(t)) => eager::Operand::Borrowed(t),
+        })
+        .collect();
+    match eager::run_operands(&op, small, &shape, dtype) {
+        Ok(r) => r.unwrap_or_else(|e| fail(e.at(loc))),
+        // The interpreter runs the op on operands broadcast to its shape.
+        Err(small) => {
+            let full: Vec<Tensor> = small
+                .into_iter()
+                .map(|o| {
+                    let t = o.into_tensor();
+                    if t.shape == shape {
+                        t
+                    } else {
+                        apply(Op::Broadcast, &[&t], shape.clone(), t.dtype, loc)
+                    }
+                })
+                .collect();
+            let refs: Vec<&Tensor> = full.iter().collect();
+            apply(op, &refs, shape, dtype, loc)
         }
     }
-    let full: Vec<Tensor> = operands
-        .into_iter()
-        .map(|(o, d)| coerce(o, d, &shape, loc))
-        .collect();
-    let refs: Vec<&Tensor> = full.iter().collect();
-    apply(op, &refs, shape, dtype, loc)
 }
 
 pub(crate) fn constant(l: Literal, shape: &[usize], dtype: DType, loc: SourceLoc) -> Tensor {
