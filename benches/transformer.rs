@@ -348,5 +348,46 @@ fn gpt_rows(size: &str, rounds: usize, reference: &HashMap<(String, usize), (f64
             ratio(m.temp_bytes as f64, xtemp),
         );
         eprintln!("(GPT {size}, remat {remat}: first compile {compile_ms:.0} ms; memory:\n{m})");
+        if remat {
+            eager_gpt_row(size, &cfg, p, s, &x, &y, rounds.min(5), ms, xms);
+        }
     }
+}
+
+/// The same step's body called without `#[jit]`: every op eager (a cached compiled
+/// program each), the first call warming the eager cache.
+#[allow(clippy::too_many_arguments)]
+fn eager_gpt_row(
+    size: &str,
+    cfg: &model::Config,
+    mut p: model::Gpt,
+    mut s: jitfuse::optim::StateOf<model::Opt, model::Gpt>,
+    x: &Tensor,
+    y: &Tensor,
+    rounds: usize,
+    jitted_ms: f64,
+    xla_ms: f64,
+) {
+    let mut samples = Vec::new();
+    for i in 0..=rounds {
+        let t = Instant::now();
+        let (p2, s2, l) = model::step_body(p, s, x, y, cfg.heads, cfg.remat, 2000);
+        std::hint::black_box(l.item::<f32>().unwrap());
+        if i > 0 {
+            samples.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        (p, s) = (p2, s2);
+    }
+    let ms = median(samples);
+    println!(
+        "| GPT step, {size} size, checkpointed blocks, eager ({}× the jitted step) | {} | {ms:.1} | — | {} | — | {} | — |",
+        ratio(ms, jitted_ms),
+        cfg.block,
+        if xla_ms.is_nan() {
+            "—".into()
+        } else {
+            format!("{xla_ms:.1}")
+        },
+        ratio(ms, xla_ms),
+    );
 }

@@ -211,6 +211,20 @@ pub fn train_step(
     remat: bool,
     total_steps: usize,
 ) -> (Gpt, StateOf<Opt, Gpt>, Tensor) {
+    step_body(p, s, ids, targets, heads, remat, total_steps)
+}
+
+/// The body of [`train_step`]: called directly (without `#[jit]`) it runs eagerly, each
+/// op a cached compiled program, which is how the step is debugged.
+pub fn step_body(
+    p: Gpt,
+    s: StateOf<Opt, Gpt>,
+    ids: &Tensor,
+    targets: &Tensor,
+    heads: usize,
+    remat: bool,
+    total_steps: usize,
+) -> (Gpt, StateOf<Opt, Gpt>, Tensor) {
     let (l, g) = value_and_grad(|p: &Gpt| loss(p, ids, targets, heads, remat), &p);
     let (p, s) = opt(total_steps).update(&g, s, p);
     (p, s, l)
