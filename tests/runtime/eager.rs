@@ -410,3 +410,74 @@ fn eager_errors_name_the_op() {
         interpreted(|| (&i / &z).to_vec::<i32>().unwrap())
     );
 }
+
+/// One of the fuzzer's random programs run eagerly, each op a compiled program, against
+/// the same calls on the interpreter: `Ok(false)` when the program is not one the library
+/// accepts (the generator's invalid cases).
+fn eager_case(seed: u64) -> Result<bool, String> {
+    use crate::fuzz::{check, floor, generate, noise, program, trace_program};
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    let mut rng = Rng::new(seed);
+    let p = generate::program(&mut rng);
+    let Ok((g, captured)) = trace_program(&p) else {
+        return Ok(false);
+    };
+    let draws: Vec<u64> = p.params.iter().map(|q| q.draw).collect();
+    let args = check::arguments(&g, seed, &draws, seed % 3 == 0);
+    let want = catch_unwind(AssertUnwindSafe(|| {
+        interpreted(|| program::build(&p, &args))
+    }));
+    let got = catch_unwind(AssertUnwindSafe(|| program::build(&p, &args)));
+    let text = |e: Box<dyn std::any::Any + Send>| crate::common::panic_text(&*e);
+    let (got, want) = match (got, want) {
+        (Ok(got), Ok(want)) => (got, want),
+        // Refused alike (a data-dependent error such as an index out of range).
+        (Err(_), Err(_)) => return Ok(true),
+        (Err(e), Ok(_)) => return Err(format!("compiled eager panicked: {}", text(e))),
+        (Ok(_), Err(e)) => {
+            return Err(format!(
+                "the interpreter refused ({}) what compiled eager ran",
+                text(e)
+            ))
+        }
+    };
+    let values = noise::node_values(&g, &args, &captured).map_err(|e| format!("noise: {e}"))?;
+    let scales = noise::scales(&g, &values);
+    let f32 = g.nodes.iter().any(|n| n.dtype == DType::F32);
+    for (k, (a, b)) in got.iter().zip(&want).enumerate() {
+        check::compare(a, b, f32, floor(&p), scales[k])
+            .map_err(|e| format!("output {k}: {e}"))?;
+    }
+    Ok(true)
+}
+
+/// The fuzzer's random programs (every op family it generates, gradients, `cond`, loops
+/// and random numbers included, a third of them with NaNs and infinities among the
+/// arguments) run eagerly: each op's compiled program computes what the interpreter does.
+/// `JITFUSE_EAGER_SEED` and `JITFUSE_EAGER_CASES` run other or more programs.
+#[test]
+fn eager_random_programs_match_the_interpreter() {
+    let env = |name: &str, default: u64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(default)
+    };
+    let base = env("JITFUSE_EAGER_SEED", 9000);
+    let cases = env("JITFUSE_EAGER_CASES", 1000);
+    let (mut ran, mut failures) = (0, Vec::new());
+    for seed in base..base + cases {
+        match eager_case(seed) {
+            Ok(true) => ran += 1,
+            Ok(false) => {}
+            Err(e) => failures.push(format!("seed {seed}: {e}")),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {ran} failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(ran >= cases / 2, "only {ran} of {cases} programs ran");
+}
