@@ -1,7 +1,8 @@
 //! How the figures users read print: byte counts in B/KiB/MiB/GiB, and the
-//! `Display` of `MemoryAnalysis` and `CacheStats`, each figure with what it
-//! means (their `Debug` stays the plain struct, for tests and logs).
+//! `Display` of `MemoryAnalysis`, `CacheStats` and `EagerStats`, each figure with
+//! what it means (their `Debug` stays the plain struct, for tests and logs).
 
+use crate::eager::{EagerStats, EAGER_CACHE_BYTES};
 use crate::exec::MemoryAnalysis;
 use crate::jit::CacheStats;
 use std::fmt;
@@ -101,6 +102,30 @@ impl fmt::Display for CacheStats {
                 f,
                 "; {} dropped to keep within the cache limit",
                 plural(self.evictions, "program", "programs")
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// One line: the eager ops' programs compiled, held and dropped.
+impl fmt::Display for EagerStats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let plural =
+            |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        write!(
+            f,
+            "eager ops: {} compiled; {} held in {} of code and arenas (at most {})",
+            plural(self.compiled, "single-op program", "single-op programs"),
+            plural(self.entries as u64, "program", "programs"),
+            human_bytes(self.cached_bytes),
+            human_bytes(EAGER_CACHE_BYTES)
+        )?;
+        if self.evicted > 0 {
+            write!(
+                f,
+                "; {} dropped to keep within that",
+                plural(self.evicted, "program", "programs")
             )?;
         }
         Ok(())

@@ -445,8 +445,7 @@ fn eager_case(seed: u64) -> Result<bool, String> {
     let scales = noise::scales(&g, &values);
     let f32 = g.nodes.iter().any(|n| n.dtype == DType::F32);
     for (k, (a, b)) in got.iter().zip(&want).enumerate() {
-        check::compare(a, b, f32, floor(&p), scales[k])
-            .map_err(|e| format!("output {k}: {e}"))?;
+        check::compare(a, b, f32, floor(&p), scales[k]).map_err(|e| format!("output {k}: {e}"))?;
     }
     Ok(true)
 }

@@ -94,3 +94,29 @@ fn cache_stats_print_calls_hits_misses_and_what_is_cached() {
     );
     assert!(text.contains("; 1 signature cached in "), "{text}");
 }
+
+#[test]
+fn eager_stats_print_what_was_compiled_held_and_dropped() {
+    let s = jitfuse::eager::EagerStats {
+        compiled: 1,
+        evicted: 0,
+        entries: 1,
+        cached_bytes: 5 << 10,
+    };
+    expect![[r#"eager ops: 1 single-op program compiled; 1 program held in 5.0 KiB of code and arenas (at most 256.0 MiB)"#]]
+    .assert_eq(&s.to_string());
+    let many = jitfuse::eager::EagerStats {
+        compiled: 40,
+        evicted: 3,
+        entries: 37,
+        cached_bytes: 3 << 20,
+    };
+    expect![[r#"eager ops: 40 single-op programs compiled; 37 programs held in 3.0 MiB of code and arenas (at most 256.0 MiB); 3 programs dropped to keep within that"#]]
+    .assert_eq(&many.to_string());
+    // The process's own counters.
+    let x = Tensor::from_vec(vec![0.25f32; 9], &[9]).unwrap();
+    let _ = x.log1p();
+    let text = jitfuse::eager::eager_stats().to_string();
+    assert!(text.starts_with("eager ops: "), "{text}");
+    assert!(!text.contains("eager ops: 0 single-op"), "{text}");
+}
