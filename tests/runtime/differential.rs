@@ -341,6 +341,57 @@ fn parallel_kernels_match_interpreter() {
     }
 }
 
+#[jitfuse::jit]
+fn split_kernel(x: &Tensor, y: &Tensor) -> Tensor {
+    (x * y).tanh() + x * 0.5
+}
+
+/// Split kernels (each caller runs chunks and hands others to rayon's workers) called from
+/// several threads at once, and from inside rayon's own workers, each compute the caller's
+/// result: no chunk of one call lands in another's buffers, none is lost when a helper
+/// wakes late.
+#[test]
+fn split_kernels_called_from_many_threads_compute_each_callers_result() {
+    use rayon::prelude::*;
+    let n = 3 * 65_537;
+    let inputs: Vec<(Tensor, Tensor)> = (0..12)
+        .map(|i| {
+            let mut rng = Rng::new(100 + i);
+            (
+                random_tensor(&mut rng, &[n], DType::F32, -3.0, 3.0, false),
+                random_tensor(&mut rng, &[n], DType::F32, -1.0, 1.0, false),
+            )
+        })
+        .collect();
+    let want: Vec<Tensor> = inputs
+        .iter()
+        .map(|(x, y)| jitfuse::eager::interpreted(|| (x * y).tanh() + x * 0.5))
+        .collect();
+    let check = |i: usize, got: &Tensor| {
+        assert_close(
+            got,
+            &want[i],
+            approx_tol(DType::F32),
+            &format!("caller {i}"),
+        );
+    };
+    std::thread::scope(|s| {
+        for t in 0..3 {
+            let (inputs, check) = (&inputs, &check);
+            s.spawn(move || {
+                for round in 0..20 {
+                    let i = (t * 4 + round) % inputs.len();
+                    check(i, &split_kernel(&inputs[i].0, &inputs[i].1));
+                }
+            });
+        }
+    });
+    (0..48usize).into_par_iter().for_each(|k| {
+        let i = k % inputs.len();
+        check(i, &split_kernel(&inputs[i].0, &inputs[i].1));
+    });
+}
+
 /// Kernels whose transcendentals run in rustc micro-kernels tile by tile (codegen/micro.rs,
 /// "Staged kernels" in kernel.rs, row kernels' micro stash) compute the same bits as the
 /// single-pass inline path, at every level the CPU has: lengths around the tile (1024) and the

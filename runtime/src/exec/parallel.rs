@@ -1,10 +1,18 @@
 //! Splitting a kernel's outer range across the cores. Kernels are pure
 //! functions of disjoint output ranges, so chunks of `begin..end` can run
-//! concurrently on rayon's persistent pool; small kernels stay on the
-//! calling thread (a parallel dispatch costs a few microseconds).
+//! concurrently; small kernels stay on the calling thread.
+//!
+//! The calling thread works too: it asks rayon's persistent pool for helpers
+//! and then takes chunks off a shared counter itself, and so do the helpers
+//! once they are awake. Waking a sleeping worker takes tens of microseconds
+//! here, as long as a whole mid-sized kernel; blocking on the pool (as
+//! `par_iter` from outside it does) would put that wake-up on every step's
+//! critical path. A helper that wakes after the last chunk was taken finds
+//! nothing to do and never touches the buffers.
 
 use crate::codegen::KernelFn;
-use rayon::prelude::*;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 /// Elements below which a kernel runs on the calling thread.
 const PARALLEL_MIN_ELEMENTS: usize = 1 << 16;
@@ -19,6 +27,47 @@ pub struct Split {
     /// Chunk boundaries are multiples of this (64 for ranges over vector
     /// lanes, so every chunk but the last runs whole unrolled blocks).
     pub align: usize,
+}
+
+/// One split call, shared by the caller and its helpers.
+struct Shared {
+    f: KernelFn,
+    /// The kernel's buffer pointers (as addresses: the helpers' copy).
+    ptrs: Vec<usize>,
+    extent: usize,
+    per: usize,
+    chunks: usize,
+    /// The next chunk to take.
+    next: AtomicUsize,
+    /// Chunks finished.
+    done: AtomicUsize,
+}
+
+impl Shared {
+    /// Take and run chunks until none is left.
+    fn work(&self) {
+        loop {
+            let c = self.next.fetch_add(1, Ordering::Relaxed);
+            if c >= self.chunks {
+                return;
+            }
+            let begin = c * self.per;
+            let end = ((c + 1) * self.per).min(self.extent);
+            if begin < end {
+                // SAFETY: chunks write disjoint output ranges; the caller of
+                // `run_kernel` keeps the buffers alive until every taken chunk
+                // is done (it waits for `done` below).
+                unsafe {
+                    (self.f)(
+                        self.ptrs.as_ptr() as *const *mut u8,
+                        begin as i64,
+                        end as i64,
+                    )
+                };
+            }
+            self.done.fetch_add(1, Ordering::Release);
+        }
+    }
 }
 
 /// Run `f` over its whole range.
@@ -36,16 +85,33 @@ pub unsafe fn run_kernel(f: KernelFn, ptrs: &[*mut u8], split: Split) {
         f(ptrs.as_ptr(), 0, extent as i64);
         return;
     }
-    let chunks = (threads * 2).min(extent.div_ceil(align)).max(1);
+    // One chunk per thread: a helper that wakes late leaves its chunk to the
+    // caller. (Four per thread balanced late helpers better but measured slower
+    // here: more hand-offs, more waits on a helper the scheduler preempted.)
+    let chunks = threads.min(extent.div_ceil(align)).max(1);
     let per = extent.div_ceil(chunks).div_ceil(align) * align;
-    let addr = ptrs.as_ptr() as usize;
-    (0..chunks).into_par_iter().for_each(|c| {
-        let begin = c * per;
-        let end = ((c + 1) * per).min(extent);
-        if begin < end {
-            // SAFETY: chunks write disjoint output ranges; the caller keeps
-            // the buffers alive until this returns.
-            unsafe { f(addr as *const *mut u8, begin as i64, end as i64) };
-        }
+    let shared = Arc::new(Shared {
+        f,
+        ptrs: ptrs.iter().map(|&p| p as usize).collect(),
+        extent,
+        per,
+        chunks: extent.div_ceil(per),
+        next: AtomicUsize::new(0),
+        done: AtomicUsize::new(0),
     });
+    for _ in 1..threads {
+        let s = shared.clone();
+        rayon::spawn(move || s.work());
+    }
+    shared.work();
+    // Every chunk is taken; wait for those still running on a helper.
+    let mut spins = 0u32;
+    while shared.done.load(Ordering::Acquire) < shared.chunks {
+        if spins < 1 << 10 {
+            std::hint::spin_loop();
+            spins += 1;
+        } else {
+            std::thread::yield_now();
+        }
+    }
 }
