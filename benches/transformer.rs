@@ -7,7 +7,8 @@
 //!
 //! Then the GPT training step of `examples/gpt` at nanoGPT's CPU size and GPU default
 //! (`JITFUSE_BENCH_GPT=cpu` for one, `=none` for neither), with checkpointed blocks (the
-//! example's setting) and with every activation kept, beside the same model in JAX.
+//! example's setting) and with every activation kept, beside the same model in JAX; and the
+//! checkpointed step's body called without `#[jit]` (every op eager), against its jitted step.
 //!
 //! Run: `cargo bench --bench transformer` (seq 1024 and 4096; `JITFUSE_BENCH_SEQS=1024,4096,
 //! 8192,16384` for more; the composition runs up to seq 4096, `JITFUSE_BENCH_UNFUSED_MAX`
