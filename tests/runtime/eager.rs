@@ -456,27 +456,11 @@ fn eager_case(seed: u64) -> Result<bool, String> {
 /// `JITFUSE_EAGER_SEED` and `JITFUSE_EAGER_CASES` run other or more programs.
 #[test]
 fn eager_random_programs_match_the_interpreter() {
-    let env = |name: &str, default: u64| {
-        std::env::var(name)
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(default)
-    };
-    let base = env("JITFUSE_EAGER_SEED", 9000);
-    let cases = env("JITFUSE_EAGER_CASES", 1000);
-    let (mut ran, mut failures) = (0, Vec::new());
-    for seed in base..base + cases {
-        match eager_case(seed) {
-            Ok(true) => ran += 1,
-            Ok(false) => {}
-            Err(e) => failures.push(format!("seed {seed}: {e}")),
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} of {ran} failed:\n{}",
-        failures.len(),
-        failures.join("\n")
+    crate::fuzz::run_seeds(
+        "JITFUSE_EAGER_SEED",
+        9000,
+        "JITFUSE_EAGER_CASES",
+        1000,
+        eager_case,
     );
-    assert!(ran >= cases / 2, "only {ran} of {cases} programs ran");
 }

@@ -298,6 +298,35 @@ pub fn check_ir_drawn(text: &str, modes: &[Mode], draws: &[u64], seed: u64, floo
     }
 }
 
+/// Run `case` on the seeds `$seed_var..+$cases_var` (defaults `seed`, `cases`) and fail
+/// with every failing seed's message; at least half the seeds must give a program the
+/// library accepts (`Ok(true)`; `Ok(false)` is the generator's invalid case).
+pub fn run_seeds(
+    seed_var: &str,
+    seed: u64,
+    cases_var: &str,
+    cases: u64,
+    case: impl Fn(u64) -> Result<bool, String>,
+) {
+    let base = env_u64(seed_var).unwrap_or(seed);
+    let cases = env_u64(cases_var).unwrap_or(cases);
+    let (mut ran, mut failures) = (0, Vec::new());
+    for seed in base..base + cases {
+        match case(seed) {
+            Ok(true) => ran += 1,
+            Ok(false) => {}
+            Err(e) => failures.push(format!("seed {seed}: {e}")),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {ran} failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(ran >= cases / 2, "only {ran} of {cases} programs ran");
+}
+
 #[test]
 fn random_programs_match_the_interpreter_at_every_level_donated_or_not() {
     let (passed, invalid) = fuzz(1, 2500);

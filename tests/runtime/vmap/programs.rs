@@ -117,27 +117,11 @@ pub fn vmap_case(seed: u64) -> Result<bool, String> {
 
 #[test]
 fn vmap_of_random_programs_matches_a_loop_of_single_calls() {
-    let base: u64 = std::env::var("JITFUSE_VMAP_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(7000);
-    let cases: u64 = std::env::var("JITFUSE_VMAP_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(300);
-    let (mut ran, mut failures) = (0, Vec::new());
-    for seed in base..base + cases {
-        match vmap_case(seed) {
-            Ok(true) => ran += 1,
-            Ok(false) => {}
-            Err(e) => failures.push(format!("seed {seed}: {e}")),
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} of {ran} failed:\n{}",
-        failures.len(),
-        failures.join("\n")
+    crate::fuzz::run_seeds(
+        "JITFUSE_VMAP_SEED",
+        7000,
+        "JITFUSE_VMAP_CASES",
+        300,
+        vmap_case,
     );
-    assert!(ran >= cases / 2, "only {ran} of {cases} programs ran");
 }
