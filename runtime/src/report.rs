@@ -37,6 +37,11 @@ pub fn human_duration(d: std::time::Duration) -> String {
     }
 }
 
+/// `n` with its noun: `1 hit`, `3 hits`.
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// Several lines: the peak and what it is made of, then what each part means.
 impl fmt::Display for MemoryAnalysis {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -84,8 +89,6 @@ impl fmt::Display for MemoryAnalysis {
 /// One line: calls, hits and misses, compile time, what is cached.
 impl fmt::Display for CacheStats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let plural =
-            |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
         write!(
             f,
             "{}: {} (compiled programs reused), {} (traced and compiled, {} in all); {} cached \
@@ -111,8 +114,6 @@ impl fmt::Display for CacheStats {
 /// One line: the eager ops' programs compiled, held and dropped.
 impl fmt::Display for EagerStats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let plural =
-            |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
         write!(
             f,
             "eager ops: {} compiled; {} held in {} of code and arenas (at most {})",
