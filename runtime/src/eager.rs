@@ -3,8 +3,10 @@
 //! program, cached by the op, its operands' shapes and dtypes and its results' types (as
 //! JAX dispatches eager ops to single-op XLA computations); `attention_grad`'s three
 //! results come from one program. A reshape (or a checkpoint barrier) shares its operand's
-//! buffer and needs no program. Every op while an eager program itself is being compiled or run, and one whose
-//! program does not compile, goes through the reference interpreter.
+//! buffer and needs no program. Every op while an eager program itself is being compiled
+//! or run, and one whose program does not compile, goes through the reference interpreter.
+//! An elementwise op given a temporary that nobody else holds writes its result there
+//! (`run_operands`).
 //!
 //! `JITFUSE_EAGER=interp` (read once) or [`set_eager_mode`] selects the interpreter for
 //! everything: it stays the test oracle. The cache holds at most [`EAGER_CACHE_BYTES`] of

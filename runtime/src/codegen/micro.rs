@@ -22,7 +22,7 @@ use super::target::Target;
 use crate::ir::UnaryOp;
 use crate::DType;
 
-/// `extern "C" fn(src, dst, n)`: dst[i] = f(src[i]) for i < n (src == dst allowed).
+/// `extern "C" fn(src, dst, n)`: `dst[i] = f(src[i])` for `i < n` (src == dst allowed).
 pub type MicroFn = unsafe extern "C" fn(*const f32, *mut f32, usize);
 
 /// The micro-kernel of `op` on `dtype` for `target`, if there is one.
