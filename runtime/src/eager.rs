@@ -231,7 +231,27 @@ fn executable(
     donated: Option<usize>,
     outs: &[(&[usize], DType)],
 ) -> Option<Arc<Executable>> {
-    let k = key(op, inputs, donated, outs);
+    let kinds: Vec<ArgKind> = (0..inputs.len())
+        .map(|i| {
+            if donated == Some(i) {
+                ArgKind::Owned
+            } else {
+                ArgKind::Borrowed
+            }
+        })
+        .collect();
+    cached(key(op, inputs, donated, outs), &kinds, || {
+        Some(program(op, inputs, outs))
+    })
+}
+
+/// The program cached under `k`, or the one `graph` builds (`None`: no program) compiled
+/// now with parameters of `kinds` and cached within the byte bound.
+fn cached(
+    k: String,
+    kinds: &[ArgKind],
+    graph: impl FnOnce() -> Option<Graph>,
+) -> Option<Arc<Executable>> {
     {
         let mut c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
         c.clock += 1;
@@ -244,18 +264,9 @@ fn executable(
     }
     // A program that does not compile (or a bug that panics compiling it) leaves the op to
     // the interpreter: an eager op never fails where the interpreter would not.
-    let graph = program(op, inputs, outs);
-    let kinds: Vec<ArgKind> = (0..inputs.len())
-        .map(|i| {
-            if donated == Some(i) {
-                ArgKind::Owned
-            } else {
-                ArgKind::Borrowed
-            }
-        })
-        .collect();
+    let graph = graph()?;
     let compiled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        Executable::from_graph_quiet(graph, &kinds)
+        Executable::from_graph_quiet(graph, kinds)
     }));
     let exe = Arc::new(compiled.ok()?.ok()?);
     let m = exe.memory_analysis();
@@ -399,4 +410,44 @@ pub(crate) fn run_operands<'a>(
     Ok(interpreted(|| exe.run(args))
         .map(|mut outs| outs.remove(0))
         .map_err(|e| Error::new(e.kind, format!("`{}`: {}", op.name(), e.message))))
+}
+
+/// `f` of `inputs` (a few ops that compile better together than one by one, such as a
+/// product with a transposed operand, whose GEMM reads it with strides instead of an
+/// eager transpose copying it first) as one cached program, keyed by `name` and the
+/// operands' types. `None` where the ops are to run one by one: while tracing, on the
+/// interpreter, or when `f` does not trace or compile alone (its errors are then those of
+/// the ops).
+pub(crate) fn fused(
+    name: &str,
+    inputs: &[&Tensor],
+    f: impl FnOnce(&[Tensor]) -> Vec<Tensor>,
+) -> Option<Vec<Tensor>> {
+    if crate::trace::current_trace().is_some()
+        || inputs.iter().any(|t| t.is_traced())
+        || INTERPRETED.with(|d| d.get()) > 0
+        || eager_mode() == EagerMode::Interp
+    {
+        return None;
+    }
+    use std::fmt::Write;
+    let mut k = format!("Fused({name})");
+    for t in inputs {
+        let _ = write!(k, "|{}{:?}", t.dtype, t.shape);
+    }
+    let kinds = vec![ArgKind::Borrowed; inputs.len()];
+    let exe = cached(k, &kinds, || {
+        let specs: Vec<crate::trace::ParamSpec> = inputs
+            .iter()
+            .map(|t| crate::trace::ParamSpec {
+                shape: t.shape.clone(),
+                dtype: t.dtype,
+                weak: false,
+            })
+            .collect();
+        let traced = crate::trace::trace(&specs, f).ok()?;
+        // A program of its parameters alone (nothing captured).
+        traced.captured.is_empty().then_some(traced.graph)
+    })?;
+    interpreted(|| exe.run_with(inputs).ok())
 }

@@ -218,6 +218,51 @@ fn eager_programs_are_cached_by_op_and_types() {
     assert!(mine("f64[3, 91]").is_empty());
 }
 
+/// An eager matmul's gradient multiplies by a transposed operand as one program (the GEMM
+/// reads the operand with strides; no transpose is copied first), in 2-D, batched and
+/// batch-broadcast shapes, and computes what the interpreter does.
+#[test]
+fn eager_matmul_gradients_read_the_transposed_operand_in_one_program() {
+    let mut rng = Rng::new(41);
+    for (sa, sb) in [
+        (vec![5, 7], vec![7, 3]),
+        (vec![2, 4, 6], vec![6, 5]),
+        (vec![3, 4, 6], vec![3, 6, 2]),
+        (vec![1, 4, 6], vec![3, 6, 2]),
+    ] {
+        for d in [DType::F32, DType::F64] {
+            let a = random_tensor(&mut rng, &sa, d, -2.0, 2.0, false);
+            let b = random_tensor(&mut rng, &sb, d, -2.0, 2.0, false);
+            let f = |ab: &Vec<Tensor>| (ab[0].matmul(&ab[1]).sin() * 3.0).sum_all();
+            let got = grad(f, &vec![a.clone(), b.clone()]);
+            let want = interpreted(|| grad(f, &vec![a.clone(), b.clone()]));
+            let tol = if d == DType::F32 {
+                Tol {
+                    rel: 1e-5,
+                    abs: 1e-5,
+                }
+            } else {
+                Tol {
+                    rel: 1e-12,
+                    abs: 1e-12,
+                }
+            };
+            for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert_close(
+                    g,
+                    w,
+                    tol,
+                    &format!("d{} of {sa:?} @ {sb:?} {d}", ["a", "b"][k]),
+                );
+            }
+        }
+    }
+    let keys: Vec<String> = eager_cache_entries().into_iter().map(|e| e.0).collect();
+    for name in ["Fused(aT b)", "Fused(a bT)"] {
+        assert!(keys.iter().any(|k| k.starts_with(name)), "{name}: {keys:?}");
+    }
+}
+
 /// A temporary given to an eager elementwise op (`a * 2.0` in `a * 2.0 + b`) that nobody
 /// else holds becomes the result's buffer, as ndarray's `a + &b` reuses `a`; a tensor the
 /// caller still holds (borrowed, cloned, or the source of a reshape) is never written, nor

@@ -43,9 +43,26 @@ fn matmul_rhs_grad(a: &Tensor, b: &Tensor, c: &Tensor) -> Tensor {
         let rows: usize = a.shape()[..ra - 1].iter().product();
         let a2 = a.reshape(&[rows as isize, a.shape()[ra - 1] as isize]);
         let c2 = c.reshape(&[rows as isize, c.shape()[c.ndim() - 1] as isize]);
-        return a2.t().matmul(&c2);
+        return transposed_matmul(&a2, &c2, true);
     }
-    sum_to(&a.t().matmul(c), b.shape())
+    sum_to(&transposed_matmul(a, c, true), b.shape())
+}
+
+/// `aᵀ·b` (`left`) or `a·bᵀ`. Traced, the transpose is a node the product's library step
+/// reads with strides; eagerly both run as one cached program for the same reason, where
+/// an eager transpose would copy the operand first.
+fn transposed_matmul(a: &Tensor, b: &Tensor, left: bool) -> Tensor {
+    let ops = |a: &Tensor, b: &Tensor| {
+        if left {
+            a.t().matmul(b)
+        } else {
+            a.matmul(&b.t())
+        }
+    };
+    let name = if left { "aT b" } else { "a bT" };
+    crate::eager::fused(name, &[a, b], |t| vec![ops(&t[0], &t[1])])
+        .map(|mut r| r.remove(0))
+        .unwrap_or_else(|| ops(a, b))
 }
 
 /// Broadcast a reduction's cotangent (shape without `axes`) back over `x`.
@@ -428,7 +445,7 @@ pub fn backward(g: &Graph, vals: &[Tensor], seeds: &[(ValueId, Tensor)]) -> Vec<
             Op::Matmul => {
                 let (a, b) = (x(0), x(1));
                 if need(0) {
-                    add(&mut ct, inp(0), sum_to(&c.matmul(&b.t()), a.shape()));
+                    add(&mut ct, inp(0), sum_to(&transposed_matmul(&c, b, false), a.shape()));
                 }
                 if need(1) {
                     add(&mut ct, inp(1), matmul_rhs_grad(a, b, &c));
