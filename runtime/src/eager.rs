@@ -88,6 +88,12 @@ pub fn interpreted<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
+/// Whether this thread's eager ops run compiled now: the mode says so and no
+/// `interpreted` scope (nor an eager program being compiled or run) is open.
+fn compiling_here() -> bool {
+    INTERPRETED.with(|d| d.get()) == 0 && eager_mode() == EagerMode::Compiled
+}
+
 /// Whether `op` runs compiled when eager.
 fn compiles(op: &Op) -> bool {
     matches!(
@@ -318,7 +324,7 @@ pub(crate) fn run_all(
     inputs: &[&Tensor],
     outs: &[(&[usize], DType)],
 ) -> Option<Result<Vec<Tensor>, Error>> {
-    if !compiles(op) || INTERPRETED.with(|d| d.get()) > 0 || eager_mode() == EagerMode::Interp {
+    if !compiles(op) || !compiling_here() {
         return None;
     }
     interpreted(|| {
@@ -387,7 +393,7 @@ pub(crate) fn run_operands<'a>(
             None => Err(operands),
         };
     }
-    if !compiles(op) || INTERPRETED.with(|d| d.get()) > 0 || eager_mode() == EagerMode::Interp {
+    if !compiles(op) || !compiling_here() {
         return Err(operands);
     }
     let exe = {
@@ -425,8 +431,7 @@ pub(crate) fn fused(
 ) -> Option<Vec<Tensor>> {
     if crate::trace::current_trace().is_some()
         || inputs.iter().any(|t| t.is_traced())
-        || INTERPRETED.with(|d| d.get()) > 0
-        || eager_mode() == EagerMode::Interp
+        || !compiling_here()
     {
         return None;
     }

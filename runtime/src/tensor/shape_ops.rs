@@ -571,10 +571,7 @@ pub(crate) fn iota_at(shape: &[usize], axis: usize, dtype: DType, loc: SourceLoc
     if crate::trace::current_trace().is_some() {
         crate::trace::push_node(Op::Iota(axis), &[], shape.to_vec(), dtype, loc)
     } else {
-        let op = Op::Iota(axis);
-        crate::eager::run(&op, &[], shape, dtype)
-            .unwrap_or_else(|| crate::interp::eval_op(&op, &[], shape, dtype))
-            .unwrap_or_else(|e| fail(e.at(loc)))
+        apply(Op::Iota(axis), &[], shape.to_vec(), dtype, loc)
     }
 }
 
