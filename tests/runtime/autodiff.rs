@@ -765,3 +765,34 @@ fn prod_gradient_at_zero_factors_is_the_product_of_the_others() {
         assert_close(&prod_rows_grad(&x), &want, EXACT, &format!("jitted {d}"));
     }
 }
+
+/// With a zero factor, the product of the others is `0 · rest` wherever it holds a NaN or an
+/// infinity too: NaN, as multiplying them out gives (it was a literal 0, so a value rounding
+/// to exactly 0 on one backend and to a tiny nonzero on another turned the row's NaN gradient
+/// into zeros: a fuzz case on `gelu(2x)` whose tanh rounded to -1). Eagerly and jitted, f32
+/// and f64.
+#[test]
+fn prod_gradient_with_a_zero_keeps_the_nan_of_the_other_factors() {
+    let (nan, inf) = (f64::NAN, f64::INFINITY);
+    for d in [DType::F32, DType::F64] {
+        let x = Tensor::from_vec(vec![0.0f64, nan, 2.0, 0.0, inf, 2.0, 0.0, 0.0, nan], &[3, 3])
+            .unwrap()
+            .cast(d);
+        // Row 0: every position NaN. Row 1: at the zero 2·inf·2 = inf, elsewhere 0·inf.
+        // Row 2: two zeros and a NaN.
+        let want = [nan, nan, nan, inf, nan, nan, nan, nan, nan];
+        let eager = jitfuse::grad(
+            |x: &Tensor| (x.prod(-1) * Tensor::vector(&[1.0f64, 2.0, 3.0]).cast(d)).sum_all(),
+            &x,
+        );
+        for (how, got) in [("eager", eager), ("jitted", prod_rows_grad(&x))] {
+            let got = got.cast(DType::F64).to_vec::<f64>().unwrap();
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert!(
+                    g.is_nan() && w.is_nan() || g == w,
+                    "{how} {d}: element {i} is {g}, want {w}: {got:?}"
+                );
+            }
+        }
+    }
+}

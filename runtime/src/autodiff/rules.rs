@@ -386,14 +386,18 @@ pub fn backward(g: &Graph, vals: &[Tensor], seeds: &[(ValueId, Tensor)]) -> Vec<
                     ReduceOp::Prod => {
                         // ∂prod/∂x_i is the product of the others: prod / x_i while no
                         // element is 0 (0 / 0 = NaN at a zero otherwise); with one zero,
-                        // the product of the rest at the zero and 0 elsewhere; with more,
-                        // 0 everywhere.
+                        // the product of the rest at the zero and 0 · rest elsewhere; with
+                        // more, 0 · rest everywhere. `0 · rest` rather than 0: it is NaN
+                        // where the others hold a NaN or an infinity, as multiplying them
+                        // out is, so a value that rounds to exactly 0 on one backend and
+                        // to a tiny nonzero on another cannot turn a NaN into a 0.
                         let ax: Vec<isize> = axes.iter().map(|&d| d as isize).collect();
                         let zero = a.eq(0.0);
                         let zeros = unreduce(&zero.cast(a.dtype()).sum(ax.clone()), a, axes);
                         let rest = unreduce(&select(&zero, 1.0, a).prod(ax), a, axes);
                         let one_zero = zeros.eq(1.0).logical_and(&zero);
-                        let at_zero = select(&one_zero, &(unreduce(&c, a, axes) * rest), 0.0);
+                        let others = unreduce(&c, a, axes) * rest;
+                        let at_zero = select(&one_zero, &others, &(&others * 0.0));
                         select(&zeros.eq(0.0), &(unreduce(&(&c * y), a, axes) / a), &at_zero)
                     }
                 };

@@ -665,3 +665,24 @@ fn nonlinear_functions_of_a_cancelled_product_carry_its_noise() {
     assert!((s[0] - 2.5).abs() < 1e-6, "{}", s[0]);
     assert!((s[1] - 2.25).abs() < 1e-6, "{}", s[1]);
 }
+
+/// Found on an AMD Zen 4 machine: the gradient of a row product of `gelu(2x)` over a row
+/// holding a NaN. One `gelu` rounded to exactly 0 compiled (its tanh to -1) and to -1.5e-7
+/// in the interpreter; the product rule's "one zero" branch gave 0 off the zero, so the
+/// row's NaN gradient became zeros compiled only.
+#[test]
+fn the_gradient_of_a_row_product_with_a_nan_and_a_rounded_zero_is_nan() {
+    use program::{Bin, Ins, Red, Un};
+    let p = Program {
+        params: vec![borrowed_f32(&[17, 8], 0)],
+        ins: vec![
+            Ins::Binary(Bin::Add, 0, 0),
+            Ins::Unary(Un::Gelu, 1),
+            Ins::Reduce(Red::Prod, 2, -1, false),
+        ],
+        outputs: vec![3],
+        grad: true,
+    };
+    assert_passes(&p, 31339205787);
+}
+
