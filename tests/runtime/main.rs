@@ -24,6 +24,7 @@ mod random;
 mod regressions;
 mod report;
 mod save_load;
+mod statistics;
 mod tensor_api;
 mod vmap;
 mod zmm;

@@ -227,22 +227,30 @@ fn fusion_layer_norm_is_one_row_kernel() {
         normwise,
     );
     expect![[r#"
-        step 0: row kernel over rows [8] x [16] reads (%0, %1, %2) writes (%21)
+        step 0: row kernel over rows [8] x [16] reads (%0, %1, %2) writes (%30)
           %3 = reduce_sum[1] %0 : f32[8]
           %4 = reshape %3 : f32[8,1]
-          %6 = mul %4, %5 : f32[8,1]
+          %6 = div %4, %5 : f32[8,1]
           %7 = broadcast %6 : f32[8,16]
           %8 = sub %0, %7 : f32[8,16]
-          %9 = square %8 : f32[8,16]
-          %10 = reduce_sum[1] %9 : f32[8]
-          %11 = reshape %10 : f32[8,1]
-          %12 = mul %11, %5 : f32[8,1]
-          %14 = add %12, %13 : f32[8,1]
-          %15 = rsqrt %14 : f32[8,1]
-          %16 = broadcast %15 : f32[8,16]
-          %17 = mul %8, %16 : f32[8,16]
-          %19 = mul %17, %18 : f32[8,16]
-          %21 = add %19, %20 : f32[8,16]
+          %9 = reduce_sum[1] %8 : f32[8]
+          %10 = reshape %9 : f32[8,1]
+          %11 = div %10, %5 : f32[8,1]
+          %12 = square %8 : f32[8,16]
+          %13 = reduce_sum[1] %12 : f32[8]
+          %14 = reshape %13 : f32[8,1]
+          %15 = div %14, %5 : f32[8,1]
+          %16 = square %11 : f32[8,1]
+          %17 = sub %15, %16 : f32[8,1]
+          %19 = max %17, %18 : f32[8,1]
+          %20 = broadcast %11 : f32[8,16]
+          %21 = sub %8, %20 : f32[8,16]
+          %23 = add %19, %22 : f32[8,1]
+          %24 = rsqrt %23 : f32[8,1]
+          %25 = broadcast %24 : f32[8,16]
+          %26 = mul %21, %25 : f32[8,16]
+          %28 = mul %26, %27 : f32[8,16]
+          %30 = add %28, %29 : f32[8,16]
     "#]]
     .assert_eq(&text);
     assert_eq!(exe.memory_analysis().temp_bytes, 0);
@@ -275,24 +283,30 @@ fn fusion_mlp_forward() {
           %8 = add %6, %7 : f32[16,8]
           %9 = relu %8 : f32[16,8]
         step 2: library %10 = matmul %9, %3 : f32[16,4]
-        step 3: row kernel over rows [16] x [4] reads (%10, %4, %5) writes (%25)
+        step 3: row kernel over rows [16] x [4] reads (%10, %4) writes (%12, %13)
           %12 = add %10, %11 : f32[16,4]
           %13 = reduce_max[1] %12 : f32[16]
-          %14 = reshape %13 : f32[16,1]
-          %15 = broadcast %14 : f32[16,4]
+        step 4: row kernel over rows [16] x [4] reads (%12, %13) writes (%16, %18)
           %16 = sub %12, %15 : f32[16,4]
           %17 = exp %16 : f32[16,4]
           %18 = reduce_sum[1] %17 : f32[16]
-          %19 = reshape %18 : f32[16,1]
+        step 5: kernel over [16, 1] reads (%18) writes (%20)
           %20 = ln %19 : f32[16,1]
-          %21 = broadcast %20 : f32[16,4]
+        step 6: row kernel over rows [16] x [4] reads (%16, %20, %5) writes (%24)
           %22 = sub %16, %21 : f32[16,4]
           %23 = mul %5, %22 : f32[16,4]
           %24 = reduce_sum[1] %23 : f32[16]
+        step 7: row kernel over rows [] x [16] reads (%24) writes (%36)
           %25 = neg %24 : f32[16]
-        step 4: row kernel over rows [] x [16] reads (%25) writes (%28)
           %26 = reduce_sum[0] %25 : f32[]
-          %28 = mul %26, %27 : f32[]
+          %27 = reshape %26 : f32[1]
+          %29 = div %27, %28 : f32[1]
+          %30 = broadcast %29 : f32[16]
+          %31 = sub %25, %30 : f32[16]
+          %32 = reduce_sum[0] %31 : f32[]
+          %34 = div %32, %33 : f32[]
+          %35 = reshape %29 : f32[]
+          %36 = add %35, %34 : f32[]
     "#]]
     .assert_eq(&text);
 }

@@ -122,10 +122,24 @@ impl Tensor {
         eps: f64,
         axis: isize,
     ) -> Tensor {
-        let mean = self.mean_keepdims(axis);
-        let d = self - &mean;
-        let var = d.square().mean_keepdims(axis);
-        let y = d * (var + eps).rsqrt() * gamma;
+        // Deviations from a first estimate of the mean, corrected by their own mean: the
+        // two sums of the second pass share one read of the row (as one sum of squares
+        // did), and a constant row gives exactly 0 (its deviations are one rounding
+        // error, summed exactly), where `x - mean(x)` gave that rounding error times
+        // `1/sqrt(eps)`. The estimate carries no gradient: the result does not depend on
+        // it.
+        let n = self.shape()[super::shape_ops::norm_axis(
+            "layer_norm",
+            self,
+            axis,
+            self.ndim(),
+            Location::caller(),
+        )] as f64;
+        let estimate = crate::stop_gradient(&(self.sum_keepdims(axis) / n));
+        let d = self - &estimate;
+        let correction = d.sum_keepdims(axis) / n;
+        let var = (d.square().sum_keepdims(axis) / n - correction.square()).maximum(0.0);
+        let y = (d - correction) * (var + eps).rsqrt() * gamma;
         match beta.into() {
             Some(b) => y + b,
             None => y,

@@ -204,23 +204,47 @@ float_reductions! {
     logsumexp, logsumexp_keepdims, logsumexp_all => logsumexp_at;
 }
 
+/// The mean as `m + sum(x - m) / n` around the first estimate `m = sum(x) / n`: on a
+/// constant row `x - m` is the estimate's own rounding error, summed without loss, so the
+/// mean is exact; elsewhere the correction takes back most of the first sum's rounding
+/// where the values sit far from 0 (the case where it is large against the mean). Both
+/// sums read the row in one row kernel (two phases); the division is by `n`, exact in the
+/// tensor's type, never by a rounded `1/n`.
 fn mean_at(t: &Tensor, axes: &[usize], keepdims: bool, loc: SourceLoc) -> Tensor {
     float_only("mean", t, loc);
-    let n = count(t, axes);
-    reduce_at(t, ReduceOp::Sum, axes, keepdims, loc) * (1.0 / n as f64)
+    let n = count(t, axes) as f64;
+    let m = reduce_at(t, ReduceOp::Sum, axes, true, loc) / n;
+    let correction = reduce_at(&(t - &m), ReduceOp::Sum, axes, keepdims, loc) / n;
+    let m = if keepdims { m } else { drop_kept(t, &m, axes) };
+    m + correction
 }
 
-/// Population variance (ddof = 0, as NumPy and JAX default), two-pass.
+/// Population variance (ddof = 0, as NumPy and JAX default), two-pass around the
+/// accurate mean with the deviations' own mean taken back (`mean(d²) - mean(d)²`, both
+/// sums over one read: the mean's rounding, squared into every deviation, no longer
+/// biases it). A constant row gives 0, never the square of a rounding error (which
+/// overflowed to inf for values near 1e30).
 fn var_at(t: &Tensor, axes: &[usize], keepdims: bool, loc: SourceLoc) -> Tensor {
     float_only("var", t, loc);
-    let m = mean_at(t, axes, true, loc);
-    let d = t - &m;
-    mean_at(&d.square(), axes, keepdims, loc)
+    let n = count(t, axes) as f64;
+    let d = t - &mean_at(t, axes, true, loc);
+    let squares = reduce_at(&d.square(), ReduceOp::Sum, axes, keepdims, loc) / n;
+    let bias = reduce_at(&d, ReduceOp::Sum, axes, keepdims, loc) / n;
+    (squares - bias.square()).maximum(0.0)
 }
 
 fn std_at(t: &Tensor, axes: &[usize], keepdims: bool, loc: SourceLoc) -> Tensor {
     float_only("std", t, loc);
     var_at(t, axes, keepdims, loc).sqrt()
+}
+
+/// A reduction's result with its kept size-1 axes removed again.
+fn drop_kept(t: &Tensor, r: &Tensor, axes: &[usize]) -> Tensor {
+    let kept: Vec<isize> = (0..t.ndim())
+        .filter(|a| !axes.contains(a))
+        .map(|a| t.shape[a] as isize)
+        .collect();
+    r.reshape(&kept)
 }
 
 /// `log(sum(exp(x)))` computed stably: the max is subtracted first (and a
@@ -236,11 +260,7 @@ fn logsumexp_at(t: &Tensor, axes: &[usize], keepdims: bool, loc: SourceLoc) -> T
     if keepdims {
         s
     } else {
-        let kept: Vec<isize> = (0..t.ndim())
-            .filter(|a| !axes.contains(a))
-            .map(|a| t.shape[a] as isize)
-            .collect();
-        s.reshape(&kept)
+        drop_kept(t, &s, axes)
     }
 }
 
