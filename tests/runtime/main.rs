@@ -7,6 +7,7 @@ mod cache_diag;
 mod common;
 mod control_flow;
 mod cross_entropy;
+mod determinism;
 mod differential;
 mod donation;
 mod eager;

@@ -19,7 +19,8 @@
 //!
 //! Semantics are the composition's: a row with every key masked is NaN (the softmax of
 //! `-inf`s), NaN inputs give NaN rows; with no keys at all the output is zero (an empty
-//! sum). Scratch comes from the executable's arena, one slot per worker.
+//! sum). Scratch comes from the executable's arena, one slot per task running at once
+//! (`SLOTS`; a function of the sizes, never of the thread count).
 
 use super::ops::Operand;
 use super::GemmElement;
@@ -123,8 +124,35 @@ impl Dims {
     }
 }
 
-fn workers() -> usize {
-    rayon::current_num_threads().max(1)
+/// The most scratch slots a step plans, one per task running at once. Slot counts and the
+/// split of the work are functions of the step's sizes only, never of the thread count: a
+/// program compiled under one rayon pool runs under any other within the scratch it
+/// planned, and its sums are added in the same order (the same bits with 1, 2, 3 or 8
+/// threads). Rayon spreads the slots' tasks over whatever threads there are.
+const SLOTS: usize = 8;
+
+/// Key parts of a gradient whose keys are split (`splits_keys`): part `p` takes key tiles
+/// `p, p + parts, ..` and adds their `dQ` into a partial of its own, the partials summed in
+/// part order.
+const KEY_PARTS: usize = 4;
+
+/// Tasks of the forward step (query tiles of every batch element) running at once.
+fn forward_slots(d: Dims) -> usize {
+    (d.batch * d.sq.div_ceil(BR)).clamp(1, SLOTS)
+}
+
+/// Tasks of the gradient running at once: the key parts when the keys are split, else
+/// batch elements.
+fn backward_slots(d: Dims) -> usize {
+    if splits_keys(d) {
+        key_parts(d)
+    } else {
+        d.batch.clamp(1, SLOTS)
+    }
+}
+
+fn key_parts(d: Dims) -> usize {
+    d.sk.div_ceil(BC).clamp(1, KEY_PARTS)
 }
 
 fn slot_bytes(elems: usize, size: usize) -> usize {
@@ -133,13 +161,13 @@ fn slot_bytes(elems: usize, size: usize) -> usize {
 
 /// Scratch bytes of the forward step.
 pub fn forward_scratch(d: Dims, size: usize) -> usize {
-    workers() * slot_bytes(BR * BC + BR * d.dv + 2 * BR, size)
+    forward_slots(d) * slot_bytes(BR * BC + BR * d.dv + 2 * BR, size)
 }
 
 /// Scratch bytes of the gradient step (with room to recompute a tile of the output when
 /// it was not saved).
 pub fn backward_scratch(d: Dims, size: usize) -> usize {
-    workers() * slot_bytes(backward_elems(d), size) + shared_stats_bytes(d, size)
+    backward_slots(d) * slot_bytes(backward_elems(d), size) + shared_stats_bytes(d, size)
 }
 
 /// With the keys split (`splits_keys`), every row's log-sum-exp and `D`, after the slots:
@@ -481,7 +509,7 @@ unsafe fn forward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: *mut T, scrat
     let tasks = batch * q_tiles;
     let size = std::mem::size_of::<T>();
     let bytes = slot_bytes(BR * BC + BR * dv + 2 * BR, size);
-    let n_workers = workers().min(tasks.max(1));
+    let n_workers = forward_slots(dims);
     let p = Shared(out, scratch);
     (0..n_workers).into_par_iter().for_each(|w| {
         let p = p;
@@ -537,12 +565,12 @@ struct Grad<'a, T> {
 unsafe impl<T> Send for Grad<'_, T> {}
 unsafe impl<T> Sync for Grad<'_, T> {}
 
-/// Whether the gradient also splits the key tiles of one batch element over the cores:
-/// when there are fewer batch elements (batch and head axes) than cores and more than one
-/// key tile. Each core then adds its share of `dQ` into a partial of its own (`sq · d`
-/// elements of its scratch slot), summed at the end.
+/// Whether the gradient also splits the key tiles of one batch element into parts: when
+/// there are fewer batch elements (batch and head axes) than key parts and more than one
+/// key tile. Each part then adds its share of `dQ` into a partial of its own (`sq · d`
+/// elements of its scratch slot), summed at the end in part order.
 fn splits_keys(d: Dims) -> bool {
-    d.batch < workers() && d.sk > BC
+    d.batch < KEY_PARTS && d.sk > BC
 }
 
 impl<T: Float> Grad<'_, T> {
@@ -757,10 +785,11 @@ fn split_slot<T>(buf: &mut [T], d: Dims) -> Slot<'_, T> {
 /// from `ins = [q, k, v, (o,) do, (mask)]`. Without the forward output `o` the first pass
 /// recomputes each tile of it (the forward's work again) for `D = rowsum(dO ∘ O)`.
 ///
-/// With at least as many batch elements as cores, each core takes whole batch elements.
-/// With fewer (one head of a long sequence), each batch element is split: its query tiles
-/// over the cores for the first pass, its key tiles for the second, each core adding `dQ`
-/// into a partial of its own, then the partials summed in a fixed order.
+/// With at least `KEY_PARTS` batch elements, each task takes whole batch elements. With
+/// fewer (one head of a long sequence), each batch element is split: its query tiles over
+/// the parts for the first pass, its key tiles for the second, each part adding `dQ` into
+/// a partial of its own, then the partials summed in part order. The parts are a function
+/// of the sizes, not of the cores, so the sum is the same with any thread count.
 ///
 /// # Safety
 /// As `forward`'s, with `backward_scratch` bytes of scratch; each non-null output is valid
@@ -800,7 +829,7 @@ unsafe fn backward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: [*mut T; 3],
         )
     };
     if splits_keys(dims) {
-        let n = workers();
+        let n = key_parts(dims);
         let (q_tiles, k_tiles) = (sq.div_ceil(BR), sk.div_ceil(BC));
         // Every row's lse and D, after the slots: written by all in pass 1 (disjoint
         // rows), read by all in pass 2; no worker holds a reference into them.
@@ -837,7 +866,7 @@ unsafe fn backward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: [*mut T; 3],
                     );
                 }
             });
-            // dQ = the partials' sum, in worker order, each core over a band of it.
+            // dQ = the partials' sum, in part order, each task over a band of it.
             let total = sq * d;
             let band = total.div_ceil(n).max(1);
             let dq = Ptr(dq);
@@ -859,7 +888,7 @@ unsafe fn backward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: [*mut T; 3],
         }
         return;
     }
-    let n_workers = workers().min(batch.max(1));
+    let n_workers = backward_slots(dims);
     (0..n_workers).into_par_iter().for_each(|w| {
         let p = p;
         let mine = split_slot(slot::<T>(p.1, w, bytes, elems), dims);
