@@ -132,9 +132,11 @@ impl Dims {
 const SLOTS: usize = 8;
 
 /// Key parts of a gradient whose keys are split (`splits_keys`): part `p` takes key tiles
-/// `p, p + parts, ..` and adds their `dQ` into a partial of its own, the partials summed in
-/// part order.
-const KEY_PARTS: usize = 4;
+/// `p, p + parts, ..` and adds their `dQ` into a partial of its own (part 0 into `dq`), the
+/// partials summed in part order. Each part costs a partial `dQ` of scratch: two keep one
+/// head's gradient within the memory of its output. FIXME: a single head uses at most two
+/// cores in the key pass on machines with more.
+const KEY_PARTS: usize = 2;
 
 /// Tasks of the forward step (query tiles of every batch element) running at once.
 fn forward_slots(d: Dims) -> usize {
@@ -167,11 +169,23 @@ pub fn forward_scratch(d: Dims, size: usize) -> usize {
 /// Scratch bytes of the gradient step (with room to recompute a tile of the output when
 /// it was not saved).
 pub fn backward_scratch(d: Dims, size: usize) -> usize {
-    backward_slots(d) * slot_bytes(backward_elems(d), size) + shared_stats_bytes(d, size)
+    backward_slots(d) * slot_bytes(backward_elems(d), size)
+        + partials_bytes(d, size)
+        + shared_stats_bytes(d, size)
 }
 
-/// With the keys split (`splits_keys`), every row's log-sum-exp and `D`, after the slots:
-/// written by all workers in the first pass, read by all in the second.
+/// With the keys split (`splits_keys`), the partial `dQ` of every key part but the first
+/// (which adds into `dq` itself), after the slots.
+fn partials_bytes(d: Dims, size: usize) -> usize {
+    if splits_keys(d) {
+        (key_parts(d) - 1) * slot_bytes(d.sq * d.d, size)
+    } else {
+        0
+    }
+}
+
+/// With the keys split (`splits_keys`), every row's log-sum-exp and `D`, after the
+/// partials: written by all workers in the first pass, read by all in the second.
 fn shared_stats_bytes(d: Dims, size: usize) -> usize {
     if splits_keys(d) {
         slot_bytes(2 * d.sq, size)
@@ -180,14 +194,9 @@ fn shared_stats_bytes(d: Dims, size: usize) -> usize {
     }
 }
 
-/// Where a slot's partial `dQ` starts (elements).
-fn partial_dq_offset(d: Dims) -> usize {
-    2 * d.sq + 2 * BR * BC + BC * d.d + BC * d.dv + BR * d.dv
-}
-
+/// Elements of a gradient slot.
 fn backward_elems(d: Dims) -> usize {
-    let partial_dq = if splits_keys(d) { d.sq * d.d } else { 0 };
-    partial_dq_offset(d) + partial_dq
+    2 * d.sq + 2 * BR * BC + BC * d.d + BC * d.dv + BR * d.dv
 }
 
 /// One operand of a step as a batch of matrices: element `(b, i, j)` at
@@ -568,7 +577,7 @@ unsafe impl<T> Sync for Grad<'_, T> {}
 /// Whether the gradient also splits the key tiles of one batch element into parts: when
 /// there are fewer batch elements (batch and head axes) than key parts and more than one
 /// key tile. Each part then adds its share of `dQ` into a partial of its own (`sq · d`
-/// elements of its scratch slot), summed at the end in part order.
+/// elements after the slots; part 0's is `dq`), summed at the end in part order.
 fn splits_keys(d: Dims) -> bool {
     d.batch < KEY_PARTS && d.sk > BC
 }
@@ -748,8 +757,7 @@ impl<T: Float> Grad<'_, T> {
 }
 
 /// A worker's scratch slot split into its parts: `lse`, `D` (`sq` each), the score and
-/// cotangent tiles, the `dK`/`dV` tile accumulators, the recomputed output tile, and (when
-/// the keys are split, `splits_keys`) the worker's partial `dQ`.
+/// cotangent tiles, the `dK`/`dV` tile accumulators and the recomputed output tile.
 struct Slot<'s, T> {
     lse: &'s mut [T],
     dvec: &'s mut [T],
@@ -758,7 +766,6 @@ struct Slot<'s, T> {
     dk_acc: &'s mut [T],
     dv_acc: &'s mut [T],
     acc: &'s mut [T],
-    dq: &'s mut [T],
 }
 
 fn split_slot<T>(buf: &mut [T], d: Dims) -> Slot<'_, T> {
@@ -768,7 +775,7 @@ fn split_slot<T>(buf: &mut [T], d: Dims) -> Slot<'_, T> {
     let (dp, rest) = rest.split_at_mut(BR * BC);
     let (dk_acc, rest) = rest.split_at_mut(BC * d.d);
     let (dv_acc, rest) = rest.split_at_mut(BC * d.dv);
-    let (acc, dq) = rest.split_at_mut(BR * d.dv);
+    let acc = &mut rest[..BR * d.dv];
     Slot {
         lse,
         dvec,
@@ -777,7 +784,6 @@ fn split_slot<T>(buf: &mut [T], d: Dims) -> Slot<'_, T> {
         dk_acc,
         dv_acc,
         acc,
-        dq,
     }
 }
 
@@ -831,11 +837,22 @@ unsafe fn backward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: [*mut T; 3],
     if splits_keys(dims) {
         let n = key_parts(dims);
         let (q_tiles, k_tiles) = (sq.div_ceil(BR), sk.div_ceil(BC));
-        // Every row's lse and D, after the slots: written by all in pass 1 (disjoint
-        // rows), read by all in pass 2; no worker holds a reference into them.
+        // The partial dQ of parts 1.. after the slots (part 0 adds into dq itself), then
+        // every row's lse and D: written by all in pass 1 (disjoint rows), read by all in
+        // pass 2; no worker holds a reference into them.
+        let partial_bytes = slot_bytes(sq * d, std::mem::size_of::<T>());
+        let partials = Ptr(scratch.add(n * bytes) as *mut T);
         let shared = {
-            let lse = scratch.add(n * bytes) as *mut T;
+            let lse = scratch.add(n * bytes + (n - 1) * partial_bytes) as *mut T;
             Shared(lse, lse.add(sq) as *mut u8)
+        };
+        let partial = move |dq: *mut T, w: usize| -> *mut T {
+            let partials = partials;
+            if w == 0 {
+                dq
+            } else {
+                (partials.0 as *mut u8).add((w - 1) * partial_bytes) as *mut T
+            }
         };
         for b in 0..batch {
             let (dq, dk, dvo) = outputs(b);
@@ -848,41 +865,38 @@ unsafe fn backward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: [*mut T; 3],
                     g.row_stats(b, (i0, rows), (sh.0, sh.1 as *mut T), mine.s, mine.acc);
                 }
             });
-            let (dk, dvo) = (dk.map(Ptr), dvo.map(Ptr));
+            let (dk, dvo, dq) = (dk.map(Ptr), dvo.map(Ptr), Ptr(dq));
             (0..n).into_par_iter().for_each(|w| {
-                let (p, sh, dk, dvo) = (p, shared, dk, dvo);
+                let (p, sh, dk, dvo, dq) = (p, shared, dk, dvo, dq);
                 let mine = split_slot(slot::<T>(p.1, w, bytes, elems), dims);
-                mine.dq.fill(T::ZERO);
+                let part = partial(dq.0, w);
+                std::slice::from_raw_parts_mut(part, sq * d).fill(T::ZERO);
                 let stats = (sh.0 as *const T, sh.1 as *const T);
                 for t in (w..k_tiles).step_by(n) {
                     g.key_tile(
                         b,
                         t * BC,
                         stats,
-                        mine.dq.as_mut_ptr(),
+                        part,
                         (dk.map(|x| x.0), dvo.map(|x| x.0)),
                         (&mut *mine.s, &mut *mine.dp),
                         (&mut *mine.dk_acc, &mut *mine.dv_acc),
                     );
                 }
             });
-            // dQ = the partials' sum, in part order, each task over a band of it.
+            // dQ = the partials' sum, in part order (part 0's is dq), each task over a
+            // band of it.
             let total = sq * d;
             let band = total.div_ceil(n).max(1);
-            let dq = Ptr(dq);
             (0..n).into_par_iter().for_each(|w| {
-                let (p, dq) = (p, dq);
+                let dq = dq;
                 let (lo, hi) = ((w * band).min(total), ((w + 1) * band).min(total));
                 let out = std::slice::from_raw_parts_mut(dq.0.add(lo), hi - lo);
-                for (i, part) in (0..n).enumerate() {
+                for part in 1..n {
                     // Read only: the partials are no worker's any more.
-                    let at = (p.1.add(part * bytes) as *const T).add(partial_dq_offset(dims));
+                    let at = partial(dq.0, part) as *const T;
                     let src = std::slice::from_raw_parts(at.add(lo), hi - lo);
-                    if i == 0 {
-                        out.copy_from_slice(src);
-                    } else {
-                        out.iter_mut().zip(src).for_each(|(o, x)| *o = *o + *x);
-                    }
+                    out.iter_mut().zip(src).for_each(|(o, x)| *o = *o + *x);
                 }
             });
         }
