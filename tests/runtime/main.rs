@@ -13,6 +13,7 @@ mod donation;
 mod eager;
 mod fuzz;
 mod gpt;
+mod loop_gradients;
 mod ir_text;
 mod math_ops;
 mod memory;

@@ -13,7 +13,7 @@
 //!   it runs), as in JAX: the error says to use a `for` over a range / scan.
 
 use super::{backward, replay};
-use crate::control::subgraph::{push_control, scan_tree_at};
+use crate::control::subgraph::{push_control, scan_tree_dir};
 use crate::ir::{Graph, Op};
 use crate::trace::fail;
 use crate::{Error, SourceLoc, Tensor};
@@ -81,10 +81,9 @@ pub(crate) fn control_vjp(
             let xs = ins[nc..nc + nx].to_vec();
             let inv = ins[nc + nx..].to_vec();
             let body = &sc.body;
-            // Forward again, keeping the carry that enters each step.
-            let order = |t: &Tensor| if sc.reverse { t.flip(&[0]) } else { t.clone() };
-            let xs_o: Vec<Tensor> = xs.iter().map(order).collect();
-            let (_, carries) = scan_tree_at(
+            // Forward again, in the forward's direction, keeping the carry that enters
+            // each step: `carries[i]` is the carry entering the step that reads row i.
+            let (_, carries) = scan_tree_dir(
                 |c: Vec<Tensor>, x: Vec<Tensor>| {
                     let mut args = c.clone();
                     args.extend(x);
@@ -95,19 +94,16 @@ pub(crate) fn control_vjp(
                     (next, c)
                 },
                 carry0.clone(),
-                &xs_o,
+                &xs,
+                sc.reverse,
                 loc,
             );
-            // Backward, last step first.
-            let ys_ct: Vec<Tensor> = cts[nc..].iter().map(order).collect();
-            let rev = |t: &Tensor| t.flip(&[0]);
-            let scanned: (Vec<Tensor>, Vec<Tensor>, Vec<Tensor>) = (
-                carries.iter().map(rev).collect(),
-                xs_o.iter().map(rev).collect(),
-                ys_ct.iter().map(rev).collect(),
-            );
+            // Backward: the same rows in the opposite direction, read in place (no
+            // reversed copy of the stacked carries); the xs' cotangents line up with xs.
+            let ys_ct: Vec<Tensor> = cts[nc..].to_vec();
+            let scanned: (Vec<Tensor>, Vec<Tensor>, Vec<Tensor>) = (carries, xs, ys_ct);
             let inv_ct0: Vec<Tensor> = inv.iter().map(|t| t.zeros_like()).collect();
-            let ((c_ct, inv_ct), x_cts) = scan_tree_at(
+            let ((c_ct, inv_ct), x_cts) = scan_tree_dir(
                 |(c_ct, inv_ct): (Vec<Tensor>, Vec<Tensor>), (c, x, y_ct): (Vec<Tensor>, Vec<Tensor>, Vec<Tensor>)| {
                     let mut args = c;
                     args.extend(x);
@@ -126,11 +122,11 @@ pub(crate) fn control_vjp(
                 },
                 (cts[..nc].to_vec(), inv_ct0),
                 &scanned,
+                !sc.reverse,
                 loc,
             );
-            // x_cts are in reversed scan order: back to the order of xs.
             let mut res: Vec<Option<Tensor>> = c_ct.into_iter().map(Some).collect();
-            res.extend(x_cts.iter().map(|t| Some(order(&rev(t)))));
+            res.extend(x_cts.into_iter().map(Some));
             res.extend(inv_ct.into_iter().map(Some));
             res
         }

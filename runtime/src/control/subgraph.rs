@@ -407,9 +407,22 @@ pub(crate) fn scan_tree<C: Tree, X: Tree, Y: Tree>(
 
 /// `scan` as one node (evaluated by the interpreter when not tracing).
 pub(crate) fn scan_tree_at<C: Tree, X: Tree, Y: Tree>(
+    f: impl FnMut(C, X) -> (C, Y),
+    init: C,
+    xs: &X,
+    loc: SourceLoc,
+) -> (C, Y) {
+    scan_tree_dir(f, init, xs, false, loc)
+}
+
+/// `scan_tree_at` over the rows of `xs` last first when `reverse` (the ys still line up
+/// with the xs, as in JAX): the rows are read in place either way, so a loop's backward
+/// runs over its stacked forward values without a reversed copy of them.
+pub(crate) fn scan_tree_dir<C: Tree, X: Tree, Y: Tree>(
     mut f: impl FnMut(C, X) -> (C, Y),
     init: C,
     xs: &X,
+    reverse: bool,
     loc: SourceLoc,
 ) -> (C, Y) {
     let x_leaves = xs.leaves();
@@ -477,7 +490,7 @@ pub(crate) fn scan_tree_at<C: Tree, X: Tree, Y: Tree>(
             length,
             carried: nc,
             xs: x_leaves.len(),
-            reverse: false,
+            reverse,
         })),
         &operands,
         loc,
