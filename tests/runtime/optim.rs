@@ -720,3 +720,240 @@ parameters {param_bytes} bytes"
         step.kernels_text()
     );
 }
+
+/// The jitted update of any optimiser on given gradients (`try_call`: an
+/// error comes back with its kind and line).
+#[jit]
+fn chain_step(p: Net, s: StateOf<TrainOpt, Net>, g: &Net) -> (Net, StateOf<TrainOpt, Net>) {
+    train_opt().update(g, s, p)
+}
+
+type Jitted<'a, O> =
+    &'a dyn Fn(Net, StateOf<O, Net>, &Net) -> Result<(Net, StateOf<O, Net>), jitfuse::Error>;
+
+/// What `f` panicked with (it must panic): eagerly, errors are panics whose
+/// message ends with the user's line.
+fn eager_panic(f: impl FnOnce()) -> String {
+    let p = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).expect_err("an error");
+    crate::common::panic_text(&*p)
+}
+
+/// Gradients and states that do not match the parameters, given to `opt`
+/// eagerly and through `jitted`: each an error of the right kind naming the
+/// optimiser, the leaf by its path, both types and the line of the update,
+/// never a broadcast into the parameters (gradients `f32[2,3]` for a
+/// parameter `f32[3]` used to give back a parameter `f32[2,3]`).
+fn check_mismatches<O: Optimizer>(name: &str, opt: &O, jitted: Jitted<O>) {
+    let mut rng = Rng::new(41);
+    let p = net(&mut rng, &[2, 4, 3], DType::F32);
+    let g = p.map(|t| t.ones_like());
+    let mut wide = g.clone();
+    wide.layers[1].b = Tensor::ones(&[2, 3], DType::F32);
+    let mut typed = g.clone();
+    typed.gain = Tensor::ones(&[3], DType::F64);
+    let mut deeper = g.clone();
+    deeper.layers.push(deeper.layers[1].clone());
+    let mut fewer = g.clone();
+    fewer.layers.pop();
+    use jitfuse::ErrorKind::{Argument, DType as Dt, Shape};
+    let cases: Vec<(&str, Net, jitfuse::ErrorKind, String)> = vec![
+        (
+            "a broadcastable gradient",
+            wide.clone(),
+            Shape,
+            "the gradient of `layers.1.b` is f32[2,3], the parameter is f32[3]".into(),
+        ),
+        (
+            "an f64 gradient",
+            typed,
+            Dt,
+            "the gradient of `gain` is f64[3], the parameter is f32[3]".into(),
+        ),
+        (
+            "an extra layer",
+            deeper,
+            Argument,
+            "the gradient tree does not have the parameters' structure: its leaf 4 is \
+             `layers.2.w` where the parameters' is `gain` (7 leaves, the parameters 5)"
+                .into(),
+        ),
+        (
+            "a missing layer",
+            fewer,
+            Argument,
+            "the gradient tree does not have the parameters' structure".into(),
+        ),
+    ];
+    for (what, grads, kind, want) in cases {
+        let line = line!() + 1;
+        let msg = eager_panic(|| drop(opt.update(&grads, opt.init(&p), p.clone())));
+        assert!(
+            msg.contains(name) && msg.contains(&want),
+            "{name}, {what}, eager: {msg}"
+        );
+        assert!(
+            msg.contains(&format!("(at tests/runtime/optim.rs:{line}:")) && msg.ends_with(')'),
+            "{name}, {what}, eager: the line of the update: {msg}"
+        );
+        let e = jitted(p.clone(), opt.init(&p), &grads).err().unwrap();
+        assert_eq!(e.kind, kind, "{name}, {what}, jitted: {e}");
+        assert!(
+            e.message.contains(name) && e.message.contains(&want),
+            "{name}, {what}, jitted: {e}"
+        );
+        assert_eq!(
+            e.location.map(|l| l.file()),
+            Some("tests/runtime/optim.rs"),
+            "{name}, {what}, jitted: {e}"
+        );
+    }
+    // A state made for other parameters (moments of another shape; in a
+    // chain, the optimiser holding them reports it).
+    let mut other = p.clone();
+    other.layers[1].b = Tensor::zeros(&[2, 3], DType::F32);
+    if opt.init(&p).leaves().len() > 1 {
+        let want = "of `layers.1.b` is f32[2,3], the parameter is f32[3]";
+        let msg = eager_panic(|| drop(opt.update(&g, opt.init(&other), p.clone())));
+        assert!(
+            msg.contains("update: the state's") && msg.contains(want),
+            "{name}, a state for other parameters: {msg}"
+        );
+        let e = jitted(p.clone(), opt.init(&other), &g).err().unwrap();
+        assert_eq!(e.kind, Shape, "{e}");
+        assert!(
+            e.message.contains("update: the state's") && e.message.contains(want),
+            "{e}"
+        );
+    }
+    // Matching, it steps.
+    let (q, _) = jitted(p.clone(), opt.init(&p), &g).unwrap();
+    assert_eq!(q.layers[1].b.shape(), &[3]);
+}
+
+#[test]
+fn every_optimiser_checks_gradients_and_state_against_the_parameters() {
+    check_mismatches("`sgd` update", &sgd_opt(), &|p, s, g| {
+        sgd_step::try_call(p, s, g)
+    });
+    check_mismatches("`momentum` update", &momentum_opt(), &|p, s, g| {
+        momentum_step::try_call(p, s, g, false)
+    });
+    check_mismatches("`momentum` update", &nesterov_opt(), &|p, s, g| {
+        momentum_step::try_call(p, s, g, true)
+    });
+    check_mismatches("`adam` update", &adam_opt(), &|p, s, g| {
+        adam_step::try_call(p, s, g)
+    });
+    // With a weight-decay mask by leaf.
+    check_mismatches("`adamw` update", &adamw_opt(), &|p, s, g| {
+        adamw_step::try_call(p, s, g)
+    });
+    // Chained: clipping sees the gradients first.
+    check_mismatches("`clip_by_global_norm`", &train_opt(), &|p, s, g| {
+        chain_step::try_call(p, s, g)
+    });
+}
+
+#[jit]
+fn zipped(a: &Vec<Tensor>, b: &Vec<Tensor>) -> Vec<Tensor> {
+    a.zip_map(b, |x, y| x + y)
+}
+
+/// The other ways in: `apply_updates`, a state's step counter, a learning
+/// rate that is not a scalar, and `Tree`'s own leaf-by-leaf combinators
+/// (a different leaf count was a bare assertion, reported inside `#[jit]` as
+/// the user's body panicking, without its line).
+#[test]
+fn updates_counters_rates_and_tree_combinators_are_checked() {
+    let mut rng = Rng::new(42);
+    let p = net(&mut rng, &[2, 4, 3], DType::F32);
+    let mut u = p.map(|t| t.zeros_like());
+    u.layers[0].w = Tensor::zeros(&[3, 2, 4], DType::F32);
+    let msg = eager_panic(|| drop(optim::apply_updates(&p, &u)));
+    assert!(
+        msg.contains(
+            "`apply_updates`: the update of `layers.0.w` is f32[3,2,4], the parameter is f32[2,4]"
+        ),
+        "{msg}"
+    );
+    // A lone tensor has no leaf name.
+    let w = Tensor::ones(&[3], DType::F32);
+    let msg = eager_panic(|| {
+        drop(optim::sgd(0.1).update(
+            &Tensor::ones(&[2, 3], DType::F32),
+            optim::sgd(0.1).init(&w),
+            w.clone(),
+        ))
+    });
+    assert!(
+        msg.contains("`sgd` update: the gradient is f32[2,3], the parameter is f32[3]"),
+        "{msg}"
+    );
+
+    let g = p.map(|t| t.ones_like());
+    let bad_count = optim::SgdState {
+        count: Tensor::zeros(&[2], DType::I32),
+    };
+    let e = sgd_step::try_call(p.clone(), bad_count.clone(), &g)
+        .err()
+        .unwrap();
+    assert_eq!(e.kind, jitfuse::ErrorKind::Shape, "{e}");
+    assert!(
+        e.message.contains(
+            "`sgd` update: the state's step counter `count` is i32[2], not an integer scalar"
+        ),
+        "{e}"
+    );
+    let msg = eager_panic(|| drop(sgd_opt().update(&g, bad_count, p.clone())));
+    assert!(msg.contains("`count` is i32[2]"), "{msg}");
+    let mut s = adam_opt().init(&p);
+    s.count = Tensor::scalar(0f32);
+    let e = adam_step::try_call(p.clone(), s, &g).err().unwrap();
+    assert_eq!(e.kind, jitfuse::ErrorKind::DType, "{e}");
+    assert!(e.message.contains("`count` is f32[]"), "{e}");
+
+    for lr in [
+        Tensor::vector(&[0.1f32, 0.2, 0.3]),
+        Tensor::zeros(&[1], DType::F64),
+    ] {
+        let ty = format!("{}{:?}", lr.dtype(), lr.shape()).replace(' ', "");
+        let opt = optim::sgd(lr);
+        let msg = eager_panic(|| drop(opt.update(&g, opt.init(&p), p.clone())));
+        assert!(
+            msg.contains("`sgd` update: the learning rate is") && msg.contains("not a scalar"),
+            "{ty}: {msg}"
+        );
+        let opt = optim::adam(
+            optim::from_fn(|s: &Tensor| s.cast(DType::F64).reshape(&[1])),
+            0.9,
+            0.99,
+            1e-8,
+        );
+        let msg = eager_panic(|| drop(opt.update(&g, opt.init(&p), p.clone())));
+        assert!(
+            msg.contains("the learning rate is f64[1], not a scalar"),
+            "{msg}"
+        );
+    }
+
+    let (a, b) = (vec![Tensor::scalar(1f32); 2], vec![Tensor::scalar(1f32); 3]);
+    let line = line!() + 1;
+    let msg = eager_panic(|| drop(a.zip_map(&b, |x, y| x + y)));
+    assert!(
+        msg.contains("`Tree::zip_map` of trees with different leaf counts: tree 0 has 2 leaves, tree 1 has 3")
+            && msg.contains(&format!("optim.rs:{line}:")),
+        "{msg}"
+    );
+    let e = zipped::try_call(&a, &b).err().unwrap();
+    assert_eq!(e.kind, jitfuse::ErrorKind::Argument, "{e}");
+    assert_eq!(
+        e.location.map(|l| l.file()),
+        Some("tests/runtime/optim.rs"),
+        "{e}"
+    );
+    let msg = eager_panic(|| drop(Tree::map_n(&[&a, &b], |l| &l[0] + &l[1])));
+    assert!(
+        msg.contains("`Tree::map_n` of trees with different leaf counts"),
+        "{msg}"
+    );
+}

@@ -47,21 +47,20 @@ pub trait Tree: Sized {
     }
 
     /// Combine two trees of the same structure leaf by leaf (an optimiser
-    /// step: `p.zip_map(&g, |w, dw| w - lr * dw)`).
+    /// step: `p.zip_map(&g, |w, dw| w - lr * dw)`). Trees of different leaf
+    /// counts are an error (`Argument`) at the caller's line.
+    #[track_caller]
     fn zip_map(&self, other: &Self, mut f: impl FnMut(&Tensor, &Tensor) -> Tensor) -> Self {
         let (a, b) = (self.leaves(), other.leaves());
-        assert_eq!(
-            a.len(),
-            b.len(),
-            "zip_map of trees with {} and {} leaves",
-            a.len(),
-            b.len()
-        );
+        if a.len() != b.len() {
+            leaf_count_mismatch("zip_map", a.len(), 1, b.len());
+        }
         let new: Vec<Tensor> = a.iter().zip(&b).map(|(x, y)| f(x, y)).collect();
         self.rebuild(&mut new.into_iter())
     }
 
     /// Combine three trees of the same structure leaf by leaf.
+    #[track_caller]
     fn zip_map3(
         &self,
         b: &Self,
@@ -73,8 +72,10 @@ pub trait Tree: Sized {
 
     /// Combine any number of trees of the same structure leaf by leaf: `f`
     /// gets the k-th leaf of every tree, in the order of `trees`. The result
-    /// has the structure of `trees[0]`. Panics when `trees` is empty or the
-    /// trees' leaf counts differ.
+    /// has the structure of `trees[0]`. Panics when `trees` is empty; trees
+    /// of different leaf counts are an error (`Argument`) at the caller's
+    /// line.
+    #[track_caller]
     fn map_n(trees: &[&Self], mut f: impl FnMut(&[Tensor]) -> Tensor) -> Self {
         let [out] = Self::map_n_unzip(trees, |l| [f(l)]);
         out
@@ -83,6 +84,7 @@ pub trait Tree: Sized {
     /// Like [`Tree::map_n`] with `K` results per leaf, unzipped into `K`
     /// trees (an optimiser's new parameter and moments from one closure:
     /// `let [p, m, v] = Tree::map_n_unzip(&[&p, &g, &m, &v], |l| [..])`).
+    #[track_caller]
     fn map_n_unzip<const K: usize>(
         trees: &[&Self],
         mut f: impl FnMut(&[Tensor]) -> [Tensor; K],
@@ -91,10 +93,7 @@ pub trait Tree: Sized {
         let leaves: Vec<Vec<Tensor>> = trees.iter().map(|t| t.leaves()).collect();
         let n = leaves[0].len();
         if let Some(k) = leaves.iter().position(|l| l.len() != n) {
-            panic!(
-                "map_n of trees with different leaf counts: tree 0 has {n} leaves, tree {k} has {}",
-                leaves[k].len()
-            );
+            leaf_count_mismatch("map_n", n, k, leaves[k].len());
         }
         let mut outs: [Vec<Tensor>; K] = std::array::from_fn(|_| Vec::with_capacity(n));
         let mut column = Vec::with_capacity(trees.len());
@@ -129,6 +128,21 @@ pub trait Tree: Sized {
         self.collect_names("", &mut out);
         out
     }
+}
+
+/// Reports trees combined leaf by leaf whose leaf counts differ (tree 0 has
+/// `n` leaves, tree `k` has `m`) as an error of the caller's line: a panic
+/// eagerly, the `#[jit]` call's `Err` while tracing (where a plain panic
+/// would be reported as the user's body panicking, without the line).
+#[track_caller]
+fn leaf_count_mismatch(op: &str, n: usize, k: usize, m: usize) -> ! {
+    crate::trace::fail(
+        crate::Error::argument(format!(
+            "`Tree::{op}` of trees with different leaf counts: tree 0 has {n} leaves, tree {k} \
+             has {m}"
+        ))
+        .at(std::panic::Location::caller()),
+    )
 }
 
 /// `path.part` (`part` alone at the root): how [`Tree::collect_names`] joins

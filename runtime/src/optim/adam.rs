@@ -1,6 +1,8 @@
 //! Adam and AdamW.
 
-use super::{state_tree, zero_count, Mask, Optimizer, Schedule};
+use super::{
+    check_count, check_like, check_rate, state_tree, zero_count, Mask, Optimizer, Schedule,
+};
 use crate::{DType, Tensor, Tree};
 
 /// Adam with bias correction, and AdamW's decoupled weight decay on the
@@ -84,7 +86,18 @@ impl<S: Schedule> Optimizer for Adam<S> {
     #[track_caller]
     fn updates<P: Tree>(&self, grads: &P, state: AdamState<P>, params: &P) -> (P, AdamState<P>) {
         let (b1, b2, eps, wd) = (self.b1, self.b2, self.eps, self.weight_decay);
-        let neg_lr = -self.lr.at(&state.count);
+        let op = if wd != 0.0 {
+            "`adamw` update"
+        } else {
+            "`adam` update"
+        };
+        check_like(op, "gradient", grads, params);
+        check_like(op, "state's first moment (`mu`)", &state.mu, params);
+        check_like(op, "state's second moment (`nu`)", &state.nu, params);
+        check_count(op, &state.count);
+        let lr = self.lr.at(&state.count);
+        check_rate(op, &lr);
+        let neg_lr = -lr;
         let count = &state.count + 1;
         let t = count.cast(DType::F64);
         let bc1 = (1.0 - Tensor::scalar(b1).powf(&t)).into_weak();

@@ -1,6 +1,6 @@
 //! Clipping by the global norm, and chaining transformations.
 
-use super::Optimizer;
+use super::{check_like, Optimizer};
 use crate::{where_, DType, Tensor, Tree};
 
 /// The Euclidean norm of all the leaves of `tree` taken together, as an
@@ -35,7 +35,8 @@ impl Optimizer for ClipByGlobalNorm {
     fn init<P: Tree>(&self, _params: &P) {}
 
     #[track_caller]
-    fn updates<P: Tree>(&self, grads: &P, _state: (), _params: &P) -> (P, ()) {
+    fn updates<P: Tree>(&self, grads: &P, _state: (), params: &P) -> (P, ()) {
+        check_like("`clip_by_global_norm`", "gradient", grads, params);
         let norm = global_norm(grads);
         let scale = where_(&norm.lt(self.max_norm), 1.0, &(self.max_norm / &norm)).into_weak();
         (grads.map(|g| g * &scale), ())

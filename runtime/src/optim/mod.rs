@@ -33,7 +33,10 @@ pub use mask::Mask;
 pub use schedule::{constant, from_fn, warmup_cosine, Constant, FromFn, Schedule, WarmupCosine};
 pub use sgd::{momentum, sgd, Momentum, MomentumState, Sgd, SgdState};
 
-use crate::{Tensor, Tree};
+use crate::error::type_str;
+use crate::trace::fail;
+use crate::{Error, ErrorKind, Tensor, Tree};
+use std::panic::Location;
 
 /// A gradient transformation (optax's `GradientTransformation`): an
 /// optimiser, a clipping step, or a [`Chain`] of them.
@@ -47,7 +50,10 @@ pub trait Optimizer {
 
     /// The updates to add to the parameters (see [`apply_updates`]) for
     /// `grads` (or the updates of an earlier transformation), and the new
-    /// state.
+    /// state. Gradients or a state of another structure than `params`, or
+    /// a leaf of another shape or dtype than its parameter, are an error
+    /// naming the leaf (eagerly a panic with the message; inside `#[jit]`
+    /// the call's `Err`), never a broadcast.
     fn updates<P: Tree>(&self, grads: &P, state: Self::State<P>, params: &P)
         -> (P, Self::State<P>);
 
@@ -74,10 +80,117 @@ pub trait Optimizer {
 /// `fn step(p: Mlp, s: StateOf<Opt, Mlp>, ..) -> (Mlp, StateOf<Opt, Mlp>)`.
 pub type StateOf<O, P> = <O as Optimizer>::State<P>;
 
-/// `params + updates`, leaf by leaf.
+/// `params + updates`, leaf by leaf. Updates of another structure, or a
+/// leaf of another shape or dtype than its parameter, are an error (a
+/// broadcast would silently change the parameter's shape).
 #[track_caller]
 pub fn apply_updates<P: Tree>(params: &P, updates: &P) -> P {
+    check_like("`apply_updates`", "update", updates, params);
     params.zip_map(updates, |p, u| p + u)
+}
+
+/// Checks that `tree` (the gradients, updates or a moment of the state:
+/// `what` names one leaf of it, "gradient") has the structure of `params`
+/// and, leaf by leaf, the shape and dtype of its parameter. Arithmetic alone
+/// would broadcast a gradient of `f32[2,3]` into a parameter of `f32[3]` and
+/// return a parameter of `f32[2,3]`. The error names `op`, the leaf's path
+/// (`Tree::leaf_names`), both types and the caller's line; tracing, it is
+/// the `#[jit]` call's error.
+#[track_caller]
+fn check_like<P: Tree>(op: &str, what: &str, tree: &P, params: &P) {
+    let loc = Location::caller();
+    let (got, want) = (tree.leaves(), params.leaves());
+    let (mut got_structure, mut want_structure) = (Vec::new(), Vec::new());
+    tree.structure(&mut got_structure);
+    params.structure(&mut want_structure);
+    if got.len() != want.len() || got_structure != want_structure {
+        let (got_names, want_names) = (tree.leaf_names(), params.leaf_names());
+        let counts = format!("{} leaves, the parameters {}", got.len(), want.len());
+        let at = (0..got_names.len().max(want_names.len()))
+            .find(|&i| got_names.get(i) != want_names.get(i));
+        let detail = match at.map(|i| (i, got_names.get(i), want_names.get(i))) {
+            Some((i, Some(g), Some(w))) => {
+                format!("its leaf {i} is `{g}` where the parameters' is `{w}` ({counts})")
+            }
+            Some((_, None, Some(w))) => format!("it has no leaf for parameter `{w}` ({counts})"),
+            Some((_, Some(g), None)) => {
+                format!("it has a leaf `{g}` the parameters do not ({counts})")
+            }
+            _ => format!("its `Vec` lengths or `Option`s differ ({counts})"),
+        };
+        fail(
+            Error::argument(format!(
+                "{op}: the {what} tree does not have the parameters' structure: {detail}"
+            ))
+            .at(loc),
+        );
+    }
+    for (i, (g, p)) in got.iter().zip(&want).enumerate() {
+        if g.shape() != p.shape() || g.dtype() != p.dtype() {
+            let kind = if g.shape() != p.shape() {
+                ErrorKind::Shape
+            } else {
+                ErrorKind::DType
+            };
+            let names = params.leaf_names();
+            let of = match names.get(i).map(|n| n.as_str()) {
+                Some("") => String::new(),
+                Some(name) => format!(" of `{name}`"),
+                None => format!(" of leaf {i}"),
+            };
+            fail(
+                Error::new(
+                    kind,
+                    format!(
+                        "{op}: the {what}{of} is {}, the parameter is {}",
+                        type_str(g.dtype(), g.shape()),
+                        type_str(p.dtype(), p.shape())
+                    ),
+                )
+                .at(loc),
+            );
+        }
+    }
+}
+
+/// Checks a state's step counter: an integer scalar (a loaded or hand-made
+/// state could hold anything, and a counter of shape `[2]` would broadcast
+/// the learning rate and so the whole update).
+#[track_caller]
+fn check_count(op: &str, count: &Tensor) {
+    if count.ndim() != 0 || !count.dtype().is_int() {
+        let kind = if count.ndim() != 0 {
+            ErrorKind::Shape
+        } else {
+            ErrorKind::DType
+        };
+        fail(
+            Error::new(
+                kind,
+                format!(
+                    "{op}: the state's step counter `count` is {}, not an integer scalar",
+                    type_str(count.dtype(), count.shape())
+                ),
+            )
+            .at(Location::caller()),
+        );
+    }
+}
+
+/// Checks a learning rate from a schedule (a tensor or a function of the
+/// step may give any shape): a scalar, or every parameter would be
+/// broadcast against it.
+#[track_caller]
+fn check_rate(op: &str, lr: &Tensor) {
+    if lr.ndim() != 0 {
+        fail(
+            Error::shape(format!(
+                "{op}: the learning rate is {}, not a scalar",
+                type_str(lr.dtype(), lr.shape())
+            ))
+            .at(Location::caller()),
+        );
+    }
 }
 
 /// The step counter of a fresh state: an `i32` scalar 0.

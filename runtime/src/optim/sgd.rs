@@ -1,6 +1,6 @@
 //! Stochastic gradient descent, with and without momentum.
 
-use super::{state_tree, zero_count, Optimizer, Schedule};
+use super::{check_count, check_like, check_rate, state_tree, zero_count, Optimizer, Schedule};
 use crate::{Tensor, Tree};
 
 /// `p - lr(step) * g`.
@@ -47,8 +47,13 @@ impl<S: Schedule> Optimizer for Sgd<S> {
     }
 
     #[track_caller]
-    fn updates<P: Tree>(&self, grads: &P, state: SgdState, _params: &P) -> (P, SgdState) {
-        let neg_lr = -self.lr.at(&state.count);
+    fn updates<P: Tree>(&self, grads: &P, state: SgdState, params: &P) -> (P, SgdState) {
+        const OP: &str = "`sgd` update";
+        check_like(OP, "gradient", grads, params);
+        check_count(OP, &state.count);
+        let lr = self.lr.at(&state.count);
+        check_rate(OP, &lr);
+        let neg_lr = -lr;
         let u = grads.map(|g| &neg_lr * g);
         let count = state.count + 1;
         (u, SgdState { count })
@@ -111,9 +116,15 @@ impl<S: Schedule> Optimizer for Momentum<S> {
         &self,
         grads: &P,
         state: MomentumState<P>,
-        _params: &P,
+        params: &P,
     ) -> (P, MomentumState<P>) {
-        let neg_lr = -self.lr.at(&state.count);
+        const OP: &str = "`momentum` update";
+        check_like(OP, "gradient", grads, params);
+        check_like(OP, "state's velocity (`trace`)", &state.trace, params);
+        check_count(OP, &state.count);
+        let lr = self.lr.at(&state.count);
+        check_rate(OP, &lr);
+        let neg_lr = -lr;
         let beta = self.beta;
         let [u, trace] = Tree::map_n_unzip(&[grads, &state.trace], |l| {
             let (g, t) = (&l[0], &l[1]);
