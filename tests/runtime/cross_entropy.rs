@@ -165,3 +165,100 @@ fn out_of_range_labels_are_an_error_eagerly_and_nan_when_traced() {
     let e = err(&|| softmax_cross_entropy_with_labels(&Tensor::zeros(&[3, 0], DType::F32), &good));
     assert!(e.contains("no classes"), "{e}");
 }
+
+/// A row whose label is out of range (only possible traced: concrete labels are checked)
+/// has a NaN loss, and so a NaN gradient in that row, like its loss: it was 0 there (the
+/// NaN was selected in after the row's loss, so no cotangent reached its logits), which
+/// reads as "this row is already perfect". The other rows keep their exact gradient (an
+/// out-of-range label must not reach into a neighbouring row's logits either). Compiled
+/// (`#[jit]` and the traced graph compiled), in the interpreter, and replayed eagerly op
+/// by op (compiled and interpreted); f32 and f64, i32 and i64 labels.
+#[test]
+fn an_out_of_range_label_makes_its_rows_gradient_nan_like_its_loss() {
+    use jitfuse::internals::{exec::Executable, interp, trace};
+    let (rows, classes) = (5, 4);
+    let mut rng = Rng::new(93);
+    // Rows 1 and 3 out of range (above and below), the others in range; and all in range.
+    for (labels, bad_rows) in [
+        (vec![0i64, 4, 3, -1, 2], vec![1, 3]),
+        (vec![9, 0, 1, 2, 3], vec![0]),
+        (vec![0, 1, 2, 3, 1], vec![]),
+    ] {
+        for d in [DType::F32, DType::F64] {
+            for ld in [DType::I32, DType::I64] {
+                let x = random_tensor(&mut rng, &[rows, classes], d, -3.0, 3.0, false);
+                let y = Tensor::from_vec(labels.clone(), &[rows]).unwrap().cast(ld);
+                let what = format!("{d} logits, {ld} labels {labels:?}");
+                // The reference over the valid rows, divided by all the rows.
+                let xs = to_f64s(&x);
+                let mut want = vec![f64::NAN; rows * classes];
+                for r in (0..rows).filter(|r| !bad_rows.contains(r)) {
+                    let one = &xs[r * classes..(r + 1) * classes];
+                    let (_, g) = reference(one, &[labels[r]], classes);
+                    for c in 0..classes {
+                        want[r * classes + c] = g[c] / rows as f64;
+                    }
+                }
+                let specs: Vec<trace::ParamSpec> = [&x, &y]
+                    .iter()
+                    .map(|t| trace::ParamSpec {
+                        shape: t.shape().to_vec(),
+                        dtype: t.dtype(),
+                        weak: false,
+                    })
+                    .collect();
+                let traced = trace::trace(&specs, |ts| {
+                    let (l, g) = value_and_grad(
+                        |x: &Tensor| softmax_cross_entropy_with_labels(x, &ts[1]),
+                        &ts[0],
+                    );
+                    vec![l, g]
+                })
+                .unwrap();
+                let args = [x.clone(), y.clone()];
+                let g = &traced.graph;
+                let exe =
+                    Executable::from_graph(traced.graph.clone(), traced.captured.clone()).unwrap();
+                let results = [
+                    ("jitted", {
+                        let (l, g) = loss_grad(&x, &y);
+                        vec![l, g]
+                    }),
+                    ("compiled graph", exe.run_with(&[&x, &y]).unwrap()),
+                    (
+                        "interpreter",
+                        interp::eval_graph(g, &args, &traced.captured).unwrap(),
+                    ),
+                    ("eager replay", {
+                        let v = jitfuse::autodiff::replay(g, &args, &traced.captured);
+                        g.outputs.iter().map(|o| v[o.index()].clone()).collect()
+                    }),
+                    ("interpreted replay", {
+                        let v = jitfuse::eager::interpreted(|| {
+                            jitfuse::autodiff::replay(g, &args, &traced.captured)
+                        });
+                        g.outputs.iter().map(|o| v[o.index()].clone()).collect()
+                    }),
+                ];
+                for (how, out) in results {
+                    let loss = to_f64s(&out[0])[0];
+                    assert_eq!(
+                        loss.is_nan(),
+                        !bad_rows.is_empty(),
+                        "{how}, {what}: loss {loss}"
+                    );
+                    let got = to_f64s(&out[1]);
+                    let tol = if d == DType::F32 { 1e-6 } else { 1e-14 };
+                    for (i, (a, b)) in got.iter().zip(&want).enumerate() {
+                        assert!(
+                            (a.is_nan() && b.is_nan()) || (a - b).abs() <= tol,
+                            "{how}, {what}: gradient [{}, {}] is {a}, want {b}\n{got:?}",
+                            i / classes,
+                            i % classes
+                        );
+                    }
+                }
+            }
+        }
+    }
+}

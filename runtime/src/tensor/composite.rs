@@ -243,7 +243,8 @@ pub fn softmax_cross_entropy(logits: &Tensor, labels_one_hot: &Tensor) -> Tensor
 ///
 /// A label outside `0..C` is an error when the labels are concrete; inside
 /// `#[jit]`, where their values are not known while tracing, its row's loss
-/// (and so the mean) is NaN rather than a silently wrong number.
+/// (and so the mean) is NaN rather than a silently wrong number, and so is
+/// the gradient of its row's logits (the other rows' are unaffected).
 #[track_caller]
 pub fn softmax_cross_entropy_with_labels(logits: &Tensor, labels: &Tensor) -> Tensor {
     let loc = Location::caller();
@@ -304,11 +305,21 @@ pub fn softmax_cross_entropy_with_labels(logits: &Tensor, labels: &Tensor) -> Te
     };
     let label = labels.reshape(&[rows as isize]).cast(index_dtype);
     let valid = label.ge(0).logical_and(&label.lt(classes as i64));
+    // An out-of-range label picks its own row's first logit, never a
+    // neighbouring row's (`r * C + C` is the next row's first): the NaN
+    // cotangent of its row must reach that row only.
+    let label = crate::select(&valid, &label, 0);
     let start = Tensor::iota(&[rows], 0, index_dtype) * classes as i64;
     let flat = logits.reshape(&[(rows * classes) as isize]);
     let picked = flat.take(&(start + &label), 0);
     let lse = logits
         .reshape(&[rows as isize, classes as isize])
         .logsumexp(-1);
-    crate::select(&valid, &(lse - picked), f64::NAN).mean_all()
+    let per_row = lse - picked;
+    // NaN on a row with an out-of-range label, multiplied in rather than
+    // selected: a select would send the row's cotangent to the NaN constant
+    // and leave its logits a gradient of 0 ("nothing to learn here"), where
+    // the product makes the row's gradient NaN like its loss.
+    let poison = crate::select(&valid, per_row.full_like(1.0), f64::NAN);
+    (per_row * poison).mean_all()
 }
