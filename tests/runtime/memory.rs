@@ -491,6 +491,18 @@ fn chain_grad_scaled(ws: &Vec<Tensor>, x: &Tensor) -> Vec<Tensor> {
     jitfuse::grad(|ws: &Vec<Tensor>| chain_loss(ws, x), ws)
 }
 
+// The same function once per test that sets its budget: a budget is the function's, and
+// tests run in parallel (two tests toggling one function's budget raced).
+#[jit]
+fn chain_grad_attr_check(ws: &Vec<Tensor>, x: &Tensor) -> Vec<Tensor> {
+    jitfuse::grad(|ws: &Vec<Tensor>| chain_loss(ws, x), ws)
+}
+
+#[jit]
+fn chain_grad_counted(ws: &Vec<Tensor>, x: &Tensor) -> Vec<Tensor> {
+    jitfuse::grad(|ws: &Vec<Tensor>| chain_loss(ws, x), ws)
+}
+
 /// Chen et al. 2016: with the automatic budget, a residual chain of n
 /// layers keeps about √n activations (segment boundaries and one segment),
 /// where without a budget it keeps ~2n.
@@ -566,10 +578,10 @@ fn the_auto_budget_attribute_matches_the_runtime_option() {
         .map(|_| crate::common::random_tensor(&mut rng, &[64, 64], DType::F32, -0.1, 0.1, false))
         .collect();
     let temp = |l: jitfuse::Lowered| l.compile().unwrap().memory_analysis().temp_bytes;
-    chain_grad_scaled::set_memory_budget(Some(jitfuse::AUTO_MEMORY_BUDGET));
-    let runtime_auto = temp(chain_grad_scaled::lower(&ws, &x).unwrap());
-    chain_grad_scaled::set_memory_budget(None);
-    let free = temp(chain_grad_scaled::lower(&ws, &x).unwrap());
+    chain_grad_attr_check::set_memory_budget(Some(jitfuse::AUTO_MEMORY_BUDGET));
+    let runtime_auto = temp(chain_grad_attr_check::lower(&ws, &x).unwrap());
+    chain_grad_attr_check::set_memory_budget(None);
+    let free = temp(chain_grad_attr_check::lower(&ws, &x).unwrap());
     let attr_auto = temp(chain_grad_auto::lower(&ws, &x).unwrap());
     assert_eq!(attr_auto, runtime_auto);
     assert!(attr_auto < free, "auto {attr_auto} < no budget {free}");
@@ -589,8 +601,8 @@ fn the_automatic_budget_recomputes_at_most_one_forward() {
             })
             .collect();
         let count = |budget: Option<usize>| {
-            chain_grad_scaled::set_memory_budget(budget);
-            let c = chain_grad_scaled::lower(&ws, &x)
+            chain_grad_counted::set_memory_budget(budget);
+            let c = chain_grad_counted::lower(&ws, &x)
                 .unwrap()
                 .compile()
                 .unwrap();
@@ -600,7 +612,7 @@ fn the_automatic_budget_recomputes_at_most_one_forward() {
         };
         let (mm_free, tanh_free) = count(None);
         let (mm_auto, tanh_auto) = count(Some(jitfuse::AUTO_MEMORY_BUDGET));
-        chain_grad_scaled::set_memory_budget(None);
+        chain_grad_counted::set_memory_budget(None);
         // Forward, then dW and dh per layer (no dh for the input x).
         assert_eq!(mm_free, 3 * n - 1, "forward + two per layer backward");
         assert!(

@@ -143,9 +143,29 @@ fn input_cone(g: &Graph, seed: ValueId, members: &HashSet<ValueId>) -> HashSet<V
     cone
 }
 
+/// Whether a node is a step of its own that makes a buffer (a library call, a control-flow
+/// node): anything but elementwise ops, views, constants and parameters.
+fn makes_buffer(op: &Op) -> bool {
+    !(op.is_elementwise() || op.is_view() || matches!(op, Op::Const(_) | Op::Param(_) | Op::Get(_)))
+}
+
 /// Find the row groups of a graph (skipping seeds listed in `excluded`).
+///
+/// A producer joins a group only when no step that makes a buffer lies between it and the
+/// member that reads it: a group runs where its last member is, so a producer pulled in
+/// from further back would move its reads past those steps and keep its operands alive
+/// across them. A gradient accumulated over 64 checkpointed time steps (one add per step,
+/// each reading that step's product) and then squared for a global norm became one row
+/// kernel reading all 64 products at the end: every recomputed step's product stayed alive,
+/// undoing the checkpoint.
 pub fn find_row_groups(g: &Graph, excluded: &HashSet<ValueId>) -> Vec<RowGroup> {
     let users = users(g);
+    // heavy[i]: nodes before i that make a buffer of their own.
+    let mut heavy = vec![0usize; g.nodes.len() + 1];
+    for (i, n) in g.nodes.iter().enumerate() {
+        heavy[i + 1] = heavy[i] + makes_buffer(&n.op) as usize;
+    }
+    let close = |w: ValueId, v: ValueId| w.index() >= v.index() || heavy[v.index()] == heavy[w.index() + 1];
     let mut claimed: HashSet<ValueId> = HashSet::new();
     let mut groups = Vec::new();
     for (i, _) in g.nodes.iter().enumerate() {
@@ -172,6 +192,7 @@ pub fn find_row_groups(g: &Graph, excluded: &HashSet<ValueId>) -> Vec<RowGroup> 
             let mut neighbours = n
                 .inputs
                 .iter()
+                .filter(|&&x| close(x, v))
                 .chain(&users[v.index()])
                 .copied()
                 .collect::<Vec<_>>();
