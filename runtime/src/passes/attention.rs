@@ -5,16 +5,22 @@
 //! Recognised (as `Tensor::softmax` traces it, `e / sum(e)` with `e = exp(x - max x)` over
 //! the last axis, then a matmul with `v`), with `x` one of
 //! - `s`, no mask;
-//! - `select(cond, s, -inf)` (`where_`): a `Bool` mask, `Causal` when `cond` is `col <= row`
-//!   (or `row >= col`) of `iota`s over the score axes, broadcast;
-//! - `s + m` (either order): an `Additive` mask;
+//! - `select(cond, s, -inf)` (`where_`): a `Bool` mask, `Causal` when `cond` is causal;
+//! - `select(cond, -inf, s)`: `Causal` when `cond` is the complement of a causal condition;
+//! - `s + m` (either order): an `Additive` mask, `Causal` when `m` is a causal bias
+//!   `select(cond, 0, -inf)` (or `select(!cond, -inf, 0)`);
+//!
+//! where a condition is causal when it is `col <= row` of `iota`s over the score axes (also
+//! spelled `row >= col`, `!(col > row)`, `!(row < col)`), through broadcasts and reshapes,
+//! or `tril(ones)` of bools (`select(col <= row, true, false)`), and its complement is any
+//! of `col > row`, `row < col`, `!causal`, `triu(ones, 1)`;
 //!
 //! and `s = q @ kᵀ` scaled by constants (`* c`, `/ c`, on the scores or on `q`), `kᵀ` a
 //! transpose of the last two axes (any other `kᵀ` is transposed back, a view). Every value
 //! inside the pattern must be read only inside it: attention weights that are also returned
 //! or read elsewhere keep the composition (a near miss, reported with its reason).
 //! A `where_` with a finite fill (`-1e9`) is not a mask: a row with every key masked is
-//! uniform there and NaN in a masked softmax.
+//! uniform there and NaN in a masked softmax (a near miss, reported with the fill).
 
 use crate::ir::{AttnSpec, BinaryOp, CmpOp, Graph, MaskKind, Node, Op, ReduceOp, UnaryOp, ValueId};
 use crate::{DType, Literal};
@@ -53,8 +59,12 @@ pub fn fuse(g: &Graph) -> (Graph, Vec<String>) {
         let mut m = Matcher {
             g,
             seen: Vec::new(),
+            miss: None,
         };
         let Some(f) = m.attention(ValueId(i as u32)) else {
+            if let Some(why) = m.miss {
+                misses.push(format!("softmax-then-matmul %{i} left unfused: {why}"));
+            }
             continue;
         };
         // Every interior value but the result is read only by interior nodes.
@@ -87,6 +97,8 @@ struct Matcher<'g> {
     g: &'g Graph,
     /// Interior nodes met so far.
     seen: Vec<ValueId>,
+    /// Why a softmax-then-matmul whose softmax matched was left as it is.
+    miss: Option<String>,
 }
 
 impl Matcher<'_> {
@@ -191,33 +203,75 @@ impl Matcher<'_> {
     /// The mask around the scores `x`: `(kind, operand, scores)`.
     fn mask(&mut self, x: ValueId, d: DType) -> Option<(MaskKind, Option<ValueId>, ValueId)> {
         let n = self.node(x).clone();
+        let neg_inf = Some(f64::NEG_INFINITY);
         match n.op {
             Op::Select => {
-                let (cond, s, fill) = (n.inputs[0], n.inputs[1], n.inputs[2]);
-                if self.constant(fill, d) != Some(f64::NEG_INFINITY) {
-                    return None;
-                }
-                self.take(x);
-                if self.is_causal(cond) {
-                    Some((MaskKind::Causal, None, s))
+                let (cond, a, b) = (n.inputs[0], n.inputs[1], n.inputs[2]);
+                let (fa, fb) = (self.constant(a, d), self.constant(b, d));
+                if fb == neg_inf {
+                    self.take(x);
+                    if self.causal(cond) == Some(true) {
+                        Some((MaskKind::Causal, None, a))
+                    } else {
+                        Some((MaskKind::Bool, Some(cond), a))
+                    }
+                } else if fa == neg_inf && self.causal(cond) == Some(false) {
+                    // `where_(col > row, -inf, s)`: the scores where the condition fails.
+                    self.take(x);
+                    Some((MaskKind::Causal, None, b))
                 } else {
-                    Some((MaskKind::Bool, Some(cond), s))
+                    self.miss = Some(match (fa, fb) {
+                        (_, Some(f)) | (Some(f), _) if f.is_finite() => format!(
+                            "the masked scores are filled with the finite {f:e}, not -inf (a \
+                             row with every key masked is uniform with a finite fill and NaN in \
+                             a masked softmax): fill with f64::NEG_INFINITY to fuse"
+                        ),
+                        (Some(_), None) => "the mask selects -inf where its condition holds \
+                                           and is not the complement of a causal condition: \
+                                           write where_(keep, s, -inf)"
+                            .to_string(),
+                        _ => "a select around the scores that is not a mask".to_string(),
+                    });
+                    None
                 }
             }
             Op::Binary(BinaryOp::Add) => {
                 self.take(x);
                 let (a, b) = (n.inputs[0], n.inputs[1]);
                 // The scores are the operand that is a (scaled) matmul.
-                if self.is_scores(a) {
-                    Some((MaskKind::Additive, Some(b), a))
+                let (s, m) = if self.is_scores(a) {
+                    (a, b)
                 } else if self.is_scores(b) {
-                    Some((MaskKind::Additive, Some(a), b))
+                    (b, a)
                 } else {
-                    None
+                    return None;
+                };
+                if self.causal_bias(m, d) {
+                    Some((MaskKind::Causal, None, s))
+                } else {
+                    Some((MaskKind::Additive, Some(m), s))
                 }
             }
             _ => Some((MaskKind::None, None, x)),
         }
+    }
+
+    /// `bias` (through broadcasts and reshapes) is `select(cond, 0, -inf)` with a causal
+    /// `cond`, or `select(cond, -inf, 0)` with its complement. Its nodes are not taken: a
+    /// bias computed once is read by every layer.
+    fn causal_bias(&self, mut bias: ValueId, d: DType) -> bool {
+        while matches!(self.node(bias).op, Op::Broadcast | Op::Reshape) {
+            bias = self.node(bias).inputs[0];
+        }
+        let n = self.node(bias);
+        if n.op != Op::Select {
+            return false;
+        }
+        let (cond, a, b) = (n.inputs[0], n.inputs[1], n.inputs[2]);
+        let (fa, fb) = (self.constant(a, d), self.constant(b, d));
+        let zero = |f: Option<f64>| f == Some(0.0);
+        (zero(fa) && fb == Some(f64::NEG_INFINITY) && self.causal(cond) == Some(true))
+            || (fa == Some(f64::NEG_INFINITY) && zero(fb) && self.causal(cond) == Some(false))
     }
 
     fn is_scores(&self, mut v: ValueId) -> bool {
@@ -231,32 +285,101 @@ impl Matcher<'_> {
         }
     }
 
-    /// `cond` is `col <= row` (or `row >= col`) of `iota`s over the last two axes.
-    fn is_causal(&self, mut cond: ValueId) -> bool {
-        while self.node(cond).op == Op::Broadcast {
-            cond = self.node(cond).inputs[0];
+    /// `Some(true)` when `cond` is causal (`col <= row` of `iota`s over the last two axes),
+    /// `Some(false)` when it is the complement (`col > row`), `None` otherwise; through
+    /// broadcasts, reshapes, `not`, and `select(c, true, false)` (`tril` of bool ones).
+    fn causal(&self, mut cond: ValueId) -> Option<bool> {
+        let mut keep = true;
+        loop {
+            let n = self.node(cond);
+            match &n.op {
+                Op::Broadcast | Op::Reshape => cond = n.inputs[0],
+                Op::Unary(UnaryOp::Not) => {
+                    keep = !keep;
+                    cond = n.inputs[0];
+                }
+                Op::Select => {
+                    let lit = |v: ValueId| {
+                        let mut v = v;
+                        while self.node(v).op == Op::Broadcast {
+                            v = self.node(v).inputs[0];
+                        }
+                        match self.node(v).op {
+                            Op::Const(Literal::Bool(b)) => Some(b),
+                            _ => None,
+                        }
+                    };
+                    match (lit(n.inputs[1]), lit(n.inputs[2])) {
+                        (Some(true), Some(false)) => {}
+                        (Some(false), Some(true)) => keep = !keep,
+                        _ => return None,
+                    }
+                    cond = n.inputs[0];
+                }
+                _ => break,
+            }
         }
         let n = self.node(cond);
         let r = n.shape.len();
-        if r < 2 {
-            return false;
+        if r < 2 || !matches!(n.op, Op::Compare(_)) {
+            return None;
         }
+        // The axis an operand counts along and the integer added to it: an iota (any shape
+        // of rank r, broadcast or not), plus constants (`tril`'s offset).
         let iota_axis = |mut v: ValueId| {
-            while self.node(v).op == Op::Broadcast {
-                v = self.node(v).inputs[0];
+            let mut offset = 0i64;
+            loop {
+                let n = self.node(v);
+                match n.op {
+                    Op::Broadcast | Op::Reshape => v = n.inputs[0],
+                    Op::Binary(BinaryOp::Add) if n.dtype.is_int() => {
+                        match self.constant(n.inputs[1], n.dtype) {
+                            Some(c) => {
+                                offset += c as i64;
+                                v = n.inputs[0];
+                            }
+                            None => return None,
+                        }
+                    }
+                    _ => break,
+                }
             }
             match (&self.node(v).op, self.node(v).shape.len()) {
-                (Op::Iota(a), len) if len == r => Some(*a),
+                (Op::Iota(a), len) if len == r => Some((*a, offset)),
                 _ => None,
             }
         };
-        let (a, b) = match n.op {
-            Op::Compare(CmpOp::Le) => (iota_axis(n.inputs[0]), iota_axis(n.inputs[1])),
-            Op::Compare(CmpOp::Ge) => (iota_axis(n.inputs[1]), iota_axis(n.inputs[0])),
-            _ => return false,
+        let (col, row) = (r - 1, r - 2);
+        let (Some((a, oa)), Some((b, ob))) = (iota_axis(n.inputs[0]), iota_axis(n.inputs[1]))
+        else {
+            return None;
         };
-        // col (last axis) <= row (second last).
-        a == Some(r - 1) && b == Some(r - 2)
+        let Op::Compare(cmp) = n.op else { return None };
+        // As `col - row  cmp  c`.
+        let (cmp, c) = if (a, b) == (col, row) {
+            (cmp, ob - oa)
+        } else if (a, b) == (row, col) {
+            let mirrored = match cmp {
+                CmpOp::Le => CmpOp::Ge,
+                CmpOp::Ge => CmpOp::Le,
+                CmpOp::Lt => CmpOp::Gt,
+                CmpOp::Gt => CmpOp::Lt,
+                other => other,
+            };
+            (mirrored, oa - ob)
+        } else {
+            return None;
+        };
+        let int = self.node(n.inputs[0]).dtype.is_int();
+        // Causal is `col - row <= 0`; on integers also `< 1`; its complement `> 0`, `>= 1`.
+        let causal = match (cmp, c) {
+            (CmpOp::Le, 0) => true,
+            (CmpOp::Lt, 1) if int => true,
+            (CmpOp::Gt, 0) => false,
+            (CmpOp::Ge, 1) if int => false,
+            _ => return None,
+        };
+        Some(causal == keep)
     }
 
     /// `s = scale · q @ kᵀ`: `(q, (k, transpose back?), scale)`.

@@ -173,9 +173,12 @@ impl Tensor {
                 .at(Location::caller()),
             );
         }
-        let s = [self.shape[r - 2], self.shape[r - 1]];
-        let row = Tensor::iota(&s, 0, crate::DType::I64) + k as i64;
-        let col = Tensor::iota(&s, 1, crate::DType::I64);
+        // A column of row indices and a row of column indices, compared through
+        // broadcasts: the fused kernel reads two vectors, where `[rows, cols]` iotas were
+        // two i64 matrices in memory (64 MiB for a 2048² mask).
+        let (rows, cols) = (self.shape[r - 2], self.shape[r - 1]);
+        let row = Tensor::iota(&[rows, 1], 0, crate::DType::I64) + k as i64;
+        let col = Tensor::iota(&[1, cols], 1, crate::DType::I64);
         let keep = if lower { col.le(&row) } else { col.ge(&row) };
         crate::select(&keep, self, Tensor::zeros(&[], self.dtype))
     }

@@ -104,6 +104,9 @@ impl Tensor {
     /// not fit in memory addresses, or (`OutOfMemory`) when it cannot be
     /// allocated.
     pub fn try_zeros(shape: &[usize], dtype: DType) -> Result<Tensor, Error> {
+        if crate::trace::current_trace().is_some() {
+            return Tensor::try_full(shape, 0, dtype);
+        }
         Tensor::try_zeros_for("zeros", shape, dtype)
     }
 
@@ -132,6 +135,17 @@ impl Tensor {
     /// A tensor of `shape` with every element `value` converted to `dtype`;
     /// errors as `try_zeros`.
     pub fn try_full<S: Scalar>(shape: &[usize], value: S, dtype: DType) -> Result<Tensor, Error> {
+        // Inside a trace a constant node (no captured buffer, and passes see its value:
+        // `ones(..).tril(0)` is recognised as a causal mask), as `arange` is an iota.
+        if crate::trace::current_trace().is_some() {
+            shape::checked_bytes("full", shape, dtype)?;
+            return Ok(crate::trace::push_const(
+                value.literal(),
+                shape.to_vec(),
+                dtype,
+                Location::caller(),
+            ));
+        }
         crate::interp::try_filled(value.literal().cast(dtype), shape, dtype, "full")
     }
 
