@@ -119,6 +119,11 @@ fn compiles(op: &Op) -> bool {
             | Op::Random(_)
             | Op::Attention(_)
             | Op::AttentionGrad(_)
+            // Control flow: the node with its traced bodies, compiled once per body and
+            // operand types (the key spells the bodies), its sub-programs cached with it.
+            | Op::Cond(_)
+            | Op::While(_)
+            | Op::Scan(_)
     )
 }
 

@@ -509,3 +509,66 @@ fn eager_random_programs_match_the_interpreter() {
         eager_case,
     );
 }
+
+/// A GRU over a sequence with `scan` (a cell of two gates), the same body eagerly and jitted.
+fn gru(p: &Vec<Tensor>, xs: &Tensor) -> Tensor {
+    let h0 = Tensor::zeros(&[xs.shape()[1], p[0].shape()[0]], DType::F32);
+    let (h, hs) = scan(
+        |h: Tensor, x: Tensor| {
+            let z = (h.matmul(&p[0]) + x.matmul(&p[1])).sigmoid();
+            let c = (h.matmul(&p[2]) + x.matmul(&p[3])).tanh();
+            let h = &z * &h + (1.0 - &z) * c;
+            (h.clone(), h.sum_all())
+        },
+        h0,
+        xs,
+    );
+    (&h * &h).mean_all() + hs.sum_all()
+}
+
+#[jit]
+fn gru_jitted(p: &Vec<Tensor>, xs: &Tensor) -> Tensor {
+    gru(p, xs)
+}
+
+/// Eager control flow runs compiled: a `scan` called without `#[jit]` is one cached program
+/// (its body traced, the node compiled with it; it was interpreted), reused by the next
+/// call of the same body and types; a `cond` on a concrete predicate and a `fori_loop` with
+/// Rust bounds run their chosen branch and each iteration's ops compiled. Each computes
+/// what the jitted function and the interpreter compute.
+#[test]
+fn eager_control_flow_runs_compiled_and_cached() {
+    let mut rng = Rng::new(77);
+    let p: Vec<Tensor> = (0..4)
+        .map(|_| random_tensor(&mut rng, &[16, 16], DType::F32, -0.3, 0.3, false))
+        .collect();
+    let xs = random_tensor(&mut rng, &[12, 4, 16], DType::F32, -1.0, 1.0, false);
+    let scans = || {
+        eager_cache_entries()
+            .into_iter()
+            .filter(|(k, _)| k.starts_with("Scan("))
+            .map(|(_, hits)| hits)
+            .collect::<Vec<_>>()
+    };
+    let eager = gru(&p, &xs);
+    let again = gru(&p, &xs);
+    assert!(
+        scans().iter().any(|&hits| hits >= 1),
+        "the scan is one cached program, reused: {:?}",
+        scans()
+    );
+    assert_eq!(crate::common::bits(&eager), crate::common::bits(&again));
+    let tol = Tol::rel(DType::F32, 1e-5);
+    assert_close(&eager, &gru_jitted(&p, &xs), tol, "eager scan against jitted");
+    let interp = interpreted(|| gru(&p, &xs));
+    assert_close(&eager, &interp, tol, "eager scan against the interpreter");
+
+    let x = random_tensor(&mut rng, &[8], DType::F32, -1.0, 1.0, false);
+    let branchy = |x: &Tensor| {
+        let y = cond(&x.sum_all().gt(0.0), |x: Tensor| x.exp(), |x: Tensor| x.sin(), x.clone());
+        fori_loop(0, 5, |_, y: Tensor| y.tanh() * 2.0, y)
+    };
+    let (a, b) = (branchy(&x), interpreted(|| branchy(&x)));
+    assert_close(&a, &b, tol, "eager cond and fori_loop");
+}
+

@@ -151,7 +151,13 @@ pub(crate) fn push_control(op: Op, operands: &[Tensor], loc: SourceLoc) -> Vec<T
         return Vec::new();
     }
     if !trace::is_tracing() {
-        return match crate::interp::eval_control(&op, operands) {
+        // Eagerly: the node compiled as a program of its own (cached by its bodies and
+        // operand types), else the interpreter.
+        let refs: Vec<&Tensor> = operands.iter().collect();
+        let types: Vec<(&[usize], crate::DType)> =
+            outs.iter().map(|(s, d)| (s.as_slice(), *d)).collect();
+        let compiled = crate::eager::run_all(&op, &refs, &types);
+        return match compiled.unwrap_or_else(|| crate::interp::eval_control(&op, operands)) {
             Ok(v) => v,
             Err(e) => fail(e.at(loc)),
         };
