@@ -79,9 +79,20 @@ fn transformer_loss(p: &Vec<Tensor>, x: &Tensor) -> Tensor {
     (&h * &h).mean_all()
 }
 
+// A residual chain of 48 layers with no checkpoint of its own: what `"auto"` cuts into
+// segments, and what an explicit budget's recomputation search starts from.
+fn chain_loss(p: &Vec<Tensor>, x: &Tensor) -> Tensor {
+    let mut h = x.clone();
+    for w in p {
+        h = h.matmul(w).tanh() + &h;
+    }
+    (&h * &h).mean_all()
+}
+
 /// The gradient alone, and four training steps after it, of one loss.
 macro_rules! steps {
     ($m:ident, $loss:ident) => {
+        #[allow(dead_code)] // each model uses some of the steps
         mod $m {
             use super::*;
             #[jit]
@@ -114,6 +125,42 @@ macro_rules! steps {
                 (opt.update(&g, opt.init(&p), p).0, norm)
             }
 
+            /// The clipped Adam step again, for the budget test alone (a budget is the
+            /// function's, and tests run in parallel).
+            #[jit]
+            pub fn budgeted(p: Vec<Tensor>, x: &Tensor) -> Vec<Tensor> {
+                let g = jitfuse::grad(|p: &Vec<Tensor>| $loss(p, x), &p);
+                let opt = optim::clip_by_global_norm(1.0).then(optim::adam(1e-3, 0.9, 0.999, 1e-8));
+                opt.update(&g, opt.init(&p), p).0
+            }
+
+            /// `(auto's peak, [(budget, Ok(peak) or the refusal)])` for budgets at auto's
+            /// peak, 5 % above and half of it, each lowered, compiled and then called: the
+            /// call must reuse the lowered program.
+            pub fn budgets(p: &Vec<Tensor>, x: &Tensor) -> (usize, Vec<(usize, Result<usize, String>)>) {
+                let peak = |b: Option<usize>| {
+                    budgeted::set_memory_budget(b);
+                    budgeted::lower(p.clone(), x)
+                        .unwrap()
+                        .compile()
+                        .map(|c| c.memory_analysis().peak_bytes)
+                        .map_err(|e| e.to_string())
+                };
+                let auto = peak(Some(jitfuse::AUTO_MEMORY_BUDGET)).unwrap();
+                let mut rows = Vec::new();
+                for b in [auto, auto + auto / 20, auto / 2] {
+                    let got = peak(Some(b));
+                    let misses = budgeted::cache_stats().misses;
+                    if got.is_ok() {
+                        let _ = budgeted(p.clone(), x);
+                        assert_eq!(budgeted::cache_stats().misses, misses, "the call runs the lowered program");
+                    }
+                    rows.push((b, got));
+                }
+                budgeted::set_memory_budget(None);
+                (auto, rows)
+            }
+
             pub fn temps(p: &Vec<Tensor>, x: &Tensor) -> Vec<(&'static str, usize)> {
                 let t = |l: jitfuse::Lowered| l.compile().unwrap().memory_analysis().temp_bytes;
                 vec![
@@ -131,6 +178,7 @@ macro_rules! steps {
 steps!(mlp, mlp_loss);
 steps!(rnn, rnn_loss);
 steps!(transformer, transformer_loss);
+steps!(chain, chain_loss);
 
 fn check(model: &str, p: &[Tensor], temps: &[(&str, usize)]) {
     let grads: usize = p.iter().map(|t| t.shape().iter().product::<usize>() * 4).sum();
@@ -171,5 +219,39 @@ fn the_clipped_checkpointed_recurrent_step_matches_eager() {
     let want = opt.update(&g, opt.init(&p), p.clone()).0;
     for (a, b) in got.iter().zip(&want) {
         crate::common::assert_close(a, b, crate::common::Tol::rel(DType::F32, 1e-4), "clipped step");
+    }
+}
+
+/// One budget strategy on every path: a budget at or above what `"auto"` reaches is met by
+/// `lower(..).compile()` exactly as by a call (which then runs that program), and a budget
+/// below it is refused with an "at best" never above `"auto"`'s peak.
+#[test]
+fn budgets_at_or_above_auto_are_met_on_every_path() {
+    let models: Vec<(&str, Vec<Tensor>, Tensor)> = vec![
+        ("mlp", weights(&[&[256usize, 256][..]; 6], 1), data(&[128, 256], 2)),
+        ("rnn", weights(&[&[64usize, 64][..]; 4], 3), data(&[32, 16, 64], 4)),
+        ("chain", weights(&[&[64usize, 64][..]; 48], 7), data(&[256, 64], 8)),
+    ];
+    for (name, p, x) in models {
+        let (auto, rows) = match name {
+            "mlp" => mlp::budgets(&p, &x),
+            "rnn" => rnn::budgets(&p, &x),
+            _ => chain::budgets(&p, &x),
+        };
+        for (b, got) in &rows {
+            match got {
+                Ok(peak) => assert!(peak <= b, "{name}: budget {b}, peak {peak}"),
+                Err(e) if *b >= auto => panic!("{name}: budget {b} >= auto's peak {auto} refused: {e}"),
+                Err(e) => {
+                    let best: usize = e
+                        .split("brings it down to ")
+                        .nth(1)
+                        .map(|r| r.chars().take_while(|c| c.is_ascii_digit()).collect::<String>())
+                        .and_then(|n| n.parse().ok())
+                        .unwrap_or_else(|| panic!("{name}: {e}"));
+                    assert!(best <= auto, "{name}: at best {best} above auto's {auto}: {e}");
+                }
+            }
+        }
     }
 }

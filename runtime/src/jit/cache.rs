@@ -306,12 +306,18 @@ impl FnCache {
     pub fn lower(&'static self, args: CallArgs<'_>, body: Body<'_>) -> Result<Lowered, Error> {
         let sig = args.signature()?;
         let (traced, structure) = self.trace_body(&sig, body)?;
+        // Under an explicit budget a call may fall back to the automatic checkpointing's
+        // trace (`cached`): traced here too, so `compile()` is the program a call runs.
+        let auto = match self.memory_budget() {
+            Some(b) if b != crate::AUTO_MEMORY_BUDGET => Some(self.trace_body_with(&sig, body, true)?),
+            _ => None,
+        };
         Ok(Lowered::new(
             self,
             sig,
             args.slots().to_vec(),
-            traced,
-            structure,
+            (traced, structure),
+            auto,
         ))
     }
 
@@ -320,11 +326,14 @@ impl FnCache {
         &'static self,
         sig: &Signature,
         slots: &[ParamSlot],
-        traced: &trace::Traced,
-        structure: &Structure,
+        traced: &(trace::Traced, Structure),
+        auto: Option<&(trace::Traced, Structure)>,
     ) -> Result<Arc<Executable>, Error> {
         Ok(self
-            .cached(sig, slots, &mut |_| Ok((traced.clone(), structure.clone())))?
+            .cached(sig, slots, &mut |with_auto| match (with_auto, auto) {
+                (true, Some(a)) => Ok(a.clone()),
+                _ => Ok(traced.clone()),
+            })?
             .0)
     }
 
@@ -399,13 +408,21 @@ impl FnCache {
                     // An explicit budget the recomputation search misses may
                     // still be met from the automatic checkpointing's graph
                     // (√N segments, then the same search on it).
+                    // The refusal is the search's from that graph: it starts at the
+                    // automatic checkpointing's peak, so its "at best" is never above it.
                     match build(false) {
                         Err(e)
                             if e.kind == crate::ErrorKind::Argument
                                 && e.message.contains("recomputation brings it down")
                                 && budget.is_some_and(|b| b != crate::AUTO_MEMORY_BUDGET) =>
                         {
-                            build(true).map_err(|_| e)
+                            build(true).map_err(|auto| {
+                                if auto.kind == crate::ErrorKind::Argument {
+                                    auto
+                                } else {
+                                    e
+                                }
+                            })
                         }
                         r => r,
                     }

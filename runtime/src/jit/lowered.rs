@@ -15,6 +15,9 @@ pub struct Lowered {
     slots: Vec<ParamSlot>,
     traced: Traced,
     structure: Structure,
+    /// Under an explicit memory budget, the trace with automatic checkpointing that a
+    /// call falls back to when the budget is not met from `traced`.
+    auto: Option<(Traced, Structure)>,
 }
 
 impl Lowered {
@@ -22,8 +25,8 @@ impl Lowered {
         cache: &'static FnCache,
         signature: Signature,
         slots: Vec<ParamSlot>,
-        traced: Traced,
-        structure: Structure,
+        (traced, structure): (Traced, Structure),
+        auto: Option<(Traced, Structure)>,
     ) -> Lowered {
         Lowered {
             cache,
@@ -31,17 +34,20 @@ impl Lowered {
             slots,
             traced,
             structure,
+            auto,
         }
     }
 
-    /// The compiled program: the same one (from the function's cache) that a
-    /// call with these arguments runs.
+    /// The compiled program: the same one that a call with these arguments runs, taken from
+    /// the function's cache or compiled into it (a later call with this signature does not
+    /// compile again). Under an explicit memory budget the budget is met as a call meets it:
+    /// from this trace, else from the trace with automatic checkpointing.
     pub fn compile(&self) -> Result<Compiled, Error> {
         let exe = self.cache.compile_traced(
             &self.signature,
             &self.slots,
-            &self.traced,
-            &self.structure,
+            &(self.traced.clone(), self.structure.clone()),
+            self.auto.as_ref(),
         )?;
         Ok(Compiled { exe })
     }
