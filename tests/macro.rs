@@ -310,6 +310,13 @@ fn a_shape_error_names_op_shapes_and_user_line() {
         assert!(msg.contains(part), "`{part}` missing from: {msg}");
     }
     assert_eq!(err.location.map(|l| l.line()), Some(line));
+    // The accessors read the same fields.
+    assert_eq!(err.kind(), ErrorKind::Shape);
+    assert_eq!(err.message(), err.message);
+    assert_eq!(
+        err.location().map(|l| (l.file(), l.line())),
+        Some((file!(), line))
+    );
     let panic = catch_unwind(AssertUnwindSafe(|| mismatch(&a, &b))).unwrap_err();
     let text = panic
         .downcast_ref::<String>()

@@ -9,7 +9,7 @@ use std::panic::Location;
 pub type SourceLoc = &'static Location<'static>;
 
 /// What kind of failure an `Error` is.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ErrorKind {
     /// Operand shapes that do not fit the op (broadcasting, lengths).
     Shape,
@@ -64,6 +64,32 @@ impl Error {
             message: message.into(),
             location: None,
         }
+    }
+
+    /// What kind of failure it is (the `kind` field): match on it to tell,
+    /// say, a shape error in the caller's data from an internal failure.
+    ///
+    /// ```
+    /// use jitfuse_runtime::{ErrorKind, Tensor};
+    /// let e = Tensor::from_slice(&[1.0f32, 2.0], &[3]).unwrap_err();
+    /// assert_eq!(e.kind(), ErrorKind::Shape);
+    /// assert!(e.message().contains("2 elements do not fill shape [3]"));
+    /// assert_eq!(e.location(), None);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// What went wrong, with the values involved (the `message` field; the
+    /// `Display` form adds the location).
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The user's source line of the failing operation, where known (the
+    /// `location` field).
+    pub fn location(&self) -> Option<SourceLoc> {
+        self.location
     }
 
     /// The error located at `loc`, unless it has a location already (the innermost wins).
