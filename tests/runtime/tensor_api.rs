@@ -239,6 +239,82 @@ fn leaked_tracers_are_errors() {
     assert_eq!(e.kind, ErrorKind::LeakedTracer);
 }
 
+/// Where `keeps_a_tracer` puts the tracer it should not keep.
+static KEPT: std::sync::Mutex<Option<Tensor>> = std::sync::Mutex::new(None);
+
+#[jitfuse::jit]
+fn keeps_a_tracer(x: &Tensor) -> Tensor {
+    *KEPT.lock().unwrap() = Some(x.exp());
+    x * 2.0
+}
+
+#[jitfuse::jit]
+fn takes_tensors(a: &Tensor, n: usize, b: Tensor, p: (Tensor, Tensor)) -> Tensor {
+    a + &b * n as f64 + &p.0 + &p.1
+}
+
+#[jitfuse::jit]
+fn reads_the_kept_tracer(x: &Tensor) -> Tensor {
+    x + KEPT.lock().unwrap().as_ref().unwrap()
+}
+
+#[test]
+fn a_tracer_kept_from_a_jit_body_is_a_leaked_tracer_everywhere() {
+    let x = Tensor::vector(&[1.0f32, 2.0, 3.0]);
+    keeps_a_tracer(&x);
+    let leaked = KEPT.lock().unwrap().clone().unwrap();
+    assert!(leaked.is_traced());
+    let pair = || (x.clone(), x.clone());
+    // An argument of a jitted call, by name; a tree's leaf by its index.
+    let e = takes_tensors::try_call(&x, 1, leaked.clone(), pair()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::LeakedTracer, "{e}");
+    for part in [
+        "`takes_tensors`",
+        "argument 2 (b)",
+        "traced tensor f32[3]",
+        "return it as an output",
+    ] {
+        assert!(e.message().contains(part), "`{part}` missing from: {e}");
+    }
+    let e = takes_tensors::try_call(&leaked, 1, x.clone(), pair()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::LeakedTracer, "{e}");
+    assert!(e.message().contains("argument 0 (a)"), "{e}");
+    let e = takes_tensors::try_call(&x, 1, x.clone(), (x.clone(), leaked.clone())).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::LeakedTracer, "{e}");
+    assert!(e.message().contains("argument 3 (p), leaf 1"), "{e}");
+    // The plain call panics with that message.
+    let m = panic_message(|| drop(takes_tensors(&x, 1, leaked.clone(), pair())));
+    assert!(m.contains("argument 2 (b) is a traced tensor"), "{m}");
+    // `lower` too.
+    let e = takes_tensors::lower(&x, 1, leaked.clone(), pair())
+        .err()
+        .expect("lower fails");
+    assert_eq!(e.kind(), ErrorKind::LeakedTracer, "{e}");
+    // A compiled program run on it.
+    let exe = takes_tensors::lower(&x, 1, x.clone(), pair())
+        .unwrap()
+        .compile()
+        .unwrap();
+    let e = exe
+        .executable()
+        .run_with(&[&x, &leaked, &x, &x])
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::LeakedTracer, "{e}");
+    assert!(
+        e.message().contains("argument 1 is a traced tensor f32[3]"),
+        "{e}"
+    );
+    // Read inside another function's trace.
+    let e = reads_the_kept_tracer::try_call(&x).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::LeakedTracer, "{e}");
+    // An eager op on it.
+    let m = panic_message(|| drop(&leaked + &x));
+    assert!(
+        m.contains("`add`: a traced tensor was used after its #[jit] trace ended"),
+        "{m}"
+    );
+}
+
 #[test]
 fn programs_check_arguments_before_running() {
     let g = jitfuse::internals::ir::parse("%0 = param 0 : f32[4]\n%1 = exp %0 : f32[4]\nreturn %1")

@@ -684,7 +684,18 @@ impl Executable {
         }
         for (i, ((_, t), s)) in args.tensors.iter().zip(&self.signature.args).enumerate() {
             let t = t.tensor();
-            if t.is_traced() || t.shape() != s.shape.as_slice() || t.dtype() != s.dtype {
+            if t.is_traced() {
+                return Err(Error::new(
+                    crate::ErrorKind::LeakedTracer,
+                    format!(
+                        "argument {i} is a traced tensor {} outside the trace that made it; \
+                         traced tensors live only inside the #[jit] call that made them: return \
+                         it as an output instead of storing it",
+                        type_str(t.dtype(), t.shape())
+                    ),
+                ));
+            }
+            if t.shape() != s.shape.as_slice() || t.dtype() != s.dtype {
                 return Err(Error::argument(format!(
                     "argument {i}: program compiled for {}, got {}",
                     type_str(s.dtype, &s.shape),

@@ -1,7 +1,7 @@
 //! The arguments of one jitted call, as the `#[jit]` wrapper collects them,
 //! and the signature (cache key) they give.
 
-use crate::{DType, Error, Tensor};
+use crate::{DType, Error, ErrorKind, Tensor};
 use std::any::Any;
 use std::fmt::Debug;
 use std::hash::{Hash, Hasher};
@@ -259,14 +259,14 @@ impl<'a> CallArgs<'a> {
             .collect()
     }
 
-    pub(crate) fn signature(&self) -> Result<Signature, Error> {
+    /// The call's signature; `name` and `params` (the function's name and
+    /// parameter names, possibly empty) name an argument that cannot be in one.
+    pub(crate) fn signature(&self, name: &str, params: &[&str]) -> Result<Signature, Error> {
         let mut args = Vec::with_capacity(self.tensors.len());
         for (i, (kind, t)) in self.tensors.iter().enumerate() {
             let t = t.tensor();
             if t.is_traced() {
-                return Err(Error::argument(format!(
-                    "argument {i} is a traced tensor from a finished trace; pass concrete tensors"
-                )));
+                return Err(self.leaked(i, name, params));
             }
             args.push(ArgSig {
                 kind: *kind,
@@ -279,5 +279,37 @@ impl<'a> CallArgs<'a> {
             structure: self.structure.clone(),
             statics: self.statics.clone(),
         })
+    }
+
+    /// The error of tensor `i` of the call being a tracer (kept from a trace
+    /// that has ended, or from one that is not this call's).
+    fn leaked(&self, i: usize, name: &str, params: &[&str]) -> Error {
+        let t = self.tensors[i].1.tensor();
+        let mut first = 0;
+        let mut which = format!("argument {i}");
+        for (p, slot) in self.slots.iter().enumerate() {
+            let n = match *slot {
+                ParamSlot::Tensor => 1,
+                ParamSlot::Tree { leaves } => leaves,
+                ParamSlot::Static => 0,
+            };
+            if i < first + n {
+                which = super::explain::label(p, params);
+                if let ParamSlot::Tree { .. } = slot {
+                    which = format!("{which}, leaf {}", i - first);
+                }
+                break;
+            }
+            first += n;
+        }
+        Error::new(
+            ErrorKind::LeakedTracer,
+            format!(
+                "`{name}`: {which} is a traced tensor {} outside the trace that made it; traced \
+                 tensors live only inside the #[jit] call that made them: return it as an output \
+                 instead of storing it",
+                crate::error::type_str(t.dtype(), t.shape())
+            ),
+        )
     }
 }

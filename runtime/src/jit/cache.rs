@@ -264,7 +264,7 @@ impl FnCache {
         if trace::is_tracing() {
             return Ok(body(&args.tensor_list()));
         }
-        let sig = args.signature()?;
+        let sig = args.signature(self.name, self.params)?;
         let (exe, structure) = self.cached(&sig, args.slots(), &mut |auto| {
             self.trace_body_with(&sig, body, auto)
         })?;
@@ -304,7 +304,7 @@ impl FnCache {
     /// Trace and compile for these arguments without running, keeping every
     /// stage's text. Does not touch the cache.
     pub fn lower(&'static self, args: CallArgs<'_>, body: Body<'_>) -> Result<Lowered, Error> {
-        let sig = args.signature()?;
+        let sig = args.signature(self.name, self.params)?;
         let (traced, structure) = self.trace_body(&sig, body)?;
         // Under an explicit budget a call may fall back to the automatic checkpointing's
         // trace (`cached`): traced here too, so `compile()` is the program a call runs.

@@ -95,7 +95,7 @@ fn part_str(p: &Part) -> String {
 }
 
 /// `argument 1 (x)`, or `argument 1` without names.
-fn label(i: usize, names: &[&str]) -> String {
+pub(crate) fn label(i: usize, names: &[&str]) -> String {
     match names.get(i) {
         Some(n) => format!("argument {i} ({n})"),
         None => format!("argument {i}"),
