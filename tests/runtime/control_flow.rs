@@ -158,6 +158,52 @@ fn staged_while_checks_that_the_body_keeps_shapes() {
     );
 }
 
+/// Each staged loop form of a `#[jit]` body, growing `h` (and keeping `k`).
+#[jit]
+fn grows_in_a_loop(x: &Tensor, m: &Tensor, form: usize) -> (Tensor, Tensor) {
+    let mut k = x.sum_all();
+    let mut h = x.clone();
+    let (lo, hi) = (Tensor::scalar(0i32), Tensor::scalar(2i32));
+    if form == 0 {
+        for row in m.iter_axis(0) {
+            k = &k + row.sum_all();
+            h = jitfuse::concat(&[&h, &row], 0);
+        }
+    } else if form == 1 {
+        for _ in &lo..&hi {
+            k = &k + 1.0;
+            h = jitfuse::concat(&[&h, &h], 0);
+        }
+    } else {
+        while k.lt(100.0) {
+            k = &k + 1.0;
+            h = jitfuse::concat(&[&h, &h], 0);
+        }
+    }
+    (h, k)
+}
+
+#[test]
+fn every_staged_loop_names_the_variable_whose_shape_changes() {
+    let x = vec_f32(&[1.0, 2.0]);
+    let m = Tensor::ones(&[3, 2], DType::F32);
+    for (form, grown, what) in [
+        (0, "f32[4]", "for"),
+        (1, "f32[4]", "for"),
+        (2, "f32[4]", "while"),
+    ] {
+        let err = grows_in_a_loop::try_call(&x, &m, form)
+            .unwrap_err()
+            .to_string();
+        let want = format!("`h` is f32[2] before this `{what}` but {grown} after its body");
+        assert!(
+            err.contains(&want),
+            "form {form}: `{want}` missing from {err}"
+        );
+        assert!(!err.contains("carry"), "form {form}: {err}");
+    }
+}
+
 // ---------- counted loops ----------
 
 fn power_sum(x: &Tensor, n: usize) -> Tensor {

@@ -31,7 +31,6 @@ where
     S: Tree + Components,
     F: FnMut(Tensor, S) -> S,
 {
-    let _ = names;
     if !crate::trace::is_tracing() {
         let mut state = state;
         for i in 0..it.len() {
@@ -47,10 +46,13 @@ where
         perm.insert(0, it.axis);
         it.tensor.transpose(&perm)
     };
-    let (c, ()) = subgraph::scan_tree_at(
+    let counts = state.leaf_counts();
+    let (c, ()) = subgraph::scan_tree_named(
         |(s,): (S,), x: Tensor| ((body(x, s),), ()),
         (state,),
         &xs,
+        false,
+        ("for", names, &counts),
         loc,
     );
     c.0

@@ -425,10 +425,25 @@ pub(crate) fn scan_tree_at<C: Tree, X: Tree, Y: Tree>(
 /// with the xs, as in JAX): the rows are read in place either way, so a loop's backward
 /// runs over its stacked forward values without a reversed copy of them.
 pub(crate) fn scan_tree_dir<C: Tree, X: Tree, Y: Tree>(
+    f: impl FnMut(C, X) -> (C, Y),
+    init: C,
+    xs: &X,
+    reverse: bool,
+    loc: SourceLoc,
+) -> (C, Y) {
+    let counts = vec![init.leaves().len()];
+    scan_tree_named(f, init, xs, reverse, ("scan", &["the carry"], &counts), loc)
+}
+
+/// `scan_tree_dir` whose carry is a staged loop's variables: `(what, names,
+/// counts)` is the construct (`for`), the variables' names and their leaf
+/// counts, for the error of a carry whose shape or dtype changes.
+pub(crate) fn scan_tree_named<C: Tree, X: Tree, Y: Tree>(
     mut f: impl FnMut(C, X) -> (C, Y),
     init: C,
     xs: &X,
     reverse: bool,
+    (what, names, counts): (&str, &[&str], &[usize]),
     loc: SourceLoc,
 ) -> (C, Y) {
     let x_leaves = xs.leaves();
@@ -477,11 +492,10 @@ pub(crate) fn scan_tree_dir<C: Tree, X: Tree, Y: Tree>(
         out
     });
     let got = graph_types(&body_tr.graph);
-    let counts = vec![nc];
     check_carried(
-        "scan",
-        &["the carry"],
-        &counts,
+        what,
+        names,
+        counts,
         &c_specs,
         &got[..nc.min(got.len())],
         loc,
