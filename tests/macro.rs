@@ -260,6 +260,46 @@ fn lower_shows_the_traced_ops() {
 }
 
 #[jit]
+fn lowered_then_called(x: &Tensor) -> Tensor {
+    x.exp() - 1.0
+}
+
+#[test]
+fn lower_compile_fills_the_cache_and_a_call_then_hits() {
+    let _g = CACHES.read().unwrap();
+    let x = ramp(5, 0.5);
+    let lowered = lowered_then_called::lower(&x).unwrap();
+    assert!(lowered.as_text().contains("exp"));
+    assert_eq!(
+        lowered_then_called::cache_stats(),
+        jitfuse::CacheStats::default(),
+        "lower and as_text leave the cache alone"
+    );
+    let compiled = lowered.compile().unwrap();
+    let s = lowered_then_called::cache_stats();
+    assert_eq!(
+        (s.hits, s.misses, s.entries),
+        (0, 1, 1),
+        "compile() caches the program"
+    );
+    assert_close(&lowered_then_called(&x), &(x.exp() - 1.0));
+    let s = lowered_then_called::cache_stats();
+    assert_eq!(
+        (s.hits, s.misses, s.entries),
+        (1, 1, 1),
+        "the call does not compile again"
+    );
+    // Compiling again takes the cached program.
+    let again = lowered.compile().unwrap();
+    assert!(std::sync::Arc::ptr_eq(
+        compiled.executable(),
+        again.executable()
+    ));
+    let s = lowered_then_called::cache_stats();
+    assert_eq!((s.hits, s.misses, s.entries), (2, 1, 1));
+}
+
+#[jit]
 fn concurrent(x: &Tensor) -> Tensor {
     (x * 2.0).sigmoid()
 }

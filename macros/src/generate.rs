@@ -223,8 +223,11 @@ fn companion(f: &JitFn, items: &Items) -> TokenStream {
                 #rebuild(&__jitfuse_structure, __jitfuse_outputs)
             }
 
-            /// Trace and compile for these arguments without running, keeping
-            /// the text of every stage. Does not touch the cache.
+            /// Trace the body for these arguments without running it. Tracing
+            /// alone does not touch the cache; the result's `compile()` does: it
+            /// compiles into the function's cache (or takes the program cached
+            /// there), so a later call with the same signature is a hit and does
+            /// not compile again.
             pub fn lower(#(#params),*) -> ::core::result::Result<::jitfuse::Lowered, ::jitfuse::Error> {
                 Self::__jitfuse_with_args(#(#args,)* |__jitfuse_args, __jitfuse_body| {
                     Self::__jitfuse_cache().lower(__jitfuse_args, __jitfuse_body)
@@ -315,7 +318,7 @@ fn method(f: &JitFn, r: &Receiver) -> TokenStream {
         doc("warn once this method has compiled more than `n` signatures (`None`: never).");
     let (d_try, d_lower, d_stats, d_clear, d_budget) = (
         doc("call the method; a shape or dtype mismatch in its body, or a bad argument, is returned as `Err` instead of panicking."),
-        doc("trace and compile for these arguments without running, keeping the text of every stage. Does not touch the cache."),
+        doc("trace the body for these arguments without running it. Tracing alone does not touch the cache; the result's `compile()` compiles into the method's cache (or takes the program cached there), so a later call with the same signature is a hit and does not compile again."),
         doc("hits, misses and cached signatures of this method (one cache for all receivers)."),
         doc("drop this method's compiled programs: the next call recompiles."),
         doc("set (or remove) the peak-memory budget in bytes. Clears the cache."),

@@ -301,8 +301,8 @@ impl FnCache {
         )
     }
 
-    /// Trace and compile for these arguments without running, keeping every
-    /// stage's text. Does not touch the cache.
+    /// Trace for these arguments without running or compiling. Does not
+    /// touch the cache (the `Lowered`'s `compile()` does).
     pub fn lower(&'static self, args: CallArgs<'_>, body: Body<'_>) -> Result<Lowered, Error> {
         let sig = args.signature(self.name, self.params)?;
         let (traced, structure) = self.trace_body(&sig, body)?;

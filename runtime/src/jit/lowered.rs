@@ -38,10 +38,15 @@ impl Lowered {
         }
     }
 
-    /// The compiled program: the same one that a call with these arguments runs, taken from
-    /// the function's cache or compiled into it (a later call with this signature does not
-    /// compile again). Under an explicit memory budget the budget is met as a call meets it:
-    /// from this trace, else from the trace with automatic checkpointing.
+    /// The compiled program: the same one (from the function's cache) that a
+    /// call with these arguments runs. It goes through the cache as a call
+    /// does: when the signature is not cached it is compiled and cached (a
+    /// miss in `cache_stats()`), so a later call with these arguments is a
+    /// hit and does not compile again; when it is cached, that program is
+    /// returned (a hit). `as_text()` compiles a copy of its own and leaves
+    /// the cache alone. Under an explicit memory budget the budget is met as a
+    /// call meets it: from this trace, else from the trace with automatic
+    /// checkpointing.
     pub fn compile(&self) -> Result<Compiled, Error> {
         let exe = self.cache.compile_traced(
             &self.signature,
@@ -84,12 +89,14 @@ impl Lowered {
         crate::autodiff::saved_residuals(&self.traced.graph)
     }
 
-    /// Shorthand for `compile()?.memory_analysis()`.
+    /// Shorthand for `compile()?.memory_analysis()` (so it fills the cache
+    /// as `compile()` does).
     pub fn memory_analysis(&self) -> Result<MemoryAnalysis, Error> {
         Ok(self.compile()?.memory_analysis())
     }
 
-    /// Shorthand for `compile()?.kernel_count()`.
+    /// Shorthand for `compile()?.kernel_count()` (so it fills the cache as
+    /// `compile()` does).
     pub fn kernel_count(&self) -> Result<usize, Error> {
         Ok(self.compile()?.kernel_count())
     }
