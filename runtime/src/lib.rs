@@ -73,7 +73,7 @@ pub use tensor::composite::{softmax_cross_entropy, softmax_cross_entropy_with_la
 pub use tensor::ops::{select, where_, IntoOperand};
 pub use tensor::reduce::Axes;
 pub use tensor::shape_ops::{concat, stack, Slice};
-pub use vmap::{vmap, BatchAxes};
+pub use vmap::{try_vmap, vmap, BatchAxes};
 
 /// What `#[jit]`-generated code calls. Not a stable API.
 #[doc(hidden)]

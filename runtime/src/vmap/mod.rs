@@ -89,6 +89,33 @@ pub fn vmap<T: Tree, U: Tree>(
 ) -> impl Fn(&T) -> U {
     let loc = Location::caller();
     let (in_axes, out_axes) = (in_axes.into(), out_axes.into());
+    move |x: &T| call(&f, &in_axes, &out_axes, x, loc).unwrap_or_else(|e| fail(e))
+}
+
+/// [`vmap`] whose mapped function returns its errors instead of panicking:
+/// `in_axes` or `out_axes` with the wrong number of entries or an axis out
+/// of range, batched arguments whose sizes differ, no batched argument, a
+/// batched output whose `out_axes` entry is `None`, and errors of `f` itself
+/// on one example's shapes are `Err`, naming the argument (or output) and
+/// its shape.
+///
+/// ```
+/// use jitfuse_runtime::{try_vmap, DType, ErrorKind, Tensor};
+/// let add = try_vmap(|(a, b): &(Tensor, Tensor)| a + b, 0, 0);
+/// let a = Tensor::zeros(&[3, 2], DType::F32);
+/// let b = Tensor::zeros(&[4, 2], DType::F32);
+/// let e = add(&(a, b)).unwrap_err();
+/// assert_eq!(e.kind(), ErrorKind::Shape);
+/// assert!(e.message().contains("argument 1 (f32[4,2], axis 0) has 4"));
+/// ```
+#[track_caller]
+pub fn try_vmap<T: Tree, U: Tree>(
+    f: impl Fn(&T) -> U,
+    in_axes: impl Into<BatchAxes>,
+    out_axes: impl Into<BatchAxes>,
+) -> impl Fn(&T) -> Result<U, Error> {
+    let loc = Location::caller();
+    let (in_axes, out_axes) = (in_axes.into(), out_axes.into());
     move |x: &T| call(&f, &in_axes, &out_axes, x, loc)
 }
 
@@ -116,32 +143,30 @@ fn per_leaf(
     args: &[usize],
     leaves: usize,
     loc: SourceLoc,
-) -> Vec<Option<isize>> {
+) -> Result<Vec<Option<isize>>, Error> {
     let e = &axes.0;
     if e.len() == 1 {
-        vec![e[0]; leaves]
+        Ok(vec![e[0]; leaves])
     } else if e.len() == args.len() {
-        e.iter()
+        Ok(e.iter()
             .zip(args)
             .flat_map(|(a, &n)| std::iter::repeat_n(*a, n))
-            .collect()
+            .collect())
     } else if e.len() == leaves {
-        e.clone()
+        Ok(e.clone())
     } else {
         let noun = if what == "in_axes" {
             "arguments"
         } else {
             "outputs"
         };
-        fail(
-            Error::shape(format!(
-                "`vmap`: {what} has {} entries; there are {} {noun} ({leaves} leaves): give one entry, one per {} or one per leaf",
-                e.len(),
-                args.len(),
-                &noun[..noun.len() - 1]
-            ))
-            .at(loc),
-        )
+        Err(Error::shape(format!(
+            "`vmap`: {what} has {} entries; there are {} {noun} ({leaves} leaves): give one entry, one per {} or one per leaf",
+            e.len(),
+            args.len(),
+            &noun[..noun.len() - 1]
+        ))
+        .at(loc))
     }
 }
 
@@ -158,10 +183,10 @@ fn call<T: Tree, U: Tree>(
     out_axes: &BatchAxes,
     x: &T,
     loc: SourceLoc,
-) -> U {
+) -> Result<U, Error> {
     let leaves = x.leaves();
     let args = x.argument_leaves();
-    let axes = per_leaf("in_axes", in_axes, &args, leaves.len(), loc);
+    let axes = per_leaf("in_axes", in_axes, &args, leaves.len(), loc)?;
     // Each batched leaf's axis, and the batch size they agree on.
     let mut axis_of: Vec<Option<usize>> = Vec::with_capacity(leaves.len());
     let mut sizes: Vec<(usize, usize)> = Vec::new();
@@ -171,26 +196,22 @@ fn call<T: Tree, U: Tree>(
             continue;
         };
         let Some(ax) = normalize(a, l.ndim()) else {
-            fail(
-                Error::shape(format!(
-                    "`vmap`: in_axes gives {} the axis {a}, out of range for {} (rank {})",
-                    describe(&args, i, "argument"),
-                    type_str(l.dtype(), l.shape()),
-                    l.ndim()
-                ))
-                .at(loc),
-            )
+            return Err(Error::shape(format!(
+                "`vmap`: in_axes gives {} the axis {a}, out of range for {} (rank {})",
+                describe(&args, i, "argument"),
+                type_str(l.dtype(), l.shape()),
+                l.ndim()
+            ))
+            .at(loc));
         };
         axis_of.push(Some(ax));
         sizes.push((i, ax));
     }
     let Some(&(first, first_axis)) = sizes.first() else {
-        fail(
-            Error::shape(
-                "`vmap`: no argument is batched (every in_axes entry is None); give at least one a batch axis",
-            )
-            .at(loc),
+        return Err(Error::shape(
+            "`vmap`: no argument is batched (every in_axes entry is None); give at least one a batch axis",
         )
+        .at(loc));
     };
     let size = leaves[first].shape()[first_axis];
     if sizes.iter().any(|&(i, a)| leaves[i].shape()[a] != size) {
@@ -205,13 +226,11 @@ fn call<T: Tree, U: Tree>(
                 )
             })
             .collect();
-        fail(
-            Error::shape(format!(
-                "`vmap`: the batched arguments have different sizes along their batch axes: {}",
-                list.join(", ")
-            ))
-            .at(loc),
-        );
+        return Err(Error::shape(format!(
+            "`vmap`: the batched arguments have different sizes along their batch axes: {}",
+            list.join(", ")
+        ))
+        .at(loc));
     }
     let lanes = Lanes { size, loc };
     // One example's types: the batch axis removed.
@@ -236,8 +255,7 @@ fn call<T: Tree, U: Tree>(
         let out = u.leaves();
         *structure.borrow_mut() = Some(u);
         out
-    })
-    .unwrap_or_else(|e| fail(e));
+    })?;
     let params: Vec<BVal> = leaves
         .iter()
         .zip(&axis_of)
@@ -249,36 +267,32 @@ fn call<T: Tree, U: Tree>(
     let outs = batch::batch_outputs(&traced.graph, &params, &traced.captured, &lanes);
     let u = structure.into_inner().expect("traced");
     let out_args = u.argument_leaves();
-    let oaxes = per_leaf("out_axes", out_axes, &out_args, outs.len(), loc);
-    let results: Vec<Tensor> = outs
+    let oaxes = per_leaf("out_axes", out_axes, &out_args, outs.len(), loc)?;
+    let results = outs
         .iter()
         .zip(&oaxes)
         .enumerate()
         .map(|(i, (v, a))| match a {
-            None if v.batched => fail(
-                Error::shape(format!(
-                    "`vmap`: {} depends on a batched argument, but its out_axes entry is None",
-                    describe(&out_args, i, "output")
-                ))
-                .at(loc),
-            ),
-            None => v.t.clone(),
+            None if v.batched => Err(Error::shape(format!(
+                "`vmap`: {} depends on a batched argument, but its out_axes entry is None",
+                describe(&out_args, i, "output")
+            ))
+            .at(loc)),
+            None => Ok(v.t.clone()),
             Some(a) => {
                 let t = lanes.materialize(v);
                 let Some(ax) = normalize(*a, t.ndim()) else {
-                    fail(
-                        Error::shape(format!(
-                            "`vmap`: out_axes gives {} the axis {a}, out of range for its batched result {} (rank {})",
-                            describe(&out_args, i, "output"),
-                            type_str(t.dtype(), t.shape()),
-                            t.ndim()
-                        ))
-                        .at(loc),
-                    )
+                    return Err(Error::shape(format!(
+                        "`vmap`: out_axes gives {} the axis {a}, out of range for its batched result {} (rank {})",
+                        describe(&out_args, i, "output"),
+                        type_str(t.dtype(), t.shape()),
+                        t.ndim()
+                    ))
+                    .at(loc));
                 };
-                lanes.move_axis(&t, 0, ax)
+                Ok(lanes.move_axis(&t, 0, ax))
             }
         })
-        .collect();
-    u.rebuild(&mut results.into_iter())
+        .collect::<Result<Vec<Tensor>, Error>>()?;
+    Ok(u.rebuild(&mut results.into_iter()))
 }
