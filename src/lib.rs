@@ -103,9 +103,9 @@ pub use jitfuse_runtime::{
     attention, attention_with, checkpoint, checkpoint_name, checkpoint_with, clear_caches, concat,
     cond, fori_loop, grad, human_bytes, jvp, load, save, scan, select, set_eager_mode,
     softmax_cross_entropy, softmax_cross_entropy_with_labels, stack, stop_gradient, try_vmap,
-    value_and_grad, vjp, vmap, where_, while_loop, AttnMask, AttnOptions, Axes, AxisIter,
+    value_and_grad, vjp, vmap, where_, while_loop, zip_axis, AttnMask, AttnOptions, Axes, AxisIter,
     BatchAxes, CacheStats, Compiled, DType, EagerMode, Element, Error, ErrorKind, IntoOperand, Key,
-    Literal, Lowered, MemoryAnalysis, Policy, Scalar, Slice, SourceLoc, Tensor, Tree,
+    Literal, Lowered, MemoryAnalysis, Policy, Scalar, Slice, SourceLoc, Tensor, Tree, ZipAxis,
     AUTO_MEMORY_BUDGET,
 };
 /// The user-facing modules: trees and transformations, staged control flow, dtypes, eager
@@ -139,7 +139,7 @@ pub mod prelude {
     pub use jitfuse_runtime::{
         checkpoint, checkpoint_name, checkpoint_with, concat, cond, fori_loop, grad, jvp, random,
         scan, select, softmax_cross_entropy, softmax_cross_entropy_with_labels, stack,
-        stop_gradient, try_vmap, value_and_grad, vjp, vmap, where_, while_loop, BatchAxes, DType,
-        Error, Key, Policy, Slice, Tensor, Tree,
+        stop_gradient, try_vmap, value_and_grad, vjp, vmap, where_, while_loop, zip_axis,
+        BatchAxes, DType, Error, Key, Policy, Slice, Tensor, Tree,
     };
 }

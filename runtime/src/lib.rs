@@ -51,7 +51,7 @@ pub use autodiff::{
     checkpoint, checkpoint_name, checkpoint_with, grad, jvp, stop_gradient, value_and_grad, vjp,
     Policy, Tree, AUTO_MEMORY_BUDGET,
 };
-pub use control::{cond, fori_loop, scan, while_loop, AxisIter};
+pub use control::{cond, fori_loop, scan, while_loop, zip_axis, AxisIter, ZipAxis};
 pub use eager::{set_eager_mode, EagerMode};
 pub use exec::MemoryAnalysis;
 pub use io::{load, save};

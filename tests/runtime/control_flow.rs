@@ -327,6 +327,146 @@ fn for_over_iter_axis_is_a_scan() {
     assert!(text.contains("= scan[3,1,1,0]"), "{text}");
 }
 
+/// Squared error of a linear model, row by row over `xs` and `ys` together;
+/// and, over three tensors along axis 1 (one of them owned), a running sum.
+#[jit]
+fn zip_loss(w: &Tensor, xs: &Tensor, ys: &Tensor, m: &Tensor) -> (Tensor, Tensor) {
+    let mut loss = Tensor::scalar(0.0f32);
+    for (x, y) in jitfuse::zip_axis((xs, ys), 0) {
+        loss = loss + ((&x * w).sum_all() - &y).square();
+    }
+    let mut acc = m.slice_axis(1, 0, 1, 1).squeeze(&[1]).zeros_like();
+    for (a, b, c) in jitfuse::zip_axis((m, m.exp(), &(m * 2.0)), -1) {
+        acc = acc + &a * &b - &c;
+    }
+    (loss, acc)
+}
+
+fn row(t: &Tensor, axis: isize, i: usize) -> Tensor {
+    t.slice_axis(axis, i as isize, i as isize + 1, 1)
+        .squeeze(&[axis])
+}
+
+fn zip_loss_ref(w: &Tensor, xs: &Tensor, ys: &Tensor, m: &Tensor) -> (Tensor, Tensor) {
+    let mut loss = Tensor::scalar(0.0f32);
+    for i in 0..xs.shape()[0] {
+        loss = loss + ((&row(xs, 0, i) * w).sum_all() - row(ys, 0, i)).square();
+    }
+    let mut acc = row(m, 1, 0).zeros_like();
+    for j in 0..m.shape()[1] {
+        let a = row(m, 1, j);
+        acc = acc + &a * a.exp() - &a * 2.0;
+    }
+    (loss, acc)
+}
+
+#[jit]
+fn zip_grad(w: &Tensor, xs: &Tensor, ys: &Tensor) -> Tensor {
+    jitfuse::grad(
+        |w: &Tensor| {
+            let mut loss = Tensor::scalar(0.0f32);
+            for (x, y) in jitfuse::zip_axis((xs, ys), 0) {
+                loss = loss + ((&x * w).sum_all() - &y).square();
+            }
+            loss
+        },
+        w,
+    )
+}
+
+#[jit]
+fn zip_axis_out_of_range(xs: &Tensor, ys: &Tensor) -> Tensor {
+    let mut s = Tensor::scalar(0.0f32);
+    for (x, y) in jitfuse::zip_axis((xs, ys), 1) {
+        s = s + x.sum_all() + y.sum_all();
+    }
+    s
+}
+
+#[test]
+fn zip_axis_iterates_several_tensors_together() {
+    let mut rng = Rng::new(91);
+    let w = random_tensor(&mut rng, &[3], DType::F32, -1.0, 1.0, false);
+    let xs = random_tensor(&mut rng, &[5, 3], DType::F32, -1.0, 1.0, false);
+    let ys = random_tensor(&mut rng, &[5], DType::F32, -1.0, 1.0, false);
+    let m = random_tensor(&mut rng, &[2, 4], DType::F32, -1.0, 1.0, false);
+    let (loss, acc) = zip_loss(&w, &xs, &ys, &m);
+    let (want_loss, want_acc) = zip_loss_ref(&w, &xs, &ys, &m);
+    assert_close(&loss, &want_loss, F32_TOL, "loss over (xs, ys)");
+    assert_close(
+        &acc,
+        &want_acc,
+        F32_TOL,
+        "sum over three tensors along axis -1",
+    );
+    // One scan per loop, over two and three tensors.
+    let text = zip_loss::lower(&w, &xs, &ys, &m).unwrap().graph_text();
+    assert!(text.contains("= scan[5,1,2,0]"), "{text}");
+    assert!(text.contains("= scan[4,1,3,0]"), "{text}");
+    // Eagerly (no trace) the same loop visits the rows in order.
+    let (eager,) = staged_for(
+        &["loss"],
+        jitfuse::zip_axis((&xs, ys.clone()), 0),
+        (Tensor::scalar(0.0f32),),
+        |(x, y), (loss,)| (loss + ((&x * &w).sum_all() - &y).square(),),
+    );
+    assert_close(&eager, &want_loss, F32_TOL, "eager zip_axis");
+    let rows = jitfuse::zip_axis((&xs, &ys), 0);
+    assert_eq!((rows.len(), rows.is_empty()), (5, false));
+    let v = rows.to_vec();
+    assert_eq!(
+        v[2].0.to_vec::<f32>().unwrap(),
+        row(&xs, 0, 2).to_vec::<f32>().unwrap()
+    );
+    assert_eq!(
+        v[2].1.to_vec::<f32>().unwrap(),
+        row(&ys, 0, 2).to_vec::<f32>().unwrap()
+    );
+    // The gradient through the scan over both.
+    let g = zip_grad(&w, &xs, &ys);
+    let want_g = jitfuse::grad(
+        |w: &Tensor| {
+            let mut loss = Tensor::scalar(0.0f32);
+            for i in 0..5 {
+                loss = loss + ((&row(&xs, 0, i) * w).sum_all() - row(&ys, 0, i)).square();
+            }
+            loss
+        },
+        &w,
+    );
+    assert_close(&g, &want_g, F32_TOL, "gradient through zip_axis");
+}
+
+#[test]
+fn zip_axis_lengths_and_axes_are_checked() {
+    let xs = Tensor::zeros(&[4, 3], DType::F32);
+    let ys = Tensor::zeros(&[5], DType::F32);
+    let w = Tensor::zeros(&[3], DType::F32);
+    let m = Tensor::zeros(&[2, 2], DType::F32);
+    let e = zip_loss::try_call(&w, &xs, &ys, &m).unwrap_err();
+    assert_eq!(e.kind(), jitfuse::ErrorKind::Shape, "{e}");
+    assert!(
+        e.message().contains(
+            "`zip_axis`: the tensors have different lengths along axis 0: tensor 0 f32[4,3] has 4, tensor 1 f32[5] has 5"
+        ),
+        "{e}"
+    );
+    assert_eq!(e.location().map(|l| l.file()), Some(file!()), "{e}");
+    let e = zip_axis_out_of_range::try_call(&xs, &Tensor::zeros(&[4], DType::F32)).unwrap_err();
+    assert!(
+        e.message()
+            .contains("`zip_axis`: tensor 1: axis 1 is out of range for f32[4]"),
+        "{e}"
+    );
+    // Eagerly: the same message, as a panic.
+    let p = std::panic::catch_unwind(|| jitfuse::zip_axis((&xs, &ys), 0).len()).unwrap_err();
+    let m = crate::common::panic_text(&*p);
+    assert!(
+        m.contains("tensor 0 f32[4,3] has 4, tensor 1 f32[5] has 5"),
+        "{m}"
+    );
+}
+
 // ---------- the interpreter, the text form, the verifier ----------
 
 #[test]

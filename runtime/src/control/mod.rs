@@ -16,7 +16,7 @@ pub mod staging;
 pub(crate) mod subgraph;
 mod while_loop;
 
-pub use axis_iter::AxisIter;
+pub use axis_iter::{zip_axis, AxisIter, ZipAxis, ZipItem, ZipTensors};
 pub use cond::cond;
 pub use scan::scan;
 pub use while_loop::{fori_loop, while_loop};

@@ -31,24 +31,52 @@ where
     S: Tree + Components,
     F: FnMut(Tensor, S) -> S,
 {
+    staged_zip_for(
+        names,
+        vec![it],
+        state,
+        |mut xs, s| body(xs.pop().expect("one slice"), s),
+        loc,
+    )
+}
+
+/// `for (x, y) in zip_axis((&xs, &ys), a)` of a jitted body: one scan over
+/// the axis of every tensor of `its` (their lengths agree: `zip_axis`
+/// checked them), the body receiving slice `i` of each.
+pub(crate) fn staged_zip_for<S, F>(
+    names: &[&str],
+    its: Vec<AxisIter>,
+    state: S,
+    mut body: F,
+    loc: SourceLoc,
+) -> S
+where
+    S: Tree + Components,
+    F: FnMut(Vec<Tensor>, S) -> S,
+{
     if !crate::trace::is_tracing() {
         let mut state = state;
-        for i in 0..it.len() {
-            state = body(it.slice(i), state);
+        for i in 0..its[0].len() {
+            state = body(its.iter().map(|it| it.slice(i)).collect(), state);
         }
         return state;
     }
-    let xs = if it.axis == 0 {
-        it.tensor.clone()
-    } else {
-        let mut perm: Vec<usize> = (0..it.tensor.ndim()).collect();
-        perm.remove(it.axis);
-        perm.insert(0, it.axis);
-        it.tensor.transpose(&perm)
-    };
+    let xs: Vec<Tensor> = its
+        .iter()
+        .map(|it| {
+            if it.axis == 0 {
+                it.tensor.clone()
+            } else {
+                let mut perm: Vec<usize> = (0..it.tensor.ndim()).collect();
+                perm.remove(it.axis);
+                perm.insert(0, it.axis);
+                it.tensor.transpose(&perm)
+            }
+        })
+        .collect();
     let counts = state.leaf_counts();
     let (c, ()) = subgraph::scan_tree_named(
-        |(s,): (S,), x: Tensor| ((body(x, s),), ()),
+        |(s,): (S,), x: Vec<Tensor>| ((body(x, s),), ()),
         (state,),
         &xs,
         false,

@@ -161,9 +161,10 @@ where
 
 /// What a `for` loops over (other than a range written `a..b`, see
 /// [`staged_for_range`]): any `IntoIterator` runs at trace time;
-/// `tensor.iter_axis(0)` stages a `scan` over the leading axis.
+/// `tensor.iter_axis(0)` stages a `scan` over the leading axis, and
+/// `zip_axis((&xs, &ys), 0)` one over the leading axes of several tensors.
 #[diagnostic::on_unimplemented(
-    message = "a `for` in a #[jit] function loops over an iterator, a range `a..b` (integer or `Tensor` bounds) or `tensor.iter_axis(0)`, not `{Self}`",
+    message = "a `for` in a #[jit] function loops over an iterator, a range `a..b` (integer or `Tensor` bounds), `tensor.iter_axis(0)` or `zip_axis((&xs, &ys), 0)`, not `{Self}`",
     label = "this iterable",
     note = "only `a..b` is staged on `Tensor` bounds: write `a..(b + 1)` for `a..=b`"
 )]
@@ -210,6 +211,25 @@ impl<S: Tree + Components> ForIter<S> for super::AxisIter {
         loc: SourceLoc,
     ) -> S {
         super::scan::staged_scan_for(names, self, state, body, loc)
+    }
+}
+
+impl<S: Tree + Components, I: super::ZipItem> ForIter<S> for super::ZipAxis<I> {
+    type Item = I;
+    fn run_for<F: FnMut(I, S) -> S>(
+        self,
+        names: &[&str],
+        state: S,
+        mut body: F,
+        loc: SourceLoc,
+    ) -> S {
+        super::scan::staged_zip_for(
+            names,
+            self.iters,
+            state,
+            |xs, s| body(I::from_slices(xs), s),
+            loc,
+        )
     }
 }
 
