@@ -416,6 +416,47 @@ fn weak_scalars_take_the_tensor_dtype() {
     assert!(!(&w * Tensor::vector(&[1.0f32])).is_weak());
 }
 
+/// `f64` and `i32` scalars go on the left of an operator (an unsuffixed
+/// literal infers to them); an `f32` or `i64` variable goes through
+/// `f64::from(s)` or a weak scalar tensor, as `arith.rs` says: the same
+/// dtype and values as the scalar on the right.
+#[test]
+fn scalars_on_the_left_match_the_right_hand_form() {
+    let xf = Tensor::vector(&[1.5f32, -2.0, 0.1]);
+    let xi = Tensor::vector(&[3i32, -4, 7]);
+    let s = 0.1f32;
+    let n = 5i64;
+    // f32 scalar: f64::from(s) on the left is the weak `s` on the right.
+    for x in [&xf, &xi] {
+        let left = f64::from(s) - x;
+        let right = -(x - s);
+        assert_eq!(left.dtype(), right.dtype());
+        assert_eq!(
+            left.to_vec::<f32>().unwrap(),
+            right.to_vec::<f32>().unwrap()
+        );
+        let left = f64::from(s) * x.clone();
+        assert_eq!(left.dtype(), (x * s).dtype());
+        assert_eq!(
+            left.to_vec::<f32>().unwrap(),
+            (x * s).to_vec::<f32>().unwrap()
+        );
+    }
+    assert_eq!((2.0 * &xf).dtype(), DType::F32);
+    assert_eq!((2.0 * &xi).dtype(), DType::F32);
+    // i64 scalar: a weak scalar tensor on the left.
+    let left = Tensor::scalar(n).into_weak() - &xi;
+    assert_eq!(left.dtype(), DType::I32);
+    assert_eq!(left.to_vec::<i32>().unwrap(), vec![2, 9, -2]);
+    assert_eq!(left.dtype(), (3 - &xi).dtype());
+    let left = Tensor::scalar(n).into_weak() / &xf;
+    assert_eq!(left.dtype(), (&xf / n).dtype());
+    assert_eq!(
+        left.to_vec::<f32>().unwrap(),
+        vec![5.0 / 1.5f32, 5.0 / -2.0, 5.0 / 0.1]
+    );
+}
+
 #[test]
 fn reading_a_traced_value_points_at_the_users_line() {
     let specs = [jitfuse::internals::trace::ParamSpec {

@@ -3,7 +3,11 @@
 //! Scalars on the right go through ONE generic impl (`S: Scalar`); on the
 //! left only `f64` and `i32` have impls. With both `f32` and `f64` on the
 //! left an unsuffixed literal (`0.797 * x`) would be ambiguous as soon as a
-//! method is called on the result (`(0.797 * x).tanh()`, E0282).
+//! method is called on the result (`(0.797 * x).tanh()`, or
+//! `let y = 0.5 * x; y.exp()`: E0282), and likewise an integer literal with
+//! both `i32` and `i64` (`(2 * x).exp()`). An `f32` variable `s` goes on the
+//! left as `f64::from(s)` (the same weak scalar: literals are kept in `f64`
+//! until they meet a tensor), an `i64` one as `Tensor::scalar(n).into_weak()`.
 
 use super::ops::{binary, IntoOperand};
 use super::Tensor;
