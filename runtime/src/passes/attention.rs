@@ -124,7 +124,7 @@ impl Matcher<'_> {
         v
     }
 
-    /// The scalar value of a constant (possibly broadcast), rounded to `d`.
+    /// The scalar value of a constant (possibly broadcast), rounded to `d` (a bool as 0 or 1).
     fn constant(&self, mut v: ValueId, d: DType) -> Option<f64> {
         while self.node(v).op == Op::Broadcast {
             v = self.node(v).inputs[0];
@@ -132,6 +132,7 @@ impl Matcher<'_> {
         match self.node(v).op {
             Op::Const(Literal::Float(x)) => Some(if d == DType::F32 { x as f32 as f64 } else { x }),
             Op::Const(Literal::Int(x)) => Some(x as f64),
+            Op::Const(Literal::Bool(b)) => Some(b as u8 as f64),
             _ => None,
         }
     }
@@ -299,19 +300,10 @@ impl Matcher<'_> {
                     cond = n.inputs[0];
                 }
                 Op::Select => {
-                    let lit = |v: ValueId| {
-                        let mut v = v;
-                        while self.node(v).op == Op::Broadcast {
-                            v = self.node(v).inputs[0];
-                        }
-                        match self.node(v).op {
-                            Op::Const(Literal::Bool(b)) => Some(b),
-                            _ => None,
-                        }
-                    };
-                    match (lit(n.inputs[1]), lit(n.inputs[2])) {
-                        (Some(true), Some(false)) => {}
-                        (Some(false), Some(true)) => keep = !keep,
+                    let bool_of = |v| self.constant(v, DType::Bool);
+                    match (bool_of(n.inputs[1]), bool_of(n.inputs[2])) {
+                        (Some(1.0), Some(0.0)) => {}
+                        (Some(0.0), Some(1.0)) => keep = !keep,
                         _ => return None,
                     }
                     cond = n.inputs[0];
