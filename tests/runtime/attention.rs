@@ -957,53 +957,90 @@ fn causal_masks_in_every_common_spelling_are_recognised() {
     let (sq, d) = (24usize, 8usize);
     let mut rng = Rng::new(21);
     let t = |rng: &mut Rng, s: &[usize]| random_tensor(rng, s, DType::F32, -1.0, 1.0, false);
-    let (q, k, v) = (t(&mut rng, &[2, sq, d]), t(&mut rng, &[2, sq, d]), t(&mut rng, &[2, sq, d]));
+    let (q, k, v) = (
+        t(&mut rng, &[2, sq, d]),
+        t(&mut rng, &[2, sq, d]),
+        t(&mut rng, &[2, sq, d]),
+    );
     let inf = f64::NEG_INFINITY;
     type Spell = fn(&Tensor, usize) -> Tensor;
     let spellings: [(&str, Spell); 6] = [
         ("where_(tril(ones), s, -inf)", |s, n| {
-            jitfuse::where_(&Tensor::ones(&[n, n], DType::Bool).tril(0), s, f64::NEG_INFINITY)
+            jitfuse::where_(
+                &Tensor::ones(&[n, n], DType::Bool).tril(0),
+                s,
+                f64::NEG_INFINITY,
+            )
         }),
         ("where_(!triu(ones, 1), s, -inf)", |s, n| {
-            jitfuse::where_(&!Tensor::ones(&[n, n], DType::Bool).triu(1), s, f64::NEG_INFINITY)
+            jitfuse::where_(
+                &!Tensor::ones(&[n, n], DType::Bool).triu(1),
+                s,
+                f64::NEG_INFINITY,
+            )
         }),
         ("where_(!tril(ones), -inf, s)", |s, n| {
-            jitfuse::where_(&!Tensor::ones(&[n, n], DType::Bool).tril(0), f64::NEG_INFINITY, s)
+            jitfuse::where_(
+                &!Tensor::ones(&[n, n], DType::Bool).tril(0),
+                f64::NEG_INFINITY,
+                s,
+            )
         }),
         ("s + where_(tril(ones), 0, -inf)", |s, n| {
-            s + jitfuse::where_(&Tensor::ones(&[n, n], DType::Bool).tril(0), 0.0, f64::NEG_INFINITY)
+            s + jitfuse::where_(
+                &Tensor::ones(&[n, n], DType::Bool).tril(0),
+                0.0,
+                f64::NEG_INFINITY,
+            )
         }),
         ("where_(col > row, -inf, s)", |s, n| {
             let row = Tensor::iota(&[n, n], 0, DType::I64);
             let col = Tensor::iota(&[n, n], 1, DType::I64);
             jitfuse::where_(&col.gt(&row), f64::NEG_INFINITY, s)
         }),
-        ("where_(row >= col, s, -inf) of broadcast vectors", |s, n| {
-            let row = Tensor::iota(&[n, 1], 0, DType::I64);
-            let col = Tensor::iota(&[1, n], 1, DType::I64);
-            jitfuse::where_(&row.ge(&col), s, f64::NEG_INFINITY)
-        }),
+        (
+            "where_(row >= col, s, -inf) of broadcast vectors",
+            |s, n| {
+                let row = Tensor::iota(&[n, 1], 0, DType::I64);
+                let col = Tensor::iota(&[1, n], 1, DType::I64);
+                jitfuse::where_(&row.ge(&col), s, f64::NEG_INFINITY)
+            },
+        ),
     ];
     let want = attention(&q, &k, &v, AttnMask::Causal);
     for (name, spell) in spellings {
         let f = |q: &Tensor, k: &Tensor, v: &Tensor| {
-            spell(&(q.matmul(&swap_last(k)) * (1.0 / (d as f64).sqrt())), q.shape()[1])
-                .softmax(-1)
-                .matmul(v)
+            spell(
+                &(q.matmul(&swap_last(k)) * (1.0 / (d as f64).sqrt())),
+                q.shape()[1],
+            )
+            .softmax(-1)
+            .matmul(v)
         };
         let spec = |t: &Tensor| jitfuse::internals::trace::ParamSpec {
             shape: t.shape().to_vec(),
             dtype: t.dtype(),
             weak: false,
         };
-        let traced = jitfuse::internals::trace::trace(
-            &[spec(&q), spec(&k), spec(&v)],
-            |ts: &[Tensor]| vec![f(&ts[0], &ts[1], &ts[2])],
-        )
-        .unwrap();
+        let traced =
+            jitfuse::internals::trace::trace(&[spec(&q), spec(&k), spec(&v)], |ts: &[Tensor]| {
+                vec![f(&ts[0], &ts[1], &ts[2])]
+            })
+            .unwrap();
         let text = jitfuse::internals::passes::fuse_attention(&traced.graph).to_text();
-        assert!(text.contains("attention[causal"), "{name}: not causal:\n{text}");
-        assert_close(&f(&q, &k, &v), &want, Tol { rel: 1e-4, abs: 1e-5 }, name);
+        assert!(
+            text.contains("attention[causal"),
+            "{name}: not causal:\n{text}"
+        );
+        assert_close(
+            &f(&q, &k, &v),
+            &want,
+            Tol {
+                rel: 1e-4,
+                abs: 1e-5,
+            },
+            name,
+        );
     }
     let _ = inf;
 }
@@ -1012,9 +1049,13 @@ fn causal_masks_in_every_common_spelling_are_recognised() {
 fn tril_ones_attention(q: &Tensor, k: &Tensor, v: &Tensor) -> Tensor {
     let n = q.shape()[1];
     let s = q.matmul(&swap_last(k)) * 0.125;
-    jitfuse::where_(&Tensor::ones(&[n, n], DType::Bool).tril(0), &s, f64::NEG_INFINITY)
-        .softmax(-1)
-        .matmul(v)
+    jitfuse::where_(
+        &Tensor::ones(&[n, n], DType::Bool).tril(0),
+        &s,
+        f64::NEG_INFINITY,
+    )
+    .softmax(-1)
+    .matmul(v)
 }
 
 #[jit]
@@ -1023,9 +1064,13 @@ fn tril_ones_attention_grad(q: &Tensor, k: &Tensor, v: &Tensor, w: &Tensor) -> V
         |x: &Vec<Tensor>| {
             let n = x[0].shape()[1];
             let s = x[0].matmul(&swap_last(&x[1])) * 0.125;
-            (jitfuse::where_(&Tensor::ones(&[n, n], DType::Bool).tril(0), &s, f64::NEG_INFINITY)
-                .softmax(-1)
-                .matmul(&x[2])
+            (jitfuse::where_(
+                &Tensor::ones(&[n, n], DType::Bool).tril(0),
+                &s,
+                f64::NEG_INFINITY,
+            )
+            .softmax(-1)
+            .matmul(&x[2])
                 * w)
                 .sum_all()
         },
@@ -1041,9 +1086,17 @@ fn a_tril_of_ones_mask_keeps_no_square_temporary() {
     let z = |s: &[usize]| Tensor::zeros(s, DType::F32);
     let (q, k, v) = (z(&[1, 2048, 64]), z(&[1, 2048, 64]), z(&[1, 2048, 64]));
     let f = tril_ones_attention::lower(&q, &k, &v).unwrap();
-    assert!(simplified(f.as_text()).contains("attention[causal"), "{}", f.as_text());
+    assert!(
+        simplified(f.as_text()).contains("attention[causal"),
+        "{}",
+        f.as_text()
+    );
     let g = tril_ones_attention_grad::lower(&q, &k, &v, &v).unwrap();
-    assert!(simplified(g.as_text()).contains("attention_grad[causal"), "{}", g.as_text());
+    assert!(
+        simplified(g.as_text()).contains("attention_grad[causal"),
+        "{}",
+        g.as_text()
+    );
     for (what, l) in [("forward", f), ("gradient", g)] {
         let m = l.compile().unwrap().memory_analysis();
         assert!(m.temp_bytes < 1 << 20, "{what}: {m}");

@@ -775,9 +775,12 @@ fn prod_gradient_at_zero_factors_is_the_product_of_the_others() {
 fn prod_gradient_with_a_zero_keeps_the_nan_of_the_other_factors() {
     let (nan, inf) = (f64::NAN, f64::INFINITY);
     for d in [DType::F32, DType::F64] {
-        let x = Tensor::from_vec(vec![0.0f64, nan, 2.0, 0.0, inf, 2.0, 0.0, 0.0, nan], &[3, 3])
-            .unwrap()
-            .cast(d);
+        let x = Tensor::from_vec(
+            vec![0.0f64, nan, 2.0, 0.0, inf, 2.0, 0.0, 0.0, nan],
+            &[3, 3],
+        )
+        .unwrap()
+        .cast(d);
         // Row 0: every position NaN. Row 1: at the zero 2·inf·2 = inf, elsewhere 0·inf.
         // Row 2: two zeros and a NaN.
         let want = [nan, nan, nan, inf, nan, nan, nan, nan, nan];

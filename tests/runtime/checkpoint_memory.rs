@@ -24,14 +24,21 @@ fn weights(shapes: &[&[usize]], seed: u64) -> Vec<Tensor> {
 fn data(shape: &[usize], seed: u64) -> Tensor {
     let mut rng = Rng::new(seed);
     let n: usize = shape.iter().product();
-    Tensor::from_vec((0..n).map(|_| rng.uniform(-1.0, 1.0) as f32).collect(), shape).unwrap()
+    Tensor::from_vec(
+        (0..n).map(|_| rng.uniform(-1.0, 1.0) as f32).collect(),
+        shape,
+    )
+    .unwrap()
 }
 
 // An MLP of 12 layers of width 256 on a batch of 128, each layer checkpointed.
 fn mlp_loss(p: &Vec<Tensor>, x: &Tensor) -> Tensor {
     let mut h = x.clone();
     for w in p {
-        h = checkpoint(|(h, w): &(Tensor, Tensor)| h.matmul(w).tanh() + h, &(h, w.clone()));
+        h = checkpoint(
+            |(h, w): &(Tensor, Tensor)| h.matmul(w).tanh() + h,
+            &(h, w.clone()),
+        );
     }
     (&h * &h).mean_all()
 }
@@ -62,7 +69,10 @@ fn block(p: &[Tensor], x: &Tensor) -> Tensor {
     let (t, w) = (x.shape()[0] as isize, x.shape()[1] as isize);
     let g = Tensor::ones(&[w as usize], DType::F32);
     let a = x.layer_norm(&g, None, 1e-5, -1);
-    let qkv = a.matmul(&p[0]).reshape(&[t, 3, 4, w / 4]).transpose(&[1, 2, 0, 3]);
+    let qkv = a
+        .matmul(&p[0])
+        .reshape(&[t, 3, 4, w / 4])
+        .transpose(&[1, 2, 0, 3]);
     let part = |i: isize| qkv.slice_axis(0, i, i + 1, 1).reshape(&[4, t, w / 4]);
     let o = attention(&part(0), &part(1), &part(2), AttnMask::Causal);
     let x = x + o.transpose(&[1, 0, 2]).reshape(&[t, w]).matmul(&p[1]);
@@ -137,7 +147,10 @@ macro_rules! steps {
             /// `(auto's peak, [(budget, Ok(peak) or the refusal)])` for budgets at auto's
             /// peak, 5 % above and half of it, each lowered, compiled and then called: the
             /// call must reuse the lowered program.
-            pub fn budgets(p: &Vec<Tensor>, x: &Tensor) -> (usize, Vec<(usize, Result<usize, String>)>) {
+            pub fn budgets(
+                p: &Vec<Tensor>,
+                x: &Tensor,
+            ) -> (usize, Vec<(usize, Result<usize, String>)>) {
                 let peak = |b: Option<usize>| {
                     budgeted::set_memory_budget(b);
                     budgeted::lower(p.clone(), x)
@@ -153,7 +166,11 @@ macro_rules! steps {
                     let misses = budgeted::cache_stats().misses;
                     if got.is_ok() {
                         let _ = budgeted(p.clone(), x);
-                        assert_eq!(budgeted::cache_stats().misses, misses, "the call runs the lowered program");
+                        assert_eq!(
+                            budgeted::cache_stats().misses,
+                            misses,
+                            "the call runs the lowered program"
+                        );
                     }
                     rows.push((b, got));
                 }
@@ -168,7 +185,10 @@ macro_rules! steps {
                     ("sgd", t(sgd::lower(p.clone(), x).unwrap())),
                     ("clip + sgd", t(clipped_sgd::lower(p.clone(), x).unwrap())),
                     ("clip + adam", t(clipped_adam::lower(p.clone(), x).unwrap())),
-                    ("sgd + logged norm", t(logged_norm::lower(p.clone(), x).unwrap())),
+                    (
+                        "sgd + logged norm",
+                        t(logged_norm::lower(p.clone(), x).unwrap()),
+                    ),
                 ]
             }
         }
@@ -181,7 +201,10 @@ steps!(transformer, transformer_loss);
 steps!(chain, chain_loss);
 
 fn check(model: &str, p: &[Tensor], temps: &[(&str, usize)]) {
-    let grads: usize = p.iter().map(|t| t.shape().iter().product::<usize>() * 4).sum();
+    let grads: usize = p
+        .iter()
+        .map(|t| t.shape().iter().product::<usize>() * 4)
+        .sum();
     let alone = temps[0].1;
     let bound = (1.2 * (alone + grads) as f64) as usize;
     eprintln!("{model}: {temps:?} (gradients {grads} bytes)");
@@ -204,7 +227,11 @@ fn checkpoint_savings_survive_updates_clipping_and_norms() {
         .flat_map(|_| [&[128usize, 384][..], &[128, 128], &[128, 512], &[512, 128]])
         .collect();
     let p = weights(&shapes, 5);
-    check("transformer", &p, &transformer::temps(&p, &data(&[256, 128], 6)));
+    check(
+        "transformer",
+        &p,
+        &transformer::temps(&p, &data(&[256, 128], 6)),
+    );
 }
 
 /// The clipped, checkpointed recurrent step computes what it computes unfused: the
@@ -218,7 +245,12 @@ fn the_clipped_checkpointed_recurrent_step_matches_eager() {
     let opt = optim::clip_by_global_norm(1.0).then(optim::sgd(0.01));
     let want = opt.update(&g, opt.init(&p), p.clone()).0;
     for (a, b) in got.iter().zip(&want) {
-        crate::common::assert_close(a, b, crate::common::Tol::rel(DType::F32, 1e-4), "clipped step");
+        crate::common::assert_close(
+            a,
+            b,
+            crate::common::Tol::rel(DType::F32, 1e-4),
+            "clipped step",
+        );
     }
 }
 
@@ -228,9 +260,21 @@ fn the_clipped_checkpointed_recurrent_step_matches_eager() {
 #[test]
 fn budgets_at_or_above_auto_are_met_on_every_path() {
     let models: Vec<(&str, Vec<Tensor>, Tensor)> = vec![
-        ("mlp", weights(&[&[256usize, 256][..]; 6], 1), data(&[128, 256], 2)),
-        ("rnn", weights(&[&[64usize, 64][..]; 4], 3), data(&[32, 16, 64], 4)),
-        ("chain", weights(&[&[64usize, 64][..]; 48], 7), data(&[256, 64], 8)),
+        (
+            "mlp",
+            weights(&[&[256usize, 256][..]; 6], 1),
+            data(&[128, 256], 2),
+        ),
+        (
+            "rnn",
+            weights(&[&[64usize, 64][..]; 4], 3),
+            data(&[32, 16, 64], 4),
+        ),
+        (
+            "chain",
+            weights(&[&[64usize, 64][..]; 48], 7),
+            data(&[256, 64], 8),
+        ),
     ];
     for (name, p, x) in models {
         let (auto, rows) = match name {
@@ -241,15 +285,24 @@ fn budgets_at_or_above_auto_are_met_on_every_path() {
         for (b, got) in &rows {
             match got {
                 Ok(peak) => assert!(peak <= b, "{name}: budget {b}, peak {peak}"),
-                Err(e) if *b >= auto => panic!("{name}: budget {b} >= auto's peak {auto} refused: {e}"),
+                Err(e) if *b >= auto => {
+                    panic!("{name}: budget {b} >= auto's peak {auto} refused: {e}")
+                }
                 Err(e) => {
                     let best: usize = e
                         .split("brings it down to ")
                         .nth(1)
-                        .map(|r| r.chars().take_while(|c| c.is_ascii_digit()).collect::<String>())
+                        .map(|r| {
+                            r.chars()
+                                .take_while(|c| c.is_ascii_digit())
+                                .collect::<String>()
+                        })
                         .and_then(|n| n.parse().ok())
                         .unwrap_or_else(|| panic!("{name}: {e}"));
-                    assert!(best <= auto, "{name}: at best {best} above auto's {auto}: {e}");
+                    assert!(
+                        best <= auto,
+                        "{name}: at best {best} above auto's {auto}: {e}"
+                    );
                 }
             }
         }

@@ -31,7 +31,12 @@ fn same_bits(what: &str, f: impl Fn() -> Vec<Tensor> + Sync) {
         let got: Vec<Vec<u64>> = pool(t).install(|| f().iter().map(bits).collect());
         for (k, (g, w)) in got.iter().zip(&want).enumerate() {
             let differ = g.iter().zip(w).filter(|(a, b)| a != b).count();
-            assert_eq!(differ, 0, "{what}: result {k} differs in {differ} of {} elements with {t} threads", w.len());
+            assert_eq!(
+                differ,
+                0,
+                "{what}: result {k} differs in {differ} of {} elements with {t} threads",
+                w.len()
+            );
         }
     }
 }
@@ -39,12 +44,20 @@ fn same_bits(what: &str, f: impl Fn() -> Vec<Tensor> + Sync) {
 fn random(shape: &[usize], seed: u64) -> Tensor {
     let mut rng = Rng::new(seed);
     let n: usize = shape.iter().product();
-    Tensor::from_vec((0..n).map(|_| rng.uniform(-1.0, 1.0) as f32).collect(), shape).unwrap()
+    Tensor::from_vec(
+        (0..n).map(|_| rng.uniform(-1.0, 1.0) as f32).collect(),
+        shape,
+    )
+    .unwrap()
 }
 
 #[jit]
 fn attention_grads(q: &Tensor, k: &Tensor, v: &Tensor, w: &Tensor, causal: bool) -> Vec<Tensor> {
-    let mask = if causal { AttnMask::Causal } else { AttnMask::None };
+    let mask = if causal {
+        AttnMask::Causal
+    } else {
+        AttnMask::None
+    };
     let qkv = vec![q.clone(), k.clone(), v.clone()];
     jitfuse::grad(
         |x: &Vec<Tensor>| (attention(&x[0], &x[1], &x[2], mask) * w).sum_all(),
@@ -60,13 +73,22 @@ fn attention_and_its_gradient_do_not_depend_on_the_thread_count() {
     for (heads, seq) in [(1usize, 1024usize), (2, 700), (3, 300), (9, 200)] {
         for causal in [false, true] {
             let shape = [heads, seq, 64];
-            let (q, k, v, w) = (random(&shape, 1), random(&shape, 2), random(&shape, 3), random(&shape, 4));
+            let (q, k, v, w) = (
+                random(&shape, 1),
+                random(&shape, 2),
+                random(&shape, 3),
+                random(&shape, 4),
+            );
             let what = format!("attention grads heads {heads} seq {seq} causal {causal}");
             // Compiled under the default pool, then run under each.
             attention_grads(&q, &k, &v, &w, causal);
             same_bits(&what, || {
                 let mut out = attention_grads(&q, &k, &v, &w, causal);
-                let mask = if causal { AttnMask::Causal } else { AttnMask::None };
+                let mask = if causal {
+                    AttnMask::Causal
+                } else {
+                    AttnMask::None
+                };
                 out.push(attention(&q, &k, &v, mask));
                 out
             });
@@ -95,14 +117,21 @@ fn streaming(x: &Tensor, y: &Tensor) -> Vec<Tensor> {
 
 #[test]
 fn gemm_bands_and_split_kernels_do_not_depend_on_the_thread_count() {
-    for (m, k, n) in [(513usize, 1031usize, 257usize), (64, 4099, 1500), (1100, 33, 900)] {
+    for (m, k, n) in [
+        (513usize, 1031usize, 257usize),
+        (64, 4099, 1500),
+        (1100, 33, 900),
+    ] {
         let (a, b) = (random(&[m, k], 5), random(&[k, n], 6));
         same_bits(&format!("matmul {m}x{k}x{n}"), || {
             let (l, g) = products(&a, &b);
             vec![l, g, a.matmul(&b)]
         });
         let (a64, b64) = (a.cast(DType::F64), b.cast(DType::F64));
-        same_bits(&format!("f64 matmul {m}x{k}x{n}"), || vec![a64.matmul(&b64)]);
+        same_bits(
+            &format!("f64 matmul {m}x{k}x{n}"),
+            || vec![a64.matmul(&b64)],
+        );
     }
     for (r, c) in [(2049usize, 513usize), (3, 400_001), (1500, 1700)] {
         let (x, y) = (random(&[r, c], 7), random(&[r, c], 8));
@@ -122,11 +151,15 @@ fn random_programs_do_not_depend_on_the_thread_count() {
     while ran < 150 {
         seed += 1;
         let p = generate::program(&mut Rng::new(seed));
-        let Ok((g, captured)) = trace_program(&p) else { continue };
+        let Ok((g, captured)) = trace_program(&p) else {
+            continue;
+        };
         let draws: Vec<u64> = p.params.iter().map(|q| q.draw).collect();
         let args = check::arguments(&g, seed, &draws, seed % 3 == 0);
         let kinds = vec![ArgKind::Borrowed; args.len()];
-        let Ok(exe) = Executable::from_graph_with(g, captured, &kinds) else { continue };
+        let Ok(exe) = Executable::from_graph_with(g, captured, &kinds) else {
+            continue;
+        };
         ran += 1;
         same_bits(&format!("fuzz program of seed {seed}: {p:?}"), || {
             let mut call = CallArgs::new();

@@ -559,16 +559,25 @@ fn eager_control_flow_runs_compiled_and_cached() {
     );
     assert_eq!(crate::common::bits(&eager), crate::common::bits(&again));
     let tol = Tol::rel(DType::F32, 1e-5);
-    assert_close(&eager, &gru_jitted(&p, &xs), tol, "eager scan against jitted");
+    assert_close(
+        &eager,
+        &gru_jitted(&p, &xs),
+        tol,
+        "eager scan against jitted",
+    );
     let interp = interpreted(|| gru(&p, &xs));
     assert_close(&eager, &interp, tol, "eager scan against the interpreter");
 
     let x = random_tensor(&mut rng, &[8], DType::F32, -1.0, 1.0, false);
     let branchy = |x: &Tensor| {
-        let y = cond(&x.sum_all().gt(0.0), |x: Tensor| x.exp(), |x: Tensor| x.sin(), x.clone());
+        let y = cond(
+            &x.sum_all().gt(0.0),
+            |x: Tensor| x.exp(),
+            |x: Tensor| x.sin(),
+            x.clone(),
+        );
         fori_loop(0, 5, |_, y: Tensor| y.tanh() * 2.0, y)
     };
     let (a, b) = (branchy(&x), interpreted(|| branchy(&x)));
     assert_close(&a, &b, tol, "eager cond and fori_loop");
 }
-

@@ -47,7 +47,11 @@ fn heat_adjoint_reversed_scan(u0: &Tensor, xs: &Tensor) -> (Tensor, Tensor) {
 
 fn grid(n: usize, seed: u64) -> Tensor {
     let mut rng = Rng::new(seed);
-    Tensor::from_vec((0..n * n).map(|_| rng.uniform(-1.0, 1.0)).collect(), &[n, n]).unwrap()
+    Tensor::from_vec(
+        (0..n * n).map(|_| rng.uniform(-1.0, 1.0)).collect(),
+        &[n, n],
+    )
+    .unwrap()
 }
 
 /// The adjoint of 200 heat steps on a 64² f64 grid: its value is the unrolled loop's
@@ -100,7 +104,9 @@ fn the_gradient_of_a_reversed_scan_lines_up_with_its_xs() {
             let mut u = u.clone();
             let mut total = Tensor::scalar(0.0f64);
             for i in (0..steps).rev() {
-                let x = xs.slice_axis(0, i as isize, i as isize + 1, 1).reshape(&[n as isize, n as isize]);
+                let x = xs
+                    .slice_axis(0, i as isize, i as isize + 1, 1)
+                    .reshape(&[n as isize, n as isize]);
                 u = heat_step(&u) * (1.0 + 0.01 * &x);
                 total = total + u.sum_all() * 0.5;
             }

@@ -29,7 +29,11 @@ fn neumaier(xs: impl Iterator<Item = f64>) -> f64 {
     let (mut s, mut c) = (0.0f64, 0.0f64);
     for x in xs {
         let t = s + x;
-        c += if s.abs() >= x.abs() { (s - t) + x } else { (x - t) + s };
+        c += if s.abs() >= x.abs() {
+            (s - t) + x
+        } else {
+            (x - t) + s
+        };
         s = t;
     }
     s + c
@@ -73,7 +77,8 @@ fn statistics_of_constant_rows_are_exact() {
                 let vals: Vec<f64> = rows.iter().flat_map(|&r| vec![r; n]).collect();
                 let x = Tensor::from_vec(vals, &[3, n]).unwrap().cast(dtype);
                 let want_mean: Vec<f64> = f64s(&Tensor::vector(&rows).cast(dtype));
-                for (how, (m, v, s)) in [("eager", eager_row_stats(&x)), ("jitted", row_stats(&x))] {
+                for (how, (m, v, s)) in [("eager", eager_row_stats(&x)), ("jitted", row_stats(&x))]
+                {
                     let at = format!("{how} {dtype} n={n} c={c:e}");
                     assert_eq!(f64s(&m), want_mean, "mean, {at}");
                     assert_eq!(f64s(&v), vec![0.0; 3], "var, {at}");
@@ -121,20 +126,35 @@ fn statistics_are_within_a_few_ulp_of_the_f64_result() {
                 let rows: Vec<Vec<f64>> = (0..8)
                     .map(|_| (0..n).map(|_| offset + rng.uniform(-1.0, 1.0)).collect())
                     .collect();
-                let x = Tensor::from_vec(rows.concat(), &[8, n]).unwrap().cast(dtype);
+                let x = Tensor::from_vec(rows.concat(), &[8, n])
+                    .unwrap()
+                    .cast(dtype);
                 // The rows as the tensor holds them.
                 let held = f64s(&x);
                 let rows: Vec<Vec<f64>> = held.chunks(n).map(|r| r.to_vec()).collect();
                 let want = exact(&rows);
-                for (how, (m, v, s)) in [("eager", eager_row_stats(&x)), ("jitted", row_stats(&x))] {
+                for (how, (m, v, s)) in [("eager", eager_row_stats(&x)), ("jitted", row_stats(&x))]
+                {
                     let (m, v, s) = (f64s(&m), f64s(&v), f64s(&s));
                     for i in 0..8 {
                         let at = format!("{how} {dtype} n={n} offset={offset} row {i}");
                         let size = rows[i].iter().map(|x| x.abs()).sum::<f64>() / n as f64;
                         let (wm, wv, ws) = want[i];
-                        assert!((m[i] - wm).abs() <= 2.0 * ulp(size.max(wm.abs()), dtype), "mean {} want {wm}, {at}", m[i]);
-                        assert!((v[i] - wv).abs() <= 4.0 * ulp(wv, dtype), "var {} want {wv}, {at}", v[i]);
-                        assert!((s[i] - ws).abs() <= 2.0 * ulp(ws, dtype), "std {} want {ws}, {at}", s[i]);
+                        assert!(
+                            (m[i] - wm).abs() <= 2.0 * ulp(size.max(wm.abs()), dtype),
+                            "mean {} want {wm}, {at}",
+                            m[i]
+                        );
+                        assert!(
+                            (v[i] - wv).abs() <= 4.0 * ulp(wv, dtype),
+                            "var {} want {wv}, {at}",
+                            v[i]
+                        );
+                        assert!(
+                            (s[i] - ws).abs() <= 2.0 * ulp(ws, dtype),
+                            "std {} want {ws}, {at}",
+                            s[i]
+                        );
                     }
                 }
             }

@@ -165,7 +165,8 @@ pub fn find_row_groups(g: &Graph, excluded: &HashSet<ValueId>) -> Vec<RowGroup> 
     for (i, n) in g.nodes.iter().enumerate() {
         heavy[i + 1] = heavy[i] + makes_buffer(&n.op) as usize;
     }
-    let close = |w: ValueId, v: ValueId| w.index() >= v.index() || heavy[v.index()] == heavy[w.index() + 1];
+    let close =
+        |w: ValueId, v: ValueId| w.index() >= v.index() || heavy[v.index()] == heavy[w.index() + 1];
     let mut claimed: HashSet<ValueId> = HashSet::new();
     let mut groups = Vec::new();
     for (i, _) in g.nodes.iter().enumerate() {

@@ -309,7 +309,9 @@ impl FnCache {
         // Under an explicit budget a call may fall back to the automatic checkpointing's
         // trace (`cached`): traced here too, so `compile()` is the program a call runs.
         let auto = match self.memory_budget() {
-            Some(b) if b != crate::AUTO_MEMORY_BUDGET => Some(self.trace_body_with(&sig, body, true)?),
+            Some(b) if b != crate::AUTO_MEMORY_BUDGET => {
+                Some(self.trace_body_with(&sig, body, true)?)
+            }
             _ => None,
         };
         Ok(Lowered::new(

@@ -128,13 +128,9 @@ impl Tensor {
         // error, summed exactly), where `x - mean(x)` gave that rounding error times
         // `1/sqrt(eps)`. The estimate carries no gradient: the result does not depend on
         // it.
-        let n = self.shape()[super::shape_ops::norm_axis(
-            "layer_norm",
-            self,
-            axis,
-            self.ndim(),
-            Location::caller(),
-        )] as f64;
+        let n = self.shape()
+            [super::shape_ops::norm_axis("layer_norm", self, axis, self.ndim(), Location::caller())]
+            as f64;
         let estimate = crate::stop_gradient(&(self.sum_keepdims(axis) / n));
         let d = self - &estimate;
         let correction = d.sum_keepdims(axis) / n;

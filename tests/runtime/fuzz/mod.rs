@@ -685,4 +685,3 @@ fn the_gradient_of_a_row_product_with_a_nan_and_a_rounded_zero_is_nan() {
     };
     assert_passes(&p, 31339205787);
 }
-
