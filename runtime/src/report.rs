@@ -70,6 +70,14 @@ impl fmt::Display for MemoryAnalysis {
                 String::new()
             }
         )?;
+        if self.loop_stack_bytes > 0 {
+            writeln!(
+                f,
+                "  stacked by loops: {} of the temporaries are values loops stack to read back \
+                 (the carries a loop's gradient keeps)",
+                h(self.loop_stack_bytes)
+            )?;
+        }
         if self.alias_bytes > 0 {
             writeln!(
                 f,

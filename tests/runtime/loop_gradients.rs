@@ -117,3 +117,144 @@ fn the_gradient_of_a_reversed_scan_lines_up_with_its_xs() {
     assert_close(&gu, &eu, Tol::rel(DType::F64, 1e-9), "d u0");
     assert_close(&gx, &ex, Tol::rel(DType::F64, 1e-9), "d xs");
 }
+
+#[jit(memory_budget = "auto")]
+fn heat_adjoint_auto(u0: &Tensor, steps: usize) -> Tensor {
+    jitfuse::grad(|u: &Tensor| heat_loss(u, steps), u0)
+}
+
+#[jit]
+fn heat_adjoint_budgeted(u0: &Tensor, steps: usize) -> Tensor {
+    jitfuse::grad(|u: &Tensor| heat_loss(u, steps), u0)
+}
+
+fn unrolled_heat_adjoint(u0: &Tensor, steps: usize) -> Tensor {
+    jitfuse::grad(
+        |u: &Tensor| {
+            let mut u = u.clone();
+            for _ in 0..steps {
+                u = heat_step(&u);
+            }
+            (&u * &u).sum_all()
+        },
+        u0,
+    )
+}
+
+/// Under `memory_budget = "auto"` the 200-step adjoint keeps about 2·√n carries (segments
+/// of √n steps, each recomputed from the carry entering it), not one per step.
+#[test]
+fn the_automatic_budget_checkpoints_a_loop_gradient_in_sqrt_n_carries() {
+    let (n, steps) = (64usize, 200usize);
+    let u0 = grid(n, 6);
+    let got = heat_adjoint_auto(&u0, steps);
+    let want = unrolled_heat_adjoint(&u0, steps);
+    assert_close(
+        &got,
+        &want,
+        Tol::rel(DType::F64, 1e-9),
+        "heat adjoint, auto",
+    );
+    let report = heat_adjoint_auto::lower(&u0, steps)
+        .unwrap()
+        .compile()
+        .unwrap()
+        .memory_analysis();
+    let carry = (n * n * 8) as f64;
+    let carries = report.temp_bytes as f64 / carry;
+    let bound = 3.0 * (steps as f64).sqrt();
+    assert!(
+        carries <= bound,
+        "{carries:.1} carries stored under \"auto\" (bound 3·√n = {bound:.1}):\n{report}"
+    );
+    assert!(
+        report.loop_stack_bytes > 0 && report.loop_stack_bytes as f64 <= bound * carry,
+        "the report names the loop's stored carries: {report}"
+    );
+}
+
+/// A byte budget below what √n segments reach is met by cutting the loop deeper (cube
+/// roots, then factors of 2: O(log n) carries), with the same gradient.
+#[test]
+fn a_byte_budget_below_sqrt_n_cuts_the_loop_gradient_deeper() {
+    let (n, steps) = (32usize, 200usize);
+    let u0 = grid(n, 7);
+    let want = unrolled_heat_adjoint(&u0, steps);
+    let carry = n * n * 8;
+    // 36 carries: less than √n segments take (about 43 with the step's own temporaries),
+    // more than cube-root segments do (about 33).
+    let budget = 36 * carry;
+    heat_adjoint_budgeted::set_memory_budget(Some(budget));
+    let got = heat_adjoint_budgeted(&u0, steps);
+    assert_close(
+        &got,
+        &want,
+        Tol::rel(DType::F64, 1e-9),
+        "heat adjoint, budget",
+    );
+    let report = heat_adjoint_budgeted::lower(&u0, steps)
+        .unwrap()
+        .compile()
+        .unwrap()
+        .memory_analysis();
+    assert!(
+        report.peak_bytes <= budget,
+        "peak {} over the budget {budget}:\n{report}",
+        report.peak_bytes
+    );
+    // A budget no depth meets is refused, naming the budget.
+    heat_adjoint_budgeted::set_memory_budget(Some(4 * carry));
+    let e = heat_adjoint_budgeted::try_call(&u0, steps).unwrap_err();
+    assert_eq!(e.kind(), jitfuse::ErrorKind::Argument, "{e}");
+    assert!(e.message().contains("memory budget"), "{e}");
+    heat_adjoint_budgeted::set_memory_budget(None);
+}
+
+/// A scan with stacked ys, invariants and a reversed direction, differentiated eagerly at
+/// every checkpointing depth and trip counts the segments do not divide: the same
+/// gradients as storing every carry.
+#[test]
+fn loop_gradients_agree_at_every_checkpointing_depth() {
+    let n = 4usize;
+    let w = grid(n, 8);
+    for steps in [1usize, 2, 7, 8, 9, 13, 37, 64] {
+        let mut rng = Rng::new(steps as u64);
+        let xs = Tensor::from_vec(
+            (0..steps * n).map(|_| rng.uniform(-1.0, 1.0)).collect(),
+            &[steps, n],
+        )
+        .unwrap();
+        for reverse in [false, true] {
+            let loss = |(u, w, xs): &(Tensor, Tensor, Tensor)| {
+                let xs = if reverse {
+                    xs.slice(&[Slice::rev()])
+                } else {
+                    xs.clone()
+                };
+                let (u, ys) = scan(
+                    |u: Tensor, x: Tensor| {
+                        let next = (u.matmul(w) * 0.5 + &x).tanh();
+                        let y = (&next * &next).sum_all();
+                        (next, y)
+                    },
+                    u.clone(),
+                    &xs,
+                );
+                (&u * &u).sum_all() + ys.sum_all() * 0.25
+            };
+            let u0 = Tensor::from_vec((0..n).map(|i| 0.1 * i as f64).collect(), &[1, n]).unwrap();
+            let args = (u0, w.clone(), xs.clone());
+            let every =
+                jitfuse::autodiff::with_checkpoint_levels(Some(0), || jitfuse::grad(loss, &args));
+            for levels in [1, 2, 3, jitfuse::autodiff::BINARY] {
+                let got = jitfuse::autodiff::with_checkpoint_levels(Some(levels), || {
+                    jitfuse::grad(loss, &args)
+                });
+                let what = format!("{steps} steps, reverse {reverse}, levels {levels}");
+                assert_close(&got.0, &every.0, Tol::rel(DType::F64, 1e-12), &what);
+                assert_close(&got.1, &every.1, Tol::rel(DType::F64, 1e-12), &what);
+                assert_close(&got.2, &every.2, Tol::rel(DType::F64, 1e-12), &what);
+            }
+        }
+    }
+}

@@ -20,24 +20,61 @@ pub const AUTO_MEMORY_BUDGET: usize = usize::MAX;
 /// Values smaller than this do not count as segment weight.
 const MIN_BYTES: usize = 4096;
 
+/// Loop checkpointing depth of factors of 2 (`scan_vjp::loop_factors`):
+/// O(log n) stored carries for O(n log n) recomputed steps.
+pub const BINARY: u32 = u32::MAX;
+
+/// The loop checkpointing depths a missed byte budget tries in turn, after
+/// the automatic one (√n): cube roots, fourth roots, then factors of 2. Each
+/// level also holds about two carries of its own (the cotangent carried
+/// and the next one), so a deeper cut is not always smaller: the budget
+/// takes the first depth that fits.
+pub const DEEPER_LOOP_LEVELS: [u32; 3] = [2, 3, BINARY];
+
 thread_local! {
-    static AUTO: Cell<bool> = const { Cell::new(false) };
+    /// `None`: no automatic checkpointing; `Some(levels)`: √N segments of
+    /// the differentiated functions, loops cut `levels` deep.
+    static AUTO: Cell<Option<u32>> = const { Cell::new(None) };
+    /// Loops whose gradients were cut into segments, counted while tracing.
+    static SEGMENTED: Cell<usize> = const { Cell::new(0) };
 }
 
 /// Run `f` (a trace) with automatic checkpointing of the gradients it takes.
 pub fn with_auto_checkpoint<R>(on: bool, f: impl FnOnce() -> R) -> R {
-    struct Reset(bool);
+    with_checkpoint_levels(on.then_some(1), f)
+}
+
+/// Run `f` (a trace) with automatic checkpointing whose loop gradients are
+/// cut `levels` deep (`None`: no automatic checkpointing). Returns what `f`
+/// returns.
+pub fn with_checkpoint_levels<R>(levels: Option<u32>, f: impl FnOnce() -> R) -> R {
+    struct Reset(Option<u32>);
     impl Drop for Reset {
         fn drop(&mut self) {
             AUTO.with(|a| a.set(self.0));
         }
     }
-    let _reset = Reset(AUTO.with(|a| a.replace(on)));
+    let _reset = Reset(AUTO.with(|a| a.replace(levels)));
     f()
 }
 
 pub(crate) fn auto_checkpoint_on() -> bool {
-    AUTO.with(|a| a.get())
+    AUTO.with(|a| a.get()).is_some()
+}
+
+/// How deep the gradients of loops traced now are cut (0: every carry kept).
+pub(crate) fn loop_levels() -> u32 {
+    AUTO.with(|a| a.get()).unwrap_or(0)
+}
+
+pub(crate) fn note_segmented_loop() {
+    SEGMENTED.with(|c| c.set(c.get() + 1));
+}
+
+/// How many loop gradients were cut into segments on this thread so far (a
+/// trace that cut none gives the same graph at every depth).
+pub fn segmented_loops() -> usize {
+    SEGMENTED.with(|c| c.get())
 }
 
 /// The segment regions for a differentiated function's graph: contiguous

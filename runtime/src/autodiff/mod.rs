@@ -13,10 +13,14 @@ mod remat;
 mod replay;
 mod residuals;
 mod rules;
+mod scan_vjp;
 mod tree;
 
 pub use crate::ir::Policy;
-pub use auto::{with_auto_checkpoint, AUTO_MEMORY_BUDGET};
+pub use auto::{
+    segmented_loops, with_auto_checkpoint, with_checkpoint_levels, AUTO_MEMORY_BUDGET, BINARY,
+    DEEPER_LOOP_LEVELS,
+};
 pub use checkpoint::{checkpoint, checkpoint_name, checkpoint_with};
 
 pub use replay::replay;

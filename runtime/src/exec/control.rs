@@ -69,6 +69,16 @@ fn compile_sub(
     )
 }
 
+/// The most memory one control-flow step of `g` needs beyond `g`'s arena
+/// (`ControlProgram::extra_bytes`), its sub-programs compiled to measure it.
+pub(crate) fn sub_program_bytes(g: &Graph, target: &Target) -> Result<usize, Error> {
+    let mut most = 0;
+    for n in g.nodes.iter().filter(|n| n.op.is_control()) {
+        most = most.max(ControlProgram::compile(&n.op, false, target)?.extra_bytes(&n.op));
+    }
+    Ok(most)
+}
+
 impl ControlProgram {
     pub fn compile(op: &Op, keep_text: bool, target: &Target) -> Result<ControlProgram, Error> {
         let execs = match op {
@@ -89,13 +99,19 @@ impl ControlProgram {
         })
     }
 
-    /// Memory the step needs beyond the parent's arena while it runs: the
-    /// largest sub-program arena, plus (loops) a second copy of the state.
+    /// Memory the step needs beyond the parent's arena while it runs: a
+    /// sub-program's arena and the outputs it allocates (each step's new
+    /// state, unless written over the donated old one, and its row of the
+    /// stacked outputs before they are copied into the parent's buffers),
+    /// plus (loops) the state carried from one step to the next.
     pub fn extra_bytes(&self, op: &Op) -> usize {
-        let temp = self
+        let running = self
             .execs
             .iter()
-            .map(|e| e.memory_analysis().temp_bytes)
+            .map(|e| {
+                let m = e.memory_analysis();
+                m.temp_bytes + m.output_bytes - m.alias_bytes
+            })
             .max()
             .unwrap_or(0);
         let carried = match op {
@@ -103,7 +119,7 @@ impl ControlProgram {
             Op::Scan(s) => (0..s.carried).map(|k| bytes_of(&s.body, k)).sum(),
             _ => 0,
         };
-        temp + 2 * carried
+        running + carried
     }
 
     pub fn kernel_count(&self) -> usize {

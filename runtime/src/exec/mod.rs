@@ -46,6 +46,11 @@ pub struct MemoryAnalysis {
     /// dead donated arguments' buffers instead of the arena (not counted in
     /// `temp_bytes`: those buffers exist for the whole call anyway).
     pub hosted_bytes: usize,
+    /// Of `temp_bytes`: values stacked by loops to be read back later (the
+    /// carries a loop's gradient stores for its backward pass, stacked `scan`
+    /// outputs that are not outputs of the program), in this program or,
+    /// the most, in one of its loops' or branches' sub-programs.
+    pub loop_stack_bytes: usize,
 }
 
 pub struct Executable {
@@ -219,7 +224,11 @@ impl Executable {
         if let Some(b) = budget.filter(|&b| b != crate::AUTO_MEMORY_BUDGET) {
             graph = phase("remat", || {
                 let owned: Vec<bool> = sig.args.iter().map(|a| a.kind == ArgKind::Owned).collect();
-                crate::passes::remat::fit(&graph, b, &owned, &|g| Executable::plan_graph(g, sig))
+                // Sub-programs' arenas are fixed by their own graphs: measured once.
+                let fixed = control::sub_program_bytes(&graph, target)?;
+                crate::passes::remat::fit(&graph, b, &owned, fixed, &|g| {
+                    Executable::plan_graph(g, sig)
+                })
             })?;
             if cfg!(debug_assertions) {
                 verify(&graph).map_err(|e| Error::verify(format!("after remat: {e}")))?;
@@ -315,7 +324,7 @@ impl Executable {
                 }
             }
         }
-        Ok(Executable {
+        let exe = Executable {
             controls,
             target: target.clone(),
             traced: traced_graph,
@@ -333,7 +342,23 @@ impl Executable {
             consts,
             arena_len,
             scratch_offset,
-        })
+        };
+        // The promise is the report's peak: library scratch and constants included.
+        if let Some(b) = budget.filter(|&b| b != crate::AUTO_MEMORY_BUDGET) {
+            let peak = exe.memory_analysis().peak_bytes;
+            if peak > b {
+                return Err(Error::new(
+                    crate::ErrorKind::Argument,
+                    format!(
+                        "memory budget of {b} bytes cannot be met: the peak is {peak} bytes with \
+                         library scratch, constants and sub-programs, and recomputation brings it \
+                         down to {peak} at best ({} bytes over the budget)",
+                        peak - b
+                    ),
+                ));
+            }
+        }
+        Ok(exe)
     }
 
     /// The constants steps read from buffers (see `Executable::consts`);
@@ -533,7 +558,31 @@ impl Executable {
             .arena_bytes
             .saturating_add(control_bytes)
             .saturating_add(extra_bytes);
+        // Stacked scan outputs held as temporaries: output k >= carried of a scan (output
+        // 0 is the node itself, output k > 0 a `Get(k)` of it).
+        let stacked_output = |n: &crate::ir::Node| match (&n.op, n.inputs.first()) {
+            (Op::Scan(sc), _) => sc.carried == 0,
+            (Op::Get(k), Some(&src)) => {
+                matches!(&g.node(src).op, Op::Scan(sc) if *k >= sc.carried)
+            }
+            _ => false,
+        };
+        let stacked = shape::sum_bytes(
+            (0..g.nodes.len())
+                .map(|i| ValueId(i as u32))
+                .filter(|&v| !is_output(v) && stacked_output(g.node(v)))
+                .map(bytes),
+        );
+        let loop_stack_bytes = stacked.saturating_add(
+            self.controls
+                .values()
+                .flat_map(|c| c.execs.iter())
+                .map(|e| e.memory_analysis().loop_stack_bytes)
+                .max()
+                .unwrap_or(0),
+        );
         MemoryAnalysis {
+            loop_stack_bytes,
             argument_bytes,
             output_bytes,
             temp_bytes,

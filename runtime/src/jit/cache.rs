@@ -265,8 +265,16 @@ impl FnCache {
             return Ok(body(&args.tensor_list()));
         }
         let sig = args.signature(self.name, self.params)?;
-        let (exe, structure) = self.cached(&sig, args.slots(), &mut |auto| {
-            self.trace_body_with(&sig, body, auto)
+        // A deeper checkpointing step gives another graph only if the first one
+        // cut a loop gradient.
+        let mut cut_loops = false;
+        let (exe, structure) = self.cached(&sig, args.slots(), &mut |step| {
+            if step > 1 && !cut_loops {
+                return Ok(None);
+            }
+            let (traced, cut) = self.trace_body_with(&sig, body, ladder_levels(step))?;
+            cut_loops |= cut;
+            Ok(Some(traced))
         })?;
         let slots = args.slots().to_vec();
         let outs = match catch_unwind(AssertUnwindSafe(|| exe.run(args))) {
@@ -307,13 +315,20 @@ impl FnCache {
         let sig = args.signature(self.name, self.params)?;
         let (traced, structure) = self.trace_body(&sig, body)?;
         // Under an explicit budget a call may fall back to the automatic checkpointing's
-        // trace (`cached`): traced here too, so `compile()` is the program a call runs.
-        let auto = match self.memory_budget() {
-            Some(b) if b != crate::AUTO_MEMORY_BUDGET => {
-                Some(self.trace_body_with(&sig, body, true)?)
+        // traces (`cached`): traced here too, so `compile()` is the program a call runs.
+        let mut auto = Vec::new();
+        if self
+            .memory_budget()
+            .is_some_and(|b| b != crate::AUTO_MEMORY_BUDGET)
+        {
+            for step in 1..=LADDER.len() {
+                let (traced, cut) = self.trace_body_with(&sig, body, ladder_levels(step))?;
+                auto.push(traced);
+                if !cut {
+                    break;
+                }
             }
-            _ => None,
-        };
+        }
         Ok(Lowered::new(
             self,
             sig,
@@ -329,12 +344,12 @@ impl FnCache {
         sig: &Signature,
         slots: &[ParamSlot],
         traced: &(trace::Traced, Structure),
-        auto: Option<&(trace::Traced, Structure)>,
+        auto: &[(trace::Traced, Structure)],
     ) -> Result<Arc<Executable>, Error> {
         Ok(self
-            .cached(sig, slots, &mut |with_auto| match (with_auto, auto) {
-                (true, Some(a)) => Ok(a.clone()),
-                _ => Ok(traced.clone()),
+            .cached(sig, slots, &mut |step| match step {
+                0 => Ok(Some(traced.clone())),
+                k => Ok(auto.get(k - 1).cloned()),
             })?
             .0)
     }
@@ -346,25 +361,32 @@ impl FnCache {
         sig: &Signature,
         body: Body<'_>,
     ) -> Result<(trace::Traced, Structure), Error> {
-        self.trace_body_with(sig, body, false)
+        Ok(self.trace_body_with(sig, body, None)?.0)
     }
 
-    /// `trace_body`, with automatic checkpointing also when `auto` is set.
+    /// `trace_body`, with automatic checkpointing at loop depth `levels` when
+    /// set (at least √N segments and √n loop segments under the automatic
+    /// budget). Also says whether a loop gradient was cut into segments.
     fn trace_body_with(
         &self,
         sig: &Signature,
         body: Body<'_>,
-        auto: bool,
-    ) -> Result<(trace::Traced, Structure), Error> {
-        let auto = auto || self.memory_budget() == Some(crate::AUTO_MEMORY_BUDGET);
-        crate::autodiff::with_auto_checkpoint(auto, || trace_body(sig, body))
+        levels: Option<u32>,
+    ) -> Result<((trace::Traced, Structure), bool), Error> {
+        let levels = match levels {
+            None if self.memory_budget() == Some(crate::AUTO_MEMORY_BUDGET) => Some(1),
+            l => l,
+        };
+        let before = crate::autodiff::segmented_loops();
+        let traced = crate::autodiff::with_checkpoint_levels(levels, || trace_body(sig, body))?;
+        Ok((traced, crate::autodiff::segmented_loops() > before))
     }
 
     fn cached(
         &'static self,
         sig: &Signature,
         slots: &[ParamSlot],
-        trace: &mut dyn FnMut(bool) -> Result<(trace::Traced, Structure), Error>,
+        trace: &mut dyn FnMut(usize) -> Result<Option<(trace::Traced, Structure)>, Error>,
     ) -> Result<(Arc<Executable>, Structure), Error> {
         self.register();
         let entry = {
@@ -388,18 +410,22 @@ impl FnCache {
             let start = Instant::now();
             let dump = std::env::var_os("JITFUSE_DUMP");
             let budget = self.memory_budget();
-            let mut build = |auto: bool| {
-                super::phases::phase("trace", || trace(auto)).and_then(|(t, s)| {
-                    Ok((
-                        Arc::new(Executable::compile_with_budget(
-                            t,
-                            sig,
-                            dump.is_some(),
-                            budget,
-                            crate::codegen::Target::host(),
-                        )?),
-                        s,
-                    ))
+            // Step `k` of the checkpointing ladder; `None`: the same graph as the step before.
+            let mut build = |step: usize| {
+                super::phases::phase("trace", || trace(step)).and_then(|t| {
+                    t.map(|(t, s)| {
+                        Ok((
+                            Arc::new(Executable::compile_with_budget(
+                                t,
+                                sig,
+                                dump.is_some(),
+                                budget,
+                                crate::codegen::Target::host(),
+                            )?),
+                            s,
+                        ))
+                    })
+                    .transpose()
                 })
             };
             let (r, ps) = super::phases::collect(|| {
@@ -412,19 +438,35 @@ impl FnCache {
                     // (√N segments, then the same search on it).
                     // The refusal is the search's from that graph: it starts at the
                     // automatic checkpointing's peak, so its "at best" is never above it.
-                    match build(false) {
+                    // Then, while refused, loop gradients cut deeper (`LADDER`).
+                    let first = build(0).map(|r| r.expect("step 0 always traces"));
+                    match first {
                         Err(e)
                             if e.kind == crate::ErrorKind::Argument
-                                && e.message.contains("recomputation brings it down")
+                                && (e.message.contains("recomputation brings it down")
+                                    || e.message.contains("sub-programs"))
                                 && budget.is_some_and(|b| b != crate::AUTO_MEMORY_BUDGET) =>
                         {
-                            build(true).map_err(|auto| {
-                                if auto.kind == crate::ErrorKind::Argument {
-                                    auto
-                                } else {
-                                    e
+                            let mut refusal = e.clone();
+                            for step in 1..=LADDER.len() {
+                                let r = build(step);
+                                match r {
+                                    Ok(Some(r)) => return Ok(r),
+                                    Ok(None) => break,
+                                    // The refusal reports the lowest peak any step reached.
+                                    Err(x) if x.kind == crate::ErrorKind::Argument => {
+                                        let best = |e: &Error| {
+                                            crate::passes::remat::refused_best(e)
+                                                .unwrap_or(usize::MAX)
+                                        };
+                                        if best(&x) < best(&refusal) {
+                                            refusal = x;
+                                        }
+                                    }
+                                    Err(_) => return Err(e),
                                 }
-                            })
+                            }
+                            Err(refusal)
                         }
                         r => r,
                     }
@@ -720,6 +762,24 @@ impl FnCache {
 
 /// How every internal error's message begins.
 const INTERNAL_PREFIX: &str = "internal error in jitfuse";
+
+/// What a missed byte budget tries, in turn, after the graph as traced: automatic
+/// checkpointing with loop gradients cut √n deep, then deeper
+/// (`autodiff::DEEPER_LOOP_LEVELS`).
+const LADDER: [u32; 1 + crate::autodiff::DEEPER_LOOP_LEVELS.len()] = {
+    let mut l = [1; 1 + crate::autodiff::DEEPER_LOOP_LEVELS.len()];
+    let mut k = 0;
+    while k < crate::autodiff::DEEPER_LOOP_LEVELS.len() {
+        l[k + 1] = crate::autodiff::DEEPER_LOOP_LEVELS[k];
+        k += 1;
+    }
+    l
+};
+
+/// The loop checkpointing depth of ladder step `step` (0: none).
+fn ladder_levels(step: usize) -> Option<u32> {
+    step.checked_sub(1).map(|k| LADDER[k])
+}
 
 fn internal_error(what: &str, doing: &str, msg: &str) -> Error {
     Error::internal(format!(

@@ -15,9 +15,9 @@ pub struct Lowered {
     slots: Vec<ParamSlot>,
     traced: Traced,
     structure: Structure,
-    /// Under an explicit memory budget, the trace with automatic checkpointing that a
-    /// call falls back to when the budget is not met from `traced`.
-    auto: Option<(Traced, Structure)>,
+    /// Under an explicit memory budget, the traces with automatic checkpointing (loops
+    /// cut deeper at each) that a call falls back to, in turn, while the budget is not met.
+    auto: Vec<(Traced, Structure)>,
 }
 
 impl Lowered {
@@ -26,7 +26,7 @@ impl Lowered {
         signature: Signature,
         slots: Vec<ParamSlot>,
         (traced, structure): (Traced, Structure),
-        auto: Option<(Traced, Structure)>,
+        auto: Vec<(Traced, Structure)>,
     ) -> Lowered {
         Lowered {
             cache,
@@ -52,7 +52,7 @@ impl Lowered {
             &self.signature,
             &self.slots,
             &(self.traced.clone(), self.structure.clone()),
-            self.auto.as_ref(),
+            &self.auto,
         )?;
         Ok(Compiled { exe })
     }

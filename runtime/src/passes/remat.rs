@@ -79,21 +79,45 @@ pub fn floor(g: &Graph, owned: &[bool]) -> usize {
     args + outs.max(owned_bytes)
 }
 
+/// The lowest peak a budget refusal of this module (or the executable's
+/// final check) reports: the figure after "down to" or "alone take".
+pub(crate) fn refused_best(e: &Error) -> Option<usize> {
+    let m = e.message.as_str();
+    let at = m
+        .find("down to ")
+        .map(|i| i + "down to ".len())
+        .or_else(|| m.find("alone take ").map(|i| i + "alone take ".len()))?;
+    m[at..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
+}
+
 /// Rewrite `g` until `measure(g)` fits `budget`. `owned` says which
-/// parameters are donated (for the lower bound, [`floor`]).
+/// parameters are donated (for the lower bound, [`floor`]); `fixed` is
+/// memory no rewrite of `g` changes, added to every peak (the arenas of its
+/// loops' and branches' sub-programs).
 pub fn fit(
     g: &Graph,
     budget: usize,
     owned: &[bool],
+    fixed: usize,
     measure: &dyn Fn(&Graph) -> (Partition, BufferPlan),
 ) -> Result<Graph, Error> {
-    let least = floor(g, owned);
+    let peak = |g: &Graph, plan: &BufferPlan| peak(g, plan).saturating_add(fixed);
+    let least = floor(g, owned).saturating_add(fixed);
     if budget < least {
         return Err(Error::new(
             crate::ErrorKind::Argument,
             format!(
                 "memory budget of {budget} bytes cannot be met: the arguments and outputs alone take \
-                 {least} bytes ({} bytes over the budget), and recomputation cannot lower that",
+                 {least} bytes{} ({} bytes over the budget), and recomputation cannot lower that",
+                if fixed > 0 {
+                    format!(" with the {fixed} bytes of its loops' and branches' sub-programs")
+                } else {
+                    String::new()
+                },
                 least - budget
             ),
         ));
