@@ -1,7 +1,9 @@
 //! Memory against time: the four W8 configurations of
 //! `../shared/anchors/README.md` (temp bytes and run time beside XLA's), and
 //! the √n scaling of the automatic memory budget (Chen et al. 2016) on
-//! residual chains of n = 16, 64, 256 layers.
+//! residual chains of n = 16, 64, 256 layers, and the adjoint of a 200-step
+//! heat equation (`fori_loop`) with every carry stored, under "auto" (√n
+//! segments) and under a byte budget below that (loops cut deeper).
 //!
 //! Run: `cargo bench --bench memory` (about a minute). Times are medians of
 //! interleaved samples (one sample of every case per round), so the shared
@@ -39,6 +41,33 @@ fn chain_free(ws: &Vec<Tensor>, x: &Tensor) -> Vec<Tensor> {
 #[jit]
 fn chain_auto(ws: &Vec<Tensor>, x: &Tensor) -> Vec<Tensor> {
     jitfuse::grad(|ws: &Vec<Tensor>| w8_loss(ws, x, 0), ws)
+}
+
+/// One explicit heat-equation step on a grid with a zero boundary.
+fn heat_step(u: &Tensor) -> Tensor {
+    let n = u.shape()[0] as isize;
+    let p = u.pad(&[(1, 1), (1, 1)], 0.0);
+    let at = |r: isize, c: isize| p.slice_axis(0, r, r + n, 1).slice_axis(1, c, c + n, 1);
+    let lap = at(0, 1) + at(2, 1) + at(1, 0) + at(1, 2) - 4.0 * u;
+    u + 0.1 * lap
+}
+
+fn heat_loss(u0: &Tensor, steps: usize) -> Tensor {
+    let u = fori_loop(0, steps as i64, |_, u: Tensor| heat_step(&u), u0.clone());
+    (&u * &u).sum_all()
+}
+
+#[jit]
+fn heat_every(u0: &Tensor, steps: usize) -> Tensor {
+    jitfuse::grad(|u: &Tensor| heat_loss(u, steps), u0)
+}
+#[jit(memory_budget = "auto")]
+fn heat_auto(u0: &Tensor, steps: usize) -> Tensor {
+    jitfuse::grad(|u: &Tensor| heat_loss(u, steps), u0)
+}
+#[jit]
+fn heat_budget(u0: &Tensor, steps: usize) -> Tensor {
+    jitfuse::grad(|u: &Tensor| heat_loss(u, steps), u0)
 }
 
 /// A deterministic uniform tensor in [lo, hi).
@@ -257,6 +286,72 @@ fn main() {
             t[1] / t[0]
         );
     }
+    // The heat adjoint: 200 steps on a 256² f64 grid (a carry is 512 KiB).
+    let (n, steps) = (256usize, 200usize);
+    let u0 = Tensor::from_vec(
+        uniform(&mut seed, &[n, n], -1.0, 1.0)
+            .to_vec::<f32>()
+            .unwrap()
+            .into_iter()
+            .map(f64::from)
+            .collect(),
+        &[n, n],
+    )
+    .unwrap();
+    let carry = n * n * 8;
+    // A budget below what √n segments take: met by cutting the loop deeper.
+    heat_budget::set_memory_budget(Some(36 * carry));
+    let every = heat_every(&u0, steps).to_vec::<f64>().unwrap();
+    for (name, got) in [
+        ("auto", heat_auto(&u0, steps)),
+        ("budget", heat_budget(&u0, steps)),
+    ] {
+        let err = got
+            .to_vec::<f64>()
+            .unwrap()
+            .iter()
+            .zip(&every)
+            .map(|(a, b)| (a - b).abs() / (1e-300 + b.abs()))
+            .fold(0f64, f64::max);
+        assert!(err < 1e-9, "heat adjoint {name}: {err} from every carry stored");
+    }
+    type HeatLower = fn(&Tensor, usize) -> Result<jitfuse::Lowered, jitfuse::Error>;
+    let lowers: [(&str, HeatLower); 3] = [
+        ("every carry", heat_every::lower),
+        ("\"auto\"", heat_auto::lower),
+        ("budget 36 carries", heat_budget::lower),
+    ];
+    let mems: Vec<jitfuse::MemoryAnalysis> = lowers
+        .iter()
+        .map(|(_, l)| l(&u0, steps).unwrap().compile().unwrap().memory_analysis())
+        .collect();
+    let mut cases: Vec<Box<dyn FnMut() + '_>> = vec![
+        Box::new(|| {
+            black_box(heat_every(&u0, steps));
+        }),
+        Box::new(|| {
+            black_box(heat_auto(&u0, steps));
+        }),
+        Box::new(|| {
+            black_box(heat_budget(&u0, steps));
+        }),
+    ];
+    let t = interleaved(&mut cases, rounds.min(5));
+    drop(cases);
+    println!("\n| heat adjoint, 200 steps, 256² f64 | temp | carries (temp / 512 KiB) | stacked by loops | peak | ms | time ratio |");
+    println!("|---|---|---|---|---|---|---|");
+    for (k, (name, _)) in lowers.iter().enumerate() {
+        println!(
+            "| {name} | {} | {:.1} | {} | {} | {:.1} | {:.2} |",
+            mib(mems[k].temp_bytes),
+            mems[k].temp_bytes as f64 / carry as f64,
+            mib(mems[k].loop_stack_bytes),
+            mib(mems[k].peak_bytes),
+            t[k],
+            t[k] / t[0]
+        );
+    }
+
     let (rss, hwm) = resident();
     println!(
         "\nprocess resident at the end: {} (high water {})",
