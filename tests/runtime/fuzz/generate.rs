@@ -640,11 +640,21 @@ impl Gen<'_> {
                 let t = self.tys[a].clone();
                 self.push(Ins::Cond(a), Ty { exact: false, ..t });
             }
-            96..=97 => {
+            96 => {
                 let a = self.pick(&is_fl)?;
                 let t = self.tys[a].clone();
                 let n = self.rng.below(4);
                 self.push(Ins::Fori(a, n), Ty { exact: false, ..t });
+            }
+            97 => {
+                let a = self.pick(&is_fl)?;
+                let b = self.pick(&|t: &Ty| t.dtype != DType::Bool)?;
+                let t = self.tys[a].clone();
+                let n = [0, 1, 3, 8, 9, 17, 40][self.rng.below(7)];
+                let op = [Un::Tanh, Un::Sin, Un::Sigmoid, Un::Silu, Un::Erf, Un::Cos]
+                    [self.rng.below(6)];
+                let levels = [0, 1, 1, 2, 3, jitfuse::autodiff::BINARY][self.rng.below(6)];
+                self.push(Ins::Loop(a, b, n, op, levels), Ty { exact: false, ..t });
             }
             _ => {
                 if self.grad {

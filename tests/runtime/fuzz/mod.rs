@@ -25,6 +25,11 @@ use std::time::{Duration, Instant};
 /// The traced graph of a program (and the tensors it captured), or why
 /// it did not trace.
 pub fn trace_program(p: &Program) -> Result<(Graph, Vec<Tensor>), String> {
+    trace_program_at(p, program::loop_levels(p))
+}
+
+/// `trace_program` with the gradient's loops checkpointed `levels` deep.
+pub fn trace_program_at(p: &Program, levels: Option<u32>) -> Result<(Graph, Vec<Tensor>), String> {
     let specs: Vec<ParamSpec> = p
         .params
         .iter()
@@ -35,7 +40,7 @@ pub fn trace_program(p: &Program) -> Result<(Graph, Vec<Tensor>), String> {
         })
         .collect();
     let r = catch_unwind(AssertUnwindSafe(|| {
-        trace(&specs, |ts| program::build(p, ts))
+        trace(&specs, |ts| program::build_at(p, ts, levels))
     }));
     match r {
         Ok(Ok(t)) => Ok((t.graph, t.captured)),
@@ -74,10 +79,65 @@ pub fn run_case(p: &Program, seed: u64) -> Outcome {
     let draws: Vec<u64> = p.params.iter().map(|q| q.draw).collect();
     let args = check::arguments(&g, seed, &draws, seed % 3 == 0);
     let floor = floor(p);
-    match check::check_graph(&g, &captured, &args, &modes, &check::levels(seed), floor) {
+    if let Err(e) = check::check_graph(&g, &captured, &args, &modes, &check::levels(seed), floor)
+    {
+        return Outcome::Fail(e);
+    }
+    match checkpointed_loops_agree(p, &g, &captured, &args, floor) {
         Ok(()) => Outcome::Pass,
         Err(e) => Outcome::Fail(e),
     }
+}
+
+/// A gradient program whose loops were checkpointed: the interpreter gives the values of
+/// the same program storing every carry, and the compiled program's report keeps fewer
+/// stacked carries than that program's does (from 16 steps on).
+fn checkpointed_loops_agree(
+    p: &Program,
+    g: &Graph,
+    captured: &[Tensor],
+    args: &[Tensor],
+    floor: f64,
+) -> Result<(), String> {
+    let Some(levels) = program::loop_levels(p).filter(|&l| p.grad && l > 0) else {
+        return Ok(());
+    };
+    let (plain, plain_captured) = trace_program_at(p, None)?;
+    let cut = noise::node_values(g, args, captured).map_err(|e| format!("interpreter: {e}"))?;
+    let every = noise::node_values(&plain, args, &plain_captured)
+        .map_err(|e| format!("interpreter: {e}"))?;
+    let noise = noise::scales(&plain, &every);
+    let f32 = plain.nodes.iter().any(|n| n.dtype == jitfuse::DType::F32);
+    for (k, (a, b)) in g.outputs.iter().zip(&plain.outputs).enumerate() {
+        check::compare(&cut[a.index()], &every[b.index()], f32, floor, noise[k]).map_err(|e| {
+            format!("output {k}: loops checkpointed {levels} deep against every carry kept: {e}")
+        })?;
+    }
+    let long_loop = p
+        .ins
+        .iter()
+        .any(|i| matches!(i, program::Ins::Loop(_, _, n, ..) if *n >= 16));
+    if long_loop {
+        use jitfuse::internals::exec::Executable;
+        let stacked = |g: &Graph, c: &[Tensor]| {
+            let kinds = vec![jitfuse::jit::ArgKind::Borrowed; g.params().len()];
+            Executable::from_graph_with_at(
+                g.clone(),
+                c.to_vec(),
+                &kinds,
+                &jitfuse::internals::codegen::Target::host(),
+            )
+            .map(|e| e.memory_analysis().loop_stack_bytes)
+            .map_err(|e| format!("compile: {e}"))
+        };
+        let (cut, every) = (stacked(g, captured)?, stacked(&plain, &plain_captured)?);
+        if every > 0 && cut >= every {
+            return Err(format!(
+                "loops checkpointed {levels} deep stack {cut} bytes, every carry {every}"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Remove instructions no output reads, and parameters nothing reads.
@@ -258,11 +318,11 @@ pub fn fuzz(seed: u64, cases: u64) -> (u64, u64) {
                     first_invalid.push(format!("{e}\n{p:?}"));
                 }
             }
-            Outcome::Fail(_) if keep_going => {
+            Outcome::Fail(e) if keep_going => {
                 failures += 1;
-                eprintln!("{}", report(&p, case));
+                eprintln!("{}(before shrinking: {e})", report(&p, case));
             }
-            Outcome::Fail(_) => panic!("{}", report(&p, case)),
+            Outcome::Fail(e) => panic!("{}(before shrinking: {e})", report(&p, case)),
         }
         i += 1;
     }

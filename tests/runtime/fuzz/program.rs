@@ -111,6 +111,10 @@ pub enum Ins {
     Cond(usize),
     /// `fori_loop(0, n, s * 0.5 + i)`.
     Fori(usize, usize),
+    /// `fori_loop(0, n, un(op, s * 0.5) * 0.75 + mean(b) * 0.25 + i * 0.125)`: a loop with
+    /// an invariant whose gradient is taken (in a gradient program) with the carries
+    /// checkpointed `levels` deep (`autodiff::with_checkpoint_levels`; 0: every carry).
+    Loop(usize, usize, usize, Un, u32),
     /// `while count < n: (count + 1, s * 0.75 + 0.5)` (not differentiable).
     While(usize, usize),
     /// Random values shaped like `a` (its float dtype, or bool), keyed by
@@ -138,6 +142,7 @@ impl Ins {
             ReduceAll(_, a) | ArgMax(a, _) | RowOp(_, a, _) | Pad(a, ..) | Cond(a) => vec![*a],
             Fori(a, _) | While(a, _) => vec![*a],
             Binary(_, a, b) | Less(a, b) | Matmul(a, b) | Concat(a, b, _) => vec![*a, *b],
+            Loop(a, b, ..) => vec![*a, *b],
             Select(c, a, b) => vec![*c, *a, *b],
             Take(a, _, _, _, idx) | Random(_, a, _, idx) => {
                 std::iter::once(*a).chain(*idx).collect()
@@ -154,7 +159,7 @@ impl Ins {
             Flip(a, _) | Reshape(a, _) | BroadcastTo(a, _) | Reduce(_, a, ..) => *a = f(*a),
             ReduceAll(_, a) | ArgMax(a, _) | RowOp(_, a, _) | Pad(a, ..) | Cond(a) => *a = f(*a),
             Fori(a, _) | While(a, _) => *a = f(*a),
-            Binary(_, a, b) | Less(a, b) | Matmul(a, b) | Concat(a, b, _) => {
+            Binary(_, a, b) | Less(a, b) | Matmul(a, b) | Concat(a, b, _) | Loop(a, b, ..) => {
                 *a = f(*a);
                 *b = f(*b);
             }
@@ -329,6 +334,16 @@ fn one(ins: &Ins, v: &[Tensor]) -> Tensor {
             },
             v[*a].clone(),
         ),
+        Loop(a, b, n, op, _) => {
+            let d = v[*a].dtype();
+            let inv = v[*b].cast(d).mean_all();
+            jitfuse::fori_loop(
+                0i64,
+                *n as i64,
+                |i, s: Tensor| un(*op, &(&s * 0.5)) * 0.75 + &inv * 0.25 + i.cast(d) * 0.125,
+                v[*a].clone(),
+            )
+        }
         While(a, n) => {
             let n = *n as i32;
             let (_, s) = jitfuse::while_loop(
@@ -367,8 +382,23 @@ pub fn is_float(d: DType) -> bool {
     matches!(d, DType::F32 | DType::F64)
 }
 
+/// How deep a gradient program's loops are checkpointed: the depth of its first `Loop`
+/// (`None`: no `Loop`, no automatic checkpointing).
+pub fn loop_levels(p: &Program) -> Option<u32> {
+    p.ins.iter().find_map(|i| match i {
+        Ins::Loop(.., levels) => Some(*levels),
+        _ => None,
+    })
+}
+
 /// The program's results on `params`.
 pub fn build(p: &Program, params: &[Tensor]) -> Vec<Tensor> {
+    build_at(p, params, loop_levels(p))
+}
+
+/// `build` with the gradient's loops checkpointed `levels` deep (and the differentiated
+/// function cut into √N checkpointed segments) when set.
+pub fn build_at(p: &Program, params: &[Tensor], levels: Option<u32>) -> Vec<Tensor> {
     if !p.grad {
         let v = values(p, params);
         return p.outputs.iter().map(|&o| v[o].clone()).collect();
@@ -397,6 +427,8 @@ pub fn build(p: &Program, params: &[Tensor]) -> Vec<Tensor> {
         }
         loss.expect("a gradient program has a float output")
     };
-    let (l, gs) = jitfuse::value_and_grad(loss, &xs);
+    let (l, gs) = jitfuse::autodiff::with_checkpoint_levels(levels, || {
+        jitfuse::value_and_grad(loss, &xs)
+    });
     std::iter::once(l).chain(gs).collect()
 }
