@@ -313,7 +313,10 @@ fn main() {
             .zip(&every)
             .map(|(a, b)| (a - b).abs() / (1e-300 + b.abs()))
             .fold(0f64, f64::max);
-        assert!(err < 1e-9, "heat adjoint {name}: {err} from every carry stored");
+        assert!(
+            err < 1e-9,
+            "heat adjoint {name}: {err} from every carry stored"
+        );
     }
     type HeatLower = fn(&Tensor, usize) -> Result<jitfuse::Lowered, jitfuse::Error>;
     let lowers: [(&str, HeatLower); 3] = [

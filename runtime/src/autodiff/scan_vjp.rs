@@ -231,7 +231,12 @@ impl Loop<'_> {
         seeds.extend(row.ys_ct.into_iter().map(Some));
         let g = graph_vjp(self.body, &self.args(c, row.xs), &seeds);
         let new_c = keep_valid(&row.valid, g[..nc].to_vec(), c_ct);
-        let x_ct = g[nc..nc + nx].to_vec();
+        // Only float xs have cotangents to stack (the others' are zeros, made once at the end).
+        let x_ct = g[nc..nc + nx]
+            .iter()
+            .filter(|t| t.dtype().is_float())
+            .cloned()
+            .collect();
         let summed: Vec<Tensor> = inv_ct
             .iter()
             .zip(&g[nc + nx..])
@@ -307,7 +312,7 @@ pub(crate) fn scan_vjp(
         (cts[..nc].to_vec(), inv_ct0),
         &factors,
     );
-    let x_cts = x_cts.into_iter().map(|t| {
+    let mut float_cts = x_cts.into_iter().map(|t| {
         if factors.len() == 1 && pad == 0 {
             return t;
         }
@@ -320,8 +325,18 @@ pub(crate) fn scan_vjp(
             t
         }
     });
+    let x_cts: Vec<Tensor> = ins[nc..nc + nx]
+        .iter()
+        .map(|x| {
+            if x.dtype().is_float() {
+                float_cts.next().expect("one cotangent per float xs leaf")
+            } else {
+                x.zeros_like()
+            }
+        })
+        .collect();
     let mut res: Vec<Option<Tensor>> = c_ct.into_iter().map(Some).collect();
-    res.extend(x_cts.map(Some));
+    res.extend(x_cts.into_iter().map(Some));
     res.extend(inv_ct.into_iter().map(Some));
     res
 }

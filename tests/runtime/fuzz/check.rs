@@ -291,7 +291,10 @@ pub fn check_graph(
                         return Err(format!(
                             "output {k}: donated call {round} differs from the shared call{} ({e})",
                             if round == 1 {
-                                format!(" (run with {} threads)", other_pool(g).current_num_threads())
+                                format!(
+                                    " (run with {} threads)",
+                                    other_pool(g).current_num_threads()
+                                )
                             } else {
                                 String::new()
                             }

@@ -651,8 +651,8 @@ impl Gen<'_> {
                 let b = self.pick(&|t: &Ty| t.dtype != DType::Bool)?;
                 let t = self.tys[a].clone();
                 let n = [0, 1, 3, 8, 9, 17, 40][self.rng.below(7)];
-                let op = [Un::Tanh, Un::Sin, Un::Sigmoid, Un::Silu, Un::Erf, Un::Cos]
-                    [self.rng.below(6)];
+                let op =
+                    [Un::Tanh, Un::Sin, Un::Sigmoid, Un::Silu, Un::Erf, Un::Cos][self.rng.below(6)];
                 let levels = [0, 1, 1, 2, 3, jitfuse::autodiff::BINARY][self.rng.below(6)];
                 self.push(Ins::Loop(a, b, n, op, levels), Ty { exact: false, ..t });
             }

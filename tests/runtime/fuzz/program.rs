@@ -427,8 +427,7 @@ pub fn build_at(p: &Program, params: &[Tensor], levels: Option<u32>) -> Vec<Tens
         }
         loss.expect("a gradient program has a float output")
     };
-    let (l, gs) = jitfuse::autodiff::with_checkpoint_levels(levels, || {
-        jitfuse::value_and_grad(loss, &xs)
-    });
+    let (l, gs) =
+        jitfuse::autodiff::with_checkpoint_levels(levels, || jitfuse::value_and_grad(loss, &xs));
     std::iter::once(l).chain(gs).collect()
 }
