@@ -69,14 +69,27 @@ fn compile_sub(
     )
 }
 
-/// The most memory one control-flow step of `g` needs beyond `g`'s arena
-/// (`ControlProgram::extra_bytes`), its sub-programs compiled to measure it.
-pub(crate) fn sub_program_bytes(g: &Graph, target: &Target) -> Result<usize, Error> {
-    let mut most = 0;
-    for n in g.nodes.iter().filter(|n| n.op.is_control()) {
-        most = most.max(ControlProgram::compile(&n.op, false, target)?.extra_bytes(&n.op));
+/// Memory a program's control-flow steps need beyond its arena: every
+/// sub-program's arena (each kept for the next call), and the most any one
+/// step needs while it runs.
+pub(crate) fn control_bytes<'a>(
+    steps: impl Iterator<Item = (&'a Op, &'a ControlProgram)>,
+) -> usize {
+    let (mut held, mut transient) = (0usize, 0usize);
+    for (op, c) in steps {
+        held = held.saturating_add(c.held_bytes());
+        transient = transient.max(c.transient_bytes(op));
     }
-    Ok(most)
+    held.saturating_add(transient)
+}
+
+/// `control_bytes` of `g`, its sub-programs compiled to measure it.
+pub(crate) fn sub_program_bytes(g: &Graph, target: &Target) -> Result<usize, Error> {
+    let mut programs = Vec::new();
+    for n in g.nodes.iter().filter(|n| n.op.is_control()) {
+        programs.push((&n.op, ControlProgram::compile(&n.op, false, target)?));
+    }
+    Ok(control_bytes(programs.iter().map(|(op, c)| (*op, c))))
 }
 
 impl ControlProgram {
@@ -99,18 +112,28 @@ impl ControlProgram {
         })
     }
 
-    /// Memory the step needs beyond the parent's arena while it runs: a
-    /// sub-program's arena and the outputs it allocates (each step's new
-    /// state, unless written over the donated old one, and its row of the
-    /// stacked outputs before they are copied into the parent's buffers),
-    /// plus (loops) the state carried from one step to the next.
-    pub fn extra_bytes(&self, op: &Op) -> usize {
-        let running = self
+    /// Bytes the step's sub-programs hold from their first run on: their
+    /// arenas, each kept by its program for the next call (so a program's
+    /// control-flow steps hold the sum of them, not the largest).
+    pub fn held_bytes(&self) -> usize {
+        self.execs
+            .iter()
+            .map(|e| e.memory_analysis().temp_bytes)
+            .sum()
+    }
+
+    /// Bytes live only while the step runs: the outputs a sub-program
+    /// allocates (each step's new state, unless written over the donated old
+    /// one, and its row of the stacked outputs before they are copied into
+    /// the parent's buffers), plus (loops) the state carried from one step
+    /// to the next.
+    pub fn transient_bytes(&self, op: &Op) -> usize {
+        let outputs = self
             .execs
             .iter()
             .map(|e| {
                 let m = e.memory_analysis();
-                m.temp_bytes + m.output_bytes - m.alias_bytes
+                m.output_bytes - m.alias_bytes
             })
             .max()
             .unwrap_or(0);
@@ -119,7 +142,7 @@ impl ControlProgram {
             Op::Scan(s) => (0..s.carried).map(|k| bytes_of(&s.body, k)).sum(),
             _ => 0,
         };
-        running + carried
+        outputs + carried
     }
 
     pub fn kernel_count(&self) -> usize {

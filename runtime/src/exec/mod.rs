@@ -29,7 +29,10 @@ pub struct MemoryAnalysis {
     /// The outputs' buffers.
     pub output_bytes: usize,
     /// The arena holding every temporary (one per executable, reused), with
-    /// library steps' scratch and the constants materialised for them.
+    /// library steps' scratch and the constants materialised for them, and
+    /// what control-flow steps need: every loop's and branch's sub-program
+    /// arena (each kept for the next call) and the most one step allocates
+    /// while it runs.
     pub temp_bytes: usize,
     /// Outputs written into donated arguments' buffers (when donated).
     pub alias_bytes: usize,
@@ -539,12 +542,8 @@ impl Executable {
         );
         let alias_bytes = shape::sum_bytes(self.plan.donations.iter().map(|&(_, o)| bytes(o)));
         // Control-flow steps run sub-programs with arenas of their own.
-        let control_bytes = self
-            .controls
-            .iter()
-            .map(|(v, c)| c.extra_bytes(&g.node(*v).op))
-            .max()
-            .unwrap_or(0);
+        let control_bytes =
+            control::control_bytes(self.controls.iter().map(|(v, c)| (&g.node(*v).op, c)));
         // Library scratch sits after the plan's arena; constants read from
         // buffers are materialised once, for the executable's life.
         let extra_bytes = self.arena_len - self.plan.arena_bytes
