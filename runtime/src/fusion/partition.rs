@@ -235,7 +235,25 @@ fn fold_view(
     }
     if n.op == Op::Reshape {
         if !is_contiguous(&a.strides, &s.shape) {
-            return None;
+            // A reshape that only drops or inserts axes of length 1 keeps the other
+            // axes' strides (a lane `x[.., j]` of `passes::short_axis` is one).
+            let live = |sh: &[usize]| sh.iter().copied().filter(|&d| d != 1).collect::<Vec<_>>();
+            if live(&s.shape) != live(&n.shape) {
+                return None;
+            }
+            let mut kept = (s.shape.iter().zip(&a.strides))
+                .filter(|(&d, _)| d != 1)
+                .map(|(_, &st)| st);
+            let strides = n
+                .shape
+                .iter()
+                .map(|&d| if d == 1 { 0 } else { kept.next().unwrap() })
+                .collect();
+            return Some(Affine {
+                root: a.root,
+                offset: a.offset,
+                strides,
+            });
         }
         return Some(Affine {
             root: a.root,
