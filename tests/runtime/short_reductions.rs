@@ -191,8 +191,9 @@ fn nbody_over_a_short_axis_keeps_no_temporary() {
             m.temp_bytes,
             exe.kernels_text()
         );
+        // The lanes of `p` copied contiguous (one small kernel), then one row kernel.
         assert!(
-            exe.kernel_count() <= 1,
+            exe.kernel_count() <= 2,
             "{d}: {} kernels:\n{}",
             exe.kernel_count(),
             exe.kernels_text()
