@@ -13,10 +13,13 @@
 //! A lane `x[.., j]` is pushed through the ops that produced `x` where that costs no
 //! memory (elementwise ops, broadcasts, constants, reshapes and transposes that keep the
 //! last axis), so the lanes of `d = p[None] - p[:, None]` are `p[None, :, j] - p[:, None, j]`
-//! read straight from `p`; anywhere else it is a slice view, which reads `x` at offset `j`
-//! with stride `k`. Each element of `x` is computed once either way (the lanes partition
-//! it). Runs after `simplify` (whose graph carries no region metadata) and is followed by
-//! it, which merges the lanes' common operands and drops what became dead.
+//! read from `p` (`partition` copies such a strided lane once before broadcasting it). A
+//! reduction is split only when every lane ends in a value much smaller than `x` (or a
+//! constant): rows read from a buffer of `x`'s size stay a row kernel, whose loads along
+//! the row are contiguous where a lane's would have stride `k`. Each element of `x` is
+//! computed once either way (the lanes partition it). Runs after `simplify` (whose graph
+//! carries no region metadata) and is followed by it, which merges the lanes' common
+//! operands and drops what became dead.
 //!
 //! Both backends see only loop kernels, row kernels and reductions they already emit, so
 //! the choice is made once here and neither needs a fallback.
@@ -28,8 +31,8 @@ use std::collections::HashMap;
 /// itself, and the unrolled chain would grow the kernel past `MAX_KERNEL_NODES`.
 pub const MAX_LANES: usize = 16;
 
-/// Most nodes the lanes of one value may copy (its producers, once per lane): a longer
-/// cone is sliced where it is (read from memory, with stride `k`).
+/// Most nodes the lanes of one value may copy (its producers, once per lane): a
+/// reduction of a longer cone is left whole.
 const COPY_BUDGET: usize = 512;
 
 /// The split graph, or None when no reduction qualifies.
@@ -40,20 +43,61 @@ pub fn split(g: &Graph) -> Option<Graph> {
     let mut out = Graph::new();
     let mut map: Vec<ValueId> = Vec::with_capacity(g.nodes.len());
     let mut lanes = Lanes::default();
+    let mut changed = false;
     for n in &g.nodes {
         let node = Node {
             inputs: n.inputs.iter().map(|x| map[x.index()]).collect(),
             ..n.clone()
         };
-        let v = match kind(g, n) {
+        let v = match kind(g, n).filter(|_| worth_it(&out, node.inputs[0])) {
             Some(Kind::OverLanes(op)) => over_lanes(&mut out, &mut lanes, &node, op),
             Some(Kind::PerLane) => per_lane(&mut out, &mut lanes, &node),
-            None => out.push(node),
+            None => {
+                map.push(out.push(node));
+                continue;
+            }
         };
+        changed = true;
         map.push(v);
     }
     out.outputs = g.outputs.iter().map(|o| map[o.index()]).collect();
-    Some(out)
+    changed.then_some(out)
+}
+
+/// Whether the lanes of `x` are computed from values smaller than `x` (broadcast up, as
+/// the displacements `p[None] - p[:, None]` are from `p`): then no lane is read from a
+/// buffer of `x`'s size with stride `k`. A reduction of rows read from memory (a
+/// parameter, a product, a softmax's logits) stays a row kernel, whose loads along the row
+/// are contiguous. Also false when the copies would pass `COPY_BUDGET`.
+fn worth_it(g: &Graph, x: ValueId) -> bool {
+    let k = *g.node(x).shape.last().unwrap();
+    let size = crate::shape::numel(&g.node(x).shape);
+    let cap = COPY_BUDGET / k + 1;
+    let mut seen = std::collections::HashSet::from([x]);
+    let mut stack = vec![x];
+    while let Some(v) = stack.pop() {
+        let n = g.node(v);
+        if !pushes(g, n) {
+            // Sliced where it is: a strided read of its lanes.
+            if 4 * crate::shape::numel(&n.shape) > size {
+                return false;
+            }
+            continue;
+        }
+        for &i in &n.inputs {
+            // A source spread over the short axis is read as it is by every lane.
+            if n.op == Op::Broadcast && g.node(i).shape.last().is_none_or(|&d| d == 1) {
+                continue;
+            }
+            if seen.insert(i) {
+                if seen.len() > cap {
+                    return false;
+                }
+                stack.push(i);
+            }
+        }
+    }
+    true
 }
 
 enum Kind {
@@ -139,14 +183,13 @@ fn per_lane(out: &mut Graph, lanes: &mut Lanes, n: &Node) -> ValueId {
 struct Lanes(HashMap<(ValueId, usize), ValueId>);
 
 impl Lanes {
-    /// The `k` lanes of `x`, pushed through its producers when the copies fit the budget.
+    /// The `k` lanes of `x`, pushed through its producers.
     fn all(&mut self, out: &mut Graph, x: ValueId, k: usize) -> Vec<ValueId> {
-        let push = cone(out, x, COPY_BUDGET / k + 1) * k <= COPY_BUDGET;
-        (0..k).map(|j| self.lane(out, x, j, push)).collect()
+        (0..k).map(|j| self.lane(out, x, j)).collect()
     }
 
     /// `v[.., j]` (the last axis dropped).
-    fn lane(&mut self, out: &mut Graph, v: ValueId, j: usize, push: bool) -> ValueId {
+    fn lane(&mut self, out: &mut Graph, v: ValueId, j: usize) -> ValueId {
         if let Some(&l) = self.0.get(&(v, j)) {
             return l;
         }
@@ -160,17 +203,13 @@ impl Lanes {
             dtype: n.dtype,
             loc: n.loc,
         };
-        let l = if !(push && pushes(out, &n)) {
+        let l = if !pushes(out, &n) {
             slice_lane(out, &n, v, j)
         } else {
             match &n.op {
                 Op::Const(_) => out.push(with(n.op.clone(), vec![], short)),
                 op if op.is_elementwise() => {
-                    let ins = n
-                        .inputs
-                        .iter()
-                        .map(|&x| self.lane(out, x, j, push))
-                        .collect();
+                    let ins = n.inputs.iter().map(|&x| self.lane(out, x, j)).collect();
                     out.push(Node {
                         inputs: ins,
                         shape: short,
@@ -178,7 +217,7 @@ impl Lanes {
                     })
                 }
                 Op::Transpose(perm) => {
-                    let src = self.lane(out, n.inputs[0], j, push);
+                    let src = self.lane(out, n.inputs[0], j);
                     out.push(with(
                         Op::Transpose(perm[..r - 1].to_vec()),
                         vec![src],
@@ -186,7 +225,7 @@ impl Lanes {
                     ))
                 }
                 Op::Reshape => {
-                    let src = self.lane(out, n.inputs[0], j, push);
+                    let src = self.lane(out, n.inputs[0], j);
                     out.push(with(Op::Reshape, vec![src], short))
                 }
                 Op::Broadcast => {
@@ -199,7 +238,7 @@ impl Lanes {
                         Some(&1) => {
                             out.push(with(Op::Reshape, vec![s], ss[..ss.len() - 1].to_vec()))
                         }
-                        Some(_) => self.lane(out, s, j, push),
+                        Some(_) => self.lane(out, s, j),
                     };
                     out.push(with(Op::Broadcast, vec![src], short))
                 }
@@ -224,32 +263,6 @@ fn pushes(g: &Graph, n: &Node) -> bool {
         Op::Reshape => g.node(n.inputs[0]).shape.last() == n.shape.last(),
         _ => false,
     }
-}
-
-/// Nodes (at most `cap`) whose lanes `lane` would copy: `x` and its producers reached
-/// through `pushes`.
-fn cone(g: &Graph, x: ValueId, cap: usize) -> usize {
-    let mut seen = std::collections::HashSet::from([x]);
-    let mut stack = vec![x];
-    while let Some(v) = stack.pop() {
-        let n = g.node(v);
-        if !pushes(g, n) {
-            continue;
-        }
-        for &i in &n.inputs {
-            // A source spread over the short axis is read as it is by every lane.
-            if n.op == Op::Broadcast && g.node(i).shape.last().is_none_or(|&d| d == 1) {
-                continue;
-            }
-            if seen.len() >= cap {
-                return cap;
-            }
-            if seen.insert(i) {
-                stack.push(i);
-            }
-        }
-    }
-    seen.len()
 }
 
 /// `v[.., j]` as views: a slice of the last axis, then a reshape dropping it.
