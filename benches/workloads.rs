@@ -44,7 +44,8 @@
 //! `JITFUSE_BENCH_ONLY=W5,W9` keeps only those workloads, by the ids of
 //! ../shared/anchors/ (the table names them): W1 gelu, W2 axpby chain, W3 softmax, W4 layer
 //! norm, W5 row sums, W6 MLP forward, W7 MLP gradient, W8 residual-chain gradient, W9 matmul,
-//! `dispatch`, `chain20`, and W1f64/W3f64/W4f64 the f64 forms of W1/W3/W4.
+//! `dispatch`, `chain20`, W1f64/W3f64/W4f64 the f64 forms of W1/W3/W4, and `nbody`, `nbody3`,
+//! `nbodyf64`, `nbody3f64` (N-body forces over `[1024, 1024, 3]` and over three arrays).
 //!
 //! `JITFUSE_BENCH_PROFILE=<W1|W2|W3|W4|W5|chain20>:<jit|hand|ratio>:<calls>` instead runs
 //! one implementation `calls` times on an L2-sized input (16384 elements;
@@ -474,6 +475,15 @@ fn main() {
     let t1d = tensor64(&x1, &[N]);
     let t3d = tensor64(&x3, &[R3, C3]);
     let (tg4d, tb4d) = (tensor64(&g4, &[C3]), tensor64(&be4, &[C3]));
+    // N-body: positions [NB, 3], and the same coordinates as three arrays [NB].
+    let pnb = rng.vec(NB * 3, -1.0, 1.0);
+    let coords: Vec<Vec<f32>> = (0..3)
+        .map(|c| pnb.iter().skip(c).step_by(3).copied().collect())
+        .collect();
+    let tnb = tensor(&pnb, &[NB, 3]);
+    let tnb3: Vec<Tensor> = coords.iter().map(|c| tensor(c, &[NB])).collect();
+    let tnbd = tensor64(&pnb, &[NB, 3]);
+    let tnb3d: Vec<Tensor> = coords.iter().map(|c| tensor64(c, &[NB])).collect();
     let copy_src = vec![1.0f32; COPY_BYTES / 4];
     let mut copy_dst = vec![0.0f32; COPY_BYTES / 4];
 
@@ -573,6 +583,27 @@ fn main() {
         check_lines.push(format!(
             "{id}: max |jitfuse f64 - jitfuse f32| {d:.1e} (relative to max |out|, tolerance {CHECK_TOL:.0e}): {flag}"
         ));
+    }
+
+    // N-body: the [NB, NB, 3] form against the plain loop and the three-array form.
+    {
+        let ours = f(nbody(&tnb));
+        let xyz: Vec<Vec<f32>> = nbody_xyz(&tnb3[0], &tnb3[1], &tnb3[2])
+            .into_iter()
+            .map(f)
+            .collect();
+        let interleaved: Vec<f32> = (0..NB * 3).map(|e| xyz[e % 3][e / 3]).collect();
+        let ours64 = f64s(nbody(&tnbd));
+        for (id, what, d) in [
+            ("nbody", "hand", max_diff(&nbody_hand(&pnb), &ours)),
+            ("nbody", "three arrays", max_diff(&interleaved, &ours)),
+            ("nbodyf64", "f32", max_diff(&ours, &ours64)),
+        ] {
+            let flag = if d <= CHECK_TOL { "ok" } else { "MISMATCH" };
+            check_lines.push(format!(
+                "{id}: max |{what} - jitfuse| {d:.1e} (relative to max |out|, tolerance {CHECK_TOL:.0e}): {flag}"
+            ));
+        }
     }
 
     // ---- the cases ----
@@ -974,6 +1005,51 @@ fn main() {
         Box::new(|| secs(|| chain_nd(view1(&x1)))),
     );
 
+    // N-body over [NB, NB, 3] and over three [NB, NB] arrays (the ratio of the two is
+    // reported below the table); f64 jitfuse only.
+    add(
+        &mut cases,
+        "nbody",
+        Kind::Jit,
+        1,
+        Box::new(|| secs(|| nbody(&tnb))),
+    );
+    add(
+        &mut cases,
+        "nbody",
+        Kind::Compile,
+        1,
+        compile_case!(nbody(&tnb)),
+    );
+    add(
+        &mut cases,
+        "nbody",
+        Kind::Hand,
+        1,
+        Box::new(|| secs(|| nbody_hand(&pnb))),
+    );
+    add(
+        &mut cases,
+        "nbody3",
+        Kind::Jit,
+        1,
+        Box::new(|| secs(|| nbody_xyz(&tnb3[0], &tnb3[1], &tnb3[2]))),
+    );
+    add(
+        &mut cases,
+        "nbodyf64",
+        Kind::Jit,
+        1,
+        Box::new(|| secs(|| nbody(&tnbd))),
+    );
+    add(
+        &mut cases,
+        "nbody3f64",
+        Kind::Jit,
+        1,
+        Box::new(|| secs(|| nbody_xyz(&tnb3d[0], &tnb3d[1], &tnb3d[2]))),
+    );
+
     // f64: jitfuse and XLA only (no hand loop or ndarray row).
     add(
         &mut cases,
@@ -1173,6 +1249,38 @@ fn main() {
             pending: None,
         },
         Row {
+            id: "nbody",
+            name: "N-body forces, p[1024,3] via [1024,1024,3]",
+            bytes: None,
+            flops: None,
+            unit_us: false,
+            pending: None,
+        },
+        Row {
+            id: "nbody3",
+            name: "N-body forces, three [1024] arrays",
+            bytes: None,
+            flops: None,
+            unit_us: false,
+            pending: None,
+        },
+        Row {
+            id: "nbodyf64",
+            name: "N-body forces f64 via [1024,1024,3]",
+            bytes: None,
+            flops: None,
+            unit_us: false,
+            pending: None,
+        },
+        Row {
+            id: "nbody3f64",
+            name: "N-body forces f64, three [1024] arrays",
+            bytes: None,
+            flops: None,
+            unit_us: false,
+            pending: None,
+        },
+        Row {
             id: "W1f64",
             name: "gelu (tanh form) f64 x[4M]",
             bytes: Some(2.0 * N as f64 * 8.0),
@@ -1356,6 +1464,18 @@ fn main() {
             "chain20" => chain20::lower(&t1)
                 .and_then(|l| l.compile())
                 .map(|c| (c.step_count(), c.kernel_count())),
+            "nbody" => nbody::lower(&tnb)
+                .and_then(|l| l.compile())
+                .map(|c| (c.step_count(), c.kernel_count())),
+            "nbody3" => nbody_xyz::lower(&tnb3[0], &tnb3[1], &tnb3[2])
+                .and_then(|l| l.compile())
+                .map(|c| (c.step_count(), c.kernel_count())),
+            "nbodyf64" => nbody::lower(&tnbd)
+                .and_then(|l| l.compile())
+                .map(|c| (c.step_count(), c.kernel_count())),
+            "nbody3f64" => nbody_xyz::lower(&tnb3d[0], &tnb3d[1], &tnb3d[2])
+                .and_then(|l| l.compile())
+                .map(|c| (c.step_count(), c.kernel_count())),
             "W1f64" => w1_gelu::lower(&t1d)
                 .and_then(|l| l.compile())
                 .map(|c| (c.step_count(), c.kernel_count())),
@@ -1399,6 +1519,14 @@ fn main() {
          a copy mixes reads and writes one for one, row sums only read. Stream limits this run: gelu, softmax, layer norm {:.2} ms; axpby chain, row sums {:.2} ms.",
         2.0 * 16.0 * MIB / (copy_gbs * 1e9) * 1e3,
         4.0 * 16.0 * MIB / (copy_gbs * 1e9) * 1e3
+    )
+    .unwrap();
+    writeln!(
+        md,
+        "\nN-body over [1024,1024,3] / over three arrays (reductions over the short axis split \
+         into lanes, `passes::short_axis`): **{}** (f32), **{}** (f64).",
+        ratio(med("nbody", Kind::Jit), med("nbody3", Kind::Jit)),
+        ratio(med("nbodyf64", Kind::Jit), med("nbody3f64", Kind::Jit)),
     )
     .unwrap();
     writeln!(

@@ -189,3 +189,36 @@ pub fn chain20(x: &Tensor) -> Tensor {
     let y = y - 0.5; // 19
     y.abs() // 20
 }
+
+/// N-body: bodies, and the softening added to every squared distance.
+pub const NB: usize = 1024;
+pub const NB_EPS: f32 = 1e-2;
+
+/// N-body forces over positions `[NB, 3]`: displacements `[NB, NB, 3]`, squared distances
+/// summed over the short axis, forces summed over the second axis.
+#[jit]
+pub fn nbody(p: &Tensor) -> Tensor {
+    let d = p.unsqueeze(0) - p.unsqueeze(1);
+    let r2 = (&d * &d).sum(-1) + NB_EPS as f64;
+    let inv = r2.rsqrt();
+    let inv_r3 = &inv * &inv * &inv;
+    (&d * inv_r3.unsqueeze(-1)).sum(1)
+}
+
+/// The same forces over three coordinate arrays `[NB]` (the form to match).
+#[jit]
+pub fn nbody_xyz(x: &Tensor, y: &Tensor, z: &Tensor) -> Vec<Tensor> {
+    let (dx, dy, dz) = (
+        x.unsqueeze(0) - x.unsqueeze(1),
+        y.unsqueeze(0) - y.unsqueeze(1),
+        z.unsqueeze(0) - z.unsqueeze(1),
+    );
+    let r2 = &dx * &dx + &dy * &dy + &dz * &dz + NB_EPS as f64;
+    let inv = r2.rsqrt();
+    let inv_r3 = &inv * &inv * &inv;
+    vec![
+        (dx * &inv_r3).sum(1),
+        (dy * &inv_r3).sum(1),
+        (dz * &inv_r3).sum(1),
+    ]
+}

@@ -349,3 +349,29 @@ at_machine_width! {
 pub fn chain_hand(x: &[f32]) -> Vec<f32> {
     par_fill(x.len(), CHUNK, |s, out| chain_chunk(&x[s..], out))
 }
+
+at_machine_width! {
+    fn nbody_chunk(p: &[f32], first: usize, out: &mut [MaybeUninit<f32>]) {
+        for (r, f) in out.chunks_mut(3).enumerate() {
+            let i = first + r;
+            let (xi, yi, zi) = (p[3 * i], p[3 * i + 1], p[3 * i + 2]);
+            let (mut fx, mut fy, mut fz) = (0.0f32, 0.0f32, 0.0f32);
+            for q in p.chunks_exact(3) {
+                let (dx, dy, dz) = (q[0] - xi, q[1] - yi, q[2] - zi);
+                let inv = 1.0 / (dx * dx + dy * dy + dz * dz + NB_EPS).sqrt();
+                let inv3 = inv * inv * inv;
+                fx += dx * inv3;
+                fy += dy * inv3;
+                fz += dz * inv3;
+            }
+            f[0].write(fx);
+            f[1].write(fy);
+            f[2].write(fz);
+        }
+    }
+}
+
+/// N-body forces as a plain loop over the bodies `[NB, 3]` (rows split over the pool).
+pub fn nbody_hand(p: &[f32]) -> Vec<f32> {
+    par_fill(p.len(), 3 * 16, |s, out| nbody_chunk(p, s / 3, out))
+}

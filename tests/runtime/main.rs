@@ -27,6 +27,7 @@ mod random;
 mod regressions;
 mod report;
 mod save_load;
+mod short_reductions;
 mod statistics;
 mod tensor_api;
 mod vmap;

@@ -633,3 +633,85 @@ fn the_description_checker_rejects_accesses_outside_their_buffers() {
     });
     assert!(e.contains("reduction input"), "{e}");
 }
+
+/// `short_axis::split` then `simplify`: the lanes of `d = p[None] - p[:, None]` read
+/// from `p`, the sum over them a chain of adds, the sum over the second axis one
+/// reduction per lane; the same values in the interpreter.
+#[test]
+fn short_axis_splits_reductions_into_lanes() {
+    let g = ir::parse(
+        "%p = param 0 : f32[4,3]
+         %a = reshape %p : f32[1,4,3]
+         %b = reshape %p : f32[4,1,3]
+         %ab = broadcast %a : f32[4,4,3]
+         %bb = broadcast %b : f32[4,4,3]
+         %d = sub %ab, %bb : f32[4,4,3]
+         %d2 = mul %d, %d : f32[4,4,3]
+         %r2 = reduce_sum[2] %d2 : f32[4,4]
+         %r = reshape %r2 : f32[4,4,1]
+         %rb = broadcast %r : f32[4,4,3]
+         %f = mul %d, %rb : f32[4,4,3]
+         %s = reduce_sum[1] %f : f32[4,3]
+         return %s",
+    )
+    .unwrap();
+    ir::verify(&g).unwrap();
+    let split = jitfuse::internals::passes::short_axis::split(&g).expect("splits");
+    let s = jitfuse::internals::passes::simplify(&split);
+    ir::verify(&s).unwrap_or_else(|e| panic!("{e}\n{s}"));
+    expect![[r#"
+        %0 = param 0 : f32[4,3]
+        %1 = slice[0:1,0:1] %0 : f32[4,1]
+        %2 = reshape %1 : f32[1,4]
+        %3 = broadcast %2 : f32[4,4]
+        %4 = broadcast %1 : f32[4,4]
+        %5 = sub %3, %4 : f32[4,4]
+        %6 = mul %5, %5 : f32[4,4]
+        %7 = slice[0:1,1:1] %0 : f32[4,1]
+        %8 = reshape %7 : f32[1,4]
+        %9 = broadcast %8 : f32[4,4]
+        %10 = broadcast %7 : f32[4,4]
+        %11 = sub %9, %10 : f32[4,4]
+        %12 = mul %11, %11 : f32[4,4]
+        %13 = slice[0:1,2:1] %0 : f32[4,1]
+        %14 = reshape %13 : f32[1,4]
+        %15 = broadcast %14 : f32[4,4]
+        %16 = broadcast %13 : f32[4,4]
+        %17 = sub %15, %16 : f32[4,4]
+        %18 = mul %17, %17 : f32[4,4]
+        %19 = add %6, %12 : f32[4,4]
+        %20 = add %19, %18 : f32[4,4]
+        %21 = mul %5, %20 : f32[4,4]
+        %22 = mul %11, %20 : f32[4,4]
+        %23 = mul %17, %20 : f32[4,4]
+        %24 = reduce_sum[1] %21 : f32[4]
+        %25 = reshape %24 : f32[4,1]
+        %26 = reduce_sum[1] %22 : f32[4]
+        %27 = reshape %26 : f32[4,1]
+        %28 = reduce_sum[1] %23 : f32[4]
+        %29 = reshape %28 : f32[4,1]
+        %30 = concat[1] %25, %27, %29 : f32[4,3]
+        return %30
+    "#]]
+    .assert_eq(&s.to_text());
+    // (The split graph's text parses back to it.)
+    assert_eq!(ir::parse(&s.to_text()).unwrap().to_text(), s.to_text());
+    let args = random_args(&g, 3);
+    let before = interp::eval_graph(&g, &args, &[]).unwrap();
+    let after = interp::eval_graph(&s, &args, &[]).unwrap();
+    assert_close(
+        &after[0],
+        &before[0],
+        Tol::rel(DType::F32, 1e-5).normwise(&before[0]),
+        "split",
+    );
+    // A reduction of rows read from memory is left whole.
+    let g = ir::parse(
+        "%x = param 0 : f32[8,3]
+         %y = exp %x : f32[8,3]
+         %s = reduce_sum[1] %y : f32[8]
+         return %s",
+    )
+    .unwrap();
+    assert!(jitfuse::internals::passes::short_axis::split(&g).is_none());
+}

@@ -215,8 +215,14 @@ impl Executable {
         let mut graph = phase("simplify", || {
             let g = crate::passes::simplify(&crate::passes::fuse_attention(&traced_graph));
             // An attention gradient that alone reads its forward output recomputes it.
-            match crate::passes::attention::recompute_outputs(&g) {
+            let g = match crate::passes::attention::recompute_outputs(&g) {
                 Some(g) => crate::passes::simplify(&g),
+                None => g,
+            };
+            // Reductions and short trailing axes split into lanes (then their common
+            // operands merged, the split inputs dropped).
+            match crate::passes::short_axis::split(&g) {
+                Some(split) => crate::passes::simplify(&split),
                 None => g,
             }
         });

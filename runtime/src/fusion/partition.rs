@@ -235,7 +235,25 @@ fn fold_view(
     }
     if n.op == Op::Reshape {
         if !is_contiguous(&a.strides, &s.shape) {
-            return None;
+            // A reshape that only drops or inserts axes of length 1 keeps the other
+            // axes' strides (a lane `x[.., j]` of `passes::short_axis` is one).
+            let live = |sh: &[usize]| sh.iter().copied().filter(|&d| d != 1).collect::<Vec<_>>();
+            if live(&s.shape) != live(&n.shape) {
+                return None;
+            }
+            let mut kept = (s.shape.iter().zip(&a.strides))
+                .filter(|(&d, _)| d != 1)
+                .map(|(_, &st)| st);
+            let strides = n
+                .shape
+                .iter()
+                .map(|&d| if d == 1 { 0 } else { kept.next().unwrap() })
+                .collect();
+            return Some(Affine {
+                root: a.root,
+                offset: a.offset,
+                strides,
+            });
         }
         return Some(Affine {
             root: a.root,
@@ -261,6 +279,39 @@ fn fold_view(
     })
 }
 
+/// Whether broadcast `v` should read its source from a contiguous copy: the source is a
+/// strided view (a lane `p[:, j]` of positions `[N, 3]`, `passes::short_axis`) that the
+/// broadcast re-reads many times. Read in place, every reader's vector loads along it
+/// would be strided (element by element); copied once (a small kernel), they are
+/// contiguous.
+fn gathers_first(
+    g: &Graph,
+    v: ValueId,
+    views: &HashMap<ValueId, Affine>,
+    materialised: &[bool],
+) -> bool {
+    let n = g.node(v);
+    if n.op != Op::Broadcast {
+        return false;
+    }
+    let src = n.inputs[0];
+    let s = g.node(src);
+    let Some(a) = views.get(&src).filter(|_| !materialised[src.index()]) else {
+        return false;
+    };
+    // (A source spread by a broadcast of its own, stride 0, stays a view: its copy
+    // would be larger than what it reads.)
+    let spread = s
+        .shape
+        .iter()
+        .zip(&a.strides)
+        .any(|(&d, &st)| d > 1 && st == 0);
+    s.op.is_view()
+        && !spread
+        && !is_contiguous(&a.strides, &s.shape)
+        && shape::numel(&n.shape) >= 4 * shape::numel(&s.shape).max(1)
+}
+
 /// Fold every view (in node order) into an affine map over a materialised
 /// root; a reshape that cannot fold forces its source into a buffer.
 fn fold_all(
@@ -276,6 +327,33 @@ fn fold_all(
         }
         if n.op == Op::Barrier && materialised[i] {
             continue; // copied by its own step
+        }
+        if gathers_first(g, v, &views, materialised) {
+            // Copy the view below its reshapes (the lane `p[:, j]` that `p[None, :, j]`
+            // and `p[:, None, j]` both reshape: one copy for both), then fold the
+            // reshapes again over the copy.
+            let mut chain = vec![n.inputs[0]];
+            loop {
+                let c = g.node(*chain.last().unwrap());
+                let below = c.inputs.first().copied();
+                match below {
+                    Some(b)
+                        if c.op == Op::Reshape
+                            && views.contains_key(&b)
+                            && !materialised[b.index()]
+                            && g.node(b).op.is_view() =>
+                    {
+                        chain.push(b)
+                    }
+                    _ => break,
+                }
+            }
+            let copied = chain.pop().unwrap();
+            materialised[copied.index()] = true;
+            for &r in chain.iter().rev() {
+                let a = fold_view(g, r, &views, materialised).expect("reshape of a copy folds");
+                views.insert(r, a);
+            }
         }
         match fold_view(g, v, &views, materialised) {
             Some(a) => {

@@ -4,6 +4,7 @@
 pub mod attention;
 pub mod remat;
 pub mod schedule;
+pub mod short_axis;
 pub mod simplify;
 
 pub use simplify::simplify;
