@@ -82,7 +82,13 @@ impl fmt::Display for MemoryAnalysis {
             "  evaluated op by op, the intermediates would take {}",
             h(self.eager_bytes)
         )?;
-        write!(f, "  machine code: {}", h(self.code_bytes))
+        write!(
+            f,
+            "  held for the program's life: machine code {}, its description (graph, schedule, \
+             plan) {}",
+            h(self.code_bytes),
+            h(self.program_bytes)
+        )
     }
 }
 
@@ -92,7 +98,7 @@ impl fmt::Display for CacheStats {
         write!(
             f,
             "{}: {} (compiled programs reused), {} (traced and compiled, {} in all); {} cached \
-             in {} of code and arenas",
+             in {} (code, arenas, descriptions)",
             plural(self.hits + self.misses, "call", "calls"),
             plural(self.hits, "hit", "hits"),
             plural(self.misses, "miss", "misses"),
@@ -116,7 +122,7 @@ impl fmt::Display for EagerStats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "eager ops: {} compiled; {} held in {} of code and arenas (at most {})",
+            "eager ops: {} compiled; {} held in {} (code, arenas, descriptions; at most {})",
             plural(self.compiled, "single-op program", "single-op programs"),
             plural(self.entries as u64, "program", "programs"),
             human_bytes(self.cached_bytes),

@@ -110,6 +110,11 @@ impl ControlProgram {
         self.execs.iter().map(|e| e.kernel_count()).sum()
     }
 
+    /// Heap bytes of the sub-programs' descriptions (`Executable::description_bytes`).
+    pub fn description_bytes(&self) -> usize {
+        self.execs.iter().map(|e| e.description_bytes()).sum()
+    }
+
     pub fn code_bytes(&self) -> usize {
         self.execs
             .iter()

@@ -3,7 +3,10 @@
 //! buffers and calls the kernels in order.
 
 mod control;
+mod footprint;
 mod parallel;
+
+pub(crate) use footprint::block as block_bytes;
 
 use crate::codegen::{self, CompiledKernels, Target};
 use crate::describe::{describe, Description};
@@ -33,8 +36,14 @@ pub struct MemoryAnalysis {
     pub temp_bytes: usize,
     /// Outputs written into donated arguments' buffers (when donated).
     pub alias_bytes: usize,
-    /// Generated machine code.
+    /// Memory holding the generated machine code: its whole 64-byte units of the shared
+    /// code heap (whole pages where the code could not go there).
     pub code_bytes: usize,
+    /// Heap memory the compiled program's own description holds for its life: graph,
+    /// schedule, kernel descriptions, buffer plan (partly estimated, see
+    /// `exec/footprint.rs`). With `code_bytes` and `temp_bytes`, what a cache holding
+    /// the program holds.
+    pub program_bytes: usize,
     /// What evaluating the same graph op by op allocates for intermediates:
     /// one buffer per computed non-view op result that is not an output.
     pub eager_bytes: usize,
@@ -318,7 +327,12 @@ impl Executable {
         Ok(Executable {
             controls,
             target: target.clone(),
-            traced: traced_graph,
+            // The traced graph is only read for its text.
+            traced: if keep_text {
+                traced_graph
+            } else {
+                Graph::new()
+            },
             graph,
             captured: traced.captured,
             part,
@@ -544,6 +558,7 @@ impl Executable {
                     .values()
                     .map(|c| c.code_bytes())
                     .sum::<usize>(),
+            program_bytes: self.description_bytes(),
             eager_bytes,
             lower_bound_bytes: self
                 .plan
@@ -625,6 +640,8 @@ impl Executable {
         self.part.steps.len()
     }
 
+    /// The graph as traced (empty when the program was compiled without its text: the
+    /// caches' programs, unless `JITFUSE_DUMP` is set).
     pub fn traced_text(&self) -> String {
         self.traced.to_text()
     }
