@@ -55,6 +55,15 @@ impl fmt::Display for MemoryAnalysis {
             h(self.temp_bytes),
             h(self.alias_bytes)
         )?;
+        if self.library_bytes > 0 {
+            writeln!(
+                f,
+                "  besides: GEMM workspace of up to {} over the threads (packing buffers and \
+                 per-thread slabs the matrix-product libraries allocate themselves, outside \
+                 the arena)",
+                h(self.library_bytes)
+            )?;
+        }
         writeln!(
             f,
             "  temporaries: one arena of {}, reused by every call; at most {} of them are live \

@@ -31,6 +31,7 @@ fn a_memory_analysis_prints_each_figure_with_its_meaning() {
         alias_bytes: 9 << 20,
         code_bytes: 126865,
         program_bytes: 9 << 10,
+        library_bytes: 0,
         eager_bytes: 300 << 20,
         lower_bound_bytes: 23 << 20,
         peak_bytes: 33 << 20,

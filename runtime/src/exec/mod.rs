@@ -49,6 +49,12 @@ pub struct MemoryAnalysis {
     pub eager_bytes: usize,
     /// The largest sum of temporaries live at any step of the schedule.
     pub lower_bound_bytes: usize,
+    /// Workspace the GEMM libraries allocate themselves for the program's products,
+    /// outside the arena (packing buffers, thread-local slabs: see
+    /// `library/workspace.rs`), over the threads that run them; the largest product's.
+    /// Not in `peak_bytes` (what a memory budget bounds): partly per thread and shared
+    /// by every program, estimated from the libraries' blocking.
+    pub library_bytes: usize,
     /// arguments + outputs + temp - alias.
     pub peak_bytes: usize,
     /// The largest sum of temporaries live at any step inside outputs' and
@@ -508,6 +514,29 @@ impl Executable {
         self.run(call)
     }
 
+    /// The GEMM libraries' own workspace for the largest product (`library_bytes`).
+    fn library_bytes(&self) -> usize {
+        let g = &self.graph;
+        let own = self.part.steps.iter().filter_map(|s| match s {
+            Step::Library(v) if g.node(*v).op == Op::Matmul => {
+                let n = g.node(*v);
+                let a = &g.node(n.inputs[0]).shape;
+                let b = &g.node(n.inputs[1]).shape;
+                let (m, k) = (a[a.len().saturating_sub(2)], a[a.len() - 1]);
+                let cols = b[b.len() - 1];
+                Some(crate::library::workspace::gemm_bytes(
+                    m,
+                    k,
+                    cols,
+                    n.dtype.size(),
+                ))
+            }
+            _ => None,
+        });
+        let sub = self.controls.values().flat_map(|c| c.library_bytes());
+        own.chain(sub).max().unwrap_or(0)
+    }
+
     /// The memory figures of this program (see `MemoryAnalysis`).
     pub fn memory_analysis(&self) -> MemoryAnalysis {
         let g = &self.graph;
@@ -547,7 +576,9 @@ impl Executable {
             .arena_bytes
             .saturating_add(control_bytes)
             .saturating_add(extra_bytes);
+        let library_bytes = self.library_bytes();
         MemoryAnalysis {
+            library_bytes,
             argument_bytes,
             output_bytes,
             temp_bytes,
