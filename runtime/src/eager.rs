@@ -10,7 +10,8 @@
 //!
 //! `JITFUSE_EAGER=interp` (read once) or [`set_eager_mode`] selects the interpreter for
 //! everything: it stays the test oracle. The cache holds at most [`EAGER_CACHE_BYTES`] of
-//! code and arenas, least recently used programs dropped first.
+//! programs (code, arenas, the programs' own descriptions and the cache's entries: what
+//! they keep resident), least recently used programs dropped first.
 
 use crate::exec::Executable;
 use crate::ir::{Graph, Node, Op, ValueId};
@@ -32,7 +33,8 @@ pub enum EagerMode {
     Interp,
 }
 
-/// The byte limit of the eager cache (generated code plus arenas).
+/// The byte limit of the eager cache: its programs' code, arenas and descriptions, and its
+/// entries (see `EagerStats::cached_bytes`).
 pub const EAGER_CACHE_BYTES: usize = 256 << 20;
 
 /// 0: not read yet; 1: compiled; 2: interpreter.
@@ -154,7 +156,9 @@ pub struct EagerStats {
     pub evicted: u64,
     /// Programs held now.
     pub entries: usize,
-    /// Bytes the held programs take: their machine code and their arenas of temporaries.
+    /// Bytes the held programs keep resident: their machine code, their arenas of
+    /// temporaries and materialised constants, their own descriptions (graph, schedule,
+    /// plan) and the cache's entries for them.
     pub cached_bytes: usize,
 }
 
@@ -176,11 +180,16 @@ pub fn eager_cache_entries() -> Vec<(String, u64)> {
     c.map.iter().map(|(k, e)| (k.clone(), e.hits)).collect()
 }
 
-/// Drops every cached eager program.
+/// Drops every cached eager program (a program a call still runs is freed when it is done)
+/// and hands the freed memory back to the system as far as the allocator can.
 pub fn clear_eager_cache() {
-    let mut c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    c.map.clear();
-    c.bytes = 0;
+    let old = {
+        let mut c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+        c.bytes = 0;
+        std::mem::take(&mut c.map)
+    };
+    drop(old);
+    crate::release::trim();
 }
 
 fn key(op: &Op, inputs: &[&Tensor], donated: Option<usize>, outs: &[(&[usize], DType)]) -> String {
@@ -281,7 +290,10 @@ fn cached(
     }));
     let exe = Arc::new(compiled.ok()?.ok()?);
     let m = exe.memory_analysis();
-    let bytes = m.code_bytes + m.temp_bytes;
+    // The entry: its key and its slot of the map (which keeps up to twice its entries'
+    // slots as it grows).
+    let entry = crate::exec::block_bytes(k.capacity()) + 2 * std::mem::size_of::<(String, Entry)>();
+    let bytes = m.code_bytes + m.temp_bytes + m.program_bytes + entry;
     let mut c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
     c.compiled += 1;
     while c.bytes + bytes > EAGER_CACHE_BYTES && !c.map.is_empty() {

@@ -42,6 +42,7 @@ pub mod passes;
 pub mod plan;
 #[deny(missing_docs)]
 pub mod random;
+mod release;
 #[deny(missing_docs)]
 pub mod report;
 #[deny(missing_docs)]

@@ -55,6 +55,15 @@ impl fmt::Display for MemoryAnalysis {
             h(self.temp_bytes),
             h(self.alias_bytes)
         )?;
+        if self.library_bytes > 0 {
+            writeln!(
+                f,
+                "  besides: GEMM workspace of up to {} over the threads (packing buffers and \
+                 per-thread slabs the matrix-product libraries allocate themselves, outside \
+                 the arena)",
+                h(self.library_bytes)
+            )?;
+        }
         writeln!(
             f,
             "  temporaries: one arena of {}, reused by every call; at most {} of them are live \
@@ -90,7 +99,13 @@ impl fmt::Display for MemoryAnalysis {
             "  evaluated op by op, the intermediates would take {}",
             h(self.eager_bytes)
         )?;
-        write!(f, "  machine code: {}", h(self.code_bytes))
+        write!(
+            f,
+            "  held for the program's life: machine code {}, its description (graph, schedule, \
+             plan) {}",
+            h(self.code_bytes),
+            h(self.program_bytes)
+        )
     }
 }
 
@@ -100,7 +115,7 @@ impl fmt::Display for CacheStats {
         write!(
             f,
             "{}: {} (compiled programs reused), {} (traced and compiled, {} in all); {} cached \
-             in {} of code and arenas",
+             in {} (code, arenas, descriptions)",
             plural(self.hits + self.misses, "call", "calls"),
             plural(self.hits, "hit", "hits"),
             plural(self.misses, "miss", "misses"),
@@ -124,7 +139,7 @@ impl fmt::Display for EagerStats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "eager ops: {} compiled; {} held in {} of code and arenas (at most {})",
+            "eager ops: {} compiled; {} held in {} (code, arenas, descriptions; at most {})",
             plural(self.compiled, "single-op program", "single-op programs"),
             plural(self.entries as u64, "program", "programs"),
             human_bytes(self.cached_bytes),

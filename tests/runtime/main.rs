@@ -4,6 +4,7 @@ mod array_ops;
 mod attention;
 mod autodiff;
 mod cache_diag;
+mod cache_memory;
 mod checkpoint_memory;
 mod common;
 mod control_flow;

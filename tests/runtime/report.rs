@@ -30,6 +30,8 @@ fn a_memory_analysis_prints_each_figure_with_its_meaning() {
         temp_bytes: 24 << 20,
         alias_bytes: 9 << 20,
         code_bytes: 126865,
+        program_bytes: 9 << 10,
+        library_bytes: 0,
         eager_bytes: 300 << 20,
         lower_bound_bytes: 23 << 20,
         peak_bytes: 33 << 20,
@@ -42,7 +44,7 @@ fn a_memory_analysis_prints_each_figure_with_its_meaning() {
           stacked by loops: 6.0 MiB of the temporaries are values loops stack to read back (the carries a loop's gradient keeps)
           written in place: 9.0 MiB of outputs go into donated arguments' buffers
           evaluated op by op, the intermediates would take 300.0 MiB
-          machine code: 123.9 KiB"#]]
+          held for the program's life: machine code 123.9 KiB, its description (graph, schedule, plan) 9.0 KiB"#]]
     .assert_eq(&m.to_string());
     // Nothing donated, nothing hosted: those lines and clauses are left out.
     let plain = MemoryAnalysis {
@@ -72,7 +74,7 @@ fn cache_stats_print_calls_hits_misses_and_what_is_cached() {
         evictions: 0,
         cached_bytes: 3 << 10,
     };
-    expect![[r#"2 calls: 1 hit (compiled programs reused), 1 miss (traced and compiled, 4.56 ms in all); 1 signature cached in 3.0 KiB of code and arenas"#]]
+    expect![[r#"2 calls: 1 hit (compiled programs reused), 1 miss (traced and compiled, 4.56 ms in all); 1 signature cached in 3.0 KiB (code, arenas, descriptions)"#]]
     .assert_eq(&s.to_string());
     let many = CacheStats {
         hits: 0,
@@ -82,7 +84,7 @@ fn cache_stats_print_calls_hits_misses_and_what_is_cached() {
         compile_time: Duration::from_millis(1500),
         ..s
     };
-    expect![[r#"3 calls: 0 hits (compiled programs reused), 3 misses (traced and compiled, 1.50 s in all); 2 signatures cached in 3.0 KiB of code and arenas; 1 program dropped to keep within the cache limit"#]]
+    expect![[r#"3 calls: 0 hits (compiled programs reused), 3 misses (traced and compiled, 1.50 s in all); 2 signatures cached in 3.0 KiB (code, arenas, descriptions); 1 program dropped to keep within the cache limit"#]]
     .assert_eq(&many.to_string());
     // A real function's counters.
     let x = Tensor::from_vec(vec![0.5f32; 8], &[8]).unwrap();
@@ -107,7 +109,7 @@ fn eager_stats_print_what_was_compiled_held_and_dropped() {
         entries: 1,
         cached_bytes: 5 << 10,
     };
-    expect![[r#"eager ops: 1 single-op program compiled; 1 program held in 5.0 KiB of code and arenas (at most 256.0 MiB)"#]]
+    expect![[r#"eager ops: 1 single-op program compiled; 1 program held in 5.0 KiB (code, arenas, descriptions; at most 256.0 MiB)"#]]
     .assert_eq(&s.to_string());
     let many = jitfuse::eager::EagerStats {
         compiled: 40,
@@ -115,7 +117,7 @@ fn eager_stats_print_what_was_compiled_held_and_dropped() {
         entries: 37,
         cached_bytes: 3 << 20,
     };
-    expect![[r#"eager ops: 40 single-op programs compiled; 37 programs held in 3.0 MiB of code and arenas (at most 256.0 MiB); 3 programs dropped to keep within that"#]]
+    expect![[r#"eager ops: 40 single-op programs compiled; 37 programs held in 3.0 MiB (code, arenas, descriptions; at most 256.0 MiB); 3 programs dropped to keep within that"#]]
     .assert_eq(&many.to_string());
     // The process's own counters.
     let x = Tensor::from_vec(vec![0.25f32; 9], &[9]).unwrap();

@@ -1,6 +1,9 @@
 //! Cranelift code generation: one function per kernel, all kernels of a
-//! program in one JIT module whose code is freed with the program.
+//! program in one JIT module, whose code goes to the shared code heap
+//! (`code_heap`) and is freed with the program.
 
+mod code_heap;
+mod jit_memory;
 mod kernel;
 mod lower_traced;
 pub mod math;
@@ -70,10 +73,32 @@ pub fn live_code_count() -> usize {
     LIVE.lock().unwrap().len()
 }
 
-/// A JIT module's code, freed when the program is dropped.
+/// Bytes of executable memory the shared code heap has mapped, and the bytes of it that
+/// programs hold (the rest: free units of partly used chunks).
+pub fn code_heap_bytes() -> (usize, usize) {
+    code_heap::heap_bytes()
+}
+
+/// A program's code, freed when the program is dropped: its blocks of the shared code
+/// heap, and the JIT module only where some of it is in Cranelift's own memory.
 pub struct JitCode {
     module: Option<JITModule>,
+    blocks: Vec<code_heap::Block>,
     pub id: u64,
+}
+
+impl JitCode {
+    /// Heap bytes of the code's bookkeeping: the block list, and the JIT module where it
+    /// is kept (its declarations and relocation records; a measured figure).
+    pub fn held_bytes(&self) -> usize {
+        const MODULE_BYTES: usize = 2048;
+        crate::exec::block_bytes(self.blocks.capacity() * std::mem::size_of::<code_heap::Block>())
+            + if self.module.is_some() {
+                MODULE_BYTES
+            } else {
+                0
+            }
+    }
 }
 
 // SAFETY: the module is only touched at drop; its finalized code is immutable
@@ -87,14 +112,19 @@ impl Drop for JitCode {
             // SAFETY: the program owning this code is being dropped, so no
             // call can be running through its function pointers.
             unsafe { m.free_memory() };
-            LIVE.lock().unwrap().retain(|&i| i != self.id);
         }
+        // The blocks (dropped after this) go back to the heap.
+        self.blocks.clear();
+        LIVE.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|&i| i != self.id);
     }
 }
 
 pub struct CompiledKernels {
     pub fns: Vec<KernelFn>,
-    /// Bytes of machine code over all kernels.
+    /// Resident bytes holding the machine code of all kernels: whole 64-byte units of the
+    /// code heap (or whole pages of Cranelift's own memory).
     pub code_bytes: usize,
     /// Cranelift IR text of each kernel (when asked for).
     pub clif: Vec<String>,
@@ -213,10 +243,10 @@ pub fn compile(
     let kernels = (part.steps.iter().zip(described)).filter(|s| !matches!(s.0, Step::Library(_)));
     let count = kernels.clone().count();
     let isa = ISA.as_ref().map_err(|e| Error::codegen(e.clone()))?.clone();
-    let mut module = JITModule::new(JITBuilder::with_isa(
-        isa.clone(),
-        cranelift_module::default_libcall_names(),
-    ));
+    let (provider, allocated) = jit_memory::Provider::new();
+    let mut builder = JITBuilder::with_isa(isa.clone(), cranelift_module::default_libcall_names());
+    builder.memory_provider(Box::new(provider));
+    let mut module = JITModule::new(builder);
     let mut ctx = module.make_context();
     let mut fctx = FunctionBuilderContext::new();
     let mut sig = module.make_signature();
@@ -225,7 +255,6 @@ pub fn compile(
     }
     let mut ids = Vec::new();
     let mut clif = Vec::new();
-    let mut code_bytes = 0;
     // Distinct functions to compile: (id, IR).
     let mut todo: Vec<(cranelift_module::FuncId, cranelift_codegen::ir::Function)> = Vec::new();
     let mut seen: std::collections::HashMap<String, cranelift_module::FuncId> =
@@ -282,7 +311,6 @@ pub fn compile(
                             module
                                 .define_function_bytes(id, 64, &code.bytes, &[])
                                 .map_err(|e| Error::codegen(format!("{e:?}")))?;
-                            code_bytes += code.bytes.len();
                             if keep_clif {
                                 zmm_asm.insert(id, zmm::listing(&code));
                             }
@@ -363,10 +391,17 @@ pub fn compile(
     }
     let compiled =
         crate::diag::phases::phase("codegen cranelift", || compile_all(&*isa, todo, keep_clif));
+    let compiled: Vec<_> = compiled.into_iter().collect::<Result<_, _>>()?;
+    // Code that refers to itself or its neighbours by relative address must run where it
+    // was written: Cranelift's own memory, not the heap's second mapping.
+    if compiled
+        .iter()
+        .any(|(_, m)| m.relocs.iter().any(|r| !position_independent(r.kind)))
+    {
+        allocated.lock().unwrap_or_else(|e| e.into_inner()).no_heap = true;
+    }
     let mut asm_of = zmm_asm;
-    for c in compiled {
-        let (id, m) = c?;
-        code_bytes += m.bytes.len();
+    for (id, m) in compiled {
         module
             .define_function_bytes(id, m.alignment, &m.bytes, &m.relocs)
             .map_err(|e| Error::codegen(format!("{e:?}")))?;
@@ -386,24 +421,38 @@ pub fn compile(
     module
         .finalize_definitions()
         .map_err(|e| Error::codegen(e.to_string()))?;
+    let mut allocated = std::mem::take(&mut *allocated.lock().unwrap_or_else(|e| e.into_inner()));
     let fns = ids
         .iter()
         .map(|&id| {
-            let p = module.get_finalized_function(id);
+            let p = allocated.executable(module.get_finalized_function(id));
             // SAFETY: every kernel was built with the KernelFn signature.
             unsafe { std::mem::transmute::<*const u8, KernelFn>(p) }
         })
         .collect();
+    let code_bytes = allocated.bytes();
+    allocated.blocks.iter().for_each(code_heap::Block::written);
+    // All code in the heap: the module's bookkeeping is not needed any more (dropping it
+    // frees nothing of the heap, and its own memory provider holds nothing).
+    let module = (allocated.system_bytes > 0).then_some(module);
     let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    LIVE.lock().unwrap().push(id);
+    LIVE.lock().unwrap_or_else(|e| e.into_inner()).push(id);
     Ok(CompiledKernels {
         fns,
         code_bytes,
         clif,
         asm,
         code: JitCode {
-            module: Some(module),
+            module,
+            blocks: std::mem::take(&mut allocated.blocks),
             id,
         },
     })
+}
+
+/// Whether a relocation of this kind patches an absolute address (the same wherever the
+/// code runs).
+fn position_independent(kind: cranelift_codegen::binemit::Reloc) -> bool {
+    use cranelift_codegen::binemit::Reloc;
+    matches!(kind, Reloc::Abs4 | Reloc::Abs8)
 }

@@ -149,6 +149,19 @@ impl ControlProgram {
         self.execs.iter().map(|e| e.kernel_count()).sum()
     }
 
+    /// Heap bytes of the sub-programs' descriptions (`Executable::description_bytes`).
+    pub fn description_bytes(&self) -> usize {
+        self.execs.iter().map(|e| e.description_bytes()).sum()
+    }
+
+    /// The GEMM workspace of each sub-program (`MemoryAnalysis::library_bytes`).
+    pub fn library_bytes(&self) -> Vec<usize> {
+        self.execs
+            .iter()
+            .map(|e| e.memory_analysis().library_bytes)
+            .collect()
+    }
+
     pub fn code_bytes(&self) -> usize {
         self.execs
             .iter()

@@ -3,7 +3,10 @@
 //! buffers and calls the kernels in order.
 
 mod control;
+mod footprint;
 mod parallel;
+
+pub(crate) use footprint::block as block_bytes;
 
 use crate::codegen::{self, CompiledKernels, Target};
 use crate::describe::{describe, Description};
@@ -36,13 +39,25 @@ pub struct MemoryAnalysis {
     pub temp_bytes: usize,
     /// Outputs written into donated arguments' buffers (when donated).
     pub alias_bytes: usize,
-    /// Generated machine code.
+    /// Memory holding the generated machine code: its whole 64-byte units of the shared
+    /// code heap (whole pages where the code could not go there).
     pub code_bytes: usize,
+    /// Heap memory the compiled program's own description holds for its life: graph,
+    /// schedule, kernel descriptions, buffer plan (partly estimated, see
+    /// `exec/footprint.rs`). With `code_bytes` and `temp_bytes`, what a cache holding
+    /// the program holds.
+    pub program_bytes: usize,
     /// What evaluating the same graph op by op allocates for intermediates:
     /// one buffer per computed non-view op result that is not an output.
     pub eager_bytes: usize,
     /// The largest sum of temporaries live at any step of the schedule.
     pub lower_bound_bytes: usize,
+    /// Workspace the GEMM libraries allocate themselves for the program's products,
+    /// outside the arena (packing buffers, thread-local slabs: see
+    /// `library/workspace.rs`), over the threads that run them; the largest product's.
+    /// Not in `peak_bytes` (what a memory budget bounds): partly per thread and shared
+    /// by every program, estimated from the libraries' blocking.
+    pub library_bytes: usize,
     /// arguments + outputs + temp - alias.
     pub peak_bytes: usize,
     /// The largest sum of temporaries live at any step inside outputs' and
@@ -336,7 +351,12 @@ impl Executable {
         let exe = Executable {
             controls,
             target: target.clone(),
-            traced: traced_graph,
+            // The traced graph is only read for its text.
+            traced: if keep_text {
+                traced_graph
+            } else {
+                Graph::new()
+            },
             graph,
             captured: traced.captured,
             part,
@@ -528,6 +548,29 @@ impl Executable {
         self.run(call)
     }
 
+    /// The GEMM libraries' own workspace for the largest product (`library_bytes`).
+    fn library_bytes(&self) -> usize {
+        let g = &self.graph;
+        let own = self.part.steps.iter().filter_map(|s| match s {
+            Step::Library(v) if g.node(*v).op == Op::Matmul => {
+                let n = g.node(*v);
+                let a = &g.node(n.inputs[0]).shape;
+                let b = &g.node(n.inputs[1]).shape;
+                let (m, k) = (a[a.len().saturating_sub(2)], a[a.len() - 1]);
+                let cols = b[b.len() - 1];
+                Some(crate::library::workspace::gemm_bytes(
+                    m,
+                    k,
+                    cols,
+                    n.dtype.size(),
+                ))
+            }
+            _ => None,
+        });
+        let sub = self.controls.values().flat_map(|c| c.library_bytes());
+        own.chain(sub).max().unwrap_or(0)
+    }
+
     /// The memory figures of this program (see `MemoryAnalysis`).
     pub fn memory_analysis(&self) -> MemoryAnalysis {
         let g = &self.graph;
@@ -586,8 +629,10 @@ impl Executable {
                 .max()
                 .unwrap_or(0),
         );
+        let library_bytes = self.library_bytes();
         MemoryAnalysis {
             loop_stack_bytes,
+            library_bytes,
             argument_bytes,
             output_bytes,
             temp_bytes,
@@ -598,6 +643,7 @@ impl Executable {
                     .values()
                     .map(|c| c.code_bytes())
                     .sum::<usize>(),
+            program_bytes: self.description_bytes(),
             eager_bytes,
             lower_bound_bytes: self
                 .plan
@@ -679,6 +725,8 @@ impl Executable {
         self.part.steps.len()
     }
 
+    /// The graph as traced (empty when the program was compiled without its text: the
+    /// caches' programs, unless `JITFUSE_DUMP` is set).
     pub fn traced_text(&self) -> String {
         self.traced.to_text()
     }

@@ -10,8 +10,9 @@
 //! changed from the closest signature compiled before (a short history of
 //! signatures is kept, evicted and cleared ones included); a warning is
 //! emitted when a function has compiled more than a threshold of signatures.
-//! An optional byte bound (code + arena of each program) evicts the least
-//! recently used programs; the most recently compiled one is always kept.
+//! An optional byte bound (what each program keeps resident: code, arena,
+//! its description, its entry) evicts the least recently used programs; the
+//! most recently compiled one is always kept.
 
 use super::args::{CallArgs, ParamSlot, Signature};
 use super::explain;
@@ -38,7 +39,7 @@ struct Slot {
     cell: OnceCell<Compiled>,
     /// The cache's clock at the last call that used it (LRU order).
     last_used: AtomicU64,
-    /// Code + arena bytes once compiled and accounted (0 before, or on error).
+    /// Resident bytes once compiled and accounted (0 before, or on error).
     bytes: AtomicUsize,
 }
 
@@ -67,8 +68,10 @@ pub struct CacheStats {
     pub compile_time: Duration,
     /// Programs dropped to keep the cache within its byte limit.
     pub evictions: u64,
-    /// Bytes of generated code plus arena of the cached programs (what the
-    /// limit of `set_cache_limit` bounds).
+    /// Bytes the cached programs keep resident: their machine code, arenas
+    /// and materialised constants, their own descriptions (graph, schedule,
+    /// plan) and the cache's entries for them (what the limit of
+    /// `set_cache_limit` bounds).
     pub cached_bytes: usize,
 }
 
@@ -132,7 +135,7 @@ pub struct FnCache {
     registered: AtomicBool,
     /// Peak-memory budget in bytes (0: none).
     budget: AtomicUsize,
-    /// Bound on the cached programs' code + arena bytes (`NO_LIMIT`: none).
+    /// Bound on the cached programs' resident bytes (`NO_LIMIT`: none).
     limit: AtomicUsize,
     /// Recompile-warning threshold (`WARN_DEFAULT`, `WARN_OFF` or a count).
     warn: AtomicUsize,
@@ -144,8 +147,9 @@ static REGISTRY: Mutex<Vec<&'static FnCache>> = Mutex::new(Vec::new());
 pub fn clear_caches() {
     let all: Vec<&'static FnCache> = REGISTRY.lock().unwrap_or_else(|e| e.into_inner()).clone();
     for c in all {
-        c.clear();
+        c.drop_all();
     }
+    crate::release::trim();
 }
 
 impl FnCache {
@@ -200,8 +204,9 @@ impl FnCache {
         }
     }
 
-    /// Bound the bytes of generated code plus arena of the cached programs
-    /// (`None`: unbounded, the default). Beyond it, the least recently used
+    /// Bound the bytes the cached programs keep resident (code, arenas,
+    /// descriptions and entries: `CacheStats::cached_bytes`; `None`:
+    /// unbounded, the default). Beyond it, the least recently used
     /// programs are evicted (now, and after each compilation), except the
     /// one compiled last; an evicted program's code is freed once no running
     /// call holds it, and its signature recompiles on its next call.
@@ -528,7 +533,10 @@ impl FnCache {
         let bytes = match result {
             Ok((exe, _)) => {
                 let m = exe.memory_analysis();
-                m.code_bytes.saturating_add(m.temp_bytes)
+                m.code_bytes
+                    .saturating_add(m.temp_bytes)
+                    .saturating_add(m.program_bytes)
+                    .saturating_add(entry_bytes(sig, slots))
             }
             Err(_) => 0,
         };
@@ -744,8 +752,14 @@ impl FnCache {
     }
 
     /// Drop every cached program. Counters are kept; calls running now finish
-    /// on the program they hold, whose code is freed when they are done.
+    /// on the program they hold, whose code is freed when they are done. The
+    /// freed memory is handed back to the system as far as the allocator can.
     pub fn clear(&self) {
+        self.drop_all();
+        crate::release::trim();
+    }
+
+    fn drop_all(&self) {
         let old = {
             let mut g = self.lock();
             g.as_mut().map(|inner| {
@@ -758,6 +772,27 @@ impl FnCache {
         };
         drop(old);
     }
+}
+
+/// Heap bytes of a cache entry besides its program: the slot, the signature
+/// (the map's key, and again in the history of signatures), the parameter
+/// slots and the return value's structure (a measured figure for the last).
+fn entry_bytes(sig: &Signature, slots: &[ParamSlot]) -> usize {
+    use crate::exec::block_bytes as block;
+    use std::mem::size_of;
+    const STRUCTURE_BYTES: usize = 128;
+    let sig_bytes = block(sig.args.capacity() * size_of::<super::ArgSig>())
+        + sig
+            .args
+            .iter()
+            .map(|a| block(a.shape.capacity() * size_of::<usize>()))
+            .sum::<usize>()
+        + block(sig.structure.capacity() * size_of::<usize>())
+        + sig.statics.len() * 64;
+    block(size_of::<Slot>() + 16)
+        + 2 * (sig_bytes + size_of::<(Signature, Entry)>())
+        + block(std::mem::size_of_val(slots))
+        + STRUCTURE_BYTES
 }
 
 /// How every internal error's message begins.
