@@ -8,18 +8,7 @@ use jitfuse::{DType, Slice, Tensor};
 const FLOATS: [DType; 2] = [DType::F32, DType::F64];
 
 fn tol(d: DType) -> Tol {
-    match d {
-        DType::F32 => Tol {
-            rel: 2e-5,
-            abs: 2e-5,
-        },
-        DType::F64 => Tol {
-            rel: 1e-12,
-            abs: 1e-12,
-        },
-        // Integer results (sums wrap, products too) are exact.
-        _ => EXACT,
-    }
+    float_tol(d)
 }
 
 /// `tol` as a relative bound only: for results that do not cancel (products, softmax,

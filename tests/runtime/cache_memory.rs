@@ -9,33 +9,11 @@
 use jitfuse::optim::{Adam, Optimizer, StateOf};
 use jitfuse::prelude::*;
 
-/// Resident memory of this process in bytes (`/proc/self/statm`; Linux only).
-fn resident_bytes() -> Option<usize> {
-    let s = std::fs::read_to_string("/proc/self/statm").ok()?;
-    let pages: usize = s.split_whitespace().nth(1)?.parse().ok()?;
-    Some(pages * 4096)
-}
+use crate::common::resident_bytes;
 
 /// Run the test `name` alone in a child process; true in the child (which measures).
 fn alone(name: &str) -> bool {
-    const CHILD: &str = "JITFUSE_TEST_ALONE";
-    if std::env::var_os(CHILD).is_some() {
-        return true;
-    }
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([&format!("cache_memory::{name}"), "--exact", "--nocapture"])
-        .args(["--test-threads=1"])
-        .env(CHILD, "1")
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{name} in a child process:\n{text}");
-    assert!(text.contains("1 passed"), "{name} did not run:\n{text}");
-    false
+    crate::common::measure_alone(&format!("cache_memory::{name}"))
 }
 
 /// Distinct shapes to compile for: `JITFUSE_CACHE_SHAPES`, else a count that keeps the
@@ -78,6 +56,8 @@ fn eager_programs_count_the_memory_they_keep() {
         counted >> 10,
         counted as f64 / 1024.0 / programs as f64
     );
+    let pool_held = jitfuse::internals::storage::pool::held_bytes();
+    println!("the storage pool holds {} KiB", pool_held >> 10);
     assert_eq!(programs, 5 * n as u64);
     assert_eq!(s1.evicted, s0.evicted, "nothing evicted at this size");
     assert!(
@@ -87,7 +67,12 @@ fn eager_programs_count_the_memory_they_keep() {
     // Cleared, the memory goes back (the code heap unmapped, the heap trimmed).
     jitfuse::eager::clear_eager_cache();
     let r2 = resident_bytes().unwrap();
-    println!("cleared: resident {} KiB -> {} KiB", r1 >> 10, r2 >> 10);
+    println!(
+        "cleared: resident {} KiB -> {} KiB (the storage pool held {} KiB)",
+        r1 >> 10,
+        r2 >> 10,
+        pool_held >> 10
+    );
     assert!(
         r2 <= r0 + grown / 4,
         "after clearing: {r2} (before compiling {r0}, grown {grown})"

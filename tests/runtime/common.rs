@@ -247,3 +247,54 @@ pub fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
         .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
         .unwrap_or_else(|| "a panic".into())
 }
+
+/// Resident memory of this process in bytes (`VmRSS`; Linux only).
+pub fn resident_bytes() -> Option<usize> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Run the test `path` (`module::name`) alone in a child process: resident memory and the
+/// pool are process-wide, and other tests run beside it in threads. Returns true in the
+/// child, which then does the measuring.
+pub fn measure_alone(path: &str) -> bool {
+    const CHILD: &str = "JITFUSE_TEST_ALONE";
+    if std::env::var_os(CHILD).is_some() {
+        return true;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new(exe)
+        .args([path, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD, "1")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{path} in a child process:\n{text}");
+    assert!(
+        text.contains("1 passed"),
+        "{path} did not run in the child:\n{text}"
+    );
+    false
+}
+
+/// Tolerances of results that do not cancel much: a few ulp of f32 or f64 (relative and
+/// absolute), exact for integers (their sums and products wrap alike).
+pub fn float_tol(d: DType) -> Tol {
+    match d {
+        DType::F32 => Tol {
+            rel: 2e-5,
+            abs: 2e-5,
+        },
+        DType::F64 => Tol {
+            rel: 1e-12,
+            abs: 1e-12,
+        },
+        _ => EXACT,
+    }
+}

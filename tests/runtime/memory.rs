@@ -1144,44 +1144,12 @@ fn first_call_from_rayon_workers_compiles_once() {
     );
 }
 
-/// Resident memory of this process in bytes (`VmRSS`; Linux only).
 fn resident_bytes() -> Option<usize> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
-    let kb: usize = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
+    crate::common::resident_bytes()
 }
 
-/// Run the test `name` (this module's) alone in a child process: resident memory and the
-/// pool are process-wide, and other tests run beside this one in threads. Returns true in
-/// the child, which then does the measuring.
 fn measure_alone(name: &str) -> bool {
-    const CHILD: &str = "JITFUSE_TEST_ALONE";
-    if std::env::var_os(CHILD).is_some() {
-        return true;
-    }
-    let exe = std::env::current_exe().unwrap();
-    let out = std::process::Command::new(exe)
-        .args([
-            &format!("memory::{name}"),
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD, "1")
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{name} in a child process:\n{text}");
-    assert!(
-        text.contains("1 passed"),
-        "{name} did not run in the child:\n{text}"
-    );
-    false
+    crate::common::measure_alone(&format!("memory::{name}"))
 }
 
 fn large_allocs() -> usize {

@@ -8,18 +8,7 @@ use jitfuse::prelude::*;
 use jitfuse::{DType, Tensor};
 
 fn tol(d: DType) -> Tol {
-    match d {
-        DType::F32 => Tol {
-            rel: 2e-5,
-            abs: 2e-5,
-        },
-        DType::F64 => Tol {
-            rel: 1e-12,
-            abs: 1e-12,
-        },
-        // Integer sums and products wrap alike: exact.
-        _ => EXACT,
-    }
+    float_tol(d)
 }
 
 /// Sums cancel: a few ulp of the largest element besides `tol`'s relative part.
