@@ -1,0 +1,216 @@
+//! Attention masked by a finite fill (`where_(mask, s, -1e9)`, as Hugging Face and Flax
+//! models write it): recognised and fused with the composition's exact meaning (a masked
+//! score equals the fill, so it keeps a weight, and a fully masked row is uniform), values
+//! and gradients against the interpreter on the unfused graph, in f32 and f64, causal
+//! (tiles past the diagonal in closed form) and bool masks, fills from `f32::MIN` to one
+//! above the scores; no square temporary at sequence 4096.
+
+use crate::common::{assert_close, random_tensor, trace_fn, Rng, Tol};
+use jitfuse::internals::{interp, passes};
+use jitfuse::prelude::*;
+use jitfuse::{attention_with, AttnMask, AttnOptions};
+
+/// The fills tried: what models write (`-1e30`, `-1e9`, `finfo(f32).min`) and fills mild
+/// enough (scores are about ±1) that masked keys carry real weight, or most of it.
+const FILLS: [f64; 5] = [-1e30, -1e9, f32::MIN as f64, -2.0, 3.0];
+
+fn swap_last(x: &Tensor) -> Tensor {
+    let r = x.ndim();
+    let mut perm: Vec<usize> = (0..r).collect();
+    perm.swap(r - 2, r - 1);
+    x.transpose(&perm)
+}
+
+/// Ways of writing a filled mask over scores `s [.., sq, sk]`: a causal `iota` comparison
+/// selecting the scores, its complement selecting the fill, a bool mask `m`, and `!m`
+/// selecting the fill.
+const SPELLINGS: [&str; 4] = [
+    "where_(col <= row, s, fill)",
+    "where_(col > row, fill, s)",
+    "where_(m, s, fill)",
+    "where_(!m, fill, s)",
+];
+
+fn filled(s: &Tensor, m: &Tensor, spelling: usize, fill: f64) -> Tensor {
+    let r = s.ndim();
+    let (sq, sk) = (s.shape()[r - 2], s.shape()[r - 1]);
+    let row = Tensor::iota(&[sq, 1], 0, DType::I32);
+    let col = Tensor::iota(&[1, sk], 1, DType::I32);
+    match spelling {
+        0 => jitfuse::where_(&col.le(&row), s, fill),
+        1 => jitfuse::where_(&col.gt(&row), fill, s),
+        2 => jitfuse::where_(m, s, fill),
+        _ => jitfuse::where_(&!m, fill, s),
+    }
+}
+
+/// `softmax(filled(q kᵀ · 0.25)) v`, as users write it.
+fn composition(q: &Tensor, k: &Tensor, v: &Tensor, m: &Tensor, sp: usize, fill: f64) -> Tensor {
+    let s = q.matmul(&swap_last(k)) * 0.25;
+    filled(&s, m, sp, fill).softmax(-1).matmul(v)
+}
+
+fn loss(x: &[Tensor], m: &Tensor, w: &Tensor, sp: usize, fill: f64) -> Tensor {
+    (composition(&x[0], &x[1], &x[2], m, sp, fill) * w).sum_all()
+}
+
+#[jit]
+fn spelled(q: &Tensor, k: &Tensor, v: &Tensor, m: &Tensor, sp: usize, fill: usize) -> Tensor {
+    composition(q, k, v, m, sp, FILLS[fill])
+}
+
+#[jit]
+fn spelled_grad(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    m: &Tensor,
+    w: &Tensor,
+    sp: usize,
+    fill: usize,
+) -> Vec<Tensor> {
+    jitfuse::grad(
+        |x: &Vec<Tensor>| loss(x, m, w, sp, FILLS[fill]),
+        &vec![q.clone(), k.clone(), v.clone()],
+    )
+}
+
+/// The unfused graph of `f` (pattern fusion off while tracing, autodiff included), run
+/// by the interpreter: the reference.
+fn reference(args: &[Tensor], f: impl FnOnce(&[Tensor]) -> Vec<Tensor>) -> Vec<Tensor> {
+    passes::set_pattern_fusion(false);
+    let g = trace_fn(args, f);
+    passes::set_pattern_fusion(true);
+    assert!(
+        !g.to_text().contains("attention"),
+        "the reference is fused:\n{g}"
+    );
+    interp::eval_graph(&g, args, &[]).unwrap()
+}
+
+fn tol(d: DType) -> Tol {
+    match d {
+        DType::F32 => Tol {
+            rel: 2e-4,
+            abs: 2e-5,
+        },
+        _ => Tol {
+            rel: 1e-9,
+            abs: 1e-11,
+        },
+    }
+}
+
+/// Normwise: a gradient element can be a cancellation of larger terms.
+fn norm_tol(d: DType, want: &Tensor) -> Tol {
+    let scale = crate::common::to_f64s(want)
+        .iter()
+        .fold(1.0f64, |m, x| m.max(x.abs()));
+    let rel = tol(d).rel;
+    Tol {
+        rel,
+        abs: rel * scale,
+    }
+}
+
+/// `(q, k, v, mask, w)`: sizes crossing the tiles (64 queries, 128 keys) unevenly, more
+/// keys than queries (keys past every query: masked for all rows under causal), and a
+/// random bool mask keeping about half the keys, with row 3 fully masked.
+fn inputs(rng: &mut Rng, d: DType, (b, sq, sk): (usize, usize, usize)) -> [Tensor; 5] {
+    let t = |rng: &mut Rng, s: &[usize]| random_tensor(rng, s, d, -1.5, 1.5, false);
+    let (q, k, v) = (
+        t(rng, &[b, sq, 16]),
+        t(rng, &[b, sk, 16]),
+        t(rng, &[b, sk, 8]),
+    );
+    let r = random_tensor(rng, &[b, sq, sk], DType::F32, 0.0, 1.0, false);
+    let m = r
+        .gt(0.5)
+        .logical_and(&Tensor::iota(&[b, sq, sk], 1, DType::I32).ne(3));
+    let w = t(rng, &[b, sq, 8]);
+    [q, k, v, m, w]
+}
+
+const SIZES: [(usize, usize, usize); 3] = [(2, 150, 300), (1, 200, 130), (3, 7, 5)];
+
+#[test]
+fn attention_with_a_finite_fill_is_fused_and_matches_the_unfused_composition() {
+    let mut rng = Rng::new(31);
+    for d in [DType::F32, DType::F64] {
+        for size in SIZES {
+            let args = inputs(&mut rng, d, size);
+            let [q, k, v, m, w] = &args;
+            for (fi, &fill) in FILLS.iter().enumerate() {
+                for (sp, name) in SPELLINGS.iter().enumerate() {
+                    let what = format!("{name} with fill {fill:e}, {d}, {size:?}");
+                    let text = spelled::lower(q, k, v, m, sp, fi).unwrap().as_text();
+                    let kind = if sp < 2 { "causal" } else { "bool" };
+                    assert!(
+                        text.contains(&format!("attention[{kind},")) && text.contains(",fill="),
+                        "{what}: not fused with its fill:\n{text}"
+                    );
+                    let want = &reference(&args[..4], |x| {
+                        vec![composition(&x[0], &x[1], &x[2], &x[3], sp, fill)]
+                    })[0];
+                    let got = spelled(q, k, v, m, sp, fi);
+                    assert_close(&got, want, tol(d), &what);
+                    let grads = spelled_grad(q, k, v, m, w, sp, fi);
+                    let want = reference(&args, |x| {
+                        jitfuse::grad(
+                            |y: &Vec<Tensor>| loss(y, &x[3], &x[4], sp, fill),
+                            &vec![x[0].clone(), x[1].clone(), x[2].clone()],
+                        )
+                    });
+                    for (j, (a, b)) in grads.iter().zip(&want).enumerate() {
+                        let what = format!("d{} of {what}", ["q", "k", "v"][j]);
+                        assert_close(a, b, norm_tol(d, b), &what);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The eager op (the interpreter's definition) with `AttnOptions::fill` is the composition.
+#[test]
+fn the_fill_option_of_the_op_is_the_composition() {
+    let mut rng = Rng::new(32);
+    let args = inputs(&mut rng, DType::F64, (2, 70, 90));
+    let [q, k, v, m, _] = &args;
+    for fill in FILLS {
+        for (sp, mask) in [(0, AttnMask::Causal), (2, AttnMask::Bool(m))] {
+            let opts = AttnOptions {
+                scale: Some(0.25),
+                fill: Some(fill),
+            };
+            let got = attention_with(q, k, v, mask, opts);
+            let want = &reference(&args[..4], |x| {
+                vec![composition(&x[0], &x[1], &x[2], &x[3], sp, fill)]
+            })[0];
+            assert_close(&got, want, tol(DType::F64), &format!("{mask:?} {fill:e}"));
+        }
+    }
+}
+
+/// A row with every key masked is uniform under a finite fill: the mean of v over the
+/// keys (NaN is the `-inf` mask's answer, not the composition's here).
+#[test]
+fn a_fully_masked_row_under_a_finite_fill_is_the_mean_of_v() {
+    let mut rng = Rng::new(33);
+    for d in [DType::F32, DType::F64] {
+        let [q, k, v, m, _] = inputs(&mut rng, d, (1, 9, 140));
+        let m = m.logical_and(&Tensor::iota(&[1, 9, 140], 1, DType::I32).ne(4));
+        let got = spelled(&q, &k, &v, &m, 2, 1);
+        let mean = v.mean(1);
+        for (i, row) in [(3usize, "row 3"), (4, "row 4")] {
+            let got_row = got
+                .slice_axis(1, i as isize, i as isize + 1, 1)
+                .reshape(&[1, 8]);
+            assert_close(&got_row, &mean, tol(d), &format!("{d} {row}"));
+        }
+        let want = &reference(&[q.clone(), k.clone(), v.clone(), m.clone()], |x| {
+            vec![composition(&x[0], &x[1], &x[2], &x[3], 2, -1e9)]
+        })[0];
+        assert_close(&got, want, tol(d), &format!("{d} against the composition"));
+    }
+}
