@@ -214,3 +214,77 @@ fn a_fully_masked_row_under_a_finite_fill_is_the_mean_of_v() {
         assert_close(&got, want, tol(d), &format!("{d} against the composition"));
     }
 }
+
+#[jit]
+fn iota_causal(q: &Tensor, k: &Tensor, v: &Tensor) -> Tensor {
+    let s = q.matmul(&swap_last(k)) * 0.125;
+    filled(&s, q, 0, -1e30).softmax(-1).matmul(v)
+}
+
+#[jit]
+fn iota_causal_grad(q: &Tensor, k: &Tensor, v: &Tensor, w: &Tensor) -> Vec<Tensor> {
+    jitfuse::grad(
+        |x: &Vec<Tensor>| {
+            let s = x[0].matmul(&swap_last(&x[1])) * 0.125;
+            (filled(&s, w, 0, -1e30).softmax(-1).matmul(&x[2]) * w).sum_all()
+        },
+        &vec![q.clone(), k.clone(), v.clone()],
+    )
+}
+
+#[jit]
+fn causal_op(q: &Tensor, k: &Tensor, v: &Tensor) -> Tensor {
+    jitfuse::attention(q, k, v, AttnMask::Causal)
+}
+
+#[jit]
+fn causal_op_grad(q: &Tensor, k: &Tensor, v: &Tensor, w: &Tensor) -> Vec<Tensor> {
+    jitfuse::grad(
+        |x: &Vec<Tensor>| (jitfuse::attention(&x[0], &x[1], &x[2], AttnMask::Causal) * w).sum_all(),
+        &vec![q.clone(), k.clone(), v.clone()],
+    )
+}
+
+/// Causal attention masked by a `-1e30` fill of an `iota` comparison at sequence 4096
+/// plans no square temporary, forward or backward (the composition planned 528 MiB
+/// forward, 1.55 GB for the gradient at 8 heads): under 1 MiB forward, and the gradient's
+/// scratch is exactly `AttnMask::Causal`'s (the fill's tiles past the diagonal cost a
+/// count and a v-sum): under 1 MiB at sequence 2048; at 4096 the causal kernel's own
+/// partial `dQ` of a split head (1 MiB) or its eight slots put both at 1.5-1.7 MiB.
+/// Lowered and compiled, not run (cheap in debug builds too).
+#[test]
+fn a_causal_fill_at_sequence_4096_keeps_no_square_temporary() {
+    for (heads, seq) in [(1usize, 2048usize), (1, 4096), (8, 4096)] {
+        let z = Tensor::zeros(&[heads, seq, 64], DType::F32);
+        let f = iota_causal::lower(&z, &z, &z).unwrap();
+        assert!(
+            f.as_text()
+                .contains("attention[causal,0.125,fill=-1.0000000150474662e30]"),
+            "{}",
+            f.as_text()
+        );
+        let g = iota_causal_grad::lower(&z, &z, &z, &z).unwrap();
+        assert!(
+            g.as_text()
+                .contains("attention_grad[causal,0.125,fill=-1.0000000150474662e30]"),
+            "{}",
+            g.as_text()
+        );
+        let temp = |l: jitfuse::Lowered| l.compile().unwrap().memory_analysis().temp_bytes;
+        let (fwd, bwd) = (temp(f), temp(g));
+        let (cf, cb) = (
+            temp(causal_op::lower(&z, &z, &z).unwrap()),
+            temp(causal_op_grad::lower(&z, &z, &z, &z).unwrap()),
+        );
+        let what = format!("{heads} heads, sequence {seq}");
+        assert!(
+            fwd < 1 << 20 && fwd == cf,
+            "{what} forward: {fwd} (causal {cf}) bytes"
+        );
+        assert_eq!(
+            bwd, cb,
+            "{what}: the gradient's temporaries against AttnMask::Causal's"
+        );
+        assert!(seq > 2048 || bwd < 1 << 20, "{what} gradient: {bwd} bytes");
+    }
+}
