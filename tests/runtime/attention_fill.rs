@@ -232,6 +232,25 @@ fn iota_causal_grad(q: &Tensor, k: &Tensor, v: &Tensor, w: &Tensor) -> Vec<Tenso
     )
 }
 
+/// `iota_causal` and its gradient again, to be lowered with pattern fusion off (a cached
+/// lowering would be the fused one).
+#[jit]
+fn iota_causal_unfused(q: &Tensor, k: &Tensor, v: &Tensor) -> Tensor {
+    let s = q.matmul(&swap_last(k)) * 0.125;
+    filled(&s, q, 0, -1e30).softmax(-1).matmul(v)
+}
+
+#[jit]
+fn iota_causal_unfused_grad(q: &Tensor, k: &Tensor, v: &Tensor, w: &Tensor) -> Vec<Tensor> {
+    jitfuse::grad(
+        |x: &Vec<Tensor>| {
+            let s = x[0].matmul(&swap_last(&x[1])) * 0.125;
+            (filled(&s, w, 0, -1e30).softmax(-1).matmul(&x[2]) * w).sum_all()
+        },
+        &vec![q.clone(), k.clone(), v.clone()],
+    )
+}
+
 #[jit]
 fn causal_op(q: &Tensor, k: &Tensor, v: &Tensor) -> Tensor {
     jitfuse::attention(q, k, v, AttnMask::Causal)
@@ -277,6 +296,20 @@ fn a_causal_fill_at_sequence_4096_keeps_no_square_temporary() {
             temp(causal_op_grad::lower(&z, &z, &z, &z).unwrap()),
         );
         let what = format!("{heads} heads, sequence {seq}");
+        if heads == 8 {
+            // What the fill's fusion saves: the composition as XLA runs it.
+            passes::set_pattern_fusion(false);
+            let (uf, ub) = (
+                temp(iota_causal_unfused::lower(&z, &z, &z).unwrap()),
+                temp(iota_causal_unfused_grad::lower(&z, &z, &z, &z).unwrap()),
+            );
+            passes::set_pattern_fusion(true);
+            eprintln!("{what}: fill {fwd} / {bwd}, unfused {uf} / {ub} bytes");
+            assert!(
+                uf > 256 << 20 && ub > 1 << 30,
+                "{what}: unfused {uf} / {ub}"
+            );
+        }
         assert!(
             fwd < 1 << 20 && fwd == cf,
             "{what} forward: {fwd} (causal {cf}) bytes"

@@ -67,9 +67,23 @@ pub(super) unsafe fn sum_rows<T: Float>(
 ) {
     out.fill(T::ZERO);
     for j in j0..j1 {
-        let row = x.row(b, j);
+        add_row(out, T::ONE, x, (b, j));
+    }
+}
+
+/// `out += w · x[b, i]` (`out.len()` columns); a contiguous row as a slice, so the loop
+/// vectorises (this runs over every key past the diagonal, once per query tile).
+///
+/// # Safety
+/// Row `i` of `x`'s matrix `b` is inside its live buffer.
+unsafe fn add_row<T: Float>(out: &mut [T], w: T, x: &Mats<T>, (b, i): (usize, usize)) {
+    let row = x.row(b, i);
+    if x.cs == 1 {
+        let row = std::slice::from_raw_parts(row, out.len());
+        out.iter_mut().zip(row).for_each(|(o, &v)| *o = *o + w * v);
+    } else {
         for (c, o) in out.iter_mut().enumerate() {
-            *o = *o + *row.offset(c as isize * x.cs);
+            *o = *o + w * *row.offset(c as isize * x.cs);
         }
     }
 }
@@ -89,10 +103,7 @@ pub(super) unsafe fn weighted_dout<T: Float>(
     out.fill(T::ZERO);
     for (r, x) in stats.chunks_exact(2).enumerate() {
         let w = (fill - x[0]).exp() * x[1];
-        let row = dout.row(b, i0 + r);
-        for (c, o) in out.iter_mut().enumerate() {
-            *o = *o + w * *row.offset(c as isize * dout.cs);
-        }
+        add_row(out, w, dout, (b, i0 + r));
     }
 }
 
