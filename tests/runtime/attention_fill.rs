@@ -321,3 +321,46 @@ fn a_causal_fill_at_sequence_4096_keeps_no_square_temporary() {
         assert!(seq > 2048 || bwd < 1 << 20, "{what} gradient: {bwd} bytes");
     }
 }
+
+/// The interpreter's `attention` and `attention_grad` with a fill (`interp_attention`) are
+/// the unfused composition too, and the compiled fused graph agrees with them: the fused
+/// graphs (pattern fusion on while tracing, so the gradient is `attention_grad`) run by the
+/// interpreter and compiled, against the interpreter on the unfused graphs.
+#[test]
+fn the_interpreter_gives_a_fill_the_composition_meaning() {
+    let mut rng = Rng::new(34);
+    for d in [DType::F32, DType::F64] {
+        let args = inputs(&mut rng, d, (2, 70, 140));
+        for fill in [-1e9, -2.0, 3.0] {
+            for sp in [0, 2] {
+                let what = format!("{} with fill {fill:e}, {d}", SPELLINGS[sp]);
+                let fwd = |x: &[Tensor]| vec![composition(&x[0], &x[1], &x[2], &x[3], sp, fill)];
+                let bwd = |x: &[Tensor]| {
+                    jitfuse::grad(
+                        |y: &Vec<Tensor>| loss(y, &x[3], &x[4], sp, fill),
+                        &vec![x[0].clone(), x[1].clone(), x[2].clone()],
+                    )
+                };
+                let want = [reference(&args, fwd), reference(&args, bwd)];
+                let fused = [
+                    passes::fuse_attention(&trace_fn(&args, fwd)),
+                    trace_fn(&args, bwd),
+                ];
+                for ((g, want), op) in fused
+                    .iter()
+                    .zip(&want)
+                    .zip(["attention[", "attention_grad["])
+                {
+                    let text = g.to_text();
+                    let fused = text.lines().any(|l| l.contains(op) && l.contains(",fill="));
+                    assert!(fused, "{what}: no {op}..,fill=]:\n{text}");
+                    let got = interp::eval_graph(g, &args, &[]).unwrap();
+                    for (a, b) in got.iter().zip(want) {
+                        assert_close(a, b, norm_tol(d, b), &format!("{what}: interpreter"));
+                    }
+                    crate::common::check_graph_with(g, &args, &what, |_, w| norm_tol(d, w));
+                }
+            }
+        }
+    }
+}
