@@ -369,3 +369,39 @@ fn the_interpreter_gives_a_fill_the_composition_meaning() {
         }
     }
 }
+
+/// A padding mask (keys past each sequence's length masked, as Hugging Face models mask
+/// them) with a finite fill: the key tiles it masks wholly are added in closed form, the
+/// query tiles of a wholly padded batch element too; values and gradients are the
+/// composition's, also with a fill mild enough that the padded keys carry weight.
+#[test]
+fn a_padding_mask_with_a_fill_adds_its_masked_tiles_in_closed_form() {
+    let mut rng = Rng::new(35);
+    for d in [DType::F32, DType::F64] {
+        let [q, k, v, _, w] = inputs(&mut rng, d, (3, 150, 300));
+        // Lengths 100, 300 and 0 (every key masked: every row uniform).
+        let len = Tensor::from_vec(vec![100i32, 300, 0], &[3, 1, 1]).unwrap();
+        let m = Tensor::iota(&[3, 150, 300], 2, DType::I32).lt(&len);
+        let args = [q, k, v, m, w];
+        let [q, k, v, m, w] = &args;
+        for fi in [1, 3] {
+            let fill = FILLS[fi];
+            let what = format!("padding mask, fill {fill:e}, {d}");
+            let want = reference(&args[..4], |x| {
+                vec![composition(&x[0], &x[1], &x[2], &x[3], 2, fill)]
+            });
+            assert_close(&spelled(q, k, v, m, 2, fi), &want[0], tol(d), &what);
+            let want = reference(&args, |x| {
+                jitfuse::grad(
+                    |y: &Vec<Tensor>| loss(y, &x[3], &x[4], 2, fill),
+                    &vec![x[0].clone(), x[1].clone(), x[2].clone()],
+                )
+            });
+            let got = spelled_grad(q, k, v, m, w, 2, fi);
+            for (j, (a, b)) in got.iter().zip(&want).enumerate() {
+                let what = format!("d{} of {what}", ["q", "k", "v"][j]);
+                assert_close(a, b, norm_tol(d, b), &what);
+            }
+        }
+    }
+}

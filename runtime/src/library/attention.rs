@@ -19,9 +19,10 @@
 //!
 //! Semantics are the composition's: a row with every key masked is NaN (the softmax of
 //! `-inf`s), uniform under a finite fill (`fill`: masked scores equal a constant, the keys
-//! past a causal diagonal added in closed form), NaN inputs give NaN rows; with no keys at all the output is zero (an empty
-//! sum). Scratch comes from the executable's arena, one slot per task running at once
-//! (`SLOTS`; a function of the sizes, never of the thread count).
+//! past a causal diagonal added in closed form), NaN inputs give NaN rows; with no keys at
+//! all the output is zero (an empty sum). Scratch comes from the executable's arena, one
+//! slot per task running at once (`SLOTS`; a function of the sizes, never of the thread
+//! count).
 
 use super::ops::Operand;
 use super::GemmElement;
@@ -186,9 +187,8 @@ fn partials_bytes(d: Dims, size: usize) -> usize {
     }
 }
 
-/// With the keys split (`splits_keys`), every row's log-sum-exp and `D` and every query
-/// tile's fill-weighted `dO` sum, after the partials: written by all workers in the first
-/// pass, read by all in the second.
+/// With the keys split (`splits_keys`), the row statistics (`Stats`) after the partials:
+/// written by all workers in the first pass, read by all in the second.
 fn shared_stats_bytes(d: Dims, size: usize) -> usize {
     if splits_keys(d) {
         slot_bytes(stats_elems(d), size)
@@ -589,6 +589,12 @@ unsafe fn forward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: *mut T, scrat
             let end = key_end(spec, sk, i0, rows);
             for j0 in (0..end).step_by(BC) {
                 let cols = BC.min(end - j0);
+                if fill::masked_tile(spec, mask, b, (i0, rows), (j0, cols)) {
+                    fill::sum_rows(&v, b, (j0, j0 + cols), vsum);
+                    let f = fill::value::<T>(spec);
+                    fill::add_filled_keys(f, cols, vsum, rows, (m, l), Some(acc));
+                    continue;
+                }
                 scores(spec, &q, &k, mask, b, d, (i0, rows), (j0, cols), s);
                 online(s, rows, cols, m, l, &mut alpha);
                 rescale_accumulate(acc, &alpha, s, (rows, cols, dv), &v, b, j0);
@@ -663,6 +669,16 @@ impl<T: Float> Grad<'_, T> {
         let end = key_end(self.spec, sk, i0, rows);
         for j0 in (0..end).step_by(BC) {
             let cols = BC.min(end - j0);
+            if fill::masked_tile(self.spec, self.mask, b, (i0, rows), (j0, cols)) {
+                // As the forward adds it.
+                let (o_acc, f) = (self.o.is_none(), fill::value::<T>(self.spec));
+                if o_acc {
+                    fill::sum_rows(&self.v, b, (j0, j0 + cols), vsum);
+                }
+                let acc = o_acc.then_some(&mut *acc);
+                fill::add_filled_keys(f, cols, vsum, rows, (&mut m, &mut l), acc);
+                continue;
+            }
             scores(
                 self.spec,
                 &self.q,
@@ -707,7 +723,7 @@ impl<T: Float> Grad<'_, T> {
             }
             *stats.dvec(i0 + r) = dot;
         }
-        if closed {
+        if self.spec.fill.is_some() {
             let out = std::slice::from_raw_parts_mut(stats.wdo(i0 / BR), dv);
             let rows_stats = std::slice::from_raw_parts(stats.softmax(i0), 2 * rows);
             let f = fill::value(self.spec);
@@ -740,7 +756,7 @@ impl<T: Float> Grad<'_, T> {
         };
         if fill::closed_form(self.spec) && first > 0 && dvo.is_some() {
             // Every key of the tile is masked for the query tiles before `first`: each
-            // gets their fill-weighted dO, one vector (zeros when exp(fill - lse) is 0).
+            // gets their fill-weighted dO, one vector (zeros when exp(fill - m) is 0).
             let row0 = &mut dv_acc[..dv];
             // (Keys past the last query: every query tile.)
             for t in 0..(first / BR).min(sq.div_ceil(BR)) {
@@ -753,6 +769,18 @@ impl<T: Float> Grad<'_, T> {
         }
         for i0 in (first..sq).step_by(BR) {
             let rows = BR.min(sq - i0);
+            if fill::masked_tile(self.spec, self.mask, b, (i0, rows), (j0, cols)) {
+                // Filled scores are constants (no dS); each key gets the tile's
+                // fill-weighted dO.
+                if dvo.is_some() {
+                    let x = std::slice::from_raw_parts(stats.wdo(i0 / BR), dv);
+                    for c in 0..cols {
+                        let row = &mut dv_acc[c * dv..(c + 1) * dv];
+                        row.iter_mut().zip(x).for_each(|(a, &x)| *a = *a + x);
+                    }
+                }
+                continue;
+            }
             scores(self.spec, q, k, self.mask, b, d, (i0, rows), (j0, cols), s);
             for r in 0..rows {
                 let row = &mut s[r * BC..r * BC + cols];

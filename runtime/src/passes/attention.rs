@@ -75,9 +75,6 @@ pub fn fuse(g: &Graph) -> (Graph, Vec<String>) {
             }
             continue;
         };
-        if let Some(why) = m.partial.take() {
-            misses.push(format!("softmax-then-matmul %{i} fused, but {why}"));
-        }
         // Every interior value but the result is read only by interior nodes.
         // (A map: one vector per match would make many layers quadratic in the graph.)
         let mut reads: std::collections::HashMap<ValueId, usize> = Default::default();
@@ -95,7 +92,12 @@ pub fn fuse(g: &Graph) -> (Graph, Vec<String>) {
                 v.0,
                 g.node(*v).op.name()
             )),
-            None => found[i] = Some(f),
+            None => {
+                if let Some(why) = m.partial.take() {
+                    misses.push(format!("softmax-then-matmul %{i} fused, but {why}"));
+                }
+                found[i] = Some(f)
+            }
         }
     }
     if found.iter().all(|f| f.is_none()) {

@@ -7,10 +7,12 @@
 //! `exp(fill - m) · Σ v_j` to its output: one update per row from the region's key count
 //! and the sum of its `v` rows (`add_filled_keys`). In the gradient a filled score is a
 //! constant (its `dS` is zero, `zero_masked`), but `dV_j` still gets `Σ_i p_ij dO_i` with
-//! `p_ij = exp(fill - lse_i)`: for the keys of a region wholly masked for rows `i` that is
-//! one vector, `Σ_i exp(fill - lse_i) dO_i`, summed per query tile in the first pass
-//! (`weighted_dout`) and added to each key of the region in the second. When `fill` is so
-//! low that `exp(fill - lse)` is 0 these add zeros, and remain exact when it is not.
+//! `p_ij = exp(fill - m_i) / l_i`: for the keys of a region wholly masked for rows `i` that
+//! is one vector, `Σ_i p_ij dO_i`, summed per query tile in the first pass
+//! (`weighted_dout`) and added to each key of the region in the second. The regions are
+//! the keys past a causal diagonal, and under a bool mask the tiles it masks wholly
+//! (`masked_tile`: a padding mask's keys past a sequence's end). When `fill` is so
+//! low that `exp(fill - m)` is 0 these add zeros, and remain exact when it is not.
 
 use super::{Float, Mats, BC};
 use crate::ir::{AttnSpec, MaskKind};
@@ -105,6 +107,31 @@ pub(super) unsafe fn weighted_dout<T: Float>(
         let w = (fill - x[0]).exp() * x[1];
         add_row(out, w, dout, (b, i0 + r));
     }
+}
+
+/// Whether a `Bool` mask with a finite fill masks every key `j0..j0 + cols` for every
+/// query `i0..i0 + rows` (a padding mask's keys past a sequence's length): the tile is
+/// then added in closed form, not multiplied out. (A causal fill's wholly masked tiles are
+/// past `key_end`, never asked about.)
+///
+/// # Safety
+/// As `scores`': the mask operand covers the tile.
+pub(super) unsafe fn masked_tile(
+    spec: &AttnSpec,
+    mask: Option<&Operand>,
+    b: usize,
+    (i0, rows): (usize, usize),
+    (j0, cols): (usize, usize),
+) -> bool {
+    if spec.fill.is_none() || spec.mask != MaskKind::Bool {
+        return false;
+    }
+    let m = mask.expect("a mask operand");
+    let at: Mats<u8> = Mats::new(m);
+    (0..rows).all(|r| {
+        let first = at.offset(b, i0 + r) + j0 as isize * at.cs;
+        (0..cols).all(|c| *m.ptr.wrapping_offset(first + c as isize * at.cs) == 0)
+    })
 }
 
 /// `ds[r, c] = 0` (row stride `BC`) where key `j0 + c` is masked for query `i0 + r`: a
