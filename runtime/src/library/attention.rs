@@ -164,9 +164,15 @@ fn forward_elems(d: Dims) -> usize {
     BR * BC + BR * d.dv + 2 * BR + d.dv
 }
 
-/// Scratch bytes of the forward step.
-pub fn forward_scratch(d: Dims, size: usize) -> usize {
-    forward_slots(d) * slot_bytes(forward_elems(d), size)
+/// Scratch bytes of the forward step: the slots, then under a causal finite fill every
+/// batch element's suffix sums of `v` by key tile (`fill::tile_suffixes`).
+pub fn forward_scratch(spec: &AttnSpec, d: Dims, size: usize) -> usize {
+    let suffixes = if fill::closed_form(spec) {
+        slot_bytes(d.batch * d.sk.div_ceil(BC) * d.dv, size)
+    } else {
+        0
+    };
+    forward_slots(d) * slot_bytes(forward_elems(d), size) + suffixes
 }
 
 /// Scratch bytes of the gradient step (with room to recompute a tile of the output when
@@ -572,7 +578,19 @@ unsafe fn forward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: *mut T, scrat
     let bytes = slot_bytes(elems, size);
     let n_workers = forward_slots(dims);
     let p = Shared(out, scratch);
+    // The v-sums from each key tile on, read by every query tile's keys past the diagonal.
+    let k_tiles = sk.div_ceil(BC);
+    let suffixes = Ptr(scratch.add(n_workers * bytes) as *mut T);
+    if fill::closed_form(spec) {
+        (0..batch).into_par_iter().for_each(|b| {
+            let suffixes = suffixes;
+            let mine =
+                std::slice::from_raw_parts_mut(suffixes.0.add(b * k_tiles * dv), k_tiles * dv);
+            fill::tile_suffixes(&v, b, sk, mine);
+        });
+    }
     (0..n_workers).into_par_iter().for_each(|w| {
+        let suffixes = suffixes;
         let p = p;
         let buf: &mut [T] = slot(p.1, w, bytes, elems);
         let (s, rest) = buf.split_at_mut(BR * BC);
@@ -600,7 +618,9 @@ unsafe fn forward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: *mut T, scrat
                 rescale_accumulate(acc, &alpha, s, (rows, cols, dv), &v, b, j0);
             }
             if fill::closed_form(spec) && end < sk {
-                fill::sum_rows(&v, b, (end, sk), vsum);
+                let mine =
+                    std::slice::from_raw_parts(suffixes.0.add(b * k_tiles * dv), k_tiles * dv);
+                fill::sum_from(&v, b, (end, sk), mine, vsum);
                 let f = fill::value::<T>(spec);
                 fill::add_filled_keys(f, sk - end, vsum, rows, (m, l), Some(acc));
             }

@@ -73,6 +73,46 @@ pub(super) unsafe fn sum_rows<T: Float>(
     }
 }
 
+/// `suffixes[t] = Σ_{j >= t·BC} v[b, j]` (`dv` columns each) for the key tiles `t` of
+/// batch element `b`, from the last tile back (each tile's rows in key order, then the
+/// sum of the tiles after it).
+///
+/// # Safety
+/// Rows `0..sk` of `v`'s matrix `b` are inside its live buffer.
+pub(super) unsafe fn tile_suffixes<T: Float>(v: &Mats<T>, b: usize, sk: usize, suffixes: &mut [T]) {
+    let dv = suffixes.len() / sk.div_ceil(BC).max(1);
+    for t in (0..sk.div_ceil(BC)).rev() {
+        let (this, after) = suffixes[t * dv..].split_at_mut(dv);
+        sum_rows(v, b, (t * BC, sk.min((t + 1) * BC)), this);
+        if !after.is_empty() {
+            this.iter_mut()
+                .zip(&after[..dv])
+                .for_each(|(a, &x)| *a = *a + x);
+        }
+    }
+}
+
+/// `out = Σ_{j in j0..sk} v[b, j]` from `tile_suffixes`: the rows up to the next tile
+/// boundary, then that tile's suffix (fewer than `BC` rows read, not `sk - j0`).
+///
+/// # Safety
+/// As `sum_rows`'; `suffixes` are `tile_suffixes` of `v`'s matrix `b`.
+pub(super) unsafe fn sum_from<T: Float>(
+    v: &Mats<T>,
+    b: usize,
+    (j0, sk): (usize, usize),
+    suffixes: &[T],
+    out: &mut [T],
+) {
+    let dv = out.len();
+    let next = j0.div_ceil(BC);
+    sum_rows(v, b, (j0, sk.min(next * BC)), out);
+    if next * BC < sk {
+        let x = &suffixes[next * dv..(next + 1) * dv];
+        out.iter_mut().zip(x).for_each(|(a, &x)| *a = *a + x);
+    }
+}
+
 /// `out += w · x[b, i]` (`out.len()` columns); a contiguous row as a slice, so the loop
 /// vectorises (this runs over every key past the diagonal, once per query tile).
 ///
