@@ -333,14 +333,13 @@ pub fn infer(op: &Op, ins: &[Ty], declared: Ty) -> Result<(Vec<usize>, DType), S
             if !spec.scale.is_finite() {
                 return Err(format!("scale {} is not finite", spec.scale));
             }
-            if spec.fill.is_some()
-                && *spec != crate::ir::AttnSpec::new(spec.mask, spec.scale, spec.fill)
-            {
-                return Err(format!(
-                    "a fill ({:?}) must be finite and needs a causal or bool mask, not {}",
-                    spec.fill.unwrap(),
-                    spec.mask.name()
-                ));
+            if let Some(f) = spec.fill {
+                if *spec != crate::ir::AttnSpec::new(spec.mask, spec.scale, spec.fill) {
+                    return Err(format!(
+                        "a fill ({f:?}) must be finite and needs a causal or bool mask, not {}",
+                        spec.mask.name()
+                    ));
+                }
             }
             if grad {
                 // `dq`; `dk` and `dv` are its `get[1]` and `get[2]` (`verify`).
