@@ -1,9 +1,11 @@
 //! The interpreter's attention: the definition, in f64, score matrix and all.
 //!
 //! For each batch element and query row `i`: `s_j = scale · q_i · k_j`, plus the additive
-//! mask, or -inf where the key is masked (`j > i` under `Causal`, false under `Bool`);
-//! `p = exp(s - max s) / Σ exp(s - max s)`; `o_i = Σ_j p_j v_j`. A row whose keys are all
-//! masked is NaN (as the composition's softmax of -infs), no keys at all give 0.
+//! mask, or -inf where the key is masked (`j > i` under `Causal`, false under `Bool`), or
+//! the spec's finite fill when it has one; `p = exp(s - max s) / Σ exp(s - max s)`;
+//! `o_i = Σ_j p_j v_j`. A row whose keys are all masked is NaN (as the composition's
+//! softmax of -infs), uniform with a finite fill; no keys at all give 0. A masked score is
+//! a constant (the fill), so its gradient is zero whatever its weight.
 
 use crate::interp::{as_f64s, from_f64s};
 use crate::ir::{AttnSpec, MaskKind};
@@ -28,6 +30,20 @@ fn dims(q: &Tensor, v: &Tensor) -> Dims {
     }
 }
 
+/// Whether key `j` is masked for query `i` of batch element `b`.
+fn masked(
+    spec: &AttnSpec,
+    mask: Option<&[f64]>,
+    n: &Dims,
+    (b, i, j): (usize, usize, usize),
+) -> bool {
+    match spec.mask {
+        MaskKind::Causal => j > i,
+        MaskKind::Bool => mask.unwrap()[(b * n.sq + i) * n.sk + j] == 0.0,
+        _ => false,
+    }
+}
+
 /// The softmax weights `p[b][i][j]` (f64, flattened).
 fn weights(spec: &AttnSpec, q: &[f64], k: &[f64], mask: Option<&[f64]>, n: &Dims) -> Vec<f64> {
     let mut p = vec![0.0; n.batch * n.sq * n.sk];
@@ -39,11 +55,12 @@ fn weights(spec: &AttnSpec, q: &[f64], k: &[f64], mask: Option<&[f64]>, n: &Dims
                 let kj = &k[(b * n.sk + j) * n.d..(b * n.sk + j + 1) * n.d];
                 let dot: f64 = qi.iter().zip(kj).map(|(a, b)| a * b).sum();
                 let m = mask.map(|m| m[(b * n.sq + i) * n.sk + j]);
-                *s = match spec.mask {
-                    MaskKind::Causal if j > i => f64::NEG_INFINITY,
-                    MaskKind::Bool if m == Some(0.0) => f64::NEG_INFINITY,
-                    MaskKind::Additive => spec.scale * dot + m.unwrap(),
-                    _ => spec.scale * dot,
+                *s = if masked(spec, mask, n, (b, i, j)) {
+                    spec.fill.unwrap_or(f64::NEG_INFINITY)
+                } else if spec.mask == MaskKind::Additive {
+                    spec.scale * dot + m.unwrap()
+                } else {
+                    spec.scale * dot
                 };
             }
             // NaN propagates through the maximum, as the reduction's does.
@@ -115,7 +132,13 @@ pub fn attention_grad(spec: &AttnSpec, ins: &[&Tensor]) -> Vec<Tensor> {
             let dot: f64 = (0..n.sk).map(|j| p[row + j] * dp[j]).sum();
             for j in 0..n.sk {
                 let pj = p[row + j];
-                let ds = pj * (dp[j] - dot) * spec.scale;
+                // A filled score is a constant: no gradient flows to q or k through it.
+                let filled = spec.fill.is_some() && masked(spec, mask.as_deref(), &n, (b, i, j));
+                let ds = if filled {
+                    0.0
+                } else {
+                    pj * (dp[j] - dot) * spec.scale
+                };
                 for c in 0..n.dv {
                     dv[(b * n.sk + j) * n.dv + c] += pj * doi[c];
                 }

@@ -54,7 +54,16 @@ fn mask_of(kind: Kind, m: &Tensor) -> AttnMask<'_> {
 #[jit]
 fn fused(q: &Tensor, k: &Tensor, v: &Tensor, m: &Tensor, kind: usize) -> Tensor {
     let kind = [Kind::None, Kind::Causal, Kind::Bool, Kind::Additive][kind];
-    attention_with(q, k, v, mask_of(kind, m), AttnOptions { scale: Some(0.3) })
+    attention_with(
+        q,
+        k,
+        v,
+        mask_of(kind, m),
+        AttnOptions {
+            scale: Some(0.3),
+            ..Default::default()
+        },
+    )
 }
 
 /// `sum(attention(q, k, v) · w)` with mask kind `kind` (an index into `KINDS`), scale 0.3.
@@ -65,7 +74,10 @@ fn weighted_sum(x: &[Tensor], m: &Tensor, w: &Tensor, kind: usize) -> Tensor {
         &x[1],
         &x[2],
         mask_of(kind, m),
-        AttnOptions { scale: Some(0.3) },
+        AttnOptions {
+            scale: Some(0.3),
+            ..Default::default()
+        },
     );
     (o * w).sum_all()
 }
@@ -201,7 +213,10 @@ fn compiled_attention_matches_the_composition_and_the_definition() {
                     &k,
                     &v,
                     mask_of(kind, &m),
-                    AttnOptions { scale: Some(0.3) },
+                    AttnOptions {
+                        scale: Some(0.3),
+                        ..Default::default()
+                    },
                 );
                 assert_close(
                     &got,
@@ -449,6 +464,22 @@ fn attention_in_ir_text_round_trips() {
     let g = jitfuse::internals::ir::parse(text).unwrap();
     jitfuse::internals::ir::verify(&g).unwrap();
     assert_eq!(g.to_text(), text);
+    // A finite fill round-trips exactly (f32::MIN as f64 has 17 significant digits).
+    for fill in ["-1e30", "-3.4028234663852886e38", "-2.5"] {
+        let filled = text.replace("[causal,0.125]", &format!("[causal,0.125,fill={fill}]"));
+        let g = jitfuse::internals::ir::parse(&filled).unwrap();
+        jitfuse::internals::ir::verify(&g).unwrap();
+        assert_eq!(g.to_text(), filled);
+    }
+    // A fill needs a causal or bool mask and must be finite.
+    for bad in [
+        "[none,0.125,fill=-1e9]",
+        "[causal,0.125,fill=inf]",
+        "[causal,0.125,-1e9]",
+    ] {
+        let e = jitfuse::internals::ir::parse(&text.replace("[causal,0.125]", bad)).unwrap_err();
+        assert!(e.to_string().contains("fill"), "{bad}: {e}");
+    }
     let bad = text.replace("f32[2,5,3]\nreturn", "f32[2,5,4]\nreturn");
     let e =
         jitfuse::internals::ir::verify(&jitfuse::internals::ir::parse(&bad).unwrap()).unwrap_err();
@@ -528,10 +559,21 @@ fn weights_also_returned(q: &Tensor, k: &Tensor, v: &Tensor) -> (Tensor, Tensor)
     (o, p)
 }
 
+/// A finite causal bias: masked scores are `s - 1e9`, not a constant, so it stays an
+/// additive operand (its square matrix kept), named as a near miss.
 #[jit]
-fn finite_fill(q: &Tensor, k: &Tensor, v: &Tensor) -> Tensor {
+fn finite_bias(q: &Tensor, k: &Tensor, v: &Tensor) -> Tensor {
     let s = q.matmul(&swap_last(k)) * 0.3;
-    jitfuse::where_(&tril(q.shape()[0], k.shape()[0]), &s, -1e9)
+    (s + jitfuse::where_(&tril(q.shape()[0], k.shape()[0]), 0.0, -1e9))
+        .softmax(-1)
+        .matmul(v)
+}
+
+/// A fill of +inf is no mask at all (the composition's rows are NaN).
+#[jit]
+fn infinite_fill(q: &Tensor, k: &Tensor, v: &Tensor) -> Tensor {
+    let s = q.matmul(&swap_last(k)) * 0.3;
+    jitfuse::where_(&tril(q.shape()[0], k.shape()[0]), &s, f64::INFINITY)
         .softmax(-1)
         .matmul(v)
 }
@@ -598,7 +640,10 @@ fn the_spelled_out_pattern_compiles_to_the_fused_op() {
         &k,
         &v,
         AttnMask::Bool(&m),
-        AttnOptions { scale: Some(0.3) },
+        AttnOptions {
+            scale: Some(0.3),
+            ..Default::default()
+        },
     );
     assert_close(
         &spelled_bool(&q, &k, &v, &m),
@@ -618,7 +663,10 @@ fn the_spelled_out_pattern_compiles_to_the_fused_op() {
         &k,
         &v,
         AttnMask::Additive(&bias),
-        AttnOptions { scale: Some(0.3) },
+        AttnOptions {
+            scale: Some(0.3),
+            ..Default::default()
+        },
     );
     assert_close(
         &spelled_additive(&q, &kt, &v, &bias),
@@ -677,7 +725,8 @@ fn near_misses_keep_the_composition_and_say_why() {
         sink.lock().unwrap().push(l.to_string())
     })));
     let text = weights_also_returned::lower(&q, &k, &v).unwrap().as_text();
-    let fill = finite_fill::lower(&q, &k, &v).unwrap().as_text();
+    let bias = finite_bias::lower(&q, &k, &v).unwrap().as_text();
+    let inf = infinite_fill::lower(&q, &k, &v).unwrap().as_text();
     jitfuse::jit::set_log_sink(old);
     jitfuse::jit::set_log(None);
     assert!(
@@ -685,8 +734,12 @@ fn near_misses_keep_the_composition_and_say_why() {
         "returned weights: fused anyway"
     );
     assert!(
-        !simplified(fill).contains("attention["),
-        "a finite fill is not a mask"
+        simplified(bias).contains("attention[additive,"),
+        "a finite bias is an additive operand"
+    );
+    assert!(
+        !simplified(inf).contains("attention["),
+        "a fill of +inf is not a mask"
     );
     let lines = lines.lock().unwrap();
     assert!(
@@ -696,10 +749,16 @@ fn near_misses_keep_the_composition_and_say_why() {
         "{lines:?}"
     );
     assert!(
+        lines.iter().any(|l| l.contains("fused, but")
+            && l.contains("bias as an operand")
+            && l.contains("-1e9")),
+        "a finite causal bias is named as a near miss: {lines:?}"
+    );
+    assert!(
         lines
             .iter()
-            .any(|l| l.contains("left unfused") && l.contains("the finite -1e9")),
-        "a finite fill is named as a near miss: {lines:?}"
+            .any(|l| l.contains("left unfused") && l.contains("neither -inf nor finite")),
+        "an infinite fill is named as a near miss: {lines:?}"
     );
     // Both still compute the composition.
     let (o, p) = weights_also_returned(&q, &k, &v);

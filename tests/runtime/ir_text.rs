@@ -173,3 +173,51 @@ fn verifier_rejects_broken_graphs() {
         assert!(e.contains(want), "{e:?} should contain {want:?}");
     }
 }
+
+/// A fused attention with a finite fill (as the pattern fusion writes it from
+/// `where_(mask, s, -1e9)`) prints its fill, parses back to the same graph and computes
+/// the same bits in the interpreter, forward and gradient.
+#[test]
+fn attention_with_a_fill_round_trips_through_text() {
+    let mut rng = Rng::new(11);
+    let t = |rng: &mut Rng, s: &[usize]| random_tensor(rng, s, DType::F32, -1.0, 1.0, false);
+    let args = [
+        t(&mut rng, &[2, 9, 4]),
+        t(&mut rng, &[2, 11, 4]),
+        t(&mut rng, &[2, 11, 3]),
+    ];
+    let attn = |x: &[Tensor]| {
+        // Made inside the trace: an iota comparison, recognised as causal.
+        let row = Tensor::iota(&[9, 1], 0, DType::I32);
+        let col = Tensor::iota(&[1, 11], 1, DType::I32);
+        let s = x[0].matmul(&x[1].transpose(&[0, 2, 1])) * 0.5;
+        jitfuse::where_(&col.le(&row), &s, f32::MIN as f64)
+            .softmax(-1)
+            .matmul(&x[2])
+    };
+    // The gradient traced with pattern fusion on is `attention_grad`.
+    let g = trace_fn(&args, |x| {
+        let grads = jitfuse::grad(
+            |y: &Vec<Tensor>| attn(y).square().sum_all(),
+            &vec![x[0].clone(), x[1].clone(), x[2].clone()],
+        );
+        let mut out = vec![attn(x)];
+        out.extend(grads);
+        out
+    });
+    let g = jitfuse::internals::passes::fuse_attention(&g);
+    let text = g.to_text();
+    assert!(
+        text.contains("attention[causal,0.5,fill=-3.4028234663852886e38]")
+            && text.contains("attention_grad[causal,0.5,fill=-3.4028234663852886e38]"),
+        "{text}"
+    );
+    let back = ir::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert_eq!(back.to_text(), text);
+    ir::verify(&back).unwrap();
+    let want = jitfuse::internals::interp::eval_graph(&g, &args, &[]).unwrap();
+    let got = jitfuse::internals::interp::eval_graph(&back, &args, &[]).unwrap();
+    for (k, (a, b)) in got.iter().zip(&want).enumerate() {
+        assert_close(a, b, EXACT, &format!("parsed attention output {k}"));
+    }
+}

@@ -2,6 +2,7 @@
 
 mod array_ops;
 mod attention;
+mod attention_fill;
 mod autodiff;
 mod cache_diag;
 mod cache_memory;

@@ -333,6 +333,14 @@ pub fn infer(op: &Op, ins: &[Ty], declared: Ty) -> Result<(Vec<usize>, DType), S
             if !spec.scale.is_finite() {
                 return Err(format!("scale {} is not finite", spec.scale));
             }
+            if let Some(f) = spec.fill {
+                if *spec != crate::ir::AttnSpec::new(spec.mask, spec.scale, spec.fill) {
+                    return Err(format!(
+                        "a fill ({f:?}) must be finite and needs a causal or bool mask, not {}",
+                        spec.mask.name()
+                    ));
+                }
+            }
             if grad {
                 // `dq`; `dk` and `dv` are its `get[1]` and `get[2]` (`verify`).
                 Ok((q.to_vec(), d))

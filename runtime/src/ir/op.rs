@@ -203,6 +203,12 @@ pub struct AttnSpec {
     pub mask: MaskKind,
     /// The factor of the scores (`1/√D` by default).
     pub scale: f64,
+    /// Under a `Causal` or `Bool` mask, the finite value a masked score takes (as
+    /// `where_(mask, s, -1e9)` writes it); `None` is `-inf`, a masked key's weight 0. With a
+    /// finite fill a masked key keeps the weight `exp(fill - max) / sum` and a row with
+    /// every key masked is uniform: the composition's meaning, not a mask's. Always `None`
+    /// under `None` and `Additive` (`AttnSpec::new` keeps it so).
+    pub fill: Option<f64>,
 }
 
 /// Where `attention_grad`'s operands are: `q, k, v`, then the forward output `o` when it
@@ -216,6 +222,14 @@ pub struct GradOperands {
 }
 
 impl AttnSpec {
+    /// The spec with `fill` kept only where it means something (a `Causal` or `Bool` mask)
+    /// and only when finite (`-inf` is no fill: the mask itself).
+    pub fn new(mask: MaskKind, scale: f64, fill: Option<f64>) -> AttnSpec {
+        let fill =
+            fill.filter(|f| f.is_finite() && matches!(mask, MaskKind::Causal | MaskKind::Bool));
+        AttnSpec { mask, scale, fill }
+    }
+
     /// The layout of an `attention_grad` with `n` operands (`None`: no valid layout).
     pub fn grad_operands(&self, n: usize) -> Option<GradOperands> {
         let m = self.mask.has_operand() as usize;

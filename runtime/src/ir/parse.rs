@@ -347,13 +347,22 @@ fn pairs<T: std::str::FromStr>(s: &str, line: usize) -> Result<Vec<(T, T)>, Erro
         .collect()
 }
 
-/// `causal,0.125`: an attention's mask kind and scale.
+/// `causal,0.125` or `causal,0.125,fill=-1e30`: an attention's mask kind, scale and the
+/// finite value of a masked score (only under a causal or bool mask).
 fn attn_spec(text: &str, line_no: usize) -> Result<super::AttnSpec, Error> {
     use super::MaskKind;
     let bad = || {
-        Error::parse(line_no, format!("attention needs `[mask,scale]` with mask none, causal, bool or additive, found `[{text}]`"))
+        Error::parse(line_no, format!("attention needs `[mask,scale]` or `[mask,scale,fill=x]` with mask none, causal, bool or additive (a finite fill x only with causal or bool), found `[{text}]`"))
     };
-    let (kind, scale) = text.split_once(',').ok_or_else(bad)?;
+    let (kind, rest) = text.split_once(',').ok_or_else(bad)?;
+    let (scale, fill) = match rest.split_once(',') {
+        Some((scale, fill)) => {
+            let x = fill.trim().strip_prefix("fill=").ok_or_else(bad)?;
+            let x: f64 = x.trim().parse().map_err(|_| bad())?;
+            (scale, Some(x))
+        }
+        None => (rest, None),
+    };
     let mask = match kind.trim() {
         "none" => MaskKind::None,
         "causal" => MaskKind::Causal,
@@ -362,5 +371,9 @@ fn attn_spec(text: &str, line_no: usize) -> Result<super::AttnSpec, Error> {
         _ => return Err(bad()),
     };
     let scale: f64 = scale.trim().parse().map_err(|_| bad())?;
-    Ok(super::AttnSpec { mask, scale })
+    let spec = super::AttnSpec::new(mask, scale, fill);
+    if spec.fill != fill {
+        return Err(bad());
+    }
+    Ok(spec)
 }

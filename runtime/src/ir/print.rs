@@ -99,7 +99,11 @@ pub fn attr_text(op: &Op) -> String {
         | Op::ScatterAdd(a)
         | Op::Get(a) => format!("[{a}]"),
         Op::While(w) => format!("[{}]", w.carried),
-        Op::Attention(a) | Op::AttentionGrad(a) => format!("[{},{:?}]", a.mask.name(), a.scale),
+        Op::Attention(a) | Op::AttentionGrad(a) => match a.fill {
+            // `{:?}` round-trips every f64 exactly (`-1e30`, `-3.4028234663852886e38`).
+            Some(f) => format!("[{},{:?},fill={f:?}]", a.mask.name(), a.scale),
+            None => format!("[{},{:?}]", a.mask.name(), a.scale),
+        },
         Op::Random(crate::ir::RandomOp::Uniform { lo, hi }) => format!(
             "[{},{}]",
             literal_text(Literal::Float(*lo)),

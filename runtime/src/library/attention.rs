@@ -7,8 +7,8 @@
 //! maximum grows). Tile products run on `gemm` (single-threaded; the tasks are split over
 //! the cores). Under a causal mask the tiles wholly above the diagonal are skipped.
 //!
-//! The gradient recomputes each score tile from q, k and the row's log-sum-exp (its first
-//! pass computes the log-sum-exp and `D = rowsum(dO ∘ O)`), then per key tile accumulates
+//! The gradient recomputes each score tile from q, k and the row's softmax maximum and sum
+//! (its first pass computes them and `D = rowsum(dO ∘ O)`), then per key tile accumulates
 //! `dV += Pᵀ dO`, `dK += scale · dSᵀ Q` and adds `scale · dS K` into `dQ`, with
 //! `dS = P ∘ (dO Vᵀ - D)`. One task per batch element (batch and head axes), so every
 //! output element has one writer; with fewer batch elements than cores, one element's query
@@ -18,9 +18,11 @@
 //! recomputes it tile by tile, as the forward does.
 //!
 //! Semantics are the composition's: a row with every key masked is NaN (the softmax of
-//! `-inf`s), NaN inputs give NaN rows; with no keys at all the output is zero (an empty
-//! sum). Scratch comes from the executable's arena, one slot per task running at once
-//! (`SLOTS`; a function of the sizes, never of the thread count).
+//! `-inf`s), uniform under a finite fill (`fill`: masked scores equal a constant, the keys
+//! past a causal diagonal added in closed form), NaN inputs give NaN rows; with no keys at
+//! all the output is zero (an empty sum). Scratch comes from the executable's arena, one
+//! slot per task running at once (`SLOTS`; a function of the sizes, never of the thread
+//! count).
 
 use super::ops::Operand;
 use super::GemmElement;
@@ -28,6 +30,8 @@ use crate::codegen::micro;
 use crate::ir::{AttnSpec, MaskKind, UnaryOp};
 use crate::{shape, DType};
 use rayon::prelude::*;
+
+mod fill;
 
 /// Query rows per tile.
 const BR: usize = 64;
@@ -50,7 +54,6 @@ trait Float:
     const NEG_INF: Self;
     fn from_f64(x: f64) -> Self;
     fn exp(self) -> Self;
-    fn ln(self) -> Self;
     /// `x[i] = exp(x[i])` for the whole slice.
     fn exp_slice(x: &mut [Self]);
 }
@@ -62,9 +65,6 @@ impl Float for f32 {
     }
     fn exp(self) -> Self {
         f32::exp(self)
-    }
-    fn ln(self) -> Self {
-        f32::ln(self)
     }
     fn exp_slice(x: &mut [f32]) {
         static KERNEL: once_cell::sync::Lazy<Option<micro::MicroFn>> =
@@ -91,9 +91,6 @@ impl Float for f64 {
     }
     fn exp(self) -> Self {
         f64::exp(self)
-    }
-    fn ln(self) -> Self {
-        f64::ln(self)
     }
     fn exp_slice(x: &mut [f64]) {
         x.iter_mut().for_each(|v| *v = v.exp());
@@ -161,9 +158,21 @@ fn slot_bytes(elems: usize, size: usize) -> usize {
     (elems * size).div_ceil(SLOT_ALIGN) * SLOT_ALIGN
 }
 
-/// Scratch bytes of the forward step.
-pub fn forward_scratch(d: Dims, size: usize) -> usize {
-    forward_slots(d) * slot_bytes(BR * BC + BR * d.dv + 2 * BR, size)
+/// Elements of a forward slot: the score tile, the running output, `m` and `l`, and the
+/// `v` sum of the keys a finite fill masks past the diagonal.
+fn forward_elems(d: Dims) -> usize {
+    BR * BC + BR * d.dv + 2 * BR + d.dv
+}
+
+/// Scratch bytes of the forward step: the slots, then under a causal finite fill every
+/// batch element's suffix sums of `v` by key tile (`fill::tile_suffixes`).
+pub fn forward_scratch(spec: &AttnSpec, d: Dims, size: usize) -> usize {
+    let suffixes = if fill::closed_form(spec) {
+        slot_bytes(d.batch * d.sk.div_ceil(BC) * d.dv, size)
+    } else {
+        0
+    };
+    forward_slots(d) * slot_bytes(forward_elems(d), size) + suffixes
 }
 
 /// Scratch bytes of the gradient step (with room to recompute a tile of the output when
@@ -184,19 +193,65 @@ fn partials_bytes(d: Dims, size: usize) -> usize {
     }
 }
 
-/// With the keys split (`splits_keys`), every row's log-sum-exp and `D`, after the
-/// partials: written by all workers in the first pass, read by all in the second.
+/// With the keys split (`splits_keys`), the row statistics (`Stats`) after the partials:
+/// written by all workers in the first pass, read by all in the second.
 fn shared_stats_bytes(d: Dims, size: usize) -> usize {
     if splits_keys(d) {
-        slot_bytes(2 * d.sq, size)
+        slot_bytes(stats_elems(d), size)
     } else {
         0
     }
 }
 
+/// Elements of one batch element's row statistics (`Stats`).
+fn stats_elems(d: Dims) -> usize {
+    3 * d.sq + d.sq.div_ceil(BR) * d.dv
+}
+
+/// The row statistics of one batch element's gradient, from its first pass to its second:
+/// per row the softmax's shift `m` (its maximum; 0 when every score is -inf) and `1/l`
+/// (a weight is `exp(s - m) / l`), then per row `D = rowsum(dO ∘ O)`, then per query tile
+/// `Σ_r exp(fill - m_r) / l_r · dO_r` (`fill::weighted_dout`; unused without a fill).
+/// Not the log-sum-exp `m + ln l`: under a fill of -1e30 a fully masked row has
+/// `m = -1e30`, and `ln l` vanishes in that sum.
+#[derive(Clone, Copy)]
+struct Stats<T> {
+    base: *mut T,
+    sq: usize,
+    dv: usize,
+}
+
+// SAFETY: rows are written by one worker in the first pass, read by all in the second.
+unsafe impl<T> Send for Stats<T> {}
+unsafe impl<T> Sync for Stats<T> {}
+
+impl<T: Copy> Stats<T> {
+    fn new(base: *mut T, d: Dims) -> Stats<T> {
+        Stats {
+            base,
+            sq: d.sq,
+            dv: d.dv,
+        }
+    }
+
+    /// `(m, 1/l)` of row `i`.
+    unsafe fn softmax(self, i: usize) -> *mut T {
+        self.base.add(2 * i)
+    }
+
+    unsafe fn dvec(self, i: usize) -> *mut T {
+        self.base.add(2 * self.sq + i)
+    }
+
+    /// Query tile `t`'s fill-weighted `dO` sum (`dv` elements).
+    unsafe fn wdo(self, t: usize) -> *mut T {
+        self.base.add(3 * self.sq + t * self.dv)
+    }
+}
+
 /// Elements of a gradient slot.
 fn backward_elems(d: Dims) -> usize {
-    2 * d.sq + 2 * BR * BC + BC * d.d + BC * d.dv + BR * d.dv
+    stats_elems(d) + 2 * BR * BC + BC * d.d + BC * d.dv + BR * d.dv + d.dv
 }
 
 /// One operand of a step as a batch of matrices: element `(b, i, j)` at
@@ -299,7 +354,7 @@ unsafe fn mm<T: Float>(
 }
 
 /// The score tile `s[r, c] = scale · q[i0 + r] · k[j0 + c]` with the mask applied (masked
-/// scores are -inf), in `s` with row stride `BC`.
+/// scores are -inf, or the spec's finite fill), in `s` with row stride `BC`.
 #[allow(clippy::too_many_arguments)]
 unsafe fn scores<T: Float>(
     spec: &AttnSpec,
@@ -328,6 +383,7 @@ unsafe fn scores<T: Float>(
         k.rs,
         T::from_f64(spec.scale),
     );
+    let masked = fill::value::<T>(spec);
     match spec.mask {
         MaskKind::None => {}
         MaskKind::Causal => {
@@ -335,7 +391,7 @@ unsafe fn scores<T: Float>(
                 for r in 0..rows {
                     let first_masked = (i0 + r + 1).saturating_sub(j0);
                     for c in first_masked..cols {
-                        s[r * BC + c] = T::NEG_INF;
+                        s[r * BC + c] = masked;
                     }
                 }
             }
@@ -351,7 +407,7 @@ unsafe fn scores<T: Float>(
                     let x = &mut s[r * BC + c];
                     if spec.mask == MaskKind::Bool {
                         if *e == 0 {
-                            *x = T::NEG_INF;
+                            *x = masked;
                         }
                     } else {
                         *x = *x + *(e as *const T);
@@ -362,7 +418,8 @@ unsafe fn scores<T: Float>(
     }
 }
 
-/// The key columns query rows `i0..i0 + rows` may see: `0..end`.
+/// The key columns query rows `i0..i0 + rows` may see: `0..end` (under a causal mask with
+/// a finite fill the keys `end..` are masked for every row, added in closed form).
 fn key_end(spec: &AttnSpec, sk: usize, i0: usize, rows: usize) -> usize {
     match spec.mask {
         MaskKind::Causal => sk.min(i0 + rows),
@@ -517,15 +574,29 @@ unsafe fn forward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: *mut T, scrat
     let q_tiles = sq.div_ceil(BR);
     let tasks = batch * q_tiles;
     let size = std::mem::size_of::<T>();
-    let bytes = slot_bytes(BR * BC + BR * dv + 2 * BR, size);
+    let elems = forward_elems(dims);
+    let bytes = slot_bytes(elems, size);
     let n_workers = forward_slots(dims);
     let p = Shared(out, scratch);
+    // The v-sums from each key tile on, read by every query tile's keys past the diagonal.
+    let k_tiles = sk.div_ceil(BC);
+    let suffixes = Ptr(scratch.add(n_workers * bytes) as *mut T);
+    if fill::closed_form(spec) {
+        (0..batch).into_par_iter().for_each(|b| {
+            let suffixes = suffixes;
+            let mine =
+                std::slice::from_raw_parts_mut(suffixes.0.add(b * k_tiles * dv), k_tiles * dv);
+            fill::tile_suffixes(&v, b, sk, mine);
+        });
+    }
     (0..n_workers).into_par_iter().for_each(|w| {
+        let suffixes = suffixes;
         let p = p;
-        let buf: &mut [T] = slot(p.1, w, bytes, BR * BC + BR * dv + 2 * BR);
+        let buf: &mut [T] = slot(p.1, w, bytes, elems);
         let (s, rest) = buf.split_at_mut(BR * BC);
         let (acc, rest) = rest.split_at_mut(BR * dv);
-        let (m, l) = rest.split_at_mut(BR);
+        let (m, rest) = rest.split_at_mut(BR);
+        let (l, vsum) = rest.split_at_mut(BR);
         let mut alpha = [T::ZERO; BR];
         for t in (w..tasks).step_by(n_workers) {
             let (b, i0) = (t / q_tiles, (t % q_tiles) * BR);
@@ -536,9 +607,22 @@ unsafe fn forward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: *mut T, scrat
             let end = key_end(spec, sk, i0, rows);
             for j0 in (0..end).step_by(BC) {
                 let cols = BC.min(end - j0);
+                if fill::masked_tile(spec, mask, b, (i0, rows), (j0, cols)) {
+                    fill::sum_rows(&v, b, (j0, j0 + cols), vsum);
+                    let f = fill::value::<T>(spec);
+                    fill::add_filled_keys(f, cols, vsum, rows, (m, l), Some(acc));
+                    continue;
+                }
                 scores(spec, &q, &k, mask, b, d, (i0, rows), (j0, cols), s);
                 online(s, rows, cols, m, l, &mut alpha);
                 rescale_accumulate(acc, &alpha, s, (rows, cols, dv), &v, b, j0);
+            }
+            if fill::closed_form(spec) && end < sk {
+                let mine =
+                    std::slice::from_raw_parts(suffixes.0.add(b * k_tiles * dv), k_tiles * dv);
+                fill::sum_from(&v, b, (end, sk), mine, vsum);
+                let f = fill::value::<T>(spec);
+                fill::add_filled_keys(f, sk - end, vsum, rows, (m, l), Some(acc));
             }
             for r in 0..rows {
                 let o = p.0.add((b * sq + i0 + r) * dv);
@@ -583,16 +667,17 @@ fn splits_keys(d: Dims) -> bool {
 }
 
 impl<T: Float> Grad<'_, T> {
-    /// Pass 1 for query rows `i0..i0 + rows` of batch element `b`: each row's log-sum-exp
-    /// and `D = rowsum(dO ∘ O)` into `lse[i0 + r]`, `dvec[i0 + r]` (arrays of `sq`), `O`
-    /// recomputed (as the forward does it, in `acc`) when it was not saved.
+    /// Pass 1 for query rows `i0..i0 + rows` of batch element `b`: each row's `m`, `1/l`
+    /// and `D = rowsum(dO ∘ O)` into `stats`, `O` recomputed (as the forward does it, in
+    /// `acc`) when it was not saved; under a causal finite fill, the tile's fill-weighted
+    /// `dO` sum.
     unsafe fn row_stats(
         &self,
         b: usize,
         (i0, rows): (usize, usize),
-        (lse, dvec): (*mut T, *mut T),
+        stats: Stats<T>,
         s: &mut [T],
-        acc: &mut [T],
+        (acc, vsum): (&mut [T], &mut [T]),
     ) {
         let Dims { sk, d, dv, .. } = self.dims;
         let mut alpha = [T::ZERO; BR];
@@ -604,6 +689,16 @@ impl<T: Float> Grad<'_, T> {
         let end = key_end(self.spec, sk, i0, rows);
         for j0 in (0..end).step_by(BC) {
             let cols = BC.min(end - j0);
+            if fill::masked_tile(self.spec, self.mask, b, (i0, rows), (j0, cols)) {
+                // As the forward adds it.
+                let (o_acc, f) = (self.o.is_none(), fill::value::<T>(self.spec));
+                if o_acc {
+                    fill::sum_rows(&self.v, b, (j0, j0 + cols), vsum);
+                }
+                let acc = o_acc.then_some(&mut *acc);
+                fill::add_filled_keys(f, cols, vsum, rows, (&mut m, &mut l), acc);
+                continue;
+            }
             scores(
                 self.spec,
                 &self.q,
@@ -620,11 +715,23 @@ impl<T: Float> Grad<'_, T> {
                 rescale_accumulate(acc, &alpha, s, (rows, cols, dv), &self.v, b, j0);
             }
         }
+        let closed = fill::closed_form(self.spec);
+        if closed && end < sk {
+            // The keys past the diagonal, as the forward adds them.
+            let (o_acc, f) = (self.o.is_none(), fill::value::<T>(self.spec));
+            if o_acc {
+                fill::sum_rows(&self.v, b, (end, sk), vsum);
+            }
+            let acc = o_acc.then_some(&mut *acc);
+            fill::add_filled_keys(f, sk - end, vsum, rows, (&mut m, &mut l), acc);
+        }
         for r in 0..rows {
             let sub = if m[r] == T::NEG_INF { T::ZERO } else { m[r] };
-            // A fully masked row: ln 0 = -inf, and exp(-inf - -inf) = NaN below, as the
+            // A row masked by -inf: 1/0 = inf, and exp(-inf) · inf = NaN below, as the
             // composition's softmax gives.
-            *lse.add(i0 + r) = sub + l[r].ln();
+            let at = stats.softmax(i0 + r);
+            *at = sub;
+            *at.add(1) = T::ONE / l[r];
             let drow = self.dout.row(b, i0 + r);
             let mut dot = T::ZERO;
             for c in 0..dv {
@@ -634,7 +741,13 @@ impl<T: Float> Grad<'_, T> {
                 };
                 dot = dot + oc * *drow.offset(c as isize * self.dout.cs);
             }
-            *dvec.add(i0 + r) = dot;
+            *stats.dvec(i0 + r) = dot;
+        }
+        if self.spec.fill.is_some() {
+            let out = std::slice::from_raw_parts_mut(stats.wdo(i0 / BR), dv);
+            let rows_stats = std::slice::from_raw_parts(stats.softmax(i0), 2 * rows);
+            let f = fill::value(self.spec);
+            fill::weighted_dout(f, rows_stats, &self.dout, (b, i0), out);
         }
     }
 
@@ -646,7 +759,7 @@ impl<T: Float> Grad<'_, T> {
         &self,
         b: usize,
         j0: usize,
-        (lse, dvec): (*const T, *const T),
+        stats: Stats<T>,
         dq: *mut T,
         (dk, dvo): (Option<*mut T>, Option<*mut T>),
         (s, dp): (&mut [T], &mut [T]),
@@ -661,14 +774,41 @@ impl<T: Float> Grad<'_, T> {
             MaskKind::Causal => (j0 / BR) * BR,
             _ => 0,
         };
+        if fill::closed_form(self.spec) && first > 0 && dvo.is_some() {
+            // Every key of the tile is masked for the query tiles before `first`: each
+            // gets their fill-weighted dO, one vector (zeros when exp(fill - m) is 0).
+            let row0 = &mut dv_acc[..dv];
+            // (Keys past the last query: every query tile.)
+            for t in 0..(first / BR).min(sq.div_ceil(BR)) {
+                let x = std::slice::from_raw_parts(stats.wdo(t), dv);
+                row0.iter_mut().zip(x).for_each(|(a, &x)| *a = *a + x);
+            }
+            for c in 1..cols {
+                dv_acc.copy_within(..dv, c * dv);
+            }
+        }
         for i0 in (first..sq).step_by(BR) {
             let rows = BR.min(sq - i0);
+            if fill::masked_tile(self.spec, self.mask, b, (i0, rows), (j0, cols)) {
+                // Filled scores are constants (no dS); each key gets the tile's
+                // fill-weighted dO.
+                if dvo.is_some() {
+                    let x = std::slice::from_raw_parts(stats.wdo(i0 / BR), dv);
+                    for c in 0..cols {
+                        let row = &mut dv_acc[c * dv..(c + 1) * dv];
+                        row.iter_mut().zip(x).for_each(|(a, &x)| *a = *a + x);
+                    }
+                }
+                continue;
+            }
             scores(self.spec, q, k, self.mask, b, d, (i0, rows), (j0, cols), s);
             for r in 0..rows {
                 let row = &mut s[r * BC..r * BC + cols];
-                let x = *lse.add(i0 + r);
+                let at = stats.softmax(i0 + r);
+                let (x, rl) = (*at, *at.add(1));
                 row.iter_mut().for_each(|v| *v = *v - x);
                 T::exp_slice(row);
+                row.iter_mut().for_each(|v| *v = *v * rl);
             }
             // dV += Pᵀ dO
             if dvo.is_some() {
@@ -705,11 +845,14 @@ impl<T: Float> Grad<'_, T> {
                 T::ONE,
             );
             for r in 0..rows {
-                let x = *dvec.add(i0 + r);
+                let x = *stats.dvec(i0 + r);
                 for c in 0..cols {
                     let at = r * BC + c;
                     dp[at] = s[at] * (dp[at] - x);
                 }
+            }
+            if self.spec.fill.is_some() {
+                fill::zero_masked(self.spec, self.mask, b, (i0, rows), (j0, cols), dp);
             }
             // dQ += scale · dS K
             mm(
@@ -756,34 +899,34 @@ impl<T: Float> Grad<'_, T> {
     }
 }
 
-/// A worker's scratch slot split into its parts: `lse`, `D` (`sq` each), the score and
+/// A worker's scratch slot split into its parts: the row statistics (`Stats`), the score and
 /// cotangent tiles, the `dK`/`dV` tile accumulators and the recomputed output tile.
 struct Slot<'s, T> {
-    lse: &'s mut [T],
-    dvec: &'s mut [T],
+    stats: &'s mut [T],
     s: &'s mut [T],
     dp: &'s mut [T],
     dk_acc: &'s mut [T],
     dv_acc: &'s mut [T],
     acc: &'s mut [T],
+    vsum: &'s mut [T],
 }
 
 fn split_slot<T>(buf: &mut [T], d: Dims) -> Slot<'_, T> {
-    let (lse, rest) = buf.split_at_mut(d.sq);
-    let (dvec, rest) = rest.split_at_mut(d.sq);
+    let (stats, rest) = buf.split_at_mut(stats_elems(d));
     let (s, rest) = rest.split_at_mut(BR * BC);
     let (dp, rest) = rest.split_at_mut(BR * BC);
     let (dk_acc, rest) = rest.split_at_mut(BC * d.d);
     let (dv_acc, rest) = rest.split_at_mut(BC * d.dv);
-    let acc = &mut rest[..BR * d.dv];
+    let (acc, rest) = rest.split_at_mut(BR * d.dv);
+    let vsum = &mut rest[..d.dv];
     Slot {
-        lse,
-        dvec,
+        stats,
         s,
         dp,
         dk_acc,
         dv_acc,
         acc,
+        vsum,
     }
 }
 
@@ -838,14 +981,14 @@ unsafe fn backward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: [*mut T; 3],
         let n = key_parts(dims);
         let (q_tiles, k_tiles) = (sq.div_ceil(BR), sk.div_ceil(BC));
         // The partial dQ of parts 1.. after the slots (part 0 adds into dq itself), then
-        // every row's lse and D: written by all in pass 1 (disjoint rows), read by all in
+        // every row's statistics: written by all in pass 1 (disjoint rows), read by all in
         // pass 2; no worker holds a reference into them.
         let partial_bytes = slot_bytes(sq * d, std::mem::size_of::<T>());
         let partials = Ptr(scratch.add(n * bytes) as *mut T);
-        let shared = {
-            let lse = scratch.add(n * bytes + (n - 1) * partial_bytes) as *mut T;
-            Shared(lse, lse.add(sq) as *mut u8)
-        };
+        let shared = Stats::new(
+            scratch.add(n * bytes + (n - 1) * partial_bytes) as *mut T,
+            dims,
+        );
         let partial = move |dq: *mut T, w: usize| -> *mut T {
             let partials = partials;
             if w == 0 {
@@ -862,7 +1005,7 @@ unsafe fn backward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: [*mut T; 3],
                 for t in (w..q_tiles).step_by(n) {
                     let i0 = t * BR;
                     let rows = BR.min(sq - i0);
-                    g.row_stats(b, (i0, rows), (sh.0, sh.1 as *mut T), mine.s, mine.acc);
+                    g.row_stats(b, (i0, rows), sh, mine.s, (mine.acc, mine.vsum));
                 }
             });
             let (dk, dvo, dq) = (dk.map(Ptr), dvo.map(Ptr), Ptr(dq));
@@ -871,12 +1014,11 @@ unsafe fn backward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: [*mut T; 3],
                 let mine = split_slot(slot::<T>(p.1, w, bytes, elems), dims);
                 let part = partial(dq.0, w);
                 std::slice::from_raw_parts_mut(part, sq * d).fill(T::ZERO);
-                let stats = (sh.0 as *const T, sh.1 as *const T);
                 for t in (w..k_tiles).step_by(n) {
                     g.key_tile(
                         b,
                         t * BC,
-                        stats,
+                        sh,
                         part,
                         (dk.map(|x| x.0), dvo.map(|x| x.0)),
                         (&mut *mine.s, &mut *mine.dp),
@@ -918,15 +1060,16 @@ unsafe fn backward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: [*mut T; 3],
                 }
                 continue;
             }
-            let stats = (mine.lse.as_mut_ptr(), mine.dvec.as_mut_ptr());
+            let stats = Stats::new(mine.stats.as_mut_ptr(), dims);
             for i0 in (0..sq).step_by(BR) {
-                g.row_stats(b, (i0, BR.min(sq - i0)), stats, mine.s, mine.acc);
+                let tail = (&mut *mine.acc, &mut *mine.vsum);
+                g.row_stats(b, (i0, BR.min(sq - i0)), stats, mine.s, tail);
             }
             for j0 in (0..sk).step_by(BC) {
                 g.key_tile(
                     b,
                     j0,
-                    (stats.0 as *const T, stats.1 as *const T),
+                    stats,
                     dq,
                     (dk, dvo),
                     (&mut *mine.s, &mut *mine.dp),

@@ -35,7 +35,10 @@ pub fn scratch_bytes(op: &Op, in_shapes: &[&[usize]], out_shape: &[usize], dtype
         Op::Attention(_) | Op::AttentionGrad(_) => {
             let d = super::attention::Dims::of(in_shapes[0], in_shapes[2]);
             if matches!(op, Op::Attention(_)) {
-                super::attention::forward_scratch(d, dtype.size())
+                let Op::Attention(spec) = op else {
+                    unreachable!()
+                };
+                super::attention::forward_scratch(spec, d, dtype.size())
             } else {
                 super::attention::backward_scratch(d, dtype.size())
             }

@@ -5,8 +5,9 @@
 //! Recognised (as `Tensor::softmax` traces it, `e / sum(e)` with `e = exp(x - max x)` over
 //! the last axis, then a matmul with `v`), with `x` one of
 //! - `s`, no mask;
-//! - `select(cond, s, -inf)` (`where_`): a `Bool` mask, `Causal` when `cond` is causal;
-//! - `select(cond, -inf, s)`: `Causal` when `cond` is the complement of a causal condition;
+//! - `select(cond, s, f)` (`where_`): a `Bool` mask, `Causal` when `cond` is causal;
+//! - `select(cond, f, s)`: `Causal` when `cond` is the complement of a causal condition,
+//!   a `Bool` mask `m` when `cond` is `!m`;
 //! - `s + m` (either order): an `Additive` mask, `Causal` when `m` is a causal bias
 //!   `select(cond, 0, -inf)` (or `select(!cond, -inf, 0)`);
 //!
@@ -19,8 +20,12 @@
 //! transpose of the last two axes (any other `kᵀ` is transposed back, a view). Every value
 //! inside the pattern must be read only inside it: attention weights that are also returned
 //! or read elsewhere keep the composition (a near miss, reported with its reason).
-//! A `where_` with a finite fill (`-1e9`) is not a mask: a row with every key masked is
-//! uniform there and NaN in a masked softmax (a near miss, reported with the fill).
+//! The fill `f` is `-inf` or any finite constant (`-1e9`, `finfo.min`, as Hugging Face and
+//! Flax models write it), kept in the op (`AttnSpec::fill`) with its exact meaning: a
+//! masked score equals `f`, so a masked key keeps the weight `exp(f - max) / sum` and a
+//! row with every key masked is uniform (NaN with `-inf`). A finite additive bias
+//! (`s + where_(causal, 0, -1e9)`) makes masked scores `s - 1e9`, not a constant: it stays
+//! an `Additive` operand (its `[Sq, Sk]` matrix kept), reported as a near miss.
 
 use crate::ir::{AttnSpec, BinaryOp, CmpOp, Graph, MaskKind, Node, Op, ReduceOp, UnaryOp, ValueId};
 use crate::{DType, Literal};
@@ -33,6 +38,8 @@ struct Found {
     v: ValueId,
     mask: MaskKind,
     mask_value: Option<ValueId>,
+    /// The finite value masked scores take (`None`: -inf).
+    fill: Option<f64>,
     scale: f64,
     /// The nodes the rewrite replaces (the final matmul last).
     interior: Vec<ValueId>,
@@ -60,6 +67,7 @@ pub fn fuse(g: &Graph) -> (Graph, Vec<String>) {
             g,
             seen: Vec::new(),
             miss: None,
+            partial: None,
         };
         let Some(f) = m.attention(ValueId(i as u32)) else {
             if let Some(why) = m.miss {
@@ -84,7 +92,12 @@ pub fn fuse(g: &Graph) -> (Graph, Vec<String>) {
                 v.0,
                 g.node(*v).op.name()
             )),
-            None => found[i] = Some(f),
+            None => {
+                if let Some(why) = m.partial.take() {
+                    misses.push(format!("softmax-then-matmul %{i} fused, but {why}"));
+                }
+                found[i] = Some(f)
+            }
         }
     }
     if found.iter().all(|f| f.is_none()) {
@@ -99,6 +112,9 @@ struct Matcher<'g> {
     seen: Vec<ValueId>,
     /// Why a softmax-then-matmul whose softmax matched was left as it is.
     miss: Option<String>,
+    /// What a match keeps that a closer spelling would not (a finite additive bias's
+    /// `[Sq, Sk]` operand).
+    partial: Option<String>,
 }
 
 impl Matcher<'_> {
@@ -145,7 +161,7 @@ impl Matcher<'_> {
             return None;
         }
         let x = self.softmax(p)?;
-        let (mask, mask_value, s) = self.mask(x, d)?;
+        let (mask, mask_value, s, fill) = self.mask(x, d)?;
         let (q, k, scale) = self.scores(s, d)?;
         self.take(o);
         Some(Found {
@@ -154,6 +170,7 @@ impl Matcher<'_> {
             v,
             mask,
             mask_value,
+            fill,
             scale,
             interior: std::mem::take(&mut self.seen),
         })
@@ -201,40 +218,62 @@ impl Matcher<'_> {
         Some(x)
     }
 
-    /// The mask around the scores `x`: `(kind, operand, scores)`.
-    fn mask(&mut self, x: ValueId, d: DType) -> Option<(MaskKind, Option<ValueId>, ValueId)> {
+    /// The mask around the scores `x`: `(kind, operand, scores, finite fill)`.
+    #[allow(clippy::type_complexity)]
+    fn mask(
+        &mut self,
+        x: ValueId,
+        d: DType,
+    ) -> Option<(MaskKind, Option<ValueId>, ValueId, Option<f64>)> {
         let n = self.node(x).clone();
-        let neg_inf = Some(f64::NEG_INFINITY);
+        // A fill is -inf or finite: `None` for the op's -inf, `Some` for a finite one.
+        let fill_of = |f: Option<f64>| match f {
+            Some(f) if f == f64::NEG_INFINITY => Some(None),
+            Some(f) if f.is_finite() => Some(Some(f)),
+            _ => None,
+        };
         match n.op {
             Op::Select => {
                 let (cond, a, b) = (n.inputs[0], n.inputs[1], n.inputs[2]);
                 let (fa, fb) = (self.constant(a, d), self.constant(b, d));
-                if fb == neg_inf {
-                    self.take(x);
-                    if self.causal(cond) == Some(true) {
-                        Some((MaskKind::Causal, None, a))
-                    } else {
-                        Some((MaskKind::Bool, Some(cond), a))
+                if fa.is_none() {
+                    if let Some(fill) = fill_of(fb) {
+                        self.take(x);
+                        return Some(if self.causal(cond) == Some(true) {
+                            (MaskKind::Causal, None, a, fill)
+                        } else {
+                            (MaskKind::Bool, Some(cond), a, fill)
+                        });
                     }
-                } else if fa == neg_inf && self.causal(cond) == Some(false) {
-                    // `where_(col > row, -inf, s)`: the scores where the condition fails.
-                    self.take(x);
-                    Some((MaskKind::Causal, None, b))
-                } else {
-                    self.miss = Some(match (fa, fb) {
-                        (_, Some(f)) | (Some(f), _) if f.is_finite() => format!(
-                            "the masked scores are filled with the finite {f:e}, not -inf (a \
-                             row with every key masked is uniform with a finite fill and NaN in \
-                             a masked softmax): fill with f64::NEG_INFINITY to fuse"
-                        ),
-                        (Some(_), None) => "the mask selects -inf where its condition holds \
-                                           and is not the complement of a causal condition: \
-                                           write where_(keep, s, -inf)"
-                            .to_string(),
-                        _ => "a select around the scores that is not a mask".to_string(),
-                    });
-                    None
                 }
+                if fb.is_none() {
+                    if let Some(fill) = fill_of(fa) {
+                        if self.causal(cond) == Some(false) {
+                            // `where_(col > row, f, s)`: the scores where the condition fails.
+                            self.take(x);
+                            return Some((MaskKind::Causal, None, b, fill));
+                        }
+                        if self.node(cond).op == Op::Unary(UnaryOp::Not) {
+                            // `where_(!keep, f, s)`: `keep` is the mask (the `not` is left
+                            // unread).
+                            self.take(x);
+                            let keep = self.node(cond).inputs[0];
+                            return Some((MaskKind::Bool, Some(keep), b, fill));
+                        }
+                    }
+                }
+                self.miss = Some(match (fa, fb) {
+                    (None, Some(f)) | (Some(f), None) if fill_of(Some(f)).is_none() => format!(
+                        "the masked scores are filled with {f:e}, which is neither -inf nor \
+                         finite (the softmax of the row is NaN)"
+                    ),
+                    (Some(_), None) => "the mask selects its fill where its condition holds \
+                                       and is neither the complement of a causal condition \
+                                       nor a `!mask`: write where_(keep, s, fill)"
+                        .to_string(),
+                    _ => "a select around the scores that is not a mask".to_string(),
+                });
+                None
             }
             Op::Binary(BinaryOp::Add) => {
                 self.take(x);
@@ -247,32 +286,51 @@ impl Matcher<'_> {
                 } else {
                     return None;
                 };
-                if self.causal_bias(m, d) {
-                    Some((MaskKind::Causal, None, s))
-                } else {
-                    Some((MaskKind::Additive, Some(m), s))
+                match self.causal_bias(m, d) {
+                    Some(None) => Some((MaskKind::Causal, None, s, None)),
+                    Some(Some(f)) => {
+                        self.partial = Some(format!(
+                            "with its [Sq, Sk] bias as an operand: the causal bias adds the \
+                             finite {f:e}, so a masked score is s + ({f:e}), not a constant \
+                             (select the fill, where_(causal, s, {f:e}), to skip the masked \
+                             tiles)"
+                        ));
+                        Some((MaskKind::Additive, Some(m), s, None))
+                    }
+                    None => Some((MaskKind::Additive, Some(m), s, None)),
                 }
             }
-            _ => Some((MaskKind::None, None, x)),
+            _ => Some((MaskKind::None, None, x, None)),
         }
     }
 
-    /// `bias` (through broadcasts and reshapes) is `select(cond, 0, -inf)` with a causal
-    /// `cond`, or `select(cond, -inf, 0)` with its complement. Its nodes are not taken: a
-    /// bias computed once is read by every layer.
-    fn causal_bias(&self, mut bias: ValueId, d: DType) -> bool {
+    /// `bias` (through broadcasts and reshapes) is `select(cond, 0, f)` with a causal
+    /// `cond`, or `select(cond, f, 0)` with its complement: `Some(None)` when `f` is -inf,
+    /// `Some(Some(f))` when finite (not a mask: masked scores are `s + f`). Its nodes are
+    /// not taken: a bias computed once is read by every layer.
+    fn causal_bias(&self, mut bias: ValueId, d: DType) -> Option<Option<f64>> {
         while matches!(self.node(bias).op, Op::Broadcast | Op::Reshape) {
             bias = self.node(bias).inputs[0];
         }
         let n = self.node(bias);
         if n.op != Op::Select {
-            return false;
+            return None;
         }
         let (cond, a, b) = (n.inputs[0], n.inputs[1], n.inputs[2]);
         let (fa, fb) = (self.constant(a, d), self.constant(b, d));
         let zero = |f: Option<f64>| f == Some(0.0);
-        (zero(fa) && fb == Some(f64::NEG_INFINITY) && self.causal(cond) == Some(true))
-            || (fa == Some(f64::NEG_INFINITY) && zero(fb) && self.causal(cond) == Some(false))
+        let f = if zero(fa) && self.causal(cond) == Some(true) {
+            fb?
+        } else if zero(fb) && self.causal(cond) == Some(false) {
+            fa?
+        } else {
+            return None;
+        };
+        match f {
+            f if f == f64::NEG_INFINITY => Some(None),
+            f if f.is_finite() && f != 0.0 => Some(Some(f)),
+            _ => None,
+        }
     }
 
     fn is_scores(&self, mut v: ValueId) -> bool {
@@ -497,10 +555,7 @@ fn rebuild(g: &Graph, found: &[Option<Found>]) -> Graph {
             ));
         }
         map.push(out.push(Node {
-            op: Op::Attention(AttnSpec {
-                mask: f.mask,
-                scale: f.scale,
-            }),
+            op: Op::Attention(AttnSpec::new(f.mask, f.scale, f.fill)),
             inputs,
             shape: n.shape.clone(),
             dtype: n.dtype,

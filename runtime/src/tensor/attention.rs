@@ -29,6 +29,12 @@ pub enum AttnMask<'a> {
 pub struct AttnOptions {
     /// The factor of `q kᵀ`; `1/√D` (D = q's last axis) when `None`.
     pub scale: Option<f64>,
+    /// Under a `Causal` or `Bool` mask, the finite value a masked score takes instead of
+    /// `-inf`: `where_(mask, s, fill)` as Hugging Face and Flax models write it
+    /// (`finfo.min`, `-1e9`), with its exact meaning (a masked key keeps the weight
+    /// `exp(fill - max) / sum`; a row with every key masked is uniform, not NaN). Rounded
+    /// to q's dtype; ignored under `None` and `Additive` masks and when not finite.
+    pub fill: Option<f64>,
 }
 
 /// `softmax(q kᵀ / √D + mask, -1) v` with `q: [.., Sq, D]`, `k: [.., Sk, D]`,
@@ -148,7 +154,14 @@ fn attention_at(
     if !scale.is_finite() {
         bad(format!("the scale {scale} is not finite"));
     }
-    let spec = AttnSpec { mask: kind, scale };
+    let fill = options.fill.map(|f| {
+        if q.dtype == DType::F32 {
+            f as f32 as f64
+        } else {
+            f
+        }
+    });
+    let spec = AttnSpec::new(kind, scale, fill);
     let mut out = batch.clone();
     out.extend([sq, dv]);
     match mask_t {

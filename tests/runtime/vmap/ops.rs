@@ -265,7 +265,16 @@ fn attention_batches_over_queries_keys_values_and_masks() {
                 _ => AttnMask::Additive(&x[3]),
             };
             let o = if mask == 0 {
-                attention_with(&x[0], &x[1], &x[2], m, AttnOptions { scale: Some(0.7) })
+                attention_with(
+                    &x[0],
+                    &x[1],
+                    &x[2],
+                    m,
+                    AttnOptions {
+                        scale: Some(0.7),
+                        ..Default::default()
+                    },
+                )
             } else {
                 attention(&x[0], &x[1], &x[2], m)
             };
