@@ -16,12 +16,17 @@ use crate::jit::{ArgKind, ArgSig, CallArgs, Signature};
 use crate::storage::Buffer;
 use crate::trace::Traced;
 use crate::{shape, Error, Tensor};
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// The compiled sub-graphs of one control-flow node: `[else, then]` of a
 /// `cond`, `[cond, body]` of a `while`, `[body]` of a `scan`.
 pub(crate) struct ControlProgram {
-    pub execs: Vec<Executable>,
+    /// Shared with the other control-flow steps of the same compile whose
+    /// sub-graph is the same (`SHARED`): a loop's gradient runs the same
+    /// step body in several loops, compiled and held once.
+    pub execs: Vec<Arc<Executable>>,
     /// How many outputs the node has (decided here, not on every call).
     pub outputs: usize,
 }
@@ -31,8 +36,58 @@ fn bytes_of(g: &Graph, k: usize) -> usize {
     shape::numel(&n.shape) * n.dtype.size()
 }
 
-/// Compile a sub-graph; its first `donated` parameters may be donated.
+thread_local! {
+    /// The sub-programs compiled so far by the outermost compile running on
+    /// this thread, by sub-graph text, donation, text keeping and target.
+    static SHARED: RefCell<Option<HashMap<String, Arc<Executable>>>> =
+        const { RefCell::new(None) };
+}
+
+/// Run `f` (a compile) sharing identical sub-programs: the outermost call
+/// opens the table, nested ones use it.
+pub(crate) fn sharing_sub_programs<R>(f: impl FnOnce() -> R) -> R {
+    struct Close(bool);
+    impl Drop for Close {
+        fn drop(&mut self) {
+            if self.0 {
+                SHARED.with(|s| s.borrow_mut().take());
+            }
+        }
+    }
+    let outermost = SHARED.with(|s| {
+        let mut s = s.borrow_mut();
+        let open = s.is_none();
+        if open {
+            *s = Some(HashMap::new());
+        }
+        open
+    });
+    let _close = Close(outermost);
+    f()
+}
+
+/// Compile a sub-graph (or take the identical one compiled before);
+/// its first `donated` parameters may be donated.
 fn compile_sub(
+    g: &Graph,
+    donated: usize,
+    keep_text: bool,
+    target: &Target,
+) -> Result<Arc<Executable>, Error> {
+    let key = format!("{donated} {keep_text} {target:?}\n{}", g.to_text());
+    if let Some(e) = SHARED.with(|s| s.borrow().as_ref().and_then(|m| m.get(&key).cloned())) {
+        return Ok(e);
+    }
+    let e = Arc::new(compile_new(g, donated, keep_text, target)?);
+    SHARED.with(|s| {
+        if let Some(m) = s.borrow_mut().as_mut() {
+            m.insert(key, e.clone());
+        }
+    });
+    Ok(e)
+}
+
+fn compile_new(
     g: &Graph,
     donated: usize,
     keep_text: bool,
@@ -69,18 +124,61 @@ fn compile_sub(
     )
 }
 
-/// Memory a program's control-flow steps need beyond its arena: every
-/// sub-program's arena (each kept for the next call), and the most any one
-/// step needs while it runs.
-pub(crate) fn control_bytes<'a>(
-    steps: impl Iterator<Item = (&'a Op, &'a ControlProgram)>,
-) -> usize {
-    let (mut held, mut transient) = (0usize, 0usize);
-    for (op, c) in steps {
-        held = held.saturating_add(c.held_bytes());
-        transient = transient.max(c.transient_bytes(op));
+/// Every distinct sub-program below these control-flow steps, at any depth
+/// (a shared one once).
+pub(crate) fn distinct_subs<'a>(
+    steps: impl Iterator<Item = &'a ControlProgram>,
+) -> Vec<&'a Executable> {
+    fn walk<'a>(c: &'a ControlProgram, out: &mut Vec<&'a Executable>) {
+        for e in &c.execs {
+            if !out.iter().any(|x| std::ptr::eq(*x, &**e)) {
+                out.push(e);
+                for sub in e.controls.values() {
+                    walk(sub, out);
+                }
+            }
+        }
     }
-    held.saturating_add(transient)
+    let mut out = Vec::new();
+    for c in steps {
+        walk(c, &mut out);
+    }
+    out
+}
+
+/// The most the control-flow steps allocate while one of them runs: its
+/// own transient bytes plus those of the steps nested in it.
+pub(crate) fn transient_path(steps: &[(&Op, &ControlProgram)]) -> usize {
+    steps
+        .iter()
+        .map(|(op, c)| {
+            let nested = c
+                .execs
+                .iter()
+                .map(|e| {
+                    let inner: Vec<(&Op, &ControlProgram)> = e
+                        .controls
+                        .iter()
+                        .map(|(v, c)| (&e.graph.node(*v).op, c))
+                        .collect();
+                    transient_path(&inner)
+                })
+                .max()
+                .unwrap_or(0);
+            c.transient_bytes(op).saturating_add(nested)
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// Memory a program's control-flow steps need beyond its arena: the arena
+/// of every distinct sub-program at any depth (each kept by its program for
+/// the next call), and the most they allocate while one step runs.
+pub(crate) fn control_bytes<'a>(steps: &[(&'a Op, &'a ControlProgram)]) -> usize {
+    let held = distinct_subs(steps.iter().map(|(_, c)| *c))
+        .iter()
+        .fold(0usize, |s, e| s.saturating_add(e.own_temp_bytes()));
+    held.saturating_add(transient_path(steps))
 }
 
 /// `control_bytes` of `g`, its sub-programs compiled to measure it.
@@ -89,7 +187,8 @@ pub(crate) fn sub_program_bytes(g: &Graph, target: &Target) -> Result<usize, Err
     for n in g.nodes.iter().filter(|n| n.op.is_control()) {
         programs.push((&n.op, ControlProgram::compile(&n.op, false, target)?));
     }
-    Ok(control_bytes(programs.iter().map(|(op, c)| (*op, c))))
+    let steps: Vec<(&Op, &ControlProgram)> = programs.iter().map(|(op, c)| (*op, c)).collect();
+    Ok(control_bytes(&steps))
 }
 
 impl ControlProgram {
@@ -110,16 +209,6 @@ impl ControlProgram {
             execs,
             outputs: op.control_outputs().len(),
         })
-    }
-
-    /// Bytes the step's sub-programs hold from their first run on: their
-    /// arenas, each kept by its program for the next call (so a program's
-    /// control-flow steps hold the sum of them, not the largest).
-    pub fn held_bytes(&self) -> usize {
-        self.execs
-            .iter()
-            .map(|e| e.memory_analysis().temp_bytes)
-            .sum()
     }
 
     /// Bytes live only while the step runs: the outputs a sub-program
@@ -160,13 +249,6 @@ impl ControlProgram {
             .iter()
             .map(|e| e.memory_analysis().library_bytes)
             .collect()
-    }
-
-    pub fn code_bytes(&self) -> usize {
-        self.execs
-            .iter()
-            .map(|e| e.memory_analysis().code_bytes)
-            .sum()
     }
 
     /// Run the node on its operands (views of the parent's buffers), writing

@@ -221,6 +221,19 @@ impl Executable {
         budget: Option<usize>,
         target: &Target,
     ) -> Result<Executable, Error> {
+        // Identical sub-programs of its loops and branches are compiled once.
+        control::sharing_sub_programs(|| {
+            Executable::compile_shared(traced, sig, keep_text, budget, target)
+        })
+    }
+
+    fn compile_shared(
+        traced: Traced,
+        sig: &Signature,
+        keep_text: bool,
+        budget: Option<usize>,
+        target: &Target,
+    ) -> Result<Executable, Error> {
         let traced_graph = traced.graph;
         let verify = |g: &Graph| phase("verify", || ir::verify(g));
         if cfg!(debug_assertions) {
@@ -571,6 +584,18 @@ impl Executable {
         own.chain(sub).max().unwrap_or(0)
     }
 
+    /// This program's own arena (library scratch after the plan's) and the
+    /// constants read from buffers, materialised once for its life: its
+    /// temporaries without its control-flow steps' sub-programs.
+    pub(crate) fn own_temp_bytes(&self) -> usize {
+        self.arena_len
+            + self
+                .consts
+                .iter()
+                .map(|(_, t)| t.buffer().map_or(0, |b| b.len_bytes()))
+                .sum::<usize>()
+    }
+
     /// The memory figures of this program (see `MemoryAnalysis`).
     pub fn memory_analysis(&self) -> MemoryAnalysis {
         let g = &self.graph;
@@ -591,21 +616,14 @@ impl Executable {
         );
         let alias_bytes = shape::sum_bytes(self.plan.donations.iter().map(|&(_, o)| bytes(o)));
         // Control-flow steps run sub-programs with arenas of their own.
-        let control_bytes =
-            control::control_bytes(self.controls.iter().map(|(v, c)| (&g.node(*v).op, c)));
-        // Library scratch sits after the plan's arena; constants read from
-        // buffers are materialised once, for the executable's life.
-        let extra_bytes = self.arena_len - self.plan.arena_bytes
-            + self
-                .consts
-                .iter()
-                .map(|(_, t)| t.buffer().map_or(0, |b| b.len_bytes()))
-                .sum::<usize>();
-        let temp_bytes = self
-            .plan
-            .arena_bytes
-            .saturating_add(control_bytes)
-            .saturating_add(extra_bytes);
+        let steps: Vec<(&Op, &control::ControlProgram)> = self
+            .controls
+            .iter()
+            .map(|(v, c)| (&g.node(*v).op, c))
+            .collect();
+        let control_bytes = control::control_bytes(&steps);
+        let extra_bytes = self.own_temp_bytes() - self.plan.arena_bytes;
+        let temp_bytes = self.own_temp_bytes().saturating_add(control_bytes);
         // Stacked scan outputs held as temporaries: output k >= carried of a scan (output
         // 0 is the node itself, output k > 0 a `Get(k)` of it).
         let stacked_output = |n: &crate::ir::Node| match (&n.op, n.inputs.first()) {
@@ -638,10 +656,9 @@ impl Executable {
             temp_bytes,
             alias_bytes,
             code_bytes: self.compiled.code_bytes
-                + self
-                    .controls
-                    .values()
-                    .map(|c| c.code_bytes())
+                + control::distinct_subs(self.controls.values())
+                    .iter()
+                    .map(|e| e.compiled.code_bytes)
                     .sum::<usize>(),
             program_bytes: self.description_bytes(),
             eager_bytes,
@@ -684,7 +701,7 @@ impl Executable {
         let mut vs: Vec<&ValueId> = self.controls.keys().collect();
         vs.sort();
         vs.into_iter()
-            .flat_map(|v| self.controls[v].execs.iter())
+            .flat_map(|v| self.controls[v].execs.iter().map(|e| &**e))
             .collect()
     }
 
