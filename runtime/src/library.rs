@@ -229,13 +229,18 @@ fn split_panels(m: usize, k: usize, n: usize) -> bool {
     }
 }
 
-/// How many bands `faer_panels` cuts a product's `len` output rows (or columns) into: one per
-/// thread, and for long sides up to 8 per thread so that a core slowed by other work takes
-/// fewer of them; every band at least `MIN_BAND` long, as each repacks the other operand
-/// (its cost against the band's multiply-adds is `1 / band`).
-fn bands(len: usize, threads: usize) -> usize {
+/// How many bands `faer_panels` cuts a product's `len` output rows (or columns) into: a
+/// function of the length alone, never of the thread count, since `gemm` chooses its
+/// blocking of `k` (and so each element's order of summation) from the band's height: bands
+/// cut per thread gave other bits under 8 threads than under 2 (a `[129, 257]` Gram matrix).
+/// At least 2 (both cores of a 2-core machine), up to 16 for long sides so that a core slowed
+/// by other work takes fewer of them; every band at least `MIN_BAND` long where it can be, as
+/// each repacks the other operand (its cost against the band's multiply-adds is `1 / band`).
+/// On machines of more than 16 threads the longest products leave some idle (FIXME: a
+/// larger fixed count, measured there).
+fn bands(len: usize) -> usize {
     const MIN_BAND: usize = 512;
-    (len / MIN_BAND).clamp(threads, 8 * threads)
+    (len / MIN_BAND).clamp(2, 16)
 }
 
 /// `c = a @ b` as one single-threaded `gemm` per rayon thread, each on a band of rows (or of
@@ -251,7 +256,7 @@ unsafe fn faer_panels<T: GemmElement>(m: usize, k: usize, n: usize, a: Mat, b: M
     let p = P(a, b, c);
     let by_rows = m >= n;
     let len = if by_rows { m } else { n };
-    let parts = bands(len, rayon::current_num_threads().max(1));
+    let parts = bands(len);
     let step = len.div_ceil(parts).div_ceil(16) * 16;
     let size = std::mem::size_of::<T>() as isize;
     use rayon::prelude::*;

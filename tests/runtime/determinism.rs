@@ -109,6 +109,12 @@ fn products(a: &Tensor, b: &Tensor) -> (Tensor, Tensor) {
     (loss, g)
 }
 
+/// `a aᵀ`, the product reading a transposed view of its own operand.
+#[jit]
+fn gram(a: &Tensor) -> Tensor {
+    a.matmul(&a.t())
+}
+
 #[jit]
 fn streaming(x: &Tensor, y: &Tensor) -> Vec<Tensor> {
     vec![
@@ -128,11 +134,15 @@ fn gemm_bands_and_split_kernels_do_not_depend_on_the_thread_count() {
         (513usize, 1031usize, 257usize),
         (64, 4099, 1500),
         (1100, 33, 900),
+        // Found by the fuzzer under 8 threads: bands cut per thread left a band of one row
+        // (129 = 4 x 32 + 1), which gemm sums in another order.
+        (129, 257, 129),
+        (129, 1030, 129),
     ] {
         let (a, b) = (random(&[m, k], 5), random(&[k, n], 6));
         same_bits(&format!("matmul {m}x{k}x{n}"), || {
             let (l, g) = products(&a, &b);
-            vec![l, g, a.matmul(&b)]
+            vec![l, g, a.matmul(&b), gram(&a)]
         });
         let (a64, b64) = (a.cast(DType::F64), b.cast(DType::F64));
         same_bits(
