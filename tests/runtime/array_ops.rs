@@ -21,16 +21,7 @@ fn rel(d: DType) -> Tol {
 /// its largest element, for results that cancel (sums, centred values, log-probabilities
 /// near 0, `1 + tanh` in gelu).
 fn norm(d: DType, want: &Tensor) -> Tol {
-    let abs = match d {
-        DType::F32 => 1e-6,
-        DType::F64 => 1e-13,
-        _ => 0.0,
-    };
-    Tol {
-        rel: tol(d).rel,
-        abs,
-    }
-    .normwise(want)
+    float_norm_tol(d, want)
 }
 
 fn random_perm(rng: &mut Rng, n: usize) -> Vec<usize> {

@@ -220,14 +220,12 @@ fn a_fully_masked_row_under_a_finite_fill_is_the_mean_of_v() {
     }
 }
 
-#[jit]
-fn iota_causal(q: &Tensor, k: &Tensor, v: &Tensor) -> Tensor {
+fn iota_causal_body(q: &Tensor, k: &Tensor, v: &Tensor) -> Tensor {
     let s = q.matmul(&swap_last(k)) * 0.125;
     filled(&s, q, 0, -1e30).softmax(-1).matmul(v)
 }
 
-#[jit]
-fn iota_causal_grad(q: &Tensor, k: &Tensor, v: &Tensor, w: &Tensor) -> Vec<Tensor> {
+fn iota_causal_grad_body(q: &Tensor, k: &Tensor, v: &Tensor, w: &Tensor) -> Vec<Tensor> {
     jitfuse::grad(
         |x: &Vec<Tensor>| {
             let s = x[0].matmul(&swap_last(&x[1])) * 0.125;
@@ -235,25 +233,28 @@ fn iota_causal_grad(q: &Tensor, k: &Tensor, v: &Tensor, w: &Tensor) -> Vec<Tenso
         },
         &vec![q.clone(), k.clone(), v.clone()],
     )
+}
+
+#[jit]
+fn iota_causal(q: &Tensor, k: &Tensor, v: &Tensor) -> Tensor {
+    iota_causal_body(q, k, v)
+}
+
+#[jit]
+fn iota_causal_grad(q: &Tensor, k: &Tensor, v: &Tensor, w: &Tensor) -> Vec<Tensor> {
+    iota_causal_grad_body(q, k, v, w)
 }
 
 /// `iota_causal` and its gradient again, to be lowered with pattern fusion off (a cached
 /// lowering would be the fused one).
 #[jit]
 fn iota_causal_unfused(q: &Tensor, k: &Tensor, v: &Tensor) -> Tensor {
-    let s = q.matmul(&swap_last(k)) * 0.125;
-    filled(&s, q, 0, -1e30).softmax(-1).matmul(v)
+    iota_causal_body(q, k, v)
 }
 
 #[jit]
 fn iota_causal_unfused_grad(q: &Tensor, k: &Tensor, v: &Tensor, w: &Tensor) -> Vec<Tensor> {
-    jitfuse::grad(
-        |x: &Vec<Tensor>| {
-            let s = x[0].matmul(&swap_last(&x[1])) * 0.125;
-            (filled(&s, w, 0, -1e30).softmax(-1).matmul(&x[2]) * w).sum_all()
-        },
-        &vec![q.clone(), k.clone(), v.clone()],
-    )
+    iota_causal_grad_body(q, k, v, w)
 }
 
 #[jit]

@@ -298,3 +298,19 @@ pub fn float_tol(d: DType) -> Tol {
         _ => EXACT,
     }
 }
+
+/// A normwise bound on `want`: `float_tol`'s relative part and an absolute part of a few
+/// ulp of its largest element, for results that cancel (sums, centred values,
+/// log-probabilities near 0, `1 + tanh` in gelu).
+pub fn float_norm_tol(d: DType, want: &Tensor) -> Tol {
+    let abs = match d {
+        DType::F32 => 1e-6,
+        DType::F64 => 1e-13,
+        _ => 0.0,
+    };
+    Tol {
+        rel: float_tol(d).rel,
+        abs,
+    }
+    .normwise(want)
+}

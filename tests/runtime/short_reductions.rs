@@ -13,16 +13,7 @@ fn tol(d: DType) -> Tol {
 
 /// Sums cancel: a few ulp of the largest element besides `tol`'s relative part.
 fn norm(d: DType, want: &Tensor) -> Tol {
-    let abs = match d {
-        DType::F32 => 1e-6,
-        DType::F64 => 1e-13,
-        _ => 0.0,
-    };
-    Tol {
-        rel: tol(d).rel,
-        abs,
-    }
-    .normwise(want)
+    float_norm_tol(d, want)
 }
 
 /// Every reduction over the last axis of length 1..=17, with an elementwise producer and
