@@ -22,7 +22,7 @@ fn shapes() -> usize {
     std::env::var("JITFUSE_CACHE_SHAPES")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(if cfg!(debug_assertions) { 300 } else { 2000 })
+        .unwrap_or(if cfg!(debug_assertions) { 300 } else { 10_000 })
 }
 
 /// Five eager one-op programs for the shape `[n, 3]`.
@@ -58,6 +58,7 @@ fn eager_programs_count_the_memory_they_keep() {
     );
     let pool_held = jitfuse::internals::storage::pool::held_bytes();
     println!("the storage pool holds {} KiB", pool_held >> 10);
+
     assert_eq!(programs, 5 * n as u64);
     assert_eq!(s1.evicted, s0.evicted, "nothing evicted at this size");
     assert!(
