@@ -1308,6 +1308,31 @@ fn a_steady_loop_drawing_random_numbers_allocates_nothing() {
     assert_eq!(noisy_dropout::cache_stats().misses, 1);
 }
 
+/// Tensors of 300 distinct large sizes freed one after another (an eager loop over growing
+/// inputs): the pool keeps free buffers of at most `MAX_FREE_SIZES` sizes, not all 300.
+#[test]
+fn the_pool_keeps_free_buffers_of_a_bounded_number_of_sizes() {
+    if !measure_alone("the_pool_keeps_free_buffers_of_a_bounded_number_of_sizes") {
+        return;
+    }
+    use jitfuse::internals::storage::pool;
+    let held = pool::held_bytes();
+    let largest = (30_000 + 300) * 4;
+    for i in 0..300 {
+        // An eager program's output, handed out by the pool.
+        let x = Tensor::full(&[30_000 + i], 1.0, DType::F32);
+        drop(x.exp());
+    }
+    let grown = pool::held_bytes() - held;
+    assert!(grown > 0, "the pool keeps recent sizes");
+    // Half the sizes at most (`MAX_FREE_SIZES` is 128; kept without a bound, all 300 were).
+    assert!(pool::MAX_FREE_SIZES <= 150);
+    assert!(
+        grown <= 150 * largest,
+        "the pool holds {grown} bytes after 300 sizes (at most 150 sizes of {largest})"
+    );
+}
+
 /// The pool keeps a freed buffer only while its size has buffers out: one the pool never
 /// handed out (an interpreter result) goes back to the allocator.
 #[test]
