@@ -24,12 +24,12 @@ const MIN_BYTES: usize = 4096;
 /// O(log n) stored carries for O(n log n) recomputed steps.
 pub const BINARY: u32 = u32::MAX;
 
-/// The loop checkpointing depths a missed byte budget tries in turn, after
-/// the automatic one (√n): cube roots, fourth roots, then factors of 2. Each
+/// The loop checkpointing depths a missed byte budget tries in turn: the
+/// automatic one (√n), cube roots, fourth roots, then factors of 2. Each
 /// level also holds about two carries of its own (the cotangent carried
 /// and the next one), so a deeper cut is not always smaller: the budget
 /// takes the first depth that fits.
-pub const DEEPER_LOOP_LEVELS: [u32; 3] = [2, 3, BINARY];
+pub const LOOP_LADDER: [u32; 4] = [1, 2, 3, BINARY];
 
 thread_local! {
     /// `None`: no automatic checkpointing; `Some(levels)`: √N segments of

@@ -220,10 +220,7 @@ impl ControlProgram {
         let outputs = self
             .execs
             .iter()
-            .map(|e| {
-                let m = e.memory_analysis();
-                m.output_bytes - m.alias_bytes
-            })
+            .map(|e| e.allocated_output_bytes())
             .max()
             .unwrap_or(0);
         let carried = match op {
@@ -245,10 +242,7 @@ impl ControlProgram {
 
     /// The GEMM workspace of each sub-program (`MemoryAnalysis::library_bytes`).
     pub fn library_bytes(&self) -> Vec<usize> {
-        self.execs
-            .iter()
-            .map(|e| e.memory_analysis().library_bytes)
-            .collect()
+        self.execs.iter().map(|e| e.library_bytes()).collect()
     }
 
     /// Run the node on its operands (views of the parent's buffers), writing

@@ -562,7 +562,7 @@ impl Executable {
     }
 
     /// The GEMM libraries' own workspace for the largest product (`library_bytes`).
-    fn library_bytes(&self) -> usize {
+    pub(crate) fn library_bytes(&self) -> usize {
         let g = &self.graph;
         let own = self.part.steps.iter().filter_map(|s| match s {
             Step::Library(v) if g.node(*v).op == Op::Matmul => {
@@ -582,6 +582,54 @@ impl Executable {
         });
         let sub = self.controls.values().flat_map(|c| c.library_bytes());
         own.chain(sub).max().unwrap_or(0)
+    }
+
+    fn value_bytes(&self, v: ValueId) -> usize {
+        let n = self.graph.node(v);
+        shape::numel(&n.shape) * n.dtype.size()
+    }
+
+    /// The output bytes a call allocates: outputs not written into donated arguments.
+    /// (Figures a parent program's report reads from each sub-program: computed alone,
+    /// not through `memory_analysis`, whose recursion would repeat at every depth.)
+    pub(crate) fn allocated_output_bytes(&self) -> usize {
+        let g = &self.graph;
+        let outputs = shape::sum_bytes(g.outputs.iter().map(|&o| self.value_bytes(o)));
+        let aliased = shape::sum_bytes(
+            self.plan
+                .donations
+                .iter()
+                .map(|&(_, o)| self.value_bytes(o)),
+        );
+        outputs - aliased
+    }
+
+    /// `MemoryAnalysis::loop_stack_bytes`: stacked scan outputs held as temporaries (output
+    /// k >= carried of a scan; output 0 is the node itself, output k > 0 a `Get(k)` of
+    /// it), plus the most of any sub-program.
+    fn loop_stack_bytes(&self) -> usize {
+        let g = &self.graph;
+        let stacked_output = |n: &crate::ir::Node| match (&n.op, n.inputs.first()) {
+            (Op::Scan(sc), _) => sc.carried == 0,
+            (Op::Get(k), Some(&src)) => {
+                matches!(&g.node(src).op, Op::Scan(sc) if *k >= sc.carried)
+            }
+            _ => false,
+        };
+        let stacked = shape::sum_bytes(
+            (0..g.nodes.len())
+                .map(|i| ValueId(i as u32))
+                .filter(|&v| !g.outputs.contains(&v) && stacked_output(g.node(v)))
+                .map(|v| self.value_bytes(v)),
+        );
+        let nested = self
+            .controls
+            .values()
+            .flat_map(|c| c.execs.iter())
+            .map(|e| e.loop_stack_bytes())
+            .max()
+            .unwrap_or(0);
+        stacked.saturating_add(nested)
     }
 
     /// This program's own arena (library scratch after the plan's) and the
@@ -624,29 +672,7 @@ impl Executable {
         let control_bytes = control::control_bytes(&steps);
         let extra_bytes = self.own_temp_bytes() - self.plan.arena_bytes;
         let temp_bytes = self.own_temp_bytes().saturating_add(control_bytes);
-        // Stacked scan outputs held as temporaries: output k >= carried of a scan (output
-        // 0 is the node itself, output k > 0 a `Get(k)` of it).
-        let stacked_output = |n: &crate::ir::Node| match (&n.op, n.inputs.first()) {
-            (Op::Scan(sc), _) => sc.carried == 0,
-            (Op::Get(k), Some(&src)) => {
-                matches!(&g.node(src).op, Op::Scan(sc) if *k >= sc.carried)
-            }
-            _ => false,
-        };
-        let stacked = shape::sum_bytes(
-            (0..g.nodes.len())
-                .map(|i| ValueId(i as u32))
-                .filter(|&v| !is_output(v) && stacked_output(g.node(v)))
-                .map(bytes),
-        );
-        let loop_stack_bytes = stacked.saturating_add(
-            self.controls
-                .values()
-                .flat_map(|c| c.execs.iter())
-                .map(|e| e.memory_analysis().loop_stack_bytes)
-                .max()
-                .unwrap_or(0),
-        );
+        let loop_stack_bytes = self.loop_stack_bytes();
         let library_bytes = self.library_bytes();
         MemoryAnalysis {
             loop_stack_bytes,

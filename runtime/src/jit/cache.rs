@@ -326,7 +326,7 @@ impl FnCache {
             .memory_budget()
             .is_some_and(|b| b != crate::AUTO_MEMORY_BUDGET)
         {
-            for step in 1..=LADDER.len() {
+            for step in 1..=crate::autodiff::LOOP_LADDER.len() {
                 let (traced, cut) = self.trace_body_with(&sig, body, ladder_levels(step))?;
                 auto.push(traced);
                 if !cut {
@@ -443,7 +443,7 @@ impl FnCache {
                     // (√N segments, then the same search on it).
                     // The refusal is the search's from that graph: it starts at the
                     // automatic checkpointing's peak, so its "at best" is never above it.
-                    // Then, while refused, loop gradients cut deeper (`LADDER`).
+                    // Then, while refused, loop gradients cut deeper (`autodiff::LOOP_LADDER`).
                     let first = build(0).map(|r| r.expect("step 0 always traces"));
                     match first {
                         Err(e)
@@ -453,7 +453,7 @@ impl FnCache {
                                 && budget.is_some_and(|b| b != crate::AUTO_MEMORY_BUDGET) =>
                         {
                             let mut refusal = e.clone();
-                            for step in 1..=LADDER.len() {
+                            for step in 1..=crate::autodiff::LOOP_LADDER.len() {
                                 let r = build(step);
                                 match r {
                                     Ok(Some(r)) => return Ok(r),
@@ -798,22 +798,10 @@ fn entry_bytes(sig: &Signature, slots: &[ParamSlot]) -> usize {
 /// How every internal error's message begins.
 const INTERNAL_PREFIX: &str = "internal error in jitfuse";
 
-/// What a missed byte budget tries, in turn, after the graph as traced: automatic
-/// checkpointing with loop gradients cut √n deep, then deeper
-/// (`autodiff::DEEPER_LOOP_LEVELS`).
-const LADDER: [u32; 1 + crate::autodiff::DEEPER_LOOP_LEVELS.len()] = {
-    let mut l = [1; 1 + crate::autodiff::DEEPER_LOOP_LEVELS.len()];
-    let mut k = 0;
-    while k < crate::autodiff::DEEPER_LOOP_LEVELS.len() {
-        l[k + 1] = crate::autodiff::DEEPER_LOOP_LEVELS[k];
-        k += 1;
-    }
-    l
-};
-
-/// The loop checkpointing depth of ladder step `step` (0: none).
+/// The loop checkpointing depth of step `step` of a missed budget's ladder (0: the graph
+/// as traced; then the depths of `autodiff::LOOP_LADDER`).
 fn ladder_levels(step: usize) -> Option<u32> {
-    step.checked_sub(1).map(|k| LADDER[k])
+    step.checked_sub(1).map(|k| crate::autodiff::LOOP_LADDER[k])
 }
 
 fn internal_error(what: &str, doing: &str, msg: &str) -> Error {
