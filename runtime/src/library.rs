@@ -174,36 +174,124 @@ impl Gemm {
             Gemm::MatrixMultiply => T::matrixmultiply(m, k, n, a, b, c),
             // dst = alpha * dst + beta * lhs @ rhs; with read_dst false the
             // destination is only written. Strides are passed column first.
-            Gemm::Faer if split_panels(m, k, n) => faer_panels(m, k, n, a, b, c),
-            Gemm::Faer => gemm::gemm(
-                m,
-                n,
-                k,
-                c,
-                1,
-                n as isize,
-                false,
-                a.p as *const T,
-                a.cs,
-                a.rs,
-                b.p as *const T,
-                b.cs,
-                b.rs,
-                T::ZERO,
-                T::ONE,
-                false,
-                false,
-                false,
-                // Products with a side of <= 16 (W6's logits h @ W2, W7's
-                // dz @ W2^T and h^T @ dz) ran 10-35 % faster on one thread
-                // than on gemm's rayon split (benches/gemm_compare.rs).
-                if m.min(n) <= 16 {
-                    gemm::Parallelism::None
-                } else {
-                    gemm::Parallelism::Rayon(0)
-                },
-            ),
+            Gemm::Faer => match FaerSplit::of(m, k, n) {
+                FaerSplit::Bands => faer_panels(m, k, n, a, b, c),
+                FaerSplit::Gemm(par) => faer_gemm(m, k, n, a, b, (c, n), par),
+            },
         }
+    }
+}
+
+/// How a product on `gemm` splits its work: single-threaded calls on bands of the output
+/// spread over rayon's pool (`faer_panels`), or one call with gemm's own split (rayon, or
+/// none: the calling thread alone).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum FaerSplit {
+    Bands,
+    Gemm(gemm::Parallelism),
+}
+
+impl FaerSplit {
+    pub(crate) fn of(m: usize, k: usize, n: usize) -> FaerSplit {
+        if split_panels(m, k, n) {
+            FaerSplit::Bands
+        } else if m.min(n) <= 16 {
+            // Products with a side of <= 16 (W6's logits h @ W2, W7's dz @ W2^T and
+            // h^T @ dz) ran 10-35 % faster on one thread than on gemm's rayon split
+            // (benches/gemm_compare.rs).
+            FaerSplit::Gemm(gemm::Parallelism::None)
+        } else {
+            FaerSplit::Gemm(gemm::Parallelism::Rayon(0))
+        }
+    }
+}
+
+/// One `gemm` call: `c[m, n] = a @ b`, `c`'s rows `ldc` elements apart.
+///
+/// # Safety
+/// As `Gemm::run`'s.
+unsafe fn faer_gemm<T: GemmElement>(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: Mat,
+    b: Mat,
+    (c, ldc): (*mut T, usize),
+    par: gemm::Parallelism,
+) {
+    // dst = alpha * dst + beta * lhs @ rhs; with read_dst false the destination is only
+    // written. Strides are passed column first.
+    gemm::gemm(
+        m,
+        n,
+        k,
+        c,
+        1,
+        ldc as isize,
+        false,
+        a.p as *const T,
+        a.cs,
+        a.rs,
+        b.p as *const T,
+        b.cs,
+        b.rs,
+        T::ZERO,
+        T::ONE,
+        false,
+        false,
+        false,
+        par,
+    )
+}
+
+/// The bands `faer_panels` cuts a product into: `(by_rows, len, step)`, bands of `step`
+/// rows (or columns when `n > m`) of the `len` the output has.
+pub(crate) fn band_geometry(m: usize, n: usize) -> (bool, usize, usize) {
+    let by_rows = m >= n;
+    let len = if by_rows { m } else { n };
+    let step = len.div_ceil(bands(len)).div_ceil(16) * 16;
+    (by_rows, len, step)
+}
+
+/// The bytes a `gemm` call of this geometry and these operand strides writes in its packing
+/// buffer and its thread's slab (the vendored `gemm-common` keeps both per thread), found by
+/// running it dry.
+pub(crate) fn faer_packing(
+    m: usize,
+    k: usize,
+    n: usize,
+    (a_rs, a_cs): (isize, isize),
+    (b_rs, b_cs): (isize, isize),
+    par: gemm::Parallelism,
+    elem: usize,
+) -> gemm_common::packing::Request {
+    fn dry<T: GemmElement>(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: Mat,
+        b: Mat,
+        par: gemm::Parallelism,
+    ) -> gemm_common::packing::Request {
+        let c = std::ptr::NonNull::<T>::dangling().as_ptr();
+        // SAFETY: in a dry run gemm returns once it has chosen its blocking, before it
+        // reads, writes or allocates anything.
+        gemm_common::packing::packing_request(|| unsafe { faer_gemm(m, k, n, a, b, (c, n), par) })
+    }
+    let p = std::ptr::NonNull::<u8>::dangling().as_ptr();
+    let a = Mat {
+        p,
+        rs: a_rs,
+        cs: a_cs,
+    };
+    let b = Mat {
+        p,
+        rs: b_rs,
+        cs: b_cs,
+    };
+    match elem {
+        4 => dry::<f32>(m, k, n, a, b, par),
+        _ => dry::<f64>(m, k, n, a, b, par),
     }
 }
 
@@ -254,10 +342,7 @@ unsafe fn faer_panels<T: GemmElement>(m: usize, k: usize, n: usize, a: Mat, b: M
     unsafe impl<T> Send for P<T> {}
     unsafe impl<T> Sync for P<T> {}
     let p = P(a, b, c);
-    let by_rows = m >= n;
-    let len = if by_rows { m } else { n };
-    let parts = bands(len);
-    let step = len.div_ceil(parts).div_ceil(16) * 16;
+    let (by_rows, len, step) = band_geometry(m, n);
     let size = std::mem::size_of::<T>() as isize;
     use rayon::prelude::*;
     (0..len.div_ceil(step)).into_par_iter().for_each(move |i| {
@@ -280,27 +365,8 @@ unsafe fn faer_panels<T: GemmElement>(m: usize, k: usize, n: usize, a: Mat, b: M
                 p.2.add(s),
             )
         };
-        gemm::gemm(
-            mm,
-            nn,
-            k,
-            pc,
-            1,
-            n as isize,
-            false,
-            pa as *const T,
-            p.0.cs,
-            p.0.rs,
-            pb as *const T,
-            p.1.cs,
-            p.1.rs,
-            T::ZERO,
-            T::ONE,
-            false,
-            false,
-            false,
-            gemm::Parallelism::None,
-        );
+        let (a, b) = (Mat { p: pa, ..p.0 }, Mat { p: pb, ..p.1 });
+        faer_gemm(mm, k, nn, a, b, (pc, n), gemm::Parallelism::None);
     });
 }
 
@@ -350,6 +416,49 @@ impl GemmElement for f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A dry run asks for what the product writes, touching nothing (its operands
+    /// dangle); run for real on a fresh thread, the product keeps a packing buffer at
+    /// least that large, and a second product of the same shape keeps the same one.
+    #[test]
+    fn a_dry_product_asks_for_the_packing_a_real_one_keeps() {
+        let (m, k, n) = (300, 200, 500);
+        let mut kept_any = 0;
+        for sa in [(k as isize, 1), (1, m as isize)] {
+            for sb in [(n as isize, 1), (1, k as isize)] {
+                kept_any += std::thread::spawn(move || {
+                    let par = gemm::Parallelism::None;
+                    let r = faer_packing(m, k, n, sa, sb, par, 4);
+                    assert_eq!(gemm_common::packing::thread_packing_bytes(), 0);
+                    let (a, b) = (vec![1.0f32; m * k], vec![1.0f32; k * n]);
+                    let mut c = vec![0.0f32; m * n];
+                    let mut run = || unsafe {
+                        let ma = Mat {
+                            p: a.as_ptr() as *mut u8,
+                            rs: sa.0,
+                            cs: sa.1,
+                        };
+                        let mb = Mat {
+                            p: b.as_ptr() as *mut u8,
+                            rs: sb.0,
+                            cs: sb.1,
+                        };
+                        faer_gemm(m, k, n, ma, mb, (c.as_mut_ptr(), n), par);
+                    };
+                    run();
+                    let kept = gemm_common::packing::thread_packing_bytes();
+                    assert!(r.packing <= kept, "{sa:?} {sb:?}: asked {r:?}, kept {kept}");
+                    run();
+                    assert_eq!(gemm_common::packing::thread_packing_bytes(), kept);
+                    assert!(c.iter().all(|&x| x == k as f32));
+                    kept
+                })
+                .join()
+                .unwrap();
+            }
+        }
+        assert!(kept_any > 0);
+    }
 
     /// Both libraries, on random strided operands (transposed, negative and
     /// zero strides, gaps) with broadcast batch dims, against a triple loop.

@@ -211,11 +211,24 @@ fn a_cached_training_step_grows_memory_by_its_report() {
         grown >> 10,
         reported >> 10
     );
-    // FIXME: the aim is 10 %; runs on a 2-core Zen 4 grow 12.3-14.7 MiB for 10.2 MiB
-    // reported (1.2-1.4x, varying from run to run: per-thread allocator arenas and GEMM
-    // slabs of the pool's threads are the suspects, not yet accounted).
+    // The GEMM's packing buffers, kept per thread, are what the report's workspace names
+    // (gemm runs these products on AVX-512 CPUs, matrixmultiply elsewhere).
+    let (packing, slabs) = jitfuse::internals::exec::gemm_held_bytes();
+    #[cfg(target_arch = "x86_64")]
+    let on_gemm = std::arch::is_x86_feature_detected!("avx512f");
+    #[cfg(not(target_arch = "x86_64"))]
+    let on_gemm = false;
     assert!(
-        grown as f64 <= 1.5 * reported as f64,
+        (!on_gemm || packing + slabs > 0) && packing <= m.library_bytes,
+        "gemm holds {packing} B of packing (and {slabs} B of slabs allocated) for a reported \
+         workspace of {} B",
+        m.library_bytes
+    );
+    // The report is a bound the calls never pass by more than 10 %, and not a loose one:
+    // 2-core Zen 4, 2026-12-05: 5.2-6.0 MiB grown for 6.6 MiB reported (GEMM slabs are
+    // written less than the report assumes, by up to 1 MiB over the threads).
+    assert!(
+        grown as f64 <= 1.1 * reported as f64 && grown as f64 >= 0.7 * reported as f64,
         "resident +{grown} for {reported} reported:\n{m}"
     );
 }

@@ -241,8 +241,8 @@ impl ControlProgram {
     }
 
     /// The GEMM workspace of each sub-program (`MemoryAnalysis::library_bytes`).
-    pub fn library_bytes(&self) -> Vec<usize> {
-        self.execs.iter().map(|e| e.library_bytes()).collect()
+    pub fn gemm_workspaces(&self) -> Vec<crate::library::workspace::GemmWorkspace> {
+        self.execs.iter().map(|e| e.gemm_workspace()).collect()
     }
 
     /// Run the node on its operands (views of the parent's buffers), writing

@@ -6,6 +6,8 @@ mod control;
 mod footprint;
 mod parallel;
 
+pub use crate::library::workspace::held_bytes as gemm_held_bytes;
+
 pub(crate) use footprint::block as block_bytes;
 
 use crate::codegen::{self, CompiledKernels, Target};
@@ -561,27 +563,44 @@ impl Executable {
         self.run(call)
     }
 
-    /// The GEMM libraries' own workspace for the largest product (`library_bytes`).
+    /// The GEMM libraries' own workspace for this program's products (`library_bytes`).
     pub(crate) fn library_bytes(&self) -> usize {
+        self.gemm_workspace().bytes()
+    }
+
+    /// What this program's products (and its sub-programs') leave the GEMM libraries
+    /// holding.
+    pub(crate) fn gemm_workspace(&self) -> crate::library::workspace::GemmWorkspace {
         let g = &self.graph;
-        let own = self.part.steps.iter().filter_map(|s| match s {
-            Step::Library(v) if g.node(*v).op == Op::Matmul => {
-                let n = g.node(*v);
-                let a = &g.node(n.inputs[0]).shape;
-                let b = &g.node(n.inputs[1]).shape;
-                let (m, k) = (a[a.len().saturating_sub(2)], a[a.len() - 1]);
-                let cols = b[b.len() - 1];
-                Some(crate::library::workspace::gemm_bytes(
-                    m,
-                    k,
-                    cols,
-                    n.dtype.size(),
-                ))
+        let mut w = crate::library::workspace::GemmWorkspace::default();
+        for (si, s) in self.part.steps.iter().enumerate() {
+            let Step::Library(v) = s else { continue };
+            let n = g.node(*v);
+            if n.op != Op::Matmul {
+                continue;
             }
-            _ => None,
-        });
-        let sub = self.controls.values().flat_map(|c| c.library_bytes());
-        own.chain(sub).max().unwrap_or(0)
+            let a = &g.node(n.inputs[0]).shape;
+            let b = &g.node(n.inputs[1]).shape;
+            let (m, k) = (a[a.len().saturating_sub(2)], a[a.len() - 1]);
+            let cols = b[b.len() - 1];
+            // The strides `run` reads the operands through (their last two axes).
+            let strides = |i: usize| {
+                let st = &self.operand_maps[si][i].strides;
+                let r = st.len();
+                (st[r - 2] as isize, st[r - 1] as isize)
+            };
+            let (sa, sb) = (strides(0), strides(1));
+            w.add((m, k, cols), n.dtype.size(), sa, sb);
+            // A batch times a shared matrix runs as one product of all the rows.
+            if b.len() == 2 && a.len() > 2 {
+                let rows = shape::numel(&a[..a.len() - 1]);
+                w.add((rows, k, cols), n.dtype.size(), sa, sb);
+            }
+        }
+        self.controls
+            .values()
+            .flat_map(|c| c.gemm_workspaces())
+            .fold(w, |acc, x| acc.max(x))
     }
 
     fn value_bytes(&self, v: ValueId) -> usize {

@@ -2,49 +2,122 @@
 //! `gemm` nor `matrixmultiply` takes a caller's workspace, so it cannot be planned into
 //! the arena; `MemoryAnalysis::library_bytes` reports it instead.
 //!
-//! What they hold (read from their sources, gemm-common 0.19 and matrixmultiply 0.3):
-//! `gemm` keeps a thread-local slab of the L2 cache's size in every thread that ran a
-//! product (the caller's and each rayon worker's; never freed while the thread lives) and
-//! allocates, per call and thread, the packed right operand (`kc x nc`) and the prepacked
-//! left one (`kc` by the rows); `matrixmultiply` packs `kc x (mc + nc)` per call and
-//! thread. Freed packing buffers stay with the allocator, so a steady loop holds them.
+//! What they hold (gemm-common 0.19 as vendored, matrixmultiply 0.3): `gemm` keeps a
+//! thread-local slab of the L2 cache's size in every thread that ran a product (the
+//! caller's when it runs one alone, each rayon worker's; never freed while the thread
+//! lives), and the vendored copy keeps each thread's largest packing buffer (the packed
+//! right operand and prepacked left one) for its next product — upstream frees it after
+//! every product and glibc then keeps a varying amount of the freed memory per thread.
+//! The packing a product asks for is found by running `gemm` dry on its geometry.
+//! `matrixmultiply` packs `kc x (mc + nc)` per call and thread and frees it.
 
-use super::Gemm;
-use once_cell::sync::Lazy;
+use super::{band_geometry, faer_packing, FaerSplit, Gemm};
+use gemm_common::packing::Request;
 
-/// The L2 cache's size (gemm's slab): from sysfs, else gemm's default of 1 MiB.
-static L2: Lazy<usize> = Lazy::new(|| {
-    std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cache/index2/size")
-        .ok()
-        .and_then(|s| {
-            let s = s.trim();
-            let (num, mult) = match s.strip_suffix('K') {
-                Some(n) => (n, 1024),
-                None => match s.strip_suffix('M') {
-                    Some(n) => (n, 1024 * 1024),
-                    None => (s, 1),
-                },
-            };
-            num.parse::<usize>().ok().map(|n| n * mult)
-        })
-        .unwrap_or(1 << 20)
-});
+/// What the products of one program leave the GEMM libraries holding, by thread: the
+/// bytes each has written (and so made resident) in its packing buffer and its slab.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GemmWorkspace {
+    /// Each rayon worker's, where products run on the workers (bands, gemm's own split).
+    workers: Option<Request>,
+    /// The calling thread's, where it runs a product or packs for one.
+    caller: Option<Request>,
+    /// `matrixmultiply`'s packing over the threads (freed after each product).
+    transient: usize,
+}
 
-/// Bytes a product `[m, k] @ [k, n]` of `elem`-byte elements may hold outside the arena,
-/// over all the threads that run it.
-pub fn gemm_bytes(m: usize, k: usize, n: usize, elem: usize) -> usize {
-    let threads = rayon::current_num_threads() + 1;
-    let kc = k.min(512);
-    match Gemm::pick(m, k, n) {
-        Gemm::Faer => {
-            // Slabs in every thread; the packed operands once (`faer_panels` bands and
-            // gemm's own split pack shares of them).
-            let packing = kc * (n.next_multiple_of(48) + m.next_multiple_of(48)) * elem;
-            threads * *L2 + packing
-        }
-        Gemm::MatrixMultiply => {
-            let (kc, mc, nc) = (k.min(256), m.min(64), n.min(1024));
-            threads * kc * (mc + nc) * elem
+/// The most of two requests.
+fn most(a: Option<Request>, b: Request) -> Option<Request> {
+    let a = a.unwrap_or_default();
+    Some(Request {
+        packing: a.packing.max(b.packing),
+        slab: match (a.slab, b.slab) {
+            (Some(x), Some(y)) => Some(x.max(y)),
+            (x, y) => x.or(y),
+        },
+    })
+}
+
+impl GemmWorkspace {
+    /// Count a product `[m, k] @ [k, n]` of `elem`-byte elements whose operands' rows and
+    /// columns are `a` and `b` elements apart (`(row stride, column stride)`).
+    pub fn add(
+        &mut self,
+        (m, k, n): (usize, usize, usize),
+        elem: usize,
+        a: (isize, isize),
+        b: (isize, isize),
+    ) {
+        match Gemm::pick(m, k, n) {
+            Gemm::MatrixMultiply => {
+                let threads = rayon::current_num_threads() + 1;
+                let (kc, mc, nc) = (k.min(256), m.min(64), n.min(1024));
+                self.transient = self.transient.max(threads * kc * (mc + nc) * elem);
+            }
+            Gemm::Faer => {
+                let request = |mm: usize, nn: usize, par| faer_packing(mm, k, nn, a, b, par, elem);
+                match FaerSplit::of(m, k, n) {
+                    FaerSplit::Bands => {
+                        let (by_rows, len, step) = band_geometry(m, n);
+                        for band in [step.min(len), len - (len.div_ceil(step) - 1) * step] {
+                            let (mm, nn) = if by_rows { (band, n) } else { (m, band) };
+                            let r = request(mm, nn, gemm::Parallelism::None);
+                            self.workers = most(self.workers, r);
+                        }
+                    }
+                    FaerSplit::Gemm(par) => {
+                        // gemm packs on the calling thread; its blocks run on the workers,
+                        // or on the caller when it picks one thread (so both may hold a slab).
+                        let r = request(m, n, par);
+                        self.caller = most(self.caller, r);
+                        if matches!(par, gemm::Parallelism::Rayon(_)) {
+                            let slab = Request {
+                                packing: 0,
+                                slab: r.slab,
+                            };
+                            self.workers = most(self.workers, slab);
+                        }
+                    }
+                }
+            }
         }
     }
+
+    /// Bytes held over all threads: what the products write in each thread's packing
+    /// buffer and slab, plus `matrixmultiply`'s packing while one runs. Resident bytes:
+    /// a slab gemm allocates at the L2's size holds only the pages products write.
+    pub fn bytes(&self) -> usize {
+        let held = |r: Option<Request>| {
+            r.map_or(0, |r| {
+                r.packing.next_multiple_of(PAGE) + r.slab.map_or(0, |s| s.next_multiple_of(PAGE))
+            })
+        };
+        self.transient + rayon::current_num_threads() * held(self.workers) + held(self.caller)
+    }
+
+    /// The most of two programs' workspaces, thread by thread (what a thread holds is the
+    /// largest of what the products it ran needed).
+    pub fn max(self, o: GemmWorkspace) -> GemmWorkspace {
+        let both = |x: Option<Request>, y: Option<Request>| match y {
+            Some(y) => most(x, y),
+            None => x,
+        };
+        GemmWorkspace {
+            workers: both(self.workers, o.workers),
+            caller: both(self.caller, o.caller),
+            transient: self.transient.max(o.transient),
+        }
+    }
+}
+
+/// Resident memory's granule.
+const PAGE: usize = 4096;
+
+/// Bytes the GEMM library holds now over all threads: `(packing buffers, L2 slabs)` (the
+/// vendored `gemm-common` keeps one packing buffer per thread between products).
+pub fn held_bytes() -> (usize, usize) {
+    (
+        gemm_common::packing::packing_bytes(),
+        gemm_common::packing::slab_bytes(),
+    )
 }
