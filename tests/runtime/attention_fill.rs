@@ -274,8 +274,9 @@ fn causal_op_grad(q: &Tensor, k: &Tensor, v: &Tensor, w: &Tensor) -> Vec<Tensor>
 /// plans no square temporary, forward or backward (the composition planned 528 MiB
 /// forward, 1552 MiB for the gradient at 8 heads): under 1 MiB forward (`AttnMask::Causal`'s
 /// and the v-sums by key tile), and the gradient's scratch is exactly `Causal`'s (the
-/// fill's tiles past the diagonal cost a count and a v-sum): under 1 MiB at sequence 2048; at 4096 the causal kernel's own
-/// partial `dQ` of a split head (1 MiB) or its eight slots put both at 1.5-1.7 MiB.
+/// fill's tiles past the diagonal cost a count and a v-sum): under 1 MiB, but for a single
+/// head at 4096, where the causal kernel splits the head's keys over two cores and the
+/// second part's partial `dQ` alone is 1 MiB (1.5 MiB in all).
 /// Lowered and compiled, not run (cheap in debug builds too).
 #[test]
 fn a_causal_fill_at_sequence_4096_keeps_no_square_temporary() {
@@ -326,7 +327,11 @@ fn a_causal_fill_at_sequence_4096_keeps_no_square_temporary() {
             bwd, cb,
             "{what}: the gradient's temporaries against AttnMask::Causal's"
         );
-        assert!(seq > 2048 || bwd < 1 << 20, "{what} gradient: {bwd} bytes");
+        let split_head = heads == 1 && seq > 2048;
+        assert!(
+            bwd < 1 << 20 || (split_head && bwd < 3 << 19),
+            "{what} gradient: {bwd} bytes"
+        );
     }
 }
 

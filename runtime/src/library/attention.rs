@@ -141,14 +141,23 @@ fn forward_slots(d: Dims) -> usize {
 }
 
 /// Tasks of the gradient running at once: the key parts when the keys are split, else
-/// batch elements.
+/// batch elements, as many as `GRAD_SLOTS_BYTES` holds (at least 2). A slot holds its
+/// batch element's row statistics (`3 · sq` and more), so long sequences take fewer:
+/// 4 at sequence 4096, 2 from about 16,384. Each batch element's sums are the same in
+/// any slot, so the count changes no bit.
 fn backward_slots(d: Dims) -> usize {
     if splits_keys(d) {
         key_parts(d)
     } else {
-        d.batch.clamp(1, SLOTS)
+        let fit = GRAD_SLOTS_BYTES / slot_bytes(backward_elems(d), 4);
+        d.batch.clamp(1, SLOTS).min(fit.max(2))
     }
 }
+
+/// Scratch the gradient's slots may take together (counted at 4-byte elements): 8 heads
+/// at sequence 4096 planned 1.67 MiB in 8 slots; 4 hold them in 832 KiB. FIXME: machines
+/// of more than 4 cores would want more slots at long sequences (measured there).
+const GRAD_SLOTS_BYTES: usize = 1 << 20;
 
 fn key_parts(d: Dims) -> usize {
     d.sk.div_ceil(BC).clamp(1, KEY_PARTS)
