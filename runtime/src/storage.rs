@@ -77,11 +77,14 @@ impl Buffer {
             }
         };
         match NonNull::new(ptr) {
-            Some(ptr) => Ok(Buffer {
-                ptr,
-                bytes,
-                owned: true,
-            }),
+            Some(ptr) => {
+                tracking::made(bytes);
+                Ok(Buffer {
+                    ptr,
+                    bytes,
+                    owned: true,
+                })
+            }
             None => Err(Error::out_of_memory(bytes, &what())),
         }
     }
@@ -146,6 +149,7 @@ impl Buffer {
 impl Drop for Buffer {
     fn drop(&mut self) {
         if self.bytes != 0 && self.owned {
+            tracking::dropped(self.bytes);
             if pool::give(self.ptr, self.bytes) {
                 return;
             }
@@ -165,6 +169,7 @@ impl Buffer {
             return Ok(Buffer::empty());
         }
         if let Some(ptr) = pool::take(bytes) {
+            tracking::made(bytes);
             return Ok(Buffer {
                 ptr,
                 bytes,
@@ -185,6 +190,44 @@ impl Buffer {
             bytes,
             owned: false,
         }
+    }
+}
+
+/// Bytes of owned buffers made and dropped on each thread: what a call allocates, measured
+/// next to what its memory report says (the fuzzer's check of every compiled program).
+pub mod tracking {
+    use std::cell::Cell;
+
+    thread_local! {
+        static LIVE: Cell<i64> = const { Cell::new(0) };
+        static PEAK: Cell<i64> = const { Cell::new(0) };
+    }
+
+    pub(super) fn made(bytes: usize) {
+        let live = LIVE.with(|l| {
+            l.set(l.get() + bytes as i64);
+            l.get()
+        });
+        PEAK.with(|p| p.set(p.get().max(live)));
+    }
+
+    pub(super) fn dropped(bytes: usize) {
+        LIVE.with(|l| l.set(l.get() - bytes as i64));
+    }
+
+    /// Run `f`; with its result, the most bytes of buffers made on this thread while it ran
+    /// were held at once beyond those held when it started (buffers dropped on another
+    /// thread count as still held).
+    pub fn peak_of<R>(f: impl FnOnce() -> R) -> (R, usize) {
+        let start = LIVE.with(|l| l.get());
+        let before = PEAK.with(|p| p.replace(start));
+        let r = f();
+        let peak = PEAK.with(|p| {
+            let peak = p.get();
+            p.set(before.max(peak));
+            peak
+        });
+        (r, (peak - start).max(0) as usize)
     }
 }
 

@@ -1647,3 +1647,22 @@ fn the_memory_plan_picture_names_buffers_by_op_and_source_line() {
     assert!(svg.contains("KiB</text>"), "{svg}");
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
 }
+
+/// `storage::tracking::peak_of` measures the most bytes of tensors a closure holds at once
+/// on this thread (what the fuzzer's memory check compares with the report).
+#[test]
+fn peak_of_measures_the_most_bytes_held_at_once() {
+    use jitfuse::internals::storage::tracking::peak_of;
+    let (_, peak) = peak_of(|| {
+        let a = Tensor::zeros(&[1 << 18], DType::F32);
+        let b = Tensor::zeros(&[1 << 18], DType::F32);
+        drop(a);
+        let c = Tensor::zeros(&[1 << 17], DType::F32);
+        (b, c)
+    });
+    assert_eq!(peak, 2 << 20);
+    let held = Tensor::zeros(&[1 << 16], DType::F32);
+    let (_, peak) = peak_of(|| drop(Tensor::zeros(&[1 << 10], DType::F32)));
+    assert_eq!(peak, 4 << 10, "bytes held before do not count");
+    drop(held);
+}
