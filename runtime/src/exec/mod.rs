@@ -54,11 +54,11 @@ pub struct MemoryAnalysis {
     pub eager_bytes: usize,
     /// The largest sum of temporaries live at any step of the schedule.
     pub lower_bound_bytes: usize,
-    /// Workspace the GEMM libraries allocate themselves for the program's products,
-    /// outside the arena (packing buffers, thread-local slabs: see
-    /// `library/workspace.rs`), over the threads that run them; the largest product's.
-    /// Not in `peak_bytes` (what a memory budget bounds): partly per thread and shared
-    /// by every program, estimated from the libraries' blocking.
+    /// Workspace the GEMM libraries hold for the program's products, outside the arena:
+    /// over the threads that run them, the bytes their products write in each thread's
+    /// packing buffer and L2 slab (`library/workspace.rs`, from dry runs of gemm). Not in
+    /// `peak_bytes` (what a memory budget bounds): per thread and shared by every
+    /// program (a thread holds the most any of its products needed).
     pub library_bytes: usize,
     /// arguments + outputs + temp - alias.
     pub peak_bytes: usize,
