@@ -87,6 +87,14 @@ impl fmt::Display for MemoryAnalysis {
                 h(self.loop_stack_bytes)
             )?;
         }
+        if self.kept_argument_bytes > 0 {
+            writeln!(
+                f,
+                "  when the caller keeps the donatable arguments: {} more for the temporaries \
+                 planned inside them, and the outputs planned into them fresh",
+                h(self.kept_argument_bytes)
+            )?;
+        }
         if self.alias_bytes > 0 {
             writeln!(
                 f,

@@ -325,3 +325,32 @@ return %6, %5, %0
         0.1,
     );
 }
+
+/// A call whose caller keeps (shares) an argument the plan hosts temporaries in gets
+/// stand-in buffers for them: they were the argument's whole size (1 MiB here for 16 KiB
+/// of temporaries) and in no report, so the call allocated 2.03 MB where its report
+/// allowed 1.10 MB. Now a stand-in is its guests' extent and `kept_argument_bytes` names
+/// it; the harness measures every call against its report. Found by the fuzzer.
+#[test]
+fn a_kept_argument_costs_only_the_temporaries_planned_inside_it() {
+    check_ir(
+        r#"
+%0 = param 0 : f32[64,64,64]
+%1 = reduce_sum[1] %0 : f32[64,64]
+%2 = reshape %1 : f32[64,1,64]
+%3 = const 64.0 : f32[64,1,64]
+%4 = div %2, %3 : f32[64,1,64]
+%5 = broadcast %4 : f32[64,64,64]
+%6 = sub %0, %5 : f32[64,64,64]
+%7 = reduce_sum[1] %6 : f32[64,64]
+%8 = reshape %7 : f32[64,1,64]
+%9 = const 64.0 : f32[64,1,64]
+%10 = div %8, %9 : f32[64,1,64]
+%11 = add %4, %10 : f32[64,1,64]
+return %11
+"#,
+        &[Donated],
+        10000051,
+        0.1,
+    );
+}

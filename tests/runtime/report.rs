@@ -36,12 +36,14 @@ fn a_memory_analysis_prints_each_figure_with_its_meaning() {
         lower_bound_bytes: 23 << 20,
         peak_bytes: 33 << 20,
         hosted_bytes: 2 << 20,
+        kept_argument_bytes: 1 << 20,
         loop_stack_bytes: 6 << 20,
     };
     expect![[r#"
         peak 33.0 MiB = arguments 9.0 MiB + outputs 9.0 MiB + temporaries 24.0 MiB - written in place 9.0 MiB
           temporaries: one arena of 24.0 MiB, reused by every call; at most 23.0 MiB of them are live at any one step, the least any plan could hold (and up to 2.0 MiB more live inside the outputs' and donated arguments' buffers)
           stacked by loops: 6.0 MiB of the temporaries are values loops stack to read back (the carries a loop's gradient keeps)
+          when the caller keeps the donatable arguments: 1.0 MiB more for the temporaries planned inside them, and the outputs planned into them fresh
           written in place: 9.0 MiB of outputs go into donated arguments' buffers
           evaluated op by op, the intermediates would take 300.0 MiB
           held for the program's life: machine code 123.9 KiB, its description (graph, schedule, plan) 9.0 KiB"#]]
@@ -50,12 +52,13 @@ fn a_memory_analysis_prints_each_figure_with_its_meaning() {
     let plain = MemoryAnalysis {
         alias_bytes: 0,
         hosted_bytes: 0,
+        kept_argument_bytes: 0,
         loop_stack_bytes: 0,
         ..m
     };
     let text = plain.to_string();
     assert!(!text.contains("written in place:") && !text.contains("more live inside"));
-    assert!(!text.contains("stacked by loops"));
+    assert!(!text.contains("stacked by loops") && !text.contains("keeps the donatable"));
     assert_eq!(text.lines().count(), 4);
 }
 

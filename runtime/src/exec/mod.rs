@@ -66,6 +66,11 @@ pub struct MemoryAnalysis {
     /// dead donated arguments' buffers instead of the arena (not counted in
     /// `temp_bytes`: those buffers exist for the whole call anyway).
     pub hosted_bytes: usize,
+    /// What a call allocates besides when the caller still shares arguments the plan would
+    /// host temporaries in after their last read (owned but not given away): buffers
+    /// standing in for those temporaries (the outputs written into donated arguments are
+    /// then fresh too: `alias_bytes`).
+    pub kept_argument_bytes: usize,
     /// Of `temp_bytes`: values stacked by loops to be read back later (the
     /// carries a loop's gradient stores for its backward pass, stacked `scan`
     /// outputs that are not outputs of the program), in this program or,
@@ -714,6 +719,12 @@ impl Executable {
                 .saturating_add(extra_bytes),
             peak_bytes: shape::sum_bytes([argument_bytes, output_bytes, temp_bytes])
                 .saturating_sub(alias_bytes),
+            kept_argument_bytes: shape::sum_bytes(
+                self.plan
+                    .arg_hosts
+                    .iter()
+                    .map(|&(_, pv)| self.guest_extent(pv)),
+            ),
             hosted_bytes: (0..self.part.steps.len())
                 .map(|s| {
                     self.plan
@@ -726,6 +737,18 @@ impl Executable {
                 .max()
                 .unwrap_or(0),
         }
+    }
+
+    /// The bytes of a donated argument's buffer its guests use (`Plan::hosted`): what a
+    /// substitute needs when the caller keeps the argument.
+    fn guest_extent(&self, host: ValueId) -> usize {
+        self.plan
+            .hosted
+            .iter()
+            .filter(|h| h.host == host)
+            .map(|h| h.iv.offset + h.iv.size)
+            .max()
+            .unwrap_or(0)
     }
 
     /// The buffer plan as an SVG timeline (x = step, labelled by kernel; y = bytes; each
@@ -940,10 +963,12 @@ impl Executable {
                 Some(b) => b.as_mut_ptr(),
                 None => {
                     let n = g.node(pv);
-                    substitutes.push(Buffer::try_uninit(
-                        shape::numel(&n.shape) * n.dtype.size(),
-                        || format!("a copy of argument {k} ({})", type_str(n.dtype, &n.shape)),
-                    )?);
+                    substitutes.push(Buffer::try_uninit(self.guest_extent(pv), || {
+                        format!(
+                            "the temporaries planned inside argument {k} ({})",
+                            type_str(n.dtype, &n.shape)
+                        )
+                    })?);
                     substitutes.last().unwrap().as_mut_ptr()
                 }
             };

@@ -7,9 +7,8 @@
 //!
 //! CI runs a fixed seed and case budget; `JITFUSE_FUZZ_CASES=n` and
 //! `JITFUSE_FUZZ_SECONDS=s` run longer, `JITFUSE_FUZZ_SEED=k` elsewhere,
-//! `JITFUSE_FUZZ_KEEP_GOING=1` reports every failure instead of the first,
-//! `JITFUSE_FUZZ_MEMORY=1` also checks what each call allocates against its memory report
-//! (`check::call`; not yet clean).
+//! `JITFUSE_FUZZ_KEEP_GOING=1` reports every failure instead of the first. Every call's
+//! allocation is measured against its memory report (`check::call`).
 
 pub mod check;
 pub mod generate;
