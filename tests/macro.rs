@@ -1061,7 +1061,7 @@ fn programs_whose_buffers_cannot_be_allocated_return_out_of_memory() {
     let e = huge_output::try_call(&x).unwrap_err();
     assert_eq!(e.kind, ErrorKind::OutOfMemory);
     assert!(
-        e.message.contains("running huge_output(x: &f32[1]): out of memory: cannot allocate 140737488355328 bytes (128 TiB) for output"),
+        e.message.contains("running huge_output(x: &f32[1]): out of memory: cannot allocate 140737488355328 bytes (128.00 TiB) for output"),
         "{e}"
     );
     let m = panic_text(|| drop(huge_output(&x)));

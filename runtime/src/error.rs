@@ -131,7 +131,7 @@ impl Error {
             ErrorKind::OutOfMemory,
             format!(
                 "out of memory: cannot allocate {bytes} bytes ({}) for {what}",
-                human_bytes(bytes)
+                crate::units::human_bytes(bytes)
             ),
         )
     }
@@ -146,25 +146,6 @@ impl Error {
         self.message = format!("{prefix}: {}", self.message);
         self
     }
-}
-
-/// `128 TiB`, `1.5 GiB`, `12 bytes`: sizes in messages.
-pub fn human_bytes(bytes: usize) -> String {
-    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
-    let mut v = bytes as f64;
-    if v < 1024.0 {
-        return format!("{bytes} bytes");
-    }
-    let mut unit = "";
-    for u in UNITS {
-        if v < 1024.0 {
-            break;
-        }
-        v /= 1024.0;
-        unit = u;
-    }
-    let s = format!("{v:.1}");
-    format!("{} {unit}", s.strip_suffix(".0").unwrap_or(&s))
 }
 
 /// The message of a panic's payload (`panic!` gives a `String` or `&str`).

@@ -45,6 +45,7 @@ pub mod random;
 mod release;
 #[deny(missing_docs)]
 pub mod report;
+pub mod units;
 #[deny(missing_docs)]
 pub mod vmap;
 
@@ -68,12 +69,12 @@ pub mod interop {
     pub use ndarray;
 }
 pub use random::Key;
-pub use report::human_bytes;
 pub use tensor::attention::{attention, attention_with, AttnMask, AttnOptions};
 pub use tensor::composite::{softmax_cross_entropy, softmax_cross_entropy_with_labels};
 pub use tensor::ops::{select, where_, IntoOperand};
 pub use tensor::reduce::Axes;
 pub use tensor::shape_ops::{concat, stack, Slice};
+pub use units::human_bytes;
 pub use vmap::{try_vmap, vmap, BatchAxes};
 
 /// What `#[jit]`-generated code calls. Not a stable API.

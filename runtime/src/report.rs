@@ -7,20 +7,7 @@ use crate::exec::MemoryAnalysis;
 use crate::jit::CacheStats;
 use std::fmt;
 
-/// `bytes` as a person reads it: `512 B`, `3.5 KiB`, `24.0 MiB`, `1.93 GiB`.
-pub fn human_bytes(bytes: usize) -> String {
-    const KIB: f64 = 1024.0;
-    let b = bytes as f64;
-    if bytes < 1024 {
-        format!("{bytes} B")
-    } else if b < KIB * KIB {
-        format!("{:.1} KiB", b / KIB)
-    } else if b < KIB * KIB * KIB {
-        format!("{:.1} MiB", b / (KIB * KIB))
-    } else {
-        format!("{:.2} GiB", b / (KIB * KIB * KIB))
-    }
-}
+pub use crate::units::human_bytes;
 
 /// A duration in the unit that keeps three or so digits: `850 ns`, `12.3 us`, `4.56 ms`,
 /// `1.23 s`.

@@ -16,6 +16,10 @@ fn byte_counts_print_in_the_unit_a_person_reads() {
         ((1 << 30) - 1, "1024.0 MiB"),
         (1 << 30, "1.00 GiB"),
         (2068981760, "1.93 GiB"),
+        (1 << 40, "1.00 TiB"),
+        (128 << 40, "128.00 TiB"),
+        ((3 << 50) / 2, "1.50 PiB"),
+        (usize::MAX, "16.00 EiB"),
     ];
     for (bytes, text) in cases {
         assert_eq!(human_bytes(bytes), text, "{bytes} bytes");

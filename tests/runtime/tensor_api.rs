@@ -646,7 +646,7 @@ fn allocation_failures_are_out_of_memory_errors() {
     assert_eq!(e.kind, ErrorKind::OutOfMemory);
     assert!(
         e.message.contains(
-            "out of memory: cannot allocate 140737488355328 bytes (128 TiB) for `zeros` of f32[35184372088832]"
+            "out of memory: cannot allocate 140737488355328 bytes (128.00 TiB) for `zeros` of f32[35184372088832]"
         ),
         "{e}"
     );
@@ -656,7 +656,7 @@ fn allocation_failures_are_out_of_memory_errors() {
     assert_eq!(e.kind, ErrorKind::OutOfMemory);
     assert!(
         e.message
-            .contains("(512 TiB) for `full` of i64[1048576,67108864]"),
+            .contains("(512.00 TiB) for `full` of i64[1048576,67108864]"),
         "{e}"
     );
     let e = Tensor::arange_step(0.0, (1u64 << 50) as f64, 1.0, DType::F32).unwrap_err();
@@ -671,7 +671,7 @@ fn allocation_failures_are_out_of_memory_errors() {
     let x = Tensor::zeros(&[1], DType::F32);
     let m = panic_message(|| drop(x.broadcast_to(&[1 << 46]) + 1.0));
     assert!(
-        m.contains("out of memory: cannot allocate 281474976710656 bytes (256 TiB) for the result of `broadcast` (f32[70368744177664])"),
+        m.contains("out of memory: cannot allocate 281474976710656 bytes (256.00 TiB) for the result of `broadcast` (f32[70368744177664])"),
         "{m}"
     );
     let m = panic_message(|| drop(x.pad(&[(1 << 46, 0)], 0.0)));

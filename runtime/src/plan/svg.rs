@@ -6,7 +6,7 @@
 use super::{BufferPlan, Interval};
 use crate::fusion::partition::{Partition, Step};
 use crate::ir::{Graph, ValueId};
-use crate::report::human_bytes;
+use crate::units::human_bytes;
 
 /// What each step runs, for the column labels: `loop`, `row`, `reduce_sum`, `matmul`, ...
 pub fn step_names(g: &Graph, part: &Partition) -> Vec<String> {
