@@ -51,11 +51,11 @@ pub mod vmap;
 
 pub use autodiff::{
     checkpoint, checkpoint_name, checkpoint_with, grad, jvp, stop_gradient, value_and_grad, vjp,
-    Policy, Tree, AUTO_MEMORY_BUDGET,
+    Policy, Tree,
 };
 pub use control::{cond, fori_loop, scan, while_loop, zip_axis, AxisIter, ZipAxis};
 pub use eager::{set_eager_mode, EagerMode};
-pub use exec::MemoryAnalysis;
+pub use exec::{MemoryAnalysis, MemoryBudget, AUTO_MEMORY_BUDGET};
 pub use io::{load, save};
 pub use jit::{clear_caches, CacheStats, Compiled, Lowered};
 /// The `ndarray` crate the conversions are written against (feature `ndarray`).

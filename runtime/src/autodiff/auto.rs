@@ -1,4 +1,4 @@
-//! The automatic memory budget (`AUTO_MEMORY_BUDGET`): gradients taken
+//! The automatic memory budget (`MemoryBudget::Auto`): gradients taken
 //! while tracing a `#[jit]` function whose budget is automatic cut the
 //! differentiated function into about √N checkpointed segments (N = its
 //! computed, non-view values of at least `MIN_BYTES`), as Chen et al. 2016
@@ -13,9 +13,6 @@
 use crate::ir::{CheckpointRegion, Graph, Op, Policy, ValueId};
 use crate::shape;
 use std::cell::Cell;
-
-/// A budget of this many bytes means "choose automatically" (√N segments).
-pub const AUTO_MEMORY_BUDGET: usize = usize::MAX;
 
 /// Values smaller than this do not count as segment weight.
 const MIN_BYTES: usize = 4096;

@@ -18,8 +18,7 @@ mod tree;
 
 pub use crate::ir::Policy;
 pub use auto::{
-    segmented_loops, with_auto_checkpoint, with_checkpoint_levels, AUTO_MEMORY_BUDGET, BINARY,
-    LOOP_LADDER,
+    segmented_loops, with_auto_checkpoint, with_checkpoint_levels, BINARY, LOOP_LADDER,
 };
 pub use checkpoint::{checkpoint, checkpoint_name, checkpoint_with};
 

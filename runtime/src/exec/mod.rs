@@ -26,6 +26,38 @@ use crate::{interp, Error};
 use std::sync::Arc;
 use std::sync::Mutex;
 
+/// A budget of this many bytes means "choose automatically" (`MemoryBudget::Auto`).
+pub const AUTO_MEMORY_BUDGET: usize = usize::MAX;
+
+/// The memory a compiled program must fit: chosen automatically (gradients cut into about
+/// √N checkpointed segments while tracing) or a number of bytes of peak (recomputation
+/// searched until the plan fits, else a refusal). The public spelling is
+/// `Option<usize>` with `AUTO_MEMORY_BUDGET` for `Auto` (`MemoryBudget::from_bytes`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemoryBudget {
+    Auto,
+    Bytes(usize),
+}
+
+impl MemoryBudget {
+    /// `AUTO_MEMORY_BUDGET` is `Auto`, any other count of bytes that many.
+    pub fn from_bytes(b: usize) -> MemoryBudget {
+        if b == AUTO_MEMORY_BUDGET {
+            MemoryBudget::Auto
+        } else {
+            MemoryBudget::Bytes(b)
+        }
+    }
+
+    /// The bytes of a budget given in bytes (`None` for `Auto`).
+    pub fn bytes(self) -> Option<usize> {
+        match self {
+            MemoryBudget::Auto => None,
+            MemoryBudget::Bytes(b) => Some(b),
+        }
+    }
+}
+
 /// Memory figures of a compiled program, in bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MemoryAnalysis {
@@ -225,7 +257,7 @@ impl Executable {
         traced: Traced,
         sig: &Signature,
         keep_text: bool,
-        budget: Option<usize>,
+        budget: Option<MemoryBudget>,
         target: &Target,
     ) -> Result<Executable, Error> {
         // Identical sub-programs of its loops and branches are compiled once.
@@ -238,7 +270,7 @@ impl Executable {
         traced: Traced,
         sig: &Signature,
         keep_text: bool,
-        budget: Option<usize>,
+        budget: Option<MemoryBudget>,
         target: &Target,
     ) -> Result<Executable, Error> {
         let traced_graph = traced.graph;
@@ -265,7 +297,7 @@ impl Executable {
             verify(&graph).map_err(|e| Error::verify(format!("after simplify: {e}")))?;
         }
         // (The automatic budget acted while tracing: checkpointed segments.)
-        if let Some(b) = budget.filter(|&b| b != crate::AUTO_MEMORY_BUDGET) {
+        if let Some(b) = budget.and_then(MemoryBudget::bytes) {
             graph = phase("remat", || {
                 let owned: Vec<bool> = sig.args.iter().map(|a| a.kind == ArgKind::Owned).collect();
                 // Sub-programs' arenas are fixed by their own graphs: measured once.
@@ -393,7 +425,7 @@ impl Executable {
             scratch_offset,
         };
         // The promise is the report's peak: library scratch and constants included.
-        if let Some(b) = budget.filter(|&b| b != crate::AUTO_MEMORY_BUDGET) {
+        if let Some(b) = budget.and_then(MemoryBudget::bytes) {
             let peak = exe.memory_analysis().peak_bytes;
             if peak > b {
                 return Err(Error::new(

@@ -18,7 +18,7 @@ use super::args::{CallArgs, ParamSlot, Signature};
 use super::explain;
 use super::log::{self, Category};
 use super::lowered::Lowered;
-use crate::exec::Executable;
+use crate::exec::{Executable, MemoryBudget};
 use crate::trace::{self, ParamSpec};
 use crate::{Error, ErrorKind, Tensor};
 use once_cell::sync::OnceCell;
@@ -204,6 +204,11 @@ impl FnCache {
         }
     }
 
+    /// The memory budget in effect, as the compiler takes it.
+    pub(crate) fn budget(&self) -> Option<MemoryBudget> {
+        self.memory_budget().map(MemoryBudget::from_bytes)
+    }
+
     /// Bound the bytes the cached programs keep resident (code, arenas,
     /// descriptions and entries: `CacheStats::cached_bytes`; `None`:
     /// unbounded, the default). Beyond it, the least recently used
@@ -322,10 +327,7 @@ impl FnCache {
         // Under an explicit budget a call may fall back to the automatic checkpointing's
         // traces (`cached`): traced here too, so `compile()` is the program a call runs.
         let mut auto = Vec::new();
-        if self
-            .memory_budget()
-            .is_some_and(|b| b != crate::AUTO_MEMORY_BUDGET)
-        {
+        if matches!(self.budget(), Some(MemoryBudget::Bytes(_))) {
             for step in 1..=crate::autodiff::LOOP_LADDER.len() {
                 let (traced, cut) = self.trace_body_with(&sig, body, ladder_levels(step))?;
                 auto.push(traced);
@@ -379,7 +381,7 @@ impl FnCache {
         levels: Option<u32>,
     ) -> Result<((trace::Traced, Structure), bool), Error> {
         let levels = match levels {
-            None if self.memory_budget() == Some(crate::AUTO_MEMORY_BUDGET) => Some(1),
+            None if self.budget() == Some(MemoryBudget::Auto) => Some(1),
             l => l,
         };
         let before = crate::autodiff::segmented_loops();
@@ -414,7 +416,7 @@ impl FnCache {
         let result = entry.cell.get_or_init(|| {
             let start = Instant::now();
             let dump = std::env::var_os("JITFUSE_DUMP");
-            let budget = self.memory_budget();
+            let budget = self.budget();
             // Step `k` of the checkpointing ladder; `None`: the same graph as the step before.
             let mut build = |step: usize| {
                 super::phases::phase("trace", || trace(step)).and_then(|t| {
@@ -450,7 +452,7 @@ impl FnCache {
                             if e.kind == crate::ErrorKind::Argument
                                 && (e.message.contains("recomputation brings it down")
                                     || e.message.contains("sub-programs"))
-                                && budget.is_some_and(|b| b != crate::AUTO_MEMORY_BUDGET) =>
+                                && matches!(budget, Some(MemoryBudget::Bytes(_))) =>
                         {
                             let mut refusal = e.clone();
                             for step in 1..=crate::autodiff::LOOP_LADDER.len() {
