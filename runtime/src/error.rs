@@ -148,6 +148,57 @@ impl Error {
     }
 }
 
+/// Why a compilation failed, typed for the code that retries it: a memory budget the
+/// program could not be brought within (with the lowest peak reached), or any other error.
+/// Users see the `Error` (`From`), an `ErrorKind::Argument` naming both figures.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CompileError {
+    /// The budget was missed.
+    Budget {
+        /// The budget, in bytes of peak.
+        budget: usize,
+        /// The lowest peak the compiler reached, in bytes.
+        best: usize,
+        /// What users read.
+        error: Error,
+    },
+    /// Any other failure.
+    Other(Error),
+}
+
+impl CompileError {
+    /// A missed budget: `message` says what was tried and `best` is the lowest peak.
+    pub fn budget(budget: usize, best: usize, message: String) -> CompileError {
+        CompileError::Budget {
+            budget,
+            best,
+            error: Error::new(ErrorKind::Argument, message),
+        }
+    }
+
+    /// The lowest peak a missed budget reached (`None` for other errors).
+    pub fn best(&self) -> Option<usize> {
+        match self {
+            CompileError::Budget { best, .. } => Some(*best),
+            CompileError::Other(_) => None,
+        }
+    }
+}
+
+impl From<Error> for CompileError {
+    fn from(e: Error) -> CompileError {
+        CompileError::Other(e)
+    }
+}
+
+impl From<CompileError> for Error {
+    fn from(e: CompileError) -> Error {
+        match e {
+            CompileError::Budget { error, .. } | CompileError::Other(error) => error,
+        }
+    }
+}
+
 /// The message of a panic's payload (`panic!` gives a `String` or `&str`).
 pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     payload

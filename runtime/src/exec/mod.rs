@@ -14,6 +14,7 @@ use crate::codegen::{self, CompiledKernels, Target};
 use crate::describe::{describe, Description};
 use crate::diag::phases::phase;
 use crate::error::type_str;
+use crate::error::CompileError;
 use crate::fusion::partition::{self, Partition, Step};
 use crate::ir::{self, Graph, Op, ValueId};
 use crate::jit::{ArgKind, ArgSig, ArgTensor, CallArgs, Signature};
@@ -35,7 +36,9 @@ pub const AUTO_MEMORY_BUDGET: usize = usize::MAX;
 /// `Option<usize>` with `AUTO_MEMORY_BUDGET` for `Auto` (`MemoryBudget::from_bytes`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MemoryBudget {
+    /// About √N checkpointed segments of every gradient (and √n of every loop's).
     Auto,
+    /// A peak of at most this many bytes.
     Bytes(usize),
 }
 
@@ -260,6 +263,20 @@ impl Executable {
         budget: Option<MemoryBudget>,
         target: &Target,
     ) -> Result<Executable, Error> {
+        Ok(Executable::compile_budgeted(
+            traced, sig, keep_text, budget, target,
+        )?)
+    }
+
+    /// `compile_with_budget`, a missed budget typed (`CompileError::Budget`) for the cache's
+    /// retries.
+    pub(crate) fn compile_budgeted(
+        traced: Traced,
+        sig: &Signature,
+        keep_text: bool,
+        budget: Option<MemoryBudget>,
+        target: &Target,
+    ) -> Result<Executable, CompileError> {
         // Identical sub-programs of its loops and branches are compiled once.
         control::sharing_sub_programs(|| {
             Executable::compile_shared(traced, sig, keep_text, budget, target)
@@ -272,7 +289,7 @@ impl Executable {
         keep_text: bool,
         budget: Option<MemoryBudget>,
         target: &Target,
-    ) -> Result<Executable, Error> {
+    ) -> Result<Executable, CompileError> {
         let traced_graph = traced.graph;
         let verify = |g: &Graph| phase("verify", || ir::verify(g));
         if cfg!(debug_assertions) {
@@ -298,7 +315,7 @@ impl Executable {
         }
         // (The automatic budget acted while tracing: checkpointed segments.)
         if let Some(b) = budget.and_then(MemoryBudget::bytes) {
-            graph = phase("remat", || {
+            graph = phase("remat", || -> Result<Graph, CompileError> {
                 let owned: Vec<bool> = sig.args.iter().map(|a| a.kind == ArgKind::Owned).collect();
                 // Sub-programs' arenas are fixed by their own graphs: measured once.
                 let fixed = control::sub_program_bytes(&graph, target)?;
@@ -428,8 +445,9 @@ impl Executable {
         if let Some(b) = budget.and_then(MemoryBudget::bytes) {
             let peak = exe.memory_analysis().peak_bytes;
             if peak > b {
-                return Err(Error::new(
-                    crate::ErrorKind::Argument,
+                return Err(CompileError::budget(
+                    b,
+                    peak,
                     format!(
                         "memory budget of {b} bytes cannot be met: the peak is {peak} bytes with \
                          library scratch, constants and sub-programs, and recomputation brings it \

@@ -18,6 +18,7 @@ use super::args::{CallArgs, ParamSlot, Signature};
 use super::explain;
 use super::log::{self, Category};
 use super::lowered::Lowered;
+use crate::error::CompileError;
 use crate::exec::{Executable, MemoryBudget};
 use crate::trace::{self, ParamSpec};
 use crate::{Error, ErrorKind, Tensor};
@@ -419,21 +420,23 @@ impl FnCache {
             let budget = self.budget();
             // Step `k` of the checkpointing ladder; `None`: the same graph as the step before.
             let mut build = |step: usize| {
-                super::phases::phase("trace", || trace(step)).and_then(|t| {
-                    t.map(|(t, s)| {
-                        Ok((
-                            Arc::new(Executable::compile_with_budget(
-                                t,
-                                sig,
-                                dump.is_some(),
-                                budget,
-                                crate::codegen::Target::host(),
-                            )?),
-                            s,
-                        ))
+                super::phases::phase("trace", || trace(step))
+                    .map_err(CompileError::from)
+                    .and_then(|t| {
+                        t.map(|(t, s)| {
+                            Ok((
+                                Arc::new(Executable::compile_budgeted(
+                                    t,
+                                    sig,
+                                    dump.is_some(),
+                                    budget,
+                                    crate::codegen::Target::host(),
+                                )?),
+                                s,
+                            ))
+                        })
+                        .transpose()
                     })
-                    .transpose()
-                })
             };
             let (r, ps) = super::phases::collect(|| {
                 // A panic in tracing machinery, passes, planning or codegen
@@ -448,34 +451,26 @@ impl FnCache {
                     // Then, while refused, loop gradients cut deeper (`autodiff::LOOP_LADDER`).
                     let first = build(0).map(|r| r.expect("step 0 always traces"));
                     match first {
-                        Err(e)
-                            if e.kind == crate::ErrorKind::Argument
-                                && (e.message.contains("recomputation brings it down")
-                                    || e.message.contains("sub-programs"))
-                                && matches!(budget, Some(MemoryBudget::Bytes(_))) =>
+                        Err(e @ CompileError::Budget { .. })
+                            if matches!(budget, Some(MemoryBudget::Bytes(_))) =>
                         {
                             let mut refusal = e.clone();
                             for step in 1..=crate::autodiff::LOOP_LADDER.len() {
-                                let r = build(step);
-                                match r {
+                                match build(step) {
                                     Ok(Some(r)) => return Ok(r),
                                     Ok(None) => break,
                                     // The refusal reports the lowest peak any step reached.
-                                    Err(x) if x.kind == crate::ErrorKind::Argument => {
-                                        let best = |e: &Error| {
-                                            crate::passes::remat::refused_best(e)
-                                                .unwrap_or(usize::MAX)
-                                        };
-                                        if best(&x) < best(&refusal) {
+                                    Err(x @ CompileError::Budget { .. }) => {
+                                        if x.best() < refusal.best() {
                                             refusal = x;
                                         }
                                     }
-                                    Err(_) => return Err(e),
+                                    Err(_) => return Err(Error::from(e)),
                                 }
                             }
-                            Err(refusal)
+                            Err(Error::from(refusal))
                         }
-                        r => r,
+                        r => r.map_err(Error::from),
                     }
                 }))
                 .unwrap_or_else(|payload| Err(self.internal(sig, slots, "compiling", &*payload)))

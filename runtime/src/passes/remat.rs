@@ -10,10 +10,11 @@
 //! candidate is left the error says by how much the budget is missed and
 //! what the minimum reachable peak was.
 
+use crate::error::CompileError;
 use crate::fusion::partition::{const_value, Partition, Step};
 use crate::ir::{Graph, Node, Op, ValueId};
 use crate::plan::{step_io, BufferPlan};
-use crate::{shape, Error};
+use crate::shape;
 use std::collections::HashMap;
 
 /// Most ops a recomputed cone may hold.
@@ -79,21 +80,6 @@ pub fn floor(g: &Graph, owned: &[bool]) -> usize {
     args + outs.max(owned_bytes)
 }
 
-/// The lowest peak a budget refusal of this module (or the executable's
-/// final check) reports: the figure after "down to" or "alone take".
-pub(crate) fn refused_best(e: &Error) -> Option<usize> {
-    let m = e.message.as_str();
-    let at = m
-        .find("down to ")
-        .map(|i| i + "down to ".len())
-        .or_else(|| m.find("alone take ").map(|i| i + "alone take ".len()))?;
-    m[at..]
-        .split(|c: char| !c.is_ascii_digit())
-        .next()?
-        .parse()
-        .ok()
-}
-
 /// Rewrite `g` until `measure(g)` fits `budget`. `owned` says which
 /// parameters are donated (for the lower bound, [`floor`]); `fixed` is
 /// memory no rewrite of `g` changes, added to every peak (the arenas of its
@@ -104,12 +90,13 @@ pub fn fit(
     owned: &[bool],
     fixed: usize,
     measure: &dyn Fn(&Graph) -> (Partition, BufferPlan),
-) -> Result<Graph, Error> {
+) -> Result<Graph, CompileError> {
     let peak = |g: &Graph, plan: &BufferPlan| peak(g, plan).saturating_add(fixed);
     let least = floor(g, owned).saturating_add(fixed);
     if budget < least {
-        return Err(Error::new(
-            crate::ErrorKind::Argument,
+        return Err(CompileError::budget(
+            budget,
+            least,
             format!(
                 "memory budget of {budget} bytes cannot be met: the arguments and outputs alone take \
                  {least} bytes{} ({} bytes over the budget), and recomputation cannot lower that",
@@ -126,8 +113,9 @@ pub fn fit(
     let start = peak(&g, &measure(&g).1);
     let mut best = start;
     let over = |now: usize, best: usize| {
-        Error::new(
-            crate::ErrorKind::Argument,
+        CompileError::budget(
+            budget,
+            best,
             format!(
                 "memory budget of {budget} bytes cannot be met: the peak is {start} bytes, and recomputation \
                  brings it down to {best} at best ({} bytes over the budget; {now} at the last attempt)",
