@@ -292,7 +292,7 @@ fn cached(
     let m = exe.memory_analysis();
     // The entry: its key and its slot of the map (which keeps up to twice its entries'
     // slots as it grows).
-    let entry = crate::exec::block_bytes(k.capacity()) + 2 * std::mem::size_of::<(String, Entry)>();
+    let entry = crate::units::heap_block(k.capacity()) + 2 * std::mem::size_of::<(String, Entry)>();
     let bytes = m.code_bytes + m.temp_bytes + m.program_bytes + entry;
     let mut c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
     c.compiled += 1;

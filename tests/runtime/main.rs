@@ -17,6 +17,7 @@ mod eager;
 mod fuzz;
 mod gpt;
 mod ir_text;
+mod layering;
 mod loop_gradients;
 mod math_ops;
 mod memory;

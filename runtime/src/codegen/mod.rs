@@ -92,7 +92,7 @@ impl JitCode {
     /// is kept (its declarations and relocation records; a measured figure).
     pub fn held_bytes(&self) -> usize {
         const MODULE_BYTES: usize = 2048;
-        crate::exec::block_bytes(self.blocks.capacity() * std::mem::size_of::<code_heap::Block>())
+        crate::units::heap_block(self.blocks.capacity() * std::mem::size_of::<code_heap::Block>())
             + if self.module.is_some() {
                 MODULE_BYTES
             } else {

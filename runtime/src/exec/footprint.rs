@@ -11,6 +11,7 @@
 
 use super::Executable;
 use crate::ir::Graph;
+use crate::units::heap_block as block;
 
 /// Heap bytes of a step beyond the vectors counted here: its kernel description (loop
 /// plan, reduce or row plan with their per-operand strides), its partition entry (node,
@@ -20,15 +21,6 @@ const STEP_BYTES: usize = 1024;
 /// Heap bytes per graph value in the partition and plan beyond `place`: views' maps,
 /// materialisation flags, interval records.
 const VALUE_BYTES: usize = 96;
-
-/// The allocator's block for a request of `n` bytes (0: no block).
-pub(crate) fn block(n: usize) -> usize {
-    if n == 0 {
-        0
-    } else {
-        (n + 8).next_multiple_of(16).max(32)
-    }
-}
 
 fn vec_bytes<T>(v: &Vec<T>) -> usize {
     block(v.capacity() * std::mem::size_of::<T>())

@@ -8,8 +8,6 @@ mod parallel;
 
 pub use crate::library::workspace::held_bytes as gemm_held_bytes;
 
-pub(crate) use footprint::block as block_bytes;
-
 use crate::codegen::{self, CompiledKernels, Target};
 use crate::describe::{describe, Description};
 use crate::diag::phases::phase;

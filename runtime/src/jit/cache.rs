@@ -775,7 +775,7 @@ impl FnCache {
 /// (the map's key, and again in the history of signatures), the parameter
 /// slots and the return value's structure (a measured figure for the last).
 fn entry_bytes(sig: &Signature, slots: &[ParamSlot]) -> usize {
-    use crate::exec::block_bytes as block;
+    use crate::units::heap_block as block;
     use std::mem::size_of;
     const STRUCTURE_BYTES: usize = 128;
     let sig_bytes = block(sig.args.capacity() * size_of::<super::ArgSig>())
