@@ -396,9 +396,8 @@ fn check_schedule(input: &str, before: Expect, after: Expect) -> (usize, usize) 
     use jitfuse::internals::{fusion::partition, plan};
     let g = ir::parse(input).unwrap();
     ir::verify(&g).unwrap();
-    let sig = jitfuse::jit::Signature::default();
     let bound =
-        |p: &partition::Partition| plan::plan(&g, p, &sig, &|_, _, _| false).lower_bound_bytes;
+        |p: &partition::Partition| plan::plan(&g, p, &[], &|_, _, _| false).lower_bound_bytes;
     let part = jitfuse::internals::describe::partition(&g);
     before.assert_eq(&partition::steps_text(&g, &part));
     let trace_bound = bound(&part);

@@ -9,10 +9,10 @@
 //! slices are read in place (borrowed rows of the scanned buffers); stacked
 //! outputs are written row by row into the parent's buffers.
 
+use super::args::{ArgKind, ArgSig, CallArgs, Signature};
 use super::Executable;
 use crate::codegen::Target;
 use crate::ir::{Graph, Op};
-use crate::jit::{ArgKind, ArgSig, CallArgs, Signature};
 use crate::storage::Buffer;
 use crate::trace::Traced;
 use crate::{shape, Error, Tensor};

@@ -2,6 +2,7 @@
 //! machine code, and `run`, which checks the arguments, allocates the
 //! buffers and calls the kernels in order.
 
+pub(crate) mod args;
 mod control;
 mod footprint;
 mod parallel;
@@ -15,13 +16,13 @@ use crate::error::type_str;
 use crate::error::CompileError;
 use crate::fusion::partition::{self, Partition, Step};
 use crate::ir::{self, Graph, Op, ValueId};
-use crate::jit::{ArgKind, ArgSig, ArgTensor, CallArgs, Signature};
 use crate::plan::{self, BufferPlan, Place};
 use crate::shape;
 use crate::storage::Buffer;
 use crate::tensor::Tensor;
 use crate::trace::Traced;
 use crate::{interp, Error};
+use args::{ArgKind, ArgSig, ArgTensor, CallArgs, Signature};
 use std::sync::Arc;
 use std::sync::Mutex;
 
@@ -215,7 +216,7 @@ impl Executable {
         sig: &Signature,
     ) -> BufferPlan {
         phase("plan", || {
-            plan::plan(graph, part, sig, &|si, x, o| {
+            plan::plan(graph, part, &sig.owned(), &|si, x, o| {
                 described[si].inplace_ok(graph, &part.steps[si], x, o)
             })
         })
@@ -229,7 +230,7 @@ impl Executable {
         sig: &Signature,
         plan: &BufferPlan,
     ) -> Result<(), Error> {
-        plan::check_program(graph, part, sig, plan, &|si, x, o| {
+        plan::check_program(graph, part, &sig.owned(), plan, &|si, x, o| {
             described[si].inplace_ok(graph, &part.steps[si], x, o)
         })
     }
@@ -314,7 +315,7 @@ impl Executable {
         // (The automatic budget acted while tracing: checkpointed segments.)
         if let Some(b) = budget.and_then(MemoryBudget::bytes) {
             graph = phase("remat", || -> Result<Graph, CompileError> {
-                let owned: Vec<bool> = sig.args.iter().map(|a| a.kind == ArgKind::Owned).collect();
+                let owned = sig.owned();
                 // Sub-programs' arenas are fixed by their own graphs: measured once.
                 let fixed = control::sub_program_bytes(&graph, target)?;
                 crate::passes::remat::fit(&graph, b, &owned, fixed, &|g| {

@@ -14,11 +14,11 @@
 //! its description, its entry) evicts the least recently used programs; the
 //! most recently compiled one is always kept.
 
-use super::args::{CallArgs, ParamSlot, Signature};
 use super::explain;
 use super::log::{self, Category};
 use super::lowered::Lowered;
 use crate::error::CompileError;
+use crate::exec::args::{CallArgs, ParamSlot, Signature};
 use crate::exec::{Executable, MemoryBudget};
 use crate::trace::{self, ParamSpec};
 use crate::{Error, ErrorKind, Tensor};

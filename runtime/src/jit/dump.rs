@@ -2,7 +2,7 @@
 //! `<fn>.<n>.traced.ir`, `.simplified.ir`, `.kernels.txt`, `.clif`, `.asm`,
 //! `.memory.svg` and `.memory.txt`.
 
-use super::args::Signature;
+use crate::exec::args::Signature;
 use crate::exec::Executable;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};

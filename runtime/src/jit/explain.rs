@@ -8,8 +8,8 @@
 //! Names come from `FnCache::with_param_names` when the macro passes them,
 //! else parameters are named by position.
 
-use super::args::{ArgKind, ArgSig, ParamSlot, Signature, StaticValue};
 use crate::error::type_str;
+use crate::exec::args::{ArgKind, ArgSig, ParamSlot, Signature, StaticValue};
 
 /// One parameter's part of a signature.
 #[derive(PartialEq)]
@@ -95,12 +95,7 @@ fn part_str(p: &Part) -> String {
 }
 
 /// `argument 1 (x)`, or `argument 1` without names.
-pub(crate) fn label(i: usize, names: &[&str]) -> String {
-    match names.get(i) {
-        Some(n) => format!("argument {i} ({n})"),
-        None => format!("argument {i}"),
-    }
-}
+pub(crate) use crate::exec::args::label;
 
 /// `f(x: &f32[8,16], n: 3)`.
 pub(crate) fn describe(name: &str, sig: &Signature, slots: &[ParamSlot], names: &[&str]) -> String {

@@ -1,8 +1,8 @@
 //! `f::lower(args)` and `Lowered::compile()`: the traced program for one
 //! signature, and the compiled program a call with those arguments runs.
 
-use super::args::{ParamSlot, Signature};
 use super::cache::{FnCache, Structure};
+use crate::exec::args::{ParamSlot, Signature};
 use crate::exec::{Executable, MemoryAnalysis};
 use crate::trace::Traced;
 use crate::Error;

@@ -1,7 +1,6 @@
 //! What `#[jit]` expands to calls: argument collection, the per-function
 //! cache, output conversion and lowering.
 
-mod args;
 mod cache;
 mod dump;
 mod explain;
@@ -11,8 +10,10 @@ mod params;
 pub(crate) use crate::diag::{log, phases};
 
 #[allow(unused_imports)]
-pub(crate) use args::ArgTensor;
-pub use args::{assert_static_arg, ArgKind, ArgSig, CallArgs, ParamSlot, Signature, StaticArg};
+pub(crate) use crate::exec::args::ArgTensor;
+pub use crate::exec::args::{
+    assert_static_arg, ArgKind, ArgSig, CallArgs, ParamSlot, Signature, StaticArg,
+};
 pub use cache::{clear_caches, Body, CacheStats, FnCache, Structure};
 pub use log::{set_log, set_log_sink, LogSink};
 pub use lowered::{Compiled, Lowered};

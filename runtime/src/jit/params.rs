@@ -24,8 +24,8 @@
 //! the cache entry next to the executable: calls that hit the cache rebuild
 //! their return value from it.
 
-use super::args::{ArgKind, CallArgs, StaticArg, StaticValue};
 use super::cache::Structure;
+use crate::exec::args::{ArgKind, CallArgs, StaticArg, StaticValue};
 use crate::{Error, Tensor, Tree};
 use once_cell::sync::OnceCell;
 use std::any::Any;

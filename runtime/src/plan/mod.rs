@@ -22,7 +22,6 @@ pub mod svg;
 
 use crate::fusion::partition::{self, Partition, Step};
 use crate::ir::{Graph, Op, ValueId};
-use crate::jit::{ArgKind, Signature};
 use crate::{shape, Error};
 use std::collections::HashMap;
 
@@ -125,12 +124,13 @@ fn bytes(g: &Graph, v: ValueId) -> usize {
     shape::numel(&g.node(v).shape) * g.node(v).dtype.size()
 }
 
-/// Plan the buffers. `inplace_ok(step, input, output)` says whether a step
-/// may write `output` over `input`.
+/// Plan the buffers. `owned[k]` says whether argument `k` is passed by value (its buffer
+/// may be donated); `inplace_ok(step, input, output)` whether a step may write `output`
+/// over `input`.
 pub fn plan(
     g: &Graph,
     p: &Partition,
-    sig: &Signature,
+    owned: &[bool],
     inplace_ok: &dyn Fn(usize, ValueId, ValueId) -> bool,
 ) -> BufferPlan {
     let nn = g.nodes.len();
@@ -222,8 +222,8 @@ pub fn plan(
     let mut donations = Vec::new();
     let params = g.params();
     let mut taken: Vec<bool> = vec![false; nn];
-    let mut order: Vec<usize> = (0..sig.args.len().min(params.len()))
-        .filter(|&k| sig.args[k].kind == ArgKind::Owned)
+    let mut order: Vec<usize> = (0..owned.len().min(params.len()))
+        .filter(|&k| owned[k])
         .collect();
     order.sort_by_key(|&k| std::cmp::Reverse(last[params[k].index()].map_or(0, |l| l + 1)));
     for k in order {
@@ -290,8 +290,8 @@ pub fn plan(
         })
         .collect();
     let mut arg_hosts = Vec::new();
-    for (k, a) in sig.args.iter().enumerate() {
-        if a.kind != ArgKind::Owned || k >= params.len() || donations.iter().any(|d| d.0 == k) {
+    for (k, &own) in owned.iter().enumerate() {
+        if !own || k >= params.len() || donations.iter().any(|d| d.0 == k) {
             continue;
         }
         let pv = params[k];
@@ -563,7 +563,7 @@ fn check_space(plan: &BufferPlan, t: &[&Interval]) -> Result<(), Error> {
 pub fn check_program(
     g: &Graph,
     p: &Partition,
-    sig: &Signature,
+    owned: &[bool],
     plan: &BufferPlan,
     inplace_ok: &dyn Fn(usize, ValueId, ValueId) -> bool,
 ) -> Result<(), Error> {
@@ -621,7 +621,7 @@ pub fn check_program(
     let params = g.params();
     let root_of = |o: ValueId| p.aliases.get(&o).copied().unwrap_or(o);
     let donated_param = |k: usize| -> Result<ValueId, Error> {
-        let owned = sig.args.get(k).is_some_and(|a| a.kind == ArgKind::Owned);
+        let owned = owned.get(k).copied().unwrap_or(false);
         let Some(&pv) = params.get(k).filter(|_| owned) else {
             return fail(format!(
                 "argument {k} is donated but not an owned parameter"

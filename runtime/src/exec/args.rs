@@ -1,5 +1,5 @@
-//! The arguments of one jitted call, as the `#[jit]` wrapper collects them,
-//! and the signature (cache key) they give.
+//! The calling convention of a compiled program: the arguments of one call, as the `#[jit]`
+//! wrapper (or the eager path) collects them, and the signature (cache key) they give.
 
 use crate::{DType, Error, ErrorKind, Tensor};
 use std::any::Any;
@@ -117,6 +117,12 @@ pub struct Signature {
 }
 
 impl Signature {
+    /// Which arguments are passed by value (their buffers may be donated): what the buffer
+    /// planner needs of the signature.
+    pub fn owned(&self) -> Vec<bool> {
+        self.args.iter().map(|a| a.kind == ArgKind::Owned).collect()
+    }
+
     /// The static argument values, as written by their `Debug`.
     pub fn statics_debug(&self) -> Vec<String> {
         self.statics.iter().map(|s| format!("{s:?}")).collect()
@@ -294,7 +300,7 @@ impl<'a> CallArgs<'a> {
                 ParamSlot::Static => 0,
             };
             if i < first + n {
-                which = super::explain::label(p, params);
+                which = label(p, params);
                 if let ParamSlot::Tree { .. } = slot {
                     which = format!("{which}, leaf {}", i - first);
                 }
@@ -311,5 +317,13 @@ impl<'a> CallArgs<'a> {
                 crate::error::type_str(t.dtype(), t.shape())
             ),
         )
+    }
+}
+
+/// `argument 1 (n)`: how messages name a parameter.
+pub(crate) fn label(i: usize, names: &[&str]) -> String {
+    match names.get(i) {
+        Some(n) => format!("argument {i} ({n})"),
+        None => format!("argument {i}"),
     }
 }
