@@ -399,7 +399,8 @@ fn check_schedule(input: &str, before: Expect, after: Expect) -> (usize, usize) 
     let bound =
         |p: &partition::Partition| plan::plan(&g, p, &[], &|_, _, _| false).lower_bound_bytes;
     let part = jitfuse::internals::describe::partition(&g);
-    before.assert_eq(&partition::steps_text(&g, &part));
+    let trace_text = partition::steps_text(&g, &part);
+    before.assert_eq(&trace_text);
     let trace_bound = bound(&part);
     let steps = part.steps.len();
     let (scheduled, order) =
@@ -417,6 +418,16 @@ fn check_schedule(input: &str, before: Expect, after: Expect) -> (usize, usize) 
     let exe = Executable::from_graph(g.clone(), vec![]).unwrap();
     after.assert_eq(&exe.kernels_text());
     assert_eq!(exe.kernels_text(), partition::steps_text(&g, &scheduled));
+    // A target asking for trace order (`JITFUSE_SCHEDULE=trace`, read into the host target
+    // once) keeps it.
+    let in_trace_order = jitfuse::internals::codegen::Target {
+        trace_order: true,
+        ..jitfuse::internals::codegen::Target::host().clone()
+    };
+    let kinds = vec![jitfuse::jit::ArgKind::Borrowed; g.params().len()];
+    let traced_order =
+        Executable::from_graph_with_at(g.clone(), vec![], &kinds, &in_trace_order).unwrap();
+    assert_eq!(traced_order.kernels_text(), trace_text);
     // And the reordered program computes the graph (a step run before its inputs are
     // written, or a buffer reused while still live, would not).
     let args: Vec<Tensor> = random_args(&g, 1).into_iter().map(|t| &t * 0.1).collect();

@@ -81,6 +81,9 @@ pub struct Target {
     /// AVX-512 loop kernels staged through micro-kernels first rather than inline (both give
     /// the same bits; tests compare them).
     pub staged_first: bool,
+    /// Steps run in the order they were traced instead of the memory-minimising schedule
+    /// (`JITFUSE_SCHEDULE=trace`, for comparisons).
+    pub trace_order: bool,
 }
 
 static HOST: Lazy<Target> = Lazy::new(|| {
@@ -110,13 +113,15 @@ static HOST: Lazy<Target> = Lazy::new(|| {
         micro: isa != Isa::Portable,
         tile,
         staged_first: false,
+        trace_order: std::env::var_os("JITFUSE_SCHEDULE").is_some_and(|v| v == "trace"),
     }
 });
 
 impl Target {
     /// The target programs are compiled for by default: the best level of this CPU, capped by
-    /// `JITFUSE_ISA=portable|avx2|avx512`; `JITFUSE_MICRO_TILE=n` sets the tile (for
-    /// measurements). Read once.
+    /// `JITFUSE_ISA=portable|avx2|avx512`; `JITFUSE_MICRO_TILE=n` sets the tile and
+    /// `JITFUSE_SCHEDULE=trace` keeps trace order (for measurements). Read once: nothing
+    /// below compilation reads the environment.
     pub fn host() -> &'static Target {
         &HOST
     }
@@ -139,6 +144,7 @@ impl Target {
             micro: false,
             tile: DEFAULT_TILE,
             staged_first: false,
+            trace_order: false,
         }
     }
 

@@ -153,8 +153,8 @@ impl Executable {
     }
 
     /// The partition and buffer plan of a graph (what `compile` will run).
-    fn plan_graph(graph: &Graph, sig: &Signature) -> (Partition, BufferPlan) {
-        let (part, described) = Executable::scheduled_partition(graph, sig);
+    fn plan_graph(graph: &Graph, sig: &Signature, target: &Target) -> (Partition, BufferPlan) {
+        let (part, described) = Executable::scheduled_partition(graph, sig, target);
         let plan = Executable::plan_partition(graph, &part, &refs(&described), sig);
         (part, plan)
     }
@@ -169,8 +169,12 @@ impl Executable {
     /// Each step is described once (`describe`), before scheduling: a step's
     /// description does not depend on its place, so every candidate order is
     /// planned from the same descriptions, which come back in the chosen order.
-    fn scheduled_partition(graph: &Graph, sig: &Signature) -> (Partition, Vec<Description>) {
-        let trace_order = std::env::var_os("JITFUSE_SCHEDULE").is_some_and(|v| v == "trace");
+    fn scheduled_partition(
+        graph: &Graph,
+        sig: &Signature,
+        target: &Target,
+    ) -> (Partition, Vec<Description>) {
+        let trace_order = target.trace_order;
         let peak = |p: &Partition, described: &[&Description]| {
             let plan = Executable::plan_partition(graph, p, described, sig);
             crate::passes::remat::peak(graph, &plan)
@@ -319,14 +323,14 @@ impl Executable {
                 // Sub-programs' arenas are fixed by their own graphs: measured once.
                 let fixed = control::sub_program_bytes(&graph, target)?;
                 crate::passes::remat::fit(&graph, b, &owned, fixed, &|g| {
-                    Executable::plan_graph(g, sig)
+                    Executable::plan_graph(g, sig, target)
                 })
             })?;
             if cfg!(debug_assertions) {
                 verify(&graph).map_err(|e| Error::verify(format!("after remat: {e}")))?;
             }
         }
-        let (part, described) = Executable::scheduled_partition(&graph, sig);
+        let (part, described) = Executable::scheduled_partition(&graph, sig, target);
         if cfg!(debug_assertions) {
             phase("describe check", || {
                 crate::describe::check(&graph, &part, &described)
