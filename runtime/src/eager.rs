@@ -286,7 +286,11 @@ fn cached(
     // the interpreter: an eager op never fails where the interpreter would not.
     let graph = graph()?;
     let compiled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        Executable::from_graph_quiet(graph, kinds)
+        let opts = crate::exec::CompileOptions {
+            keep_text: false,
+            ..Default::default()
+        };
+        Executable::from_graph_with(graph, vec![], Some(kinds), &opts)
     }));
     let exe = Arc::new(compiled.ok()?.ok()?);
     let m = exe.memory_analysis();

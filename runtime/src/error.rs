@@ -185,6 +185,14 @@ impl CompileError {
     }
 }
 
+impl fmt::Display for CompileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CompileError::Budget { error, .. } | CompileError::Other(error) => error.fmt(f),
+        }
+    }
+}
+
 impl From<Error> for CompileError {
     fn from(e: Error) -> CompileError {
         CompileError::Other(e)

@@ -314,3 +314,12 @@ pub fn float_norm_tol(d: DType, want: &Tensor) -> Tol {
     }
     .normwise(want)
 }
+
+/// Compile a hand-built graph (every parameter borrowed) for `target`.
+pub fn compile_at(
+    g: jitfuse::internals::ir::Graph,
+    target: &jitfuse::internals::codegen::Target,
+) -> Result<jitfuse::internals::exec::Executable, jitfuse::Error> {
+    use jitfuse::internals::exec::{CompileOptions, Executable};
+    Executable::from_graph_with(g, vec![], None, &CompileOptions::at(target))
+}

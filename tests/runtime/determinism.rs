@@ -9,6 +9,7 @@ mod model;
 
 use crate::common::{bits, Rng};
 use crate::fuzz::{check, generate, trace_program};
+use jitfuse::internals::exec::CompileOptions;
 use jitfuse::internals::exec::Executable;
 use jitfuse::jit::{ArgKind, CallArgs};
 use jitfuse::optim::Optimizer;
@@ -174,7 +175,9 @@ fn random_programs_do_not_depend_on_the_thread_count() {
         let draws: Vec<u64> = p.params.iter().map(|q| q.draw).collect();
         let args = check::arguments(&g, seed, &draws, seed % 3 == 0);
         let kinds = vec![ArgKind::Borrowed; args.len()];
-        let Ok(exe) = Executable::from_graph_with(g, captured, &kinds) else {
+        let Ok(exe) =
+            Executable::from_graph_with(g, captured, Some(&kinds), &CompileOptions::default())
+        else {
             continue;
         };
         ran += 1;

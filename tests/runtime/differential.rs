@@ -400,7 +400,6 @@ fn split_kernels_called_from_many_threads_compute_each_callers_result() {
 #[test]
 fn staged_kernels_match_single_pass_bit_for_bit() {
     use jitfuse::internals::codegen::{Isa, Target};
-    use jitfuse::internals::exec::Executable;
     let staged = std::cell::Cell::new(0);
     // (level, AVX-512 kernels staged rather than inline)
     type Config = (Isa, bool);
@@ -409,7 +408,7 @@ fn staged_kernels_match_single_pass_bit_for_bit() {
                   args: &[Tensor]|
      -> Vec<Tensor> {
         let target = Target::at(level).staged_first(staged_first);
-        let exe = Executable::from_graph_at(g.clone(), vec![], &target).unwrap();
+        let exe = compile_at(g.clone(), &target).unwrap();
         // A micro-kernel call is a `call_indirect` of (src, dst, n) (Cranelift) or listed
         // (AVX-512 kernels); the single pass has none (sin/cos's slow path, a call of 4
         // arguments, is not one).

@@ -5,7 +5,6 @@
 
 use crate::common::*;
 use jitfuse::internals::codegen::{Isa, Target};
-use jitfuse::internals::exec::Executable;
 use jitfuse::internals::ir::Graph;
 use jitfuse::Tensor;
 
@@ -16,7 +15,7 @@ fn at_every_level(g: &Graph, args: &[Tensor]) -> Vec<(Isa, Vec<Tensor>)> {
         if level > Isa::detected() {
             continue;
         }
-        let exe = Executable::from_graph_at(g.clone(), vec![], &Target::at(level));
+        let exe = compile_at(g.clone(), &Target::at(level));
         let refs: Vec<&Tensor> = args.iter().collect();
         out.push((level, exe.unwrap().run_with(&refs).unwrap()));
     }

@@ -4,6 +4,7 @@
 
 use crate::common::{assert_close, check_graph_with, random_tensor, trace_fn, Rng, Tol, EXACT};
 use expect_test::{expect, Expect};
+use jitfuse::internals::exec::CompileOptions;
 use jitfuse::internals::exec::Executable;
 use jitfuse::internals::interp;
 use jitfuse::internals::ir::{self, Graph, Op};
@@ -425,8 +426,13 @@ fn check_schedule(input: &str, before: Expect, after: Expect) -> (usize, usize) 
         ..jitfuse::internals::codegen::Target::host().clone()
     };
     let kinds = vec![jitfuse::jit::ArgKind::Borrowed; g.params().len()];
-    let traced_order =
-        Executable::from_graph_with_at(g.clone(), vec![], &kinds, &in_trace_order).unwrap();
+    let traced_order = Executable::from_graph_with(
+        g.clone(),
+        vec![],
+        Some(&kinds),
+        &CompileOptions::at(&in_trace_order),
+    )
+    .unwrap();
     assert_eq!(traced_order.kernels_text(), trace_text);
     // And the reordered program computes the graph (a step run before its inputs are
     // written, or a buffer reused while still live, would not).

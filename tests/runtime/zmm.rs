@@ -5,7 +5,6 @@
 
 use crate::common::*;
 use jitfuse::internals::codegen::{Isa, Target};
-use jitfuse::internals::exec::Executable;
 use jitfuse::internals::ir::Graph;
 use jitfuse::{DType, Tensor};
 
@@ -14,7 +13,7 @@ const ZMM_MARK: &str = "AVX-512 loop kernel";
 /// Compile `g` at `level` (AVX2: Cranelift kernels; AVX-512: this backend where it applies)
 /// and run it; also returns how many kernels were emitted as AVX-512 code.
 fn run_at(level: Isa, g: &Graph, args: &[Tensor]) -> (Vec<Tensor>, usize) {
-    let exe = Executable::from_graph_at(g.clone(), vec![], &Target::at(level));
+    let exe = compile_at(g.clone(), &Target::at(level));
     let exe = exe.unwrap();
     let zmm = exe.asm_text().matches(ZMM_MARK).count();
     let refs: Vec<&Tensor> = args.iter().collect();
@@ -279,7 +278,7 @@ fn avx2_kernels_match_cranelift_bit_for_bit() {
         let (g, args, sh) = random_program(&mut rng, trial, DType::F32);
         let what = format!("trial {trial} shapes {sh:?}");
         let (want, _) = run_at(Isa::Portable, &g, &args);
-        let exe = Executable::from_graph_at(g.clone(), vec![], &Target::at(Isa::Avx2)).unwrap();
+        let exe = compile_at(g.clone(), &Target::at(Isa::Avx2)).unwrap();
         avx2_kernels += exe.asm_text().matches("AVX2 loop kernel").count();
         let refs: Vec<&Tensor> = args.iter().collect();
         let got = exe.run_with(&refs).unwrap();
@@ -288,7 +287,7 @@ fn avx2_kernels_match_cranelift_bit_for_bit() {
         }
         // Staged through the AVX2 micro-kernels first: the same bits again.
         let staged = Target::at(Isa::Avx2).staged_first(true);
-        let exe = Executable::from_graph_at(g.clone(), vec![], &staged).unwrap();
+        let exe = compile_at(g.clone(), &staged).unwrap();
         let got = exe.run_with(&refs).unwrap();
         for (k, (a, b)) in got.iter().zip(&want).enumerate() {
             same_bits(a, b, &format!("{what} output {k}, staged\n{g}"));
@@ -314,7 +313,7 @@ fn x86_f64_kernels_match_cranelift_bit_for_bit() {
             let (g, args, sh) = random_program(&mut rng, trial, DType::F64);
             let what = format!("{name} f64 trial {trial} shapes {sh:?}");
             let (want, _) = run_at(Isa::Portable, &g, &args);
-            let exe = Executable::from_graph_at(g.clone(), vec![], &Target::at(level)).unwrap();
+            let exe = compile_at(g.clone(), &Target::at(level)).unwrap();
             let text = exe.asm_text();
             taken += text.matches(&mark).count();
             kernels += text.matches("loop kernel").count().max(1);
@@ -420,7 +419,7 @@ fn x86_integer_kernels_match_cranelift_exactly() {
                 let (g, args, sh) = random_int_program(&mut rng, trial, dt);
                 let what = format!("{name} {dt:?} trial {trial} shapes {sh:?}");
                 let (want, _) = run_at(Isa::Portable, &g, &args);
-                let exe = Executable::from_graph_at(g.clone(), vec![], &Target::at(level));
+                let exe = compile_at(g.clone(), &Target::at(level));
                 let exe = exe.unwrap();
                 taken += exe.asm_text().matches(&mark).count();
                 let refs: Vec<&Tensor> = args.iter().collect();
@@ -444,7 +443,7 @@ fn x86_integer_kernels_match_cranelift_exactly() {
                 "i64 product" => vec![&t[0] * &t[1] + 1],
                 _ => vec![&t[0] / &t[1] - 1],
             });
-            let exe = Executable::from_graph_at(g.clone(), vec![], &Target::at(level)).unwrap();
+            let exe = compile_at(g.clone(), &Target::at(level)).unwrap();
             assert!(
                 !exe.asm_text().contains("loop kernel (i64"),
                 "{name} {what}"
@@ -501,7 +500,7 @@ fn x86_kernels_read_and_write_bools() {
                 });
                 let what = format!("{name} {dt:?} trial {trial} shapes {sh:?}");
                 let (want, _) = run_at(Isa::Portable, &g, &args);
-                let exe = Executable::from_graph_at(g.clone(), vec![], &Target::at(level)).unwrap();
+                let exe = compile_at(g.clone(), &Target::at(level)).unwrap();
                 taken += exe
                     .asm_text()
                     .matches(&format!("{name} loop kernel"))
@@ -523,7 +522,7 @@ fn x86_kernels_read_and_write_bools() {
                     });
                     let (want, _) = run_at(Isa::Portable, &g, &args);
                     let staged = Target::at(level).staged_first(true);
-                    let exe = Executable::from_graph_at(g.clone(), vec![], &staged).unwrap();
+                    let exe = compile_at(g.clone(), &staged).unwrap();
                     let text = exe.asm_text();
                     staged_taken += (text.lines())
                         .filter(|l| l.starts_with(&format!("{name} loop kernel")))
@@ -606,7 +605,7 @@ fn x86_functions_match_cranelift_bit_for_bit() {
             ] {
                 let g = trace_fn(std::slice::from_ref(&x), |ts| vec![f(&ts[0])]);
                 let target = Target::at(level);
-                let exe = Executable::from_graph_at(g.clone(), vec![], &target).unwrap();
+                let exe = compile_at(g.clone(), &target).unwrap();
                 assert!(
                     exe.asm_text().contains(&format!("{name} loop kernel")),
                     "{name} {dt} {op}: not x86 code\n{}",
@@ -616,7 +615,7 @@ fn x86_functions_match_cranelift_bit_for_bit() {
                 let (want, _) = run_at(Isa::Portable, &g, std::slice::from_ref(&x));
                 same_bits(&got[0], &want[0], &format!("{name} {dt} {op}"));
                 // Staged through the micro-kernels (f32): the same bits again.
-                let staged = Executable::from_graph_at(g, vec![], &target.staged_first(true));
+                let staged = compile_at(g, &target.staged_first(true));
                 let got = staged.unwrap().run_with(&[&x]).unwrap();
                 same_bits(&got[0], &want[0], &format!("{name} {dt} {op}, staged"));
             }
@@ -748,7 +747,7 @@ fn x86_row_sums_match_the_interpreter() {
             let want = jitfuse::internals::interp::eval_graph(&g, &args, &[]).unwrap();
             let b = to_f64s(&want[0]);
             for (l, &(isa, name)) in levels.iter().enumerate() {
-                let exe = Executable::from_graph_at(g.clone(), vec![], &Target::at(isa)).unwrap();
+                let exe = compile_at(g.clone(), &Target::at(isa)).unwrap();
                 x86_sums[l] += exe.asm_text().matches(&format!("{name} row sum")).count();
                 let a = to_f64s(&exe.run_with(&[&x]).unwrap()[0]);
                 assert_eq!(a.len(), mags.len());
@@ -873,7 +872,7 @@ fn row_kernels_match_cranelift(dt: DType, seed: u64) {
                 let (want, _) = run_at(Isa::Portable, &g, &args);
                 let reference = interpreted(&g, &args);
                 for (l, &(isa, level)) in levels.iter().enumerate() {
-                    let exe = Executable::from_graph_at(g.clone(), vec![], &Target::at(isa));
+                    let exe = compile_at(g.clone(), &Target::at(isa));
                     let exe = exe.unwrap();
                     x86_rows[l][p] += exe
                         .asm_text()
@@ -1003,7 +1002,7 @@ fn kernel_listing(
     let g = trace_fn(args, f);
     let (want, _) = run_at(Isa::Portable, &g, args);
     let reference = interpreted(&g, args);
-    let exe = Executable::from_graph_at(g, vec![], &Target::at(Isa::Avx512)).unwrap();
+    let exe = compile_at(g, &Target::at(Isa::Avx512)).unwrap();
     let refs: Vec<&Tensor> = args.iter().collect();
     let got = exe.run_with(&refs).unwrap();
     for (k, (a, b)) in got.iter().zip(&want).enumerate() {
@@ -1068,7 +1067,7 @@ fn x86_loop_kernels_hold_their_constants_in_registers() {
     let held = |isa: Isa, f: fn(&Tensor) -> Tensor| -> usize {
         let x = Tensor::zeros(&[4096], DType::F32);
         let g = trace_fn(&[x], |ts| vec![f(&ts[0])]);
-        let exe = Executable::from_graph_at(g, vec![], &Target::emit_only(isa)).unwrap();
+        let exe = compile_at(g, &Target::emit_only(isa)).unwrap();
         let text = exe.asm_text();
         let line = text
             .lines()
@@ -1111,7 +1110,7 @@ fn avx512_machine_code_is_the_recorded_code() {
     let target = Target::emit_only(Isa::Avx512);
     let mut out = String::new();
     let mut record = |name: &str, g: &Graph| {
-        let exe = Executable::from_graph_at(g.clone(), vec![], &target).unwrap();
+        let exe = compile_at(g.clone(), &target).unwrap();
         let text = exe.asm_text();
         // FNV-1a over the listings' hex lines: the bytes of every AVX-512 kernel, in order.
         let (mut kernels, mut hash) = (0, 0xcbf2_9ce4_8422_2325u64);

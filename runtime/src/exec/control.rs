@@ -10,8 +10,7 @@
 //! outputs are written row by row into the parent's buffers.
 
 use super::args::{ArgKind, ArgSig, CallArgs, Signature};
-use super::Executable;
-use crate::codegen::Target;
+use super::{CompileOptions, Executable};
 use crate::ir::{Graph, Op};
 use crate::storage::Buffer;
 use crate::trace::Traced;
@@ -68,17 +67,12 @@ pub(crate) fn sharing_sub_programs<R>(f: impl FnOnce() -> R) -> R {
 
 /// Compile a sub-graph (or take the identical one compiled before);
 /// its first `donated` parameters may be donated.
-fn compile_sub(
-    g: &Graph,
-    donated: usize,
-    keep_text: bool,
-    target: &Target,
-) -> Result<Arc<Executable>, Error> {
-    let key = format!("{donated} {keep_text} {target:?}\n{}", g.to_text());
+fn compile_sub(g: &Graph, donated: usize, opts: &CompileOptions) -> Result<Arc<Executable>, Error> {
+    let key = format!("{donated} {opts:?}\n{}", g.to_text());
     if let Some(e) = SHARED.with(|s| s.borrow().as_ref().and_then(|m| m.get(&key).cloned())) {
         return Ok(e);
     }
-    let e = Arc::new(compile_new(g, donated, keep_text, target)?);
+    let e = Arc::new(compile_new(g, donated, opts)?);
     SHARED.with(|s| {
         if let Some(m) = s.borrow_mut().as_mut() {
             m.insert(key, e.clone());
@@ -87,12 +81,7 @@ fn compile_sub(
     Ok(e)
 }
 
-fn compile_new(
-    g: &Graph,
-    donated: usize,
-    keep_text: bool,
-    target: &Target,
-) -> Result<Executable, Error> {
+fn compile_new(g: &Graph, donated: usize, opts: &CompileOptions) -> Result<Executable, Error> {
     let args = g
         .params()
         .iter()
@@ -112,16 +101,16 @@ fn compile_new(
         structure: vec![],
         statics: vec![],
     };
-    Executable::compile_with_budget(
-        Traced {
-            graph: g.clone(),
-            captured: vec![],
-        },
-        &sig,
-        keep_text,
-        None,
-        target,
-    )
+    // A sub-program is compiled without a budget: its parent's budget counts its arena.
+    let opts = CompileOptions {
+        budget: None,
+        ..opts.clone()
+    };
+    let traced = Traced {
+        graph: g.clone(),
+        captured: vec![],
+    };
+    Ok(Executable::compile(traced, &sig, &opts)?)
 }
 
 /// Every distinct sub-program below these control-flow steps, at any depth
@@ -182,27 +171,31 @@ pub(crate) fn control_bytes<'a>(steps: &[(&'a Op, &'a ControlProgram)]) -> usize
 }
 
 /// `control_bytes` of `g`, its sub-programs compiled to measure it.
-pub(crate) fn sub_program_bytes(g: &Graph, target: &Target) -> Result<usize, Error> {
+pub(crate) fn sub_program_bytes(g: &Graph, opts: &CompileOptions) -> Result<usize, Error> {
+    let opts = CompileOptions {
+        keep_text: false,
+        ..opts.clone()
+    };
     let mut programs = Vec::new();
     for n in g.nodes.iter().filter(|n| n.op.is_control()) {
-        programs.push((&n.op, ControlProgram::compile(&n.op, false, target)?));
+        programs.push((&n.op, ControlProgram::compile(&n.op, &opts)?));
     }
     let steps: Vec<(&Op, &ControlProgram)> = programs.iter().map(|(op, c)| (*op, c)).collect();
     Ok(control_bytes(&steps))
 }
 
 impl ControlProgram {
-    pub fn compile(op: &Op, keep_text: bool, target: &Target) -> Result<ControlProgram, Error> {
+    pub fn compile(op: &Op, opts: &CompileOptions) -> Result<ControlProgram, Error> {
         let execs = match op {
             Op::Cond(c) => vec![
-                compile_sub(&c.branches[0], 0, keep_text, target)?,
-                compile_sub(&c.branches[1], 0, keep_text, target)?,
+                compile_sub(&c.branches[0], 0, opts)?,
+                compile_sub(&c.branches[1], 0, opts)?,
             ],
             Op::While(w) => vec![
-                compile_sub(&w.cond, 0, keep_text, target)?,
-                compile_sub(&w.body, w.carried, keep_text, target)?,
+                compile_sub(&w.cond, 0, opts)?,
+                compile_sub(&w.body, w.carried, opts)?,
             ],
-            Op::Scan(s) => vec![compile_sub(&s.body, s.carried, keep_text, target)?],
+            Op::Scan(s) => vec![compile_sub(&s.body, s.carried, opts)?],
             _ => unreachable!("not a control-flow op"),
         };
         Ok(ControlProgram {

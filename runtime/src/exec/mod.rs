@@ -60,6 +60,44 @@ impl MemoryBudget {
     }
 }
 
+/// How a program is compiled: for which target, under which memory budget, what it keeps
+/// and what it checks. Every environment variable that changes compilation is read into
+/// these (`Target::host`) before compilation starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompileOptions {
+    /// What the kernels are compiled for.
+    pub target: Target,
+    /// The memory the program must fit (`None`: no bound).
+    pub budget: Option<MemoryBudget>,
+    /// Keep every stage's text (traced and simplified graphs, kernels, Cranelift IR, machine
+    /// code) for `Lowered::as_text` and dumps.
+    pub keep_text: bool,
+    /// Verify the IR after every pass and prove the buffer plan (on in debug builds; a
+    /// release-build fuzz run can turn it on).
+    pub verify: bool,
+}
+
+impl Default for CompileOptions {
+    fn default() -> CompileOptions {
+        CompileOptions {
+            target: Target::host().clone(),
+            budget: None,
+            keep_text: true,
+            verify: cfg!(debug_assertions),
+        }
+    }
+}
+
+impl CompileOptions {
+    /// The default options, compiled for `target`.
+    pub fn at(target: &Target) -> CompileOptions {
+        CompileOptions {
+            target: target.clone(),
+            ..CompileOptions::default()
+        }
+    }
+}
+
 /// Memory figures of a compiled program, in bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MemoryAnalysis {
@@ -147,11 +185,6 @@ pub struct Executable {
 }
 
 impl Executable {
-    /// Verify, partition and compile a traced graph.
-    pub fn compile(traced: Traced, sig: &Signature, keep_text: bool) -> Result<Executable, Error> {
-        Executable::compile_with_budget(traced, sig, keep_text, None, Target::host())
-    }
-
     /// The partition and buffer plan of a graph (what `compile` will run).
     fn plan_graph(graph: &Graph, sig: &Signature, target: &Target) -> (Partition, BufferPlan) {
         let (part, described) = Executable::scheduled_partition(graph, sig, target);
@@ -257,45 +290,33 @@ impl Executable {
         )
     }
 
-    /// Compile; with a budget (bytes of peak memory), recompute values in the
-    /// backward of the schedule until the plan fits (`passes::remat`).
-    pub fn compile_with_budget(
+    /// Verify, simplify, partition, plan and compile a traced graph; under a budget in bytes,
+    /// recompute values in the backward of the schedule until the plan fits
+    /// (`passes::remat`), or refuse (`CompileError::Budget`, with the lowest peak reached).
+    pub fn compile(
         traced: Traced,
         sig: &Signature,
-        keep_text: bool,
-        budget: Option<MemoryBudget>,
-        target: &Target,
-    ) -> Result<Executable, Error> {
-        Ok(Executable::compile_budgeted(
-            traced, sig, keep_text, budget, target,
-        )?)
-    }
-
-    /// `compile_with_budget`, a missed budget typed (`CompileError::Budget`) for the cache's
-    /// retries.
-    pub(crate) fn compile_budgeted(
-        traced: Traced,
-        sig: &Signature,
-        keep_text: bool,
-        budget: Option<MemoryBudget>,
-        target: &Target,
+        opts: &CompileOptions,
     ) -> Result<Executable, CompileError> {
         // Identical sub-programs of its loops and branches are compiled once.
-        control::sharing_sub_programs(|| {
-            Executable::compile_shared(traced, sig, keep_text, budget, target)
-        })
+        control::sharing_sub_programs(|| Executable::compile_shared(traced, sig, opts))
     }
 
     fn compile_shared(
         traced: Traced,
         sig: &Signature,
-        keep_text: bool,
-        budget: Option<MemoryBudget>,
-        target: &Target,
+        opts: &CompileOptions,
     ) -> Result<Executable, CompileError> {
+        let CompileOptions {
+            target,
+            budget,
+            keep_text,
+            verify: checks,
+        } = opts;
+        let (budget, keep_text, checks) = (*budget, *keep_text, *checks);
         let traced_graph = traced.graph;
         let verify = |g: &Graph| phase("verify", || ir::verify(g));
-        if cfg!(debug_assertions) {
+        if checks {
             verify(&traced_graph)?;
         }
         crate::internal::injection_point("simplify");
@@ -313,7 +334,7 @@ impl Executable {
                 None => g,
             }
         });
-        if cfg!(debug_assertions) {
+        if checks {
             verify(&graph).map_err(|e| Error::verify(format!("after simplify: {e}")))?;
         }
         // (The automatic budget acted while tracing: checkpointed segments.)
@@ -321,17 +342,17 @@ impl Executable {
             graph = phase("remat", || -> Result<Graph, CompileError> {
                 let owned = sig.owned();
                 // Sub-programs' arenas are fixed by their own graphs: measured once.
-                let fixed = control::sub_program_bytes(&graph, target)?;
+                let fixed = control::sub_program_bytes(&graph, opts)?;
                 crate::passes::remat::fit(&graph, b, &owned, fixed, &|g| {
                     Executable::plan_graph(g, sig, target)
                 })
             })?;
-            if cfg!(debug_assertions) {
+            if checks {
                 verify(&graph).map_err(|e| Error::verify(format!("after remat: {e}")))?;
             }
         }
         let (part, described) = Executable::scheduled_partition(&graph, sig, target);
-        if cfg!(debug_assertions) {
+        if checks {
             phase("describe check", || {
                 crate::describe::check(&graph, &part, &described)
             })
@@ -353,7 +374,7 @@ impl Executable {
             codegen::compile(&graph, &part, &described, keep_text, target)
         })?;
         let plan = Executable::plan_partition(&graph, &part, &refs(&described), sig);
-        if cfg!(debug_assertions) {
+        if checks {
             phase("plan check", || {
                 Executable::check_plan_of(&graph, &part, &described, sig, &plan)
             })?;
@@ -415,7 +436,7 @@ impl Executable {
                 if graph.node(*v).op.is_control() {
                     controls.insert(
                         *v,
-                        control::ControlProgram::compile(&graph.node(*v).op, keep_text, target)?,
+                        control::ControlProgram::compile(&graph.node(*v).op, opts)?,
                     );
                 }
             }
@@ -524,53 +545,20 @@ impl Executable {
     /// Compile a graph built by hand or parsed from text; every parameter is
     /// taken as borrowed. `captured` fills its `captured k` slots.
     pub fn from_graph(graph: Graph, captured: Vec<Tensor>) -> Result<Executable, Error> {
-        let kinds = vec![ArgKind::Borrowed; graph.params().len()];
-        Executable::from_graph_with(graph, captured, &kinds)
+        Executable::from_graph_with(graph, captured, None, &CompileOptions::default())
     }
 
-    /// `from_graph` without keeping the text of each stage (the eager ops' programs).
-    pub(crate) fn from_graph_quiet(graph: Graph, kinds: &[ArgKind]) -> Result<Executable, Error> {
-        Executable::from_graph_kept(graph, vec![], kinds, false, Target::host())
-    }
-
-    /// `from_graph` with each parameter's kind: `ArgKind::Owned` parameters
-    /// may be donated (run with `CallArgs::owned`).
+    /// `from_graph` with each parameter's kind (`None`: every one borrowed; `ArgKind::Owned`
+    /// parameters may be donated, run with `CallArgs::owned`) and the options (the
+    /// differential suites compile one graph at every level the CPU runs).
     pub fn from_graph_with(
         graph: Graph,
         captured: Vec<Tensor>,
-        kinds: &[ArgKind],
+        kinds: Option<&[ArgKind]>,
+        opts: &CompileOptions,
     ) -> Result<Executable, Error> {
-        Executable::from_graph_kept(graph, captured, kinds, true, Target::host())
-    }
-
-    /// `from_graph` compiled for `target` instead of the host's default (the differential
-    /// suites compile one graph at every level the CPU runs).
-    pub fn from_graph_at(
-        graph: Graph,
-        captured: Vec<Tensor>,
-        target: &Target,
-    ) -> Result<Executable, Error> {
-        let kinds = vec![ArgKind::Borrowed; graph.params().len()];
-        Executable::from_graph_kept(graph, captured, &kinds, true, target)
-    }
-
-    /// `from_graph_with` compiled for `target`.
-    pub fn from_graph_with_at(
-        graph: Graph,
-        captured: Vec<Tensor>,
-        kinds: &[ArgKind],
-        target: &Target,
-    ) -> Result<Executable, Error> {
-        Executable::from_graph_kept(graph, captured, kinds, true, target)
-    }
-
-    fn from_graph_kept(
-        graph: Graph,
-        captured: Vec<Tensor>,
-        kinds: &[ArgKind],
-        keep_text: bool,
-        target: &Target,
-    ) -> Result<Executable, Error> {
+        let borrowed = vec![ArgKind::Borrowed; graph.params().len()];
+        let kinds = kinds.unwrap_or(&borrowed);
         ir::verify(&graph)?;
         if kinds.len() != graph.params().len() {
             return Err(Error::argument(format!(
@@ -604,7 +592,7 @@ impl Executable {
             structure: vec![],
             statics: vec![],
         };
-        Executable::compile_with_budget(Traced { graph, captured }, &sig, keep_text, None, target)
+        Ok(Executable::compile(Traced { graph, captured }, &sig, opts)?)
     }
 
     /// What the kernels were compiled for.

@@ -425,12 +425,14 @@ impl FnCache {
                     .and_then(|t| {
                         t.map(|(t, s)| {
                             Ok((
-                                Arc::new(Executable::compile_budgeted(
+                                Arc::new(Executable::compile(
                                     t,
                                     sig,
-                                    dump.is_some(),
-                                    budget,
-                                    crate::codegen::Target::host(),
+                                    &crate::exec::CompileOptions {
+                                        budget,
+                                        keep_text: dump.is_some(),
+                                        ..Default::default()
+                                    },
                                 )?),
                                 s,
                             ))

@@ -61,7 +61,11 @@ impl Lowered {
     /// kernels it was split into, the buffer plan, and the Cranelift IR of
     /// each kernel.
     pub fn as_text(&self) -> String {
-        match Executable::compile_with_budget(self.traced.clone(), &self.signature, true, self.cache.budget(), crate::codegen::Target::host()) {
+        let opts = crate::exec::CompileOptions {
+            budget: self.cache.budget(),
+            ..Default::default()
+        };
+        match Executable::compile(self.traced.clone(), &self.signature, &opts) {
             Ok(exe) => format!(
                 "// jitfuse: {} {}\n// ---- traced graph ----\n{}// ---- simplified graph ----\n{}// ---- kernels ----\n{}// ---- memory ----\n{:?}\n// ---- cranelift ----\n{}",
                 self.cache.name(),

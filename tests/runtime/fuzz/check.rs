@@ -7,6 +7,7 @@
 use super::program::Mode;
 use crate::common::{bits, to_f64s, Rng};
 use jitfuse::internals::codegen::{Isa, Target};
+use jitfuse::internals::exec::CompileOptions;
 use jitfuse::internals::exec::Executable;
 use jitfuse::internals::ir::{BinaryOp, Graph, Op, ReduceOp};
 use jitfuse::jit::{ArgKind, CallArgs};
@@ -292,11 +293,15 @@ pub fn check_graph(
         .collect();
     for &level in levels {
         let r = catch_unwind(AssertUnwindSafe(|| -> Result<(), String> {
-            let exe = Executable::from_graph_with_at(
+            let exe = Executable::from_graph_with(
                 g.clone(),
                 captured.to_vec(),
-                &kinds,
-                &Target::at(level),
+                Some(&kinds),
+                // The IR verified after every pass in release builds too.
+                &CompileOptions {
+                    verify: true,
+                    ..CompileOptions::at(&Target::at(level))
+                },
             );
             let exe = exe.map_err(|e| format!("compile: {e}"))?;
             exe.check_plan().map_err(|e| format!("plan: {e}"))?;

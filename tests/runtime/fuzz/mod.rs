@@ -16,6 +16,7 @@ pub mod noise;
 pub mod program;
 
 use crate::common::Rng;
+use jitfuse::internals::exec::CompileOptions;
 use jitfuse::internals::ir::Graph;
 use jitfuse::internals::trace::{trace, ParamSpec};
 use jitfuse::Tensor;
@@ -123,11 +124,11 @@ fn checkpointed_loops_agree(
         use jitfuse::internals::exec::Executable;
         let stacked = |g: &Graph, c: &[Tensor]| {
             let kinds = vec![jitfuse::jit::ArgKind::Borrowed; g.params().len()];
-            Executable::from_graph_with_at(
+            Executable::from_graph_with(
                 g.clone(),
                 c.to_vec(),
-                &kinds,
-                &jitfuse::internals::codegen::Target::host(),
+                Some(&kinds),
+                &CompileOptions::at(&jitfuse::internals::codegen::Target::host()),
             )
             .map(|e| e.memory_analysis().loop_stack_bytes)
             .map_err(|e| format!("compile: {e}"))
