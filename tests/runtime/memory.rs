@@ -1419,7 +1419,17 @@ fn a_budget_at_the_automatic_peak_is_met_and_an_impossible_one_rejected() {
     transformer_grad::set_memory_budget(Some(auto.peak_bytes));
     let got = transformer_grad::try_call(&ws, &x);
     let stats = transformer_grad::cache_stats();
+    // `as_text` shows the program a call runs, found the same way: its memory report is
+    // the compiled program's (but for its description, which keeps every stage's text).
+    let lowered = transformer_grad::lower(&ws, &x).unwrap();
+    let text = lowered.as_text();
+    let report = lowered.compile().unwrap().memory_analysis().to_string();
+    let report: String = report.lines().take(3).collect::<Vec<_>>().join("\n");
     transformer_grad::set_memory_budget(None);
+    assert!(
+        !text.contains("compile error") && text.contains(&report),
+        "as_text under auto's peak as budget:\n{text}\nthe compiled program's report:\n{report}"
+    );
     let got = got.unwrap_or_else(|e| panic!("budget {} (auto's peak): {e}", auto.peak_bytes));
     for (a, b) in got.iter().zip(&want) {
         crate::common::assert_close(

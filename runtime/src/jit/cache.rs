@@ -444,46 +444,18 @@ impl FnCache {
                 // A panic in tracing machinery, passes, planning or codegen
                 // is an `Internal` error of this signature, never a panic out
                 // of `try_call` (nor a cell left half-initialised).
-                catch_unwind(AssertUnwindSafe(|| {
-                    // An explicit budget the recomputation search misses may
-                    // still be met from the automatic checkpointing's graph
-                    // (√N segments, then the same search on it).
-                    // The refusal is the search's from that graph: it starts at the
-                    // automatic checkpointing's peak, so its "at best" is never above it.
-                    // Then, while refused, loop gradients cut deeper (`autodiff::LOOP_LADDER`).
-                    let first = build(0).map(|r| r.expect("step 0 always traces"));
-                    match first {
-                        Err(e @ CompileError::Budget { .. })
-                            if matches!(budget, Some(MemoryBudget::Bytes(_))) =>
-                        {
-                            let mut refusal = e.clone();
-                            for step in 1..=crate::autodiff::LOOP_LADDER.len() {
-                                match build(step) {
-                                    Ok(Some(r)) => return Ok(r),
-                                    Ok(None) => break,
-                                    // The refusal reports the lowest peak any step reached.
-                                    Err(x @ CompileError::Budget { .. }) => {
-                                        if x.best() < refusal.best() {
-                                            refusal = x;
-                                        }
-                                    }
-                                    Err(_) => return Err(Error::from(e)),
-                                }
-                            }
-                            Err(Error::from(refusal))
+                catch_unwind(AssertUnwindSafe(|| meet_budget(budget, |step| build(step))))
+                    .unwrap_or_else(|payload| {
+                        Err(self.internal(sig, slots, "compiling", &*payload))
+                    })
+                    .map_err(|e| match e.kind {
+                        // Recorded while tracing (`trace::trace`): add the signature.
+                        ErrorKind::Internal if !e.message.starts_with(INTERNAL_PREFIX) => {
+                            let what = explain::describe(self.name, sig, slots, self.params);
+                            internal_error(&what, "tracing", &e.message)
                         }
-                        r => r.map_err(Error::from),
-                    }
-                }))
-                .unwrap_or_else(|payload| Err(self.internal(sig, slots, "compiling", &*payload)))
-                .map_err(|e| match e.kind {
-                    // Recorded while tracing (`trace::trace`): add the signature.
-                    ErrorKind::Internal if !e.message.starts_with(INTERNAL_PREFIX) => {
-                        let what = explain::describe(self.name, sig, slots, self.params);
-                        internal_error(&what, "tracing", &e.message)
-                    }
-                    _ => e,
-                })
+                        _ => e,
+                    })
             });
             phases = ps;
             if let (Some(dir), Ok((exe, _))) = (dump, &r) {
@@ -796,6 +768,39 @@ fn entry_bytes(sig: &Signature, slots: &[ParamSlot]) -> usize {
 
 /// How every internal error's message begins.
 const INTERNAL_PREFIX: &str = "internal error in jitfuse";
+
+/// Compile step 0 of the checkpointing ladder (`build(0)`, which always traces); when an
+/// explicit budget refuses it, the steps after it in turn (`None`: no further trace) until
+/// one is met. An explicit budget the recomputation search misses may still be met from
+/// the automatic checkpointing's graph (√N segments, then the same search on it), then with
+/// loop gradients cut deeper (`autodiff::LOOP_LADDER`). A refusal reports the lowest peak
+/// any step reached, so its "at best" is never above the automatic checkpointing's. The one
+/// strategy of calls, `Lowered::compile` and `Lowered::as_text`.
+pub(crate) fn meet_budget<T>(
+    budget: Option<MemoryBudget>,
+    mut build: impl FnMut(usize) -> Result<Option<T>, CompileError>,
+) -> Result<T, Error> {
+    let first = build(0).map(|r| r.expect("step 0 always traces"));
+    match first {
+        Err(e @ CompileError::Budget { .. }) if matches!(budget, Some(MemoryBudget::Bytes(_))) => {
+            let mut refusal = e.clone();
+            for step in 1..=crate::autodiff::LOOP_LADDER.len() {
+                match build(step) {
+                    Ok(Some(r)) => return Ok(r),
+                    Ok(None) => break,
+                    Err(x @ CompileError::Budget { .. }) => {
+                        if x.best() < refusal.best() {
+                            refusal = x;
+                        }
+                    }
+                    Err(_) => return Err(Error::from(e)),
+                }
+            }
+            Err(Error::from(refusal))
+        }
+        r => r.map_err(Error::from),
+    }
+}
 
 /// The loop checkpointing depth of step `step` of a missed budget's ladder (0: the graph
 /// as traced; then the depths of `autodiff::LOOP_LADDER`).

@@ -57,17 +57,27 @@ impl Lowered {
         Ok(Compiled { exe })
     }
 
-    /// Every stage as text: the traced graph, the simplified graph, the
-    /// kernels it was split into, the buffer plan, and the Cranelift IR of
-    /// each kernel.
+    /// Every stage as text: the traced graph, the simplified graph, the kernels it was split
+    /// into, the memory report, and the Cranelift IR of each kernel, of the program
+    /// `compile()` runs (under an explicit budget, the trace that meets it, found as a call
+    /// finds it), compiled anew with its text kept; the cache is left alone.
     pub fn as_text(&self) -> String {
         let opts = crate::exec::CompileOptions {
             budget: self.cache.budget(),
             ..Default::default()
         };
-        match Executable::compile(self.traced.clone(), &self.signature, &opts) {
+        let traces: Vec<&Traced> = std::iter::once(&self.traced)
+            .chain(self.auto.iter().map(|(t, _)| t))
+            .collect();
+        let exe = super::cache::meet_budget(opts.budget, |step| {
+            traces
+                .get(step)
+                .map(|t| Executable::compile((*t).clone(), &self.signature, &opts))
+                .transpose()
+        });
+        match exe {
             Ok(exe) => format!(
-                "// jitfuse: {} {}\n// ---- traced graph ----\n{}// ---- simplified graph ----\n{}// ---- kernels ----\n{}// ---- memory ----\n{:?}\n// ---- cranelift ----\n{}",
+                "// jitfuse: {} {}\n// ---- traced graph ----\n{}// ---- simplified graph ----\n{}// ---- kernels ----\n{}// ---- memory ----\n{}\n// ---- cranelift ----\n{}",
                 self.cache.name(),
                 self.signature,
                 exe.traced_text(),
