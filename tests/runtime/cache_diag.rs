@@ -432,3 +432,52 @@ fn the_companion_sets_the_cache_limit_and_the_warning() {
         .any(|l| l.contains("compiled before, evicted by the cache limit")));
     diag_limited::set_cache_limit(None);
 }
+
+#[jit]
+fn dumped_step(x: &Tensor, w: &Tensor) -> Tensor {
+    (x.matmul(w) + 1.0).tanh().sum(0)
+}
+
+/// `JITFUSE_DUMP=dir` writes every stage of each compilation, named by the function and a
+/// sequence number; the memory report is the readable one. (Run alone in a child process:
+/// the variable would make every test's compilations dump.)
+#[test]
+fn a_dump_writes_every_stage_and_a_readable_memory_report() {
+    if !crate::common::measure_alone(
+        "cache_diag::a_dump_writes_every_stage_and_a_readable_memory_report",
+    ) {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("jitfuse-dump-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    // SAFETY: the child runs this one test on one thread, before anything reads it.
+    unsafe { std::env::set_var("JITFUSE_DUMP", &dir) };
+    let x = Tensor::full(&[8, 16], 0.5f32, DType::F32);
+    let w = Tensor::full(&[16, 4], 0.25f32, DType::F32);
+    dumped_step(&x, &w);
+    let read = |ext: &str| {
+        let path = dir.join(format!("dumped_step.0.{ext}"));
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    };
+    for ext in [
+        "traced.ir",
+        "simplified.ir",
+        "kernels.txt",
+        "clif",
+        "asm",
+        "memory.svg",
+    ] {
+        assert!(!read(ext).is_empty(), "{ext} is empty");
+    }
+    assert!(read("simplified.ir").contains("matmul"));
+    assert!(read("memory.svg").starts_with("<svg"));
+    let memory = read("memory.txt");
+    assert!(
+        memory.starts_with("// dumped_step (")
+            && memory.contains("peak ")
+            && memory.contains("temporaries: one arena of")
+            && !memory.contains("MemoryAnalysis {"),
+        "{memory}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,6 +1,6 @@
 //! `JITFUSE_DUMP=dir`: every compilation writes its stages to `dir`:
 //! `<fn>.<n>.traced.ir`, `.simplified.ir`, `.kernels.txt`, `.clif`, `.asm`,
-//! `.memory.svg` and `.memory.txt`.
+//! `.memory.svg` and `.memory.txt` (the memory report as `Display` prints it).
 
 use crate::exec::args::Signature;
 use crate::exec::Executable;
@@ -21,7 +21,10 @@ pub fn write(dir: &Path, name: &str, sig: &Signature, exe: &Executable) {
         ("clif", exe.clif_text()),
         ("asm", exe.asm_text()),
         ("memory.svg", exe.memory_svg()),
-        ("memory.txt", format!("{:#?}\n", exe.memory_analysis())),
+        (
+            "memory.txt",
+            format!("// {name} {sig}\n{}\n", exe.memory_analysis()),
+        ),
     ];
     // Dumping is a debugging aid: a failure to write must not fail the call.
     let _ = std::fs::create_dir_all(dir);
