@@ -1658,6 +1658,61 @@ fn the_memory_plan_picture_names_buffers_by_op_and_source_line() {
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
 }
 
+/// The labels of a memory plan's picture never overlap and never leave the canvas: every
+/// non-rotated `<text>` measured at the font's character width, against every other and
+/// against the canvas' width; the peak step is marked; kinds have their colours.
+#[test]
+fn the_memory_plan_picture_has_no_overlapping_labels() {
+    let mut rng = crate::common::Rng::new(62);
+    let x = crate::common::random_tensor(&mut rng, &[128, 32], DType::F32, -1.0, 1.0, false);
+    let ws: Vec<Tensor> = (0..2)
+        .flat_map(|_| [[32, 32], [32, 32], [32, 32], [32, 64], [64, 32]])
+        .map(|s| crate::common::random_tensor(&mut rng, &s, DType::F32, -0.2, 0.2, false))
+        .collect();
+    let c = transformer_grad::lower(&ws, &x).unwrap().compile().unwrap();
+    let svg = c
+        .executable()
+        .memory_svg_titled("transformer_grad (&[f32; 10], &f32[128,32])");
+    let attr = |tag: &str, name: &str| -> Option<f64> {
+        let at = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+        tag[at..].split('"').next()?.parse().ok()
+    };
+    let width = attr(&svg[..svg.find('>').unwrap()], "width").unwrap();
+    let char_w = jitfuse::internals::plan::svg::CHAR_W;
+    let mut labels = vec![];
+    for piece in svg.split("<text").skip(1) {
+        let (tag, rest) = piece.split_once('>').unwrap();
+        let text = rest.split("</text>").next().unwrap();
+        let chars = text
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&amp;", "&")
+            .replace("&quot;", "\"")
+            .chars()
+            .count() as f64;
+        if tag.contains("rotate") {
+            continue;
+        }
+        let (x, y) = (attr(tag, "x").unwrap(), attr(tag, "y").unwrap());
+        labels.push((x, y - 9.0, x + chars * char_w, y + 2.0, text.to_string()));
+    }
+    assert!(labels.len() > 10, "{svg}");
+    for (i, a) in labels.iter().enumerate() {
+        assert!(
+            a.0 >= 0.0 && a.2 <= width,
+            "label {:?} leaves the canvas ({width})",
+            a.4
+        );
+        for b in &labels[i + 1..] {
+            let apart = a.2 <= b.0 || b.2 <= a.0 || a.3 <= b.1 || b.3 <= a.1;
+            assert!(apart, "labels overlap: {a:?} and {b:?}");
+        }
+    }
+    assert!(svg.contains("transformer_grad (&amp;[f32; 10]"), "no title");
+    assert!(svg.contains("stroke=\"#d0312d\"") && svg.contains("<title>peak: "));
+    assert!(svg.contains("#7aa6da"), "arena boxes");
+}
+
 /// `storage::tracking::peak_of` measures the most bytes of tensors a closure holds at once
 /// on this thread (what the fuzzer's memory check compares with the report).
 #[test]

@@ -795,7 +795,12 @@ impl Executable {
     /// The buffer plan as an SVG timeline (x = step, labelled by kernel; y = bytes; each
     /// temporary named by its op and source line).
     pub fn memory_svg(&self) -> String {
-        plan::svg::svg(&self.plan, &self.graph, &self.part)
+        plan::svg::svg(&self.plan, &self.graph, &self.part, None)
+    }
+
+    /// `memory_svg` headed by `title` (the function and its signature).
+    pub fn memory_svg_titled(&self, title: &str) -> String {
+        plan::svg::svg(&self.plan, &self.graph, &self.part, Some(title))
     }
 
     /// The buffer plan (for tests and tools).

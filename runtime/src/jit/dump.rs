@@ -20,7 +20,10 @@ pub fn write(dir: &Path, name: &str, sig: &Signature, exe: &Executable) {
         ("kernels.txt", exe.kernels_text()),
         ("clif", exe.clif_text()),
         ("asm", exe.asm_text()),
-        ("memory.svg", exe.memory_svg()),
+        (
+            "memory.svg",
+            exe.memory_svg_titled(&format!("{name} {sig}")),
+        ),
         (
             "memory.txt",
             format!("// {name} {sig}\n{}\n", exe.memory_analysis()),

@@ -2,6 +2,10 @@
 //! kernel that runs there), y = bytes (an axis in KiB/MiB), one box per temporary named by
 //! its op and the user's source line that made it: the arena on top, then one band per
 //! buffer hosting temporaries (an output before it is written, a dead donated argument).
+//! Boxes are coloured by kind, a red line marks the step where most bytes are live, and a
+//! label is drawn inside its own box, cut to the box's width (measured in characters of
+//! the monospace font) or left to the box's hover title: no two labels can overlap, none
+//! leaves the canvas.
 
 use super::{BufferPlan, Interval};
 use crate::fusion::partition::{Partition, Step};
@@ -30,6 +34,29 @@ pub fn value_name(g: &Graph, v: ValueId) -> String {
     }
 }
 
+/// Width of a character of the 10-pixel monospace font, rounded up.
+pub const CHAR_W: f64 = 6.2;
+
+/// Fill colours: an arena temporary, a temporary hosted in an output's buffer, one hosted
+/// in a dead donated argument's.
+const ARENA: &str = "#7aa6da";
+const IN_OUTPUT: &str = "#b9ca4a";
+const IN_ARGUMENT: &str = "#e7a05a";
+
+/// `text` cut to `width` pixels of the monospace font (an ellipsis marks the cut), or
+/// `None` when not even four characters fit.
+pub fn fit_label(text: &str, width: f64) -> Option<String> {
+    let room = (width / CHAR_W).floor().max(0.0) as usize;
+    let n = text.chars().count();
+    if n <= room {
+        Some(text.to_string())
+    } else if room >= 4 {
+        Some(text.chars().take(room - 1).chain(['…']).collect())
+    } else {
+        None
+    }
+}
+
 fn escape(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -37,10 +64,12 @@ fn escape(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// The picture of `plan` for the program `g` split into `part`'s steps.
-pub fn svg(plan: &BufferPlan, g: &Graph, part: &Partition) -> String {
+/// The picture of `plan` for the program `g` split into `part`'s steps, headed by `title`
+/// (the function and its signature) when given.
+pub fn svg(plan: &BufferPlan, g: &Graph, part: &Partition, title: Option<&str>) -> String {
     let names = step_names(g, part);
-    let (left, w, h, top_margin) = (90.0, 800.0, 400.0, 20.0);
+    let (left, w, h, top_margin) = (90.0, 800.0, 400.0, 34.0);
+    let width = left + w + 20.0;
     let steps = names.len().max(1) as f64;
     let mut hosts: Vec<(ValueId, usize)> =
         plan.hosted.iter().map(|g| (g.host, g.host_bytes)).collect();
@@ -63,18 +92,49 @@ pub fn svg(plan: &BufferPlan, g: &Graph, part: &Partition) -> String {
     // Room below for the step labels, written downwards.
     let label_room = 110.0;
     let mut s = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"monospace\" font-size=\"10\">\n",
-        left + w + 20.0,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{}\" font-family=\"monospace\" font-size=\"10\">\n",
         top_margin + h + label_room
     );
-    s += &format!(
-        "<text x=\"4\" y=\"14\">arena {}, {} temporaries, at most {} live at once; {} hosted in {} output/argument buffers</text>\n",
-        escape(&human_bytes(plan.arena_bytes)),
-        plan.temps.len(),
-        escape(&human_bytes(plan.lower_bound_bytes)),
-        plan.hosted.len(),
-        bands.len()
-    );
+    // The step where the most bytes are live (arena and hosted temporaries).
+    let live_at = |k: usize| -> usize {
+        let arena: usize = plan
+            .temps
+            .iter()
+            .filter(|iv| iv.def <= k && k <= iv.last)
+            .map(|iv| iv.size)
+            .sum();
+        let hosted: usize = plan
+            .hosted
+            .iter()
+            .filter(|h| h.iv.def <= k && k <= h.iv.last)
+            .map(|h| h.iv.size)
+            .sum();
+        arena + hosted
+    };
+    let (peak_step, peak) = (0..names.len())
+        .map(|k| (k, live_at(k)))
+        .max_by_key(|&(k, b)| (b, std::cmp::Reverse(k)))
+        .unwrap_or((0, 0));
+    let header = [
+        title.unwrap_or("").to_string(),
+        format!(
+            "arena {}, {} temporaries, {} live at most (step {peak_step}, red); {} hosted in {} buffers; blue arena, green in an output, orange in a donated argument",
+            human_bytes(plan.arena_bytes),
+            plan.temps.len(),
+            human_bytes(peak),
+            plan.hosted.len(),
+            bands.len()
+        ),
+    ];
+    for (i, line) in header.iter().filter(|l| !l.is_empty()).enumerate() {
+        if let Some(text) = fit_label(line, width - 8.0) {
+            s += &format!(
+                "<text x=\"4\" y=\"{}\">{}</text>\n",
+                12 + 13 * i,
+                escape(&text)
+            );
+        }
+    }
     // The byte axis: five ticks from 0 to the arena and bands' total.
     for k in 0..=4 {
         let bytes = (total * k as f64 / 4.0) as usize;
@@ -90,14 +150,15 @@ pub fn svg(plan: &BufferPlan, g: &Graph, part: &Partition) -> String {
     let mut boxes: Vec<(&Interval, usize, &str, String)> = plan
         .temps
         .iter()
-        .map(|iv| (iv, iv.offset, "#7aa6da", String::new()))
+        .map(|iv| (iv, iv.offset, ARENA, String::new()))
         .collect();
     for hosted in &plan.hosted {
         let band = bands.iter().find(|b| b.0 == hosted.host).unwrap();
+        let in_argument = plan.arg_hosts.iter().any(|a| a.1 == hosted.host);
         boxes.push((
             &hosted.iv,
             band.1 + hosted.iv.offset,
-            "#b9ca4a",
+            if in_argument { IN_ARGUMENT } else { IN_OUTPUT },
             format!(" in the buffer of {}", value_name(g, hosted.host)),
         ));
     }
@@ -118,14 +179,16 @@ pub fn svg(plan: &BufferPlan, g: &Graph, part: &Partition) -> String {
             iv.last,
             escape(step_name(iv.last)),
         );
-        // The name inside the box where it is tall enough to hold a line of text.
-        if bh >= 9.0 {
-            s += &format!(
-                "<text x=\"{:.1}\" y=\"{:.1}\">{}</text>\n",
-                x + 2.0,
-                y + bh.min(11.0),
-                escape(&name)
-            );
+        // The name inside the box, cut to its width, where it is tall enough for a line.
+        if bh >= 11.0 {
+            if let Some(label) = fit_label(&name, bw - 4.0) {
+                s += &format!(
+                    "<text x=\"{:.1}\" y=\"{:.1}\">{}</text>\n",
+                    x + 2.0,
+                    y + 9.0,
+                    escape(&label)
+                );
+            }
         }
     }
     for &(v, t, b) in &bands {
@@ -140,11 +203,15 @@ pub fn svg(plan: &BufferPlan, g: &Graph, part: &Partition) -> String {
             b as f64 / total * h,
             escape(&value_name(g, v))
         );
+    }
+    // The peak step: a red line through the middle of its column.
+    if !names.is_empty() {
+        let x = (x_of(peak_step) + x_of(peak_step + 1)) / 2.0;
         s += &format!(
-            "<text x=\"{:.1}\" y=\"{:.1}\">{kind} %{}</text>\n",
-            left + 2.0,
-            y_of(t) + 10.0,
-            v.0
+            "<line x1=\"{x:.1}\" y1=\"{top_margin}\" x2=\"{x:.1}\" y2=\"{}\" stroke=\"#d0312d\" stroke-width=\"2\"><title>peak: {} live at step {peak_step} ({})</title></line>\n",
+            top_margin + h,
+            escape(&human_bytes(peak)),
+            escape(step_name(peak_step))
         );
     }
     // Step columns: a grid line at each boundary, the step's number and kernel below (every
@@ -160,9 +227,10 @@ pub fn svg(plan: &BufferPlan, g: &Graph, part: &Partition) -> String {
     for (k, name) in names.iter().enumerate().step_by(every) {
         let x = (x_of(k) + x_of(k + 1)) / 2.0;
         let y = top_margin + h + 6.0;
+        let label = fit_label(&format!("{k} {name}"), label_room - 8.0).unwrap_or_default();
         s += &format!(
-            "<text x=\"{x:.1}\" y=\"{y:.1}\" transform=\"rotate(90 {x:.1} {y:.1})\">{k} {}</text>\n",
-            escape(name)
+            "<text x=\"{x:.1}\" y=\"{y:.1}\" transform=\"rotate(90 {x:.1} {y:.1})\">{}</text>\n",
+            escape(&label)
         );
     }
     s += "</svg>\n";
