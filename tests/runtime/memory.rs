@@ -1400,17 +1400,23 @@ fn transformer_grad_auto(ws: &Vec<Tensor>, x: &Tensor) -> Vec<Tensor> {
     jitfuse::grad(|ws: &Vec<Tensor>| transformer_loss(ws, x), ws)
 }
 
-/// An explicit budget as low as the automatic checkpointing's peak is met
-/// (the search also starts from the automatic plan); one below what the
-/// arguments and outputs alone take is rejected at once, naming both.
-#[test]
-fn a_budget_at_the_automatic_peak_is_met_and_an_impossible_one_rejected() {
-    let mut rng = crate::common::Rng::new(61);
+/// Random weights of `transformer_grad` (two blocks) and its `[128, 32]` input.
+fn transformer_inputs(seed: u64) -> (Vec<Tensor>, Tensor) {
+    let mut rng = crate::common::Rng::new(seed);
     let x = crate::common::random_tensor(&mut rng, &[128, 32], DType::F32, -1.0, 1.0, false);
     let ws: Vec<Tensor> = (0..2)
         .flat_map(|_| [[32, 32], [32, 32], [32, 32], [32, 64], [64, 32]])
         .map(|s| crate::common::random_tensor(&mut rng, &s, DType::F32, -0.2, 0.2, false))
         .collect();
+    (ws, x)
+}
+
+/// An explicit budget as low as the automatic checkpointing's peak is met
+/// (the search also starts from the automatic plan); one below what the
+/// arguments and outputs alone take is rejected at once, naming both.
+#[test]
+fn a_budget_at_the_automatic_peak_is_met_and_an_impossible_one_rejected() {
+    let (ws, x) = transformer_inputs(61);
     let peak = |l: jitfuse::Lowered| l.compile().unwrap().memory_analysis();
     let free = peak(transformer_grad::lower(&ws, &x).unwrap());
     let auto = peak(transformer_grad_auto::lower(&ws, &x).unwrap());
@@ -1663,12 +1669,7 @@ fn the_memory_plan_picture_names_buffers_by_op_and_source_line() {
 /// against the canvas' width; the peak step is marked; kinds have their colours.
 #[test]
 fn the_memory_plan_picture_has_no_overlapping_labels() {
-    let mut rng = crate::common::Rng::new(62);
-    let x = crate::common::random_tensor(&mut rng, &[128, 32], DType::F32, -1.0, 1.0, false);
-    let ws: Vec<Tensor> = (0..2)
-        .flat_map(|_| [[32, 32], [32, 32], [32, 32], [32, 64], [64, 32]])
-        .map(|s| crate::common::random_tensor(&mut rng, &s, DType::F32, -0.2, 0.2, false))
-        .collect();
+    let (ws, x) = transformer_inputs(62);
     let c = transformer_grad::lower(&ws, &x).unwrap().compile().unwrap();
     let svg = c
         .executable()
