@@ -504,7 +504,7 @@ fn random(
     s: &[usize],
     dtype: DType,
 ) -> Result<Tensor, Error> {
-    use crate::random::native::{fill, key_words, Out};
+    use crate::library::random::native::{fill, key_words, Out};
     let k = as_i64s(ins[0]);
     let key = key_words(k[0] as i32, k[1] as i32);
     let data = ins.get(1).map_or(0, |d| as_i64s(d)[0] as i32 as u32);

@@ -7,6 +7,7 @@
 
 pub mod attention;
 pub mod ops;
+pub mod random;
 pub mod workspace;
 
 use crate::{shape, DType};

@@ -106,7 +106,7 @@ pub unsafe fn run(
         // Three outputs: the executor calls `attention::run_grad` with their buffers.
         Op::AttentionGrad(_) => return Err(unsupported(op, dtype)),
         Op::Random(r) => {
-            use crate::random::native::{fill, key_words, Out};
+            use crate::library::random::native::{fill, key_words, Out};
             let at = |x: &Operand, k: i64| {
                 let step = x.strides.first().copied().unwrap_or(0);
                 *(x.ptr.wrapping_offset((k * step * 4) as isize) as *const i32)

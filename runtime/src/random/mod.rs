@@ -53,12 +53,11 @@
 //!   Using one key twice gives the same numbers (the compiler may merge the two);
 //!   split or fold in for independent streams.
 
-mod erfinv;
-pub mod native;
-mod threefry;
+/// The kernels, filed with the library steps that run them.
+pub use crate::library::random::native;
 
-pub use erfinv::erfinv;
-pub use threefry::{threefry2x32, threefry2x32_rounds};
+pub use crate::library::random::erfinv::erfinv;
+pub use crate::library::random::threefry::{threefry2x32, threefry2x32_rounds};
 
 use crate::error::type_str;
 use crate::ir::{CmpOp, Op, RandomOp};
