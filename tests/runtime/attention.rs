@@ -163,7 +163,8 @@ fn cases() -> Vec<Case> {
     ]
 }
 
-fn tol(d: DType) -> Tol {
+/// Tolerance of attention against its composition (exp and sums reordered by the tiles).
+pub(crate) fn tol(d: DType) -> Tol {
     match d {
         DType::F32 => Tol {
             rel: 2e-4,

@@ -5,6 +5,7 @@
 //! (tiles past the diagonal in closed form) and bool masks, fills from `f32::MIN` to one
 //! above the scores; no square temporary at sequence 4096.
 
+use crate::attention::tol;
 use crate::common::{assert_close, random_tensor, trace_fn, Rng, Tol};
 use jitfuse::internals::{interp, passes};
 use jitfuse::prelude::*;
@@ -86,19 +87,6 @@ fn reference(args: &[Tensor], f: impl FnOnce(&[Tensor]) -> Vec<Tensor>) -> Vec<T
         "the reference is fused:\n{g}"
     );
     interp::eval_graph(&g, args, &[]).unwrap()
-}
-
-fn tol(d: DType) -> Tol {
-    match d {
-        DType::F32 => Tol {
-            rel: 2e-4,
-            abs: 2e-5,
-        },
-        _ => Tol {
-            rel: 1e-9,
-            abs: 1e-11,
-        },
-    }
 }
 
 /// Normwise: a gradient element can be a cancellation of larger terms.

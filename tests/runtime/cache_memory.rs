@@ -192,9 +192,8 @@ fn a_cached_training_step_grows_memory_by_its_report() {
     // place, and what the cached calls add is what they hold.
     let m = mlp_adam_step::lower(p.clone(), s.clone(), &x, &y)
         .unwrap()
-        .compile()
-        .unwrap()
-        .memory_analysis();
+        .memory_analysis()
+        .unwrap();
     let r0 = resident_bytes().unwrap();
     let mut top = r0;
     for _ in 0..20 {

@@ -75,9 +75,8 @@ fn a_loop_gradient_stores_one_carry_per_step() {
     assert_close(&got, &unrolled, Tol::rel(DType::F64, 1e-9), "heat adjoint");
     let report = heat_adjoint::lower(&u0, steps)
         .unwrap()
-        .compile()
-        .unwrap()
-        .memory_analysis();
+        .memory_analysis()
+        .unwrap();
     let carry = n * n * 8;
     let per_step = report.temp_bytes as f64 / (steps * carry) as f64;
     assert!(
@@ -157,9 +156,8 @@ fn the_automatic_budget_checkpoints_a_loop_gradient_in_sqrt_n_carries() {
     );
     let report = heat_adjoint_auto::lower(&u0, steps)
         .unwrap()
-        .compile()
-        .unwrap()
-        .memory_analysis();
+        .memory_analysis()
+        .unwrap();
     let carry = (n * n * 8) as f64;
     let bound = 3.0 * (steps as f64).sqrt();
     let stacked = report.loop_stack_bytes as f64 / carry;
@@ -186,9 +184,8 @@ fn a_byte_budget_below_sqrt_n_cuts_the_loop_gradient_deeper() {
     let want = heat_adjoint(&u0, steps);
     let auto = heat_adjoint_auto::lower(&u0, steps)
         .unwrap()
-        .compile()
-        .unwrap()
-        .memory_analysis();
+        .memory_analysis()
+        .unwrap();
     let budget = auto.peak_bytes - 1;
     heat_adjoint_budgeted::set_memory_budget(Some(budget));
     let got = heat_adjoint_budgeted(&u0, steps);
@@ -200,9 +197,8 @@ fn a_byte_budget_below_sqrt_n_cuts_the_loop_gradient_deeper() {
     );
     let report = heat_adjoint_budgeted::lower(&u0, steps)
         .unwrap()
-        .compile()
-        .unwrap()
-        .memory_analysis();
+        .memory_analysis()
+        .unwrap();
     assert!(
         report.peak_bytes <= budget && report.loop_stack_bytes < auto.loop_stack_bytes,
         "under {budget} bytes (\"auto\": {auto}):\n{report}"

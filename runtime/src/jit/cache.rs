@@ -444,7 +444,7 @@ impl FnCache {
                 // A panic in tracing machinery, passes, planning or codegen
                 // is an `Internal` error of this signature, never a panic out
                 // of `try_call` (nor a cell left half-initialised).
-                catch_unwind(AssertUnwindSafe(|| meet_budget(budget, |step| build(step))))
+                catch_unwind(AssertUnwindSafe(|| meet_budget(budget, &mut build)))
                     .unwrap_or_else(|payload| {
                         Err(self.internal(sig, slots, "compiling", &*payload))
                     })
