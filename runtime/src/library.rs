@@ -418,9 +418,10 @@ impl GemmElement for f64 {
 mod tests {
     use super::*;
 
-    /// A dry run asks for what the product writes, touching nothing (its operands
-    /// dangle); run for real on a fresh thread, the product keeps a packing buffer at
-    /// least that large, and a second product of the same shape keeps the same one.
+    /// A dry run asks for the packing buffer the product allocates, touching nothing (its
+    /// operands dangle); run for real on a fresh thread, the product keeps a buffer of
+    /// that size, and a second product of the same shape keeps the same one. On a thread
+    /// that reserved the request first, the products pack into the reserved buffer.
     #[test]
     fn a_dry_product_asks_for_the_packing_a_real_one_keeps() {
         let (m, k, n) = (300, 200, 500);
@@ -448,11 +449,41 @@ mod tests {
                     };
                     run();
                     let kept = gemm_common::packing::thread_packing_bytes();
-                    assert!(r.packing <= kept, "{sa:?} {sb:?}: asked {r:?}, kept {kept}");
+                    assert_eq!(r.packing, kept, "{sa:?} {sb:?}: asked {r:?}, kept {kept}");
                     run();
                     assert_eq!(gemm_common::packing::thread_packing_bytes(), kept);
                     assert!(c.iter().all(|&x| x == k as f32));
                     kept
+                })
+                .join()
+                .unwrap();
+                std::thread::spawn(move || {
+                    let par = gemm::Parallelism::None;
+                    let r = faer_packing(m, k, n, sa, sb, par, 4);
+                    gemm_common::packing::reserve(r);
+                    assert_eq!(gemm_common::packing::thread_packing_bytes(), r.packing);
+                    let held = gemm_common::packing::packing_bytes();
+                    let (a, b) = (vec![1.0f32; m * k], vec![1.0f32; k * n]);
+                    let mut c = vec![0.0f32; m * n];
+                    unsafe {
+                        let ma = Mat {
+                            p: a.as_ptr() as *mut u8,
+                            rs: sa.0,
+                            cs: sa.1,
+                        };
+                        let mb = Mat {
+                            p: b.as_ptr() as *mut u8,
+                            rs: sb.0,
+                            cs: sb.1,
+                        };
+                        faer_gemm(m, k, n, ma, mb, (c.as_mut_ptr(), n), par);
+                    }
+                    assert!(c.iter().all(|&x| x == k as f32));
+                    assert_eq!(gemm_common::packing::thread_packing_bytes(), r.packing);
+                    // Other tests' threads allocate too: this one allocated nothing new
+                    // unless the global count grew by a buffer of this size.
+                    let grown = gemm_common::packing::packing_bytes().saturating_sub(held);
+                    assert!(grown < r.packing || r.packing == 0, "{sa:?} {sb:?}");
                 })
                 .join()
                 .unwrap();

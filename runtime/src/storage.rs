@@ -419,8 +419,8 @@ pub mod pool {
         HELD.load(Ordering::Relaxed)
     }
 
-    /// Release every pooled buffer to the allocator (the counts of buffers
-    /// out stay: those buffers may still come back).
+    /// Release every pooled buffer to the allocator, and the allocator's free pages to
+    /// the system (the counts of buffers out stay: those buffers may still come back).
     pub fn clear() {
         let mut guard = POOL.lock().unwrap_or_else(|e| e.into_inner());
         for (&size, c) in guard.iter_mut().flat_map(|p| p.classes.iter_mut()) {
@@ -428,5 +428,7 @@ pub mod pool {
                 release(p, size);
             }
         }
+        drop(guard);
+        crate::release::trim();
     }
 }

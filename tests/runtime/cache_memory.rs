@@ -167,14 +167,27 @@ fn mlp_adam_step(
     (p, s, l)
 }
 
-/// A cached MLP training step with Adam: its calls grow resident memory by about what its
-/// report names (temporaries, outputs not written in place, the program, the GEMM
-/// workspace).
+/// glibc's malloc with a fixed mmap threshold: every block of 128 KiB or more is fresh
+/// pages from the system, never memory the process freed before.
+const FRESH_LARGE_BLOCKS: &str = "glibc.malloc.mmap_threshold=131072";
+
+/// A cached MLP training step with Adam: its calls grow resident memory by what its report
+/// names (temporaries, outputs not written in place, the program, the GEMM workspace).
+///
+/// Measured twice, in two child processes. With the allocator as it comes, a call's large
+/// blocks may reuse memory the process freed before the calls (glibc raises its mmap
+/// threshold after a large free and then serves large blocks from its heaps), so the calls
+/// grow the process by less than the report: the report must be a bound. With the mmap
+/// threshold fixed, every large block is fresh, and the growth must be the report's figure.
 #[test]
 fn a_cached_training_step_grows_memory_by_its_report() {
-    if !alone("a_cached_training_step_grows_memory_by_its_report") {
+    let name = "cache_memory::a_cached_training_step_grows_memory_by_its_report";
+    if !crate::common::measure_alone(name) {
+        crate::common::measure_alone_with(name, &[("GLIBC_TUNABLES", FRESH_LARGE_BLOCKS)]);
         return;
     }
+    let fresh_blocks =
+        std::env::var("GLIBC_TUNABLES").is_ok_and(|t| t.contains(FRESH_LARGE_BLOCKS));
     let Some(_) = resident_bytes() else { return };
     let mut rng = crate::common::Rng::new(3);
     let mut r =
@@ -194,6 +207,9 @@ fn a_cached_training_step_grows_memory_by_its_report() {
         .unwrap()
         .memory_analysis()
         .unwrap();
+    // Buffers freed before (the pool's, the allocator's free pages) would serve the calls
+    // without growing the process: they go back to the system first.
+    jitfuse::internals::storage::pool::clear();
     let r0 = resident_bytes().unwrap();
     let mut top = r0;
     for _ in 0..20 {
@@ -223,11 +239,16 @@ fn a_cached_training_step_grows_memory_by_its_report() {
          workspace of {} B",
         m.library_bytes
     );
-    // The report is a bound the calls never pass by more than 10 %, and not a loose one:
-    // 2-core Zen 4, 2026-12-05: 5.2-6.0 MiB grown for 6.6 MiB reported (GEMM slabs are
-    // written less than the report assumes, by up to 1 MiB over the threads).
+    // The report is a bound the calls never pass by more than 10 %; with fresh blocks it
+    // is their growth within 10 % (2-core Zen 4, 2026-12-05: 6.50-6.62 MiB grown for 6.61
+    // MiB reported; 5.3-6.2 MiB with the allocator as it comes). FIXME: `matrixmultiply`
+    // (the products on CPUs without AVX-512) frees its packing after every product, which
+    // the report counts while a product runs: the growth measured between calls is less.
+    let least = if fresh_blocks && on_gemm { 0.9 } else { 0.7 };
     assert!(
-        grown as f64 <= 1.1 * reported as f64 && grown as f64 >= 0.7 * reported as f64,
-        "resident +{grown} for {reported} reported:\n{m}"
+        grown as f64 <= 1.1 * reported as f64 && grown as f64 >= least * reported as f64,
+        "resident +{grown} for {reported} reported (at least {least} of it expected, \
+         GLIBC_TUNABLES={:?}):\n{m}",
+        std::env::var("GLIBC_TUNABLES")
     );
 }

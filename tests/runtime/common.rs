@@ -264,10 +264,19 @@ pub fn measure_alone(path: &str) -> bool {
     if std::env::var_os(CHILD).is_some() {
         return true;
     }
+    measure_alone_with(path, &[]);
+    false
+}
+
+/// In the parent: run the test `path` in a child process with the environment variables
+/// `env` added, and check that it passed.
+pub fn measure_alone_with(path: &str, env: &[(&str, &str)]) {
+    const CHILD: &str = "JITFUSE_TEST_ALONE";
     let exe = std::env::current_exe().unwrap();
     let out = std::process::Command::new(exe)
         .args([path, "--exact", "--nocapture", "--test-threads=1"])
         .env(CHILD, "1")
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     let text = format!(
@@ -280,7 +289,6 @@ pub fn measure_alone(path: &str) -> bool {
         text.contains("1 passed"),
         "{path} did not run in the child:\n{text}"
     );
-    false
 }
 
 /// Tolerances of results that do not cancel much: a few ulp of f32 or f64 (relative and

@@ -182,6 +182,9 @@ pub struct Executable {
     controls: std::collections::HashMap<ValueId, control::ControlProgram>,
     /// What the kernels were compiled for.
     target: Target,
+    /// The GEMM libraries' workspace for this program's products, made resident before
+    /// the first call's products run (`library_bytes`).
+    gemm: crate::library::workspace::Reserved,
 }
 
 impl Executable {
@@ -441,7 +444,7 @@ impl Executable {
                 }
             }
         }
-        let exe = Executable {
+        let mut exe = Executable {
             controls,
             target: target.clone(),
             // The traced graph is only read for its text.
@@ -464,7 +467,9 @@ impl Executable {
             consts,
             arena_len,
             scratch_offset,
+            gemm: Default::default(),
         };
+        exe.gemm = crate::library::workspace::Reserved::new(exe.products_workspace());
         // The promise is the report's peak: library scratch and constants included.
         if let Some(b) = budget.and_then(MemoryBudget::bytes) {
             let peak = exe.memory_analysis().peak_bytes;
@@ -617,6 +622,11 @@ impl Executable {
     /// What this program's products (and its sub-programs') leave the GEMM libraries
     /// holding.
     pub(crate) fn gemm_workspace(&self) -> crate::library::workspace::GemmWorkspace {
+        self.gemm.workspace()
+    }
+
+    /// `gemm_workspace`, found by running the products dry (once, at compile time).
+    fn products_workspace(&self) -> crate::library::workspace::GemmWorkspace {
         let g = &self.graph;
         let mut w = crate::library::workspace::GemmWorkspace::default();
         for (si, s) in self.part.steps.iter().enumerate() {
@@ -943,6 +953,7 @@ impl Executable {
     pub fn run(&self, args: CallArgs) -> Result<Vec<Tensor>, Error> {
         self.check_args(&args)?;
         crate::internal::injection_point("run");
+        self.gemm.before_call();
         let g = &self.graph;
         let nn = g.nodes.len();
         let params: Vec<&Tensor> = args.tensors.iter().map(|(_, t)| t.tensor()).collect();

@@ -110,6 +110,59 @@ impl GemmWorkspace {
     }
 }
 
+impl GemmWorkspace {
+    /// Whether no product of the program packs or uses a slab.
+    fn is_empty(&self) -> bool {
+        self.workers.is_none() && self.caller.is_none()
+    }
+}
+
+/// A program's GEMM workspace, made resident where its products may run before they do:
+/// what a thread holds is otherwise the most of the products that happened to land on it,
+/// which differs from run to run with rayon's work stealing, while the report names the
+/// most any thread could hold. Reserved, every thread holds that from the first call.
+#[derive(Debug, Default)]
+pub struct Reserved {
+    workspace: GemmWorkspace,
+    /// Whether the workers' share was sent to the pool (once per program).
+    workers_sent: std::sync::atomic::AtomicBool,
+}
+
+impl Reserved {
+    pub fn new(workspace: GemmWorkspace) -> Reserved {
+        Reserved {
+            workspace,
+            workers_sent: Default::default(),
+        }
+    }
+
+    pub fn workspace(&self) -> GemmWorkspace {
+        self.workspace
+    }
+
+    /// Before a call: the calling thread's share now (a thread-local comparison once it
+    /// holds it), and at the first call each rayon worker's, queued on every worker with
+    /// `spawn_broadcast` and not waited for: a blocking broadcast would need every worker
+    /// to come by, and one blocked outside rayon (on a lock the caller holds) never would.
+    /// A product a worker runs before its share arrives packs into a buffer of its own
+    /// size, which the share then replaces; either way the worker ends holding the share.
+    pub fn before_call(&self) {
+        use std::sync::atomic::Ordering;
+        let w = &self.workspace;
+        if w.is_empty() {
+            return;
+        }
+        if let Some(r) = w.caller {
+            gemm_common::packing::reserve(r);
+        }
+        if let Some(r) = w.workers {
+            if !self.workers_sent.swap(true, Ordering::Relaxed) {
+                rayon::spawn_broadcast(move |_| gemm_common::packing::reserve(r));
+            }
+        }
+    }
+}
+
 /// Resident memory's granule.
 const PAGE: usize = 4096;
 
@@ -120,4 +173,42 @@ pub fn held_bytes() -> (usize, usize) {
         gemm_common::packing::packing_bytes(),
         gemm_common::packing::slab_bytes(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The first call of a program reserves each rayon worker's share on every worker of
+    /// the pool it runs in (asynchronously), and the caller's on the calling thread.
+    #[test]
+    fn the_first_call_reserves_every_workers_share() {
+        let mut w = GemmWorkspace::default();
+        // Wide enough for bands on the workers; the right operand transposed, so that
+        // each band packs it.
+        w.add((512, 384, 1024), 4, (384, 1), (1, 384));
+        let Some(share) = w.workers else {
+            // No product of this size packs here (no AVX-512: matrixmultiply's).
+            return;
+        };
+        assert!(share.packing > 0, "{w:?}");
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        let reserved = Reserved::new(w);
+        pool.install(|| reserved.before_call());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let held = pool.broadcast(|_| gemm_common::packing::thread_packing_bytes());
+            if held.iter().all(|&b| b >= share.packing) {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "workers hold {held:?}, each should hold {share:?}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
 }

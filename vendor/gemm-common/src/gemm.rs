@@ -455,20 +455,10 @@ pub unsafe fn gemm_basic_generic<
         None
     };
     if dry {
-        // What the product writes, hence makes resident: the packed right operand for the
-        // widest block of columns, the whole prepacked left one, or else (the slab) the
+        // What the product holds: its whole packing buffer (the thread keeps it, and
+        // `packing::reserve` makes it resident), and of the slab the bytes it writes: the
         // left operand's rows of one block.
         let size = core::mem::size_of::<T>();
-        let rhs = if do_pack_rhs {
-            packed_rhs_stride * (nc.min(n).msrv_next_multiple_of(NR) / NR)
-        } else {
-            0
-        };
-        let lhs = if do_prepack_lhs {
-            packed_lhs_stride * (m.msrv_next_multiple_of(MR) / MR)
-        } else {
-            0
-        };
         // The slab is written only where a block of rows is packed (as the loop below
         // decides for each block: rows not a multiple of N, strided rows, or wide blocks).
         let slab = if do_prepack_lhs {
@@ -500,7 +490,7 @@ pub unsafe fn gemm_basic_generic<
                 0
             })
         };
-        crate::packing::record((rhs + lhs) * size, slab);
+        crate::packing::record(req.map_or(0, |r| r.size_bytes()), slab);
         return;
     }
     let mut mem = req.map(crate::packing::Packing::take);

@@ -216,3 +216,47 @@ pub fn thread_packing_bytes() -> usize {
         .flatten()
         .unwrap_or(0)
 }
+
+/// Make this thread hold what `r` asks, resident: a kept packing buffer of at least
+/// `r.packing` bytes (allocated and written through if the kept one is smaller) and the
+/// first `r.slab` bytes of its L2 slab written. A caller that reserves a program's request
+/// on every thread that may run its products before the first one runs holds what its
+/// report names from then on, whichever threads the products land on. A thread inside a
+/// product (its cache or slab in use) is left as it is.
+#[cfg(feature = "std")]
+pub fn reserve(r: Request) {
+    fn touch(buf: &mut [core::mem::MaybeUninit<u8>]) {
+        for page in buf.chunks_mut(4096) {
+            page[0] = core::mem::MaybeUninit::new(0);
+        }
+        if let Some(last) = buf.last_mut() {
+            *last = core::mem::MaybeUninit::new(0);
+        }
+    }
+    if r.packing > 0 {
+        let _ = CACHE.try_with(|c| {
+            let Ok(mut c) = c.try_borrow_mut() else { return };
+            let align = crate::gemm::CACHELINE_ALIGN;
+            if c.as_ref().map_or(false, |k| k.bytes >= r.packing && k.align >= align) {
+                return;
+            }
+            *c = None;
+            HELD.fetch_add(r.packing, Ordering::Relaxed);
+            let mut buf = MemBuffer::new(StackReq::new_aligned::<u8>(r.packing, align));
+            touch(&mut buf);
+            *c = Some(Kept {
+                buf,
+                bytes: r.packing,
+                align,
+            });
+        });
+    }
+    if let Some(s) = r.slab.filter(|&s| s > 0) {
+        let _ = crate::gemm::L2_SLAB.try_with(|slab| {
+            if let Ok(mut slab) = slab.try_borrow_mut() {
+                let len = slab.len();
+                touch(&mut slab[..s.min(len)]);
+            }
+        });
+    }
+}
