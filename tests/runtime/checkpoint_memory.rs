@@ -275,11 +275,20 @@ fn budgets_at_or_above_auto_are_met_on_every_path() {
             weights(&[&[64usize, 64][..]; 48], 7),
             data(&[256, 64], 8),
         ),
+        (
+            "transformer",
+            weights(
+                &[&[64usize, 192][..], &[64, 64], &[64, 256], &[256, 64]].repeat(2),
+                9,
+            ),
+            data(&[128, 64], 10),
+        ),
     ];
     for (name, p, x) in models {
         let (auto, rows) = match name {
             "mlp" => mlp::budgets(&p, &x),
             "rnn" => rnn::budgets(&p, &x),
+            "transformer" => transformer::budgets(&p, &x),
             _ => chain::budgets(&p, &x),
         };
         for (b, got) in &rows {
