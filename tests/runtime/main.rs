@@ -18,6 +18,7 @@ mod fuzz;
 mod gpt;
 mod ir_text;
 mod layering;
+mod listings;
 mod loop_gradients;
 mod math_ops;
 mod memory;

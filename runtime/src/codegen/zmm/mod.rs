@@ -36,8 +36,11 @@
 mod body;
 mod bools;
 mod int;
+mod listing;
 pub mod reduce;
 pub mod row;
+
+pub use listing::listing;
 
 use super::kernel::{self, Staging};
 use super::target::{Isa, Target};
@@ -1101,37 +1104,6 @@ fn add_imm(a: &mut CodeAssembler, reg: AsmRegister64, imm: i64) -> R<()> {
         }
     }
     Ok(())
-}
-
-/// A listing of an AVX-512 kernel's machine code (for `JITFUSE_DUMP` and `explain`): its size,
-/// its micro-kernel calls and its bytes, 32 per line.
-pub fn listing(code: &Code) -> String {
-    let prefetch = match (code.prefetched, code.kind) {
-        (0, _) => String::new(),
-        (n, "row kernel" | "row sum") => format!(", next row prefetched for {n} accesses"),
-        (n, _) => format!(", {PREFETCH_AHEAD} bytes ahead prefetched for {n} accesses"),
-    };
-    let lanes = match (code.lane, code.int) {
-        (Lane::F32, false) => "",
-        (Lane::F64, false) => " (f64 lanes)",
-        (Lane::F32, true) => " (i32 lanes)",
-        (Lane::F64, true) => " (i64 lanes)",
-    };
-    let mut s = format!(
-        "{} {}{lanes}, {} bytes of machine code, {} micro-kernel calls per tile, {} values held in registers{prefetch}:\n",
-        code.width.name(),
-        code.kind,
-        code.bytes.len(),
-        code.staged,
-        code.held
-    );
-    for chunk in code.bytes.chunks(32) {
-        for b in chunk {
-            s.push_str(&format!("{b:02x}"));
-        }
-        s.push('\n');
-    }
-    s
 }
 
 /// Place `l` here. A zero-size instruction carries it, so that two labels may share an address
