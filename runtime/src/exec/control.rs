@@ -122,7 +122,7 @@ pub(crate) fn distinct_subs<'a>(
         for e in &c.execs {
             if !out.iter().any(|x| std::ptr::eq(*x, &**e)) {
                 out.push(e);
-                for sub in e.controls.values() {
+                for (_, sub) in e.controls() {
                     walk(sub, out);
                 }
             }
@@ -146,9 +146,8 @@ pub(crate) fn transient_path(steps: &[(&Op, &ControlProgram)]) -> usize {
                 .iter()
                 .map(|e| {
                     let inner: Vec<(&Op, &ControlProgram)> = e
-                        .controls
-                        .iter()
-                        .map(|(v, c)| (&e.graph.node(*v).op, c))
+                        .controls()
+                        .map(|(v, c)| (&e.graph.node(v).op, c))
                         .collect();
                     transient_path(&inner)
                 })

@@ -74,9 +74,8 @@ impl Executable {
             + text
             + self.compiled.code.held_bytes()
             + self
-                .controls
-                .values()
-                .map(|c| c.description_bytes())
+                .controls()
+                .map(|(_, c)| c.description_bytes())
                 .sum::<usize>()
     }
 }

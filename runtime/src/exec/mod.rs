@@ -6,6 +6,7 @@ pub(crate) mod args;
 mod control;
 mod footprint;
 mod parallel;
+mod steps;
 
 pub use crate::library::workspace::held_bytes as gemm_held_bytes;
 
@@ -158,18 +159,14 @@ pub struct Executable {
     part: Partition,
     /// What each step computes and how it walks memory (`describe::describe`, built once).
     described: Vec<Description>,
-    /// How each compiled step's `begin..end` range may be split.
-    layouts: Vec<parallel::Split>,
     compiled: CompiledKernels,
     signature: Signature,
     plan: BufferPlan,
     /// Arenas of finished calls, reused by the next ones.
     arenas: Mutex<Vec<Buffer>>,
-    /// Per step, decided at compile time so a call only follows them: the
-    /// values it reads and writes, and (library steps but control flow) its
-    /// operands' maps.
-    io: Vec<(Vec<ValueId>, Vec<ValueId>)>,
-    operand_maps: Vec<Vec<partition::Affine>>,
+    /// What a call runs, step by step (decided at compile time so that a call only
+    /// follows them).
+    steps: Vec<steps::RunStep>,
     /// Constants a step reads from a buffer, materialised once (they are
     /// immutable): of their full shape for compiled and control steps, of one
     /// element (read with zero strides) where only library steps read them.
@@ -178,8 +175,6 @@ pub struct Executable {
     /// largest scratch a library step needs (`library::ops::scratch_bytes`).
     arena_len: usize,
     scratch_offset: usize,
-    /// The compiled sub-graphs of each control-flow node.
-    controls: std::collections::HashMap<ValueId, control::ControlProgram>,
     /// What the kernels were compiled for.
     target: Target,
     /// The GEMM libraries' workspace for this program's products, made resident before
@@ -361,7 +356,7 @@ impl Executable {
             })
             .map_err(|e| Error::verify(format!("kernel descriptions: {e}")))?;
         }
-        let layouts = described
+        let layouts: Vec<parallel::Split> = described
             .iter()
             .filter_map(|d| {
                 let (extent, work, align) = d.split()?;
@@ -433,19 +428,16 @@ impl Executable {
         } else {
             plan.arena_bytes
         };
-        let mut controls = std::collections::HashMap::new();
-        for s in &part.steps {
-            if let Step::Library(v) = s {
-                if graph.node(*v).op.is_control() {
-                    controls.insert(
-                        *v,
-                        control::ControlProgram::compile(&graph.node(*v).op, opts)?,
-                    );
-                }
-            }
-        }
+        let steps = Executable::run_steps(
+            &graph,
+            &part,
+            io,
+            operand_maps,
+            (&compiled.fns, layouts),
+            opts,
+        )?;
         let mut exe = Executable {
-            controls,
+            steps,
             target: target.clone(),
             // The traced graph is only read for its text.
             traced: if keep_text {
@@ -457,13 +449,10 @@ impl Executable {
             captured: traced.captured,
             part,
             described,
-            layouts,
             compiled,
             signature: sig.clone(),
             plan,
             arenas: Mutex::new(Vec::new()),
-            io,
-            operand_maps,
             consts,
             arena_len,
             scratch_offset,
@@ -545,6 +534,45 @@ impl Executable {
             }
         }
         consts
+    }
+
+    /// The steps a call runs, in the partition's order: each with its buffers' values, and
+    /// its compiled kernel (`fns` and `splits` in the order of the compiled steps), its
+    /// operands' maps or its control-flow sub-programs (compiled here).
+    fn run_steps(
+        graph: &Graph,
+        part: &Partition,
+        io: Vec<(Vec<ValueId>, Vec<ValueId>)>,
+        operand_maps: Vec<Vec<partition::Affine>>,
+        (fns, splits): (&[codegen::KernelFn], Vec<parallel::Split>),
+        opts: &CompileOptions,
+    ) -> Result<Vec<steps::RunStep>, CompileError> {
+        let mut kernels = fns.iter().zip(splits);
+        let mut out = Vec::with_capacity(part.steps.len());
+        for ((step, (reads, writes)), operands) in part.steps.iter().zip(io).zip(operand_maps) {
+            let run = match *step {
+                Step::Library(v) if graph.node(v).op == Op::Matmul => {
+                    steps::Run::Matmul { v, operands }
+                }
+                Step::Library(v) if graph.node(v).op.is_control() => steps::Run::Control {
+                    v,
+                    program: control::ControlProgram::compile(&graph.node(v).op, opts)?,
+                },
+                Step::Library(v) => steps::Run::Library { v, operands },
+                Step::Kernel(_) | Step::Row(_) | Step::Reduce(_) => {
+                    let (&f, split) = kernels.next().expect("a kernel per compiled step");
+                    steps::Run::Kernel { f, split }
+                }
+            };
+            out.push(steps::RunStep { reads, writes, run });
+        }
+        debug_assert!(kernels.next().is_none(), "a compiled step per kernel");
+        Ok(out)
+    }
+
+    /// The control-flow steps and their sub-programs, in step order.
+    pub(crate) fn controls(&self) -> impl Iterator<Item = (ValueId, &control::ControlProgram)> {
+        self.steps.iter().filter_map(|s| s.control())
     }
 
     /// Compile a graph built by hand or parsed from text; every parameter is
@@ -629,19 +657,18 @@ impl Executable {
     fn products_workspace(&self) -> crate::library::workspace::GemmWorkspace {
         let g = &self.graph;
         let mut w = crate::library::workspace::GemmWorkspace::default();
-        for (si, s) in self.part.steps.iter().enumerate() {
-            let Step::Library(v) = s else { continue };
-            let n = g.node(*v);
-            if n.op != Op::Matmul {
+        for s in &self.steps {
+            let steps::Run::Matmul { v, operands } = &s.run else {
                 continue;
-            }
+            };
+            let n = g.node(*v);
             let a = &g.node(n.inputs[0]).shape;
             let b = &g.node(n.inputs[1]).shape;
             let (m, k) = (a[a.len().saturating_sub(2)], a[a.len() - 1]);
             let cols = b[b.len() - 1];
             // The strides `run` reads the operands through (their last two axes).
             let strides = |i: usize| {
-                let st = &self.operand_maps[si][i].strides;
+                let st = &operands[i].strides;
                 let r = st.len();
                 (st[r - 2] as isize, st[r - 1] as isize)
             };
@@ -653,9 +680,8 @@ impl Executable {
                 w.add((rows, k, cols), n.dtype.size(), sa, sb);
             }
         }
-        self.controls
-            .values()
-            .flat_map(|c| c.gemm_workspaces())
+        self.controls()
+            .flat_map(|(_, c)| c.gemm_workspaces())
             .fold(w, |acc, x| acc.max(x))
     }
 
@@ -698,9 +724,8 @@ impl Executable {
                 .map(|v| self.value_bytes(v)),
         );
         let nested = self
-            .controls
-            .values()
-            .flat_map(|c| c.execs.iter())
+            .controls()
+            .flat_map(|(_, c)| c.execs.iter())
             .map(|e| e.loop_stack_bytes())
             .max()
             .unwrap_or(0);
@@ -739,11 +764,8 @@ impl Executable {
         );
         let alias_bytes = shape::sum_bytes(self.plan.donations.iter().map(|&(_, o)| bytes(o)));
         // Control-flow steps run sub-programs with arenas of their own.
-        let steps: Vec<(&Op, &control::ControlProgram)> = self
-            .controls
-            .iter()
-            .map(|(v, c)| (&g.node(*v).op, c))
-            .collect();
+        let steps: Vec<(&Op, &control::ControlProgram)> =
+            self.controls().map(|(v, c)| (&g.node(v).op, c)).collect();
         let control_bytes = control::control_bytes(&steps);
         let extra_bytes = self.own_temp_bytes() - self.plan.arena_bytes;
         let temp_bytes = self.own_temp_bytes().saturating_add(control_bytes);
@@ -757,7 +779,7 @@ impl Executable {
             temp_bytes,
             alias_bytes,
             code_bytes: self.compiled.code_bytes
-                + control::distinct_subs(self.controls.values())
+                + control::distinct_subs(self.controls().map(|(_, c)| c))
                     .iter()
                     .map(|e| e.compiled.code_bytes)
                     .sum::<usize>(),
@@ -822,10 +844,10 @@ impl Executable {
     /// `[else, then]` of a `cond`, `[cond, body]` of a `while`, `[body]` of
     /// a `scan` (for tests and tools).
     pub fn sub_programs(&self) -> Vec<&Executable> {
-        let mut vs: Vec<&ValueId> = self.controls.keys().collect();
-        vs.sort();
-        vs.into_iter()
-            .flat_map(|v| self.controls[v].execs.iter().map(|e| &**e))
+        let mut cs: Vec<(ValueId, &control::ControlProgram)> = self.controls().collect();
+        cs.sort_by_key(|c| c.0);
+        cs.into_iter()
+            .flat_map(|(_, c)| c.execs.iter().map(|e| &**e))
             .collect()
     }
 
@@ -846,9 +868,8 @@ impl Executable {
             .filter(|s| !matches!(s, Step::Library(_)))
             .count()
             + self
-                .controls
-                .values()
-                .map(|c| c.kernel_count())
+                .controls()
+                .map(|(_, c)| c.kernel_count())
                 .sum::<usize>()
     }
 
@@ -899,17 +920,17 @@ impl Executable {
 
     /// `text` of every control-flow node's sub-programs, labelled.
     fn sub_programs_text(&self, text: impl Fn(&Executable) -> String) -> String {
-        let mut vs: Vec<&ValueId> = self.controls.keys().collect();
-        vs.sort();
+        let mut cs: Vec<(ValueId, &control::ControlProgram)> = self.controls().collect();
+        cs.sort_by_key(|c| c.0);
         let mut s = String::new();
-        for v in vs {
-            let op = &self.graph.node(*v).op;
+        for (v, c) in cs {
+            let op = &self.graph.node(v).op;
             let names: &[&str] = match op {
                 Op::Cond(_) => &["else branch", "then branch"],
                 Op::While(_) => &["condition", "body"],
                 _ => &["body"],
             };
-            for (e, name) in self.controls[v].execs.iter().zip(names) {
+            for (e, name) in c.execs.iter().zip(names) {
                 s.push_str(&format!("\n// {} %{}: {name}\n{}", op.name(), v.0, text(e)));
             }
         }
@@ -1044,24 +1065,30 @@ impl Executable {
         }
         let scratch = arena.as_mut_ptr().wrapping_add(self.scratch_offset);
         let mut ptrs: Vec<*mut u8> = Vec::new();
-        let mut ki = 0;
-        for (si, step) in self.part.steps.iter().enumerate() {
-            let (reads, writes) = &self.io[si];
+        for step in &self.steps {
             ptrs.clear();
-            for &x in reads.iter().chain(writes) {
+            for &x in step.reads.iter().chain(&step.writes) {
                 if ptr[x.index()].is_null() && shape::numel(&g.node(x).shape) > 0 {
                     return Err(Error::verify(format!(
-                        "%{} has no buffer when step {:?} runs (bug in the planner)",
-                        x.0, step
+                        "%{} has no buffer when the step writing {:?} runs (bug in the planner)",
+                        x.0, step.writes
                     )));
                 }
                 ptrs.push(ptr[x.index()]);
             }
-            match step {
-                Step::Library(v) if g.node(*v).op == Op::Matmul => {
+            match &step.run {
+                steps::Run::Kernel { f, split } => {
+                    if split.extent > 0 {
+                        // SAFETY: the pointers are live buffers of the sizes the
+                        // kernel was compiled for (arguments checked above,
+                        // the rest planned and checked by plan::check).
+                        unsafe { parallel::run_kernel(*f, &ptrs, *split) };
+                    }
+                }
+                steps::Run::Matmul { v, operands } => {
                     let n = g.node(*v);
                     let operand = |k: usize| {
-                        let (x, a) = (n.inputs[k], &self.operand_maps[si][k]);
+                        let (x, a) = (n.inputs[k], &operands[k]);
                         let size = g.node(x).dtype.size() as i64;
                         crate::library::Strided {
                             ptr: ptr[a.root.index()].wrapping_offset((a.offset * size) as isize),
@@ -1077,20 +1104,20 @@ impl Executable {
                         crate::library::matmul_strided(&a, &b, &n.shape, n.dtype, ptr[v.index()])
                     };
                 }
-                Step::Library(v) if self.controls.contains_key(v) => {
+                steps::Run::Control { v, program } => {
                     let n = g.node(*v);
                     let ins = borrowed_inputs(g, &self.part, n, &ptr)?;
-                    let dest = result_buffers(g, &self.io[si].1, &ptr, self.controls[v].outputs);
+                    let dest = result_buffers(g, &step.writes, &ptr, program.outputs);
                     // SAFETY: the destinations were planned for these values
                     // and overlap no operand (no in-place for library steps).
-                    unsafe { self.controls[v].run(&n.op, &ins, &dest)? };
+                    unsafe { program.run(&n.op, &ins, &dest)? };
                 }
-                Step::Library(v) => {
+                steps::Run::Library { v, operands } => {
                     let n = g.node(*v);
                     let ins: Vec<crate::library::ops::Operand> = n
                         .inputs
                         .iter()
-                        .zip(&self.operand_maps[si])
+                        .zip(operands)
                         .map(|(&x, a)| {
                             let xn = g.node(x);
                             let off = a.offset * xn.dtype.size() as i64;
@@ -1109,7 +1136,7 @@ impl Executable {
                     // in-place for library steps); the scratch is this call's.
                     if let Op::AttentionGrad(spec) = &n.op {
                         // dq (the node), dk and dv (its `get`s; null when no one reads them).
-                        let dest: [*mut u8; 3] = result_buffers(g, &self.io[si].1, &ptr, 3)
+                        let dest: [*mut u8; 3] = result_buffers(g, &step.writes, &ptr, 3)
                             .try_into()
                             .expect("three results");
                         // SAFETY: as below, for each destination.
@@ -1128,17 +1155,6 @@ impl Executable {
                             )?
                         };
                     }
-                }
-                _ => {
-                    if self.layouts[ki].extent > 0 {
-                        // SAFETY: the pointers are live buffers of the sizes the
-                        // kernel was compiled for (arguments checked above,
-                        // the rest planned and checked by plan::check).
-                        unsafe {
-                            parallel::run_kernel(self.compiled.fns[ki], &ptrs, self.layouts[ki])
-                        };
-                    }
-                    ki += 1;
                 }
             }
         }

@@ -1,0 +1,39 @@
+//! What a call runs: the compiled program's steps in their scheduled order, each carrying
+//! what it needs to run, so that `Executable::run` is one loop over them.
+
+use super::control::ControlProgram;
+use super::parallel::Split;
+use crate::codegen::KernelFn;
+use crate::fusion::partition::Affine;
+use crate::ir::ValueId;
+
+/// One step of a call: the values whose buffers it reads and writes (in this order, the
+/// pointers a compiled kernel takes) and how it runs.
+pub(crate) struct RunStep {
+    pub reads: Vec<ValueId>,
+    pub writes: Vec<ValueId>,
+    pub run: Run,
+}
+
+/// How a step runs.
+pub(crate) enum Run {
+    /// A compiled kernel (loop, row or reduction) over its range, split across threads.
+    Kernel { f: KernelFn, split: Split },
+    /// The product `v` on the GEMM libraries, its two operands read through their maps.
+    Matmul { v: ValueId, operands: Vec<Affine> },
+    /// Another op `v` of the runtime library, its operands read through their maps (a
+    /// constant read by it alone is one element read with zero strides).
+    Library { v: ValueId, operands: Vec<Affine> },
+    /// The control-flow node `v`, running its compiled sub-programs.
+    Control { v: ValueId, program: ControlProgram },
+}
+
+impl RunStep {
+    /// The control-flow node and its sub-programs, if the step runs one.
+    pub fn control(&self) -> Option<(ValueId, &ControlProgram)> {
+        match &self.run {
+            Run::Control { v, program } => Some((*v, program)),
+            _ => None,
+        }
+    }
+}
