@@ -58,13 +58,14 @@ impl Executable {
             .map(|s| block(s.capacity()))
             .sum();
         block(std::mem::size_of::<Executable>() + 16)
-            + graph_bytes(&self.traced)
+            + graph_bytes(&self.record.traced)
             + graph_bytes(&self.graph)
             + steps * STEP_BYTES
             + values * VALUE_BYTES
             + vec_bytes(&self.plan.place)
-            + vec_bytes(&self.signature.args)
+            + vec_bytes(&self.inputs.signature.args)
             + self
+                .inputs
                 .signature
                 .args
                 .iter()

@@ -151,35 +151,59 @@ pub struct MemoryAnalysis {
     pub loop_stack_bytes: usize,
 }
 
+/// A compiled program: what it computes (the graph after the passes, partitioned and
+/// planned), what a call runs, and what a call needs besides its arguments.
 pub struct Executable {
-    /// The graph as traced, and after the passes (what the kernels compute).
-    traced: Graph,
+    /// The graph after the passes (what the kernels compute).
     graph: Graph,
-    captured: Vec<Tensor>,
+    /// Its steps in their scheduled order, and which values live in buffers.
     part: Partition,
-    /// What each step computes and how it walks memory (`describe::describe`, built once).
-    described: Vec<Description>,
-    compiled: CompiledKernels,
-    signature: Signature,
-    plan: BufferPlan,
-    /// Arenas of finished calls, reused by the next ones.
-    arenas: Mutex<Vec<Buffer>>,
     /// What a call runs, step by step (decided at compile time so that a call only
     /// follows them).
     steps: Vec<steps::RunStep>,
-    /// Constants a step reads from a buffer, materialised once (they are
-    /// immutable): of their full shape for compiled and control steps, of one
-    /// element (read with zero strides) where only library steps read them.
-    consts: Vec<(ValueId, Tensor)>,
+    plan: BufferPlan,
+    /// The machine code of the compiled steps (and its listings when kept).
+    compiled: CompiledKernels,
+    /// The memory a call uses beside its arguments and outputs.
+    memory: CallMemory,
+    /// What a call is given: the calling convention and the tensors the trace captured.
+    inputs: Inputs,
+    /// What the program was compiled from and for, kept for its texts, proofs and reports.
+    record: Record,
+}
+
+/// The memory a call uses beside its arguments and outputs.
+struct CallMemory {
+    /// Arenas of finished calls, reused by the next ones.
+    arenas: Mutex<Vec<Buffer>>,
     /// Bytes of every arena: the plan's, then (at `scratch_offset`) the
     /// largest scratch a library step needs (`library::ops::scratch_bytes`).
     arena_len: usize,
     scratch_offset: usize,
-    /// What the kernels were compiled for.
-    target: Target,
+    /// Constants a step reads from a buffer, materialised once (they are
+    /// immutable): of their full shape for compiled and control steps, of one
+    /// element (read with zero strides) where only library steps read them.
+    consts: Vec<(ValueId, Tensor)>,
     /// The GEMM libraries' workspace for this program's products, made resident before
     /// the first call's products run (`library_bytes`).
     gemm: crate::library::workspace::Reserved,
+}
+
+/// What a call is given besides its arguments' buffers.
+struct Inputs {
+    signature: Signature,
+    captured: Vec<Tensor>,
+}
+
+/// What the program was compiled from and for.
+struct Record {
+    /// The graph as traced (empty unless the program keeps its text).
+    traced: Graph,
+    /// What each step computes and how it walks memory (`describe::describe`, built once):
+    /// what the plan's proof reads.
+    described: Vec<Description>,
+    /// What the kernels were compiled for.
+    target: Target,
 }
 
 impl Executable {
@@ -282,8 +306,8 @@ impl Executable {
         Executable::check_plan_of(
             &self.graph,
             &self.part,
-            &self.described,
-            &self.signature,
+            &self.record.described,
+            &self.inputs.signature,
             plan,
         )
     }
@@ -437,28 +461,34 @@ impl Executable {
             opts,
         )?;
         let mut exe = Executable {
-            steps,
-            target: target.clone(),
-            // The traced graph is only read for its text.
-            traced: if keep_text {
-                traced_graph
-            } else {
-                Graph::new()
-            },
             graph,
-            captured: traced.captured,
             part,
-            described,
-            compiled,
-            signature: sig.clone(),
+            steps,
             plan,
-            arenas: Mutex::new(Vec::new()),
-            consts,
-            arena_len,
-            scratch_offset,
-            gemm: Default::default(),
+            compiled,
+            memory: CallMemory {
+                arenas: Mutex::new(Vec::new()),
+                arena_len,
+                scratch_offset,
+                consts,
+                gemm: Default::default(),
+            },
+            inputs: Inputs {
+                signature: sig.clone(),
+                captured: traced.captured,
+            },
+            record: Record {
+                // The traced graph is only read for its text.
+                traced: if keep_text {
+                    traced_graph
+                } else {
+                    Graph::new()
+                },
+                described,
+                target: target.clone(),
+            },
         };
-        exe.gemm = crate::library::workspace::Reserved::new(exe.products_workspace());
+        exe.memory.gemm = crate::library::workspace::Reserved::new(exe.products_workspace());
         // The promise is the report's peak: library scratch and constants included.
         if let Some(b) = budget.and_then(MemoryBudget::bytes) {
             let peak = exe.memory_analysis().peak_bytes;
@@ -630,7 +660,7 @@ impl Executable {
 
     /// What the kernels were compiled for.
     pub fn target(&self) -> &Target {
-        &self.target
+        &self.record.target
     }
 
     /// Run on borrowed arguments (for programs made by `from_graph`).
@@ -650,7 +680,7 @@ impl Executable {
     /// What this program's products (and its sub-programs') leave the GEMM libraries
     /// holding.
     pub(crate) fn gemm_workspace(&self) -> crate::library::workspace::GemmWorkspace {
-        self.gemm.workspace()
+        self.memory.gemm.workspace()
     }
 
     /// `gemm_workspace`, found by running the products dry (once, at compile time).
@@ -736,8 +766,9 @@ impl Executable {
     /// constants read from buffers, materialised once for its life: its
     /// temporaries without its control-flow steps' sub-programs.
     pub(crate) fn own_temp_bytes(&self) -> usize {
-        self.arena_len
+        self.memory.arena_len
             + self
+                .memory
                 .consts
                 .iter()
                 .map(|(_, t)| t.buffer().map_or(0, |b| b.len_bytes()))
@@ -890,7 +921,7 @@ impl Executable {
     /// The graph as traced (empty when the program was compiled without its text: the
     /// caches' programs, unless `JITFUSE_DUMP` is set).
     pub fn traced_text(&self) -> String {
-        self.traced.to_text()
+        self.record.traced.to_text()
     }
 
     /// The graph after the passes (simplification), which the kernels compute.
@@ -939,14 +970,19 @@ impl Executable {
 
     /// Check that the arguments have the types the program was compiled for.
     fn check_args(&self, args: &CallArgs) -> Result<(), Error> {
-        if args.tensors.len() != self.signature.args.len() {
+        if args.tensors.len() != self.inputs.signature.args.len() {
             return Err(Error::argument(format!(
                 "program expects {} tensor arguments, got {}",
-                self.signature.args.len(),
+                self.inputs.signature.args.len(),
                 args.tensors.len()
             )));
         }
-        for (i, ((_, t), s)) in args.tensors.iter().zip(&self.signature.args).enumerate() {
+        for (i, ((_, t), s)) in args
+            .tensors
+            .iter()
+            .zip(&self.inputs.signature.args)
+            .enumerate()
+        {
             let t = t.tensor();
             if t.is_traced() {
                 return Err(Error::new(
@@ -974,7 +1010,7 @@ impl Executable {
     pub fn run(&self, args: CallArgs) -> Result<Vec<Tensor>, Error> {
         self.check_args(&args)?;
         crate::internal::injection_point("run");
-        self.gemm.before_call();
+        self.memory.gemm.before_call();
         let g = &self.graph;
         let nn = g.nodes.len();
         let params: Vec<&Tensor> = args.tensors.iter().map(|(_, t)| t.tensor()).collect();
@@ -1001,7 +1037,7 @@ impl Executable {
                         .map_or(std::ptr::null_mut(), |b| b.as_mut_ptr())
                 }
                 Op::Captured(k) => {
-                    ptr[i] = self.captured[k]
+                    ptr[i] = self.inputs.captured[k]
                         .buffer()
                         .map_or(std::ptr::null_mut(), |b| b.as_mut_ptr())
                 }
@@ -1059,11 +1095,11 @@ impl Executable {
             };
             ptr[h.iv.value.index()] = b.wrapping_add(h.iv.offset);
         }
-        for (v, t) in &self.consts {
+        for (v, t) in &self.memory.consts {
             // Only read (constants are never a step's destination).
             ptr[v.index()] = t.buffer().unwrap().as_mut_ptr();
         }
-        let scratch = arena.as_mut_ptr().wrapping_add(self.scratch_offset);
+        let scratch = arena.as_mut_ptr().wrapping_add(self.memory.scratch_offset);
         let mut ptrs: Vec<*mut u8> = Vec::new();
         for step in &self.steps {
             ptrs.clear();
@@ -1171,10 +1207,15 @@ impl Executable {
     }
 
     fn take_arena(&self) -> Result<ArenaGuard<'_>, Error> {
-        let pooled = self.arenas.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let pooled = self
+            .memory
+            .arenas
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop();
         let b = match pooled {
             Some(b) => b,
-            None => Buffer::try_uninit(self.arena_len, || {
+            None => Buffer::try_uninit(self.memory.arena_len, || {
                 "the arena of the program's temporaries".into()
             })?,
         };
@@ -1186,7 +1227,8 @@ impl Executable {
 
     fn return_arena(&self, b: Option<Buffer>) {
         if let Some(b) = b {
-            self.arenas
+            self.memory
+                .arenas
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .push(b);
@@ -1213,7 +1255,7 @@ impl Executable {
         }
         match n.op {
             Op::Param(k) => Ok(params[k].clone()),
-            Op::Captured(k) => Ok(self.captured[k].clone()),
+            Op::Captured(k) => Ok(self.inputs.captured[k].clone()),
             Op::Const(l) => Ok(interp::filled(l.cast(n.dtype), &n.shape, n.dtype)),
             _ => Err(Error::verify(format!("output %{} was never computed", o.0))),
         }
