@@ -458,7 +458,7 @@ fn scatter_add(vals: &Tensor, idx: &Tensor, axis: usize, to: &[usize]) -> Tensor
     let mut j = 0;
     for o in 0..outer {
         for &i in &ids {
-            let k = clamp_index(i, n);
+            let k = crate::shape::clamp_index(i, n);
             for e in 0..inner {
                 acc[(o * n + k) * inner + e] += v[j];
                 j += 1;
@@ -466,12 +466,6 @@ fn scatter_add(vals: &Tensor, idx: &Tensor, axis: usize, to: &[usize]) -> Tensor
         }
     }
     from_f64s(acc, to, vals.dtype)
-}
-
-/// Clamp an index into `0..n` after counting negative ones from the end.
-pub fn clamp_index(i: i64, n: usize) -> usize {
-    let i = if i < 0 { i + n as i64 } else { i };
-    i.clamp(0, n as i64 - 1) as usize
 }
 
 fn take(x: &Tensor, idx: &Tensor, axis: usize, s: &[usize]) -> Tensor {
@@ -487,7 +481,7 @@ fn take(x: &Tensor, idx: &Tensor, axis: usize, s: &[usize]) -> Tensor {
             if n == 0 {
                 continue;
             }
-            let k = clamp_index(i, n);
+            let k = crate::shape::clamp_index(i, n);
             let start = (o * n + k) * inner * size;
             out.extend_from_slice(&src[start..start + inner * size]);
         }

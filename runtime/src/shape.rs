@@ -182,3 +182,11 @@ mod tests {
         assert!(!broadcasts_to(&[3, 4], &[4]));
     }
 }
+
+/// Clamp an index into `0..n` after counting negative ones from the end (how `take` and
+/// its gradient read an index out of range, as XLA's gather clamps: every backend and the
+/// interpreter read it here).
+pub fn clamp_index(i: i64, n: usize) -> usize {
+    let i = if i < 0 { i + n as i64 } else { i };
+    i.clamp(0, n as i64 - 1) as usize
+}

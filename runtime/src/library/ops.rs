@@ -351,7 +351,7 @@ unsafe fn read_index(idx: &Operand, j: usize) -> i64 {
 }
 
 /// `take(x, idx)` along `axis`: row `(o, j)` of the output is `x[o, clamp(idx[j]), ..]`
-/// (`interp::clamp_index`); an empty axis gives zeros.
+/// (`shape::clamp_index`); an empty axis gives zeros.
 ///
 /// # Safety
 /// As `run`'s.
@@ -375,7 +375,7 @@ unsafe fn take(size: usize, x: &Operand, idx: &Operand, axis: usize, out: *mut u
             let (o, j) = (r / m, r % m);
             // SAFETY: j < m; the row read is inside x, the row written inside out.
             unsafe {
-                let k = crate::interp::clamp_index(read_index(idx, j), n) as i64;
+                let k = crate::shape::clamp_index(read_index(idx, j), n) as i64;
                 let off = offset_of(o, outer_shape, outer_st) + k * x.strides[axis];
                 copy_dims(
                     size,
@@ -474,7 +474,7 @@ unsafe fn scatter_add<T: Float>(
         let pairs = std::slice::from_raw_parts_mut(scratch as *mut [u64; 2], m);
         for (j, p) in pairs.iter_mut().enumerate() {
             *p = [
-                crate::interp::clamp_index(read_index(idx, j), n) as u64,
+                crate::shape::clamp_index(read_index(idx, j), n) as u64,
                 j as u64,
             ];
         }
@@ -517,7 +517,7 @@ unsafe fn scatter_add<T: Float>(
     let order = std::slice::from_raw_parts_mut((scratch as *mut i64).add(n + 1), m);
     starts.fill(0);
     for j in 0..m {
-        starts[crate::interp::clamp_index(read_index(idx, j), n) + 1] += 1;
+        starts[crate::shape::clamp_index(read_index(idx, j), n) + 1] += 1;
     }
     for k in 0..n {
         starts[k + 1] += starts[k];
@@ -525,7 +525,7 @@ unsafe fn scatter_add<T: Float>(
     // Place each index at its row's cursor (starts[k], moving on); then starts[k] is the
     // end of row k and the start of row k + 1, so the starts shift by one.
     for j in 0..m {
-        let k = crate::interp::clamp_index(read_index(idx, j), n);
+        let k = crate::shape::clamp_index(read_index(idx, j), n);
         order[starts[k]] = offset_of(j, idx.shape, idx_st);
         starts[k] += 1;
     }
