@@ -434,9 +434,11 @@ pub(crate) fn run_operands<'a>(
     }
     // The donated operand is gone: a failure is reported here, naming the op (the
     // program's own error names its output by value number).
-    Ok(interpreted(|| exe.run(args))
-        .map(|mut outs| outs.remove(0))
-        .map_err(|e| Error::new(e.kind, format!("`{}`: {}", op.name(), e.message))))
+    Ok(
+        interpreted(|| crate::diag::profile::named("eager", || exe.run(args)))
+            .map(|mut outs| outs.remove(0))
+            .map_err(|e| Error::new(e.kind, format!("`{}`: {}", op.name(), e.message))),
+    )
 }
 
 /// `f` of `inputs` (a few ops that compile better together than one by one, such as a

@@ -54,6 +54,7 @@ pub use autodiff::{
     Policy, Tree,
 };
 pub use control::{cond, fori_loop, scan, while_loop, zip_axis, AxisIter, ZipAxis};
+pub use diag::profile::{profile, Profile};
 pub use eager::{set_eager_mode, EagerMode};
 pub use exec::{MemoryAnalysis, MemoryBudget, AUTO_MEMORY_BUDGET};
 pub use io::{load, save};

@@ -25,6 +25,7 @@ mod memory;
 mod nanogpt;
 mod ndarray_interop;
 mod optim;
+mod profile;
 mod passes;
 mod proptests;
 mod random;

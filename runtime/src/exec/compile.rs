@@ -356,6 +356,7 @@ impl Executable {
                 },
                 described,
                 target: target.clone(),
+                profile: Default::default(),
             },
         };
         exe.memory.gemm = crate::library::workspace::Reserved::new(exe.products_workspace());

@@ -8,6 +8,7 @@ mod control;
 mod footprint;
 mod memory;
 mod parallel;
+mod profiled;
 mod steps;
 
 pub use crate::library::workspace::held_bytes as gemm_held_bytes;
@@ -84,6 +85,9 @@ struct Record {
     described: Vec<Description>,
     /// What the kernels were compiled for.
     target: Target,
+    /// What the profiler shows of the steps (built the first time the program runs while
+    /// profiling).
+    profile: std::sync::OnceLock<Arc<crate::diag::profile::ProgramInfo>>,
 }
 
 impl Executable {
@@ -336,7 +340,12 @@ impl Executable {
         }
         let scratch = arena.as_mut_ptr().wrapping_add(self.memory.scratch_offset);
         let mut ptrs: Vec<*mut u8> = Vec::new();
-        for step in &self.steps {
+        let mut timer = crate::diag::profile::enabled()
+            .then(|| crate::diag::profile::CallTimer::start(self.profile_info()));
+        for (si, step) in self.steps.iter().enumerate() {
+            let started = timer.as_ref().map(|_| std::time::Instant::now());
+            // Threads the step was split over (0: the library splits its own work).
+            let mut threads = 0;
             ptrs.clear();
             for &x in step.reads.iter().chain(&step.writes) {
                 if ptr[x.index()].is_null() && shape::numel(&g.node(x).shape) > 0 {
@@ -353,7 +362,7 @@ impl Executable {
                         // SAFETY: the pointers are live buffers of the sizes the
                         // kernel was compiled for (arguments checked above,
                         // the rest planned and checked by plan::check).
-                        unsafe { parallel::run_kernel(*f, &ptrs, *split) };
+                        threads = unsafe { parallel::run_kernel(*f, &ptrs, *split) };
                     }
                 }
                 steps::Run::Matmul { v, operands } => {
@@ -428,6 +437,12 @@ impl Executable {
                     }
                 }
             }
+            if let (Some(t), Some(started)) = (&mut timer, started) {
+                t.step(si, started, threads);
+            }
+        }
+        if let Some(t) = timer {
+            t.finish();
         }
         self.return_arena(arena.take());
         drop(substitutes);

@@ -70,11 +70,12 @@ impl Shared {
     }
 }
 
-/// Run `f` over its whole range.
+/// Run `f` over its whole range; the number of chunks it was split into (1: the calling
+/// thread ran it alone).
 ///
 /// # Safety
 /// `ptrs` must hold the kernel's live input and output buffers.
-pub unsafe fn run_kernel(f: KernelFn, ptrs: &[*mut u8], split: Split) {
+pub unsafe fn run_kernel(f: KernelFn, ptrs: &[*mut u8], split: Split) -> usize {
     let Split {
         extent,
         work,
@@ -83,7 +84,7 @@ pub unsafe fn run_kernel(f: KernelFn, ptrs: &[*mut u8], split: Split) {
     let threads = rayon::current_num_threads();
     if work < PARALLEL_MIN_ELEMENTS || extent < 2 || threads < 2 {
         f(ptrs.as_ptr(), 0, extent as i64);
-        return;
+        return 1;
     }
     // One chunk per thread: a helper that wakes late leaves its chunk to the
     // caller. (Four per thread balanced late helpers better but measured slower
@@ -118,4 +119,5 @@ pub unsafe fn run_kernel(f: KernelFn, ptrs: &[*mut u8], split: Split) {
             std::thread::yield_now();
         }
     }
+    shared.chunks
 }

@@ -288,7 +288,9 @@ impl FnCache {
             Ok(Some(traced))
         })?;
         let slots = args.slots().to_vec();
-        let outs = match catch_unwind(AssertUnwindSafe(|| exe.run(args))) {
+        let name = self.name;
+        let run = || crate::diag::profile::named(name, || exe.run(args));
+        let outs = match catch_unwind(AssertUnwindSafe(run)) {
             Ok(Ok(outs)) => outs,
             Ok(Err(e)) if e.kind == ErrorKind::OutOfMemory => {
                 return Err(e.prefixed(&format!(
