@@ -194,6 +194,29 @@ fn fusion_gelu_is_one_kernel() {
     assert_eq!(exe.memory_analysis().temp_bytes, 0);
 }
 
+/// A kernel whose node reads a smaller value computed after the kernel began (a row of
+/// scales made from the same column, broadcast) moves after that value's kernel and takes
+/// the node: the product is not materialised for a second kernel.
+#[test]
+fn fusion_waits_for_a_broadcast_value_computed_later() {
+    let (x, c) = (arg(&[64, 256], 3), arg(&[64, 1], 4));
+    let (text, exe) = fusion_text(
+        &[x, c],
+        |ts| vec![(&ts[0] * &ts[1]).maximum(&(&ts[1] * 0.5)) - 1.0],
+        normwise,
+    );
+    expect![[r#"
+        step 0: kernel over [64, 1] reads (%1) writes (%5)
+          %5 = mul %1, %4 : f32[64,1]
+        step 1: kernel over [64, 256] reads (%0, %1, %5) writes (%9)
+          %3 = mul %0, %2 : f32[64,256]
+          %7 = max %3, %6 : f32[64,256]
+          %9 = sub %7, %8 : f32[64,256]
+    "#]]
+    .assert_eq(&text);
+    assert_eq!(exe.memory_analysis().temp_bytes, 64 * 4);
+}
+
 #[test]
 fn fusion_softmax_is_one_row_kernel() {
     let x = arg(&[8, 16], 2);

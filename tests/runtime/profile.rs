@@ -58,7 +58,10 @@ fn profiled_calls_give_a_trace_of_every_step_and_a_table() {
                 t >= t0 - 1e-3 && t <= t1 + 1e-3
             })
             .collect();
-        assert!(steps.len() >= 2, "a product and a kernel at least: {steps:?}");
+        assert!(
+            steps.len() >= 2,
+            "a product and a kernel at least: {steps:?}"
+        );
         for s in &steps {
             assert_eq!(s["tid"], c["tid"], "{s}");
             assert!(s["args"]["bytes"].as_u64().unwrap() > 0, "{s}");
@@ -68,7 +71,11 @@ fn profiled_calls_give_a_trace_of_every_step_and_a_table() {
             .iter()
             .find(|s| s["cat"] == "matmul")
             .expect("a matmul step");
-        assert_eq!(mm["args"]["flops"].as_u64(), Some(2 * 64 * 96 * 128), "{mm}");
+        assert_eq!(
+            mm["args"]["flops"].as_u64(),
+            Some(2 * 64 * 96 * 128),
+            "{mm}"
+        );
     }
     // Every call has the same steps.
     let per_call = events.iter().filter(|e| e["cat"] != "call").count();

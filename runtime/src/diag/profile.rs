@@ -303,7 +303,10 @@ fn table(events: &[Event]) -> String {
     }
     let mut progs: Vec<&Sums> = by.values().filter(|p| p.calls > 0).collect();
     progs.sort_by_key(|p| std::cmp::Reverse(p.total));
+    let all: u64 = progs.iter().map(|p| p.total).sum();
     let mut s = String::new();
+    let shown = progs.len().min(TABLE_PROGRAMS);
+    let (progs, rest) = progs.split_at(shown);
     for p in progs {
         let ms = |ns: u64| ns as f64 / 1e6;
         let _ = writeln!(
@@ -315,6 +318,21 @@ fn table(events: &[Event]) -> String {
             ms(p.total) / p.calls as f64,
             p.program.steps.len()
         );
+        // By kind first (as PyTorch's `key_averages` groups by op).
+        let mut kinds: Vec<(&str, u64)> = Vec::new();
+        for (&k, &(_, t)) in &p.steps {
+            let kind = p.program.steps[k].kind;
+            match kinds.iter_mut().find(|(n, _)| *n == kind) {
+                Some((_, x)) => *x += t,
+                None => kinds.push((kind, t)),
+            }
+        }
+        kinds.sort_by_key(|k| std::cmp::Reverse(k.1));
+        let by_kind: Vec<String> = kinds
+            .iter()
+            .map(|(n, t)| format!("{n} {:.1}%", 100.0 * *t as f64 / p.total.max(1) as f64))
+            .collect();
+        let _ = writeln!(s, "  by kind: {}", by_kind.join(", "));
         let _ = writeln!(
             s,
             "  {:>4}  {:<14} {:>10} {:>7} {:>8} {:>9}  ops",
@@ -322,6 +340,16 @@ fn table(events: &[Event]) -> String {
         );
         let mut steps: Vec<(&usize, &(u64, u64))> = p.steps.iter().collect();
         steps.sort_by_key(|(_, (_, t))| std::cmp::Reverse(*t));
+        let more = steps.split_off(steps.len().min(TABLE_STEPS));
+        if !more.is_empty() {
+            let t: u64 = more.iter().map(|(_, (_, t))| t).sum();
+            let _ = writeln!(
+                s,
+                "  ({} faster steps below these: {:.1}% of the time)",
+                more.len(),
+                100.0 * t as f64 / p.total.max(1) as f64
+            );
+        }
         for (&k, &(n, t)) in steps {
             let st = &p.program.steps[k];
             let per = t as f64 / n.max(1) as f64;
@@ -351,8 +379,22 @@ fn table(events: &[Event]) -> String {
             );
         }
     }
+    if !rest.is_empty() {
+        let t: u64 = rest.iter().map(|p| p.total).sum();
+        let _ = writeln!(
+            s,
+            "({} more programs: {:.3} ms in all, {:.1}% of the profiled calls' time)",
+            rest.len(),
+            t as f64 / 1e6,
+            100.0 * t as f64 / all.max(1) as f64
+        );
+    }
     s
 }
+
+/// Programs a table shows (those taking the most time), and steps per program.
+const TABLE_PROGRAMS: usize = 6;
+const TABLE_STEPS: usize = 24;
 
 /// Under `JITFUSE_PROFILE`: at exit, write the trace to the path and print the tables.
 fn write_at_exit() {

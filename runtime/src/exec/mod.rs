@@ -175,16 +175,36 @@ impl Executable {
     }
 
     pub fn clif_text(&self) -> String {
-        let mut s = self.compiled.clif.join("\n");
+        let mut s = self.by_step(&self.compiled.clif);
         s.push_str(&self.sub_programs_text(|e| e.clif_text()));
         s
     }
 
-    /// Machine code of every kernel (Cranelift's VCode listing after register
-    /// allocation), when the program was compiled keeping its text.
+    /// Machine code of every kernel (the x86 emitter's disassembled, Cranelift's VCode
+    /// listing after register allocation), when the program was compiled keeping its text.
     pub fn asm_text(&self) -> String {
-        let mut s = self.compiled.asm.join("\n");
+        let mut s = self.by_step(&self.compiled.asm);
         s.push_str(&self.sub_programs_text(|e| e.asm_text()));
+        s
+    }
+
+    /// The compiled steps' listings (one per kernel, in step order), each headed by the
+    /// step it belongs to: `// step 3: loop kernel mul×3, erf, add -> f32[768,512]`.
+    fn by_step(&self, listings: &[String]) -> String {
+        let kernels = self
+            .steps
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| matches!(s.run, steps::Run::Kernel { .. }))
+            .map(|(i, _)| i);
+        let mut s = String::new();
+        for (si, text) in kernels.zip(listings) {
+            let info = self.step_info(si);
+            s.push_str(&format!(
+                "// step {si}: {} {}\n{text}\n",
+                info.kind, info.label
+            ));
+        }
         s
     }
 

@@ -28,7 +28,8 @@ impl Executable {
             .clone()
     }
 
-    fn step_info(&self, i: usize) -> StepInfo {
+    /// Step `i` as the profiler and the listings name it.
+    pub(super) fn step_info(&self, i: usize) -> StepInfo {
         let g = &self.graph;
         let run = &self.steps[i];
         let (kind, nodes): (&'static str, Vec<ValueId>) = match (&self.part.steps[i], &run.run) {
@@ -80,7 +81,13 @@ fn label(g: &Graph, nodes: &[ValueId], written: Option<ValueId>) -> String {
     let named: Vec<String> = ops
         .iter()
         .take(LABEL_OPS)
-        .map(|&(name, n)| if n > 1 { format!("{name}×{n}") } else { name.to_string() })
+        .map(|&(name, n)| {
+            if n > 1 {
+                format!("{name}×{n}")
+            } else {
+                name.to_string()
+            }
+        })
         .collect();
     let mut s = named.join(", ");
     if ops.len() > LABEL_OPS {
