@@ -68,9 +68,10 @@ fn escape(s: &str) -> String {
 /// (the function and its signature) when given.
 pub fn svg(plan: &BufferPlan, g: &Graph, part: &Partition, title: Option<&str>) -> String {
     let names = step_names(g, part);
-    let (left, w, h, top_margin) = (90.0, 800.0, 400.0, 34.0);
-    let width = left + w + 20.0;
     let steps = names.len().max(1) as f64;
+    // Wide enough for a short name in a one-step box where there are few steps.
+    let (left, w, h, top_margin) = (90.0, (steps * 64.0).clamp(800.0, 2400.0), 400.0, 34.0);
+    let width = left + w + 20.0;
     let mut hosts: Vec<(ValueId, usize)> =
         plan.hosted.iter().map(|g| (g.host, g.host_bytes)).collect();
     hosts.sort();
@@ -163,8 +164,13 @@ pub fn svg(plan: &BufferPlan, g: &Graph, part: &Partition, title: Option<&str>) 
         ));
     }
     for (iv, y0, color, note) in boxes {
-        let x = x_of(iv.def);
-        let bw = ((iv.last - iv.def + 1) as f64 / steps * w).max(2.0);
+        // From the middle of the step that writes the value to the middle of the last one
+        // that reads it: a step that reads a value and writes another in its place ends one
+        // box where it starts the next, so boxes at the same offset never overlap (a value
+        // read by no later step takes the second half of its step).
+        let half = w / steps / 2.0;
+        let x = x_of(iv.def) + half;
+        let bw = ((iv.last - iv.def) as f64 / steps * w).max(half).max(2.0);
         let y = y_of(y0);
         let bh = (iv.size as f64 / total * h).max(2.0);
         let name = value_name(g, iv.value);
@@ -179,9 +185,10 @@ pub fn svg(plan: &BufferPlan, g: &Graph, part: &Partition, title: Option<&str>) 
             iv.last,
             escape(step_name(iv.last)),
         );
-        // The name inside the box, cut to its width, where it is tall enough for a line.
+        // The name inside the box, cut to its width less a character (so that the next
+        // box's name never reads as its continuation), where it is tall enough for a line.
         if bh >= 11.0 {
-            if let Some(label) = fit_label(&name, bw - 4.0) {
+            if let Some(label) = fit_label(&name, bw - 2.0 - CHAR_W) {
                 s += &format!(
                     "<text x=\"{:.1}\" y=\"{:.1}\">{}</text>\n",
                     x + 2.0,
