@@ -4,7 +4,8 @@
 //! `f64` and rounded once (exact for + - * / sqrt; within half an ulp of the
 //! true value for the transcendentals).
 
-use crate::ir::{BinaryOp, CmpOp, Graph, Op, UnaryOp};
+use crate::ir::semantics::{self, binary_f64, binary_i64, compare, unary_f64, unary_i64};
+use crate::ir::{BinaryOp, Graph, Op, UnaryOp};
 use crate::storage::Buffer;
 use crate::tensor::Tensor;
 use crate::{shape, DType, Element, Error, Literal};
@@ -162,147 +163,15 @@ fn check_result(op: &Op, shape: &[usize], dtype: DType) -> Result<(), Error> {
     Ok(())
 }
 
-/// The float semantics of each unary op, in f64.
-pub fn unary_f64(op: UnaryOp, x: f64) -> f64 {
-    match op {
-        UnaryOp::Neg => -x,
-        UnaryOp::Exp => x.exp(),
-        UnaryOp::Ln => x.ln(),
-        UnaryOp::Tanh => x.tanh(),
-        UnaryOp::Sqrt => x.sqrt(),
-        UnaryOp::Rsqrt => 1.0 / x.sqrt(),
-        UnaryOp::Abs => x.abs(),
-        // NaN stays NaN and -0 stays -0, as `x < 0 ? 0 : x`.
-        UnaryOp::Relu => {
-            if x < 0.0 {
-                0.0
-            } else {
-                x
-            }
-        }
-        UnaryOp::Sigmoid => {
-            if x >= 0.0 {
-                1.0 / (1.0 + (-x).exp())
-            } else {
-                let e = x.exp();
-                e / (1.0 + e)
-            }
-        }
-        UnaryOp::Sin => x.sin(),
-        UnaryOp::Cos => x.cos(),
-        UnaryOp::Square => x * x,
-        UnaryOp::Recip => 1.0 / x,
-        UnaryOp::Erf => libm::erf(x),
-        UnaryOp::StopGradient => x,
-        UnaryOp::Floor => x.floor(),
-        UnaryOp::Log1p => x.ln_1p(),
-        UnaryOp::Expm1 => x.exp_m1(),
-        UnaryOp::Not => unreachable!(),
-    }
-}
-
-/// The integer semantics of each unary op (wrapping), in i64.
-pub fn unary_i64(op: UnaryOp, x: i64, dtype: DType) -> i64 {
-    let wrap = |v: i64| {
-        if dtype == DType::I32 {
-            v as i32 as i64
-        } else {
-            v
-        }
-    };
-    match op {
-        UnaryOp::Neg => wrap(x.wrapping_neg()),
-        UnaryOp::Abs => wrap(x.wrapping_abs()),
-        UnaryOp::Relu => x.max(0),
-        UnaryOp::Square => wrap(x.wrapping_mul(x)),
-        _ => unreachable!(),
-    }
-}
-
-pub fn binary_f64(op: BinaryOp, a: f64, b: f64) -> f64 {
-    match op {
-        BinaryOp::Add => a + b,
-        BinaryOp::Sub => a - b,
-        BinaryOp::Mul => a * b,
-        BinaryOp::Div => a / b,
-        // NaN propagates (as XLA's max/min do).
-        BinaryOp::Max => {
-            if a.is_nan() || b.is_nan() {
-                f64::NAN
-            } else {
-                a.max(b)
-            }
-        }
-        BinaryOp::Min => {
-            if a.is_nan() || b.is_nan() {
-                f64::NAN
-            } else {
-                a.min(b)
-            }
-        }
-        BinaryOp::Pow => a.powf(b),
-        BinaryOp::Rem => a % b,
-        BinaryOp::And | BinaryOp::Or => unreachable!(),
-    }
-}
-
-pub fn binary_i64(op: BinaryOp, a: i64, b: i64, dtype: DType) -> i64 {
-    let wrap = |v: i64| {
-        if dtype == DType::I32 {
-            v as i32 as i64
-        } else {
-            v
-        }
-    };
-    match op {
-        BinaryOp::Add => wrap(a.wrapping_add(b)),
-        BinaryOp::Sub => wrap(a.wrapping_sub(b)),
-        BinaryOp::Mul => wrap(a.wrapping_mul(b)),
-        BinaryOp::Div => {
-            if b == 0 {
-                -1
-            } else {
-                wrap(a.wrapping_div(b))
-            }
-        }
-        BinaryOp::Max => a.max(b),
-        BinaryOp::Min => a.min(b),
-        BinaryOp::Rem => {
-            if b == 0 {
-                a
-            } else {
-                wrap(a.wrapping_rem(b))
-            }
-        }
-        _ => unreachable!(),
-    }
-}
-
-fn compare<T: PartialOrd>(op: CmpOp, a: T, b: T) -> bool {
-    match op {
-        CmpOp::Lt => a < b,
-        CmpOp::Le => a <= b,
-        CmpOp::Gt => a > b,
-        CmpOp::Ge => a >= b,
-        CmpOp::Eq => a == b,
-        CmpOp::Ne => a != b,
-    }
-}
-
 fn cast(x: &Tensor, to: DType) -> Tensor {
-    let s = &x.shape;
-    match (view(x), to) {
-        (_, DType::Bool) => tensor_of(as_f64s(x).into_iter().map(|v| v != 0.0).collect(), s),
-        (View::F32(v), DType::I32) => tensor_of(v.iter().map(|&a| a as i32).collect(), s),
-        (View::F32(v), DType::I64) => tensor_of(v.iter().map(|&a| a as i64).collect(), s),
-        (View::F64(v), DType::I32) => tensor_of(v.iter().map(|&a| a as i32).collect(), s),
-        (View::F64(v), DType::I64) => tensor_of(v.iter().map(|&a| a as i64).collect(), s),
-        // i64 -> f32 rounds once, directly.
-        (View::I64(v), DType::F32) => tensor_of(v.iter().map(|&a| a as f32).collect(), s),
-        (View::I64(v), DType::F64) => tensor_of(v.iter().map(|&a| a as f64).collect(), s),
-        (_, DType::F32 | DType::F64) => from_f64s(as_f64s(x), s, to),
-        (_, DType::I32 | DType::I64) => from_i64s(as_i64s(x), s, to),
+    let n = shape::numel(&x.shape);
+    let mut buf =
+        Buffer::try_zeroed(n * to.size(), || "a cast".into()).unwrap_or_else(|e| panic!("{e}"));
+    for i in 0..n {
+        let l = semantics::cast(read_literal(x, i), x.dtype, to);
+        write_literal(&mut buf, to, i, l);
     }
+    Tensor::from_buffer(Arc::new(buf), x.shape.clone(), to)
 }
 
 /// For a view op (broadcast, transpose, slice): the element offset in the

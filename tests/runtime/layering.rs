@@ -191,10 +191,10 @@ fn the_import_reader_and_the_components_see_what_is_there() {
     assert_eq!(comps.len(), 2);
 }
 
-/// FIXME: the compiler below the front end is one circle of 8 modules: the executor, the
-/// interpreter (and its two side files) and passes with the front end's `tensor`, `trace`
-/// and `eager` (the executor takes and returns `Tensor`s, passes fold constants through the
-/// interpreter). The aim is no component larger than 3.
+/// FIXME: the compiler below the front end is one circle of 7 modules: the executor and the
+/// interpreter (and its two side files) with the front end's `tensor`, `trace` and `eager`
+/// (the executor and the interpreter take and return `Tensor`s; an array value below
+/// `Tensor` would break it). The aim is no component larger than 3.
 /// Until then no change may add a module to it.
 #[test]
 fn no_change_grows_the_largest_circle_of_modules() {
@@ -207,7 +207,6 @@ fn no_change_grows_the_largest_circle_of_modules() {
         "interp",
         "interp_attention",
         "interp_reduce",
-        "passes",
         "tensor",
         "trace",
     ]

@@ -754,3 +754,185 @@ fn short_axis_splits_reductions_into_lanes() {
     .unwrap();
     assert!(jitfuse::internals::passes::short_axis::split(&g).is_none());
 }
+
+/// Constant folding computes what the interpreter computes, element for element: every
+/// elementwise op on every dtype it takes, on values at the edges (NaN, infinities, -0,
+/// the integer extremes, floats that saturate when cast and integers that wrap).
+#[test]
+fn constant_folding_computes_what_the_interpreter_computes() {
+    use jitfuse::internals::ir::{semantics, BinaryOp, CmpOp, Op, UnaryOp};
+    use jitfuse::Literal;
+    let floats = [
+        0.0,
+        -0.0,
+        0.1,
+        1.5,
+        -2.25,
+        3e9,
+        -3e9,
+        1e30,
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+    ];
+    let ints = [
+        0i64,
+        1,
+        -1,
+        7,
+        -7,
+        i32::MAX as i64,
+        i32::MIN as i64,
+        3_000_000_000,
+        i64::MAX,
+        i64::MIN,
+    ];
+    let dtypes = [DType::F32, DType::F64, DType::I32, DType::I64, DType::Bool];
+    // One element of `d` (the literal as the interpreter stores it) and its tensor.
+    let values = |d: DType| -> Vec<(Literal, Tensor)> {
+        match d {
+            DType::F32 => floats
+                .iter()
+                .map(|&v| {
+                    (
+                        Literal::Float(v),
+                        Tensor::from_vec(vec![v as f32], &[]).unwrap(),
+                    )
+                })
+                .collect(),
+            DType::F64 => floats
+                .iter()
+                .map(|&v| (Literal::Float(v), Tensor::from_vec(vec![v], &[]).unwrap()))
+                .collect(),
+            DType::I32 => ints
+                .iter()
+                .map(|&v| {
+                    (
+                        Literal::Int(v as i32 as i64),
+                        Tensor::from_vec(vec![v as i32], &[]).unwrap(),
+                    )
+                })
+                .collect(),
+            DType::I64 => ints
+                .iter()
+                .map(|&v| (Literal::Int(v), Tensor::from_vec(vec![v], &[]).unwrap()))
+                .collect(),
+            DType::Bool => [false, true]
+                .iter()
+                .map(|&v| (Literal::Bool(v), Tensor::from_vec(vec![v], &[]).unwrap()))
+                .collect(),
+            _ => unreachable!(),
+        }
+    };
+    // The interpreter's element as the literal the folded constant would store.
+    let element = |t: &Tensor| -> Literal {
+        match t.dtype() {
+            DType::F32 => Literal::Float(t.to_vec::<f32>().unwrap()[0] as f64),
+            DType::F64 => Literal::Float(t.to_vec::<f64>().unwrap()[0]),
+            DType::I32 => Literal::Int(t.to_vec::<i32>().unwrap()[0] as i64),
+            DType::I64 => Literal::Int(t.to_vec::<i64>().unwrap()[0]),
+            DType::Bool => Literal::Bool(t.to_vec::<bool>().unwrap()[0]),
+            _ => unreachable!(),
+        }
+    };
+    let same = |a: Literal, b: Literal, d: DType| match d {
+        DType::F32 | DType::F64 => {
+            let (x, y) = (a.as_f64(d), b.as_f64(d));
+            (x.is_nan() && y.is_nan()) || x.to_bits() == y.to_bits()
+        }
+        _ => a.as_i64(d) == b.as_i64(d),
+    };
+    let mut checked = 0;
+    let mut check = |op: Op, ins: &[(DType, &(Literal, Tensor))], out: DType| {
+        let refs: Vec<&Tensor> = ins.iter().map(|(_, (_, t))| t).collect();
+        let want = interp::eval_op(&op, &refs, &[], out).unwrap();
+        let lits: Vec<(Literal, DType)> = ins.iter().map(|(d, (l, _))| (*l, *d)).collect();
+        let got = semantics::eval(&op, &lits, out).expect("an elementwise op folds");
+        assert!(
+            same(got, element(&want), out),
+            "{op:?} of {lits:?} -> {out:?}: folded {got:?}, interpreted {:?}",
+            element(&want)
+        );
+        checked += 1;
+    };
+    let unary = [
+        UnaryOp::Neg,
+        UnaryOp::Exp,
+        UnaryOp::Ln,
+        UnaryOp::Tanh,
+        UnaryOp::Sqrt,
+        UnaryOp::Rsqrt,
+        UnaryOp::Abs,
+        UnaryOp::Relu,
+        UnaryOp::Sigmoid,
+        UnaryOp::Sin,
+        UnaryOp::Cos,
+        UnaryOp::Square,
+        UnaryOp::Recip,
+        UnaryOp::Erf,
+        UnaryOp::Floor,
+        UnaryOp::StopGradient,
+        UnaryOp::Log1p,
+        UnaryOp::Expm1,
+    ];
+    let binary = [
+        BinaryOp::Add,
+        BinaryOp::Sub,
+        BinaryOp::Mul,
+        BinaryOp::Div,
+        BinaryOp::Max,
+        BinaryOp::Min,
+        BinaryOp::Pow,
+        BinaryOp::Rem,
+    ];
+    let cmps = [
+        CmpOp::Lt,
+        CmpOp::Le,
+        CmpOp::Gt,
+        CmpOp::Ge,
+        CmpOp::Eq,
+        CmpOp::Ne,
+    ];
+    for d in dtypes {
+        let vs = values(d);
+        for x in &vs {
+            for to in dtypes {
+                check(Op::Cast(to), &[(d, x)], to);
+            }
+            match d {
+                DType::Bool => check(Op::Unary(UnaryOp::Not), &[(d, x)], d),
+                DType::F32 | DType::F64 => {
+                    for u in unary {
+                        check(Op::Unary(u), &[(d, x)], d);
+                    }
+                }
+                _ => {
+                    for u in [UnaryOp::Neg, UnaryOp::Abs, UnaryOp::Relu, UnaryOp::Square] {
+                        check(Op::Unary(u), &[(d, x)], d);
+                    }
+                }
+            }
+            for y in &vs {
+                for c in cmps {
+                    check(Op::Compare(c), &[(d, x), (d, y)], DType::Bool);
+                }
+                let ops: Vec<BinaryOp> = match d {
+                    DType::Bool => vec![BinaryOp::And, BinaryOp::Or],
+                    DType::F32 | DType::F64 => binary.to_vec(),
+                    _ => binary
+                        .iter()
+                        .copied()
+                        .filter(|&b| b != BinaryOp::Pow)
+                        .collect(),
+                };
+                for b in ops {
+                    check(Op::Binary(b), &[(d, x), (d, y)], d);
+                }
+                for c in &values(DType::Bool) {
+                    check(Op::Select, &[(DType::Bool, c), (d, x), (d, y)], d);
+                }
+            }
+        }
+    }
+    assert!(checked > 5000, "{checked}");
+}

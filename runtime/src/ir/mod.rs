@@ -12,6 +12,7 @@ mod op;
 pub use print::{attr_text, literal_text};
 mod parse;
 mod print;
+pub mod semantics;
 mod verify;
 
 pub use op::{

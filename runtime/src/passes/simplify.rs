@@ -11,9 +11,8 @@
 //! A `cond` whose predicate folds to a constant is replaced by its taken
 //! branch, inlined; the sub-graphs of control-flow nodes are simplified too.
 
-use crate::interp;
 use crate::ir::{BinaryOp, Graph, Node, Op, UnaryOp, ValueId};
-use crate::{DType, Literal, Tensor};
+use crate::{DType, Literal};
 use std::collections::HashMap;
 
 /// The simplified graph (parameters are kept, in order, even if unused).
@@ -274,30 +273,27 @@ fn fold_constant(g: &Graph, mut n: Node) -> Node {
     }
     let lits: Option<Vec<Literal>> = n.inputs.iter().map(|&x| const_of(g, x)).collect();
     let Some(lits) = lits else { return n };
-    // Evaluate on one element with the interpreter (the same semantics as
-    // every other evaluation).
-    let ins: Vec<Tensor> = n
-        .inputs
-        .iter()
-        .zip(&lits)
-        .map(|(&x, &l)| interp::filled(l, &[], g.node(x).dtype))
-        .collect();
-    let refs: Vec<&Tensor> = ins.iter().collect();
-    let op = if n.op.is_elementwise() {
-        n.op.clone()
-    } else {
+    if !n.op.is_elementwise() {
+        // A broadcast or reshape of a constant is the constant.
         return Node {
             op: Op::Const(lits[0]),
             inputs: vec![],
             ..n
         };
-    };
-    match interp::eval_op(&op, &refs, &[], n.dtype) {
-        Ok(t) => Node {
-            op: Op::Const(interp::read_literal(&t, 0)),
+    }
+    // The op on one element of each constant, as the interpreter computes every element.
+    let ins: Vec<(Literal, DType)> = n
+        .inputs
+        .iter()
+        .zip(&lits)
+        .map(|(&x, &l)| (l, g.node(x).dtype))
+        .collect();
+    match crate::ir::semantics::eval(&n.op, &ins, n.dtype) {
+        Some(l) => Node {
+            op: Op::Const(l),
             inputs: vec![],
             ..n
         },
-        Err(_) => n,
+        None => n,
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! Loads, stores, broadcasts, blends and the tail are the moves of the float lane of the same
 //! size (`Lane::F32` or `Lane::F64`): they move bits. Arithmetic and compares are the integer
-//! instructions, with the interpreter's semantics (`interp::binary_i64`): add, sub, mul, neg,
+//! instructions, with the interpreter's semantics (`ir::semantics::binary_i64`): add, sub, mul, neg,
 //! abs and square wrap; compares are signed. What x86 has no instruction for at a level is
 //! left to Cranelift by `node_ok`: division and remainder (no vector integer division), and
 //! i64 multiplication (`vpmullq` is AVX-512DQ, AVX2 has none).
