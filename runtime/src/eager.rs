@@ -353,7 +353,10 @@ pub(crate) fn run_all(
         // A run that fails (its result cannot be allocated) is left to the interpreter,
         // whose error names the op and its result ("for the result of `pad`"), as a
         // program's error, naming its output by value number, would not.
-        Some(Ok(exe.run_with(inputs).ok()?))
+        Some(Ok(crate::diag::profile::named("eager", || {
+            exe.run_with(inputs)
+        })
+        .ok()?))
     })
 }
 
@@ -477,5 +480,5 @@ pub(crate) fn fused(
         // A program of its parameters alone (nothing captured).
         traced.captured.is_empty().then_some(traced.graph)
     })?;
-    interpreted(|| exe.run_with(inputs).ok())
+    interpreted(|| crate::diag::profile::named("eager control flow", || exe.run_with(inputs)).ok())
 }

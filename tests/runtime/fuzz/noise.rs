@@ -154,19 +154,71 @@ pub fn node_values(
     eval_graph(&all, args, captured)
 }
 
-/// The largest finite noise magnitude of each output (0 for integer and
-/// bool outputs), from every node's value `v` (`node_values`).
-pub fn scales(g: &Graph, v: &[Tensor]) -> Vec<f64> {
+/// Every node's noise magnitude (its value for integers and bools), from every node's
+/// value `v` (`node_values`).
+fn magnitudes(g: &Graph, v: &[Tensor]) -> Vec<Tensor> {
     let mut s: Vec<Tensor> = Vec::with_capacity(v.len());
     for i in 0..g.nodes.len() {
         let t = if is_float(g.nodes[i].dtype) {
-            let p = propagate(g, i, &s, &v).unwrap_or_else(|| v[i].clone());
+            let p = propagate(g, i, &s, v).unwrap_or_else(|| v[i].clone());
             abs(&p)
         } else {
             v[i].clone()
         };
         s.push(t);
     }
+    s
+}
+
+/// For each output, whether it depends on an infinity multiplied by (or divided into) a
+/// value that is mostly rounding noise: `inf × (Σ(x - mean))` is `inf`, `-inf` or NaN as
+/// the cancelled sum came out positive, negative or exactly 0, which its order of summation
+/// decides, so there the compiled program and the interpreter may give different
+/// non-finite values (a finite value against a non-finite one still fails).
+pub fn noisy_infinities(g: &Graph, v: &[Tensor]) -> Vec<bool> {
+    let s = magnitudes(g, v);
+    let source: Vec<bool> = (0..g.nodes.len())
+        .map(|i| {
+            let n = &g.nodes[i];
+            if !matches!(n.op, Op::Binary(BinaryOp::Mul | BinaryOp::Div)) || !is_float(n.dtype) {
+                return false;
+            }
+            let (a, b) = (n.inputs[0].index(), n.inputs[1].index());
+            let (va, vb, sa, sb) = (
+                to_f64s(&v[a]),
+                to_f64s(&v[b]),
+                to_f64s(&s[a]),
+                to_f64s(&s[b]),
+            );
+            (0..va.len()).any(|k| {
+                (va[k].is_infinite() && mostly_noise(sb[k], vb[k]))
+                    || (vb[k].is_infinite() && mostly_noise(sa[k], va[k]))
+            })
+        })
+        .collect();
+    g.outputs
+        .iter()
+        .map(|&o| {
+            let mut seen = vec![false; g.nodes.len()];
+            let mut stack = vec![o];
+            while let Some(x) = stack.pop() {
+                if std::mem::replace(&mut seen[x.index()], true) {
+                    continue;
+                }
+                if source[x.index()] {
+                    return true;
+                }
+                stack.extend(g.node(x).inputs.iter().copied());
+            }
+            false
+        })
+        .collect()
+}
+
+/// The largest finite noise magnitude of each output (0 for integer and
+/// bool outputs), from every node's value `v` (`node_values`).
+pub fn scales(g: &Graph, v: &[Tensor]) -> Vec<f64> {
+    let s = magnitudes(g, v);
     g.outputs
         .iter()
         .map(|o| {
