@@ -194,9 +194,15 @@ fn fusion_gelu_is_one_kernel() {
     assert_eq!(exe.memory_analysis().temp_bytes, 0);
 }
 
-/// A kernel whose node reads a smaller value computed after the kernel began (a row of
-/// scales made from the same column, broadcast) moves after that value's kernel and takes
-/// the node: the product is not materialised for a second kernel.
+/// FIXME: a node whose loop kernel of its shape began before a smaller value it reads
+/// (computed later, broadcast) starts a kernel of its own, and the first kernel's value is
+/// materialised for it: `(x*c).maximum(c*0.5) - 1` is three kernels with `x*c` in a
+/// buffer, where two would do. Moving the first kernel after the small value's step (when
+/// no step between reads it) makes it two, and cut the random elementwise corpus's kernels
+/// (5 -> 3 at most) and the GPT step's temporaries (25.4 -> 21.0 MiB), but it lengthens
+/// the moved kernel's operands' lives: the attention composition's gradient planned 128 MiB
+/// instead of 96 and its forward ran 1.26x as long (2-core Zen 5, 2026-12-05). The move
+/// wants the planned peak to decide it.
 #[test]
 fn fusion_waits_for_a_broadcast_value_computed_later() {
     let (x, c) = (arg(&[64, 256], 3), arg(&[64, 1], 4));
@@ -206,15 +212,16 @@ fn fusion_waits_for_a_broadcast_value_computed_later() {
         normwise,
     );
     expect![[r#"
-        step 0: kernel over [64, 1] reads (%1) writes (%5)
-          %5 = mul %1, %4 : f32[64,1]
-        step 1: kernel over [64, 256] reads (%0, %1, %5) writes (%9)
+        step 0: kernel over [64, 256] reads (%0, %1) writes (%3)
           %3 = mul %0, %2 : f32[64,256]
+        step 1: kernel over [64, 1] reads (%1) writes (%5)
+          %5 = mul %1, %4 : f32[64,1]
+        step 2: kernel over [64, 256] reads (%3, %5) writes (%9)
           %7 = max %3, %6 : f32[64,256]
           %9 = sub %7, %8 : f32[64,256]
     "#]]
     .assert_eq(&text);
-    assert_eq!(exe.memory_analysis().temp_bytes, 64 * 4);
+    assert_eq!(exe.memory_analysis().temp_bytes, 64 * 256 * 4 + 64 * 4);
 }
 
 #[test]

@@ -544,33 +544,8 @@ pub fn partition_with(g: &Graph, groups: Vec<RowGroup>, copy_barriers: bool) -> 
                 }
             }
         }
-        let mut candidate = last_kernel.get(&n.shape).copied();
+        let candidate = last_kernel.get(&n.shape).copied();
         let late = is_late[i];
-        // The kernel of this shape may sit before a step this node needs (a smaller value
-        // computed after it and broadcast here): moved after that step when no step in
-        // between reads it, the node joins it instead of starting a kernel of its own (which
-        // would leave the first kernel's values materialised for it).
-        if let Some(k) = candidate.filter(|_| !late) {
-            let after = need_before
-                .iter()
-                .copied()
-                .filter(|&p| p >= k)
-                .chain(allow_same.iter().copied().filter(|&p| p > k))
-                .max();
-            if let Some(after) = after.filter(|&a| a > k && !need_before.contains(&k)) {
-                let movable = matches!(&steps[k], Step::Kernel(kk) if kk.nodes.len() < MAX_KERNEL_NODES)
-                    && (k + 1..=after).all(|s| {
-                        !step_reads_from(g, &steps[s], k, &|x| producer(x, &step_of, &views))
-                    });
-                if movable {
-                    move_step(&mut steps, &mut step_of, &mut last_kernel, k, after);
-                    let shift = |p: usize| if p > k && p <= after { p - 1 } else { p };
-                    need_before.iter_mut().for_each(|p| *p = shift(*p));
-                    allow_same.iter_mut().for_each(|p| *p = shift(*p));
-                    candidate = Some(after);
-                }
-            }
-        }
         let k = match candidate {
             Some(k)
                 if !late
@@ -700,52 +675,6 @@ pub fn partition_with(g: &Graph, groups: Vec<RowGroup>, copy_barriers: bool) -> 
         views,
         materialised,
         aliases,
-    }
-}
-
-/// Whether `step` reads a value that step `k` computes (`producer`: the step making a
-/// value's buffer, or its view's root's).
-fn step_reads_from(
-    g: &Graph,
-    step: &Step,
-    k: usize,
-    producer: &dyn Fn(ValueId) -> Option<usize>,
-) -> bool {
-    let nodes: &[ValueId] = match step {
-        Step::Kernel(kk) => &kk.nodes,
-        Step::Row(rk) => &rk.group.members,
-        Step::Library(v) | Step::Reduce(v) => std::slice::from_ref(v),
-    };
-    nodes
-        .iter()
-        .any(|&m| g.node(m).inputs.iter().any(|&x| producer(x) == Some(k)))
-}
-
-/// Move step `k` to just after step `after` (`k < after`): the steps between move up by
-/// one, and so do the step numbers that name them.
-fn move_step(
-    steps: &mut Vec<Step>,
-    step_of: &mut [Option<usize>],
-    last_kernel: &mut HashMap<Vec<usize>, usize>,
-    k: usize,
-    after: usize,
-) {
-    let moved = steps.remove(k);
-    steps.insert(after, moved);
-    let renumber = |p: usize| {
-        if p == k {
-            after
-        } else if p > k && p <= after {
-            p - 1
-        } else {
-            p
-        }
-    };
-    for s in step_of.iter_mut().flatten() {
-        *s = renumber(*s);
-    }
-    for s in last_kernel.values_mut() {
-        *s = renumber(*s);
     }
 }
 

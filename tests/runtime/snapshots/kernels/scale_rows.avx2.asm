@@ -1,3 +1,108 @@
+AVX2 loop kernel, 496 bytes of machine code, 0 micro-kernel calls per tile, 1 values held in registers, 1024 bytes ahead prefetched for 2 accesses:
+  0000  push rbx
+  0001  push rbp
+  0002  push r12
+  0004  push r13
+  0006  push r14
+  0008  push r15
+  000a  mov rax, rsp
+  000d  and rsp, 0xffffffffffffffc0
+  0011  sub rsp, 0x80
+  0018  mov [rsp], rax
+  001c  mov [rsp+8], rsi
+  0021  mov [rsp+0x10], rdx
+  0026  mov rax, [rdi]
+  0029  mov [rsp+0x30], rax
+  002e  mov rax, [rdi+8]
+  0032  mov [rsp+0x38], rax
+  0037  mov rax, [rdi+0x10]
+  003b  mov [rsp+0x40], rax
+  0040  mov rax, [rsp+8]
+  0045  cmp rax, [rsp+0x10]
+  004a  jge 0x19e
+  0050  mov [rsp+0x60], rax
+  0055  mov rax, 0x400
+  005f  mov [rsp+0x18], rax
+  0064  mov rcx, [rsp+0x30]
+  0069  mov rax, [rsp+0x60]
+  006e  imul rax, 0x1000
+  0075  add rcx, rax
+  0078  mov [rsp+0x48], rcx
+  007d  mov rcx, [rsp+0x38]
+  0082  mov rax, [rsp+0x60]
+  0087  imul rax, 4
+  008b  add rcx, rax
+  008e  mov [rsp+0x50], rcx
+  0093  mov rcx, [rsp+0x40]
+  0098  mov rax, [rsp+0x60]
+  009d  imul rax, 0x1000
+  00a4  add rcx, rax
+  00a7  mov [rsp+0x58], rcx
+  00ac  mov rdx, [rsp+0x48]
+  00b1  mov rsi, [rsp+0x50]
+  00b6  mov rdi, [rsp+0x58]
+  00bb  vbroadcastss ymm0, [rsi]
+  00c0  mov r15, [rsp+0x18]
+  00c5  xor rbx, rbx
+  00c8  lea r14, [r15-0x20]
+  00cc  cmp rbx, r14
+  00cf  jg short 0x138
+  00d1  vmovups ymm1, [rdx+rbx*4]
+  00d6  vmulps ymm2, ymm1, ymm0
+  00da  vmovups [rdi+rbx*4], ymm2
+  00df  vmovups ymm1, [rdx+rbx*4+0x20]
+  00e5  vmulps ymm2, ymm1, ymm0
+  00e9  vmovups [rdi+rbx*4+0x20], ymm2
+  00ef  vmovups ymm1, [rdx+rbx*4+0x40]
+  00f5  vmulps ymm2, ymm1, ymm0
+  00f9  vmovups [rdi+rbx*4+0x40], ymm2
+  00ff  vmovups ymm1, [rdx+rbx*4+0x60]
+  0105  vmulps ymm2, ymm1, ymm0
+  0109  vmovups [rdi+rbx*4+0x60], ymm2
+  010f  prefetcht0 [rdx+rbx*4+0x400]
+  0117  prefetcht0 [rdx+rbx*4+0x440]
+  011f  prefetchw [rdi+rbx*4+0x400]
+  0127  prefetchw [rdi+rbx*4+0x440]
+  012f  add rbx, 0x20
+  0133  cmp rbx, r14
+  0136  jle short 0xd1
+  0138  lea r14, [r15-8]
+  013c  cmp rbx, r14
+  013f  jg short 0x158
+  0141  vmovups ymm1, [rdx+rbx*4]
+  0146  vmulps ymm2, ymm1, ymm0
+  014a  vmovups [rdi+rbx*4], ymm2
+  014f  add rbx, 8
+  0153  cmp rbx, r14
+  0156  jle short 0x141
+  0158  cmp rbx, r15
+  015b  jge short 0x183
+  015d  mov rcx, r15
+  0160  sub rcx, rbx
+  0163  lea rax, [0x1b0]
+  016a  neg rcx
+  016d  vmovdqu ymm15, [rax+rcx*4+0x20]
+  0173  vmaskmovps ymm1, ymm15, [rdx+rbx*4]
+  0179  vmulps ymm2, ymm1, ymm0
+  017d  vmaskmovps [rdi+rbx*4], ymm15, ymm2
+  0183  mov rax, [rsp+0x60]
+  0188  add rax, 1
+  018e  mov [rsp+0x60], rax
+  0193  cmp rax, [rsp+0x10]
+  0198  jl 0x64
+  019e  mov rsp, [rsp]
+  01a2  pop r15
+  01a4  pop r14
+  01a6  pop r13
+  01a8  pop r12
+  01aa  pop rbp
+  01ab  pop rbx
+  01ac  vzeroupper
+  01af  ret
+  constants (64 bytes):
+    ffffffff ffffffff ffffffff ffffffff ffffffff ffffffff ffffffff ffffffff
+    00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000
+
 AVX2 loop kernel, 382 bytes of machine code, 0 micro-kernel calls per tile, 1 values held in registers:
   0000  push rbx
   0001  push rbp
@@ -83,7 +188,7 @@ AVX2 loop kernel, 382 bytes of machine code, 0 micro-kernel calls per tile, 1 va
     ffffffff 00000000 00000000 00000000 00000000 00000000 00000000 00000000
     00000000
 
-AVX2 loop kernel, 679 bytes of machine code, 0 micro-kernel calls per tile, 3 values held in registers, 1024 bytes ahead prefetched for 2 accesses:
+AVX2 loop kernel, 607 bytes of machine code, 0 micro-kernel calls per tile, 2 values held in registers, 1024 bytes ahead prefetched for 2 accesses:
   0000  push rbx
   0001  push rbp
   0002  push r12
@@ -102,122 +207,107 @@ AVX2 loop kernel, 679 bytes of machine code, 0 micro-kernel calls per tile, 3 va
   0032  mov [rsp+0x38], rax
   0037  mov rax, [rdi+0x10]
   003b  mov [rsp+0x40], rax
-  0040  mov rax, [rdi+0x18]
-  0044  mov [rsp+0x48], rax
-  0049  mov rax, [rsp+8]
-  004e  cmp rax, [rsp+0x10]
-  0053  jge 0x251
-  0059  mov [rsp+0x70], rax
-  005e  mov rax, 0x400
-  0068  mov [rsp+0x18], rax
-  006d  mov rcx, [rsp+0x30]
-  0072  mov rax, [rsp+0x70]
-  0077  imul rax, 0x1000
-  007e  add rcx, rax
-  0081  mov [rsp+0x50], rcx
-  0086  mov rcx, [rsp+0x38]
-  008b  mov rax, [rsp+0x70]
-  0090  imul rax, 4
-  0094  add rcx, rax
-  0097  mov [rsp+0x58], rcx
-  009c  mov rcx, [rsp+0x40]
-  00a1  mov rax, [rsp+0x70]
-  00a6  imul rax, 4
-  00aa  add rcx, rax
-  00ad  mov [rsp+0x60], rcx
-  00b2  mov rcx, [rsp+0x48]
-  00b7  mov rax, [rsp+0x70]
-  00bc  imul rax, 0x1000
-  00c3  add rcx, rax
-  00c6  mov [rsp+0x68], rcx
-  00cb  mov rdx, [rsp+0x50]
-  00d0  mov rsi, [rsp+0x58]
-  00d5  mov rdi, [rsp+0x60]
-  00da  mov r8, [rsp+0x68]
-  00df  vbroadcastss ymm0, [0x263]
-  00e8  vbroadcastss ymm1, [rsi]
-  00ed  vbroadcastss ymm2, [rdi]
-  00f2  mov r15, [rsp+0x18]
-  00f7  xor rbx, rbx
-  00fa  lea r14, [r15-0x20]
-  00fe  cmp rbx, r14
-  0101  jg 0x1c4
-  0107  vmovups ymm3, [rdx+rbx*4]
-  010c  vmulps ymm4, ymm3, ymm1
-  0110  vmaxps ymm3, ymm4, ymm2
-  0114  vcmpunordps ymm5, ymm4, ymm4
-  0119  vblendvps ymm3, ymm3, ymm4, ymm5
-  011f  vsubps ymm4, ymm3, ymm0
-  0123  vmovups [r8+rbx*4], ymm4
-  0129  vmovups ymm3, [rdx+rbx*4+0x20]
-  012f  vmulps ymm4, ymm3, ymm1
-  0133  vmaxps ymm3, ymm4, ymm2
-  0137  vcmpunordps ymm5, ymm4, ymm4
-  013c  vblendvps ymm3, ymm3, ymm4, ymm5
-  0142  vsubps ymm4, ymm3, ymm0
-  0146  vmovups [r8+rbx*4+0x20], ymm4
-  014d  vmovups ymm3, [rdx+rbx*4+0x40]
-  0153  vmulps ymm4, ymm3, ymm1
-  0157  vmaxps ymm3, ymm4, ymm2
-  015b  vcmpunordps ymm5, ymm4, ymm4
-  0160  vblendvps ymm3, ymm3, ymm4, ymm5
-  0166  vsubps ymm4, ymm3, ymm0
-  016a  vmovups [r8+rbx*4+0x40], ymm4
-  0171  vmovups ymm3, [rdx+rbx*4+0x60]
-  0177  vmulps ymm4, ymm3, ymm1
-  017b  vmaxps ymm3, ymm4, ymm2
-  017f  vcmpunordps ymm5, ymm4, ymm4
-  0184  vblendvps ymm3, ymm3, ymm4, ymm5
-  018a  vsubps ymm4, ymm3, ymm0
-  018e  vmovups [r8+rbx*4+0x60], ymm4
-  0195  prefetcht0 [rdx+rbx*4+0x400]
-  019d  prefetcht0 [rdx+rbx*4+0x440]
-  01a5  prefetchw [r8+rbx*4+0x400]
-  01ae  prefetchw [r8+rbx*4+0x440]
-  01b7  add rbx, 0x20
-  01bb  cmp rbx, r14
-  01be  jle 0x107
-  01c4  lea r14, [r15-8]
-  01c8  cmp rbx, r14
-  01cb  jg short 0x1f8
-  01cd  vmovups ymm3, [rdx+rbx*4]
-  01d2  vmulps ymm4, ymm3, ymm1
-  01d6  vmaxps ymm3, ymm4, ymm2
-  01da  vcmpunordps ymm5, ymm4, ymm4
-  01df  vblendvps ymm3, ymm3, ymm4, ymm5
-  01e5  vsubps ymm4, ymm3, ymm0
-  01e9  vmovups [r8+rbx*4], ymm4
-  01ef  add rbx, 8
-  01f3  cmp rbx, r14
-  01f6  jle short 0x1cd
-  01f8  cmp rbx, r15
-  01fb  jge short 0x236
-  01fd  mov rcx, r15
-  0200  sub rcx, rbx
-  0203  lea rax, [0x267]
-  020a  neg rcx
-  020d  vmovdqu ymm15, [rax+rcx*4+0x20]
-  0213  vmaskmovps ymm3, ymm15, [rdx+rbx*4]
-  0219  vmulps ymm4, ymm3, ymm1
-  021d  vmaxps ymm3, ymm4, ymm2
-  0221  vcmpunordps ymm5, ymm4, ymm4
-  0226  vblendvps ymm3, ymm3, ymm4, ymm5
-  022c  vsubps ymm4, ymm3, ymm0
-  0230  vmaskmovps [r8+rbx*4], ymm15, ymm4
-  0236  mov rax, [rsp+0x70]
-  023b  add rax, 1
-  0241  mov [rsp+0x70], rax
-  0246  cmp rax, [rsp+0x10]
-  024b  jl 0x6d
-  0251  mov rsp, [rsp]
-  0255  pop r15
-  0257  pop r14
-  0259  pop r13
-  025b  pop r12
-  025d  pop rbp
-  025e  pop rbx
-  025f  vzeroupper
-  0262  ret
+  0040  mov rax, [rsp+8]
+  0045  cmp rax, [rsp+0x10]
+  004a  jge 0x209
+  0050  mov [rsp+0x60], rax
+  0055  mov rax, 0x400
+  005f  mov [rsp+0x18], rax
+  0064  mov rcx, [rsp+0x30]
+  0069  mov rax, [rsp+0x60]
+  006e  imul rax, 0x1000
+  0075  add rcx, rax
+  0078  mov [rsp+0x48], rcx
+  007d  mov rcx, [rsp+0x38]
+  0082  mov rax, [rsp+0x60]
+  0087  imul rax, 4
+  008b  add rcx, rax
+  008e  mov [rsp+0x50], rcx
+  0093  mov rcx, [rsp+0x40]
+  0098  mov rax, [rsp+0x60]
+  009d  imul rax, 0x1000
+  00a4  add rcx, rax
+  00a7  mov [rsp+0x58], rcx
+  00ac  mov rdx, [rsp+0x48]
+  00b1  mov rsi, [rsp+0x50]
+  00b6  mov rdi, [rsp+0x58]
+  00bb  vbroadcastss ymm0, [0x21b]
+  00c4  vbroadcastss ymm1, [rsi]
+  00c9  mov r15, [rsp+0x18]
+  00ce  xor rbx, rbx
+  00d1  lea r14, [r15-0x20]
+  00d5  cmp rbx, r14
+  00d8  jg 0x185
+  00de  vmovups ymm2, [rdx+rbx*4]
+  00e3  vmaxps ymm3, ymm2, ymm1
+  00e7  vcmpunordps ymm4, ymm2, ymm2
+  00ec  vblendvps ymm3, ymm3, ymm2, ymm4
+  00f2  vsubps ymm2, ymm3, ymm0
+  00f6  vmovups [rdi+rbx*4], ymm2
+  00fb  vmovups ymm2, [rdx+rbx*4+0x20]
+  0101  vmaxps ymm3, ymm2, ymm1
+  0105  vcmpunordps ymm4, ymm2, ymm2
+  010a  vblendvps ymm3, ymm3, ymm2, ymm4
+  0110  vsubps ymm2, ymm3, ymm0
+  0114  vmovups [rdi+rbx*4+0x20], ymm2
+  011a  vmovups ymm2, [rdx+rbx*4+0x40]
+  0120  vmaxps ymm3, ymm2, ymm1
+  0124  vcmpunordps ymm4, ymm2, ymm2
+  0129  vblendvps ymm3, ymm3, ymm2, ymm4
+  012f  vsubps ymm2, ymm3, ymm0
+  0133  vmovups [rdi+rbx*4+0x40], ymm2
+  0139  vmovups ymm2, [rdx+rbx*4+0x60]
+  013f  vmaxps ymm3, ymm2, ymm1
+  0143  vcmpunordps ymm4, ymm2, ymm2
+  0148  vblendvps ymm3, ymm3, ymm2, ymm4
+  014e  vsubps ymm2, ymm3, ymm0
+  0152  vmovups [rdi+rbx*4+0x60], ymm2
+  0158  prefetcht0 [rdx+rbx*4+0x400]
+  0160  prefetcht0 [rdx+rbx*4+0x440]
+  0168  prefetchw [rdi+rbx*4+0x400]
+  0170  prefetchw [rdi+rbx*4+0x440]
+  0178  add rbx, 0x20
+  017c  cmp rbx, r14
+  017f  jle 0xde
+  0185  lea r14, [r15-8]
+  0189  cmp rbx, r14
+  018c  jg short 0x1b4
+  018e  vmovups ymm2, [rdx+rbx*4]
+  0193  vmaxps ymm3, ymm2, ymm1
+  0197  vcmpunordps ymm4, ymm2, ymm2
+  019c  vblendvps ymm3, ymm3, ymm2, ymm4
+  01a2  vsubps ymm2, ymm3, ymm0
+  01a6  vmovups [rdi+rbx*4], ymm2
+  01ab  add rbx, 8
+  01af  cmp rbx, r14
+  01b2  jle short 0x18e
+  01b4  cmp rbx, r15
+  01b7  jge short 0x1ee
+  01b9  mov rcx, r15
+  01bc  sub rcx, rbx
+  01bf  lea rax, [0x21f]
+  01c6  neg rcx
+  01c9  vmovdqu ymm15, [rax+rcx*4+0x20]
+  01cf  vmaskmovps ymm2, ymm15, [rdx+rbx*4]
+  01d5  vmaxps ymm3, ymm2, ymm1
+  01d9  vcmpunordps ymm4, ymm2, ymm2
+  01de  vblendvps ymm3, ymm3, ymm2, ymm4
+  01e4  vsubps ymm2, ymm3, ymm0
+  01e8  vmaskmovps [rdi+rbx*4], ymm15, ymm2
+  01ee  mov rax, [rsp+0x60]
+  01f3  add rax, 1
+  01f9  mov [rsp+0x60], rax
+  01fe  cmp rax, [rsp+0x10]
+  0203  jl 0x64
+  0209  mov rsp, [rsp]
+  020d  pop r15
+  020f  pop r14
+  0211  pop r13
+  0213  pop r12
+  0215  pop rbp
+  0216  pop rbx
+  0217  vzeroupper
+  021a  ret
   constants (68 bytes):
     3f800000 ffffffff ffffffff ffffffff ffffffff ffffffff ffffffff ffffffff
     ffffffff 00000000 00000000 00000000 00000000 00000000 00000000 00000000

@@ -1,3 +1,110 @@
+AVX-512 loop kernel, 507 bytes of machine code, 0 micro-kernel calls per tile, 1 values held in registers, 1024 bytes ahead prefetched for 2 accesses:
+  0000  push rbx
+  0001  push rbp
+  0002  push r12
+  0004  push r13
+  0006  push r14
+  0008  push r15
+  000a  mov rax, rsp
+  000d  and rsp, 0xffffffffffffffc0
+  0011  sub rsp, 0x80
+  0018  mov [rsp], rax
+  001c  mov [rsp+8], rsi
+  0021  mov [rsp+0x10], rdx
+  0026  mov rax, [rdi]
+  0029  mov [rsp+0x30], rax
+  002e  mov rax, [rdi+8]
+  0032  mov [rsp+0x38], rax
+  0037  mov rax, [rdi+0x10]
+  003b  mov [rsp+0x40], rax
+  0040  mov rax, [rsp+8]
+  0045  cmp rax, [rsp+0x10]
+  004a  jge 0x1e9
+  0050  mov [rsp+0x60], rax
+  0055  mov rax, 0x400
+  005f  mov [rsp+0x18], rax
+  0064  mov rcx, [rsp+0x30]
+  0069  mov rax, [rsp+0x60]
+  006e  imul rax, 0x1000
+  0075  add rcx, rax
+  0078  mov [rsp+0x48], rcx
+  007d  mov rcx, [rsp+0x38]
+  0082  mov rax, [rsp+0x60]
+  0087  imul rax, 4
+  008b  add rcx, rax
+  008e  mov [rsp+0x50], rcx
+  0093  mov rcx, [rsp+0x40]
+  0098  mov rax, [rsp+0x60]
+  009d  imul rax, 0x1000
+  00a4  add rcx, rax
+  00a7  mov [rsp+0x58], rcx
+  00ac  mov rdx, [rsp+0x48]
+  00b1  mov rsi, [rsp+0x50]
+  00b6  mov rdi, [rsp+0x58]
+  00bb  vbroadcastss zmm0, [rsi]
+  00c1  mov r15, [rsp+0x18]
+  00c6  xor rbx, rbx
+  00c9  lea r14, [r15-0x40]
+  00cd  cmp rbx, r14
+  00d0  jg 0x179
+  00d6  vmovups zmm1, [rdx+rbx*4]
+  00dd  vmulps zmm2, zmm1, zmm0
+  00e3  vmovups [rdi+rbx*4], zmm2
+  00ea  vmovups zmm1, [rdx+rbx*4+0x40]
+  00f2  vmulps zmm2, zmm1, zmm0
+  00f8  vmovups [rdi+rbx*4+0x40], zmm2
+  0100  vmovups zmm1, [rdx+rbx*4+0x80]
+  0108  vmulps zmm2, zmm1, zmm0
+  010e  vmovups [rdi+rbx*4+0x80], zmm2
+  0116  vmovups zmm1, [rdx+rbx*4+0xc0]
+  011e  vmulps zmm2, zmm1, zmm0
+  0124  vmovups [rdi+rbx*4+0xc0], zmm2
+  012c  prefetcht0 [rdx+rbx*4+0x400]
+  0134  prefetcht0 [rdx+rbx*4+0x440]
+  013c  prefetcht0 [rdx+rbx*4+0x480]
+  0144  prefetcht0 [rdx+rbx*4+0x4c0]
+  014c  prefetchw [rdi+rbx*4+0x400]
+  0154  prefetchw [rdi+rbx*4+0x440]
+  015c  prefetchw [rdi+rbx*4+0x480]
+  0164  prefetchw [rdi+rbx*4+0x4c0]
+  016c  add rbx, 0x40
+  0170  cmp rbx, r14
+  0173  jle 0xd6
+  0179  lea r14, [r15-0x10]
+  017d  cmp rbx, r14
+  0180  jg short 0x19f
+  0182  vmovups zmm1, [rdx+rbx*4]
+  0189  vmulps zmm2, zmm1, zmm0
+  018f  vmovups [rdi+rbx*4], zmm2
+  0196  add rbx, 0x10
+  019a  cmp rbx, r14
+  019d  jle short 0x182
+  019f  cmp rbx, r15
+  01a2  jge short 0x1ce
+  01a4  mov rcx, r15
+  01a7  sub rcx, rbx
+  01aa  mov eax, 1
+  01af  shl eax, cl
+  01b1  sub eax, 1
+  01b6  kmovw k1, eax
+  01ba  vmovups zmm1{k1}{z}, [rdx+rbx*4]
+  01c1  vmulps zmm2, zmm1, zmm0
+  01c7  vmovups [rdi+rbx*4]{k1}, zmm2
+  01ce  mov rax, [rsp+0x60]
+  01d3  add rax, 1
+  01d9  mov [rsp+0x60], rax
+  01de  cmp rax, [rsp+0x10]
+  01e3  jl 0x64
+  01e9  mov rsp, [rsp]
+  01ed  pop r15
+  01ef  pop r14
+  01f1  pop r13
+  01f3  pop r12
+  01f5  pop rbp
+  01f6  pop rbx
+  01f7  vzeroupper
+  01fa  ret
+
 AVX-512 loop kernel, 353 bytes of machine code, 0 micro-kernel calls per tile, 1 values held in registers:
   0000  push rbx
   0001  push rbp
@@ -82,7 +189,7 @@ AVX-512 loop kernel, 353 bytes of machine code, 0 micro-kernel calls per tile, 1
   constants (4 bytes):
     3f000000
 
-AVX-512 loop kernel, 717 bytes of machine code, 0 micro-kernel calls per tile, 3 values held in registers, 1024 bytes ahead prefetched for 2 accesses:
+AVX-512 loop kernel, 635 bytes of machine code, 0 micro-kernel calls per tile, 2 values held in registers, 1024 bytes ahead prefetched for 2 accesses:
   0000  push rbx
   0001  push rbp
   0002  push r12
@@ -101,126 +208,111 @@ AVX-512 loop kernel, 717 bytes of machine code, 0 micro-kernel calls per tile, 3
   0032  mov [rsp+0x38], rax
   0037  mov rax, [rdi+0x10]
   003b  mov [rsp+0x40], rax
-  0040  mov rax, [rdi+0x18]
-  0044  mov [rsp+0x48], rax
-  0049  mov rax, [rsp+8]
-  004e  cmp rax, [rsp+0x10]
-  0053  jge 0x2b7
-  0059  mov [rsp+0x70], rax
-  005e  mov rax, 0x400
-  0068  mov [rsp+0x18], rax
-  006d  mov rcx, [rsp+0x30]
-  0072  mov rax, [rsp+0x70]
-  0077  imul rax, 0x1000
-  007e  add rcx, rax
-  0081  mov [rsp+0x50], rcx
-  0086  mov rcx, [rsp+0x38]
-  008b  mov rax, [rsp+0x70]
-  0090  imul rax, 4
-  0094  add rcx, rax
-  0097  mov [rsp+0x58], rcx
-  009c  mov rcx, [rsp+0x40]
-  00a1  mov rax, [rsp+0x70]
-  00a6  imul rax, 4
-  00aa  add rcx, rax
-  00ad  mov [rsp+0x60], rcx
-  00b2  mov rcx, [rsp+0x48]
-  00b7  mov rax, [rsp+0x70]
-  00bc  imul rax, 0x1000
-  00c3  add rcx, rax
-  00c6  mov [rsp+0x68], rcx
-  00cb  mov rdx, [rsp+0x50]
-  00d0  mov rsi, [rsp+0x58]
-  00d5  mov rdi, [rsp+0x60]
-  00da  mov r8, [rsp+0x68]
-  00df  vbroadcastss zmm0, [0x2c9]
-  00e9  vbroadcastss zmm1, [rsi]
-  00ef  vbroadcastss zmm2, [rdi]
-  00f5  mov r15, [rsp+0x18]
-  00fa  xor rbx, rbx
-  00fd  lea r14, [r15-0x40]
-  0101  cmp rbx, r14
-  0104  jg 0x215
-  010a  vmovups zmm3, [rdx+rbx*4]
-  0111  vmulps zmm4, zmm3, zmm1
-  0117  vmaxps zmm3, zmm4, zmm2
-  011d  vcmpunordps k7, zmm4, zmm4
-  0124  vmovaps zmm3{k7}, zmm4
-  012a  vsubps zmm4, zmm3, zmm0
-  0130  vmovups [r8+rbx*4], zmm4
-  0137  vmovups zmm3, [rdx+rbx*4+0x40]
-  013f  vmulps zmm4, zmm3, zmm1
-  0145  vmaxps zmm3, zmm4, zmm2
-  014b  vcmpunordps k7, zmm4, zmm4
-  0152  vmovaps zmm3{k7}, zmm4
-  0158  vsubps zmm4, zmm3, zmm0
-  015e  vmovups [r8+rbx*4+0x40], zmm4
-  0166  vmovups zmm3, [rdx+rbx*4+0x80]
-  016e  vmulps zmm4, zmm3, zmm1
-  0174  vmaxps zmm3, zmm4, zmm2
-  017a  vcmpunordps k7, zmm4, zmm4
-  0181  vmovaps zmm3{k7}, zmm4
-  0187  vsubps zmm4, zmm3, zmm0
-  018d  vmovups [r8+rbx*4+0x80], zmm4
-  0195  vmovups zmm3, [rdx+rbx*4+0xc0]
-  019d  vmulps zmm4, zmm3, zmm1
-  01a3  vmaxps zmm3, zmm4, zmm2
-  01a9  vcmpunordps k7, zmm4, zmm4
-  01b0  vmovaps zmm3{k7}, zmm4
-  01b6  vsubps zmm4, zmm3, zmm0
-  01bc  vmovups [r8+rbx*4+0xc0], zmm4
-  01c4  prefetcht0 [rdx+rbx*4+0x400]
-  01cc  prefetcht0 [rdx+rbx*4+0x440]
-  01d4  prefetcht0 [rdx+rbx*4+0x480]
-  01dc  prefetcht0 [rdx+rbx*4+0x4c0]
-  01e4  prefetchw [r8+rbx*4+0x400]
-  01ed  prefetchw [r8+rbx*4+0x440]
-  01f6  prefetchw [r8+rbx*4+0x480]
-  01ff  prefetchw [r8+rbx*4+0x4c0]
-  0208  add rbx, 0x40
-  020c  cmp rbx, r14
-  020f  jle 0x10a
-  0215  lea r14, [r15-0x10]
-  0219  cmp rbx, r14
-  021c  jg short 0x254
-  021e  vmovups zmm3, [rdx+rbx*4]
-  0225  vmulps zmm4, zmm3, zmm1
-  022b  vmaxps zmm3, zmm4, zmm2
-  0231  vcmpunordps k7, zmm4, zmm4
-  0238  vmovaps zmm3{k7}, zmm4
-  023e  vsubps zmm4, zmm3, zmm0
-  0244  vmovups [r8+rbx*4], zmm4
-  024b  add rbx, 0x10
-  024f  cmp rbx, r14
-  0252  jle short 0x21e
-  0254  cmp rbx, r15
-  0257  jge short 0x29c
-  0259  mov rcx, r15
-  025c  sub rcx, rbx
-  025f  mov eax, 1
-  0264  shl eax, cl
-  0266  sub eax, 1
-  026b  kmovw k1, eax
-  026f  vmovups zmm3{k1}{z}, [rdx+rbx*4]
-  0276  vmulps zmm4, zmm3, zmm1
-  027c  vmaxps zmm3, zmm4, zmm2
-  0282  vcmpunordps k7, zmm4, zmm4
-  0289  vmovaps zmm3{k7}, zmm4
-  028f  vsubps zmm4, zmm3, zmm0
-  0295  vmovups [r8+rbx*4]{k1}, zmm4
-  029c  mov rax, [rsp+0x70]
-  02a1  add rax, 1
-  02a7  mov [rsp+0x70], rax
-  02ac  cmp rax, [rsp+0x10]
-  02b1  jl 0x6d
-  02b7  mov rsp, [rsp]
-  02bb  pop r15
-  02bd  pop r14
-  02bf  pop r13
-  02c1  pop r12
-  02c3  pop rbp
-  02c4  pop rbx
-  02c5  vzeroupper
-  02c8  ret
+  0040  mov rax, [rsp+8]
+  0045  cmp rax, [rsp+0x10]
+  004a  jge 0x265
+  0050  mov [rsp+0x60], rax
+  0055  mov rax, 0x400
+  005f  mov [rsp+0x18], rax
+  0064  mov rcx, [rsp+0x30]
+  0069  mov rax, [rsp+0x60]
+  006e  imul rax, 0x1000
+  0075  add rcx, rax
+  0078  mov [rsp+0x48], rcx
+  007d  mov rcx, [rsp+0x38]
+  0082  mov rax, [rsp+0x60]
+  0087  imul rax, 4
+  008b  add rcx, rax
+  008e  mov [rsp+0x50], rcx
+  0093  mov rcx, [rsp+0x40]
+  0098  mov rax, [rsp+0x60]
+  009d  imul rax, 0x1000
+  00a4  add rcx, rax
+  00a7  mov [rsp+0x58], rcx
+  00ac  mov rdx, [rsp+0x48]
+  00b1  mov rsi, [rsp+0x50]
+  00b6  mov rdi, [rsp+0x58]
+  00bb  vbroadcastss zmm0, [0x277]
+  00c5  vbroadcastss zmm1, [rsi]
+  00cb  mov r15, [rsp+0x18]
+  00d0  xor rbx, rbx
+  00d3  lea r14, [r15-0x40]
+  00d7  cmp rbx, r14
+  00da  jg 0x1cf
+  00e0  vmovups zmm2, [rdx+rbx*4]
+  00e7  vmaxps zmm3, zmm2, zmm1
+  00ed  vcmpunordps k7, zmm2, zmm2
+  00f4  vmovaps zmm3{k7}, zmm2
+  00fa  vsubps zmm2, zmm3, zmm0
+  0100  vmovups [rdi+rbx*4], zmm2
+  0107  vmovups zmm2, [rdx+rbx*4+0x40]
+  010f  vmaxps zmm3, zmm2, zmm1
+  0115  vcmpunordps k7, zmm2, zmm2
+  011c  vmovaps zmm3{k7}, zmm2
+  0122  vsubps zmm2, zmm3, zmm0
+  0128  vmovups [rdi+rbx*4+0x40], zmm2
+  0130  vmovups zmm2, [rdx+rbx*4+0x80]
+  0138  vmaxps zmm3, zmm2, zmm1
+  013e  vcmpunordps k7, zmm2, zmm2
+  0145  vmovaps zmm3{k7}, zmm2
+  014b  vsubps zmm2, zmm3, zmm0
+  0151  vmovups [rdi+rbx*4+0x80], zmm2
+  0159  vmovups zmm2, [rdx+rbx*4+0xc0]
+  0161  vmaxps zmm3, zmm2, zmm1
+  0167  vcmpunordps k7, zmm2, zmm2
+  016e  vmovaps zmm3{k7}, zmm2
+  0174  vsubps zmm2, zmm3, zmm0
+  017a  vmovups [rdi+rbx*4+0xc0], zmm2
+  0182  prefetcht0 [rdx+rbx*4+0x400]
+  018a  prefetcht0 [rdx+rbx*4+0x440]
+  0192  prefetcht0 [rdx+rbx*4+0x480]
+  019a  prefetcht0 [rdx+rbx*4+0x4c0]
+  01a2  prefetchw [rdi+rbx*4+0x400]
+  01aa  prefetchw [rdi+rbx*4+0x440]
+  01b2  prefetchw [rdi+rbx*4+0x480]
+  01ba  prefetchw [rdi+rbx*4+0x4c0]
+  01c2  add rbx, 0x40
+  01c6  cmp rbx, r14
+  01c9  jle 0xe0
+  01cf  lea r14, [r15-0x10]
+  01d3  cmp rbx, r14
+  01d6  jg short 0x208
+  01d8  vmovups zmm2, [rdx+rbx*4]
+  01df  vmaxps zmm3, zmm2, zmm1
+  01e5  vcmpunordps k7, zmm2, zmm2
+  01ec  vmovaps zmm3{k7}, zmm2
+  01f2  vsubps zmm2, zmm3, zmm0
+  01f8  vmovups [rdi+rbx*4], zmm2
+  01ff  add rbx, 0x10
+  0203  cmp rbx, r14
+  0206  jle short 0x1d8
+  0208  cmp rbx, r15
+  020b  jge short 0x24a
+  020d  mov rcx, r15
+  0210  sub rcx, rbx
+  0213  mov eax, 1
+  0218  shl eax, cl
+  021a  sub eax, 1
+  021f  kmovw k1, eax
+  0223  vmovups zmm2{k1}{z}, [rdx+rbx*4]
+  022a  vmaxps zmm3, zmm2, zmm1
+  0230  vcmpunordps k7, zmm2, zmm2
+  0237  vmovaps zmm3{k7}, zmm2
+  023d  vsubps zmm2, zmm3, zmm0
+  0243  vmovups [rdi+rbx*4]{k1}, zmm2
+  024a  mov rax, [rsp+0x60]
+  024f  add rax, 1
+  0255  mov [rsp+0x60], rax
+  025a  cmp rax, [rsp+0x10]
+  025f  jl 0x64
+  0265  mov rsp, [rsp]
+  0269  pop r15
+  026b  pop r14
+  026d  pop r13
+  026f  pop r12
+  0271  pop rbp
+  0272  pop rbx
+  0273  vzeroupper
+  0276  ret
   constants (4 bytes):
     3f800000
