@@ -428,43 +428,12 @@ mod tests {
         let mut kept_any = 0;
         for sa in [(k as isize, 1), (1, m as isize)] {
             for sb in [(n as isize, 1), (1, k as isize)] {
-                kept_any += std::thread::spawn(move || {
-                    let par = gemm::Parallelism::None;
-                    let r = faer_packing(m, k, n, sa, sb, par, 4);
-                    assert_eq!(gemm_common::packing::thread_packing_bytes(), 0);
+                // A product of ones through these strides, on one thread: every element k.
+                let ones = move || {
                     let (a, b) = (vec![1.0f32; m * k], vec![1.0f32; k * n]);
                     let mut c = vec![0.0f32; m * n];
-                    let mut run = || unsafe {
-                        let ma = Mat {
-                            p: a.as_ptr() as *mut u8,
-                            rs: sa.0,
-                            cs: sa.1,
-                        };
-                        let mb = Mat {
-                            p: b.as_ptr() as *mut u8,
-                            rs: sb.0,
-                            cs: sb.1,
-                        };
-                        faer_gemm(m, k, n, ma, mb, (c.as_mut_ptr(), n), par);
-                    };
-                    run();
-                    let kept = gemm_common::packing::thread_packing_bytes();
-                    assert_eq!(r.packing, kept, "{sa:?} {sb:?}: asked {r:?}, kept {kept}");
-                    run();
-                    assert_eq!(gemm_common::packing::thread_packing_bytes(), kept);
-                    assert!(c.iter().all(|&x| x == k as f32));
-                    kept
-                })
-                .join()
-                .unwrap();
-                std::thread::spawn(move || {
-                    let par = gemm::Parallelism::None;
-                    let r = faer_packing(m, k, n, sa, sb, par, 4);
-                    gemm_common::packing::reserve(r);
-                    assert_eq!(gemm_common::packing::thread_packing_bytes(), r.packing);
-                    let held = gemm_common::packing::packing_bytes();
-                    let (a, b) = (vec![1.0f32; m * k], vec![1.0f32; k * n]);
-                    let mut c = vec![0.0f32; m * n];
+                    // SAFETY: the operands hold m*k and k*n elements, read through
+                    // strides inside them; c is m*n.
                     unsafe {
                         let ma = Mat {
                             p: a.as_ptr() as *mut u8,
@@ -476,9 +445,36 @@ mod tests {
                             rs: sb.0,
                             cs: sb.1,
                         };
-                        faer_gemm(m, k, n, ma, mb, (c.as_mut_ptr(), n), par);
+                        faer_gemm(
+                            m,
+                            k,
+                            n,
+                            ma,
+                            mb,
+                            (c.as_mut_ptr(), n),
+                            gemm::Parallelism::None,
+                        );
                     }
                     assert!(c.iter().all(|&x| x == k as f32));
+                };
+                kept_any += std::thread::spawn(move || {
+                    let r = faer_packing(m, k, n, sa, sb, gemm::Parallelism::None, 4);
+                    assert_eq!(gemm_common::packing::thread_packing_bytes(), 0);
+                    ones();
+                    let kept = gemm_common::packing::thread_packing_bytes();
+                    assert_eq!(r.packing, kept, "{sa:?} {sb:?}: asked {r:?}, kept {kept}");
+                    ones();
+                    assert_eq!(gemm_common::packing::thread_packing_bytes(), kept);
+                    kept
+                })
+                .join()
+                .unwrap();
+                std::thread::spawn(move || {
+                    let r = faer_packing(m, k, n, sa, sb, gemm::Parallelism::None, 4);
+                    gemm_common::packing::reserve(r);
+                    assert_eq!(gemm_common::packing::thread_packing_bytes(), r.packing);
+                    let held = gemm_common::packing::packing_bytes();
+                    ones();
                     assert_eq!(gemm_common::packing::thread_packing_bytes(), r.packing);
                     // Other tests' threads allocate too: this one allocated nothing new
                     // unless the global count grew by a buffer of this size.
