@@ -527,8 +527,8 @@ fn staged_kernels_match_single_pass_bit_for_bit() {
                     for (k, (a, b)) in got.iter().zip(&want).enumerate() {
                         // x86 row kernels (softmax, f32 and f64) sum 16 or 8 lanes at a time
                         // (8 or 4 in f64): their last bits differ from the 4-lane (2-lane)
-                        // kernel's by design (codegen/zmm/row.rs); `check_graph` above holds
-                        // them to the interpreter, tests/runtime/zmm.rs to the Cranelift
+                        // kernel's by design (codegen/x86/row.rs); `check_graph` above holds
+                        // them to the interpreter, tests/runtime/x86.rs to the Cranelift
                         // kernel's error.
                         if *name == "softmax" && k == 0 {
                             continue;

@@ -4,7 +4,7 @@
 //! Cranelift IR the portable level builds. A change of code generation shows here as a diff
 //! of instructions; after an intended one, `UPDATE_EXPECT=1` rewrites
 //! `snapshots/kernels/`. Programs are compiled for the target only (`Target::emit_only`),
-//! never run, so the listings are the same on every machine; `avx512_code.txt` (zmm.rs)
+//! never run, so the listings are the same on every machine; `avx512_code.txt` (x86.rs)
 //! fingerprints a wider corpus.
 
 use crate::common::{compile_at, trace_fn};

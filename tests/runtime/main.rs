@@ -36,7 +36,7 @@ mod short_reductions;
 mod statistics;
 mod tensor_api;
 mod vmap;
-mod zmm;
+mod x86;
 
 /// Counts the process's large allocations (>= 64 KiB, the pool's smallest
 /// size): the memory tests check that a steady loop makes none.

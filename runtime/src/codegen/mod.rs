@@ -17,7 +17,7 @@ pub mod traced;
 pub mod trig;
 mod vector;
 #[cfg(target_arch = "x86_64")]
-pub mod zmm;
+pub mod x86;
 
 pub use target::{Isa, Target};
 
@@ -260,9 +260,9 @@ pub fn compile(
     let mut seen: std::collections::HashMap<String, cranelift_module::FuncId> =
         std::collections::HashMap::new();
     // AVX-512 loop kernels, keyed by their machine code (deduplicated as the IR text is).
-    let mut zmm_seen: std::collections::HashMap<Vec<u8>, cranelift_module::FuncId> =
+    let mut x86_seen: std::collections::HashMap<Vec<u8>, cranelift_module::FuncId> =
         std::collections::HashMap::new();
-    let mut zmm_asm: std::collections::HashMap<cranelift_module::FuncId, String> =
+    let mut x86_asm: std::collections::HashMap<cranelift_module::FuncId, String> =
         std::collections::HashMap::new();
     // Loop kernels by their structure (`kernel::structure_text`): a kernel
     // like an earlier one takes its function without being built again.
@@ -292,17 +292,17 @@ pub fn compile(
         let id = 'emit: {
             #[cfg(target_arch = "x86_64")]
             {
-                let code = crate::diag::phases::phase("codegen zmm", || match (k, desc) {
-                    (Step::Kernel(kk), Description::Loop(p)) => zmm::build(g, kk, p, target),
-                    (Step::Reduce(_), Description::Reduce(r)) => zmm::reduce::build(r, target),
+                let code = crate::diag::phases::phase("codegen x86", || match (k, desc) {
+                    (Step::Kernel(kk), Description::Loop(p)) => x86::build(g, kk, p, target),
+                    (Step::Reduce(_), Description::Reduce(r)) => x86::reduce::build(r, target),
                     (Step::Row(rk), Description::Row(pl)) => {
-                        zmm::reduce::build_row(g, rk, pl, target)
-                            .or_else(|| zmm::row::build(g, rk, pl, target))
+                        x86::reduce::build_row(g, rk, pl, target)
+                            .or_else(|| x86::row::build(g, rk, pl, target))
                     }
                     _ => None,
                 });
                 if let Some(code) = code {
-                    let id = match zmm_seen.get(&code.bytes) {
+                    let id = match x86_seen.get(&code.bytes) {
                         Some(&id) => id,
                         None => {
                             let id = module
@@ -312,9 +312,9 @@ pub fn compile(
                                 .define_function_bytes(id, 64, &code.bytes, &[])
                                 .map_err(|e| Error::codegen(format!("{e:?}")))?;
                             if keep_clif {
-                                zmm_asm.insert(id, zmm::listing(&code));
+                                x86_asm.insert(id, x86::listing(&code));
                             }
-                            zmm_seen.insert(code.bytes, id);
+                            x86_seen.insert(code.bytes, id);
                             id
                         }
                     };
@@ -400,7 +400,7 @@ pub fn compile(
     {
         allocated.lock().unwrap_or_else(|e| e.into_inner()).no_heap = true;
     }
-    let mut asm_of = zmm_asm;
+    let mut asm_of = x86_asm;
     for (id, m) in compiled {
         module
             .define_function_bytes(id, m.alignment, &m.bytes, &m.relocs)

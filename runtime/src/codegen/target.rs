@@ -10,10 +10,10 @@ use once_cell::sync::Lazy;
 pub enum Isa {
     /// Cranelift only, transcendentals inline (every CPU Cranelift supports).
     Portable,
-    /// AVX2 + FMA: f32 loop kernels emitted as 8-lane code (`codegen::zmm` at ymm width),
+    /// AVX2 + FMA: f32 loop kernels emitted as 8-lane code (`codegen::x86` at ymm width),
     /// 8-lane micro-kernels; row and reduction kernels by Cranelift.
     Avx2,
-    /// AVX-512F: loop, row and reduction kernels emitted as 16-lane code (`codegen::zmm`),
+    /// AVX-512F: loop, row and reduction kernels emitted as 16-lane code (`codegen::x86`),
     /// 16-lane micro-kernels.
     Avx512,
 }

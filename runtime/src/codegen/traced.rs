@@ -3,7 +3,7 @@
 //! bits, for f32 and f64 lanes (`math.rs` documents the methods and their measured errors).
 //! Every backend computes the same bits from it:
 //! - the micro-kernels (`micro.rs`): rustc compiles it for 16- and 8-lane f32 vectors;
-//! - the x86 loop and row kernels (`zmm/`): `trace` records it on a symbolic vector as
+//! - the x86 loop and row kernels (`x86/`): `trace` records it on a symbolic vector as
 //!   `SymOp`s, which the emitter spells instruction by instruction at the kernel's width and
 //!   lane type;
 //! - the Cranelift kernels (`vector.rs`): the same trace lowered to F32X4/F64X2 IR.

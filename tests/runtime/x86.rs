@@ -1,4 +1,4 @@
-//! AVX-512 loop kernels (runtime/src/codegen/zmm) against the Cranelift kernels they replace:
+//! AVX-512 loop kernels (runtime/src/codegen/x86) against the Cranelift kernels they replace:
 //! the same bits on random elementwise programs (tails of every length, broadcasts in 1-3
 //! dims, permuted outer dims, special values, staged transcendentals, bool masks), and the
 //! fallback to Cranelift where they do not apply.
@@ -1112,7 +1112,7 @@ fn avx512_machine_code_is_the_recorded_code() {
     let mut record = |name: &str, g: &Graph| {
         let exe = compile_at(g.clone(), &target).unwrap();
         let text = exe.asm_text();
-        // FNV-1a over the listings' instruction and constant lines (`zmm::listing`, one per
+        // FNV-1a over the listings' instruction and constant lines (`x86::listing`, one per
         // instruction at its offset): the code of every AVX-512 kernel, in order.
         let (mut kernels, mut hash) = (0, 0xcbf2_9ce4_8422_2325u64);
         let mut in_listing = false;
