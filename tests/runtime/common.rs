@@ -256,11 +256,13 @@ pub fn resident_bytes() -> Option<usize> {
     Some(kb * 1024)
 }
 
+/// Set in the child process `measure_alone` starts.
+const CHILD: &str = "JITFUSE_TEST_ALONE";
+
 /// Run the test `path` (`module::name`) alone in a child process: resident memory and the
 /// pool are process-wide, and other tests run beside it in threads. Returns true in the
 /// child, which then does the measuring.
 pub fn measure_alone(path: &str) -> bool {
-    const CHILD: &str = "JITFUSE_TEST_ALONE";
     if std::env::var_os(CHILD).is_some() {
         return true;
     }
@@ -271,7 +273,6 @@ pub fn measure_alone(path: &str) -> bool {
 /// In the parent: run the test `path` in a child process with the environment variables
 /// `env` added, and check that it passed.
 pub fn measure_alone_with(path: &str, env: &[(&str, &str)]) {
-    const CHILD: &str = "JITFUSE_TEST_ALONE";
     let exe = std::env::current_exe().unwrap();
     let out = std::process::Command::new(exe)
         .args([path, "--exact", "--nocapture", "--test-threads=1"])

@@ -122,6 +122,8 @@ impl Drop for JitCode {
 }
 
 pub struct CompiledKernels {
+    /// Each compiled step's function, in step order (the executable moves them into its
+    /// steps).
     pub fns: Vec<KernelFn>,
     /// Resident bytes holding the machine code of all kernels: whole 64-byte units of the
     /// code heap (or whole pages of Cranelift's own memory).

@@ -79,14 +79,10 @@ fn env_path() -> Option<&'static std::path::Path> {
     .as_deref()
 }
 
-/// Whether calls are being profiled now (one atomic load once the environment was read).
+/// Whether calls are being profiled now (two atomic loads once the environment was read).
 #[inline]
 pub fn enabled() -> bool {
-    static READ: AtomicBool = AtomicBool::new(false);
-    if !READ.load(Ordering::Relaxed) {
-        env_path();
-        READ.store(true, Ordering::Relaxed);
-    }
+    env_path();
     ON.load(Ordering::Relaxed)
 }
 
@@ -114,7 +110,10 @@ pub fn named<R>(name: &'static str, f: impl FnOnce() -> R) -> R {
 /// A call being recorded: its steps are added with `step`, the whole call at `finish`.
 pub struct CallTimer {
     program: Arc<ProgramInfo>,
+    /// The function, the call's number and the thread it runs on, for each event.
+    name: &'static str,
     call: u64,
+    thread: u64,
     start: Instant,
     events: Vec<Event>,
 }
@@ -124,7 +123,9 @@ impl CallTimer {
     pub fn start(program: Arc<ProgramInfo>) -> CallTimer {
         CallTimer {
             program,
+            name: NAME.with(|n| n.get()),
             call: CALLS.fetch_add(1, Ordering::Relaxed),
+            thread: THREAD.with(|t| *t),
             start: Instant::now(),
             events: Vec::new(),
         }
@@ -141,12 +142,12 @@ impl CallTimer {
         let since = |t: Instant| t.saturating_duration_since(epoch()).as_nanos() as u64;
         Event {
             program: self.program.clone(),
-            name: NAME.with(|n| n.get()),
+            name: self.name,
             call: self.call,
             step,
             start: since(start),
             dur: since(end).saturating_sub(since(start)),
-            thread: THREAD.with(|t| *t),
+            thread: self.thread,
             threads,
         }
     }

@@ -2,7 +2,19 @@
 //! recompute under a byte budget, partition and schedule, describe, generate code, plan the
 //! buffers and prove the plan, then the steps a call runs), and the options it takes.
 
-use super::*;
+use super::args::{ArgKind, ArgSig, Signature};
+use super::{control, parallel, steps, CallMemory, Executable, Inputs, Record};
+use crate::codegen::{self, Target};
+use crate::describe::{describe, Description};
+use crate::diag::phases::phase;
+use crate::error::CompileError;
+use crate::fusion::partition::{self, Partition, Step};
+use crate::ir::{self, Graph, Op, ValueId};
+use crate::plan::{self, BufferPlan, Place};
+use crate::tensor::Tensor;
+use crate::trace::Traced;
+use crate::{interp, Error};
+use std::sync::Mutex;
 
 /// A budget of this many bytes means "choose automatically" (`MemoryBudget::Auto`).
 pub const AUTO_MEMORY_BUDGET: usize = usize::MAX;
@@ -262,7 +274,7 @@ impl Executable {
             })
             .collect();
         crate::internal::injection_point("codegen");
-        let compiled = phase("codegen", || {
+        let mut compiled = phase("codegen", || {
             codegen::compile(&graph, &part, &described, keep_text, target)
         })?;
         let plan = Executable::plan_partition(&graph, &part, &refs(&described), sig);
@@ -327,7 +339,7 @@ impl Executable {
             &part,
             io,
             operand_maps,
-            (&compiled.fns, layouts),
+            (std::mem::take(&mut compiled.fns), layouts),
             opts,
         )?;
         let mut exe = Executable {
@@ -438,17 +450,18 @@ impl Executable {
     }
 
     /// The steps a call runs, in the partition's order: each with its buffers' values, and
-    /// its compiled kernel (`fns` and `splits` in the order of the compiled steps), its
+    /// its compiled kernel (`fns` and `splits` in the order of the compiled steps, moved
+    /// here: the steps are where a call finds its kernels), its
     /// operands' maps or its control-flow sub-programs (compiled here).
     fn run_steps(
         graph: &Graph,
         part: &Partition,
         io: Vec<(Vec<ValueId>, Vec<ValueId>)>,
         operand_maps: Vec<Vec<partition::Affine>>,
-        (fns, splits): (&[codegen::KernelFn], Vec<parallel::Split>),
+        (fns, splits): (Vec<codegen::KernelFn>, Vec<parallel::Split>),
         opts: &CompileOptions,
     ) -> Result<Vec<steps::RunStep>, CompileError> {
-        let mut kernels = fns.iter().zip(splits);
+        let mut kernels = fns.into_iter().zip(splits);
         let mut out = Vec::with_capacity(part.steps.len());
         for ((step, (reads, writes)), operands) in part.steps.iter().zip(io).zip(operand_maps) {
             let run = match *step {
@@ -461,7 +474,7 @@ impl Executable {
                 },
                 Step::Library(v) => steps::Run::Library { v, operands },
                 Step::Kernel(_) | Step::Row(_) | Step::Reduce(_) => {
-                    let (&f, split) = kernels.next().expect("a kernel per compiled step");
+                    let (f, split) = kernels.next().expect("a kernel per compiled step");
                     steps::Run::Kernel { f, split }
                 }
             };

@@ -15,7 +15,7 @@ use crate::units::heap_block as block;
 
 /// Heap bytes of a step beyond the vectors counted here: its kernel description (loop
 /// plan, reduce or row plan with their per-operand strides), its partition entry (node,
-/// input and output lists), its read/write lists and split layout. Measured with one-op
+/// input and output lists), its read/write lists and operand maps. Measured with one-op
 /// and small fused programs.
 const STEP_BYTES: usize = 1024;
 /// Heap bytes per graph value in the partition and plan beyond `place`: views' maps,
@@ -71,7 +71,7 @@ impl Executable {
                 .iter()
                 .map(|a| vec_bytes(&a.shape))
                 .sum::<usize>()
-            + vec_bytes(&self.compiled.fns)
+            + vec_bytes(&self.steps)
             + text
             + self.compiled.code.held_bytes()
             + self

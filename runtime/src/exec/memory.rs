@@ -1,7 +1,10 @@
 //! What a compiled program costs in memory: the figures of its report (`MemoryAnalysis`),
 //! the GEMM libraries' workspace, and the plan's picture.
 
-use super::*;
+use super::{control, steps, Executable};
+use crate::ir::{Op, ValueId};
+use crate::plan::{self, BufferPlan};
+use crate::shape;
 
 /// Memory figures of a compiled program, in bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

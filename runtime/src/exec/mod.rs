@@ -15,20 +15,17 @@ pub use crate::library::workspace::held_bytes as gemm_held_bytes;
 pub use compile::{CompileOptions, MemoryBudget, AUTO_MEMORY_BUDGET};
 pub use memory::MemoryAnalysis;
 
-use crate::codegen::{self, CompiledKernels, Target};
-use crate::describe::{describe, Description};
-use crate::diag::phases::phase;
+use crate::codegen::{CompiledKernels, Target};
+use crate::describe::Description;
 use crate::error::type_str;
-use crate::error::CompileError;
 use crate::fusion::partition::{self, Partition, Step};
 use crate::ir::{self, Graph, Op, ValueId};
-use crate::plan::{self, BufferPlan, Place};
+use crate::plan::{BufferPlan, Place};
 use crate::shape;
 use crate::storage::Buffer;
 use crate::tensor::Tensor;
-use crate::trace::Traced;
 use crate::{interp, Error};
-use args::{ArgKind, ArgSig, ArgTensor, CallArgs, Signature};
+use args::{ArgKind, ArgTensor, CallArgs, Signature};
 use std::sync::Arc;
 use std::sync::Mutex;
 
@@ -146,7 +143,14 @@ impl Executable {
     /// Number of distinct machine-code functions of the compiled steps
     /// (kernels of the same structure share one).
     pub fn function_count(&self) -> usize {
-        let mut f: Vec<usize> = self.compiled.fns.iter().map(|&p| p as usize).collect();
+        let mut f: Vec<usize> = self
+            .steps
+            .iter()
+            .filter_map(|s| match s.run {
+                steps::Run::Kernel { f, .. } => Some(f as usize),
+                _ => None,
+            })
+            .collect();
         f.sort();
         f.dedup();
         f.len()

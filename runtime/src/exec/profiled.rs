@@ -39,18 +39,9 @@ impl Executable {
             (_, Run::Matmul { v, .. }) => ("matmul", vec![*v]),
             (Step::Library(v), _) => (g.node(*v).op.name(), vec![*v]),
         };
-        let mut seen = Vec::new();
-        let bytes = run
-            .reads
-            .iter()
-            .chain(&run.writes)
-            .filter(|v| {
-                let new = !seen.contains(*v);
-                seen.push(**v);
-                new
-            })
-            .map(|&v| value_bytes(g, v))
-            .sum();
+        let touched: std::collections::BTreeSet<ValueId> =
+            run.reads.iter().chain(&run.writes).copied().collect();
+        let bytes = touched.into_iter().map(|v| value_bytes(g, v)).sum();
         StepInfo {
             kind,
             label: label(g, &nodes, run.writes.first().copied()),

@@ -130,27 +130,17 @@ pub fn compare<T: PartialOrd>(op: CmpOp, a: T, b: T) -> bool {
     }
 }
 
-/// A value of dtype `d` as f64 (exact for all but i64 beyond 2^53; a bool is 0 or 1).
-fn as_f64(l: Literal, d: DType) -> f64 {
-    l.as_f64(d)
-}
-
-/// A value of an integer or bool dtype as i64.
-fn as_i64(l: Literal, d: DType) -> i64 {
-    l.as_i64(d)
-}
-
 /// `x` of dtype `from` converted to `to`: floats to integers truncate and saturate (NaN
 /// gives 0), integers wrap, i64 to f32 rounds once, anything to bool is `!= 0`.
 pub fn cast(x: Literal, from: DType, to: DType) -> Literal {
     match (from, to) {
-        (_, DType::Bool) => Literal::Bool(as_f64(x, from) != 0.0),
-        (DType::F32 | DType::F64, DType::I32) => Literal::Int(as_f64(x, from) as i32 as i64),
-        (DType::F32 | DType::F64, DType::I64) => Literal::Int(as_f64(x, from) as i64),
-        (DType::I64, DType::F32) => Literal::Float(as_i64(x, from) as f32 as f64),
-        (_, DType::F32) => Literal::Float(as_f64(x, from) as f32 as f64),
-        (_, DType::F64) => Literal::Float(as_f64(x, from)),
-        (_, DType::I32 | DType::I64) => Literal::Int(wrap(as_i64(x, from), to)),
+        (_, DType::Bool) => Literal::Bool(x.as_f64(from) != 0.0),
+        (DType::F32 | DType::F64, DType::I32) => Literal::Int(x.as_f64(from) as i32 as i64),
+        (DType::F32 | DType::F64, DType::I64) => Literal::Int(x.as_f64(from) as i64),
+        (DType::I64, DType::F32) => Literal::Float(x.as_i64(from) as f32 as f64),
+        (_, DType::F32) => Literal::Float(x.as_f64(from) as f32 as f64),
+        (_, DType::F64) => Literal::Float(x.as_f64(from)),
+        (_, DType::I32 | DType::I64) => Literal::Int(wrap(x.as_i64(from), to)),
     }
 }
 
@@ -166,9 +156,9 @@ fn float(v: f64, dtype: DType) -> Literal {
 /// The elementwise `op` on one element of each input (`ins`: value and dtype), giving a
 /// value of `dtype`; `None` for ops that are not elementwise.
 pub fn eval(op: &Op, ins: &[(Literal, DType)], dtype: DType) -> Option<Literal> {
-    let f = |k: usize| as_f64(ins[k].0, ins[k].1);
-    let i = |k: usize| as_i64(ins[k].0, ins[k].1);
-    let b = |k: usize| as_f64(ins[k].0, ins[k].1) != 0.0;
+    let f = |k: usize| ins[k].0.as_f64(ins[k].1);
+    let i = |k: usize| ins[k].0.as_i64(ins[k].1);
+    let b = |k: usize| ins[k].0.as_f64(ins[k].1) != 0.0;
     Some(match op {
         Op::Cast(to) => cast(ins[0].0, ins[0].1, *to),
         Op::Unary(UnaryOp::Not) => Literal::Bool(!b(0)),

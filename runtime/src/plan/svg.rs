@@ -163,12 +163,12 @@ pub fn svg(plan: &BufferPlan, g: &Graph, part: &Partition, title: Option<&str>) 
             format!(" in the buffer of {}", value_name(g, hosted.host)),
         ));
     }
+    // Boxes run from the middle of the step that writes the value to the middle of the last
+    // one that reads it: a step that reads a value and writes another in its place ends one
+    // box where it starts the next, so boxes at the same offset never overlap (a value read
+    // by no later step takes the second half of its step).
+    let half = w / steps / 2.0;
     for (iv, y0, color, note) in boxes {
-        // From the middle of the step that writes the value to the middle of the last one
-        // that reads it: a step that reads a value and writes another in its place ends one
-        // box where it starts the next, so boxes at the same offset never overlap (a value
-        // read by no later step takes the second half of its step).
-        let half = w / steps / 2.0;
         let x = x_of(iv.def) + half;
         let bw = ((iv.last - iv.def) as f64 / steps * w).max(half).max(2.0);
         let y = y_of(y0);

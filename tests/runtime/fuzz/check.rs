@@ -108,7 +108,7 @@ pub fn arguments(g: &Graph, seed: u64, draws: &[u64], specials: bool) -> Vec<Ten
 /// exactly; floats elementwise within `rel * |want| + abs * scale`, where
 /// the scale is the largest finite magnitude of the interpreter's tensor,
 /// at least `floor` and at least `noise`, the output's rounding-noise scale
-/// (`noise::scales`: the size of the terms that cancelled in it). A normwise
+/// (`noise::analyse`: the size of the terms that cancelled in it). A normwise
 /// bound: sums may round differently, but an element read from the wrong
 /// place or never written is far off. The floor covers results that are
 /// rounding noise of a cancellation the noise scale does not follow (through
@@ -126,7 +126,7 @@ pub fn compare(
     compare_with(got, want, f32, floor, noise, false)
 }
 
-/// `compare`, where `noisy_infinities` (`noise::noisy_infinities`) lets a non-finite
+/// `compare`, where `noisy_infinities` (`noise::Noise::noisy_infinities`) lets a non-finite
 /// element be another non-finite value (NaN for `-inf`: an infinity times a cancelled sum).
 pub fn compare_with(
     got: &Tensor,
@@ -297,8 +297,10 @@ pub fn check_graph(
         .iter()
         .map(|o| values[o.index()].clone())
         .collect();
-    let noise = super::noise::scales(g, &values);
-    let noisy_inf = super::noise::noisy_infinities(g, &values);
+    let super::noise::Noise {
+        scales: noise,
+        noisy_infinities: noisy_inf,
+    } = super::noise::analyse(g, &values);
     let f32 = g.nodes.iter().any(|n| n.dtype == DType::F32);
     let kinds: Vec<ArgKind> = modes
         .iter()

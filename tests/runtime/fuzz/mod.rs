@@ -107,8 +107,10 @@ fn checkpointed_loops_agree(
     let cut = noise::node_values(g, args, captured).map_err(|e| format!("interpreter: {e}"))?;
     let every = noise::node_values(&plain, args, &plain_captured)
         .map_err(|e| format!("interpreter: {e}"))?;
-    let noise = noise::scales(&plain, &every);
-    let noisy_inf = noise::noisy_infinities(&plain, &every);
+    let noise::Noise {
+        scales: noise,
+        noisy_infinities: noisy_inf,
+    } = noise::analyse(&plain, &every);
     let f32 = plain.nodes.iter().any(|n| n.dtype == jitfuse::DType::F32);
     for (k, (a, b)) in g.outputs.iter().zip(&plain.outputs).enumerate() {
         check::compare_with(
@@ -560,7 +562,7 @@ fn the_noise_scale_is_the_size_of_the_cancelled_terms() {
     let args = check::arguments(&g, 5, &[0], false);
     let x = args[0].to_vec::<f32>().unwrap();
     let terms: f64 = x.iter().map(|v| 2.0 * v.abs() as f64).sum();
-    let s = noise::scales(&g, &noise::node_values(&g, &args, &[]).unwrap());
+    let s = noise::analyse(&g, &noise::node_values(&g, &args, &[]).unwrap()).scales;
     assert!((s[0] - terms).abs() <= 1e-3 * terms, "{} vs {terms}", s[0]);
     let pairs = x.iter().zip(x.iter().rev());
     let largest = pairs
@@ -696,7 +698,7 @@ fn smooth_functions_carry_the_noise_of_a_cancelled_input() {
                 return %3, %4\n";
     let g = jitfuse::internals::ir::parse(text).unwrap();
     let x = Tensor::from_vec(vec![1.0f32, 1.0 + 1e-6, 100.0], &[3]).unwrap();
-    let s = noise::scales(&g, &noise::node_values(&g, &[x], &[]).unwrap());
+    let s = noise::analyse(&g, &noise::node_values(&g, &[x], &[]).unwrap()).scales;
     assert!((s[0] - 2.000001).abs() < 1e-5, "{}", s[0]);
     assert!(s[1] <= 1.0, "{}", s[1]);
 }
@@ -732,7 +734,7 @@ fn nonlinear_functions_of_a_cancelled_product_carry_its_noise() {
                 return %3, %4\n";
     let g = jitfuse::internals::ir::parse(text).unwrap();
     let x = Tensor::from_vec(vec![1.25f32, 1.5], &[2]).unwrap();
-    let s = noise::scales(&g, &noise::node_values(&g, &[x], &[]).unwrap());
+    let s = noise::analyse(&g, &noise::node_values(&g, &[x], &[]).unwrap()).scales;
     // 1.5 - 1 = 0.5 with noise 2.5 (more than twice 0.5): 2 · 0.5 · 2.5 = 2.5, not 0.25.
     assert!((s[0] - 2.5).abs() < 1e-6, "{}", s[0]);
     assert!((s[1] - 2.25).abs() < 1e-6, "{}", s[1]);
@@ -762,7 +764,7 @@ fn the_gradient_of_a_row_product_with_a_nan_and_a_rounded_zero_is_nan() {
 /// multiplies an infinity by the row's mean deviation, a sum that cancels to rounding noise
 /// (-3.4e-8 compiled, -1.1e-8 interpreted, 0 in some rows), so the compiled program gave
 /// NaN where the interpreter gave -inf: both are what f32 gives for `inf × noise`. The
-/// oracle accepts another non-finite value there (`noise::noisy_infinities`), and only
+/// oracle accepts another non-finite value there (`noise::Noise::noisy_infinities`), and only
 /// there: the same infinities against a value that is not noise still compare exactly.
 #[test]
 fn an_infinity_times_a_cancelled_sum_may_be_any_non_finite_value() {
@@ -783,7 +785,7 @@ fn an_infinity_times_a_cancelled_sum_may_be_any_non_finite_value() {
     let (g, _) = trace_program(&p).unwrap();
     let args = check::arguments(&g, 8081090467, &[0], 8081090467u64.is_multiple_of(3));
     let v = noise::node_values(&g, &args, &[]).unwrap();
-    assert_eq!(noise::noisy_infinities(&g, &v), [false, true]);
+    assert_eq!(noise::analyse(&g, &v).noisy_infinities, [false, true]);
     // `exp(x²)` alone overflows without any cancelled factor: its gradient's infinities
     // are exact.
     let exact = Program {
@@ -794,5 +796,5 @@ fn an_infinity_times_a_cancelled_sum_may_be_any_non_finite_value() {
     };
     let (g, _) = trace_program(&exact).unwrap();
     let v = noise::node_values(&g, &args, &[]).unwrap();
-    assert_eq!(noise::noisy_infinities(&g, &v), [false, false]);
+    assert_eq!(noise::analyse(&g, &v).noisy_infinities, [false, false]);
 }

@@ -175,8 +175,7 @@ fn magnitudes(g: &Graph, v: &[Tensor]) -> Vec<Tensor> {
 /// the cancelled sum came out positive, negative or exactly 0, which its order of summation
 /// decides, so there the compiled program and the interpreter may give different
 /// non-finite values (a finite value against a non-finite one still fails).
-pub fn noisy_infinities(g: &Graph, v: &[Tensor]) -> Vec<bool> {
-    let s = magnitudes(g, v);
+fn noisy_infinities(g: &Graph, v: &[Tensor], s: &[Tensor]) -> Vec<bool> {
     let source: Vec<bool> = (0..g.nodes.len())
         .map(|i| {
             let n = &g.nodes[i];
@@ -215,10 +214,26 @@ pub fn noisy_infinities(g: &Graph, v: &[Tensor]) -> Vec<bool> {
         .collect()
 }
 
-/// The largest finite noise magnitude of each output (0 for integer and
-/// bool outputs), from every node's value `v` (`node_values`).
-pub fn scales(g: &Graph, v: &[Tensor]) -> Vec<f64> {
+/// What the oracle allows each output of a graph, from every node's value (`node_values`).
+pub struct Noise {
+    /// The largest finite noise magnitude of each output (0 for integer and bool outputs).
+    pub scales: Vec<f64>,
+    /// Whether each output may be another non-finite value (`noisy_infinities`).
+    pub noisy_infinities: Vec<bool>,
+}
+
+/// The noise of each output of `g`, from every node's value `v` (`node_values`); the
+/// magnitudes are propagated once for both figures.
+pub fn analyse(g: &Graph, v: &[Tensor]) -> Noise {
     let s = magnitudes(g, v);
+    Noise {
+        scales: scales(g, &s),
+        noisy_infinities: noisy_infinities(g, v, &s),
+    }
+}
+
+/// The largest finite noise magnitude of each output, from every node's magnitude `s`.
+fn scales(g: &Graph, s: &[Tensor]) -> Vec<f64> {
     g.outputs
         .iter()
         .map(|o| {

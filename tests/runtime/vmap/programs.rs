@@ -62,7 +62,7 @@ pub fn vmap_case(seed: u64) -> Result<bool, String> {
         .map(|l| {
             let v = noise::node_values(&g, &lane_args(l), &captured)
                 .map_err(|e| format!("noise: {e}"))?;
-            Ok(noise::scales(&g, &v))
+            Ok(noise::analyse(&g, &v).scales)
         })
         .collect::<Result<Vec<_>, String>>()?
         .into_iter()
