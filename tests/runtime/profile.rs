@@ -33,8 +33,15 @@ fn events(trace: &str) -> Vec<Value> {
     events
 }
 
+/// (In a child process of its own: a profile records the calls of every thread, and other
+/// tests run beside this one in threads.)
 #[test]
 fn profiled_calls_give_a_trace_of_every_step_and_a_table() {
+    if !crate::common::measure_alone(
+        "profile::profiled_calls_give_a_trace_of_every_step_and_a_table",
+    ) {
+        return;
+    }
     let (x, w) = inputs();
     let _ = mlp_layer(&x, &w); // compiled outside the profile
     let (outs, p) = jitfuse::profile(|| (0..3).map(|_| mlp_layer(&x, &w)).collect::<Vec<_>>());
@@ -92,6 +99,12 @@ fn profiled_calls_give_a_trace_of_every_step_and_a_table() {
         .collect();
     assert!(ms.len() >= 2, "{table}");
     assert!(ms.windows(2).all(|w| w[0] >= w[1]), "{table}");
+    // Eager ops run compiled one-op programs, recorded under "eager".
+    let ((), eager) = jitfuse::profile(|| {
+        let _ = (&x * 2.0).exp();
+    });
+    assert!(eager.calls() >= 2, "{eager}");
+    assert!(eager.table().starts_with("eager"), "{eager}");
     // Nothing is recorded outside a profile.
     let _ = mlp_layer(&x, &w);
     let ((), empty) = jitfuse::profile(|| ());
