@@ -10,12 +10,9 @@
 //! vector is copied into stack slots and computed by the same vector code, so
 //! tail elements get bit-identical results to body elements.
 
-use super::micro::{self, MicroFn};
+use super::lower::{LocalOp, LoopKernel, Staging};
 use super::target::Target;
 use super::vector::{self, Vals, LANES};
-use crate::describe::loops::Plan;
-use crate::fusion::partition::{const_value, Kernel};
-use crate::ir::{Graph, Op, ValueId};
 use crate::DType;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
@@ -23,7 +20,6 @@ use cranelift_codegen::ir::{
     StackSlotData, StackSlotKind, Value,
 };
 use cranelift_frontend::FunctionBuilder;
-use std::collections::{HashMap, HashSet};
 
 /// Vectors per iteration of the unrolled loop (independent accumulators in reductions).
 pub(super) const UNROLL: usize = 4;
@@ -121,14 +117,14 @@ pub(super) fn emit_loop(
     out
 }
 
-pub fn build(b: &mut FunctionBuilder, g: &Graph, k: &Kernel, p: &Plan, t: &Target) {
+pub fn build(b: &mut FunctionBuilder, p: &LoopKernel, t: &Target) {
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
     let params = b.block_params(entry).to_vec();
     let (ptrs, begin, end) = (params[0], params[1], params[2]);
     let flags = MemFlagsData::new().with_notrap();
-    let nptr = k.inputs.len() + k.outputs.len();
+    let nptr = p.accesses.iter().map(|a| a.ptr + 1).max().unwrap_or(0);
     let bases: Vec<Value> = (0..nptr)
         .map(|i| b.ins().load(types::I64, flags, ptrs, (i * 8) as i32))
         .collect();
@@ -150,9 +146,9 @@ pub fn build(b: &mut FunctionBuilder, g: &Graph, k: &Kernel, p: &Plan, t: &Targe
 
     let nd = p.dims.len();
     let inner = *p.dims.last().unwrap() as i64;
-    let stage = staging(g, k, &p, t).map(|st| {
+    let stage = p.staging.as_ref().map(|st| {
         let tiles = st
-            .nodes
+            .locals
             .iter()
             .map(|_| {
                 let ss = b.create_sized_stack_slot(StackSlotData::new(
@@ -164,7 +160,7 @@ pub fn build(b: &mut FunctionBuilder, g: &Graph, k: &Kernel, p: &Plan, t: &Targe
             })
             .collect();
         let tail_slots = st
-            .nodes
+            .locals
             .iter()
             .map(|_| {
                 let ss = b.create_sized_stack_slot(StackSlotData::new(
@@ -201,13 +197,13 @@ pub fn build(b: &mut FunctionBuilder, g: &Graph, k: &Kernel, p: &Plan, t: &Targe
     if nd == 1 {
         // begin..end is the inner range itself.
         let rows = starts;
-        emit_inner(b, g, k, &p, stage, &rows, &slots, begin, end, None);
+        emit_inner(b, p, stage, &rows, &slots, begin, end, None);
     } else {
         // Outer loops: dim 0 over begin..end, dims 1..nd-1 full.
         let mut idx: Vec<Value> = Vec::new();
         let pin_at = pin_slot(b);
         emit_outer(
-            b, g, k, &p, stage, &starts, &slots, begin, end, 0, &mut idx, inner, pin_at,
+            b, p, stage, &starts, &slots, begin, end, 0, &mut idx, inner, pin_at,
         );
     }
     b.ins().return_(&[]);
@@ -216,10 +212,8 @@ pub fn build(b: &mut FunctionBuilder, g: &Graph, k: &Kernel, p: &Plan, t: &Targe
 #[allow(clippy::too_many_arguments)]
 fn emit_outer(
     b: &mut FunctionBuilder,
-    g: &Graph,
-    k: &Kernel,
-    p: &Plan,
-    stage: Option<&Stage>,
+    p: &LoopKernel,
+    stage: Option<&Stage<'_>>,
     bases: &[Value],
     slots: &[Value],
     lo: Value,
@@ -254,14 +248,12 @@ fn emit_outer(
                 .collect();
             let zero = b.ins().iconst(types::I64, 0);
             let n = b.ins().iconst(types::I64, inner);
-            emit_inner(b, g, k, p, stage, &rows, slots, zero, n, Some(inner));
+            emit_inner(b, p, stage, &rows, slots, zero, n, Some(inner));
         } else {
             let zero = b.ins().iconst(types::I64, 0);
             let n = b.ins().iconst(types::I64, p.dims[d + 1] as i64);
             emit_outer(
                 b,
-                g,
-                k,
                 p,
                 stage,
                 bases,
@@ -282,10 +274,8 @@ fn emit_outer(
 #[allow(clippy::too_many_arguments)]
 fn emit_inner(
     b: &mut FunctionBuilder,
-    g: &Graph,
-    k: &Kernel,
-    p: &Plan,
-    stage: Option<&Stage>,
+    p: &LoopKernel,
+    stage: Option<&Stage<'_>>,
     rows: &[Value],
     slots: &[Value],
     lo: Value,
@@ -293,7 +283,7 @@ fn emit_inner(
     known: Option<i64>,
 ) {
     if let Some(stage) = stage {
-        return emit_staged(b, g, k, p, stage, rows, slots, lo, hi);
+        return emit_staged(b, p, stage, rows, slots, lo, hi);
     }
     let lanes: Vec<Lane> = p
         .accesses
@@ -302,7 +292,7 @@ fn emit_inner(
         .map(|(a, acc)| Lane {
             size: acc.dtype.size(),
             stride: *acc.strides.last().unwrap(),
-            output: p.outs.contains(&a),
+            output: p.is_output(a),
         })
         .collect();
     vector_loop(
@@ -314,7 +304,7 @@ fn emit_inner(
         hi,
         known,
         UNROLL,
-        &mut |b, addrs, _, _, _| emit_vector(b, g, k, p, addrs, None),
+        &mut |b, addrs, _, _, _| emit_vector(b, p, addrs, None),
     );
 }
 
@@ -463,90 +453,51 @@ pub(super) fn copy_elems(
     });
 }
 
-/// Compute every node of the kernel on one lane vector and store the outputs; or, in a staged
+/// Compute every local of the kernel on one lane vector and store the outputs; or, in a staged
 /// kernel (`pass` = the staging and the pass number), the pass's roots from its leaves.
-fn emit_vector(
-    b: &mut FunctionBuilder,
-    g: &Graph,
-    k: &Kernel,
-    p: &Plan,
-    addrs: &[Addr],
-    pass: Option<(&Staging, usize)>,
-) {
-    let mut env: HashMap<ValueId, Vals> = HashMap::new();
-    let read =
-        |b: &mut FunctionBuilder, a: usize| -> Vals { addrs[a].load(b, p.accesses[a].dtype) };
-    // Value of an operand (or of a computed view) not produced in this vector.
-    let fetch = |b: &mut FunctionBuilder, x: ValueId| -> Vals {
-        match const_value(g, x) {
-            Some(l) => vector::splat(b, g.node(x).dtype, l),
-            None => read(b, p.reads[&x]),
-        }
-    };
-    let needed = pass.map(|(st, r)| st.cone(g, k, r));
-    for &v in &k.nodes {
-        if let Some(needed) = &needed {
-            if !needed.contains(&v) {
+fn emit_vector(b: &mut FunctionBuilder, p: &LoopKernel, addrs: &[Addr], pass: Option<(&Staging, usize)>) {
+    let mut env: Vec<Option<Vals>> = vec![None; p.locals.len()];
+    let cone = pass.map(|(st, r)| st.cone(p, r));
+    for v in 0..p.locals.len() {
+        if let (Some(cone), Some((st, r))) = (&cone, pass) {
+            if !cone[v] {
                 continue;
             }
-            let (st, r) = pass.unwrap();
             if let Some(j) = st.done_before(v, r) {
                 let Addr::Run(x, off) = addrs[p.accesses.len() + j] else {
                     unreachable!("tiles are contiguous")
                 };
-                env.insert(v, vector::load_at(b, DType::F32, x, off));
+                env[v] = Some(vector::load_at(b, DType::F32, x, off));
                 continue;
             }
         }
-        let n = g.node(v);
-        if n.op.is_view() {
-            let val = fetch(b, v);
-            env.insert(v, val);
-            continue;
-        }
-        let mut args: Vec<Vals> = Vec::with_capacity(n.inputs.len());
-        for &x in &n.inputs {
-            if let Some(val) = env.get(&x) {
-                args.push(val.clone());
-            } else {
-                let val = fetch(b, x);
-                env.insert(x, val.clone());
-                args.push(val);
+        let val = match p.locals[v].op {
+            LocalOp::Read(a) => addrs[a].load(b, p.accesses[a].dtype),
+            op => {
+                let args: Vec<Vals> = (op.operands().iter())
+                    .map(|&x| env[x].clone().expect("operands come first"))
+                    .collect();
+                vector::local(b, &p.locals, v, &args)
             }
-        }
-        let val = match &n.op {
-            Op::Unary(u) => vector::unary(b, *u, n.dtype, &args[0]),
-            Op::Binary(o) => vector::binary(b, *o, n.dtype, &args[0], &args[1]),
-            Op::Compare(c) => vector::compare(b, *c, g.node(n.inputs[0]).dtype, &args[0], &args[1]),
-            Op::Select => vector::select(b, n.dtype, &args[0], &args[1], &args[2]),
-            Op::Cast(to) => vector::cast(b, g.node(n.inputs[0]).dtype, *to, &args[0]),
-            other => unreachable!("{} is not computed in a kernel", other.name()),
         };
-        env.insert(v, val);
+        env[v] = Some(val);
     }
-    if let Some((st, r)) = pass {
-        if r < st.rounds {
+    let value = |v: usize| env[v].as_ref().expect("a root of the pass");
+    match pass {
+        Some((st, r)) if r < st.rounds => {
             // A transcendental's argument into its tile.
-            for (j, &(t, round, _)) in st.nodes.iter().enumerate() {
-                if round != r {
-                    continue;
-                }
-                let arg = g.node(t).inputs[0];
-                let val = match env.get(&arg) {
-                    Some(v) => v.clone(),
-                    None => fetch(b, arg),
-                };
-                if let Addr::Run(x, off) = addrs[p.accesses.len() + j] {
-                    vector::store_at(b, DType::F32, &val, x, off);
+            for (arg, j) in st.roots(p, r) {
+                if let Addr::Run(x, off) = addrs[p.accesses.len() + j.expect("a tile")] {
+                    vector::store_at(b, DType::F32, value(arg), x, off);
                 }
             }
-            return;
         }
-    }
-    for (j, &o) in k.outputs.iter().enumerate() {
-        let a = p.outs[j];
-        if let Addr::Run(x, off) = addrs[a] {
-            vector::store_at(b, p.accesses[a].dtype, &env[&o], x, off);
+        _ => {
+            for &(o, a) in &p.outputs {
+                if let Addr::Run(x, off) = addrs[a] {
+                    vector::store_at(b, p.accesses[a].dtype, value(o), x, off);
+                }
+            }
         }
     }
 }
@@ -555,109 +506,10 @@ fn emit_vector(
 // Staged kernels: transcendentals computed tile by tile by rustc micro-kernels (micro.rs)
 // ---------------------------------------------------------------------------------------------
 
-/// Shortest innermost run (elements) worth staging: the micro-kernel call and the extra passes
-/// cost a few dozen cycles per tile.
-pub(super) const MIN_STAGED_RUN: usize = 128;
-
-/// At most this many staged nodes per kernel (their tiles, 4 KiB each, are on the stack of the
-/// calling thread); further transcendentals stay inline.
-const MAX_STAGED: usize = 16;
-
-/// Which transcendentals of a kernel go to micro-kernels, and in which round.
-///
-/// The kernel's DAG is cut at those nodes: round r computes (per tile) the arguments of the
-/// staged nodes whose cone holds r earlier staged nodes on its longest path, stores each into
-/// the node's tile, then calls the node's micro-kernel in place on the tile; the final pass
-/// (r = `rounds`) computes the outputs. A pass computes its roots from the kernel's leaves
-/// (inputs, constants, views, and tiles of earlier rounds): values other than staged results are
-/// recomputed, not carried across passes.
-pub(super) struct Staging {
-    /// (node, round, micro-kernel), in node order.
-    pub nodes: Vec<(ValueId, usize, MicroFn)>,
-    pub rounds: usize,
-}
-
-impl Staging {
-    /// The tile index of `v` if it is a staged node whose result exists in pass `r`.
-    pub(super) fn done_before(&self, v: ValueId, r: usize) -> Option<usize> {
-        self.nodes
-            .iter()
-            .position(|&(t, round, _)| t == v && round < r)
-    }
-
-    /// The roots of pass `r`: the arguments of round r's staged nodes, or the outputs.
-    pub(super) fn roots(&self, g: &Graph, k: &Kernel, r: usize) -> Vec<ValueId> {
-        if r < self.rounds {
-            self.nodes
-                .iter()
-                .filter(|n| n.1 == r)
-                .map(|&(t, _, _)| g.node(t).inputs[0])
-                .collect()
-        } else {
-            k.outputs.clone()
-        }
-    }
-
-    /// The kernel nodes pass `r` computes or loads: the cone of its roots, cut at views and at
-    /// staged nodes of earlier rounds (their tiles).
-    pub(super) fn cone(&self, g: &Graph, k: &Kernel, r: usize) -> HashSet<ValueId> {
-        let in_kernel: HashSet<ValueId> = k.nodes.iter().copied().collect();
-        let mut seen = HashSet::new();
-        let mut stack = self.roots(g, k, r);
-        while let Some(v) = stack.pop() {
-            if !in_kernel.contains(&v) || !seen.insert(v) {
-                continue;
-            }
-            if self.done_before(v, r).is_some() || g.node(v).op.is_view() {
-                continue;
-            }
-            stack.extend(g.node(v).inputs.iter().copied());
-        }
-        seen
-    }
-}
-
-/// The staging of a kernel, or None to keep the single pass (no transcendental has a
-/// micro-kernel at this CPU's level, or the innermost run is too short to win).
-pub(super) fn staging(g: &Graph, k: &Kernel, p: &Plan, t: &Target) -> Option<Staging> {
-    if *p.dims.last().unwrap() < MIN_STAGED_RUN {
-        return None;
-    }
-    let mut level: HashMap<ValueId, usize> = HashMap::new();
-    let mut nodes = Vec::new();
-    for &v in &k.nodes {
-        let n = g.node(v);
-        if n.op.is_view() {
-            continue; // read from memory: available in every pass
-        }
-        let lin = n
-            .inputs
-            .iter()
-            .map(|x| level.get(x).copied().unwrap_or(0))
-            .max()
-            .unwrap_or(0);
-        let micro = match n.op {
-            Op::Unary(u) if nodes.len() < MAX_STAGED => micro::kernel(t, u, n.dtype),
-            _ => None,
-        };
-        match micro {
-            Some(f) => {
-                nodes.push((v, lin, f));
-                level.insert(v, lin + 1);
-            }
-            None => {
-                level.insert(v, lin);
-            }
-        }
-    }
-    let rounds = nodes.iter().map(|n| n.1 + 1).max()?;
-    Some(Staging { nodes, rounds })
-}
-
 /// A staged kernel's codegen state: its staging, a tile (`tile` f32, on the stack: per call, so
 /// per thread) and a padded-tail slot per staged node, and the micro-kernels' signature.
-struct Stage {
-    st: Staging,
+struct Stage<'s> {
+    st: &'s Staging,
     tiles: Vec<Value>,
     tail_slots: Vec<Value>,
     sig: SigRef,
@@ -671,10 +523,8 @@ struct Stage {
 #[allow(clippy::too_many_arguments)]
 fn emit_staged(
     b: &mut FunctionBuilder,
-    g: &Graph,
-    k: &Kernel,
-    p: &Plan,
-    stage: &Stage,
+    p: &LoopKernel,
+    stage: &Stage<'_>,
     rows: &[Value],
     slots: &[Value],
     lo: Value,
@@ -704,45 +554,26 @@ fn emit_staged(
     let mut all_slots = slots.to_vec();
     all_slots.extend_from_slice(&stage.tail_slots);
     for r in 0..=st.rounds {
-        let cone = st.cone(g, k, r);
-        let mut used = vec![false; na + st.nodes.len()];
-        let mut out = vec![false; na + st.nodes.len()];
-        for &v in &cone {
+        let cone = st.cone(p, r);
+        let mut used = vec![false; na + st.locals.len()];
+        let mut out = vec![false; na + st.locals.len()];
+        for v in (0..p.locals.len()).filter(|&v| cone[v]) {
             if let Some(j) = st.done_before(v, r) {
                 used[na + j] = true;
-                continue;
-            }
-            let n = g.node(v);
-            if n.op.is_view() {
-                if let Some(&a) = p.reads.get(&v) {
-                    used[a] = true;
-                }
-                continue;
-            }
-            for x in &n.inputs {
-                if let Some(&a) = p.reads.get(x) {
-                    used[a] = true;
-                }
-            }
-        }
-        if r < st.rounds {
-            for (j, &(t, round, _)) in st.nodes.iter().enumerate() {
-                if round == r {
-                    used[na + j] = true;
-                    out[na + j] = true;
-                    // an argument read directly from memory
-                    if let Some(&a) = p.reads.get(&g.node(t).inputs[0]) {
-                        used[a] = true;
-                    }
-                }
-            }
-        } else {
-            for &a in &p.outs {
+            } else if let LocalOp::Read(a) = p.locals[v].op {
                 used[a] = true;
-                out[a] = true;
             }
         }
-        let lanes: Vec<Lane> = (0..na + st.nodes.len())
+        // Where the pass stores: its roots' tiles, or (the last pass) the outputs.
+        let stores: Vec<usize> = match r < st.rounds {
+            true => (st.roots(p, r).iter()).map(|&(_, j)| na + j.expect("a tile")).collect(),
+            false => p.outputs.iter().map(|&(_, a)| a).collect(),
+        };
+        for a in stores {
+            used[a] = true;
+            out[a] = true;
+        }
+        let lanes: Vec<Lane> = (0..na + st.locals.len())
             .map(|a| {
                 let (size, stride) = if a < na {
                     let acc = &p.accesses[a];
@@ -766,10 +597,10 @@ fn emit_staged(
             t1,
             None,
             UNROLL,
-            &mut |b, addrs, _, _, _| emit_vector(b, g, k, p, addrs, Some((st, r))),
+            &mut |b, addrs, _, _, _| emit_vector(b, p, addrs, Some((st, r))),
         );
         if r < st.rounds {
-            for (j, &(_, round, f)) in st.nodes.iter().enumerate() {
+            for (j, &(_, round, f)) in st.locals.iter().enumerate() {
                 if round == r {
                     let callee = b.ins().iconst(types::I64, f as usize as i64);
                     let tile = stage.tiles[j];
@@ -780,54 +611,4 @@ fn emit_staged(
     }
     b.ins().jump(header, &[BlockArg::Value(t1)]);
     b.switch_to_block(exit);
-}
-
-/// Everything the code of loop kernel `k` depends on, with the kernel's
-/// values numbered locally: per node its op (attributes, literal), type, and
-/// operands (an earlier node of the kernel, a constant, or a memory access by
-/// its index), then the collapsed dims, every access (pointer slot, dtype,
-/// offset, strides) and the outputs. Two kernels with the same text compile
-/// to the same function (the layers of a deep chain and their gradients), so
-/// `codegen::compile` builds each text once; building it costs a fraction of
-/// emitting the kernel.
-pub(super) fn structure_text(g: &Graph, k: &Kernel, pl: &Plan) -> String {
-    use std::fmt::Write;
-    let local: HashMap<ValueId, usize> = k.nodes.iter().enumerate().map(|(i, &v)| (v, i)).collect();
-    let mut s = String::new();
-    let _ = write!(s, "{:?};", k.shape);
-    for &v in &k.nodes {
-        let n = g.node(v);
-        let lit = match &n.op {
-            Op::Const(l) | Op::Pad(_, l) => crate::ir::literal_text(*l),
-            _ => String::new(),
-        };
-        let _ = write!(
-            s,
-            "{}{} {lit} {:?} {:?} (",
-            n.op.name(),
-            crate::ir::attr_text(&n.op),
-            n.shape,
-            n.dtype
-        );
-        if n.op.is_view() {
-            let _ = write!(s, "view@{:?}", pl.reads.get(&v));
-        }
-        for &x in &n.inputs {
-            if let Some(i) = local.get(&x) {
-                let _ = write!(s, "%{i} ");
-            } else if let Some(c) = const_value(g, x) {
-                let _ = write!(s, "c{}:{:?} ", crate::ir::literal_text(c), g.node(x).dtype);
-            } else {
-                let _ = write!(s, "@{:?} ", pl.reads.get(&x));
-            }
-        }
-        s.push_str(");");
-    }
-    let _ = write!(s, "dims {:?};", pl.dims);
-    for a in &pl.accesses {
-        let _ = write!(s, "a{} {:?} {} {:?};", a.ptr, a.dtype, a.offset, a.strides);
-    }
-    let outs: Vec<Option<&usize>> = k.outputs.iter().map(|o| local.get(o)).collect();
-    let _ = write!(s, "outs {:?} {:?}", outs, pl.outs);
-    s
 }

@@ -5,6 +5,7 @@
 mod code_heap;
 mod jit_memory;
 mod kernel;
+pub mod lower;
 mod lower_traced;
 pub mod math;
 #[cfg(test)]
@@ -266,20 +267,27 @@ pub fn compile(
         std::collections::HashMap::new();
     let mut x86_asm: std::collections::HashMap<cranelift_module::FuncId, String> =
         std::collections::HashMap::new();
-    // Loop kernels by their structure (`kernel::structure_text`): a kernel
+    // Loop kernels by their lowered text (`LoopKernel::key`): a kernel
     // like an earlier one takes its function without being built again.
     // Debug builds build it anyway and check the function is the same.
     let mut by_structure: std::collections::HashMap<String, (cranelift_module::FuncId, String)> =
         std::collections::HashMap::new();
     for (k, desc) in kernels {
-        let structure = match (k, desc) {
-            (Step::Kernel(kk), Description::Loop(p)) => {
-                Some(crate::diag::phases::phase("codegen dedupe", || {
-                    kernel::structure_text(g, kk, p)
-                }))
-            }
+        let lowered = match (k, desc) {
+            (Step::Kernel(kk), Description::Loop(p)) => Some(crate::diag::phases::phase(
+                "codegen lower",
+                || lower::loops::lower(g, kk, p, target),
+            )),
             _ => None,
         };
+        let row_body = match (k, desc) {
+            (Step::Row(rk), Description::Row(pl)) => Some(crate::diag::phases::phase(
+                "codegen lower",
+                || lower::row::lower(g, rk, pl),
+            )),
+            _ => None,
+        };
+        let structure = lowered.as_ref().map(|lk| lk.key());
         let known = structure
             .as_ref()
             .and_then(|t| by_structure.get(t))
@@ -295,11 +303,13 @@ pub fn compile(
             #[cfg(target_arch = "x86_64")]
             {
                 let code = crate::diag::phases::phase("codegen x86", || match (k, desc) {
-                    (Step::Kernel(kk), Description::Loop(p)) => x86::build(g, kk, p, target),
+                    (Step::Kernel(_), Description::Loop(_)) => {
+                        x86::build(lowered.as_ref().expect("lowered"), target)
+                    }
                     (Step::Reduce(_), Description::Reduce(r)) => x86::reduce::build(r, target),
-                    (Step::Row(rk), Description::Row(pl)) => {
-                        x86::reduce::build_row(g, rk, pl, target)
-                            .or_else(|| x86::row::build(g, rk, pl, target))
+                    (Step::Row(_), Description::Row(_)) => {
+                        let rb = row_body.as_ref().expect("lowered");
+                        x86::reduce::build_row(rb, target).or_else(|| x86::row::build(rb, target))
                     }
                     _ => None,
                 });
@@ -334,11 +344,13 @@ pub fn compile(
             {
                 let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
                 match (k, desc) {
-                    (Step::Kernel(k), Description::Loop(p)) => {
-                        kernel::build(&mut b, g, k, p, target)
+                    (Step::Kernel(_), Description::Loop(_)) => {
+                        kernel::build(&mut b, lowered.as_ref().expect("lowered"), target)
                     }
                     (Step::Reduce(_), Description::Reduce(r)) => reduce::build(&mut b, r),
-                    (Step::Row(rk), Description::Row(pl)) => row::build(&mut b, g, rk, pl, target),
+                    (Step::Row(_), Description::Row(_)) => {
+                        row::build(&mut b, row_body.as_ref().expect("lowered"), target)
+                    }
                     _ => unreachable!("each step has its own kind of description"),
                 }
                 b.seal_all_blocks();

@@ -17,6 +17,7 @@
 //!   f64 lanes); leftover outputs go one by one.
 
 use super::kernel::{copy_elems, emit_loop, pin, pin_slot};
+use super::lower::BLOCK;
 use super::vector::{self, Vals, LANES};
 use crate::describe::reduce::{Dim, RPlan};
 use crate::ir::{BinaryOp, ReduceOp};
@@ -28,7 +29,6 @@ use cranelift_codegen::ir::{
 use cranelift_frontend::{FunctionBuilder, Variable};
 
 const UNROLL: usize = 4;
-pub(super) const BLOCK: i64 = 2048;
 
 // The description's column form needs a row of at least one of this kernel's vectors.
 const _: () = assert!(crate::describe::reduce::COLUMN_LANES == LANES);

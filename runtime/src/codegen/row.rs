@@ -11,20 +11,16 @@
 //! and stores the element-level outputs. Inputs are read through their
 //! affine maps; the within-row dimensions must collapse to one run.
 
-use super::kernel::{
-    emit_loop, pin, pin_slot, vector_loop, Addr, Lane, VectorBody, MIN_STAGED_RUN, UNROLL,
-};
+use super::kernel::{emit_loop, pin, pin_slot, vector_loop, Addr, Lane, VectorBody, UNROLL};
+use super::lower::loops::MIN_STAGED_RUN;
+use super::lower::{LocalId, LocalOp, RowBody, BLOCK};
 use super::micro::{self, MicroFn};
 use super::reduce::{
     acc_dtype, acc_step, binop, block_dtype, identity, scalar_op, tracks_nan, NanFlag,
 };
 use super::target::Target;
 use super::vector::{self, Vals, LANES};
-use crate::describe::row::{
-    is_expensive, phase_cones, ready_reductions, reduction_deps, Plan, STASH_BYTES,
-};
-use crate::fusion::partition::{const_value, RowKernel};
-use crate::ir::{Graph, Op, ReduceOp, ValueId};
+use crate::ir::ReduceOp;
 use crate::DType;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
@@ -34,25 +30,21 @@ use cranelift_codegen::ir::{
 use cranelift_frontend::{FunctionBuilder, Variable};
 use std::collections::{HashMap, HashSet};
 
-const BLOCK: i64 = 2048;
-
 fn flags() -> MemFlagsData {
     MemFlagsData::new().with_notrap()
 }
 
 struct Ctx<'a> {
-    g: &'a Graph,
-    pl: &'a Plan,
+    body: &'a RowBody<'a>,
     /// Row pointer of each access.
     rows: Vec<Value>,
     /// Row-level values (splatted).
-    row_env: HashMap<ValueId, Vals>,
-    /// Expensive element-level values needed in several phases: stored to a
-    /// row-sized stack scratch by the first phase computing them, loaded by
-    /// the later ones (softmax's `exp(x - max)`).
-    stash: HashMap<ValueId, Value>,
+    row_env: HashMap<LocalId, Vals>,
+    /// Element values stashed in a row-sized stack scratch (`RowBody::stash`): stored by
+    /// the first sweep computing them, loaded by the later ones (softmax's `exp(x - max)`).
+    stash: HashMap<LocalId, Value>,
     /// Stashed values already in their scratch.
-    stash_ready: HashSet<ValueId>,
+    stash_ready: HashSet<LocalId>,
     /// Slot of `pin` (row-level values and row pointers).
     pin: StackSlot,
 }
@@ -64,56 +56,53 @@ impl Ctx<'_> {
         b: &mut FunctionBuilder,
         addrs: &[Addr],
         pos: (Value, i64),
-        targets: &[ValueId],
-    ) -> HashMap<ValueId, Vals> {
-        let g = self.g;
-        // Needed members, in topological order.
-        let mut need: HashSet<ValueId> = HashSet::new();
-        let mut stack: Vec<ValueId> = targets.to_vec();
+        targets: &[LocalId],
+    ) -> HashMap<LocalId, Vals> {
+        let locals = &self.body.locals;
+        // Needed members, in order.
+        let mut need: HashSet<LocalId> = HashSet::new();
+        let mut stack: Vec<LocalId> = targets.to_vec();
         while let Some(v) = stack.pop() {
-            if !self.pl.members.contains(&v) || self.row_env.contains_key(&v) || !need.insert(v) {
+            if locals[v].op.is_leaf() || self.row_env.contains_key(&v) || !need.insert(v) {
                 continue;
             }
-            if g.node(v).op != Op::Broadcast && !self.stash_ready.contains(&v) {
-                stack.extend(g.node(v).inputs.iter().copied());
+            if !matches!(locals[v].op, LocalOp::Broadcast(_)) && !self.stash_ready.contains(&v) {
+                stack.extend(locals[v].op.operands().iter().copied());
             }
         }
-        let mut order: Vec<ValueId> = need.into_iter().collect();
+        let mut order: Vec<LocalId> = need.into_iter().collect();
         order.sort();
-        let mut env: HashMap<ValueId, Vals> = HashMap::new();
-        let fetch =
-            |b: &mut FunctionBuilder, env: &mut HashMap<ValueId, Vals>, x: ValueId| -> Vals {
-                if let Some(v) = env.get(&x).or_else(|| self.row_env.get(&x)) {
-                    return v.clone();
-                }
-                let v = match const_value(g, x) {
-                    Some(l) => vector::splat(b, g.node(x).dtype, l),
-                    None => {
-                        let a = self.pl.elem_reads[&x];
-                        addrs[a].load(b, self.pl.accesses[a].dtype)
-                    }
-                };
-                env.insert(x, v.clone());
-                v
+        let mut env: HashMap<LocalId, Vals> = HashMap::new();
+        let fetch = |b: &mut FunctionBuilder, env: &mut HashMap<LocalId, Vals>, x: LocalId| {
+            if let Some(v) = env.get(&x).or_else(|| self.row_env.get(&x)) {
+                return v.clone();
+            }
+            let v = match locals[x].op {
+                LocalOp::Read(a) => addrs[a].load(b, self.body.plan.accesses[a].dtype),
+                _ => vector::local(b, locals, x, &[]),
             };
+            env.insert(x, v.clone());
+            v
+        };
         for v in order {
-            let n = g.node(v);
-            let size = n.dtype.size() as i64;
+            let l = &locals[v];
+            let size = l.dtype.size() as i64;
             let scratch = self.stash.get(&v).map(|&slot| {
                 let off = b.ins().imul_imm_s(pos.0, size);
                 (b.ins().iadd(slot, off), (pos.1 * size) as i32)
             });
-            let val = match &n.op {
+            let val = match l.op {
                 _ if self.stash_ready.contains(&v) => {
                     let (at, off) = scratch.unwrap();
-                    vector::load_at(b, n.dtype, at, off)
+                    vector::load_at(b, l.dtype, at, off)
                 }
-                Op::Broadcast | Op::Reshape => self.row_env[&n.inputs[0]].clone(),
-                _ => {
-                    let args: Vec<Vals> = n.inputs.iter().map(|&x| fetch(b, &mut env, x)).collect();
-                    let val = elementwise(b, g, v, &args);
+                LocalOp::Broadcast(x) => self.row_env[&x].clone(),
+                op => {
+                    let args: Vec<Vals> =
+                        op.operands().iter().map(|&x| fetch(b, &mut env, x)).collect();
+                    let val = vector::local(b, locals, v, &args);
                     if let Some((at, off)) = scratch {
-                        vector::store_at(b, n.dtype, &val, at, off);
+                        vector::store_at(b, l.dtype, &val, at, off);
                     }
                     val
                 }
@@ -130,25 +119,14 @@ impl Ctx<'_> {
     }
 }
 
-fn elementwise(b: &mut FunctionBuilder, g: &Graph, v: ValueId, args: &[Vals]) -> Vals {
-    let n = g.node(v);
-    match &n.op {
-        Op::Unary(u) => vector::unary(b, *u, n.dtype, &args[0]),
-        Op::Binary(o) => vector::binary(b, *o, n.dtype, &args[0], &args[1]),
-        Op::Compare(c) => vector::compare(b, *c, g.node(n.inputs[0]).dtype, &args[0], &args[1]),
-        Op::Select => vector::select(b, n.dtype, &args[0], &args[1], &args[2]),
-        Op::Cast(to) => vector::cast(b, g.node(n.inputs[0]).dtype, *to, &args[0]),
-        other => unreachable!("{} in a row kernel", other.name()),
-    }
-}
-
-pub fn build(b: &mut FunctionBuilder, g: &Graph, rk: &RowKernel, pl: &Plan, t: &Target) {
+pub fn build(b: &mut FunctionBuilder, body: &RowBody, t: &Target) {
+    let pl = body.plan;
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
     let params = b.block_params(entry).to_vec();
     let (ptrs, begin, end) = (params[0], params[1], params[2]);
-    let nptr = rk.inputs.len() + rk.outputs.len();
+    let nptr = pl.accesses.iter().map(|a| a.ptr + 1).max().unwrap_or(0);
     let bases: Vec<Value> = (0..nptr)
         .map(|i| b.ins().load(types::I64, flags(), ptrs, (i * 8) as i32))
         .collect();
@@ -172,11 +150,15 @@ pub fn build(b: &mut FunctionBuilder, g: &Graph, rk: &RowKernel, pl: &Plan, t: &
             b.ins().stack_addr(types::I64, ss, 0)
         })
         .collect();
-    let values = stash_values(g, &pl, rk, t);
-    let stash: HashMap<ValueId, Value> = values
+    // Rows long enough stage their transcendentals through the micro-kernels (in the stash).
+    let values = body.stash(&|l| match l.op {
+        LocalOp::Unary(u, _) if pl.n >= MIN_STAGED_RUN => micro::kernel(t, u, l.dtype),
+        _ => None,
+    });
+    let stash: HashMap<LocalId, Value> = values
         .iter()
         .map(|&(v, _)| {
-            let bytes = ((pl.n + LANES) * g.node(v).dtype.size()) as u32;
+            let bytes = body.stash_bytes(v) as u32;
             let ss = b.create_sized_stack_slot(StackSlotData::new(
                 StackSlotKind::ExplicitSlot,
                 bytes,
@@ -185,7 +167,7 @@ pub fn build(b: &mut FunctionBuilder, g: &Graph, rk: &RowKernel, pl: &Plan, t: &
             (v, b.ins().stack_addr(types::I64, ss, 0))
         })
         .collect();
-    let micro: Vec<(ValueId, MicroFn)> =
+    let micro: Vec<(LocalId, MicroFn)> =
         values.iter().filter_map(|&(v, f)| Some((v, f?))).collect();
     let sig = (!micro.is_empty()).then(|| {
         let mut sig = Signature::new(b.func.signature.call_conv);
@@ -201,9 +183,7 @@ pub fn build(b: &mut FunctionBuilder, g: &Graph, rk: &RowKernel, pl: &Plan, t: &
     };
     let mut idx = Vec::new();
     let pin = pin_slot(b);
-    outer(
-        b, g, &pl, rk, &starts, &slots, &stash, pin, 0, begin, end, &mut idx,
-    );
+    outer(b, body, &starts, &slots, &stash, pin, 0, begin, end, &mut idx);
     b.ins().return_(&[]);
 }
 
@@ -212,50 +192,17 @@ pub fn build(b: &mut FunctionBuilder, g: &Graph, rk: &RowKernel, pl: &Plan, t: &
 /// argument into its scratch, then one micro-kernel call turns the scratch into the result in
 /// place (bit-identical to the inline function), and every phase loads it.
 struct Stash {
-    slots: HashMap<ValueId, Value>,
-    /// The stashed values computed by micro-kernels, in node order.
-    micro: Vec<(ValueId, MicroFn)>,
+    slots: HashMap<LocalId, Value>,
+    /// The stashed values computed by micro-kernels, in order.
+    micro: Vec<(LocalId, MicroFn)>,
     /// Signature of the micro-kernels (when there are any).
     sig: Option<SigRef>,
-}
-
-/// Expensive element-level values evaluated in more than one phase, and
-/// transcendentals with a micro-kernel (rows of at least `MIN_STAGED_RUN`), within
-/// the scratch budget; with their micro-kernels.
-pub(super) fn stash_values(
-    g: &Graph,
-    pl: &Plan,
-    rk: &RowKernel,
-    t: &Target,
-) -> Vec<(ValueId, Option<MicroFn>)> {
-    let cones = phase_cones(g, pl, rk);
-    let mut out = Vec::new();
-    let mut budget = STASH_BYTES;
-    let mut members: Vec<ValueId> = rk.group.members.to_vec();
-    members.sort();
-    for m in members {
-        let uses = cones.iter().filter(|c| c.contains(&m)).count();
-        let bytes = (pl.n + LANES) * g.node(m).dtype.size();
-        let n = g.node(m);
-        let micro = match n.op {
-            Op::Unary(u) if pl.n >= MIN_STAGED_RUN => micro::kernel(t, u, n.dtype),
-            _ => None,
-        };
-        let wanted = (uses >= 2 && is_expensive(g, m)) || (uses >= 1 && micro.is_some());
-        if wanted && bytes <= budget {
-            budget -= bytes;
-            out.push((m, micro));
-        }
-    }
-    out
 }
 
 #[allow(clippy::too_many_arguments)]
 fn outer(
     b: &mut FunctionBuilder,
-    g: &Graph,
-    pl: &Plan,
-    rk: &RowKernel,
+    body: &RowBody,
     starts: &[Value],
     slots: &[Value],
     stash: &Stash,
@@ -265,6 +212,7 @@ fn outer(
     hi: Value,
     idx: &mut Vec<Value>,
 ) {
+    let pl = body.plan;
     emit_loop(b, lo, hi, 1, |b, j| {
         idx.push(j);
         if d + 1 == pl.o_dims.len() {
@@ -284,15 +232,13 @@ fn outer(
                     pin(b, pin_at, p)
                 })
                 .collect();
-            row(b, g, pl, rk, rows, slots, stash, pin_at);
+            row(b, body, rows, slots, stash, pin_at);
         } else {
             let zero = b.ins().iconst(types::I64, 0);
             let n = b.ins().iconst(types::I64, pl.o_dims[d + 1] as i64);
             outer(
                 b,
-                g,
-                pl,
-                rk,
+                body,
                 starts,
                 slots,
                 stash,
@@ -315,7 +261,7 @@ fn outer(
 #[allow(clippy::too_many_arguments)]
 fn row_loop(
     b: &mut FunctionBuilder,
-    pl: &Plan,
+    rb: &RowBody,
     rows: &[Value],
     slots: &[Value],
     lo: Value,
@@ -324,12 +270,10 @@ fn row_loop(
     writes: bool,
     body: &mut VectorBody,
 ) {
-    let lanes: Vec<Lane> = pl
-        .accesses
-        .iter()
+    let lanes: Vec<Lane> = (rb.plan.accesses.iter())
         .enumerate()
         .map(|(a, acc)| {
-            let output = pl.outs.contains(&a);
+            let output = rb.outputs.iter().any(|o| o.1 == a);
             Lane {
                 size: acc.dtype.size(),
                 // An output outside the final pass: no address, no copy.
@@ -354,75 +298,47 @@ fn lane_mask(b: &mut FunctionBuilder, r: Value) -> Vals {
     vec![b.ins().icmp(IntCC::SignedLessThan, iota, rv)]
 }
 
+#[allow(clippy::too_many_arguments)]
 fn row(
     b: &mut FunctionBuilder,
-    g: &Graph,
-    pl: &Plan,
-    rk: &RowKernel,
+    body: &RowBody,
     rows: Vec<Value>,
     slots: &[Value],
     stash: &Stash,
     pin_at: StackSlot,
 ) {
-    let grp = &rk.group;
+    let pl = body.plan;
     let mut ctx = Ctx {
-        g,
-        pl,
+        body,
         rows,
         row_env: HashMap::new(),
         stash: stash.slots.clone(),
         stash_ready: HashSet::new(),
         pin: pin_at,
     };
-    let cones = phase_cones(g, pl, rk);
-    let mut phase = 0;
-    let (reductions, deps) = reduction_deps(g, &grp.members);
-    let row_level: Vec<ValueId> = grp
-        .members
-        .iter()
-        .copied()
-        .filter(|m| !matches!(g.node(*m).op, Op::Reduce(..)) && grp.is_row_shape(&g.node(*m).shape))
-        .collect();
-    let mut done: HashSet<ValueId> = HashSet::new();
     let zero = b.ins().iconst(types::I64, 0);
     let nrow = b.ins().iconst(types::I64, pl.n as i64);
-    loop {
-        compute_row_level(b, &mut ctx, &row_level, &deps, &done);
-        let ready = ready_reductions(&reductions, &deps, &done);
-        if ready.is_empty() {
-            break;
+    for sweep in &body.sweeps {
+        compute_row_level(b, &mut ctx, &sweep.row_values);
+        micro_passes(b, &mut ctx, stash, &sweep.cone, slots);
+        if sweep.reductions.is_empty() {
+            break; // the last sweep: the element outputs
         }
-        micro_passes(b, &mut ctx, stash, &cones[phase], slots);
-        reduce_phase(b, &mut ctx, &ready, slots, zero, nrow);
-        done.extend(ready);
-        // Values this phase stored are loaded by the next ones.
-        let stored: Vec<ValueId> = ctx
-            .stash
-            .keys()
-            .copied()
-            .filter(|v| cones[phase].contains(v))
+        reduce_phase(b, &mut ctx, &sweep.reductions, slots, zero, nrow);
+        // Values this sweep stored are loaded by the next ones.
+        let stored: Vec<LocalId> = (ctx.stash.keys().copied())
+            .filter(|v| sweep.cone.contains(v))
             .collect();
         ctx.stash_ready.extend(stored);
-        phase += 1;
     }
-    compute_row_level(b, &mut ctx, &row_level, &deps, &done);
-    micro_passes(b, &mut ctx, stash, &cones[phase], slots);
-    // Final pass: element-level outputs.
-    let elem_outs: Vec<(usize, ValueId)> = rk
-        .outputs
-        .iter()
-        .copied()
-        .enumerate()
-        .filter(|(_, o)| {
-            !matches!(g.node(*o).op, Op::Reduce(..)) && grp.is_element_shape(&g.node(*o).shape)
-        })
-        .collect();
+    // The last sweep: element-level outputs.
+    let elem_outs: Vec<(LocalId, usize)> = body.element_outputs().collect();
     if !elem_outs.is_empty() {
-        let targets: Vec<ValueId> = elem_outs.iter().map(|(_, o)| *o).collect();
+        let targets: Vec<LocalId> = elem_outs.iter().map(|o| o.0).collect();
         let rows = ctx.rows.clone();
         row_loop(
             b,
-            pl,
+            body,
             &rows,
             slots,
             zero,
@@ -431,50 +347,46 @@ fn row(
             true,
             &mut |b, addrs, pos, _, _| {
                 let env = ctx.eval(b, addrs, pos, &targets);
-                for (j, o) in &elem_outs {
-                    let a = pl.outs[*j];
+                for &(o, a) in &elem_outs {
                     if let Addr::Run(p, off) = addrs[a] {
-                        vector::store_at(b, g.node(*o).dtype, &env[o], p, off);
+                        vector::store_at(b, body.locals[o].dtype, &env[&o], p, off);
                     }
                 }
             },
         );
     }
     // Row-level outputs: one scalar per row.
-    for (j, &o) in rk.outputs.iter().enumerate() {
-        let n = g.node(o);
-        if matches!(n.op, Op::Reduce(..)) || !grp.is_element_shape(&n.shape) {
-            let v = &ctx.row_env[&o];
-            let ls = vector::lanes(b, v);
-            let lane0 = if n.dtype == DType::Bool {
-                let one = b.ins().iconst(types::I32, 1);
-                let x = b.ins().band(ls[0], one);
-                b.ins().ireduce(types::I8, x)
-            } else {
-                ls[0]
-            };
-            b.ins().store(flags(), lane0, ctx.rows[pl.outs[j]], 0);
-        }
+    for (o, a) in body.row_outputs() {
+        let v = &ctx.row_env[&o];
+        let ls = vector::lanes(b, v);
+        let lane0 = if body.locals[o].dtype == DType::Bool {
+            let one = b.ins().iconst(types::I32, 1);
+            let x = b.ins().band(ls[0], one);
+            b.ins().ireduce(types::I8, x)
+        } else {
+            ls[0]
+        };
+        b.ins().store(flags(), lane0, ctx.rows[a], 0);
     }
 }
 
-/// Before a phase (`cone`: the members it evaluates): each micro-kernel value it needs that is
+/// Before a sweep (`cone`: the members it evaluates): each micro-kernel value it needs that is
 /// not in its scratch yet gets a pass over the row storing its argument there, then the
 /// micro-kernel call on the scratch, in place.
 fn micro_passes(
     b: &mut FunctionBuilder,
     ctx: &mut Ctx,
     stash: &Stash,
-    cone: &HashSet<ValueId>,
+    cone: &[LocalId],
     slots: &[Value],
 ) {
-    let g = ctx.g;
-    let pl = ctx.pl;
+    let body = ctx.body;
+    let pl = body.plan;
     for &(t, f) in &stash.micro {
         if !cone.contains(&t) || ctx.stash_ready.contains(&t) {
             continue;
         }
-        let arg = g.node(t).inputs[0];
+        let arg = body.locals[t].op.operands()[0];
         let at = stash.slots[&t];
         let rows = ctx.rows.clone();
         let zero = b.ins().iconst(types::I64, 0);
@@ -483,7 +395,7 @@ fn micro_passes(
         // Outputs untouched (`writes` false): see `row_loop`.
         row_loop(
             b,
-            pl,
+            body,
             &rows,
             slots,
             zero,
@@ -504,37 +416,25 @@ fn micro_passes(
     }
 }
 
-fn compute_row_level(
-    b: &mut FunctionBuilder,
-    ctx: &mut Ctx,
-    row_level: &[ValueId],
-    deps: &HashMap<ValueId, HashSet<ValueId>>,
-    done: &HashSet<ValueId>,
-) {
-    let g = ctx.g;
-    for &m in row_level {
-        if ctx.row_env.contains_key(&m) || !deps[&m].iter().all(|x| done.contains(x)) {
-            continue;
-        }
-        let n = g.node(m);
-        let val = match &n.op {
-            Op::Broadcast | Op::Reshape => ctx.row_env[&n.inputs[0]].clone(),
-            _ => {
-                let args: Vec<Vals> = n
-                    .inputs
-                    .iter()
-                    .map(|&x| {
-                        if let Some(v) = ctx.row_env.get(&x) {
-                            v.clone()
-                        } else if let Some(l) = const_value(g, x) {
-                            vector::splat(b, g.node(x).dtype, l)
-                        } else {
-                            let a = ctx.pl.row_reads[&x];
-                            vector::load_splat(b, ctx.pl.accesses[a].dtype, ctx.rows[a])
-                        }
+/// The row-level values `values` (their reductions are done), each splatted and pinned.
+fn compute_row_level(b: &mut FunctionBuilder, ctx: &mut Ctx, values: &[LocalId]) {
+    let body = ctx.body;
+    for &m in values {
+        let val = match body.locals[m].op {
+            LocalOp::Broadcast(x) => ctx.row_env[&x].clone(),
+            op => {
+                let args: Vec<Vals> = (op.operands().iter())
+                    .map(|&x| match body.locals[x].op {
+                        _ if ctx.row_env.contains_key(&x) => ctx.row_env[&x].clone(),
+                        LocalOp::Read(a) => vector::load_splat(
+                            b,
+                            body.plan.accesses[a].dtype,
+                            ctx.rows[a],
+                        ),
+                        _ => vector::local(b, &body.locals, x, &[]),
                     })
                     .collect();
-                let val = elementwise(b, g, m, &args);
+                let val = vector::local(b, &body.locals, m, &args);
                 val.iter().map(|&v| pin(b, ctx.pin, v)).collect()
             }
         };
@@ -546,21 +446,21 @@ fn compute_row_level(
 fn reduce_phase(
     b: &mut FunctionBuilder,
     ctx: &mut Ctx,
-    rs: &[ValueId],
+    rs: &[LocalId],
     slots: &[Value],
     zero: Value,
     nrow: Value,
 ) {
-    let g = ctx.g;
-    let pl = ctx.pl;
+    let body = ctx.body;
+    let pl = body.plan;
     struct Red {
-        v: ValueId,
+        v: LocalId,
         op: ReduceOp,
         d: DType,
         /// The dtype a block folds in (`reduce::block_dtype`).
         block_d: DType,
         acc_d: DType,
-        input: ValueId,
+        input: LocalId,
         total: Variable,
         accs: Vec<Vec<Variable>>,
         /// NaN met (float max/min: see `reduce::acc_step`), over the row.
@@ -568,11 +468,10 @@ fn reduce_phase(
     }
     let mut reds: Vec<Red> = Vec::new();
     for &v in rs {
-        let n = g.node(v);
-        let Op::Reduce(op, _) = n.op.clone() else {
-            unreachable!()
+        let LocalOp::Reduce(op, input) = body.locals[v].op else {
+            unreachable!("a reduction")
         };
-        let d = n.dtype;
+        let d = body.locals[v].dtype;
         let acc_d = acc_dtype(op, d);
         let init = vector::scalar_const(b, acc_d, identity(op, acc_d));
         let total = b.declare_var(vector::scalar_type(acc_d));
@@ -584,14 +483,14 @@ fn reduce_phase(
             d,
             block_d: block_dtype(op, d),
             acc_d,
-            input: n.inputs[0],
+            input,
             total,
             accs: vec![],
             nan,
         });
     }
     let n = pl.n as i64;
-    let targets: Vec<ValueId> = reds.iter().map(|r| r.input).collect();
+    let targets: Vec<LocalId> = reds.iter().map(|r| r.input).collect();
     let block = |b: &mut FunctionBuilder,
                  ctx: &Ctx,
                  reds: &mut Vec<Red>,
@@ -616,7 +515,7 @@ fn reduce_phase(
         let rows = ctx.rows.clone();
         row_loop(
             b,
-            pl,
+            body,
             &rows,
             slots,
             lo,

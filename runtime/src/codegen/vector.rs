@@ -7,6 +7,7 @@
 //! Ops without a vector lowering on x64 (integer division, 64-bit int <->
 //! float casts) are done lane by lane on scalars.
 
+use super::lower::{Local, LocalId, LocalOp};
 use super::{lower_traced, math};
 use crate::ir::{BinaryOp, CmpOp, UnaryOp};
 use crate::{DType, Literal};
@@ -217,6 +218,23 @@ fn fsplat(b: &mut FunctionBuilder, ty: Type, v: f64) -> Value {
         b.ins().f64const(v)
     };
     b.ins().splat(ty, s)
+}
+
+/// Local `v` of a lowered kernel (a constant or an elementwise op) on its operands' vectors
+/// (`args`, in operand order). Reads, reductions and broadcasts are the emitters' own.
+pub fn local(b: &mut FunctionBuilder, locals: &[Local], v: LocalId, args: &[Vals]) -> Vals {
+    let l = &locals[v];
+    match l.op {
+        LocalOp::Const(c) => splat(b, l.dtype, c),
+        LocalOp::Unary(u, _) => unary(b, u, l.dtype, &args[0]),
+        LocalOp::Binary(o, ..) => binary(b, o, l.dtype, &args[0], &args[1]),
+        LocalOp::Compare(c, x, _) => compare(b, c, locals[x].dtype, &args[0], &args[1]),
+        LocalOp::Select(..) => select(b, l.dtype, &args[0], &args[1], &args[2]),
+        LocalOp::Cast(x) => cast(b, locals[x].dtype, l.dtype, &args[0]),
+        LocalOp::Read(_) | LocalOp::Reduce(..) | LocalOp::Broadcast(_) => {
+            unreachable!("not elementwise: {l:?}")
+        }
+    }
 }
 
 pub fn unary(b: &mut FunctionBuilder, op: UnaryOp, d: DType, x: &Vals) -> Vals {

@@ -1,12 +1,12 @@
 //! The description of a row kernel, independent of any backend: the collapsed row dimensions,
 //! each access with its strides (one affine map per read and write), the values read per
-//! element and per row, the phases of reductions and what each evaluates. The Cranelift and the
-//! x86 row emitters spell what it says; the partition asks it whether a row group can be built,
-//! and the executor and the buffer plan ask it the kernel's extent and in-place pairs.
+//! element and per row. The shared lowering (`codegen::lower::row`) turns it into the sweeps
+//! every backend spells; the partition asks it whether a row group can be built, and the
+//! executor and the buffer plan ask it the kernel's extent and in-place pairs.
 
 use super::collapse;
 use crate::fusion::partition::{const_value, read_map, Affine, Partition, RowKernel, Step};
-use crate::ir::{BinaryOp, Graph, Op, ValueId};
+use crate::ir::{Graph, Op, ValueId};
 use crate::{shape, DType};
 use std::collections::{HashMap, HashSet};
 
@@ -183,123 +183,4 @@ pub fn inplace_ok(g: &Graph, pl: &Plan, rk: &RowKernel, input: ValueId, output: 
             && a.i_stride == out.i_stride
             && a.dtype.size() == out.dtype.size()
     })
-}
-
-/// Scratch budget for stashed rows, per thread (the stack).
-pub const STASH_BYTES: usize = 128 * 1024;
-
-pub fn is_expensive(g: &Graph, v: ValueId) -> bool {
-    match g.node(v).op {
-        Op::Unary(u) => u.is_transcendental(),
-        Op::Binary(o) => matches!(o, BinaryOp::Pow | BinaryOp::Div | BinaryOp::Rem),
-        _ => false,
-    }
-}
-
-/// The phases of a row (reduction sets, then the element outputs) and the
-/// element-level members each must evaluate.
-pub fn phase_cones(g: &Graph, pl: &Plan, rk: &RowKernel) -> Vec<HashSet<ValueId>> {
-    let grp = &rk.group;
-    let reductions: Vec<ValueId> = grp
-        .members
-        .iter()
-        .copied()
-        .filter(|m| matches!(g.node(*m).op, Op::Reduce(..)))
-        .collect();
-    let reduction_deps = |r: ValueId| -> HashSet<ValueId> {
-        let mut out = HashSet::new();
-        let mut stack = vec![g.node(r).inputs[0]];
-        let mut seen = HashSet::new();
-        while let Some(v) = stack.pop() {
-            if !pl.members.contains(&v) || !seen.insert(v) {
-                continue;
-            }
-            if reductions.contains(&v) {
-                out.insert(v);
-                continue;
-            }
-            stack.extend(g.node(v).inputs.iter().copied());
-        }
-        out
-    };
-    let cone = |targets: &[ValueId]| -> HashSet<ValueId> {
-        let mut out = HashSet::new();
-        let mut stack = targets.to_vec();
-        while let Some(v) = stack.pop() {
-            if !pl.members.contains(&v)
-                || !grp.is_element_shape(&g.node(v).shape)
-                || matches!(g.node(v).op, Op::Reduce(..))
-                || !out.insert(v)
-            {
-                continue;
-            }
-            if g.node(v).op != Op::Broadcast {
-                stack.extend(g.node(v).inputs.iter().copied());
-            }
-        }
-        out
-    };
-    let mut done: HashSet<ValueId> = HashSet::new();
-    let mut cones = Vec::new();
-    loop {
-        let ready: Vec<ValueId> = reductions
-            .iter()
-            .copied()
-            .filter(|r| !done.contains(r) && reduction_deps(*r).iter().all(|x| done.contains(x)))
-            .collect();
-        if ready.is_empty() {
-            break;
-        }
-        let inputs: Vec<ValueId> = ready.iter().map(|r| g.node(*r).inputs[0]).collect();
-        cones.push(cone(&inputs));
-        done.extend(ready);
-    }
-    let outs: Vec<ValueId> = rk
-        .outputs
-        .iter()
-        .copied()
-        .filter(|o| {
-            grp.is_element_shape(&g.node(*o).shape) && !matches!(g.node(*o).op, Op::Reduce(..))
-        })
-        .collect();
-    cones.push(cone(&outs));
-    cones
-}
-
-/// The reductions not `done` whose dependencies (`reduction_deps`) all are: the next phase.
-pub fn ready_reductions(
-    reductions: &[ValueId],
-    deps: &HashMap<ValueId, HashSet<ValueId>>,
-    done: &HashSet<ValueId>,
-) -> Vec<ValueId> {
-    (reductions.iter().copied())
-        .filter(|r| !done.contains(r) && deps[r].iter().all(|x| done.contains(x)))
-        .collect()
-}
-
-/// The reductions among a row group's `members` (in their order), and which of them each
-/// member depends on through members: a reduction's phase can run once all of its are done.
-pub fn reduction_deps(
-    g: &Graph,
-    members: &[ValueId],
-) -> (Vec<ValueId>, HashMap<ValueId, HashSet<ValueId>>) {
-    let reductions: Vec<ValueId> = members
-        .iter()
-        .copied()
-        .filter(|m| matches!(g.node(*m).op, Op::Reduce(..)))
-        .collect();
-    let mut deps: HashMap<ValueId, HashSet<ValueId>> = HashMap::new();
-    for &m in members {
-        let mut d = HashSet::new();
-        for x in &g.node(m).inputs {
-            if let Some(of_x) = deps.get(x) {
-                d.extend(of_x.iter().copied());
-            }
-            if reductions.contains(x) {
-                d.insert(*x);
-            }
-        }
-        deps.insert(m, d);
-    }
-    (reductions, deps)
 }

@@ -3,14 +3,12 @@
 //! each op's instructions (spelled by `Asm`'s helpers at the kernel's width).
 
 use super::{Asm, Fail, Lane, Width, R, R_I};
-use crate::codegen::kernel::Staging;
+use crate::codegen::lower::{Local, LocalId, LocalOp, LoopKernel, Staging};
 use crate::codegen::traced::SymOp;
-use crate::describe::loops::Plan;
-use crate::fusion::partition::{const_value, Kernel};
-use crate::ir::{BinaryOp, CmpOp, Graph, Op, ReduceOp, UnaryOp, ValueId};
+use crate::ir::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
 use crate::{DType, Literal};
 use iced_x86::code_asm::*;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 pub(super) const Z: [AsmRegisterZmm; 32] = [
     zmm0, zmm1, zmm2, zmm3, zmm4, zmm5, zmm6, zmm7, zmm8, zmm9, zmm10, zmm11, zmm12, zmm13, zmm14,
@@ -232,6 +230,17 @@ pub(super) enum Leaf {
     Row(i32),
 }
 
+impl Leaf {
+    /// How a read or a constant local is read (None: computed).
+    pub fn of(l: &Local) -> Option<Leaf> {
+        match l.op {
+            LocalOp::Const(c) => Some(Leaf::Const(c, l.dtype)),
+            LocalOp::Read(a) => Some(Leaf::Read(a)),
+            _ => None,
+        }
+    }
+}
+
 /// Where a pass stores a value.
 #[derive(Clone, Copy)]
 pub(super) enum Dest {
@@ -246,16 +255,16 @@ pub(super) enum Dest {
 /// One pass over a run of elements: round `r` of a staged kernel, the whole kernel, or a phase
 /// of a row kernel.
 pub(super) struct Pass<'a> {
-    g: &'a Graph,
+    locals: &'a [Local],
     /// Stride along the run (0 or 1) of each access.
     inner: Vec<i64>,
     /// How each value read but not computed is read.
-    leaves: HashMap<ValueId, Leaf>,
-    /// The nodes computed, in order.
-    nodes: Vec<ValueId>,
+    leaves: HashMap<LocalId, Leaf>,
+    /// The locals computed, in order.
+    nodes: Vec<LocalId>,
     /// Reads of each value in one vector (operands and stores).
-    uses: HashMap<ValueId, usize>,
-    stores: Vec<(ValueId, Dest)>,
+    uses: HashMap<LocalId, usize>,
+    stores: Vec<(LocalId, Dest)>,
     /// The position in `nodes` of the last node with an operand read through an access:
     /// stores to accesses wait for it (an output may share an input's buffer).
     last_read: Option<usize>,
@@ -266,70 +275,40 @@ pub(super) struct Pass<'a> {
 }
 
 impl<'a> Pass<'a> {
-    pub fn new(
-        g: &'a Graph,
-        k: &'a Kernel,
-        p: &'a Plan,
-        stage: Option<&'a Staging>,
-        r: Option<usize>,
-    ) -> Self {
-        let (cone, stores): (Option<HashSet<ValueId>>, Vec<(ValueId, Dest)>) = match (stage, r) {
-            (Some(st), Some(r)) if r < st.rounds => (
-                Some(st.cone(g, k, r)),
-                st.nodes
-                    .iter()
-                    .enumerate()
-                    .filter(|n| n.1 .1 == r)
-                    .map(|(j, n)| (g.node(n.0).inputs[0], Dest::Tile(j)))
-                    .collect(),
-            ),
-            _ => (
-                stage.zip(r).map(|(st, r)| st.cone(g, k, r)),
-                k.outputs
-                    .iter()
-                    .enumerate()
-                    .map(|(j, &o)| (o, Dest::Access(p.outs[j])))
-                    .collect(),
-            ),
+    pub fn new(lk: &'a LoopKernel, stage: Option<&'a Staging>, r: Option<usize>) -> Self {
+        let staged = stage.zip(r);
+        let cone = staged.map(|(st, r)| st.cone(lk, r));
+        let stores = match staged {
+            Some((st, r)) if r < st.rounds => (st.roots(lk, r).into_iter())
+                .map(|(x, j)| (x, Dest::Tile(j.expect("a tile"))))
+                .collect(),
+            _ => (lk.outputs.iter()).map(|&(o, a)| (o, Dest::Access(a))).collect(),
         };
-        let leaf = |x: ValueId| -> Option<Leaf> {
-            if let Some(l) = const_value(g, x) {
-                return Some(Leaf::Const(l, g.node(x).dtype));
-            }
-            if let (Some(st), Some(r)) = (stage, r) {
-                if let Some(j) = st.done_before(x, r) {
-                    return Some(Leaf::Tile(j));
-                }
-            }
-            // A view or a kernel input: read through its access.
-            p.reads.get(&x).map(|&a| Leaf::Read(a))
+        let leaf = |x: LocalId| -> Option<Leaf> {
+            let tile = staged.and_then(|(st, r)| st.done_before(x, r));
+            tile.map(Leaf::Tile).or_else(|| Leaf::of(&lk.locals[x]))
         };
-        let inner = p
-            .accesses
-            .iter()
+        let inner = (lk.accesses.iter())
             .map(|a| *a.strides.last().unwrap())
             .collect();
-        let nodes: Vec<ValueId> = k
-            .nodes
-            .iter()
-            .copied()
-            .filter(|v| cone.as_ref().is_none_or(|c| c.contains(v)))
+        let nodes: Vec<LocalId> = (0..lk.locals.len())
+            .filter(|&v| cone.as_ref().is_none_or(|c| c[v]))
             .collect();
-        let mut pass = Pass::of(g, inner, &nodes, &leaf, stores);
-        pass.bools = p.accesses.iter().map(|a| a.dtype == DType::Bool).collect();
+        let mut pass = Pass::of(&lk.locals, inner, &nodes, &leaf, stores);
+        pass.bools = (lk.accesses.iter()).map(|a| a.dtype == DType::Bool).collect();
         pass
     }
 
     /// A pass computing `candidates` (in order) except the leaves, then storing `stores`.
     pub fn of(
-        g: &'a Graph,
+        locals: &'a [Local],
         inner: Vec<i64>,
-        candidates: &[ValueId],
-        leaf: &dyn Fn(ValueId) -> Option<Leaf>,
-        stores: Vec<(ValueId, Dest)>,
+        candidates: &[LocalId],
+        leaf: &dyn Fn(LocalId) -> Option<Leaf>,
+        stores: Vec<(LocalId, Dest)>,
     ) -> Self {
         let mut pass = Pass {
-            g,
+            locals,
             used: vec![false; inner.len()],
             bools: vec![false; inner.len()],
             inner,
@@ -339,7 +318,7 @@ impl<'a> Pass<'a> {
             stores,
             last_read: None,
         };
-        let note = |pass: &mut Pass, x: ValueId| {
+        let note = |pass: &mut Pass, x: LocalId| {
             if let Some(l) = leaf(x) {
                 if let Leaf::Read(a) = l {
                     pass.used[a] = true;
@@ -352,7 +331,7 @@ impl<'a> Pass<'a> {
                 continue;
             }
             pass.nodes.push(v);
-            for &x in &g.node(v).inputs {
+            for &x in locals[v].op.operands().iter() {
                 *pass.uses.entry(x).or_default() += 1;
                 note(&mut pass, x);
                 if matches!(leaf(x), Some(Leaf::Read(_))) {
@@ -372,7 +351,7 @@ impl<'a> Pass<'a> {
     }
 
     /// How `x` is read if it is not computed in the pass.
-    fn leaf(&self, x: ValueId) -> Option<Leaf> {
+    fn leaf(&self, x: LocalId) -> Option<Leaf> {
         self.leaves.get(&x).copied()
     }
 
@@ -386,19 +365,19 @@ impl<'a> Pass<'a> {
             }
         };
         for &v in &self.nodes {
-            let n = self.g.node(v);
-            for &x in &n.inputs {
+            let n = &self.locals[v];
+            for &x in n.op.operands().iter() {
                 if let Some(Leaf::Const(l, d)) = self.leaf(x) {
                     if d == f {
                         add(e.const_bits(l, f));
                     }
                 }
             }
-            match &n.op {
-                Op::Unary(UnaryOp::Neg) if !e.int => add(lane.sign()),
-                Op::Unary(UnaryOp::Abs) if !e.int => add(lane.abs()),
-                Op::Unary(UnaryOp::Rsqrt | UnaryOp::Recip) => add(one),
-                Op::Cast(to) if *to == f && self.g.node(n.inputs[0]).dtype == DType::Bool => {
+            match n.op {
+                LocalOp::Unary(UnaryOp::Neg, _) if !e.int => add(lane.sign()),
+                LocalOp::Unary(UnaryOp::Abs, _) if !e.int => add(lane.abs()),
+                LocalOp::Unary(UnaryOp::Rsqrt | UnaryOp::Recip, _) => add(one),
+                LocalOp::Cast(x) if n.dtype == f && self.locals[x].dtype == DType::Bool => {
                     add(one)
                 }
                 _ => {}
@@ -429,7 +408,7 @@ impl<'a> Pass<'a> {
             .leaves
             .iter()
             .filter_map(|(&v, l)| match l {
-                Leaf::Row(off) if self.g.node(v).dtype != DType::Bool => Some(*off),
+                Leaf::Row(off) if self.locals[v].dtype != DType::Bool => Some(*off),
                 _ => None,
             })
             .collect();
@@ -511,8 +490,8 @@ struct Vector<'p, 'a, 'c> {
     pass: &'p Pass<'a>,
     ctx: &'p Ctx<'c>,
     regs: &'p mut Regs,
-    env: HashMap<ValueId, Loc>,
-    left: HashMap<ValueId, usize>,
+    env: HashMap<LocalId, Loc>,
+    left: HashMap<LocalId, usize>,
     /// Bytes past element `R_I`.
     disp: i32,
     /// Elements past element `R_I` (bytes of a bool access).
@@ -539,7 +518,7 @@ impl Vector<'_, '_, '_> {
     }
 
     /// The location of `x`, loading it if it is a leaf not yet loaded.
-    fn get(&mut self, e: &mut Asm, x: ValueId) -> R<Loc> {
+    fn get(&mut self, e: &mut Asm, x: LocalId) -> R<Loc> {
         if let Some(&l) = self.env.get(&x) {
             return Ok(l);
         }
@@ -562,7 +541,7 @@ impl Vector<'_, '_, '_> {
                     }
                 }
             }
-            Leaf::Row(off) if self.pass.g.node(x).dtype == DType::Bool => {
+            Leaf::Row(off) if self.pass.locals[x].dtype == DType::Bool => {
                 // Every lane of a row-level value is the same: its 16 mask bits were stored
                 // (AVX-512), or its lane 0 (AVX2: all ones or all zeros).
                 let k = self.regs.mask()?;
@@ -607,8 +586,7 @@ impl Vector<'_, '_, '_> {
             Leaf::Read(a) => {
                 debug_assert!(
                     !self.stored,
-                    "%{} loaded after an output of the same vector was stored",
-                    x.0
+                    "%{x} loaded after an output of the same vector was stored"
                 );
                 if self.pass.inner[a] == 0 {
                     match self.ctx.hoisted.splats.get(&a) {
@@ -645,7 +623,7 @@ impl Vector<'_, '_, '_> {
     }
 
     /// One read of `x` done: its register is freed after its last read.
-    fn release(&mut self, x: ValueId) {
+    fn release(&mut self, x: LocalId) {
         let left = self.left.get_mut(&x).expect("a counted read");
         *left -= 1;
         if *left == 0 {
@@ -653,7 +631,7 @@ impl Vector<'_, '_, '_> {
         }
     }
 
-    fn release_now(&mut self, x: ValueId) {
+    fn release_now(&mut self, x: LocalId) {
         if let Some(l) = self.env.remove(&x) {
             if let Loc::Z(r) = l {
                 if self.ctx.hoisted.pinned(r) {
@@ -676,7 +654,7 @@ impl Vector<'_, '_, '_> {
         Ok((r, true))
     }
 
-    fn store(&mut self, e: &mut Asm, val: ValueId, dest: Dest) -> R<()> {
+    fn store(&mut self, e: &mut Asm, val: LocalId, dest: Dest) -> R<()> {
         if let (Dest::Frame(off), Loc::K(k)) = (dest, self.get(e, val)?) {
             // A row-level mask (logsumexp's "the row's max is finite"): all 16 bits (AVX-512),
             // lane 0 (AVX2).
@@ -784,58 +762,55 @@ impl Vector<'_, '_, '_> {
         Ok(())
     }
 
-    /// Whether `x` is a constant that is not NaN (`vector::non_nan_const`).
-    fn non_nan_const(&self, x: ValueId) -> bool {
-        let g = self.pass.g;
-        match const_value(g, x) {
-            Some(l) => !l.as_f64(g.node(x).dtype).is_nan(),
-            None => false,
-        }
-    }
 
     /// Emit node `v` (its operands are available); returns where its value is. Each op is
     /// spelled by `Asm`'s helpers at the kernel's width.
-    fn compute(&mut self, e: &mut Asm, v: ValueId) -> R<Loc> {
+    fn compute(&mut self, e: &mut Asm, v: LocalId) -> R<Loc> {
         use crate::codegen::traced::SymOp as S;
-        let g = self.pass.g;
-        let n = g.node(v);
-        let mut args = Vec::with_capacity(n.inputs.len());
-        for &x in &n.inputs {
+        let locals = self.pass.locals;
+        let n = &locals[v];
+        let operands = n.op.operands();
+        let mut args = Vec::with_capacity(operands.len());
+        for &x in operands.iter() {
             args.push(self.get(e, x)?);
         }
         let r = |l: Loc| match l {
             Loc::Z(r) | Loc::K(r) => r,
         };
-        let out = match (&n.op, n.dtype) {
-            (Op::Unary(UnaryOp::Not), DType::Bool) => {
+        let out = match (n.op, n.dtype) {
+            (LocalOp::Unary(UnaryOp::Not, _), DType::Bool) => {
                 let d = self.regs.mask()?;
                 e.mask_not(d, r(args[0]))?;
                 Loc::K(d)
             }
-            (Op::Unary(u), _) if e.int => {
+            (LocalOp::Unary(u, _), _) if e.int => {
                 let d = self.regs.z()?;
-                e.int_unary(*u, d, args[0].z())?;
+                e.int_unary(u, d, args[0].z())?;
                 Loc::Z(d)
             }
-            (Op::Binary(o), d) if e.int && d != DType::Bool => {
+            (LocalOp::Binary(o, ..), d) if e.int && d != DType::Bool => {
                 let d = self.regs.z()?;
-                e.int_binary(*o, d, args[0].z(), args[1].z())?;
+                e.int_binary(o, d, args[0].z(), args[1].z())?;
                 Loc::Z(d)
             }
-            (Op::Compare(c), _) if e.int => self.int_cmp(e, *c, args[0].z(), args[1].z())?,
-            (Op::Unary(u), _) if u.is_transcendental() => self.inline(e, *u, args[0].z())?,
-            (Op::Unary(u), _) => {
+            (LocalOp::Compare(c, ..), _) if e.int => {
+                self.int_cmp(e, c, args[0].z(), args[1].z())?
+            }
+            (LocalOp::Unary(u, _), _) if u.is_transcendental() => {
+                self.inline(e, u, args[0].z())?
+            }
+            (LocalOp::Unary(u, _), _) => {
                 let x = args[0].z();
                 let d = self.regs.z()?;
                 match u {
                     UnaryOp::Neg | UnaryOp::Abs => {
-                        let bits = if *u == UnaryOp::Neg {
+                        let bits = if u == UnaryOp::Neg {
                             e.lane.sign()
                         } else {
                             e.lane.abs()
                         };
                         let (c, tmp) = self.constant(e, bits)?;
-                        let op = if *u == UnaryOp::Neg {
+                        let op = if u == UnaryOp::Neg {
                             S::Xor(0, 1)
                         } else {
                             S::And(0, 1)
@@ -847,7 +822,7 @@ impl Vector<'_, '_, '_> {
                     }
                     UnaryOp::Sqrt => e.sqrt(d, x)?,
                     UnaryOp::Rsqrt | UnaryOp::Recip => {
-                        if *u == UnaryOp::Rsqrt {
+                        if u == UnaryOp::Rsqrt {
                             e.sqrt(d, x)?;
                         } else {
                             e.vmov(d, x)?;
@@ -872,17 +847,17 @@ impl Vector<'_, '_, '_> {
                 }
                 Loc::Z(d)
             }
-            (Op::Binary(o), DType::Bool) => {
+            (LocalOp::Binary(o, ..), DType::Bool) => {
                 let d = self.regs.mask()?;
                 match o {
                     BinaryOp::And | BinaryOp::Or => {
-                        e.mask_and_or(*o == BinaryOp::Or, d, r(args[0]), r(args[1]))?
+                        e.mask_and_or(o == BinaryOp::Or, d, r(args[0]), r(args[1]))?
                     }
                     other => unreachable!("{other:?} on bool"),
                 }
                 Loc::K(d)
             }
-            (Op::Binary(o), _) => {
+            (LocalOp::Binary(o, a, b), _) => {
                 let d = self.regs.z()?;
                 let (x, y) = (args[0].z(), args[1].z());
                 let xy = |j: u32| if j == 0 { x } else { y };
@@ -894,14 +869,14 @@ impl Vector<'_, '_, '_> {
                     BinaryOp::Max | BinaryOp::Min => {
                         // vector::nan_max_min: a non-NaN constant goes first and the
                         // blend alone propagates NaN; otherwise a NaN `x` is restored.
-                        let (p, q, safe) = if self.non_nan_const(n.inputs[0]) {
+                        let (p, q, safe) = if locals[a].non_nan_const() {
                             (x, y, true)
-                        } else if self.non_nan_const(n.inputs[1]) {
+                        } else if locals[b].non_nan_const() {
                             (y, x, true)
                         } else {
                             (x, y, false)
                         };
-                        let op = if *o == BinaryOp::Max {
+                        let op = if o == BinaryOp::Max {
                             S::Max(0, 1)
                         } else {
                             S::Min(0, 1)
@@ -922,7 +897,7 @@ impl Vector<'_, '_, '_> {
                 }
                 Loc::Z(d)
             }
-            (Op::Compare(c), _) => {
+            (LocalOp::Compare(c, ..), _) => {
                 let d = self.regs.mask()?;
                 // The predicates x64 lowers `fcmp` to: ordered except `ne`.
                 let imm = match c {
@@ -936,15 +911,15 @@ impl Vector<'_, '_, '_> {
                 e.cmp_mask(d, args[0].z(), args[1].z(), imm)?;
                 Loc::K(d)
             }
-            (Op::Select, _) => {
+            (LocalOp::Select(..), _) => {
                 let d = self.regs.z()?;
                 // d = cond ? a : b
                 e.blend(d, args[0].k(), args[2].z(), args[1].z())?;
                 Loc::Z(d)
             }
-            (Op::Cast(to), _) => {
-                let from = g.node(n.inputs[0]).dtype;
-                match (from, *to) {
+            (LocalOp::Cast(x), to) => {
+                let from = locals[x].dtype;
+                match (from, to) {
                     (DType::Bool, _) => {
                         let d = self.regs.z()?;
                         let (c, tmp) = self.constant(e, e.one())?;
@@ -976,9 +951,9 @@ impl Vector<'_, '_, '_> {
                     }
                 }
             }
-            (other, _) => unreachable!("{} is rejected before emission", other.name()),
+            (other, _) => unreachable!("{other:?} is rejected before emission"),
         };
-        for &x in &n.inputs {
+        for &x in operands.iter() {
             self.release(x);
         }
         Ok(out)

@@ -46,12 +46,10 @@ use asm::Asm;
 use frame::{add_imm, add_strided, epilogue, first_row, mark, next_row, prologue};
 pub use listing::listing;
 
-use super::kernel::{self, Staging};
+use super::lower::{Local, LocalId, LocalOp, LoopKernel, Staging};
 use super::target::{Isa, Target};
 use super::traced;
-use crate::describe::loops::Plan;
-use crate::fusion::partition::{const_value, Kernel};
-use crate::ir::{BinaryOp, Graph, Op, UnaryOp, ValueId};
+use crate::ir::{BinaryOp, UnaryOp};
 use crate::DType;
 use iced_x86::code_asm::*;
 use iced_x86::IcedError;
@@ -194,22 +192,22 @@ pub struct Code {
 
 /// The loop kernel as x86 machine code at the target's width, or None when this backend does
 /// not take it.
-pub fn build(g: &Graph, k: &Kernel, p: &Plan, t: &Target) -> Option<Code> {
+pub fn build(lk: &LoopKernel, t: &Target) -> Option<Code> {
     let w = Width::of(t)?;
-    let staged = kernel::staging(g, k, p, t);
-    let (lane, int) = supported(g, k, p, staged.as_ref())?;
+    let staged = lk.staging.as_ref();
+    let (lane, int) = supported(lk, staged)?;
     // Transcendentals inline first (one pass); staged through the micro-kernels when their
     // values do not fit in registers; constants in registers first, then from memory. A
     // kernel with a function whose trace calls out (sin/cos: `SymOp::calls`) is staged only.
-    let inline_ok = k.nodes.iter().all(|&v| node_ok(g, v, lane, int));
-    let mut order = [None, staged.as_ref()];
+    let inline_ok = (0..lk.locals.len()).all(|v| node_ok(&lk.locals, v, lane, int));
+    let mut order = [None, staged];
     if t.staged_first || !inline_ok {
         order.reverse();
     }
     let tries = if inline_ok { &order[..] } else { &order[..1] };
     for &stage in tries {
         for &hoist in body::Hoist::levels(w) {
-            let e = Emitter::new(g, k, p, stage, hoist, t.tile, w, lane, int);
+            let e = Emitter::new(lk, stage, hoist, t.tile, w, lane, int);
             match e.and_then(|e| e.run()) {
                 Ok((bytes, prefetched, held)) => {
                     return Some(Code {
@@ -218,7 +216,7 @@ pub fn build(g: &Graph, k: &Kernel, p: &Plan, t: &Target) -> Option<Code> {
                         int,
                         kind: "loop kernel",
                         bytes,
-                        staged: stage.map_or(0, |s| s.nodes.len()),
+                        staged: stage.map_or(0, |s| s.locals.len()),
                         prefetched,
                         held,
                     })
@@ -241,46 +239,34 @@ pub fn build(g: &Graph, k: &Kernel, p: &Plan, t: &Target) -> Option<Code> {
 /// integers, if it does: every value of one type (f32, f64, i32 or i64) or a bool mask
 /// (bool accesses: `bools.rs`; a kernel of bools only has f32-sized lanes); a function whose
 /// trace calls out (sin/cos, f32) only where `stage` computes it by its micro-kernel.
-fn supported(g: &Graph, k: &Kernel, p: &Plan, stage: Option<&Staging>) -> Option<(Lane, bool)> {
-    let values = p
-        .accesses
-        .iter()
+fn supported(lk: &LoopKernel, stage: Option<&Staging>) -> Option<(Lane, bool)> {
+    let values = (lk.accesses.iter())
         .map(|a| a.dtype)
         .filter(|&d| d != DType::Bool);
     let (lane, int) = match values.clone().next() {
         Some(_) => Lane::of_values(values)?,
         None => (Lane::F32, false),
     };
-    if (p.accesses.iter()).any(|a| !matches!(a.strides.last(), Some(0) | Some(1))) {
+    if (lk.accesses.iter()).any(|a| !matches!(a.strides.last(), Some(0) | Some(1))) {
         return None;
     }
-    let staged = |v: ValueId| stage.is_some_and(|s| s.nodes.iter().any(|n| n.0 == v));
-    k.nodes
-        .iter()
-        .all(|&v| node_ok(g, v, lane, int) || staged(v))
+    let staged = |v: LocalId| stage.is_some_and(|s| s.locals.iter().any(|n| n.0 == v));
+    (0..lk.locals.len())
+        .all(|v| node_ok(&lk.locals, v, lane, int) || staged(v))
         .then_some((lane, int))
 }
 
-/// Whether this backend emits node `v` in a kernel of `lane` values, integers where `int`
-/// (inside a kernel: views are reads).
-fn node_ok(g: &Graph, v: ValueId, lane: Lane, int: bool) -> bool {
+/// Whether this backend emits local `v` in a kernel of `lane` values, integers where `int`:
+/// the capability table of the x86 emitter over the lowered ops and value types.
+fn node_ok(locals: &[Local], v: LocalId, lane: Lane, int: bool) -> bool {
     let f = value_dtype(lane, int);
-    let lane_or_bool_const = |x: ValueId| match const_value(g, x) {
-        Some(_) => g.node(x).dtype == f || g.node(x).dtype == DType::Bool,
-        None => true,
-    };
-    let n = g.node(v);
-    if !n.inputs.iter().all(|&x| lane_or_bool_const(x)) {
-        return false;
-    }
-    if n.op.is_view() {
-        return n.dtype == f || n.dtype == DType::Bool || const_value(g, v).is_some();
-    }
-    let arg = |i: usize| g.node(n.inputs[i]).dtype;
-    match (&n.op, n.dtype) {
-        (Op::Unary(u), d) if d == f && int => int::unary_ok(*u, lane),
-        (Op::Binary(o), d) if d == f && int => int::binary_ok(*o, lane),
-        (Op::Unary(u), d) if d == f => match u {
+    let l = &locals[v];
+    let arg = |i: usize| locals[l.op.operands()[i]].dtype;
+    match (l.op, l.dtype) {
+        (LocalOp::Read(_) | LocalOp::Const(_), d) => d == f || d == DType::Bool,
+        (LocalOp::Unary(u, _), d) if d == f && int => int::unary_ok(u, lane),
+        (LocalOp::Binary(o, ..), d) if d == f && int => int::binary_ok(o, lane),
+        (LocalOp::Unary(u, _), d) if d == f => match u {
             UnaryOp::Neg
             | UnaryOp::Abs
             | UnaryOp::Sqrt
@@ -300,12 +286,12 @@ fn node_ok(g: &Graph, v: ValueId, lane: Lane, int: bool) -> bool {
             | UnaryOp::Log1p
             | UnaryOp::Expm1 => {
                 // (sin/cos call out of line: staged only, where `supported` allows it)
-                traced::trace(*u, f).is_some_and(|t| !t.0.iter().any(traced::SymOp::calls))
+                traced::trace(u, f).is_some_and(|t| !t.0.iter().any(traced::SymOp::calls))
             }
             UnaryOp::Not => false,
         },
-        (Op::Unary(UnaryOp::Not), DType::Bool) => true,
-        (Op::Binary(o), d) if d == f => matches!(
+        (LocalOp::Unary(UnaryOp::Not, _), DType::Bool) => true,
+        (LocalOp::Binary(o, ..), d) if d == f => matches!(
             o,
             BinaryOp::Add
                 | BinaryOp::Sub
@@ -314,10 +300,10 @@ fn node_ok(g: &Graph, v: ValueId, lane: Lane, int: bool) -> bool {
                 | BinaryOp::Max
                 | BinaryOp::Min
         ),
-        (Op::Binary(BinaryOp::And | BinaryOp::Or), DType::Bool) => true,
-        (Op::Compare(_), DType::Bool) => arg(0) == f,
-        (Op::Select, d) => d == f && arg(0) == DType::Bool,
-        (Op::Cast(_), to) => {
+        (LocalOp::Binary(BinaryOp::And | BinaryOp::Or, ..), DType::Bool) => true,
+        (LocalOp::Compare(..), DType::Bool) => arg(0) == f,
+        (LocalOp::Select(..), d) => d == f && arg(0) == DType::Bool,
+        (LocalOp::Cast(_), to) => {
             let from = arg(0);
             (from == f && (to == f || to == DType::Bool)) || (from == DType::Bool && to == f)
         }
@@ -371,9 +357,7 @@ struct Frame {
 
 struct Emitter<'a> {
     asm: Asm,
-    g: &'a Graph,
-    k: &'a Kernel,
-    p: &'a Plan,
+    p: &'a LoopKernel<'a>,
     stage: Option<&'a Staging>,
     /// How many constants and stride-0 accesses stay in registers for a whole pass.
     hoist: body::Hoist,
@@ -385,9 +369,7 @@ struct Emitter<'a> {
 
 impl<'a> Emitter<'a> {
     fn new(
-        g: &'a Graph,
-        k: &'a Kernel,
-        p: &'a Plan,
+        p: &'a LoopKernel<'a>,
         stage: Option<&'a Staging>,
         hoist: body::Hoist,
         tile: usize,
@@ -403,15 +385,13 @@ impl<'a> Emitter<'a> {
         let bool_tail = idx + 8 * nd;
         let bools = p.accesses.iter().any(|a| a.dtype == DType::Bool);
         let tiles = (bool_tail + if bools { 32 } else { 0 } + 63) / 64 * 64;
-        let staged = stage.map_or(0, |s| s.nodes.len()) as i32;
+        let staged = stage.map_or(0, |s| s.locals.len()) as i32;
         let size = tiles + staged * (tile as i32) * 4;
         let size = (size + 63) / 64 * 64;
         let mut asm = Asm::new(w, lane)?;
         asm.int = int;
         Ok(Emitter {
             asm,
-            g,
-            k,
             p,
             stage,
             hoist,
@@ -518,7 +498,7 @@ impl<'a> Emitter<'a> {
         for r in 0..=st.rounds {
             self.pass(Some(r), m, true)?;
             if r < st.rounds {
-                for (j, &(_, round, f)) in st.nodes.iter().enumerate() {
+                for (j, &(_, round, f)) in st.locals.iter().enumerate() {
                     if round != r {
                         continue;
                     }
@@ -545,7 +525,7 @@ impl<'a> Emitter<'a> {
     /// into tiles, or the outputs in the last round), or the whole kernel (`r` None). `in_tile`:
     /// the pointers start at the tile's first element.
     fn pass(&mut self, r: Option<usize>, count: i32, in_tile: bool) -> R<()> {
-        let plan = body::Pass::new(self.g, self.k, self.p, self.stage, r);
+        let plan = body::Pass::new(self.p, self.stage, r);
         // Pointer registers for the accesses the pass touches.
         let mut ptrs: Vec<Option<AsmRegister64>> = vec![None; self.p.accesses.len()];
         let mut next = 0;
@@ -601,13 +581,13 @@ impl<'a> Emitter<'a> {
             .filter(|&ai| self.p.accesses[ai].dtype != DType::Bool)
             .collect();
         let lane = self.asm.lane.bytes() as usize;
-        let bytes = self.k.shape.iter().product::<usize>() * contiguous.len() * lane;
+        let bytes = self.p.dims.iter().product::<usize>() * contiguous.len() * lane;
         if run * lane < PREFETCH_AHEAD as usize || bytes < STREAM_MIN_BYTES {
             return Vec::new();
         }
         contiguous
             .into_iter()
-            .filter_map(|ai| Some((ptrs[ai]?, PREFETCH_AHEAD, self.p.outs.contains(&ai))))
+            .filter_map(|ai| Some((ptrs[ai]?, PREFETCH_AHEAD, self.p.is_output(ai))))
             .collect()
     }
 }

@@ -14,13 +14,11 @@ use super::{
     add_imm, add_strided, epilogue, first_row, mark, next_row, prologue, Asm, Code, Fail, Lane,
     Width, MAX_PREFETCH_BYTES, R, STREAM_MIN_BYTES,
 };
-use crate::codegen::reduce::BLOCK;
+use crate::codegen::lower::{Local, LocalOp, RowBody, BLOCK};
 use crate::codegen::target::Target;
 use crate::codegen::traced::SymOp as S;
 use crate::describe::reduce as cr;
-use crate::describe::row;
-use crate::fusion::partition::RowKernel;
-use crate::ir::{Graph, Op, ReduceOp};
+use crate::ir::ReduceOp;
 use crate::{shape, DType};
 use iced_x86::code_asm::*;
 
@@ -81,13 +79,12 @@ pub fn build(r: &cr::RPlan, t: &Target) -> Option<Code> {
 
 /// A row kernel that is one f32 sum over a contiguous run (`x.sum(-1)` of an argument or a
 /// view of it: W5), as x86 code with the row kernels' ABI; None otherwise.
-pub fn build_row(g: &Graph, rk: &RowKernel, pl: &row::Plan, t: &Target) -> Option<Code> {
+pub fn build_row(rb: &RowBody, t: &Target) -> Option<Code> {
     let w = Width::of(t)?;
-    if rk.group.members.len() != 1 {
-        return None;
-    }
-    let v = rk.group.members[0];
-    if !matches!(g.node(v).op, Op::Reduce(ReduceOp::Sum, _)) {
+    let pl = rb.plan;
+    // One member: the sum of the one read.
+    let members: Vec<&Local> = rb.locals.iter().filter(|l| !l.op.is_leaf()).collect();
+    if !matches!(members[..], [Local { op: LocalOp::Reduce(ReduceOp::Sum, _), .. }]) {
         return None;
     }
     if pl.accesses.len() != 2 || pl.outs != [1] {

@@ -24,21 +24,19 @@ use super::{
     add_imm, add_strided, epilogue, first_row, mark, next_row, node_ok, prologue, run_loop, Asm,
     Code, Fail, Lane, Width, MAX_PREFETCH_BYTES, PTR_REGS, R, R_I, R_N, STREAM_MIN_BYTES,
 };
-use crate::codegen::reduce::BLOCK;
+use crate::codegen::lower::{LocalId, LocalOp, RowBody, BLOCK};
 use crate::codegen::target::Target;
-use crate::describe::row::{self, Plan};
-use crate::fusion::partition::{const_value, RowKernel};
-use crate::ir::{Graph, Op, ReduceOp, ValueId};
+use crate::ir::ReduceOp;
 use iced_x86::code_asm::*;
 use std::collections::{HashMap, HashSet};
 
 /// The row kernel `rk` as x86 code at the target's width, or None when this backend does not
 /// take it.
-pub fn build(g: &Graph, rk: &RowKernel, pl: &Plan, t: &Target) -> Option<Code> {
+pub fn build(rb: &RowBody, t: &Target) -> Option<Code> {
     let w = Width::of(t)?;
-    let lane = supported(g, pl, rk)?;
+    let lane = supported(rb)?;
     for &hoist in body::Hoist::levels(w) {
-        match Rows::new(g, pl, rk, hoist, w, lane).and_then(|e| e.run()) {
+        match Rows::new(rb, hoist, w, lane).and_then(|e| e.run()) {
             Ok((bytes, prefetched, held)) => {
                 return Some(Code {
                     width: w,
@@ -63,7 +61,8 @@ pub fn build(g: &Graph, rk: &RowKernel, pl: &Plan, t: &Target) -> Option<Code> {
 
 /// The lane type of a row kernel this backend emits, if it does: every access, reduction
 /// and output of one float type.
-fn supported(g: &Graph, pl: &Plan, rk: &RowKernel) -> Option<Lane> {
+fn supported(rb: &RowBody) -> Option<Lane> {
+    let pl = rb.plan;
     let lane = Lane::uniform(pl.accesses.iter().map(|a| a.dtype))?;
     let f = lane.dtype();
     if (pl.accesses.iter()).any(|a| pl.n > 1 && a.i_stride != 0 && a.i_stride != 1) {
@@ -72,17 +71,16 @@ fn supported(g: &Graph, pl: &Plan, rk: &RowKernel) -> Option<Lane> {
     if pl.o_dims.iter().any(|&d| d > i32::MAX as usize) || pl.n > i32::MAX as usize / 8 {
         return None;
     }
-    let ok = rk.group.members.iter().all(|&m| {
-        let n = g.node(m);
-        match &n.op {
-            Op::Reduce(op, _) => {
-                n.dtype == f && matches!(op, ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min)
+    let ok = (0..rb.locals.len()).all(|v| {
+        let l = &rb.locals[v];
+        match l.op {
+            LocalOp::Reduce(op, _) => {
+                l.dtype == f && matches!(op, ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min)
             }
-            Op::Broadcast | Op::Reshape => n.dtype == f,
-            op if op.is_view() => false,
-            _ => node_ok(g, m, lane, false),
+            LocalOp::Broadcast(_) => l.dtype == f,
+            _ => node_ok(&rb.locals, v, lane, false),
         }
-    }) && rk.outputs.iter().all(|&o| g.node(o).dtype == f);
+    }) && rb.outputs.iter().all(|&(o, _)| rb.locals[o].dtype == f);
     ok.then_some(lane)
 }
 
@@ -96,45 +94,37 @@ const IDX: i32 = 32;
 
 struct Rows<'a> {
     asm: Asm,
-    g: &'a Graph,
-    pl: &'a Plan,
-    rk: &'a RowKernel,
+    rb: &'a RowBody<'a>,
+    pl: &'a crate::describe::row::Plan,
     hoist: body::Hoist,
     /// Frame offsets: each access's first element, each access at the current row.
     start: i32,
     row: i32,
     /// Each row-level value's f32 (reductions and row-level members; broadcasts and reshapes
     /// share their input's).
-    slots: HashMap<ValueId, i32>,
+    slots: HashMap<LocalId, i32>,
     /// Each reduction's running total (f64 for sums, f32 for max/min).
-    totals: HashMap<ValueId, i32>,
+    totals: HashMap<LocalId, i32>,
     size: i32,
     /// Stride along the row (0 or 1) of each access.
     inner: Vec<i64>,
     /// The reductions of the current phase (accumulator set j is reduction j).
-    phase: Vec<ValueId>,
-    /// Expensive element-level values evaluated in several phases (softmax's
-    /// `exp(x - max)`): stored into a row-sized scratch (`Leaf::Tile`/`Dest::Tile` j) by the
-    /// first phase computing them, read by the later ones. Frame offset of the first, bytes
-    /// per scratch.
-    stash: Vec<ValueId>,
+    phase: Vec<LocalId>,
+    /// Element values stashed (`RowBody::stash`, softmax's `exp(x - max)`): stored into a
+    /// row-sized scratch (`Leaf::Tile`/`Dest::Tile` j) by the first sweep computing them,
+    /// read by the later ones. Frame offset of the first, bytes per scratch.
+    stash: Vec<LocalId>,
     stash_at: i32,
     stash_bytes: i32,
     /// Stashed values already in their scratch.
-    stash_ready: HashSet<ValueId>,
+    stash_ready: HashSet<LocalId>,
     /// Accesses whose next row the last pass prefetches.
     prefetched: usize,
 }
 
 impl<'a> Rows<'a> {
-    fn new(
-        g: &'a Graph,
-        pl: &'a Plan,
-        rk: &'a RowKernel,
-        hoist: body::Hoist,
-        w: Width,
-        lane: Lane,
-    ) -> R<Self> {
+    fn new(rb: &'a RowBody<'a>, hoist: body::Hoist, w: Width, lane: Lane) -> R<Self> {
+        let pl = rb.plan;
         let na = pl.accesses.len() as i32;
         let nd = pl.o_dims.len() as i32;
         let start = IDX + 8 * nd;
@@ -142,35 +132,21 @@ impl<'a> Rows<'a> {
         let mut at = row + 8 * na;
         let mut slots = HashMap::new();
         let mut totals = HashMap::new();
-        for &m in &rk.group.members {
-            let n = g.node(m);
-            if matches!(n.op, Op::Broadcast | Op::Reshape) {
+        for (v, l) in rb.locals.iter().enumerate() {
+            if l.op.is_leaf() || matches!(l.op, LocalOp::Broadcast(_)) || !rb.row_level[v] {
                 continue;
             }
-            if matches!(n.op, Op::Reduce(..)) || rk.group.is_row_shape(&n.shape) {
-                slots.insert(m, at);
-                at += 8;
-            }
-            if matches!(n.op, Op::Reduce(..)) {
-                totals.insert(m, at);
+            slots.insert(v, at);
+            at += 8;
+            if matches!(l.op, LocalOp::Reduce(..)) {
+                totals.insert(v, at);
                 at += 8;
             }
         }
-        // Stash: as `row::stash_values` picks (expensive, read in two phases or more),
-        // within the same budget.
-        let cones = row::phase_cones(g, pl, rk);
-        let stash_bytes = (((pl.n + 16) * lane.bytes() as usize).div_ceil(64) * 64) as i32;
-        let mut stash = Vec::new();
-        let mut budget = row::STASH_BYTES as i64;
-        let mut members: Vec<ValueId> = rk.group.members.clone();
-        members.sort();
-        for m in members {
-            let uses = cones.iter().filter(|c| c.contains(&m)).count();
-            if uses >= 2 && row::is_expensive(g, m) && stash_bytes as i64 <= budget {
-                budget -= stash_bytes as i64;
-                stash.push(m);
-            }
-        }
+        // Stash: the one rule (no micro-kernels: transcendentals are computed inline at
+        // this width), every scratch the same size (all values have the lane's type).
+        let stash: Vec<LocalId> = rb.stash(&|_| None).into_iter().map(|s| s.0).collect();
+        let stash_bytes = stash.first().map_or(0, |&v| rb.stash_bytes(v)) as i32;
         let stash_at = (at + 63) / 64 * 64;
         let at = stash_at + stash_bytes * stash.len() as i32;
         let size = (at + 63) / 64 * 64;
@@ -181,9 +157,8 @@ impl<'a> Rows<'a> {
             .collect();
         Ok(Rows {
             asm: Asm::new(w, lane)?,
-            g,
+            rb,
             pl,
-            rk,
             hoist,
             start,
             row,
@@ -200,41 +175,32 @@ impl<'a> Rows<'a> {
         })
     }
 
-    /// The frame slot of row-level value `v` (through broadcasts and reshapes).
-    fn slot(&self, mut v: ValueId) -> Option<i32> {
+    /// The frame slot of row-level value `v` (through broadcasts).
+    fn slot(&self, mut v: LocalId) -> Option<i32> {
         loop {
             if let Some(&s) = self.slots.get(&v) {
                 return Some(s);
             }
-            let n = self.g.node(v);
-            if matches!(n.op, Op::Broadcast | Op::Reshape) && self.pl.members.contains(&v) {
-                v = n.inputs[0];
-            } else {
-                return None;
+            match self.rb.locals[v].op {
+                LocalOp::Broadcast(x) => v = x,
+                _ => return None,
             }
         }
     }
 
     /// How a pass reads `x` when `avail` row-level values are in the frame.
-    fn leaf(&self, x: ValueId, avail: &HashSet<ValueId>) -> Option<Leaf> {
-        if let Some(l) = const_value(self.g, x) {
-            return Some(Leaf::Const(l, self.g.node(x).dtype));
+    fn leaf(&self, x: LocalId, avail: &HashSet<LocalId>) -> Option<Leaf> {
+        if let Some(l) = Leaf::of(&self.rb.locals[x]) {
+            return Some(l);
         }
         if self.stash_ready.contains(&x) {
             let j = self.stash.iter().position(|&s| s == x).expect("stashed");
             return Some(Leaf::Tile(j));
         }
-        if self.pl.members.contains(&x) {
-            let n = self.g.node(x);
-            if matches!(n.op, Op::Broadcast | Op::Reshape) || avail.contains(&x) {
-                return self.slot(x).map(Leaf::Row);
-            }
-            return None;
+        if matches!(self.rb.locals[x].op, LocalOp::Broadcast(_)) || avail.contains(&x) {
+            return self.slot(x).map(Leaf::Row);
         }
-        if let Some(&a) = self.pl.elem_reads.get(&x) {
-            return Some(Leaf::Read(a));
-        }
-        self.pl.row_reads.get(&x).map(|&a| Leaf::Read(a))
+        None
     }
 
     /// The kernel's bytes, how many accesses it prefetches the next row of, and the most
@@ -273,65 +239,39 @@ impl<'a> Rows<'a> {
         Ok((self.asm.finish()?, prefetched, held))
     }
 
-    /// The phases of one row (pointers in the frame).
+    /// The sweeps of one row (pointers in the frame).
     fn one_row(&mut self) -> R<()> {
-        let g = self.g;
-        let grp = &self.rk.group;
-        let mut members: Vec<ValueId> = grp.members.clone();
-        members.sort();
-        let (reductions, deps) = row::reduction_deps(g, &members);
-        let row_level: Vec<ValueId> = members
-            .iter()
-            .copied()
-            .filter(|m| {
-                let n = g.node(*m);
-                !matches!(n.op, Op::Reduce(..) | Op::Broadcast | Op::Reshape)
-                    && grp.is_row_shape(&n.shape)
-            })
-            .collect();
-        let cones = row::phase_cones(g, self.pl, self.rk);
-        let mut avail: HashSet<ValueId> = HashSet::new();
-        let mut done: HashSet<ValueId> = HashSet::new();
-        let mut phase = 0;
-        loop {
-            self.row_level(&row_level, &deps, &done, &mut avail)?;
-            let ready = row::ready_reductions(&reductions, &deps, &done);
-            if ready.is_empty() {
-                break;
+        let rb = self.rb;
+        let mut avail: HashSet<LocalId> = HashSet::new();
+        for sweep in &rb.sweeps {
+            // (Broadcasts read their input's slot: nothing to compute.)
+            let values: Vec<LocalId> = (sweep.row_values.iter().copied())
+                .filter(|&v| !matches!(rb.locals[v].op, LocalOp::Broadcast(_)))
+                .collect();
+            self.row_level(&values, &mut avail)?;
+            if !sweep.reductions.is_empty() {
+                self.reduce_phase(&sweep.reductions, &sweep.cone, &avail)?;
+                avail.extend(sweep.reductions.iter().copied());
+                continue;
             }
-            self.reduce_phase(&ready, &cones[phase], &avail)?;
-            done.extend(ready.iter().copied());
-            avail.extend(ready);
-            phase += 1;
-        }
-        self.row_level(&row_level, &deps, &done, &mut avail)?;
-        // Element-level outputs.
-        let stores: Vec<(ValueId, Dest)> = self
-            .rk
-            .outputs
-            .iter()
-            .enumerate()
-            .filter(|(_, &o)| {
-                !matches!(g.node(o).op, Op::Reduce(..)) && grp.is_element_shape(&g.node(o).shape)
-            })
-            .map(|(j, &o)| (o, Dest::Access(self.pl.outs[j])))
-            .collect();
-        if !stores.is_empty() {
-            let mut cands: Vec<ValueId> = cones[phase].iter().copied().collect();
-            cands.sort();
-            let leaf = |x: ValueId| self.leaf(x, &avail);
-            let pass = Pass::of(g, self.inner.clone(), &cands, &leaf, stores);
-            // The last pass over the row (softmax's divide of the stashed exp) works from L1:
-            // it prefetches the next row, which the first pass then finds in cache. Rows of
-            // 4 KiB are each a page, where the hardware's streamer stops and starts again.
-            self.loop_pass(&pass, &[], true)?;
+            // The last sweep: element-level outputs.
+            let stores: Vec<(LocalId, Dest)> =
+                rb.element_outputs().map(|(o, a)| (o, Dest::Access(a))).collect();
+            if !stores.is_empty() {
+                let leaf = |x: LocalId| self.leaf(x, &avail);
+                let pass = Pass::of(&rb.locals, self.inner.clone(), &sweep.cone, &leaf, stores);
+                // The last pass over the row (softmax's divide of the stashed exp) works from
+                // L1: it prefetches the next row, which the first pass then finds in cache.
+                // Rows of 4 KiB are each a page, where the hardware's streamer stops and
+                // starts again.
+                self.loop_pass(&pass, &[], true)?;
+            }
         }
         // Row-level outputs: one element per row.
-        for (j, &o) in self.rk.outputs.iter().enumerate() {
-            let n = g.node(o);
-            if matches!(n.op, Op::Reduce(..)) || !grp.is_element_shape(&n.shape) {
+        for (o, a) in rb.row_outputs() {
+            {
                 let slot = self.slot(o).expect("a row-level output has a slot");
-                let out = qword_ptr(rsp + (self.row + 8 * self.pl.outs[j] as i32));
+                let out = qword_ptr(rsp + (self.row + 8 * a as i32));
                 let a = &mut self.asm.a;
                 a.mov(rax, out)?;
                 match self.asm.lane {
@@ -368,18 +308,7 @@ impl<'a> Rows<'a> {
 
     /// The row-level members whose reductions are done, not computed yet: one vector of code
     /// (every lane the same), each stored to its slot.
-    fn row_level(
-        &mut self,
-        row_level: &[ValueId],
-        deps: &HashMap<ValueId, HashSet<ValueId>>,
-        done: &HashSet<ValueId>,
-        avail: &mut HashSet<ValueId>,
-    ) -> R<()> {
-        let cands: Vec<ValueId> = row_level
-            .iter()
-            .copied()
-            .filter(|m| !avail.contains(m) && deps[m].iter().all(|x| done.contains(x)))
-            .collect();
+    fn row_level(&mut self, cands: &[LocalId], avail: &mut HashSet<LocalId>) -> R<()> {
         if cands.is_empty() {
             return Ok(());
         }
@@ -388,8 +317,8 @@ impl<'a> Rows<'a> {
             .map(|&m| (m, Dest::Frame(self.slots[&m])))
             .collect();
         let before = avail.clone();
-        let leaf = |x: ValueId| self.leaf(x, &before);
-        let pass = Pass::of(self.g, self.inner.clone(), &cands, &leaf, stores);
+        let leaf = |x: LocalId| self.leaf(x, &before);
+        let pass = Pass::of(&self.rb.locals, self.inner.clone(), cands, &leaf, stores);
         let ptrs = self.pointers(&pass)?;
         // Nothing hoisted: a value stored by this pass may be read by a later node of it.
         let hoisted = body::Hoisted::default();
@@ -405,7 +334,7 @@ impl<'a> Rows<'a> {
         self.asm.a.xor(R_I, R_I)?;
         let mut regs = Regs::new(self.asm.w);
         pass.vector(&mut self.asm, &ctx, &mut regs, 0, false)?;
-        avail.extend(cands);
+        avail.extend(cands.iter().copied());
         Ok(())
     }
 
@@ -413,15 +342,15 @@ impl<'a> Rows<'a> {
     /// is `cone`), each result to its slot.
     fn reduce_phase(
         &mut self,
-        ready: &[ValueId],
-        cone: &HashSet<ValueId>,
-        avail: &HashSet<ValueId>,
+        ready: &[LocalId],
+        cone: &[LocalId],
+        avail: &HashSet<LocalId>,
     ) -> R<()> {
-        let g = self.g;
+        let locals = &self.rb.locals;
         self.phase = ready.to_vec();
         let mut ops = Vec::new();
         for &r in ready {
-            let Op::Reduce(op, _) = g.node(r).op else {
+            let LocalOp::Reduce(op, _) = locals[r].op else {
                 unreachable!("a reduction")
             };
             let total = self.totals[&r];
@@ -437,13 +366,9 @@ impl<'a> Rows<'a> {
             }
             ops.push(op);
         }
-        let mut stores: Vec<(ValueId, Dest)> = ready
-            .iter()
-            .enumerate()
-            .map(|(j, &r)| (g.node(r).inputs[0], Dest::Acc(j)))
+        let mut stores: Vec<(LocalId, Dest)> = (ready.iter().enumerate())
+            .map(|(j, &r)| (locals[r].op.operands()[0], Dest::Acc(j)))
             .collect();
-        let mut cands: Vec<ValueId> = cone.iter().copied().collect();
-        cands.sort();
         // Stashed values this phase computes first go to their scratch.
         let mut stored = Vec::new();
         for (j, &m) in self.stash.iter().enumerate() {
@@ -452,8 +377,8 @@ impl<'a> Rows<'a> {
                 stored.push(m);
             }
         }
-        let leaf = |x: ValueId| self.leaf(x, avail);
-        let pass = Pass::of(g, self.inner.clone(), &cands, &leaf, stores);
+        let leaf = |x: LocalId| self.leaf(x, avail);
+        let pass = Pass::of(locals, self.inner.clone(), cone, &leaf, stores);
         let accs = self.loop_pass(&pass, &ops, false)?;
         self.stash_ready.extend(stored);
         let lane = self.asm.lane;
@@ -593,7 +518,7 @@ impl<'a> Rows<'a> {
                     reg
                 }
             };
-            lines.push((reg, step as i32, self.pl.outs.contains(&ai)));
+            lines.push((reg, step as i32, self.rb.outputs.iter().any(|o| o.1 == ai)));
         }
         Ok(lines)
     }
@@ -741,7 +666,7 @@ impl<'a> Rows<'a> {
     }
 
     /// The reduction accumulated by set `j` of the current phase.
-    fn reduction_of(&self, j: usize) -> ValueId {
+    fn reduction_of(&self, j: usize) -> LocalId {
         self.phase[j]
     }
 }
