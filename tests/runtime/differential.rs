@@ -393,26 +393,26 @@ fn split_kernels_called_from_many_threads_compute_each_callers_result() {
 }
 
 /// Kernels whose transcendentals run in rustc micro-kernels tile by tile (codegen/micro.rs,
-/// "Staged kernels" in kernel.rs, row kernels' micro stash) compute the same bits as the
+/// "Tiled kernels" in kernel.rs, row kernels' micro stash) compute the same bits as the
 /// single-pass inline path, at every level the CPU has: lengths around the tile (1024) and the
 /// vector widths, 2-D rows, broadcasts, transposed reads, chained transcendentals (two rounds),
 /// NaN/inf inputs, f32 and f64, and ranges split over threads; and match the interpreter.
 #[test]
-fn staged_kernels_match_single_pass_bit_for_bit() {
+fn tiled_kernels_match_single_pass_bit_for_bit() {
     use jitfuse::internals::codegen::{Isa, Target};
-    let staged = std::cell::Cell::new(0);
-    // (level, AVX-512 kernels staged rather than inline)
+    let tiled = std::cell::Cell::new(0);
+    // (level, AVX-512 kernels tiled rather than inline)
     type Config = (Isa, bool);
-    let run_at = |(level, staged_first): Config,
+    let run_at = |(level, tiled_first): Config,
                   g: &jitfuse::internals::ir::Graph,
                   args: &[Tensor]|
      -> Vec<Tensor> {
-        let target = Target::at(level).staged_first(staged_first);
+        let target = Target::at(level).tiled_first(tiled_first);
         let exe = compile_at(g.clone(), &target).unwrap();
         // A micro-kernel call is a `call_indirect` of (src, dst, n) (Cranelift) or listed
         // (AVX-512 kernels); the single pass has none (sin/cos's slow path, a call of 4
         // arguments, is not one).
-        let zmm_staged = exe.asm_text().lines().any(|l| {
+        let zmm_tiled = exe.asm_text().lines().any(|l| {
             (l.starts_with("AVX-512 loop kernel") || l.starts_with("AVX2 loop kernel"))
                 && !l.contains(" 0 micro-kernel calls")
         });
@@ -422,11 +422,11 @@ fn staged_kernels_match_single_pass_bit_for_bit() {
                     .next()
                     .is_some_and(|a| a.matches(',').count() == 2)
         };
-        let calls = exe.clif_text().lines().any(micro_call) || zmm_staged;
+        let calls = exe.clif_text().lines().any(micro_call) || zmm_tiled;
         assert!(level != Isa::Portable || !calls);
-        // Inline in x86 kernels (one pass) unless staged first on request.
-        if staged_first {
-            staged.set(staged.get() + calls as usize);
+        // Inline in x86 kernels (one pass) unless tiled first on request.
+        if tiled_first {
+            tiled.set(tiled.get() + calls as usize);
         }
         let refs: Vec<&Tensor> = args.iter().collect();
         exe.run_with(&refs).unwrap()
@@ -457,7 +457,7 @@ fn staged_kernels_match_single_pass_bit_for_bit() {
         }),
         ("softmax", |ts| vec![ts[0].softmax(-1), ts[1].tanh()]),
         ("20 rounds", |ts| {
-            // more transcendentals than MAX_STAGED: the rest stay inline
+            // more transcendentals than MAX_TILED: the rest stay inline
             let mut v = ts[0].clone();
             let mut outs = Vec::new();
             for i in 0..20 {
@@ -557,12 +557,12 @@ fn staged_kernels_match_single_pass_bit_for_bit() {
     }
     if !levels.is_empty() {
         // f32 cases with runs of >= 128 elements: 5 expressions x 8 shapes, + transposed;
-        // at each staged configuration.
-        let staged_configs = levels.iter().filter(|l| l.1).count();
+        // at each tiled configuration.
+        let tiled_configs = levels.iter().filter(|l| l.1).count();
         assert!(
-            staged.get() >= 30 * staged_configs,
-            "staged {}",
-            staged.get()
+            tiled.get() >= 30 * tiled_configs,
+            "tiled {}",
+            tiled.get()
         );
     }
 }

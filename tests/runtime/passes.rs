@@ -421,7 +421,7 @@ fn simplify_inlines_a_cond_on_a_constant_and_simplifies_sub_graphs() {
     );
 }
 
-/// The steps of a graph in trace order and after `passes::schedule` (as the
+/// The steps of a graph in trace order and after `passes::step_order` (as the
 /// compiler runs them), and the arena lower bound of each order's plan.
 fn check_schedule(input: &str, before: Expect, after: Expect) -> (usize, usize) {
     use jitfuse::internals::{fusion::partition, plan};
@@ -435,14 +435,14 @@ fn check_schedule(input: &str, before: Expect, after: Expect) -> (usize, usize) 
     let trace_bound = bound(&part);
     let steps = part.steps.len();
     let (scheduled, order) =
-        jitfuse::internals::passes::schedule::schedule(&g, part, &|p, _| bound(p));
+        jitfuse::internals::passes::step_order::schedule(&g, part, &|p, _| bound(p));
     // The order says where each scheduled step came from.
     let mut sorted = order.clone();
     sorted.sort();
     assert_eq!(sorted, (0..steps).collect::<Vec<_>>());
-    let deps = jitfuse::internals::passes::schedule::steps_deps(&g, &scheduled);
+    let deps = jitfuse::internals::passes::step_order::steps_deps(&g, &scheduled);
     let in_order: Vec<usize> = (0..deps.len()).collect();
-    assert!(jitfuse::internals::passes::schedule::is_valid(
+    assert!(jitfuse::internals::passes::step_order::is_valid(
         &deps, &in_order
     ));
     // The compiler picks the same order (its cost is the planned peak).

@@ -1,6 +1,6 @@
 //! AVX-512 loop kernels (runtime/src/codegen/x86) against the Cranelift kernels they replace:
 //! the same bits on random elementwise programs (tails of every length, broadcasts in 1-3
-//! dims, permuted outer dims, special values, staged transcendentals, bool masks), and the
+//! dims, permuted outer dims, special values, tiled transcendentals, bool masks), and the
 //! fallback to Cranelift where they do not apply.
 
 use crate::common::*;
@@ -285,12 +285,12 @@ fn avx2_kernels_match_cranelift_bit_for_bit() {
         for (k, (a, b)) in got.iter().zip(&want).enumerate() {
             same_bits(a, b, &format!("{what} output {k}\n{g}"));
         }
-        // Staged through the AVX2 micro-kernels first: the same bits again.
-        let staged = Target::at(Isa::Avx2).staged_first(true);
-        let exe = compile_at(g.clone(), &staged).unwrap();
+        // Tiled through the AVX2 micro-kernels first: the same bits again.
+        let tiled = Target::at(Isa::Avx2).tiled_first(true);
+        let exe = compile_at(g.clone(), &tiled).unwrap();
         let got = exe.run_with(&refs).unwrap();
         for (k, (a, b)) in got.iter().zip(&want).enumerate() {
-            same_bits(a, b, &format!("{what} output {k}, staged\n{g}"));
+            same_bits(a, b, &format!("{what} output {k}, tiled\n{g}"));
         }
     }
     assert!(avx2_kernels >= 40, "{avx2_kernels} AVX2 kernels");
@@ -477,7 +477,7 @@ fn exact(t: &Tensor) -> Vec<u64> {
 fn x86_kernels_read_and_write_bools() {
     let mut rng = Rng::new(28);
     for (level, name) in x86_levels() {
-        let (mut taken, mut staged_taken) = (0, 0);
+        let (mut taken, mut tiled_taken) = (0, 0);
         for dt in [DType::F32, DType::F64, DType::I32, DType::I64] {
             for (trial, sh) in program_shapes().into_iter().enumerate() {
                 let x = match dt {
@@ -511,7 +511,7 @@ fn x86_kernels_read_and_write_bools() {
                     assert_eq!(exact(a), exact(b), "{what} output {k}\n{g}");
                 }
                 if dt == DType::F32 {
-                    // Staged tile by tile (a transcendental through its micro-kernel): the
+                    // Tiled tile by tile (a transcendental through its micro-kernel): the
                     // bool accesses, their tails included, per tile.
                     let g = trace_fn(&args, |t| {
                         let (x, m) = (&t[0], &t[1]);
@@ -521,24 +521,24 @@ fn x86_kernels_read_and_write_bools() {
                         ]
                     });
                     let (want, _) = run_at(Isa::Portable, &g, &args);
-                    let staged = Target::at(level).staged_first(true);
-                    let exe = compile_at(g.clone(), &staged).unwrap();
+                    let tiled = Target::at(level).tiled_first(true);
+                    let exe = compile_at(g.clone(), &tiled).unwrap();
                     let text = exe.asm_text();
-                    staged_taken += (text.lines())
+                    tiled_taken += (text.lines())
                         .filter(|l| l.starts_with(&format!("{name} loop kernel")))
                         .filter(|l| !l.contains(" 0 micro-kernel calls"))
                         .count();
                     let got = exe.run_with(&[&args[0], &args[1]]).unwrap();
                     for (k, (a, b)) in got.iter().zip(&want).enumerate() {
-                        assert_eq!(exact(a), exact(b), "{what} staged output {k}\n{g}");
+                        assert_eq!(exact(a), exact(b), "{what} tiled output {k}\n{g}");
                     }
                 }
             }
         }
-        eprintln!("{name}: {taken} x86 kernels with bool accesses, {staged_taken} staged");
+        eprintln!("{name}: {taken} x86 kernels with bool accesses, {tiled_taken} tiled");
         assert!(
-            staged_taken >= 3,
-            "{name}: {staged_taken} staged x86 kernels"
+            tiled_taken >= 3,
+            "{name}: {tiled_taken} tiled x86 kernels"
         );
         assert!(taken >= 56, "{name}: {taken} x86 kernels");
     }
@@ -614,10 +614,10 @@ fn x86_functions_match_cranelift_bit_for_bit() {
                 let got = exe.run_with(&[&x]).unwrap();
                 let (want, _) = run_at(Isa::Portable, &g, std::slice::from_ref(&x));
                 same_bits(&got[0], &want[0], &format!("{name} {dt} {op}"));
-                // Staged through the micro-kernels (f32): the same bits again.
-                let staged = compile_at(g, &target.staged_first(true));
-                let got = staged.unwrap().run_with(&[&x]).unwrap();
-                same_bits(&got[0], &want[0], &format!("{name} {dt} {op}, staged"));
+                // Tiled through the micro-kernels (f32): the same bits again.
+                let tiled = compile_at(g, &target.tiled_first(true));
+                let got = tiled.unwrap().run_with(&[&x]).unwrap();
+                same_bits(&got[0], &want[0], &format!("{name} {dt} {op}, tiled"));
             }
         }
     }

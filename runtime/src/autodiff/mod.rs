@@ -9,7 +9,7 @@
 mod auto;
 mod checkpoint;
 mod control_rules;
-mod remat;
+mod recompute;
 mod replay;
 mod residuals;
 mod rules;

@@ -121,7 +121,7 @@ pub fn backward(g: &Graph, vals: &[Tensor], seeds: &[(ValueId, Tensor)]) -> Vec<
     let mut get_cts: std::collections::HashMap<usize, Vec<(usize, Tensor)>> = Default::default();
     for i in (0..g.nodes.len()).rev() {
         if let Some(&r) = region_at.get(&i) {
-            super::remat::recompute_region(g, &g.checkpoints[r], &mut vals, &ct);
+            super::recompute::recompute_region(g, &g.checkpoints[r], &mut vals, &ct);
         }
         // Control flow: outputs beyond the first arrive through `get` nodes
         // (later in the graph, so visited first).

@@ -10,7 +10,7 @@
 //! vector is copied into stack slots and computed by the same vector code, so
 //! tail elements get bit-identical results to body elements.
 
-use super::lower::{LocalOp, LoopKernel, Staging};
+use super::lower::{LocalOp, LoopKernel, Tiling};
 use super::target::Target;
 use super::vector::{self, Vals, LANES};
 use crate::DType;
@@ -146,7 +146,7 @@ pub fn build(b: &mut FunctionBuilder, p: &LoopKernel, t: &Target) {
 
     let nd = p.dims.len();
     let inner = *p.dims.last().unwrap() as i64;
-    let stage = p.staging.as_ref().map(|st| {
+    let tiled = p.tiling.as_ref().map(|st| {
         let tiles = st
             .locals
             .iter()
@@ -176,15 +176,15 @@ pub fn build(b: &mut FunctionBuilder, p: &LoopKernel, t: &Target) {
             sig.params.push(AbiParam::new(types::I64));
         }
         let sig = b.import_signature(sig);
-        Stage {
-            st,
+        TiledFrame {
+            tiling: st,
             tiles,
             tail_slots,
             sig,
             tile: t.tile,
         }
     });
-    let stage = stage.as_ref();
+    let tiled = tiled.as_ref();
     // Each access's first element.
     let starts: Vec<Value> = p
         .accesses
@@ -197,13 +197,13 @@ pub fn build(b: &mut FunctionBuilder, p: &LoopKernel, t: &Target) {
     if nd == 1 {
         // begin..end is the inner range itself.
         let rows = starts;
-        emit_inner(b, p, stage, &rows, &slots, begin, end, None);
+        emit_inner(b, p, tiled, &rows, &slots, begin, end, None);
     } else {
         // Outer loops: dim 0 over begin..end, dims 1..nd-1 full.
         let mut idx: Vec<Value> = Vec::new();
         let pin_at = pin_slot(b);
         emit_outer(
-            b, p, stage, &starts, &slots, begin, end, 0, &mut idx, inner, pin_at,
+            b, p, tiled, &starts, &slots, begin, end, 0, &mut idx, inner, pin_at,
         );
     }
     b.ins().return_(&[]);
@@ -213,7 +213,7 @@ pub fn build(b: &mut FunctionBuilder, p: &LoopKernel, t: &Target) {
 fn emit_outer(
     b: &mut FunctionBuilder,
     p: &LoopKernel,
-    stage: Option<&Stage<'_>>,
+    tiled: Option<&TiledFrame<'_>>,
     bases: &[Value],
     slots: &[Value],
     lo: Value,
@@ -248,14 +248,14 @@ fn emit_outer(
                 .collect();
             let zero = b.ins().iconst(types::I64, 0);
             let n = b.ins().iconst(types::I64, inner);
-            emit_inner(b, p, stage, &rows, slots, zero, n, Some(inner));
+            emit_inner(b, p, tiled, &rows, slots, zero, n, Some(inner));
         } else {
             let zero = b.ins().iconst(types::I64, 0);
             let n = b.ins().iconst(types::I64, p.dims[d + 1] as i64);
             emit_outer(
                 b,
                 p,
-                stage,
+                tiled,
                 bases,
                 slots,
                 zero,
@@ -275,15 +275,15 @@ fn emit_outer(
 fn emit_inner(
     b: &mut FunctionBuilder,
     p: &LoopKernel,
-    stage: Option<&Stage<'_>>,
+    tiled: Option<&TiledFrame<'_>>,
     rows: &[Value],
     slots: &[Value],
     lo: Value,
     hi: Value,
     known: Option<i64>,
 ) {
-    if let Some(stage) = stage {
-        return emit_staged(b, p, stage, rows, slots, lo, hi);
+    if let Some(tiled) = tiled {
+        return emit_tiled(b, p, tiled, rows, slots, lo, hi);
     }
     let lanes: Vec<Lane> = p
         .accesses
@@ -453,9 +453,9 @@ pub(super) fn copy_elems(
     });
 }
 
-/// Compute every local of the kernel on one lane vector and store the outputs; or, in a staged
-/// kernel (`pass` = the staging and the pass number), the pass's roots from its leaves.
-fn emit_vector(b: &mut FunctionBuilder, p: &LoopKernel, addrs: &[Addr], pass: Option<(&Staging, usize)>) {
+/// Compute every local of the kernel on one lane vector and store the outputs; or, in a tiled
+/// kernel (`pass` = the tiling and the pass number), the pass's roots from its leaves.
+fn emit_vector(b: &mut FunctionBuilder, p: &LoopKernel, addrs: &[Addr], pass: Option<(&Tiling, usize)>) {
     let mut env: Vec<Option<Vals>> = vec![None; p.locals.len()];
     let cone = pass.map(|(st, r)| st.cone(p, r));
     for v in 0..p.locals.len() {
@@ -484,7 +484,7 @@ fn emit_vector(b: &mut FunctionBuilder, p: &LoopKernel, addrs: &[Addr], pass: Op
     }
     let value = |v: usize| env[v].as_ref().expect("a root of the pass");
     match pass {
-        Some((st, r)) if r < st.rounds => {
+        Some((st, r)) if r < st.last => {
             // A transcendental's argument into its tile.
             for (arg, j) in st.roots(p, r) {
                 if let Addr::Run(x, off) = addrs[p.accesses.len() + j.expect("a tile")] {
@@ -503,34 +503,34 @@ fn emit_vector(b: &mut FunctionBuilder, p: &LoopKernel, addrs: &[Addr], pass: Op
 }
 
 // ---------------------------------------------------------------------------------------------
-// Staged kernels: transcendentals computed tile by tile by rustc micro-kernels (micro.rs)
+// Tiled kernels: transcendentals computed tile by tile by rustc micro-kernels (micro.rs)
 // ---------------------------------------------------------------------------------------------
 
-/// A staged kernel's codegen state: its staging, a tile (`tile` f32, on the stack: per call, so
-/// per thread) and a padded-tail slot per staged node, and the micro-kernels' signature.
-struct Stage<'s> {
-    st: &'s Staging,
+/// A tiled kernel's codegen state: its tiling, a tile (`tile` f32, on the stack: per call, so
+/// per thread) and a padded-tail slot per tiled node, and the micro-kernels' signature.
+struct TiledFrame<'s> {
+    tiling: &'s Tiling,
     tiles: Vec<Value>,
     tail_slots: Vec<Value>,
     sig: SigRef,
     tile: usize,
 }
 
-/// Elements lo..hi of a run, tile by tile: per tile, each round's pass (a vector loop storing
-/// the arguments into the tiles, then one micro-kernel call per staged node, in place), then the
+/// Elements lo..hi of a run, tile by tile: per tile, each sweep (a vector loop storing
+/// the arguments into the tiles, then one micro-kernel call per tiled node, in place), then the
 /// final pass computing the outputs. Accesses a pass does not touch get stride 0 (no address
 /// arithmetic, no tail copies).
 #[allow(clippy::too_many_arguments)]
-fn emit_staged(
+fn emit_tiled(
     b: &mut FunctionBuilder,
     p: &LoopKernel,
-    stage: &Stage<'_>,
+    tiled: &TiledFrame<'_>,
     rows: &[Value],
     slots: &[Value],
     lo: Value,
     hi: Value,
 ) {
-    let st = &stage.st;
+    let st = tiled.tiling;
     let na = p.accesses.len();
     let header = b.create_block();
     let body = b.create_block();
@@ -541,19 +541,19 @@ fn emit_staged(
     let go = b.ins().icmp(IntCC::SignedLessThan, t0, hi);
     b.ins().brif(go, body, &[], exit, &[]);
     b.switch_to_block(body);
-    let full = b.ins().iadd_imm_s(t0, stage.tile as i64);
+    let full = b.ins().iadd_imm_s(t0, tiled.tile as i64);
     let short = b.ins().icmp(IntCC::SignedLessThan, hi, full);
     let t1 = b.ins().select(short, hi, full);
     let n = b.ins().isub(t1, t0);
     // Tile j's element i (t0 <= i < t1) is at tile_j + (i - t0) * 4.
     let back = b.ins().imul_imm_s(t0, -4);
     let mut all_rows = rows.to_vec();
-    for &t in &stage.tiles {
+    for &t in &tiled.tiles {
         all_rows.push(b.ins().iadd(t, back));
     }
     let mut all_slots = slots.to_vec();
-    all_slots.extend_from_slice(&stage.tail_slots);
-    for r in 0..=st.rounds {
+    all_slots.extend_from_slice(&tiled.tail_slots);
+    for r in 0..=st.last {
         let cone = st.cone(p, r);
         let mut used = vec![false; na + st.locals.len()];
         let mut out = vec![false; na + st.locals.len()];
@@ -565,7 +565,7 @@ fn emit_staged(
             }
         }
         // Where the pass stores: its roots' tiles, or (the last pass) the outputs.
-        let stores: Vec<usize> = match r < st.rounds {
+        let stores: Vec<usize> = match r < st.last {
             true => (st.roots(p, r).iter()).map(|&(_, j)| na + j.expect("a tile")).collect(),
             false => p.outputs.iter().map(|&(_, a)| a).collect(),
         };
@@ -599,12 +599,12 @@ fn emit_staged(
             UNROLL,
             &mut |b, addrs, _, _, _| emit_vector(b, p, addrs, Some((st, r))),
         );
-        if r < st.rounds {
-            for (j, &(_, round, f)) in st.locals.iter().enumerate() {
-                if round == r {
+        if r < st.last {
+            for (j, &(_, sweep, f)) in st.locals.iter().enumerate() {
+                if sweep == r {
                     let callee = b.ins().iconst(types::I64, f as usize as i64);
-                    let tile = stage.tiles[j];
-                    b.ins().call_indirect(stage.sig, callee, &[tile, tile, n]);
+                    let tile = tiled.tiles[j];
+                    b.ins().call_indirect(tiled.sig, callee, &[tile, tile, n]);
                 }
             }
         }

@@ -2,7 +2,7 @@
 //! lanes) and AVX2+FMA (8 lanes), `extern "C" fn(src, dst, n)` over a contiguous tile.
 //!
 //! Cranelift 0.135 lowers nothing wider than 128 bits on x86-64, so the loop kernels'
-//! transcendental-heavy stage runs 4 lanes at a time. Staged kernels (`kernel.rs`, "Staged
+//! transcendental-heavy stage runs 4 lanes at a time. Tiled kernels (`kernel.rs`, "Tiled
 //! kernels") compute a transcendental's argument for an L1-resident tile, call the micro-kernel
 //! here on the tile, and consume the result.
 //!

@@ -19,7 +19,7 @@
 use super::kernel::{copy_elems, emit_loop, pin, pin_slot};
 use super::lower::BLOCK;
 use super::vector::{self, Vals, LANES};
-use crate::describe::reduce::{Dim, RPlan};
+use crate::describe::reduce::{Dim, ReduceDescription};
 use crate::ir::{BinaryOp, ReduceOp};
 use crate::{shape, DType, Literal};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
@@ -255,7 +255,7 @@ fn nest(
     }
 }
 
-pub fn build(b: &mut FunctionBuilder, r: &RPlan) {
+pub fn build(b: &mut FunctionBuilder, r: &ReduceDescription) {
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
@@ -302,7 +302,7 @@ pub fn build(b: &mut FunctionBuilder, r: &RPlan) {
 
 fn kept_loops(
     b: &mut FunctionBuilder,
-    r: &RPlan,
+    r: &ReduceDescription,
     d: usize,
     lo: Value,
     hi: Value,
@@ -324,7 +324,7 @@ fn kept_loops(
 
 /// Reduce every reduced position of one output element whose input starts at
 /// `row` (bytes); returns the result as a scalar of the output dtype.
-fn row_reduce(b: &mut FunctionBuilder, r: &RPlan, row: Value, slot: Value) -> Value {
+fn row_reduce(b: &mut FunctionBuilder, r: &ReduceDescription, row: Value, slot: Value) -> Value {
     let d = r.dtype;
     let ad = acc_dtype(r.op, d);
     let esize = d.size() as i64;
@@ -379,7 +379,7 @@ fn row_reduce(b: &mut FunctionBuilder, r: &RPlan, row: Value, slot: Value) -> Va
 /// element stride `stride`) in `block_dtype`; returns a scalar of it.
 fn block_reduce(
     b: &mut FunctionBuilder,
-    r: &RPlan,
+    r: &ReduceDescription,
     start: Value,
     stride: i64,
     lo: Value,
@@ -477,7 +477,7 @@ fn block_reduce(
 #[allow(clippy::too_many_arguments)]
 fn build_column(
     b: &mut FunctionBuilder,
-    r: &RPlan,
+    r: &ReduceDescription,
     in_base: Value,
     out_base: Value,
     begin: Value,
@@ -547,7 +547,7 @@ fn build_column(
     let zero = b.ins().iconst(types::I64, 0);
     let last = r.kept[nk - 1].size as i64;
     let mut idx = Vec::new();
-    let outer = RPlan {
+    let outer = ReduceDescription {
         op: r.op,
         dtype: r.dtype,
         offset: 0,

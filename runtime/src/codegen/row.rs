@@ -12,7 +12,7 @@
 //! affine maps; the within-row dimensions must collapse to one run.
 
 use super::kernel::{emit_loop, pin, pin_slot, vector_loop, Addr, Lane, VectorBody, UNROLL};
-use super::lower::loops::MIN_STAGED_RUN;
+use super::lower::loops::MIN_TILED_RUN;
 use super::lower::{LocalId, LocalOp, RowBody, BLOCK};
 use super::micro::{self, MicroFn};
 use super::reduce::{
@@ -152,7 +152,7 @@ pub fn build(b: &mut FunctionBuilder, body: &RowBody, t: &Target) {
         .collect();
     // Rows long enough stage their transcendentals through the micro-kernels (in the stash).
     let values = body.stash(&|l| match l.op {
-        LocalOp::Unary(u, _) if pl.n >= MIN_STAGED_RUN => micro::kernel(t, u, l.dtype),
+        LocalOp::Unary(u, _) if pl.n >= MIN_TILED_RUN => micro::kernel(t, u, l.dtype),
         _ => None,
     });
     let stash: HashMap<LocalId, Value> = values
@@ -324,7 +324,7 @@ fn row(
         if sweep.reductions.is_empty() {
             break; // the last sweep: the element outputs
         }
-        reduce_phase(b, &mut ctx, &sweep.reductions, slots, zero, nrow);
+        reduce_sweep(b, &mut ctx, &sweep.reductions, slots, zero, nrow);
         // Values this sweep stored are loaded by the next ones.
         let stored: Vec<LocalId> = (ctx.stash.keys().copied())
             .filter(|v| sweep.cone.contains(v))
@@ -443,7 +443,7 @@ fn compute_row_level(b: &mut FunctionBuilder, ctx: &mut Ctx, values: &[LocalId])
 }
 
 /// One pass over the row computing the reductions `rs` together.
-fn reduce_phase(
+fn reduce_sweep(
     b: &mut FunctionBuilder,
     ctx: &mut Ctx,
     rs: &[LocalId],

@@ -1,4 +1,4 @@
-//! What the code generator emits code for: an instruction-set level and the tile size of staged
+//! What the code generator emits code for: an instruction-set level and the tile size of tiled
 //! kernels. The host's target is read once (CPU detection, `JITFUSE_ISA`, `JITFUSE_MICRO_TILE`);
 //! `codegen::compile` and everything below it take a `&Target` and read neither the environment
 //! nor a thread-local, so a test can compile one program at several levels side by side.
@@ -65,7 +65,7 @@ impl std::fmt::Display for Isa {
     }
 }
 
-/// Elements per tile of a staged kernel by default: a multiple of every vector width (4, 8, 16
+/// Elements per tile of a tiled kernel by default: a multiple of every vector width (4, 8, 16
 /// lanes), so only a range's last tile has a partial vector; 4 KiB per f32 tile, L1-resident.
 pub const DEFAULT_TILE: usize = 1024;
 
@@ -76,11 +76,11 @@ pub struct Target {
     /// Whether the rustc micro-kernels of `isa` may be called: true exactly when the CPU runs
     /// `isa` (`Target::emit_only` builds code that is inspected, never run).
     pub micro: bool,
-    /// Elements per tile of staged kernels (a multiple of 16, 64..=8192).
+    /// Elements per tile of tiled kernels (a multiple of 16, 64..=8192).
     pub tile: usize,
-    /// AVX-512 loop kernels staged through micro-kernels first rather than inline (both give
+    /// AVX-512 loop kernels tiled through micro-kernels first rather than inline (both give
     /// the same bits; tests compare them).
-    pub staged_first: bool,
+    pub tiled_first: bool,
     /// Steps run in the order they were traced instead of the memory-minimising schedule
     /// (`JITFUSE_SCHEDULE=trace`, for comparisons).
     pub trace_order: bool,
@@ -112,7 +112,7 @@ static HOST: Lazy<Target> = Lazy::new(|| {
         isa,
         micro: isa != Isa::Portable,
         tile,
-        staged_first: false,
+        tiled_first: false,
         trace_order: std::env::var_os("JITFUSE_SCHEDULE").is_some_and(|v| v == "trace"),
     }
 });
@@ -143,14 +143,14 @@ impl Target {
             isa,
             micro: false,
             tile: DEFAULT_TILE,
-            staged_first: false,
+            tiled_first: false,
             trace_order: false,
         }
     }
 
-    /// The same target, AVX-512 loop kernels staged first (`staged_first`).
-    pub fn staged_first(mut self, on: bool) -> Target {
-        self.staged_first = on;
+    /// The same target, AVX-512 loop kernels tiled first (`tiled_first`).
+    pub fn tiled_first(mut self, on: bool) -> Target {
+        self.tiled_first = on;
         self
     }
 }
@@ -174,6 +174,6 @@ mod tests {
         assert_eq!(s.first(), Some(&Isa::Portable));
         assert_eq!(s.last(), Some(&Isa::detected()));
         assert!(Target::host().isa <= Isa::detected());
-        assert!(Target::at(Isa::Avx512).staged_first(true).staged_first);
+        assert!(Target::at(Isa::Avx512).tiled_first(true).tiled_first);
     }
 }

@@ -17,7 +17,7 @@ pub struct Access {
     pub strides: Vec<i64>,
 }
 
-pub struct Plan {
+pub struct LoopDescription {
     /// Collapsed iteration dims (at least one; `begin..end` ranges over the first).
     pub dims: Vec<usize>,
     pub accesses: Vec<Access>,
@@ -28,7 +28,7 @@ pub struct Plan {
     pub outs: Vec<usize>,
 }
 
-pub fn plan(g: &Graph, p: &Partition, k: &Kernel) -> Plan {
+pub fn describe(g: &Graph, p: &Partition, k: &Kernel) -> LoopDescription {
     let s = &k.shape;
     let contiguous: Vec<i64> = shape::strides(s).into_iter().map(|x| x as i64).collect();
     let mut raw: Vec<(usize, DType, i64, Vec<i64>)> = Vec::new();
@@ -96,7 +96,7 @@ pub fn plan(g: &Graph, p: &Partition, k: &Kernel) -> Plan {
             strides,
         })
         .collect();
-    Plan {
+    LoopDescription {
         dims,
         accesses,
         reads,
@@ -107,7 +107,7 @@ pub fn plan(g: &Graph, p: &Partition, k: &Kernel) -> Plan {
 /// Whether the kernel (described by `pl`) may write `output` over `input`: every read of the
 /// input is at exactly the position the output is written (same offset and strides), so each
 /// element is read before it is overwritten.
-pub fn inplace_ok(pl: &Plan, k: &Kernel, input: ValueId, output: ValueId) -> bool {
+pub fn inplace_ok(pl: &LoopDescription, k: &Kernel, input: ValueId, output: ValueId) -> bool {
     let (Some(pi), Some(j)) = (
         k.inputs.iter().position(|x| *x == input),
         k.outputs.iter().position(|x| *x == output),

@@ -24,9 +24,9 @@ use std::collections::HashSet;
 
 /// What one step of a partition computes and how it walks memory.
 pub enum Description {
-    Loop(loops::Plan),
-    Reduce(reduce::RPlan),
-    Row(row::Plan),
+    Loop(loops::LoopDescription),
+    Reduce(reduce::ReduceDescription),
+    Row(row::RowDescription),
     /// A library call (matmul, attention, ...): its op says everything.
     Library,
 }
@@ -66,10 +66,10 @@ pub fn describe(g: &Graph, p: &Partition) -> Vec<Description> {
     p.steps
         .iter()
         .map(|s| match s {
-            Step::Kernel(k) => Description::Loop(loops::plan(g, p, k)),
-            Step::Reduce(v) => Description::Reduce(reduce::plan(g, p, *v)),
+            Step::Kernel(k) => Description::Loop(loops::describe(g, p, k)),
+            Step::Reduce(v) => Description::Reduce(reduce::describe(g, p, *v)),
             Step::Row(rk) => Description::Row(
-                row::plan(g, p, rk).expect("the partition checks every row kernel (`row::check`)"),
+                row::describe(g, p, rk).expect("the partition checks every row kernel (`row::check`)"),
             ),
             Step::Library(_) => Description::Library,
         })
@@ -126,7 +126,7 @@ pub fn partition_barriers(g: &Graph, copy_barriers: bool) -> Partition {
 
 /// Collapse `dims` (with each access's strides) dropping size-1 dims and
 /// merging linear neighbours. Returns the dims and per-access strides. The one collapse of
-/// every kernel kind (loop kernels: `loops::plan`; row kernels: `row::plan`).
+/// every kernel kind (loop kernels: `loops::describe`; row kernels: `row::describe`).
 pub fn collapse(dims: &[usize], strides: &[Vec<i64>]) -> (Vec<usize>, Vec<Vec<i64>>) {
     let mut out: Vec<usize> = Vec::new();
     let mut st: Vec<Vec<i64>> = vec![Vec::new(); strides.len()];

@@ -17,7 +17,7 @@ pub struct Dim {
     pub stride: i64,
 }
 
-pub struct RPlan {
+pub struct ReduceDescription {
     pub op: ReduceOp,
     pub dtype: DType,
     pub offset: i64,
@@ -41,7 +41,7 @@ fn merge(dims: Vec<Dim>) -> Vec<Dim> {
 }
 
 /// The description of reduction step `v`.
-pub fn plan(g: &Graph, p: &Partition, v: ValueId) -> RPlan {
+pub fn describe(g: &Graph, p: &Partition, v: ValueId) -> ReduceDescription {
     let n = g.node(v);
     let Op::Reduce(op, axes) = &n.op else {
         unreachable!()
@@ -74,7 +74,7 @@ pub fn plan(g: &Graph, p: &Partition, v: ValueId) -> RPlan {
     let row_ok = red.last().unwrap().stride == 1;
     let column =
         !row_ok && kept.last().unwrap().stride == 1 && kept.last().unwrap().size >= COLUMN_LANES;
-    RPlan {
+    ReduceDescription {
         op: *op,
         dtype: n.dtype,
         offset: a.offset,
@@ -85,7 +85,7 @@ pub fn plan(g: &Graph, p: &Partition, v: ValueId) -> RPlan {
 }
 
 /// `(outer extent, total input elements, chunk alignment)` of a reduction step.
-pub fn extent(r: &RPlan) -> (usize, usize, usize) {
+pub fn extent(r: &ReduceDescription) -> (usize, usize, usize) {
     let align = if r.column && r.kept.len() == 1 { 64 } else { 1 };
     (
         r.kept[0].size,

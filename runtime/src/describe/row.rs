@@ -19,7 +19,7 @@ pub struct Access {
     pub i_stride: i64,
 }
 
-pub struct Plan {
+pub struct RowDescription {
     /// Collapsed row dims.
     pub o_dims: Vec<usize>,
     /// Elements in one row.
@@ -34,7 +34,7 @@ pub struct Plan {
     pub members: HashSet<ValueId>,
 }
 
-pub fn plan(g: &Graph, p: &Partition, rk: &RowKernel) -> Result<Plan, ValueId> {
+pub fn describe(g: &Graph, p: &Partition, rk: &RowKernel) -> Result<RowDescription, ValueId> {
     let grp = &rk.group;
     let members: HashSet<ValueId> = grp.members.iter().copied().collect();
     let seed = *grp
@@ -133,7 +133,7 @@ pub fn plan(g: &Graph, p: &Partition, rk: &RowKernel) -> Result<Plan, ValueId> {
             i_stride: i_st[a].first().copied().unwrap_or(0),
         })
         .collect();
-    Ok(Plan {
+    Ok(RowDescription {
         o_dims,
         n,
         accesses,
@@ -146,7 +146,7 @@ pub fn plan(g: &Graph, p: &Partition, rk: &RowKernel) -> Result<Plan, ValueId> {
 
 /// Whether one row kernel of the partition can be compiled.
 pub fn check_one(g: &Graph, p: &Partition, rk: &RowKernel) -> Result<(), ValueId> {
-    plan(g, p, rk).map(|_| ())
+    describe(g, p, rk).map(|_| ())
 }
 
 /// Check that every row group of the partition can be compiled; returns a
@@ -154,7 +154,7 @@ pub fn check_one(g: &Graph, p: &Partition, rk: &RowKernel) -> Result<(), ValueId
 pub fn check(g: &Graph, p: &Partition) -> Result<(), ValueId> {
     for s in &p.steps {
         if let Step::Row(rk) = s {
-            plan(g, p, rk)?;
+            describe(g, p, rk)?;
         }
     }
     Ok(())
@@ -165,7 +165,7 @@ pub fn check(g: &Graph, p: &Partition) -> Result<(), ValueId> {
 /// (same offset and strides, row by row). A row's reductions read it before
 /// its final pass, and the final pass loads each vector's operands before
 /// storing its outputs, so each element is read before it is overwritten.
-pub fn inplace_ok(g: &Graph, pl: &Plan, rk: &RowKernel, input: ValueId, output: ValueId) -> bool {
+pub fn inplace_ok(g: &Graph, pl: &RowDescription, rk: &RowKernel, input: ValueId, output: ValueId) -> bool {
     let (Some(pi), Some(j)) = (
         rk.inputs.iter().position(|x| *x == input),
         rk.outputs.iter().position(|x| *x == output),

@@ -96,7 +96,7 @@ impl Executable {
         (part, plan)
     }
 
-    /// The steps of a graph in a memory-aware order (`passes::schedule`:
+    /// The steps of a graph in a memory-aware order (`passes::step_order`:
     /// the order whose planned peak is lowest).
     /// `JITFUSE_SCHEDULE=trace` keeps trace order (for comparisons).
     /// A graph with checkpoint barriers is partitioned both ways (barriers
@@ -125,7 +125,7 @@ impl Executable {
                 return (part, described);
             }
             let (part, order) = phase("schedule", || {
-                crate::passes::schedule::schedule(graph, part, &|p, order| {
+                crate::passes::step_order::schedule(graph, part, &|p, order| {
                     let d: Vec<&Description> = order.iter().map(|&i| &described[i]).collect();
                     peak(p, &d)
                 })

@@ -3,7 +3,7 @@
 
 pub mod attention;
 pub mod remat;
-pub mod schedule;
+pub mod step_order;
 pub mod short_axis;
 pub mod simplify;
 

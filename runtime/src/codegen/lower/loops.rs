@@ -1,22 +1,22 @@
 //! Loop kernels lowered: the collapsed iteration space and accesses of their description
-//! (`describe::loops`), the body as locals, the outputs, and the staging of their
+//! (`describe::loops`), the body as locals, the outputs, and the tiling of their
 //! transcendentals through the micro-kernels.
 
 use super::{locals_text, Builder, Local, LocalId, LocalOp};
 use crate::codegen::micro::{self, MicroFn};
 use crate::codegen::target::Target;
-use crate::describe::loops::{Access, Plan};
+use crate::describe::loops::{Access, LoopDescription};
 use crate::fusion::partition::Kernel;
 use crate::ir::Graph;
 use std::collections::HashSet;
 
-/// Shortest innermost run (elements) worth staging: the micro-kernel call and the extra passes
+/// Shortest innermost run (elements) worth tiling: the micro-kernel call and the extra passes
 /// cost a few dozen cycles per tile.
-pub const MIN_STAGED_RUN: usize = 128;
+pub const MIN_TILED_RUN: usize = 128;
 
-/// At most this many staged locals per kernel (their tiles, 4 KiB each, are on the stack of
+/// At most this many tiled locals per kernel (their tiles, 4 KiB each, are on the stack of
 /// the calling thread); further transcendentals stay inline.
-const MAX_STAGED: usize = 16;
+const MAX_TILED: usize = 16;
 
 /// A loop kernel as every backend reads it.
 pub struct LoopKernel<'p> {
@@ -29,11 +29,11 @@ pub struct LoopKernel<'p> {
     pub outputs: Vec<(LocalId, usize)>,
     /// The transcendentals computed tile by tile by micro-kernels, where that pays at this
     /// target (the x86 backend may also compute them inline).
-    pub staging: Option<Staging>,
+    pub tiling: Option<Tiling>,
 }
 
 /// Lower loop kernel `k` (described by `p`) for target `t`.
-pub fn lower<'p>(g: &Graph, k: &Kernel, p: &'p Plan, t: &Target) -> LoopKernel<'p> {
+pub fn lower<'p>(g: &Graph, k: &Kernel, p: &'p LoopDescription, t: &Target) -> LoopKernel<'p> {
     let mut b = Builder::new(g);
     let in_kernel: HashSet<_> = k.nodes.iter().copied().collect();
     for &v in &k.nodes {
@@ -60,16 +60,16 @@ pub fn lower<'p>(g: &Graph, k: &Kernel, p: &'p Plan, t: &Target) -> LoopKernel<'
         accesses: &p.accesses,
         locals: b.locals,
         outputs,
-        staging: None,
+        tiling: None,
     };
-    lk.staging = staging(&lk, t);
+    lk.tiling = tiling(&lk, t);
     lk
 }
 
 impl LoopKernel<'_> {
     /// Everything the kernel's code depends on, as text: two kernels with the same key compile
     /// to the same function (the layers of a deep chain and their gradients), so a program
-    /// builds each once. The staging is not in it: it follows from the rest and the target.
+    /// builds each once. The tiling is not in it: it follows from the rest and the target.
     pub fn key(&self) -> String {
         use std::fmt::Write;
         let mut s = locals_text(&self.locals);
@@ -92,30 +92,31 @@ impl LoopKernel<'_> {
     }
 }
 
-/// Which transcendentals of a kernel go to micro-kernels, and in which round.
+/// Which transcendentals of a kernel go to micro-kernels, and in which sweep.
 ///
-/// The kernel's DAG is cut at those locals: round r computes (per tile) the arguments of the
-/// staged locals whose cone holds r earlier staged locals on its longest path, stores each
-/// into the local's tile, then calls the local's micro-kernel in place on the tile; the final
-/// pass (r = `rounds`) computes the outputs. A pass computes its roots from the kernel's
-/// leaves (reads, constants, and tiles of earlier rounds): values other than staged results
-/// are recomputed, not carried across passes.
-pub struct Staging {
-    /// (local, round, micro-kernel), in local order.
+/// The kernel's DAG is cut at those locals: sweep r computes (per tile) the arguments of the
+/// tiled locals whose cone holds r earlier tiled locals on its longest path, stores each
+/// into the local's tile, then calls the local's micro-kernel in place on the tile; the last
+/// sweep (r = `last`) computes the outputs. A sweep computes its roots from the kernel's
+/// leaves (reads, constants, and tiles of earlier sweeps): values other than tiled results
+/// are recomputed, not carried across sweeps.
+pub struct Tiling {
+    /// (local, the sweep computing its argument, micro-kernel), in local order.
     pub locals: Vec<(LocalId, usize, MicroFn)>,
-    pub rounds: usize,
+    /// The sweep storing the outputs (each tile at most one sweep before).
+    pub last: usize,
 }
 
-impl Staging {
-    /// The tile index of `v` if it is a staged local whose result exists in pass `r`.
+impl Tiling {
+    /// The tile index of `v` if it is a tiled local whose result exists in sweep `r`.
     pub fn done_before(&self, v: LocalId, r: usize) -> Option<usize> {
-        (self.locals.iter()).position(|&(t, round, _)| t == v && round < r)
+        (self.locals.iter()).position(|&(t, sweep, _)| t == v && sweep < r)
     }
 
-    /// The roots of pass `r` and where each goes: the arguments of round r's staged locals
+    /// The roots of sweep `r` and where each goes: the arguments of sweep r's tiled locals
     /// (to tile j), or the outputs (to their accesses: `None`).
     pub fn roots(&self, lk: &LoopKernel, r: usize) -> Vec<(LocalId, Option<usize>)> {
-        if r < self.rounds {
+        if r < self.last {
             (self.locals.iter().enumerate())
                 .filter(|(_, s)| s.1 == r)
                 .map(|(j, s)| (lk.locals[s.0].op.operands()[0], Some(j)))
@@ -125,8 +126,8 @@ impl Staging {
         }
     }
 
-    /// The locals pass `r` computes or reads: the cone of its roots, cut at staged locals of
-    /// earlier rounds (their tiles).
+    /// The locals sweep `r` computes or reads: the cone of its roots, cut at tiled locals of
+    /// earlier sweeps (their tiles).
     pub fn cone(&self, lk: &LoopKernel, r: usize) -> Vec<bool> {
         let mut seen = vec![false; lk.locals.len()];
         let mut stack: Vec<LocalId> = self.roots(lk, r).into_iter().map(|x| x.0).collect();
@@ -140,10 +141,10 @@ impl Staging {
     }
 }
 
-/// The staging of a kernel, or None to keep the single pass (no transcendental has a
+/// The tiling of a kernel, or None to keep the single sweep (no transcendental has a
 /// micro-kernel at this CPU's level, or the innermost run is too short to win).
-fn staging(lk: &LoopKernel, t: &Target) -> Option<Staging> {
-    if lk.inner() < MIN_STAGED_RUN {
+fn tiling(lk: &LoopKernel, t: &Target) -> Option<Tiling> {
+    if lk.inner() < MIN_TILED_RUN {
         return None;
     }
     let mut level = vec![0usize; lk.locals.len()];
@@ -151,7 +152,7 @@ fn staging(lk: &LoopKernel, t: &Target) -> Option<Staging> {
     for (v, l) in lk.locals.iter().enumerate() {
         let lin = (l.op.operands().iter()).map(|&x| level[x]).max().unwrap_or(0);
         let micro = match l.op {
-            LocalOp::Unary(u, _) if locals.len() < MAX_STAGED => micro::kernel(t, u, l.dtype),
+            LocalOp::Unary(u, _) if locals.len() < MAX_TILED => micro::kernel(t, u, l.dtype),
             _ => None,
         };
         level[v] = lin;
@@ -160,6 +161,6 @@ fn staging(lk: &LoopKernel, t: &Target) -> Option<Staging> {
             level[v] = lin + 1;
         }
     }
-    let rounds = locals.iter().map(|n| n.1 + 1).max()?;
-    Some(Staging { locals, rounds })
+    let last = locals.iter().map(|n| n.1 + 1).max()?;
+    Some(Tiling { locals, last })
 }

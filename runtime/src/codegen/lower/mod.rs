@@ -7,7 +7,7 @@
 //! element level) on earlier locals. With it come the decisions the backends used to make
 //! each on their own from the graph:
 //! - loop kernels (`loops.rs`): which transcendentals go through the micro-kernels, in
-//!   which round (`Staging`);
+//!   which sweep (`Tiling`);
 //! - row kernels (`row.rs`): the sweeps over a row (reduction phases, then the element
 //!   outputs), the row-level values computed before each, and which element values are
 //!   stashed in a row-sized scratch (one rule).
@@ -19,7 +19,7 @@
 pub mod loops;
 pub mod row;
 
-pub use loops::{LoopKernel, Staging};
+pub use loops::{LoopKernel, Tiling};
 pub use row::RowBody;
 
 use crate::fusion::partition::const_value;

@@ -5,7 +5,7 @@
 
 use super::{Builder, Local, LocalId, LocalOp};
 use crate::codegen::micro::MicroFn;
-use crate::describe::row::Plan;
+use crate::describe::row::RowDescription;
 use crate::fusion::partition::RowKernel;
 use crate::ir::{Graph, Op};
 use std::collections::HashSet;
@@ -16,7 +16,7 @@ pub const STASH_BYTES: usize = 128 * 1024;
 /// A row kernel as every backend reads it.
 pub struct RowBody<'p> {
     /// Collapsed row dims, row length, accesses (`describe::row`).
-    pub plan: &'p Plan,
+    pub plan: &'p RowDescription,
     /// The members and what they read, in dependency order.
     pub locals: Vec<Local>,
     /// Whether each local is one value per row (a reduction, a row-level value, a read of a
@@ -42,7 +42,7 @@ pub struct Sweep {
 }
 
 /// Lower row kernel `rk` (described by `pl`).
-pub fn lower<'p>(g: &Graph, rk: &RowKernel, pl: &'p Plan) -> RowBody<'p> {
+pub fn lower<'p>(g: &Graph, rk: &RowKernel, pl: &'p RowDescription) -> RowBody<'p> {
     let grp = &rk.group;
     let mut members = grp.members.clone();
     members.sort();

@@ -3,7 +3,7 @@
 //! each op's instructions (spelled by `Asm`'s helpers at the kernel's width).
 
 use super::{Asm, Fail, Lane, Width, R, R_I};
-use crate::codegen::lower::{Local, LocalId, LocalOp, LoopKernel, Staging};
+use crate::codegen::lower::{Local, LocalId, LocalOp, LoopKernel, Tiling};
 use crate::codegen::traced::SymOp;
 use crate::ir::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
 use crate::{DType, Literal};
@@ -114,7 +114,7 @@ impl Regs {
     }
 }
 
-/// How many values of each kind a pass may keep in registers for the whole pass (`Pass::hoist`).
+/// How many values of each kind a pass may keep in registers for the whole pass (`Sweep::hoist`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Hoist {
     consts: usize,
@@ -222,7 +222,7 @@ pub(super) struct Ctx<'c> {
 #[derive(Clone, Copy)]
 pub(super) enum Leaf {
     Const(Literal, DType),
-    /// A staged transcendental's tile.
+    /// A tiled transcendental's tile.
     Tile(usize),
     /// Through an access (contiguous or broadcast along the run).
     Read(usize),
@@ -252,9 +252,9 @@ pub(super) enum Dest {
     Frame(i32),
 }
 
-/// One pass over a run of elements: round `r` of a staged kernel, the whole kernel, or a phase
+/// One pass over a run of elements: sweep `r` of a tiled kernel, the whole kernel, or a phase
 /// of a row kernel.
-pub(super) struct Pass<'a> {
+pub(super) struct Sweep<'a> {
     locals: &'a [Local],
     /// Stride along the run (0 or 1) of each access.
     inner: Vec<i64>,
@@ -274,18 +274,18 @@ pub(super) struct Pass<'a> {
     pub bools: Vec<bool>,
 }
 
-impl<'a> Pass<'a> {
-    pub fn new(lk: &'a LoopKernel, stage: Option<&'a Staging>, r: Option<usize>) -> Self {
-        let staged = stage.zip(r);
-        let cone = staged.map(|(st, r)| st.cone(lk, r));
-        let stores = match staged {
-            Some((st, r)) if r < st.rounds => (st.roots(lk, r).into_iter())
+impl<'a> Sweep<'a> {
+    pub fn new(lk: &'a LoopKernel, tiling: Option<&'a Tiling>, r: Option<usize>) -> Self {
+        let tiled = tiling.zip(r);
+        let cone = tiled.map(|(st, r)| st.cone(lk, r));
+        let stores = match tiled {
+            Some((st, r)) if r < st.last => (st.roots(lk, r).into_iter())
                 .map(|(x, j)| (x, Dest::Tile(j.expect("a tile"))))
                 .collect(),
             _ => (lk.outputs.iter()).map(|&(o, a)| (o, Dest::Access(a))).collect(),
         };
         let leaf = |x: LocalId| -> Option<Leaf> {
-            let tile = staged.and_then(|(st, r)| st.done_before(x, r));
+            let tile = tiled.and_then(|(st, r)| st.done_before(x, r));
             tile.map(Leaf::Tile).or_else(|| Leaf::of(&lk.locals[x]))
         };
         let inner = (lk.accesses.iter())
@@ -294,7 +294,7 @@ impl<'a> Pass<'a> {
         let nodes: Vec<LocalId> = (0..lk.locals.len())
             .filter(|&v| cone.as_ref().is_none_or(|c| c[v]))
             .collect();
-        let mut pass = Pass::of(&lk.locals, inner, &nodes, &leaf, stores);
+        let mut pass = Sweep::of(&lk.locals, inner, &nodes, &leaf, stores);
         pass.bools = (lk.accesses.iter()).map(|a| a.dtype == DType::Bool).collect();
         pass
     }
@@ -307,7 +307,7 @@ impl<'a> Pass<'a> {
         leaf: &dyn Fn(LocalId) -> Option<Leaf>,
         stores: Vec<(LocalId, Dest)>,
     ) -> Self {
-        let mut pass = Pass {
+        let mut pass = Sweep {
             locals,
             used: vec![false; inner.len()],
             bools: vec![false; inner.len()],
@@ -318,7 +318,7 @@ impl<'a> Pass<'a> {
             stores,
             last_read: None,
         };
-        let note = |pass: &mut Pass, x: LocalId| {
+        let note = |pass: &mut Sweep, x: LocalId| {
             if let Some(l) = leaf(x) {
                 if let Leaf::Read(a) = l {
                     pass.used[a] = true;
@@ -487,7 +487,7 @@ impl<'a> Pass<'a> {
 
 /// The state of one vector's code: where each value is and how many reads it has left.
 struct Vector<'p, 'a, 'c> {
-    pass: &'p Pass<'a>,
+    pass: &'p Sweep<'a>,
     ctx: &'p Ctx<'c>,
     regs: &'p mut Regs,
     env: HashMap<LocalId, Loc>,
@@ -1041,7 +1041,7 @@ impl Vector<'_, '_, '_> {
                     Loc::Z(d)
                 }
                 SymOp::ExactR(..) | SymOp::ExactN(_) => {
-                    unreachable!("functions that call out are staged (`node_ok`)")
+                    unreachable!("functions that call out are tiled (`node_ok`)")
                 }
                 SymOp::Shl(..)
                 | SymOp::Shr(..)

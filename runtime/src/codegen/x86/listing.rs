@@ -54,7 +54,7 @@ fn header(code: &Code) -> String {
         code.width.name(),
         code.kind,
         code.bytes.len(),
-        code.staged,
+        code.tiled,
         code.held
     )
 }

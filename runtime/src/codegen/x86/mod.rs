@@ -11,7 +11,7 @@
 //! for the same IR (`vector.rs`), widened: IEEE add/sub/mul/div/sqrt, `maxps`/`minps` with the
 //! operand order and NaN fix-up of `vector::nan_max_min`, sign masks for neg/abs, `roundps`
 //! modes for floor, ordered/unordered predicates as `fcmp` lowers them. Transcendentals are
-//! staged exactly as `kernel.rs` stages them (tile by tile through the same rustc micro-kernels),
+//! tiled exactly as `kernel.rs` stages them (tile by tile through the same rustc micro-kernels),
 //! so the whole kernel matches the Cranelift path; tests compare both on random programs.
 //!
 //! **Shape of the code.** The collapsed iteration space of `describe::loops` is walked as rows:
@@ -46,7 +46,7 @@ use asm::Asm;
 use frame::{add_imm, add_strided, epilogue, first_row, mark, next_row, prologue};
 pub use listing::listing;
 
-use super::lower::{Local, LocalId, LocalOp, LoopKernel, Staging};
+use super::lower::{Local, LocalId, LocalOp, LoopKernel, Tiling};
 use super::target::{Isa, Target};
 use super::traced;
 use crate::ir::{BinaryOp, UnaryOp};
@@ -183,7 +183,7 @@ pub struct Code {
     pub kind: &'static str,
     pub bytes: Vec<u8>,
     /// Transcendentals computed per tile by micro-kernel calls.
-    pub staged: usize,
+    pub tiled: usize,
     /// Accesses the kernel prefetches (ahead in the stream, or the next row).
     pub prefetched: usize,
     /// Constants, splats and row-level values kept in registers by the pass keeping most.
@@ -194,20 +194,20 @@ pub struct Code {
 /// not take it.
 pub fn build(lk: &LoopKernel, t: &Target) -> Option<Code> {
     let w = Width::of(t)?;
-    let staged = lk.staging.as_ref();
-    let (lane, int) = supported(lk, staged)?;
-    // Transcendentals inline first (one pass); staged through the micro-kernels when their
+    let tiled = lk.tiling.as_ref();
+    let (lane, int) = supported(lk, tiled)?;
+    // Transcendentals inline first (one pass); tiled through the micro-kernels when their
     // values do not fit in registers; constants in registers first, then from memory. A
-    // kernel with a function whose trace calls out (sin/cos: `SymOp::calls`) is staged only.
+    // kernel with a function whose trace calls out (sin/cos: `SymOp::calls`) is tiled only.
     let inline_ok = (0..lk.locals.len()).all(|v| node_ok(&lk.locals, v, lane, int));
-    let mut order = [None, staged];
-    if t.staged_first || !inline_ok {
+    let mut order = [None, tiled];
+    if t.tiled_first || !inline_ok {
         order.reverse();
     }
     let tries = if inline_ok { &order[..] } else { &order[..1] };
-    for &stage in tries {
+    for &tiling in tries {
         for &hoist in body::Hoist::levels(w) {
-            let e = Emitter::new(lk, stage, hoist, t.tile, w, lane, int);
+            let e = Emitter::new(lk, tiling, hoist, t.tile, w, lane, int);
             match e.and_then(|e| e.run()) {
                 Ok((bytes, prefetched, held)) => {
                     return Some(Code {
@@ -216,7 +216,7 @@ pub fn build(lk: &LoopKernel, t: &Target) -> Option<Code> {
                         int,
                         kind: "loop kernel",
                         bytes,
-                        staged: stage.map_or(0, |s| s.locals.len()),
+                        tiled: tiling.map_or(0, |s| s.locals.len()),
                         prefetched,
                         held,
                     })
@@ -228,8 +228,8 @@ pub fn build(lk: &LoopKernel, t: &Target) -> Option<Code> {
                 }
             }
         }
-        if staged.is_none() || !inline_ok {
-            break; // both orders are the inline one, or only the staged one exists
+        if tiled.is_none() || !inline_ok {
+            break; // both orders are the inline one, or only the tiled one exists
         }
     }
     None
@@ -238,8 +238,8 @@ pub fn build(lk: &LoopKernel, t: &Target) -> Option<Code> {
 /// The lanes of a kernel this backend emits (see the module doc) and whether they hold
 /// integers, if it does: every value of one type (f32, f64, i32 or i64) or a bool mask
 /// (bool accesses: `bools.rs`; a kernel of bools only has f32-sized lanes); a function whose
-/// trace calls out (sin/cos, f32) only where `stage` computes it by its micro-kernel.
-fn supported(lk: &LoopKernel, stage: Option<&Staging>) -> Option<(Lane, bool)> {
+/// trace calls out (sin/cos, f32) only where `tiling` computes it by its micro-kernel.
+fn supported(lk: &LoopKernel, tiling: Option<&Tiling>) -> Option<(Lane, bool)> {
     let values = (lk.accesses.iter())
         .map(|a| a.dtype)
         .filter(|&d| d != DType::Bool);
@@ -250,9 +250,9 @@ fn supported(lk: &LoopKernel, stage: Option<&Staging>) -> Option<(Lane, bool)> {
     if (lk.accesses.iter()).any(|a| !matches!(a.strides.last(), Some(0) | Some(1))) {
         return None;
     }
-    let staged = |v: LocalId| stage.is_some_and(|s| s.locals.iter().any(|n| n.0 == v));
+    let tiled = |v: LocalId| tiling.is_some_and(|s| s.locals.iter().any(|n| n.0 == v));
     (0..lk.locals.len())
-        .all(|v| node_ok(&lk.locals, v, lane, int) || staged(v))
+        .all(|v| node_ok(&lk.locals, v, lane, int) || tiled(v))
         .then_some((lane, int))
 }
 
@@ -285,7 +285,7 @@ fn node_ok(locals: &[Local], v: LocalId, lane: Lane, int: bool) -> bool {
             | UnaryOp::Erf
             | UnaryOp::Log1p
             | UnaryOp::Expm1 => {
-                // (sin/cos call out of line: staged only, where `supported` allows it)
+                // (sin/cos call out of line: tiled only, where `supported` allows it)
                 traced::trace(u, f).is_some_and(|t| !t.0.iter().any(traced::SymOp::calls))
             }
             UnaryOp::Not => false,
@@ -338,7 +338,7 @@ struct Frame {
     end: i32,
     /// Elements in the current row.
     n: i32,
-    /// First element of the current tile (staged kernels).
+    /// First element of the current tile (tiled kernels).
     t0: i32,
     /// Elements in the current tile.
     m: i32,
@@ -350,7 +350,7 @@ struct Frame {
     idx: i32,
     /// The tail's copy of a bool access (32 bytes; kernels with bool accesses).
     bool_tail: i32,
-    /// The staged nodes' tiles (`Target::tile` f32 each).
+    /// The tiled nodes' tiles (`Target::tile` f32 each).
     tiles: i32,
     size: i32,
 }
@@ -358,7 +358,7 @@ struct Frame {
 struct Emitter<'a> {
     asm: Asm,
     p: &'a LoopKernel<'a>,
-    stage: Option<&'a Staging>,
+    tiling: Option<&'a Tiling>,
     /// How many constants and stride-0 accesses stay in registers for a whole pass.
     hoist: body::Hoist,
     frame: Frame,
@@ -370,7 +370,7 @@ struct Emitter<'a> {
 impl<'a> Emitter<'a> {
     fn new(
         p: &'a LoopKernel<'a>,
-        stage: Option<&'a Staging>,
+        tiling: Option<&'a Tiling>,
         hoist: body::Hoist,
         tile: usize,
         w: Width,
@@ -385,15 +385,15 @@ impl<'a> Emitter<'a> {
         let bool_tail = idx + 8 * nd;
         let bools = p.accesses.iter().any(|a| a.dtype == DType::Bool);
         let tiles = (bool_tail + if bools { 32 } else { 0 } + 63) / 64 * 64;
-        let staged = stage.map_or(0, |s| s.locals.len()) as i32;
-        let size = tiles + staged * (tile as i32) * 4;
+        let tiled = tiling.map_or(0, |s| s.locals.len()) as i32;
+        let size = tiles + tiled * (tile as i32) * 4;
         let size = (size + 63) / 64 * 64;
         let mut asm = Asm::new(w, lane)?;
         asm.int = int;
         Ok(Emitter {
             asm,
             p,
-            stage,
+            tiling,
             hoist,
             frame: Frame {
                 saved_rsp: 0,
@@ -479,8 +479,8 @@ impl<'a> Emitter<'a> {
 
     /// One row of `frame.n` elements from the pointers in `frame.row`.
     fn row(&mut self) -> R<()> {
-        let Some(st) = self.stage else {
-            return self.pass(None, self.frame.n, false);
+        let Some(st) = self.tiling else {
+            return self.sweep(None, self.frame.n, false);
         };
         let f = &self.frame;
         let (t0, m, n) = (f.t0, f.m, f.n);
@@ -495,11 +495,11 @@ impl<'a> Emitter<'a> {
         a.cmp(rax, rcx)?;
         a.cmovg(rax, rcx)?;
         a.mov(qword_ptr(rsp + m), rax)?;
-        for r in 0..=st.rounds {
-            self.pass(Some(r), m, true)?;
-            if r < st.rounds {
-                for (j, &(_, round, f)) in st.locals.iter().enumerate() {
-                    if round != r {
+        for r in 0..=st.last {
+            self.sweep(Some(r), m, true)?;
+            if r < st.last {
+                for (j, &(_, sweep, f)) in st.locals.iter().enumerate() {
+                    if sweep != r {
                         continue;
                     }
                     let at = self.frame.tiles + (j * self.tile * 4) as i32;
@@ -521,15 +521,15 @@ impl<'a> Emitter<'a> {
         Ok(())
     }
 
-    /// One pass over `[rsp + count]` elements: round `r` of a staged kernel (its roots stored
-    /// into tiles, or the outputs in the last round), or the whole kernel (`r` None). `in_tile`:
+    /// One sweep over `[rsp + count]` elements: sweep `r` of a tiled kernel (its roots stored
+    /// into tiles, or the outputs in the last sweep), or the whole kernel (`r` None). `in_tile`:
     /// the pointers start at the tile's first element.
-    fn pass(&mut self, r: Option<usize>, count: i32, in_tile: bool) -> R<()> {
-        let plan = body::Pass::new(self.p, self.stage, r);
-        // Pointer registers for the accesses the pass touches.
+    fn sweep(&mut self, r: Option<usize>, count: i32, in_tile: bool) -> R<()> {
+        let sweep = body::Sweep::new(self.p, self.tiling, r);
+        // Pointer registers for the accesses the sweep touches.
         let mut ptrs: Vec<Option<AsmRegister64>> = vec![None; self.p.accesses.len()];
         let mut next = 0;
-        for (ai, used) in plan.used.iter().enumerate() {
+        for (ai, used) in sweep.used.iter().enumerate() {
             if !*used {
                 continue;
             }
@@ -545,7 +545,7 @@ impl<'a> Emitter<'a> {
             }
         }
         let mut regs = body::Regs::new(self.asm.w);
-        let hoisted = plan.hoist(&mut self.asm, &ptrs, &mut regs, self.hoist)?;
+        let hoisted = sweep.hoist(&mut self.asm, &ptrs, &mut regs, self.hoist)?;
         let prefetch = if in_tile {
             Vec::new()
         } else {
@@ -564,7 +564,7 @@ impl<'a> Emitter<'a> {
         let a = &mut self.asm.a;
         a.mov(R_N, qword_ptr(rsp + count))?;
         a.xor(R_I, R_I)?;
-        run_loop(&mut self.asm, &plan, &ctx, &regs)
+        run_loop(&mut self.asm, &sweep, &ctx, &regs)
     }
 
     /// The pass's contiguous accesses, to prefetch `PREFETCH_AHEAD` bytes ahead (`Ctx::prefetch`;
@@ -602,7 +602,7 @@ pub(super) const MAX_PREFETCH_BYTES: i64 = 1 << 30;
 /// The vectors of a pass from element `R_I` up to `R_N`: groups of UNROLL vectors, single
 /// vectors, then the last 1..lanes-1 elements under the tail mask (k1, or ymm15 on AVX2). `regs`: the registers free in each
 /// vector (the pass's hoisted values taken).
-fn run_loop(asm: &mut Asm, plan: &body::Pass, ctx: &body::Ctx, regs: &body::Regs) -> R<()> {
+fn run_loop(asm: &mut Asm, sweep: &body::Sweep, ctx: &body::Ctx, regs: &body::Regs) -> R<()> {
     let lanes = asm.lanes();
     let scale = asm.lane.bytes();
     let a = &mut asm.a;
@@ -614,7 +614,7 @@ fn run_loop(asm: &mut Asm, plan: &body::Pass, ctx: &body::Ctx, regs: &body::Regs
     let mut top = a.create_label();
     mark(a, &mut top)?;
     for u in 0..UNROLL {
-        plan.vector(asm, ctx, &mut regs.clone(), (u * lanes) as i32, false)?;
+        sweep.vector(asm, ctx, &mut regs.clone(), (u * lanes) as i32, false)?;
     }
     let a = &mut asm.a;
     for &(ptr, next, written) in ctx.prefetch {
@@ -638,7 +638,7 @@ fn run_loop(asm: &mut Asm, plan: &body::Pass, ctx: &body::Ctx, regs: &body::Regs
     a.jg(skip)?;
     let mut top = a.create_label();
     mark(a, &mut top)?;
-    plan.vector(asm, ctx, &mut regs.clone(), 0, false)?;
+    sweep.vector(asm, ctx, &mut regs.clone(), 0, false)?;
     let a = &mut asm.a;
     a.add(R_I, lanes as i32)?;
     a.cmp(R_I, R_LAST)?;
@@ -669,7 +669,7 @@ fn run_loop(asm: &mut Asm, plan: &body::Pass, ctx: &body::Ctx, regs: &body::Regs
             )?;
         }
     }
-    plan.vector(asm, ctx, &mut regs.clone(), 0, true)?;
+    sweep.vector(asm, ctx, &mut regs.clone(), 0, true)?;
     mark(&mut asm.a, &mut end)?;
     Ok(())
 }

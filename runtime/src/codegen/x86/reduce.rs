@@ -54,7 +54,7 @@ impl RowSum {
 
 /// The reduction step `v` as x86 code at the target's width, or None when this backend does
 /// not take it.
-pub fn build(r: &cr::RPlan, t: &Target) -> Option<Code> {
+pub fn build(r: &cr::ReduceDescription, t: &Target) -> Option<Code> {
     let w = Width::of(t)?;
     let row = r.red.len() == 1 && r.red[0].stride == 1 && !r.column;
     if r.op != ReduceOp::Sum || r.dtype != DType::F32 || !row {
@@ -119,7 +119,7 @@ fn finish(w: Width, r: RowSum) -> Option<Code> {
             int: false,
             kind: "row sum",
             bytes,
-            staged: 0,
+            tiled: 0,
             prefetched: next.map_or(0, |_| 1),
             held: 0,
         }),

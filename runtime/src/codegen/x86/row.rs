@@ -19,7 +19,7 @@
 //!
 //! Row-level values live in the frame (one f32 each) and are broadcast where read.
 
-use super::body::{self, identity_bits, AccSet, Dest, Leaf, Pass, Regs, X, Y, Z};
+use super::body::{self, identity_bits, AccSet, Dest, Leaf, Sweep, Regs, X, Y, Z};
 use super::{
     add_imm, add_strided, epilogue, first_row, mark, next_row, node_ok, prologue, run_loop, Asm,
     Code, Fail, Lane, Width, MAX_PREFETCH_BYTES, PTR_REGS, R, R_I, R_N, STREAM_MIN_BYTES,
@@ -44,7 +44,7 @@ pub fn build(rb: &RowBody, t: &Target) -> Option<Code> {
                     int: false,
                     kind: "row kernel",
                     bytes,
-                    staged: 0,
+                    tiled: 0,
                     prefetched,
                     held,
                 })
@@ -95,7 +95,7 @@ const IDX: i32 = 32;
 struct Rows<'a> {
     asm: Asm,
     rb: &'a RowBody<'a>,
-    pl: &'a crate::describe::row::Plan,
+    pl: &'a crate::describe::row::RowDescription,
     hoist: body::Hoist,
     /// Frame offsets: each access's first element, each access at the current row.
     start: i32,
@@ -109,7 +109,7 @@ struct Rows<'a> {
     /// Stride along the row (0 or 1) of each access.
     inner: Vec<i64>,
     /// The reductions of the current phase (accumulator set j is reduction j).
-    phase: Vec<LocalId>,
+    sweep_reductions: Vec<LocalId>,
     /// Element values stashed (`RowBody::stash`, softmax's `exp(x - max)`): stored into a
     /// row-sized scratch (`Leaf::Tile`/`Dest::Tile` j) by the first sweep computing them,
     /// read by the later ones. Frame offset of the first, bytes per scratch.
@@ -166,7 +166,7 @@ impl<'a> Rows<'a> {
             totals,
             size,
             inner,
-            phase: Vec::new(),
+            sweep_reductions: Vec::new(),
             stash,
             stash_at,
             stash_bytes,
@@ -250,7 +250,7 @@ impl<'a> Rows<'a> {
                 .collect();
             self.row_level(&values, &mut avail)?;
             if !sweep.reductions.is_empty() {
-                self.reduce_phase(&sweep.reductions, &sweep.cone, &avail)?;
+                self.reduce_sweep(&sweep.reductions, &sweep.cone, &avail)?;
                 avail.extend(sweep.reductions.iter().copied());
                 continue;
             }
@@ -259,7 +259,7 @@ impl<'a> Rows<'a> {
                 rb.element_outputs().map(|(o, a)| (o, Dest::Access(a))).collect();
             if !stores.is_empty() {
                 let leaf = |x: LocalId| self.leaf(x, &avail);
-                let pass = Pass::of(&rb.locals, self.inner.clone(), &sweep.cone, &leaf, stores);
+                let pass = Sweep::of(&rb.locals, self.inner.clone(), &sweep.cone, &leaf, stores);
                 // The last pass over the row (softmax's divide of the stashed exp) works from
                 // L1: it prefetches the next row, which the first pass then finds in cache.
                 // Rows of 4 KiB are each a page, where the hardware's streamer stops and
@@ -290,7 +290,7 @@ impl<'a> Rows<'a> {
     }
 
     /// Pointer registers of the accesses a pass uses, loaded from the frame.
-    fn pointers(&mut self, pass: &Pass) -> R<Vec<Option<AsmRegister64>>> {
+    fn pointers(&mut self, pass: &Sweep) -> R<Vec<Option<AsmRegister64>>> {
         let mut ptrs = vec![None; self.pl.accesses.len()];
         let mut next = 0;
         for (ai, used) in pass.used.iter().enumerate() {
@@ -318,7 +318,7 @@ impl<'a> Rows<'a> {
             .collect();
         let before = avail.clone();
         let leaf = |x: LocalId| self.leaf(x, &before);
-        let pass = Pass::of(&self.rb.locals, self.inner.clone(), cands, &leaf, stores);
+        let pass = Sweep::of(&self.rb.locals, self.inner.clone(), cands, &leaf, stores);
         let ptrs = self.pointers(&pass)?;
         // Nothing hoisted: a value stored by this pass may be read by a later node of it.
         let hoisted = body::Hoisted::default();
@@ -340,14 +340,14 @@ impl<'a> Rows<'a> {
 
     /// One pass over the row computing the reductions `ready` together (their inputs' cone
     /// is `cone`), each result to its slot.
-    fn reduce_phase(
+    fn reduce_sweep(
         &mut self,
         ready: &[LocalId],
         cone: &[LocalId],
         avail: &HashSet<LocalId>,
     ) -> R<()> {
         let locals = &self.rb.locals;
-        self.phase = ready.to_vec();
+        self.sweep_reductions = ready.to_vec();
         let mut ops = Vec::new();
         for &r in ready {
             let LocalOp::Reduce(op, _) = locals[r].op else {
@@ -378,7 +378,7 @@ impl<'a> Rows<'a> {
             }
         }
         let leaf = |x: LocalId| self.leaf(x, avail);
-        let pass = Pass::of(locals, self.inner.clone(), cone, &leaf, stores);
+        let pass = Sweep::of(locals, self.inner.clone(), cone, &leaf, stores);
         let accs = self.loop_pass(&pass, &ops, false)?;
         self.stash_ready.extend(stored);
         let lane = self.asm.lane;
@@ -416,7 +416,7 @@ impl<'a> Rows<'a> {
     /// A pass over the row (elements 0 to n) with the pass's pointers and hoisted values; with
     /// reductions `ops` (accumulator set j folds `Dest::Acc(j)`), in blocks of `BLOCK` elements
     /// whose accumulators fold into the running totals. Returns the accumulator sets.
-    fn loop_pass(&mut self, pass: &Pass, ops: &[ReduceOp], prefetch_next: bool) -> R<Vec<AccSet>> {
+    fn loop_pass(&mut self, pass: &Sweep, ops: &[ReduceOp], prefetch_next: bool) -> R<Vec<AccSet>> {
         let ptrs = self.pointers(pass)?;
         let prefetch = if prefetch_next {
             self.next_row_lines(&ptrs)?
@@ -667,6 +667,6 @@ impl<'a> Rows<'a> {
 
     /// The reduction accumulated by set `j` of the current phase.
     fn reduction_of(&self, j: usize) -> LocalId {
-        self.phase[j]
+        self.sweep_reductions[j]
     }
 }
