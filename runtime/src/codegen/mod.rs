@@ -23,6 +23,7 @@ pub mod x86;
 pub use target::{Isa, Target};
 
 use crate::describe::Description;
+use lower::Lowered;
 use crate::fusion::partition::{Partition, Step};
 use crate::ir::Graph;
 use crate::Error;
@@ -134,6 +135,24 @@ pub struct CompiledKernels {
     /// Machine code (Cranelift's VCode listing) of each kernel (when asked for).
     pub asm: Vec<String>,
     pub code: JitCode,
+}
+
+/// One kernel as built: its Cranelift IR text (or a note that it is x86 code), its code (x86
+/// bytes, or the IR text: what debug builds compare between kernels of one key), and the IR to
+/// compile (Cranelift kernels) or the listing (x86 kernels, when asked for).
+struct Built {
+    clif: String,
+    code: Vec<u8>,
+    func: Option<cranelift_codegen::ir::Function>,
+    listing: Option<String>,
+}
+
+/// A kernel built earlier in the program, under its lowered key.
+struct Known {
+    id: cranelift_module::FuncId,
+    clif: String,
+    /// Its code (debug builds only).
+    code: Vec<u8>,
 }
 
 /// One kernel's machine code, compiled off the module (on any thread).
@@ -260,147 +279,113 @@ pub fn compile(
     let mut clif = Vec::new();
     // Distinct functions to compile: (id, IR).
     let mut todo: Vec<(cranelift_module::FuncId, cranelift_codegen::ir::Function)> = Vec::new();
-    let mut seen: std::collections::HashMap<String, cranelift_module::FuncId> =
-        std::collections::HashMap::new();
-    // AVX-512 loop kernels, keyed by their machine code (deduplicated as the IR text is).
-    let mut x86_seen: std::collections::HashMap<Vec<u8>, cranelift_module::FuncId> =
-        std::collections::HashMap::new();
     let mut x86_asm: std::collections::HashMap<cranelift_module::FuncId, String> =
         std::collections::HashMap::new();
-    // Loop kernels by their lowered text (`LoopKernel::key`): a kernel
-    // like an earlier one takes its function without being built again.
-    // Debug builds build it anyway and check the function is the same.
-    let mut by_structure: std::collections::HashMap<String, (cranelift_module::FuncId, String)> =
-        std::collections::HashMap::new();
+    // Kernels by their lowered text (`Lowered::key`), the one deduplication key: a kernel like
+    // an earlier one (the layers of a deep network and their gradients) takes its function
+    // without being built again. A program of one kernel has nothing to share: no key. Debug
+    // builds build it anyway and check that the code is the same.
+    let mut by_key: std::collections::HashMap<String, Known> = std::collections::HashMap::new();
     for (k, desc) in kernels {
-        let lowered = match (k, desc) {
-            (Step::Kernel(kk), Description::Loop(p)) => Some(crate::diag::phases::phase(
-                "codegen lower",
-                || lower::loops::lower(g, kk, p, target),
-            )),
-            _ => None,
-        };
-        let row_body = match (k, desc) {
-            (Step::Row(rk), Description::Row(pl)) => Some(crate::diag::phases::phase(
-                "codegen lower",
-                || lower::row::lower(g, rk, pl),
-            )),
-            _ => None,
-        };
-        let structure = lowered.as_ref().map(|lk| lk.key());
-        let known = structure
-            .as_ref()
-            .and_then(|t| by_structure.get(t))
-            .cloned();
-        if let (Some((id, text)), false) = (&known, cfg!(debug_assertions)) {
-            ids.push(*id);
+        let lowered = crate::diag::phases::phase("codegen lower", || {
+            Lowered::of(g, k, desc, target).expect("each step has its own kind of description")
+        });
+        let key = (count > 1).then(|| lowered.key());
+        let known = key.as_ref().and_then(|t| by_key.get(t));
+        if let (Some(known), false) = (known, cfg!(debug_assertions)) {
+            ids.push(known.id);
             if keep_clif {
-                clif.push(text.clone());
+                clif.push(known.clif.clone());
             }
             continue;
         }
-        let id = 'emit: {
+        let built = 'emit: {
             #[cfg(target_arch = "x86_64")]
             {
-                let code = crate::diag::phases::phase("codegen x86", || match (k, desc) {
-                    (Step::Kernel(_), Description::Loop(_)) => {
-                        x86::build(lowered.as_ref().expect("lowered"), target)
-                    }
-                    (Step::Reduce(_), Description::Reduce(r)) => x86::reduce::build(r, target),
-                    (Step::Row(_), Description::Row(_)) => {
-                        let rb = row_body.as_ref().expect("lowered");
+                let code = crate::diag::phases::phase("codegen x86", || match &lowered {
+                    Lowered::Loop(lk) => x86::build(lk, target),
+                    Lowered::Reduce(r) => x86::reduce::build(r, target),
+                    Lowered::Row(rb) => {
                         x86::reduce::build_row(rb, target).or_else(|| x86::row::build(rb, target))
                     }
-                    _ => None,
                 });
                 if let Some(code) = code {
-                    let id = match x86_seen.get(&code.bytes) {
-                        Some(&id) => id,
-                        None => {
-                            let id = module
-                                .declare_anonymous_function(&sig)
-                                .map_err(|e| Error::codegen(e.to_string()))?;
-                            module
-                                .define_function_bytes(id, 64, &code.bytes, &[])
-                                .map_err(|e| Error::codegen(format!("{e:?}")))?;
-                            if keep_clif {
-                                x86_asm.insert(id, x86::listing(&code));
-                            }
-                            x86_seen.insert(code.bytes, id);
-                            id
-                        }
+                    let text = format!("(an {} kernel: no Cranelift IR)", code.width.name());
+                    let listing = keep_clif.then(|| x86::listing(&code));
+                    break 'emit Built {
+                        clif: text,
+                        code: code.bytes,
+                        func: None,
+                        listing,
                     };
-                    if keep_clif {
-                        clif.push(format!(
-                            "(an {} kernel: no Cranelift IR)",
-                            code.width.name()
-                        ));
-                    }
-                    break 'emit id;
                 }
             }
             ctx.func.signature = sig.clone();
             let _build = crate::diag::phases::Timer::start("codegen clif build");
             {
                 let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-                match (k, desc) {
-                    (Step::Kernel(_), Description::Loop(_)) => {
-                        kernel::build(&mut b, lowered.as_ref().expect("lowered"), target)
-                    }
-                    (Step::Reduce(_), Description::Reduce(r)) => reduce::build(&mut b, r),
-                    (Step::Row(_), Description::Row(_)) => {
-                        row::build(&mut b, row_body.as_ref().expect("lowered"), target)
-                    }
-                    _ => unreachable!("each step has its own kind of description"),
+                match &lowered {
+                    Lowered::Loop(lk) => kernel::build(&mut b, lk, target),
+                    Lowered::Reduce(r) => reduce::build(&mut b, r),
+                    Lowered::Row(rb) => row::build(&mut b, rb, target),
                 }
                 b.seal_all_blocks();
                 b.finalize(module.target_config());
             }
-            // Kernels with the same IR (the layers of a deep network and their
-            // gradients) are compiled once: the text says everything the code
-            // depends on (ops, extents, strides, constants), and printing it
-            // costs a few percent of compiling it.
-            // A program of one kernel has nothing to share: no text.
             drop(_build);
-            let text = (keep_clif || count > 1).then(|| {
+            let text = (keep_clif || cfg!(debug_assertions)).then(|| {
                 crate::diag::phases::phase("codegen clif text", || ctx.func.display().to_string())
             });
-            if let (true, Some(t)) = (keep_clif, &text) {
-                clif.push(t.clone());
-            }
-            let id = match text.as_ref().and_then(|t| seen.get(t)) {
-                Some(&id) => id,
-                None => {
-                    let id = module
-                        .declare_anonymous_function(&sig)
-                        .map_err(|e| Error::codegen(e.to_string()))?;
-                    if let Some(t) = text {
-                        seen.insert(t, id);
-                    }
-                    todo.push((
-                        id,
-                        std::mem::replace(&mut ctx.func, cranelift_codegen::ir::Function::new()),
-                    ));
-                    id
-                }
-            };
+            let func = std::mem::replace(&mut ctx.func, cranelift_codegen::ir::Function::new());
             module.clear_context(&mut ctx);
-            id
+            let text = text.unwrap_or_default();
+            Built {
+                clif: text.clone(),
+                code: text.into_bytes(),
+                func: Some(func),
+                listing: None,
+            }
         };
-        ids.push(id);
-        if let Some((want, _)) = known {
-            assert_eq!(
-                id, want,
-                "loop kernels of the same structure text compiled to different functions"
+        if let Some(known) = known {
+            assert!(
+                known.code == built.code,
+                "kernels of the same lowered key built different code:\n{}",
+                lowered.key()
             );
+            ids.push(known.id);
+            if keep_clif {
+                clif.push(known.clif.clone());
+            }
+            continue;
         }
-        if let Some(t) = structure {
-            let text = if keep_clif {
-                clif.last().cloned().unwrap_or_default()
+        let id = module
+            .declare_anonymous_function(&sig)
+            .map_err(|e| Error::codegen(e.to_string()))?;
+        match built.func {
+            // Cranelift IR: compiled below, with the others, in parallel.
+            Some(func) => todo.push((id, func)),
+            // x86 machine code: defined now.
+            None => {
+                module
+                    .define_function_bytes(id, 64, &built.code, &[])
+                    .map_err(|e| Error::codegen(format!("{e:?}")))?;
+                if let Some(listing) = built.listing {
+                    x86_asm.insert(id, listing);
+                }
+            }
+        }
+        ids.push(id);
+        if keep_clif {
+            clif.push(built.clif.clone());
+        }
+        if let Some(key) = key {
+            let code = if cfg!(debug_assertions) {
+                built.code
             } else {
-                String::new()
+                Vec::new()
             };
-            by_structure.entry(t).or_insert((id, text));
+            let clif = if keep_clif { built.clif } else { String::new() };
+            by_key.insert(key, Known { id, clif, code });
         }
     }
     let compiled =

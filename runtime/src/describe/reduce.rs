@@ -17,6 +17,7 @@ pub struct Dim {
     pub stride: i64,
 }
 
+#[derive(Debug)]
 pub struct ReduceDescription {
     pub op: ReduceOp,
     pub dtype: DType,

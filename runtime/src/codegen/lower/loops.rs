@@ -67,9 +67,7 @@ pub fn lower<'p>(g: &Graph, k: &Kernel, p: &'p LoopDescription, t: &Target) -> L
 }
 
 impl LoopKernel<'_> {
-    /// Everything the kernel's code depends on, as text: two kernels with the same key compile
-    /// to the same function (the layers of a deep chain and their gradients), so a program
-    /// builds each once. The tiling is not in it: it follows from the rest and the target.
+    /// The kernel as text (`Lowered::key`).
     pub fn key(&self) -> String {
         use std::fmt::Write;
         let mut s = locals_text(&self.locals);

@@ -22,7 +22,10 @@ pub mod row;
 pub use loops::{LoopKernel, Tiling};
 pub use row::RowBody;
 
-use crate::fusion::partition::const_value;
+use crate::codegen::target::Target;
+use crate::describe::reduce::ReduceDescription;
+use crate::describe::Description;
+use crate::fusion::partition::{const_value, Step};
 use crate::ir::{BinaryOp, CmpOp, Graph, Op, ReduceOp, UnaryOp, ValueId};
 use crate::{DType, Literal};
 use std::collections::HashMap;
@@ -31,6 +34,37 @@ use std::collections::HashMap;
 /// an f64 total (reduction and row kernels, every backend): f32 speed with f64 accuracy
 /// across blocks (tested on 10^7 elements).
 pub const BLOCK: i64 = 2048;
+
+/// A compiled step lowered: a loop kernel, a row kernel, or a reduction (whose description is
+/// already self-contained).
+pub enum Lowered<'p> {
+    Loop(LoopKernel<'p>),
+    Row(RowBody<'p>),
+    Reduce(&'p ReduceDescription),
+}
+
+impl<'p> Lowered<'p> {
+    /// Step `s` (described by `d`) lowered for target `t`; None for a library step.
+    pub fn of(g: &Graph, s: &Step, d: &'p Description, t: &Target) -> Option<Lowered<'p>> {
+        Some(match (s, d) {
+            (Step::Kernel(k), Description::Loop(p)) => Lowered::Loop(loops::lower(g, k, p, t)),
+            (Step::Row(rk), Description::Row(p)) => Lowered::Row(row::lower(g, rk, p)),
+            (Step::Reduce(_), Description::Reduce(r)) => Lowered::Reduce(r),
+            _ => return None,
+        })
+    }
+
+    /// Everything the kernel's code depends on, as text: two kernels with the same key compile
+    /// to the same function, so a program builds each once. What the lowering derives
+    /// (tiling, sweeps, stash) is not in it: it follows from the rest and the target.
+    pub fn key(&self) -> String {
+        match self {
+            Lowered::Loop(lk) => lk.key(),
+            Lowered::Row(rb) => rb.key(),
+            Lowered::Reduce(r) => format!("{r:?}"),
+        }
+    }
+}
 
 /// A value's index in its kernel's list of locals.
 pub type LocalId = usize;

@@ -84,6 +84,20 @@ pub fn lower<'p>(g: &Graph, rk: &RowKernel, pl: &'p RowDescription) -> RowBody<'
 }
 
 impl RowBody<'_> {
+    /// The kernel as text (`Lowered::key`).
+    pub fn key(&self) -> String {
+        use std::fmt::Write;
+        let mut s = super::locals_text(&self.locals);
+        let pl = self.plan;
+        let _ = write!(s, "row {:?} dims {:?} n {};", self.row_level, pl.o_dims, pl.n);
+        for a in &pl.accesses {
+            let (ptr, d, off) = (a.ptr, a.dtype, a.offset);
+            let _ = write!(s, "a{ptr} {d:?} {off} {:?} {};", a.o_strides, a.i_stride);
+        }
+        let _ = write!(s, "outs {:?}", self.outputs);
+        s
+    }
+
     fn is_member(&self, v: LocalId) -> bool {
         !self.locals[v].op.is_leaf()
     }
