@@ -7,7 +7,7 @@
 //! `bitselect` (blendv); the one out-of-line call is sin/cos's exact reduction of lanes
 //! beyond the Cody–Waite range (`trig.rs`).
 //!
-//! ## Measured maximum error (tests in `math_tests.rs`)
+//! ## Measured maximum error (tests in `math_tests/`)
 //! Errors in ulp of the correctly rounded result. f32 is compared with the f64 std function
 //! (erf: a double-double reference), f64 with the same std f64 function (itself < 1 ulp), so
 //! f64 figures include the reference's own error. "all f32 /97" = every 97th finite f32 bit

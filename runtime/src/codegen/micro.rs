@@ -11,7 +11,7 @@
 //! Cranelift twin in `math.rs`): the same constants rounded to f32, `fma`s, operand order of
 //! `minps`/`maxps`, clamps and blends; division and `fma` are correctly rounded on every path.
 //! So its results are bit-identical to the inline path (tested over every 97th f32 bit pattern
-//! and the special values in `math_tests.rs`), and the error table of `math.rs` holds. The last partial vector is padded through a stack buffer (as the loop
+//! and the special values in `math_tests/`), and the error table of `math.rs` holds. The last partial vector is padded through a stack buffer (as the loop
 //! kernels' padded tail), so `n` may be anything and `src == dst` is allowed.
 //!
 //! The instruction set is the target's (`Target::isa`): AVX-512F or AVX2+FMA; the portable
