@@ -27,6 +27,7 @@ mod ndarray_interop;
 mod optim;
 mod passes;
 mod profile;
+mod programs;
 mod proptests;
 mod random;
 mod regressions;

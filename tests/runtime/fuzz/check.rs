@@ -4,6 +4,7 @@
 //! away. Results agree with the interpreter within the tolerances, donated
 //! and shared calls agree bit for bit, and the caller's copies are intact.
 
+use crate::common::panic_text;
 use super::program::Mode;
 use crate::common::{bits, to_f64s, Rng};
 use jitfuse::internals::codegen::{Isa, Target};
@@ -173,13 +174,6 @@ pub fn compare_with(
         }
     }
     Ok(())
-}
-
-fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
-    p.downcast_ref::<String>()
-        .cloned()
-        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_else(|| "a panic".into())
 }
 
 /// A copy with a buffer of its own (unshared).

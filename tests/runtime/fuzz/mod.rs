@@ -1,15 +1,16 @@
 //! The random-program differential fuzzer: random programs over the op set
 //! (`generate.rs`), each traced, interpreted and compiled at every codegen
 //! level with every argument borrowed, donated or owned-but-shared
-//! (`check.rs`). A failure shrinks to a small program and is printed as IR
-//! text with its argument modes and seed: paste it into `regressions.rs`
-//! (`check_ir`).
+//! (`check.rs`). A failure shrinks to a small program, written as a regression program
+//! (IR, argument modes, seed, and what each stage makes of it) into `programs/`
+//! (`case_file.rs`), where `programs.rs` runs it from then on.
 //!
 //! CI runs a fixed seed and case budget; `JITFUSE_FUZZ_CASES=n` and
 //! `JITFUSE_FUZZ_SECONDS=s` run longer, `JITFUSE_FUZZ_SEED=k` elsewhere,
 //! `JITFUSE_FUZZ_KEEP_GOING=1` reports every failure instead of the first. Every call's
 //! allocation is measured against its memory report (`check::call`).
 
+pub mod case_file;
 pub mod check;
 pub mod generate;
 pub mod noise;
@@ -283,14 +284,12 @@ pub fn report(p: &Program, seed: u64) -> String {
     let modes: Vec<Mode> = small.params.iter().map(|q| q.mode).collect();
     let draws: Vec<u64> = small.params.iter().map(|q| q.draw).collect();
     let floor = floor(&small);
-    let call = if draws.iter().copied().eq(0..draws.len() as u64) {
-        format!("check_ir(r#\"\n{ir}\"#, &{modes:?}, {seed}, {floor:?})")
-    } else {
-        format!("check_ir_drawn(r#\"\n{ir}\"#, &{modes:?}, &{draws:?}, {seed}, {floor:?})")
+    let first = why.lines().next().unwrap_or("");
+    let saved = match case_file::save(&case_file::folder(), first, &ir, &modes, &draws, seed, floor) {
+        Ok(path) => format!("written to {}", path.display()),
+        Err(e) => format!("not written ({e}):\n{ir}"),
     };
-    format!(
-        "fuzz case (seed {seed}) failed: {why}\nshrunk program: {small:?}\nregression: {call};\n"
-    )
+    format!("fuzz case (seed {seed}) failed: {why}\nshrunk program: {small:?}\nregression program {saved}\n")
 }
 
 fn env_u64(name: &str) -> Option<u64> {
@@ -351,15 +350,10 @@ pub fn fuzz(seed: u64, cases: u64) -> (u64, u64) {
     (passed, invalid)
 }
 
-/// Check the program in IR text form (a shrunk fuzz case) on arguments drawn
-/// from `seed`, at every level, with these argument modes.
-pub fn check_ir(text: &str, modes: &[Mode], seed: u64, floor: f64) {
-    let draws: Vec<u64> = (0..modes.len() as u64).collect();
-    check_ir_drawn(text, modes, &draws, seed, floor);
-}
 
-/// `check_ir` with parameter k's values drawn from stream `draws[k]` (a
-/// shrunk case that dropped parameters keeps the others' values).
+/// Program `text` checked at every level, donated or not, against the interpreter, with
+/// parameter k's values drawn from stream `draws[k]` (a shrunk case that dropped parameters
+/// keeps the others' values).
 pub fn check_ir_drawn(text: &str, modes: &[Mode], draws: &[u64], seed: u64, floor: f64) {
     let g = jitfuse::internals::ir::parse(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     let args = check::arguments(&g, seed, draws, seed % 3 == 0);
