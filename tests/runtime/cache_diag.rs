@@ -121,7 +121,7 @@ fn call_changes(x: &Tensor, n: usize, p: &Vec<Tensor>) -> Tensor {
     let mut a = CallArgs::new();
     a.borrowed(x);
     a.static_arg(&n);
-    a.tree(ArgKind::Borrowed, p.clone(), p);
+    a.tree(ArgKind::Borrowed, p.clone(), |s| p.structure(s));
     let body = move |ts: &[Tensor]| (vec![&ts[0] * n as f64], unit());
     CHANGES.call(a, &body).unwrap().0.pop().unwrap()
 }

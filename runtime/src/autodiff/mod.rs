@@ -30,8 +30,6 @@ pub use tree::{join_path, Tree};
 
 use crate::diag::phases::phase;
 use crate::error::type_str;
-use crate::ir::{Op, UnaryOp};
-use crate::tensor::ops::apply;
 use crate::trace::{self, fail, ParamSpec};
 use crate::{Error, ErrorKind, Tensor};
 use std::panic::Location;
@@ -39,13 +37,7 @@ use std::panic::Location;
 /// Identity whose gradient is zero.
 #[track_caller]
 pub fn stop_gradient(x: &Tensor) -> Tensor {
-    apply(
-        Op::Unary(UnaryOp::StopGradient),
-        &[x],
-        x.shape().to_vec(),
-        x.dtype(),
-        Location::caller(),
-    )
+    crate::tensor::ops::stop_gradient(x)
 }
 
 /// Trace `f` on fresh parameters shaped like the leaves of `x`.

@@ -111,7 +111,7 @@ pub struct Signature {
     /// Each argument's kind, dtype and shape, in order.
     pub args: Vec<ArgSig>,
     /// For each tree parameter: its leaf count, the length of its
-    /// [`Tree::structure`](crate::Tree::structure), then that structure.
+    /// structure (`Tree::structure`), then that structure.
     pub structure: Vec<usize>,
     pub(crate) statics: Vec<StaticValue>,
 }
@@ -222,15 +222,21 @@ impl<'a> CallArgs<'a> {
     }
 
     /// The leaves of a tree parameter, in order: owned leaves are donated,
-    /// borrowed ones (clones of the caller's leaves) never written.
-    pub fn tree<T: crate::Tree>(&mut self, kind: ArgKind, leaves: Vec<Tensor>, tree: &T) {
+    /// borrowed ones (clones of the caller's leaves) never written; `structure` appends the
+    /// tree's structure (`Tree::structure`: the calling convention does not know trees).
+    pub fn tree(
+        &mut self,
+        kind: ArgKind,
+        leaves: Vec<Tensor>,
+        structure: impl FnOnce(&mut Vec<usize>),
+    ) {
         debug_assert!(kind != ArgKind::Scalar);
         self.slots.push(ParamSlot::Tree {
             leaves: leaves.len(),
         });
         let start = self.structure.len();
         self.structure.extend([leaves.len(), 0]);
-        tree.structure(&mut self.structure);
+        structure(&mut self.structure);
         self.structure[start + 1] = self.structure.len() - start - 2;
         self.tensors
             .extend(leaves.into_iter().map(|t| (kind, ArgTensor::Owned(t))));

@@ -86,7 +86,7 @@ impl<T: Tree> TreeParam<T> {
     pub fn collect(self, v: T, args: &mut CallArgs<'_>) -> TreeSlot<T> {
         let leaves = v.leaves();
         let slot = TreeSlot::new(&v, args.tensor_count(), leaves.len());
-        args.tree(ArgKind::Owned, leaves, &v);
+        args.tree(ArgKind::Owned, leaves, |s| v.structure(s));
         // `v` is dropped here: the arguments hold the only references to its
         // leaves that the caller gave away.
         slot
@@ -145,7 +145,7 @@ impl<T: Tree> BorrowedTree for T {}
 pub fn borrowed_tree<T: BorrowedTree>(v: &T, args: &mut CallArgs<'_>) -> TreeSlot<T> {
     let leaves = v.leaves();
     let slot = TreeSlot::new(v, args.tensor_count(), leaves.len());
-    args.tree(ArgKind::Borrowed, leaves, v);
+    args.tree(ArgKind::Borrowed, leaves, |s| v.structure(s));
     slot
 }
 

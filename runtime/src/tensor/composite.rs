@@ -98,7 +98,7 @@ impl Tensor {
     /// JAX's `softmax`): the backward pass builds no argmax mask.
     #[track_caller]
     pub fn softmax(&self, axis: isize) -> Tensor {
-        let m = crate::stop_gradient(&self.max_keepdims(axis));
+        let m = super::ops::stop_gradient(&self.max_keepdims(axis));
         let e = (self - &m).exp();
         &e / e.sum_keepdims(axis)
     }
@@ -107,7 +107,7 @@ impl Tensor {
     /// `softmax`).
     #[track_caller]
     pub fn log_softmax(&self, axis: isize) -> Tensor {
-        let m = crate::stop_gradient(&self.max_keepdims(axis));
+        let m = super::ops::stop_gradient(&self.max_keepdims(axis));
         let shifted = self - &m;
         &shifted - shifted.exp().sum_keepdims(axis).ln()
     }
@@ -131,7 +131,7 @@ impl Tensor {
         let n = self.shape()
             [super::shape_ops::norm_axis("layer_norm", self, axis, self.ndim(), Location::caller())]
             as f64;
-        let estimate = crate::stop_gradient(&(self.sum_keepdims(axis) / n));
+        let estimate = super::ops::stop_gradient(&(self.sum_keepdims(axis) / n));
         let d = self - &estimate;
         let correction = d.sum_keepdims(axis) / n;
         let var = (d.square().sum_keepdims(axis) / n - correction.square()).maximum(0.0);

@@ -44,6 +44,18 @@ impl<'a, S: Scalar> IntoOperand<'a> for S {
     }
 }
 
+/// Identity whose gradient is zero (`crate::stop_gradient`).
+#[track_caller]
+pub(crate) fn stop_gradient(x: &Tensor) -> Tensor {
+    apply(
+        Op::Unary(UnaryOp::StopGradient),
+        &[x],
+        x.shape().to_vec(),
+        x.dtype(),
+        Location::caller(),
+    )
+}
+
 /// Record or evaluate one op whose operands already have the right shapes
 /// and dtypes.
 pub(crate) fn apply(

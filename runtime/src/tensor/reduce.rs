@@ -253,7 +253,7 @@ fn drop_kept(t: &Tensor, r: &Tensor, axes: &[usize]) -> Tensor {
 /// `softmax(x)`, with no argmax mask).
 fn logsumexp_at(t: &Tensor, axes: &[usize], keepdims: bool, loc: SourceLoc) -> Tensor {
     float_only("logsumexp", t, loc);
-    let m = crate::stop_gradient(&reduce_at(t, ReduceOp::Max, axes, true, loc));
+    let m = super::ops::stop_gradient(&reduce_at(t, ReduceOp::Max, axes, true, loc));
     let finite = m.abs().lt(f64::INFINITY);
     let m = crate::select(&finite, &m, 0.0);
     let s = reduce_at(&(t - &m).exp(), ReduceOp::Sum, axes, true, loc).ln() + &m;
