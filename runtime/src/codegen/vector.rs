@@ -7,7 +7,7 @@
 //! Ops without a vector lowering on x64 (integer division, 64-bit int <->
 //! float casts) are done lane by lane on scalars.
 
-use super::lower::{Local, LocalId, LocalOp};
+use super::lower::{max_min_needs_nan_fixup, Local, LocalId, LocalOp};
 use super::{lower_traced, math};
 use crate::ir::{BinaryOp, CmpOp, UnaryOp};
 use crate::{DType, Literal};
@@ -211,15 +211,6 @@ fn zip_parts(a: &Vals, c: &Vals, mut f: impl FnMut(Value, Value) -> Value) -> Va
     a.iter().zip(c).map(|(&x, &y)| f(x, y)).collect()
 }
 
-fn fsplat(b: &mut FunctionBuilder, ty: Type, v: f64) -> Value {
-    let s = if ty == types::F32X4 {
-        b.ins().f32const(v as f32)
-    } else {
-        b.ins().f64const(v)
-    };
-    b.ins().splat(ty, s)
-}
-
 /// Local `v` of a lowered kernel (a constant or an elementwise op) on its operands' vectors
 /// (`args`, in operand order). Reads, reductions and broadcasts are the emitters' own.
 pub fn local(b: &mut FunctionBuilder, locals: &[Local], v: LocalId, args: &[Vals]) -> Vals {
@@ -227,6 +218,12 @@ pub fn local(b: &mut FunctionBuilder, locals: &[Local], v: LocalId, args: &[Vals
     match l.op {
         LocalOp::Const(c) => splat(b, l.dtype, c),
         LocalOp::Unary(u, _) => unary(b, u, l.dtype, &args[0]),
+        LocalOp::Binary(o @ (BinaryOp::Max | BinaryOp::Min), ..) if l.dtype.is_float() => {
+            // The lowering decided whether the NaN fix-up is needed.
+            let fixup = max_min_needs_nan_fixup(locals, l);
+            let max = o == BinaryOp::Max;
+            zip_parts(&args[0], &args[1], |p, q| nan_max_min(b, p, q, max, fixup))
+        }
         LocalOp::Binary(o, ..) => binary(b, o, l.dtype, &args[0], &args[1]),
         LocalOp::Compare(c, x, _) => compare(b, c, locals[x].dtype, &args[0], &args[1]),
         LocalOp::Select(..) => select(b, l.dtype, &args[0], &args[1], &args[2]),
@@ -252,23 +249,6 @@ pub fn unary(b: &mut FunctionBuilder, op: UnaryOp, d: DType, x: &Vals) -> Vals {
             UnaryOp::Neg => sign_op(b, ty, p, false),
             UnaryOp::Abs => sign_op(b, ty, p, true),
             UnaryOp::Sqrt => b.ins().sqrt(p),
-            UnaryOp::Rsqrt => {
-                let s = b.ins().sqrt(p);
-                let one = fsplat(b, ty, 1.0);
-                b.ins().fdiv(one, s)
-            }
-            UnaryOp::Recip => {
-                let one = fsplat(b, ty, 1.0);
-                b.ins().fdiv(one, p)
-            }
-            UnaryOp::Square => b.ins().fmul(p, p),
-            UnaryOp::Relu => {
-                // x < 0 ? 0 : x  (NaN and -0 pass through)
-                let zero = fsplat(b, ty, 0.0);
-                let m = b.ins().fcmp(FloatCC::LessThan, p, zero);
-                let m = b.ins().bitcast(ty, MemFlagsData::new(), m);
-                b.ins().bitselect(m, zero, p)
-            }
             UnaryOp::Exp
             | UnaryOp::Ln
             | UnaryOp::Tanh
@@ -279,7 +259,12 @@ pub fn unary(b: &mut FunctionBuilder, op: UnaryOp, d: DType, x: &Vals) -> Vals {
             | UnaryOp::Sin
             | UnaryOp::Cos => lower_traced::unary(b, op, p),
             UnaryOp::Floor => b.ins().floor(p),
-            UnaryOp::Not | UnaryOp::StopGradient => unreachable!(),
+            UnaryOp::Relu
+            | UnaryOp::Square
+            | UnaryOp::Recip
+            | UnaryOp::Rsqrt
+            | UnaryOp::Not
+            | UnaryOp::StopGradient => unreachable!("{op:?}: lowered to binary ops"),
         });
     }
     map_parts(x, |p| match op {
@@ -288,13 +273,7 @@ pub fn unary(b: &mut FunctionBuilder, op: UnaryOp, d: DType, x: &Vals) -> Vals {
             let n = b.ins().ineg(p);
             b.ins().smax(p, n) // wraps at MIN like wrapping_abs
         }
-        UnaryOp::Square => b.ins().imul(p, p),
-        UnaryOp::Relu => {
-            let z = b.ins().iconst(ty.lane_type(), 0);
-            let z = b.ins().splat(ty, z);
-            b.ins().smax(p, z)
-        }
-        _ => unreachable!("{op:?} on integers is rejected at trace time"),
+        _ => unreachable!("{op:?} on integers: lowered to binary ops or rejected at trace time"),
     })
 }
 
@@ -305,8 +284,8 @@ pub fn binary(b: &mut FunctionBuilder, op: BinaryOp, d: DType, x: &Vals, y: &Val
             BinaryOp::Sub => b.ins().fsub(p, q),
             BinaryOp::Mul => b.ins().fmul(p, q),
             BinaryOp::Div => b.ins().fdiv(p, q),
-            BinaryOp::Max => nan_max_min(b, p, q, true),
-            BinaryOp::Min => nan_max_min(b, p, q, false),
+            BinaryOp::Max => nan_max_min(b, p, q, true, true),
+            BinaryOp::Min => nan_max_min(b, p, q, false, true),
             BinaryOp::Pow => math::pow(b, p, q),
             BinaryOp::Rem => float_rem(b, p, q),
             BinaryOp::And | BinaryOp::Or => unreachable!(),
@@ -350,53 +329,16 @@ fn sign_op(b: &mut FunctionBuilder, ty: Type, x: Value, abs: bool) -> Value {
     b.ins().bitcast(ty, MemFlagsData::new(), r)
 }
 
-/// Whether `v` is a splatted float constant that is not NaN.
-fn non_nan_const(b: &FunctionBuilder, v: Value) -> bool {
-    use cranelift_codegen::ir::{InstructionData, Opcode};
-    let dfg = &b.func.dfg;
-    let Some(inst) = dfg.value_def(v).inst() else {
-        return false;
-    };
-    let InstructionData::Unary {
-        opcode: Opcode::Splat,
-        arg,
-    } = dfg.insts[inst]
-    else {
-        return false;
-    };
-    let Some(c) = dfg.value_def(arg).inst() else {
-        return false;
-    };
-    match dfg.insts[c] {
-        InstructionData::UnaryIeee32 {
-            opcode: Opcode::F32const,
-            imm,
-        } => !f32::from_bits(imm.bits()).is_nan(),
-        InstructionData::UnaryIeee64 {
-            opcode: Opcode::F64const,
-            imm,
-        } => !f64::from_bits(imm.bits()).is_nan(),
-        _ => false,
-    }
-}
-
 /// NaN-propagating max (or min). x64 lowers exactly the blends
 /// `y < x ? x : y` to `maxps x, y` and `x < y ? x : y` to `minps x, y`,
 /// which return `y` when either is NaN; a NaN `x` is then restored with a
-/// compare and a blend (3 instructions). When one operand is a constant
-/// that is not NaN it goes first and the blend alone propagates NaN
-/// (1 instruction: clamps, `relu`-like maxima). Cranelift's `fmax` costs ~7
+/// compare and a blend (3 instructions) where `fixup` (`max_min_needs_nan_fixup`:
+/// not where `x` is a constant that is not NaN, 1 instruction). Cranelift's `fmax` costs ~7
 /// instructions for IEEE's -0 < +0 ordering, which array code does not need
 /// (max(-0, +0) may be either zero, as in NumPy and Rust's `f32::max`).
-fn nan_max_min(b: &mut FunctionBuilder, x: Value, y: Value, max: bool) -> Value {
+fn nan_max_min(b: &mut FunctionBuilder, x: Value, y: Value, max: bool, fixup: bool) -> Value {
     let ty = b.func.dfg.value_type(x);
-    let (x, y, x_safe) = if non_nan_const(b, x) {
-        (x, y, true)
-    } else if non_nan_const(b, y) {
-        (y, x, true)
-    } else {
-        (x, y, false)
-    };
+    let x_safe = !fixup;
     let wins = if max {
         b.ins().fcmp(FloatCC::LessThan, y, x)
     } else {

@@ -129,6 +129,17 @@ impl LocalOp {
     }
 }
 
+/// Whether float max/min local `l` (of `locals`) needs its NaN fix-up. x86's `maxps x, y`
+/// (`minps`), which the backends emit, returns `y` when either operand is NaN; NaN must
+/// propagate, so a NaN `x` is restored by a compare and a blend, unless `x` is a constant that
+/// is not NaN (the lowering puts such a constant first): clamps and relu are one instruction.
+pub fn max_min_needs_nan_fixup(locals: &[Local], l: &Local) -> bool {
+    match l.op {
+        LocalOp::Binary(BinaryOp::Max | BinaryOp::Min, x, _) => !locals[x].non_nan_const(),
+        _ => false,
+    }
+}
+
 impl Local {
     /// The constant's literal, if the local is one.
     pub fn literal(&self) -> Option<Literal> {
@@ -138,8 +149,7 @@ impl Local {
         }
     }
 
-    /// A constant that is not NaN: max/min with it need no NaN fix-up
-    /// (`vector::nan_max_min`).
+    /// A constant that is not NaN.
     pub fn non_nan_const(&self) -> bool {
         self.literal().is_some_and(|l| !l.as_f64(self.dtype).is_nan())
     }
@@ -174,6 +184,15 @@ impl<'g> Builder<'g> {
         }
     }
 
+    /// A constant local of `dtype` (an integer dtype takes `v` as an integer).
+    fn constant(&mut self, v: f64, dtype: DType) -> LocalId {
+        let l = match dtype.is_float() {
+            true => Literal::Float(v),
+            false => Literal::Int(v as i64),
+        };
+        self.push(LocalOp::Const(l), dtype)
+    }
+
     pub fn push(&mut self, op: LocalOp, dtype: DType) -> LocalId {
         self.locals.push(Local { op, dtype });
         self.locals.len() - 1
@@ -194,10 +213,37 @@ impl<'g> Builder<'g> {
         l
     }
 
-    /// Node `v` (an elementwise op) on the locals `args` of its inputs.
+    /// Node `v` (an elementwise op) on the locals `args` of its inputs, in the ops every
+    /// backend spells: the unary ops that are one binary op are lowered to it here, once
+    /// (`relu(x) = max(0, x)`, `square(x) = x * x`, `recip(x) = 1 / x`,
+    /// `rsqrt(x) = 1 / sqrt(x)`: the interpreter's definitions, `ir::semantics`), and a max or
+    /// min with a constant that is not NaN takes the constant first, which is what lets a
+    /// backend skip the NaN fix-up (`Local::max_min_needs_nan_fixup`).
     pub fn compute(&mut self, v: ValueId, args: &[LocalId]) -> LocalId {
         let n = self.g.node(v);
+        let d = n.dtype;
         let op = match &n.op {
+            Op::Unary(UnaryOp::Relu) => {
+                let zero = self.constant(0.0, d);
+                LocalOp::Binary(BinaryOp::Max, zero, args[0])
+            }
+            Op::Unary(UnaryOp::Square) => LocalOp::Binary(BinaryOp::Mul, args[0], args[0]),
+            Op::Unary(UnaryOp::Recip) => {
+                let one = self.constant(1.0, d);
+                LocalOp::Binary(BinaryOp::Div, one, args[0])
+            }
+            Op::Unary(UnaryOp::Rsqrt) => {
+                let root = self.push(LocalOp::Unary(UnaryOp::Sqrt, args[0]), d);
+                let one = self.constant(1.0, d);
+                LocalOp::Binary(BinaryOp::Div, one, root)
+            }
+            Op::Binary(o @ (BinaryOp::Max | BinaryOp::Min)) => {
+                let (a, b) = (args[0], args[1]);
+                match !self.locals[a].non_nan_const() && self.locals[b].non_nan_const() {
+                    true => LocalOp::Binary(*o, b, a),
+                    false => LocalOp::Binary(*o, a, b),
+                }
+            }
             Op::Unary(u) => LocalOp::Unary(*u, args[0]),
             Op::Binary(o) => LocalOp::Binary(*o, args[0], args[1]),
             Op::Compare(c) => LocalOp::Compare(*c, args[0], args[1]),

@@ -67,7 +67,8 @@ pub fn lower<'p>(g: &Graph, rk: &RowKernel, pl: &'p RowDescription) -> RowBody<'
             .collect();
         let l = b.compute(m, &args);
         b.of.insert((m, false), l);
-        row_level.push(reduce || at_row);
+        // (and the locals its lowering added: constants, rsqrt's square root)
+        row_level.resize(b.locals.len(), reduce || at_row);
     }
     let outputs = (rk.outputs.iter().enumerate())
         .map(|(j, o)| (b.of[&(*o, false)], pl.outs[j]))

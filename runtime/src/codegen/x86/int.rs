@@ -12,12 +12,9 @@ use super::{Asm, Lane, Width, R};
 use crate::ir::{BinaryOp, CmpOp, UnaryOp};
 
 /// Whether integer lanes of `lane`'s size take unary op `u` / binary op `o` (see the module doc).
-pub(super) fn unary_ok(u: UnaryOp, lane: Lane) -> bool {
-    match u {
-        UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Relu | UnaryOp::StopGradient => true,
-        UnaryOp::Square => lane == Lane::F32,
-        _ => false,
-    }
+pub(super) fn unary_ok(u: UnaryOp) -> bool {
+    // (relu and square are max and mul once lowered)
+    matches!(u, UnaryOp::Neg | UnaryOp::Abs | UnaryOp::StopGradient)
 }
 pub(super) fn binary_ok(o: BinaryOp, lane: Lane) -> bool {
     match o {
@@ -83,15 +80,6 @@ impl Asm {
                     self.a.vblendvpd(Y[di], Y[xi], Y[di], Y[xi])?;
                 }
             },
-            UnaryOp::Relu => {
-                self.zero(d)?;
-                match (self.w, self.lane) {
-                    // 0 where x's sign bit is set (AVX2 has no vpmaxsq).
-                    (Width::Y, Lane::F64) => self.a.vblendvpd(Y[di], Y[xi], Y[di], Y[xi])?,
-                    _ => self.int_binary(BinaryOp::Max, d, x, d)?,
-                }
-            }
-            UnaryOp::Square => self.int_binary(BinaryOp::Mul, d, x, x)?,
             UnaryOp::StopGradient => self.vmov(d, x)?,
             other => unreachable!("{other:?} on integers: node_ok"),
         }

@@ -264,18 +264,12 @@ fn node_ok(locals: &[Local], v: LocalId, lane: Lane, int: bool) -> bool {
     let arg = |i: usize| locals[l.op.operands()[i]].dtype;
     match (l.op, l.dtype) {
         (LocalOp::Read(_) | LocalOp::Const(_), d) => d == f || d == DType::Bool,
-        (LocalOp::Unary(u, _), d) if d == f && int => int::unary_ok(u, lane),
+        (LocalOp::Unary(u, _), d) if d == f && int => int::unary_ok(u),
         (LocalOp::Binary(o, ..), d) if d == f && int => int::binary_ok(o, lane),
         (LocalOp::Unary(u, _), d) if d == f => match u {
-            UnaryOp::Neg
-            | UnaryOp::Abs
-            | UnaryOp::Sqrt
-            | UnaryOp::Rsqrt
-            | UnaryOp::Recip
-            | UnaryOp::Square
-            | UnaryOp::Relu
-            | UnaryOp::Floor
-            | UnaryOp::StopGradient => true,
+            UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Sqrt | UnaryOp::Floor | UnaryOp::StopGradient => {
+                true
+            }
             UnaryOp::Exp
             | UnaryOp::Ln
             | UnaryOp::Tanh
@@ -288,7 +282,10 @@ fn node_ok(locals: &[Local], v: LocalId, lane: Lane, int: bool) -> bool {
                 // (sin/cos call out of line: tiled only, where `supported` allows it)
                 traced::trace(u, f).is_some_and(|t| !t.0.iter().any(traced::SymOp::calls))
             }
-            UnaryOp::Not => false,
+            // (relu, square, recip and rsqrt are binary ops once lowered)
+            UnaryOp::Relu | UnaryOp::Square | UnaryOp::Recip | UnaryOp::Rsqrt | UnaryOp::Not => {
+                false
+            }
         },
         (LocalOp::Unary(UnaryOp::Not, _), DType::Bool) => true,
         (LocalOp::Binary(o, ..), d) if d == f => matches!(

@@ -1,4 +1,4 @@
-AVX2 row kernel, 1602 bytes of machine code, 0 micro-kernel calls per tile, 3 values held in registers:
+AVX2 row kernel, 1611 bytes of machine code, 0 micro-kernel calls per tile, 3 values held in registers:
   0000  push rbx
   0001  push rbp
   0002  push r12
@@ -21,7 +21,7 @@ AVX2 row kernel, 1602 bytes of machine code, 0 micro-kernel calls per tile, 3 va
   0044  mov [rsp+0x40], rax
   0049  mov rax, [rsp+8]
   004e  cmp rax, [rsp+0x10]
-  0053  jge 0x5e0
+  0053  jge 0x5e9
   0059  mov [rsp+0x20], rax
   005e  mov rcx, [rsp+0x28]
   0063  mov rax, [rsp+0x20]
@@ -71,11 +71,11 @@ AVX2 row kernel, 1602 bytes of machine code, 0 micro-kernel calls per tile, 3 va
   0123  jge short 0x154
   0125  mov rcx, r15
   0128  sub rcx, rbx
-  012b  lea rax, [0x602]
+  012b  lea rax, [0x60b]
   0132  neg rcx
   0135  vmovdqu ymm15, [rax+rcx*4+0x20]
   013b  vmaskmovps ymm4, ymm15, [rdx+rbx*4]
-  0141  vbroadcastss ymm6, [0x5f2]
+  0141  vbroadcastss ymm6, [0x5fb]
   014a  vblendvps ymm5, ymm6, ymm4, ymm15
   0150  vaddps ymm0, ymm0, ymm5
   0154  vaddps ymm0, ymm0, ymm1
@@ -94,7 +94,7 @@ AVX2 row kernel, 1602 bytes of machine code, 0 micro-kernel calls per tile, 3 va
   0194  vmovss [rsp+0x68], xmm0
   019a  xor rbx, rbx
   019d  vbroadcastss ymm0, [rsp+0x68]
-  01a4  vbroadcastss ymm1, [0x5f6]
+  01a4  vbroadcastss ymm1, [0x5ff]
   01ad  vdivps ymm2, ymm0, ymm1
   01b1  vmovss [rsp+0x78], xmm2
   01b7  mov qword ptr [rsp+0x88], 0
@@ -152,16 +152,16 @@ AVX2 row kernel, 1602 bytes of machine code, 0 micro-kernel calls per tile, 3 va
   02ac  jge short 0x2fc
   02ae  mov rcx, r15
   02b1  sub rcx, rbx
-  02b4  lea rax, [0x602]
+  02b4  lea rax, [0x60b]
   02bb  neg rcx
   02be  vmovdqu ymm15, [rax+rcx*4+0x20]
   02c4  vmaskmovps ymm9, ymm15, [rdx+rbx*4]
   02ca  vsubps ymm10, ymm9, ymm8
-  02cf  vbroadcastss ymm11, [0x5f2]
+  02cf  vbroadcastss ymm11, [0x5fb]
   02d8  vblendvps ymm9, ymm11, ymm10, ymm15
   02de  vaddps ymm0, ymm0, ymm9
   02e3  vmulps ymm9, ymm10, ymm10
-  02e8  vbroadcastss ymm11, [0x5f2]
+  02e8  vbroadcastss ymm11, [0x5fb]
   02f1  vblendvps ymm10, ymm11, ymm9, ymm15
   02f7  vaddps ymm4, ymm4, ymm10
   02fc  vaddps ymm0, ymm0, ymm1
@@ -194,7 +194,7 @@ AVX2 row kernel, 1602 bytes of machine code, 0 micro-kernel calls per tile, 3 va
   039d  vmovss [rsp+0x98], xmm0
   03a6  xor rbx, rbx
   03a9  vbroadcastss ymm0, [rsp+0x80]
-  03b3  vbroadcastss ymm1, [0x5f6]
+  03b3  vbroadcastss ymm1, [0x5ff]
   03bc  vdivps ymm2, ymm0, ymm1
   03c0  vmovss [rsp+0x90], xmm2
   03c9  vbroadcastss ymm0, [rsp+0x98]
@@ -204,112 +204,113 @@ AVX2 row kernel, 1602 bytes of machine code, 0 micro-kernel calls per tile, 3 va
   03e4  vmovss [rsp+0xb0], xmm1
   03ed  vsubps ymm2, ymm3, ymm1
   03f1  vmovss [rsp+0xb8], xmm2
-  03fa  vbroadcastss ymm1, [0x5f2]
+  03fa  vbroadcastss ymm1, [0x5fb]
   0403  vmaxps ymm3, ymm1, ymm2
   0407  vmovss [rsp+0xc0], xmm3
-  0410  vbroadcastss ymm1, [0x5fa]
-  0419  vaddps ymm2, ymm3, ymm1
-  041d  vmovss [rsp+0xc8], xmm2
-  0426  vsqrtps ymm1, ymm2
-  042a  vbroadcastss ymm3, [0x5fe]
-  0433  vdivps ymm1, ymm3, ymm1
-  0437  vmovss [rsp+0xd0], xmm1
-  0440  mov rdx, [rsp+0x48]
-  0445  mov rsi, [rsp+0x50]
-  044a  mov rdi, [rsp+0x58]
-  044f  mov r8, [rsp+0x60]
-  0454  vbroadcastss ymm0, [rsp+0x78]
-  045b  vbroadcastss ymm1, [rsp+0x90]
-  0465  vbroadcastss ymm2, [rsp+0xd0]
-  046f  xor rbx, rbx
-  0472  lea r15, [rbx+0x3e8]
-  0479  lea r14, [r15-0x20]
-  047d  cmp rbx, r14
-  0480  jg 0x543
-  0486  vmovups ymm3, [rdx+rbx*4]
-  048b  vsubps ymm4, ymm3, ymm0
-  048f  vsubps ymm3, ymm4, ymm1
-  0493  vmulps ymm4, ymm3, ymm2
-  0497  vmovups ymm3, [rsi+rbx*4]
-  049c  vmulps ymm5, ymm4, ymm3
-  04a0  vmovups ymm3, [rdi+rbx*4]
-  04a5  vaddps ymm4, ymm5, ymm3
-  04a9  vmovups [r8+rbx*4], ymm4
-  04af  vmovups ymm3, [rdx+rbx*4+0x20]
-  04b5  vsubps ymm4, ymm3, ymm0
-  04b9  vsubps ymm3, ymm4, ymm1
-  04bd  vmulps ymm4, ymm3, ymm2
-  04c1  vmovups ymm3, [rsi+rbx*4+0x20]
-  04c7  vmulps ymm5, ymm4, ymm3
-  04cb  vmovups ymm3, [rdi+rbx*4+0x20]
-  04d1  vaddps ymm4, ymm5, ymm3
-  04d5  vmovups [r8+rbx*4+0x20], ymm4
-  04dc  vmovups ymm3, [rdx+rbx*4+0x40]
-  04e2  vsubps ymm4, ymm3, ymm0
-  04e6  vsubps ymm3, ymm4, ymm1
-  04ea  vmulps ymm4, ymm3, ymm2
-  04ee  vmovups ymm3, [rsi+rbx*4+0x40]
-  04f4  vmulps ymm5, ymm4, ymm3
-  04f8  vmovups ymm3, [rdi+rbx*4+0x40]
-  04fe  vaddps ymm4, ymm5, ymm3
-  0502  vmovups [r8+rbx*4+0x40], ymm4
-  0509  vmovups ymm3, [rdx+rbx*4+0x60]
-  050f  vsubps ymm4, ymm3, ymm0
-  0513  vsubps ymm3, ymm4, ymm1
-  0517  vmulps ymm4, ymm3, ymm2
-  051b  vmovups ymm3, [rsi+rbx*4+0x60]
-  0521  vmulps ymm5, ymm4, ymm3
-  0525  vmovups ymm3, [rdi+rbx*4+0x60]
-  052b  vaddps ymm4, ymm5, ymm3
-  052f  vmovups [r8+rbx*4+0x60], ymm4
-  0536  add rbx, 0x20
-  053a  cmp rbx, r14
-  053d  jle 0x486
-  0543  lea r14, [r15-8]
-  0547  cmp rbx, r14
-  054a  jg short 0x57e
-  054c  vmovups ymm3, [rdx+rbx*4]
-  0551  vsubps ymm4, ymm3, ymm0
-  0555  vsubps ymm3, ymm4, ymm1
-  0559  vmulps ymm4, ymm3, ymm2
-  055d  vmovups ymm3, [rsi+rbx*4]
-  0562  vmulps ymm5, ymm4, ymm3
-  0566  vmovups ymm3, [rdi+rbx*4]
-  056b  vaddps ymm4, ymm5, ymm3
-  056f  vmovups [r8+rbx*4], ymm4
-  0575  add rbx, 8
-  0579  cmp rbx, r14
-  057c  jle short 0x54c
-  057e  cmp rbx, r15
-  0581  jge short 0x5c5
-  0583  mov rcx, r15
-  0586  sub rcx, rbx
-  0589  lea rax, [0x602]
-  0590  neg rcx
-  0593  vmovdqu ymm15, [rax+rcx*4+0x20]
-  0599  vmaskmovps ymm3, ymm15, [rdx+rbx*4]
-  059f  vsubps ymm4, ymm3, ymm0
-  05a3  vsubps ymm3, ymm4, ymm1
-  05a7  vmulps ymm4, ymm3, ymm2
-  05ab  vmaskmovps ymm3, ymm15, [rsi+rbx*4]
-  05b1  vmulps ymm5, ymm4, ymm3
-  05b5  vmaskmovps ymm3, ymm15, [rdi+rbx*4]
-  05bb  vaddps ymm4, ymm5, ymm3
-  05bf  vmaskmovps [r8+rbx*4], ymm15, ymm4
-  05c5  mov rax, [rsp+0x20]
-  05ca  add rax, 1
-  05d0  mov [rsp+0x20], rax
-  05d5  cmp rax, [rsp+0x10]
-  05da  jl 0x5e
-  05e0  mov rsp, [rsp]
-  05e4  pop r15
-  05e6  pop r14
-  05e8  pop r13
-  05ea  pop r12
-  05ec  pop rbp
-  05ed  pop rbx
-  05ee  vzeroupper
-  05f1  ret
+  0410  vbroadcastss ymm2, [0x603]
+  0419  vaddps ymm1, ymm3, ymm2
+  041d  vmovss [rsp+0xc8], xmm1
+  0426  vsqrtps ymm2, ymm1
+  042a  vmovss [rsp+0xd0], xmm2
+  0433  vbroadcastss ymm1, [0x607]
+  043c  vdivps ymm3, ymm1, ymm2
+  0440  vmovss [rsp+0xd8], xmm3
+  0449  mov rdx, [rsp+0x48]
+  044e  mov rsi, [rsp+0x50]
+  0453  mov rdi, [rsp+0x58]
+  0458  mov r8, [rsp+0x60]
+  045d  vbroadcastss ymm0, [rsp+0x78]
+  0464  vbroadcastss ymm1, [rsp+0x90]
+  046e  vbroadcastss ymm2, [rsp+0xd8]
+  0478  xor rbx, rbx
+  047b  lea r15, [rbx+0x3e8]
+  0482  lea r14, [r15-0x20]
+  0486  cmp rbx, r14
+  0489  jg 0x54c
+  048f  vmovups ymm3, [rdx+rbx*4]
+  0494  vsubps ymm4, ymm3, ymm0
+  0498  vsubps ymm3, ymm4, ymm1
+  049c  vmulps ymm4, ymm3, ymm2
+  04a0  vmovups ymm3, [rsi+rbx*4]
+  04a5  vmulps ymm5, ymm4, ymm3
+  04a9  vmovups ymm3, [rdi+rbx*4]
+  04ae  vaddps ymm4, ymm5, ymm3
+  04b2  vmovups [r8+rbx*4], ymm4
+  04b8  vmovups ymm3, [rdx+rbx*4+0x20]
+  04be  vsubps ymm4, ymm3, ymm0
+  04c2  vsubps ymm3, ymm4, ymm1
+  04c6  vmulps ymm4, ymm3, ymm2
+  04ca  vmovups ymm3, [rsi+rbx*4+0x20]
+  04d0  vmulps ymm5, ymm4, ymm3
+  04d4  vmovups ymm3, [rdi+rbx*4+0x20]
+  04da  vaddps ymm4, ymm5, ymm3
+  04de  vmovups [r8+rbx*4+0x20], ymm4
+  04e5  vmovups ymm3, [rdx+rbx*4+0x40]
+  04eb  vsubps ymm4, ymm3, ymm0
+  04ef  vsubps ymm3, ymm4, ymm1
+  04f3  vmulps ymm4, ymm3, ymm2
+  04f7  vmovups ymm3, [rsi+rbx*4+0x40]
+  04fd  vmulps ymm5, ymm4, ymm3
+  0501  vmovups ymm3, [rdi+rbx*4+0x40]
+  0507  vaddps ymm4, ymm5, ymm3
+  050b  vmovups [r8+rbx*4+0x40], ymm4
+  0512  vmovups ymm3, [rdx+rbx*4+0x60]
+  0518  vsubps ymm4, ymm3, ymm0
+  051c  vsubps ymm3, ymm4, ymm1
+  0520  vmulps ymm4, ymm3, ymm2
+  0524  vmovups ymm3, [rsi+rbx*4+0x60]
+  052a  vmulps ymm5, ymm4, ymm3
+  052e  vmovups ymm3, [rdi+rbx*4+0x60]
+  0534  vaddps ymm4, ymm5, ymm3
+  0538  vmovups [r8+rbx*4+0x60], ymm4
+  053f  add rbx, 0x20
+  0543  cmp rbx, r14
+  0546  jle 0x48f
+  054c  lea r14, [r15-8]
+  0550  cmp rbx, r14
+  0553  jg short 0x587
+  0555  vmovups ymm3, [rdx+rbx*4]
+  055a  vsubps ymm4, ymm3, ymm0
+  055e  vsubps ymm3, ymm4, ymm1
+  0562  vmulps ymm4, ymm3, ymm2
+  0566  vmovups ymm3, [rsi+rbx*4]
+  056b  vmulps ymm5, ymm4, ymm3
+  056f  vmovups ymm3, [rdi+rbx*4]
+  0574  vaddps ymm4, ymm5, ymm3
+  0578  vmovups [r8+rbx*4], ymm4
+  057e  add rbx, 8
+  0582  cmp rbx, r14
+  0585  jle short 0x555
+  0587  cmp rbx, r15
+  058a  jge short 0x5ce
+  058c  mov rcx, r15
+  058f  sub rcx, rbx
+  0592  lea rax, [0x60b]
+  0599  neg rcx
+  059c  vmovdqu ymm15, [rax+rcx*4+0x20]
+  05a2  vmaskmovps ymm3, ymm15, [rdx+rbx*4]
+  05a8  vsubps ymm4, ymm3, ymm0
+  05ac  vsubps ymm3, ymm4, ymm1
+  05b0  vmulps ymm4, ymm3, ymm2
+  05b4  vmaskmovps ymm3, ymm15, [rsi+rbx*4]
+  05ba  vmulps ymm5, ymm4, ymm3
+  05be  vmaskmovps ymm3, ymm15, [rdi+rbx*4]
+  05c4  vaddps ymm4, ymm5, ymm3
+  05c8  vmaskmovps [r8+rbx*4], ymm15, ymm4
+  05ce  mov rax, [rsp+0x20]
+  05d3  add rax, 1
+  05d9  mov [rsp+0x20], rax
+  05de  cmp rax, [rsp+0x10]
+  05e3  jl 0x5e
+  05e9  mov rsp, [rsp]
+  05ed  pop r15
+  05ef  pop r14
+  05f1  pop r13
+  05f3  pop r12
+  05f5  pop rbp
+  05f6  pop rbx
+  05f7  vzeroupper
+  05fa  ret
   constants (80 bytes):
     00000000 447a0000 3727c5ac 3f800000 ffffffff ffffffff ffffffff ffffffff
     ffffffff ffffffff ffffffff ffffffff 00000000 00000000 00000000 00000000

@@ -1,4 +1,4 @@
-AVX-512 row kernel, 1845 bytes of machine code, 0 micro-kernel calls per tile, 3 values held in registers:
+AVX-512 row kernel, 1853 bytes of machine code, 0 micro-kernel calls per tile, 3 values held in registers:
   0000  push rbx
   0001  push rbp
   0002  push r12
@@ -21,7 +21,7 @@ AVX-512 row kernel, 1845 bytes of machine code, 0 micro-kernel calls per tile, 3
   0044  mov [rsp+0x40], rax
   0049  mov rax, [rsp+8]
   004e  cmp rax, [rsp+0x10]
-  0053  jge 0x713
+  0053  jge 0x71b
   0059  mov [rsp+0x20], rax
   005e  mov rcx, [rsp+0x28]
   0063  mov rax, [rsp+0x20]
@@ -76,7 +76,7 @@ AVX-512 row kernel, 1845 bytes of machine code, 0 micro-kernel calls per tile, 3
   014e  sub eax, 1
   0153  kmovw k1, eax
   0157  vmovups zmm4{k1}{z}, [rdx+rbx*4]
-  015e  vbroadcastss zmm6, [0x725]
+  015e  vbroadcastss zmm6, [0x72d]
   0168  vmovaps zmm5, zmm6
   016e  vmovaps zmm5{k1}, zmm4
   0174  vaddps zmm0, zmm0, zmm5
@@ -98,7 +98,7 @@ AVX-512 row kernel, 1845 bytes of machine code, 0 micro-kernel calls per tile, 3
   01dc  vmovss [rsp+0x68], xmm0
   01e2  xor rbx, rbx
   01e5  vbroadcastss zmm0, [rsp+0x68]
-  01ed  vbroadcastss zmm1, [0x729]
+  01ed  vbroadcastss zmm1, [0x731]
   01f7  vdivps zmm2, zmm0, zmm1
   01fd  vmovss [rsp+0x78], xmm2
   0205  mov qword ptr [rsp+0x88], 0
@@ -162,12 +162,12 @@ AVX-512 row kernel, 1845 bytes of machine code, 0 micro-kernel calls per tile, 3
   0345  kmovw k1, eax
   0349  vmovups zmm9{k1}{z}, [rdx+rbx*4]
   0350  vsubps zmm10, zmm9, zmm8
-  0356  vbroadcastss zmm11, [0x725]
+  0356  vbroadcastss zmm11, [0x72d]
   0360  vmovaps zmm9, zmm11
   0366  vmovaps zmm9{k1}, zmm10
   036c  vaddps zmm0, zmm0, zmm9
   0372  vmulps zmm9, zmm10, zmm10
-  0378  vbroadcastss zmm11, [0x725]
+  0378  vbroadcastss zmm11, [0x72d]
   0382  vmovaps zmm10, zmm11
   0388  vmovaps zmm10{k1}, zmm9
   038e  vaddps zmm4, zmm4, zmm10
@@ -205,7 +205,7 @@ AVX-512 row kernel, 1845 bytes of machine code, 0 micro-kernel calls per tile, 3
   0467  vmovss [rsp+0x98], xmm0
   0470  xor rbx, rbx
   0473  vbroadcastss zmm0, [rsp+0x80]
-  047b  vbroadcastss zmm1, [0x729]
+  047b  vbroadcastss zmm1, [0x731]
   0485  vdivps zmm2, zmm0, zmm1
   048b  vmovss [rsp+0x90], xmm2
   0493  vbroadcastss zmm0, [rsp+0x98]
@@ -215,112 +215,113 @@ AVX-512 row kernel, 1845 bytes of machine code, 0 micro-kernel calls per tile, 3
   04af  vmovss [rsp+0xb0], xmm1
   04b7  vsubps zmm2, zmm3, zmm1
   04bd  vmovss [rsp+0xb8], xmm2
-  04c5  vbroadcastss zmm1, [0x725]
+  04c5  vbroadcastss zmm1, [0x72d]
   04cf  vmaxps zmm3, zmm1, zmm2
   04d5  vmovss [rsp+0xc0], xmm3
-  04dd  vbroadcastss zmm1, [0x72d]
-  04e7  vaddps zmm2, zmm3, zmm1
-  04ed  vmovss [rsp+0xc8], xmm2
-  04f5  vsqrtps zmm1, zmm2
-  04fb  vbroadcastss zmm3, [0x731]
-  0505  vdivps zmm1, zmm3, zmm1
-  050b  vmovss [rsp+0xd0], xmm1
-  0513  mov rdx, [rsp+0x48]
-  0518  mov rsi, [rsp+0x50]
-  051d  mov rdi, [rsp+0x58]
-  0522  mov r8, [rsp+0x60]
-  0527  vbroadcastss zmm0, [rsp+0x78]
-  052f  vbroadcastss zmm1, [rsp+0x90]
-  0537  vbroadcastss zmm2, [rsp+0xd0]
-  053f  xor rbx, rbx
-  0542  lea r15, [rbx+0x3e8]
-  0549  lea r14, [r15-0x40]
-  054d  cmp rbx, r14
-  0550  jg 0x657
-  0556  vmovups zmm3, [rdx+rbx*4]
-  055d  vsubps zmm4, zmm3, zmm0
-  0563  vsubps zmm3, zmm4, zmm1
-  0569  vmulps zmm4, zmm3, zmm2
-  056f  vmovups zmm3, [rsi+rbx*4]
-  0576  vmulps zmm5, zmm4, zmm3
-  057c  vmovups zmm3, [rdi+rbx*4]
-  0583  vaddps zmm4, zmm5, zmm3
-  0589  vmovups [r8+rbx*4], zmm4
-  0590  vmovups zmm3, [rdx+rbx*4+0x40]
-  0598  vsubps zmm4, zmm3, zmm0
-  059e  vsubps zmm3, zmm4, zmm1
-  05a4  vmulps zmm4, zmm3, zmm2
-  05aa  vmovups zmm3, [rsi+rbx*4+0x40]
-  05b2  vmulps zmm5, zmm4, zmm3
-  05b8  vmovups zmm3, [rdi+rbx*4+0x40]
-  05c0  vaddps zmm4, zmm5, zmm3
-  05c6  vmovups [r8+rbx*4+0x40], zmm4
-  05ce  vmovups zmm3, [rdx+rbx*4+0x80]
-  05d6  vsubps zmm4, zmm3, zmm0
-  05dc  vsubps zmm3, zmm4, zmm1
-  05e2  vmulps zmm4, zmm3, zmm2
-  05e8  vmovups zmm3, [rsi+rbx*4+0x80]
-  05f0  vmulps zmm5, zmm4, zmm3
-  05f6  vmovups zmm3, [rdi+rbx*4+0x80]
-  05fe  vaddps zmm4, zmm5, zmm3
-  0604  vmovups [r8+rbx*4+0x80], zmm4
-  060c  vmovups zmm3, [rdx+rbx*4+0xc0]
-  0614  vsubps zmm4, zmm3, zmm0
-  061a  vsubps zmm3, zmm4, zmm1
-  0620  vmulps zmm4, zmm3, zmm2
-  0626  vmovups zmm3, [rsi+rbx*4+0xc0]
-  062e  vmulps zmm5, zmm4, zmm3
-  0634  vmovups zmm3, [rdi+rbx*4+0xc0]
-  063c  vaddps zmm4, zmm5, zmm3
-  0642  vmovups [r8+rbx*4+0xc0], zmm4
-  064a  add rbx, 0x40
-  064e  cmp rbx, r14
-  0651  jle 0x556
-  0657  lea r14, [r15-0x10]
-  065b  cmp rbx, r14
-  065e  jg short 0x6a3
-  0660  vmovups zmm3, [rdx+rbx*4]
-  0667  vsubps zmm4, zmm3, zmm0
-  066d  vsubps zmm3, zmm4, zmm1
-  0673  vmulps zmm4, zmm3, zmm2
-  0679  vmovups zmm3, [rsi+rbx*4]
-  0680  vmulps zmm5, zmm4, zmm3
-  0686  vmovups zmm3, [rdi+rbx*4]
-  068d  vaddps zmm4, zmm5, zmm3
-  0693  vmovups [r8+rbx*4], zmm4
-  069a  add rbx, 0x10
-  069e  cmp rbx, r14
-  06a1  jle short 0x660
-  06a3  cmp rbx, r15
-  06a6  jge short 0x6f8
-  06a8  mov rcx, r15
-  06ab  sub rcx, rbx
-  06ae  mov eax, 1
-  06b3  shl eax, cl
-  06b5  sub eax, 1
-  06ba  kmovw k1, eax
-  06be  vmovups zmm3{k1}{z}, [rdx+rbx*4]
-  06c5  vsubps zmm4, zmm3, zmm0
-  06cb  vsubps zmm3, zmm4, zmm1
-  06d1  vmulps zmm4, zmm3, zmm2
-  06d7  vmovups zmm3{k1}{z}, [rsi+rbx*4]
-  06de  vmulps zmm5, zmm4, zmm3
-  06e4  vmovups zmm3{k1}{z}, [rdi+rbx*4]
-  06eb  vaddps zmm4, zmm5, zmm3
-  06f1  vmovups [r8+rbx*4]{k1}, zmm4
-  06f8  mov rax, [rsp+0x20]
-  06fd  add rax, 1
-  0703  mov [rsp+0x20], rax
-  0708  cmp rax, [rsp+0x10]
-  070d  jl 0x5e
-  0713  mov rsp, [rsp]
-  0717  pop r15
-  0719  pop r14
-  071b  pop r13
-  071d  pop r12
-  071f  pop rbp
-  0720  pop rbx
-  0721  vzeroupper
-  0724  ret
+  04dd  vbroadcastss zmm2, [0x735]
+  04e7  vaddps zmm1, zmm3, zmm2
+  04ed  vmovss [rsp+0xc8], xmm1
+  04f5  vsqrtps zmm2, zmm1
+  04fb  vmovss [rsp+0xd0], xmm2
+  0503  vbroadcastss zmm1, [0x739]
+  050d  vdivps zmm3, zmm1, zmm2
+  0513  vmovss [rsp+0xd8], xmm3
+  051b  mov rdx, [rsp+0x48]
+  0520  mov rsi, [rsp+0x50]
+  0525  mov rdi, [rsp+0x58]
+  052a  mov r8, [rsp+0x60]
+  052f  vbroadcastss zmm0, [rsp+0x78]
+  0537  vbroadcastss zmm1, [rsp+0x90]
+  053f  vbroadcastss zmm2, [rsp+0xd8]
+  0547  xor rbx, rbx
+  054a  lea r15, [rbx+0x3e8]
+  0551  lea r14, [r15-0x40]
+  0555  cmp rbx, r14
+  0558  jg 0x65f
+  055e  vmovups zmm3, [rdx+rbx*4]
+  0565  vsubps zmm4, zmm3, zmm0
+  056b  vsubps zmm3, zmm4, zmm1
+  0571  vmulps zmm4, zmm3, zmm2
+  0577  vmovups zmm3, [rsi+rbx*4]
+  057e  vmulps zmm5, zmm4, zmm3
+  0584  vmovups zmm3, [rdi+rbx*4]
+  058b  vaddps zmm4, zmm5, zmm3
+  0591  vmovups [r8+rbx*4], zmm4
+  0598  vmovups zmm3, [rdx+rbx*4+0x40]
+  05a0  vsubps zmm4, zmm3, zmm0
+  05a6  vsubps zmm3, zmm4, zmm1
+  05ac  vmulps zmm4, zmm3, zmm2
+  05b2  vmovups zmm3, [rsi+rbx*4+0x40]
+  05ba  vmulps zmm5, zmm4, zmm3
+  05c0  vmovups zmm3, [rdi+rbx*4+0x40]
+  05c8  vaddps zmm4, zmm5, zmm3
+  05ce  vmovups [r8+rbx*4+0x40], zmm4
+  05d6  vmovups zmm3, [rdx+rbx*4+0x80]
+  05de  vsubps zmm4, zmm3, zmm0
+  05e4  vsubps zmm3, zmm4, zmm1
+  05ea  vmulps zmm4, zmm3, zmm2
+  05f0  vmovups zmm3, [rsi+rbx*4+0x80]
+  05f8  vmulps zmm5, zmm4, zmm3
+  05fe  vmovups zmm3, [rdi+rbx*4+0x80]
+  0606  vaddps zmm4, zmm5, zmm3
+  060c  vmovups [r8+rbx*4+0x80], zmm4
+  0614  vmovups zmm3, [rdx+rbx*4+0xc0]
+  061c  vsubps zmm4, zmm3, zmm0
+  0622  vsubps zmm3, zmm4, zmm1
+  0628  vmulps zmm4, zmm3, zmm2
+  062e  vmovups zmm3, [rsi+rbx*4+0xc0]
+  0636  vmulps zmm5, zmm4, zmm3
+  063c  vmovups zmm3, [rdi+rbx*4+0xc0]
+  0644  vaddps zmm4, zmm5, zmm3
+  064a  vmovups [r8+rbx*4+0xc0], zmm4
+  0652  add rbx, 0x40
+  0656  cmp rbx, r14
+  0659  jle 0x55e
+  065f  lea r14, [r15-0x10]
+  0663  cmp rbx, r14
+  0666  jg short 0x6ab
+  0668  vmovups zmm3, [rdx+rbx*4]
+  066f  vsubps zmm4, zmm3, zmm0
+  0675  vsubps zmm3, zmm4, zmm1
+  067b  vmulps zmm4, zmm3, zmm2
+  0681  vmovups zmm3, [rsi+rbx*4]
+  0688  vmulps zmm5, zmm4, zmm3
+  068e  vmovups zmm3, [rdi+rbx*4]
+  0695  vaddps zmm4, zmm5, zmm3
+  069b  vmovups [r8+rbx*4], zmm4
+  06a2  add rbx, 0x10
+  06a6  cmp rbx, r14
+  06a9  jle short 0x668
+  06ab  cmp rbx, r15
+  06ae  jge short 0x700
+  06b0  mov rcx, r15
+  06b3  sub rcx, rbx
+  06b6  mov eax, 1
+  06bb  shl eax, cl
+  06bd  sub eax, 1
+  06c2  kmovw k1, eax
+  06c6  vmovups zmm3{k1}{z}, [rdx+rbx*4]
+  06cd  vsubps zmm4, zmm3, zmm0
+  06d3  vsubps zmm3, zmm4, zmm1
+  06d9  vmulps zmm4, zmm3, zmm2
+  06df  vmovups zmm3{k1}{z}, [rsi+rbx*4]
+  06e6  vmulps zmm5, zmm4, zmm3
+  06ec  vmovups zmm3{k1}{z}, [rdi+rbx*4]
+  06f3  vaddps zmm4, zmm5, zmm3
+  06f9  vmovups [r8+rbx*4]{k1}, zmm4
+  0700  mov rax, [rsp+0x20]
+  0705  add rax, 1
+  070b  mov [rsp+0x20], rax
+  0710  cmp rax, [rsp+0x10]
+  0715  jl 0x5e
+  071b  mov rsp, [rsp]
+  071f  pop r15
+  0721  pop r14
+  0723  pop r13
+  0725  pop r12
+  0727  pop rbp
+  0728  pop rbx
+  0729  vzeroupper
+  072c  ret
   constants (16 bytes):
     00000000 447a0000 3727c5ac 3f800000

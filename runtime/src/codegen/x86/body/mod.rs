@@ -193,7 +193,6 @@ impl<'a> Sweep<'a> {
             match n.op {
                 LocalOp::Unary(UnaryOp::Neg, _) if !e.int => add(lane.sign()),
                 LocalOp::Unary(UnaryOp::Abs, _) if !e.int => add(lane.abs()),
-                LocalOp::Unary(UnaryOp::Rsqrt | UnaryOp::Recip, _) => add(one),
                 LocalOp::Cast(x) if n.dtype == f && self.locals[x].dtype == DType::Bool => {
                     add(one)
                 }
@@ -577,26 +576,6 @@ impl Vector<'_, '_, '_> {
                         }
                     }
                     UnaryOp::Sqrt => e.sqrt(d, x)?,
-                    UnaryOp::Rsqrt | UnaryOp::Recip => {
-                        if u == UnaryOp::Rsqrt {
-                            e.sqrt(d, x)?;
-                        } else {
-                            e.vmov(d, x)?;
-                        }
-                        let (c, tmp) = self.constant(e, e.lane.bits(1.0))?;
-                        e.sym_op(S::Div(0, 1), d, &|j| if j == 0 { c } else { d })?;
-                        if tmp {
-                            self.regs.free(Loc::Z(c));
-                        }
-                    }
-                    UnaryOp::Square => e.sym_op(S::Mul(0, 0), d, &|_| x)?,
-                    UnaryOp::Relu => {
-                        // x < 0 ? 0 : x == maxps(0, x) (NaN and -0 pass through).
-                        let t = self.regs.z()?;
-                        e.zero(t)?;
-                        e.sym_op(S::Max(0, 1), d, &|j| if j == 0 { t } else { x })?;
-                        self.regs.free(Loc::Z(t));
-                    }
                     UnaryOp::Floor => e.floor(d, x)?,
                     UnaryOp::StopGradient => e.vmov(d, x)?,
                     other => unreachable!("{other:?} is emitted by `inline`"),
