@@ -178,6 +178,21 @@ impl Executable {
         s
     }
 
+    /// Each compiled step as every backend reads it (`codegen::lower`): its locals, then what
+    /// it walks (accesses, dims) and stores.
+    pub fn lowered_text(&self) -> String {
+        let listings: Vec<String> = (self.part.steps.iter().zip(&self.record.described))
+            .filter_map(|(step, d)| {
+                let lowered =
+                    crate::codegen::lower::Lowered::of(&self.graph, step, d, &self.record.target)?;
+                Some(lowered.key().replace(';', "\n"))
+            })
+            .collect();
+        let mut s = self.by_step(&listings);
+        s.push_str(&self.sub_programs_text(|e| e.lowered_text()));
+        s
+    }
+
     pub fn clif_text(&self) -> String {
         let mut s = self.by_step(&self.compiled.clif);
         s.push_str(&self.sub_programs_text(|e| e.clif_text()));

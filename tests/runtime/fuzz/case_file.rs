@@ -1,6 +1,7 @@
 //! A regression program as a file of `tests/runtime/programs/`: what it once broke, how it
 //! is called (each parameter's mode and value stream, the seed, the error floor), its IR, and
-//! what each stage of the compiler makes of it (the simplified graph, the steps). The runner
+//! what each stage of the compiler makes of it (the simplified graph, the steps, the steps as
+//! lowered for the backends). The runner
 //! (`programs.rs`) checks every file against the interpreter at every level and its stages
 //! against the recorded text; `UPDATE_EXPECT=1` rewrites the stages. The fuzzer's shrinker
 //! writes the file of a failing case (`save`).
@@ -17,6 +18,8 @@
 //! === simplified
 //! ...
 //! === steps
+//! ...
+//! === lowered
 //! ...
 //! ```
 
@@ -41,7 +44,7 @@ pub struct CaseFile {
 }
 
 /// The stages recorded, in order.
-pub const STAGES: [&str; 2] = ["simplified", "steps"];
+pub const STAGES: [&str; 3] = ["simplified", "steps", "lowered"];
 
 /// The folder of the regression programs.
 pub fn folder() -> PathBuf {
@@ -149,11 +152,10 @@ impl CaseFile {
         };
         let parsed = || ir::parse(&self.ir).map_err(|e| e.to_string());
         let simplified = run(&|| Ok(jitfuse::internals::passes::simplify(&parsed()?).to_text()));
-        let steps = run(&|| {
-            let exe = Executable::from_graph(parsed()?, vec![]).map_err(|e| e.to_string())?;
-            Ok(exe.kernels_text())
-        });
-        let texts = [simplified, steps];
+        let exe = || Executable::from_graph(parsed()?, vec![]).map_err(|e| e.to_string());
+        let steps = run(&|| Ok(exe()?.kernels_text()));
+        let lowered = run(&|| Ok(exe()?.lowered_text()));
+        let texts = [simplified, steps, lowered];
         (STAGES.iter().zip(texts))
             .map(|(n, t)| (n.to_string(), end_line(t)))
             .collect()

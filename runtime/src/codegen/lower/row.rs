@@ -88,9 +88,14 @@ impl RowBody<'_> {
     /// The kernel as text (`Lowered::key`).
     pub fn key(&self) -> String {
         use std::fmt::Write;
-        let mut s = super::locals_text(&self.locals);
+        // The locals, each one per row marked so.
+        let mut s = String::new();
+        let text = super::locals_text(&self.locals);
+        for (line, &row) in text.lines().zip(&self.row_level) {
+            let _ = writeln!(s, "{line}{}", if row { " per row" } else { "" });
+        }
         let pl = self.plan;
-        let _ = write!(s, "row {:?} dims {:?} n {};", self.row_level, pl.o_dims, pl.n);
+        let _ = write!(s, "dims {:?} n {};", pl.o_dims, pl.n);
         for a in &pl.accesses {
             let (ptr, d, off) = (a.ptr, a.dtype, a.offset);
             let _ = write!(s, "a{ptr} {d:?} {off} {:?} {};", a.o_strides, a.i_stride);
