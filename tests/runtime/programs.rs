@@ -33,7 +33,7 @@ fn every_regression_program_matches_the_interpreter_and_its_recorded_stages() {
             check_ir_drawn(ir, modes, draws, case.seed, case.floor)
         }));
         if let Err(p) = checked {
-            failures.push(format!("{name}: {}", crate::common::panic_text(&p)));
+            failures.push(format!("{name}: {}", crate::common::panic_text(&*p)));
         }
         let now = case.current_stages();
         if update {

@@ -147,7 +147,7 @@ impl CaseFile {
             match catch_unwind(AssertUnwindSafe(f)) {
                 Ok(Ok(text)) => text,
                 Ok(Err(e)) => format!("(error: {e})\n"),
-                Err(p) => format!("(panicked: {})\n", crate::common::panic_text(&p)),
+                Err(p) => format!("(panicked: {})\n", crate::common::panic_text(&*p)),
             }
         };
         let parsed = || ir::parse(&self.ir).map_err(|e| e.to_string());

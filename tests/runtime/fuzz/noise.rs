@@ -17,12 +17,13 @@
 //! compiled and 2.4e-7 interpreted is that product's noise, not its own tiny
 //! value; `ln(|s²/(s²+0.5)| + 0.5)` of an element `s ≈ 0.75` of `x xᵀ` summed
 //! from 1,030 terms of size 1 moved by 2e-5 with the order of the terms.
-//! Any other op starts again from its own value's magnitude. So a
-//! parameter's noise is its own size and `sin` of a large exact argument
-//! keeps the strict scale of its result (an inaccurate range reduction still
-//! fails), while the conditioning of a nonlinear op on a large inexact input
-//! (`sin` of a long sum) stays the generator's business (it does not make
-//! those).
+//! `sin` and `cos` of a computed (rounded) argument carry its noise: their result moves
+//! by as much as the argument's rounding error, however large the argument (`cos` of
+//! the variance of a column of i32 values near 1e4). Any other op starts again from its
+//! own value's magnitude. So a parameter's noise is its own size and `sin` of a large
+//! exact argument keeps the strict scale of its result (an inaccurate range reduction
+//! still fails), while the conditioning of another nonlinear op on a large inexact input
+//! stays the generator's business (it does not make those).
 
 use crate::common::to_f64s;
 use jitfuse::internals::interp;
@@ -90,6 +91,17 @@ fn propagate(g: &Graph, i: usize, s: &[Tensor], v: &[Tensor]) -> Option<Tensor> 
                 .collect();
             Some(from_f64s(out, &n.shape, n.dtype))
         }
+        Op::Unary(op @ (UnaryOp::Sin | UnaryOp::Cos)) if !exact(g, n.inputs[0]) => {
+            // A periodic function of a computed argument: the argument's rounding error
+            // (of its noise's scale) moves the result by as much, whatever the result's own
+            // size (`cos` of a variance of 1e7 is any value in [-1, 1] after an f32 sum).
+            let a = n.inputs[0].index();
+            let noise = to_f64s(&s[a]);
+            let own = to_f64s(&v[i]);
+            let _ = op;
+            let out = own.iter().zip(&noise).map(|(y, e)| y.abs().max(*e)).collect();
+            Some(from_f64s(out, &n.shape, n.dtype))
+        }
         Op::Unary(op) => {
             // |f'| at the input `x` (result `y`).
             let slope: fn(f64, f64) -> f64 = match op {
@@ -123,6 +135,23 @@ fn propagate(g: &Graph, i: usize, s: &[Tensor], v: &[Tensor]) -> Option<Tensor> 
             Some(from_f64s(out, &n.shape, n.dtype))
         }
         _ => None,
+    }
+}
+
+/// Whether value `x` is exact: a parameter, a constant, an iota, or a view, negation or
+/// absolute value of exact values (no rounding went into it).
+fn exact(g: &Graph, x: ValueId) -> bool {
+    let n = g.node(x);
+    match &n.op {
+        Op::Param(_) | Op::Const(_) | Op::Iota(_) => true,
+        Op::Broadcast
+        | Op::Reshape
+        | Op::Transpose(_)
+        | Op::Slice(_)
+        | Op::Unary(UnaryOp::Neg | UnaryOp::Abs | UnaryOp::StopGradient) => {
+            n.inputs.iter().all(|&y| exact(g, y))
+        }
+        _ => false,
     }
 }
 
