@@ -128,8 +128,9 @@ pub use jitfuse_runtime::__private;
 /// this project's tests, benches and tools: not a stable API, and not documented as one.
 #[doc(hidden)]
 pub mod internals {
+    pub use jitfuse_runtime::tensor::interpret;
     pub use jitfuse_runtime::{
-        codegen, describe, exec, fusion, interp, ir, passes, plan, shape, storage, trace,
+        array, codegen, describe, exec, fusion, interp, ir, passes, plan, shape, storage, trace,
     };
 }
 

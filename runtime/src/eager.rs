@@ -13,9 +13,10 @@
 //! programs (code, arenas, the programs' own descriptions and the cache's entries: what
 //! they keep resident), least recently used programs dropped first.
 
-use crate::exec::args::{ArgKind, CallArgs};
+use crate::exec::args::ArgKind;
 use crate::exec::Executable;
 use crate::ir::{Graph, Node, Op, ValueId};
+use crate::tensor::call::CallArgs;
 use crate::tensor::Tensor;
 use crate::{DType, Error};
 use once_cell::sync::Lazy;

@@ -2,6 +2,7 @@
 //! interpreter, Cranelift code generation and the per-function cache.
 //! See ARCHITECTURE.md at the repository root for the map, and docs/ for the details.
 
+pub mod array;
 mod diag;
 #[deny(missing_docs)]
 pub mod dtype;
@@ -11,8 +12,6 @@ pub mod eager;
 pub mod error;
 mod internal;
 pub mod interp;
-mod interp_attention;
-mod interp_reduce;
 #[deny(missing_docs)]
 pub mod io;
 pub mod ir;

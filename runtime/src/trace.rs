@@ -95,6 +95,19 @@ pub struct Traced {
     pub captured: Vec<Tensor>,
 }
 
+impl Traced {
+    /// Compile the traced graph for calls of `sig` (the executor reads the captured
+    /// tensors as arrays).
+    pub fn compile(
+        self,
+        sig: &crate::exec::args::Signature,
+        opts: &crate::exec::CompileOptions,
+    ) -> Result<crate::exec::Executable, crate::error::CompileError> {
+        let captured = crate::tensor::call::concrete(self.captured, "compile")?;
+        crate::exec::Executable::compile(self.graph, captured, sig, opts)
+    }
+}
+
 /// Trace `body` on parameters of the given types.
 pub fn trace(
     params: &[ParamSpec],
@@ -203,7 +216,7 @@ pub(crate) fn to_value(t: &Tensor, loc: Option<SourceLoc>) -> ValueId {
             )),
             Data::Concrete(buf) => {
                 if t.len() == 1 {
-                    let lit = crate::interp::read_literal(t, 0);
+                    let lit = t.array().literal(0);
                     let node = Node {
                         op: Op::Const(lit),
                         inputs: vec![],

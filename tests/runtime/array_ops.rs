@@ -541,7 +541,7 @@ fn max_and_min_reductions_propagate_nan_from_every_position() {
                 }
                 .unwrap();
                 let want =
-                    jitfuse::internals::interp::eval_graph(&g, std::slice::from_ref(&x), &[])
+                    jitfuse::internals::interpret::eval_graph(&g, std::slice::from_ref(&x), &[])
                         .unwrap();
                 let got = exe.run_with(&[&x]).unwrap();
                 for (k, (a, b)) in got.iter().zip(&want).enumerate() {

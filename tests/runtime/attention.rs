@@ -920,8 +920,8 @@ return %5, %6, %7
         .iter()
         .map(|s| random_tensor(&mut rng, s, DType::F32, -1.0, 1.0, false))
         .collect();
-    let a = jitfuse::internals::interp::eval_graph(&g, &args, &[]).unwrap();
-    let b = jitfuse::internals::interp::eval_graph(&out, &args, &[]).unwrap();
+    let a = jitfuse::internals::interpret::eval_graph(&g, &args, &[]).unwrap();
+    let b = jitfuse::internals::interpret::eval_graph(&out, &args, &[]).unwrap();
     for (x, y) in a.iter().zip(&b) {
         assert_close(
             x,

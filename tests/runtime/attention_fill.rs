@@ -7,7 +7,7 @@
 
 use crate::attention::tol;
 use crate::common::{assert_close, random_tensor, trace_fn, Rng, Tol};
-use jitfuse::internals::{interp, passes};
+use jitfuse::internals::{interpret, passes};
 use jitfuse::prelude::*;
 use jitfuse::{attention_with, AttnMask, AttnOptions};
 
@@ -86,7 +86,7 @@ fn reference(args: &[Tensor], f: impl FnOnce(&[Tensor]) -> Vec<Tensor>) -> Vec<T
         !g.to_text().contains("attention"),
         "the reference is fused:\n{g}"
     );
-    interp::eval_graph(&g, args, &[]).unwrap()
+    interpret::eval_graph(&g, args, &[]).unwrap()
 }
 
 /// Normwise: a gradient element can be a cancellation of larger terms.
@@ -355,7 +355,7 @@ fn the_interpreter_gives_a_fill_the_composition_meaning() {
                     let text = g.to_text();
                     let fused = text.lines().any(|l| l.contains(op) && l.contains(",fill="));
                     assert!(fused, "{what}: no {op}..,fill=]:\n{text}");
-                    let got = interp::eval_graph(g, &args, &[]).unwrap();
+                    let got = interpret::eval_graph(g, &args, &[]).unwrap();
                     for (a, b) in got.iter().zip(want) {
                         assert_close(a, b, norm_tol(d, b), &format!("{what}: interpreter"));
                     }

@@ -2,7 +2,7 @@
 //! comparison of compiled results against the reference interpreter.
 
 use jitfuse::internals::exec::Executable;
-use jitfuse::internals::interp;
+use jitfuse::internals::interpret;
 use jitfuse::internals::ir::{self, Graph};
 use jitfuse::{DType, Tensor};
 
@@ -216,7 +216,7 @@ pub fn check_graph_with(
     tol_of: impl Fn(usize, &Tensor) -> Tol,
 ) {
     ir::verify(g).unwrap_or_else(|e| panic!("{what}: {e}\n{g}"));
-    let want = interp::eval_graph(g, args, &[]).unwrap();
+    let want = interpret::eval_graph(g, args, &[]).unwrap();
     let exe =
         Executable::from_graph(g.clone(), vec![]).unwrap_or_else(|e| panic!("{what}: {e}\n{g}"));
     let refs: Vec<&Tensor> = args.iter().collect();

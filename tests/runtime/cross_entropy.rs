@@ -175,7 +175,7 @@ fn out_of_range_labels_are_an_error_eagerly_and_nan_when_traced() {
 /// by op (compiled and interpreted); f32 and f64, i32 and i64 labels.
 #[test]
 fn an_out_of_range_label_makes_its_rows_gradient_nan_like_its_loss() {
-    use jitfuse::internals::{exec::Executable, interp, trace};
+    use jitfuse::internals::{exec::Executable, interpret, trace};
     let (rows, classes) = (5, 4);
     let mut rng = Rng::new(93);
     // Rows 1 and 3 out of range (above and below), the others in range; and all in range.
@@ -227,7 +227,7 @@ fn an_out_of_range_label_makes_its_rows_gradient_nan_like_its_loss() {
                     ("compiled graph", exe.run_with(&[&x, &y]).unwrap()),
                     (
                         "interpreter",
-                        interp::eval_graph(g, &args, &traced.captured).unwrap(),
+                        interpret::eval_graph(g, &args, &traced.captured).unwrap(),
                     ),
                     ("eager replay", {
                         let v = jitfuse::autodiff::replay(g, &args, &traced.captured);

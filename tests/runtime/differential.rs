@@ -559,10 +559,6 @@ fn tiled_kernels_match_single_pass_bit_for_bit() {
         // f32 cases with runs of >= 128 elements: 5 expressions x 8 shapes, + transposed;
         // at each tiled configuration.
         let tiled_configs = levels.iter().filter(|l| l.1).count();
-        assert!(
-            tiled.get() >= 30 * tiled_configs,
-            "tiled {}",
-            tiled.get()
-        );
+        assert!(tiled.get() >= 30 * tiled_configs, "tiled {}", tiled.get());
     }
 }

@@ -28,8 +28,8 @@ fn traced_graphs_round_trip_through_text() {
         assert_eq!(back.nodes.len(), g.nodes.len());
         // The parsed graph computes the same bits (a literal or an operand order the text
         // got wrong both ways would print back the same), and compiles to them.
-        let want = jitfuse::internals::interp::eval_graph(&g, &args, &[]).unwrap();
-        let got = jitfuse::internals::interp::eval_graph(&back, &args, &[]).unwrap();
+        let want = jitfuse::internals::interpret::eval_graph(&g, &args, &[]).unwrap();
+        let got = jitfuse::internals::interpret::eval_graph(&back, &args, &[]).unwrap();
         for (k, (a, b)) in got.iter().zip(&want).enumerate() {
             assert_close(a, b, EXACT, &format!("parsed {d} output {k}"));
         }
@@ -215,8 +215,8 @@ fn attention_with_a_fill_round_trips_through_text() {
     let back = ir::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     assert_eq!(back.to_text(), text);
     ir::verify(&back).unwrap();
-    let want = jitfuse::internals::interp::eval_graph(&g, &args, &[]).unwrap();
-    let got = jitfuse::internals::interp::eval_graph(&back, &args, &[]).unwrap();
+    let want = jitfuse::internals::interpret::eval_graph(&g, &args, &[]).unwrap();
+    let got = jitfuse::internals::interpret::eval_graph(&back, &args, &[]).unwrap();
     for (k, (a, b)) in got.iter().zip(&want).enumerate() {
         assert_close(a, b, EXACT, &format!("parsed attention output {k}"));
     }

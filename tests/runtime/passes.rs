@@ -6,7 +6,7 @@ use crate::common::{assert_close, check_graph_with, random_tensor, trace_fn, Rng
 use expect_test::{expect, Expect};
 use jitfuse::internals::exec::CompileOptions;
 use jitfuse::internals::exec::Executable;
-use jitfuse::internals::interp;
+use jitfuse::internals::interpret;
 use jitfuse::internals::ir::{self, Graph, Op};
 use jitfuse::{DType, Tensor};
 
@@ -39,8 +39,8 @@ fn check_simplify(input: &str, want: Expect) {
     // (several draws, so that a bool parameter takes both values), compiled too.
     for seed in 0..4 {
         let args = random_args(&g, seed);
-        let before = interp::eval_graph(&g, &args, &[]).unwrap();
-        let after = interp::eval_graph(&s, &args, &[]).unwrap();
+        let before = interpret::eval_graph(&g, &args, &[]).unwrap();
+        let after = interpret::eval_graph(&s, &args, &[]).unwrap();
         assert_eq!(before.len(), after.len());
         for (k, (a, b)) in after.iter().zip(&before).enumerate() {
             assert_close(
@@ -149,7 +149,7 @@ fn fusion_text(
     tol: impl Fn(&Tensor) -> Tol,
 ) -> (String, Executable) {
     let g = trace_fn(args, f);
-    let want = interp::eval_graph(&g, args, &[]).unwrap();
+    let want = interpret::eval_graph(&g, args, &[]).unwrap();
     let exe = Executable::from_graph(g, vec![]).unwrap();
     let refs: Vec<&Tensor> = args.iter().collect();
     let got = exe.run_with(&refs).unwrap();
@@ -467,7 +467,7 @@ fn check_schedule(input: &str, before: Expect, after: Expect) -> (usize, usize) 
     // And the reordered program computes the graph (a step run before its inputs are
     // written, or a buffer reused while still live, would not).
     let args: Vec<Tensor> = random_args(&g, 1).into_iter().map(|t| &t * 0.1).collect();
-    let want = interp::eval_graph(&g, &args, &[]).unwrap();
+    let want = interpret::eval_graph(&g, &args, &[]).unwrap();
     let refs: Vec<&Tensor> = args.iter().collect();
     let got = exe.run_with(&refs).unwrap();
     for (k, (a, b)) in got.iter().zip(&want).enumerate() {
@@ -743,8 +743,8 @@ fn short_axis_splits_reductions_into_lanes() {
     // (The split graph's text parses back to it.)
     assert_eq!(ir::parse(&s.to_text()).unwrap().to_text(), s.to_text());
     let args = random_args(&g, 3);
-    let before = interp::eval_graph(&g, &args, &[]).unwrap();
-    let after = interp::eval_graph(&s, &args, &[]).unwrap();
+    let before = interpret::eval_graph(&g, &args, &[]).unwrap();
+    let after = interpret::eval_graph(&s, &args, &[]).unwrap();
     assert_close(
         &after[0],
         &before[0],
@@ -850,7 +850,7 @@ fn constant_folding_computes_what_the_interpreter_computes() {
     let mut checked = 0;
     let mut check = |op: Op, ins: &[(DType, &(Literal, Tensor))], out: DType| {
         let refs: Vec<&Tensor> = ins.iter().map(|(_, (_, t))| t).collect();
-        let want = interp::eval_op(&op, &refs, &[], out).unwrap();
+        let want = interpret::eval_op(&op, &refs, &[], out).unwrap();
         let lits: Vec<(Literal, DType)> = ins.iter().map(|(d, (l, _))| (*l, *d)).collect();
         let got = semantics::eval(&op, &lits, out).expect("an elementwise op folds");
         assert!(

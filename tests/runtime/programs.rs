@@ -82,11 +82,21 @@ fn the_fuzzer_writes_a_case_file_the_runner_reads() {
     let path = save(&dir, "elements differ", ir, &[Mode::Donated], &[3], 42, 0.5).unwrap();
     let case = CaseFile::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
-    assert_eq!(case.about, ["Found by the fuzzer (seed 42): elements differ"]);
-    assert_eq!((case.seed, case.floor, case.draws.as_slice()), (42, 0.5, &[3u64][..]));
+    assert_eq!(
+        case.about,
+        ["Found by the fuzzer (seed 42): elements differ"]
+    );
+    assert_eq!(
+        (case.seed, case.floor, case.draws.as_slice()),
+        (42, 0.5, &[3u64][..])
+    );
     assert_eq!(case.modes, [Mode::Donated]);
     assert_eq!(case.ir, ir);
     assert_eq!(case.stages, case.current_stages());
-    assert!(case.stages[1].1.contains("step 0: kernel over [4]"), "{:?}", case.stages);
+    assert!(
+        case.stages[1].1.contains("step 0: kernel over [4]"),
+        "{:?}",
+        case.stages
+    );
     check_ir_drawn(&case.ir, &case.modes, &case.draws, case.seed, case.floor);
 }

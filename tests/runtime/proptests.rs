@@ -16,7 +16,7 @@ use crate::common::{assert_close, Tol, EXACT};
 use jitfuse::internals::exec::Executable;
 use jitfuse::internals::ir::UnaryOp;
 use jitfuse::internals::trace::{trace, ParamSpec};
-use jitfuse::internals::{interp, ir};
+use jitfuse::internals::{interpret, ir};
 use jitfuse::{DType, ErrorKind, Slice, Tensor};
 use proptest::collection::vec as pvec;
 use proptest::prelude::*;
@@ -148,7 +148,7 @@ fn run_case(
                 .map(|&o| (g.node(o).shape.clone(), g.node(o).dtype))
                 .collect();
             prop_assert_eq!(&graph_types, &got_types, "traced output types\n{}", g);
-            let want = interp::eval_graph(g, inputs, &tr.captured)
+            let want = interpret::eval_graph(g, inputs, &tr.captured)
                 .map_err(|e| TestCaseError::fail(format!("interpreter: {e}\n{g}")))?;
             for (k, (e, w)) in outs.iter().zip(&want).enumerate() {
                 assert_close(
@@ -275,7 +275,7 @@ fn check_downstream(
     })
     .map_err(|e| TestCaseError::fail(format!("downstream trace: {e}")))?;
     let g = &tr.graph;
-    let want = interp::eval_graph(g, inputs, &tr.captured)
+    let want = interpret::eval_graph(g, inputs, &tr.captured)
         .map_err(|e| TestCaseError::fail(format!("interpreter: {e}\n{g}")))?;
     let exe = Executable::from_graph(g.clone(), tr.captured.clone())
         .map_err(|e| TestCaseError::fail(format!("downstream compile: {e}\n{g}")))?;

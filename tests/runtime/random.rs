@@ -5,7 +5,7 @@
 
 use crate::common::bits;
 use jitfuse::internals::exec::Executable;
-use jitfuse::internals::{interp, ir};
+use jitfuse::internals::{interpret, ir};
 use jitfuse::prelude::*;
 use jitfuse::random::{self, threefry2x32, threefry2x32_rounds, Key};
 
@@ -534,7 +534,7 @@ fn random_ops_print_parse_verify_and_simplify() {
     // Compiled and interpreted: the same bits.
     let key = Key::new(31).into_data();
     let d = Tensor::scalar(3i32);
-    let want = interp::eval_graph(&g, &[key.clone(), d.clone()], &[]).unwrap();
+    let want = interpret::eval_graph(&g, &[key.clone(), d.clone()], &[]).unwrap();
     let exe = Executable::from_graph(s, vec![]).unwrap();
     let got = exe.run_with(&[&key, &d]).unwrap();
     for (a, b) in got.iter().zip(&want) {

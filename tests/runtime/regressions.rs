@@ -115,7 +115,7 @@ fn f32_products_leave_the_f32_range_only_in_f64() {
     ] {
         let g = jitfuse::internals::ir::parse(text).unwrap();
         let arg = if text.contains("f32[4133,5]") { &xt } else { &x };
-        let want = jitfuse::internals::interp::eval_graph(&g, std::slice::from_ref(arg), &[]).unwrap();
+        let want = jitfuse::internals::interpret::eval_graph(&g, std::slice::from_ref(arg), &[]).unwrap();
         let w = want[0].to_vec::<f32>().unwrap();
         assert!(w.iter().all(|v| v.is_finite()), "the f64 products are finite: {w:?}");
         let mut levels = vec![Isa::detected(), Isa::Portable];
@@ -133,11 +133,10 @@ fn the_interpreter_rejects_a_malformed_graph() {
     let text = "%0 = param 0 : f32[5,7]\n%1 = reduce_sum[1] %0 : f32[5]\n%2 = broadcast %1 : f32[5,7]\nreturn %2\n";
     let g = jitfuse::internals::ir::parse(text).unwrap();
     let x = Tensor::zeros(&[5, 7], DType::F32);
-    let e = jitfuse::internals::interp::eval_graph(&g, &[x], &[]).unwrap_err();
+    let e = jitfuse::internals::interpret::eval_graph(&g, &[x], &[]).unwrap_err();
     assert_eq!(e.kind, jitfuse::ErrorKind::Verify, "{e}");
     assert!(
         e.to_string().contains("does not broadcast to f32[5,7]"),
         "{e}"
     );
 }
-

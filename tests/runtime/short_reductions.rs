@@ -117,7 +117,7 @@ fn short_axis_max_and_min_propagate_nan() {
                 let a = Tensor::from_vec(av, &[8, 1]).unwrap().cast(d);
                 let b = Tensor::from_vec(bv, &[k]).unwrap().cast(d);
                 let args = [a, b];
-                let want = jitfuse::internals::interp::eval_graph(&g, &args, &[]).unwrap();
+                let want = jitfuse::internals::interpret::eval_graph(&g, &args, &[]).unwrap();
                 let got = exe.run_with(&[&args[0], &args[1]]).unwrap();
                 for (i, (x, y)) in got.iter().zip(&want).enumerate() {
                     assert_close(x, y, EXACT, &format!("{d} k={k} NaN at {j}, output {i}"));
@@ -216,7 +216,7 @@ fn nbody_over_a_short_axis_keeps_no_temporary() {
         // Against the interpreter and the three-array form.
         let got = nbody_forces(&p);
         let g = trace_fn(std::slice::from_ref(&p), |ts| vec![nbody_forces(&ts[0])]);
-        let want = jitfuse::internals::interp::eval_graph(&g, std::slice::from_ref(&p), &[])
+        let want = jitfuse::internals::interpret::eval_graph(&g, std::slice::from_ref(&p), &[])
             .unwrap()
             .remove(0);
         let t = tol(d);

@@ -517,7 +517,8 @@ fn two_shapes_of_one_buffer_are_two_captures() {
     let x = Tensor::from_vec(vec![10.0f32, 20.0, 30.0, 40.0, 50.0, 60.0], &[2, 3]).unwrap();
     let sum = vec![10.0, 21.0, 32.0, 43.0, 54.0, 65.0];
     let doubled = vec![20.0, 41.0, 62.0, 83.0, 104.0, 125.0];
-    let want = jitfuse::internals::interp::eval_graph(&t.graph, &[x.clone()], &t.captured).unwrap();
+    let want =
+        jitfuse::internals::interpret::eval_graph(&t.graph, &[x.clone()], &t.captured).unwrap();
     assert_eq!(want[0].to_vec::<f32>().unwrap(), sum);
     assert_eq!(want[1].to_vec::<f32>().unwrap(), doubled);
     let exe = jitfuse::internals::exec::Executable::from_graph(t.graph, t.captured).unwrap();

@@ -22,7 +22,7 @@ fn run_at(level: Isa, g: &Graph, args: &[Tensor]) -> (Vec<Tensor>, usize) {
 
 /// The reference interpreter's outputs of `g` on `args`.
 fn interpreted(g: &Graph, args: &[Tensor]) -> Vec<Tensor> {
-    jitfuse::internals::interp::eval_graph(g, args, &[]).unwrap()
+    jitfuse::internals::interpret::eval_graph(g, args, &[]).unwrap()
 }
 
 /// The bits of an f32 or f64 tensor's elements (f64 bits of the value for f32, so that they
@@ -536,10 +536,7 @@ fn x86_kernels_read_and_write_bools() {
             }
         }
         eprintln!("{name}: {taken} x86 kernels with bool accesses, {tiled_taken} tiled");
-        assert!(
-            tiled_taken >= 3,
-            "{name}: {tiled_taken} tiled x86 kernels"
-        );
+        assert!(tiled_taken >= 3, "{name}: {tiled_taken} tiled x86 kernels");
         assert!(taken >= 56, "{name}: {taken} x86 kernels");
     }
 }
@@ -744,7 +741,7 @@ fn x86_row_sums_match_the_interpreter() {
             // same views of |x|), not to its value, which cancels: an absolute 1e-4 was 5e-5
             // of single terms and passed any error in short rows' sums of them.
             let mags = to_f64s(&f(&x.abs()));
-            let want = jitfuse::internals::interp::eval_graph(&g, &args, &[]).unwrap();
+            let want = jitfuse::internals::interpret::eval_graph(&g, &args, &[]).unwrap();
             let b = to_f64s(&want[0]);
             for (l, &(isa, name)) in levels.iter().enumerate() {
                 let exe = compile_at(g.clone(), &Target::at(isa)).unwrap();

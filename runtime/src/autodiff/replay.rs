@@ -46,7 +46,11 @@ pub(crate) fn replay_node(n: &Node, ins: &[Tensor], loc: SourceLoc) -> Vec<Tenso
         // Constants and iotas stay nodes when tracing (never a filled
         // buffer captured into the trace).
         Op::Const(l) if tracing => vec![trace::push_const(*l, n.shape.clone(), n.dtype, loc)],
-        Op::Const(l) => vec![crate::interp::filled(l.cast(n.dtype), &n.shape, n.dtype)],
+        Op::Const(l) => vec![Tensor::from_array(crate::array::Array::filled(
+            l.cast(n.dtype),
+            &n.shape,
+            n.dtype,
+        ))],
         op if n.inputs.is_empty() && tracing => {
             vec![trace::push_node(
                 op.clone(),

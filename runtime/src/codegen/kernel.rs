@@ -455,7 +455,12 @@ pub(super) fn copy_elems(
 
 /// Compute every local of the kernel on one lane vector and store the outputs; or, in a tiled
 /// kernel (`pass` = the tiling and the pass number), the pass's roots from its leaves.
-fn emit_vector(b: &mut FunctionBuilder, p: &LoopKernel, addrs: &[Addr], pass: Option<(&Tiling, usize)>) {
+fn emit_vector(
+    b: &mut FunctionBuilder,
+    p: &LoopKernel,
+    addrs: &[Addr],
+    pass: Option<(&Tiling, usize)>,
+) {
     let mut env: Vec<Option<Vals>> = vec![None; p.locals.len()];
     let cone = pass.map(|(st, r)| st.cone(p, r));
     for v in 0..p.locals.len() {
@@ -566,7 +571,9 @@ fn emit_tiled(
         }
         // Where the pass stores: its roots' tiles, or (the last pass) the outputs.
         let stores: Vec<usize> = match r < st.last {
-            true => (st.roots(p, r).iter()).map(|&(_, j)| na + j.expect("a tile")).collect(),
+            true => (st.roots(p, r).iter())
+                .map(|&(_, j)| na + j.expect("a tile"))
+                .collect(),
             false => p.outputs.iter().map(|&(_, a)| a).collect(),
         };
         for a in stores {

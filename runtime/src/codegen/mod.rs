@@ -23,7 +23,6 @@ pub mod x86;
 pub use target::{Isa, Target};
 
 use crate::describe::Description;
-use lower::Lowered;
 use crate::fusion::partition::{Partition, Step};
 use crate::ir::Graph;
 use crate::Error;
@@ -33,6 +32,7 @@ use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::Module;
+use lower::Lowered;
 use once_cell::sync::Lazy;
 
 /// The signature of every compiled kernel.

@@ -98,8 +98,11 @@ impl Ctx<'_> {
                 }
                 LocalOp::Broadcast(x) => self.row_env[&x].clone(),
                 op => {
-                    let args: Vec<Vals> =
-                        op.operands().iter().map(|&x| fetch(b, &mut env, x)).collect();
+                    let args: Vec<Vals> = op
+                        .operands()
+                        .iter()
+                        .map(|&x| fetch(b, &mut env, x))
+                        .collect();
                     let val = vector::local(b, locals, v, &args);
                     if let Some((at, off)) = scratch {
                         vector::store_at(b, l.dtype, &val, at, off);
@@ -183,7 +186,9 @@ pub fn build(b: &mut FunctionBuilder, body: &RowBody, t: &Target) {
     };
     let mut idx = Vec::new();
     let pin = pin_slot(b);
-    outer(b, body, &starts, &slots, &stash, pin, 0, begin, end, &mut idx);
+    outer(
+        b, body, &starts, &slots, &stash, pin, 0, begin, end, &mut idx,
+    );
     b.ins().return_(&[]);
 }
 
@@ -236,18 +241,7 @@ fn outer(
         } else {
             let zero = b.ins().iconst(types::I64, 0);
             let n = b.ins().iconst(types::I64, pl.o_dims[d + 1] as i64);
-            outer(
-                b,
-                body,
-                starts,
-                slots,
-                stash,
-                pin_at,
-                d + 1,
-                zero,
-                n,
-                idx,
-            );
+            outer(b, body, starts, slots, stash, pin_at, d + 1, zero, n, idx);
         }
         idx.pop();
     });
@@ -426,11 +420,9 @@ fn compute_row_level(b: &mut FunctionBuilder, ctx: &mut Ctx, values: &[LocalId])
                 let args: Vec<Vals> = (op.operands().iter())
                     .map(|&x| match body.locals[x].op {
                         _ if ctx.row_env.contains_key(&x) => ctx.row_env[&x].clone(),
-                        LocalOp::Read(a) => vector::load_splat(
-                            b,
-                            body.plan.accesses[a].dtype,
-                            ctx.rows[a],
-                        ),
+                        LocalOp::Read(a) => {
+                            vector::load_splat(b, body.plan.accesses[a].dtype, ctx.rows[a])
+                        }
                         _ => vector::local(b, &body.locals, x, &[]),
                     })
                     .collect();

@@ -157,7 +157,12 @@ pub(crate) fn push_control(op: Op, operands: &[Tensor], loc: SourceLoc) -> Vec<T
         let types: Vec<(&[usize], crate::DType)> =
             outs.iter().map(|(s, d)| (s.as_slice(), *d)).collect();
         let compiled = crate::eager::run_all(&op, &refs, &types);
-        return match compiled.unwrap_or_else(|| crate::interp::eval_control(&op, operands)) {
+        let interpreted = || {
+            let arrays: Vec<_> = operands.iter().map(|t| t.array()).collect();
+            crate::interp::eval_control(&op, &arrays)
+                .map(|outs| outs.into_iter().map(Tensor::from_array).collect())
+        };
+        return match compiled.unwrap_or_else(interpreted) {
             Ok(v) => v,
             Err(e) => fail(e.at(loc)),
         };

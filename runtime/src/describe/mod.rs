@@ -69,7 +69,8 @@ pub fn describe(g: &Graph, p: &Partition) -> Vec<Description> {
             Step::Kernel(k) => Description::Loop(loops::describe(g, p, k)),
             Step::Reduce(v) => Description::Reduce(reduce::describe(g, p, *v)),
             Step::Row(rk) => Description::Row(
-                row::describe(g, p, rk).expect("the partition checks every row kernel (`row::check`)"),
+                row::describe(g, p, rk)
+                    .expect("the partition checks every row kernel (`row::check`)"),
             ),
             Step::Library(_) => Description::Library,
         })

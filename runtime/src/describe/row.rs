@@ -165,7 +165,13 @@ pub fn check(g: &Graph, p: &Partition) -> Result<(), ValueId> {
 /// (same offset and strides, row by row). A row's reductions read it before
 /// its final pass, and the final pass loads each vector's operands before
 /// storing its outputs, so each element is read before it is overwritten.
-pub fn inplace_ok(g: &Graph, pl: &RowDescription, rk: &RowKernel, input: ValueId, output: ValueId) -> bool {
+pub fn inplace_ok(
+    g: &Graph,
+    pl: &RowDescription,
+    rk: &RowKernel,
+    input: ValueId,
+    output: ValueId,
+) -> bool {
     let (Some(pi), Some(j)) = (
         rk.inputs.iter().position(|x| *x == input),
         rk.outputs.iter().position(|x| *x == output),

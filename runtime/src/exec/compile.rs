@@ -4,6 +4,7 @@
 
 use super::args::{ArgKind, ArgSig, Signature};
 use super::{control, parallel, steps, CallMemory, Executable, Inputs, Record};
+use crate::array::Array;
 use crate::codegen::{self, Target};
 use crate::describe::{describe, Description};
 use crate::diag::phases::phase;
@@ -11,9 +12,7 @@ use crate::error::CompileError;
 use crate::fusion::partition::{self, Partition, Step};
 use crate::ir::{self, Graph, Op, ValueId};
 use crate::plan::{self, BufferPlan, Place};
-use crate::tensor::Tensor;
-use crate::trace::Traced;
-use crate::{interp, Error};
+use crate::Error;
 use std::sync::Mutex;
 
 /// A budget of this many bytes means "choose automatically" (`MemoryBudget::Auto`).
@@ -197,17 +196,22 @@ impl Executable {
     /// Verify, simplify, partition, plan and compile a traced graph; under a budget in bytes,
     /// recompute values in the backward of the schedule until the plan fits
     /// (`passes::remat`), or refuse (`CompileError::Budget`, with the lowest peak reached).
+    /// `captured` holds the arrays the graph's `captured k` nodes read.
     pub fn compile(
-        traced: Traced,
+        traced_graph: Graph,
+        captured: Vec<Array>,
         sig: &Signature,
         opts: &CompileOptions,
     ) -> Result<Executable, CompileError> {
         // Identical sub-programs of its loops and branches are compiled once.
-        control::sharing_sub_programs(|| Executable::compile_shared(traced, sig, opts))
+        control::sharing_sub_programs(|| {
+            Executable::compile_shared(traced_graph, captured, sig, opts)
+        })
     }
 
     fn compile_shared(
-        traced: Traced,
+        traced_graph: Graph,
+        captured: Vec<Array>,
         sig: &Signature,
         opts: &CompileOptions,
     ) -> Result<Executable, CompileError> {
@@ -218,7 +222,6 @@ impl Executable {
             verify: checks,
         } = opts;
         let (budget, keep_text, checks) = (*budget, *keep_text, *checks);
-        let traced_graph = traced.graph;
         let verify = |g: &Graph| phase("verify", || ir::verify(g));
         if checks {
             verify(&traced_graph)?;
@@ -357,7 +360,7 @@ impl Executable {
             },
             inputs: Inputs {
                 signature: sig.clone(),
-                captured: traced.captured,
+                captured,
             },
             record: Record {
                 // The traced graph is only read for its text.
@@ -401,7 +404,7 @@ impl Executable {
         io: &[(Vec<ValueId>, Vec<ValueId>)],
         operand_maps: &mut [Vec<partition::Affine>],
         in_place_library: &dyn Fn(&Step) -> bool,
-    ) -> Vec<(ValueId, Tensor)> {
+    ) -> Vec<(ValueId, Array)> {
         let unplaced_const = |x: ValueId| {
             let n = graph.node(x);
             let own = !matches!(n.op, Op::Param(_) | Op::Captured(_))
@@ -419,12 +422,12 @@ impl Executable {
                 }
             }
         }
-        let mut consts: Vec<(ValueId, Tensor)> = full
+        let mut consts: Vec<(ValueId, Array)> = full
             .iter()
             .map(|&x| {
                 let n = graph.node(x);
                 let l = unplaced_const(x).unwrap().cast(n.dtype);
-                (x, interp::filled(l, &n.shape, n.dtype))
+                (x, Array::filled(l, &n.shape, n.dtype))
             })
             .collect();
         for (si, s) in part.steps.iter().enumerate() {
@@ -442,7 +445,7 @@ impl Executable {
                 a.strides.iter_mut().for_each(|s| *s = 0);
                 if !consts.iter().any(|(v, _)| *v == a.root) {
                     let d = graph.node(a.root).dtype;
-                    consts.push((a.root, interp::filled(l.cast(d), &[], d)));
+                    consts.push((a.root, Array::filled(l.cast(d), &[], d)));
                 }
             }
         }
@@ -484,18 +487,12 @@ impl Executable {
         Ok(out)
     }
 
-    /// Compile a graph built by hand or parsed from text; every parameter is
-    /// taken as borrowed. `captured` fills its `captured k` slots.
-    pub fn from_graph(graph: Graph, captured: Vec<Tensor>) -> Result<Executable, Error> {
-        Executable::from_graph_with(graph, captured, None, &CompileOptions::default())
-    }
-
-    /// `from_graph` with each parameter's kind (`None`: every one borrowed; `ArgKind::Owned`
-    /// parameters may be donated, run with `CallArgs::owned`) and the options (the
-    /// differential suites compile one graph at every level the CPU runs).
-    pub fn from_graph_with(
+    /// Compile a graph built by hand or parsed from text, with each parameter's kind
+    /// (`None`: every one borrowed; `ArgKind::Owned` parameters may be donated) and the
+    /// options; `captured` fills its `captured k` slots.
+    pub fn compile_graph(
         graph: Graph,
-        captured: Vec<Tensor>,
+        captured: Vec<Array>,
         kinds: Option<&[ArgKind]>,
         opts: &CompileOptions,
     ) -> Result<Executable, Error> {
@@ -534,7 +531,7 @@ impl Executable {
             structure: vec![],
             statics: vec![],
         };
-        Ok(Executable::compile(Traced { graph, captured }, &sig, opts)?)
+        Ok(Executable::compile(graph, captured, &sig, opts)?)
     }
 }
 

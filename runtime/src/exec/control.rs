@@ -9,12 +9,12 @@
 //! slices are read in place (borrowed rows of the scanned buffers); stacked
 //! outputs are written row by row into the parent's buffers.
 
-use super::args::{ArgKind, ArgSig, CallArgs, Signature};
+use super::args::{ArgKind, ArgSig, Signature};
 use super::{CompileOptions, Executable};
+use crate::array::Array;
 use crate::ir::{Graph, Op};
 use crate::storage::Buffer;
-use crate::trace::Traced;
-use crate::{shape, Error, Tensor};
+use crate::{shape, Error};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -106,11 +106,7 @@ fn compile_new(g: &Graph, donated: usize, opts: &CompileOptions) -> Result<Execu
         budget: None,
         ..opts.clone()
     };
-    let traced = Traced {
-        graph: g.clone(),
-        captured: vec![],
-    };
-    Ok(Executable::compile(traced, &sig, &opts)?)
+    Ok(Executable::compile(g.clone(), vec![], &sig, &opts)?)
 }
 
 /// Every distinct sub-program below these control-flow steps, at any depth
@@ -243,9 +239,12 @@ impl ControlProgram {
     /// # Safety
     /// Each non-null `dest[k]` must be valid for output `k`'s bytes and
     /// overlap no operand.
-    pub unsafe fn run(&self, op: &Op, ins: &[Tensor], dest: &[*mut u8]) -> Result<(), Error> {
-        let write = |k: usize, t: &Tensor, row: usize| {
-            if let (Some(d), Some(b)) = (dest.get(k).filter(|d| !d.is_null()), t.buffer()) {
+    pub unsafe fn run(&self, op: &Op, ins: &[Array], dest: &[*mut u8]) -> Result<(), Error> {
+        let borrowed = |a: &Array| (ArgKind::Borrowed, a.clone());
+        let owned = |a: Array| (ArgKind::Owned, a);
+        let write = |k: usize, a: &Array, row: usize| {
+            if let Some(d) = dest.get(k).filter(|d| !d.is_null()) {
+                let b = &a.buf;
                 let n = b.len_bytes();
                 // SAFETY: the caller guarantees `dest[k]` holds the output;
                 // row `row` of a stacked output is at `row * n`.
@@ -254,9 +253,9 @@ impl ControlProgram {
         };
         match op {
             Op::Cond(_) => {
-                let pred = ins[0].item::<bool>()?;
-                let refs: Vec<&Tensor> = ins[1..].iter().collect();
-                let outs = self.execs[pred as usize].run_with(&refs)?;
+                let pred = ins[0].is_true()?;
+                let args = ins[1..].iter().map(borrowed).collect();
+                let outs = self.execs[pred as usize].run_arrays(args)?;
                 for (k, t) in outs.iter().enumerate() {
                     write(k, t, 0);
                 }
@@ -264,22 +263,20 @@ impl ControlProgram {
             Op::While(w) => {
                 let (cond, body) = (&self.execs[0], &self.execs[1]);
                 let inv = &ins[w.carried..];
-                let mut state: Option<Vec<Tensor>> = None;
+                let mut state: Option<Vec<Array>> = None;
                 loop {
                     let carried = state.as_deref().unwrap_or(&ins[..w.carried]);
-                    let mut args = CallArgs::new();
-                    carried.iter().chain(inv).for_each(|t| args.borrowed(t));
-                    if !cond.run(args)?[0].item::<bool>()? {
+                    let args = carried.iter().chain(inv).map(borrowed).collect();
+                    if !cond.run_arrays(args)?[0].is_true()? {
                         break;
                     }
-                    let mut args = CallArgs::new();
-                    match state.take() {
+                    let mut args: Vec<(ArgKind, Array)> = match state.take() {
                         // Later iterations give the old state away.
-                        Some(s) => s.into_iter().for_each(|t| args.owned(t)),
-                        None => ins[..w.carried].iter().for_each(|t| args.borrowed(t)),
-                    }
-                    inv.iter().for_each(|t| args.borrowed(t));
-                    state = Some(body.run(args)?);
+                        Some(s) => s.into_iter().map(owned).collect(),
+                        None => ins[..w.carried].iter().map(borrowed).collect(),
+                    };
+                    args.extend(inv.iter().map(borrowed));
+                    state = Some(body.run_arrays(args)?);
                 }
                 let carried = state.as_deref().unwrap_or(&ins[..w.carried]);
                 for (k, t) in carried.iter().enumerate() {
@@ -290,7 +287,7 @@ impl ControlProgram {
                 let body = &self.execs[0];
                 let (c, x) = (sc.carried, sc.xs);
                 let (xs, inv) = (&ins[c..c + x], &ins[c + x..]);
-                let mut state: Option<Vec<Tensor>> = None;
+                let mut state: Option<Vec<Array>> = None;
                 for step in 0..sc.length {
                     let i = if sc.reverse {
                         sc.length - 1 - step
@@ -298,25 +295,25 @@ impl ControlProgram {
                         step
                     };
                     // Row i of each scanned operand, read in place.
-                    let rows: Vec<Tensor> = xs
-                        .iter()
-                        .map(|t| {
-                            let row_shape = t.shape()[1..].to_vec();
-                            let n = shape::numel(&row_shape) * t.dtype().size();
-                            let base = t.buffer().map_or(std::ptr::null_mut(), |b| b.as_mut_ptr());
-                            // SAFETY: row i of a live operand buffer; the
-                            // tensor is dropped before the operand.
-                            let b = unsafe { Buffer::borrowed(base.wrapping_add(i * n), n) };
-                            Tensor::from_buffer(Arc::new(b), row_shape, t.dtype())
-                        })
-                        .collect();
-                    let mut args = CallArgs::new();
-                    match state.take() {
-                        Some(s) => s.into_iter().for_each(|t| args.owned(t)),
-                        None => ins[..c].iter().for_each(|t| args.borrowed(t)),
-                    }
-                    rows.iter().chain(inv).for_each(|t| args.borrowed(t));
-                    let mut outs = body.run(args)?;
+                    let rows = xs.iter().map(|t| {
+                        let row_shape = t.shape()[1..].to_vec();
+                        let n = shape::numel(&row_shape) * t.dtype().size();
+                        // SAFETY: row i of a live operand buffer; the
+                        // array is dropped before the operand.
+                        let b =
+                            unsafe { Buffer::borrowed(t.buf.as_mut_ptr().wrapping_add(i * n), n) };
+                        (
+                            ArgKind::Borrowed,
+                            Array::new(Arc::new(b), row_shape, t.dtype()),
+                        )
+                    });
+                    let mut args: Vec<(ArgKind, Array)> = match state.take() {
+                        Some(s) => s.into_iter().map(owned).collect(),
+                        None => ins[..c].iter().map(borrowed).collect(),
+                    };
+                    args.extend(rows);
+                    args.extend(inv.iter().map(borrowed));
+                    let mut outs = body.run_arrays(args)?;
                     for (j, y) in outs.drain(c..).enumerate() {
                         write(c + j, &y, i);
                     }

@@ -158,7 +158,7 @@ impl Executable {
                 .memory
                 .consts
                 .iter()
-                .map(|(_, t)| t.buffer().map_or(0, |b| b.len_bytes()))
+                .map(|(_, t)| t.buffer().len_bytes())
                 .sum::<usize>()
     }
 

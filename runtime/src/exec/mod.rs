@@ -15,6 +15,7 @@ pub use crate::library::workspace::held_bytes as gemm_held_bytes;
 pub use compile::{CompileOptions, MemoryBudget, AUTO_MEMORY_BUDGET};
 pub use memory::MemoryAnalysis;
 
+use crate::array::Array;
 use crate::codegen::{CompiledKernels, Target};
 use crate::describe::Description;
 use crate::error::type_str;
@@ -23,9 +24,8 @@ use crate::ir::{self, Graph, Op, ValueId};
 use crate::plan::{BufferPlan, Place};
 use crate::shape;
 use crate::storage::Buffer;
-use crate::tensor::Tensor;
-use crate::{interp, Error};
-use args::{ArgKind, ArgTensor, CallArgs, Signature};
+use crate::Error;
+use args::{ArgKind, Signature};
 use std::sync::Arc;
 use std::sync::Mutex;
 
@@ -61,7 +61,7 @@ struct CallMemory {
     /// Constants a step reads from a buffer, materialised once (they are
     /// immutable): of their full shape for compiled and control steps, of one
     /// element (read with zero strides) where only library steps read them.
-    consts: Vec<(ValueId, Tensor)>,
+    consts: Vec<(ValueId, Array)>,
     /// The GEMM libraries' workspace for this program's products, made resident before
     /// the first call's products run (`library_bytes`).
     gemm: crate::library::workspace::Reserved,
@@ -70,7 +70,7 @@ struct CallMemory {
 /// What a call is given besides its arguments' buffers.
 struct Inputs {
     signature: Signature,
-    captured: Vec<Tensor>,
+    captured: Vec<Array>,
 }
 
 /// What the program was compiled from and for.
@@ -96,15 +96,6 @@ impl Executable {
     /// What the kernels were compiled for.
     pub fn target(&self) -> &Target {
         &self.record.target
-    }
-
-    /// Run on borrowed arguments (for programs made by `from_graph`).
-    pub fn run_with(&self, args: &[&Tensor]) -> Result<Vec<Tensor>, Error> {
-        let mut call = CallArgs::new();
-        for a in args {
-            call.borrowed(a);
-        }
-        self.run(call)
     }
 
     /// The compiled sub-graphs of every control-flow node, in node order:
@@ -247,61 +238,42 @@ impl Executable {
     }
 
     /// Check that the arguments have the types the program was compiled for.
-    fn check_args(&self, args: &CallArgs) -> Result<(), Error> {
-        if args.tensors.len() != self.inputs.signature.args.len() {
+    fn check_args(&self, args: &[(ArgKind, Array)]) -> Result<(), Error> {
+        if args.len() != self.inputs.signature.args.len() {
             return Err(Error::argument(format!(
                 "program expects {} tensor arguments, got {}",
                 self.inputs.signature.args.len(),
-                args.tensors.len()
+                args.len()
             )));
         }
-        for (i, ((_, t), s)) in args
-            .tensors
-            .iter()
-            .zip(&self.inputs.signature.args)
-            .enumerate()
-        {
-            let t = t.tensor();
-            if t.is_traced() {
-                return Err(Error::new(
-                    crate::ErrorKind::LeakedTracer,
-                    format!(
-                        "argument {i} is a traced tensor {} outside the trace that made it; \
-                         traced tensors live only inside the #[jit] call that made them: return \
-                         it as an output instead of storing it",
-                        type_str(t.dtype(), t.shape())
-                    ),
-                ));
-            }
-            if t.shape() != s.shape.as_slice() || t.dtype() != s.dtype {
+        for (i, ((_, a), s)) in args.iter().zip(&self.inputs.signature.args).enumerate() {
+            if a.shape() != s.shape.as_slice() || a.dtype() != s.dtype {
                 return Err(Error::argument(format!(
                     "argument {i}: program compiled for {}, got {}",
                     type_str(s.dtype, &s.shape),
-                    type_str(t.dtype(), t.shape())
+                    type_str(a.dtype(), a.shape())
                 )));
             }
         }
         Ok(())
     }
 
-    /// Run the program on arguments of its signature.
-    pub fn run(&self, args: CallArgs) -> Result<Vec<Tensor>, Error> {
+    /// Run the program on arguments of its signature: each with how it is passed (an
+    /// `Owned` array whose buffer no one else holds may be donated to an output).
+    pub fn run_arrays(&self, args: Vec<(ArgKind, Array)>) -> Result<Vec<Array>, Error> {
         self.check_args(&args)?;
         crate::internal::injection_point("run");
         self.memory.gemm.before_call();
         let g = &self.graph;
         let nn = g.nodes.len();
-        let params: Vec<&Tensor> = args.tensors.iter().map(|(_, t)| t.tensor()).collect();
+        let params: Vec<&Array> = args.iter().map(|(_, a)| a).collect();
         // Buffers of the program's outputs: a donated argument's (when the
         // caller gave it away: owned and not shared), else fresh.
         let mut out_bufs: Vec<Option<Arc<Buffer>>> = vec![None; nn];
         for &(k, o) in &self.plan.donations {
-            if let (ArgKind::Owned, ArgTensor::Owned(t)) = (&args.tensors[k].0, &args.tensors[k].1)
-            {
-                if let Some(b) = t.buffer() {
-                    if Arc::strong_count(b) == 1 && Arc::weak_count(b) == 0 && b.is_owned() {
-                        out_bufs[o.index()] = Some(b.clone());
-                    }
+            if let (ArgKind::Owned, a) = &args[k] {
+                if sole_owner(&a.buf) {
+                    out_bufs[o.index()] = Some(a.buf.clone());
                 }
             }
         }
@@ -309,16 +281,8 @@ impl Executable {
         let mut ptr: Vec<*mut u8> = vec![std::ptr::null_mut(); nn];
         for (i, n) in g.nodes.iter().enumerate() {
             match n.op {
-                Op::Param(k) => {
-                    ptr[i] = params[k]
-                        .buffer()
-                        .map_or(std::ptr::null_mut(), |b| b.as_mut_ptr())
-                }
-                Op::Captured(k) => {
-                    ptr[i] = self.inputs.captured[k]
-                        .buffer()
-                        .map_or(std::ptr::null_mut(), |b| b.as_mut_ptr())
-                }
+                Op::Param(k) => ptr[i] = params[k].buf.as_mut_ptr(),
+                Op::Captured(k) => ptr[i] = self.inputs.captured[k].buf.as_mut_ptr(),
                 _ => {}
             }
             match self.plan.place[i] {
@@ -345,10 +309,8 @@ impl Executable {
         let mut substitutes: Vec<Buffer> = Vec::new();
         let mut base: Vec<(ValueId, *mut u8)> = Vec::new();
         for &(k, pv) in &self.plan.arg_hosts {
-            let given = match &args.tensors[k] {
-                (ArgKind::Owned, ArgTensor::Owned(t)) => t.buffer().filter(|b| {
-                    Arc::strong_count(*b) == 1 && Arc::weak_count(*b) == 0 && b.is_owned()
-                }),
+            let given = match &args[k] {
+                (ArgKind::Owned, a) => Some(&a.buf).filter(|b| sole_owner(b)),
                 _ => None,
             };
             let p = match given {
@@ -375,7 +337,7 @@ impl Executable {
         }
         for (v, t) in &self.memory.consts {
             // Only read (constants are never a step's destination).
-            ptr[v.index()] = t.buffer().unwrap().as_mut_ptr();
+            ptr[v.index()] = t.buf.as_mut_ptr();
         }
         let scratch = arena.as_mut_ptr().wrapping_add(self.memory.scratch_offset);
         let mut ptrs: Vec<*mut u8> = Vec::new();
@@ -527,34 +489,28 @@ impl Executable {
     fn output(
         &self,
         o: ValueId,
-        params: &[&Tensor],
+        params: &[&Array],
         out_bufs: &[Option<Arc<Buffer>>],
-    ) -> Result<Tensor, Error> {
+    ) -> Result<Array, Error> {
         let n = self.graph.node(o);
         if let Some(&root) = self.part.aliases.get(&o) {
-            let t = self.output(root, params, out_bufs)?;
-            return Ok(Tensor::from_buffer(
-                t.buffer().unwrap().clone(),
-                n.shape.clone(),
-                n.dtype,
-            ));
+            let a = self.output(root, params, out_bufs)?;
+            return Ok(Array::new(a.buf, n.shape.clone(), n.dtype));
         }
         if let Some(b) = &out_bufs[o.index()] {
-            return Ok(Tensor::from_buffer(b.clone(), n.shape.clone(), n.dtype));
+            return Ok(Array::new(b.clone(), n.shape.clone(), n.dtype));
         }
         match n.op {
             Op::Param(k) => Ok(params[k].clone()),
             Op::Captured(k) => Ok(self.inputs.captured[k].clone()),
-            Op::Const(l) => Ok(interp::filled(l.cast(n.dtype), &n.shape, n.dtype)),
+            Op::Const(l) => Ok(Array::filled(l.cast(n.dtype), &n.shape, n.dtype)),
             _ => Err(Error::verify(format!("output %{} was never computed", o.0))),
         }
     }
 }
 
-/// A library or control step's operands as tensors viewing their buffers
-/// (`ptr`: each value's buffer in this call). The views must be dropped
-/// before the call's buffers are.
-/// The operands of a control-flow step as tensors over their buffers. An
+/// The operands of a control-flow step as arrays over their buffers (`ptr`: each value's
+/// buffer in this call; the views must be dropped before the call's buffers are). An
 /// operand without a buffer of its own is read through its map: a
 /// contiguous view (a reshape of a parameter that is also returned, say)
 /// borrows its root's bytes; any other layout is a planner bug, reported.
@@ -563,7 +519,7 @@ fn borrowed_inputs(
     part: &Partition,
     n: &ir::Node,
     ptr: &[*mut u8],
-) -> Result<Vec<Tensor>, Error> {
+) -> Result<Vec<Array>, Error> {
     n.inputs
         .iter()
         .map(|&x| {
@@ -591,9 +547,14 @@ fn borrowed_inputs(
             // SAFETY: the value's buffer lives until the end of this call;
             // the step's views are dropped before.
             let b = unsafe { Buffer::borrowed(p, bytes) };
-            Ok(Tensor::from_buffer(Arc::new(b), xn.shape.clone(), xn.dtype))
+            Ok(Array::new(Arc::new(b), xn.shape.clone(), xn.dtype))
         })
         .collect()
+}
+
+/// Whether the caller gave `b` away: no one else holds it, so the program may write it.
+fn sole_owner(b: &Arc<Buffer>) -> bool {
+    Arc::strong_count(b) == 1 && Arc::weak_count(b) == 0 && b.is_owned()
 }
 
 /// The arena of one call; returned to the executable's pool on drop (also

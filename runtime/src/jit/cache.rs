@@ -18,8 +18,9 @@ use super::explain;
 use super::log::{self, Category};
 use super::lowered::Lowered;
 use crate::error::CompileError;
-use crate::exec::args::{CallArgs, ParamSlot, Signature};
+use crate::exec::args::{ParamSlot, Signature};
 use crate::exec::{Executable, MemoryBudget};
+use crate::tensor::call::CallArgs;
 use crate::trace::{self, ParamSpec};
 use crate::{Error, ErrorKind, Tensor};
 use once_cell::sync::OnceCell;
@@ -427,8 +428,7 @@ impl FnCache {
                     .and_then(|t| {
                         t.map(|(t, s)| {
                             Ok((
-                                Arc::new(Executable::compile(
-                                    t,
+                                Arc::new(t.compile(
                                     sig,
                                     &crate::exec::CompileOptions {
                                         budget,

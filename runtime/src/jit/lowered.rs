@@ -72,7 +72,7 @@ impl Lowered {
         let exe = super::cache::meet_budget(opts.budget, |step| {
             traces
                 .get(step)
-                .map(|t| Executable::compile((*t).clone(), &self.signature, &opts))
+                .map(|t| (*t).clone().compile(&self.signature, &opts))
                 .transpose()
         });
         match exe {

@@ -9,11 +9,10 @@ mod outputs;
 mod params;
 pub(crate) use crate::diag::{log, phases};
 
+pub use crate::exec::args::{assert_static_arg, ArgKind, ArgSig, ParamSlot, Signature, StaticArg};
 #[allow(unused_imports)]
-pub(crate) use crate::exec::args::ArgTensor;
-pub use crate::exec::args::{
-    assert_static_arg, ArgKind, ArgSig, CallArgs, ParamSlot, Signature, StaticArg,
-};
+pub(crate) use crate::tensor::call::ArgTensor;
+pub use crate::tensor::call::CallArgs;
 pub use cache::{clear_caches, Body, CacheStats, FnCache, Structure};
 pub use log::{set_log, set_log_sink, LogSink};
 pub use lowered::{Compiled, Lowered};

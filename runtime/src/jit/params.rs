@@ -25,7 +25,8 @@
 //! their return value from it.
 
 use super::cache::Structure;
-use crate::exec::args::{ArgKind, CallArgs, StaticArg, StaticValue};
+use crate::exec::args::{ArgKind, StaticArg, StaticValue};
+use crate::tensor::call::CallArgs;
 use crate::{Error, Tensor, Tree};
 use once_cell::sync::OnceCell;
 use std::any::Any;

@@ -3,9 +3,9 @@
 
 pub mod attention;
 pub mod remat;
-pub mod step_order;
 pub mod short_axis;
 pub mod simplify;
+pub mod step_order;
 
 pub use simplify::simplify;
 

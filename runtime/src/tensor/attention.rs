@@ -200,7 +200,12 @@ pub(crate) fn attention_grad_parts(
     let outs = [q, k, v].map(|t| (&t.shape[..], t.dtype));
     let grads = match crate::eager::run_all(&op, ins, &outs) {
         Some(r) => r.unwrap_or_else(|e| fail(e.at(loc))),
-        None => crate::interp_attention::attention_grad(&spec, ins),
+        None => {
+            let arrays: Vec<crate::array::Array> = ins.iter().map(|t| t.array()).collect();
+            let refs: Vec<&crate::array::Array> = arrays.iter().collect();
+            let grads = crate::interp::attention_grad(&spec, &refs);
+            grads.into_iter().map(Tensor::from_array).collect()
+        }
     };
     let [dq, dk, dv]: [Tensor; 3] = grads
         .try_into()

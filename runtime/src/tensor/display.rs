@@ -64,7 +64,7 @@ fn formatter<'t>(t: &'t Tensor, shown: &[usize]) -> Box<dyn Fn(usize) -> String 
             Box::new(move |i| format!("{:>w$}", if t.get_f64(i) != 0.0 { "True" } else { "False" }))
         }
         DType::I32 | DType::I64 => {
-            let lit = |i: usize| match crate::interp::read_literal(t, i) {
+            let lit = |i: usize| match t.array().literal(i) {
                 crate::Literal::Int(v) => v.to_string(),
                 other => format!("{other:?}"),
             };

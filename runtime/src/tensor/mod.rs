@@ -7,14 +7,17 @@
 
 mod arith;
 pub mod attention;
+pub mod call;
 pub mod composite;
 mod display;
+pub mod interpret;
 #[cfg(feature = "ndarray")]
 mod ndarray_interop;
 pub mod ops;
 pub mod reduce;
 pub mod shape_ops;
 
+use crate::array::Array;
 use crate::ir::ValueId;
 use crate::storage::Buffer;
 use crate::trace::fail;
@@ -59,6 +62,31 @@ impl Tensor {
             data: Data::Concrete(buf),
             weak: false,
         }
+    }
+
+    /// The concrete tensor holding `a` (sharing its buffer).
+    pub fn from_array(a: Array) -> Tensor {
+        Tensor::from_buffer(a.buf, a.shape, a.dtype)
+    }
+
+    /// A concrete tensor's array (sharing its buffer); `None` for a traced tensor.
+    pub fn to_array(&self) -> Option<Array> {
+        self.buffer()
+            .map(|b| Array::new(b.clone(), self.shape.clone(), self.dtype))
+    }
+
+    /// `to_array`, taking the tensor (its buffer keeps its owners: a tensor given away
+    /// gives its array away, so a compiled program may donate the buffer).
+    pub fn into_array(self) -> Option<Array> {
+        match self.data {
+            Data::Concrete(buf) => Some(Array::new(buf, self.shape, self.dtype)),
+            Data::Traced { .. } => None,
+        }
+    }
+
+    /// The array of a tensor known to be concrete (an eager operand).
+    pub(crate) fn array(&self) -> Array {
+        self.to_array().expect("a concrete tensor")
     }
 
     /// A tensor of `shape` holding `data` in row-major order.
@@ -146,7 +174,7 @@ impl Tensor {
                 Location::caller(),
             ));
         }
-        crate::interp::try_filled(value.literal().cast(dtype), shape, dtype, "full")
+        Array::try_filled(value.literal().cast(dtype), shape, dtype, "full").map(Tensor::from_array)
     }
 
     /// A tensor of `shape` with every element `value` converted to `dtype`.
@@ -201,7 +229,7 @@ impl Tensor {
         };
         let buf = Arc::get_mut(buf).expect("fresh buffer");
         for i in 0..shape::numel(&self.shape) {
-            crate::interp::write_literal(buf, self.dtype, i, f(i));
+            crate::array::write_literal(buf, self.dtype, i, f(i));
         }
     }
 
@@ -346,6 +374,6 @@ impl Tensor {
 
     /// Element `i` (row-major) of a concrete tensor, as an `f64`.
     pub(crate) fn get_f64(&self, i: usize) -> f64 {
-        crate::interp::read_f64(self, i)
+        self.array().f64_at(i)
     }
 }

@@ -2,6 +2,7 @@
 //! then one `apply` that records a node (traced) or evaluates (concrete).
 
 use super::Tensor;
+use crate::array::Array;
 use crate::error::type_str;
 use crate::ir::{BinaryOp, CmpOp, Op, UnaryOp};
 use crate::trace::{self, fail};
@@ -82,8 +83,11 @@ pub(crate) fn apply(
         }
         return trace::push_node(op, inputs, shape, dtype, loc);
     }
-    let result = crate::eager::run(&op, inputs, &shape, dtype)
-        .unwrap_or_else(|| interp::eval_op(&op, inputs, &shape, dtype));
+    let result = crate::eager::run(&op, inputs, &shape, dtype).unwrap_or_else(|| {
+        let arrays: Vec<Array> = inputs.iter().map(|t| t.array()).collect();
+        let refs: Vec<&Array> = arrays.iter().collect();
+        interp::eval_op(&op, &refs, &shape, dtype).map(Tensor::from_array)
+    });
     match result {
         Ok(t) => t,
         Err(e) => fail(e.at(loc)),
@@ -176,7 +180,9 @@ pub(crate) fn constant(l: Literal, shape: &[usize], dtype: DType, loc: SourceLoc
     if trace::current_trace().is_some() {
         trace::push_const(l, shape.to_vec(), dtype, loc)
     } else {
-        interp::try_filled(l.cast(dtype), shape, dtype, "full").unwrap_or_else(|e| fail(e.at(loc)))
+        Array::try_filled(l.cast(dtype), shape, dtype, "full")
+            .map(Tensor::from_array)
+            .unwrap_or_else(|e| fail(e.at(loc)))
     }
 }
 

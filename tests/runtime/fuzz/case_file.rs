@@ -56,7 +56,9 @@ fn mode(word: &str) -> Result<Mode, String> {
         "Borrowed" => Ok(Mode::Borrowed),
         "Donated" => Ok(Mode::Donated),
         "Shared" => Ok(Mode::Shared),
-        other => Err(format!("unknown mode `{other}` (Borrowed, Donated or Shared)")),
+        other => Err(format!(
+            "unknown mode `{other}` (Borrowed, Donated or Shared)"
+        )),
     }
 }
 
@@ -74,13 +76,15 @@ impl CaseFile {
         let mut draws = None;
         let mut section: Option<String> = None;
         let mut body = String::new();
-        let close = |section: &mut Option<String>, body: &mut String, case: &mut CaseFile| {
-            match section.take().as_deref() {
+        let close =
+            |section: &mut Option<String>, body: &mut String, case: &mut CaseFile| match section
+                .take()
+                .as_deref()
+            {
                 Some("ir") => case.ir = std::mem::take(body),
                 Some(s) => case.stages.push((s.to_string(), std::mem::take(body))),
                 None => {}
-            }
-        };
+            };
         for line in text.lines() {
             if let Some(name) = line.strip_prefix("=== ") {
                 close(&mut section, &mut body, &mut case);
@@ -99,12 +103,21 @@ impl CaseFile {
                 "" => {}
                 "seed" => case.seed = rest.trim().parse().map_err(|_| number("seed"))?,
                 "floor" => case.floor = rest.trim().parse().map_err(|_| number("floor"))?,
-                "params" => case.modes = rest.split_whitespace().map(mode).collect::<Result<_, _>>()?,
+                "params" => {
+                    case.modes = rest
+                        .split_whitespace()
+                        .map(mode)
+                        .collect::<Result<_, _>>()?
+                }
                 "draws" => {
                     let d: Result<Vec<u64>, _> = rest.split_whitespace().map(str::parse).collect();
                     draws = Some(d.map_err(|_| number("list of draws"))?);
                 }
-                _ => return Err(format!("`{line}`: not a header line (# seed floor params draws)")),
+                _ => {
+                    return Err(format!(
+                        "`{line}`: not a header line (# seed floor params draws)"
+                    ))
+                }
             }
         }
         close(&mut section, &mut body, &mut case);
@@ -143,12 +156,10 @@ impl CaseFile {
 
     /// What each stage makes of the IR now (a stage that fails records its error).
     pub fn current_stages(&self) -> Vec<(String, String)> {
-        let run = |f: &dyn Fn() -> Result<String, String>| {
-            match catch_unwind(AssertUnwindSafe(f)) {
-                Ok(Ok(text)) => text,
-                Ok(Err(e)) => format!("(error: {e})\n"),
-                Err(p) => format!("(panicked: {})\n", crate::common::panic_text(&*p)),
-            }
+        let run = |f: &dyn Fn() -> Result<String, String>| match catch_unwind(AssertUnwindSafe(f)) {
+            Ok(Ok(text)) => text,
+            Ok(Err(e)) => format!("(error: {e})\n"),
+            Err(p) => format!("(panicked: {})\n", crate::common::panic_text(&*p)),
         };
         let parsed = || ir::parse(&self.ir).map_err(|e| e.to_string());
         let simplified = run(&|| Ok(jitfuse::internals::passes::simplify(&parsed()?).to_text()));

@@ -4,8 +4,8 @@
 //! away. Results agree with the interpreter within the tolerances, donated
 //! and shared calls agree bit for bit, and the caller's copies are intact.
 
-use crate::common::panic_text;
 use super::program::Mode;
+use crate::common::panic_text;
 use crate::common::{bits, to_f64s, Rng};
 use jitfuse::internals::codegen::{Isa, Target};
 use jitfuse::internals::exec::CompileOptions;

@@ -285,7 +285,15 @@ pub fn report(p: &Program, seed: u64) -> String {
     let draws: Vec<u64> = small.params.iter().map(|q| q.draw).collect();
     let floor = floor(&small);
     let first = why.lines().next().unwrap_or("");
-    let saved = match case_file::save(&case_file::folder(), first, &ir, &modes, &draws, seed, floor) {
+    let saved = match case_file::save(
+        &case_file::folder(),
+        first,
+        &ir,
+        &modes,
+        &draws,
+        seed,
+        floor,
+    ) {
         Ok(path) => format!("written to {}", path.display()),
         Err(e) => format!("not written ({e}):\n{ir}"),
     };
@@ -349,7 +357,6 @@ pub fn fuzz(seed: u64, cases: u64) -> (u64, u64) {
     assert_eq!(failures, 0, "{failures} programs failed (reported above)");
     (passed, invalid)
 }
-
 
 /// Program `text` checked at every level, donated or not, against the interpreter, with
 /// parameter k's values drawn from stream `draws[k]` (a shrunk case that dropped parameters

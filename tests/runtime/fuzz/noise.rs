@@ -26,8 +26,8 @@
 //! stays the generator's business (it does not make those).
 
 use crate::common::to_f64s;
-use jitfuse::internals::interp;
-use jitfuse::internals::interp::eval_graph;
+use jitfuse::internals::interpret;
+use jitfuse::internals::interpret::eval_graph;
 use jitfuse::internals::ir::{BinaryOp, Graph, Op, UnaryOp, ValueId};
 use jitfuse::{DType, Tensor};
 
@@ -36,7 +36,7 @@ fn is_float(d: DType) -> bool {
 }
 
 fn abs(t: &Tensor) -> Tensor {
-    interp::eval_op(&Op::Unary(UnaryOp::Abs), &[t], t.shape(), t.dtype())
+    interpret::eval_op(&Op::Unary(UnaryOp::Abs), &[t], t.shape(), t.dtype())
         .expect("abs of a float tensor")
 }
 
@@ -53,7 +53,7 @@ fn propagate(g: &Graph, i: usize, s: &[Tensor], v: &[Tensor]) -> Option<Tensor> 
     };
     let same = |op: &Op| -> Option<Tensor> {
         let ins: Vec<&Tensor> = n.inputs.iter().map(|&x| pick(x)).collect();
-        interp::eval_op(op, &ins, &n.shape, n.dtype).ok()
+        interpret::eval_op(op, &ins, &n.shape, n.dtype).ok()
     };
     match &n.op {
         Op::Broadcast
@@ -99,7 +99,11 @@ fn propagate(g: &Graph, i: usize, s: &[Tensor], v: &[Tensor]) -> Option<Tensor> 
             let noise = to_f64s(&s[a]);
             let own = to_f64s(&v[i]);
             let _ = op;
-            let out = own.iter().zip(&noise).map(|(y, e)| y.abs().max(*e)).collect();
+            let out = own
+                .iter()
+                .zip(&noise)
+                .map(|(y, e)| y.abs().max(*e))
+                .collect();
             Some(from_f64s(out, &n.shape, n.dtype))
         }
         Op::Unary(op) => {

@@ -7,7 +7,7 @@
 
 use crate::common::{assert_close, random_tensor, Rng, Tol};
 use jitfuse::internals::exec::Executable;
-use jitfuse::internals::interp;
+use jitfuse::internals::interpret;
 use jitfuse::internals::ir::verify;
 use jitfuse::internals::trace::{trace, ParamSpec};
 use jitfuse::{stack, vmap, BatchAxes, DType, Tensor};
@@ -182,7 +182,7 @@ pub fn check_vmap(what: &str, seed: u64, args: &[Arg], f: impl Fn(&[Tensor]) -> 
     let traced = trace(&specs, |ts| batched(&ts.to_vec())).unwrap();
     let g = &traced.graph;
     verify(g).unwrap_or_else(|e| panic!("{context}: {e}\n{g}"));
-    let want = interp::eval_graph(g, &batched_args, &traced.captured).unwrap();
+    let want = interpret::eval_graph(g, &batched_args, &traced.captured).unwrap();
     let exe = Executable::from_graph(g.clone(), traced.captured.clone())
         .unwrap_or_else(|e| panic!("{context}: {e}\n{g}"));
     let refs: Vec<&Tensor> = batched_args.iter().collect();

@@ -148,7 +148,10 @@ fn tiling(lk: &LoopKernel, t: &Target) -> Option<Tiling> {
     let mut level = vec![0usize; lk.locals.len()];
     let mut locals = Vec::new();
     for (v, l) in lk.locals.iter().enumerate() {
-        let lin = (l.op.operands().iter()).map(|&x| level[x]).max().unwrap_or(0);
+        let lin = (l.op.operands().iter())
+            .map(|&x| level[x])
+            .max()
+            .unwrap_or(0);
         let micro = match l.op {
             LocalOp::Unary(u, _) if locals.len() < MAX_TILED => micro::kernel(t, u, l.dtype),
             _ => None,

@@ -151,7 +151,8 @@ impl Local {
 
     /// A constant that is not NaN.
     pub fn non_nan_const(&self) -> bool {
-        self.literal().is_some_and(|l| !l.as_f64(self.dtype).is_nan())
+        self.literal()
+            .is_some_and(|l| !l.as_f64(self.dtype).is_nan())
     }
 
     /// An op whose result is worth keeping rather than computing again (row kernels' stash).

@@ -58,7 +58,11 @@ pub fn lower<'p>(g: &Graph, rk: &RowKernel, pl: &'p RowDescription) -> RowBody<'
             .map(|&x| match b.of.get(&(x, false)) {
                 Some(&l) if pl.members.contains(&x) => l,
                 _ => {
-                    let reads = if at_row { &pl.row_reads } else { &pl.elem_reads };
+                    let reads = if at_row {
+                        &pl.row_reads
+                    } else {
+                        &pl.elem_reads
+                    };
                     let l = b.leaf(x, at_row, || reads[&x]);
                     row_level.resize(b.locals.len(), at_row);
                     l
@@ -163,8 +167,10 @@ impl RowBody<'_> {
                 });
                 return sweeps;
             }
-            let operands: Vec<LocalId> =
-                ready.iter().map(|&r| self.locals[r].op.operands()[0]).collect();
+            let operands: Vec<LocalId> = ready
+                .iter()
+                .map(|&r| self.locals[r].op.operands()[0])
+                .collect();
             sweeps.push(Sweep {
                 row_values: ready_row,
                 cone: self.cone(&operands),

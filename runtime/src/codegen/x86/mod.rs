@@ -267,9 +267,11 @@ fn node_ok(locals: &[Local], v: LocalId, lane: Lane, int: bool) -> bool {
         (LocalOp::Unary(u, _), d) if d == f && int => int::unary_ok(u),
         (LocalOp::Binary(o, ..), d) if d == f && int => int::binary_ok(o, lane),
         (LocalOp::Unary(u, _), d) if d == f => match u {
-            UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Sqrt | UnaryOp::Floor | UnaryOp::StopGradient => {
-                true
-            }
+            UnaryOp::Neg
+            | UnaryOp::Abs
+            | UnaryOp::Sqrt
+            | UnaryOp::Floor
+            | UnaryOp::StopGradient => true,
             UnaryOp::Exp
             | UnaryOp::Ln
             | UnaryOp::Tanh

@@ -84,7 +84,13 @@ pub fn build_row(rb: &RowBody, t: &Target) -> Option<Code> {
     let pl = rb.plan;
     // One member: the sum of the one read.
     let members: Vec<&Local> = rb.locals.iter().filter(|l| !l.op.is_leaf()).collect();
-    if !matches!(members[..], [Local { op: LocalOp::Reduce(ReduceOp::Sum, _), .. }]) {
+    if !matches!(
+        members[..],
+        [Local {
+            op: LocalOp::Reduce(ReduceOp::Sum, _),
+            ..
+        }]
+    ) {
         return None;
     }
     if pl.accesses.len() != 2 || pl.outs != [1] {

@@ -19,7 +19,7 @@
 //!
 //! Row-level values live in the frame (one f32 each) and are broadcast where read.
 
-use super::body::{self, identity_bits, AccSet, Dest, Leaf, Sweep, Regs, X, Y, Z};
+use super::body::{self, identity_bits, AccSet, Dest, Leaf, Regs, Sweep, X, Y, Z};
 use super::{
     add_imm, add_strided, epilogue, first_row, mark, next_row, node_ok, prologue, run_loop, Asm,
     Code, Fail, Lane, Width, MAX_PREFETCH_BYTES, PTR_REGS, R, R_I, R_N, STREAM_MIN_BYTES,
@@ -255,8 +255,10 @@ impl<'a> Rows<'a> {
                 continue;
             }
             // The last sweep: element-level outputs.
-            let stores: Vec<(LocalId, Dest)> =
-                rb.element_outputs().map(|(o, a)| (o, Dest::Access(a))).collect();
+            let stores: Vec<(LocalId, Dest)> = rb
+                .element_outputs()
+                .map(|(o, a)| (o, Dest::Access(a)))
+                .collect();
             if !stores.is_empty() {
                 let leaf = |x: LocalId| self.leaf(x, &avail);
                 let pass = Sweep::of(&rb.locals, self.inner.clone(), &sweep.cone, &leaf, stores);

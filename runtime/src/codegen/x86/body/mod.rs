@@ -6,9 +6,9 @@ mod accumulate;
 mod inline;
 mod regs;
 
-pub(super) use regs::{zk, Hoist, Hoisted, Regs, K, SCRATCH_K, TAIL, X, Y, Y_TAIL, Z};
 pub(super) use accumulate::{identity_bits, AccSet};
 use regs::Loc;
+pub(super) use regs::{zk, Hoist, Hoisted, Regs, K, SCRATCH_K, TAIL, X, Y, Y_TAIL, Z};
 
 use super::{Asm, Width, R, R_I};
 use crate::codegen::lower::{Local, LocalId, LocalOp, LoopKernel, Tiling};
@@ -99,7 +99,9 @@ impl<'a> Sweep<'a> {
             Some((st, r)) if r < st.last => (st.roots(lk, r).into_iter())
                 .map(|(x, j)| (x, Dest::Tile(j.expect("a tile"))))
                 .collect(),
-            _ => (lk.outputs.iter()).map(|&(o, a)| (o, Dest::Access(a))).collect(),
+            _ => (lk.outputs.iter())
+                .map(|&(o, a)| (o, Dest::Access(a)))
+                .collect(),
         };
         let leaf = |x: LocalId| -> Option<Leaf> {
             let tile = tiled.and_then(|(st, r)| st.done_before(x, r));
@@ -112,7 +114,9 @@ impl<'a> Sweep<'a> {
             .filter(|&v| cone.as_ref().is_none_or(|c| c[v]))
             .collect();
         let mut pass = Sweep::of(&lk.locals, inner, &nodes, &leaf, stores);
-        pass.bools = (lk.accesses.iter()).map(|a| a.dtype == DType::Bool).collect();
+        pass.bools = (lk.accesses.iter())
+            .map(|a| a.dtype == DType::Bool)
+            .collect();
         pass
     }
 
@@ -193,9 +197,7 @@ impl<'a> Sweep<'a> {
             match n.op {
                 LocalOp::Unary(UnaryOp::Neg, _) if !e.int => add(lane.sign()),
                 LocalOp::Unary(UnaryOp::Abs, _) if !e.int => add(lane.abs()),
-                LocalOp::Cast(x) if n.dtype == f && self.locals[x].dtype == DType::Bool => {
-                    add(one)
-                }
+                LocalOp::Cast(x) if n.dtype == f && self.locals[x].dtype == DType::Bool => add(one),
                 _ => {}
             }
         }
@@ -551,9 +553,7 @@ impl Vector<'_, '_, '_> {
             (LocalOp::Compare(c, ..), _) if e.int => {
                 self.int_cmp(e, c, args[0].z(), args[1].z())?
             }
-            (LocalOp::Unary(u, _), _) if u.is_transcendental() => {
-                self.inline(e, u, args[0].z())?
-            }
+            (LocalOp::Unary(u, _), _) if u.is_transcendental() => self.inline(e, u, args[0].z())?,
             (LocalOp::Unary(u, _), _) => {
                 let x = args[0].z();
                 let d = self.regs.z()?;

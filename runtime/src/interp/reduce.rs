@@ -1,9 +1,9 @@
 //! The interpreter's reductions, arg-reductions and matmul (f64 accumulation
 //! for floats, wrapping i64 for integers).
 
-use crate::interp::{as_f64s, as_i64s, from_f64s, from_i64s, tensor_of};
+use crate::array::Array;
+use crate::interp::{array_of, as_f64s, as_i64s, from_f64s, from_i64s};
 use crate::ir::ReduceOp;
-use crate::tensor::Tensor;
 use crate::{shape, DType};
 
 /// For every input element (row-major), the index of the output element it
@@ -37,7 +37,7 @@ fn output_index_map(in_shape: &[usize], axes: &[usize]) -> Vec<usize> {
     map
 }
 
-pub fn reduce(op: ReduceOp, axes: &[usize], x: &Tensor, out_shape: &[usize]) -> Tensor {
+pub fn reduce(op: ReduceOp, axes: &[usize], x: &Array, out_shape: &[usize]) -> Array {
     let map = output_index_map(&x.shape, axes);
     let n = shape::numel(out_shape);
     if x.dtype.is_float() {
@@ -97,7 +97,7 @@ pub fn reduce(op: ReduceOp, axes: &[usize], x: &Tensor, out_shape: &[usize]) -> 
 }
 
 /// Index of the first maximum (or minimum) along `axis`; NaN is the extreme.
-pub fn arg_extreme(max: bool, axis: usize, x: &Tensor, out_shape: &[usize]) -> Tensor {
+pub fn arg_extreme(max: bool, axis: usize, x: &Array, out_shape: &[usize]) -> Array {
     let n = x.shape[axis];
     let inner: usize = x.shape[axis + 1..].iter().product();
     let outer: usize = x.shape[..axis].iter().product();
@@ -131,11 +131,11 @@ pub fn arg_extreme(max: bool, axis: usize, x: &Tensor, out_shape: &[usize]) -> T
             out.push(best as i64);
         }
     }
-    tensor_of(out, out_shape)
+    array_of(out, out_shape)
 }
 
 /// Batched matmul with broadcast batch dimensions, accumulated in f64.
-pub fn matmul(a: &Tensor, b: &Tensor, out_shape: &[usize]) -> Tensor {
+pub fn matmul(a: &Array, b: &Array, out_shape: &[usize]) -> Array {
     let r = out_shape.len();
     let (m, n) = (out_shape[r - 2], out_shape[r - 1]);
     let k = a.shape[a.shape.len() - 1];

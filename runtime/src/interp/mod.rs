@@ -1,38 +1,24 @@
-//! The reference interpreter: evaluates any op of the IR in plain Rust. It is
-//! the eager path of `Tensor` and the oracle of the differential tests, so it
+//! The reference interpreter: evaluates any op of the IR in plain Rust on concrete arrays.
+//! It is the eager path of `Array` and the oracle of the differential tests, so it
 //! is written for obviousness, not speed. Float ops on `f32` are computed in
 //! `f64` and rounded once (exact for + - * / sqrt; within half an ulp of the
 //! true value for the transcendentals).
 
+mod attention;
+mod reduce;
+
+pub use attention::attention_grad;
+
+use crate::array::{write_literal, Array, View};
 use crate::ir::semantics::{self, binary_f64, binary_i64, compare, unary_f64, unary_i64};
 use crate::ir::{BinaryOp, Graph, Op, UnaryOp};
 use crate::storage::Buffer;
-use crate::tensor::Tensor;
 use crate::{shape, DType, Element, Error, Literal};
 use std::sync::Arc;
 
-pub(crate) enum View<'a> {
-    F32(&'a [f32]),
-    F64(&'a [f64]),
-    I32(&'a [i32]),
-    I64(&'a [i64]),
-    Bool(&'a [bool]),
-}
-
-pub(crate) fn view(t: &Tensor) -> View<'_> {
-    let b = t.buffer().expect("interpreter needs concrete tensors");
-    match t.dtype {
-        DType::F32 => View::F32(b.typed()),
-        DType::F64 => View::F64(b.typed()),
-        DType::I32 => View::I32(b.typed()),
-        DType::I64 => View::I64(b.typed()),
-        DType::Bool => View::Bool(b.typed()),
-    }
-}
-
 /// Every element as `f64` (exact for all dtypes but i64 beyond 2^53).
-pub(crate) fn as_f64s(t: &Tensor) -> Vec<f64> {
-    match view(t) {
+pub(crate) fn as_f64s(t: &Array) -> Vec<f64> {
+    match t.view() {
         View::F32(v) => v.iter().map(|&x| x as f64).collect(),
         View::F64(v) => v.to_vec(),
         View::I32(v) => v.iter().map(|&x| x as f64).collect(),
@@ -41,96 +27,42 @@ pub(crate) fn as_f64s(t: &Tensor) -> Vec<f64> {
     }
 }
 
-pub(crate) fn as_i64s(t: &Tensor) -> Vec<i64> {
-    match view(t) {
+pub(crate) fn as_i64s(t: &Array) -> Vec<i64> {
+    match t.view() {
         View::I32(v) => v.iter().map(|&x| x as i64).collect(),
         View::I64(v) => v.to_vec(),
         View::Bool(v) => v.iter().map(|&x| x as i64).collect(),
-        _ => unreachable!("as_i64s on a float tensor"),
+        _ => unreachable!("as_i64s on a float array"),
     }
 }
 
-fn as_bools(t: &Tensor) -> Vec<bool> {
-    match view(t) {
+fn as_bools(t: &Array) -> Vec<bool> {
+    match t.view() {
         View::Bool(v) => v.to_vec(),
-        _ => unreachable!("as_bools on a non-bool tensor"),
+        _ => unreachable!("as_bools on a non-bool array"),
     }
 }
 
-pub(crate) fn tensor_of<T: Element>(v: Vec<T>, shape: &[usize]) -> Tensor {
-    Tensor::from_vec(v, shape).expect("interpreter result has the right length")
+pub(crate) fn array_of<T: Element>(v: Vec<T>, shape: &[usize]) -> Array {
+    Array::from_slice(&v, shape, "an interpreter result").unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// A tensor from per-element f64 values, rounded to a float dtype.
-pub(crate) fn from_f64s(v: Vec<f64>, shape: &[usize], dtype: DType) -> Tensor {
+/// An array from per-element f64 values, rounded to a float dtype.
+pub(crate) fn from_f64s(v: Vec<f64>, shape: &[usize], dtype: DType) -> Array {
     match dtype {
-        DType::F32 => tensor_of(v.into_iter().map(|x| x as f32).collect(), shape),
-        DType::F64 => tensor_of(v, shape),
+        DType::F32 => array_of(v.into_iter().map(|x| x as f32).collect(), shape),
+        DType::F64 => array_of(v, shape),
         _ => unreachable!(),
     }
 }
 
-/// A tensor from per-element i64 values, wrapped to an integer dtype.
-pub(crate) fn from_i64s(v: Vec<i64>, shape: &[usize], dtype: DType) -> Tensor {
+/// An array from per-element i64 values, wrapped to an integer dtype.
+pub(crate) fn from_i64s(v: Vec<i64>, shape: &[usize], dtype: DType) -> Array {
     match dtype {
-        DType::I32 => tensor_of(v.into_iter().map(|x| x as i32).collect(), shape),
-        DType::I64 => tensor_of(v, shape),
+        DType::I32 => array_of(v.into_iter().map(|x| x as i32).collect(), shape),
+        DType::I64 => array_of(v, shape),
         _ => unreachable!(),
     }
-}
-
-pub(crate) fn read_f64(t: &Tensor, i: usize) -> f64 {
-    match view(t) {
-        View::F32(v) => v[i] as f64,
-        View::F64(v) => v[i],
-        View::I32(v) => v[i] as f64,
-        View::I64(v) => v[i] as f64,
-        View::Bool(v) => v[i] as u8 as f64,
-    }
-}
-
-pub(crate) fn read_literal(t: &Tensor, i: usize) -> Literal {
-    match view(t) {
-        View::F32(v) => Literal::Float(v[i] as f64),
-        View::F64(v) => Literal::Float(v[i]),
-        View::I32(v) => Literal::Int(v[i] as i64),
-        View::I64(v) => Literal::Int(v[i]),
-        View::Bool(v) => Literal::Bool(v[i]),
-    }
-}
-
-pub(crate) fn write_literal(buf: &mut Buffer, dtype: DType, i: usize, l: Literal) {
-    match dtype {
-        DType::F32 => buf.typed_mut::<f32>()[i] = l.as_f64(dtype) as f32,
-        DType::F64 => buf.typed_mut::<f64>()[i] = l.as_f64(dtype),
-        DType::I32 => buf.typed_mut::<i32>()[i] = l.as_i64(dtype) as i32,
-        DType::I64 => buf.typed_mut::<i64>()[i] = l.as_i64(dtype),
-        DType::Bool => buf.typed_mut::<bool>()[i] = l.as_i64(dtype) != 0,
-    }
-}
-
-/// A tensor with every element `l`; a shape or out-of-memory error naming
-/// `op` when it cannot be allocated.
-pub(crate) fn try_filled(
-    l: Literal,
-    shape: &[usize],
-    dtype: DType,
-    op: &str,
-) -> Result<Tensor, Error> {
-    let bytes = shape::checked_bytes(op, shape, dtype)?;
-    let mut buf = Buffer::try_zeroed(bytes, || {
-        format!("`{op}` of {}", crate::error::type_str(dtype, shape))
-    })?;
-    for i in 0..bytes / dtype.size() {
-        write_literal(&mut buf, dtype, i, l);
-    }
-    Ok(Tensor::from_buffer(Arc::new(buf), shape.to_vec(), dtype))
-}
-
-/// A tensor with every element `l`, of a shape already checked (an IR
-/// value's); panics with the out-of-memory error when the allocator refuses.
-pub(crate) fn filled(l: Literal, shape: &[usize], dtype: DType) -> Tensor {
-    try_filled(l, shape, dtype, "const").unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// A buffer holding a copy of the interpreter's result bytes (`eval_op`
@@ -163,15 +95,15 @@ fn check_result(op: &Op, shape: &[usize], dtype: DType) -> Result<(), Error> {
     Ok(())
 }
 
-fn cast(x: &Tensor, to: DType) -> Tensor {
+fn cast(x: &Array, to: DType) -> Array {
     let n = shape::numel(&x.shape);
     let mut buf =
         Buffer::try_zeroed(n * to.size(), || "a cast".into()).unwrap_or_else(|e| panic!("{e}"));
     for i in 0..n {
-        let l = semantics::cast(read_literal(x, i), x.dtype, to);
+        let l = semantics::cast(x.literal(i), x.dtype, to);
         write_literal(&mut buf, to, i, l);
     }
-    Tensor::from_buffer(Arc::new(buf), x.shape.clone(), to)
+    Array::new(Arc::new(buf), x.shape.clone(), to)
 }
 
 /// For a view op (broadcast, transpose, slice): the element offset in the
@@ -213,11 +145,11 @@ pub fn view_map(op: &Op, in_shape: &[usize], out_shape: &[usize]) -> (i64, Vec<i
 }
 
 /// Copy the elements of an affine view of `x`.
-fn gather_view(op: &Op, x: &Tensor, to: &[usize]) -> Tensor {
+fn gather_view(op: &Op, x: &Array, to: &[usize]) -> Array {
     let (off0, st) = view_map(op, &x.shape, to);
     let n = shape::numel(to);
     let size = x.dtype.size();
-    let src = x.buffer().unwrap().bytes();
+    let src = x.bytes();
     let mut out = vec![0u8; n * size];
     let mut idx = vec![0usize; to.len()];
     for i in 0..n {
@@ -231,7 +163,7 @@ fn gather_view(op: &Op, x: &Tensor, to: &[usize]) -> Tensor {
             idx[d] = 0;
         }
     }
-    Tensor::from_buffer(result_buffer(&out), to.to_vec(), x.dtype)
+    Array::new(result_buffer(&out), to.to_vec(), x.dtype)
 }
 
 /// Bytes of each "row" of `s` from `axis` on, and how many such rows precede.
@@ -239,26 +171,26 @@ fn outer_inner(s: &[usize], axis: usize) -> (usize, usize) {
     (s[..axis].iter().product(), s[axis..].iter().product())
 }
 
-fn concat(ins: &[&Tensor], axis: usize, s: &[usize]) -> Tensor {
+fn concat(ins: &[&Array], axis: usize, s: &[usize]) -> Array {
     let size = ins[0].dtype.size();
     let (outer, _) = outer_inner(s, axis);
     let mut out = Vec::with_capacity(shape::numel(s) * size);
     for o in 0..outer {
         for t in ins {
             let (_, inner) = outer_inner(&t.shape, axis);
-            let b = t.buffer().unwrap().bytes();
+            let b = t.bytes();
             out.extend_from_slice(&b[o * inner * size..(o + 1) * inner * size]);
         }
     }
-    Tensor::from_buffer(result_buffer(&out), s.to_vec(), ins[0].dtype)
+    Array::new(result_buffer(&out), s.to_vec(), ins[0].dtype)
 }
 
-fn pad(x: &Tensor, p: &[(usize, usize)], l: Literal, s: &[usize]) -> Tensor {
-    let out = filled(l.cast(x.dtype), s, x.dtype);
+fn pad(x: &Array, p: &[(usize, usize)], l: Literal, s: &[usize]) -> Array {
+    let out = Array::filled(l.cast(x.dtype), s, x.dtype);
     let size = x.dtype.size();
     let ost = shape::strides(s);
-    let src = x.buffer().unwrap().bytes();
-    let dst_buf = out.buffer().unwrap();
+    let src = x.bytes();
+    let dst_buf = &out.buf;
     // SAFETY: `out` is fresh and unshared until returned.
     let dst = unsafe { std::slice::from_raw_parts_mut(dst_buf.as_mut_ptr(), dst_buf.len_bytes()) };
     let n = shape::numel(&x.shape);
@@ -283,12 +215,12 @@ fn pad(x: &Tensor, p: &[(usize, usize)], l: Literal, s: &[usize]) -> Tensor {
 }
 
 /// Zeros of shape `to` with `x` written at `start + i*step` per axis.
-fn slice_scatter(x: &Tensor, sl: &[(i64, i64)], to: &[usize]) -> Tensor {
-    let out = Tensor::zeros(to, x.dtype);
+fn slice_scatter(x: &Array, sl: &[(i64, i64)], to: &[usize]) -> Array {
+    let out = Array::filled(Literal::Int(0), to, x.dtype);
     let size = x.dtype.size();
     let ost = shape::strides(to);
-    let src = x.buffer().unwrap().bytes();
-    let dst_buf = out.buffer().unwrap();
+    let src = x.bytes();
+    let dst_buf = &out.buf;
     // SAFETY: `out` is fresh and unshared until returned.
     let dst = unsafe { std::slice::from_raw_parts_mut(dst_buf.as_mut_ptr(), dst_buf.len_bytes()) };
     let mut idx = vec![0usize; to.len()];
@@ -313,7 +245,7 @@ fn slice_scatter(x: &Tensor, sl: &[(i64, i64)], to: &[usize]) -> Tensor {
 
 /// Zeros of shape `to` with each value of `vals` added at its clamped index
 /// along `axis` (the adjoint of `take`).
-fn scatter_add(vals: &Tensor, idx: &Tensor, axis: usize, to: &[usize]) -> Tensor {
+fn scatter_add(vals: &Array, idx: &Array, axis: usize, to: &[usize]) -> Array {
     let n = to[axis];
     let outer: usize = to[..axis].iter().product();
     let inner: usize = to[axis + 1..].iter().product();
@@ -337,13 +269,13 @@ fn scatter_add(vals: &Tensor, idx: &Tensor, axis: usize, to: &[usize]) -> Tensor
     from_f64s(acc, to, vals.dtype)
 }
 
-fn take(x: &Tensor, idx: &Tensor, axis: usize, s: &[usize]) -> Tensor {
+fn take(x: &Array, idx: &Array, axis: usize, s: &[usize]) -> Array {
     let size = x.dtype.size();
     let n = x.shape[axis];
     let (outer, _) = outer_inner(&x.shape, axis);
     let inner: usize = x.shape[axis + 1..].iter().product();
     let ids = as_i64s(idx);
-    let src = x.buffer().unwrap().bytes();
+    let src = x.bytes();
     let mut out = Vec::with_capacity(shape::numel(s) * size);
     for o in 0..outer {
         for &i in &ids {
@@ -357,16 +289,16 @@ fn take(x: &Tensor, idx: &Tensor, axis: usize, s: &[usize]) -> Tensor {
     }
     // n == 0 with indices: the result has no elements only if it is empty.
     out.resize(shape::numel(s) * size, 0);
-    Tensor::from_buffer(result_buffer(&out), s.to_vec(), x.dtype)
+    Array::new(result_buffer(&out), s.to_vec(), x.dtype)
 }
 
 /// A `random_*` node, by the same native function compiled programs call.
 fn random(
     r: crate::ir::RandomOp,
-    ins: &[&Tensor],
+    ins: &[&Array],
     s: &[usize],
     dtype: DType,
-) -> Result<Tensor, Error> {
+) -> Result<Array, Error> {
     use crate::library::random::native::{fill, key_words, Out};
     let k = as_i64s(ins[0]);
     let key = key_words(k[0] as i32, k[1] as i32);
@@ -382,11 +314,11 @@ fn random(
         DType::Bool => return Err(Error::verify(format!("`{}` on bool", r.name()))),
     };
     fill(r, key, data, out).map_err(Error::verify)?;
-    Ok(Tensor::from_buffer(Arc::new(buf), s.to_vec(), dtype))
+    Ok(Array::new(Arc::new(buf), s.to_vec(), dtype))
 }
 
 /// Evaluate one op on concrete operands of the op's exact shapes and dtypes.
-pub fn eval_op(op: &Op, ins: &[&Tensor], shape: &[usize], dtype: DType) -> Result<Tensor, Error> {
+pub fn eval_op(op: &Op, ins: &[&Array], shape: &[usize], dtype: DType) -> Result<Array, Error> {
     check_result(op, shape, dtype)?;
     let s = shape;
     Ok(match op {
@@ -396,7 +328,7 @@ pub fn eval_op(op: &Op, ins: &[&Tensor], shape: &[usize], dtype: DType) -> Resul
                 op.name()
             )))
         }
-        Op::Const(l) => filled(*l, s, dtype),
+        Op::Const(l) => Array::filled(*l, s, dtype),
         Op::Cond(_) | Op::While(_) | Op::Scan(_) | Op::Get(_) => {
             return Err(Error::verify(format!(
                 "`{}` has several outputs: evaluate it with `eval_control`",
@@ -404,7 +336,7 @@ pub fn eval_op(op: &Op, ins: &[&Tensor], shape: &[usize], dtype: DType) -> Resul
             )))
         }
         Op::Cast(d) => cast(ins[0], *d),
-        Op::Unary(UnaryOp::Not) => tensor_of(as_bools(ins[0]).into_iter().map(|v| !v).collect(), s),
+        Op::Unary(UnaryOp::Not) => array_of(as_bools(ins[0]).into_iter().map(|v| !v).collect(), s),
         Op::Unary(UnaryOp::StopGradient) | Op::Barrier => ins[0].clone(),
         Op::SliceScatter(sl) => slice_scatter(ins[0], sl, s),
         Op::ScatterAdd(axis) => scatter_add(ins[0], ins[1], *axis, s),
@@ -427,7 +359,7 @@ pub fn eval_op(op: &Op, ins: &[&Tensor], shape: &[usize], dtype: DType) -> Resul
         Op::Binary(b @ (BinaryOp::And | BinaryOp::Or)) => {
             let (x, y) = (as_bools(ins[0]), as_bools(ins[1]));
             let and = *b == BinaryOp::And;
-            tensor_of(
+            array_of(
                 x.iter()
                     .zip(&y)
                     .map(|(a, b)| if and { *a && *b } else { *a || *b })
@@ -466,15 +398,15 @@ pub fn eval_op(op: &Op, ins: &[&Tensor], shape: &[usize], dtype: DType) -> Resul
                 let (x, y) = (as_i64s(ins[0]), as_i64s(ins[1]));
                 x.iter().zip(&y).map(|(a, b)| compare(*c, a, b)).collect()
             };
-            tensor_of(r, s)
+            array_of(r, s)
         }
-        Op::Reshape => Tensor::from_buffer(ins[0].buffer().unwrap().clone(), s.to_vec(), dtype),
+        Op::Reshape => Array::new(ins[0].buf.clone(), s.to_vec(), dtype),
         Op::Transpose(_) | Op::Slice(_) | Op::Broadcast => gather_view(op, ins[0], s),
         Op::Concat(axis) => concat(ins, *axis, s),
         Op::Pad(p, l) => pad(ins[0], p, *l, s),
-        Op::Reduce(r, axes) => crate::interp_reduce::reduce(*r, axes, ins[0], s),
-        Op::ArgMax(axis) => crate::interp_reduce::arg_extreme(true, *axis, ins[0], s),
-        Op::ArgMin(axis) => crate::interp_reduce::arg_extreme(false, *axis, ins[0], s),
+        Op::Reduce(r, axes) => reduce::reduce(*r, axes, ins[0], s),
+        Op::ArgMax(axis) => reduce::arg_extreme(true, *axis, ins[0], s),
+        Op::ArgMin(axis) => reduce::arg_extreme(false, *axis, ins[0], s),
         Op::Take(axis) => take(ins[0], ins[1], *axis, s),
         Op::Iota(axis) => {
             let st = shape::strides(s);
@@ -488,51 +420,48 @@ pub fn eval_op(op: &Op, ins: &[&Tensor], shape: &[usize], dtype: DType) -> Resul
                     Literal::Int(((i / st[*axis]) % s[*axis]) as i64),
                 );
             }
-            Tensor::from_buffer(Arc::new(buf), s.to_vec(), dtype)
+            Array::new(Arc::new(buf), s.to_vec(), dtype)
         }
-        Op::Matmul => crate::interp_reduce::matmul(ins[0], ins[1], s),
-        Op::Attention(a) => crate::interp_attention::attention(a, ins, s),
+        Op::Matmul => reduce::matmul(ins[0], ins[1], s),
+        Op::Attention(a) => attention::attention(a, ins, s),
         // `dq` (the node's own result; `eval_nodes` keeps `dk`, `dv` for its `get`s).
-        Op::AttentionGrad(a) => crate::interp_attention::attention_grad(a, ins).swap_remove(0),
+        Op::AttentionGrad(a) => attention::attention_grad(a, ins).swap_remove(0),
         Op::Random(r) => random(*r, ins, s, dtype)?,
         Op::Select => {
             let c = as_bools(ins[0]);
             let size = dtype.size();
-            let (a, b) = (
-                ins[1].buffer().unwrap().bytes(),
-                ins[2].buffer().unwrap().bytes(),
-            );
+            let (a, b) = (ins[1].bytes(), ins[2].bytes());
             let mut out = Vec::with_capacity(a.len());
             for (i, &ci) in c.iter().enumerate() {
                 let src = if ci { a } else { b };
                 out.extend_from_slice(&src[i * size..(i + 1) * size]);
             }
-            Tensor::from_buffer(result_buffer(&out), s.to_vec(), dtype)
+            Array::new(result_buffer(&out), s.to_vec(), dtype)
         }
     })
 }
 
-/// Row `i` of a tensor along its leading axis (a copy).
-pub(crate) fn leading_row(t: &Tensor, i: usize) -> Tensor {
+/// Row `i` of an array along its leading axis (a copy).
+pub(crate) fn leading_row(t: &Array, i: usize) -> Array {
     let inner: usize = t.shape[1..].iter().product::<usize>() * t.dtype.size();
-    let src = &t.buffer().expect("concrete").bytes()[i * inner..(i + 1) * inner];
-    Tensor::from_buffer(result_buffer(src), t.shape[1..].to_vec(), t.dtype)
+    let src = &t.bytes()[i * inner..(i + 1) * inner];
+    Array::new(result_buffer(src), t.shape[1..].to_vec(), t.dtype)
 }
 
-/// Tensors of one shape stacked along a new leading axis.
-pub(crate) fn stack_rows(rows: &[Tensor], shape: &[usize], dtype: DType) -> Tensor {
+/// Arrays of one shape stacked along a new leading axis.
+pub(crate) fn stack_rows(rows: &[Array], shape: &[usize], dtype: DType) -> Array {
     let mut out = Vec::with_capacity(rows.len() * shape::numel(shape) * dtype.size());
     for r in rows {
-        out.extend_from_slice(r.buffer().expect("concrete").bytes());
+        out.extend_from_slice(r.bytes());
     }
     let mut s = vec![rows.len()];
     s.extend_from_slice(shape);
-    Tensor::from_buffer(result_buffer(&out), s, dtype)
+    Array::new(result_buffer(&out), s, dtype)
 }
 
 /// All outputs of a control-flow op (`cond`, `while`, `scan`) on concrete
 /// operands (of a verified graph: the sub-graphs are not verified again).
-pub fn eval_control(op: &Op, ins: &[Tensor]) -> Result<Vec<Tensor>, Error> {
+pub fn eval_control(op: &Op, ins: &[Array]) -> Result<Vec<Array>, Error> {
     match op {
         Op::Cond(c) => {
             let pred = as_bools(&ins[0])[0];
@@ -541,7 +470,7 @@ pub fn eval_control(op: &Op, ins: &[Tensor]) -> Result<Vec<Tensor>, Error> {
         Op::While(w) => {
             let (mut carried, inv) = (ins[..w.carried].to_vec(), &ins[w.carried..]);
             loop {
-                let args: Vec<Tensor> = carried.iter().chain(inv).cloned().collect();
+                let args: Vec<Array> = carried.iter().chain(inv).cloned().collect();
                 if !as_bools(&eval_nodes(&w.cond, &args, &[])?[0])[0] {
                     return Ok(carried);
                 }
@@ -553,7 +482,7 @@ pub fn eval_control(op: &Op, ins: &[Tensor]) -> Result<Vec<Tensor>, Error> {
             let mut carry = ins[..c].to_vec();
             let (xs, inv) = (&ins[c..c + x], &ins[c + x..]);
             let ny = sc.body.outputs.len() - c;
-            let mut ys: Vec<Vec<Tensor>> = vec![Vec::with_capacity(sc.length); ny];
+            let mut ys: Vec<Vec<Array>> = vec![Vec::with_capacity(sc.length); ny];
             for step in 0..sc.length {
                 let i = if sc.reverse {
                     sc.length - 1 - step
@@ -588,29 +517,29 @@ pub fn eval_control(op: &Op, ins: &[Tensor]) -> Result<Vec<Tensor>, Error> {
 /// Evaluate a whole graph, node by node. The graph is verified first: a
 /// malformed graph (a parsed text, a hand-built graph) is a `Verify` error
 /// naming the node, never an out-of-bounds read.
-pub fn eval_graph(g: &Graph, params: &[Tensor], captured: &[Tensor]) -> Result<Vec<Tensor>, Error> {
+pub fn eval_graph(g: &Graph, params: &[Array], captured: &[Array]) -> Result<Vec<Array>, Error> {
     crate::ir::verify(g)?;
     eval_nodes(g, params, captured)
 }
 
 /// `eval_graph` on a graph known to verify (control-flow bodies of a
 /// verified graph, evaluated once per iteration).
-fn eval_nodes(g: &Graph, params: &[Tensor], captured: &[Tensor]) -> Result<Vec<Tensor>, Error> {
-    let mut vals: Vec<Tensor> = Vec::with_capacity(g.nodes.len());
+fn eval_nodes(g: &Graph, params: &[Array], captured: &[Array]) -> Result<Vec<Array>, Error> {
+    let mut vals: Vec<Array> = Vec::with_capacity(g.nodes.len());
     // Outputs of control-flow nodes beyond the first, read by `get` nodes.
-    let mut extra: std::collections::HashMap<usize, Vec<Tensor>> = Default::default();
+    let mut extra: std::collections::HashMap<usize, Vec<Array>> = Default::default();
     for (i, n) in g.nodes.iter().enumerate() {
         let t = match n.op {
             ref op if op.is_control() => {
-                let ins: Vec<Tensor> = n.inputs.iter().map(|v| vals[v.index()].clone()).collect();
+                let ins: Vec<Array> = n.inputs.iter().map(|v| vals[v.index()].clone()).collect();
                 let mut outs = eval_control(op, &ins)?;
                 let first = outs.remove(0);
                 extra.insert(i, outs);
                 first
             }
             Op::AttentionGrad(ref a) => {
-                let ins: Vec<&Tensor> = n.inputs.iter().map(|v| &vals[v.index()]).collect();
-                let mut outs = crate::interp_attention::attention_grad(a, &ins);
+                let ins: Vec<&Array> = n.inputs.iter().map(|v| &vals[v.index()]).collect();
+                let mut outs = attention::attention_grad(a, &ins);
                 let first = outs.remove(0);
                 extra.insert(i, outs);
                 first
@@ -624,7 +553,7 @@ fn eval_nodes(g: &Graph, params: &[Tensor], captured: &[Tensor]) -> Result<Vec<T
                 .cloned()
                 .ok_or_else(|| Error::argument(format!("graph needs captured tensor {k}")))?,
             _ => {
-                let ins: Vec<&Tensor> = n.inputs.iter().map(|v| &vals[v.index()]).collect();
+                let ins: Vec<&Array> = n.inputs.iter().map(|v| &vals[v.index()]).collect();
                 eval_op(&n.op, &ins, &n.shape, n.dtype)?
             }
         };

@@ -7,9 +7,10 @@
 //! softmax of -infs), uniform with a finite fill; no keys at all give 0. A masked score is
 //! a constant (the fill), so its gradient is zero whatever its weight.
 
+use crate::array::Array;
 use crate::interp::{as_f64s, from_f64s};
 use crate::ir::{AttnSpec, MaskKind};
-use crate::{shape, Tensor};
+use crate::shape;
 
 struct Dims {
     batch: usize,
@@ -19,7 +20,7 @@ struct Dims {
     dv: usize,
 }
 
-fn dims(q: &Tensor, v: &Tensor) -> Dims {
+fn dims(q: &Array, v: &Array) -> Dims {
     let r = q.shape.len();
     Dims {
         batch: shape::numel(&q.shape[..r - 2]),
@@ -80,7 +81,7 @@ fn weights(spec: &AttnSpec, q: &[f64], k: &[f64], mask: Option<&[f64]>, n: &Dims
 }
 
 /// `attention(q, k, v (, mask))`.
-pub fn attention(spec: &AttnSpec, ins: &[&Tensor], out_shape: &[usize]) -> Tensor {
+pub fn attention(spec: &AttnSpec, ins: &[&Array], out_shape: &[usize]) -> Array {
     let n = dims(ins[0], ins[2]);
     let (q, k, v) = (as_f64s(ins[0]), as_f64s(ins[1]), as_f64s(ins[2]));
     let mask = ins.get(3).map(|m| as_f64s(m));
@@ -101,7 +102,7 @@ pub fn attention(spec: &AttnSpec, ins: &[&Tensor], out_shape: &[usize]) -> Tenso
 
 /// `attention_grad(q, k, v, [o,] do (, mask))`: `[dq, dk, dv]` (the output `o` is not
 /// needed: the weights are recomputed here).
-pub fn attention_grad(spec: &AttnSpec, ins: &[&Tensor]) -> Vec<Tensor> {
+pub fn attention_grad(spec: &AttnSpec, ins: &[&Array]) -> Vec<Array> {
     let n = dims(ins[0], ins[2]);
     let (q, k, v) = (as_f64s(ins[0]), as_f64s(ins[1]), as_f64s(ins[2]));
     let layout = spec
