@@ -16,6 +16,28 @@ pub struct Array {
     pub(crate) buf: Arc<Buffer>,
 }
 
+/// An array borrowed from its owner (an `Array`, a concrete `Tensor`): what a call of a
+/// compiled program reads its arguments through, so a call copies no shape and takes no
+/// reference to a buffer (a buffer its caller gave away has one owner, and may be donated).
+#[derive(Clone, Copy)]
+pub struct ArrayRef<'a> {
+    pub(crate) shape: &'a [usize],
+    pub(crate) dtype: DType,
+    pub(crate) buf: &'a Arc<Buffer>,
+}
+
+impl<'a> ArrayRef<'a> {
+    /// The borrowed parts of an array.
+    pub fn new(buf: &'a Arc<Buffer>, shape: &'a [usize], dtype: DType) -> ArrayRef<'a> {
+        ArrayRef { shape, dtype, buf }
+    }
+
+    /// An array of its own sharing the buffer.
+    pub fn to_array(self) -> Array {
+        Array::new(self.buf.clone(), self.shape.to_vec(), self.dtype)
+    }
+}
+
 /// The elements of an array as a typed slice.
 pub enum View<'a> {
     /// `f32` elements.
@@ -78,6 +100,11 @@ impl Array {
     /// out-of-memory error when the allocator refuses.
     pub fn filled(l: Literal, shape: &[usize], dtype: DType) -> Array {
         Array::try_filled(l, shape, dtype, "const").unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The array borrowed.
+    pub fn by_ref(&self) -> ArrayRef<'_> {
+        ArrayRef::new(&self.buf, &self.shape, self.dtype)
     }
 
     /// The extent of each dimension.

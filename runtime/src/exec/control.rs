@@ -11,7 +11,7 @@
 
 use super::args::{ArgKind, ArgSig, Signature};
 use super::{CompileOptions, Executable};
-use crate::array::Array;
+use crate::array::{Array, ArrayRef};
 use crate::ir::{Graph, Op};
 use crate::storage::Buffer;
 use crate::{shape, Error};
@@ -240,8 +240,12 @@ impl ControlProgram {
     /// Each non-null `dest[k]` must be valid for output `k`'s bytes and
     /// overlap no operand.
     pub unsafe fn run(&self, op: &Op, ins: &[Array], dest: &[*mut u8]) -> Result<(), Error> {
-        let borrowed = |a: &Array| (ArgKind::Borrowed, a.clone());
-        let owned = |a: Array| (ArgKind::Owned, a);
+        fn borrowed(a: &Array) -> (ArgKind, ArrayRef<'_>) {
+            (ArgKind::Borrowed, a.by_ref())
+        }
+        fn owned(a: &Array) -> (ArgKind, ArrayRef<'_>) {
+            (ArgKind::Owned, a.by_ref())
+        }
         let write = |k: usize, a: &Array, row: usize| {
             if let Some(d) = dest.get(k).filter(|d| !d.is_null()) {
                 let b = &a.buf;
@@ -254,8 +258,8 @@ impl ControlProgram {
         match op {
             Op::Cond(_) => {
                 let pred = ins[0].is_true()?;
-                let args = ins[1..].iter().map(borrowed).collect();
-                let outs = self.execs[pred as usize].run_arrays(args)?;
+                let args: Vec<_> = ins[1..].iter().map(borrowed).collect();
+                let outs = self.execs[pred as usize].run_arrays(&args)?;
                 for (k, t) in outs.iter().enumerate() {
                     write(k, t, 0);
                 }
@@ -266,17 +270,22 @@ impl ControlProgram {
                 let mut state: Option<Vec<Array>> = None;
                 loop {
                     let carried = state.as_deref().unwrap_or(&ins[..w.carried]);
-                    let args = carried.iter().chain(inv).map(borrowed).collect();
-                    if !cond.run_arrays(args)?[0].is_true()? {
+                    let args: Vec<_> = carried.iter().chain(inv).map(borrowed).collect();
+                    if !cond.run_arrays(&args)?[0].is_true()? {
                         break;
                     }
-                    let mut args: Vec<(ArgKind, Array)> = match state.take() {
-                        // Later iterations give the old state away.
-                        Some(s) => s.into_iter().map(owned).collect(),
+                    drop(args);
+                    // Later iterations give the old state away (dropped after the call).
+                    let old = state.take();
+                    let mut args: Vec<_> = match &old {
+                        Some(s) => s.iter().map(owned).collect(),
                         None => ins[..w.carried].iter().map(borrowed).collect(),
                     };
                     args.extend(inv.iter().map(borrowed));
-                    state = Some(body.run_arrays(args)?);
+                    let new = body.run_arrays(&args)?;
+                    drop(args);
+                    drop(old);
+                    state = Some(new);
                 }
                 let carried = state.as_deref().unwrap_or(&ins[..w.carried]);
                 for (k, t) in carried.iter().enumerate() {
@@ -295,25 +304,29 @@ impl ControlProgram {
                         step
                     };
                     // Row i of each scanned operand, read in place.
-                    let rows = xs.iter().map(|t| {
-                        let row_shape = t.shape()[1..].to_vec();
-                        let n = shape::numel(&row_shape) * t.dtype().size();
-                        // SAFETY: row i of a live operand buffer; the
-                        // array is dropped before the operand.
-                        let b =
-                            unsafe { Buffer::borrowed(t.buf.as_mut_ptr().wrapping_add(i * n), n) };
-                        (
-                            ArgKind::Borrowed,
-                            Array::new(Arc::new(b), row_shape, t.dtype()),
-                        )
-                    });
-                    let mut args: Vec<(ArgKind, Array)> = match state.take() {
-                        Some(s) => s.into_iter().map(owned).collect(),
+                    let rows: Vec<Array> = xs
+                        .iter()
+                        .map(|t| {
+                            let row_shape = t.shape()[1..].to_vec();
+                            let n = shape::numel(&row_shape) * t.dtype().size();
+                            // SAFETY: row i of a live operand buffer; the
+                            // array is dropped before the operand.
+                            let b = unsafe {
+                                Buffer::borrowed(t.buf.as_mut_ptr().wrapping_add(i * n), n)
+                            };
+                            Array::new(Arc::new(b), row_shape, t.dtype())
+                        })
+                        .collect();
+                    let old = state.take();
+                    let mut args: Vec<_> = match &old {
+                        Some(s) => s.iter().map(owned).collect(),
                         None => ins[..c].iter().map(borrowed).collect(),
                     };
-                    args.extend(rows);
+                    args.extend(rows.iter().map(borrowed));
                     args.extend(inv.iter().map(borrowed));
-                    let mut outs = body.run_arrays(args)?;
+                    let mut outs = body.run_arrays(&args)?;
+                    drop(args);
+                    drop(old);
                     for (j, y) in outs.drain(c..).enumerate() {
                         write(c + j, &y, i);
                     }

@@ -15,7 +15,7 @@ pub use crate::library::workspace::held_bytes as gemm_held_bytes;
 pub use compile::{CompileOptions, MemoryBudget, AUTO_MEMORY_BUDGET};
 pub use memory::MemoryAnalysis;
 
-use crate::array::Array;
+use crate::array::{Array, ArrayRef};
 use crate::codegen::{CompiledKernels, Target};
 use crate::describe::Description;
 use crate::error::type_str;
@@ -238,7 +238,7 @@ impl Executable {
     }
 
     /// Check that the arguments have the types the program was compiled for.
-    fn check_args(&self, args: &[(ArgKind, Array)]) -> Result<(), Error> {
+    fn check_args(&self, args: &[(ArgKind, ArrayRef)]) -> Result<(), Error> {
         if args.len() != self.inputs.signature.args.len() {
             return Err(Error::argument(format!(
                 "program expects {} tensor arguments, got {}",
@@ -247,11 +247,11 @@ impl Executable {
             )));
         }
         for (i, ((_, a), s)) in args.iter().zip(&self.inputs.signature.args).enumerate() {
-            if a.shape() != s.shape.as_slice() || a.dtype() != s.dtype {
+            if a.shape != s.shape.as_slice() || a.dtype != s.dtype {
                 return Err(Error::argument(format!(
                     "argument {i}: program compiled for {}, got {}",
                     type_str(s.dtype, &s.shape),
-                    type_str(a.dtype(), a.shape())
+                    type_str(a.dtype, a.shape)
                 )));
             }
         }
@@ -259,20 +259,20 @@ impl Executable {
     }
 
     /// Run the program on arguments of its signature: each with how it is passed (an
-    /// `Owned` array whose buffer no one else holds may be donated to an output).
-    pub fn run_arrays(&self, args: Vec<(ArgKind, Array)>) -> Result<Vec<Array>, Error> {
-        self.check_args(&args)?;
+    /// `Owned` array whose buffer no one else holds may be donated to an output, which then
+    /// shares it: the caller drops its own after the call).
+    pub fn run_arrays(&self, args: &[(ArgKind, ArrayRef)]) -> Result<Vec<Array>, Error> {
+        self.check_args(args)?;
         crate::internal::injection_point("run");
         self.memory.gemm.before_call();
         let g = &self.graph;
         let nn = g.nodes.len();
-        let params: Vec<&Array> = args.iter().map(|(_, a)| a).collect();
         // Buffers of the program's outputs: a donated argument's (when the
         // caller gave it away: owned and not shared), else fresh.
         let mut out_bufs: Vec<Option<Arc<Buffer>>> = vec![None; nn];
         for &(k, o) in &self.plan.donations {
             if let (ArgKind::Owned, a) = &args[k] {
-                if sole_owner(&a.buf) {
+                if sole_owner(a.buf) {
                     out_bufs[o.index()] = Some(a.buf.clone());
                 }
             }
@@ -281,7 +281,7 @@ impl Executable {
         let mut ptr: Vec<*mut u8> = vec![std::ptr::null_mut(); nn];
         for (i, n) in g.nodes.iter().enumerate() {
             match n.op {
-                Op::Param(k) => ptr[i] = params[k].buf.as_mut_ptr(),
+                Op::Param(k) => ptr[i] = args[k].1.buf.as_mut_ptr(),
                 Op::Captured(k) => ptr[i] = self.inputs.captured[k].buf.as_mut_ptr(),
                 _ => {}
             }
@@ -310,7 +310,7 @@ impl Executable {
         let mut base: Vec<(ValueId, *mut u8)> = Vec::new();
         for &(k, pv) in &self.plan.arg_hosts {
             let given = match &args[k] {
-                (ArgKind::Owned, a) => Some(&a.buf).filter(|b| sole_owner(b)),
+                (ArgKind::Owned, a) => Some(a.buf).filter(|b| sole_owner(b)),
                 _ => None,
             };
             let p = match given {
@@ -450,10 +450,8 @@ impl Executable {
         let outs = g
             .outputs
             .iter()
-            .map(|&o| self.output(o, &params, &out_bufs))
+            .map(|&o| self.output(o, args, &out_bufs))
             .collect::<Result<Vec<_>, _>>()?;
-        drop(params);
-        drop(args);
         Ok(outs)
     }
 
@@ -489,19 +487,19 @@ impl Executable {
     fn output(
         &self,
         o: ValueId,
-        params: &[&Array],
+        args: &[(ArgKind, ArrayRef)],
         out_bufs: &[Option<Arc<Buffer>>],
     ) -> Result<Array, Error> {
         let n = self.graph.node(o);
         if let Some(&root) = self.part.aliases.get(&o) {
-            let a = self.output(root, params, out_bufs)?;
+            let a = self.output(root, args, out_bufs)?;
             return Ok(Array::new(a.buf, n.shape.clone(), n.dtype));
         }
         if let Some(b) = &out_bufs[o.index()] {
             return Ok(Array::new(b.clone(), n.shape.clone(), n.dtype));
         }
         match n.op {
-            Op::Param(k) => Ok(params[k].clone()),
+            Op::Param(k) => Ok(args[k].1.to_array()),
             Op::Captured(k) => Ok(self.inputs.captured[k].clone()),
             Op::Const(l) => Ok(Array::filled(l.cast(n.dtype), &n.shape, n.dtype)),
             _ => Err(Error::verify(format!("output %{} was never computed", o.0))),

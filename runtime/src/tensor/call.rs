@@ -186,18 +186,14 @@ impl Executable {
     /// Run the program on arguments of its signature.
     pub fn run(&self, args: CallArgs) -> Result<Vec<Tensor>, Error> {
         let mut arrays = Vec::with_capacity(args.tensors.len());
-        for (i, (kind, t)) in args.tensors.into_iter().enumerate() {
-            if t.tensor().is_traced() {
-                return Err(leaked_argument(i, t.tensor()));
-            }
-            let array = match t {
-                ArgTensor::Borrowed(t) => t.array(),
-                // Given away: the array holds the buffer alone, so it may be donated.
-                ArgTensor::Owned(t) => t.into_array().expect("a concrete tensor"),
-            };
-            arrays.push((kind, array));
+        for (i, (kind, t)) in args.tensors.iter().enumerate() {
+            // An owned tensor is held by `args` alone: its buffer may be donated.
+            let a = t.tensor().array_ref();
+            arrays.push((*kind, a.ok_or_else(|| leaked_argument(i, t.tensor()))?));
         }
-        let outs = self.run_arrays(arrays)?;
+        let outs = self.run_arrays(&arrays)?;
+        drop(arrays);
+        drop(args);
         Ok(outs.into_iter().map(Tensor::from_array).collect())
     }
 

@@ -17,7 +17,7 @@ pub mod ops;
 pub mod reduce;
 pub mod shape_ops;
 
-use crate::array::Array;
+use crate::array::{Array, ArrayRef};
 use crate::ir::ValueId;
 use crate::storage::Buffer;
 use crate::trace::fail;
@@ -73,6 +73,12 @@ impl Tensor {
     pub fn to_array(&self) -> Option<Array> {
         self.buffer()
             .map(|b| Array::new(b.clone(), self.shape.clone(), self.dtype))
+    }
+
+    /// A concrete tensor borrowed as an array; `None` for a traced tensor.
+    pub fn array_ref(&self) -> Option<ArrayRef<'_>> {
+        self.buffer()
+            .map(|b| ArrayRef::new(b, &self.shape, self.dtype))
     }
 
     /// `to_array`, taking the tensor (its buffer keeps its owners: a tensor given away
