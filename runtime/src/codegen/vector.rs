@@ -437,39 +437,17 @@ pub fn select(b: &mut FunctionBuilder, d: DType, c: &Vals, x: &Vals, y: &Vals) -
         .collect()
 }
 
-/// Convert a value of dtype `from` to `to` (Rust `as` semantics: float to int
-/// saturates, NaN gives 0; anything to bool is `!= 0`).
+/// Convert a value of dtype `from` to `to`, both numbers (Rust `as` semantics: float to int
+/// saturates, NaN gives 0; casts from and to bool are lowered to a select and a compare).
 pub fn cast(b: &mut FunctionBuilder, from: DType, to: DType, x: &Vals) -> Vals {
     use DType::*;
     if from == to {
         return x.clone();
     }
-    if to == Bool {
-        let zero = splat(b, from, Literal::Int(0));
-        return compare(b, CmpOp::Ne, from, x, &zero);
-    }
-    if from == Bool {
-        // mask & bits(1)
-        let one = splat(b, to, Literal::Int(1));
-        let (ty, n) = part_type(to);
-        let masks: Vec<Value> = if n == 2 {
-            widen_mask(b, x[0]).to_vec()
-        } else {
-            vec![x[0]]
-        };
-        return masks
-            .iter()
-            .zip(&one)
-            .map(|(&m, &o)| {
-                let m = if ty.lane_type().is_float() {
-                    b.ins().bitcast(ty, MemFlagsData::new(), m)
-                } else {
-                    m
-                };
-                b.ins().band(m, o)
-            })
-            .collect();
-    }
+    assert!(
+        from != Bool && to != Bool,
+        "bool casts are lowered to compare and select"
+    );
     match (from, to) {
         (F32, I32) => vec![b.ins().fcvt_to_sint_sat(types::I32X4, x[0])],
         (I32, F32) => vec![b.ins().fcvt_from_sint(types::F32X4, x[0])],

@@ -217,7 +217,9 @@ impl<'g> Builder<'g> {
     /// Node `v` (an elementwise op) on the locals `args` of its inputs, in the ops every
     /// backend spells: the unary ops that are one binary op are lowered to it here, once
     /// (`relu(x) = max(0, x)`, `square(x) = x * x`, `recip(x) = 1 / x`,
-    /// `rsqrt(x) = 1 / sqrt(x)`: the interpreter's definitions, `ir::semantics`), and a max or
+    /// `rsqrt(x) = 1 / sqrt(x)`: the interpreter's definitions, `ir::semantics`), casts to
+    /// bool are `x != 0` (NaN gives true) and casts from bool `b ? 1 : 0`, so a backend's
+    /// casts are between numbers only; and a max or
     /// min with a constant that is not NaN takes the constant first, which is what lets a
     /// backend skip the NaN fix-up (`Local::max_min_needs_nan_fixup`).
     pub fn compute(&mut self, v: ValueId, args: &[LocalId]) -> LocalId {
@@ -249,7 +251,22 @@ impl<'g> Builder<'g> {
             Op::Binary(o) => LocalOp::Binary(*o, args[0], args[1]),
             Op::Compare(c) => LocalOp::Compare(*c, args[0], args[1]),
             Op::Select => LocalOp::Select(args[0], args[1], args[2]),
-            Op::Cast(_) => LocalOp::Cast(args[0]),
+            Op::Cast(to) => {
+                let from = self.locals[args[0]].dtype;
+                match (from, *to) {
+                    (DType::Bool, DType::Bool) => LocalOp::Cast(args[0]),
+                    (_, DType::Bool) => {
+                        let zero = self.constant(0.0, from);
+                        LocalOp::Compare(CmpOp::Ne, args[0], zero)
+                    }
+                    (DType::Bool, _) => {
+                        let one = self.constant(1.0, d);
+                        let zero = self.constant(0.0, d);
+                        LocalOp::Select(args[0], one, zero)
+                    }
+                    _ => LocalOp::Cast(args[0]),
+                }
+            }
             Op::Reduce(op, _) => LocalOp::Reduce(*op, args[0]),
             Op::Broadcast | Op::Reshape => LocalOp::Broadcast(args[0]),
             other => unreachable!("{} is not computed in a kernel", other.name()),

@@ -62,14 +62,6 @@ impl Asm {
         }
     }
 
-    /// The lane bits of 1 (a bool cast's true).
-    pub(super) fn one(&self) -> u64 {
-        match self.int {
-            true => 1,
-            false => self.lane.bits(1.0),
-        }
-    }
-
     /// The traced operations of function `u` on the lane type (see `body::Vector::inline`).
     pub(super) fn traced(&self, u: UnaryOp) -> &'static traced::Traced {
         traced::trace(u, self.lane.dtype()).expect("checked by `supported`")
@@ -262,18 +254,6 @@ impl Asm {
         match self.lane {
             Lane::F32 => self.a.vmovaps(d, x)?,
             Lane::F64 => self.a.vmovapd(d, x)?,
-        }
-        Ok(())
-    }
-
-    /// `d` = the value in `c` where mask `m` is set, else 0.
-    pub(super) fn mask_select(&mut self, d: u8, m: u8, c: u8) -> R<()> {
-        match self.w {
-            Width::Z => self.masked_move(body::zk(d, m).z(), c)?,
-            Width::Y => {
-                let y = body::Y;
-                self.a.vpand(y[d as usize], y[m as usize], y[c as usize])?
-            }
         }
         Ok(())
     }

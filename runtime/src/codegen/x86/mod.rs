@@ -302,10 +302,8 @@ fn node_ok(locals: &[Local], v: LocalId, lane: Lane, int: bool) -> bool {
         (LocalOp::Binary(BinaryOp::And | BinaryOp::Or, ..), DType::Bool) => true,
         (LocalOp::Compare(..), DType::Bool) => arg(0) == f,
         (LocalOp::Select(..), d) => d == f && arg(0) == DType::Bool,
-        (LocalOp::Cast(_), to) => {
-            let from = arg(0);
-            (from == f && (to == f || to == DType::Bool)) || (from == DType::Bool && to == f)
-        }
+        // (casts from and to bool are a select and a compare once lowered)
+        (LocalOp::Cast(_), to) => arg(0) == f && to == f,
         _ => false,
     }
 }

@@ -11,7 +11,7 @@ use regs::Loc;
 pub(super) use regs::{zk, Hoist, Hoisted, Regs, K, SCRATCH_K, TAIL, X, Y, Y_TAIL, Z};
 
 use super::{Asm, Width, R, R_I};
-use crate::codegen::lower::{Local, LocalId, LocalOp, LoopKernel, Tiling};
+use crate::codegen::lower::{max_min_needs_nan_fixup, Local, LocalId, LocalOp, LoopKernel, Tiling};
 use crate::ir::{BinaryOp, CmpOp, UnaryOp};
 use crate::{DType, Literal};
 use iced_x86::code_asm::*;
@@ -178,7 +178,7 @@ impl<'a> Sweep<'a> {
 
     /// The constants the pass's ops need (operands and implicit masks), as lane bits.
     fn constants(&self, e: &Asm) -> Vec<u64> {
-        let (f, one, lane) = (e.value_dtype(), e.one(), e.lane);
+        let (f, lane) = (e.value_dtype(), e.lane);
         let mut out: Vec<u64> = Vec::new();
         let mut add = |b: u64| {
             if !out.contains(&b) {
@@ -197,7 +197,6 @@ impl<'a> Sweep<'a> {
             match n.op {
                 LocalOp::Unary(UnaryOp::Neg, _) if !e.int => add(lane.sign()),
                 LocalOp::Unary(UnaryOp::Abs, _) if !e.int => add(lane.abs()),
-                LocalOp::Cast(x) if n.dtype == f && self.locals[x].dtype == DType::Bool => add(one),
                 _ => {}
             }
         }
@@ -592,7 +591,7 @@ impl Vector<'_, '_, '_> {
                 }
                 Loc::K(d)
             }
-            (LocalOp::Binary(o, a, b), _) => {
+            (LocalOp::Binary(o, ..), _) => {
                 let d = self.regs.z()?;
                 let (x, y) = (args[0].z(), args[1].z());
                 let xy = |j: u32| if j == 0 { x } else { y };
@@ -602,27 +601,20 @@ impl Vector<'_, '_, '_> {
                     BinaryOp::Mul => e.sym_op(S::Mul(0, 1), d, &xy)?,
                     BinaryOp::Div => e.sym_op(S::Div(0, 1), d, &xy)?,
                     BinaryOp::Max | BinaryOp::Min => {
-                        // vector::nan_max_min: a non-NaN constant goes first and the
-                        // blend alone propagates NaN; otherwise a NaN `x` is restored.
-                        let (p, q, safe) = if locals[a].non_nan_const() {
-                            (x, y, true)
-                        } else if locals[b].non_nan_const() {
-                            (y, x, true)
-                        } else {
-                            (x, y, false)
-                        };
+                        // `maxps x, y` returns y when either is NaN; the lowering decided
+                        // whether a NaN `x` must be restored (max_min_needs_nan_fixup).
                         let op = if o == BinaryOp::Max {
                             S::Max(0, 1)
                         } else {
                             S::Min(0, 1)
                         };
-                        e.sym_op(op, d, &|j| if j == 0 { p } else { q })?;
-                        if !safe {
+                        e.sym_op(op, d, &xy)?;
+                        if max_min_needs_nan_fixup(locals, n) {
                             let t = match e.w {
                                 Width::Z => None,
                                 Width::Y => Some(self.regs.z()?),
                             };
-                            e.keep_nan(d, p, t)?;
+                            e.keep_nan(d, x, t)?;
                             if let Some(t) = t {
                                 self.regs.free(Loc::Z(t));
                             }
@@ -652,39 +644,11 @@ impl Vector<'_, '_, '_> {
                 e.blend(d, args[0].k(), args[2].z(), args[1].z())?;
                 Loc::Z(d)
             }
-            (LocalOp::Cast(x), to) => {
-                let from = locals[x].dtype;
-                match (from, to) {
-                    (DType::Bool, _) => {
-                        let d = self.regs.z()?;
-                        let (c, tmp) = self.constant(e, e.one())?;
-                        e.mask_select(d, args[0].k(), c)?;
-                        if tmp {
-                            self.regs.free(Loc::Z(c));
-                        }
-                        Loc::Z(d)
-                    }
-                    (_, DType::Bool) if e.int => {
-                        let t = self.regs.z()?;
-                        e.zero(t)?;
-                        let d = self.int_cmp(e, CmpOp::Ne, args[0].z(), t)?;
-                        self.regs.free(Loc::Z(t));
-                        d
-                    }
-                    (_, DType::Bool) => {
-                        let d = self.regs.mask()?;
-                        let t = self.regs.z()?;
-                        e.zero(t)?;
-                        e.cmp_mask(d, args[0].z(), t, 0x04)?;
-                        self.regs.free(Loc::Z(t));
-                        Loc::K(d)
-                    }
-                    _ => {
-                        let d = self.regs.z()?;
-                        e.vmov(d, args[0].z())?;
-                        Loc::Z(d)
-                    }
-                }
+            (LocalOp::Cast(_), _) => {
+                // Between values of one lane type (bool casts are lowered to compare and select).
+                let d = self.regs.z()?;
+                e.vmov(d, args[0].z())?;
+                Loc::Z(d)
             }
             (other, _) => unreachable!("{other:?} is rejected before emission"),
         };
