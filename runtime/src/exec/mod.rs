@@ -9,6 +9,7 @@ mod footprint;
 mod memory;
 mod parallel;
 mod profiled;
+mod slots;
 mod steps;
 
 pub use crate::library::workspace::held_bytes as gemm_held_bytes;
@@ -26,6 +27,7 @@ use crate::shape;
 use crate::storage::Buffer;
 use crate::Error;
 use args::{ArgKind, Signature};
+use slots::Slots;
 use std::sync::Arc;
 use std::sync::Mutex;
 
@@ -262,6 +264,16 @@ impl Executable {
     /// `Owned` array whose buffer no one else holds may be donated to an output, which then
     /// shares it: the caller drops its own after the call).
     pub fn run_arrays(&self, args: &[(ArgKind, ArrayRef)]) -> Result<Vec<Array>, Error> {
+        self.run_arrays_as(args, |a| a)
+    }
+
+    /// `run_arrays`, each output handed to `wrap` (the tensor face makes tensors of them
+    /// without a second list).
+    pub fn run_arrays_as<T>(
+        &self,
+        args: &[(ArgKind, ArrayRef)],
+        wrap: impl Fn(Array) -> T,
+    ) -> Result<Vec<T>, Error> {
         self.check_args(args)?;
         crate::internal::injection_point("run");
         self.memory.gemm.before_call();
@@ -269,7 +281,7 @@ impl Executable {
         let nn = g.nodes.len();
         // Buffers of the program's outputs: a donated argument's (when the
         // caller gave it away: owned and not shared), else fresh.
-        let mut out_bufs: Vec<Option<Arc<Buffer>>> = vec![None; nn];
+        let mut out_bufs: Slots<Option<Arc<Buffer>>, INLINE_VALUES> = Slots::new(nn, None);
         for &(k, o) in &self.plan.donations {
             if let (ArgKind::Owned, a) = &args[k] {
                 if sole_owner(a.buf) {
@@ -278,7 +290,7 @@ impl Executable {
             }
         }
         let mut arena = self.take_arena()?;
-        let mut ptr: Vec<*mut u8> = vec![std::ptr::null_mut(); nn];
+        let mut ptr: Slots<*mut u8, INLINE_VALUES> = Slots::new(nn, std::ptr::null_mut());
         for (i, n) in g.nodes.iter().enumerate() {
             match n.op {
                 Op::Param(k) => ptr[i] = args[k].1.buf.as_mut_ptr(),
@@ -340,22 +352,23 @@ impl Executable {
             ptr[v.index()] = t.buf.as_mut_ptr();
         }
         let scratch = arena.as_mut_ptr().wrapping_add(self.memory.scratch_offset);
-        let mut ptrs: Vec<*mut u8> = Vec::new();
         let mut timer = crate::diag::profile::enabled()
             .then(|| crate::diag::profile::CallTimer::start(self.profile_info()));
         for (si, step) in self.steps.iter().enumerate() {
             let started = timer.as_ref().map(|_| std::time::Instant::now());
             // Threads the step was split over (0: the library splits its own work).
             let mut threads = 0;
-            ptrs.clear();
-            for &x in step.reads.iter().chain(&step.writes) {
+            let operands = step.reads.iter().chain(&step.writes);
+            let mut ptrs: Slots<*mut u8, INLINE_OPERANDS> =
+                Slots::new(operands.clone().count(), std::ptr::null_mut());
+            for (j, &x) in operands.enumerate() {
                 if ptr[x.index()].is_null() && shape::numel(&g.node(x).shape) > 0 {
                     return Err(Error::verify(format!(
                         "%{} has no buffer when the step writing {:?} runs (bug in the planner)",
                         x.0, step.writes
                     )));
                 }
-                ptrs.push(ptr[x.index()]);
+                ptrs[j] = ptr[x.index()];
             }
             match &step.run {
                 steps::Run::Kernel { f, split } => {
@@ -450,7 +463,7 @@ impl Executable {
         let outs = g
             .outputs
             .iter()
-            .map(|&o| self.output(o, args, &out_bufs))
+            .map(|&o| self.output(o, args, &out_bufs).map(&wrap))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(outs)
     }
@@ -549,6 +562,11 @@ fn borrowed_inputs(
         })
         .collect()
 }
+
+/// Values of a program whose per-call lists (buffers, pointers) stay on the stack.
+const INLINE_VALUES: usize = 16;
+/// Operands of a step whose pointer list stays on the stack.
+const INLINE_OPERANDS: usize = 8;
 
 /// Whether the caller gave `b` away: no one else holds it, so the program may write it.
 fn sole_owner(b: &Arc<Buffer>) -> bool {

@@ -191,10 +191,10 @@ impl Executable {
             let a = t.tensor().array_ref();
             arrays.push((*kind, a.ok_or_else(|| leaked_argument(i, t.tensor()))?));
         }
-        let outs = self.run_arrays(&arrays)?;
+        let outs = self.run_arrays_as(&arrays, Tensor::from_array)?;
         drop(arrays);
         drop(args);
-        Ok(outs.into_iter().map(Tensor::from_array).collect())
+        Ok(outs)
     }
 
     /// Run on borrowed arguments (for programs made by `from_graph`).

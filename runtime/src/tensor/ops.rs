@@ -189,8 +189,7 @@ pub(crate) fn constant(l: Literal, shape: &[usize], dtype: DType, loc: SourceLoc
 /// The common dtype of operands, by the promotion rules (weak scalars adapt).
 fn common_dtype(name: &str, ops: &[&Operand], loc: SourceLoc) -> DType {
     let mut strong: Option<DType> = None;
-    let mut seen: Vec<String> = Vec::new();
-    for o in ops {
+    for (i, o) in ops.iter().enumerate() {
         if let Operand::Tensor(t) = o {
             if t.weak {
                 continue;
@@ -203,14 +202,13 @@ fn common_dtype(name: &str, ops: &[&Operand], loc: SourceLoc) -> DType {
                         Error::dtype(format!(
                             "`{name}`: cannot combine {} with {}: bool tensors take part in no arithmetic \
                              (cast first, e.g. `.cast(DType::F32)`)",
-                            seen.join(" and "),
+                            described(&ops[..i], |t| !t.weak),
                             type_str(t.dtype, &t.shape)
                         ))
                         .at(loc),
                     ),
                 },
             });
-            seen.push(type_str(t.dtype, &t.shape));
         }
     }
     let weak_tensors: Vec<DType> = ops
@@ -278,10 +276,21 @@ fn common_dtype(name: &str, ops: &[&Operand], loc: SourceLoc) -> DType {
     d
 }
 
+/// The types of the tensor operands `keep` selects, joined by "and" (for messages only: built
+/// when an error is reported, never on the way to a result).
+fn described(ops: &[&Operand], keep: impl Fn(&Tensor) -> bool) -> String {
+    let types: Vec<String> = (ops.iter())
+        .filter_map(|o| match o {
+            Operand::Tensor(t) if keep(t) => Some(type_str(t.dtype, &t.shape)),
+            _ => None,
+        })
+        .collect();
+    types.join(" and ")
+}
+
 fn common_shape(name: &str, ops: &[&Operand], loc: SourceLoc) -> Vec<usize> {
     let mut out: Vec<usize> = vec![];
     let labels = ["lhs", "rhs", "third operand"];
-    let mut first_desc = String::new();
     for (i, o) in ops.iter().enumerate() {
         if let Operand::Tensor(t) = o {
             match shape::broadcast(&out, &t.shape) {
@@ -289,7 +298,7 @@ fn common_shape(name: &str, ops: &[&Operand], loc: SourceLoc) -> Vec<usize> {
                 None => fail(
                     Error::shape(format!(
                         "`{name}`: shapes do not broadcast: {} ({}) with {} ({})",
-                        first_desc,
+                        described(&ops[..i], |_| true),
                         if ops.len() == 3 {
                             "a and b so far"
                         } else {
@@ -301,11 +310,6 @@ fn common_shape(name: &str, ops: &[&Operand], loc: SourceLoc) -> Vec<usize> {
                     .at(loc),
                 ),
             }
-            first_desc = if first_desc.is_empty() {
-                type_str(t.dtype, &t.shape)
-            } else {
-                format!("{first_desc} and {}", type_str(t.dtype, &t.shape))
-            };
         }
     }
     // Two shapes that fit can broadcast to one that does not ([n, 1] with
@@ -313,8 +317,8 @@ fn common_shape(name: &str, ops: &[&Operand], loc: SourceLoc) -> Vec<usize> {
     if shape::checked_bytes(name, &out, DType::Bool).is_err() {
         fail(
             Error::shape(format!(
-                "`{name}`: {first_desc} broadcast to {out:?}, more elements than fit in memory \
-                 addresses"
+                "`{name}`: {} broadcast to {out:?}, more elements than fit in memory addresses",
+                described(ops, |_| true)
             ))
             .at(loc),
         );

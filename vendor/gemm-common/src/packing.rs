@@ -92,6 +92,8 @@ impl Packing {
             }
         }
         let (bytes, align) = (req.size_bytes(), req.align_bytes());
+        #[cfg(feature = "std")]
+        let _ = ALLOCATED.try_with(|a| a.set(a.get() + 1));
         HELD.fetch_add(bytes, Ordering::Relaxed);
         Packing(Some(Kept {
             buf: MemBuffer::new(req),
@@ -138,6 +140,16 @@ impl Drop for Packing {
 #[cfg(feature = "std")]
 std::thread_local! {
     static CACHE: core::cell::RefCell<Option<Kept>> = const { core::cell::RefCell::new(None) };
+    /// Packing buffers this thread's products allocated (`Packing::take` finding no cached
+    /// buffer large enough).
+    static ALLOCATED: core::cell::Cell<usize> = const { core::cell::Cell::new(0) };
+}
+
+/// How many packing buffers this thread's products have allocated (a product that reuses
+/// the kept buffer allocates none).
+#[cfg(feature = "std")]
+pub fn thread_packing_allocations() -> usize {
+    ALLOCATED.try_with(|a| a.get()).unwrap_or(0)
 }
 
 /// What a dry run found: the bytes the products write in their packing buffer and in
