@@ -90,9 +90,7 @@ impl Array {
         let mut buf = Buffer::try_zeroed(bytes, || {
             format!("`{op}` of {}", crate::error::type_str(dtype, shape))
         })?;
-        for i in 0..bytes / dtype.size() {
-            write_literal(&mut buf, dtype, i, l);
-        }
+        fill(&mut buf, dtype, l);
         Ok(Array::new(Arc::new(buf), shape.to_vec(), dtype))
     }
 
@@ -173,6 +171,43 @@ impl Array {
     }
 }
 
+/// Every element of a zeroed buffer of `dtype` elements set to `l` (converted to `dtype`):
+/// one conversion and a slice fill, nothing written where `l` is all zero bits (the buffer
+/// stays untouched, as the allocator gave it).
+fn fill(buf: &mut Buffer, dtype: DType, l: Literal) {
+    match dtype {
+        DType::F32 => {
+            let v = l.as_f64(dtype) as f32;
+            if v.to_bits() != 0 {
+                buf.typed_mut::<f32>().fill(v)
+            }
+        }
+        DType::F64 => {
+            let v = l.as_f64(dtype);
+            if v.to_bits() != 0 {
+                buf.typed_mut::<f64>().fill(v)
+            }
+        }
+        DType::I32 => {
+            let v = l.as_i64(dtype) as i32;
+            if v != 0 {
+                buf.typed_mut::<i32>().fill(v)
+            }
+        }
+        DType::I64 => {
+            let v = l.as_i64(dtype);
+            if v != 0 {
+                buf.typed_mut::<i64>().fill(v)
+            }
+        }
+        DType::Bool => {
+            if l.as_i64(dtype) != 0 {
+                buf.typed_mut::<bool>().fill(true)
+            }
+        }
+    }
+}
+
 /// Store `l`, converted to `dtype`, as element `i` of a buffer of `dtype` elements.
 pub fn write_literal(buf: &mut Buffer, dtype: DType, i: usize, l: Literal) {
     match dtype {
@@ -181,5 +216,43 @@ pub fn write_literal(buf: &mut Buffer, dtype: DType, i: usize, l: Literal) {
         DType::I32 => buf.typed_mut::<i32>()[i] = l.as_i64(dtype) as i32,
         DType::I64 => buf.typed_mut::<i64>()[i] = l.as_i64(dtype),
         DType::Bool => buf.typed_mut::<bool>()[i] = l.as_i64(dtype) != 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_filled_array_holds_the_literal_converted_in_every_element() {
+        let cases = [
+            (Literal::Float(0.0), DType::F32),
+            (Literal::Float(-0.0), DType::F32),
+            (Literal::Float(f64::NAN), DType::F32),
+            (Literal::Float(0.1), DType::F32),
+            (Literal::Float(-0.0), DType::F64),
+            (Literal::Float(2.5), DType::F64),
+            (Literal::Int(0), DType::I32),
+            (Literal::Int(-7), DType::I32),
+            (Literal::Int(1 << 40), DType::I64),
+            (Literal::Bool(true), DType::Bool),
+            (Literal::Bool(false), DType::Bool),
+        ];
+        for (l, d) in cases {
+            let a = Array::filled(l, &[3, 5], d);
+            let want = Array::filled(l, &[1], d).literal(0);
+            for i in 0..15 {
+                let got = a.literal(i);
+                let same = match (got, l) {
+                    (Literal::Float(g), _) => g.to_bits() == l.as_f64(d).to_bits(),
+                    (Literal::Int(g), _) => g == l.as_i64(d),
+                    (Literal::Bool(g), _) => g == (l.as_i64(d) != 0),
+                };
+                assert!(
+                    same && format!("{got:?}") == format!("{want:?}"),
+                    "{l:?} {d}: {got:?}"
+                );
+            }
+        }
     }
 }
