@@ -102,24 +102,7 @@ impl Tensor {
 
     /// Like `from_vec`, copying from a slice.
     pub fn from_slice<T: Element>(data: &[T], shape: &[usize]) -> Result<Tensor, Error> {
-        let bytes = shape::checked_bytes("from_vec", shape, T::DTYPE)?;
-        let n = bytes / T::DTYPE.size();
-        if data.len() != n {
-            return Err(Error::shape(format!(
-                "from_vec: {} elements do not fill shape {:?} ({} elements)",
-                data.len(),
-                shape,
-                n
-            )));
-        }
-        // SAFETY: Element types are plain data (bool is one byte 0/1).
-        let bytes = unsafe {
-            std::slice::from_raw_parts(data.as_ptr() as *const u8, std::mem::size_of_val(data))
-        };
-        let buf = Buffer::try_from_bytes(bytes, || {
-            format!("`from_vec` of {}", crate::error::type_str(T::DTYPE, shape))
-        })?;
-        Ok(Tensor::from_buffer(Arc::new(buf), shape.to_vec(), T::DTYPE))
+        Array::from_slice(data, shape, "from_vec").map(Tensor::from_array)
     }
 
     /// A 1-D tensor from a slice (`[n]`).
