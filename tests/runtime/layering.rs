@@ -357,3 +357,44 @@ fn the_modules_form_at_most_small_circles_in_the_front_end() {
         );
     }
 }
+
+/// Nothing below the front end reads the environment or asks for the host's target while it
+/// compiles or runs a program: what a compile is for lives in its `CompileOptions` and
+/// `Target` (read once, in `codegen/target.rs`, the options' default in `exec/compile.rs`)
+/// and what a run needs is carried by the compiled program. Files that may read it: the
+/// target and the options' default, the diagnostics switches (`JITFUSE_LOG`,
+/// `JITFUSE_PROFILE`, read once) and the math tests (which run every level the CPU has).
+#[test]
+fn only_the_target_and_the_options_read_the_environment_below_the_front_end() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("runtime/src");
+    let mut files = vec![];
+    rust_files(&src, &mut files);
+    let front_end = LAYERS.iter().position(|l| l.contains(&"tensor")).unwrap();
+    let allowed = [
+        "codegen/target.rs",
+        "exec/compile.rs",
+        "diag/log.rs",
+        "diag/profile.rs",
+        "codegen/math_tests/functions.rs",
+        // FIXME: `JITFUSE_GEMM_SPLIT` (a measurement switch, read once) belongs in the target.
+        "library.rs",
+    ];
+    let mut readers = vec![];
+    for f in &files {
+        let rel = f.strip_prefix(&src).unwrap();
+        let Some(m) = module_of(rel) else { continue };
+        let below = LAYERS.iter().position(|l| l.contains(&m.as_str())).unwrap() < front_end;
+        let rel = rel.to_str().unwrap().replace('\\', "/");
+        let text = std::fs::read_to_string(f).unwrap();
+        let reads = (text.lines())
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .any(|l| l.contains("env::var") || l.contains("Target::host()"));
+        if below && reads && !allowed.contains(&rel.as_str()) {
+            readers.push(rel);
+        }
+    }
+    assert!(
+        readers.is_empty(),
+        "files below the front end reading the environment: {readers:?}"
+    );
+}

@@ -435,7 +435,14 @@ impl Executable {
                             .expect("three results");
                         // SAFETY: as below, for each destination.
                         unsafe {
-                            crate::library::attention::run_grad(spec, &ins, n.dtype, dest, scratch)
+                            crate::library::attention::run_grad(
+                                spec,
+                                &ins,
+                                n.dtype,
+                                dest,
+                                scratch,
+                                &self.record.target,
+                            )
                         };
                     } else {
                         unsafe {
@@ -446,6 +453,7 @@ impl Executable {
                                 n.dtype,
                                 ptr[v.index()],
                                 scratch,
+                                &self.record.target,
                             )?
                         };
                     }
