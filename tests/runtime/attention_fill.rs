@@ -323,7 +323,7 @@ fn a_causal_fill_at_sequence_4096_keeps_no_square_temporary() {
     }
 }
 
-/// The interpreter's `attention` and `attention_grad` with a fill (`interp_attention`) are
+/// The interpreter's `attention` and `attention_grad` with a fill (`interp/attention.rs`) are
 /// the unfused composition too, and the compiled fused graph agrees with them: the fused
 /// graphs (pattern fusion on while tracing, so the gradient is `attention_grad`) run by the
 /// interpreter and compiled, against the interpreter on the unfused graphs.
