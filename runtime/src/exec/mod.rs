@@ -435,14 +435,7 @@ impl Executable {
                             .expect("three results");
                         // SAFETY: as below, for each destination.
                         unsafe {
-                            crate::library::attention::run_grad(
-                                spec,
-                                &ins,
-                                n.dtype,
-                                dest,
-                                scratch,
-                                &self.record.target,
-                            )
+                            crate::library::attention::run_grad(spec, &ins, n.dtype, dest, scratch)
                         };
                     } else {
                         unsafe {
@@ -453,7 +446,6 @@ impl Executable {
                                 n.dtype,
                                 ptr[v.index()],
                                 scratch,
-                                &self.record.target,
                             )?
                         };
                     }

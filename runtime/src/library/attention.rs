@@ -26,7 +26,7 @@
 
 use super::ops::Operand;
 use super::GemmElement;
-use crate::codegen::{micro, Target};
+use crate::codegen::{micro, Isa};
 use crate::ir::{AttnSpec, MaskKind, UnaryOp};
 use crate::{shape, DType};
 use rayon::prelude::*;
@@ -54,9 +54,8 @@ trait Float:
     const NEG_INF: Self;
     fn from_f64(x: f64) -> Self;
     fn exp(self) -> Self;
-    /// `x[i] = exp(x[i])` for the whole slice (through the target's f32 micro-kernel `exp`
-    /// where there is one).
-    fn exp_slice(x: &mut [Self], exp: Exp);
+    /// `x[i] = exp(x[i])` for the whole slice.
+    fn exp_slice(x: &mut [Self]);
 }
 
 impl Float for f32 {
@@ -67,8 +66,14 @@ impl Float for f32 {
     fn exp(self) -> Self {
         f32::exp(self)
     }
-    fn exp_slice(x: &mut [f32], exp: Exp) {
-        match exp {
+    fn exp_slice(x: &mut [f32]) {
+        // The best micro-kernel this CPU runs, whatever level the program was compiled at:
+        // every level's kernel computes the same bits (the one definition of `exp`), as the
+        // products run the CPU's best GEMM kernels. Not the host target: that would read
+        // `JITFUSE_ISA` while running, and at `portable` fall back to `f32::exp`, other bits.
+        static KERNEL: once_cell::sync::Lazy<Option<micro::MicroFn>> =
+            once_cell::sync::Lazy::new(|| micro::kernel_at(Isa::detected(), UnaryOp::Exp));
+        match *KERNEL {
             // SAFETY: the micro-kernel reads and writes `len` elements (in place is allowed:
             // each vector is loaded before it is stored).
             Some(f) => unsafe { f(x.as_ptr(), x.as_mut_ptr(), x.len()) },
@@ -85,13 +90,10 @@ impl Float for f64 {
     fn exp(self) -> Self {
         f64::exp(self)
     }
-    fn exp_slice(x: &mut [f64], _: Exp) {
+    fn exp_slice(x: &mut [f64]) {
         x.iter_mut().for_each(|v| *v = v.exp());
     }
 }
-
-/// The f32 `exp` micro-kernel of the compile's target (`None`: none, or f64 lanes).
-type Exp = Option<micro::MicroFn>;
 
 /// The shapes of one attention step: batch elements, query rows, keys, head dims.
 #[derive(Clone, Copy, Debug)]
@@ -443,7 +445,6 @@ fn online<T: Float>(
     m: &mut [T],
     l: &mut [T],
     alpha: &mut [T],
-    exp: Exp,
 ) {
     for r in 0..rows {
         let row = &mut s[r * BC..r * BC + cols];
@@ -455,7 +456,7 @@ fn online<T: Float>(
         for x in row.iter_mut() {
             *x = *x - sub;
         }
-        T::exp_slice(row, exp);
+        T::exp_slice(row);
         l[r] = l[r] * alpha[r] + row_sum(row);
     }
 }
@@ -562,13 +563,7 @@ unsafe fn slot<'s, T>(scratch: *mut u8, w: usize, bytes: usize, n: usize) -> &'s
 /// # Safety
 /// The operands' maps stay inside live buffers; `out` is valid for the output and overlaps
 /// no operand; `scratch` is valid for `forward_scratch` bytes.
-unsafe fn forward<T: Float>(
-    spec: &AttnSpec,
-    ins: &[Operand],
-    out: *mut T,
-    scratch: *mut u8,
-    exp: Exp,
-) {
+unsafe fn forward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: *mut T, scratch: *mut u8) {
     let dims = Dims::of(ins[0].shape, ins[2].shape);
     let (q, k, v) = (
         Mats::<T>::new(&ins[0]),
@@ -626,7 +621,7 @@ unsafe fn forward<T: Float>(
                     continue;
                 }
                 scores(spec, &q, &k, mask, b, d, (i0, rows), (j0, cols), s);
-                online(s, rows, cols, m, l, &mut alpha, exp);
+                online(s, rows, cols, m, l, &mut alpha);
                 rescale_accumulate(acc, &alpha, s, (rows, cols, dv), &v, b, j0);
             }
             if fill::closed_form(spec) && end < sk {
@@ -664,7 +659,6 @@ struct Grad<'a, T> {
     mask: Option<&'a Operand<'a>>,
     dims: Dims,
     scale: T,
-    exp: Exp,
 }
 
 // SAFETY: only read, by the step that holds the operands, while their buffers live.
@@ -723,7 +717,7 @@ impl<T: Float> Grad<'_, T> {
                 (j0, cols),
                 s,
             );
-            online(s, rows, cols, &mut m, &mut l, &mut alpha, self.exp);
+            online(s, rows, cols, &mut m, &mut l, &mut alpha);
             if self.o.is_none() {
                 rescale_accumulate(acc, &alpha, s, (rows, cols, dv), &self.v, b, j0);
             }
@@ -820,7 +814,7 @@ impl<T: Float> Grad<'_, T> {
                 let at = stats.softmax(i0 + r);
                 let (x, rl) = (*at, *at.add(1));
                 row.iter_mut().for_each(|v| *v = *v - x);
-                T::exp_slice(row, self.exp);
+                T::exp_slice(row);
                 row.iter_mut().for_each(|v| *v = *v * rl);
             }
             // dV += Pᵀ dO
@@ -956,13 +950,7 @@ fn split_slot<T>(buf: &mut [T], d: Dims) -> Slot<'_, T> {
 /// # Safety
 /// As `forward`'s, with `backward_scratch` bytes of scratch; each non-null output is valid
 /// for its operand's size and overlaps no operand or other output.
-unsafe fn backward<T: Float>(
-    spec: &AttnSpec,
-    ins: &[Operand],
-    out: [*mut T; 3],
-    scratch: *mut u8,
-    exp: Exp,
-) {
+unsafe fn backward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: [*mut T; 3], scratch: *mut u8) {
     let dims = Dims::of(ins[0].shape, ins[2].shape);
     let layout = spec
         .grad_operands(ins.len())
@@ -977,7 +965,6 @@ unsafe fn backward<T: Float>(
         mask: layout.mask.map(|at| &ins[at]),
         dims,
         scale: T::from_f64(spec.scale),
-        exp,
     };
     let Dims {
         batch,
@@ -1111,18 +1098,10 @@ unsafe impl<T> Sync for Ptr<T> {}
 ///
 /// # Safety
 /// As `forward`'s.
-pub unsafe fn run(
-    spec: &AttnSpec,
-    ins: &[Operand],
-    dtype: DType,
-    out: *mut u8,
-    scratch: *mut u8,
-    target: &Target,
-) {
-    let exp = micro::kernel(target, UnaryOp::Exp, DType::F32);
+pub unsafe fn run(spec: &AttnSpec, ins: &[Operand], dtype: DType, out: *mut u8, scratch: *mut u8) {
     match dtype {
-        DType::F32 => forward::<f32>(spec, ins, out as *mut f32, scratch, exp),
-        _ => forward::<f64>(spec, ins, out as *mut f64, scratch, exp),
+        DType::F32 => forward::<f32>(spec, ins, out as *mut f32, scratch),
+        _ => forward::<f64>(spec, ins, out as *mut f64, scratch),
     }
 }
 
@@ -1136,11 +1115,9 @@ pub unsafe fn run_grad(
     dtype: DType,
     out: [*mut u8; 3],
     scratch: *mut u8,
-    target: &Target,
 ) {
-    let exp = micro::kernel(target, UnaryOp::Exp, DType::F32);
     match dtype {
-        DType::F32 => backward::<f32>(spec, ins, out.map(|p| p as *mut f32), scratch, exp),
-        _ => backward::<f64>(spec, ins, out.map(|p| p as *mut f64), scratch, exp),
+        DType::F32 => backward::<f32>(spec, ins, out.map(|p| p as *mut f32), scratch),
+        _ => backward::<f64>(spec, ins, out.map(|p| p as *mut f64), scratch),
     }
 }

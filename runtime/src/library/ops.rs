@@ -52,7 +52,7 @@ pub fn scratch_bytes(op: &Op, in_shapes: &[&[usize]], out_shape: &[usize], dtype
 /// # Safety
 /// The operands' maps must stay inside live buffers; `out` must be valid for the result's
 /// bytes and overlap no operand; `scratch` must be valid for `scratch_bytes` bytes (8-byte
-/// aligned). `target` is the compile's (attention's f32 `exp` runs its micro-kernel).
+/// aligned).
 pub unsafe fn run(
     op: &Op,
     ins: &[Operand],
@@ -60,7 +60,6 @@ pub unsafe fn run(
     dtype: DType,
     out: *mut u8,
     scratch: *mut u8,
-    target: &crate::codegen::Target,
 ) -> Result<(), Error> {
     let out_numel = shape::numel(out_shape);
     if out_numel == 0 {
@@ -103,7 +102,7 @@ pub unsafe fn run(
             DType::Bool => return Err(unsupported(op, dtype)),
         },
         Op::Take(axis) => take(size, &ins[0], &ins[1], *axis, out, out_numel),
-        Op::Attention(a) => super::attention::run(a, ins, dtype, out, scratch, target),
+        Op::Attention(a) => super::attention::run(a, ins, dtype, out, scratch),
         // Three outputs: the executor calls `attention::run_grad` with their buffers.
         Op::AttentionGrad(_) => return Err(unsupported(op, dtype)),
         Op::Random(r) => {
