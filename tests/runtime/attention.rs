@@ -1162,3 +1162,55 @@ fn a_tril_of_ones_mask_keeps_no_square_temporary() {
         assert!(m.temp_bytes < 1 << 20, "{what}: {m}");
     }
 }
+
+/// Attention and its gradient give the same bits at every level this CPU runs: its library
+/// step computes `exp` with the one definition every level's kernels share, not with a
+/// level-dependent fallback (a program compiled at `portable` once ran `f32::exp`).
+#[test]
+fn attention_and_its_gradient_are_the_same_bits_at_every_level() {
+    use crate::common::{compile_at, trace_fn};
+    use jitfuse::internals::codegen::{Isa, Target};
+    let mut rng = Rng::new(41);
+    let (q, k, v) = (
+        random_tensor(&mut rng, &[2, 37, 16], DType::F32, -2.0, 2.0, false),
+        random_tensor(&mut rng, &[2, 70, 16], DType::F32, -2.0, 2.0, false),
+        random_tensor(&mut rng, &[2, 70, 8], DType::F32, -2.0, 2.0, false),
+    );
+    let g = trace_fn(&[q.clone(), k.clone(), v.clone()], |t: &[Tensor]| {
+        let loss = |p: &Vec<Tensor>| {
+            attention(&p[0], &p[1], &p[2], AttnMask::Causal)
+                .square()
+                .sum_all()
+        };
+        let (value, grads) = value_and_grad(loss, &t.to_vec());
+        let mut out = vec![value];
+        out.extend(grads);
+        out
+    });
+    let text = jitfuse::internals::passes::fuse_attention(&g).to_text();
+    assert!(
+        text.contains("attention_grad"),
+        "no fused gradient:\n{text}"
+    );
+    let mut first: Option<Vec<Vec<u32>>> = None;
+    for level in [Isa::Portable, Isa::Avx2, Isa::Avx512] {
+        if level > Isa::detected() {
+            continue;
+        }
+        let exe = compile_at(g.clone(), &Target::at(level)).unwrap();
+        let outs = exe.run_with(&[&q, &k, &v]).unwrap();
+        let bits: Vec<Vec<u32>> = (outs.iter())
+            .map(|t| {
+                t.to_vec::<f32>()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.to_bits())
+                    .collect()
+            })
+            .collect();
+        match &first {
+            None => first = Some(bits),
+            Some(f) => assert!(f == &bits, "{level}: other bits than the portable level"),
+        }
+    }
+}
