@@ -1,10 +1,9 @@
-//! A traced function (`traced::trace`) as Cranelift IR on one F32X4 or F64X2 value: each
+//! A traced function (`traced::trace`) as Cranelift IR on F32X4 or F64X2 values: each
 //! `SymOp` the instruction its x86 spelling and its micro-kernel intrinsic compute, so the
 //! Cranelift kernels, the x86 kernels and the micro-kernels give the same bits.
 
-use super::traced::{self, SymOp};
+use super::traced::{self, Function, SymOp};
 use super::trig;
-use crate::ir::UnaryOp;
 use crate::DType;
 use cranelift_codegen::ir::condcodes::FloatCC;
 use cranelift_codegen::ir::{
@@ -13,15 +12,17 @@ use cranelift_codegen::ir::{
 };
 use cranelift_frontend::FunctionBuilder;
 
-/// `op` of `x` (F32X4 or F64X2) from its trace. Panics when `op` has none (`has`).
-pub fn unary(b: &mut FunctionBuilder, op: UnaryOp, x: Value) -> Value {
-    let ty = b.func.dfg.value_type(x);
+/// Function `f` of `args` (F32X4 or F64X2; pow's x and y) from its trace. Panics when `f`
+/// has none.
+pub fn call(b: &mut FunctionBuilder, f: impl Into<Function>, args: &[Value]) -> Value {
+    let f = f.into();
+    let ty = b.func.dfg.value_type(args[0]);
     let (dtype, ity) = match ty {
         types::F32X4 => (DType::F32, types::I32X4),
         types::F64X2 => (DType::F64, types::I64X2),
-        _ => panic!("jitfuse traced {op:?}: expected F32X4 or F64X2, got {ty}"),
+        _ => panic!("jitfuse traced {f:?}: expected F32X4 or F64X2, got {ty}"),
     };
-    let (ops, res) = traced::trace(op, dtype).expect("a traced function");
+    let (ops, res) = traced::trace(f, dtype).expect("a traced function");
     let res = *res;
     let to_i = |b: &mut FunctionBuilder, v: Value| b.ins().bitcast(ity, MemFlagsData::new(), v);
     let to_f = |b: &mut FunctionBuilder, v: Value| b.ins().bitcast(ty, MemFlagsData::new(), v);
@@ -36,7 +37,7 @@ pub fn unary(b: &mut FunctionBuilder, op: UnaryOp, x: Value) -> Value {
     for &op in ops {
         let at = |j: u32| v[j as usize];
         let out = match op {
-            SymOp::Arg => x,
+            SymOp::Arg(i) => args[i as usize],
             SymOp::Const(bits) => {
                 let s = match dtype {
                     DType::F64 => b.ins().f64const(f64::from_bits(bits)),

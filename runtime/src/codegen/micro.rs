@@ -1,4 +1,4 @@
-//! Micro-kernels: the f32 transcendentals of `traced.rs` compiled by rustc for AVX-512F (16
+//! Micro-kernels: the f32 transcendentals of `traced/` compiled by rustc for AVX-512F (16
 //! lanes) and AVX2+FMA (8 lanes), `extern "C" fn(src, dst, n)` over a contiguous tile.
 //!
 //! Cranelift 0.135 lowers nothing wider than 128 bits on x86-64, so the loop kernels'
@@ -6,7 +6,7 @@
 //! kernels") compute a transcendental's argument for an L1-resident tile, call the micro-kernel
 //! here on the tile, and consume the result.
 //!
-//! **Same function, bit for bit.** Each micro-kernel is the generic code of `traced.rs`, which
+//! **Same function, bit for bit.** Each micro-kernel is the generic code of `traced/`, which
 //! the Cranelift and x86 kernels lower from its trace (sin/cos: the operations of their
 //! Cranelift twin in `math.rs`): the same constants rounded to f32, `fma`s, operand order of
 //! `minps`/`maxps`, clamps and blends; division and `fma` are correctly rounded on every path.

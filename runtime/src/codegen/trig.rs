@@ -1,5 +1,5 @@
 //! Exact reduction of large sin/cos arguments modulo pi (Payne–Hanek), the slow path of
-//! `math::sin`/`math::cos` and of their micro-kernels.
+//! `traced::sin`/`traced::cos` and of their micro-kernels.
 //!
 //! The vector code reduces x - j pi with a 3-part Cody–Waite pi, which is exact only while
 //! j and the dropped tail of pi times j stay small: f32 loses accuracy from |x| ~ 1e5, f64
@@ -112,7 +112,7 @@ fn big(x: f64, thr: f64) -> bool {
 
 /// The slow path of f32 sin/cos for `len` lanes: where |x[i]| > `F32_FAST`, overwrite the
 /// reduced argument r[i] and the sign word n[i] (only its low bit is used: the result is
-/// negated when it is set). For cos, the bit is that of j + 1 (`math::cos`).
+/// negated when it is set). For cos, the bit is that of j + 1 (`traced::cos`).
 ///
 /// # Safety
 /// `x`, `r`, `n` valid for `len` elements.

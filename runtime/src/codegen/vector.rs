@@ -8,7 +8,8 @@
 //! float casts) are done lane by lane on scalars.
 
 use super::lower::{max_min_needs_nan_fixup, Local, LocalId, LocalOp};
-use super::{lower_traced, math};
+use super::lower_traced;
+use super::traced::Function;
 use crate::ir::{BinaryOp, CmpOp, UnaryOp};
 use crate::{DType, Literal};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
@@ -257,7 +258,7 @@ pub fn unary(b: &mut FunctionBuilder, op: UnaryOp, d: DType, x: &Vals) -> Vals {
             | UnaryOp::Log1p
             | UnaryOp::Expm1
             | UnaryOp::Sin
-            | UnaryOp::Cos => lower_traced::unary(b, op, p),
+            | UnaryOp::Cos => lower_traced::call(b, op, &[p]),
             UnaryOp::Floor => b.ins().floor(p),
             UnaryOp::Relu
             | UnaryOp::Square
@@ -286,7 +287,7 @@ pub fn binary(b: &mut FunctionBuilder, op: BinaryOp, d: DType, x: &Vals, y: &Val
             BinaryOp::Div => b.ins().fdiv(p, q),
             BinaryOp::Max => nan_max_min(b, p, q, true, true),
             BinaryOp::Min => nan_max_min(b, p, q, false, true),
-            BinaryOp::Pow => math::pow(b, p, q),
+            BinaryOp::Pow => lower_traced::call(b, Function::Pow, &[p, q]),
             BinaryOp::Rem => float_rem(b, p, q),
             BinaryOp::And | BinaryOp::Or => unreachable!(),
         });

@@ -8,7 +8,8 @@
 
 mod functions;
 
-use super::{lower_traced, math};
+use super::lower_traced;
+use super::traced::Function;
 use crate::ir::UnaryOp as U;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, AbiParam, BlockArg, InstBuilder, MemFlagsData, Type};
@@ -72,16 +73,16 @@ fn compile(f: Fun, ty: Type) -> (usize, usize) {
         let x = b.ins().load(ty, mf, ax, 0);
         let y = b.ins().load(ty, mf, ay, 0);
         let r = match f {
-            Fun::Exp => lower_traced::unary(&mut b, U::Exp, x),
-            Fun::Ln => lower_traced::unary(&mut b, U::Ln, x),
-            Fun::Tanh => lower_traced::unary(&mut b, U::Tanh, x),
-            Fun::Sigmoid => lower_traced::unary(&mut b, U::Sigmoid, x),
-            Fun::Sin => lower_traced::unary(&mut b, U::Sin, x),
-            Fun::Cos => lower_traced::unary(&mut b, U::Cos, x),
-            Fun::Pow => math::pow(&mut b, x, y),
-            Fun::Erf => lower_traced::unary(&mut b, U::Erf, x),
-            Fun::Log1p => lower_traced::unary(&mut b, U::Log1p, x),
-            Fun::Expm1 => lower_traced::unary(&mut b, U::Expm1, x),
+            Fun::Exp => lower_traced::call(&mut b, U::Exp, &[x]),
+            Fun::Ln => lower_traced::call(&mut b, U::Ln, &[x]),
+            Fun::Tanh => lower_traced::call(&mut b, U::Tanh, &[x]),
+            Fun::Sigmoid => lower_traced::call(&mut b, U::Sigmoid, &[x]),
+            Fun::Sin => lower_traced::call(&mut b, U::Sin, &[x]),
+            Fun::Cos => lower_traced::call(&mut b, U::Cos, &[x]),
+            Fun::Pow => lower_traced::call(&mut b, Function::Pow, &[x, y]),
+            Fun::Erf => lower_traced::call(&mut b, U::Erf, &[x]),
+            Fun::Log1p => lower_traced::call(&mut b, U::Log1p, &[x]),
+            Fun::Expm1 => lower_traced::call(&mut b, U::Expm1, &[x]),
         };
         b.ins().store(mf, r, ao, 0);
         let lanes = 16 / esize;

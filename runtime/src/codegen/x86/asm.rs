@@ -62,9 +62,9 @@ impl Asm {
         }
     }
 
-    /// The traced operations of function `u` on the lane type (see `body::Vector::inline`).
-    pub(super) fn traced(&self, u: UnaryOp) -> &'static traced::Traced {
-        traced::trace(u, self.lane.dtype()).expect("checked by `supported`")
+    /// The traced operations of function `f` on the lane type (see `body::Vector::inline`).
+    pub(super) fn traced(&self, f: traced::Function) -> &'static traced::Traced {
+        traced::trace(f, self.lane.dtype()).expect("checked by `supported`")
     }
 
     /// The label of constant `bits` (a lane) in the pool.

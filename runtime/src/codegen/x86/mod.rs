@@ -280,16 +280,14 @@ fn node_ok(locals: &[Local], v: LocalId, lane: Lane, int: bool) -> bool {
             | UnaryOp::Cos
             | UnaryOp::Erf
             | UnaryOp::Log1p
-            | UnaryOp::Expm1 => {
-                // (sin/cos call out of line: tiled only, where `supported` allows it)
-                traced::trace(u, f).is_some_and(|t| !t.0.iter().any(traced::SymOp::calls))
-            }
+            | UnaryOp::Expm1 => inlines(u.into(), f),
             // (relu, square, recip and rsqrt are binary ops once lowered)
             UnaryOp::Relu | UnaryOp::Square | UnaryOp::Recip | UnaryOp::Rsqrt | UnaryOp::Not => {
                 false
             }
         },
         (LocalOp::Unary(UnaryOp::Not, _), DType::Bool) => true,
+        (LocalOp::Binary(BinaryOp::Pow, ..), d) if d == f => inlines(traced::Function::Pow, f),
         (LocalOp::Binary(o, ..), d) if d == f => matches!(
             o,
             BinaryOp::Add
@@ -306,6 +304,12 @@ fn node_ok(locals: &[Local], v: LocalId, lane: Lane, int: bool) -> bool {
         (LocalOp::Cast(_), to) => arg(0) == f && to == f,
         _ => false,
     }
+}
+
+/// Whether traced function `func` on `f` lanes can be spelled inline (sin and cos call out
+/// of line: tiled only, where `supported` allows it).
+fn inlines(func: traced::Function, f: DType) -> bool {
+    traced::trace(func, f).is_some_and(|t| !t.0.iter().any(traced::SymOp::calls))
 }
 
 /// The dtype of values in `lane`s, integers where `int`.

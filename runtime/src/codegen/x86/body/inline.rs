@@ -1,22 +1,22 @@
-//! Transcendentals inline in a vector's code: the operations of their traced definition
+//! Transcendentals and pow inline in a vector's code: the operations of their traced definition
 //! (`traced::trace`), each as the instruction the micro-kernel uses, with registers freed at
 //! each operand's last read.
 
 use super::super::{Asm, R};
 use super::{Loc, Vector};
-use crate::codegen::traced::SymOp;
-use crate::ir::UnaryOp;
+use crate::codegen::traced::{Function, SymOp};
 
 impl Vector<'_, '_, '_> {
-    /// The function `u` of the value in `x` (f32 or f64 lanes), inline: the operations of its micro-kernel
-    /// (`traced::trace`), each as the instruction the micro-kernel uses, so the bits are the
-    /// micro-kernel's (and the Cranelift path's). Returns the result's register (owned).
-    pub(super) fn inline(&mut self, e: &mut Asm, u: UnaryOp, x: u8) -> R<Loc> {
-        let traced = e.traced(u);
+    /// Function `f` of the values in `args` (f32 or f64 lanes; pow's x and y), inline: the
+    /// operations of its traced definition (`traced::trace`), each as the instruction the
+    /// micro-kernel uses, so the bits are the micro-kernel's (and the Cranelift path's).
+    /// Returns the result's register (owned).
+    pub(super) fn inline(&mut self, e: &mut Asm, f: Function, args: &[u8]) -> R<Loc> {
+        let traced = e.traced(f);
         let (ops, res) = (&traced.0, traced.1 as usize);
         let mut last = vec![usize::MAX; ops.len()];
         for (i, op) in ops.iter().enumerate() {
-            for j in sym_operands(op) {
+            for j in op.operands() {
                 last[j as usize] = i;
             }
         }
@@ -27,8 +27,8 @@ impl Vector<'_, '_, '_> {
             let r = |j: u32| loc[j as usize].expect("operand computed").z();
             let dies = |j: u32, owned: &[bool]| owned[j as usize] && last[j as usize] == i;
             let out = match *op {
-                SymOp::Arg => {
-                    loc[i] = Some(Loc::Z(x));
+                SymOp::Arg(k) => {
+                    loc[i] = Some(Loc::Z(args[k as usize]));
                     continue;
                 }
                 SymOp::Const(bits) => {
@@ -97,7 +97,7 @@ impl Vector<'_, '_, '_> {
             owned[i] = true;
             // Operands read for the last time are freed (each once).
             let mut seen: Vec<u32> = Vec::new();
-            for j in sym_operands(op) {
+            for j in op.operands() {
                 if !seen.contains(&j) && dies(j, &owned) {
                     seen.push(j);
                     owned[j as usize] = false;
@@ -116,29 +116,5 @@ impl Vector<'_, '_, '_> {
         let d = self.regs.z()?;
         e.vmov(d, loc[res].unwrap().z())?;
         Ok(Loc::Z(d))
-    }
-}
-
-/// The operand indices of a traced operation.
-fn sym_operands(op: &SymOp) -> Vec<u32> {
-    match *op {
-        SymOp::Arg | SymOp::Const(_) => vec![],
-        SymOp::Shl(a, _) | SymOp::Shr(a, _) => vec![a],
-        SymOp::Fma(a, b, c) | SymOp::Sel(a, b, c) | SymOp::ExactR(a, b, c, _) => vec![a, b, c],
-        SymOp::ExactN(a) => vec![a],
-        SymOp::Add(a, b)
-        | SymOp::Sub(a, b)
-        | SymOp::Mul(a, b)
-        | SymOp::Div(a, b)
-        | SymOp::Min(a, b)
-        | SymOp::Max(a, b)
-        | SymOp::Lt(a, b)
-        | SymOp::Eq(a, b)
-        | SymOp::Uge(a, b)
-        | SymOp::And(a, b)
-        | SymOp::Or(a, b)
-        | SymOp::Xor(a, b)
-        | SymOp::Iadd(a, b)
-        | SymOp::Isub(a, b) => vec![a, b],
     }
 }

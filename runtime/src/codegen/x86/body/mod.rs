@@ -12,6 +12,7 @@ pub(super) use regs::{zk, Hoist, Hoisted, Regs, K, SCRATCH_K, TAIL, X, Y, Y_TAIL
 
 use super::{Asm, Width, R, R_I};
 use crate::codegen::lower::{max_min_needs_nan_fixup, Local, LocalId, LocalOp, LoopKernel, Tiling};
+use crate::codegen::traced::Function;
 use crate::ir::{BinaryOp, CmpOp, UnaryOp};
 use crate::{DType, Literal};
 use iced_x86::code_asm::*;
@@ -552,7 +553,12 @@ impl Vector<'_, '_, '_> {
             (LocalOp::Compare(c, ..), _) if e.int => {
                 self.int_cmp(e, c, args[0].z(), args[1].z())?
             }
-            (LocalOp::Unary(u, _), _) if u.is_transcendental() => self.inline(e, u, args[0].z())?,
+            (LocalOp::Unary(u, _), _) if u.is_transcendental() => {
+                self.inline(e, u.into(), &[args[0].z()])?
+            }
+            (LocalOp::Binary(BinaryOp::Pow, ..), _) => {
+                self.inline(e, Function::Pow, &[args[0].z(), args[1].z()])?
+            }
             (LocalOp::Unary(u, _), _) => {
                 let x = args[0].z();
                 let d = self.regs.z()?;

@@ -1,16 +1,16 @@
-//! The transcendental functions, defined once: generic code over a vector type `V`, each
-//! operation an IEEE operation, an `fma`, a compare or select, or an integer op on the lanes'
-//! bits, for f32 and f64 lanes (`math.rs` documents the methods and their measured errors).
-//! Every backend computes the same bits from it:
+//! The transcendental functions and pow, defined once: generic code over a vector type `V`,
+//! each operation an IEEE operation, an `fma`, a compare or select, or an integer op on the
+//! lanes' bits, for f32 and f64 lanes (`math.rs` documents the methods and their measured
+//! errors). Every backend computes the same bits from it:
 //! - the micro-kernels (`micro.rs`): rustc compiles it for 16- and 8-lane f32 vectors;
-//! - the x86 loop and row kernels (`x86/`): `trace` records it on a symbolic vector as
-//!   `SymOp`s, which the emitter spells instruction by instruction at the kernel's width and
-//!   lane type;
+//! - the x86 loop and row kernels (`x86/`): `trace` records it on a symbolic vector
+//!   (`sym.rs`) as `SymOp`s, which the emitter spells instruction by instruction at the
+//!   kernel's width and lane type;
 //! - the Cranelift kernels (`vector.rs`): the same trace lowered to F32X4/F64X2 IR.
 //!
 //! sin/cos reduce lanes past the Cody–Waite range exactly, out of line (`SymOp::ExactR`): the
 //! micro-kernels and Cranelift branch to it when a lane needs it; the x86 loop kernels stage
-//! sin/cos through their micro-kernels. Not traced: pow (`math.rs`, f32 computed in f64).
+//! sin/cos through their micro-kernels.
 
 use super::math::{
     ln2_parts_f32, ln2_parts_f64, pi_parts_f32, pi_parts_f64, ERF_LARGE_F32, ERF_LARGE_F64,
@@ -29,8 +29,8 @@ use crate::DType;
 /// operand order: `Max(a, x)` is `vmaxps a, x`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum SymOp {
-    /// The function's argument.
-    Arg,
+    /// The function's argument of this index (pow: x is 0, y is 1).
+    Arg(u8),
     /// A constant splat, by its bits (f32 bits in the low 32 for f32 lanes).
     Const(u64),
     Add(u32, u32),
@@ -69,20 +69,58 @@ impl SymOp {
     pub fn calls(&self) -> bool {
         matches!(self, SymOp::ExactR(..) | SymOp::ExactN(_))
     }
+
+    /// The indices of the earlier results the operation reads.
+    pub fn operands(&self) -> Vec<u32> {
+        match *self {
+            SymOp::Arg(_) | SymOp::Const(_) => vec![],
+            SymOp::Shl(a, _) | SymOp::Shr(a, _) => vec![a],
+            SymOp::Fma(a, b, c) | SymOp::Sel(a, b, c) | SymOp::ExactR(a, b, c, _) => vec![a, b, c],
+            SymOp::ExactN(a) => vec![a],
+            SymOp::Add(a, b)
+            | SymOp::Sub(a, b)
+            | SymOp::Mul(a, b)
+            | SymOp::Div(a, b)
+            | SymOp::Min(a, b)
+            | SymOp::Max(a, b)
+            | SymOp::Lt(a, b)
+            | SymOp::Eq(a, b)
+            | SymOp::Uge(a, b)
+            | SymOp::And(a, b)
+            | SymOp::Or(a, b)
+            | SymOp::Xor(a, b)
+            | SymOp::Iadd(a, b)
+            | SymOp::Isub(a, b) => vec![a, b],
+        }
+    }
 }
 
 /// A traced function: its operations and the index of its result.
 pub type Traced = (Vec<SymOp>, u32);
 
-/// The operations of function `op` on one vector of `dtype` (f32 or f64) lanes, as every
-/// backend computes it (the generic code below, run on a symbolic vector type), and the index
-/// of its result. None for ops without a traced form (pow) and for other dtypes. Each
+/// A function with a traced definition: a transcendental unary op, or pow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Function {
+    Unary(UnaryOp),
+    Pow,
+}
+
+impl From<UnaryOp> for Function {
+    fn from(op: UnaryOp) -> Function {
+        Function::Unary(op)
+    }
+}
+
+/// The operations of function `f` on vectors of `dtype` (f32 or f64) lanes, as every backend
+/// computes it (the generic code below, run on a symbolic vector type), and the index of its
+/// result. None for unary ops that are not transcendental and for other dtypes. Each
 /// function is recorded once per process (at most one per function and float type) and
 /// shared: every kernel, vector and backend reads the same list.
-pub fn trace(op: UnaryOp, dtype: DType) -> Option<&'static Traced> {
+pub fn trace(f: impl Into<Function>, dtype: DType) -> Option<&'static Traced> {
     use std::collections::HashMap;
     use std::sync::{Mutex, OnceLock};
-    type Cache = Mutex<HashMap<(UnaryOp, DType), Option<&'static Traced>>>;
+    type Cache = Mutex<HashMap<(Function, DType), Option<&'static Traced>>>;
+    let op = f.into();
     static CACHE: OnceLock<Cache> = OnceLock::new();
     let f64 = match dtype {
         DType::F32 => false,
@@ -145,11 +183,10 @@ pub(super) trait V: Copy {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The functions, operation for operation as `math.rs` documents them for F32X4 and F64X2
-// (`k.d`: `T::D`).
+// The functions, as `math.rs` documents them.
 // ---------------------------------------------------------------------------------------------
 
-/// The lane format's sign bit, mantissa width and exponent bias (`math::K`).
+/// The lane format's sign bit, mantissa width and exponent bias.
 #[inline(always)]
 fn sign<T: V>() -> u64 {
     if T::D {
@@ -187,7 +224,7 @@ fn ln2_parts<T: V>() -> (f64, f64) {
         ln2_parts_f32()
     }
 }
-/// `math::exp_limits`.
+/// Input range of `exp`: below the first the result is 0, above the second +inf.
 #[inline(always)]
 fn exp_limits<T: V>() -> (f64, f64) {
     if T::D {
@@ -202,7 +239,7 @@ unsafe fn c<T: V>(x: f64) -> T {
     T::splat(x)
 }
 
-/// `math::clamp`: min(hi, x) then max(lo, x), NaN kept.
+/// min(hi, x) then max(lo, x), NaN kept.
 #[inline(always)]
 unsafe fn clamp<T: V>(x: T, lo: f64, hi: f64) -> T {
     let x = c::<T>(hi).min(x);
@@ -220,14 +257,15 @@ unsafe fn horner<T: V>(x: T, cs: &[f64]) -> T {
     acc
 }
 
-/// `math::abs_and_sign`: |x| and the sign bits of x.
+/// |x| and the sign bits of x.
 #[inline(always)]
 unsafe fn abs_and_sign<T: V>(x: T) -> (T, T) {
     let s = x.and(T::bits(sign::<T>()));
     (x.xor(s), s)
 }
 
-/// `math::exp_reduce`: (n, kf, r).
+/// Range reduction of e^x: n = shifter + off + k (as a float), kf = k = round(x / ln 2) and
+/// r = x - k ln 2 (|r| <= ln 2 / 2, two-part ln 2).
 #[inline(always)]
 unsafe fn exp_reduce<T: V>(x: T, off: f64) -> (T, T, T) {
     let s = c::<T>(shifter::<T>() + off);
@@ -239,7 +277,7 @@ unsafe fn exp_reduce<T: V>(x: T, off: f64) -> (T, T, T) {
     (n, kf, r)
 }
 
-/// `math::exp_poly`: 1 + r + r^2 P(r).
+/// e^r = 1 + r + r^2 P(r) on |r| <= ln 2 / 2.
 #[inline(always)]
 unsafe fn exp_poly<T: V>(r: T) -> T {
     let mut cs = [0.0; 12];
@@ -250,7 +288,8 @@ unsafe fn exp_poly<T: V>(r: T) -> T {
     horner(r, &cs[..2 + p.len()])
 }
 
-/// `math::exp_scale`.
+/// p 2^k, n = shifter + k + one bias (or two where `split`: 2^k as two normal factors
+/// 2^k1 2^(k - k1), so that subnormal results round once) and kf = k.
 #[inline(always)]
 unsafe fn exp_scale<T: V>(p: T, n: T, kf: T, split: bool) -> T {
     if !split {
@@ -263,7 +302,7 @@ unsafe fn exp_scale<T: V>(p: T, n: T, kf: T, split: bool) -> T {
     p.mul(e1).mul(e2)
 }
 
-/// `math::exp_core`.
+/// e^x for x within the exp limits.
 #[inline(always)]
 unsafe fn exp_core<T: V>(x: T, split: bool) -> T {
     let off = bias::<T>() * if split { 2.0 } else { 1.0 };
@@ -279,7 +318,7 @@ pub(super) unsafe fn exp<T: V>(x: T) -> T {
     exp_core(x, true)
 }
 
-/// `math::tanh`: f32 one rational function; f64 an odd polynomial below 0.5493, else
+/// tanh: f32 one rational function; f64 an odd polynomial below 0.5493, else
 /// sign(x) (1 - 2 / (e^{2|x|} + 1)).
 #[inline(always)]
 pub(super) unsafe fn tanh<T: V>(x: T) -> T {
@@ -326,7 +365,7 @@ pub(super) unsafe fn sigmoid<T: V>(x: T) -> T {
     num.div(den).mul(down)
 }
 
-/// `math::ln_reduce`: x = 2^e m, m in [sqrt(1/2), sqrt(2)); (e, f = m - 1) as floats,
+/// x = 2^e m, m in [sqrt(1/2), sqrt(2)); (e, f = m - 1) as floats,
 /// subnormal x pre-scaled by 2^mbits.
 #[inline(always)]
 unsafe fn ln_reduce<T: V>(x: T) -> (T, T) {
@@ -361,7 +400,7 @@ unsafe fn ln_reduce<T: V>(x: T) -> (T, T) {
     (e, f)
 }
 
-/// `math::ln_poly_f64`: log1p(f) = f - (hfsq - s (hfsq + z Q(z))), s = f/(2+f); returns
+/// log1p(f) = f - (hfsq - s (hfsq + z Q(z))), s = f/(2+f); returns
 /// (s, hfsq, hfsq + z Q(z)).
 #[inline(always)]
 unsafe fn ln_poly_f64<T: V>(f: T) -> (T, T, T) {
@@ -381,7 +420,7 @@ const LN_F32_POLY: [f64; 10] = [
     LN_F32[7],
 ];
 
-/// `math::ln_specials`: 0 -> -inf, < 0 -> NaN, +inf -> +inf, NaN -> NaN.
+/// ln's special values: 0 -> -inf, < 0 -> NaN, +inf -> +inf, NaN -> NaN.
 #[inline(always)]
 unsafe fn ln_specials<T: V>(x: T, res: T) -> T {
     let inf = c::<T>(f64::INFINITY);
@@ -409,7 +448,7 @@ pub(super) unsafe fn ln<T: V>(x: T) -> T {
     ln_specials(x, res)
 }
 
-/// `math::log1p`: ln u of u = 1 + x rounded, plus u's rounding error c / u,
+/// log1p: ln u of u = 1 + x rounded, plus u's rounding error c / u,
 /// c = x - (u - 1); ±0 kept.
 #[inline(always)]
 pub(super) unsafe fn log1p<T: V>(x: T) -> T {
@@ -435,7 +474,7 @@ pub(super) unsafe fn log1p<T: V>(x: T) -> T {
     T::sel(x.eq(c::<T>(0.0)), x, res)
 }
 
-/// `math::expm1`: 2^k (p + 1 - 2^-k), p = e^r - 1 = r + r^2 P(r), k capped in 2^-k where
+/// expm1: 2^k (p + 1 - 2^-k), p = e^r - 1 = r + r^2 P(r), k capped in 2^-k where
 /// 1 - 2^-k rounds to 1; ±0 kept.
 #[inline(always)]
 pub(super) unsafe fn expm1<T: V>(x: T) -> T {
@@ -543,140 +582,45 @@ pub(super) unsafe fn erf<T: V>(x: T) -> T {
     T::sel(m, small, large)
 }
 
-mod sym {
-    use super::{SymOp, V};
-    use crate::ir::UnaryOp;
-    use std::cell::RefCell;
+mod pow;
+mod sym;
 
-    thread_local! {
-        static OPS: RefCell<Vec<SymOp>> = const { RefCell::new(Vec::new()) };
+pub(super) use pow::pow;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The most values of a trace alive at once: each from the operation that computes it to
+    /// its last read (where the result and the operands that die there are alive together).
+    fn peak_live(ops: &[SymOp], res: u32) -> usize {
+        let mut last = vec![0usize; ops.len()];
+        for (i, op) in ops.iter().enumerate() {
+            for j in op.operands() {
+                last[j as usize] = i;
+            }
+        }
+        last[res as usize] = ops.len();
+        (0..ops.len())
+            .map(|i| (0..=i).filter(|&j| last[j] >= i).count())
+            .max()
+            .unwrap_or(0)
     }
 
-    /// A symbolic vector of f32 lanes, or f64 lanes where `D`.
-    #[derive(Clone, Copy)]
-    pub struct S<const D: bool>(u32);
-
-    fn push<const D: bool>(op: SymOp) -> S<D> {
-        OPS.with(|o| {
-            let mut o = o.borrow_mut();
-            o.push(op);
-            S(o.len() as u32 - 1)
-        })
-    }
-
-    impl<const D: bool> V for S<D> {
-        const N: usize = if D { 8 } else { 16 };
-        const D: bool = D;
-        type M = S<D>;
-        unsafe fn splat(c: f64) -> Self {
-            push(SymOp::Const(if D {
-                c.to_bits()
-            } else {
-                (c as f32).to_bits() as u64
-            }))
+    /// The x86 kernels spell a trace inline with a register per live value, and take a
+    /// kernel only where they fit (else Cranelift's kernel runs): at AVX2 width 15 registers,
+    /// so every function keeps at most 12 values alive (the rest for the kernel's own).
+    #[test]
+    fn every_traced_function_fits_in_the_avx2_registers() {
+        use UnaryOp::*;
+        let mut functions = vec![Function::Pow];
+        functions.extend([Exp, Ln, Tanh, Sigmoid, Erf, Log1p, Expm1, Sin, Cos].map(Function::from));
+        for f in functions {
+            for d in [DType::F32, DType::F64] {
+                let (ops, res) = trace(f, d).unwrap();
+                let peak = peak_live(ops, *res);
+                assert!(peak <= 12, "{f:?} {d}: {peak} values alive at once");
+            }
         }
-        unsafe fn bits(c: u64) -> Self {
-            push(SymOp::Const(if D { c } else { c as u32 as u64 }))
-        }
-        unsafe fn load(_: *const f32) -> Self {
-            unreachable!("the functions do not load")
-        }
-        unsafe fn store(self, _: *mut f32) {
-            unreachable!("the functions do not store")
-        }
-        unsafe fn add(self, o: Self) -> Self {
-            push(SymOp::Add(self.0, o.0))
-        }
-        unsafe fn sub(self, o: Self) -> Self {
-            push(SymOp::Sub(self.0, o.0))
-        }
-        unsafe fn mul(self, o: Self) -> Self {
-            push(SymOp::Mul(self.0, o.0))
-        }
-        unsafe fn div(self, o: Self) -> Self {
-            push(SymOp::Div(self.0, o.0))
-        }
-        unsafe fn fma(self, b: Self, c: Self) -> Self {
-            push(SymOp::Fma(self.0, b.0, c.0))
-        }
-        unsafe fn min(self, x: Self) -> Self {
-            push(SymOp::Min(self.0, x.0))
-        }
-        unsafe fn max(self, x: Self) -> Self {
-            push(SymOp::Max(self.0, x.0))
-        }
-        unsafe fn lt(self, o: Self) -> S<D> {
-            push(SymOp::Lt(self.0, o.0))
-        }
-        unsafe fn eq(self, o: Self) -> S<D> {
-            push(SymOp::Eq(self.0, o.0))
-        }
-        unsafe fn uge(self, o: Self) -> S<D> {
-            push(SymOp::Uge(self.0, o.0))
-        }
-        unsafe fn sel(m: S<D>, t: Self, f: Self) -> Self {
-            push(SymOp::Sel(m.0, t.0, f.0))
-        }
-        unsafe fn any(_: S<D>) -> bool {
-            unreachable!("the traced functions do not branch on their data")
-        }
-        unsafe fn exact_reduction(x: Self, r: Self, n: Self, cos: bool) -> (Self, Self) {
-            let fixed = push::<D>(SymOp::ExactR(x.0, r.0, n.0, cos));
-            (fixed, push(SymOp::ExactN(fixed.0)))
-        }
-        unsafe fn and(self, o: Self) -> Self {
-            push(SymOp::And(self.0, o.0))
-        }
-        unsafe fn or(self, o: Self) -> Self {
-            push(SymOp::Or(self.0, o.0))
-        }
-        unsafe fn xor(self, o: Self) -> Self {
-            push(SymOp::Xor(self.0, o.0))
-        }
-        unsafe fn iadd(self, o: Self) -> Self {
-            push(SymOp::Iadd(self.0, o.0))
-        }
-        unsafe fn isub(self, o: Self) -> Self {
-            push(SymOp::Isub(self.0, o.0))
-        }
-        unsafe fn shl_mant(self) -> Self {
-            push(SymOp::Shl(self.0, if D { 52 } else { 23 }))
-        }
-        unsafe fn shl_sign(self) -> Self {
-            push(SymOp::Shl(self.0, if D { 63 } else { 31 }))
-        }
-        unsafe fn shr_mant(self) -> Self {
-            push(SymOp::Shr(self.0, if D { 52 } else { 23 }))
-        }
-    }
-
-    /// `op` on f32 lanes, or f64 lanes where `f64`.
-    pub fn trace(op: UnaryOp, f64: bool) -> Option<(Vec<SymOp>, u32)> {
-        if f64 {
-            record::<true>(op)
-        } else {
-            record::<false>(op)
-        }
-    }
-
-    fn record<const D: bool>(op: UnaryOp) -> Option<(Vec<SymOp>, u32)> {
-        let f: unsafe fn(S<D>) -> S<D> = match op {
-            UnaryOp::Exp => super::exp::<S<D>>,
-            UnaryOp::Ln => super::ln::<S<D>>,
-            UnaryOp::Tanh => super::tanh::<S<D>>,
-            UnaryOp::Sigmoid => super::sigmoid::<S<D>>,
-            UnaryOp::Erf => super::erf::<S<D>>,
-            UnaryOp::Log1p => super::log1p::<S<D>>,
-            UnaryOp::Expm1 => super::expm1::<S<D>>,
-            UnaryOp::Sin => super::sin::<S<D>>,
-            UnaryOp::Cos => super::cos::<S<D>>,
-            _ => return None,
-        };
-        OPS.with(|o| o.borrow_mut().clear());
-        let x = push::<D>(SymOp::Arg);
-        // SAFETY: `S`'s operations only record; nothing is loaded or computed.
-        let r = unsafe { f(x) };
-        let ops = OPS.with(|o| std::mem::take(&mut *o.borrow_mut()));
-        Some((ops, r.0))
     }
 }
