@@ -10,6 +10,7 @@ pub mod ops;
 pub mod random;
 pub mod workspace;
 
+use crate::codegen::GemmSplit;
 use crate::{shape, DType};
 
 /// An operand read through an affine map: element `i` of `shape` is at
@@ -33,16 +34,18 @@ pub unsafe fn matmul_strided(
     out_shape: &[usize],
     dtype: DType,
     out: *mut u8,
+    split: Option<GemmSplit>,
 ) {
-    matmul_strided_by(None, a, b, out_shape, dtype, out);
+    matmul_strided_by((None, split), a, b, out_shape, dtype, out);
 }
 
-/// `matmul_strided` on the given library (`None`: `Gemm::pick` for each product).
+/// `matmul_strided` on the given library (`None`: `Gemm::pick` for each product) and split
+/// (`None`: `FaerSplit::of` for each product).
 ///
 /// # Safety
 /// As `matmul_strided`'s.
 unsafe fn matmul_strided_by(
-    lib: Option<Gemm>,
+    (lib, split): (Option<Gemm>, Option<GemmSplit>),
     a: &Strided,
     b: &Strided,
     out_shape: &[usize],
@@ -80,8 +83,8 @@ unsafe fn matmul_strided_by(
         let (a, b) = (mat(a.ptr, rsa, csa), mat(b.ptr, rsb, csb));
         let lib = lib.unwrap_or_else(|| Gemm::pick(rows, k, n));
         match dtype {
-            DType::F32 => lib.run::<f32>(rows, k, n, a, b, out as *mut f32),
-            DType::F64 => lib.run::<f64>(rows, k, n, a, b, out as *mut f64),
+            DType::F32 => lib.run::<f32>(rows, k, n, a, b, out as *mut f32, split),
+            DType::F64 => lib.run::<f64>(rows, k, n, a, b, out as *mut f64, split),
             _ => unreachable!("matmul is float-only (checked at trace time)"),
         }
         return;
@@ -96,8 +99,8 @@ unsafe fn matmul_strided_by(
         let pc = out.wrapping_offset((bi * m * n) as isize * size);
         let (a, b) = (mat(pa, rsa, csa), mat(pb, rsb, csb));
         match dtype {
-            DType::F32 => lib.run::<f32>(m, k, n, a, b, pc as *mut f32),
-            DType::F64 => lib.run::<f64>(m, k, n, a, b, pc as *mut f64),
+            DType::F32 => lib.run::<f32>(m, k, n, a, b, pc as *mut f32, split),
+            DType::F64 => lib.run::<f64>(m, k, n, a, b, pc as *mut f64, split),
             _ => unreachable!("matmul is float-only (checked at trace time)"),
         }
         for d in (0..batch.len()).rev() {
@@ -170,12 +173,22 @@ impl Gemm {
     ///
     /// # Safety
     /// As `matmul_strided`'s, for one matrix.
-    unsafe fn run<T: GemmElement>(self, m: usize, k: usize, n: usize, a: Mat, b: Mat, c: *mut T) {
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn run<T: GemmElement>(
+        self,
+        m: usize,
+        k: usize,
+        n: usize,
+        a: Mat,
+        b: Mat,
+        c: *mut T,
+        split: Option<GemmSplit>,
+    ) {
         match self {
             Gemm::MatrixMultiply => T::matrixmultiply(m, k, n, a, b, c),
             // dst = alpha * dst + beta * lhs @ rhs; with read_dst false the
             // destination is only written. Strides are passed column first.
-            Gemm::Faer => match FaerSplit::of(m, k, n) {
+            Gemm::Faer => match FaerSplit::of(m, k, n, split) {
                 FaerSplit::Bands => faer_panels(m, k, n, a, b, c),
                 FaerSplit::Gemm(par) => faer_gemm(m, k, n, a, b, (c, n), par),
             },
@@ -193,8 +206,9 @@ pub(crate) enum FaerSplit {
 }
 
 impl FaerSplit {
-    pub(crate) fn of(m: usize, k: usize, n: usize) -> FaerSplit {
-        if split_panels(m, k, n) {
+    /// The split of a product `[m, k] @ [k, n]`, `forced` or chosen by its shape.
+    pub(crate) fn of(m: usize, k: usize, n: usize, forced: Option<GemmSplit>) -> FaerSplit {
+        if split_panels(m, k, n, forced) {
             FaerSplit::Bands
         } else if m.min(n) <= 16 {
             // Products with a side of <= 16 (W6's logits h @ W2, W7's dz @ W2^T and
@@ -303,17 +317,12 @@ pub(crate) fn faer_packing(
 /// W6 1.16-1.33 -> 1.12-1.19; 1024^3 (W9) even. The GPT training step at nanoGPT's GPU size
 /// (products of up to 7 G multiply-adds, 16,384 rows), interleaved on the 2-core EPYC with
 /// another job on one core: 8.37 -> 7.82 s checkpointed, 8.14 -> 8.04 s everything kept.
-/// `JITFUSE_GEMM_SPLIT=panels|gemm` forces one (measurements, tests).
-fn split_panels(m: usize, k: usize, n: usize) -> bool {
-    static FORCE: once_cell::sync::Lazy<Option<bool>> =
-        once_cell::sync::Lazy::new(|| match std::env::var("JITFUSE_GEMM_SPLIT").as_deref() {
-            Ok("panels") => Some(true),
-            Ok("gemm") => Some(false),
-            _ => None,
-        });
+/// The target's `gemm_split` forces one (measurements, tests), for products with both output
+/// sides > 16.
+fn split_panels(m: usize, k: usize, n: usize, forced: Option<GemmSplit>) -> bool {
     let macs = m.saturating_mul(k).saturating_mul(n);
-    match *FORCE {
-        Some(f) => f && m.min(n) > 16,
+    match forced {
+        Some(f) => f == GemmSplit::Bands && m.min(n) > 16,
         None => m.min(n) >= 64 && macs >= 1 << 22,
     }
 }
@@ -585,7 +594,7 @@ mod tests {
                         // SAFETY: the layouts address only the vectors' elements.
                         unsafe {
                             matmul_strided_by(
-                                Some(lib),
+                                (Some(lib), None),
                                 &op(&a, base_a, m, k, &sa),
                                 &op(&b, base_b, k, n, &sb),
                                 &out_shape,
@@ -656,7 +665,7 @@ mod tests {
             // SAFETY: the maps address only the vectors' elements.
             unsafe {
                 matmul_strided_by(
-                    Some(lib),
+                    (Some(lib), None),
                     &sa,
                     &sb,
                     &[2, 3, m, n],

@@ -376,8 +376,6 @@ fn only_the_target_and_the_options_read_the_environment_below_the_front_end() {
         "diag/log.rs",
         "diag/profile.rs",
         "codegen/math_tests/functions.rs",
-        // FIXME: `JITFUSE_GEMM_SPLIT` (a measurement switch, read once) belongs in the target.
-        "library.rs",
     ];
     let mut readers = vec![];
     for f in &files {

@@ -1784,3 +1784,47 @@ fn peak_of_measures_the_most_bytes_held_at_once() {
     assert_eq!(peak, 4 << 10, "bytes held before do not count");
     drop(held);
 }
+
+/// A forced GEMM split (`Target::gemm_split`, what `JITFUSE_GEMM_SPLIT` sets) is compiled into
+/// each product: the product runs split that way and the program's report counts that split's
+/// workspace. A product that takes bands by its shape reports the same workspace forced to
+/// bands, another forced onto gemm's own split (on CPUs whose products run on gemm).
+#[test]
+fn a_forced_gemm_split_travels_with_each_product() {
+    use crate::common::{assert_close, compile_at, trace_fn, Rng, Tol};
+    use jitfuse::internals::codegen::{GemmSplit, Target};
+    let mut rng = Rng::new(5);
+    let mut values = |n: usize| {
+        (0..n)
+            .map(|_| rng.uniform(-1.0, 1.0) as f32)
+            .collect::<Vec<_>>()
+    };
+    let a = Tensor::from_vec(values(512 * 384), &[512, 384]).unwrap();
+    let b = Tensor::from_vec(values(384 * 1024), &[384, 1024]).unwrap();
+    let g = trace_fn(&[a.clone(), b.clone()], |t| vec![t[0].matmul(&t[1])]);
+    let want = jitfuse::internals::interpret::eval_graph(&g, &[a.clone(), b.clone()], &[]).unwrap();
+    let mut library_bytes = vec![];
+    for split in [None, Some(GemmSplit::Bands), Some(GemmSplit::Gemm)] {
+        let target = Target {
+            gemm_split: split,
+            ..Target::host().clone()
+        };
+        let exe = compile_at(g.clone(), &target).unwrap();
+        let got = exe.run_with(&[&a, &b]).unwrap();
+        assert_close(
+            &got[0],
+            &want[0],
+            Tol {
+                rel: 1e-4,
+                abs: 1e-4,
+            },
+            &format!("{split:?}"),
+        );
+        library_bytes.push(exe.memory_analysis().library_bytes);
+    }
+    assert_eq!(library_bytes[0], library_bytes[1], "{library_bytes:?}");
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        assert_ne!(library_bytes[1], library_bytes[2], "{library_bytes:?}");
+    }
+}

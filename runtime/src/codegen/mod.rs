@@ -20,7 +20,7 @@ mod vector;
 #[cfg(target_arch = "x86_64")]
 pub mod x86;
 
-pub use target::{Isa, Target};
+pub use target::{GemmSplit, Isa, Target};
 
 use crate::describe::Description;
 use crate::fusion::partition::{Partition, Step};

@@ -1,5 +1,6 @@
 //! What the code generator emits code for: an instruction-set level and the tile size of tiled
-//! kernels. The host's target is read once (CPU detection, `JITFUSE_ISA`, `JITFUSE_MICRO_TILE`);
+//! kernels (and how library products split their work). The host's target is read once (CPU
+//! detection, `JITFUSE_ISA`, `JITFUSE_MICRO_TILE`, `JITFUSE_SCHEDULE`, `JITFUSE_GEMM_SPLIT`);
 //! `codegen::compile` and everything below it take a `&Target` and read neither the environment
 //! nor a thread-local, so a test can compile one program at several levels side by side.
 
@@ -69,6 +70,15 @@ impl std::fmt::Display for Isa {
 /// lanes), so only a range's last tile has a partial vector; 4 KiB per f32 tile, L1-resident.
 pub const DEFAULT_TILE: usize = 1024;
 
+/// How products on faer's `gemm` split their work, where a measurement forces one
+/// (`JITFUSE_GEMM_SPLIT=panels|gemm`; by default each product's shape decides): bands of the
+/// output on rayon's threads, or gemm's own split.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GemmSplit {
+    Bands,
+    Gemm,
+}
+
 /// What a program is compiled for.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Target {
@@ -84,6 +94,9 @@ pub struct Target {
     /// Steps run in the order they were traced instead of the memory-minimising schedule
     /// (`JITFUSE_SCHEDULE=trace`, for comparisons).
     pub trace_order: bool,
+    /// The split every product takes, where forced (`GemmSplit`); each compiled product
+    /// carries it, so its run and its workspace figure agree.
+    pub gemm_split: Option<GemmSplit>,
 }
 
 static HOST: Lazy<Target> = Lazy::new(|| {
@@ -114,13 +127,19 @@ static HOST: Lazy<Target> = Lazy::new(|| {
         tile,
         tiled_first: false,
         trace_order: std::env::var_os("JITFUSE_SCHEDULE").is_some_and(|v| v == "trace"),
+        gemm_split: match std::env::var("JITFUSE_GEMM_SPLIT").as_deref() {
+            Ok("panels") => Some(GemmSplit::Bands),
+            Ok("gemm") => Some(GemmSplit::Gemm),
+            _ => None,
+        },
     }
 });
 
 impl Target {
     /// The target programs are compiled for by default: the best level of this CPU, capped by
     /// `JITFUSE_ISA=portable|avx2|avx512`; `JITFUSE_MICRO_TILE=n` sets the tile and
-    /// `JITFUSE_SCHEDULE=trace` keeps trace order (for measurements). Read once: nothing
+    /// `JITFUSE_SCHEDULE=trace` keeps trace order and `JITFUSE_GEMM_SPLIT=panels|gemm` forces
+    /// the products' split (for measurements). Read once: nothing
     /// below compilation reads the environment.
     pub fn host() -> &'static Target {
         &HOST
@@ -145,6 +164,7 @@ impl Target {
             tile: DEFAULT_TILE,
             tiled_first: false,
             trace_order: false,
+            gemm_split: None,
         }
     }
 

@@ -468,9 +468,11 @@ impl Executable {
         let mut out = Vec::with_capacity(part.steps.len());
         for ((step, (reads, writes)), operands) in part.steps.iter().zip(io).zip(operand_maps) {
             let run = match *step {
-                Step::Library(v) if graph.node(v).op == Op::Matmul => {
-                    steps::Run::Matmul { v, operands }
-                }
+                Step::Library(v) if graph.node(v).op == Op::Matmul => steps::Run::Matmul {
+                    v,
+                    operands,
+                    split: opts.target.gemm_split,
+                },
                 Step::Library(v) if graph.node(v).op.is_control() => steps::Run::Control {
                     v,
                     program: control::ControlProgram::compile(&graph.node(v).op, opts)?,

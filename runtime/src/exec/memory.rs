@@ -75,7 +75,7 @@ impl Executable {
         let g = &self.graph;
         let mut w = crate::library::workspace::GemmWorkspace::default();
         for s in &self.steps {
-            let steps::Run::Matmul { v, operands } = &s.run else {
+            let steps::Run::Matmul { v, operands, split } = &s.run else {
                 continue;
             };
             let n = g.node(*v);
@@ -90,11 +90,11 @@ impl Executable {
                 (st[r - 2] as isize, st[r - 1] as isize)
             };
             let (sa, sb) = (strides(0), strides(1));
-            w.add((m, k, cols), n.dtype.size(), sa, sb);
+            w.add((m, k, cols), n.dtype.size(), (sa, sb), *split);
             // A batch times a shared matrix runs as one product of all the rows.
             if b.len() == 2 && a.len() > 2 {
                 let rows = shape::numel(&a[..a.len() - 1]);
-                w.add((rows, k, cols), n.dtype.size(), sa, sb);
+                w.add((rows, k, cols), n.dtype.size(), (sa, sb), *split);
             }
         }
         self.controls()

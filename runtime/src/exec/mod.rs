@@ -379,7 +379,7 @@ impl Executable {
                         threads = unsafe { parallel::run_kernel(*f, &ptrs, *split) };
                     }
                 }
-                steps::Run::Matmul { v, operands } => {
+                steps::Run::Matmul { v, operands, split } => {
                     let n = g.node(*v);
                     let operand = |k: usize| {
                         let (x, a) = (n.inputs[k], &operands[k]);
@@ -395,7 +395,14 @@ impl Executable {
                     // (folded views of checked shapes); the destination is
                     // planned for this value and overlaps no operand.
                     unsafe {
-                        crate::library::matmul_strided(&a, &b, &n.shape, n.dtype, ptr[v.index()])
+                        crate::library::matmul_strided(
+                            &a,
+                            &b,
+                            &n.shape,
+                            n.dtype,
+                            ptr[v.index()],
+                            *split,
+                        )
                     };
                 }
                 steps::Run::Control { v, program } => {

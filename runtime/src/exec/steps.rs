@@ -3,7 +3,7 @@
 
 use super::control::ControlProgram;
 use super::parallel::Split;
-use crate::codegen::KernelFn;
+use crate::codegen::{GemmSplit, KernelFn};
 use crate::fusion::partition::Affine;
 use crate::ir::ValueId;
 
@@ -19,8 +19,13 @@ pub(crate) struct RunStep {
 pub(crate) enum Run {
     /// A compiled kernel (loop, row or reduction) over its range, split across threads.
     Kernel { f: KernelFn, split: Split },
-    /// The product `v` on the GEMM libraries, its two operands read through their maps.
-    Matmul { v: ValueId, operands: Vec<Affine> },
+    /// The product `v` on the GEMM libraries, its two operands read through their maps, split
+    /// as the target forces (`Target::gemm_split`) or by its shape.
+    Matmul {
+        v: ValueId,
+        operands: Vec<Affine>,
+        split: Option<GemmSplit>,
+    },
     /// Another op `v` of the runtime library, its operands read through their maps (a
     /// constant read by it alone is one element read with zero strides).
     Library { v: ValueId, operands: Vec<Affine> },

@@ -12,6 +12,7 @@
 //! `matrixmultiply` packs `kc x (mc + nc)` per call and thread and frees it.
 
 use super::{band_geometry, faer_packing, FaerSplit, Gemm};
+use crate::codegen::GemmSplit;
 use gemm_common::packing::Request;
 
 /// What the products of one program leave the GEMM libraries holding, by thread: the
@@ -40,13 +41,14 @@ fn most(a: Option<Request>, b: Request) -> Option<Request> {
 
 impl GemmWorkspace {
     /// Count a product `[m, k] @ [k, n]` of `elem`-byte elements whose operands' rows and
-    /// columns are `a` and `b` elements apart (`(row stride, column stride)`).
+    /// columns are `a` and `b` elements apart (`(row stride, column stride)`), split as
+    /// `forced` where it is (the product's compiled split).
     pub fn add(
         &mut self,
         (m, k, n): (usize, usize, usize),
         elem: usize,
-        a: (isize, isize),
-        b: (isize, isize),
+        (a, b): ((isize, isize), (isize, isize)),
+        forced: Option<GemmSplit>,
     ) {
         match Gemm::pick(m, k, n) {
             Gemm::MatrixMultiply => {
@@ -56,7 +58,7 @@ impl GemmWorkspace {
             }
             Gemm::Faer => {
                 let request = |mm: usize, nn: usize, par| faer_packing(mm, k, nn, a, b, par, elem);
-                match FaerSplit::of(m, k, n) {
+                match FaerSplit::of(m, k, n, forced) {
                     FaerSplit::Bands => {
                         let (by_rows, len, step) = band_geometry(m, n);
                         for band in [step.min(len), len - (len.div_ceil(step) - 1) * step] {
@@ -186,7 +188,7 @@ mod tests {
         let mut w = GemmWorkspace::default();
         // Wide enough for bands on the workers; the right operand transposed, so that
         // each band packs it.
-        w.add((512, 384, 1024), 4, (384, 1), (1, 384));
+        w.add((512, 384, 1024), 4, ((384, 1), (1, 384)), None);
         let Some(share) = w.workers else {
             // No product of this size packs here (no AVX-512: matrixmultiply's).
             return;

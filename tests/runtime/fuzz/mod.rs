@@ -7,7 +7,9 @@
 //!
 //! CI runs a fixed seed and case budget; `JITFUSE_FUZZ_CASES=n` and
 //! `JITFUSE_FUZZ_SECONDS=s` run longer, `JITFUSE_FUZZ_SEED=k` elsewhere,
-//! `JITFUSE_FUZZ_KEEP_GOING=1` reports every failure instead of the first. Every call's
+//! `JITFUSE_FUZZ_KEEP_GOING=1` reports every failure instead of the first,
+//! `JITFUSE_FUZZ_FROM=i` starts at a run's case i (`JITFUSE_FUZZ_VERBOSE=1` prints each case
+//! before it runs, to find one that does not end). Every call's
 //! allocation is measured against its memory report (`check::call`).
 
 pub mod case_file;
@@ -318,11 +320,13 @@ pub fn fuzz(seed: u64, cases: u64) -> (u64, u64) {
     let start = Instant::now();
     let (mut passed, mut invalid) = (0, 0);
     let mut first_invalid: Vec<String> = Vec::new();
-    let mut i = 0u64;
+    // A long run's case k again: `JITFUSE_FUZZ_FROM=k` starts there.
+    let mut i = env_u64("JITFUSE_FUZZ_FROM").unwrap_or(0);
+    let end = i + cases;
     loop {
         match seconds {
             Some(s) if start.elapsed() >= Duration::from_secs(s) => break,
-            None if i >= cases => break,
+            None if i >= end => break,
             _ => {}
         }
         let case = seed.wrapping_mul(1_000_003).wrapping_add(i);
