@@ -17,10 +17,11 @@
 //!   f64 lanes); leftover outputs go one by one.
 
 use super::kernel::{copy_elems, emit_loop, pin, pin_slot};
+use super::lower::reduction::{acc_dtype, binop, block_dtype, identity, tracks_nan};
 use super::lower::BLOCK;
 use super::vector::{self, Vals, LANES};
 use crate::describe::reduce::{Dim, ReduceDescription};
-use crate::ir::{BinaryOp, ReduceOp};
+use crate::ir::ReduceOp;
 use crate::{shape, DType, Literal};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
@@ -32,60 +33,6 @@ const UNROLL: usize = 4;
 
 // The description's column form needs a row of at least one of this kernel's vectors.
 const _: () = assert!(crate::describe::reduce::COLUMN_LANES == LANES);
-
-/// The binary op a reduction folds with.
-pub(super) fn binop(op: ReduceOp) -> BinaryOp {
-    match op {
-        ReduceOp::Sum => BinaryOp::Add,
-        ReduceOp::Prod => BinaryOp::Mul,
-        ReduceOp::Max => BinaryOp::Max,
-        ReduceOp::Min => BinaryOp::Min,
-    }
-}
-
-/// The value a reduction over nothing gives.
-pub(super) fn identity(op: ReduceOp, d: DType) -> Literal {
-    match (op, d.is_float()) {
-        (ReduceOp::Sum, _) => Literal::Int(0),
-        (ReduceOp::Prod, _) => Literal::Int(1),
-        (ReduceOp::Max, true) => Literal::Float(f64::NEG_INFINITY),
-        (ReduceOp::Min, true) => Literal::Float(f64::INFINITY),
-        (ReduceOp::Max, false) => Literal::Int(if d == DType::I32 {
-            i32::MIN as i64
-        } else {
-            i64::MIN
-        }),
-        (ReduceOp::Min, false) => Literal::Int(if d == DType::I32 {
-            i32::MAX as i64
-        } else {
-            i64::MAX
-        }),
-    }
-}
-
-/// The dtype accumulators are kept in: f64 for f32 sums and products.
-pub(super) fn acc_dtype(op: ReduceOp, d: DType) -> DType {
-    if d == DType::F32 && matches!(op, ReduceOp::Sum | ReduceOp::Prod) {
-        DType::F64
-    } else {
-        d
-    }
-}
-
-/// The dtype a block of a row reduction is folded in: f64 lanes for f32
-/// products, the input dtype otherwise. A product leaves the f32 range after
-/// a few dozen factors where the f64 product the interpreter keeps does not
-/// (a block product of inf then meeting a 0 gave NaN where the interpreter
-/// gives 0, and the lanes' partial products depend on the vector width); f32
-/// sums only leave the range from values near f32::MAX, so they keep f32
-/// blocks for speed.
-pub(super) fn block_dtype(op: ReduceOp, d: DType) -> DType {
-    if d == DType::F32 && op == ReduceOp::Prod {
-        DType::F64
-    } else {
-        d
-    }
-}
 
 pub(super) fn scalar_op(
     b: &mut FunctionBuilder,
@@ -104,12 +51,6 @@ pub(super) fn scalar_op(
         (ReduceOp::Max, false) => b.ins().smax(x, y),
         (ReduceOp::Min, false) => b.ins().smin(x, y),
     }
-}
-
-/// Whether a reduction tracks NaN apart from its accumulators (float max
-/// and min: see `acc_step`).
-pub(super) fn tracks_nan(op: ReduceOp, d: DType) -> bool {
-    d.is_float() && matches!(op, ReduceOp::Max | ReduceOp::Min)
 }
 
 /// One accumulation step `acc op x`. Float max/min keep the accumulator

@@ -13,11 +13,10 @@
 
 use super::kernel::{emit_loop, pin, pin_slot, vector_loop, Addr, Lane, VectorBody, UNROLL};
 use super::lower::loops::MIN_TILED_RUN;
+use super::lower::reduction::{acc_dtype, binop, block_dtype, identity, tracks_nan};
 use super::lower::{LocalId, LocalOp, RowBody, BLOCK};
 use super::micro::{self, MicroFn};
-use super::reduce::{
-    acc_dtype, acc_step, binop, block_dtype, identity, scalar_op, tracks_nan, NanFlag,
-};
+use super::reduce::{acc_step, scalar_op, NanFlag};
 use super::target::Target;
 use super::vector::{self, Vals, LANES};
 use crate::ir::ReduceOp;
@@ -449,7 +448,7 @@ fn reduce_sweep(
         v: LocalId,
         op: ReduceOp,
         d: DType,
-        /// The dtype a block folds in (`reduce::block_dtype`).
+        /// The dtype a block folds in (`lower::reduction::block_dtype`).
         block_d: DType,
         acc_d: DType,
         input: LocalId,

@@ -8,6 +8,7 @@
 //! each on their own from the graph:
 //! - loop kernels (`loops.rs`): which transcendentals go through the micro-kernels, in
 //!   which sweep (`Tiling`);
+//! - reductions (`reduction.rs`): identity, accumulator and block dtypes, NaN tracking;
 //! - row kernels (`row.rs`): the sweeps over a row (reduction phases, then the element
 //!   outputs), the row-level values computed before each, and which element values are
 //!   stashed in a row-sized scratch (one rule).
@@ -17,6 +18,7 @@
 //! which a program compiles a kernel once.
 
 pub mod loops;
+pub mod reduction;
 pub mod row;
 
 pub use loops::{LoopKernel, Tiling};

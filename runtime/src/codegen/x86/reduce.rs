@@ -10,6 +10,7 @@
 //! interpreter.
 
 use super::body::{Y, Z};
+use super::row::spells_reduction;
 use super::{
     add_imm, add_strided, epilogue, first_row, mark, next_row, prologue, Asm, Code, Fail, Lane,
     Width, MAX_PREFETCH_BYTES, R, STREAM_MIN_BYTES,
@@ -57,7 +58,7 @@ impl RowSum {
 pub fn build(r: &cr::ReduceDescription, t: &Target) -> Option<Code> {
     let w = Width::of(t)?;
     let row = r.red.len() == 1 && r.red[0].stride == 1 && !r.column;
-    if r.op != ReduceOp::Sum || r.dtype != DType::F32 || !row {
+    if r.op != ReduceOp::Sum || r.dtype != DType::F32 || !row || !spells_reduction(r.op, r.dtype) {
         return None;
     }
     let dims: Vec<usize> = r.kept.iter().map(|d| d.size).collect();

@@ -27,6 +27,7 @@ use super::{
 use crate::codegen::lower::{LocalId, LocalOp, RowBody, BLOCK};
 use crate::codegen::target::Target;
 use crate::ir::ReduceOp;
+use crate::DType;
 use iced_x86::code_asm::*;
 use std::collections::{HashMap, HashSet};
 
@@ -74,14 +75,27 @@ fn supported(rb: &RowBody) -> Option<Lane> {
     let ok = (0..rb.locals.len()).all(|v| {
         let l = &rb.locals[v];
         match l.op {
-            LocalOp::Reduce(op, _) => {
-                l.dtype == f && matches!(op, ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min)
-            }
+            LocalOp::Reduce(op, _) => l.dtype == f && spells_reduction(op, f),
             LocalOp::Broadcast(_) => l.dtype == f,
             _ => node_ok(&rb.locals, v, lane, false),
         }
     }) && rb.outputs.iter().all(|&(o, _)| rb.locals[o].dtype == f);
     ok.then_some(lane)
+}
+
+/// Whether this code spells reduction `op` on `f` values as `lower::reduction` defines it: it
+/// folds blocks in the lane type, sums into an f64 total, max and min into a total of the
+/// lane type with NaN lanes noted in a mask.
+pub(super) fn spells_reduction(op: ReduceOp, f: DType) -> bool {
+    use crate::codegen::lower::reduction::{acc_dtype, block_dtype, tracks_nan};
+    let total = match op {
+        ReduceOp::Sum => DType::F64,
+        ReduceOp::Max | ReduceOp::Min => f,
+        ReduceOp::Prod => return false,
+    };
+    block_dtype(op, f) == f
+        && acc_dtype(op, f) == total
+        && tracks_nan(op, f) == (op != ReduceOp::Sum)
 }
 
 /// Frame layout (byte offsets from the 64-byte aligned rsp).

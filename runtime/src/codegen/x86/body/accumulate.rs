@@ -5,6 +5,7 @@
 use super::super::{Asm, Lane, Width, R};
 use super::regs::{zk, Loc, SCRATCH_K, TAIL, Y_TAIL};
 use super::Vector;
+use crate::codegen::lower::reduction::identity;
 use crate::ir::ReduceOp;
 
 /// The accumulators of one reduction in a row kernel's phase: one register per vector of the
@@ -15,14 +16,10 @@ pub(in crate::codegen::x86) struct AccSet {
     pub nan: Option<u8>,
 }
 
-/// The bits of a reduction's identity in `lane`.
+/// The bits of a reduction's identity (`lower::reduction::identity`) in `lane`.
 pub(in crate::codegen::x86) fn identity_bits(op: ReduceOp, lane: Lane) -> u64 {
-    lane.bits(match op {
-        ReduceOp::Sum => 0.0,
-        ReduceOp::Max => f64::NEG_INFINITY,
-        ReduceOp::Min => f64::INFINITY,
-        ReduceOp::Prod => 1.0,
-    })
+    let d = lane.dtype();
+    lane.bits(identity(op, d).as_f64(d))
 }
 
 impl Vector<'_, '_, '_> {
