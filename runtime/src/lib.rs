@@ -30,6 +30,7 @@ pub mod codegen;
 #[deny(missing_docs)]
 pub mod control;
 pub mod describe;
+pub mod dist;
 pub mod exec;
 pub mod fusion;
 #[deny(missing_docs)]

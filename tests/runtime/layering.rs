@@ -273,7 +273,9 @@ const LAYERS: &[&[&str]] = &[
     &["interp"],
     &["exec"],
     &["tensor", "trace", "eager"],
-    &["autodiff", "control", "vmap", "random", "optim", "io"],
+    &[
+        "autodiff", "control", "vmap", "random", "optim", "io", "dist",
+    ],
     &["jit"],
     &["report"],
 ];

@@ -12,6 +12,7 @@ mod control_flow;
 mod cross_entropy;
 mod determinism;
 mod differential;
+mod dist;
 mod donation;
 mod eager;
 mod fuzz;

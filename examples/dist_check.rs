@@ -1,0 +1,249 @@
+//! The collectives of `jitfuse::dist` against their single-process definitions, on however
+//! many processes it runs: every rank builds every rank's tensor (a function of the rank and
+//! the element), computes what each collective must give from them, and compares. Every
+//! reduction, dtype and axis; then the errors: ranks passing different shapes, an axis out of
+//! range, a root that is no rank, a mean of integers. Prints one line per rank and exits
+//! non-zero on any difference.
+//!
+//! ```text
+//! cargo build --release --features mpi --example dist_check
+//! mpirun -np 3 target/release/examples/dist_check
+//! ```
+//! (without the `mpi` feature, or without `mpirun`, it checks the world of one process.)
+
+use jitfuse::dist::{self, Reduce};
+use jitfuse::{DType, ErrorKind, Tensor};
+
+/// Element `i` of rank `r`'s tensor, as f64 (small integers: sums are exact in every dtype).
+fn value(r: usize, i: usize, dtype: DType) -> f64 {
+    match dtype {
+        DType::Bool => ((r + i) % 3 == 0) as u8 as f64,
+        _ => (((r + 1) * (i + 1) * 7) % 17) as f64 - 8.0,
+    }
+}
+
+fn tensor_of(r: usize, shape: &[usize], dtype: DType) -> Tensor {
+    let n: usize = shape.iter().product();
+    let v: Vec<f64> = (0..n).map(|i| value(r, i, dtype)).collect();
+    Tensor::from_vec(v, shape).unwrap().cast(dtype)
+}
+
+fn values(t: &Tensor) -> Vec<f64> {
+    t.cast(DType::F64).to_vec::<f64>().unwrap()
+}
+
+fn fold(op: Reduce, a: f64, b: f64) -> f64 {
+    match op {
+        Reduce::Sum | Reduce::Mean => a + b,
+        Reduce::Max => a.max(b),
+        Reduce::Min => a.min(b),
+    }
+}
+
+/// The elementwise `op` over every rank's values.
+fn folded(op: Reduce, shape: &[usize], dtype: DType, ranks: usize) -> Vec<f64> {
+    let n: usize = shape.iter().product();
+    (0..n)
+        .map(|i| {
+            let s = (1..ranks).fold(value(0, i, dtype), |acc, r| {
+                fold(op, acc, value(r, i, dtype))
+            });
+            if op == Reduce::Mean {
+                s / ranks as f64
+            } else {
+                s
+            }
+        })
+        .collect()
+}
+
+/// Strides of a row-major shape.
+fn strides(shape: &[usize]) -> Vec<usize> {
+    let mut s = vec![1; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        s[d] = s[d + 1] * shape[d + 1];
+    }
+    s
+}
+
+/// The multi-index of flat position `i` in `shape`.
+fn index(i: usize, shape: &[usize]) -> Vec<usize> {
+    strides(shape)
+        .iter()
+        .zip(shape)
+        .map(|(s, d)| i / s % d)
+        .collect()
+}
+
+fn flat(idx: &[usize], shape: &[usize]) -> usize {
+    idx.iter().zip(strides(shape)).map(|(i, s)| i * s).sum()
+}
+
+struct Check {
+    rank: usize,
+    failures: Vec<String>,
+    count: usize,
+}
+
+impl Check {
+    fn same(&mut self, what: &str, got: &Tensor, shape: &[usize], want: &[f64], tol: f64) {
+        self.count += 1;
+        if got.shape() != shape {
+            self.failures
+                .push(format!("{what}: shape {:?}, want {shape:?}", got.shape()));
+            return;
+        }
+        let g = values(got);
+        if let Some(i) = (0..want.len()).find(|&i| (g[i] - want[i]).abs() > tol * want[i].abs()) {
+            self.failures
+                .push(format!("{what}: element {i} is {}, want {}", g[i], want[i]));
+        }
+    }
+
+    fn error(
+        &mut self,
+        what: &str,
+        got: Result<Tensor, jitfuse::Error>,
+        kind: ErrorKind,
+        says: &[&str],
+    ) {
+        self.count += 1;
+        match got {
+            Ok(t) => self
+                .failures
+                .push(format!("{what}: gave {:?}, want an error", t.shape())),
+            Err(e) if e.kind == kind && says.iter().all(|s| e.message.contains(s)) => {}
+            Err(e) => self
+                .failures
+                .push(format!("{what}: error {:?}: {}", e.kind, e.message)),
+        }
+    }
+}
+
+fn main() {
+    dist::init();
+    let (rank, ranks) = (dist::rank(), dist::size());
+    let mut c = Check {
+        rank,
+        failures: vec![],
+        count: 0,
+    };
+    // Axes of length 6 or 12 split among 1, 2 or 3 ranks (length 2 among 3: an error).
+    let shapes: [&[usize]; 4] = [&[], &[6], &[6, 12], &[2, 6, 6]];
+    for dtype in DType::ALL {
+        let tol = if dtype.is_float() { 1e-6 } else { 0.0 };
+        for shape in shapes {
+            let x = tensor_of(rank, shape, dtype);
+            let ops: &[Reduce] = match dtype {
+                DType::Bool => &[Reduce::Max, Reduce::Min],
+                d if d.is_float() => &[Reduce::Sum, Reduce::Mean, Reduce::Max, Reduce::Min],
+                _ => &[Reduce::Sum, Reduce::Max, Reduce::Min],
+            };
+            for &op in ops {
+                let what = format!("all_reduce {op:?} {dtype}{shape:?}");
+                let got = dist::all_reduce(&x, op).unwrap();
+                c.same(&what, &got, shape, &folded(op, shape, dtype, ranks), tol);
+            }
+            for axis in 0..shape.len() {
+                // Every rank's tensor along `axis`, rank 0 first.
+                let mut out = shape.to_vec();
+                out[axis] *= ranks;
+                let want: Vec<f64> = (0..out.iter().product())
+                    .map(|i| {
+                        let mut idx = index(i, &out);
+                        let r = idx[axis] / shape[axis];
+                        idx[axis] %= shape[axis];
+                        value(r, flat(&idx, shape), dtype)
+                    })
+                    .collect();
+                let got = dist::all_gather(&x, axis as isize - shape.len() as isize).unwrap();
+                c.same(
+                    &format!("all_gather {dtype}{shape:?} axis {axis}"),
+                    &got,
+                    &out,
+                    &want,
+                    0.0,
+                );
+                for &op in ops {
+                    if shape[axis] % ranks != 0 {
+                        let got = dist::reduce_scatter(&x, axis as isize, op);
+                        let what = format!("reduce_scatter {dtype}{shape:?} axis {axis}");
+                        c.error(&what, got, ErrorKind::Shape, &["equal blocks"]);
+                        continue;
+                    }
+                    // This rank's block of the fold along `axis`.
+                    let all = folded(op, shape, dtype, ranks);
+                    let mut block = shape.to_vec();
+                    block[axis] /= ranks;
+                    let want: Vec<f64> = (0..block.iter().product())
+                        .map(|i| {
+                            let mut idx = index(i, &block);
+                            idx[axis] += rank * block[axis];
+                            all[flat(&idx, shape)]
+                        })
+                        .collect();
+                    let got = dist::reduce_scatter(&x, axis as isize, op).unwrap();
+                    let what = format!("reduce_scatter {op:?} {dtype}{shape:?} axis {axis}");
+                    c.same(&what, &got, &block, &want, tol);
+                }
+            }
+            for root in 0..ranks {
+                let n: usize = shape.iter().product();
+                let want: Vec<f64> = (0..n).map(|i| value(root, i, dtype)).collect();
+                let got = dist::broadcast(&x, root).unwrap();
+                c.same(
+                    &format!("broadcast {dtype}{shape:?} root {root}"),
+                    &got,
+                    shape,
+                    &want,
+                    0.0,
+                );
+            }
+        }
+    }
+    // Errors, on every rank alike, and the world goes on after them.
+    let x = tensor_of(rank, &[6, 4], DType::F32);
+    if ranks > 1 {
+        let mine = tensor_of(rank, &[6, 4 + rank], DType::F32);
+        let got = dist::all_reduce(&mine, Reduce::Sum);
+        // Each rank names its own shape and another's (rank 0's, or rank 1's on rank 0).
+        let (own, other) = (
+            format!("f32[6,{}]", 4 + rank),
+            if rank == 0 { "f32[6,5]" } else { "f32[6,4]" },
+        );
+        c.error("different shapes", got, ErrorKind::Shape, &[&own, other]);
+    }
+    c.error(
+        "axis out of range",
+        dist::all_gather(&x, 2),
+        ErrorKind::Shape,
+        &["axis 2"],
+    );
+    let got = dist::broadcast(&x, ranks);
+    c.error("root past the ranks", got, ErrorKind::Argument, &["root"]);
+    let ints = tensor_of(rank, &[6], DType::I32);
+    let got = dist::all_reduce(&ints, Reduce::Mean);
+    c.error(
+        "mean of integers",
+        got,
+        ErrorKind::DType,
+        &["Mean", "i32[6]"],
+    );
+    let got = dist::all_reduce(&x, Reduce::Sum).unwrap();
+    c.same(
+        "after the errors",
+        &got,
+        &[6, 4],
+        &folded(Reduce::Sum, &[6, 4], DType::F32, ranks),
+        1e-6,
+    );
+    dist::barrier();
+    if c.failures.is_empty() {
+        println!("rank {} of {ranks}: {} checks passed", c.rank, c.count);
+    } else {
+        for f in &c.failures {
+            eprintln!("rank {} of {ranks}: {f}", c.rank);
+        }
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,348 @@
+//! Several processes computing together: the world of processes a program runs in and the
+//! collectives between them, on MPI (the `mpi` cargo feature, processes started by
+//! `mpirun`). Without the feature, or outside `mpirun`, the world is this process alone and
+//! every collective gives its input back (a mean of one, a gather of one).
+//!
+//! Every collective first exchanges what each rank passes (the collective, its reduction and
+//! axis or root, the dtype and shape): where ranks disagree, each returns an error naming its
+//! own shape and the first other one, rather than hanging or mixing data. An argument that is
+//! wrong on every rank alike (an axis out of range) is an error on every rank, after the
+//! exchange, so no rank is left waiting in a collective the others never start.
+//!
+//! The collectives here run eagerly, on concrete tensors. FIXME: inside `#[jit]` and under
+//! `grad` (traced tensors) they are an error for now; compiled collectives are library steps
+//! to come, with the gradients JAX defines (`psum`, `all_gather`, `psum_scatter`).
+
+#[cfg(feature = "mpi")]
+mod mpi;
+mod world;
+
+use crate::error::type_str;
+use crate::{DType, Error, ErrorKind, Tensor};
+use std::sync::Arc;
+use world::{transport, Bytes, Fold};
+
+/// How `all_reduce` and `reduce_scatter` combine the ranks' values, elementwise.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Reduce {
+    Sum,
+    /// The sum divided by the number of ranks (float dtypes).
+    Mean,
+    Max,
+    Min,
+}
+
+/// Join the world of processes (idempotent; the other functions join it on first use). With
+/// the `mpi` feature MPI is initialised here, with thread support, and finalised at exit.
+pub fn init() {
+    world::world();
+}
+
+/// This process's rank: 0 up to `size() - 1`.
+pub fn rank() -> usize {
+    world::world().rank
+}
+
+/// The number of processes in the world.
+pub fn size() -> usize {
+    world::world().size
+}
+
+/// Wait until every rank has called `barrier`.
+pub fn barrier() {
+    transport::barrier();
+}
+
+/// The elementwise `op` of `x` over every rank (JAX's `psum`, `pmean`, `pmax`, `pmin`), the
+/// same on every rank. Every rank passes the same dtype and shape.
+pub fn all_reduce(x: &Tensor, op: Reduce) -> Result<Tensor, Error> {
+    let what = "dist::all_reduce";
+    agree(what, Call::AllReduce(op), x)?;
+    check_reduce(what, op, x)?;
+    let bytes = x.size_bytes();
+    let buf = world::receive(
+        bytes,
+        || format!("{what} of {}", describe(x)),
+        |recv| {
+            let send = concrete_bytes(x);
+            transport::all_reduce(bytes_of(x.dtype(), send, recv), fold(op));
+        },
+    )?;
+    finish(
+        Tensor::from_buffer(Arc::new(buf), x.shape().to_vec(), x.dtype()),
+        op,
+    )
+}
+
+/// Every rank's `x` concatenated along `axis`, rank 0 first (JAX's `all_gather` with
+/// `tiled=True`): dimension `axis` grows `size()` times. Every rank passes the same dtype and
+/// shape.
+pub fn all_gather(x: &Tensor, axis: isize) -> Result<Tensor, Error> {
+    let what = "dist::all_gather";
+    agree(what, Call::AllGather(axis), x)?;
+    let axis = check_axis(what, axis, x)?;
+    let n = size();
+    let buf = world::receive(
+        n * x.size_bytes(),
+        || format!("{what} of {}", describe(x)),
+        |recv| {
+            transport::all_gather(bytes_of(x.dtype(), concrete_bytes(x), recv));
+        },
+    )?;
+    // Rank-major: [ranks, ..x's shape], with the ranks' axis then moved next to `axis`.
+    let mut stacked = vec![n];
+    stacked.extend_from_slice(x.shape());
+    let all = Tensor::from_buffer(Arc::new(buf), stacked, x.dtype());
+    let mut shape: Vec<isize> = x.shape().iter().map(|&d| d as isize).collect();
+    shape[axis] *= n as isize;
+    Ok(move_axis(&all, 0, axis).reshape(&shape))
+}
+
+/// Block `rank()` of the elementwise `op` over every rank's `x`, `x` cut along `axis` into
+/// `size()` equal blocks (JAX's `psum_scatter` with `tiled=True`). Every rank passes the same
+/// dtype and shape, `axis`'s length a multiple of `size()`.
+pub fn reduce_scatter(x: &Tensor, axis: isize, op: Reduce) -> Result<Tensor, Error> {
+    let what = "dist::reduce_scatter";
+    agree(what, Call::ReduceScatter(axis, op), x)?;
+    check_reduce(what, op, x)?;
+    let axis = check_axis(what, axis, x)?;
+    let n = size();
+    if !x.shape()[axis].is_multiple_of(n) {
+        return Err(Error::new(
+            ErrorKind::Shape,
+            format!(
+                "{what}: axis {axis} of {} has length {}, which does not split into {n} equal \
+                 blocks, one per rank",
+                describe(x),
+                x.shape()[axis]
+            ),
+        ));
+    }
+    // The blocks as contiguous runs, rank 0's first: `axis` moved to the front.
+    let front = move_axis(x, axis, 0);
+    let bytes = x.size_bytes() / n;
+    let buf = world::receive(
+        bytes,
+        || format!("{what} of {}", describe(x)),
+        |recv| {
+            transport::reduce_scatter(bytes_of(x.dtype(), concrete_bytes(&front), recv), fold(op));
+        },
+    )?;
+    let mut shape = front.shape().to_vec();
+    shape[0] /= n;
+    let block = Tensor::from_buffer(Arc::new(buf), shape, x.dtype());
+    finish(move_axis(&block, 0, axis), op)
+}
+
+/// Rank `root`'s `x` on every rank. Every rank passes the same dtype and shape.
+pub fn broadcast(x: &Tensor, root: usize) -> Result<Tensor, Error> {
+    let what = "dist::broadcast";
+    agree(what, Call::Broadcast(root), x)?;
+    if root >= size() {
+        return Err(Error::new(
+            ErrorKind::Argument,
+            format!(
+                "{what}: root {root} is not a rank of this world of {}",
+                size()
+            ),
+        ));
+    }
+    let buf = world::receive(
+        x.size_bytes(),
+        || format!("{what} of {}", describe(x)),
+        |recv| {
+            recv.copy_from_slice(concrete_bytes(x));
+            transport::broadcast(recv, root);
+        },
+    )?;
+    Ok(Tensor::from_buffer(
+        Arc::new(buf),
+        x.shape().to_vec(),
+        x.dtype(),
+    ))
+}
+
+/// A collective and its parameters, as the ranks compare them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Call {
+    AllReduce(Reduce),
+    AllGather(isize),
+    ReduceScatter(isize, Reduce),
+    Broadcast(usize),
+}
+
+/// Dimensions a rank's record of its call holds (longer shapes are compared by a hash).
+const RECORD_DIMS: usize = 10;
+const RECORD: usize = 6 + RECORD_DIMS;
+
+/// What a rank passes to a collective, as words every rank can compare: the call and its
+/// parameter, the dtype, whether the tensor is concrete, the rank count of the shape, a hash
+/// of the shape, and its first dimensions.
+fn record(call: Call, x: &Tensor) -> [u64; RECORD] {
+    use std::hash::{Hash, Hasher};
+    let reduce = |r: Reduce| r as u64;
+    let (kind, op, param) = match call {
+        Call::AllReduce(r) => (1, reduce(r), 0),
+        Call::AllGather(a) => (2, 0, a as u64),
+        Call::ReduceScatter(a, r) => (3, reduce(r), a as u64),
+        Call::Broadcast(root) => (4, 0, root as u64),
+    };
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    x.shape().hash(&mut h);
+    let mut words = [0u64; RECORD];
+    words[..6].copy_from_slice(&[
+        kind,
+        op,
+        param,
+        DType::ALL.iter().position(|&d| d == x.dtype()).unwrap() as u64,
+        x.shape().len() as u64 | (u64::from(x.is_traced()) << 32),
+        h.finish(),
+    ]);
+    for (w, &d) in words[6..].iter_mut().zip(x.shape()) {
+        *w = d as u64;
+    }
+    words
+}
+
+/// The call and tensor a record describes, for messages.
+fn describe_record(words: &[u64]) -> String {
+    let kind = [
+        "?",
+        "all_reduce",
+        "all_gather",
+        "reduce_scatter",
+        "broadcast",
+    ];
+    let dtype = DType::ALL.get(words[3] as usize).map_or("?", |d| d.name());
+    let rank = (words[4] & 0xffff_ffff) as usize;
+    let mut dims: Vec<String> = words[6..6 + rank.min(RECORD_DIMS)]
+        .iter()
+        .map(|d| d.to_string())
+        .collect();
+    if rank > RECORD_DIMS {
+        dims.push("…".into());
+    }
+    format!(
+        "{} ({}, parameter {}) of {dtype}[{}]",
+        kind.get(words[0] as usize).unwrap_or(&"?"),
+        ["sum", "mean", "max", "min"]
+            .get(words[1] as usize)
+            .unwrap_or(&"-"),
+        words[2] as i64,
+        dims.join(",")
+    )
+}
+
+/// Every rank learns what every other passes; an error on every rank where they differ, and
+/// on every rank where the tensors are traced.
+fn agree(what: &str, call: Call, x: &Tensor) -> Result<(), Error> {
+    let mine = record(call, x);
+    let mut all = vec![0u64; size() * RECORD];
+    // SAFETY: the words as bytes (every bit pattern is a u64), for the one call.
+    let (send, recv) = unsafe {
+        (
+            std::slice::from_raw_parts(mine.as_ptr().cast::<u8>(), RECORD * 8),
+            std::slice::from_raw_parts_mut(all.as_mut_ptr().cast::<u8>(), all.len() * 8),
+        )
+    };
+    transport::all_gather(Bytes {
+        dtype: DType::I64,
+        send,
+        recv,
+    });
+    let me = rank();
+    if let Some((other, theirs)) = all
+        .chunks(RECORD)
+        .enumerate()
+        .find(|(_, w)| *w != mine.as_slice())
+    {
+        return Err(Error::new(
+            ErrorKind::Shape,
+            format!(
+                "{what}: the ranks pass different arguments: rank {me} passes {}, rank {other} \
+                 passes {}",
+                describe_record(&mine),
+                describe_record(theirs)
+            ),
+        ));
+    }
+    if x.is_traced() {
+        return Err(Error::new(
+            ErrorKind::TracedValue,
+            format!(
+                "{what} of the traced tensor {}: the collectives run on concrete tensors for \
+                 now, outside #[jit] and grad",
+                describe(x)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn describe(x: &Tensor) -> String {
+    type_str(x.dtype(), x.shape())
+}
+
+/// `op` applies to `x`'s dtype.
+fn check_reduce(what: &str, op: Reduce, x: &Tensor) -> Result<(), Error> {
+    let d = x.dtype();
+    let fits = match op {
+        Reduce::Mean => d.is_float(),
+        Reduce::Sum => d != DType::Bool,
+        Reduce::Max | Reduce::Min => true,
+    };
+    if fits {
+        return Ok(());
+    }
+    Err(Error::dtype(format!(
+        "{what}: {op:?} of {} is not defined; cast to a float dtype first",
+        describe(x)
+    )))
+}
+
+/// `axis` (negative from the end) as an index of `x`'s dimensions.
+fn check_axis(what: &str, axis: isize, x: &Tensor) -> Result<usize, Error> {
+    let r = x.shape().len() as isize;
+    let a = if axis < 0 { axis + r } else { axis };
+    if (0..r).contains(&a) {
+        return Ok(a as usize);
+    }
+    Err(Error::new(
+        ErrorKind::Shape,
+        format!("{what}: axis {axis} is out of range for {}", describe(x)),
+    ))
+}
+
+fn fold(op: Reduce) -> Fold {
+    match op {
+        Reduce::Sum | Reduce::Mean => Fold::Sum,
+        Reduce::Max => Fold::Max,
+        Reduce::Min => Fold::Min,
+    }
+}
+
+/// A reduction's result: the sum divided by the rank count for `Mean`.
+fn finish(sum: Tensor, op: Reduce) -> Result<Tensor, Error> {
+    Ok(match op {
+        Reduce::Mean => &sum / size() as f64,
+        _ => sum,
+    })
+}
+
+fn concrete_bytes(x: &Tensor) -> &[u8] {
+    x.buffer().expect("checked concrete by `agree`").bytes()
+}
+
+fn bytes_of<'a>(dtype: DType, send: &'a [u8], recv: &'a mut [u8]) -> Bytes<'a> {
+    Bytes { dtype, send, recv }
+}
+
+/// `x` with axis `from` moved to position `to` (the others in order), contiguous.
+fn move_axis(x: &Tensor, from: usize, to: usize) -> Tensor {
+    if from == to {
+        return x.clone();
+    }
+    let mut perm: Vec<usize> = (0..x.shape().len()).filter(|&a| a != from).collect();
+    perm.insert(to, from);
+    x.transpose(&perm)
+}

@@ -1,0 +1,88 @@
+//! The processes a program runs on and the byte-level collectives between them: MPI's world
+//! where the `mpi` feature is built (`mpi.rs`; a process started without `mpirun` is a world
+//! of one there too), else a world of one process, where every collective gives its input
+//! back (`one` below).
+
+#[cfg(feature = "mpi")]
+pub(super) use super::mpi as transport;
+#[cfg(not(feature = "mpi"))]
+pub(super) use one as transport;
+
+use crate::storage::Buffer;
+use crate::DType;
+use std::sync::OnceLock;
+
+/// This process's place in the world.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct World {
+    pub rank: usize,
+    pub size: usize,
+}
+
+static WORLD: OnceLock<World> = OnceLock::new();
+
+/// The world, joined on first use (`dist::init`).
+pub(super) fn world() -> World {
+    *WORLD.get_or_init(|| {
+        let (rank, size) = transport::init();
+        World { rank, size }
+    })
+}
+
+/// The elementwise reduction a collective applies across ranks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Fold {
+    Sum,
+    Max,
+    Min,
+}
+
+/// The bytes of `dtype` elements as the transport moves them: `send` and `recv` are whole
+/// buffers of that dtype (aligned for it).
+pub(super) struct Bytes<'a> {
+    pub dtype: DType,
+    pub send: &'a [u8],
+    pub recv: &'a mut [u8],
+}
+
+/// A buffer of `bytes` the transport writes whole (`fill`), for a collective's result.
+pub(super) fn receive(
+    bytes: usize,
+    what: impl FnOnce() -> String,
+    fill: impl FnOnce(&mut [u8]),
+) -> Result<Buffer, crate::Error> {
+    let buf = Buffer::try_zeroed(bytes, what)?;
+    // SAFETY: the buffer was just allocated, `bytes` long, and nothing else refers to it.
+    fill(unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr(), bytes) });
+    Ok(buf)
+}
+
+/// The world of this process alone: each collective's result is its input.
+#[cfg_attr(feature = "mpi", allow(dead_code))]
+pub(super) mod one {
+    use super::{Bytes, Fold};
+
+    pub fn init() -> (usize, usize) {
+        (0, 1)
+    }
+
+    pub fn barrier() {}
+
+    /// The fold of one value is that value.
+    pub fn all_reduce(b: Bytes, _: Fold) {
+        debug_assert_eq!(b.send.len() % b.dtype.size(), 0);
+        b.recv.copy_from_slice(b.send);
+    }
+
+    pub fn all_gather(b: Bytes) {
+        b.recv.copy_from_slice(b.send);
+    }
+
+    /// One block: all of it.
+    pub fn reduce_scatter(b: Bytes, _: Fold) {
+        b.recv.copy_from_slice(b.send);
+    }
+
+    /// The root is this process: `buf` is already its value.
+    pub fn broadcast(_: &mut [u8], _: usize) {}
+}

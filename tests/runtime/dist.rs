@@ -1,0 +1,100 @@
+//! `jitfuse::dist` in the default build: a world of one process, where every collective is
+//! its single-process definition (a sum or mean of one, a gather or scatter of one block),
+//! and the errors every rank would give alike. The collectives on several processes are
+//! checked by `examples/dist_check.rs` under `mpirun` (`.ci/run`, with the `mpi` feature).
+
+use jitfuse::dist::{self, Reduce};
+use jitfuse::{DType, ErrorKind, Tensor};
+
+fn sample(shape: &[usize], dtype: DType) -> Tensor {
+    let n: usize = shape.iter().product();
+    let v: Vec<f64> = (0..n).map(|i| (i % 7) as f64 - 3.0).collect();
+    Tensor::from_vec(v, shape).unwrap().cast(dtype)
+}
+
+fn bits(t: &Tensor) -> Vec<f64> {
+    t.cast(DType::F64).to_vec::<f64>().unwrap()
+}
+
+#[test]
+fn a_world_of_one_process_gives_every_collective_its_input_back() {
+    dist::init();
+    assert_eq!((dist::rank(), dist::size()), (0, 1));
+    dist::barrier();
+    for dtype in [DType::F32, DType::F64, DType::I32, DType::I64] {
+        for shape in [&[][..], &[5], &[3, 4], &[2, 3, 4]] {
+            let x = sample(shape, dtype);
+            let ops: &[Reduce] = if dtype.is_float() {
+                &[Reduce::Sum, Reduce::Mean, Reduce::Max, Reduce::Min]
+            } else {
+                &[Reduce::Sum, Reduce::Max, Reduce::Min]
+            };
+            for &op in ops {
+                let y = dist::all_reduce(&x, op).unwrap();
+                assert_eq!((y.shape(), y.dtype()), (x.shape(), dtype), "{op:?}");
+                assert_eq!(bits(&y), bits(&x), "all_reduce {op:?} {dtype}{shape:?}");
+                for axis in 0..shape.len() as isize {
+                    let y = dist::reduce_scatter(&x, axis, op).unwrap();
+                    assert_eq!(bits(&y), bits(&x), "reduce_scatter {op:?} axis {axis}");
+                    assert_eq!(y.shape(), x.shape());
+                }
+            }
+            for axis in -(shape.len() as isize)..shape.len() as isize {
+                let y = dist::all_gather(&x, axis).unwrap();
+                assert_eq!((y.shape(), bits(&y)), (x.shape(), bits(&x)), "axis {axis}");
+            }
+            let y = dist::broadcast(&x, 0).unwrap();
+            assert_eq!(bits(&y), bits(&x));
+            // A new tensor: the input is not aliased.
+            assert!(!y.shares_buffer_with(&x));
+        }
+    }
+    let b = Tensor::from_vec(vec![true, false, true], &[3]).unwrap();
+    let y = dist::all_reduce(&b, Reduce::Max).unwrap();
+    assert_eq!(y.to_vec::<bool>().unwrap(), vec![true, false, true]);
+}
+
+#[test]
+fn collectives_name_the_argument_that_no_rank_can_use() {
+    let x = sample(&[4, 6], DType::F32);
+    let e = dist::all_gather(&x, 2).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Shape);
+    assert!(
+        e.message.contains("dist::all_gather") && e.message.contains("f32[4,6]"),
+        "{e}"
+    );
+    let e = dist::reduce_scatter(&x, -3, Reduce::Sum).unwrap_err();
+    assert!(e.message.contains("axis -3"), "{e}");
+    let e = dist::broadcast(&x, 1).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Argument);
+    assert!(
+        e.message.contains("root 1") && e.message.contains("world of 1"),
+        "{e}"
+    );
+    let ints = sample(&[3], DType::I64);
+    let e = dist::all_reduce(&ints, Reduce::Mean).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::DType);
+    assert!(e.message.contains("Mean of i64[3]"), "{e}");
+    let b = Tensor::from_vec(vec![true], &[1]).unwrap();
+    let e = dist::all_reduce(&b, Reduce::Sum).unwrap_err();
+    assert!(e.message.contains("Sum of bool[1]"), "{e}");
+}
+
+/// FIXME: collectives inside `#[jit]` and `grad` are to come (library steps with JAX's
+/// gradients); a traced tensor is an error that says so, not a wrong answer.
+#[test]
+fn a_traced_tensor_is_an_error_until_collectives_compile() {
+    let x = sample(&[3], DType::F32);
+    let mut seen = None;
+    let _ = crate::common::trace_fn(&[x], |ts| {
+        seen = Some(dist::all_reduce(&ts[0], Reduce::Sum).map(|_| ()));
+        vec![ts[0].clone()]
+    });
+    let e = seen.unwrap().unwrap_err();
+    assert_eq!(e.kind, ErrorKind::TracedValue);
+    assert!(
+        e.message
+            .contains("dist::all_reduce of the traced tensor f32[3]"),
+        "{e}"
+    );
+}
