@@ -557,7 +557,12 @@ impl Gen<'_> {
                 let mut shape = broadcast(&sa[..sa.len() - 2], &sb[..sb.len() - 2]).unwrap();
                 shape.push(sa[sa.len() - 2]);
                 shape.push(sb[sb.len() - 1]);
-                if numel(&shape).saturating_mul(k) > MAX_MATMUL_MACS {
+                // A product over an empty `k` still writes every output element: `[1, 257,
+                // 1030, 0] @ [1, 257, 0, 1030]` took no multiply-adds and made a 272 M-element
+                // output, whose copies ran a long run out of memory.
+                if numel(&shape).saturating_mul(k.max(1)) > MAX_MATMUL_MACS
+                    || numel(&shape) > MAX_BROADCAST
+                {
                     return None;
                 }
                 self.push(
