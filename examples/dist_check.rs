@@ -10,9 +10,22 @@
 //! mpirun -np 3 target/release/examples/dist_check
 //! ```
 //! (without the `mpi` feature, or without `mpirun`, it checks the world of one process.)
+//!
+//! Faults: `--panic-rank r` makes rank `r` panic before the first collective (every rank must
+//! end, the job failing with a line naming rank `r`); `--stall-rank r` makes rank `r` sleep
+//! a minute first (with `JITFUSE_DIST_TIMEOUT=2` the others must end after 2 s, naming the
+//! collective). `.ci/mpi` runs both.
 
 use jitfuse::dist::{self, Reduce};
-use jitfuse::{DType, ErrorKind, Tensor};
+use jitfuse::{jit, DType, ErrorKind, Tensor};
+
+/// A body that reads a traced value: it panics while tracing, which jitfuse reports as an
+/// error (`ErrorKind::Panic`); on several processes that must not end the others.
+#[jit]
+fn reads_its_argument(x: &Tensor) -> Tensor {
+    let v = x.to_vec::<f32>().unwrap();
+    Tensor::vector(&v)
+}
 
 /// Element `i` of rank `r`'s tensor, as f64 (small integers: sums are exact in every dtype).
 fn value(r: usize, i: usize, dtype: DType) -> f64 {
@@ -120,9 +133,22 @@ impl Check {
     }
 }
 
+/// The rank named after `flag` on the command line, if any.
+fn rank_arg(flag: &str) -> Option<usize> {
+    let args: Vec<String> = std::env::args().collect();
+    let i = args.iter().position(|a| a == flag)?;
+    Some(args.get(i + 1)?.parse().expect("a rank"))
+}
+
 fn main() {
     dist::init();
     let (rank, ranks) = (dist::rank(), dist::size());
+    if rank_arg("--panic-rank") == Some(rank) {
+        panic!("rank {rank} fails on purpose (--panic-rank)");
+    }
+    if rank_arg("--stall-rank") == Some(rank) {
+        std::thread::sleep(std::time::Duration::from_secs(60));
+    }
     let mut c = Check {
         rank,
         failures: vec![],
@@ -228,6 +254,13 @@ fn main() {
         got,
         ErrorKind::DType,
         &["Mean", "i32[6]"],
+    );
+    let got = reads_its_argument::try_call(&x);
+    c.error(
+        "a panic jitfuse catches",
+        got,
+        ErrorKind::Panic,
+        &["panicked"],
     );
     let got = dist::all_reduce(&x, Reduce::Sum).unwrap();
     c.same(

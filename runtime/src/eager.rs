@@ -286,13 +286,13 @@ fn cached(
     // A program that does not compile (or a bug that panics compiling it) leaves the op to
     // the interpreter: an eager op never fails where the interpreter would not.
     let graph = graph()?;
-    let compiled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    let compiled = crate::internal::catch(|| {
         let opts = crate::exec::CompileOptions {
             keep_text: false,
             ..Default::default()
         };
         Executable::from_graph_with(graph, vec![], Some(kinds), &opts)
-    }));
+    });
     let exe = Arc::new(compiled.ok()?.ok()?);
     let m = exe.memory_analysis();
     // The entry: its key and its slot of the map (which keeps up to twice its entries'

@@ -14,6 +14,28 @@ use std::cell::Cell;
 thread_local! {
     static INJECT: Cell<Option<&'static str>> = const { Cell::new(None) };
     static INTERNAL_PANIC: Cell<bool> = const { Cell::new(false) };
+    static CATCHING: Cell<u32> = const { Cell::new(0) };
+}
+
+/// `catch_unwind` of `f`, known while it runs: a panic in it becomes an error of jitfuse's
+/// (`panic_is_caught`), where `jitfuse::dist` must not bring the other processes down.
+pub(crate) fn catch<R>(f: impl FnOnce() -> R) -> std::thread::Result<R> {
+    struct Leave;
+    impl Drop for Leave {
+        fn drop(&mut self) {
+            CATCHING.with(|c| c.set(c.get() - 1));
+        }
+    }
+    CATCHING.with(|c| c.set(c.get() + 1));
+    let _leave = Leave;
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+}
+
+/// Whether a panic on this thread now would be caught by jitfuse (`catch`) and reported as
+/// an error rather than unwinding out of it.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) fn panic_is_caught() -> bool {
+    CATCHING.with(|c| c.get() > 0)
 }
 
 /// Test hook: make the internal stage `stage` (`"trace"`, `"simplify"`,

@@ -9,7 +9,7 @@ use crate::tensor::{Data, Tensor};
 use crate::{DType, Error, ErrorKind, Literal, SourceLoc};
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::panic::resume_unwind;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 static NEXT_TRACE: AtomicU64 = AtomicU64::new(1);
@@ -144,11 +144,11 @@ pub fn trace(
     }
     let result = {
         let _pop = Pop;
-        let r = catch_unwind(AssertUnwindSafe(|| {
+        let r = crate::internal::catch(|| {
             let outs = body(&args);
             drop(args);
             outs.iter().map(|t| to_value(t, None)).collect::<Vec<_>>()
-        }));
+        });
         let state = STACK.with(|s| {
             let mut s = s.borrow_mut();
             let top = s.last_mut().expect("trace stack");

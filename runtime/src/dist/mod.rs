@@ -19,7 +19,8 @@ mod world;
 
 use crate::error::type_str;
 use crate::{DType, Error, ErrorKind, Tensor};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use world::{transport, Bytes, Fold};
 
 /// How `all_reduce` and `reduce_scatter` combine the ranks' values, elementwise.
@@ -48,6 +49,35 @@ pub fn size() -> usize {
     world::world().size
 }
 
+/// How long a collective may wait for the other ranks before this rank gives up and MPI
+/// aborts every rank, with a line naming the collective (`None`: no limit, the default;
+/// `JITFUSE_DIST_TIMEOUT=seconds` sets it when the world is joined).
+pub fn set_timeout(limit: Option<Duration>) {
+    *TIMEOUT.lock().unwrap_or_else(|e| e.into_inner()) = Some(limit);
+}
+
+static TIMEOUT: Mutex<Option<Option<Duration>>> = Mutex::new(None);
+
+/// The collectives' time limit (`set_timeout`, else `JITFUSE_DIST_TIMEOUT`, read once).
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+fn timeout() -> Option<Duration> {
+    *TIMEOUT
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(|| {
+            let s = std::env::var("JITFUSE_DIST_TIMEOUT").ok()?;
+            match s.parse::<f64>() {
+                Ok(t) if t > 0.0 && t.is_finite() => Some(Duration::from_secs_f64(t)),
+                _ => {
+                    eprintln!(
+                        "jitfuse: JITFUSE_DIST_TIMEOUT={s:?} is not a number of seconds; no limit"
+                    );
+                    None
+                }
+            }
+        })
+}
+
 /// Wait until every rank has called `barrier`.
 pub fn barrier() {
     transport::barrier();
@@ -65,7 +95,7 @@ pub fn all_reduce(x: &Tensor, op: Reduce) -> Result<Tensor, Error> {
         || format!("{what} of {}", describe(x)),
         |recv| {
             let send = concrete_bytes(x);
-            transport::all_reduce(bytes_of(x.dtype(), send, recv), fold(op));
+            transport::all_reduce(bytes_of(what, x.dtype(), send, recv), fold(op));
         },
     )?;
     finish(
@@ -86,7 +116,7 @@ pub fn all_gather(x: &Tensor, axis: isize) -> Result<Tensor, Error> {
         n * x.size_bytes(),
         || format!("{what} of {}", describe(x)),
         |recv| {
-            transport::all_gather(bytes_of(x.dtype(), concrete_bytes(x), recv));
+            transport::all_gather(bytes_of(what, x.dtype(), concrete_bytes(x), recv));
         },
     )?;
     // Rank-major: [ranks, ..x's shape], with the ranks' axis then moved next to `axis`.
@@ -125,7 +155,10 @@ pub fn reduce_scatter(x: &Tensor, axis: isize, op: Reduce) -> Result<Tensor, Err
         bytes,
         || format!("{what} of {}", describe(x)),
         |recv| {
-            transport::reduce_scatter(bytes_of(x.dtype(), concrete_bytes(&front), recv), fold(op));
+            transport::reduce_scatter(
+                bytes_of(what, x.dtype(), concrete_bytes(&front), recv),
+                fold(op),
+            );
         },
     )?;
     let mut shape = front.shape().to_vec();
@@ -152,7 +185,7 @@ pub fn broadcast(x: &Tensor, root: usize) -> Result<Tensor, Error> {
         || format!("{what} of {}", describe(x)),
         |recv| {
             recv.copy_from_slice(concrete_bytes(x));
-            transport::broadcast(recv, root);
+            transport::broadcast(what, recv, root);
         },
     )?;
     Ok(Tensor::from_buffer(
@@ -245,11 +278,8 @@ fn agree(what: &str, call: Call, x: &Tensor) -> Result<(), Error> {
             std::slice::from_raw_parts_mut(all.as_mut_ptr().cast::<u8>(), all.len() * 8),
         )
     };
-    transport::all_gather(Bytes {
-        dtype: DType::I64,
-        send,
-        recv,
-    });
+    let exchange = format!("{what} (exchanging the ranks' arguments)");
+    transport::all_gather(bytes_of(&exchange, DType::I64, send, recv));
     let me = rank();
     if let Some((other, theirs)) = all
         .chunks(RECORD)
@@ -333,8 +363,13 @@ fn concrete_bytes(x: &Tensor) -> &[u8] {
     x.buffer().expect("checked concrete by `agree`").bytes()
 }
 
-fn bytes_of<'a>(dtype: DType, send: &'a [u8], recv: &'a mut [u8]) -> Bytes<'a> {
-    Bytes { dtype, send, recv }
+fn bytes_of<'a>(what: &'a str, dtype: DType, send: &'a [u8], recv: &'a mut [u8]) -> Bytes<'a> {
+    Bytes {
+        what,
+        dtype,
+        send,
+        recv,
+    }
 }
 
 /// `x` with axis `from` moved to position `to` (the others in order), contiguous.

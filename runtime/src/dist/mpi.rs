@@ -1,13 +1,17 @@
 //! The collectives on MPI (Open MPI through the `mpi` crate): `MPI_COMM_WORLD`, initialised
 //! once with thread support and finalised at exit. Every call is serialised by one lock, so
-//! that MPI may be called from any thread whatever thread level it grants.
+//! that MPI may be called from any thread whatever thread level it grants. Each collective is
+//! started non-blocking and waited for (`complete`), so that a timeout can end a collective
+//! some rank never joins.
 
 use super::world::{Bytes, Fold};
 use crate::DType;
 use mpi::collective::SystemOperation;
+use mpi::request::{scope, Request, Scope};
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use std::sync::Mutex;
+use std::time::Instant;
 
 static CALLS: Mutex<()> = Mutex::new(());
 
@@ -96,24 +100,70 @@ macro_rules! typed {
     }};
 }
 
+/// Wait for the collective `what` (`req`). Where a timeout is set (`dist::set_timeout`) and
+/// passes first, this rank says so and MPI aborts every rank: the collective cannot be
+/// cancelled, and the ranks that did join it would wait for ever.
+fn complete<'a, D: ?Sized, S: Scope<'a>>(what: &str, req: Request<'a, D, S>) {
+    let Some(limit) = super::timeout() else {
+        return req.wait_without_status();
+    };
+    let start = Instant::now();
+    let mut req = req;
+    loop {
+        match req.test() {
+            Ok(_) => return,
+            Err(r) => req = r,
+        }
+        if start.elapsed() > limit {
+            let (r, n) = (world().rank(), world().size());
+            eprintln!(
+                "jitfuse dist: rank {r} of {n}: {what} did not complete within {limit:?} (a rank \
+                 that never calls it, or calls another collective first); aborting every rank"
+            );
+            world().abort(3);
+        }
+        std::thread::yield_now();
+    }
+}
+
+/// End every rank's process, after a failure on this one.
+pub fn abort(code: i32) -> ! {
+    world().abort(code)
+}
+
 pub fn barrier() {
     let _one = CALLS.lock().unwrap_or_else(|e| e.into_inner());
-    world().barrier();
+    complete("barrier", world().immediate_barrier());
 }
 
 pub fn all_reduce(b: Bytes, fold: Fold) {
-    typed!(b, |s, r| world().all_reduce_into(s, r, op(fold)))
+    typed!(b, |s, r| scope(|sc| {
+        complete(
+            b.what,
+            world().immediate_all_reduce_into(sc, s, r, op(fold)),
+        )
+    }))
 }
 
 pub fn all_gather(b: Bytes) {
-    typed!(b, |s, r| world().all_gather_into(s, r))
+    typed!(b, |s, r| scope(|sc| {
+        complete(b.what, world().immediate_all_gather_into(sc, s, r))
+    }))
 }
 
 pub fn reduce_scatter(b: Bytes, fold: Fold) {
-    typed!(b, |s, r| world().reduce_scatter_block_into(s, r, op(fold)))
+    typed!(b, |s, r| scope(|sc| {
+        let req = world().immediate_reduce_scatter_block_into(sc, s, r, op(fold));
+        complete(b.what, req)
+    }))
 }
 
-pub fn broadcast(buf: &mut [u8], root: usize) {
+pub fn broadcast(what: &str, buf: &mut [u8], root: usize) {
     let _one = CALLS.lock().unwrap_or_else(|e| e.into_inner());
-    world().process_at_rank(root as i32).broadcast_into(buf);
+    scope(|sc| {
+        let req = world()
+            .process_at_rank(root as i32)
+            .immediate_broadcast_into(sc, buf);
+        complete(what, req)
+    })
 }

@@ -25,8 +25,24 @@ static WORLD: OnceLock<World> = OnceLock::new();
 pub(super) fn world() -> World {
     *WORLD.get_or_init(|| {
         let (rank, size) = transport::init();
+        if size > 1 {
+            abort_every_rank_on_panic(rank, size);
+        }
         World { rank, size }
     })
+}
+
+/// A panic that jitfuse does not turn into an error (`internal::catch`) ends every rank, with
+/// a line naming this one: the others would wait for ever in their next collective.
+fn abort_every_rank_on_panic(rank: usize, size: usize) {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        previous(info);
+        if !crate::internal::panic_is_caught() {
+            eprintln!("jitfuse dist: rank {rank} of {size} panicked; aborting every rank");
+            transport::abort(2);
+        }
+    }));
 }
 
 /// The elementwise reduction a collective applies across ranks.
@@ -38,8 +54,9 @@ pub(super) enum Fold {
 }
 
 /// The bytes of `dtype` elements as the transport moves them: `send` and `recv` are whole
-/// buffers of that dtype (aligned for it).
+/// buffers of that dtype (aligned for it), for the collective `what` (messages).
 pub(super) struct Bytes<'a> {
+    pub what: &'a str,
     pub dtype: DType,
     pub send: &'a [u8],
     pub recv: &'a mut [u8],
@@ -84,5 +101,10 @@ pub(super) mod one {
     }
 
     /// The root is this process: `buf` is already its value.
-    pub fn broadcast(_: &mut [u8], _: usize) {}
+    pub fn broadcast(_: &str, _: &mut [u8], _: usize) {}
+
+    /// A world of one has no other process to bring down (`dist` installs no hook for it).
+    pub fn abort(code: i32) -> ! {
+        std::process::exit(code)
+    }
 }

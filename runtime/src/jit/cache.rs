@@ -27,7 +27,6 @@ use once_cell::sync::OnceCell;
 use std::any::Any;
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -291,7 +290,7 @@ impl FnCache {
         let slots = args.slots().to_vec();
         let name = self.name;
         let run = || crate::diag::profile::named(name, || exe.run(args));
-        let outs = match catch_unwind(AssertUnwindSafe(run)) {
+        let outs = match crate::internal::catch(run) {
             Ok(Ok(outs)) => outs,
             Ok(Err(e)) if e.kind == ErrorKind::OutOfMemory => {
                 return Err(e.prefixed(&format!(
@@ -446,7 +445,7 @@ impl FnCache {
                 // A panic in tracing machinery, passes, planning or codegen
                 // is an `Internal` error of this signature, never a panic out
                 // of `try_call` (nor a cell left half-initialised).
-                catch_unwind(AssertUnwindSafe(|| meet_budget(budget, &mut build)))
+                crate::internal::catch(|| meet_budget(budget, &mut build))
                     .unwrap_or_else(|payload| {
                         Err(self.internal(sig, slots, "compiling", &*payload))
                     })

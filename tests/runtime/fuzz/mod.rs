@@ -425,7 +425,9 @@ fn generated_programs_make_no_value_beyond_the_size_cap() {
     for i in 368_509..388_509u64 {
         let case = seed.wrapping_mul(1_000_003).wrapping_add(i);
         let p = generate::program(&mut Rng::new(case));
-        let Ok((g, _)) = trace_program(&p) else { continue };
+        let Ok((g, _)) = trace_program(&p) else {
+            continue;
+        };
         for node in &g.nodes {
             let n: usize = node.shape.iter().product();
             assert!(n <= 1 << 22, "case {case}: {n} elements\n{p:?}");
