@@ -270,6 +270,14 @@ fn main() {
         &folded(Reduce::Sum, &[6, 4], DType::F32, ranks),
         1e-6,
     );
+    // Shards: equal contiguous blocks, rank order, the remainder left out.
+    let items: Vec<usize> = (0..3 * ranks + ranks - 1).collect();
+    let mine = dist::shard(&items);
+    c.count += 1;
+    if mine != (3 * rank..3 * rank + 3).collect::<Vec<_>>() {
+        c.failures
+            .push(format!("shard of {} items: {mine:?}", items.len()));
+    }
     dist::barrier();
     if c.failures.is_empty() {
         println!("rank {} of {ranks}: {} checks passed", c.rank, c.count);

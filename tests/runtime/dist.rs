@@ -98,3 +98,10 @@ fn a_traced_tensor_is_an_error_until_collectives_compile() {
         "{e}"
     );
 }
+
+#[test]
+fn a_world_of_one_process_keeps_every_item_of_its_shard() {
+    let items: Vec<u32> = (0..10).collect();
+    assert_eq!(dist::shard(&items), items);
+    assert_eq!(dist::shard::<u32>(&[]), Vec::<u32>::new());
+}

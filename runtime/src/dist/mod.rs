@@ -83,6 +83,15 @@ pub fn barrier() {
     transport::barrier();
 }
 
+/// This rank's share of `items` for data-parallel work: block `rank()` of `size()` equal
+/// contiguous blocks, the last `items.len() % size()` items left out so that every rank gets
+/// as many (and so runs as many steps, and joins as many collectives, as the others).
+pub fn shard<T: Clone>(items: &[T]) -> Vec<T> {
+    let (r, n) = (rank(), size());
+    let per = items.len() / n;
+    items[r * per..(r + 1) * per].to_vec()
+}
+
 /// The elementwise `op` of `x` over every rank (JAX's `psum`, `pmean`, `pmax`, `pmin`), the
 /// same on every rank. Every rank passes the same dtype and shape.
 pub fn all_reduce(x: &Tensor, op: Reduce) -> Result<Tensor, Error> {
