@@ -6,6 +6,7 @@
 //! typed loops of `ops`.
 
 pub mod attention;
+pub mod collective;
 pub mod ops;
 pub mod random;
 pub mod workspace;

@@ -13,15 +13,11 @@
 //! `grad` (traced tensors) they are an error for now; compiled collectives are library steps
 //! to come, with the gradients JAX defines (`psum`, `all_gather`, `psum_scatter`).
 
-#[cfg(feature = "mpi")]
-mod mpi;
-mod world;
-
 use crate::error::type_str;
+use crate::library::collective::{self as world, transport, Bytes, Fold};
 use crate::{DType, Error, ErrorKind, Tensor};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
-use world::{transport, Bytes, Fold};
 
 /// How `all_reduce` and `reduce_scatter` combine the ranks' values, elementwise.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -36,50 +32,49 @@ pub enum Reduce {
 /// Join the world of processes (idempotent; the other functions join it on first use). With
 /// the `mpi` feature MPI is initialised here, with thread support, and finalised at exit.
 pub fn init() {
-    world::world();
+    joined();
 }
 
 /// This process's rank: 0 up to `size() - 1`.
 pub fn rank() -> usize {
-    world::world().rank
+    joined().rank
 }
 
 /// The number of processes in the world.
 pub fn size() -> usize {
-    world::world().size
+    joined().size
 }
 
 /// How long a collective may wait for the other ranks before this rank gives up and MPI
 /// aborts every rank, with a line naming the collective (`None`: no limit, the default;
 /// `JITFUSE_DIST_TIMEOUT=seconds` sets it when the world is joined).
 pub fn set_timeout(limit: Option<Duration>) {
-    *TIMEOUT.lock().unwrap_or_else(|e| e.into_inner()) = Some(limit);
+    joined();
+    world::set_timeout(limit);
 }
 
-static TIMEOUT: Mutex<Option<Option<Duration>>> = Mutex::new(None);
-
-/// The collectives' time limit (`set_timeout`, else `JITFUSE_DIST_TIMEOUT`, read once).
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
-fn timeout() -> Option<Duration> {
-    *TIMEOUT
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get_or_insert_with(|| {
-            let s = std::env::var("JITFUSE_DIST_TIMEOUT").ok()?;
-            match s.parse::<f64>() {
-                Ok(t) if t > 0.0 && t.is_finite() => Some(Duration::from_secs_f64(t)),
-                _ => {
-                    eprintln!(
-                        "jitfuse: JITFUSE_DIST_TIMEOUT={s:?} is not a number of seconds; no limit"
-                    );
-                    None
-                }
+/// Join the world once: the time limit from `JITFUSE_DIST_TIMEOUT` first.
+fn joined() -> world::World {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let Ok(s) = std::env::var("JITFUSE_DIST_TIMEOUT") else {
+            return;
+        };
+        match s.parse::<f64>() {
+            Ok(t) if t > 0.0 && t.is_finite() => {
+                world::set_timeout(Some(Duration::from_secs_f64(t)))
             }
-        })
+            _ => eprintln!(
+                "jitfuse: JITFUSE_DIST_TIMEOUT={s:?} is not a number of seconds; no limit"
+            ),
+        }
+    });
+    world::world()
 }
 
 /// Wait until every rank has called `barrier`.
 pub fn barrier() {
+    joined();
     transport::barrier();
 }
 

@@ -4,7 +4,7 @@
 //! started non-blocking and waited for (`complete`), so that a timeout can end a collective
 //! some rank never joins.
 
-use super::world::{Bytes, Fold};
+use super::{Bytes, Fold};
 use crate::DType;
 use mpi::collective::SystemOperation;
 use mpi::request::{scope, Request, Scope};

@@ -1,12 +1,15 @@
-//! The processes a program runs on and the byte-level collectives between them: MPI's world
-//! where the `mpi` feature is built (`mpi.rs`; a process started without `mpirun` is a world
-//! of one there too), else a world of one process, where every collective gives its input
-//! back (`one` below).
+//! The processes a program runs on and the byte-level collectives between them, for
+//! `jitfuse::dist` and the programs' collective steps: MPI's world where the `mpi` feature is
+//! built (`mpi.rs`; a process started without `mpirun` is a world of one there too), else a
+//! world of one process, where every collective gives its input back (`one` below).
 
 #[cfg(feature = "mpi")]
-pub(super) use super::mpi as transport;
+pub(crate) mod mpi;
+
+#[cfg(feature = "mpi")]
+pub(crate) use mpi as transport;
 #[cfg(not(feature = "mpi"))]
-pub(super) use one as transport;
+pub(crate) use one as transport;
 
 use crate::storage::Buffer;
 use crate::DType;
@@ -14,7 +17,7 @@ use std::sync::OnceLock;
 
 /// This process's place in the world.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct World {
+pub(crate) struct World {
     pub rank: usize,
     pub size: usize,
 }
@@ -22,7 +25,7 @@ pub(super) struct World {
 static WORLD: OnceLock<World> = OnceLock::new();
 
 /// The world, joined on first use (`dist::init`).
-pub(super) fn world() -> World {
+pub(crate) fn world() -> World {
     *WORLD.get_or_init(|| {
         let (rank, size) = transport::init();
         if size > 1 {
@@ -30,6 +33,19 @@ pub(super) fn world() -> World {
         }
         World { rank, size }
     })
+}
+
+static TIMEOUT: std::sync::Mutex<Option<std::time::Duration>> = std::sync::Mutex::new(None);
+
+/// How long a collective may wait for the other ranks (`dist::set_timeout`).
+pub(crate) fn set_timeout(limit: Option<std::time::Duration>) {
+    *TIMEOUT.lock().unwrap_or_else(|e| e.into_inner()) = limit;
+}
+
+/// The collectives' time limit, if any.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) fn timeout() -> Option<std::time::Duration> {
+    *TIMEOUT.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A panic that jitfuse does not turn into an error (`internal::catch`) ends every rank, with
@@ -47,7 +63,7 @@ fn abort_every_rank_on_panic(rank: usize, size: usize) {
 
 /// The elementwise reduction a collective applies across ranks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Fold {
+pub(crate) enum Fold {
     Sum,
     Max,
     Min,
@@ -55,7 +71,8 @@ pub(super) enum Fold {
 
 /// The bytes of `dtype` elements as the transport moves them: `send` and `recv` are whole
 /// buffers of that dtype (aligned for it), for the collective `what` (messages).
-pub(super) struct Bytes<'a> {
+pub(crate) struct Bytes<'a> {
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub what: &'a str,
     pub dtype: DType,
     pub send: &'a [u8],
@@ -63,7 +80,7 @@ pub(super) struct Bytes<'a> {
 }
 
 /// A buffer of `bytes` the transport writes whole (`fill`), for a collective's result.
-pub(super) fn receive(
+pub(crate) fn receive(
     bytes: usize,
     what: impl FnOnce() -> String,
     fill: impl FnOnce(&mut [u8]),
@@ -76,7 +93,7 @@ pub(super) fn receive(
 
 /// The world of this process alone: each collective's result is its input.
 #[cfg_attr(feature = "mpi", allow(dead_code))]
-pub(super) mod one {
+pub(crate) mod one {
     use super::{Bytes, Fold};
 
     pub fn init() -> (usize, usize) {
