@@ -19,6 +19,12 @@
 use jitfuse::dist::{self, Reduce};
 use jitfuse::{jit, DType, ErrorKind, Tensor};
 
+/// A jitted step with the collectives as steps of its program.
+#[jit]
+fn doubled_mean(x: &Tensor) -> Tensor {
+    dist::all_reduce(&(x * 2.0), Reduce::Mean).unwrap()
+}
+
 /// A body that reads a traced value: it panics while tracing, which jitfuse reports as an
 /// error (`ErrorKind::Panic`); on several processes that must not end the others.
 #[jit]
@@ -226,6 +232,33 @@ fn main() {
                 );
             }
         }
+    }
+    // Inside #[jit] and grad: `all_reduce` as a step of the program, with psum's gradient
+    // (every rank's loss holds every rank's squares: the gradient is 2 n x).
+    for dtype in [DType::F32, DType::F64] {
+        let shape = [6, 12];
+        let x = tensor_of(rank, &shape, dtype);
+        let mean = folded(Reduce::Mean, &shape, dtype, ranks);
+        let want: Vec<f64> = mean.iter().map(|m| 2.0 * m).collect();
+        let got = doubled_mean(&x);
+        c.same(&format!("jitted mean {dtype}"), &got, &shape, &want, 1e-6);
+        let g = jitfuse::grad(
+            |x: &Tensor| {
+                dist::all_reduce(&x.square(), Reduce::Sum)
+                    .unwrap()
+                    .sum(0)
+                    .sum(0)
+            },
+            &x,
+        );
+        let want: Vec<f64> = values(&x).iter().map(|v| 2.0 * ranks as f64 * v).collect();
+        c.same(
+            &format!("gradient of a sum over ranks {dtype}"),
+            &g,
+            &shape,
+            &want,
+            1e-6,
+        );
     }
     // Errors, on every rank alike, and the world goes on after them.
     let x = tensor_of(rank, &[6, 4], DType::F32);

@@ -80,23 +80,88 @@ fn collectives_name_the_argument_that_no_rank_can_use() {
     assert!(e.message.contains("Sum of bool[1]"), "{e}");
 }
 
-/// FIXME: collectives inside `#[jit]` and `grad` are to come (library steps with JAX's
-/// gradients); a traced tensor is an error that says so, not a wrong answer.
+/// FIXME: `all_gather`, `reduce_scatter` and `broadcast` inside `#[jit]` and `grad` are to
+/// come; a traced tensor is an error that says so, not a wrong answer.
 #[test]
-fn a_traced_tensor_is_an_error_until_collectives_compile() {
+fn a_traced_tensor_is_an_error_for_the_collectives_that_do_not_compile_yet() {
     let x = sample(&[3], DType::F32);
     let mut seen = None;
     let _ = crate::common::trace_fn(&[x], |ts| {
-        seen = Some(dist::all_reduce(&ts[0], Reduce::Sum).map(|_| ()));
+        seen = Some(dist::all_gather(&ts[0], 0).map(|_| ()));
         vec![ts[0].clone()]
     });
     let e = seen.unwrap().unwrap_err();
     assert_eq!(e.kind, ErrorKind::TracedValue);
     assert!(
         e.message
-            .contains("dist::all_reduce of the traced tensor f32[3]"),
+            .contains("dist::all_gather of the traced tensor f32[3]"),
         "{e}"
     );
+}
+
+/// `all_reduce` traced is a step of the program (`all_reduce_sum` ...): compiled at every
+/// level, donated or not, it computes what the interpreter computes (in a world of one, its
+/// input; `Mean` divides by one), and the IR text names it.
+#[test]
+fn a_compiled_all_reduce_is_a_step_that_matches_the_interpreter_at_every_level() {
+    use jitfuse::internals::codegen::{Isa, Target};
+    let x = sample(&[5, 7], DType::F32);
+    for op in [Reduce::Sum, Reduce::Mean, Reduce::Max, Reduce::Min] {
+        let g = crate::common::trace_fn(std::slice::from_ref(&x), |ts| {
+            let y = &ts[0] * 2.0;
+            vec![(dist::all_reduce(&y, op).unwrap() + 1.0) * 3.0]
+        });
+        let text = g.to_text();
+        let name = match op {
+            Reduce::Sum | Reduce::Mean => "all_reduce_sum",
+            Reduce::Max => "all_reduce_max",
+            Reduce::Min => "all_reduce_min",
+        };
+        assert!(text.contains(name), "{text}");
+        let parsed = jitfuse::internals::ir::parse(&text).unwrap();
+        assert_eq!(parsed.to_text(), text);
+        jitfuse::internals::ir::verify(&parsed).unwrap();
+        let want =
+            jitfuse::internals::interpret::eval_graph(&g, std::slice::from_ref(&x), &[]).unwrap();
+        assert_eq!(bits(&want[0]), bits(&((&x * 2.0 + 1.0) * 3.0)), "{op:?}");
+        for level in Isa::supported() {
+            let exe = crate::common::compile_at(g.clone(), &Target::at(level)).unwrap();
+            let got = exe.run_with(&[&x]).unwrap();
+            assert_eq!(bits(&got[0]), bits(&want[0]), "{op:?} at {level}");
+        }
+    }
+}
+
+/// The gradient of the sum over the ranks is the sum of the cotangents over the ranks
+/// (JAX's `psum`): with one rank, the gradient of the function without it. Max and min
+/// have none: an error naming the op.
+#[test]
+fn all_reduce_has_the_gradient_of_psum() {
+    let x = sample(&[4], DType::F64);
+    let g = jitfuse::grad(
+        |x: &Tensor| dist::all_reduce(&x.square(), Reduce::Sum).unwrap().sum(0),
+        &x,
+    );
+    assert_eq!(bits(&g), bits(&(&x * 2.0)));
+    let g = jitfuse::grad(
+        |x: &Tensor| dist::all_reduce(&x.square(), Reduce::Mean).unwrap().sum(0),
+        &x,
+    );
+    assert_eq!(bits(&g), bits(&(&x * 2.0)));
+    let specs = [jitfuse::internals::trace::ParamSpec {
+        shape: vec![4],
+        dtype: DType::F64,
+        weak: false,
+    }];
+    let e = jitfuse::internals::trace::trace(&specs, |ts| {
+        vec![jitfuse::grad(
+            |x: &Tensor| dist::all_reduce(x, Reduce::Max).unwrap().sum(0),
+            &ts[0],
+        )]
+    })
+    .err()
+    .unwrap();
+    assert!(e.message.contains("all_reduce_max has no gradient"), "{e}");
 }
 
 #[test]

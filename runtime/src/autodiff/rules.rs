@@ -419,6 +419,23 @@ pub fn backward(g: &Graph, vals: &[Tensor], seeds: &[(ValueId, Tensor)]) -> Vec<
             }
             Op::ScatterAdd(axis) => add(&mut ct, inp(0), c.take(x(1), *axis as isize)),
             Op::Barrier => add(&mut ct, inp(0), c),
+            // The sum over the ranks is linear and its own transpose (JAX's `psum`): every
+            // rank's input reaches every rank's output.
+            Op::AllReduce(ReduceOp::Sum) => {
+                let t = apply(
+                    Op::AllReduce(ReduceOp::Sum),
+                    &[&c],
+                    c.shape().to_vec(),
+                    c.dtype(),
+                    loc,
+                );
+                add(&mut ct, inp(0), t);
+            }
+            Op::AllReduce(r) => crate::trace::fail(crate::Error::shape(format!(
+                "dist::all_reduce: {} has no gradient (as JAX's pmax and pmin have none); \
+                 use Sum or Mean",
+                Op::AllReduce(*r).name()
+            ))),
             // Handled above.
             Op::Cond(_) | Op::While(_) | Op::Scan(_) | Op::Get(_) => {}
             Op::Attention(spec) => {

@@ -9,12 +9,17 @@
 //! wrong on every rank alike (an axis out of range) is an error on every rank, after the
 //! exchange, so no rank is left waiting in a collective the others never start.
 //!
-//! The collectives here run eagerly, on concrete tensors. FIXME: inside `#[jit]` and under
-//! `grad` (traced tensors) they are an error for now; compiled collectives are library steps
-//! to come, with the gradients JAX defines (`psum`, `all_gather`, `psum_scatter`).
+//! `all_reduce` runs inside `#[jit]` and `grad` too, as a step of the program (`Op::AllReduce`,
+//! a library step that copies its operand into its planned scratch and calls MPI into its
+//! planned output), with `psum`'s gradient. FIXME: `all_gather`, `reduce_scatter` and
+//! `broadcast` run eagerly only (a traced tensor is an error that says so); the compiled
+//! collectives run blocking, where they are to start at the operand's last write and be
+//! waited for at the first read.
 
 use crate::error::type_str;
+use crate::ir::{Op, ReduceOp};
 use crate::library::collective::{self as world, transport, Bytes, Fold};
+use crate::tensor::ops::apply;
 use crate::{DType, Error, ErrorKind, Tensor};
 use std::sync::Arc;
 use std::time::Duration;
@@ -89,10 +94,27 @@ pub fn shard<T: Clone>(items: &[T]) -> Vec<T> {
 
 /// The elementwise `op` of `x` over every rank (JAX's `psum`, `pmean`, `pmax`, `pmin`), the
 /// same on every rank. Every rank passes the same dtype and shape.
+///
+/// Inside `#[jit]` and `grad` it is a step of the program (`all_reduce_sum`, ...: the ranks'
+/// arguments are compared once, when it is traced, and every call runs the collective), with
+/// the gradient of JAX's `psum` (the sum of the cotangents over the ranks; `Mean` divides it
+/// too); `Max` and `Min` have none.
+#[track_caller]
 pub fn all_reduce(x: &Tensor, op: Reduce) -> Result<Tensor, Error> {
     let what = "dist::all_reduce";
     agree(what, Call::AllReduce(op), x)?;
     check_reduce(what, op, x)?;
+    if x.is_traced() {
+        let loc = std::panic::Location::caller();
+        let r = apply(
+            Op::AllReduce(reduce_op(op)),
+            &[x],
+            x.shape().to_vec(),
+            x.dtype(),
+            loc,
+        );
+        return finish(r, op);
+    }
     let bytes = x.size_bytes();
     let buf = world::receive(
         bytes,
@@ -271,7 +293,8 @@ fn describe_record(words: &[u64]) -> String {
 }
 
 /// Every rank learns what every other passes; an error on every rank where they differ, and
-/// on every rank where the tensors are traced.
+/// on every rank where the tensors are traced but the collective runs eagerly only (all but
+/// `all_reduce`).
 fn agree(what: &str, call: Call, x: &Tensor) -> Result<(), Error> {
     let mine = record(call, x);
     let mut all = vec![0u64; size() * RECORD];
@@ -300,7 +323,7 @@ fn agree(what: &str, call: Call, x: &Tensor) -> Result<(), Error> {
             ),
         ));
     }
-    if x.is_traced() {
+    if x.is_traced() && !matches!(call, Call::AllReduce(_)) {
         return Err(Error::new(
             ErrorKind::TracedValue,
             format!(
@@ -345,6 +368,14 @@ fn check_axis(what: &str, axis: isize, x: &Tensor) -> Result<usize, Error> {
         ErrorKind::Shape,
         format!("{what}: axis {axis} is out of range for {}", describe(x)),
     ))
+}
+
+fn reduce_op(op: Reduce) -> ReduceOp {
+    match op {
+        Reduce::Sum | Reduce::Mean => ReduceOp::Sum,
+        Reduce::Max => ReduceOp::Max,
+        Reduce::Min => ReduceOp::Min,
+    }
 }
 
 fn fold(op: Reduce) -> Fold {

@@ -113,6 +113,7 @@ fn is_library(op: &Op) -> bool {
             | Op::SliceScatter(_)
             | Op::ScatterAdd(_)
             | Op::Attention(_)
+            | Op::AllReduce(_)
             | Op::AttentionGrad(_)
             | Op::Random(_)
             | Op::Cond(_)

@@ -340,6 +340,7 @@ pub fn eval_op(op: &Op, ins: &[&Array], shape: &[usize], dtype: DType) -> Result
         Op::Unary(UnaryOp::StopGradient) | Op::Barrier => ins[0].clone(),
         Op::SliceScatter(sl) => slice_scatter(ins[0], sl, s),
         Op::ScatterAdd(axis) => scatter_add(ins[0], ins[1], *axis, s),
+        Op::AllReduce(r) => crate::library::collective::all_reduce_array(ins[0], *r)?,
         Op::Unary(u) if dtype.is_float() => from_f64s(
             as_f64s(ins[0])
                 .into_iter()

@@ -2,7 +2,7 @@
 //! matmul): one place for the typing rules, used by the verifier and by the
 //! tracer (which adds user-facing messages on top).
 
-use super::Op;
+use super::{Op, ReduceOp};
 use crate::{DType, Literal};
 
 pub type Ty<'a> = (&'a [usize], DType);
@@ -251,6 +251,14 @@ pub fn infer(op: &Op, ins: &[Ty], declared: Ty) -> Result<(Vec<usize>, DType), S
         Op::Barrier => {
             arity(2)?;
             Ok((ins[0].0.to_vec(), ins[0].1))
+        }
+        Op::AllReduce(r) => {
+            arity(1)?;
+            let d = ins[0].1;
+            if d == DType::Bool && matches!(r, ReduceOp::Sum | ReduceOp::Prod) {
+                return Err(format!("{} of bool is not defined", op.name()));
+            }
+            Ok((ins[0].0.to_vec(), d))
         }
         Op::Attention(spec) | Op::AttentionGrad(spec) => {
             let grad = matches!(op, Op::AttentionGrad(_));

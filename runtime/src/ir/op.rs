@@ -160,6 +160,10 @@ pub enum Op {
     /// it is recomputed), results `dq` (the node) and `dk`, `dv` (`get[1]`,
     /// `get[2]`).
     AttentionGrad(AttnSpec),
+    /// The elementwise reduction of the input over every process of the world
+    /// (`jitfuse::dist::all_reduce`, MPI's `Allreduce`): the same shape and dtype, the same
+    /// value on every rank. A library step; never folded, as it needs the other ranks.
+    AllReduce(ReduceOp),
     /// Counter-based random numbers (`crate::random`): operand 0 is the key
     /// (`i32[2]`, two words of Threefry-2x32 key); element `i` of the result
     /// is a function of the key and `i` alone (its flat index), computed by
@@ -521,6 +525,12 @@ impl Op {
             Op::Attention(_) => "attention",
             Op::AttentionGrad(_) => "attention_grad",
             Op::Random(r) => r.name(),
+            Op::AllReduce(r) => match r {
+                ReduceOp::Sum => "all_reduce_sum",
+                ReduceOp::Max => "all_reduce_max",
+                ReduceOp::Min => "all_reduce_min",
+                ReduceOp::Prod => "all_reduce_prod",
+            },
         }
     }
 

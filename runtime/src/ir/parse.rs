@@ -187,6 +187,13 @@ fn parse_graph(lines: &[(usize, &str)], pos: &mut usize, nested: bool) -> Result
                 let (lit, rest) = split_first_word(args);
                 (Op::Pad(pairs, parse_literal(lit, line_no)?), rest)
             }
+            r if r.starts_with("all_reduce_") => {
+                let op = crate::ir::ReduceOp::ALL
+                    .into_iter()
+                    .find(|&o| Op::AllReduce(o).name() == r)
+                    .ok_or_else(|| Error::parse(line_no, format!("unknown op `{r}`")))?;
+                (Op::AllReduce(op), args)
+            }
             r if r.starts_with("reduce_") => {
                 let op = crate::ir::ReduceOp::ALL
                     .into_iter()

@@ -32,6 +32,8 @@ unsafe impl Sync for Operand<'_> {}
 pub fn scratch_bytes(op: &Op, in_shapes: &[&[usize]], out_shape: &[usize], dtype: DType) -> usize {
     match op {
         Op::ScatterAdd(axis) => scatter_scratch(out_shape[*axis], shape::numel(in_shapes[1])),
+        // The operand gathered into one contiguous block, MPI's send buffer.
+        Op::AllReduce(_) => shape::numel(out_shape) * dtype.size(),
         Op::Attention(_) | Op::AttentionGrad(_) => {
             let d = super::attention::Dims::of(in_shapes[0], in_shapes[2]);
             if matches!(op, Op::Attention(_)) {
@@ -69,6 +71,26 @@ pub unsafe fn run(
     let ost = contiguous(out_shape);
     match op {
         Op::Barrier => copy(size, ins[0].shape, ins[0].ptr, ins[0].strides, out, &ost),
+        Op::AllReduce(r) => {
+            copy(
+                size,
+                ins[0].shape,
+                ins[0].ptr,
+                ins[0].strides,
+                scratch,
+                &ost,
+            );
+            let bytes = out_numel * size;
+            // SAFETY: the scratch holds the operand's `bytes` (just written), the output is
+            // valid for `bytes` and overlaps neither the scratch nor any operand.
+            let (send, recv) = unsafe {
+                (
+                    std::slice::from_raw_parts(scratch as *const u8, bytes),
+                    std::slice::from_raw_parts_mut(out, bytes),
+                )
+            };
+            super::collective::all_reduce_step(*r, dtype, send, recv);
+        }
         Op::Concat(axis) => {
             let mut at = 0;
             for x in ins {

@@ -11,6 +11,9 @@ pub(crate) use mpi as transport;
 #[cfg(not(feature = "mpi"))]
 pub(crate) use one as transport;
 
+use crate::array::Array;
+use crate::error::type_str;
+use crate::ir::{Op, ReduceOp};
 use crate::storage::Buffer;
 use crate::DType;
 use std::sync::OnceLock;
@@ -67,6 +70,53 @@ pub(crate) enum Fold {
     Sum,
     Max,
     Min,
+    Prod,
+}
+
+impl Fold {
+    pub(crate) fn of(op: ReduceOp) -> Fold {
+        match op {
+            ReduceOp::Sum => Fold::Sum,
+            ReduceOp::Max => Fold::Max,
+            ReduceOp::Min => Fold::Min,
+            ReduceOp::Prod => Fold::Prod,
+        }
+    }
+}
+
+/// `Op::AllReduce(op)` of a program's step: `recv` = the fold of every rank's `send`.
+pub(crate) fn all_reduce_step(op: ReduceOp, dtype: DType, send: &[u8], recv: &mut [u8]) {
+    world();
+    let what = Op::AllReduce(op).name();
+    transport::all_reduce(
+        Bytes {
+            what,
+            dtype,
+            send,
+            recv,
+        },
+        Fold::of(op),
+    );
+}
+
+/// `Op::AllReduce(op)` in the interpreter.
+pub(crate) fn all_reduce_array(x: &Array, op: ReduceOp) -> Result<Array, crate::Error> {
+    let bytes = x.bytes().len();
+    let what = || {
+        format!(
+            "{} of {}",
+            Op::AllReduce(op).name(),
+            type_str(x.dtype(), x.shape())
+        )
+    };
+    let buf = receive(bytes, what, |recv| {
+        all_reduce_step(op, x.dtype(), x.bytes(), recv)
+    })?;
+    Ok(Array::new(
+        std::sync::Arc::new(buf),
+        x.shape().to_vec(),
+        x.dtype(),
+    ))
 }
 
 /// The bytes of `dtype` elements as the transport moves them: `send` and `recv` are whole

@@ -52,6 +52,7 @@ fn op(fold: Fold) -> SystemOperation {
         Fold::Sum => SystemOperation::sum(),
         Fold::Max => SystemOperation::max(),
         Fold::Min => SystemOperation::min(),
+        Fold::Prod => SystemOperation::product(),
     }
 }
 
