@@ -25,6 +25,18 @@ fn doubled_mean(x: &Tensor) -> Tensor {
     dist::all_reduce(&(x * 2.0), Reduce::Mean).unwrap()
 }
 
+/// Every rank's doubled rows, gathered along axis 1.
+#[jit]
+fn doubled_gather(x: &Tensor) -> Tensor {
+    dist::all_gather(&(x * 2.0), 1).unwrap()
+}
+
+/// This rank's block of the mean over the ranks, along axis 1.
+#[jit]
+fn scattered_mean(x: &Tensor) -> Tensor {
+    dist::reduce_scatter(x, 1, Reduce::Mean).unwrap()
+}
+
 /// A body that reads a traced value: it panics while tracing, which jitfuse reports as an
 /// error (`ErrorKind::Panic`); on several processes that must not end the others.
 #[jit]
@@ -254,6 +266,71 @@ fn main() {
         let want: Vec<f64> = values(&x).iter().map(|v| 2.0 * ranks as f64 * v).collect();
         c.same(
             &format!("gradient of a sum over ranks {dtype}"),
+            &g,
+            &shape,
+            &want,
+            1e-6,
+        );
+        // Gathered along axis 1: every rank's doubled values, rank 0's columns first.
+        let mut out = shape.to_vec();
+        out[1] *= ranks;
+        let want: Vec<f64> = (0..out.iter().product())
+            .map(|i| {
+                let mut idx = index(i, &out);
+                let r = idx[1] / shape[1];
+                idx[1] %= shape[1];
+                2.0 * value(r, flat(&idx, &shape), dtype)
+            })
+            .collect();
+        c.same(
+            &format!("jitted all_gather {dtype}"),
+            &doubled_gather(&x),
+            &out,
+            &want,
+            0.0,
+        );
+        // This rank's columns of the mean.
+        let mut block = shape.to_vec();
+        block[1] /= ranks;
+        let want: Vec<f64> = (0..block.iter().product())
+            .map(|i| {
+                let mut idx = index(i, &block);
+                idx[1] += rank * block[1];
+                mean[flat(&idx, &shape)]
+            })
+            .collect();
+        let got = scattered_mean(&x);
+        c.same(
+            &format!("jitted reduce_scatter {dtype}"),
+            &got,
+            &block,
+            &want,
+            1e-6,
+        );
+        // Gradients: a gather's is the sum scattered back (2 n x for a loss holding every
+        // rank's squares), a scatter's the gather (2 x).
+        let g = jitfuse::grad(
+            |x: &Tensor| dist::all_gather(&x.square(), 0).unwrap().sum(0).sum(0),
+            &x,
+        );
+        let want: Vec<f64> = values(&x).iter().map(|v| 2.0 * ranks as f64 * v).collect();
+        c.same(
+            &format!("gradient of a gather {dtype}"),
+            &g,
+            &shape,
+            &want,
+            1e-6,
+        );
+        let g = jitfuse::grad(
+            |x: &Tensor| {
+                let y = dist::reduce_scatter(&x.square(), 1, Reduce::Sum).unwrap();
+                y.sum(0).sum(0)
+            },
+            &x,
+        );
+        let want: Vec<f64> = values(&x).iter().map(|v| 2.0 * v).collect();
+        c.same(
+            &format!("gradient of a scatter {dtype}"),
             &g,
             &shape,
             &want,

@@ -80,21 +80,21 @@ fn collectives_name_the_argument_that_no_rank_can_use() {
     assert!(e.message.contains("Sum of bool[1]"), "{e}");
 }
 
-/// FIXME: `all_gather`, `reduce_scatter` and `broadcast` inside `#[jit]` and `grad` are to
-/// come; a traced tensor is an error that says so, not a wrong answer.
+/// FIXME: `broadcast` inside `#[jit]` and `grad` is to come; a traced tensor is an error that
+/// says so, not a wrong answer.
 #[test]
 fn a_traced_tensor_is_an_error_for_the_collectives_that_do_not_compile_yet() {
     let x = sample(&[3], DType::F32);
     let mut seen = None;
     let _ = crate::common::trace_fn(&[x], |ts| {
-        seen = Some(dist::all_gather(&ts[0], 0).map(|_| ()));
+        seen = Some(dist::broadcast(&ts[0], 0).map(|_| ()));
         vec![ts[0].clone()]
     });
     let e = seen.unwrap().unwrap_err();
     assert_eq!(e.kind, ErrorKind::TracedValue);
     assert!(
         e.message
-            .contains("dist::all_gather of the traced tensor f32[3]"),
+            .contains("dist::broadcast of the traced tensor f32[3]"),
         "{e}"
     );
 }
@@ -128,6 +128,57 @@ fn a_compiled_all_reduce_is_a_step_that_matches_the_interpreter_at_every_level()
             let exe = crate::common::compile_at(g.clone(), &Target::at(level)).unwrap();
             let got = exe.run_with(&[&x]).unwrap();
             assert_eq!(bits(&got[0]), bits(&want[0]), "{op:?} at {level}");
+        }
+    }
+}
+
+/// `all_gather` and `reduce_scatter` traced are steps too (`all_gather[axis,ranks]`,
+/// `reduce_scatter_sum[axis,ranks]`), on every axis, at every level against the interpreter,
+/// with each other's gradient: in a world of one, the identity and its gradient.
+#[test]
+fn compiled_gathers_and_scatters_match_the_interpreter_and_transpose_each_other() {
+    use jitfuse::internals::codegen::{Isa, Target};
+    let x = sample(&[2, 3, 4], DType::F64);
+    for axis in -3..3isize {
+        for gather in [true, false] {
+            let g = crate::common::trace_fn(std::slice::from_ref(&x), |ts| {
+                let y = &ts[0] * 2.0;
+                let z = if gather {
+                    dist::all_gather(&y, axis).unwrap()
+                } else {
+                    dist::reduce_scatter(&y, axis, Reduce::Mean).unwrap()
+                };
+                vec![z + 1.0]
+            });
+            let text = g.to_text();
+            let name = if gather {
+                "all_gather["
+            } else {
+                "reduce_scatter_sum["
+            };
+            assert!(text.contains(name), "{text}");
+            let parsed = jitfuse::internals::ir::parse(&text).unwrap();
+            assert_eq!(parsed.to_text(), text);
+            let want = jitfuse::internals::interpret::eval_graph(&g, std::slice::from_ref(&x), &[])
+                .unwrap();
+            assert_eq!(bits(&want[0]), bits(&(&x * 2.0 + 1.0)), "axis {axis}");
+            for level in Isa::supported() {
+                let exe = crate::common::compile_at(g.clone(), &Target::at(level)).unwrap();
+                let got = exe.run_with(&[&x]).unwrap();
+                assert_eq!(bits(&got[0]), bits(&want[0]), "axis {axis} at {level}");
+            }
+            let grad = jitfuse::grad(
+                |x: &Tensor| {
+                    let y = if gather {
+                        dist::all_gather(&x.square(), axis).unwrap()
+                    } else {
+                        dist::reduce_scatter(&x.square(), axis, Reduce::Sum).unwrap()
+                    };
+                    y.sum(0).sum(0).sum(0)
+                },
+                &x,
+            );
+            assert_eq!(bits(&grad), bits(&(&x * 2.0)), "gradient, axis {axis}");
         }
     }
 }

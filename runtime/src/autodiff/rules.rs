@@ -431,6 +431,22 @@ pub fn backward(g: &Graph, vals: &[Tensor], seeds: &[(ValueId, Tensor)]) -> Vec<
                 );
                 add(&mut ct, inp(0), t);
             }
+            // A gather's transpose is the sum scattered back (JAX's `all_gather` and
+            // `psum_scatter`), and the reverse.
+            Op::AllGather(axis, ranks) => {
+                let op = Op::ReduceScatter(ReduceOp::Sum, *axis, *ranks);
+                let t = apply(op, &[&c], x(0).shape().to_vec(), c.dtype(), loc);
+                add(&mut ct, inp(0), t);
+            }
+            Op::ReduceScatter(ReduceOp::Sum, axis, ranks) => {
+                let op = Op::AllGather(*axis, *ranks);
+                let t = apply(op, &[&c], x(0).shape().to_vec(), c.dtype(), loc);
+                add(&mut ct, inp(0), t);
+            }
+            Op::ReduceScatter(..) => crate::trace::fail(crate::Error::shape(format!(
+                "dist::reduce_scatter: {} has no gradient; use Sum or Mean",
+                n.op.name()
+            ))),
             Op::AllReduce(r) => crate::trace::fail(crate::Error::shape(format!(
                 "dist::all_reduce: {} has no gradient (as JAX's pmax and pmin have none); \
                  use Sum or Mean",

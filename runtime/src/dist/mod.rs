@@ -9,12 +9,13 @@
 //! wrong on every rank alike (an axis out of range) is an error on every rank, after the
 //! exchange, so no rank is left waiting in a collective the others never start.
 //!
-//! `all_reduce` runs inside `#[jit]` and `grad` too, as a step of the program (`Op::AllReduce`,
-//! a library step that copies its operand into its planned scratch and calls MPI into its
-//! planned output), with `psum`'s gradient. FIXME: `all_gather`, `reduce_scatter` and
-//! `broadcast` run eagerly only (a traced tensor is an error that says so); the compiled
-//! collectives run blocking, where they are to start at the operand's last write and be
-//! waited for at the first read.
+//! `all_reduce`, `all_gather` and `reduce_scatter` run inside `#[jit]` and `grad` too, as
+//! steps of the program (`Op::AllReduce`, `AllGather`, `ReduceScatter`: library steps that
+//! stage their operand in their planned scratch and have MPI write their planned output),
+//! with JAX's gradients (`psum`'s; `all_gather`'s is the sum scattered back, and the
+//! reverse). FIXME: `broadcast` runs eagerly only (a traced tensor is an error that says so);
+//! the compiled collectives run blocking, where they are to start at the operand's last write
+//! and be waited for at the first read.
 
 use crate::error::type_str;
 use crate::ir::{Op, ReduceOp};
@@ -133,11 +134,18 @@ pub fn all_reduce(x: &Tensor, op: Reduce) -> Result<Tensor, Error> {
 /// Every rank's `x` concatenated along `axis`, rank 0 first (JAX's `all_gather` with
 /// `tiled=True`): dimension `axis` grows `size()` times. Every rank passes the same dtype and
 /// shape.
+#[track_caller]
 pub fn all_gather(x: &Tensor, axis: isize) -> Result<Tensor, Error> {
     let what = "dist::all_gather";
     agree(what, Call::AllGather(axis), x)?;
     let axis = check_axis(what, axis, x)?;
     let n = size();
+    if x.is_traced() {
+        let mut shape = x.shape().to_vec();
+        shape[axis] *= n;
+        let loc = std::panic::Location::caller();
+        return Ok(apply(Op::AllGather(axis, n), &[x], shape, x.dtype(), loc));
+    }
     let buf = world::receive(
         n * x.size_bytes(),
         || format!("{what} of {}", describe(x)),
@@ -157,6 +165,7 @@ pub fn all_gather(x: &Tensor, axis: isize) -> Result<Tensor, Error> {
 /// Block `rank()` of the elementwise `op` over every rank's `x`, `x` cut along `axis` into
 /// `size()` equal blocks (JAX's `psum_scatter` with `tiled=True`). Every rank passes the same
 /// dtype and shape, `axis`'s length a multiple of `size()`.
+#[track_caller]
 pub fn reduce_scatter(x: &Tensor, axis: isize, op: Reduce) -> Result<Tensor, Error> {
     let what = "dist::reduce_scatter";
     agree(what, Call::ReduceScatter(axis, op), x)?;
@@ -173,6 +182,19 @@ pub fn reduce_scatter(x: &Tensor, axis: isize, op: Reduce) -> Result<Tensor, Err
                 x.shape()[axis]
             ),
         ));
+    }
+    if x.is_traced() {
+        let mut shape = x.shape().to_vec();
+        shape[axis] /= n;
+        let loc = std::panic::Location::caller();
+        let r = apply(
+            Op::ReduceScatter(reduce_op(op), axis, n),
+            &[x],
+            shape,
+            x.dtype(),
+            loc,
+        );
+        return finish(r, op);
     }
     // The blocks as contiguous runs, rank 0's first: `axis` moved to the front.
     let front = move_axis(x, axis, 0);
@@ -293,8 +315,8 @@ fn describe_record(words: &[u64]) -> String {
 }
 
 /// Every rank learns what every other passes; an error on every rank where they differ, and
-/// on every rank where the tensors are traced but the collective runs eagerly only (all but
-/// `all_reduce`).
+/// on every rank where the tensors are traced but the collective runs eagerly only
+/// (`broadcast`).
 fn agree(what: &str, call: Call, x: &Tensor) -> Result<(), Error> {
     let mine = record(call, x);
     let mut all = vec![0u64; size() * RECORD];
@@ -323,7 +345,7 @@ fn agree(what: &str, call: Call, x: &Tensor) -> Result<(), Error> {
             ),
         ));
     }
-    if x.is_traced() && !matches!(call, Call::AllReduce(_)) {
+    if x.is_traced() && matches!(call, Call::Broadcast(_)) {
         return Err(Error::new(
             ErrorKind::TracedValue,
             format!(

@@ -114,6 +114,8 @@ fn is_library(op: &Op) -> bool {
             | Op::ScatterAdd(_)
             | Op::Attention(_)
             | Op::AllReduce(_)
+            | Op::AllGather(..)
+            | Op::ReduceScatter(..)
             | Op::AttentionGrad(_)
             | Op::Random(_)
             | Op::Cond(_)

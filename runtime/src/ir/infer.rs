@@ -252,6 +252,32 @@ pub fn infer(op: &Op, ins: &[Ty], declared: Ty) -> Result<(Vec<usize>, DType), S
             arity(2)?;
             Ok((ins[0].0.to_vec(), ins[0].1))
         }
+        Op::AllGather(axis, ranks) | Op::ReduceScatter(_, axis, ranks) => {
+            arity(1)?;
+            let (mut s, d) = (ins[0].0.to_vec(), ins[0].1);
+            if *axis >= s.len() || *ranks == 0 {
+                return Err(format!(
+                    "axis {axis} of {} ranks for rank-{} input",
+                    ranks,
+                    s.len()
+                ));
+            }
+            if let Op::ReduceScatter(r, ..) = op {
+                if d == DType::Bool && matches!(r, ReduceOp::Sum | ReduceOp::Prod) {
+                    return Err(format!("{} of bool is not defined", op.name()));
+                }
+                if s[*axis] % ranks != 0 {
+                    return Err(format!(
+                        "axis {axis} of length {} in {ranks} equal blocks",
+                        s[*axis]
+                    ));
+                }
+                s[*axis] /= ranks;
+            } else {
+                s[*axis] *= ranks;
+            }
+            Ok((s, d))
+        }
         Op::AllReduce(r) => {
             arity(1)?;
             let d = ins[0].1;

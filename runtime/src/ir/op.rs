@@ -164,6 +164,13 @@ pub enum Op {
     /// (`jitfuse::dist::all_reduce`, MPI's `Allreduce`): the same shape and dtype, the same
     /// value on every rank. A library step; never folded, as it needs the other ranks.
     AllReduce(ReduceOp),
+    /// `all_gather(axis, ranks)`: every rank's input concatenated along `axis`, rank 0 first
+    /// (`jitfuse::dist::all_gather`), for a world of `ranks` processes (the size when it was
+    /// traced; a run in another world is an error).
+    AllGather(usize, usize),
+    /// `reduce_scatter(op, axis, ranks)`: block `rank` of the elementwise `op` over every
+    /// rank's input, cut along `axis` into `ranks` equal blocks (`dist::reduce_scatter`).
+    ReduceScatter(ReduceOp, usize, usize),
     /// Counter-based random numbers (`crate::random`): operand 0 is the key
     /// (`i32[2]`, two words of Threefry-2x32 key); element `i` of the result
     /// is a function of the key and `i` alone (its flat index), computed by
@@ -525,6 +532,13 @@ impl Op {
             Op::Attention(_) => "attention",
             Op::AttentionGrad(_) => "attention_grad",
             Op::Random(r) => r.name(),
+            Op::AllGather(..) => "all_gather",
+            Op::ReduceScatter(r, ..) => match r {
+                ReduceOp::Sum => "reduce_scatter_sum",
+                ReduceOp::Max => "reduce_scatter_max",
+                ReduceOp::Min => "reduce_scatter_min",
+                ReduceOp::Prod => "reduce_scatter_prod",
+            },
             Op::AllReduce(r) => match r {
                 ReduceOp::Sum => "all_reduce_sum",
                 ReduceOp::Max => "all_reduce_max",

@@ -187,6 +187,24 @@ fn parse_graph(lines: &[(usize, &str)], pos: &mut usize, nested: bool) -> Result
                 let (lit, rest) = split_first_word(args);
                 (Op::Pad(pairs, parse_literal(lit, line_no)?), rest)
             }
+            "all_gather" => {
+                let a = usizes(attr("the axis and the ranks")?, line_no)?;
+                let [axis, ranks] = a[..] else {
+                    return Err(Error::parse(line_no, "all_gather takes [axis,ranks]"));
+                };
+                (Op::AllGather(axis, ranks), args)
+            }
+            r if r.starts_with("reduce_scatter_") => {
+                let op = crate::ir::ReduceOp::ALL
+                    .into_iter()
+                    .find(|&o| Op::ReduceScatter(o, 0, 1).name() == r)
+                    .ok_or_else(|| Error::parse(line_no, format!("unknown op `{r}`")))?;
+                let a = usizes(attr("the axis and the ranks")?, line_no)?;
+                let [axis, ranks] = a[..] else {
+                    return Err(Error::parse(line_no, format!("{r} takes [axis,ranks]")));
+                };
+                (Op::ReduceScatter(op, axis, ranks), args)
+            }
             r if r.starts_with("all_reduce_") => {
                 let op = crate::ir::ReduceOp::ALL
                     .into_iter()

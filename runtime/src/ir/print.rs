@@ -77,6 +77,9 @@ pub fn attr_text(op: &Op) -> String {
     match op {
         Op::Transpose(p) => format!("[{}]", list(p)),
         Op::Reduce(_, axes) => format!("[{}]", list(axes)),
+        Op::AllGather(axis, ranks) | Op::ReduceScatter(_, axis, ranks) => {
+            format!("[{axis},{ranks}]")
+        }
         Op::Slice(sl) | Op::SliceScatter(sl) => format!(
             "[{}]",
             sl.iter()

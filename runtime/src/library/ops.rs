@@ -32,8 +32,10 @@ unsafe impl Sync for Operand<'_> {}
 pub fn scratch_bytes(op: &Op, in_shapes: &[&[usize]], out_shape: &[usize], dtype: DType) -> usize {
     match op {
         Op::ScatterAdd(axis) => scatter_scratch(out_shape[*axis], shape::numel(in_shapes[1])),
-        // The operand gathered into one contiguous block, MPI's send buffer.
-        Op::AllReduce(_) => shape::numel(out_shape) * dtype.size(),
+        // The operand gathered into one contiguous block, MPI's send buffer (and for a
+        // gather, every rank's block as MPI leaves them, before they are laid out).
+        Op::AllReduce(_) | Op::ReduceScatter(..) => shape::numel(in_shapes[0]) * dtype.size(),
+        Op::AllGather(..) => (shape::numel(in_shapes[0]) + shape::numel(out_shape)) * dtype.size(),
         Op::Attention(_) | Op::AttentionGrad(_) => {
             let d = super::attention::Dims::of(in_shapes[0], in_shapes[2]);
             if matches!(op, Op::Attention(_)) {
@@ -90,6 +92,26 @@ pub unsafe fn run(
                 )
             };
             super::collective::all_reduce_step(*r, dtype, send, recv);
+        }
+        Op::AllGather(axis, ranks) => {
+            let x = &ins[0];
+            super::collective::all_gather_step(
+                (x.ptr, x.shape, x.strides),
+                (*axis, *ranks),
+                dtype,
+                scratch,
+                out,
+            )?
+        }
+        Op::ReduceScatter(r, axis, ranks) => {
+            let x = &ins[0];
+            super::collective::reduce_scatter_step(
+                (x.ptr, x.shape, x.strides),
+                (*r, *axis, *ranks),
+                dtype,
+                scratch,
+                out,
+            )?
         }
         Op::Concat(axis) => {
             let mut at = 0;
@@ -174,7 +196,7 @@ fn unsupported(op: &Op, dtype: DType) -> Error {
     ))
 }
 
-fn contiguous(s: &[usize]) -> Vec<i64> {
+pub(crate) fn contiguous(s: &[usize]) -> Vec<i64> {
     shape::strides(s).into_iter().map(|x| x as i64).collect()
 }
 
@@ -259,7 +281,14 @@ fn collapse(shape: &[usize], a: &[i64], b: &[i64]) -> (Vec<usize>, Vec<i64>, Vec
 ///
 /// # Safety
 /// Both maps stay inside live buffers; they do not overlap.
-unsafe fn copy(size: usize, shape: &[usize], src: *const u8, ss: &[i64], dst: *mut u8, ds: &[i64]) {
+pub(crate) unsafe fn copy(
+    size: usize,
+    shape: &[usize],
+    src: *const u8,
+    ss: &[i64],
+    dst: *mut u8,
+    ds: &[i64],
+) {
     let numel = shape::numel(shape);
     if numel == 0 {
         return;

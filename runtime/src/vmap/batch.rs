@@ -120,6 +120,8 @@ fn batch_node(n: &Node, ins: &[BVal], lanes: &Lanes) -> Vec<BVal> {
             emit(Op::Concat(axis + 1), &full.iter().collect::<Vec<_>>())
         }
         Op::Reduce(r, axes) => emit(Op::Reduce(*r, shifted(axes)), &[x]),
+        Op::AllGather(a, ranks) => emit(Op::AllGather(a + 1, *ranks), &[x]),
+        Op::ReduceScatter(r, a, ranks) => emit(Op::ReduceScatter(*r, a + 1, *ranks), &[x]),
         Op::ArgMax(a) => emit(Op::ArgMax(a + 1), &[x]),
         Op::ArgMin(a) => emit(Op::ArgMin(a + 1), &[x]),
         Op::Take(axis) => vec![BVal::batched(indexing::take(

@@ -99,6 +99,151 @@ pub(crate) fn all_reduce_step(op: ReduceOp, dtype: DType, send: &[u8], recv: &mu
     );
 }
 
+/// A compiled collective runs in the world it was traced for.
+fn check_world(op: &Op, ranks: usize) -> Result<(), crate::Error> {
+    let n = world().size;
+    if n == ranks {
+        return Ok(());
+    }
+    Err(crate::Error::new(
+        crate::ErrorKind::Argument,
+        format!(
+            "{} was traced in a world of {ranks} processes and runs in one of {n}",
+            op.name()
+        ),
+    ))
+}
+
+/// An operand read through its map: pointer, shape, strides (elements).
+pub(crate) type Strided<'a> = (*const u8, &'a [usize], &'a [i64]);
+
+/// `Op::AllGather(axis, ranks)` of `x` into `out` (contiguous, `x` grown `ranks` times along
+/// `axis`). `stage` holds `x` contiguous (MPI's send buffer) and then every rank's block as
+/// MPI gathers them, `[ranks, ..x]`, which are laid out into `out` last.
+///
+/// # Safety
+/// `x`'s map stays inside a live buffer; `stage` is valid for `(1 + ranks)` times `x`'s bytes
+/// and `out` for the result's, neither overlapping the other nor `x`.
+pub(crate) unsafe fn all_gather_step(
+    (ptr, shape, strides): Strided,
+    (axis, ranks): (usize, usize),
+    dtype: DType,
+    stage: *mut u8,
+    out: *mut u8,
+) -> Result<(), crate::Error> {
+    let op = Op::AllGather(axis, ranks);
+    check_world(&op, ranks)?;
+    let (size, bytes) = (dtype.size(), crate::shape::numel(shape) * dtype.size());
+    let copy = super::ops::copy;
+    copy(
+        size,
+        shape,
+        ptr,
+        strides,
+        stage,
+        &super::ops::contiguous(shape),
+    );
+    let gathered = stage.add(bytes);
+    transport::all_gather(Bytes {
+        what: op.name(),
+        dtype,
+        send: std::slice::from_raw_parts(stage, bytes),
+        recv: std::slice::from_raw_parts_mut(gathered, ranks * bytes),
+    });
+    // Block r's element i lands at index r * len + i of `axis` in `out`.
+    let mut out_shape = shape.to_vec();
+    out_shape[axis] *= ranks;
+    let ost = super::ops::contiguous(&out_shape);
+    let mut each = vec![ranks];
+    each.extend_from_slice(shape);
+    let mut dst = vec![shape[axis] as i64 * ost[axis]];
+    dst.extend_from_slice(&ost);
+    copy(
+        size,
+        &each,
+        gathered,
+        &super::ops::contiguous(&each),
+        out,
+        &dst,
+    );
+    Ok(())
+}
+
+/// `Op::ReduceScatter(op, axis, ranks)` of `x` into `out` (contiguous, `x`'s `axis` cut
+/// `ranks` times): `x` laid out in `stage` as the ranks' blocks one after another (MPI's send
+/// buffer), MPI writing this rank's block of their fold into `out`.
+///
+/// # Safety
+/// As `all_gather_step`'s, `stage` valid for `x`'s bytes.
+pub(crate) unsafe fn reduce_scatter_step(
+    (ptr, shape, strides): Strided,
+    (r, axis, ranks): (ReduceOp, usize, usize),
+    dtype: DType,
+    stage: *mut u8,
+    out: *mut u8,
+) -> Result<(), crate::Error> {
+    let op = Op::ReduceScatter(r, axis, ranks);
+    check_world(&op, ranks)?;
+    let (size, bytes) = (dtype.size(), crate::shape::numel(shape) * dtype.size());
+    let block = shape[axis] / ranks;
+    // [ranks, ..x with `axis` of one block], read from x.
+    let mut each = vec![ranks];
+    each.extend_from_slice(shape);
+    each[axis + 1] = block;
+    let mut src = vec![block as i64 * strides[axis]];
+    src.extend_from_slice(strides);
+    let staged = super::ops::contiguous(&each);
+    super::ops::copy(size, &each, ptr, &src, stage, &staged);
+    transport::reduce_scatter(
+        Bytes {
+            what: op.name(),
+            dtype,
+            send: std::slice::from_raw_parts(stage, bytes),
+            recv: std::slice::from_raw_parts_mut(out, bytes / ranks),
+        },
+        Fold::of(r),
+    );
+    Ok(())
+}
+
+/// `op` (a collective) of the array `x` in the interpreter: the compiled step's function on
+/// `x`'s contiguous buffer.
+pub(crate) fn collective_array(op: &Op, x: &Array, shape: &[usize]) -> Result<Array, crate::Error> {
+    let dtype = x.dtype();
+    let out_bytes = crate::shape::numel(shape) * dtype.size();
+    let stage_bytes = super::ops::scratch_bytes(op, &[x.shape()], shape, dtype);
+    let stage = Buffer::try_zeroed(stage_bytes, || format!("{} staging", op.name()))?;
+    let out = Buffer::try_zeroed(out_bytes, || {
+        format!("{} of {}", op.name(), type_str(dtype, shape))
+    })?;
+    let xs = (
+        x.bytes().as_ptr(),
+        x.shape(),
+        &super::ops::contiguous(x.shape())[..],
+    );
+    // SAFETY: the buffers were just allocated at the sizes the steps need; `x` is contiguous.
+    unsafe {
+        match *op {
+            Op::AllGather(axis, ranks) => all_gather_step(
+                xs,
+                (axis, ranks),
+                dtype,
+                stage.as_mut_ptr(),
+                out.as_mut_ptr(),
+            )?,
+            Op::ReduceScatter(r, axis, ranks) => reduce_scatter_step(
+                xs,
+                (r, axis, ranks),
+                dtype,
+                stage.as_mut_ptr(),
+                out.as_mut_ptr(),
+            )?,
+            _ => unreachable!("{} is not a gather or a scatter", op.name()),
+        }
+    }
+    Ok(Array::new(std::sync::Arc::new(out), shape.to_vec(), dtype))
+}
+
 /// `Op::AllReduce(op)` in the interpreter.
 pub(crate) fn all_reduce_array(x: &Array, op: ReduceOp) -> Result<Array, crate::Error> {
     let bytes = x.bytes().len();
