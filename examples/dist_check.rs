@@ -336,6 +336,31 @@ fn main() {
             &want,
             1e-6,
         );
+        // Broadcast from every root, through `grad`: the root's values everywhere; the
+        // root's gradient is every rank's cotangent summed (2 n x), the others' zero.
+        for root in 0..ranks {
+            let (v, g) = jitfuse::value_and_grad(
+                |x: &Tensor| dist::broadcast(&x.square(), root).unwrap().sum(0).sum(0),
+                &x,
+            );
+            let root_x: Vec<f64> = values(&tensor_of(root, &shape, dtype));
+            let total: f64 = root_x.iter().map(|v| v * v).sum();
+            c.same(
+                &format!("broadcast from {root} {dtype}"),
+                &v,
+                &[],
+                &[total],
+                1e-6,
+            );
+            let factor = if rank == root {
+                2.0 * ranks as f64
+            } else {
+                0.0
+            };
+            let want: Vec<f64> = values(&x).iter().map(|v| factor * v).collect();
+            let what = format!("gradient of a broadcast from {root} {dtype}");
+            c.same(&what, &g, &shape, &want, 1e-6);
+        }
     }
     // Errors, on every rank alike, and the world goes on after them.
     let x = tensor_of(rank, &[6, 4], DType::F32);

@@ -80,23 +80,44 @@ fn collectives_name_the_argument_that_no_rank_can_use() {
     assert!(e.message.contains("Sum of bool[1]"), "{e}");
 }
 
-/// FIXME: `broadcast` inside `#[jit]` and `grad` is to come; a traced tensor is an error that
-/// says so, not a wrong answer.
+/// `broadcast` traced is a step (`broadcast_from[root]`): at every level as the interpreter,
+/// and its gradient on the root (the one rank of a world of one) the cotangents' sum.
 #[test]
-fn a_traced_tensor_is_an_error_for_the_collectives_that_do_not_compile_yet() {
-    let x = sample(&[3], DType::F32);
+fn a_compiled_broadcast_is_a_step_with_the_roots_gradient() {
+    use jitfuse::internals::codegen::{Isa, Target};
+    let x = sample(&[3, 5], DType::F32);
+    let g = crate::common::trace_fn(std::slice::from_ref(&x), |ts| {
+        vec![dist::broadcast(&(&ts[0] * 2.0), 0).unwrap() + 1.0]
+    });
+    let text = g.to_text();
+    assert!(text.contains("broadcast_from[0]"), "{text}");
+    assert_eq!(
+        jitfuse::internals::ir::parse(&text).unwrap().to_text(),
+        text
+    );
+    let want =
+        jitfuse::internals::interpret::eval_graph(&g, std::slice::from_ref(&x), &[]).unwrap();
+    assert_eq!(bits(&want[0]), bits(&(&x * 2.0 + 1.0)));
+    for level in Isa::supported() {
+        let exe = crate::common::compile_at(g.clone(), &Target::at(level)).unwrap();
+        assert_eq!(
+            bits(&exe.run_with(&[&x]).unwrap()[0]),
+            bits(&want[0]),
+            "{level}"
+        );
+    }
+    let grad = jitfuse::grad(
+        |x: &Tensor| dist::broadcast(&x.square(), 0).unwrap().sum(0).sum(0),
+        &x,
+    );
+    assert_eq!(bits(&grad), bits(&(&x * 2.0)));
+    // A root that is no rank is an error when traced, as eagerly.
     let mut seen = None;
     let _ = crate::common::trace_fn(&[x], |ts| {
-        seen = Some(dist::broadcast(&ts[0], 0).map(|_| ()));
+        seen = Some(dist::broadcast(&ts[0], 1).map(|_| ()));
         vec![ts[0].clone()]
     });
-    let e = seen.unwrap().unwrap_err();
-    assert_eq!(e.kind, ErrorKind::TracedValue);
-    assert!(
-        e.message
-            .contains("dist::broadcast of the traced tensor f32[3]"),
-        "{e}"
-    );
+    assert_eq!(seen.unwrap().unwrap_err().kind, ErrorKind::Argument);
 }
 
 /// `all_reduce` traced is a step of the program (`all_reduce_sum` ...): compiled at every

@@ -443,6 +443,21 @@ pub fn backward(g: &Graph, vals: &[Tensor], seeds: &[(ValueId, Tensor)]) -> Vec<
                 let t = apply(op, &[&c], x(0).shape().to_vec(), c.dtype(), loc);
                 add(&mut ct, inp(0), t);
             }
+            // Every rank's output is the root's input: the root's gradient is the sum of
+            // every rank's cotangent, the others' zero (the sum still runs on every rank).
+            Op::BroadcastFrom(root) => {
+                let sum = Op::AllReduce(ReduceOp::Sum);
+                let t = apply(sum, &[&c], c.shape().to_vec(), c.dtype(), loc);
+                let t = if crate::library::collective::world().rank == *root {
+                    t
+                } else {
+                    // Zeros that still read the sum: every rank must run the collective
+                    // (a select on a constant predicate is not simplified away).
+                    let off = Tensor::full(t.shape(), 0, crate::DType::Bool);
+                    select(&off, &t, 0.0)
+                };
+                add(&mut ct, inp(0), t);
+            }
             Op::ReduceScatter(..) => crate::trace::fail(crate::Error::shape(format!(
                 "dist::reduce_scatter: {} has no gradient; use Sum or Mean",
                 n.op.name()

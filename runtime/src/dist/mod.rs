@@ -9,13 +9,13 @@
 //! wrong on every rank alike (an axis out of range) is an error on every rank, after the
 //! exchange, so no rank is left waiting in a collective the others never start.
 //!
-//! `all_reduce`, `all_gather` and `reduce_scatter` run inside `#[jit]` and `grad` too, as
-//! steps of the program (`Op::AllReduce`, `AllGather`, `ReduceScatter`: library steps that
-//! stage their operand in their planned scratch and have MPI write their planned output),
+//! Every collective runs inside `#[jit]` and `grad` too, as a step of the program
+//! (`Op::AllReduce`, `AllGather`, `ReduceScatter`, `BroadcastFrom`: library steps that stage
+//! their operand in their planned scratch or output and have MPI write their planned output),
 //! with JAX's gradients (`psum`'s; `all_gather`'s is the sum scattered back, and the
-//! reverse). FIXME: `broadcast` runs eagerly only (a traced tensor is an error that says so);
-//! the compiled collectives run blocking, where they are to start at the operand's last write
-//! and be waited for at the first read.
+//! reverse; a broadcast's, the sum of the cotangents on the root). FIXME: the compiled
+//! collectives run blocking, where they are to start at the operand's last write and be
+//! waited for at the first read.
 
 use crate::error::type_str;
 use crate::ir::{Op, ReduceOp};
@@ -215,7 +215,10 @@ pub fn reduce_scatter(x: &Tensor, axis: isize, op: Reduce) -> Result<Tensor, Err
     finish(move_axis(&block, 0, axis), op)
 }
 
-/// Rank `root`'s `x` on every rank. Every rank passes the same dtype and shape.
+/// Rank `root`'s `x` on every rank. Every rank passes the same dtype and shape. Inside
+/// `#[jit]` and `grad` a step of the program (`broadcast_from[root]`), whose gradient on the
+/// root is the sum of every rank's cotangent (zero on the others).
+#[track_caller]
 pub fn broadcast(x: &Tensor, root: usize) -> Result<Tensor, Error> {
     let what = "dist::broadcast";
     agree(what, Call::Broadcast(root), x)?;
@@ -227,6 +230,11 @@ pub fn broadcast(x: &Tensor, root: usize) -> Result<Tensor, Error> {
                 size()
             ),
         ));
+    }
+    if x.is_traced() {
+        let loc = std::panic::Location::caller();
+        let op = Op::BroadcastFrom(root);
+        return Ok(apply(op, &[x], x.shape().to_vec(), x.dtype(), loc));
     }
     let buf = world::receive(
         x.size_bytes(),
@@ -314,9 +322,7 @@ fn describe_record(words: &[u64]) -> String {
     )
 }
 
-/// Every rank learns what every other passes; an error on every rank where they differ, and
-/// on every rank where the tensors are traced but the collective runs eagerly only
-/// (`broadcast`).
+/// Every rank learns what every other passes; an error on every rank where they differ.
 fn agree(what: &str, call: Call, x: &Tensor) -> Result<(), Error> {
     let mine = record(call, x);
     let mut all = vec![0u64; size() * RECORD];
@@ -342,16 +348,6 @@ fn agree(what: &str, call: Call, x: &Tensor) -> Result<(), Error> {
                  passes {}",
                 describe_record(&mine),
                 describe_record(theirs)
-            ),
-        ));
-    }
-    if x.is_traced() && matches!(call, Call::Broadcast(_)) {
-        return Err(Error::new(
-            ErrorKind::TracedValue,
-            format!(
-                "{what} of the traced tensor {}: the collectives run on concrete tensors for \
-                 now, outside #[jit] and grad",
-                describe(x)
             ),
         ));
     }

@@ -116,6 +116,7 @@ fn is_library(op: &Op) -> bool {
             | Op::AllReduce(_)
             | Op::AllGather(..)
             | Op::ReduceScatter(..)
+            | Op::BroadcastFrom(_)
             | Op::AttentionGrad(_)
             | Op::Random(_)
             | Op::Cond(_)

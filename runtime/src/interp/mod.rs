@@ -341,6 +341,7 @@ pub fn eval_op(op: &Op, ins: &[&Array], shape: &[usize], dtype: DType) -> Result
         Op::SliceScatter(sl) => slice_scatter(ins[0], sl, s),
         Op::ScatterAdd(axis) => scatter_add(ins[0], ins[1], *axis, s),
         Op::AllReduce(r) => crate::library::collective::all_reduce_array(ins[0], *r)?,
+        Op::BroadcastFrom(root) => crate::library::collective::broadcast_array(ins[0], *root)?,
         Op::AllGather(..) | Op::ReduceScatter(..) => {
             crate::library::collective::collective_array(op, ins[0], s)?
         }

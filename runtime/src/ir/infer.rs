@@ -278,6 +278,10 @@ pub fn infer(op: &Op, ins: &[Ty], declared: Ty) -> Result<(Vec<usize>, DType), S
             }
             Ok((s, d))
         }
+        Op::BroadcastFrom(_) => {
+            arity(1)?;
+            Ok((ins[0].0.to_vec(), ins[0].1))
+        }
         Op::AllReduce(r) => {
             arity(1)?;
             let d = ins[0].1;

@@ -171,6 +171,8 @@ pub enum Op {
     /// `reduce_scatter(op, axis, ranks)`: block `rank` of the elementwise `op` over every
     /// rank's input, cut along `axis` into `ranks` equal blocks (`dist::reduce_scatter`).
     ReduceScatter(ReduceOp, usize, usize),
+    /// `broadcast_from(root)`: rank `root`'s input on every rank (`dist::broadcast`).
+    BroadcastFrom(usize),
     /// Counter-based random numbers (`crate::random`): operand 0 is the key
     /// (`i32[2]`, two words of Threefry-2x32 key); element `i` of the result
     /// is a function of the key and `i` alone (its flat index), computed by
@@ -533,6 +535,7 @@ impl Op {
             Op::AttentionGrad(_) => "attention_grad",
             Op::Random(r) => r.name(),
             Op::AllGather(..) => "all_gather",
+            Op::BroadcastFrom(_) => "broadcast_from",
             Op::ReduceScatter(r, ..) => match r {
                 ReduceOp::Sum => "reduce_scatter_sum",
                 ReduceOp::Max => "reduce_scatter_max",

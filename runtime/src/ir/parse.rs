@@ -187,6 +187,7 @@ fn parse_graph(lines: &[(usize, &str)], pos: &mut usize, nested: bool) -> Result
                 let (lit, rest) = split_first_word(args);
                 (Op::Pad(pairs, parse_literal(lit, line_no)?), rest)
             }
+            "broadcast_from" => (Op::BroadcastFrom(one(attr("the root")?, line_no)?), args),
             "all_gather" => {
                 let a = usizes(attr("the axis and the ranks")?, line_no)?;
                 let [axis, ranks] = a[..] else {

@@ -100,6 +100,7 @@ pub fn attr_text(op: &Op) -> String {
         | Op::Take(a)
         | Op::Iota(a)
         | Op::ScatterAdd(a)
+        | Op::BroadcastFrom(a)
         | Op::Get(a) => format!("[{a}]"),
         Op::While(w) => format!("[{}]", w.carried),
         Op::Attention(a) | Op::AttentionGrad(a) => match a.fill {

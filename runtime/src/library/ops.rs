@@ -93,6 +93,12 @@ pub unsafe fn run(
             };
             super::collective::all_reduce_step(*r, dtype, send, recv);
         }
+        Op::BroadcastFrom(root) => {
+            copy(size, ins[0].shape, ins[0].ptr, ins[0].strides, out, &ost);
+            // SAFETY: the output is valid for its bytes, just written, and overlaps no operand.
+            let buf = unsafe { std::slice::from_raw_parts_mut(out, out_numel * size) };
+            super::collective::broadcast_step(*root, buf)?;
+        }
         Op::AllGather(axis, ranks) => {
             let x = &ins[0];
             super::collective::all_gather_step(

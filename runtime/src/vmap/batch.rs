@@ -84,7 +84,9 @@ fn batch_node(n: &Node, ins: &[BVal], lanes: &Lanes) -> Vec<BVal> {
     let x = &ins[0].t;
     let shifted = |axes: &[usize]| -> Vec<usize> { axes.iter().map(|a| a + 1).collect() };
     match &n.op {
-        Op::Unary(_) | Op::Cast(_) | Op::Reshape | Op::AllReduce(_) => emit(n.op.clone(), &[x]),
+        Op::Unary(_) | Op::Cast(_) | Op::Reshape | Op::AllReduce(_) | Op::BroadcastFrom(_) => {
+            emit(n.op.clone(), &[x])
+        }
         Op::Binary(_) | Op::Compare(_) | Op::Select => {
             let full = all();
             emit(n.op.clone(), &full.iter().collect::<Vec<_>>())

@@ -114,6 +114,19 @@ fn check_world(op: &Op, ranks: usize) -> Result<(), crate::Error> {
     ))
 }
 
+/// `Op::BroadcastFrom(root)` on `buf` (this rank's value on entry, the root's on return).
+pub(crate) fn broadcast_step(root: usize, buf: &mut [u8]) -> Result<(), crate::Error> {
+    let n = world().size;
+    if root >= n {
+        return Err(crate::Error::new(
+            crate::ErrorKind::Argument,
+            format!("broadcast_from[{root}] runs in a world of {n} processes"),
+        ));
+    }
+    transport::broadcast("broadcast_from", buf, root);
+    Ok(())
+}
+
 /// An operand read through its map: pointer, shape, strides (elements).
 pub(crate) type Strided<'a> = (*const u8, &'a [usize], &'a [i64]);
 
@@ -242,6 +255,21 @@ pub(crate) fn collective_array(op: &Op, x: &Array, shape: &[usize]) -> Result<Ar
         }
     }
     Ok(Array::new(std::sync::Arc::new(out), shape.to_vec(), dtype))
+}
+
+/// `Op::BroadcastFrom(root)` in the interpreter.
+pub(crate) fn broadcast_array(x: &Array, root: usize) -> Result<Array, crate::Error> {
+    let buf = Buffer::try_from_bytes(x.bytes(), || {
+        format!("broadcast_from of {}", type_str(x.dtype(), x.shape()))
+    })?;
+    // SAFETY: the buffer was just made, holds `x`'s bytes and nothing else refers to it.
+    let bytes = unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr(), x.bytes().len()) };
+    broadcast_step(root, bytes)?;
+    Ok(Array::new(
+        std::sync::Arc::new(buf),
+        x.shape().to_vec(),
+        x.dtype(),
+    ))
 }
 
 /// `Op::AllReduce(op)` in the interpreter.
