@@ -19,10 +19,9 @@
 
 use crate::error::type_str;
 use crate::ir::{Op, ReduceOp};
-use crate::library::collective::{self as world, transport, Bytes, Fold};
+use crate::library::collective::{self as world, transport, Bytes};
 use crate::tensor::ops::apply;
 use crate::{DType, Error, ErrorKind, Tensor};
-use std::sync::Arc;
 use std::time::Duration;
 
 /// How `all_reduce` and `reduce_scatter` combine the ranks' values, elementwise.
@@ -105,30 +104,9 @@ pub fn all_reduce(x: &Tensor, op: Reduce) -> Result<Tensor, Error> {
     let what = "dist::all_reduce";
     agree(what, Call::AllReduce(op), x)?;
     check_reduce(what, op, x)?;
-    if x.is_traced() {
-        let loc = std::panic::Location::caller();
-        let r = apply(
-            Op::AllReduce(reduce_op(op)),
-            &[x],
-            x.shape().to_vec(),
-            x.dtype(),
-            loc,
-        );
-        return finish(r, op);
-    }
-    let bytes = x.size_bytes();
-    let buf = world::receive(
-        bytes,
-        || format!("{what} of {}", describe(x)),
-        |recv| {
-            let send = concrete_bytes(x);
-            transport::all_reduce(bytes_of(what, x.dtype(), send, recv), fold(op));
-        },
-    )?;
-    finish(
-        Tensor::from_buffer(Arc::new(buf), x.shape().to_vec(), x.dtype()),
-        op,
-    )
+    let loc = std::panic::Location::caller();
+    let sum = step(Op::AllReduce(reduce_op(op)), x, x.shape().to_vec(), loc)?;
+    finish(sum, op)
 }
 
 /// Every rank's `x` concatenated along `axis`, rank 0 first (JAX's `all_gather` with
@@ -140,26 +118,14 @@ pub fn all_gather(x: &Tensor, axis: isize) -> Result<Tensor, Error> {
     agree(what, Call::AllGather(axis), x)?;
     let axis = check_axis(what, axis, x)?;
     let n = size();
-    if x.is_traced() {
-        let mut shape = x.shape().to_vec();
-        shape[axis] *= n;
-        let loc = std::panic::Location::caller();
-        return Ok(apply(Op::AllGather(axis, n), &[x], shape, x.dtype(), loc));
-    }
-    let buf = world::receive(
-        n * x.size_bytes(),
-        || format!("{what} of {}", describe(x)),
-        |recv| {
-            transport::all_gather(bytes_of(what, x.dtype(), concrete_bytes(x), recv));
-        },
-    )?;
-    // Rank-major: [ranks, ..x's shape], with the ranks' axis then moved next to `axis`.
-    let mut stacked = vec![n];
-    stacked.extend_from_slice(x.shape());
-    let all = Tensor::from_buffer(Arc::new(buf), stacked, x.dtype());
-    let mut shape: Vec<isize> = x.shape().iter().map(|&d| d as isize).collect();
-    shape[axis] *= n as isize;
-    Ok(move_axis(&all, 0, axis).reshape(&shape))
+    let mut shape = x.shape().to_vec();
+    shape[axis] *= n;
+    step(
+        Op::AllGather(axis, n),
+        x,
+        shape,
+        std::panic::Location::caller(),
+    )
 }
 
 /// Block `rank()` of the elementwise `op` over every rank's `x`, `x` cut along `axis` into
@@ -183,36 +149,13 @@ pub fn reduce_scatter(x: &Tensor, axis: isize, op: Reduce) -> Result<Tensor, Err
             ),
         ));
     }
-    if x.is_traced() {
-        let mut shape = x.shape().to_vec();
-        shape[axis] /= n;
-        let loc = std::panic::Location::caller();
-        let r = apply(
-            Op::ReduceScatter(reduce_op(op), axis, n),
-            &[x],
-            shape,
-            x.dtype(),
-            loc,
-        );
-        return finish(r, op);
-    }
-    // The blocks as contiguous runs, rank 0's first: `axis` moved to the front.
-    let front = move_axis(x, axis, 0);
-    let bytes = x.size_bytes() / n;
-    let buf = world::receive(
-        bytes,
-        || format!("{what} of {}", describe(x)),
-        |recv| {
-            transport::reduce_scatter(
-                bytes_of(what, x.dtype(), concrete_bytes(&front), recv),
-                fold(op),
-            );
-        },
-    )?;
-    let mut shape = front.shape().to_vec();
-    shape[0] /= n;
-    let block = Tensor::from_buffer(Arc::new(buf), shape, x.dtype());
-    finish(move_axis(&block, 0, axis), op)
+    let mut shape = x.shape().to_vec();
+    shape[axis] /= n;
+    let loc = std::panic::Location::caller();
+    finish(
+        step(Op::ReduceScatter(reduce_op(op), axis, n), x, shape, loc)?,
+        op,
+    )
 }
 
 /// Rank `root`'s `x` on every rank. Every rank passes the same dtype and shape. Inside
@@ -231,24 +174,17 @@ pub fn broadcast(x: &Tensor, root: usize) -> Result<Tensor, Error> {
             ),
         ));
     }
-    if x.is_traced() {
-        let loc = std::panic::Location::caller();
-        let op = Op::BroadcastFrom(root);
-        return Ok(apply(op, &[x], x.shape().to_vec(), x.dtype(), loc));
+    let loc = std::panic::Location::caller();
+    step(Op::BroadcastFrom(root), x, x.shape().to_vec(), loc)
+}
+
+/// The collective `op` of `x`, its result of `shape`: a step of the program being traced, or
+/// run now on a concrete `x` (the compiled step's own function, `collective::eval`).
+fn step(op: Op, x: &Tensor, shape: Vec<usize>, loc: crate::SourceLoc) -> Result<Tensor, Error> {
+    match x.to_array() {
+        None => Ok(apply(op, &[x], shape, x.dtype(), loc)),
+        Some(a) => Ok(Tensor::from_array(world::eval(&op, &a, &shape)?)),
     }
-    let buf = world::receive(
-        x.size_bytes(),
-        || format!("{what} of {}", describe(x)),
-        |recv| {
-            recv.copy_from_slice(concrete_bytes(x));
-            transport::broadcast(what, recv, root);
-        },
-    )?;
-    Ok(Tensor::from_buffer(
-        Arc::new(buf),
-        x.shape().to_vec(),
-        x.dtype(),
-    ))
 }
 
 /// A collective and its parameters, as the ranks compare them.
@@ -334,7 +270,12 @@ fn agree(what: &str, call: Call, x: &Tensor) -> Result<(), Error> {
         )
     };
     let exchange = format!("{what} (exchanging the ranks' arguments)");
-    transport::all_gather(bytes_of(&exchange, DType::I64, send, recv));
+    transport::all_gather(Bytes {
+        what: &exchange,
+        dtype: DType::I64,
+        send,
+        recv,
+    });
     let me = rank();
     if let Some((other, theirs)) = all
         .chunks(RECORD)
@@ -396,41 +337,10 @@ fn reduce_op(op: Reduce) -> ReduceOp {
     }
 }
 
-fn fold(op: Reduce) -> Fold {
-    match op {
-        Reduce::Sum | Reduce::Mean => Fold::Sum,
-        Reduce::Max => Fold::Max,
-        Reduce::Min => Fold::Min,
-    }
-}
-
 /// A reduction's result: the sum divided by the rank count for `Mean`.
 fn finish(sum: Tensor, op: Reduce) -> Result<Tensor, Error> {
     Ok(match op {
         Reduce::Mean => &sum / size() as f64,
         _ => sum,
     })
-}
-
-fn concrete_bytes(x: &Tensor) -> &[u8] {
-    x.buffer().expect("checked concrete by `agree`").bytes()
-}
-
-fn bytes_of<'a>(what: &'a str, dtype: DType, send: &'a [u8], recv: &'a mut [u8]) -> Bytes<'a> {
-    Bytes {
-        what,
-        dtype,
-        send,
-        recv,
-    }
-}
-
-/// `x` with axis `from` moved to position `to` (the others in order), contiguous.
-fn move_axis(x: &Tensor, from: usize, to: usize) -> Tensor {
-    if from == to {
-        return x.clone();
-    }
-    let mut perm: Vec<usize> = (0..x.shape().len()).filter(|&a| a != from).collect();
-    perm.insert(to, from);
-    x.transpose(&perm)
 }

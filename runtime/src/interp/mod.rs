@@ -340,10 +340,8 @@ pub fn eval_op(op: &Op, ins: &[&Array], shape: &[usize], dtype: DType) -> Result
         Op::Unary(UnaryOp::StopGradient) | Op::Barrier => ins[0].clone(),
         Op::SliceScatter(sl) => slice_scatter(ins[0], sl, s),
         Op::ScatterAdd(axis) => scatter_add(ins[0], ins[1], *axis, s),
-        Op::AllReduce(r) => crate::library::collective::all_reduce_array(ins[0], *r)?,
-        Op::BroadcastFrom(root) => crate::library::collective::broadcast_array(ins[0], *root)?,
-        Op::AllGather(..) | Op::ReduceScatter(..) => {
-            crate::library::collective::collective_array(op, ins[0], s)?
+        Op::AllReduce(_) | Op::AllGather(..) | Op::ReduceScatter(..) | Op::BroadcastFrom(_) => {
+            crate::library::collective::eval(op, ins[0], s)?
         }
         Op::Unary(u) if dtype.is_float() => from_f64s(
             as_f64s(ins[0])

@@ -219,77 +219,34 @@ pub(crate) unsafe fn reduce_scatter_step(
     Ok(())
 }
 
-/// `op` (a collective) of the array `x` in the interpreter: the compiled step's function on
-/// `x`'s contiguous buffer.
-pub(crate) fn collective_array(op: &Op, x: &Array, shape: &[usize]) -> Result<Array, crate::Error> {
+/// `op`, a collective, of the array `x` (the interpreter, and `dist` on concrete tensors):
+/// the compiled step itself (`ops::run`), on an output and a scratch of its own.
+pub(crate) fn eval(op: &Op, x: &Array, shape: &[usize]) -> Result<Array, crate::Error> {
     let dtype = x.dtype();
-    let out_bytes = crate::shape::numel(shape) * dtype.size();
-    let stage_bytes = super::ops::scratch_bytes(op, &[x.shape()], shape, dtype);
-    let stage = Buffer::try_zeroed(stage_bytes, || format!("{} staging", op.name()))?;
-    let out = Buffer::try_zeroed(out_bytes, || {
-        format!("{} of {}", op.name(), type_str(dtype, shape))
-    })?;
-    let xs = (
-        x.bytes().as_ptr(),
-        x.shape(),
-        &super::ops::contiguous(x.shape())[..],
-    );
-    // SAFETY: the buffers were just allocated at the sizes the steps need; `x` is contiguous.
-    unsafe {
-        match *op {
-            Op::AllGather(axis, ranks) => all_gather_step(
-                xs,
-                (axis, ranks),
-                dtype,
-                stage.as_mut_ptr(),
-                out.as_mut_ptr(),
-            )?,
-            Op::ReduceScatter(r, axis, ranks) => reduce_scatter_step(
-                xs,
-                (r, axis, ranks),
-                dtype,
-                stage.as_mut_ptr(),
-                out.as_mut_ptr(),
-            )?,
-            _ => unreachable!("{} is not a gather or a scatter", op.name()),
-        }
-    }
-    Ok(Array::new(std::sync::Arc::new(out), shape.to_vec(), dtype))
-}
-
-/// `Op::BroadcastFrom(root)` in the interpreter.
-pub(crate) fn broadcast_array(x: &Array, root: usize) -> Result<Array, crate::Error> {
-    let buf = Buffer::try_from_bytes(x.bytes(), || {
-        format!("broadcast_from of {}", type_str(x.dtype(), x.shape()))
-    })?;
-    // SAFETY: the buffer was just made, holds `x`'s bytes and nothing else refers to it.
-    let bytes = unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr(), x.bytes().len()) };
-    broadcast_step(root, bytes)?;
-    Ok(Array::new(
-        std::sync::Arc::new(buf),
-        x.shape().to_vec(),
-        x.dtype(),
-    ))
-}
-
-/// `Op::AllReduce(op)` in the interpreter.
-pub(crate) fn all_reduce_array(x: &Array, op: ReduceOp) -> Result<Array, crate::Error> {
-    let bytes = x.bytes().len();
-    let what = || {
-        format!(
-            "{} of {}",
-            Op::AllReduce(op).name(),
-            type_str(x.dtype(), x.shape())
-        )
+    let what = || format!("{} of {}", op.name(), type_str(dtype, x.shape()));
+    let scratch = super::ops::scratch_bytes(op, &[x.shape()], shape, dtype);
+    let scratch = Buffer::try_zeroed(scratch, what)?;
+    let out = Buffer::try_zeroed(crate::shape::numel(shape) * dtype.size(), what)?;
+    let strides = super::ops::contiguous(x.shape());
+    let operand = super::ops::Operand {
+        ptr: x.bytes().as_ptr(),
+        dtype,
+        shape: x.shape(),
+        strides: &strides,
     };
-    let buf = receive(bytes, what, |recv| {
-        all_reduce_step(op, x.dtype(), x.bytes(), recv)
-    })?;
-    Ok(Array::new(
-        std::sync::Arc::new(buf),
-        x.shape().to_vec(),
-        x.dtype(),
-    ))
+    // SAFETY: `x` is contiguous; the output and the scratch were just allocated at the sizes
+    // the step needs and overlap nothing.
+    unsafe {
+        super::ops::run(
+            op,
+            &[operand],
+            shape,
+            dtype,
+            out.as_mut_ptr(),
+            scratch.as_mut_ptr(),
+        )?
+    };
+    Ok(Array::new(std::sync::Arc::new(out), shape.to_vec(), dtype))
 }
 
 /// The bytes of `dtype` elements as the transport moves them: `send` and `recv` are whole
@@ -300,18 +257,6 @@ pub(crate) struct Bytes<'a> {
     pub dtype: DType,
     pub send: &'a [u8],
     pub recv: &'a mut [u8],
-}
-
-/// A buffer of `bytes` the transport writes whole (`fill`), for a collective's result.
-pub(crate) fn receive(
-    bytes: usize,
-    what: impl FnOnce() -> String,
-    fill: impl FnOnce(&mut [u8]),
-) -> Result<Buffer, crate::Error> {
-    let buf = Buffer::try_zeroed(bytes, what)?;
-    // SAFETY: the buffer was just allocated, `bytes` long, and nothing else refers to it.
-    fill(unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr(), bytes) });
-    Ok(buf)
 }
 
 /// The world of this process alone: each collective's result is its input.
