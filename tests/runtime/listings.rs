@@ -1,6 +1,6 @@
 //! Kernel listings a person can read, recorded: for a few programs that cover the kernel
 //! kinds (loop kernels with transcendentals and broadcasts, f64 and integer lanes, row
-//! kernels, row sums), the x86 emitter's code disassembled at AVX-512 and AVX2 width, and the
+//! kernels: softmax, layer norm, a lone sum), the x86 emitter's code disassembled at AVX-512 and AVX2 width, and the
 //! Cranelift IR the portable level builds. A change of code generation shows here as a diff
 //! of instructions; after an intended one, `UPDATE_EXPECT=1` rewrites
 //! `snapshots/kernels/`. Programs are compiled for the target only (`Target::emit_only`),

@@ -822,7 +822,7 @@ fn x86_row_sums_match_the_interpreter() {
             let b = to_f64s(&want[0]);
             for (l, &(isa, name)) in levels.iter().enumerate() {
                 let exe = compile_at(g.clone(), &Target::at(isa)).unwrap();
-                x86_sums[l] += exe.asm_text().matches(&format!("{name} row sum")).count();
+                x86_sums[l] += exe.asm_text().matches(&format!("{name} row kernel")).count();
                 let a = to_f64s(&exe.run_with(&[&x]).unwrap()[0]);
                 assert_eq!(a.len(), mags.len());
                 for j in 0..a.len() {
@@ -838,7 +838,9 @@ fn x86_row_sums_match_the_interpreter() {
         }
     }
     for (l, &(_, name)) in levels.iter().enumerate() {
-        assert!(x86_sums[l] >= 13 * 4, "{} {name} row sums", x86_sums[l]);
+        // (Runs of one element are not row groups: `x.sum(2)` of [3, 4, 1] is a copy, which
+        // Cranelift's reduction kernel makes; `sum_all` of it is a row of 12.)
+        assert!(x86_sums[l] >= 12 * 4 + 1, "{} {name} row sums", x86_sums[l]);
     }
 }
 
@@ -1045,7 +1047,7 @@ fn avx512_row_kernels_prefetch_the_next_row_of_moving_accesses() {
         1.0,
         false,
     )];
-    let sum = kernel_listing(&long, |ts| vec![ts[0].sum(1)], "AVX-512 row sum", Cmp::Norm);
+    let sum = kernel_listing(&long, |ts| vec![ts[0].sum(1)], "AVX-512 row kernel", Cmp::Norm);
     assert!(sum.contains("next row prefetched for 1 accesses"), "{sum}");
     let short = [random_tensor(
         &mut rng,
@@ -1058,7 +1060,7 @@ fn avx512_row_kernels_prefetch_the_next_row_of_moving_accesses() {
     let sum = kernel_listing(
         &short,
         |ts| vec![ts[0].sum(1)],
-        "AVX-512 row sum",
+        "AVX-512 row kernel",
         Cmp::Norm,
     );
     assert!(!sum.contains("prefetched"), "{sum}");

@@ -82,256 +82,147 @@ mod imp {
         Some(f)
     }
 
-    #[derive(Clone, Copy)]
-    struct Z(__m512);
+    /// A vector type of `traced::V`: the same operations at two widths, named by their
+    /// intrinsics (the bitwise ones on the integer view, so both widths spell them alike).
+    macro_rules! lanes {
+        ($T:ident($reg:ty), $n:literal, $M:ty, [$set1:ident $set1i:ident $load:ident
+         $store:ident $add:ident $sub:ident $mul:ident $div:ident $fma:ident $min:ident
+         $max:ident $and:ident $or:ident $xor:ident $iadd:ident $isub:ident $slli:ident
+         $srli:ident $toi:ident $tof:ident],
+         cmp($x:ident, $y:ident, $p:ident) $cmp:expr, sel($m:ident, $t:ident, $f:ident) $sel:expr,
+         any($a:ident) $any:expr) => {
+            #[derive(Clone, Copy)]
+            struct $T($reg);
 
-    impl V for Z {
-        const N: usize = 16;
-        const D: bool = false;
-        type M = __mmask16;
-        #[inline(always)]
-        unsafe fn splat(c: f64) -> Self {
-            Z(_mm512_set1_ps(c as f32))
-        }
-        #[inline(always)]
-        unsafe fn bits(c: u64) -> Self {
-            Z(_mm512_castsi512_ps(_mm512_set1_epi32(c as u32 as i32)))
-        }
-        #[inline(always)]
-        unsafe fn load(p: *const f32) -> Self {
-            Z(_mm512_loadu_ps(p))
-        }
-        #[inline(always)]
-        unsafe fn store(self, p: *mut f32) {
-            _mm512_storeu_ps(p, self.0)
-        }
-        #[inline(always)]
-        unsafe fn add(self, o: Self) -> Self {
-            Z(_mm512_add_ps(self.0, o.0))
-        }
-        #[inline(always)]
-        unsafe fn sub(self, o: Self) -> Self {
-            Z(_mm512_sub_ps(self.0, o.0))
-        }
-        #[inline(always)]
-        unsafe fn mul(self, o: Self) -> Self {
-            Z(_mm512_mul_ps(self.0, o.0))
-        }
-        #[inline(always)]
-        unsafe fn div(self, o: Self) -> Self {
-            Z(_mm512_div_ps(self.0, o.0))
-        }
-        #[inline(always)]
-        unsafe fn fma(self, b: Self, c: Self) -> Self {
-            Z(_mm512_fmadd_ps(self.0, b.0, c.0))
-        }
-        #[inline(always)]
-        unsafe fn min(self, x: Self) -> Self {
-            Z(_mm512_min_ps(self.0, x.0))
-        }
-        #[inline(always)]
-        unsafe fn max(self, x: Self) -> Self {
-            Z(_mm512_max_ps(self.0, x.0))
-        }
-        #[inline(always)]
-        unsafe fn lt(self, o: Self) -> __mmask16 {
-            _mm512_cmp_ps_mask::<_CMP_LT_OQ>(self.0, o.0)
-        }
-        #[inline(always)]
-        unsafe fn eq(self, o: Self) -> __mmask16 {
-            _mm512_cmp_ps_mask::<_CMP_EQ_OQ>(self.0, o.0)
-        }
-        #[inline(always)]
-        unsafe fn uge(self, o: Self) -> __mmask16 {
-            _mm512_cmp_ps_mask::<_CMP_NLT_UQ>(self.0, o.0)
-        }
-        #[inline(always)]
-        unsafe fn sel(m: __mmask16, t: Self, f: Self) -> Self {
-            Z(_mm512_mask_blend_ps(m, f.0, t.0))
-        }
-        #[inline(always)]
-        unsafe fn exact_reduction(x: Self, r: Self, n: Self, cos: bool) -> (Self, Self) {
-            exact_reduction_f32(x, r, n, cos)
-        }
-        #[inline(always)]
-        unsafe fn any(m: __mmask16) -> bool {
-            m != 0
-        }
-        #[inline(always)]
-        unsafe fn and(self, o: Self) -> Self {
-            Z(_mm512_castsi512_ps(_mm512_and_si512(
-                _mm512_castps_si512(self.0),
-                _mm512_castps_si512(o.0),
-            )))
-        }
-        #[inline(always)]
-        unsafe fn or(self, o: Self) -> Self {
-            Z(_mm512_castsi512_ps(_mm512_or_si512(
-                _mm512_castps_si512(self.0),
-                _mm512_castps_si512(o.0),
-            )))
-        }
-        #[inline(always)]
-        unsafe fn xor(self, o: Self) -> Self {
-            Z(_mm512_castsi512_ps(_mm512_xor_si512(
-                _mm512_castps_si512(self.0),
-                _mm512_castps_si512(o.0),
-            )))
-        }
-        #[inline(always)]
-        unsafe fn iadd(self, o: Self) -> Self {
-            Z(_mm512_castsi512_ps(_mm512_add_epi32(
-                _mm512_castps_si512(self.0),
-                _mm512_castps_si512(o.0),
-            )))
-        }
-        #[inline(always)]
-        unsafe fn isub(self, o: Self) -> Self {
-            Z(_mm512_castsi512_ps(_mm512_sub_epi32(
-                _mm512_castps_si512(self.0),
-                _mm512_castps_si512(o.0),
-            )))
-        }
-        #[inline(always)]
-        unsafe fn shl_mant(self) -> Self {
-            Z(_mm512_castsi512_ps(_mm512_slli_epi32::<23>(
-                _mm512_castps_si512(self.0),
-            )))
-        }
-        #[inline(always)]
-        unsafe fn shl_sign(self) -> Self {
-            Z(_mm512_castsi512_ps(_mm512_slli_epi32::<31>(
-                _mm512_castps_si512(self.0),
-            )))
-        }
-        #[inline(always)]
-        unsafe fn shr_mant(self) -> Self {
-            Z(_mm512_castsi512_ps(_mm512_srli_epi32::<23>(
-                _mm512_castps_si512(self.0),
-            )))
-        }
+            impl $T {
+                #[inline(always)]
+                unsafe fn cmp<const $p: i32>($x: Self, $y: Self) -> $M {
+                    $cmp
+                }
+            }
+
+            impl V for $T {
+                const N: usize = $n;
+                const D: bool = false;
+                type M = $M;
+                #[inline(always)]
+                unsafe fn splat(c: f64) -> Self {
+                    $T($set1(c as f32))
+                }
+                #[inline(always)]
+                unsafe fn bits(c: u64) -> Self {
+                    $T($tof($set1i(c as u32 as i32)))
+                }
+                #[inline(always)]
+                unsafe fn load(p: *const f32) -> Self {
+                    $T($load(p))
+                }
+                #[inline(always)]
+                unsafe fn store(self, p: *mut f32) {
+                    $store(p, self.0)
+                }
+                #[inline(always)]
+                unsafe fn add(self, o: Self) -> Self {
+                    $T($add(self.0, o.0))
+                }
+                #[inline(always)]
+                unsafe fn sub(self, o: Self) -> Self {
+                    $T($sub(self.0, o.0))
+                }
+                #[inline(always)]
+                unsafe fn mul(self, o: Self) -> Self {
+                    $T($mul(self.0, o.0))
+                }
+                #[inline(always)]
+                unsafe fn div(self, o: Self) -> Self {
+                    $T($div(self.0, o.0))
+                }
+                #[inline(always)]
+                unsafe fn fma(self, b: Self, c: Self) -> Self {
+                    $T($fma(self.0, b.0, c.0))
+                }
+                #[inline(always)]
+                unsafe fn min(self, x: Self) -> Self {
+                    $T($min(self.0, x.0))
+                }
+                #[inline(always)]
+                unsafe fn max(self, x: Self) -> Self {
+                    $T($max(self.0, x.0))
+                }
+                #[inline(always)]
+                unsafe fn lt(self, o: Self) -> $M {
+                    Self::cmp::<_CMP_LT_OQ>(self, o)
+                }
+                #[inline(always)]
+                unsafe fn eq(self, o: Self) -> $M {
+                    Self::cmp::<_CMP_EQ_OQ>(self, o)
+                }
+                #[inline(always)]
+                unsafe fn uge(self, o: Self) -> $M {
+                    Self::cmp::<_CMP_NLT_UQ>(self, o)
+                }
+                #[inline(always)]
+                unsafe fn sel($m: $M, $t: Self, $f: Self) -> Self {
+                    $T($sel)
+                }
+                #[inline(always)]
+                unsafe fn exact_reduction(x: Self, r: Self, n: Self, cos: bool) -> (Self, Self) {
+                    exact_reduction_f32(x, r, n, cos)
+                }
+                #[inline(always)]
+                unsafe fn any($a: $M) -> bool {
+                    $any
+                }
+                #[inline(always)]
+                unsafe fn and(self, o: Self) -> Self {
+                    $T($tof($and($toi(self.0), $toi(o.0))))
+                }
+                #[inline(always)]
+                unsafe fn or(self, o: Self) -> Self {
+                    $T($tof($or($toi(self.0), $toi(o.0))))
+                }
+                #[inline(always)]
+                unsafe fn xor(self, o: Self) -> Self {
+                    $T($tof($xor($toi(self.0), $toi(o.0))))
+                }
+                #[inline(always)]
+                unsafe fn iadd(self, o: Self) -> Self {
+                    $T($tof($iadd($toi(self.0), $toi(o.0))))
+                }
+                #[inline(always)]
+                unsafe fn isub(self, o: Self) -> Self {
+                    $T($tof($isub($toi(self.0), $toi(o.0))))
+                }
+                #[inline(always)]
+                unsafe fn shl_mant(self) -> Self {
+                    $T($tof($slli::<23>($toi(self.0))))
+                }
+                #[inline(always)]
+                unsafe fn shl_sign(self) -> Self {
+                    $T($tof($slli::<31>($toi(self.0))))
+                }
+                #[inline(always)]
+                unsafe fn shr_mant(self) -> Self {
+                    $T($tof($srli::<23>($toi(self.0))))
+                }
+            }
+        };
     }
 
-    #[derive(Clone, Copy)]
-    struct Y(__m256);
-
-    impl V for Y {
-        const N: usize = 8;
-        const D: bool = false;
-        type M = __m256;
-        #[inline(always)]
-        unsafe fn splat(c: f64) -> Self {
-            Y(_mm256_set1_ps(c as f32))
-        }
-        #[inline(always)]
-        unsafe fn bits(c: u64) -> Self {
-            Y(_mm256_castsi256_ps(_mm256_set1_epi32(c as u32 as i32)))
-        }
-        #[inline(always)]
-        unsafe fn load(p: *const f32) -> Self {
-            Y(_mm256_loadu_ps(p))
-        }
-        #[inline(always)]
-        unsafe fn store(self, p: *mut f32) {
-            _mm256_storeu_ps(p, self.0)
-        }
-        #[inline(always)]
-        unsafe fn add(self, o: Self) -> Self {
-            Y(_mm256_add_ps(self.0, o.0))
-        }
-        #[inline(always)]
-        unsafe fn sub(self, o: Self) -> Self {
-            Y(_mm256_sub_ps(self.0, o.0))
-        }
-        #[inline(always)]
-        unsafe fn mul(self, o: Self) -> Self {
-            Y(_mm256_mul_ps(self.0, o.0))
-        }
-        #[inline(always)]
-        unsafe fn div(self, o: Self) -> Self {
-            Y(_mm256_div_ps(self.0, o.0))
-        }
-        #[inline(always)]
-        unsafe fn fma(self, b: Self, c: Self) -> Self {
-            Y(_mm256_fmadd_ps(self.0, b.0, c.0))
-        }
-        #[inline(always)]
-        unsafe fn min(self, x: Self) -> Self {
-            Y(_mm256_min_ps(self.0, x.0))
-        }
-        #[inline(always)]
-        unsafe fn max(self, x: Self) -> Self {
-            Y(_mm256_max_ps(self.0, x.0))
-        }
-        #[inline(always)]
-        unsafe fn lt(self, o: Self) -> __m256 {
-            _mm256_cmp_ps::<_CMP_LT_OQ>(self.0, o.0)
-        }
-        #[inline(always)]
-        unsafe fn eq(self, o: Self) -> __m256 {
-            _mm256_cmp_ps::<_CMP_EQ_OQ>(self.0, o.0)
-        }
-        #[inline(always)]
-        unsafe fn uge(self, o: Self) -> __m256 {
-            _mm256_cmp_ps::<_CMP_NLT_UQ>(self.0, o.0)
-        }
-        #[inline(always)]
-        unsafe fn sel(m: __m256, t: Self, f: Self) -> Self {
-            Y(_mm256_blendv_ps(f.0, t.0, m))
-        }
-        #[inline(always)]
-        unsafe fn exact_reduction(x: Self, r: Self, n: Self, cos: bool) -> (Self, Self) {
-            exact_reduction_f32(x, r, n, cos)
-        }
-        #[inline(always)]
-        unsafe fn any(m: __m256) -> bool {
-            _mm256_movemask_ps(m) != 0
-        }
-        #[inline(always)]
-        unsafe fn and(self, o: Self) -> Self {
-            Y(_mm256_and_ps(self.0, o.0))
-        }
-        #[inline(always)]
-        unsafe fn or(self, o: Self) -> Self {
-            Y(_mm256_or_ps(self.0, o.0))
-        }
-        #[inline(always)]
-        unsafe fn xor(self, o: Self) -> Self {
-            Y(_mm256_xor_ps(self.0, o.0))
-        }
-        #[inline(always)]
-        unsafe fn iadd(self, o: Self) -> Self {
-            Y(_mm256_castsi256_ps(_mm256_add_epi32(
-                _mm256_castps_si256(self.0),
-                _mm256_castps_si256(o.0),
-            )))
-        }
-        #[inline(always)]
-        unsafe fn isub(self, o: Self) -> Self {
-            Y(_mm256_castsi256_ps(_mm256_sub_epi32(
-                _mm256_castps_si256(self.0),
-                _mm256_castps_si256(o.0),
-            )))
-        }
-        #[inline(always)]
-        unsafe fn shl_mant(self) -> Self {
-            Y(_mm256_castsi256_ps(_mm256_slli_epi32::<23>(
-                _mm256_castps_si256(self.0),
-            )))
-        }
-        #[inline(always)]
-        unsafe fn shl_sign(self) -> Self {
-            Y(_mm256_castsi256_ps(_mm256_slli_epi32::<31>(
-                _mm256_castps_si256(self.0),
-            )))
-        }
-        #[inline(always)]
-        unsafe fn shr_mant(self) -> Self {
-            Y(_mm256_castsi256_ps(_mm256_srli_epi32::<23>(
-                _mm256_castps_si256(self.0),
-            )))
-        }
-    }
+    lanes!(Z(__m512), 16, __mmask16, [_mm512_set1_ps _mm512_set1_epi32 _mm512_loadu_ps
+        _mm512_storeu_ps _mm512_add_ps _mm512_sub_ps _mm512_mul_ps _mm512_div_ps _mm512_fmadd_ps
+        _mm512_min_ps _mm512_max_ps _mm512_and_si512 _mm512_or_si512 _mm512_xor_si512
+        _mm512_add_epi32 _mm512_sub_epi32 _mm512_slli_epi32 _mm512_srli_epi32
+        _mm512_castps_si512 _mm512_castsi512_ps],
+        cmp(x, y, P) _mm512_cmp_ps_mask::<P>(x.0, y.0), sel(m, t, f) _mm512_mask_blend_ps(m, f.0, t.0),
+        any(m) m != 0);
+    lanes!(Y(__m256), 8, __m256, [_mm256_set1_ps _mm256_set1_epi32 _mm256_loadu_ps
+        _mm256_storeu_ps _mm256_add_ps _mm256_sub_ps _mm256_mul_ps _mm256_div_ps _mm256_fmadd_ps
+        _mm256_min_ps _mm256_max_ps _mm256_and_si256 _mm256_or_si256 _mm256_xor_si256
+        _mm256_add_epi32 _mm256_sub_epi32 _mm256_slli_epi32 _mm256_srli_epi32
+        _mm256_castps_si256 _mm256_castsi256_ps],
+        cmp(x, y, P) _mm256_cmp_ps::<P>(x.0, y.0), sel(m, t, f) _mm256_blendv_ps(f.0, t.0, m),
+        any(m) _mm256_movemask_ps(m) != 0);
 
     /// The loop of a micro-kernel: two vectors per iteration, then one, then the last partial
     /// vector padded through a stack buffer.
@@ -364,7 +255,7 @@ mod imp {
         )*};
     }
 
-    /// A symbolic vector: `V`'s operations recorded into a thread-local list (`trace`).
+    /// The micro-kernels at each width.
     mod z {
         use super::*;
         micro!("avx512f", Z, exp ln tanh sigmoid sin cos erf log1p expm1);

@@ -304,10 +304,10 @@ pub fn compile(
             {
                 let code = crate::diag::phases::phase("codegen x86", || match &lowered {
                     Lowered::Loop(lk) => x86::build(lk, target),
-                    Lowered::Reduce(r) => x86::reduce::build(r, target),
-                    Lowered::Row(rb) => {
-                        x86::reduce::build_row(rb, target).or_else(|| x86::row::build(rb, target))
-                    }
+                    // (Reductions outside row groups are rare: their input's reduced axes
+                    // are not its trailing ones. Cranelift takes them.)
+                    Lowered::Reduce(_) => None,
+                    Lowered::Row(rb) => x86::row::build(rb, target),
                 });
                 if let Some(code) = code {
                     let text = format!("(an {} kernel: no Cranelift IR)", code.width.name());

@@ -206,60 +206,54 @@ pub fn build(b: &mut FunctionBuilder, r: &ReduceDescription) {
     let out_base = b.ins().load(types::I64, flags(), ptrs, 8);
     let esize = r.dtype.size() as i64;
     let in_base = b.ins().iadd_imm_s(in_base, r.offset * esize);
-    let slot = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 32, 4));
-    let slot = b.ins().stack_addr(types::I64, slot, 0);
-
-    // Output strides (elements) of the kept dims: contiguous.
+    // Kept dims: their sizes and input and (contiguous) output strides, in bytes.
     let kept_sizes: Vec<usize> = r.kept.iter().map(|d| d.size).collect();
-    let out_strides = shape::strides(&kept_sizes);
+    let kept: Vec<(usize, i64, i64)> = (r.kept.iter().zip(shape::strides(&kept_sizes)))
+        .map(|(d, o)| (d.size, d.stride * esize, o as i64 * esize))
+        .collect();
     if r.column {
-        build_column(b, &r, in_base, out_base, begin, end, &out_strides, slot);
+        build_column(b, r, (in_base, out_base), begin, end, &kept);
     } else {
-        // Loop over kept dims: the first over begin..end.
-        let zero = b.ins().iconst(types::I64, 0);
-        let mut idx: Vec<Value> = Vec::new();
+        let slot =
+            b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 32, 4));
+        let slot = b.ins().stack_addr(types::I64, slot, 0);
         let pin_at = pin_slot(b);
-        kept_loops(b, &r, 0, begin, end, &mut idx, &mut |b, idx| {
-            let mut in_off = zero;
-            let mut out_off = zero;
-            for (k, &j) in idx.iter().enumerate() {
-                let t = b.ins().imul_imm_s(j, r.kept[k].stride);
-                in_off = b.ins().iadd(in_off, t);
-                let t = b.ins().imul_imm_s(j, out_strides[k] as i64);
-                out_off = b.ins().iadd(out_off, t);
-            }
-            let row = b.ins().imul_imm_s(in_off, esize);
-            let row = b.ins().iadd(in_base, row);
+        kept_points(b, &kept, begin, end, (in_base, out_base), &mut |b, row, o| {
             // Pinned: the row pointer stays out of the inner loops.
             let row = pin(b, pin_at, row);
-            let acc = row_reduce(b, &r, row, slot);
-            let o = b.ins().imul_imm_s(out_off, esize);
-            let o = b.ins().iadd(out_base, o);
+            let acc = row_reduce(b, r, row, slot);
             b.ins().store(flags(), acc, o, 0);
         });
     }
     b.ins().return_(&[]);
 }
 
-fn kept_loops(
+/// Loops over the kept dims `dims` (size, input and output strides in bytes; the first over
+/// `lo..hi`), calling `body` with the input's and the output's address at each point.
+fn kept_points(
     b: &mut FunctionBuilder,
-    r: &ReduceDescription,
-    d: usize,
+    dims: &[(usize, i64, i64)],
     lo: Value,
     hi: Value,
-    idx: &mut Vec<Value>,
-    body: &mut dyn FnMut(&mut FunctionBuilder, &[Value]),
+    at: (Value, Value),
+    body: &mut dyn FnMut(&mut FunctionBuilder, Value, Value),
 ) {
+    let Some((&(_, si, so), rest)) = dims.split_first() else {
+        return body(b, at.0, at.1);
+    };
     emit_loop(b, lo, hi, 1, |b, j| {
-        idx.push(j);
-        if d + 1 == r.kept.len() {
-            body(b, idx);
-        } else {
-            let zero = b.ins().iconst(types::I64, 0);
-            let n = b.ins().iconst(types::I64, r.kept[d + 1].size as i64);
-            kept_loops(b, r, d + 1, zero, n, idx, body);
+        let i = b.ins().imul_imm_s(j, si);
+        let i = b.ins().iadd(at.0, i);
+        let o = b.ins().imul_imm_s(j, so);
+        let o = b.ins().iadd(at.1, o);
+        match rest.first() {
+            None => body(b, i, o),
+            Some(&(n, ..)) => {
+                let zero = b.ins().iconst(types::I64, 0);
+                let n = b.ins().iconst(types::I64, n as i64);
+                kept_points(b, rest, zero, n, (i, o), body);
+            }
         }
-        idx.pop();
     });
 }
 
@@ -415,22 +409,18 @@ fn block_reduce(
 
 /// Column reduction: the innermost kept dim is contiguous; vectors of LANES
 /// outputs accumulate over all reduced positions.
-#[allow(clippy::too_many_arguments)]
 fn build_column(
     b: &mut FunctionBuilder,
     r: &ReduceDescription,
-    in_base: Value,
-    out_base: Value,
+    base: (Value, Value),
     begin: Value,
     end: Value,
-    out_strides: &[usize],
-    _slot: Value,
+    kept: &[(usize, i64, i64)],
 ) {
     let d = r.dtype;
     let ad = acc_dtype(r.op, d);
     let esize = d.size() as i64;
     let op = binop(r.op);
-    let nk = r.kept.len();
     let red_bytes: Vec<Dim> = r
         .red
         .iter()
@@ -481,34 +471,14 @@ fn build_column(
         });
         emit_loop(b, i, hi, 1, |b, i| column(b, row_in, row_out, i, true));
     };
-    if nk == 1 {
-        inner(b, in_base, out_base, begin, end);
-        return;
+    // The outer kept dims as loops (the first over begin..end), the innermost as the columns.
+    let (last, outer) = kept.split_last().expect("a kept dim");
+    if outer.is_empty() {
+        return inner(b, base.0, base.1, begin, end);
     }
-    let zero = b.ins().iconst(types::I64, 0);
-    let last = r.kept[nk - 1].size as i64;
-    let mut idx = Vec::new();
-    let outer = ReduceDescription {
-        op: r.op,
-        dtype: r.dtype,
-        offset: 0,
-        kept: r.kept[..nk - 1].to_vec(),
-        red: vec![],
-        column: true,
-    };
-    kept_loops(b, &outer, 0, begin, end, &mut idx, &mut |b, idx| {
-        let mut in_off = zero;
-        let mut out_off = zero;
-        for (k, &j) in idx.iter().enumerate() {
-            let t = b.ins().imul_imm_s(j, r.kept[k].stride * esize);
-            in_off = b.ins().iadd(in_off, t);
-            let t = b.ins().imul_imm_s(j, out_strides[k] as i64 * esize);
-            out_off = b.ins().iadd(out_off, t);
-        }
-        let row_in = b.ins().iadd(in_base, in_off);
-        let row_out = b.ins().iadd(out_base, out_off);
+    kept_points(b, outer, begin, end, base, &mut |b, row_in, row_out| {
         let z = b.ins().iconst(types::I64, 0);
-        let n = b.ins().iconst(types::I64, last);
+        let n = b.ins().iconst(types::I64, last.0 as i64);
         inner(b, row_in, row_out, z, n);
     });
 }

@@ -39,7 +39,7 @@ pub fn listing(code: &Code) -> String {
 fn header(code: &Code) -> String {
     let prefetch = match (code.prefetched, code.kind) {
         (0, _) => String::new(),
-        (n, "row kernel" | "row sum") => format!(", next row prefetched for {n} accesses"),
+        (n, "row kernel") => format!(", next row prefetched for {n} accesses"),
         (n, _) => format!(", {PREFETCH_AHEAD} bytes ahead prefetched for {n} accesses"),
     };
     let lanes = match (code.lane, code.int) {

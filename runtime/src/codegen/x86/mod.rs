@@ -30,8 +30,8 @@
 //! each instruction spelled at the kernel's width by `Asm`'s helpers (one
 //! `body::Vector::compute`). A mask is a vector of all-ones or all-zeros lanes (`vcmpps`, `vblendvps`, bitwise and/or/not), the
 //! tail is read and written with `vmaskmovps` under a lane mask loaded from a 16-dword table,
-//! and 15 registers hold values (ymm15 is the tail's mask). Row kernels and row sums take
-//! the same width (`row.rs`, `reduce.rs`).
+//! and 15 registers hold values (ymm15 is the tail's mask). Row kernels take the same width
+//! (`row.rs`).
 
 mod asm;
 mod body;
@@ -39,7 +39,6 @@ mod bools;
 mod frame;
 mod int;
 mod listing;
-pub mod reduce;
 pub mod row;
 
 use asm::Asm;
@@ -179,7 +178,7 @@ pub struct Code {
     pub lane: Lane,
     /// Whether the lanes hold integers (i32 or i64 of the lane's size).
     pub int: bool,
-    /// What the kernel is ("loop kernel", "row sum"), for listings.
+    /// What the kernel is ("loop kernel", "row kernel"), for listings.
     pub kind: &'static str,
     pub bytes: Vec<u8>,
     /// Transcendentals computed per tile by micro-kernel calls.

@@ -257,14 +257,21 @@ impl<'a> Rows<'a> {
     fn one_row(&mut self) -> R<()> {
         let rb = self.rb;
         let mut avail: HashSet<LocalId> = HashSet::new();
-        for sweep in &rb.sweeps {
+        // The last pass over the row prefetches the next one: the element outputs' pass, or
+        // with none (a lone `x.sum(-1)`) the last reduction pass.
+        let last_reductions = match rb.element_outputs().next() {
+            None => rb.sweeps.iter().rposition(|s| !s.reductions.is_empty()),
+            Some(_) => None,
+        };
+        for (i, sweep) in rb.sweeps.iter().enumerate() {
             // (Broadcasts read their input's slot: nothing to compute.)
             let values: Vec<LocalId> = (sweep.row_values.iter().copied())
                 .filter(|&v| !matches!(rb.locals[v].op, LocalOp::Broadcast(_)))
                 .collect();
             self.row_level(&values, &mut avail)?;
             if !sweep.reductions.is_empty() {
-                self.reduce_sweep(&sweep.reductions, &sweep.cone, &avail)?;
+                let last = last_reductions == Some(i);
+                self.reduce_sweep(&sweep.reductions, &sweep.cone, &avail, last)?;
                 avail.extend(sweep.reductions.iter().copied());
                 continue;
             }
@@ -361,6 +368,7 @@ impl<'a> Rows<'a> {
         ready: &[LocalId],
         cone: &[LocalId],
         avail: &HashSet<LocalId>,
+        prefetch_next: bool,
     ) -> R<()> {
         let locals = &self.rb.locals;
         self.sweep_reductions = ready.to_vec();
@@ -395,7 +403,7 @@ impl<'a> Rows<'a> {
         }
         let leaf = |x: LocalId| self.leaf(x, avail);
         let pass = Sweep::of(locals, self.inner.clone(), cone, &leaf, stores);
-        let accs = self.loop_pass(&pass, &ops, false)?;
+        let accs = self.loop_pass(&pass, &ops, prefetch_next)?;
         self.stash_ready.extend(stored);
         let lane = self.asm.lane;
         for (j, &r) in ready.iter().enumerate() {
@@ -517,9 +525,11 @@ impl<'a> Rows<'a> {
                 (run && (64..MAX_PREFETCH_BYTES).contains(&step.abs())).then_some((ai, step))
             })
             .collect();
-        // Small kernels run from cache: the prefetches would only cost instructions.
+        // Small kernels run from cache: the prefetches would only cost instructions. Rows
+        // shorter than a page share pages with their neighbours, which the streamer follows.
         let rows: usize = self.pl.o_dims.iter().product();
-        if rows * self.pl.n * moving.len() * (lane as usize) < STREAM_MIN_BYTES {
+        let row_bytes = self.pl.n * lane as usize;
+        if rows * row_bytes * moving.len() < STREAM_MIN_BYTES || row_bytes < 4096 {
             return Ok(Vec::new());
         }
         let mut free = PTR_REGS.iter().filter(|r| !ptrs.contains(&Some(**r)));
@@ -600,83 +610,54 @@ impl<'a> Rows<'a> {
             // and quarters of a zmm (AVX-512F on all 32 registers; the VEX 256/128-bit forms
             // reach only the first 16), the halves of a ymm; then pairs, neighbours.
             // f64 lanes: the 128-bit blocks alike, then the two doubles of each swapped.
-            match e.w {
-                Width::Z => {
-                    let (z0, tz) = (Z[r0 as usize], Z[t as usize]);
-                    for imm in [0x4e, 0xb1] {
-                        e.a.vshuff32x4(tz, z0, z0, imm)?;
-                        op(e, r0, r0, t)?;
-                    }
-                    match e.lane {
-                        Lane::F32 => {
-                            for imm in [0x4e, 0xb1] {
-                                e.a.vpermilps(tz, z0, imm)?;
-                                op(e, r0, r0, t)?;
-                            }
-                        }
-                        Lane::F64 => {
-                            e.a.vpermilpd(tz, z0, 0x55)?;
-                            op(e, r0, r0, t)?;
-                        }
-                    }
+            let (blocks, pd): (&[u32], u32) = match e.w {
+                Width::Z => (&[0x4e, 0xb1], 0x55),
+                Width::Y => (&[0x01], 0x5),
+            };
+            let within: &[u32] = match e.lane {
+                Lane::F32 => &[0x4e, 0xb1],
+                Lane::F64 => &[pd],
+            };
+            let (z, y) = (|r: u8| Z[r as usize], |r: u8| Y[r as usize]);
+            for (i, &imm) in blocks.iter().chain(within).enumerate() {
+                match (e.w, i < blocks.len(), e.lane) {
+                    (Width::Z, true, _) => e.a.vshuff32x4(z(t), z(r0), z(r0), imm)?,
+                    (Width::Y, true, _) => e.a.vperm2f128(y(t), y(r0), y(r0), imm)?,
+                    (Width::Z, false, Lane::F32) => e.a.vpermilps(z(t), z(r0), imm)?,
+                    (Width::Y, false, Lane::F32) => e.a.vpermilps(y(t), y(r0), imm)?,
+                    (Width::Z, false, Lane::F64) => e.a.vpermilpd(z(t), z(r0), imm)?,
+                    (Width::Y, false, Lane::F64) => e.a.vpermilpd(y(t), y(r0), imm)?,
                 }
-                Width::Y => {
-                    let (y0, ty) = (Y[r0 as usize], Y[t as usize]);
-                    e.a.vperm2f128(ty, y0, y0, 0x01)?;
-                    op(e, r0, r0, t)?;
-                    match e.lane {
-                        Lane::F32 => {
-                            for imm in [0x4e, 0xb1] {
-                                e.a.vpermilps(ty, y0, imm)?;
-                                op(e, r0, r0, t)?;
-                            }
-                        }
-                        Lane::F64 => {
-                            e.a.vpermilpd(ty, y0, 0x5)?;
-                            op(e, r0, r0, t)?;
-                        }
-                    }
-                }
+                op(e, r0, r0, t)?;
             }
-            // AVX-512: scalar EVEX forms (the accumulators may be xmm16-31); AVX2: VEX.
+            // The lane into the running total. AVX-512: scalar EVEX forms (the accumulators
+            // may be xmm16-31); AVX2: VEX.
             let x0 = X[r0 as usize];
             let a = &mut e.a;
-            let f64_lanes = e.lane == Lane::F64;
+            let (q, d) = (qword_ptr(rsp + total), dword_ptr(rsp + total));
             macro_rules! scalar {
-                ($a:expr) => {
-                    match (set.op, f64_lanes) {
-                        (ReduceOp::Sum, false) => {
+                ($a:expr) => {{
+                    match (set.op, e.lane) {
+                        (ReduceOp::Sum, Lane::F32) => {
                             $a.vcvtss2sd(x0, x0, x0)?;
-                            $a.vaddsd(x0, x0, qword_ptr(rsp + total))?;
-                            $a.vmovsd(qword_ptr(rsp + total), x0)?;
+                            $a.vaddsd(x0, x0, q)?
                         }
-                        (ReduceOp::Sum, true) => {
-                            $a.vaddsd(x0, x0, qword_ptr(rsp + total))?;
-                            $a.vmovsd(qword_ptr(rsp + total), x0)?;
-                        }
-                        (ReduceOp::Max, false) => {
-                            $a.vmaxss(x0, x0, dword_ptr(rsp + total))?;
-                            $a.vmovss(dword_ptr(rsp + total), x0)?;
-                        }
-                        (ReduceOp::Max, true) => {
-                            $a.vmaxsd(x0, x0, qword_ptr(rsp + total))?;
-                            $a.vmovsd(qword_ptr(rsp + total), x0)?;
-                        }
-                        (_, false) => {
-                            $a.vminss(x0, x0, dword_ptr(rsp + total))?;
-                            $a.vmovss(dword_ptr(rsp + total), x0)?;
-                        }
-                        (_, true) => {
-                            $a.vminsd(x0, x0, qword_ptr(rsp + total))?;
-                            $a.vmovsd(qword_ptr(rsp + total), x0)?;
-                        }
+                        (ReduceOp::Sum, Lane::F64) => $a.vaddsd(x0, x0, q)?,
+                        (ReduceOp::Max, Lane::F32) => $a.vmaxss(x0, x0, d)?,
+                        (ReduceOp::Max, Lane::F64) => $a.vmaxsd(x0, x0, q)?,
+                        (_, Lane::F32) => $a.vminss(x0, x0, d)?,
+                        (_, Lane::F64) => $a.vminsd(x0, x0, q)?,
                     }
-                };
+                    match (set.op, e.lane) {
+                        (ReduceOp::Max | ReduceOp::Min, Lane::F32) => $a.vmovss(d, x0)?,
+                        _ => $a.vmovsd(q, x0)?,
+                    }
+                }};
             }
             match e.w {
                 Width::Z => scalar!(a.evex()),
                 Width::Y => scalar!(a),
-            }
+            };
         }
         Ok(())
     }
