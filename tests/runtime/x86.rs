@@ -822,7 +822,10 @@ fn x86_row_sums_match_the_interpreter() {
             let b = to_f64s(&want[0]);
             for (l, &(isa, name)) in levels.iter().enumerate() {
                 let exe = compile_at(g.clone(), &Target::at(isa)).unwrap();
-                x86_sums[l] += exe.asm_text().matches(&format!("{name} row kernel")).count();
+                x86_sums[l] += exe
+                    .asm_text()
+                    .matches(&format!("{name} row kernel"))
+                    .count();
                 let a = to_f64s(&exe.run_with(&[&x]).unwrap()[0]);
                 assert_eq!(a.len(), mags.len());
                 for j in 0..a.len() {
@@ -1047,7 +1050,12 @@ fn avx512_row_kernels_prefetch_the_next_row_of_moving_accesses() {
         1.0,
         false,
     )];
-    let sum = kernel_listing(&long, |ts| vec![ts[0].sum(1)], "AVX-512 row kernel", Cmp::Norm);
+    let sum = kernel_listing(
+        &long,
+        |ts| vec![ts[0].sum(1)],
+        "AVX-512 row kernel",
+        Cmp::Norm,
+    );
     assert!(sum.contains("next row prefetched for 1 accesses"), "{sum}");
     let short = [random_tensor(
         &mut rng,

@@ -71,6 +71,42 @@ pub(super) fn pin(b: &mut FunctionBuilder, slot: StackSlot, v: Value) -> Value {
     b.ins().stack_load(types::I64, ty, slot, 0)
 }
 
+/// The kernel's entry block; returns its parameters `(ptrs, begin, end)`.
+pub(super) fn enter(b: &mut FunctionBuilder) -> (Value, Value, Value) {
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let p = b.block_params(entry);
+    (p[0], p[1], p[2])
+}
+
+/// The address of a new stack slot of `bytes` (16-byte aligned).
+pub(super) fn scratch(b: &mut FunctionBuilder, bytes: usize) -> Value {
+    let ss = b.create_sized_stack_slot(StackSlotData::new(
+        StackSlotKind::ExplicitSlot,
+        bytes as u32,
+        4,
+    ));
+    b.ins().stack_addr(types::I64, ss, 0)
+}
+
+/// The first element of each access `(ptr, offset, dtype)`: pointer `ptr` of the table at
+/// `ptrs` (each pointer loaded once), plus `offset` elements.
+pub(super) fn starts(
+    b: &mut FunctionBuilder,
+    ptrs: Value,
+    accesses: &[(usize, i64, DType)],
+) -> Vec<Value> {
+    let flags = MemFlagsData::new().with_notrap();
+    let nptr = accesses.iter().map(|a| a.0 + 1).max().unwrap_or(0);
+    let bases: Vec<Value> = (0..nptr)
+        .map(|i| b.ins().load(types::I64, flags, ptrs, (i * 8) as i32))
+        .collect();
+    (accesses.iter())
+        .map(|&(ptr, offset, d)| b.ins().iadd_imm_s(bases[ptr], offset * d.size() as i64))
+        .collect()
+}
+
 /// The 16-byte stack slot `pin` goes through.
 pub(super) fn pin_slot(b: &mut FunctionBuilder) -> StackSlot {
     b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 16, 4))
@@ -94,83 +130,32 @@ pub(super) fn emit_loop(
     let i = b.append_block_param(body_blk, types::I64);
     let out = b.append_block_param(exit, types::I64);
     let last = b.ins().iadd_imm_s(hi, -step);
-    let go = b.ins().icmp(IntCC::SignedLessThanOrEqual, lo, last);
-    b.ins().brif(
-        go,
-        body_blk,
-        &[BlockArg::Value(lo)],
-        exit,
-        &[BlockArg::Value(lo)],
-    );
+    // Into the body with `i` while `i <= last`, else out with it.
+    let test = |b: &mut FunctionBuilder, i: Value| {
+        let go = b.ins().icmp(IntCC::SignedLessThanOrEqual, i, last);
+        let to = [BlockArg::Value(i)];
+        b.ins().brif(go, body_blk, &to, exit, &to);
+    };
+    test(b, lo);
     b.switch_to_block(body_blk);
     body(b, i);
     let next = b.ins().iadd_imm_s(i, step);
-    let go = b.ins().icmp(IntCC::SignedLessThanOrEqual, next, last);
-    b.ins().brif(
-        go,
-        body_blk,
-        &[BlockArg::Value(next)],
-        exit,
-        &[BlockArg::Value(next)],
-    );
+    test(b, next);
     b.switch_to_block(exit);
     out
 }
 
 pub fn build(b: &mut FunctionBuilder, p: &LoopKernel, t: &Target) {
-    let entry = b.create_block();
-    b.append_block_params_for_function_params(entry);
-    b.switch_to_block(entry);
-    let params = b.block_params(entry).to_vec();
-    let (ptrs, begin, end) = (params[0], params[1], params[2]);
-    let flags = MemFlagsData::new().with_notrap();
-    let nptr = p.accesses.iter().map(|a| a.ptr + 1).max().unwrap_or(0);
-    let bases: Vec<Value> = (0..nptr)
-        .map(|i| b.ins().load(types::I64, flags, ptrs, (i * 8) as i32))
-        .collect();
-
+    let (ptrs, begin, end) = enter(b);
     // Stack slots for the padded tail (one LANES-wide run per access).
-    let slots: Vec<Value> = p
-        .accesses
-        .iter()
-        .map(|a| {
-            let bytes = (LANES * a.dtype.size()) as u32;
-            let ss = b.create_sized_stack_slot(StackSlotData::new(
-                StackSlotKind::ExplicitSlot,
-                bytes.max(16),
-                4,
-            ));
-            b.ins().stack_addr(types::I64, ss, 0)
-        })
+    let slots: Vec<Value> = (p.accesses.iter())
+        .map(|a| scratch(b, (LANES * a.dtype.size()).max(16)))
         .collect();
-
     let nd = p.dims.len();
     let inner = *p.dims.last().unwrap() as i64;
     let tiled = p.tiling.as_ref().map(|st| {
-        let tiles = st
-            .locals
-            .iter()
-            .map(|_| {
-                let ss = b.create_sized_stack_slot(StackSlotData::new(
-                    StackSlotKind::ExplicitSlot,
-                    (t.tile * 4) as u32,
-                    4,
-                ));
-                b.ins().stack_addr(types::I64, ss, 0)
-            })
-            .collect();
-        let tail_slots = st
-            .locals
-            .iter()
-            .map(|_| {
-                let ss = b.create_sized_stack_slot(StackSlotData::new(
-                    StackSlotKind::ExplicitSlot,
-                    (LANES * 4) as u32,
-                    4,
-                ));
-                b.ins().stack_addr(types::I64, ss, 0)
-            })
-            .collect();
+        let tiles = st.locals.iter().map(|_| scratch(b, t.tile * 4)).collect();
+        let tail_slots = st.locals.iter().map(|_| scratch(b, LANES * 4)).collect();
         let mut sig = Signature::new(b.func.signature.call_conv);
         for _ in 0..3 {
             sig.params.push(AbiParam::new(types::I64));
@@ -186,14 +171,12 @@ pub fn build(b: &mut FunctionBuilder, p: &LoopKernel, t: &Target) {
     });
     let tiled = tiled.as_ref();
     // Each access's first element.
-    let starts: Vec<Value> = p
+    let accesses: Vec<_> = p
         .accesses
         .iter()
-        .map(|a| {
-            b.ins()
-                .iadd_imm_s(bases[a.ptr], a.offset * a.dtype.size() as i64)
-        })
+        .map(|a| (a.ptr, a.offset, a.dtype))
         .collect();
+    let starts = starts(b, ptrs, &accesses);
     if nd == 1 {
         // begin..end is the inner range itself.
         let rows = starts;

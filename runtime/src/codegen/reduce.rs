@@ -16,7 +16,7 @@
 //!   consecutive outputs accumulate over every reduced position (f32 sums in
 //!   f64 lanes); leftover outputs go one by one.
 
-use super::kernel::{copy_elems, emit_loop, pin, pin_slot};
+use super::kernel::{copy_elems, emit_loop, enter, pin, pin_slot, scratch, starts};
 use super::lower::reduction::{acc_dtype, binop, block_dtype, identity, tracks_nan};
 use super::lower::BLOCK;
 use super::vector::{self, Vals, LANES};
@@ -24,9 +24,7 @@ use crate::describe::reduce::{Dim, ReduceDescription};
 use crate::ir::ReduceOp;
 use crate::{shape, DType, Literal};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::{
-    types, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Value,
-};
+use cranelift_codegen::ir::{types, InstBuilder, MemFlagsData, Value};
 use cranelift_frontend::{FunctionBuilder, Variable};
 
 const UNROLL: usize = 4;
@@ -197,15 +195,12 @@ fn nest(
 }
 
 pub fn build(b: &mut FunctionBuilder, r: &ReduceDescription) {
-    let entry = b.create_block();
-    b.append_block_params_for_function_params(entry);
-    b.switch_to_block(entry);
-    let params = b.block_params(entry).to_vec();
-    let (ptrs, begin, end) = (params[0], params[1], params[2]);
-    let in_base = b.ins().load(types::I64, flags(), ptrs, 0);
-    let out_base = b.ins().load(types::I64, flags(), ptrs, 8);
-    let esize = r.dtype.size() as i64;
-    let in_base = b.ins().iadd_imm_s(in_base, r.offset * esize);
+    let (ptrs, begin, end) = enter(b);
+    let d = r.dtype;
+    let [in_base, out_base] = starts(b, ptrs, &[(0, r.offset, d), (1, 0, d)])[..] else {
+        unreachable!()
+    };
+    let esize = d.size() as i64;
     // Kept dims: their sizes and input and (contiguous) output strides, in bytes.
     let kept_sizes: Vec<usize> = r.kept.iter().map(|d| d.size).collect();
     let kept: Vec<(usize, i64, i64)> = (r.kept.iter().zip(shape::strides(&kept_sizes)))
@@ -214,16 +209,21 @@ pub fn build(b: &mut FunctionBuilder, r: &ReduceDescription) {
     if r.column {
         build_column(b, r, (in_base, out_base), begin, end, &kept);
     } else {
-        let slot =
-            b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 32, 4));
-        let slot = b.ins().stack_addr(types::I64, slot, 0);
+        let slot = scratch(b, 32);
         let pin_at = pin_slot(b);
-        kept_points(b, &kept, begin, end, (in_base, out_base), &mut |b, row, o| {
-            // Pinned: the row pointer stays out of the inner loops.
-            let row = pin(b, pin_at, row);
-            let acc = row_reduce(b, r, row, slot);
-            b.ins().store(flags(), acc, o, 0);
-        });
+        kept_points(
+            b,
+            &kept,
+            begin,
+            end,
+            (in_base, out_base),
+            &mut |b, row, o| {
+                // Pinned: the row pointer stays out of the inner loops.
+                let row = pin(b, pin_at, row);
+                let acc = row_reduce(b, r, row, slot);
+                b.ins().store(flags(), acc, o, 0);
+            },
+        );
     }
     b.ins().return_(&[]);
 }

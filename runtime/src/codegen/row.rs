@@ -11,7 +11,9 @@
 //! and stores the element-level outputs. Inputs are read through their
 //! affine maps; the within-row dimensions must collapse to one run.
 
-use super::kernel::{emit_loop, pin, pin_slot, vector_loop, Addr, Lane, VectorBody, UNROLL};
+use super::kernel::{
+    emit_loop, enter, pin, pin_slot, scratch, starts, vector_loop, Addr, Lane, VectorBody, UNROLL,
+};
 use super::lower::loops::MIN_TILED_RUN;
 use super::lower::reduction::{acc_dtype, binop, block_dtype, identity, tracks_nan};
 use super::lower::{LocalId, LocalOp, RowBody, BLOCK};
@@ -23,8 +25,7 @@ use crate::ir::ReduceOp;
 use crate::DType;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
-    types, AbiParam, InstBuilder, MemFlagsData, SigRef, Signature, StackSlot, StackSlotData,
-    StackSlotKind, Value,
+    types, AbiParam, InstBuilder, MemFlagsData, SigRef, Signature, StackSlot, Value,
 };
 use cranelift_frontend::{FunctionBuilder, Variable};
 use std::collections::{HashMap, HashSet};
@@ -123,51 +124,23 @@ impl Ctx<'_> {
 
 pub fn build(b: &mut FunctionBuilder, body: &RowBody, t: &Target) {
     let pl = body.plan;
-    let entry = b.create_block();
-    b.append_block_params_for_function_params(entry);
-    b.switch_to_block(entry);
-    let params = b.block_params(entry).to_vec();
-    let (ptrs, begin, end) = (params[0], params[1], params[2]);
-    let nptr = pl.accesses.iter().map(|a| a.ptr + 1).max().unwrap_or(0);
-    let bases: Vec<Value> = (0..nptr)
-        .map(|i| b.ins().load(types::I64, flags(), ptrs, (i * 8) as i32))
-        .collect();
-    let starts: Vec<Value> = pl
+    let (ptrs, begin, end) = enter(b);
+    let accesses: Vec<_> = pl
         .accesses
         .iter()
-        .map(|a| {
-            b.ins()
-                .iadd_imm_s(bases[a.ptr], a.offset * a.dtype.size() as i64)
-        })
+        .map(|a| (a.ptr, a.offset, a.dtype))
         .collect();
-    let slots: Vec<Value> = pl
-        .accesses
-        .iter()
-        .map(|a| {
-            let ss = b.create_sized_stack_slot(StackSlotData::new(
-                StackSlotKind::ExplicitSlot,
-                (LANES * a.dtype.size()).max(16) as u32,
-                4,
-            ));
-            b.ins().stack_addr(types::I64, ss, 0)
-        })
+    let starts = starts(b, ptrs, &accesses);
+    let slots: Vec<Value> = (pl.accesses.iter())
+        .map(|a| scratch(b, (LANES * a.dtype.size()).max(16)))
         .collect();
     // Rows long enough stage their transcendentals through the micro-kernels (in the stash).
     let values = body.stash(&|l| match l.op {
         LocalOp::Unary(u, _) if pl.n >= MIN_TILED_RUN => micro::kernel(t, u, l.dtype),
         _ => None,
     });
-    let stash: HashMap<LocalId, Value> = values
-        .iter()
-        .map(|&(v, _)| {
-            let bytes = body.stash_bytes(v) as u32;
-            let ss = b.create_sized_stack_slot(StackSlotData::new(
-                StackSlotKind::ExplicitSlot,
-                bytes,
-                4,
-            ));
-            (v, b.ins().stack_addr(types::I64, ss, 0))
-        })
+    let stash: HashMap<LocalId, Value> = (values.iter())
+        .map(|&(v, _)| (v, scratch(b, body.stash_bytes(v))))
         .collect();
     let micro: Vec<(LocalId, MicroFn)> =
         values.iter().filter_map(|&(v, f)| Some((v, f?))).collect();
