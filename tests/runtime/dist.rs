@@ -242,3 +242,93 @@ fn a_world_of_one_process_keeps_every_item_of_its_shard() {
     assert_eq!(dist::shard(&items), items);
     assert_eq!(dist::shard::<u32>(&[]), Vec::<u32>::new());
 }
+
+/// The buckets of `all_reduce_tree`: leaves last first (the order a backward pass finishes
+/// them), a new bucket where the dtype changes or the bytes would pass the limit, a leaf
+/// larger than the limit alone, empty leaves in none.
+#[test]
+fn gradient_buckets_fill_last_leaf_first_by_dtype_and_size() {
+    let leaves = [
+        Tensor::zeros(&[4], DType::F32),    // 16 bytes
+        Tensor::zeros(&[2, 2], DType::F32), // 16
+        Tensor::zeros(&[0, 3], DType::F32), // empty
+        Tensor::zeros(&[3], DType::F64),    // 24
+        Tensor::zeros(&[20], DType::F32),   // 80: more than the limit
+        Tensor::zeros(&[1], DType::F32),    // 4
+        Tensor::zeros(&[2], DType::F32),    // 8
+    ];
+    assert_eq!(
+        dist::buckets(&leaves, 32),
+        vec![vec![6, 5], vec![4], vec![3], vec![1, 0]]
+    );
+    assert_eq!(
+        dist::buckets(&leaves, 1 << 20),
+        vec![vec![6, 5, 4], vec![3], vec![1, 0]]
+    );
+    assert_eq!(dist::buckets(&leaves, 1).len(), 6);
+}
+
+/// `all_reduce_tree` gives every leaf back in a world of one (shapes, dtypes and bits), eagerly
+/// and compiled at every level: each bucket one `reduce_scatter` and one `all_gather` step of
+/// the program, the packing and unpacking fused around them.
+#[test]
+fn a_tree_reduced_in_buckets_is_the_tree_in_a_world_of_one() {
+    use jitfuse::internals::codegen::{Isa, Target};
+    let tree = vec![
+        sample(&[3, 4], DType::F32),
+        sample(&[5], DType::F64),
+        sample(&[2, 2], DType::I32),
+        sample(&[0], DType::F32),
+        sample(&[7], DType::F32),
+        sample(&[], DType::F32),
+    ];
+    for op in [Reduce::Sum, Reduce::Mean, Reduce::Max] {
+        let tree: Vec<Tensor> = (tree.iter())
+            .filter(|t| op != Reduce::Mean || t.dtype().is_float())
+            .cloned()
+            .collect();
+        let got = dist::all_reduce_tree(&tree, op, 40).unwrap();
+        for (g, x) in got.iter().zip(&tree) {
+            assert_eq!((g.shape(), g.dtype()), (x.shape(), x.dtype()), "{op:?}");
+            assert_eq!(bits(g), bits(x), "{op:?} {:?}", x.shape());
+        }
+        let g = crate::common::trace_fn(&tree, |ts| {
+            dist::all_reduce_tree(&ts.to_vec(), op, 40).unwrap()
+        });
+        let text = g.to_text();
+        let buckets = dist::buckets(&tree, 40).len();
+        assert_eq!(text.matches("reduce_scatter_").count(), buckets, "{text}");
+        assert_eq!(text.matches("all_gather[").count(), buckets, "{text}");
+        let want = jitfuse::internals::interpret::eval_graph(&g, &tree, &[]).unwrap();
+        for level in Isa::supported() {
+            let exe = crate::common::compile_at(g.clone(), &Target::at(level)).unwrap();
+            let args: Vec<&Tensor> = tree.iter().collect();
+            let got = exe.run_with(&args).unwrap();
+            for (k, (a, b)) in got.iter().zip(&want).enumerate() {
+                assert_eq!(bits(a), bits(b), "{op:?} leaf {k} at {level}");
+                assert_eq!(bits(a), bits(&tree[k]), "{op:?} leaf {k} at {level}");
+            }
+        }
+    }
+}
+
+/// `optim::data_parallel(opt)` in a world of one is `opt`: the same parameters and state, bit
+/// for bit, step after step; on several processes `examples/dist_train.rs` checks it
+/// against one process.
+#[test]
+fn data_parallel_in_a_world_of_one_is_the_optimiser_itself() {
+    use jitfuse::optim::{adam, data_parallel, Optimizer};
+    let p = (sample(&[3, 4], DType::F32), sample(&[4], DType::F32));
+    let (mut a, mut sa) = (p.clone(), adam(1e-2, 0.9, 0.999, 1e-8).init(&p));
+    let dp = data_parallel(adam(1e-2, 0.9, 0.999, 1e-8)).bucket_bytes(16);
+    let (mut b, mut sb) = (p.clone(), dp.init(&p));
+    for step in 0..3 {
+        let g = (&a.0 * (0.5 + step as f64), &a.1 - 1.0);
+        (a, sa) = adam(1e-2, 0.9, 0.999, 1e-8).update(&g, sa, a);
+        let g = (&b.0 * (0.5 + step as f64), &b.1 - 1.0);
+        (b, sb) = dp.update(&g, sb, b);
+        assert_eq!(bits(&a.0), bits(&b.0), "step {step}");
+        assert_eq!(bits(&a.1), bits(&b.1), "step {step}");
+    }
+    let _ = (sa, sb);
+}

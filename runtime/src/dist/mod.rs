@@ -17,6 +17,10 @@
 //! collectives run blocking, where they are to start at the operand's last write and be
 //! waited for at the first read.
 
+mod buckets;
+
+pub use buckets::{all_reduce_tree, buckets, DEFAULT_BUCKET_BYTES};
+
 use crate::error::type_str;
 use crate::ir::{Op, ReduceOp};
 use crate::library::collective::{self as world, transport, Bytes};

@@ -23,12 +23,14 @@
 
 mod adam;
 mod clip;
+mod data_parallel;
 mod mask;
 mod schedule;
 mod sgd;
 
 pub use adam::{adam, adamw, Adam, AdamState};
 pub use clip::{chain, clip_by_global_norm, global_norm, Chain, ClipByGlobalNorm};
+pub use data_parallel::{data_parallel, DataParallel};
 pub use mask::Mask;
 pub use schedule::{constant, from_fn, warmup_cosine, Constant, FromFn, Schedule, WarmupCosine};
 pub use sgd::{momentum, sgd, Momentum, MomentumState, Sgd, SgdState};

@@ -1,0 +1,90 @@
+//! A whole tree of tensors reduced over the ranks in a few large collectives (the gradients
+//! of a data-parallel step, `optim::data_parallel`): one MPI call per bucket of leaves rather
+//! than one per leaf, each call long enough to run at the network's bandwidth.
+
+use super::{all_gather, reduce_scatter, size, Reduce};
+use crate::{Error, Tensor, Tree};
+
+/// The bucket size of `optim::data_parallel` unless set: PyTorch DDP's default (25 MiB).
+pub const DEFAULT_BUCKET_BYTES: usize = 25 << 20;
+
+/// Every leaf of `tree` reduced elementwise with `op` over the ranks, as `all_reduce` of each
+/// leaf gives it, in buckets of at most `bucket_bytes`.
+///
+/// The leaves are packed last leaf first (the order a backward pass finishes the gradients
+/// of a model whose parameters are listed input to output) into buckets of one dtype; a leaf
+/// larger than `bucket_bytes` is a bucket of its own. A bucket is one flat array, padded to a
+/// multiple of the rank count, reduced by a `reduce_scatter` (each rank reduces one block)
+/// and rebuilt by an `all_gather`: every element is reduced on one rank only and copied to
+/// the others, so every rank ends with the same bits whatever order MPI adds in. Inside
+/// `#[jit]` the packing, the two collectives and the unpacking are steps of the program.
+///
+/// Every rank passes a tree of the same leaves (dtypes and shapes): where they differ, the
+/// first bucket that differs is an error on every rank, naming both.
+pub fn all_reduce_tree<T: Tree>(tree: &T, op: Reduce, bucket_bytes: usize) -> Result<T, Error> {
+    let leaves = tree.leaves();
+    let mut out: Vec<Option<Tensor>> = vec![None; leaves.len()];
+    for bucket in buckets(&leaves, bucket_bytes) {
+        for (i, x) in bucket.iter().zip(reduce_bucket(&leaves, &bucket, op)?) {
+            out[*i] = Some(x);
+        }
+    }
+    let mut reduced = out
+        .into_iter()
+        .zip(&leaves)
+        .map(|(r, x)| r.unwrap_or_else(|| x.clone()));
+    Ok(tree.rebuild(&mut reduced))
+}
+
+/// The leaves of each bucket (indices into `leaves`), in the order they are filled: last leaf
+/// first, a new bucket where the dtype changes or the next leaf would pass `bucket_bytes`.
+/// Empty leaves are in none.
+pub fn buckets(leaves: &[Tensor], bucket_bytes: usize) -> Vec<Vec<usize>> {
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    let mut bytes = 0;
+    for (i, x) in leaves.iter().enumerate().rev() {
+        let b = x.size_bytes();
+        if b == 0 {
+            continue;
+        }
+        let fits = out
+            .last()
+            .is_some_and(|last| leaves[last[0]].dtype() == x.dtype() && bytes + b <= bucket_bytes);
+        if fits {
+            out.last_mut().unwrap().push(i);
+            bytes += b;
+        } else {
+            out.push(vec![i]);
+            bytes = b;
+        }
+    }
+    out
+}
+
+/// One bucket's leaves reduced: packed, padded, reduce-scattered, gathered, unpacked.
+fn reduce_bucket(leaves: &[Tensor], bucket: &[usize], op: Reduce) -> Result<Vec<Tensor>, Error> {
+    let flat: Vec<Tensor> = bucket.iter().map(|&i| leaves[i].reshape(&[-1])).collect();
+    let packed = match &flat[..] {
+        [one] => one.clone(),
+        _ => Tensor::concat(&flat.iter().collect::<Vec<_>>(), 0),
+    };
+    let len = packed.len();
+    let n = size();
+    let padded = match len % n {
+        0 => packed,
+        r => packed.pad(&[(0, n - r)], 0),
+    };
+    let mine = reduce_scatter(&padded, 0, op)?;
+    let all = all_gather(&mine, 0)?;
+    let mut at = 0;
+    Ok(bucket
+        .iter()
+        .map(|&i| {
+            let x = &leaves[i];
+            let part = all.slice_axis(0, at as isize, (at + x.len()) as isize, 1);
+            at += x.len();
+            let shape: Vec<isize> = x.shape().iter().map(|&d| d as isize).collect();
+            part.reshape(&shape)
+        })
+        .collect())
+}
