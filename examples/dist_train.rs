@@ -1,9 +1,11 @@
 //! Data-parallel training on however many processes it runs: a small MLP trained for 200
-//! Adam steps with `optim::data_parallel`, each rank on its shard of every batch
-//! (`dist::shard`), against the same model trained in one process on whole batches, which
-//! every rank also computes on its own. Checks that the parameters stay within 1e-6 of the
-//! one-process run (relative to their largest magnitude) and that every rank holds the same
-//! bits; prints one line per rank and exits non-zero otherwise.
+//! Adam steps with `optim::data_parallel` and with `optim::sharded` (the Adam state split over
+//! the ranks), each rank on its shard of every batch (`dist::shard`), against the same model
+//! trained in one process on whole batches, which every rank also computes on its own.
+//! Checks that the parameters stay within 1e-6 of the one-process run (relative to their
+//! largest magnitude), that every rank holds the same bits, and that a rank's sharded state
+//! is at most its share (plus padding) of the whole state; prints two lines per rank and
+//! exits non-zero otherwise.
 //!
 //! ```text
 //! cargo build --release --features mpi --example dist_train
@@ -13,7 +15,9 @@
 //! data-parallel step is the plain one.)
 
 use jitfuse::dist;
-use jitfuse::optim::{adam, data_parallel, Adam, DataParallel, Optimizer, StateOf};
+use jitfuse::optim::{
+    adam, data_parallel, sharded, Adam, DataParallel, Optimizer, Sharded, StateOf,
+};
 use jitfuse::prelude::*;
 
 /// Rows of every batch, split over the ranks (a multiple of 1, 2, 3, 4 and 6).
@@ -32,6 +36,7 @@ struct Mlp {
 
 type Plain = Adam<f64>;
 type Parallel = DataParallel<Adam<f64>>;
+type Split = Sharded<Adam<f64>>;
 
 fn plain() -> Plain {
     adam(1e-2, 0.9, 0.999, 1e-8)
@@ -41,6 +46,11 @@ fn plain() -> Plain {
 /// gradients of this small model make several of them.
 fn parallel() -> Parallel {
     data_parallel(plain()).bucket_bytes(1024)
+}
+
+/// The same Adam, its state split over the ranks (buckets of 1 KiB too).
+fn split() -> Split {
+    sharded(plain()).bucket_bytes(1024)
 }
 
 fn loss(p: &Mlp, x: &Tensor, y: &Tensor) -> Tensor {
@@ -71,6 +81,17 @@ fn parallel_step(
     parallel().update(&g, s, p)
 }
 
+#[jit]
+fn split_step(
+    p: Mlp,
+    s: StateOf<Split, Mlp>,
+    x: &Tensor,
+    y: &Tensor,
+) -> (Mlp, StateOf<Split, Mlp>) {
+    let g = grad(|p: &Mlp| loss(p, x, y), &p);
+    split().update(&g, s, p)
+}
+
 /// A deterministic tensor of `shape`: the same on every rank.
 fn fixed(shape: &[usize], seed: f64, scale: f64) -> Tensor {
     let n: usize = shape.iter().product();
@@ -94,6 +115,23 @@ fn params(p: &Mlp) -> Vec<f32> {
         .collect()
 }
 
+fn bytes<T: Tree>(t: &T) -> usize {
+    t.leaves().iter().map(|x| x.size_bytes()).sum()
+}
+
+/// The largest difference of `got` from `want` relative to `want`'s largest magnitude, and
+/// whether every rank's `got` has the same bits.
+fn compare(got: &[f32], want: &[f32]) -> (f32, bool) {
+    let scale = want.iter().fold(0f32, |m, v| m.max(v.abs()));
+    let diff = (got.iter().zip(want)).fold(0f32, |m, (a, b)| m.max((a - b).abs())) / scale;
+    let mine = Tensor::from_vec(got.to_vec(), &[1, got.len()]).unwrap();
+    let all = dist::all_gather(&mine, 0).unwrap().to_vec::<f32>().unwrap();
+    let same = all
+        .chunks(got.len())
+        .all(|r| r.iter().zip(got).all(|(a, b)| a.to_bits() == b.to_bits()));
+    (diff, same)
+}
+
 fn main() {
     dist::init();
     let (rank, size) = (dist::rank(), dist::size());
@@ -107,6 +145,8 @@ fn main() {
     let (first, end) = (rows[0] as isize, (rows[rows.len() - 1] + 1) as isize);
     let (mut p, mut s) = (init.clone(), parallel().init(&init));
     let (mut q, mut t) = (init.clone(), plain().init(&init));
+    let (mut r, mut u) = (init.clone(), split().init(&init));
+    let (whole, share) = (bytes(&t), bytes(&u));
     for b in 0..STEPS {
         let (x, y) = batch(b);
         let (xs, ys) = (
@@ -114,24 +154,33 @@ fn main() {
             y.slice_axis(0, first, end, 1),
         );
         (p, s) = parallel_step(p, s, &xs, &ys);
+        (r, u) = split_step(r, u, &xs, &ys);
         (q, t) = plain_step(q, t, &x, &y);
     }
-    let (got, want) = (params(&p), params(&q));
-    let scale = want.iter().fold(0f32, |m, v| m.max(v.abs()));
-    let diff = (got.iter().zip(&want)).fold(0f32, |m, (a, b)| m.max((a - b).abs())) / scale;
-    // Every rank's parameters, to compare bits.
-    let mine = Tensor::from_vec(got.clone(), &[1, got.len()]).unwrap();
-    let all = dist::all_gather(&mine, 0).unwrap().to_vec::<f32>().unwrap();
-    let same = all
-        .chunks(got.len())
-        .all(|r| r.iter().zip(&got).all(|(a, b)| a.to_bits() == b.to_bits()));
-    let ok = diff <= 1e-6 && same;
+    let want = params(&q);
+    let mut ok = true;
+    let (diff, same) = compare(&params(&p), &want);
+    let good = diff <= 1e-6 && same;
+    ok &= good;
     println!(
         "rank {rank} of {size}: {STEPS} data-parallel Adam steps on {} of {BATCH} rows; largest \
          difference from one process {diff:.2e} of the largest parameter; the same bits on \
          every rank: {same}: {}",
         rows.len(),
-        if ok { "ok" } else { "FAILED" }
+        if good { "ok" } else { "FAILED" }
+    );
+    let (diff, same) = compare(&params(&r), &want);
+    // The moments of this rank's blocks (each bucket padded to a multiple of the rank count)
+    // and the step counter.
+    let padding = 2 * 4 * size * 4;
+    let fits = share <= whole.div_ceil(size) + padding;
+    let good = diff <= 1e-6 && same && fits;
+    ok &= good;
+    println!(
+        "rank {rank} of {size}: {STEPS} sharded Adam steps; largest difference {diff:.2e}; the \
+         same bits on every rank: {same}; state {share} of {whole} bytes ({:.3}): {}",
+        share as f64 / whole as f64,
+        if good { "ok" } else { "FAILED" }
     );
     dist::barrier();
     if !ok {

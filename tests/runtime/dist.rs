@@ -332,3 +332,94 @@ fn data_parallel_in_a_world_of_one_is_the_optimiser_itself() {
     }
     let _ = (sa, sb);
 }
+
+type Pair = (Tensor, Tensor);
+type ShardedAdam = jitfuse::optim::Sharded<jitfuse::optim::Adam<f64>>;
+type ShardedClipped = jitfuse::optim::Sharded<
+    jitfuse::optim::Chain<jitfuse::optim::ClipByGlobalNorm, jitfuse::optim::Adam<f64>>,
+>;
+
+fn sharded_adam() -> ShardedAdam {
+    jitfuse::optim::sharded(jitfuse::optim::adam(1e-2, 0.9, 0.999, 1e-8)).bucket_bytes(16)
+}
+
+#[jitfuse::jit]
+fn sharded_step(
+    p: Pair,
+    s: jitfuse::optim::StateOf<ShardedAdam, Pair>,
+    g: &Pair,
+) -> (Pair, jitfuse::optim::StateOf<ShardedAdam, Pair>) {
+    use jitfuse::optim::Optimizer;
+    sharded_adam().update(g, s, p)
+}
+
+#[jitfuse::jit]
+fn sharded_clipped_step(
+    p: Pair,
+    s: jitfuse::optim::StateOf<ShardedClipped, Pair>,
+    g: &Pair,
+) -> (Pair, jitfuse::optim::StateOf<ShardedClipped, Pair>) {
+    use jitfuse::optim::{adam, clip_by_global_norm, sharded, Optimizer};
+    sharded(clip_by_global_norm(1.0).then(adam(1e-2, 0.9, 0.999, 1e-8))).update(g, s, p)
+}
+
+/// `optim::sharded(opt)` in a world of one: the state is `opt`'s over the packed parameters
+/// (one flat block per bucket, as many elements as the parameters), and the steps are `opt`'s,
+/// bit for bit, eagerly and jitted. On several processes `examples/dist_train.rs` checks it
+/// against one process and measures the state per rank.
+#[test]
+fn sharded_in_a_world_of_one_is_the_optimiser_on_packed_parameters() {
+    use jitfuse::optim::{adam, Optimizer};
+    let p: Pair = (sample(&[3, 4], DType::F32), sample(&[5], DType::F32));
+    let plain = adam(1e-2, 0.9, 0.999, 1e-8);
+    let (mut a, mut sa) = (p.clone(), plain.init(&p));
+    let (mut b, mut sb) = (p.clone(), sharded_adam().init(&p));
+    let (mut c, mut sc) = (p.clone(), sharded_adam().init(&p));
+    // Buckets of at most 16 bytes: [5] (20 bytes) alone, then [3, 4] alone.
+    let sizes: Vec<usize> = sb.mu.iter().map(|t| t.len()).collect();
+    assert_eq!(sizes, vec![5, 12]);
+    for step in 0..3 {
+        let grads = |x: &Pair| (&x.0 * (0.5 + step as f64), &x.1 - 1.0);
+        let g = grads(&a);
+        (a, sa) = plain.update(&g, sa, a);
+        let g = grads(&b);
+        (b, sb) = sharded_adam().update(&g, sb, b);
+        let g = grads(&c);
+        (c, sc) = sharded_step(c, sc, &g);
+        for (x, y) in [(&a.0, &b.0), (&a.1, &b.1), (&a.0, &c.0), (&a.1, &c.1)] {
+            assert_eq!(bits(x), bits(y), "step {step}");
+        }
+    }
+    let _ = (sa, sb, sc);
+}
+
+/// An optimiser that is not elementwise (global-norm clipping reads every element) cannot be
+/// sharded: the jitted step's error names `optim::sharded` and says why; eagerly a panic.
+#[test]
+fn sharding_a_global_norm_clip_is_an_error_naming_it() {
+    use jitfuse::optim::{adam, clip_by_global_norm, sharded, Optimizer};
+    let p: Pair = (sample(&[3, 4], DType::F32), sample(&[5], DType::F32));
+    let opt = sharded(clip_by_global_norm(1.0).then(adam(1e-2, 0.9, 0.999, 1e-8)));
+    let s = opt.init(&p);
+    let g = p.clone();
+    let err = sharded_clipped_step::try_call(p.clone(), s, &g).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Argument, "{err}");
+    assert!(
+        err.message.contains("`optim::sharded`") && err.message.contains("elementwise"),
+        "{err}"
+    );
+    let s = opt.init(&p);
+    let eager = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| opt.update(&g, s, p)));
+    let payload = eager.unwrap_err();
+    let msg = (payload.downcast_ref::<String>().cloned())
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default();
+    assert!(msg.contains("`optim::sharded`"), "{msg}");
+    // And the elementwise chains are: SGD then momentum, Adam, AdamW decaying every leaf.
+    use jitfuse::optim::{adamw, momentum, sgd, Mask};
+    assert!(sgd(0.1).then(momentum(0.1, 0.9)).elementwise());
+    assert!(adamw(1e-3, 0.9, 0.99, 1e-8, 0.1).elementwise());
+    let masked = adamw(1e-3, 0.9, 0.99, 1e-8, 0.1).decay_mask(Mask::by_leaf(|t| t.ndim() >= 2));
+    assert!(!masked.elementwise());
+    assert!(!clip_by_global_norm(1.0).elementwise());
+}

@@ -61,30 +61,44 @@ pub fn buckets(leaves: &[Tensor], bucket_bytes: usize) -> Vec<Vec<usize>> {
     out
 }
 
-/// One bucket's leaves reduced: packed, padded, reduce-scattered, gathered, unpacked.
+/// One bucket's leaves reduced: packed, reduce-scattered, gathered, unpacked.
 fn reduce_bucket(leaves: &[Tensor], bucket: &[usize], op: Reduce) -> Result<Vec<Tensor>, Error> {
+    let mine = reduce_scatter(&pack(leaves, bucket), 0, op)?;
+    Ok(unpack(&all_gather(&mine, 0)?, leaves, bucket))
+}
+
+/// A bucket's leaves flattened into one array, last leaf first as the bucket lists them,
+/// padded with zeros to a multiple of the rank count.
+pub(crate) fn pack(leaves: &[Tensor], bucket: &[usize]) -> Tensor {
     let flat: Vec<Tensor> = bucket.iter().map(|&i| leaves[i].reshape(&[-1])).collect();
     let packed = match &flat[..] {
         [one] => one.clone(),
         _ => Tensor::concat(&flat.iter().collect::<Vec<_>>(), 0),
     };
-    let len = packed.len();
     let n = size();
-    let padded = match len % n {
+    match packed.len() % n {
         0 => packed,
         r => packed.pad(&[(0, n - r)], 0),
-    };
-    let mine = reduce_scatter(&padded, 0, op)?;
-    let all = all_gather(&mine, 0)?;
+    }
+}
+
+/// This rank's block of a packed bucket (`pack`): what `reduce_scatter` of it leaves here.
+pub(crate) fn block(packed: &Tensor) -> Tensor {
+    let per = (packed.len() / size()) as isize;
+    let r = super::rank() as isize;
+    packed.slice_axis(0, r * per, (r + 1) * per, 1)
+}
+
+/// The leaves of a packed bucket (`pack`), each of its leaf's shape, in the bucket's order.
+pub(crate) fn unpack(packed: &Tensor, leaves: &[Tensor], bucket: &[usize]) -> Vec<Tensor> {
     let mut at = 0;
-    Ok(bucket
-        .iter()
+    (bucket.iter())
         .map(|&i| {
             let x = &leaves[i];
-            let part = all.slice_axis(0, at as isize, (at + x.len()) as isize, 1);
+            let part = packed.slice_axis(0, at as isize, (at + x.len()) as isize, 1);
             at += x.len();
             let shape: Vec<isize> = x.shape().iter().map(|&d| d as isize).collect();
             part.reshape(&shape)
         })
-        .collect())
+        .collect()
 }

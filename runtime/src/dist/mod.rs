@@ -17,7 +17,7 @@
 //! collectives run blocking, where they are to start at the operand's last write and be
 //! waited for at the first read.
 
-mod buckets;
+pub(crate) mod buckets;
 
 pub use buckets::{all_reduce_tree, buckets, DEFAULT_BUCKET_BYTES};
 

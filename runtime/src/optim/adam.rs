@@ -73,6 +73,10 @@ pub struct AdamState<P> {
 state_tree!(AdamState { count, mu, nu });
 
 impl<S: Schedule> Optimizer for Adam<S> {
+    fn elementwise(&self) -> bool {
+        self.weight_decay == 0.0 || self.mask.is_all()
+    }
+
     type State<P: Tree> = AdamState<P>;
 
     fn init<P: Tree>(&self, params: &P) -> AdamState<P> {

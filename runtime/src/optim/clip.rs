@@ -54,6 +54,10 @@ pub fn chain<A: Optimizer, B: Optimizer>(a: A, b: B) -> Chain<A, B> {
 }
 
 impl<A: Optimizer, B: Optimizer> Optimizer for Chain<A, B> {
+    fn elementwise(&self) -> bool {
+        self.0.elementwise() && self.1.elementwise()
+    }
+
     type State<P: Tree> = (A::State<P>, B::State<P>);
 
     fn init<P: Tree>(&self, params: &P) -> Self::State<P> {

@@ -28,6 +28,11 @@ impl Mask {
         Mask(Kind::All)
     }
 
+    /// Whether it is `Mask::all()`.
+    pub fn is_all(&self) -> bool {
+        matches!(self.0, Kind::All)
+    }
+
     /// No leaf.
     pub fn none() -> Mask {
         Mask::by_leaf(|_| false)

@@ -27,6 +27,7 @@ mod data_parallel;
 mod mask;
 mod schedule;
 mod sgd;
+mod sharded;
 
 pub use adam::{adam, adamw, Adam, AdamState};
 pub use clip::{chain, clip_by_global_norm, global_norm, Chain, ClipByGlobalNorm};
@@ -34,6 +35,7 @@ pub use data_parallel::{data_parallel, DataParallel};
 pub use mask::Mask;
 pub use schedule::{constant, from_fn, warmup_cosine, Constant, FromFn, Schedule, WarmupCosine};
 pub use sgd::{momentum, sgd, Momentum, MomentumState, Sgd, SgdState};
+pub use sharded::{sharded, Sharded};
 
 use crate::error::type_str;
 use crate::trace::fail;
@@ -66,6 +68,15 @@ pub trait Optimizer {
     fn update<P: Tree>(&self, grads: &P, state: Self::State<P>, params: P) -> (P, Self::State<P>) {
         let (u, state) = self.updates(grads, state, &params);
         (apply_updates(&params, &u), state)
+    }
+
+    /// Whether each element of the updates depends only on the same element of the
+    /// gradients, the state and the parameters (and on the step count): then the update of
+    /// any slice of the parameters can be computed from that slice alone, which
+    /// [`sharded`] needs. False unless the optimiser says so (global-norm clipping reads
+    /// every element; a weight-decay mask tells leaves apart).
+    fn elementwise(&self) -> bool {
+        false
     }
 
     /// `self`, then `next` on its updates (optax's `chain`):

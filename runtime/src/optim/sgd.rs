@@ -38,6 +38,10 @@ impl Tree for SgdState {
 }
 
 impl<S: Schedule> Optimizer for Sgd<S> {
+    fn elementwise(&self) -> bool {
+        true
+    }
+
     type State<P: Tree> = SgdState;
 
     fn init<P: Tree>(&self, _params: &P) -> SgdState {
@@ -102,6 +106,10 @@ pub struct MomentumState<P> {
 state_tree!(MomentumState { count, trace });
 
 impl<S: Schedule> Optimizer for Momentum<S> {
+    fn elementwise(&self) -> bool {
+        true
+    }
+
     type State<P: Tree> = MomentumState<P>;
 
     fn init<P: Tree>(&self, params: &P) -> MomentumState<P> {

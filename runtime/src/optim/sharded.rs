@@ -1,0 +1,102 @@
+//! Sharded optimiser state (ZeRO stages 1 and 2): each rank keeps the optimiser's state for
+//! one block of the parameters, updates that block from its block of the averaged gradients,
+//! and the ranks gather the updates.
+
+use super::{check_like, Optimizer};
+use crate::dist::buckets::{block, buckets, pack, unpack};
+use crate::dist::{self, Reduce, DEFAULT_BUCKET_BYTES};
+use crate::error::Error;
+use crate::trace::fail;
+use crate::{Tensor, Tree};
+
+/// An optimiser whose state is split over the ranks of `jitfuse::dist` (ZeRO stages 1 and 2,
+/// PyTorch's `ZeroRedundancyOptimizer`).
+#[derive(Clone, Debug)]
+pub struct Sharded<O> {
+    inner: O,
+    bucket_bytes: usize,
+}
+
+/// `opt` with its state split over the ranks: the parameters are packed into buckets (as
+/// `dist::all_reduce_tree` packs gradients) and each rank keeps `opt`'s state for its block
+/// of every bucket only, `1 / size()` of it. A step reduce-scatters the gradients (each rank
+/// receives the mean over the ranks of its block: the gradient of the whole batch, as
+/// [`data_parallel`](super::data_parallel) averages it), updates its block, and all-gathers
+/// the updates, so every rank ends with the same parameters, bit for bit. In a world of one
+/// process the state is `opt`'s over the packed parameters and the steps are `opt`'s.
+///
+/// `opt` must be [`elementwise`](Optimizer::elementwise) (SGD, momentum, Adam, AdamW decaying
+/// every leaf, chains of them): an update computed from a block alone must be the update of
+/// that block. Anything else is an error naming it, when the step is traced (eagerly, a
+/// panic).
+pub fn sharded<O: Optimizer>(opt: O) -> Sharded<O> {
+    Sharded {
+        inner: opt,
+        bucket_bytes: DEFAULT_BUCKET_BYTES,
+    }
+}
+
+impl<O> Sharded<O> {
+    /// At most `bytes` of parameters per bucket (a larger leaf is one of its own).
+    pub fn bucket_bytes(mut self, bytes: usize) -> Self {
+        self.bucket_bytes = bytes.max(1);
+        self
+    }
+}
+
+impl<O: Optimizer> Sharded<O> {
+    /// This rank's block of each bucket of `tree` (shaped like the parameters).
+    fn blocks<P: Tree>(&self, tree: &P, params: &P) -> Vec<Tensor> {
+        let (leaves, like) = (tree.leaves(), params.leaves());
+        (buckets(&like, self.bucket_bytes).iter())
+            .map(|b| block(&pack(&leaves, b)))
+            .collect()
+    }
+}
+
+impl<O: Optimizer> Optimizer for Sharded<O> {
+    /// The inner state over this rank's blocks, one flat tensor per bucket.
+    type State<P: Tree> = O::State<Vec<Tensor>>;
+
+    fn init<P: Tree>(&self, params: &P) -> Self::State<P> {
+        self.inner.init(&self.blocks(params, params))
+    }
+
+    #[track_caller]
+    fn updates<P: Tree>(
+        &self,
+        grads: &P,
+        state: Self::State<P>,
+        params: &P,
+    ) -> (P, Self::State<P>) {
+        if !self.inner.elementwise() {
+            fail(Error::argument(format!(
+                "`optim::sharded`: {} does not compute each element of its update from that \
+                 element alone (global-norm clipping, a weight-decay mask, ...), so a rank \
+                 cannot update its block of the parameters by itself; shard only elementwise \
+                 optimisers (clip with `data_parallel` instead)",
+                std::any::type_name::<O>()
+            )));
+        }
+        check_like("`sharded`", "gradient", grads, params);
+        let (g, p) = (grads.leaves(), params.leaves());
+        let bks = buckets(&p, self.bucket_bytes);
+        let mine: Result<Vec<Tensor>, Error> = (bks.iter())
+            .map(|b| dist::reduce_scatter(&pack(&g, b), 0, Reduce::Mean))
+            .collect();
+        let mine = mine.unwrap_or_else(|e| fail(e));
+        let (u, state) = self
+            .inner
+            .updates(&mine, state, &self.blocks(params, params));
+        let mut updates: Vec<Option<Tensor>> = vec![None; p.len()];
+        for (b, u) in bks.iter().zip(&u) {
+            let all = dist::all_gather(u, 0).unwrap_or_else(|e| fail(e));
+            for (&i, x) in b.iter().zip(unpack(&all, &p, b)) {
+                updates[i] = Some(x);
+            }
+        }
+        // (Empty leaves are in no bucket: their update is empty too.)
+        let mut updates = (updates.into_iter().zip(&p)).map(|(u, x)| u.unwrap_or_else(|| x * 0.0));
+        (params.rebuild(&mut updates), state)
+    }
+}
