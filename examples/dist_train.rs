@@ -4,8 +4,10 @@
 //! trained in one process on whole batches, which every rank also computes on its own.
 //! Checks that the parameters stay within 1e-6 of the one-process run (relative to their
 //! largest magnitude), that every rank holds the same bits, and that a rank's sharded state
-//! is at most its share (plus padding) of the whole state; prints two lines per rank and
-//! exits non-zero otherwise.
+//! is at most its share (plus padding) of the whole state. Halfway the sharded run is saved
+//! (`Sharded::save_state`: one file of the whole state) and resumed both on the same ranks
+//! (the same bits as straight through) and on one process with plain Adam (within 1e-6 of the
+//! one-process run). Prints three lines per rank and exits non-zero on any failure.
 //!
 //! ```text
 //! cargo build --release --features mpi --example dist_train
@@ -147,6 +149,12 @@ fn main() {
     let (mut q, mut t) = (init.clone(), plain().init(&init));
     let (mut r, mut u) = (init.clone(), split().init(&init));
     let (whole, share) = (bytes(&t), bytes(&u));
+    // Halfway, the sharded run is checkpointed (its state as one file of the whole state) and
+    // resumed twice: sharded on these ranks, and on one process with the plain optimiser.
+    let dir = std::env::temp_dir();
+    let state_file = dir.join(format!("jitfuse-dist-train-{size}-state.safetensors"));
+    let params_file = dir.join(format!("jitfuse-dist-train-{size}-params.safetensors"));
+    let mut resumed: Option<(Mlp, StateOf<Split, Mlp>, Mlp, StateOf<Plain, Mlp>)> = None;
     for b in 0..STEPS {
         let (x, y) = batch(b);
         let (xs, ys) = (
@@ -154,8 +162,31 @@ fn main() {
             y.slice_axis(0, first, end, 1),
         );
         (p, s) = parallel_step(p, s, &xs, &ys);
-        (r, u) = split_step(r, u, &xs, &ys);
         (q, t) = plain_step(q, t, &x, &y);
+        if let Some((r2, u2, one, v)) = resumed.take() {
+            let (r2, u2) = split_step(r2, u2, &xs, &ys);
+            let (one, v) = plain_step(one, v, &x, &y);
+            resumed = Some((r2, u2, one, v));
+        }
+        (r, u) = split_step(r, u, &xs, &ys);
+        if b + 1 == STEPS / 2 {
+            split().save_state(&u, &r, &state_file).unwrap();
+            if rank == 0 {
+                jitfuse::io::save(&r, &params_file).unwrap();
+            }
+            dist::barrier();
+            let u2 = split().load_state(&state_file, &r).unwrap();
+            let one = jitfuse::io::load(&params_file, &init).unwrap();
+            let v = jitfuse::io::load(&state_file, &plain().init(&init)).unwrap();
+            resumed = Some((r.clone(), u2, one, v));
+        }
+    }
+    dist::barrier();
+    if rank == 0 {
+        let _ = (
+            std::fs::remove_file(&state_file),
+            std::fs::remove_file(&params_file),
+        );
     }
     let want = params(&q);
     let mut ok = true;
@@ -180,6 +211,21 @@ fn main() {
         "rank {rank} of {size}: {STEPS} sharded Adam steps; largest difference {diff:.2e}; the \
          same bits on every rank: {same}; state {share} of {whole} bytes ({:.3}): {}",
         share as f64 / whole as f64,
+        if good { "ok" } else { "FAILED" }
+    );
+    let (r2, _, one, _) = resumed.expect("resumed halfway");
+    let (diff, _) = compare(&params(&one), &want);
+    let same = params(&r2)
+        .iter()
+        .zip(params(&r))
+        .all(|(a, b)| a.to_bits() == b.to_bits());
+    let good = same && diff <= 1e-6;
+    ok &= good;
+    println!(
+        "rank {rank} of {size}: checkpointed after {} steps; resumed on {size} ranks: the same \
+         bits as straight through: {same}; resumed on one process: largest difference \
+         {diff:.2e}: {}",
+        STEPS / 2,
         if good { "ok" } else { "FAILED" }
     );
     dist::barrier();

@@ -423,3 +423,79 @@ fn sharding_a_global_norm_clip_is_an_error_naming_it() {
     assert!(!masked.elementwise());
     assert!(!clip_by_global_norm(1.0).elementwise());
 }
+
+/// `Sharded::save_state` writes the whole state (the file of an unsharded optimiser) and
+/// `load_state` takes this rank's share back: resumed training gives the bits of training
+/// straight through, and the file loads into the unsharded optimiser, which continues with
+/// the same bits too (a world of one; `examples/dist_train.rs` resumes a run of 2 or 3 ranks
+/// in one process).
+#[test]
+fn sharded_state_checkpoints_resume_sharded_or_not() {
+    use jitfuse::optim::{adam, Optimizer};
+    use jitfuse::Tree;
+    let p: Pair = (sample(&[3, 4], DType::F32), sample(&[5], DType::F32));
+    let grads = |x: &Pair, k: usize| (&x.0 * (0.5 + k as f64), &x.1 - 1.0);
+    let opt = sharded_adam();
+    let (mut a, mut sa) = (p.clone(), opt.init(&p));
+    for k in 0..2 {
+        (a, sa) = opt.update(&grads(&a, k), sa, a);
+    }
+    let dir = std::env::temp_dir().join(format!("jitfuse-sharded-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("state.safetensors");
+    opt.save_state(&sa, &a, &path).unwrap();
+    let gathered = opt.gather_state(Tree::map(&sa, |t| t.clone()), &a).unwrap();
+    let back = opt.shard_state(gathered, &a).unwrap();
+    assert_eq!(
+        back.mu.iter().map(bits).collect::<Vec<_>>(),
+        sa.mu.iter().map(bits).collect::<Vec<_>>()
+    );
+    let (mut b, mut sb) = (a.clone(), opt.load_state(&path, &a).unwrap());
+    let plain = adam(1e-2, 0.9, 0.999, 1e-8);
+    let (mut c, mut sc) = (
+        a.clone(),
+        jitfuse::io::load(&path, &plain.init(&a)).unwrap(),
+    );
+    for k in 2..4 {
+        (a, sa) = opt.update(&grads(&a, k), sa, a);
+        (b, sb) = opt.update(&grads(&b, k), sb, b);
+        (c, sc) = plain.update(&grads(&c, k), sc, c);
+        for x in [&b, &c] {
+            assert_eq!(
+                (bits(&a.0), bits(&a.1)),
+                (bits(&x.0), bits(&x.1)),
+                "step {k}"
+            );
+        }
+    }
+    let _ = (sa, sb, sc);
+    // A file of other shapes is the loader's error, naming the leaf.
+    let other: Pair = (sample(&[4, 4], DType::F32), sample(&[5], DType::F32));
+    let err = opt.load_state(&path, &other).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Checkpoint, "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// An optimiser that does not say how its state is laid out cannot be checkpointed sharded:
+/// an error naming it.
+#[test]
+fn a_state_without_a_layout_cannot_be_sharded() {
+    use jitfuse::optim::{sharded, Optimizer};
+    use jitfuse::Tree;
+    struct Halve;
+    impl Optimizer for Halve {
+        type State<P: Tree> = ();
+        fn init<P: Tree>(&self, _: &P) {}
+        fn updates<P: Tree>(&self, g: &P, _: (), _: &P) -> (P, ()) {
+            (g.map(|x| x * -0.5), ())
+        }
+    }
+    let p: Pair = (sample(&[3, 4], DType::F32), sample(&[5], DType::F32));
+    let opt = sharded(Halve);
+    let err = opt.shard_state((), &p).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Argument, "{err}");
+    assert!(
+        err.message.contains("Halve") && err.message.contains("map_state"),
+        "{err}"
+    );
+}

@@ -79,6 +79,18 @@ impl<S: Schedule> Optimizer for Adam<S> {
 
     type State<P: Tree> = AdamState<P>;
 
+    fn map_state<P: Tree, Q: Tree>(
+        &self,
+        s: AdamState<P>,
+        f: &mut dyn FnMut(P) -> Q,
+    ) -> Result<AdamState<Q>, crate::Error> {
+        Ok(AdamState {
+            count: s.count,
+            mu: f(s.mu),
+            nu: f(s.nu),
+        })
+    }
+
     fn init<P: Tree>(&self, params: &P) -> AdamState<P> {
         AdamState {
             count: zero_count(),

@@ -32,6 +32,14 @@ pub fn clip_by_global_norm(max_norm: f64) -> ClipByGlobalNorm {
 impl Optimizer for ClipByGlobalNorm {
     type State<P: Tree> = ();
 
+    fn map_state<P: Tree, Q: Tree>(
+        &self,
+        _state: (),
+        _f: &mut dyn FnMut(P) -> Q,
+    ) -> Result<(), crate::Error> {
+        Ok(())
+    }
+
     fn init<P: Tree>(&self, _params: &P) {}
 
     #[track_caller]
@@ -56,6 +64,14 @@ pub fn chain<A: Optimizer, B: Optimizer>(a: A, b: B) -> Chain<A, B> {
 impl<A: Optimizer, B: Optimizer> Optimizer for Chain<A, B> {
     fn elementwise(&self) -> bool {
         self.0.elementwise() && self.1.elementwise()
+    }
+
+    fn map_state<P: Tree, Q: Tree>(
+        &self,
+        state: Self::State<P>,
+        f: &mut dyn FnMut(P) -> Q,
+    ) -> Result<Self::State<Q>, crate::Error> {
+        Ok((self.0.map_state(state.0, f)?, self.1.map_state(state.1, f)?))
     }
 
     type State<P: Tree> = (A::State<P>, B::State<P>);

@@ -46,6 +46,14 @@ impl<O: Optimizer> Optimizer for DataParallel<O> {
         self.inner.init(params)
     }
 
+    fn map_state<P: Tree, Q: Tree>(
+        &self,
+        state: Self::State<P>,
+        f: &mut dyn FnMut(P) -> Q,
+    ) -> Result<Self::State<Q>, crate::Error> {
+        self.inner.map_state(state, f)
+    }
+
     #[track_caller]
     fn updates<P: Tree>(
         &self,

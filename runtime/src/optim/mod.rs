@@ -79,6 +79,23 @@ pub trait Optimizer {
         false
     }
 
+    /// The state with each of its parts shaped like the parameters (moments, velocities)
+    /// passed through `f`, the rest (step counters) kept: how [`sharded`] turns the state of
+    /// whole parameters into the state of one rank's blocks and back (its checkpoints). The
+    /// optimisers of this module implement it; the default is an error naming the optimiser.
+    fn map_state<P: Tree, Q: Tree>(
+        &self,
+        state: Self::State<P>,
+        f: &mut dyn FnMut(P) -> Q,
+    ) -> Result<Self::State<Q>, Error> {
+        let _ = (state, f);
+        Err(Error::argument(format!(
+            "`{}` does not say how its state is laid out (`Optimizer::map_state`), so it cannot \
+             be sharded or checkpointed across ranks",
+            std::any::type_name::<Self>()
+        )))
+    }
+
     /// `self`, then `next` on its updates (optax's `chain`):
     /// `clip_by_global_norm(1.0).then(adam(..))`.
     fn then<B: Optimizer>(self, next: B) -> Chain<Self, B>

@@ -44,6 +44,14 @@ impl<S: Schedule> Optimizer for Sgd<S> {
 
     type State<P: Tree> = SgdState;
 
+    fn map_state<P: Tree, Q: Tree>(
+        &self,
+        state: SgdState,
+        _f: &mut dyn FnMut(P) -> Q,
+    ) -> Result<SgdState, crate::Error> {
+        Ok(state)
+    }
+
     fn init<P: Tree>(&self, _params: &P) -> SgdState {
         SgdState {
             count: zero_count(),
@@ -111,6 +119,17 @@ impl<S: Schedule> Optimizer for Momentum<S> {
     }
 
     type State<P: Tree> = MomentumState<P>;
+
+    fn map_state<P: Tree, Q: Tree>(
+        &self,
+        s: MomentumState<P>,
+        f: &mut dyn FnMut(P) -> Q,
+    ) -> Result<MomentumState<Q>, crate::Error> {
+        Ok(MomentumState {
+            count: s.count,
+            trace: f(s.trace),
+        })
+    }
 
     fn init<P: Tree>(&self, params: &P) -> MomentumState<P> {
         MomentumState {

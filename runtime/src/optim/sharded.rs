@@ -2,7 +2,7 @@
 //! one block of the parameters, updates that block from its block of the averaged gradients,
 //! and the ranks gather the updates.
 
-use super::{check_like, Optimizer};
+use super::{check_like, Optimizer, StateOf};
 use crate::dist::buckets::{block, buckets, pack, unpack};
 use crate::dist::{self, Reduce, DEFAULT_BUCKET_BYTES};
 use crate::error::Error;
@@ -52,6 +52,85 @@ impl<O: Optimizer> Sharded<O> {
             .map(|b| block(&pack(&leaves, b)))
             .collect()
     }
+
+    /// The whole state, as `opt` keeps it for unsharded parameters (`O::State<P>`), on every
+    /// rank: every rank's blocks gathered and unpacked.
+    pub fn gather_state<P: Tree>(
+        &self,
+        state: StateOf<Self, P>,
+        params: &P,
+    ) -> Result<O::State<P>, Error> {
+        let p = params.leaves();
+        let bks = buckets(&p, self.bucket_bytes);
+        let mut failed = None;
+        let full = self.inner.map_state(state, &mut |blocks: Vec<Tensor>| {
+            let mut leaves: Vec<Option<Tensor>> = vec![None; p.len()];
+            for (b, x) in bks.iter().zip(&blocks) {
+                match dist::all_gather(x, 0) {
+                    Ok(all) => {
+                        for (&i, t) in b.iter().zip(unpack(&all, &p, b)) {
+                            leaves[i] = Some(t);
+                        }
+                    }
+                    Err(e) => drop(failed.get_or_insert(e)),
+                }
+            }
+            let mut leaves =
+                (leaves.into_iter().zip(&p)).map(|(l, x)| l.unwrap_or_else(|| x.zeros_like()));
+            params.rebuild(&mut leaves)
+        })?;
+        failed.map_or(Ok(full), Err)
+    }
+
+    /// This rank's share of a whole state (`gather_state`'s, a checkpoint's, or an unsharded
+    /// run's `opt` state).
+    pub fn shard_state<P: Tree>(
+        &self,
+        full: O::State<P>,
+        params: &P,
+    ) -> Result<StateOf<Self, P>, Error> {
+        self.inner
+            .map_state(full, &mut |t: P| self.blocks(&t, params))
+    }
+
+    /// Save the state as one safetensors file of the whole state (`gather_state`, written by
+    /// rank 0 through `io::save`): the file of an unsharded `opt`, so it loads on any number
+    /// of ranks, and into `opt` itself. Every rank returns rank 0's error if its write failed.
+    pub fn save_state<P: Tree>(
+        &self,
+        state: &StateOf<Self, P>,
+        params: &P,
+        path: impl AsRef<std::path::Path>,
+    ) -> Result<(), Error> {
+        let full = self.gather_state(state.map(|t| t.clone()), params)?;
+        let written = match dist::rank() {
+            0 => crate::io::save(&full, path.as_ref()),
+            _ => Ok(()),
+        };
+        let ok = Tensor::scalar(written.is_ok() as i32);
+        if dist::broadcast(&ok, 0)?.item::<i32>()? == 1 {
+            return Ok(());
+        }
+        written.and(Err(Error::new(
+            crate::ErrorKind::Io,
+            format!(
+                "`Sharded::save_state`: rank 0 could not write {}",
+                path.as_ref().display()
+            ),
+        )))
+    }
+
+    /// This rank's share of the state saved at `path` by `save_state` (on any number of
+    /// ranks) or by `io::save` of an unsharded `opt`'s state: every rank reads the file
+    /// (checked against `opt.init(params)`, as `io::load` checks) and keeps its blocks.
+    pub fn load_state<P: Tree>(
+        &self,
+        path: impl AsRef<std::path::Path>,
+        params: &P,
+    ) -> Result<StateOf<Self, P>, Error> {
+        let full = crate::io::load(path, &self.inner.init(params))?;
+        self.shard_state(full, params)
+    }
 }
 
 impl<O: Optimizer> Optimizer for Sharded<O> {
@@ -60,6 +139,15 @@ impl<O: Optimizer> Optimizer for Sharded<O> {
 
     fn init<P: Tree>(&self, params: &P) -> Self::State<P> {
         self.inner.init(&self.blocks(params, params))
+    }
+
+    /// (The state of the blocks does not depend on the parameters' type.)
+    fn map_state<P: Tree, Q: Tree>(
+        &self,
+        state: Self::State<P>,
+        _f: &mut dyn FnMut(P) -> Q,
+    ) -> Result<Self::State<Q>, Error> {
+        Ok(state)
     }
 
     #[track_caller]
