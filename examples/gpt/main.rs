@@ -9,7 +9,17 @@
 //!
 //! Options: `--iters N` (2000), `--eval-every N` (250), `--seed N` (1337), `--sample N`
 //! characters (500), `--data PATH` (the copy in `data/`), `--checkpoint PATH`
-//! (`target/gpt-shakespeare.safetensors`).
+//! (`target/gpt-shakespeare.safetensors`), `--data-parallel`.
+//!
+//! `--data-parallel` trains on every process of `mpirun` (built with `--features mpi`):
+//! every rank draws the same batch and takes its rows (12 rows: 1, 2, 3, 4 or 6 ranks), the
+//! gradients are averaged over the ranks (`optim::data_parallel`), so the run computes what
+//! one process computes, each rank doing its share; rank 0 prints, evaluates and saves.
+//!
+//! ```text
+//! cargo build --release --features mpi --example gpt
+//! mpirun -np 2 -x RAYON_NUM_THREADS=1 target/release/examples/gpt --data-parallel
+//! ```
 //!
 //! What it shows: a whole training step (loss, gradient, clipping, AdamW with a
 //! schedule) is one `#[jit]` function compiled once; the model and optimiser state are
@@ -24,9 +34,10 @@
 #[allow(dead_code)]
 mod model;
 
+use jitfuse::dist;
 use jitfuse::optim::Optimizer;
 use jitfuse::prelude::*;
-use model::{context_logits, eval_loss, opt, train_step, Config, Gpt};
+use model::{context_logits, dp_train_step, eval_loss, opt, train_step, Config, Gpt};
 use std::time::{Duration, Instant};
 
 struct Options {
@@ -36,6 +47,7 @@ struct Options {
     sample: usize,
     data: String,
     checkpoint: String,
+    data_parallel: bool,
 }
 
 fn options() -> Options {
@@ -47,6 +59,7 @@ fn options() -> Options {
         sample: 500,
         data: format!("{root}/data/tinyshakespeare.txt"),
         checkpoint: format!("{root}/target/gpt-shakespeare.safetensors"),
+        data_parallel: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -65,6 +78,7 @@ fn options() -> Options {
             "--sample" => o.sample = number(value()) as usize,
             "--data" => o.data = value(),
             "--checkpoint" => o.checkpoint = value(),
+            "--data-parallel" => o.data_parallel = true,
             _ => fail(&format!(
                 "unknown option {flag:?} (see the top of examples/gpt/main.rs)"
             )),
@@ -178,10 +192,40 @@ fn whole_split_loss(p: &Gpt, data: &[i32], cfg: &Config) -> (f64, usize) {
 
 fn main() {
     let o = options();
+    // On several processes (`--data-parallel`), rank 0 speaks for all.
+    let (rank, ranks) = match o.data_parallel {
+        true => (dist::rank(), dist::size()),
+        false => (0, 1),
+    };
+    macro_rules! say {
+        ($($t:tt)*) => {
+            if rank == 0 {
+                println!($($t)*);
+            }
+        };
+    }
     let corpus = Corpus::load(&o.data);
     let mut cfg = Config::SHAKESPEARE_CPU;
     cfg.vocab = corpus.alphabet.len();
-    println!(
+    if !cfg.batch.is_multiple_of(ranks) {
+        fail(&format!(
+            "--data-parallel: {ranks} ranks do not split a batch of {} rows",
+            cfg.batch
+        ));
+    }
+    // This rank's rows of every batch.
+    let rows = (cfg.batch / ranks * rank) as isize..(cfg.batch / ranks * (rank + 1)) as isize;
+    let step_fn = |p, s, x: &Tensor, y: &Tensor| match o.data_parallel {
+        false => train_step(p, s, x, y, cfg.heads, cfg.remat, o.iters),
+        true => {
+            let (x, y) = (
+                x.slice_axis(0, rows.start, rows.end, 1),
+                y.slice_axis(0, rows.start, rows.end, 1),
+            );
+            dp_train_step(p, s, &x, &y, cfg.heads, cfg.remat, o.iters)
+        }
+    };
+    say!(
         "tiny Shakespeare: {} characters, {} distinct; {} for training, {} for validation",
         corpus.train.len() + corpus.val.len(),
         cfg.vocab,
@@ -191,7 +235,7 @@ fn main() {
 
     let mut p = Gpt::init(&cfg, &Key::new(o.seed));
     let mut state = opt(o.iters).init(&p);
-    println!(
+    say!(
         "model: {} layers, {} heads, width {}, block {}, batch {}: {} parameters\n",
         cfg.layers,
         cfg.heads,
@@ -212,31 +256,31 @@ fn main() {
         let (x, y) = batch(&corpus.train, &cfg, &mut rng);
         let before = p.wte.storage_addr();
         let t = Instant::now();
-        let (p2, s2, l) = train_step(p, state, &x, &y, cfg.heads, cfg.remat, o.iters);
+        let (p2, s2, l) = step_fn(p, state, &x, &y);
         let loss = l.item::<f32>().unwrap();
         times.push(t.elapsed());
         donated += (p2.wte.storage_addr() == before) as usize;
         (p, state) = (p2, s2);
         window_loss += loss as f64;
         if step == 0 {
-            println!(
+            say!(
                 "step    0: loss {loss:.4} (first call: trace, compile and run in {:.2} s)",
                 times[0].as_secs_f64()
             );
             let (x, y) = batch(&corpus.train, &cfg, &mut rng);
-            let m = train_step::lower(
-                p.clone(),
-                state.clone(),
-                &x,
-                &y,
-                cfg.heads,
-                cfg.remat,
-                o.iters,
-            )
-            .and_then(|l| l.compile())
-            .unwrap()
-            .memory_analysis();
-            println!("memory of the train step:\n{m}\n");
+            let (s, h, r) = (state.clone(), cfg.heads, cfg.remat);
+            let lowered = match o.data_parallel {
+                false => train_step::lower(p.clone(), s, &x, &y, h, r, o.iters),
+                true => {
+                    let (x, y) = (
+                        x.slice_axis(0, rows.start, rows.end, 1),
+                        y.slice_axis(0, rows.start, rows.end, 1),
+                    );
+                    dp_train_step::lower(p.clone(), s, &x, &y, h, r, o.iters)
+                }
+            };
+            let m = lowered.and_then(|l| l.compile()).unwrap().memory_analysis();
+            say!("memory of the train step:\n{m}\n");
             (window, window_loss) = (Instant::now(), 0.0);
             continue;
         }
@@ -244,7 +288,7 @@ fn main() {
         if step % 50 == 0 || last {
             let n = if step % 50 == 0 { 50 } else { step % 50 };
             let per_step = window.elapsed().as_secs_f64() / n as f64;
-            println!(
+            say!(
                 "step {step:4}: loss {:.4} (mean of the last {n}), {:.1} ms per step, {:.0} tokens/s",
                 window_loss / n as f64,
                 per_step * 1e3,
@@ -252,10 +296,10 @@ fn main() {
             );
             (window, window_loss) = (Instant::now(), 0.0);
         }
-        if step % o.eval_every == 0 || last {
+        if (step % o.eval_every == 0 || last) && rank == 0 {
             let train = estimate(&p, &corpus.train, &cfg, &mut eval_rng);
             val = estimate(&p, &corpus.val, &cfg, &mut eval_rng);
-            println!("            train loss {train:.4}, validation loss {val:.4}");
+            say!("            train loss {train:.4}, validation loss {val:.4}");
             window = Instant::now();
         }
     }
@@ -263,7 +307,7 @@ fn main() {
     let mut sorted = times[1..].to_vec();
     sorted.sort();
     let median = sorted.get(sorted.len() / 2).copied().unwrap_or_default();
-    println!(
+    say!(
         "\n{} steps in {:.1} s (with evaluation): median {:.1} ms per step, {:.0} tokens/s; \
          the parameters were donated (updated in place) in {donated} of {} steps",
         o.iters,
@@ -272,9 +316,12 @@ fn main() {
         (cfg.batch * cfg.block) as f64 / median.as_secs_f64().max(1e-9),
         o.iters
     );
-    println!("final validation loss {val:.4} (nanoGPT's README: 1.88 for this configuration)");
+    say!("final validation loss {val:.4} (nanoGPT's README: 1.88 for this configuration)");
+    if rank != 0 {
+        return;
+    }
     let (whole, windows) = whole_split_loss(&p, &corpus.val, &cfg);
-    println!(
+    say!(
         "validation loss over the whole split: {whole:.4} ({windows} windows of {} characters; \
          the 20-batch estimate above varies by about ±0.02 with the batches drawn)",
         cfg.block
@@ -293,7 +340,7 @@ fn main() {
         .iter()
         .zip(loaded.leaves())
         .all(|(a, b)| a.to_vec::<f32>().unwrap() == b.to_vec::<f32>().unwrap());
-    println!(
+    say!(
         "checkpoint: {} ({} bytes), loaded back {}",
         o.checkpoint,
         std::fs::metadata(&o.checkpoint)
@@ -304,7 +351,7 @@ fn main() {
     assert!(same, "a checkpoint loads back to the saved parameters");
 
     let text = generate(&loaded, &cfg, &corpus.alphabet, o.sample, &mut rng);
-    println!(
+    say!(
         "\n---- {} characters sampled from the loaded model ----\n{text}",
         o.sample
     );

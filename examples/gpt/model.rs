@@ -7,7 +7,10 @@
 //! The example `gpt` trains it; the test suite and `benches/transformer.rs` include this
 //! file too, so the model that is measured is the model that is shown.
 
-use jitfuse::optim::{self, Adam, Chain, ClipByGlobalNorm, Mask, Optimizer, StateOf, WarmupCosine};
+use jitfuse::dist::{self, Reduce};
+use jitfuse::optim::{
+    self, Adam, Chain, ClipByGlobalNorm, DataParallel, Mask, Optimizer, StateOf, WarmupCosine,
+};
 use jitfuse::prelude::*;
 use jitfuse::{attention, AttnMask};
 
@@ -197,6 +200,32 @@ pub fn opt(total_steps: usize) -> Opt {
         )
         .decay_mask(Mask::by_leaf(|t| t.ndim() >= 2)),
     )
+}
+
+/// [`opt`] on the gradients averaged over the ranks of `jitfuse::dist`.
+pub type DpOpt = DataParallel<Opt>;
+
+pub fn dp_opt(total_steps: usize) -> DpOpt {
+    optim::data_parallel(opt(total_steps))
+}
+
+/// [`train_step`] on several processes: each rank passes its rows of the batch, the
+/// gradients are averaged over the ranks before clipping and AdamW (so every rank makes the
+/// update of the whole batch), and the loss returned is the whole batch's (the mean of the
+/// ranks' means). The state is [`Opt`]'s.
+#[jit]
+pub fn dp_train_step(
+    p: Gpt,
+    s: StateOf<DpOpt, Gpt>,
+    ids: &Tensor,
+    targets: &Tensor,
+    heads: usize,
+    remat: bool,
+    total_steps: usize,
+) -> (Gpt, StateOf<DpOpt, Gpt>, Tensor) {
+    let (l, g) = value_and_grad(|p: &Gpt| loss(p, ids, targets, heads, remat), &p);
+    let (p, s) = dp_opt(total_steps).update(&g, s, p);
+    (p, s, dist::all_reduce(&l, Reduce::Mean).unwrap())
 }
 
 /// One training step. The model and the optimiser state are taken by value: they are
