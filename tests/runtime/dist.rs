@@ -499,3 +499,46 @@ fn a_state_without_a_layout_cannot_be_sharded() {
         "{err}"
     );
 }
+
+/// A compiled collective starts where its step runs and the call waits for it before the
+/// first step that reads its result: the steps in between (here the independent
+/// `exp(w).sum()`) run while it is in flight. Program outputs are waited for at the end of the
+/// call, results no step reads before the next step. The same values at every level.
+#[test]
+fn a_collective_is_waited_for_where_its_result_is_first_read() {
+    use jitfuse::internals::codegen::{Isa, Target};
+    let (x, w) = (sample(&[64], DType::F32), sample(&[256], DType::F32));
+    let g = crate::common::trace_fn(&[x.clone(), w.clone()], |ts| {
+        let y = dist::all_reduce(&(&ts[0] * 2.0), Reduce::Sum).unwrap();
+        let total = (&ts[1] * 0.01).exp().sum_all();
+        let out = dist::all_reduce(&(&ts[0] + 1.0), Reduce::Max).unwrap();
+        vec![&y * &total, out]
+    });
+    let want = jitfuse::internals::interpret::eval_graph(&g, &[x.clone(), w.clone()], &[]).unwrap();
+    for level in Isa::supported() {
+        let exe = crate::common::compile_at(g.clone(), &Target::at(level)).unwrap();
+        let text = exe.collectives_text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        // "step {start} {op} %{v}: waited for before step {wait} (...)"
+        let step_of = |l: &str| -> (usize, usize) {
+            let words: Vec<&str> = l.split(' ').collect();
+            (words[1].parse().unwrap(), words[8].parse().unwrap())
+        };
+        let sum = lines.iter().find(|l| l.contains("all_reduce_sum")).unwrap();
+        let (start, wait) = step_of(sum);
+        assert!(
+            sum.contains("its first reader") && wait > start + 1,
+            "{text}\n{}",
+            exe.kernels_text()
+        );
+        let max = lines.iter().find(|l| l.contains("all_reduce_max")).unwrap();
+        assert!(max.contains("the end of the call"), "{text}");
+        // (The sum of exponentials rounds as compiled sums do: relative 1e-6.)
+        let got = exe.run_with(&[&x, &w]).unwrap();
+        for (a, b) in bits(&got[0]).iter().zip(bits(&want[0])) {
+            assert!((a - b).abs() <= 1e-6 * b.abs(), "{a} against {b} at {level}");
+        }
+        assert_eq!(bits(&got[1]), bits(&want[1]), "at {level}");
+    }
+}

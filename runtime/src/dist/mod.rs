@@ -13,9 +13,10 @@
 //! (`Op::AllReduce`, `AllGather`, `ReduceScatter`, `BroadcastFrom`: library steps that stage
 //! their operand in their planned scratch or output and have MPI write their planned output),
 //! with JAX's gradients (`psum`'s; `all_gather`'s is the sum scattered back, and the
-//! reverse; a broadcast's, the sum of the cotangents on the root). FIXME: the compiled
-//! collectives run blocking, where they are to start at the operand's last write and be
-//! waited for at the first read.
+//! reverse; a broadcast's, the sum of the cotangents on the root). A compiled collective
+//! starts where its step runs (non-blocking, its operand staged in a region of the arena of
+//! its own) and the call waits for it before the first step that reads its result
+//! (`Executable::collectives_text` shows where).
 
 pub(crate) mod buckets;
 
@@ -274,7 +275,7 @@ fn agree(what: &str, call: Call, x: &Tensor) -> Result<(), Error> {
         )
     };
     let exchange = format!("{what} (exchanging the ranks' arguments)");
-    transport::all_gather(Bytes {
+    world::all_gather_now(Bytes {
         what: &exchange,
         dtype: DType::I64,
         send,

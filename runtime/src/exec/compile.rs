@@ -314,10 +314,22 @@ impl Executable {
             &mut operand_maps,
             &in_place_library,
         );
+        let collective = |s: &Step| matches!(s, Step::Library(v) if crate::library::ops::is_collective(&graph.node(*v).op));
+        let scratch_of = |s: &Step| match s {
+            Step::Library(v) => {
+                let n = graph.node(*v);
+                let ins: Vec<&[usize]> = (n.inputs.iter())
+                    .map(|&x| graph.node(x).shape.as_slice())
+                    .collect();
+                crate::library::ops::scratch_bytes(&n.op, &ins, &n.shape, n.dtype)
+            }
+            _ => 0,
+        };
         let scratch = part
             .steps
             .iter()
             .map(|s| match s {
+                Step::Library(_) if collective(s) => 0,
                 Step::Library(v) if in_place_library(s) => {
                     let n = graph.node(*v);
                     let ins: Vec<&[usize]> = n
@@ -332,12 +344,22 @@ impl Executable {
             .max()
             .unwrap_or(0);
         let scratch_offset = plan.arena_bytes.div_ceil(plan::ARENA_ALIGN) * plan::ARENA_ALIGN;
-        let arena_len = if scratch > 0 {
-            scratch_offset + scratch
+        // Each collective stages its operand in a region of its own after the shared scratch:
+        // it stays in flight past the steps that follow it.
+        let mut stages = vec![None; part.steps.len()];
+        let mut end = scratch_offset + scratch.div_ceil(plan::ARENA_ALIGN) * plan::ARENA_ALIGN;
+        for (si, s) in part.steps.iter().enumerate() {
+            if collective(s) {
+                stages[si] = Some(end);
+                end += scratch_of(s).div_ceil(plan::ARENA_ALIGN) * plan::ARENA_ALIGN;
+            }
+        }
+        let arena_len = if end > scratch_offset {
+            end
         } else {
             plan.arena_bytes
         };
-        let steps = Executable::run_steps(
+        let mut steps = Executable::run_steps(
             &graph,
             &part,
             io,
@@ -345,6 +367,7 @@ impl Executable {
             (std::mem::take(&mut compiled.fns), layouts),
             opts,
         )?;
+        Executable::place_waits(&graph, &part, &mut steps, &stages);
         let mut exe = Executable {
             graph,
             part,
@@ -477,7 +500,11 @@ impl Executable {
                     v,
                     program: control::ControlProgram::compile(&graph.node(v).op, opts)?,
                 },
-                Step::Library(v) => steps::Run::Library { v, operands },
+                Step::Library(v) => steps::Run::Library {
+                    v,
+                    operands,
+                    collective: None,
+                },
                 Step::Kernel(_) | Step::Row(_) | Step::Reduce(_) => {
                     let (f, split) = kernels.next().expect("a kernel per compiled step");
                     steps::Run::Kernel { f, split }
@@ -487,6 +514,36 @@ impl Executable {
         }
         debug_assert!(kernels.next().is_none(), "a compiled step per kernel");
         Ok(out)
+    }
+
+    /// Each collective step's staging region (`stages`) and the step before which a call
+    /// waits for it (`steps::Collective`).
+    fn place_waits(
+        graph: &Graph,
+        part: &Partition,
+        steps: &mut [steps::RunStep],
+        stages: &[Option<usize>],
+    ) {
+        let output = |v: ValueId| {
+            graph.outputs.contains(&v)
+                || part
+                    .aliases
+                    .iter()
+                    .any(|(o, r)| *r == v && graph.outputs.contains(o))
+        };
+        for si in 0..steps.len() {
+            let Some(stage) = stages[si] else { continue };
+            let v = steps[si].writes[0];
+            let first_reader = (si + 1..steps.len()).find(|&sj| steps[sj].reads.contains(&v));
+            let wait_before = match first_reader {
+                Some(sj) => sj,
+                None if output(v) => steps.len(),
+                None => si + 1,
+            };
+            if let steps::Run::Library { collective, .. } = &mut steps[si].run {
+                *collective = Some(steps::Collective { stage, wait_before });
+            }
+        }
     }
 
     /// Compile a graph built by hand or parsed from text, with each parameter's kind

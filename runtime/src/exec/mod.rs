@@ -165,6 +165,36 @@ impl Executable {
         self.graph.to_text()
     }
 
+    /// Where each collective step starts and where a call waits for it, one line each:
+    /// `step 2 all_reduce_sum %5: waited for before step 4 (its first reader)`.
+    pub fn collectives_text(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        for (si, step) in self.steps.iter().enumerate() {
+            let steps::Run::Library {
+                v,
+                collective: Some(c),
+                ..
+            } = &step.run
+            else {
+                continue;
+            };
+            let why = match c.wait_before {
+                w if w == self.steps.len() => "the end of the call: a program output",
+                w if !self.steps[w].reads.contains(v) => "the next step: no step reads it",
+                _ => "its first reader",
+            };
+            let op = self.graph.node(*v).op.name();
+            let _ = writeln!(
+                s,
+                "step {si} {op} %{}: waited for before step {} ({why})",
+                v.0, c.wait_before
+            );
+        }
+        s.push_str(&self.sub_programs_text(|e| e.collectives_text()));
+        s
+    }
+
     pub fn kernels_text(&self) -> String {
         let mut s = partition::steps_text(&self.graph, &self.part);
         s.push_str(&self.sub_programs_text(|e| e.kernels_text()));
@@ -352,9 +382,13 @@ impl Executable {
             ptr[v.index()] = t.buf.as_mut_ptr();
         }
         let scratch = arena.as_mut_ptr().wrapping_add(self.memory.scratch_offset);
+        // Collectives started and not yet waited for (declared after the arena and the
+        // output buffers: dropped first, it waits for them before those are released).
+        let mut in_flight = crate::library::collective::InFlightSet::default();
         let mut timer = crate::diag::profile::enabled()
             .then(|| crate::diag::profile::CallTimer::start(self.profile_info()));
         for (si, step) in self.steps.iter().enumerate() {
+            in_flight.wait_before(si);
             let started = timer.as_ref().map(|_| std::time::Instant::now());
             // Threads the step was split over (0: the library splits its own work).
             let mut threads = 0;
@@ -413,7 +447,11 @@ impl Executable {
                     // and overlap no operand (no in-place for library steps).
                     unsafe { program.run(&n.op, &ins, &dest)? };
                 }
-                steps::Run::Library { v, operands } => {
+                steps::Run::Library {
+                    v,
+                    operands,
+                    collective,
+                } => {
                     let n = g.node(*v);
                     let ins: Vec<crate::library::ops::Operand> = n
                         .inputs
@@ -435,7 +473,21 @@ impl Executable {
                     // element read with zero strides); the destination was
                     // planned for this value and overlaps no operand (no
                     // in-place for library steps); the scratch is this call's.
-                    if let Op::AttentionGrad(spec) = &n.op {
+                    if let Some(c) = collective {
+                        // SAFETY: as below; the staging region is this step's alone and the
+                        // output is read only after the wait (`Collective::wait_before`).
+                        let started = unsafe {
+                            crate::library::ops::start_collective(
+                                &n.op,
+                                &ins,
+                                &n.shape,
+                                n.dtype,
+                                ptr[v.index()],
+                                arena.as_mut_ptr().wrapping_add(c.stage),
+                            )?
+                        };
+                        in_flight.push(c.wait_before, started);
+                    } else if let Op::AttentionGrad(spec) = &n.op {
                         // dq (the node), dk and dv (its `get`s; null when no one reads them).
                         let dest: [*mut u8; 3] = result_buffers(g, &step.writes, &ptr, 3)
                             .try_into()
@@ -462,6 +514,7 @@ impl Executable {
                 t.step(si, started, threads);
             }
         }
+        in_flight.wait_all();
         if let Some(t) = timer {
             t.finish();
         }

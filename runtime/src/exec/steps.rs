@@ -27,10 +27,27 @@ pub(crate) enum Run {
         split: Option<GemmSplit>,
     },
     /// Another op `v` of the runtime library, its operands read through their maps (a
-    /// constant read by it alone is one element read with zero strides).
-    Library { v: ValueId, operands: Vec<Affine> },
+    /// constant read by it alone is one element read with zero strides); a collective is
+    /// started here and waited for later (`Collective`).
+    Library {
+        v: ValueId,
+        operands: Vec<Affine>,
+        collective: Option<Collective>,
+    },
     /// The control-flow node `v`, running its compiled sub-programs.
     Control { v: ValueId, program: ControlProgram },
+}
+
+/// Where a collective step stages its operand and when the call waits for it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Collective {
+    /// Byte offset in the arena of its own staging region (no other step touches it, so it
+    /// may stay in flight past later steps).
+    pub stage: usize,
+    /// The step before which the call waits for it: the first that reads its result, the
+    /// end of the call for a program output, the next step for a result no one reads (its
+    /// buffer may be another value's from then on).
+    pub wait_before: usize,
 }
 
 impl RunStep {

@@ -51,6 +51,72 @@ pub fn scratch_bytes(op: &Op, in_shapes: &[&[usize]], out_shape: &[usize], dtype
     }
 }
 
+/// Whether `op` is a collective, which a call starts (`start_collective`) and waits for
+/// where its result is first read.
+pub fn is_collective(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::AllReduce(_) | Op::BroadcastFrom(_) | Op::AllGather(..) | Op::ReduceScatter(..)
+    )
+}
+
+/// Start the collective `op` of `ins[0]`: its operand staged in `stage`
+/// (`scratch_bytes(op, ..)` of them) and MPI writing `out` (or `stage`, for a gather laid out
+/// by the wait). The result is there once the returned collective is waited for.
+///
+/// # Safety
+/// As `run`'s; besides, `stage` and `out` stay valid, `out` unread and `stage` untouched,
+/// until the wait.
+pub unsafe fn start_collective(
+    op: &Op,
+    ins: &[Operand],
+    out_shape: &[usize],
+    dtype: DType,
+    out: *mut u8,
+    stage: *mut u8,
+) -> Result<super::collective::InFlight, Error> {
+    let size = dtype.size();
+    let out_numel = shape::numel(out_shape);
+    let ost = contiguous(out_shape);
+    let x = &ins[0];
+    match op {
+        Op::AllReduce(r) => {
+            copy(size, x.shape, x.ptr, x.strides, stage, &ost);
+            let bytes = out_numel * size;
+            // SAFETY: the stage holds the operand's `bytes` (just written), the output is
+            // valid for `bytes` and overlaps neither the stage nor any operand.
+            let (send, recv) = unsafe {
+                (
+                    std::slice::from_raw_parts(stage as *const u8, bytes),
+                    std::slice::from_raw_parts_mut(out, bytes),
+                )
+            };
+            Ok(super::collective::all_reduce_step(*r, dtype, send, recv))
+        }
+        Op::BroadcastFrom(root) => {
+            copy(size, x.shape, x.ptr, x.strides, out, &ost);
+            // SAFETY: the output is valid for its bytes, just written, and overlaps no operand.
+            let buf = unsafe { std::slice::from_raw_parts_mut(out, out_numel * size) };
+            super::collective::broadcast_step(*root, buf)
+        }
+        Op::AllGather(axis, ranks) => super::collective::all_gather_step(
+            (x.ptr, x.shape, x.strides),
+            (*axis, *ranks),
+            dtype,
+            stage,
+            out,
+        ),
+        Op::ReduceScatter(r, axis, ranks) => super::collective::reduce_scatter_step(
+            (x.ptr, x.shape, x.strides),
+            (*r, *axis, *ranks),
+            dtype,
+            stage,
+            out,
+        ),
+        other => unreachable!("{other:?} is not a collective"),
+    }
+}
+
 /// Run `op` on `ins`, writing its contiguous result of `out_shape` and `dtype` to `out`.
 ///
 /// # Safety
@@ -73,51 +139,8 @@ pub unsafe fn run(
     let ost = contiguous(out_shape);
     match op {
         Op::Barrier => copy(size, ins[0].shape, ins[0].ptr, ins[0].strides, out, &ost),
-        Op::AllReduce(r) => {
-            copy(
-                size,
-                ins[0].shape,
-                ins[0].ptr,
-                ins[0].strides,
-                scratch,
-                &ost,
-            );
-            let bytes = out_numel * size;
-            // SAFETY: the scratch holds the operand's `bytes` (just written), the output is
-            // valid for `bytes` and overlaps neither the scratch nor any operand.
-            let (send, recv) = unsafe {
-                (
-                    std::slice::from_raw_parts(scratch as *const u8, bytes),
-                    std::slice::from_raw_parts_mut(out, bytes),
-                )
-            };
-            super::collective::all_reduce_step(*r, dtype, send, recv);
-        }
-        Op::BroadcastFrom(root) => {
-            copy(size, ins[0].shape, ins[0].ptr, ins[0].strides, out, &ost);
-            // SAFETY: the output is valid for its bytes, just written, and overlaps no operand.
-            let buf = unsafe { std::slice::from_raw_parts_mut(out, out_numel * size) };
-            super::collective::broadcast_step(*root, buf)?;
-        }
-        Op::AllGather(axis, ranks) => {
-            let x = &ins[0];
-            super::collective::all_gather_step(
-                (x.ptr, x.shape, x.strides),
-                (*axis, *ranks),
-                dtype,
-                scratch,
-                out,
-            )?
-        }
-        Op::ReduceScatter(r, axis, ranks) => {
-            let x = &ins[0];
-            super::collective::reduce_scatter_step(
-                (x.ptr, x.shape, x.strides),
-                (*r, *axis, *ranks),
-                dtype,
-                scratch,
-                out,
-            )?
+        Op::AllReduce(_) | Op::BroadcastFrom(_) | Op::AllGather(..) | Op::ReduceScatter(..) => {
+            start_collective(op, ins, out_shape, dtype, out, scratch)?.wait()
         }
         Op::Concat(axis) => {
             let mut at = 0;

@@ -84,19 +84,32 @@ impl Fold {
     }
 }
 
-/// `Op::AllReduce(op)` of a program's step: `recv` = the fold of every rank's `send`.
-pub(crate) fn all_reduce_step(op: ReduceOp, dtype: DType, send: &[u8], recv: &mut [u8]) {
+/// `Op::AllReduce(op)` of a program's step, started: `recv` = the fold of every rank's `send`
+/// once waited for.
+///
+/// # Safety
+/// `send` and `recv` stay valid, `send` unwritten and `recv` unread, until the wait.
+pub(crate) unsafe fn all_reduce_step(
+    op: ReduceOp,
+    dtype: DType,
+    send: &[u8],
+    recv: &mut [u8],
+) -> InFlight {
     world();
     let what = Op::AllReduce(op).name();
-    transport::all_reduce(
-        Bytes {
-            what,
-            dtype,
-            send,
-            recv,
-        },
-        Fold::of(op),
-    );
+    let b = Bytes {
+        what,
+        dtype,
+        send,
+        recv,
+    };
+    InFlight::started(transport::start_all_reduce(b, Fold::of(op)))
+}
+
+/// Gather every rank's `send` into `recv` now (the argument exchange of `dist`).
+pub(crate) fn all_gather_now(b: Bytes) {
+    // SAFETY: the buffers are borrowed until the wait, just below.
+    transport::wait(unsafe { transport::start_all_gather(b) });
 }
 
 /// A compiled collective runs in the world it was traced for.
@@ -114,8 +127,12 @@ fn check_world(op: &Op, ranks: usize) -> Result<(), crate::Error> {
     ))
 }
 
-/// `Op::BroadcastFrom(root)` on `buf` (this rank's value on entry, the root's on return).
-pub(crate) fn broadcast_step(root: usize, buf: &mut [u8]) -> Result<(), crate::Error> {
+/// `Op::BroadcastFrom(root)` on `buf`, started (this rank's value on entry, the root's once
+/// waited for).
+///
+/// # Safety
+/// `buf` stays valid and untouched until the wait.
+pub(crate) unsafe fn broadcast_step(root: usize, buf: &mut [u8]) -> Result<InFlight, crate::Error> {
     let n = world().size;
     if root >= n {
         return Err(crate::Error::new(
@@ -123,27 +140,31 @@ pub(crate) fn broadcast_step(root: usize, buf: &mut [u8]) -> Result<(), crate::E
             format!("broadcast_from[{root}] runs in a world of {n} processes"),
         ));
     }
-    transport::broadcast("broadcast_from", buf, root);
-    Ok(())
+    Ok(InFlight::started(transport::start_broadcast(
+        "broadcast_from",
+        buf,
+        root,
+    )))
 }
 
 /// An operand read through its map: pointer, shape, strides (elements).
 pub(crate) type Strided<'a> = (*const u8, &'a [usize], &'a [i64]);
 
 /// `Op::AllGather(axis, ranks)` of `x` into `out` (contiguous, `x` grown `ranks` times along
-/// `axis`). `stage` holds `x` contiguous (MPI's send buffer) and then every rank's block as
-/// MPI gathers them, `[ranks, ..x]`, which are laid out into `out` last.
+/// `axis`), started. `stage` holds `x` contiguous (MPI's send buffer) and then every rank's
+/// block as MPI gathers them, `[ranks, ..x]`, which the wait lays out into `out`.
 ///
 /// # Safety
 /// `x`'s map stays inside a live buffer; `stage` is valid for `(1 + ranks)` times `x`'s bytes
-/// and `out` for the result's, neither overlapping the other nor `x`.
+/// and `out` for the result's, neither overlapping the other nor `x`, both valid and
+/// untouched until the wait.
 pub(crate) unsafe fn all_gather_step(
     (ptr, shape, strides): Strided,
     (axis, ranks): (usize, usize),
     dtype: DType,
     stage: *mut u8,
     out: *mut u8,
-) -> Result<(), crate::Error> {
+) -> Result<InFlight, crate::Error> {
     let op = Op::AllGather(axis, ranks);
     check_world(&op, ranks)?;
     let (size, bytes) = (dtype.size(), crate::shape::numel(shape) * dtype.size());
@@ -157,7 +178,7 @@ pub(crate) unsafe fn all_gather_step(
         &super::ops::contiguous(shape),
     );
     let gathered = stage.add(bytes);
-    transport::all_gather(Bytes {
+    let pending = transport::start_all_gather(Bytes {
         what: op.name(),
         dtype,
         send: std::slice::from_raw_parts(stage, bytes),
@@ -171,20 +192,26 @@ pub(crate) unsafe fn all_gather_step(
     each.extend_from_slice(shape);
     let mut dst = vec![shape[axis] as i64 * ost[axis]];
     dst.extend_from_slice(&ost);
-    copy(
-        size,
-        &each,
-        gathered,
-        &super::ops::contiguous(&each),
-        out,
-        &dst,
-    );
-    Ok(())
+    let gathered = gathered as *const u8;
+    Ok(InFlight {
+        pending,
+        // SAFETY: (in the wait) the gathered blocks are complete, `out` valid as promised.
+        then: Some(Box::new(move || unsafe {
+            copy(
+                size,
+                &each,
+                gathered,
+                &super::ops::contiguous(&each),
+                out,
+                &dst,
+            )
+        })),
+    })
 }
 
 /// `Op::ReduceScatter(op, axis, ranks)` of `x` into `out` (contiguous, `x`'s `axis` cut
-/// `ranks` times): `x` laid out in `stage` as the ranks' blocks one after another (MPI's send
-/// buffer), MPI writing this rank's block of their fold into `out`.
+/// `ranks` times), started: `x` laid out in `stage` as the ranks' blocks one after another
+/// (MPI's send buffer), MPI writing this rank's block of their fold into `out`.
 ///
 /// # Safety
 /// As `all_gather_step`'s, `stage` valid for `x`'s bytes.
@@ -194,7 +221,7 @@ pub(crate) unsafe fn reduce_scatter_step(
     dtype: DType,
     stage: *mut u8,
     out: *mut u8,
-) -> Result<(), crate::Error> {
+) -> Result<InFlight, crate::Error> {
     let op = Op::ReduceScatter(r, axis, ranks);
     check_world(&op, ranks)?;
     let (size, bytes) = (dtype.size(), crate::shape::numel(shape) * dtype.size());
@@ -207,16 +234,16 @@ pub(crate) unsafe fn reduce_scatter_step(
     src.extend_from_slice(strides);
     let staged = super::ops::contiguous(&each);
     super::ops::copy(size, &each, ptr, &src, stage, &staged);
-    transport::reduce_scatter(
-        Bytes {
-            what: op.name(),
-            dtype,
-            send: std::slice::from_raw_parts(stage, bytes),
-            recv: std::slice::from_raw_parts_mut(out, bytes / ranks),
-        },
+    let b = Bytes {
+        what: op.name(),
+        dtype,
+        send: std::slice::from_raw_parts(stage, bytes),
+        recv: std::slice::from_raw_parts_mut(out, bytes / ranks),
+    };
+    Ok(InFlight::started(transport::start_reduce_scatter(
+        b,
         Fold::of(r),
-    );
-    Ok(())
+    )))
 }
 
 /// `op`, a collective, of the array `x` (the interpreter, and `dist` on concrete tensors):
@@ -259,7 +286,8 @@ pub(crate) struct Bytes<'a> {
     pub recv: &'a mut [u8],
 }
 
-/// The world of this process alone: each collective's result is its input.
+/// The world of this process alone: each collective's result is its input, there when it
+/// starts.
 #[cfg_attr(feature = "mpi", allow(dead_code))]
 pub(crate) mod one {
     use super::{Bytes, Fold};
@@ -270,26 +298,110 @@ pub(crate) mod one {
 
     pub fn barrier() {}
 
+    /// Nothing to wait for.
+    pub struct Pending;
+
+    pub fn wait(_: Pending) {}
+
     /// The fold of one value is that value.
-    pub fn all_reduce(b: Bytes, _: Fold) {
+    ///
+    /// # Safety
+    /// None beyond `Bytes`' (kept `unsafe` as MPI's twin).
+    pub unsafe fn start_all_reduce(b: Bytes, _: Fold) -> Pending {
         debug_assert_eq!(b.send.len() % b.dtype.size(), 0);
         b.recv.copy_from_slice(b.send);
+        Pending
     }
 
-    pub fn all_gather(b: Bytes) {
+    /// # Safety
+    /// None beyond `Bytes`'.
+    pub unsafe fn start_all_gather(b: Bytes) -> Pending {
         b.recv.copy_from_slice(b.send);
+        Pending
     }
 
     /// One block: all of it.
-    pub fn reduce_scatter(b: Bytes, _: Fold) {
+    ///
+    /// # Safety
+    /// None beyond `Bytes`'.
+    pub unsafe fn start_reduce_scatter(b: Bytes, _: Fold) -> Pending {
         b.recv.copy_from_slice(b.send);
+        Pending
     }
 
     /// The root is this process: `buf` is already its value.
-    pub fn broadcast(_: &str, _: &mut [u8], _: usize) {}
+    ///
+    /// # Safety
+    /// None.
+    pub unsafe fn start_broadcast(_: &str, _: &mut [u8], _: usize) -> Pending {
+        Pending
+    }
 
     /// A world of one has no other process to bring down (`dist` installs no hook for it).
     pub fn abort(code: i32) -> ! {
         std::process::exit(code)
+    }
+}
+
+/// A collective of a compiled step in flight: waited for where its result is first read,
+/// then finished (a gather lays the ranks' blocks out along its axis).
+pub(crate) struct InFlight {
+    pending: transport::Pending,
+    then: Option<Box<dyn FnOnce()>>,
+}
+
+impl InFlight {
+    fn started(pending: transport::Pending) -> InFlight {
+        InFlight {
+            pending,
+            then: None,
+        }
+    }
+
+    /// Wait for the collective and finish its step.
+    pub(crate) fn wait(self) {
+        transport::wait(self.pending);
+        if let Some(f) = self.then {
+            f();
+        }
+    }
+}
+
+/// The collectives of one call in flight, each with the index of the step before which it
+/// is waited for; dropping the set waits for every one left (a call ending early on an error
+/// must not give its arena back while MPI still writes into it).
+#[derive(Default)]
+pub(crate) struct InFlightSet(Vec<(usize, InFlight)>);
+
+impl InFlightSet {
+    pub(crate) fn push(&mut self, wait_before: usize, c: InFlight) {
+        self.0.push((wait_before, c));
+    }
+
+    /// Wait for those to be waited for before step `si` (in the order they started).
+    pub(crate) fn wait_before(&mut self, si: usize) {
+        if self.0.iter().all(|(w, _)| *w != si) {
+            return;
+        }
+        let (now, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.0)
+            .into_iter()
+            .partition(|(w, _)| *w == si);
+        self.0 = later;
+        for (_, c) in now {
+            c.wait();
+        }
+    }
+
+    /// Wait for every one.
+    pub(crate) fn wait_all(&mut self) {
+        for (_, c) in std::mem::take(&mut self.0) {
+            c.wait();
+        }
+    }
+}
+
+impl Drop for InFlightSet {
+    fn drop(&mut self) {
+        self.wait_all();
     }
 }

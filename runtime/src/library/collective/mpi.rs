@@ -1,13 +1,14 @@
 //! The collectives on MPI (Open MPI through the `mpi` crate): `MPI_COMM_WORLD`, initialised
 //! once with thread support and finalised at exit. Every call is serialised by one lock, so
 //! that MPI may be called from any thread whatever thread level it grants. Each collective is
-//! started non-blocking and waited for (`complete`), so that a timeout can end a collective
-//! some rank never joins.
+//! started non-blocking (`start_*`, a `Pending` request) and waited for later (`wait`): a
+//! compiled program waits where the collective's result is first read, and a timeout can end
+//! a collective some rank never joins.
 
 use super::{Bytes, Fold};
 use crate::DType;
 use mpi::collective::SystemOperation;
-use mpi::request::{scope, Request, Scope};
+use mpi::request::{Request, StaticScope};
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use std::sync::Mutex;
@@ -56,18 +57,18 @@ fn op(fold: Fold) -> SystemOperation {
     }
 }
 
-/// `$body` with `$s` and `$r` the send and receive bytes as slices of the dtype's elements
-/// (bool as bytes).
+/// `$body` with `$s` and `$r` the send and receive bytes as `'static` slices of the dtype's
+/// elements (bool as bytes), under the lock of MPI calls.
 macro_rules! typed {
     ($b:expr, |$s:ident, $r:ident| $body:expr) => {{
-        fn cast<'a, T>(s: &'a [u8], r: &'a mut [u8]) -> (&'a [T], &'a mut [T]) {
+        fn cast<T>(s: &[u8], r: &mut [u8]) -> (&'static [T], &'static mut [T]) {
             let size = std::mem::size_of::<T>();
             assert!(
                 s.as_ptr() as usize % std::mem::align_of::<T>() == 0
                     && r.as_ptr() as usize % std::mem::align_of::<T>() == 0
             );
-            // SAFETY: whole buffers of the dtype, aligned for it (checked), used only for the
-            // duration of the call that borrows them.
+            // SAFETY: whole buffers of the dtype, aligned for it (checked); the caller of
+            // `start` keeps them valid and untouched until the request is waited for.
             unsafe {
                 (
                     std::slice::from_raw_parts(s.as_ptr().cast(), s.len() / size),
@@ -101,20 +102,49 @@ macro_rules! typed {
     }};
 }
 
-/// Wait for the collective `what` (`req`). Where a timeout is set (`dist::set_timeout`) and
-/// passes first, this rank says so and MPI aborts every rank: the collective cannot be
+/// A collective in flight: its MPI request, and what it is (for the timeout's message).
+pub struct Pending {
+    request: mpi::ffi::MPI_Request,
+    what: String,
+}
+
+// SAFETY: an MPI request handle is a plain value; every MPI call on it holds `CALLS`.
+unsafe impl Send for Pending {}
+
+/// The raw request of a started collective.
+fn pending<D: ?Sized>(what: &str, req: Request<'static, D, StaticScope>) -> Pending {
+    // SAFETY: the request is completed by `wait` (every `Pending` is waited for: the
+    // executor's set of collectives in flight waits for the rest when dropped).
+    let (request, _, _) = unsafe { req.into_raw() };
+    Pending {
+        request,
+        what: what.to_string(),
+    }
+}
+
+/// Wait for a collective started by `start_*`. Where a timeout is set (`dist::set_timeout`)
+/// and passes first, this rank says so and MPI aborts every rank: the collective cannot be
 /// cancelled, and the ranks that did join it would wait for ever.
-fn complete<'a, D: ?Sized, S: Scope<'a>>(what: &str, req: Request<'a, D, S>) {
-    let Some(limit) = super::timeout() else {
-        return req.wait_without_status();
-    };
+pub fn wait(p: Pending) {
+    let Pending { mut request, what } = p;
+    let limit = super::timeout();
     let start = Instant::now();
-    let mut req = req;
     loop {
-        match req.test() {
-            Ok(_) => return,
-            Err(r) => req = r,
+        let _one = CALLS.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: a live request from `pending`, completed once here.
+        unsafe {
+            if limit.is_none() {
+                mpi::ffi::MPI_Wait(&mut request, mpi::ffi::RSMPI_STATUS_IGNORE);
+                return;
+            }
+            let mut done = 0;
+            mpi::ffi::MPI_Test(&mut request, &mut done, mpi::ffi::RSMPI_STATUS_IGNORE);
+            if done != 0 {
+                return;
+            }
         }
+        drop(_one);
+        let limit = limit.expect("a limit");
         if start.elapsed() > limit {
             let (r, n) = (world().rank(), world().size());
             eprintln!(
@@ -133,38 +163,57 @@ pub fn abort(code: i32) -> ! {
 }
 
 pub fn barrier() {
+    let req = {
+        let _one = CALLS.lock().unwrap_or_else(|e| e.into_inner());
+        pending("barrier", world().immediate_barrier())
+    };
+    wait(req);
+}
+
+/// Start the elementwise `fold` of every rank's `send` into `recv`.
+///
+/// # Safety
+/// `b`'s buffers stay valid, and `recv` unread and `send` unwritten, until `wait`.
+pub unsafe fn start_all_reduce(b: Bytes, fold: Fold) -> Pending {
+    typed!(b, |s, r| pending(
+        b.what,
+        world().immediate_all_reduce_into(StaticScope, s, r, op(fold))
+    ))
+}
+
+/// Start gathering every rank's `send` into `recv`, rank 0 first.
+///
+/// # Safety
+/// As `start_all_reduce`'s.
+pub unsafe fn start_all_gather(b: Bytes) -> Pending {
+    typed!(b, |s, r| pending(
+        b.what,
+        world().immediate_all_gather_into(StaticScope, s, r)
+    ))
+}
+
+/// Start the fold of every rank's `send` of which this rank receives its block in `recv`.
+///
+/// # Safety
+/// As `start_all_reduce`'s.
+pub unsafe fn start_reduce_scatter(b: Bytes, fold: Fold) -> Pending {
+    typed!(b, |s, r| pending(
+        b.what,
+        world().immediate_reduce_scatter_block_into(StaticScope, s, r, op(fold))
+    ))
+}
+
+/// Start broadcasting rank `root`'s `buf` into every rank's.
+///
+/// # Safety
+/// `buf` stays valid and untouched until `wait`.
+pub unsafe fn start_broadcast(what: &str, buf: &mut [u8], root: usize) -> Pending {
     let _one = CALLS.lock().unwrap_or_else(|e| e.into_inner());
-    complete("barrier", world().immediate_barrier());
-}
-
-pub fn all_reduce(b: Bytes, fold: Fold) {
-    typed!(b, |s, r| scope(|sc| {
-        complete(
-            b.what,
-            world().immediate_all_reduce_into(sc, s, r, op(fold)),
-        )
-    }))
-}
-
-pub fn all_gather(b: Bytes) {
-    typed!(b, |s, r| scope(|sc| {
-        complete(b.what, world().immediate_all_gather_into(sc, s, r))
-    }))
-}
-
-pub fn reduce_scatter(b: Bytes, fold: Fold) {
-    typed!(b, |s, r| scope(|sc| {
-        let req = world().immediate_reduce_scatter_block_into(sc, s, r, op(fold));
-        complete(b.what, req)
-    }))
-}
-
-pub fn broadcast(what: &str, buf: &mut [u8], root: usize) {
-    let _one = CALLS.lock().unwrap_or_else(|e| e.into_inner());
-    scope(|sc| {
-        let req = world()
-            .process_at_rank(root as i32)
-            .immediate_broadcast_into(sc, buf);
-        complete(what, req)
-    })
+    // SAFETY: as the caller promises, for the request's life.
+    let buf: &'static mut [u8] =
+        unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr(), buf.len()) };
+    let req = world()
+        .process_at_rank(root as i32)
+        .immediate_broadcast_into(StaticScope, buf);
+    pending(what, req)
 }
