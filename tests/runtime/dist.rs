@@ -537,8 +537,57 @@ fn a_collective_is_waited_for_where_its_result_is_first_read() {
         // (The sum of exponentials rounds as compiled sums do: relative 1e-6.)
         let got = exe.run_with(&[&x, &w]).unwrap();
         for (a, b) in bits(&got[0]).iter().zip(bits(&want[0])) {
-            assert!((a - b).abs() <= 1e-6 * b.abs(), "{a} against {b} at {level}");
+            assert!(
+                (a - b).abs() <= 1e-6 * b.abs(),
+                "{a} against {b} at {level}"
+            );
         }
         assert_eq!(bits(&got[1]), bits(&want[1]), "at {level}");
+    }
+}
+
+/// The schedule starts a collective as soon as its operand exists: traced after an
+/// independent chain of kernels, `all_reduce(exp(x) * 2)` (with the kernel computing its
+/// operand) moves ahead of that chain, so that the chain runs while it is in flight; a
+/// collective of another's result stays after it. The same values at every level.
+#[test]
+fn the_schedule_starts_collectives_as_early_as_their_operands_allow() {
+    use jitfuse::internals::codegen::{Isa, Target};
+    let (x, w) = (sample(&[64], DType::F32), sample(&[300, 40], DType::F32));
+    let g = crate::common::trace_fn(&[x.clone(), w.clone()], |ts| {
+        // The independent chain first: a row kernel and a loop kernel.
+        let z = (&ts[1] * 0.01).exp().sum(-1);
+        let z = (z.sqrt() + 1.0).sum_all();
+        let y = dist::all_reduce(&((&ts[0] * 0.1).exp() * 2.0), Reduce::Sum).unwrap();
+        let scattered = dist::reduce_scatter(&y, 0, Reduce::Sum).unwrap();
+        let gathered = dist::all_gather(&scattered, 0).unwrap();
+        vec![&gathered * &z]
+    });
+    let want = jitfuse::internals::interpret::eval_graph(&g, &[x.clone(), w.clone()], &[]).unwrap();
+    for level in Isa::supported() {
+        let exe = crate::common::compile_at(g.clone(), &Target::at(level)).unwrap();
+        let text = exe.collectives_text();
+        let at = |name: &str| -> (usize, usize) {
+            let l = text
+                .lines()
+                .find(|l| l.contains(name))
+                .unwrap_or_else(|| panic!("{text}"));
+            let words: Vec<&str> = l.split(' ').collect();
+            (words[1].parse().unwrap(), words[8].parse().unwrap())
+        };
+        let (start, wait) = at("all_reduce_sum");
+        // The kernel of its operand, then the collective, then the chain.
+        assert_eq!(start, 1, "{text}\n{}", exe.kernels_text());
+        assert!(wait > start + 2, "{text}\n{}", exe.kernels_text());
+        // The scatter reads the all-reduce's result: where its reader was.
+        let (scatter, _) = at("reduce_scatter_sum");
+        assert_eq!(scatter, wait, "{text}");
+        let got = exe.run_with(&[&x, &w]).unwrap();
+        for (a, b) in bits(&got[0]).iter().zip(bits(&want[0])) {
+            assert!(
+                (a - b).abs() <= 1e-5 * b.abs(),
+                "{a} against {b} at {level}"
+            );
+        }
     }
 }

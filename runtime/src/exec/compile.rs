@@ -314,7 +314,8 @@ impl Executable {
             &mut operand_maps,
             &in_place_library,
         );
-        let collective = |s: &Step| matches!(s, Step::Library(v) if crate::library::ops::is_collective(&graph.node(*v).op));
+        let collective =
+            |s: &Step| matches!(s, Step::Library(v) if graph.node(*v).op.is_collective());
         let scratch_of = |s: &Step| match s {
             Step::Library(v) => {
                 let n = graph.node(*v);

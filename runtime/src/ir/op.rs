@@ -332,6 +332,15 @@ impl Op {
     }
 
     /// The output types `(shape, dtype)` of a control-flow op.
+    /// A collective across the processes of `jitfuse::dist`: a call starts it where its step
+    /// runs and waits for it where its result is first read.
+    pub fn is_collective(&self) -> bool {
+        matches!(
+            self,
+            Op::AllReduce(_) | Op::BroadcastFrom(_) | Op::AllGather(..) | Op::ReduceScatter(..)
+        )
+    }
+
     /// Nodes with more than one result: control flow, and `attention_grad` (`dq` is
     /// the node, `dk` and `dv` are `get[1]` and `get[2]` of it). Results beyond the
     /// first are read through `get` nodes, and the step computing the node writes them.

@@ -51,15 +51,6 @@ pub fn scratch_bytes(op: &Op, in_shapes: &[&[usize]], out_shape: &[usize], dtype
     }
 }
 
-/// Whether `op` is a collective, which a call starts (`start_collective`) and waits for
-/// where its result is first read.
-pub fn is_collective(op: &Op) -> bool {
-    matches!(
-        op,
-        Op::AllReduce(_) | Op::BroadcastFrom(_) | Op::AllGather(..) | Op::ReduceScatter(..)
-    )
-}
-
 /// Start the collective `op` of `ins[0]`: its operand staged in `stage`
 /// (`scratch_bytes(op, ..)` of them) and MPI writing `out` (or `stage`, for a gather laid out
 /// by the wait). The result is there once the returned collective is waited for.

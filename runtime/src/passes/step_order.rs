@@ -95,10 +95,87 @@ pub fn schedule(
             best = Some((c, order));
         }
     }
-    match best {
-        Some((c, order)) if c < cost(&part, &trace) => (reordered(&part, &order), order),
-        _ => (part, trace),
+    let chosen = match best {
+        Some((c, order)) if c < cost(&part, &trace) => order,
+        _ => trace.clone(),
+    };
+    let order = hoist_collectives(g, &part, &deps, chosen);
+    debug_assert!(is_valid(&deps, &order), "hoisting broke a dependence");
+    if order == trace {
+        return (part, trace);
     }
+    (reordered(&part, &order), order)
+}
+
+/// `order` with each collective (and the steps that only feed it: a bucket's packing) moved
+/// to just after the last step it depends on otherwise, so that it starts as early as its
+/// operand exists and is in flight during the steps that follow (a call waits for it at its
+/// first reader: `exec`). A collective whose operand comes from another collective stays
+/// where it is: moved up against that one, the call would wait for the first at once. Moving
+/// a step earlier keeps every dependence (its operands are before the new place; its readers,
+/// in the moved chain or after the collective, are after it); the buffers of the moved steps
+/// live longer, which is the price of the overlap.
+pub fn hoist_collectives(
+    g: &Graph,
+    part: &Partition,
+    deps: &[Vec<usize>],
+    mut order: Vec<usize>,
+) -> Vec<usize> {
+    use crate::fusion::partition::Step;
+    let n = part.steps.len();
+    let collective: Vec<bool> = (part.steps.iter())
+        .map(|s| matches!(s, Step::Library(v) if g.node(*v).op.is_collective()))
+        .collect();
+    if !collective.contains(&true) {
+        return order;
+    }
+    let mut users = vec![Vec::new(); n];
+    for (s, ds) in deps.iter().enumerate() {
+        for &d in ds {
+            users[d].push(s);
+        }
+    }
+    let collectives: Vec<usize> = order.iter().copied().filter(|&s| collective[s]).collect();
+    for c in collectives {
+        // The chain: `c` and the steps whose every reader is in the chain.
+        let mut chain = vec![c];
+        loop {
+            let more: Vec<usize> = (chain.iter().flat_map(|&s| deps[s].iter().copied()))
+                .filter(|d| !chain.contains(d) && !collective[*d])
+                .filter(|d| users[*d].iter().all(|u| chain.contains(u)))
+                .collect();
+            if more.is_empty() {
+                break;
+            }
+            for d in more {
+                if !chain.contains(&d) {
+                    chain.push(d);
+                }
+            }
+        }
+        if chain
+            .iter()
+            .any(|&s| deps[s].iter().any(|&d| collective[d]))
+        {
+            continue;
+        }
+        let mut pos = vec![0; n];
+        for (i, &s) in order.iter().enumerate() {
+            pos[s] = i;
+        }
+        let after = (chain.iter().flat_map(|&s| deps[s].iter()))
+            .filter(|d| !chain.contains(d))
+            .map(|&d| pos[d] + 1)
+            .max()
+            .unwrap_or(0);
+        // (Chain steps already before that place stay there.)
+        let (moved, rest): (Vec<usize>, Vec<usize>) =
+            order[after..].iter().partition(|s| chain.contains(s));
+        order.truncate(after);
+        order.extend(moved);
+        order.extend(rest);
+    }
+    order
 }
 
 /// `part` with its steps in `order`.
