@@ -223,8 +223,7 @@ pub fn dp_train_step(
     remat: bool,
     total_steps: usize,
 ) -> (Gpt, StateOf<DpOpt, Gpt>, Tensor) {
-    let (l, g) = value_and_grad(|p: &Gpt| loss(p, ids, targets, heads, remat), &p);
-    let (p, s) = dp_opt(total_steps).update(&g, s, p);
+    let (p, s, l) = step_with(&dp_opt(total_steps), p, s, (ids, targets), heads, remat);
     (p, s, dist::all_reduce(&l, Reduce::Mean).unwrap())
 }
 
@@ -254,8 +253,20 @@ pub fn step_body(
     remat: bool,
     total_steps: usize,
 ) -> (Gpt, StateOf<Opt, Gpt>, Tensor) {
+    step_with(&opt(total_steps), p, s, (ids, targets), heads, remat)
+}
+
+/// The loss and gradient of a batch, and `o`'s update.
+fn step_with<O: Optimizer>(
+    o: &O,
+    p: Gpt,
+    s: StateOf<O, Gpt>,
+    (ids, targets): (&Tensor, &Tensor),
+    heads: usize,
+    remat: bool,
+) -> (Gpt, StateOf<O, Gpt>, Tensor) {
     let (l, g) = value_and_grad(|p: &Gpt| loss(p, ids, targets, heads, remat), &p);
-    let (p, s) = opt(total_steps).update(&g, s, p);
+    let (p, s) = o.update(&g, s, p);
     (p, s, l)
 }
 
