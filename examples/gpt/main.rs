@@ -9,12 +9,17 @@
 //!
 //! Options: `--iters N` (2000), `--eval-every N` (250), `--seed N` (1337), `--sample N`
 //! characters (500), `--data PATH` (the copy in `data/`), `--checkpoint PATH`
-//! (`target/gpt-shakespeare.safetensors`), `--data-parallel`.
+//! (`target/gpt-shakespeare.safetensors`), `--data-parallel`, `--check`.
 //!
 //! `--data-parallel` trains on every process of `mpirun` (built with `--features mpi`):
 //! every rank draws the same batch and takes its rows (12 rows: 1, 2, 3, 4 or 6 ranks), the
 //! gradients are averaged over the ranks (`optim::data_parallel`), so the run computes what
-//! one process computes, each rank doing its share; rank 0 prints, evaluates and saves.
+//! one process computes, each rank doing its share; rank 0 prints, evaluates and saves. It
+//! prints each rank's step time and the time it waited for communication the step did not
+//! hide (`dist::time_waiting`). `--check` also trains one process's copy on whole batches on
+//! every rank and compares: the loss at every step (relative 1e-6) and, at the end, the
+//! parameters of every rank bit for bit (a checksum gathered from every rank); it exits
+//! non-zero where they differ.
 //!
 //! ```text
 //! cargo build --release --features mpi --example gpt
@@ -48,6 +53,7 @@ struct Options {
     data: String,
     checkpoint: String,
     data_parallel: bool,
+    check: bool,
 }
 
 fn options() -> Options {
@@ -60,6 +66,7 @@ fn options() -> Options {
         data: format!("{root}/data/tinyshakespeare.txt"),
         checkpoint: format!("{root}/target/gpt-shakespeare.safetensors"),
         data_parallel: false,
+        check: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -79,6 +86,7 @@ fn options() -> Options {
             "--data" => o.data = value(),
             "--checkpoint" => o.checkpoint = value(),
             "--data-parallel" => o.data_parallel = true,
+            "--check" => o.check = true,
             _ => fail(&format!(
                 "unknown option {flag:?} (see the top of examples/gpt/main.rs)"
             )),
@@ -248,6 +256,10 @@ fn main() {
     let mut rng = Rng(o.seed);
     let mut eval_rng = Rng(o.seed ^ 0xE7A1);
     let mut times: Vec<Duration> = Vec::with_capacity(o.iters);
+    let mut waits: Vec<Duration> = Vec::with_capacity(o.iters);
+    // `--check`: one process's copy, trained on whole batches.
+    let mut copy = o.check.then(|| (p.clone(), opt(o.iters).init(&p)));
+    let mut worst = 0f64;
     let (mut window, mut window_loss) = (Instant::now(), 0.0f64);
     let mut donated = 0;
     let wall = Instant::now();
@@ -255,10 +267,17 @@ fn main() {
     for step in 0..o.iters {
         let (x, y) = batch(&corpus.train, &cfg, &mut rng);
         let before = p.wte.storage_addr();
-        let t = Instant::now();
+        let (t, waited) = (Instant::now(), dist::time_waiting());
         let (p2, s2, l) = step_fn(p, state, &x, &y);
         let loss = l.item::<f32>().unwrap();
         times.push(t.elapsed());
+        waits.push(dist::time_waiting() - waited);
+        if let Some((q, qs)) = copy.take() {
+            let (q, qs, lq) = train_step(q, qs, &x, &y, cfg.heads, cfg.remat, o.iters);
+            let lq = lq.item::<f32>().unwrap() as f64;
+            worst = worst.max((loss as f64 - lq).abs() / lq.abs());
+            copy = Some((q, qs));
+        }
         donated += (p2.wte.storage_addr() == before) as usize;
         (p, state) = (p2, s2);
         window_loss += loss as f64;
@@ -317,6 +336,21 @@ fn main() {
         o.iters
     );
     say!("final validation loss {val:.4} (nanoGPT's README: 1.88 for this configuration)");
+    if o.data_parallel {
+        report_ranks(&times, &waits, &cfg);
+    }
+    if let Some((q, _)) = &copy {
+        let same = check_ranks(&p, q);
+        say!(
+            "--check: largest relative difference of the loss from one process's, over {} \
+             steps: {worst:.2e}; the parameters the same bits on every rank: {same}",
+            o.iters
+        );
+        if worst > 1e-6 || !same {
+            eprintln!("gpt: --check failed on rank {rank}");
+            std::process::exit(1);
+        }
+    }
     if rank != 0 {
         return;
     }
@@ -355,6 +389,54 @@ fn main() {
         "\n---- {} characters sampled from the loaded model ----\n{text}",
         o.sample
     );
+}
+
+/// Each rank's median step time and the communication it waited for in it, printed by rank 0
+/// (gathered from every rank).
+fn report_ranks(times: &[Duration], waits: &[Duration], cfg: &Config) {
+    let median = |d: &[Duration]| {
+        let mut v: Vec<f64> = d.iter().skip(1).map(|t| t.as_secs_f64() * 1e3).collect();
+        v.sort_by(|a, b| a.total_cmp(b));
+        v.get(v.len() / 2).copied().unwrap_or(0.0)
+    };
+    let mean = |d: &[Duration]| {
+        d.iter().skip(1).map(|t| t.as_secs_f64() * 1e3).sum::<f64>() / (d.len().max(2) - 1) as f64
+    };
+    let mine = Tensor::from_vec(vec![median(times), mean(waits)], &[1, 2]).unwrap();
+    let all = dist::all_gather(&mine, 0).unwrap().to_vec::<f64>().unwrap();
+    let ranks = all.len() / 2;
+    if dist::rank() != 0 {
+        return;
+    }
+    let rows = (cfg.batch / ranks * cfg.block) as f64;
+    for (r, v) in all.chunks(2).enumerate() {
+        println!(
+            "rank {r}: median {:.1} ms per step, {:.0} tokens/s of its rows; waited {:.2} ms per \
+             step for communication the step did not hide ({:.1} %)",
+            v[0],
+            rows / v[0] * 1e3,
+            v[1],
+            100.0 * v[1] / v[0]
+        );
+    }
+}
+
+/// Whether every rank holds the same bits in `p` (a checksum of them gathered from every
+/// rank), and the same for the one-process copy `q`.
+fn check_ranks(p: &Gpt, q: &Gpt) -> bool {
+    use std::hash::{Hash, Hasher};
+    let sum = |t: &Gpt| {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        for l in t.leaves() {
+            for v in l.to_vec::<f32>().unwrap() {
+                v.to_bits().hash(&mut h);
+            }
+        }
+        h.finish() as i64
+    };
+    let mine = Tensor::from_vec(vec![sum(p), sum(q)], &[1, 2]).unwrap();
+    let all = dist::all_gather(&mine, 0).unwrap().to_vec::<i64>().unwrap();
+    all.chunks(2).all(|c| c == &all[..2])
 }
 
 /// `n` characters after a newline, each drawn from the softmax of the model's logits

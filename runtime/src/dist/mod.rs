@@ -82,6 +82,14 @@ fn joined() -> world::World {
     world::world()
 }
 
+/// The time this process has spent waiting for compiled collectives to complete, since it
+/// started: the communication a program did not hide behind its other steps (a collective
+/// still running when its first reader comes). Read it before and after a step to see that
+/// step's exposed communication.
+pub fn time_waiting() -> Duration {
+    Duration::from_nanos(world::WAITED_NANOS.load(std::sync::atomic::Ordering::Relaxed))
+}
+
 /// Wait until every rank has called `barrier`.
 pub fn barrier() {
     joined();

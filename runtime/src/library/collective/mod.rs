@@ -343,6 +343,10 @@ pub(crate) mod one {
     }
 }
 
+/// Time this process has spent waiting for the collectives of compiled steps to complete
+/// (`dist::time_waiting`).
+pub(crate) static WAITED_NANOS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// A collective of a compiled step in flight: waited for where its result is first read,
 /// then finished (a gather lays the ranks' blocks out along its axis).
 pub(crate) struct InFlight {
@@ -360,7 +364,10 @@ impl InFlight {
 
     /// Wait for the collective and finish its step.
     pub(crate) fn wait(self) {
+        let start = std::time::Instant::now();
         transport::wait(self.pending);
+        let waited = start.elapsed().as_nanos().min(u64::MAX as u128) as u64;
+        WAITED_NANOS.fetch_add(waited, std::sync::atomic::Ordering::Relaxed);
         if let Some(f) = self.then {
             f();
         }
