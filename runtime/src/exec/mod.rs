@@ -413,101 +413,11 @@ impl Executable {
                         threads = unsafe { parallel::run_kernel(*f, &ptrs, *split) };
                     }
                 }
-                steps::Run::Matmul { v, operands, split } => {
-                    let n = g.node(*v);
-                    let operand = |k: usize| {
-                        let (x, a) = (n.inputs[k], &operands[k]);
-                        let size = g.node(x).dtype.size() as i64;
-                        crate::library::Strided {
-                            ptr: ptr[a.root.index()].wrapping_offset((a.offset * size) as isize),
-                            shape: g.node(x).shape.clone(),
-                            strides: a.strides.clone(),
-                        }
-                    };
-                    let (a, b) = (operand(0), operand(1));
-                    // SAFETY: the operands' maps stay inside their live roots
-                    // (folded views of checked shapes); the destination is
-                    // planned for this value and overlaps no operand.
-                    unsafe {
-                        crate::library::matmul_strided(
-                            &a,
-                            &b,
-                            &n.shape,
-                            n.dtype,
-                            ptr[v.index()],
-                            *split,
-                        )
-                    };
-                }
-                steps::Run::Control { v, program } => {
-                    let n = g.node(*v);
-                    let ins = borrowed_inputs(g, &self.part, n, &ptr)?;
-                    let dest = result_buffers(g, &step.writes, &ptr, program.outputs);
-                    // SAFETY: the destinations were planned for these values
-                    // and overlap no operand (no in-place for library steps).
-                    unsafe { program.run(&n.op, &ins, &dest)? };
-                }
-                steps::Run::Library {
-                    v,
-                    operands,
-                    collective,
-                } => {
-                    let n = g.node(*v);
-                    let ins: Vec<crate::library::ops::Operand> = n
-                        .inputs
-                        .iter()
-                        .zip(operands)
-                        .map(|(&x, a)| {
-                            let xn = g.node(x);
-                            let off = a.offset * xn.dtype.size() as i64;
-                            crate::library::ops::Operand {
-                                ptr: ptr[a.root.index()].wrapping_offset(off as isize),
-                                dtype: xn.dtype,
-                                shape: &xn.shape,
-                                strides: &a.strides,
-                            }
-                        })
-                        .collect();
-                    // SAFETY: the operands' maps stay inside their live roots
-                    // (folded views of checked shapes, constants of one
-                    // element read with zero strides); the destination was
-                    // planned for this value and overlaps no operand (no
-                    // in-place for library steps); the scratch is this call's.
-                    if let Some(c) = collective {
-                        // SAFETY: as below; the staging region is this step's alone and the
-                        // output is read only after the wait (`Collective::wait_before`).
-                        let started = unsafe {
-                            crate::library::ops::start_collective(
-                                &n.op,
-                                &ins,
-                                &n.shape,
-                                n.dtype,
-                                ptr[v.index()],
-                                arena.as_mut_ptr().wrapping_add(c.stage),
-                            )?
-                        };
-                        in_flight.push(c.wait_before, started);
-                    } else if let Op::AttentionGrad(spec) = &n.op {
-                        // dq (the node), dk and dv (its `get`s; null when no one reads them).
-                        let dest: [*mut u8; 3] = result_buffers(g, &step.writes, &ptr, 3)
-                            .try_into()
-                            .expect("three results");
-                        // SAFETY: as below, for each destination.
-                        unsafe {
-                            crate::library::attention::run_grad(spec, &ins, n.dtype, dest, scratch)
-                        };
-                    } else {
-                        unsafe {
-                            crate::library::ops::run(
-                                &n.op,
-                                &ins,
-                                &n.shape,
-                                n.dtype,
-                                ptr[v.index()],
-                                scratch,
-                            )?
-                        };
-                    }
+                // Library calls, products and control flow: out of line, so that the loop
+                // the kernels run in stays small in the instruction cache (a cached call of a
+                // one-kernel program is mostly this loop).
+                _ => {
+                    self.run_library_step(step, &ptr, arena.as_mut_ptr(), scratch, &mut in_flight)?
                 }
             }
             if let (Some(t), Some(started)) = (&mut timer, started) {
@@ -526,6 +436,121 @@ impl Executable {
             .map(|&o| self.output(o, args, &out_bufs).map(&wrap))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(outs)
+    }
+
+    /// A step that is not a compiled kernel (`Run::Matmul`, `Run::Control`, `Run::Library`)
+    /// with the buffers `ptr` of this call, its arena and scratch; a collective is started
+    /// and added to `in_flight`.
+    #[inline(never)]
+    fn run_library_step(
+        &self,
+        step: &steps::RunStep,
+        ptr: &[*mut u8],
+        arena: *mut u8,
+        scratch: *mut u8,
+        in_flight: &mut crate::library::collective::InFlightSet,
+    ) -> Result<(), Error> {
+        let g = &self.graph;
+        match &step.run {
+            steps::Run::Matmul { v, operands, split } => {
+                let n = g.node(*v);
+                let operand = |k: usize| {
+                    let (x, a) = (n.inputs[k], &operands[k]);
+                    let size = g.node(x).dtype.size() as i64;
+                    crate::library::Strided {
+                        ptr: ptr[a.root.index()].wrapping_offset((a.offset * size) as isize),
+                        shape: g.node(x).shape.clone(),
+                        strides: a.strides.clone(),
+                    }
+                };
+                let (a, b) = (operand(0), operand(1));
+                // SAFETY: the operands' maps stay inside their live roots
+                // (folded views of checked shapes); the destination is
+                // planned for this value and overlaps no operand.
+                unsafe {
+                    crate::library::matmul_strided(
+                        &a,
+                        &b,
+                        &n.shape,
+                        n.dtype,
+                        ptr[v.index()],
+                        *split,
+                    )
+                };
+            }
+            steps::Run::Control { v, program } => {
+                let n = g.node(*v);
+                let ins = borrowed_inputs(g, &self.part, n, &ptr)?;
+                let dest = result_buffers(g, &step.writes, &ptr, program.outputs);
+                // SAFETY: the destinations were planned for these values
+                // and overlap no operand (no in-place for library steps).
+                unsafe { program.run(&n.op, &ins, &dest)? };
+            }
+            steps::Run::Library {
+                v,
+                operands,
+                collective,
+            } => {
+                let n = g.node(*v);
+                let ins: Vec<crate::library::ops::Operand> = n
+                    .inputs
+                    .iter()
+                    .zip(operands)
+                    .map(|(&x, a)| {
+                        let xn = g.node(x);
+                        let off = a.offset * xn.dtype.size() as i64;
+                        crate::library::ops::Operand {
+                            ptr: ptr[a.root.index()].wrapping_offset(off as isize),
+                            dtype: xn.dtype,
+                            shape: &xn.shape,
+                            strides: &a.strides,
+                        }
+                    })
+                    .collect();
+                // SAFETY: the operands' maps stay inside their live roots
+                // (folded views of checked shapes, constants of one
+                // element read with zero strides); the destination was
+                // planned for this value and overlaps no operand (no
+                // in-place for library steps); the scratch is this call's.
+                if let Some(c) = collective {
+                    // SAFETY: as below; the staging region is this step's alone and the
+                    // output is read only after the wait (`Collective::wait_before`).
+                    let started = unsafe {
+                        crate::library::ops::start_collective(
+                            &n.op,
+                            &ins,
+                            &n.shape,
+                            n.dtype,
+                            ptr[v.index()],
+                            arena.wrapping_add(c.stage),
+                        )?
+                    };
+                    in_flight.push(c.wait_before, started);
+                } else if let Op::AttentionGrad(spec) = &n.op {
+                    // dq (the node), dk and dv (its `get`s; null when no one reads them).
+                    let dest: [*mut u8; 3] = result_buffers(g, &step.writes, &ptr, 3)
+                        .try_into()
+                        .expect("three results");
+                    // SAFETY: as below, for each destination.
+                    unsafe {
+                        crate::library::attention::run_grad(spec, &ins, n.dtype, dest, scratch)
+                    };
+                } else {
+                    unsafe {
+                        crate::library::ops::run(
+                            &n.op,
+                            &ins,
+                            &n.shape,
+                            n.dtype,
+                            ptr[v.index()],
+                            scratch,
+                        )?
+                    };
+                }
+            }
+            steps::Run::Kernel { .. } => unreachable!("kernels run in the call's loop"),
+        }
+        Ok(())
     }
 
     fn take_arena(&self) -> Result<ArenaGuard<'_>, Error> {
