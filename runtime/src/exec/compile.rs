@@ -326,22 +326,10 @@ impl Executable {
             }
             _ => 0,
         };
-        let scratch = part
-            .steps
-            .iter()
-            .map(|s| match s {
-                Step::Library(_) if collective(s) => 0,
-                Step::Library(v) if in_place_library(s) => {
-                    let n = graph.node(*v);
-                    let ins: Vec<&[usize]> = n
-                        .inputs
-                        .iter()
-                        .map(|&x| graph.node(x).shape.as_slice())
-                        .collect();
-                    crate::library::ops::scratch_bytes(&n.op, &ins, &n.shape, n.dtype)
-                }
-                _ => 0,
-            })
+        // The scratch the library steps share (collectives have regions of their own).
+        let scratch = (part.steps.iter())
+            .filter(|s| in_place_library(s) && !collective(s))
+            .map(scratch_of)
             .max()
             .unwrap_or(0);
         let scratch_offset = plan.arena_bytes.div_ceil(plan::ARENA_ALIGN) * plan::ARENA_ALIGN;
