@@ -50,6 +50,10 @@ pub enum View<'a> {
     I64(&'a [i64]),
     /// `bool` elements.
     Bool(&'a [bool]),
+    /// `bf16` elements.
+    BF16(&'a [half::bf16]),
+    /// `f16` elements.
+    F16(&'a [half::f16]),
 }
 
 impl Array {
@@ -134,6 +138,8 @@ impl Array {
             DType::I32 => View::I32(b.typed()),
             DType::I64 => View::I64(b.typed()),
             DType::Bool => View::Bool(b.typed()),
+            DType::BF16 => View::BF16(b.typed()),
+            DType::F16 => View::F16(b.typed()),
         }
     }
 
@@ -145,6 +151,8 @@ impl Array {
             View::I32(v) => Literal::Int(v[i] as i64),
             View::I64(v) => Literal::Int(v[i]),
             View::Bool(v) => Literal::Bool(v[i]),
+            View::BF16(v) => Literal::Float(v[i].to_f64()),
+            View::F16(v) => Literal::Float(v[i].to_f64()),
         }
     }
 
@@ -156,6 +164,8 @@ impl Array {
             View::I32(v) => v[i] as f64,
             View::I64(v) => v[i] as f64,
             View::Bool(v) => v[i] as u8 as f64,
+            View::BF16(v) => v[i].to_f64(),
+            View::F16(v) => v[i].to_f64(),
         }
     }
 
@@ -205,6 +215,18 @@ fn fill(buf: &mut Buffer, dtype: DType, l: Literal) {
                 buf.typed_mut::<bool>().fill(true)
             }
         }
+        DType::BF16 => {
+            let v = half::bf16::from_f64(l.as_f64(dtype));
+            if v.to_bits() != 0 {
+                buf.typed_mut::<half::bf16>().fill(v)
+            }
+        }
+        DType::F16 => {
+            let v = half::f16::from_f64(l.as_f64(dtype));
+            if v.to_bits() != 0 {
+                buf.typed_mut::<half::f16>().fill(v)
+            }
+        }
     }
 }
 
@@ -216,6 +238,8 @@ pub fn write_literal(buf: &mut Buffer, dtype: DType, i: usize, l: Literal) {
         DType::I32 => buf.typed_mut::<i32>()[i] = l.as_i64(dtype) as i32,
         DType::I64 => buf.typed_mut::<i64>()[i] = l.as_i64(dtype),
         DType::Bool => buf.typed_mut::<bool>()[i] = l.as_i64(dtype) != 0,
+        DType::BF16 => buf.typed_mut::<half::bf16>()[i] = half::bf16::from_f64(l.as_f64(dtype)),
+        DType::F16 => buf.typed_mut::<half::f16>()[i] = half::f16::from_f64(l.as_f64(dtype)),
     }
 }
 
@@ -237,6 +261,11 @@ mod tests {
             (Literal::Int(1 << 40), DType::I64),
             (Literal::Bool(true), DType::Bool),
             (Literal::Bool(false), DType::Bool),
+            (Literal::Float(0.1), DType::BF16),
+            (Literal::Float(-0.0), DType::BF16),
+            (Literal::Float(1e6), DType::F16),
+            (Literal::Float(f64::NAN), DType::F16),
+            (Literal::Int(-3), DType::F16),
         ];
         for (l, d) in cases {
             let a = Array::filled(l, &[3, 5], d);

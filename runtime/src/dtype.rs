@@ -15,11 +15,25 @@ pub enum DType {
     I64,
     /// Truth value, one byte (0 or 1); takes part in no arithmetic (cast it).
     Bool,
+    /// bfloat16: 16-bit storage (f32's exponent range, 8 significant bits). Ops compute
+    /// in f32 and round their result to bf16 (nearest, ties to even).
+    BF16,
+    /// IEEE binary16: 16-bit storage (11 significant bits, largest finite 65504). Ops
+    /// compute in f32 and round their result to f16 (overflow gives infinity).
+    F16,
 }
 
 impl DType {
     /// Every dtype.
-    pub const ALL: [DType; 5] = [DType::F32, DType::F64, DType::I32, DType::I64, DType::Bool];
+    pub const ALL: [DType; 7] = [
+        DType::F32,
+        DType::F64,
+        DType::I32,
+        DType::I64,
+        DType::Bool,
+        DType::BF16,
+        DType::F16,
+    ];
 
     /// Bytes of one element in memory (`bool` is one byte holding 0 or 1).
     pub fn size(self) -> usize {
@@ -27,12 +41,39 @@ impl DType {
             DType::F32 | DType::I32 => 4,
             DType::F64 | DType::I64 => 8,
             DType::Bool => 1,
+            DType::BF16 | DType::F16 => 2,
         }
     }
 
-    /// `f32` or `f64`.
+    /// `f32`, `f64`, `bf16` or `f16`.
     pub fn is_float(self) -> bool {
-        matches!(self, DType::F32 | DType::F64)
+        matches!(self, DType::F32 | DType::F64 | DType::BF16 | DType::F16)
+    }
+
+    /// `bf16` or `f16`: a storage type whose ops compute in `f32`.
+    pub fn is_half(self) -> bool {
+        matches!(self, DType::BF16 | DType::F16)
+    }
+
+    /// The type its ops compute in: `f32` for the 16-bit floats, itself otherwise.
+    pub fn compute(self) -> DType {
+        match self {
+            DType::BF16 | DType::F16 => DType::F32,
+            d => d,
+        }
+    }
+
+    /// `v` rounded to this dtype's values, as an `f64` (nearest, ties to even, once; NaN
+    /// stays NaN; f16 overflows to infinity). Identity for `f64`; for integer and bool
+    /// dtypes see `Literal::as_f64`.
+    pub fn round_f64(self, v: f64) -> f64 {
+        match self {
+            DType::F32 => v as f32 as f64,
+            DType::BF16 => half::bf16::from_f64(v).to_f64(),
+            DType::F16 => half::f16::from_f64(v).to_f64(),
+            DType::F64 => v,
+            _ => Literal::Float(v).as_f64(self),
+        }
     }
 
     /// `i32` or `i64`.
@@ -48,6 +89,8 @@ impl DType {
             DType::I32 => "i32",
             DType::I64 => "i64",
             DType::Bool => "bool",
+            DType::BF16 => "bf16",
+            DType::F16 => "f16",
         }
     }
 
@@ -58,8 +101,8 @@ impl DType {
 
     /// The dtype two tensors of an arithmetic op are promoted to, in the spirit
     /// of JAX's lattice: the wider of two ints or of two floats; int with float
-    /// gives the float. `bool` takes part in no arithmetic (cast it first):
-    /// `None` means "no promotion exists".
+    /// gives the float; bf16 with f16 gives f32 (neither holds the other). `bool`
+    /// takes part in no arithmetic (cast it first): `None` means "no promotion exists".
     pub fn promote(a: DType, b: DType) -> Option<DType> {
         use DType::*;
         if a == b {
@@ -68,7 +111,8 @@ impl DType {
         match (a, b) {
             (Bool, _) | (_, Bool) => None,
             (F64, _) | (_, F64) => Some(F64),
-            (F32, _) | (_, F32) => Some(F32),
+            (F32, _) | (_, F32) | (BF16, F16) | (F16, BF16) => Some(F32),
+            (h, _) | (_, h) if h.is_half() => Some(h),
             _ => Some(I64), // i32 with i64
         }
     }
@@ -85,7 +129,7 @@ mod sealed {
 }
 
 /// A Rust type that is the element type of a tensor: `f32`, `f64`, `i32`,
-/// `i64` or `bool`.
+/// `i64`, `bool`, or the `half` crate's `bf16` and `f16`.
 pub trait Element: sealed::Sealed + Copy + Send + Sync + PartialEq + fmt::Debug + 'static {
     /// The dtype of tensors of this element type.
     const DTYPE: DType;
@@ -127,6 +171,29 @@ element!(f32, F32, Float);
 element!(f64, F64, Float);
 element!(i32, I32, Int);
 element!(i64, I64, Int);
+
+macro_rules! half_element {
+    ($t:ty, $d:ident) => {
+        impl sealed::Sealed for $t {}
+        impl Element for $t {
+            const DTYPE: DType = DType::$d;
+            fn to_f64(self) -> f64 {
+                <$t>::to_f64(self)
+            }
+            fn to_i64(self) -> i64 {
+                <$t>::to_f64(self) as i64
+            }
+            fn from_literal(l: Literal) -> Self {
+                <$t>::from_f64(l.as_f64(DType::$d))
+            }
+            fn to_literal(self) -> Literal {
+                Literal::Float(<$t>::to_f64(self))
+            }
+        }
+    };
+}
+half_element!(half::bf16, BF16);
+half_element!(half::f16, F16);
 
 impl sealed::Sealed for bool {}
 impl Element for bool {
@@ -205,8 +272,7 @@ impl Literal {
     /// i64 constants beyond 2^53 go through `as_i64`).
     pub fn as_f64(self, dtype: DType) -> f64 {
         match dtype {
-            DType::F32 => self.raw_f64() as f32 as f64,
-            DType::F64 => self.raw_f64(),
+            DType::F32 | DType::F64 | DType::BF16 | DType::F16 => self.float_rounded(dtype),
             DType::I32 => self.as_i64(dtype) as f64,
             DType::I64 => self.as_i64(dtype) as f64,
             DType::Bool => (self.raw_f64() != 0.0) as u8 as f64,
@@ -228,6 +294,17 @@ impl Literal {
         }
     }
 
+    /// The value rounded once to float dtype `dtype` (an integer goes through `f64`).
+    fn float_rounded(self, dtype: DType) -> f64 {
+        let v = self.raw_f64();
+        match dtype {
+            DType::F32 => v as f32 as f64,
+            DType::BF16 => half::bf16::from_f64(v).to_f64(),
+            DType::F16 => half::f16::from_f64(v).to_f64(),
+            _ => v,
+        }
+    }
+
     fn raw_f64(self) -> f64 {
         match self {
             Literal::Float(v) => v,
@@ -239,7 +316,9 @@ impl Literal {
     /// The literal as it will be stored, converted to `dtype`.
     pub fn cast(self, dtype: DType) -> Literal {
         match dtype {
-            DType::F32 | DType::F64 => Literal::Float(self.as_f64(dtype)),
+            DType::F32 | DType::F64 | DType::BF16 | DType::F16 => {
+                Literal::Float(self.as_f64(dtype))
+            }
             DType::I32 | DType::I64 => Literal::Int(self.as_i64(dtype)),
             DType::Bool => Literal::Bool(self.raw_f64() != 0.0),
         }

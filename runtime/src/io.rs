@@ -699,6 +699,8 @@ fn file_dtype(d: DType) -> Dtype {
         DType::I32 => Dtype::I32,
         DType::I64 => Dtype::I64,
         DType::Bool => Dtype::BOOL,
+        DType::BF16 => Dtype::BF16,
+        DType::F16 => Dtype::F16,
     }
 }
 
@@ -709,6 +711,8 @@ fn jitfuse_dtype(d: Dtype) -> Option<DType> {
         Dtype::I32 => DType::I32,
         Dtype::I64 => DType::I64,
         Dtype::BOOL => DType::Bool,
+        Dtype::BF16 => DType::BF16,
+        Dtype::F16 => DType::F16,
         _ => return None,
     })
 }

@@ -23,6 +23,8 @@ pub mod trace;
 
 pub use dtype::{DType, Element, Literal, Scalar};
 pub use error::{Error, ErrorKind, SourceLoc};
+/// The 16-bit float element types (`DType::BF16`, `DType::F16`), from the `half` crate.
+pub use half::{self, bf16, f16};
 pub use tensor::Tensor;
 #[deny(missing_docs)]
 pub mod autodiff;

@@ -4,7 +4,7 @@
 use jitfuse::internals::exec::Executable;
 use jitfuse::internals::interpret;
 use jitfuse::internals::ir::{self, Graph};
-use jitfuse::{DType, Tensor};
+use jitfuse::{half, DType, Tensor};
 
 pub struct Rng(u64);
 
@@ -89,6 +89,14 @@ pub fn random_tensor(
         DType::I32 => Tensor::from_vec(vals.iter().map(|&v| v.round() as i32).collect(), shape),
         DType::I64 => Tensor::from_vec(vals.iter().map(|&v| v.round() as i64).collect(), shape),
         DType::Bool => Tensor::from_vec(vals.iter().map(|&v| v > (lo + hi) / 2.0).collect(), shape),
+        DType::BF16 => Tensor::from_vec(
+            vals.iter().map(|&v| half::bf16::from_f64(v)).collect(),
+            shape,
+        ),
+        DType::F16 => Tensor::from_vec(
+            vals.iter().map(|&v| half::f16::from_f64(v)).collect(),
+            shape,
+        ),
     }
     .unwrap()
 }
@@ -108,11 +116,24 @@ impl Tol {
     /// design, so a relative bound means nothing there).
     pub fn rel(d: DType, rel: f64) -> Tol {
         let abs = match d {
-            DType::F32 => f32::MIN_POSITIVE as f64,
+            DType::F32 | DType::BF16 => f32::MIN_POSITIVE as f64,
             DType::F64 => f64::MIN_POSITIVE,
+            DType::F16 => half::f16::MIN_POSITIVE.to_f64(),
             _ => 0.0,
         };
         Tol { rel, abs }
+    }
+
+    /// One unit in the last place of `d` (bf16, f16), relative to the result: an op computed
+    /// in f32 and rounded to 16 bits is within one of the value computed exactly and
+    /// rounded once (`Tol::rel` with that bound).
+    pub fn half_ulp(d: DType) -> Tol {
+        let rel = match d {
+            DType::BF16 => 2f64.powi(-7),
+            DType::F16 => 2f64.powi(-10),
+            _ => unreachable!("{d} is not a 16-bit float"),
+        };
+        Tol::rel(d, rel)
     }
 
     /// The normwise bound `|a - b| <= rel*|b| + abs*max|b|` (the maximum over the finite
@@ -158,6 +179,18 @@ pub fn to_f64s(t: &Tensor) -> Vec<f64> {
             .unwrap()
             .into_iter()
             .map(|v| v as u8 as f64)
+            .collect(),
+        DType::BF16 => t
+            .to_vec::<half::bf16>()
+            .unwrap()
+            .into_iter()
+            .map(|v| v.to_f64())
+            .collect(),
+        DType::F16 => t
+            .to_vec::<half::f16>()
+            .unwrap()
+            .into_iter()
+            .map(|v| v.to_f64())
             .collect(),
     }
 }
@@ -304,6 +337,10 @@ pub fn float_tol(d: DType) -> Tol {
             rel: 1e-12,
             abs: 1e-12,
         },
+        DType::BF16 | DType::F16 => Tol {
+            abs: Tol::half_ulp(d).rel,
+            ..Tol::half_ulp(d)
+        },
         _ => EXACT,
     }
 }
@@ -315,6 +352,7 @@ pub fn float_norm_tol(d: DType, want: &Tensor) -> Tol {
     let abs = match d {
         DType::F32 => 1e-6,
         DType::F64 => 1e-13,
+        DType::BF16 | DType::F16 => Tol::half_ulp(d).rel,
         _ => 0.0,
     };
     Tol {

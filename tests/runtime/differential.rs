@@ -11,6 +11,10 @@ const NUMERIC: [DType; 4] = [DType::F32, DType::F64, DType::I32, DType::I64];
 
 /// Tolerance of the vectorised approximations (see codegen::math).
 fn approx_tol(d: DType) -> Tol {
+    if d.is_half() {
+        let t = Tol::half_ulp(d);
+        return Tol { abs: t.rel, ..t };
+    }
     if d == DType::F32 {
         Tol {
             rel: 4e-6,

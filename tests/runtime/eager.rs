@@ -488,7 +488,7 @@ fn eager_case(seed: u64) -> Result<bool, String> {
     };
     let values = noise::node_values(&g, &args, &captured).map_err(|e| format!("noise: {e}"))?;
     let noise = noise::analyse(&g, &values);
-    let f32 = g.nodes.iter().any(|n| n.dtype == DType::F32);
+    let f32 = check::coarsest(&g);
     for (k, (a, b)) in got.iter().zip(&want).enumerate() {
         let (scale, noisy_inf) = (noise.scales[k], noise.noisy_infinities[k]);
         check::compare_with(a, b, f32, floor(&p), scale, noisy_inf)

@@ -828,6 +828,13 @@ fn constant_folding_computes_what_the_interpreter_computes() {
                 .iter()
                 .map(|&v| (Literal::Bool(v), Tensor::from_vec(vec![v], &[]).unwrap()))
                 .collect(),
+            DType::BF16 | DType::F16 => floats
+                .iter()
+                .map(|&v| {
+                    let l = Literal::Float(v).cast(d);
+                    (l, Tensor::full(&[], l.as_f64(d), d))
+                })
+                .collect(),
         }
     };
     // The interpreter's element as the literal the folded constant would store.
@@ -838,6 +845,8 @@ fn constant_folding_computes_what_the_interpreter_computes() {
             DType::I32 => Literal::Int(t.to_vec::<i32>().unwrap()[0] as i64),
             DType::I64 => Literal::Int(t.to_vec::<i64>().unwrap()[0]),
             DType::Bool => Literal::Bool(t.to_vec::<bool>().unwrap()[0]),
+            DType::BF16 => Literal::Float(t.to_vec::<jitfuse::bf16>().unwrap()[0].to_f64()),
+            DType::F16 => Literal::Float(t.to_vec::<jitfuse::f16>().unwrap()[0].to_f64()),
         }
     };
     let same = |a: Literal, b: Literal, d: DType| match d {

@@ -379,6 +379,14 @@ fn make(v: &[f64], shape: &[usize], d: DType) -> Tensor {
         DType::I32 => Tensor::from_vec(v.iter().map(|&x| x as i32).collect(), shape),
         DType::I64 => Tensor::from_vec(v.iter().map(|&x| x as i64).collect(), shape),
         DType::Bool => Tensor::from_vec(v.iter().map(|&x| x > 0.0).collect(), shape),
+        DType::BF16 => Tensor::from_vec(
+            v.iter().map(|&x| jitfuse::bf16::from_f64(x)).collect(),
+            shape,
+        ),
+        DType::F16 => Tensor::from_vec(
+            v.iter().map(|&x| jitfuse::f16::from_f64(x)).collect(),
+            shape,
+        ),
     }
     .unwrap()
 }
@@ -457,7 +465,9 @@ fn promote(a: DType, b: DType) -> Option<DType> {
         _ if a == b => Some(a),
         (Bool, _) | (_, Bool) => None,
         (F64, _) | (_, F64) => Some(F64),
-        (F32, _) | (_, F32) => Some(F32),
+        (F32, _) | (_, F32) | (BF16, F16) | (F16, BF16) => Some(F32),
+        (BF16, _) | (_, BF16) => Some(BF16),
+        (F16, _) | (_, F16) => Some(F16),
         _ => Some(I64),
     }
 }
@@ -490,6 +500,10 @@ fn float_tol(d: DType) -> Tol {
             rel: 1e-13,
             abs: 1e-14,
         },
+        DType::BF16 | DType::F16 => Tol {
+            abs: Tol::half_ulp(d).rel,
+            ..Tol::half_ulp(d)
+        },
         _ => EXACT,
     }
 }
@@ -514,6 +528,12 @@ fn sum_tol(d: DType) -> Tol {
         DType::F64 => Tol {
             rel: 1e-12,
             abs: 1e-12,
+        },
+        // (Sums of 16-bit values are accumulated in f32 blocks and rounded once, the
+        // interpreter's in f64: they may round to neighbours.)
+        DType::BF16 | DType::F16 => Tol {
+            rel: 2.0 * Tol::half_ulp(d).rel,
+            abs: Tol::half_ulp(d).rel,
         },
         _ => EXACT,
     }
@@ -1280,6 +1300,7 @@ proptest! {
                 DType::I32 => t.to_vec::<i32>().unwrap().into_iter().map(f64::from).collect(),
                 DType::I64 => t.to_vec::<i64>().unwrap().into_iter().map(|x| x as f64).collect(),
                 DType::Bool => vec![1.0],
+                DType::BF16 | DType::F16 => crate::common::to_f64s(t),
             };
             v.into_iter().filter(|x| x.is_finite()).fold(0.0, |m, x| m.max(x.abs()))
         };

@@ -83,6 +83,18 @@ const NAMES: [&str; 16] = [
 /// The bytes of a tensor's elements, whatever its dtype (NaN payloads too).
 fn raw(t: &Tensor) -> Vec<u8> {
     match t.dtype() {
+        DType::BF16 => t
+            .to_vec::<jitfuse::bf16>()
+            .unwrap()
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect(),
+        DType::F16 => t
+            .to_vec::<jitfuse::f16>()
+            .unwrap()
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect(),
         DType::F32 => t
             .to_vec::<f32>()
             .unwrap()

@@ -421,6 +421,7 @@ pub(super) fn copy_elems(
 ) {
     let ty = match size {
         1 => types::I8,
+        2 => types::I16,
         4 => types::I32,
         _ => types::I64,
     };

@@ -3,6 +3,7 @@
 //! (`code_heap`) and is freed with the program.
 
 mod code_heap;
+mod half;
 mod jit_memory;
 mod kernel;
 pub mod lower;

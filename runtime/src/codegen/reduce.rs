@@ -168,10 +168,6 @@ impl VarVals {
     }
 }
 
-fn flags() -> MemFlagsData {
-    MemFlagsData::new().with_notrap()
-}
-
 /// Nested loops over `dims` (all full), calling `body` with the element
 /// offset (in elements, as an I64 value) of each point.
 fn nest(
@@ -221,7 +217,8 @@ pub fn build(b: &mut FunctionBuilder, r: &ReduceDescription) {
                 // Pinned: the row pointer stays out of the inner loops.
                 let row = pin(b, pin_at, row);
                 let acc = row_reduce(b, r, row, slot);
-                b.ins().store(flags(), acc, o, 0);
+                let ad = acc_dtype(r.op, r.dtype);
+                vector::store_scalar(b, ad, r.dtype, acc, o);
             },
         );
     }
@@ -258,7 +255,7 @@ fn kept_points(
 }
 
 /// Reduce every reduced position of one output element whose input starts at
-/// `row` (bytes); returns the result as a scalar of the output dtype.
+/// `row` (bytes); returns the result as a scalar of the accumulator's dtype.
 fn row_reduce(b: &mut FunctionBuilder, r: &ReduceDescription, row: Value, slot: Value) -> Value {
     let d = r.dtype;
     let ad = acc_dtype(r.op, d);
@@ -302,12 +299,7 @@ fn row_reduce(b: &mut FunctionBuilder, r: &ReduceDescription, row: Value, slot: 
             }
         }
     });
-    let t = b.use_var(total);
-    if ad != d {
-        b.ins().fdemote(types::F32, t)
-    } else {
-        t
-    }
+    b.use_var(total)
 }
 
 /// Reduce elements `lo..hi` of a strided run starting at `start` (bytes,
@@ -459,8 +451,7 @@ fn build_column(
             };
             let o = b.ins().iadd(row_out, off);
             if single {
-                let ls = vector::lanes(b, &res);
-                b.ins().store(flags(), ls[0], o, 0);
+                vector::store_lane0(b, d, &res, o, 0);
             } else {
                 vector::store(b, d, &res, o);
             }

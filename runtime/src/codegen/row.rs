@@ -24,15 +24,9 @@ use super::vector::{self, Vals, LANES};
 use crate::ir::ReduceOp;
 use crate::DType;
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{
-    types, AbiParam, InstBuilder, MemFlagsData, SigRef, Signature, StackSlot, Value,
-};
+use cranelift_codegen::ir::{types, AbiParam, InstBuilder, SigRef, Signature, StackSlot, Value};
 use cranelift_frontend::{FunctionBuilder, Variable};
 use std::collections::{HashMap, HashSet};
-
-fn flags() -> MemFlagsData {
-    MemFlagsData::new().with_notrap()
-}
 
 struct Ctx<'a> {
     body: &'a RowBody<'a>,
@@ -323,16 +317,7 @@ fn row(
     }
     // Row-level outputs: one scalar per row.
     for (o, a) in body.row_outputs() {
-        let v = &ctx.row_env[&o];
-        let ls = vector::lanes(b, v);
-        let lane0 = if body.locals[o].dtype == DType::Bool {
-            let one = b.ins().iconst(types::I32, 1);
-            let x = b.ins().band(ls[0], one);
-            b.ins().ireduce(types::I8, x)
-        } else {
-            ls[0]
-        };
-        b.ins().store(flags(), lane0, ctx.rows[a], 0);
+        vector::store_lane0(b, body.locals[o].dtype, &ctx.row_env[&o], ctx.rows[a], 0);
     }
 }
 
@@ -545,7 +530,7 @@ fn reduce_sweep(
     }
     for r in &reds {
         let t = b.use_var(r.total);
-        let t = if r.acc_d != r.d {
+        let t = if r.acc_d == DType::F64 && r.d.compute() == DType::F32 {
             b.ins().fdemote(types::F32, t)
         } else {
             t

@@ -3,10 +3,13 @@
 //!
 //! Representation by dtype (`parts` of a `Vals`):
 //! - f32: one F32X4; i32: one I32X4; bool: one I32X4 mask (all ones = true);
-//! - f64: two F64X2; i64: two I64X2 (lanes 0-1, then 2-3).
+//! - f64: two F64X2; i64: two I64X2 (lanes 0-1, then 2-3);
+//! - bf16, f16: one F32X4 holding values of the 16-bit type (`half.rs`: loads widen, stores
+//!   narrow, casts to them round).
 //! Ops without a vector lowering on x64 (integer division, 64-bit int <->
 //! float casts) are done lane by lane on scalars.
 
+use super::half;
 use super::lower::{max_min_needs_nan_fixup, Local, LocalId, LocalOp};
 use super::lower_traced;
 use super::traced::Function;
@@ -25,7 +28,7 @@ pub type Vals = Vec<Value>;
 /// The Cranelift type of each part, and how many parts a dtype takes.
 pub fn part_type(d: DType) -> (Type, usize) {
     match d {
-        DType::F32 => (types::F32X4, 1),
+        DType::F32 | DType::BF16 | DType::F16 => (types::F32X4, 1),
         DType::I32 | DType::Bool => (types::I32X4, 1),
         DType::F64 => (types::F64X2, 2),
         DType::I64 => (types::I64X2, 2),
@@ -34,7 +37,7 @@ pub fn part_type(d: DType) -> (Type, usize) {
 
 pub fn scalar_type(d: DType) -> Type {
     match d {
-        DType::F32 => types::F32,
+        DType::F32 | DType::BF16 | DType::F16 => types::F32,
         DType::F64 => types::F64,
         DType::I32 | DType::Bool => types::I32,
         DType::I64 => types::I64,
@@ -52,7 +55,7 @@ fn le() -> MemFlagsData {
 /// A scalar constant of dtype `d` (bool: 0 or -1, the mask encoding).
 pub fn scalar_const(b: &mut FunctionBuilder, d: DType, l: Literal) -> Value {
     match d {
-        DType::F32 => b.ins().f32const(l.as_f64(d) as f32),
+        DType::F32 | DType::BF16 | DType::F16 => b.ins().f32const(l.as_f64(d) as f32),
         DType::F64 => b.ins().f64const(l.as_f64(d)),
         DType::I32 => b.ins().iconst(types::I32, l.as_i64(d) as i32 as i64),
         DType::I64 => b.ins().iconst(types::I64, l.as_i64(d)),
@@ -88,6 +91,10 @@ pub fn load_at(b: &mut FunctionBuilder, d: DType, addr: Value, off: i32) -> Vals
             let zero = b.ins().splat(types::I32X4, zero);
             vec![b.ins().icmp(IntCC::NotEqual, v, zero)]
         }
+        DType::BF16 | DType::F16 => {
+            let h = b.ins().uload16x4(flags(), addr, off);
+            vec![half::widen(b, d, h)]
+        }
         _ => {
             let (ty, n) = part_type(d);
             (0..n)
@@ -99,6 +106,16 @@ pub fn load_at(b: &mut FunctionBuilder, d: DType, addr: Value, off: i32) -> Vals
 
 /// Load lane `l` from `addr + off + l * step` bytes (a strided view).
 pub fn load_gather_at(b: &mut FunctionBuilder, d: DType, addr: Value, step: i64, off: i32) -> Vals {
+    if d.is_half() {
+        let ls: Vec<Value> = (0..LANES as i64)
+            .map(|l| {
+                b.ins()
+                    .uload16(types::I32, flags(), addr, off + (l * step) as i32)
+            })
+            .collect();
+        let h = from_lanes(b, DType::I32, &ls);
+        return vec![half::widen(b, d, h[0])];
+    }
     let ls: Vec<Value> = (0..LANES as i64)
         .map(|l| match d {
             DType::Bool => {
@@ -117,6 +134,11 @@ pub fn load_gather_at(b: &mut FunctionBuilder, d: DType, addr: Value, step: i64,
 
 /// Load the one element at `addr` into every lane.
 pub fn load_splat(b: &mut FunctionBuilder, d: DType, addr: Value) -> Vals {
+    if d.is_half() {
+        let x = b.ins().uload16(types::I32, flags(), addr, 0);
+        let h = b.ins().splat(types::I32X4, x);
+        return vec![half::widen(b, d, h)];
+    }
     let (ty, n) = part_type(d);
     let s = match d {
         DType::Bool => {
@@ -146,12 +168,50 @@ pub fn store_at(b: &mut FunctionBuilder, d: DType, v: &Vals, addr: Value, off: i
             let w = b.ins().extractlane(x, 0);
             b.ins().store(flags(), w, addr, off);
         }
+        DType::BF16 | DType::F16 => {
+            let h = half::narrow(b, d, v[0]);
+            let x = b.ins().unarrow(h, h); // I16X8, the patterns twice
+            let x = b.ins().bitcast(types::I64X2, le(), x);
+            let w = b.ins().extractlane(x, 0);
+            b.ins().store(flags(), w, addr, off);
+        }
         _ => {
             for (p, part) in v.iter().enumerate() {
                 b.ins().store(flags(), *part, addr, off + (p * 16) as i32);
             }
         }
     }
+}
+
+/// Store lane 0 of `v` (a lane vector of dtype `d`) as one element at `addr + off` bytes.
+pub fn store_lane0(b: &mut FunctionBuilder, d: DType, v: &Vals, addr: Value, off: i32) {
+    match d {
+        DType::Bool => {
+            let x = b.ins().extractlane(v[0], 0);
+            let one = b.ins().iconst(types::I32, 1);
+            let x = b.ins().band(x, one);
+            let x = b.ins().ireduce(types::I8, x);
+            b.ins().store(flags(), x, addr, off);
+        }
+        DType::BF16 | DType::F16 => {
+            let h = half::narrow(b, d, v[0]);
+            let x = b.ins().extractlane(h, 0);
+            b.ins().istore16(flags(), x, addr, off);
+        }
+        _ => {
+            let x = b.ins().extractlane(v[0], 0);
+            b.ins().store(flags(), x, addr, off);
+        }
+    }
+}
+
+/// Store scalar `s` of dtype `from` (of `scalar_type(from)`) as one element of dtype `d`,
+/// converted (and rounded) once.
+pub fn store_scalar(b: &mut FunctionBuilder, from: DType, d: DType, s: Value, addr: Value) {
+    let (ty, n) = part_type(from);
+    let v = b.ins().splat(ty, s);
+    let v = cast(b, from, d, &vec![v; n]);
+    store_lane0(b, d, &v, addr, 0)
 }
 
 /// Shuffle the lanes of two 4x32-bit vectors of type `ty`: `idx` picks lanes
@@ -445,6 +505,9 @@ pub fn cast(b: &mut FunctionBuilder, from: DType, to: DType, x: &Vals) -> Vals {
     if from == to {
         return x.clone();
     }
+    if from.is_half() || to.is_half() {
+        return cast_half(b, from, to, x);
+    }
     assert!(
         from != Bool && to != Bool,
         "bool casts are lowered to compare and select"
@@ -491,6 +554,21 @@ pub fn cast(b: &mut FunctionBuilder, from: DType, to: DType, x: &Vals) -> Vals {
             from_lanes(b, to, &out)
         }
     }
+}
+
+/// A cast from or to a 16-bit float: from one, the f32 lanes it is held in are cast; to one,
+/// f32 lanes are rounded, anything else goes through f64 (exact for i32 and f32) and rounds
+/// once from there.
+fn cast_half(b: &mut FunctionBuilder, from: DType, to: DType, x: &Vals) -> Vals {
+    let from = from.compute();
+    if !to.is_half() {
+        return cast(b, from, to, x);
+    }
+    if from == DType::F32 {
+        return vec![half::round(b, to, x[0])];
+    }
+    let w = cast(b, from, DType::F64, x);
+    vec![half::round_f64(b, to, w[0], w[1])]
 }
 
 extern "C" fn fmod32(x: f32, y: f32) -> f32 {

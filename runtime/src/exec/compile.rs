@@ -234,6 +234,11 @@ impl Executable {
                 Some(g) => crate::passes::simplify(&g),
                 None => g,
             };
+            // Library steps on 16-bit floats run on f32 operands.
+            let g = match crate::passes::widen::widen(&g) {
+                Some(w) => crate::passes::simplify(&w),
+                None => g,
+            };
             // Reductions and short trailing axes split into lanes (then their common
             // operands merged, the split inputs dropped).
             match crate::passes::short_axis::split(&g) {

@@ -24,6 +24,8 @@ pub(crate) fn as_f64s(t: &Array) -> Vec<f64> {
         View::I32(v) => v.iter().map(|&x| x as f64).collect(),
         View::I64(v) => v.iter().map(|&x| x as f64).collect(),
         View::Bool(v) => v.iter().map(|&x| x as u8 as f64).collect(),
+        View::BF16(v) => v.iter().map(|&x| x.to_f64()).collect(),
+        View::F16(v) => v.iter().map(|&x| x.to_f64()).collect(),
     }
 }
 
@@ -52,6 +54,8 @@ pub(crate) fn from_f64s(v: Vec<f64>, shape: &[usize], dtype: DType) -> Array {
     match dtype {
         DType::F32 => array_of(v.into_iter().map(|x| x as f32).collect(), shape),
         DType::F64 => array_of(v, shape),
+        DType::BF16 => array_of(v.into_iter().map(half::bf16::from_f64).collect(), shape),
+        DType::F16 => array_of(v.into_iter().map(half::f16::from_f64).collect(), shape),
         _ => unreachable!(),
     }
 }
@@ -311,7 +315,7 @@ fn random(
         DType::F64 => Out::F64(buf.typed_mut()),
         DType::I32 => Out::I32(buf.typed_mut()),
         DType::I64 => Out::I64(buf.typed_mut()),
-        DType::Bool => return Err(Error::verify(format!("`{}` on bool", r.name()))),
+        d => return Err(Error::verify(format!("`{}` on {d}", r.name()))),
     };
     fill(r, key, data, out).map_err(Error::verify)?;
     Ok(Array::new(Arc::new(buf), s.to_vec(), dtype))

@@ -135,22 +135,22 @@ pub fn compare<T: PartialOrd>(op: CmpOp, a: T, b: T) -> bool {
 pub fn cast(x: Literal, from: DType, to: DType) -> Literal {
     match (from, to) {
         (_, DType::Bool) => Literal::Bool(x.as_f64(from) != 0.0),
-        (DType::F32 | DType::F64, DType::I32) => Literal::Int(x.as_f64(from) as i32 as i64),
-        (DType::F32 | DType::F64, DType::I64) => Literal::Int(x.as_f64(from) as i64),
+        (f, DType::I32) if f.is_float() => Literal::Int(x.as_f64(from) as i32 as i64),
+        (f, DType::I64) if f.is_float() => Literal::Int(x.as_f64(from) as i64),
         (DType::I64, DType::F32) => Literal::Float(x.as_i64(from) as f32 as f64),
-        (_, DType::F32) => Literal::Float(x.as_f64(from) as f32 as f64),
+        // An i64 reaches a 16-bit float through f64 (exact below 2^53), then rounds once.
+        (_, t @ (DType::F32 | DType::BF16 | DType::F16)) => {
+            Literal::Float(t.round_f64(x.as_f64(from)))
+        }
         (_, DType::F64) => Literal::Float(x.as_f64(from)),
         (_, DType::I32 | DType::I64) => Literal::Int(wrap(x.as_i64(from), to)),
     }
 }
 
-/// A float result rounded to its dtype.
+/// A float result rounded to its dtype (once: a bf16 or f16 result of an op computed in
+/// f64 rounds straight to 16 bits).
 fn float(v: f64, dtype: DType) -> Literal {
-    Literal::Float(if dtype == DType::F32 {
-        v as f32 as f64
-    } else {
-        v
-    })
+    Literal::Float(dtype.round_f64(v))
 }
 
 /// The elementwise `op` on one element of each input (`ins`: value and dtype), giving a

@@ -163,6 +163,12 @@ pub unsafe fn run(
             DType::F64 => iota(out_shape, *axis, out as *mut f64, |k| k as f64),
             DType::I32 => iota(out_shape, *axis, out as *mut i32, |k| k as i32),
             DType::I64 => iota(out_shape, *axis, out as *mut i64, |k| k as i64),
+            DType::BF16 => iota(out_shape, *axis, out as *mut half::bf16, |k| {
+                half::bf16::from_f64(k as f64)
+            }),
+            DType::F16 => iota(out_shape, *axis, out as *mut half::f16, |k| {
+                half::f16::from_f64(k as f64)
+            }),
             DType::Bool => return Err(unsupported(op, dtype)),
         },
         Op::Take(axis) => take(size, &ins[0], &ins[1], *axis, out, out_numel),
@@ -183,7 +189,7 @@ pub unsafe fn run(
                 DType::F64 => Out::F64(std::slice::from_raw_parts_mut(out as *mut f64, n)),
                 DType::I32 => Out::I32(std::slice::from_raw_parts_mut(out as *mut i32, n)),
                 DType::I64 => Out::I64(std::slice::from_raw_parts_mut(out as *mut i64, n)),
-                DType::Bool => return Err(unsupported(op, dtype)),
+                _ => return Err(unsupported(op, dtype)),
             };
             fill(*r, key, data, out).map_err(Error::verify)?;
         }
@@ -201,6 +207,8 @@ pub unsafe fn run(
                 DType::F64 => arg_extreme::<f64>(max, x, *axis, o),
                 DType::I32 => arg_extreme::<i32>(max, x, *axis, o),
                 DType::I64 => arg_extreme::<i64>(max, x, *axis, o),
+                DType::BF16 => arg_extreme::<half::bf16>(max, x, *axis, o),
+                DType::F16 => arg_extreme::<half::f16>(max, x, *axis, o),
                 DType::Bool => return Err(unsupported(op, x.dtype)),
             }
         }
@@ -228,6 +236,8 @@ fn literal_bits(l: Literal, dtype: DType) -> u64 {
         DType::I32 => l.as_i64(dtype) as i32 as u32 as u64,
         DType::I64 => l.as_i64(dtype) as u64,
         DType::Bool => (l.as_i64(dtype) != 0) as u64,
+        DType::BF16 => half::bf16::from_f64(l.as_f64(dtype)).to_bits() as u64,
+        DType::F16 => half::f16::from_f64(l.as_f64(dtype)).to_bits() as u64,
     }
 }
 
@@ -355,6 +365,7 @@ unsafe fn copy_dims(size: usize, n: &[usize], a: &[i64], b: &[i64], src: *const 
             }
             match size {
                 1 => run!(u8),
+                2 => run!(u16),
                 4 => run!(u32),
                 8 => run!(u64),
                 _ => {
@@ -390,9 +401,10 @@ unsafe fn copy_dims(size: usize, n: &[usize], a: &[i64], b: &[i64], src: *const 
 unsafe fn fill(size: usize, bits: u64, out: *mut u8, numel: usize) {
     match size {
         1 => std::ptr::write_bytes(out, bits as u8, numel),
+        2 => std::slice::from_raw_parts_mut(out as *mut u16, numel).fill(bits as u16),
         4 => std::slice::from_raw_parts_mut(out as *mut u32, numel).fill(bits as u32),
         8 => std::slice::from_raw_parts_mut(out as *mut u64, numel).fill(bits),
-        _ => unreachable!("element sizes are 1, 4 or 8"),
+        _ => unreachable!("element sizes are 1, 2, 4 or 8"),
     }
 }
 
@@ -690,6 +702,8 @@ macro_rules! float_key {
 }
 float_key!(f32);
 float_key!(f64);
+float_key!(half::bf16);
+float_key!(half::f16);
 macro_rules! int_key {
     ($t:ty) => {
         impl Key for $t {

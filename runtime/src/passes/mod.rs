@@ -6,6 +6,7 @@ pub mod remat;
 pub mod short_axis;
 pub mod simplify;
 pub mod step_order;
+pub mod widen;
 
 pub use simplify::simplify;
 

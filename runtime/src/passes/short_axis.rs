@@ -118,6 +118,10 @@ fn kind(g: &Graph, n: &Node) -> Option<Kind> {
         return None;
     }
     if axes.as_slice() == [r - 1] {
+        // (A 16-bit sum or product rounds once, not after each lane.)
+        if x.dtype.is_half() && matches!(op, ReduceOp::Sum | ReduceOp::Prod) {
+            return None;
+        }
         let b = match op {
             ReduceOp::Sum => BinaryOp::Add,
             ReduceOp::Prod => BinaryOp::Mul,

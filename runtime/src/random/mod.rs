@@ -223,7 +223,7 @@ pub fn bits(key: &Key, shape: &[usize], dtype: DType) -> Tensor {
     random_node(RandomOp::Bits, &[&key.data], shape.to_vec(), dtype, loc)
 }
 
-/// Uniform values in `[lo, hi)` of `shape`, f32 or f64 (as `jax.random.uniform`; the
+/// Uniform values in `[lo, hi)` of `shape`, of a float dtype (as `jax.random.uniform`; the
 /// bounds are rounded to `dtype`, and a value may round up to `hi` when `hi - lo`
 /// is large).
 #[track_caller]
@@ -238,23 +238,42 @@ pub fn uniform(key: &Key, shape: &[usize], dtype: DType, lo: f64, hi: f64) -> Te
             .at(loc),
         );
     }
-    random_node(
-        RandomOp::Uniform { lo, hi },
-        &[&key.data],
-        shape.to_vec(),
-        dtype,
-        loc,
-    )
+    half_via_f32(dtype, loc, |d| {
+        random_node(
+            RandomOp::Uniform { lo, hi },
+            &[&key.data],
+            shape.to_vec(),
+            d,
+            loc,
+        )
+    })
 }
 
-/// Standard normal values of `shape`, f32 or f64 (as `jax.random.normal`: the
+/// A random float tensor of `dtype`: drawn in `f32` and rounded for the 16-bit floats (a
+/// bf16 or f16 draw is the f32 draw of the same key, rounded once).
+fn half_via_f32(dtype: DType, loc: SourceLoc, draw: impl FnOnce(DType) -> Tensor) -> Tensor {
+    if !dtype.is_half() {
+        return draw(dtype);
+    }
+    let x = draw(DType::F32);
+    let shape = x.shape().to_vec();
+    if trace::current_trace().is_some() {
+        trace::push_node(Op::Cast(dtype), &[&x], shape, dtype, loc)
+    } else {
+        apply(Op::Cast(dtype), &[&x], shape, dtype, loc)
+    }
+}
+
+/// Standard normal values of `shape`, of a float dtype (as `jax.random.normal`: the
 /// inverse CDF of a uniform value). Scale and shift them for other means and
 /// deviations: `mean + std * normal(..)`.
 #[track_caller]
 pub fn normal(key: &Key, shape: &[usize], dtype: DType) -> Tensor {
     let loc = Location::caller();
     float_dtype("normal", dtype, loc);
-    random_node(RandomOp::Normal, &[&key.data], shape.to_vec(), dtype, loc)
+    half_via_f32(dtype, loc, |d| {
+        random_node(RandomOp::Normal, &[&key.data], shape.to_vec(), d, loc)
+    })
 }
 
 /// A `bool` tensor of `shape`, each element `true` with probability `p`: an f32
@@ -277,7 +296,7 @@ fn float_dtype(op: &str, dtype: DType, loc: SourceLoc) {
     if !dtype.is_float() {
         fail(
             Error::dtype(format!(
-                "`random::{op}` gives floats: dtype {dtype}, not f32 or f64 (cast the result)"
+                "`random::{op}` gives floats: dtype {dtype}, not a float (cast the result)"
             ))
             .at(loc),
         );

@@ -53,6 +53,35 @@ fn shown_indices(shape: &[usize], summarise: bool) -> Vec<usize> {
     idx
 }
 
+/// The shortest decimal form of `v` (a value of float dtype `dt` other than f64) that
+/// reads back as the same `dt` value, in scientific (`sci`) or positional form: Rust's
+/// `Display` of an f32, and the same rule for bf16 and f16 (0.1 rounded to bf16 prints as
+/// 0.1, not as the 0.1000977 of its f32 form), as NumPy's `ml_dtypes` does.
+fn shortest(v: f64, dt: DType, sci: bool) -> String {
+    if dt == DType::F32 {
+        return if sci {
+            format!("{:e}", v as f32)
+        } else {
+            format!("{}", v as f32)
+        };
+    }
+    for p in 0..17 {
+        let s = if sci {
+            format!("{v:.p$e}")
+        } else {
+            format!("{v:.p$}")
+        };
+        if s.parse::<f64>().is_ok_and(|r| dt.round_f64(r) == v) {
+            return match sci {
+                true => s,
+                false if s.contains('.') => s.trim_end_matches('0').trim_end_matches('.').into(),
+                false => s,
+            };
+        }
+    }
+    format!("{v}")
+}
+
 fn formatter<'t>(t: &'t Tensor, shown: &[usize]) -> Box<dyn Fn(usize) -> String + 't> {
     match t.dtype {
         DType::Bool => {
@@ -71,7 +100,7 @@ fn formatter<'t>(t: &'t Tensor, shown: &[usize]) -> Box<dyn Fn(usize) -> String 
             let w = shown.iter().map(|&i| lit(i).len()).max().unwrap_or(0);
             Box::new(move |i| format!("{:>w$}", lit(i)))
         }
-        DType::F32 | DType::F64 => {
+        DType::F32 | DType::F64 | DType::BF16 | DType::F16 => {
             let vals: Vec<f64> = shown
                 .iter()
                 .map(|&i| t.get_f64(i))
@@ -91,7 +120,8 @@ fn formatter<'t>(t: &'t Tensor, shown: &[usize]) -> Box<dyn Fn(usize) -> String 
             // shortest round-trip form of it): its f64 value has digits the f32 does not
             // hold, 1.1f32 being 1.10000002 to 8 places, which NumPy prints as 1.1.
             let digits = 8;
-            let f32s = t.dtype == DType::F32;
+            let dt = t.dtype;
+            let f32s = dt != DType::F64;
             // The mantissa digits of `v` in scientific form, `precision` of them or (None)
             // as many as identify it, at most `digits`; and its exponent.
             let sci_parts = move |v: f64, precision: Option<usize>| -> (String, i32) {
@@ -100,7 +130,7 @@ fn formatter<'t>(t: &'t Tensor, shown: &[usize]) -> Box<dyn Fn(usize) -> String 
                     Some(p) => format!("{v:.p$e}"),
                     None => {
                         let short = if f32s {
-                            format!("{:e}", v as f32)
+                            shortest(v, dt, true)
                         } else {
                             format!("{v:e}")
                         };
@@ -152,7 +182,7 @@ fn formatter<'t>(t: &'t Tensor, shown: &[usize]) -> Box<dyn Fn(usize) -> String 
                     let s = format!("{v:.digits$}");
                     let s = s.trim_end_matches('0');
                     // (Rust's `Display` of an f32 is its shortest round-trip form.)
-                    let short = format!("{}", v as f32);
+                    let short = shortest(v, dt, false);
                     let short_frac = short.split_once('.').map_or(0, |(_, f)| f.len());
                     if f32s && short_frac < s.split_once('.').map_or(0, |(_, f)| f.len()) {
                         if short.contains('.') {

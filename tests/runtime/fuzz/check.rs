@@ -99,10 +99,27 @@ pub fn arguments(g: &Graph, seed: u64, draws: &[u64], specials: bool) -> Vec<Ten
                     &n.shape,
                 ),
                 DType::Bool => Tensor::from_vec(vals.iter().map(|&v| v > 0.0).collect(), &n.shape),
+                DType::BF16 => Tensor::from_vec(
+                    vals.iter().map(|&v| jitfuse::bf16::from_f64(v)).collect(),
+                    &n.shape,
+                ),
+                DType::F16 => Tensor::from_vec(
+                    vals.iter().map(|&v| jitfuse::f16::from_f64(v)).collect(),
+                    &n.shape,
+                ),
             }
             .unwrap()
         })
         .collect()
+}
+
+/// The coarsest float type any value of `g` has (bf16, f16, f32, then f64; f64 for a
+/// program of integers).
+pub fn coarsest(g: &jitfuse::internals::ir::Graph) -> DType {
+    [DType::BF16, DType::F16, DType::F32]
+        .into_iter()
+        .find(|&d| g.nodes.iter().any(|n| n.dtype == d))
+        .unwrap_or(DType::F64)
 }
 
 /// Compiled `got` against the interpreter's `want`: integers and bools
@@ -115,16 +132,16 @@ pub fn arguments(g: &Graph, seed: u64, draws: &[u64], specials: bool) -> Vec<Ten
 /// rounding noise of a cancellation the noise scale does not follow (through
 /// a nonlinear op): 1 for gradients, whose terms are of the inputs' size, 0.1
 /// otherwise. NaN only where the interpreter has NaN, infinities exactly.
-/// `f32` says whether any value of the program is f32 (then an f64 output
-/// may carry f32 rounding).
+/// `coarse` is the coarsest float type of the program (`coarsest`): an output of a finer
+/// type may carry its rounding.
 pub fn compare(
     got: &Tensor,
     want: &Tensor,
-    f32: bool,
+    coarse: DType,
     floor: f64,
     noise: f64,
 ) -> Result<(), String> {
-    compare_with(got, want, f32, floor, noise, false)
+    compare_with(got, want, coarse, floor, noise, false)
 }
 
 /// `compare`, where `noisy_infinities` (`noise::Noise::noisy_infinities`) lets a non-finite
@@ -132,7 +149,7 @@ pub fn compare(
 pub fn compare_with(
     got: &Tensor,
     want: &Tensor,
-    f32: bool,
+    coarse: DType,
     floor: f64,
     noise: f64,
     noisy_infinities: bool,
@@ -147,10 +164,23 @@ pub fn compare_with(
         ));
     }
     let (g, w) = (to_f64s(got), to_f64s(want));
-    let (rel, abs) = match got.dtype() {
+    // An output carries the rounding of the coarsest float type the program computed in.
+    let rank = |d: DType| {
+        [DType::F64, DType::F32, DType::F16, DType::BF16]
+            .iter()
+            .position(|&x| x == d)
+    };
+    let d = match (rank(got.dtype()), rank(coarse)) {
+        (Some(a), Some(b)) if b > a => coarse,
+        _ => got.dtype(),
+    };
+    let (rel, abs) = match d {
         DType::F32 => (2e-4, 2e-5),
-        DType::F64 if f32 => (2e-4, 2e-5),
         DType::F64 => (1e-9, 1e-11),
+        // Four units in the last place: the interpreter rounds each op from f64, the
+        // kernels from f32, and a neighbour's difference may grow by a few ops.
+        DType::BF16 => (4.0 * 2f64.powi(-7), 2f64.powi(-7)),
+        DType::F16 => (4.0 * 2f64.powi(-10), 2f64.powi(-10)),
         _ => (0.0, 0.0),
     };
     let scale = w
@@ -184,6 +214,8 @@ fn fresh(t: &Tensor) -> Tensor {
         DType::I32 => Tensor::from_vec(t.to_vec::<i32>().unwrap(), t.shape()),
         DType::I64 => Tensor::from_vec(t.to_vec::<i64>().unwrap(), t.shape()),
         DType::Bool => Tensor::from_vec(t.to_vec::<bool>().unwrap(), t.shape()),
+        DType::BF16 => Tensor::from_vec(t.to_vec::<jitfuse::bf16>().unwrap(), t.shape()),
+        DType::F16 => Tensor::from_vec(t.to_vec::<jitfuse::f16>().unwrap(), t.shape()),
     }
     .unwrap()
 }
@@ -295,7 +327,7 @@ pub fn check_graph(
         scales: noise,
         noisy_infinities: noisy_inf,
     } = super::noise::analyse(g, &values);
-    let f32 = g.nodes.iter().any(|n| n.dtype == DType::F32);
+    let f32 = coarsest(g);
     let kinds: Vec<ArgKind> = modes
         .iter()
         .map(|m| match m {

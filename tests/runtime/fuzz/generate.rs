@@ -344,9 +344,11 @@ impl Gen<'_> {
                 let a = self.pick(&|_| true)?;
                 let t = self.tys[a].clone();
                 let to = match t.dtype {
-                    DType::F32 | DType::F64 if t.exact && self.rng.chance(0.4) => DType::I32,
+                    d if d.is_float() && t.exact && self.rng.chance(0.4) => DType::I32,
+                    DType::F32 if fl.is_half() => fl,
                     DType::F32 => DType::F64,
                     DType::F64 => DType::F32,
+                    DType::BF16 | DType::F16 => DType::F32,
                     _ => fl,
                 };
                 let exact = t.exact;
@@ -678,10 +680,11 @@ impl Gen<'_> {
 /// A random program.
 pub fn program(rng: &mut Rng) -> Program {
     let big = rng.chance(0.04);
-    let float = if rng.chance(0.8) {
-        DType::F32
-    } else {
-        DType::F64
+    let float = match rng.below(20) {
+        0..=13 => DType::F32,
+        14..=16 => DType::F64,
+        17 | 18 => DType::BF16,
+        _ => DType::F16,
     };
     let grad = rng.chance(0.25);
     let np = 1 + rng.below(3);

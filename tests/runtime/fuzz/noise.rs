@@ -32,7 +32,7 @@ use jitfuse::internals::ir::{BinaryOp, Graph, Op, UnaryOp, ValueId};
 use jitfuse::{DType, Tensor};
 
 fn is_float(d: DType) -> bool {
-    matches!(d, DType::F32 | DType::F64)
+    d.is_float()
 }
 
 fn abs(t: &Tensor) -> Tensor {
@@ -169,6 +169,10 @@ fn mostly_noise(noise: f64, value: f64) -> bool {
 fn from_f64s(x: Vec<f64>, shape: &[usize], dtype: DType) -> Tensor {
     match dtype {
         DType::F32 => Tensor::from_vec(x.into_iter().map(|v| v as f32).collect(), shape),
+        DType::BF16 => {
+            Tensor::from_vec(x.into_iter().map(jitfuse::bf16::from_f64).collect(), shape)
+        }
+        DType::F16 => Tensor::from_vec(x.into_iter().map(jitfuse::f16::from_f64).collect(), shape),
         _ => Tensor::from_vec(x, shape),
     }
     .expect("a float tensor of the node's shape")

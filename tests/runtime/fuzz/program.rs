@@ -379,7 +379,7 @@ pub fn values(p: &Program, params: &[Tensor]) -> Vec<Tensor> {
 }
 
 pub fn is_float(d: DType) -> bool {
-    matches!(d, DType::F32 | DType::F64)
+    d.is_float()
 }
 
 /// How deep a gradient program's loops are checkpointed: the depth of its first `Loop`

@@ -8,7 +8,7 @@ use crate::common::Rng;
 use crate::fuzz::{check, generate, noise, program, trace_program};
 use jitfuse::internals::ir::verify;
 use jitfuse::internals::trace::{trace, ParamSpec};
-use jitfuse::{stack, vmap, BatchAxes, DType, Tensor};
+use jitfuse::{stack, vmap, BatchAxes, Tensor};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// One random program batched: `Ok(false)` when the program is not one the
@@ -78,7 +78,7 @@ pub fn vmap_case(seed: u64) -> Result<bool, String> {
             stack(&parts, out_axes[k].unwrap())
         })
         .collect();
-    let f32 = g.nodes.iter().any(|n| n.dtype == DType::F32);
+    let f32 = check::coarsest(&g);
     let floor = if p.grad { 1.0 } else { 0.1 };
     let batched = vmap(
         |xs: &Vec<Tensor>| program::build(&p, xs),

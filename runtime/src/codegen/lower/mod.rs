@@ -176,6 +176,8 @@ pub(crate) struct Builder<'g> {
     /// The local of each node computed in the kernel or read into it, by the key the caller
     /// gives (row kernels read one value apart per row and per element).
     pub of: HashMap<(ValueId, bool), LocalId>,
+    /// The f32 local of each 16-bit local an op computes from (`Builder::wide`).
+    widened: HashMap<LocalId, LocalId>,
 }
 
 impl<'g> Builder<'g> {
@@ -184,6 +186,7 @@ impl<'g> Builder<'g> {
             g,
             locals: Vec::new(),
             of: HashMap::new(),
+            widened: HashMap::new(),
         }
     }
 
@@ -226,7 +229,31 @@ impl<'g> Builder<'g> {
     /// backend skip the NaN fix-up (`Local::max_min_needs_nan_fixup`).
     pub fn compute(&mut self, v: ValueId, args: &[LocalId]) -> LocalId {
         let n = self.g.node(v);
-        let d = n.dtype;
+        if n.dtype.is_half() && rounds(&n.op) {
+            let args: Vec<LocalId> = args.iter().map(|&a| self.wide(a)).collect();
+            let f = self.compute_as(v, &args, DType::F32);
+            return self.push(LocalOp::Cast(f), n.dtype);
+        }
+        self.compute_as(v, args, n.dtype)
+    }
+
+    /// The f32 value of local `a` if it is of a 16-bit float type (a cast the backends spell
+    /// as nothing: they hold such values in f32 lanes), `a` itself otherwise.
+    fn wide(&mut self, a: LocalId) -> LocalId {
+        if !self.locals[a].dtype.is_half() {
+            return a;
+        }
+        if let Some(&w) = self.widened.get(&a) {
+            return w;
+        }
+        let w = self.push(LocalOp::Cast(a), DType::F32);
+        self.widened.insert(a, w);
+        w
+    }
+
+    /// `compute` with the result computed in dtype `d`.
+    fn compute_as(&mut self, v: ValueId, args: &[LocalId], d: DType) -> LocalId {
+        let n = self.g.node(v);
         let op = match &n.op {
             Op::Unary(UnaryOp::Relu) => {
                 let zero = self.constant(0.0, d);
@@ -273,7 +300,23 @@ impl<'g> Builder<'g> {
             Op::Broadcast | Op::Reshape => LocalOp::Broadcast(args[0]),
             other => unreachable!("{} is not computed in a kernel", other.name()),
         };
-        self.push(op, n.dtype)
+        self.push(op, d)
+    }
+}
+
+/// Whether an op whose result is a 16-bit float computes in f32 and rounds (`Builder::compute`):
+/// the arithmetic. The others give a value of their operands' type exactly (a negation, an
+/// absolute value, a floor, a remainder, a max or min, a select, a copy) and are computed on
+/// the 16-bit values as they are held, in f32 lanes; casts convert (and round) themselves.
+fn rounds(op: &Op) -> bool {
+    match op {
+        Op::Unary(u) => !matches!(
+            u,
+            UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Floor | UnaryOp::StopGradient | UnaryOp::Relu
+        ),
+        Op::Binary(o) => !matches!(o, BinaryOp::Max | BinaryOp::Min | BinaryOp::Rem),
+        Op::Reduce(r, _) => matches!(r, ReduceOp::Sum | ReduceOp::Prod),
+        _ => false,
     }
 }
 

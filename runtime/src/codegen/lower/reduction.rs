@@ -36,8 +36,10 @@ pub fn identity(op: ReduceOp, d: DType) -> Literal {
     }
 }
 
-/// The dtype accumulators are kept in: f64 for f32 sums and products.
+/// The dtype accumulators are kept in: f64 for f32 sums and products (and for the 16-bit
+/// floats, which compute in f32), the compute dtype otherwise.
 pub fn acc_dtype(op: ReduceOp, d: DType) -> DType {
+    let d = d.compute();
     if d == DType::F32 && matches!(op, ReduceOp::Sum | ReduceOp::Prod) {
         DType::F64
     } else {
@@ -51,8 +53,9 @@ pub fn acc_dtype(op: ReduceOp, d: DType) -> DType {
 /// (a block product of inf then meeting a 0 gave NaN where the interpreter
 /// gives 0, and the lanes' partial products depend on the vector width); f32
 /// sums only leave the range from values near f32::MAX, so they keep f32
-/// blocks for speed.
+/// blocks for speed. The 16-bit floats fold as f32.
 pub fn block_dtype(op: ReduceOp, d: DType) -> DType {
+    let d = d.compute();
     if d == DType::F32 && op == ReduceOp::Prod {
         DType::F64
     } else {

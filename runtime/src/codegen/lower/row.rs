@@ -69,10 +69,16 @@ pub fn lower<'p>(g: &Graph, rk: &RowKernel, pl: &'p RowDescription) -> RowBody<'
                 }
             })
             .collect();
+        let first = b.locals.len();
         let l = b.compute(m, &args);
         b.of.insert((m, false), l);
-        // (and the locals its lowering added: constants, rsqrt's square root)
-        row_level.resize(b.locals.len(), reduce || at_row);
+        // The locals its lowering added (constants, rsqrt's square root, the f32 operand and
+        // the rounding of a 16-bit sum) are at row level from the reduction on.
+        let mut reduced = false;
+        for v in first..b.locals.len() {
+            reduced |= matches!(b.locals[v].op, LocalOp::Reduce(..));
+            row_level.push(at_row || reduced);
+        }
     }
     let outputs = (rk.outputs.iter().enumerate())
         .map(|(j, o)| (b.of[&(*o, false)], pl.outs[j]))
