@@ -216,13 +216,13 @@ fn fill(buf: &mut Buffer, dtype: DType, l: Literal) {
             }
         }
         DType::BF16 => {
-            let v = half::bf16::from_f64(l.as_f64(dtype));
+            let v = crate::dtype::bf16_of(l.as_f64(dtype));
             if v.to_bits() != 0 {
                 buf.typed_mut::<half::bf16>().fill(v)
             }
         }
         DType::F16 => {
-            let v = half::f16::from_f64(l.as_f64(dtype));
+            let v = crate::dtype::f16_of(l.as_f64(dtype));
             if v.to_bits() != 0 {
                 buf.typed_mut::<half::f16>().fill(v)
             }
@@ -238,8 +238,8 @@ pub fn write_literal(buf: &mut Buffer, dtype: DType, i: usize, l: Literal) {
         DType::I32 => buf.typed_mut::<i32>()[i] = l.as_i64(dtype) as i32,
         DType::I64 => buf.typed_mut::<i64>()[i] = l.as_i64(dtype),
         DType::Bool => buf.typed_mut::<bool>()[i] = l.as_i64(dtype) != 0,
-        DType::BF16 => buf.typed_mut::<half::bf16>()[i] = half::bf16::from_f64(l.as_f64(dtype)),
-        DType::F16 => buf.typed_mut::<half::f16>()[i] = half::f16::from_f64(l.as_f64(dtype)),
+        DType::BF16 => buf.typed_mut::<half::bf16>()[i] = crate::dtype::bf16_of(l.as_f64(dtype)),
+        DType::F16 => buf.typed_mut::<half::f16>()[i] = crate::dtype::f16_of(l.as_f64(dtype)),
     }
 }
 

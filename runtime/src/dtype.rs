@@ -69,8 +69,8 @@ impl DType {
     pub fn round_f64(self, v: f64) -> f64 {
         match self {
             DType::F32 => v as f32 as f64,
-            DType::BF16 => half::bf16::from_f64(v).to_f64(),
-            DType::F16 => half::f16::from_f64(v).to_f64(),
+            DType::BF16 => bf16_of(v).to_f64(),
+            DType::F16 => f16_of(v).to_f64(),
             DType::F64 => v,
             _ => Literal::Float(v).as_f64(self),
         }
@@ -173,7 +173,7 @@ element!(i32, I32, Int);
 element!(i64, I64, Int);
 
 macro_rules! half_element {
-    ($t:ty, $d:ident) => {
+    ($t:ty, $d:ident, $of:ident) => {
         impl sealed::Sealed for $t {}
         impl Element for $t {
             const DTYPE: DType = DType::$d;
@@ -184,7 +184,7 @@ macro_rules! half_element {
                 <$t>::to_f64(self) as i64
             }
             fn from_literal(l: Literal) -> Self {
-                <$t>::from_f64(l.as_f64(DType::$d))
+                $of(l.as_f64(DType::$d))
             }
             fn to_literal(self) -> Literal {
                 Literal::Float(<$t>::to_f64(self))
@@ -192,8 +192,8 @@ macro_rules! half_element {
         }
     };
 }
-half_element!(half::bf16, BF16);
-half_element!(half::f16, F16);
+half_element!(half::bf16, BF16, bf16_of);
+half_element!(half::f16, F16, f16_of);
 
 impl sealed::Sealed for bool {}
 impl Element for bool {
@@ -299,8 +299,8 @@ impl Literal {
         let v = self.raw_f64();
         match dtype {
             DType::F32 => v as f32 as f64,
-            DType::BF16 => half::bf16::from_f64(v).to_f64(),
-            DType::F16 => half::f16::from_f64(v).to_f64(),
+            DType::BF16 => bf16_of(v).to_f64(),
+            DType::F16 => f16_of(v).to_f64(),
             _ => v,
         }
     }
@@ -323,4 +323,30 @@ impl Literal {
             DType::Bool => Literal::Bool(self.raw_f64() != 0.0),
         }
     }
+}
+
+/// `v` rounded once to bf16 (nearest, ties to even; NaN stays NaN, made quiet). Through
+/// f32 rounded to odd: `half`'s own f64 conversions drop the low half of the f64 first,
+/// which rounds values just above a tie as the tie.
+pub fn bf16_of(v: f64) -> half::bf16 {
+    half::bf16::from_f32(f32_rounded_to_odd(v))
+}
+
+/// `v` rounded once to f16 (nearest, ties to even; overflow to infinity; NaN stays NaN).
+pub fn f16_of(v: f64) -> half::f16 {
+    half::f16::from_f32(f32_rounded_to_odd(v))
+}
+
+/// `v` as an f32 rounded toward zero, its lowest bit set when inexact ("round to odd"):
+/// rounding that f32 again to fewer than 23 bits gives `v` rounded once.
+fn f32_rounded_to_odd(v: f64) -> f32 {
+    let t = v as f32;
+    if t.is_nan() || t as f64 == v {
+        return t;
+    }
+    let mut b = t.to_bits();
+    if (t as f64).abs() > v.abs() {
+        b -= 1; // toward zero (sign and magnitude)
+    }
+    f32::from_bits(b | 1)
 }

@@ -17,6 +17,7 @@ mod donation;
 mod eager;
 mod fuzz;
 mod gpt;
+mod half_floats;
 mod ir_text;
 mod layering;
 mod listings;

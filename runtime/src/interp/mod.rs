@@ -54,8 +54,8 @@ pub(crate) fn from_f64s(v: Vec<f64>, shape: &[usize], dtype: DType) -> Array {
     match dtype {
         DType::F32 => array_of(v.into_iter().map(|x| x as f32).collect(), shape),
         DType::F64 => array_of(v, shape),
-        DType::BF16 => array_of(v.into_iter().map(half::bf16::from_f64).collect(), shape),
-        DType::F16 => array_of(v.into_iter().map(half::f16::from_f64).collect(), shape),
+        DType::BF16 => array_of(v.into_iter().map(crate::dtype::bf16_of).collect(), shape),
+        DType::F16 => array_of(v.into_iter().map(crate::dtype::f16_of).collect(), shape),
         _ => unreachable!(),
     }
 }

@@ -164,10 +164,10 @@ pub unsafe fn run(
             DType::I32 => iota(out_shape, *axis, out as *mut i32, |k| k as i32),
             DType::I64 => iota(out_shape, *axis, out as *mut i64, |k| k as i64),
             DType::BF16 => iota(out_shape, *axis, out as *mut half::bf16, |k| {
-                half::bf16::from_f64(k as f64)
+                crate::dtype::bf16_of(k as f64)
             }),
             DType::F16 => iota(out_shape, *axis, out as *mut half::f16, |k| {
-                half::f16::from_f64(k as f64)
+                crate::dtype::f16_of(k as f64)
             }),
             DType::Bool => return Err(unsupported(op, dtype)),
         },
@@ -236,8 +236,8 @@ fn literal_bits(l: Literal, dtype: DType) -> u64 {
         DType::I32 => l.as_i64(dtype) as i32 as u32 as u64,
         DType::I64 => l.as_i64(dtype) as u64,
         DType::Bool => (l.as_i64(dtype) != 0) as u64,
-        DType::BF16 => half::bf16::from_f64(l.as_f64(dtype)).to_bits() as u64,
-        DType::F16 => half::f16::from_f64(l.as_f64(dtype)).to_bits() as u64,
+        DType::BF16 => crate::dtype::bf16_of(l.as_f64(dtype)).to_bits() as u64,
+        DType::F16 => crate::dtype::f16_of(l.as_f64(dtype)).to_bits() as u64,
     }
 }
 
