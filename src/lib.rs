@@ -113,7 +113,7 @@ pub use jitfuse_runtime::{
 /// numbers, memory reports, and the tensor API (`vmap`, the module beside the function, comes
 /// with the function above).
 pub use jitfuse_runtime::{
-    autodiff, control, dist, dtype, eager, error, io, jit, optim, random, report, tensor,
+    autodiff, control, dist, dtype, eager, error, io, jit, optim, precision, random, report, tensor,
 };
 
 /// `ndarray`, with the `ndarray` feature (`From`/`TryFrom` between `Tensor` and its arrays).

@@ -43,6 +43,8 @@ pub mod optim;
 pub mod passes;
 pub mod plan;
 #[deny(missing_docs)]
+pub mod precision;
+#[deny(missing_docs)]
 pub mod random;
 mod release;
 #[deny(missing_docs)]

@@ -28,6 +28,7 @@ mod nanogpt;
 mod ndarray_interop;
 mod optim;
 mod passes;
+mod precision;
 mod profile;
 mod programs;
 mod proptests;
