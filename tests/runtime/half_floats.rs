@@ -333,3 +333,38 @@ fn a_checkpoint_of_16_bit_tensors_round_trips_with_their_safetensors_dtype() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn ndarray_arrays_of_16_bit_floats_convert_both_ways() {
+    let a =
+        ndarray::Array2::from_shape_fn((3, 4), |(i, j)| bf16::from_f32((i * 4 + j) as f32 * 0.5));
+    let t = Tensor::from(&a);
+    assert_eq!((t.dtype(), t.shape()), (DType::BF16, &[3usize, 4][..]));
+    let back: ndarray::ArrayD<bf16> = (&t * 2.0).try_into().unwrap();
+    let want: Vec<f32> = (0..12).map(|k| k as f32).collect();
+    assert_eq!(back.iter().map(|v| v.to_f32()).collect::<Vec<_>>(), want);
+    let h: ndarray::ArrayD<f16> = t.cast(DType::F16).try_into().unwrap();
+    assert_eq!(h.shape(), &[3, 4]);
+}
+
+#[test]
+fn avx512_loop_kernels_read_and_write_16_bit_floats_themselves() {
+    if !Isa::supported().contains(&Isa::Avx512) {
+        return;
+    }
+    let x = Tensor::full(&[1000], 1.5, DType::BF16);
+    let y = Tensor::full(&[1000], 2.5, DType::F16);
+    let g = trace_fn(&[x.clone(), y.clone()], |ts| {
+        let s = ts[0].cast(DType::F32) * ts[1].cast(DType::F32);
+        vec![s.cast(DType::BF16), s.cast(DType::F16), &ts[0] * 3.0]
+    });
+    let exe = compile_at(g, &Target::at(Isa::Avx512)).unwrap();
+    let asm = exe.asm_text();
+    for ins in ["vpmovzxwd", "vcvtph2ps", "vpmovdw", "vcvtps2ph"] {
+        assert!(asm.contains(ins), "{ins} missing:\n{asm}");
+    }
+    let got = exe.run_with(&[&x, &y]).unwrap();
+    assert!(to_f64s(&got[0]).iter().all(|&v| v == 3.75));
+    assert!(to_f64s(&got[1]).iter().all(|&v| v == 3.75));
+    assert!(to_f64s(&got[2]).iter().all(|&v| v == 4.5));
+}

@@ -189,3 +189,34 @@ fn a_dynamic_loss_scale_skips_overflowing_steps_shrinks_and_grows_by_its_rule() 
 fn v(t: &Tensor) -> f64 {
     to_f64s(t)[0]
 }
+
+/// README's example, as written there.
+#[jit]
+fn readme_step(w: Tensor, scale: LossScale, x: &Tensor, y: &Tensor) -> (Tensor, LossScale) {
+    let policy = Policy::new(DType::F32, DType::F16, DType::F32);
+    let loss = |w: &Tensor| {
+        let (w, x) = policy.cast_to_compute(&(w.clone(), x.clone()));
+        let l = policy.cast_to_output(&(x.matmul(&w) - y).square().mean_all());
+        scale.scale(&l)
+    };
+    let g = scale.unscale(&grad(loss, &w)); // f32: the gradient of an f32 parameter
+    let finite = all_finite(&g);
+    // A step whose f16 gradients overflowed is skipped, and the scale halves.
+    (
+        select_tree(&finite, &(&w - 0.1 * &g), &w),
+        scale.adjust(&finite),
+    )
+}
+
+#[test]
+fn the_readme_example_steps_and_keeps_its_scale() {
+    let mut rng = Rng::new(5);
+    let x = random_tensor(&mut rng, &[8, 4], DType::F32, -1.0, 1.0, false);
+    let y = random_tensor(&mut rng, &[8, 2], DType::F32, -1.0, 1.0, false);
+    let w = random_tensor(&mut rng, &[4, 2], DType::F32, -1.0, 1.0, false);
+    let (w2, scale) = readme_step(w.clone(), LossScale::dynamic(32768.0), &x, &y);
+    assert_eq!(w2.dtype(), DType::F32);
+    assert!(to_f64s(&w2) != to_f64s(&w), "a finite step is taken");
+    assert_eq!(v(&scale.scale), 32768.0);
+    assert_eq!(v(&scale.counter), 1.0);
+}

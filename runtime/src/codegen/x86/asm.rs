@@ -44,6 +44,7 @@ impl Asm {
     pub(super) fn elem_bytes(&self, d: DType) -> i32 {
         match d {
             DType::Bool => 1,
+            DType::BF16 | DType::F16 => 2,
             _ => self.lane.bytes(),
         }
     }

@@ -37,6 +37,7 @@ mod asm;
 mod body;
 mod bools;
 mod frame;
+mod half;
 mod int;
 mod listing;
 pub mod row;
@@ -111,10 +112,13 @@ impl Lane {
             DType::F64 => (Lane::F64, false),
             DType::I32 => (Lane::F32, true),
             DType::I64 => (Lane::F64, true),
-            // FIXME: 16-bit loads and stores are Cranelift's only, for now.
-            DType::Bool | DType::BF16 | DType::F16 => return None,
+            // (16-bit floats are f32 lanes in registers: `half.rs`.)
+            DType::BF16 | DType::F16 => (Lane::F32, false),
+            DType::Bool => return None,
         };
-        dtypes.all(|d| d == first).then_some(lanes)
+        dtypes
+            .all(|d| d.compute() == first.compute())
+            .then_some(lanes)
     }
 
     pub(super) fn dtype(self) -> DType {
@@ -194,6 +198,10 @@ pub struct Code {
 /// not take it.
 pub fn build(lk: &LoopKernel, t: &Target) -> Option<Code> {
     let w = Width::of(t)?;
+    // 16-bit accesses at AVX-512 only (`half.rs`).
+    if w == Width::Y && lk.accesses.iter().any(|a| a.dtype.is_half()) {
+        return None;
+    }
     let tiled = lk.tiling.as_ref();
     let (lane, int) = supported(lk, tiled)?;
     // Transcendentals inline first (one pass); tiled through the micro-kernels when their
@@ -261,8 +269,9 @@ fn supported(lk: &LoopKernel, tiling: Option<&Tiling>) -> Option<(Lane, bool)> {
 fn node_ok(locals: &[Local], v: LocalId, lane: Lane, int: bool) -> bool {
     let f = value_dtype(lane, int);
     let l = &locals[v];
-    let arg = |i: usize| locals[l.op.operands()[i]].dtype;
-    match (l.op, l.dtype) {
+    // A 16-bit float is an f32 lane (`half.rs`); a cast to one rounds.
+    let arg = |i: usize| locals[l.op.operands()[i]].dtype.compute();
+    match (l.op, l.dtype.compute()) {
         (LocalOp::Read(_) | LocalOp::Const(_), d) => d == f || d == DType::Bool,
         (LocalOp::Unary(u, _), d) if d == f && int => int::unary_ok(u),
         (LocalOp::Binary(o, ..), d) if d == f && int => int::binary_ok(o, lane),
@@ -579,7 +588,7 @@ impl<'a> Emitter<'a> {
         let run = self.p.dims.last().copied().unwrap_or(0);
         let contiguous: Vec<usize> = (0..self.p.accesses.len())
             .filter(|&ai| self.p.accesses[ai].strides.last() == Some(&1))
-            .filter(|&ai| self.p.accesses[ai].dtype != DType::Bool)
+            .filter(|&ai| self.p.accesses[ai].dtype.size() == self.asm.lane.bytes() as usize)
             .collect();
         let lane = self.asm.lane.bytes() as usize;
         let bytes = self.p.dims.iter().product::<usize>() * contiguous.len() * lane;

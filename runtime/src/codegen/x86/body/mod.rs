@@ -90,6 +90,8 @@ pub(super) struct Sweep<'a> {
     pub used: Vec<bool>,
     /// Accesses of bools (a byte per element, read and written as masks: `bools.rs`).
     pub bools: Vec<bool>,
+    /// The 16-bit float type of each access of one (`half.rs`).
+    pub halves: Vec<Option<DType>>,
 }
 
 impl<'a> Sweep<'a> {
@@ -118,6 +120,9 @@ impl<'a> Sweep<'a> {
         pass.bools = (lk.accesses.iter())
             .map(|a| a.dtype == DType::Bool)
             .collect();
+        pass.halves = (lk.accesses.iter())
+            .map(|a| a.dtype.is_half().then_some(a.dtype))
+            .collect();
         pass
     }
 
@@ -133,6 +138,7 @@ impl<'a> Sweep<'a> {
             locals,
             used: vec![false; inner.len()],
             bools: vec![false; inner.len()],
+            halves: vec![None; inner.len()],
             inner,
             leaves: HashMap::new(),
             nodes: Vec::new(),
@@ -238,7 +244,8 @@ impl<'a> Sweep<'a> {
             h.rows.insert(off, r);
         }
         for (ai, used) in self.used.iter().enumerate() {
-            if *used && self.inner[ai] == 0 && !self.bools[ai] && h.splats.len() < max_splats {
+            let plain = !self.bools[ai] && self.halves[ai].is_none();
+            if *used && self.inner[ai] == 0 && plain && h.splats.len() < max_splats {
                 let r = regs.z()?;
                 e.broadcast(r, ptrs[ai].unwrap())?;
                 h.splats.insert(ai, r);
@@ -401,6 +408,17 @@ impl Vector<'_, '_, '_> {
                 }
                 Loc::K(k)
             }
+            Leaf::Read(a) if self.pass.halves[a].is_some() => {
+                let d = self.pass.halves[a].unwrap();
+                let (r, p) = (self.regs.z()?, self.ptr(a));
+                if self.pass.inner[a] == 0 {
+                    super::half::splat(e, d, r, p)?;
+                } else {
+                    let mem = p + R_I * 2 + self.elems * 2;
+                    super::half::load(e, d, r, mem, self.masked)?;
+                }
+                Loc::Z(r)
+            }
             Leaf::Read(a) => {
                 debug_assert!(
                     !self.stored,
@@ -500,6 +518,18 @@ impl Vector<'_, '_, '_> {
             }
         }
         let r = self.get(e, val)?.z();
+        if let Some((a, d)) = match dest {
+            Dest::Access(a) => self.pass.halves[a].map(|d| (a, d)),
+            _ => None,
+        } {
+            let t = self.regs.z()?;
+            let mem = self.ptr(a) + R_I * 2 + self.elems * 2;
+            super::half::store(e, d, mem, r, t, self.masked)?;
+            self.regs.free(Loc::Z(t));
+            self.stored = true;
+            self.release(val);
+            return Ok(());
+        }
         let mem = match dest {
             Dest::Access(a) => e.vmem(self.ptr(a) + R_I * e.lane.bytes() + self.disp),
             Dest::Tile(j) => self.tile_mem(e, j),
@@ -650,8 +680,16 @@ impl Vector<'_, '_, '_> {
                 e.blend(d, args[0].k(), args[2].z(), args[1].z())?;
                 Loc::Z(d)
             }
+            (LocalOp::Cast(x), to) if to.is_half() && locals[x].dtype != to => {
+                // To a 16-bit float: rounded (`half.rs`).
+                let (d, t) = (self.regs.z()?, self.regs.z()?);
+                super::half::round(e, to, d, args[0].z(), t)?;
+                self.regs.free(Loc::Z(t));
+                Loc::Z(d)
+            }
             (LocalOp::Cast(_), _) => {
-                // Between values of one lane type (bool casts are lowered to compare and select).
+                // Between values of one lane type (bool casts are lowered to compare and select;
+                // a 16-bit float is an f32 lane).
                 let d = self.regs.z()?;
                 e.vmov(d, args[0].z())?;
                 Loc::Z(d)
