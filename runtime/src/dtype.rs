@@ -16,10 +16,12 @@ pub enum DType {
     /// Truth value, one byte (0 or 1); takes part in no arithmetic (cast it).
     Bool,
     /// bfloat16: 16-bit storage (f32's exponent range, 8 significant bits). Ops compute
-    /// in f32 and round their result to bf16 (nearest, ties to even).
+    /// in f32; a result is rounded to bf16 (nearest, ties to even) where it is stored
+    /// (docs/accuracy.md: inside a fused kernel a chain keeps f32).
     BF16,
     /// IEEE binary16: 16-bit storage (11 significant bits, largest finite 65504). Ops
-    /// compute in f32 and round their result to f16 (overflow gives infinity).
+    /// compute in f32; a result is rounded to f16 where it is stored (overflow gives
+    /// infinity).
     F16,
 }
 

@@ -1,6 +1,7 @@
 //! The 16-bit floats (`bf16`, `f16`) in Cranelift lane vectors. In registers a 16-bit value
-//! is an F32X4 lane holding a value the 16-bit type represents exactly, so every op computes
-//! in f32 as it does for f32 tensors; what is 16-bit is memory and rounding:
+//! is an F32X4 lane (the lowering computes 16-bit ops in f32 and rounds where a value is
+//! stored, compared or cast: `lower::Builder::stored`); what is 16-bit is memory and
+//! rounding:
 //! - `widen`: 16-bit patterns (the low halves of I32X4 lanes) to their f32 values (exact);
 //! - `narrow`: f32 lanes holding 16-bit values to their patterns (exact for such lanes);
 //! - `round`: any f32 lanes to the nearest 16-bit value, ties to even, NaN kept NaN (made
@@ -9,8 +10,8 @@
 //! - `round_f64`: f64 pairs to the nearest 16-bit value, rounded once (f64 to f32 rounds to
 //!   odd first, which makes the second rounding exact).
 //!
-//! The bit-level rules are those of the `half` crate, which the interpreter rounds with; the
-//! differential tests compare every level against it.
+//! The bit-level rules are IEEE's (the interpreter's, `dtype::bf16_of`); the tests compare
+//! every level against an oracle of their definition.
 
 use crate::DType;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};

@@ -252,9 +252,17 @@ impl Gen<'_> {
                 if matches!(op, Bin::Max | Bin::Min) && self.grad && !both_exact {
                     op = Bin::Add;
                 }
+                // A 16-bit program's kernels keep f32 inside where the interpreter rounds
+                // each op: the kink of the divisor's |b| must not sit on an inexact value
+                // (its side can differ by a rounding), nor may a sum of 16-bit values count
+                // as exact (8 or 11 bits run out).
+                if op == Bin::DivPos && self.grad && fl.is_half() && !self.tys[b].exact {
+                    op = Bin::Mul;
+                }
                 let shape = broadcast(&sa, &self.tys[b].shape).unwrap();
                 let exact = self.tys[a].exact
                     && self.tys[b].exact
+                    && !fl.is_half()
                     && matches!(op, Bin::Max | Bin::Min | Bin::Add | Bin::Sub | Bin::Mul);
                 self.push(
                     Ins::Binary(op, a, b),
@@ -301,7 +309,10 @@ impl Gen<'_> {
                 if op == Bin::Max && self.grad && !t.exact {
                     op = Bin::Add;
                 }
-                let exact = t.exact && op != Bin::DivPos;
+                if op == Bin::DivPos && self.grad && fl.is_half() && !t.exact {
+                    op = Bin::Mul;
+                }
+                let exact = t.exact && op != Bin::DivPos && !(fl.is_half() && op != Bin::Max);
                 let flip = self.rng.chance(0.3);
                 self.push(Ins::Scalar(op, a, c, flip), Ty { exact, ..t });
             }

@@ -53,7 +53,7 @@ pub fn lower<'p>(g: &Graph, k: &Kernel, p: &'p LoopDescription, t: &Target) -> L
         b.of.insert((v, false), l);
     }
     let outputs = (k.outputs.iter().enumerate())
-        .map(|(j, o)| (b.of[&(*o, false)], p.outs[j]))
+        .map(|(j, o)| (b.stored(*o, b.of[&(*o, false)]), p.outs[j]))
         .collect();
     let mut lk = LoopKernel {
         dims: &p.dims,

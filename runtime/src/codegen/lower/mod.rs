@@ -178,6 +178,8 @@ pub(crate) struct Builder<'g> {
     pub of: HashMap<(ValueId, bool), LocalId>,
     /// The f32 local of each 16-bit local an op computes from (`Builder::wide`).
     widened: HashMap<LocalId, LocalId>,
+    /// The 16-bit rounding of each f32 local holding a 16-bit value (`Builder::stored`).
+    rounded: HashMap<LocalId, LocalId>,
 }
 
 impl<'g> Builder<'g> {
@@ -187,6 +189,7 @@ impl<'g> Builder<'g> {
             locals: Vec::new(),
             of: HashMap::new(),
             widened: HashMap::new(),
+            rounded: HashMap::new(),
         }
     }
 
@@ -229,12 +232,32 @@ impl<'g> Builder<'g> {
     /// backend skip the NaN fix-up (`Local::max_min_needs_nan_fixup`).
     pub fn compute(&mut self, v: ValueId, args: &[LocalId]) -> LocalId {
         let n = self.g.node(v);
-        if n.dtype.is_half() && rounds(&n.op) {
+        if n.dtype.is_half() && !matches!(n.op, Op::Cast(_)) {
+            // In f32 inside the kernel: rounded where it is stored (`Builder::stored`).
             let args: Vec<LocalId> = args.iter().map(|&a| self.wide(a)).collect();
-            let f = self.compute_as(v, &args, DType::F32);
-            return self.push(LocalOp::Cast(f), n.dtype);
+            return self.compute_as(v, &args, DType::F32);
         }
-        self.compute_as(v, args, n.dtype)
+        // A value leaving its 16-bit type (compared, cast) is a value of that type: rounded
+        // first, so that no comparison flips on precision the value does not have.
+        let args: Vec<LocalId> = (args.iter().zip(&n.inputs))
+            .map(|(&a, &x)| self.stored(x, a))
+            .collect();
+        self.compute_as(v, &args, n.dtype)
+    }
+
+    /// The local a kernel stores for node `v` computed as `l`: a 16-bit value kept in f32
+    /// inside the kernel, rounded once to its type (a local of its own).
+    pub fn stored(&mut self, v: ValueId, l: LocalId) -> LocalId {
+        let d = self.g.node(v).dtype;
+        if !d.is_half() || self.locals[l].dtype == d {
+            return l;
+        }
+        if let Some(&r) = self.rounded.get(&l) {
+            return r;
+        }
+        let r = self.push(LocalOp::Cast(l), d);
+        self.rounded.insert(l, r);
+        r
     }
 
     /// The f32 value of local `a` if it is of a 16-bit float type (a cast the backends spell
@@ -301,22 +324,6 @@ impl<'g> Builder<'g> {
             other => unreachable!("{} is not computed in a kernel", other.name()),
         };
         self.push(op, d)
-    }
-}
-
-/// Whether an op whose result is a 16-bit float computes in f32 and rounds (`Builder::compute`):
-/// the arithmetic. The others give a value of their operands' type exactly (a negation, an
-/// absolute value, a floor, a remainder, a max or min, a select, a copy) and are computed on
-/// the 16-bit values as they are held, in f32 lanes; casts convert (and round) themselves.
-fn rounds(op: &Op) -> bool {
-    match op {
-        Op::Unary(u) => !matches!(
-            u,
-            UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Floor | UnaryOp::StopGradient | UnaryOp::Relu
-        ),
-        Op::Binary(o) => !matches!(o, BinaryOp::Max | BinaryOp::Min | BinaryOp::Rem),
-        Op::Reduce(r, _) => matches!(r, ReduceOp::Sum | ReduceOp::Prod),
-        _ => false,
     }
 }
 

@@ -81,7 +81,12 @@ pub fn lower<'p>(g: &Graph, rk: &RowKernel, pl: &'p RowDescription) -> RowBody<'
         }
     }
     let outputs = (rk.outputs.iter().enumerate())
-        .map(|(j, o)| (b.of[&(*o, false)], pl.outs[j]))
+        .map(|(j, o)| {
+            let l = b.of[&(*o, false)];
+            let s = b.stored(*o, l);
+            row_level.resize(b.locals.len(), row_level[l]);
+            (s, pl.outs[j])
+        })
         .collect();
     let mut body = RowBody {
         plan: pl,

@@ -36,6 +36,10 @@ use std::collections::{HashMap, HashSet};
 pub fn build(rb: &RowBody, t: &Target) -> Option<Code> {
     let w = Width::of(t)?;
     let lane = supported(rb)?;
+    // 16-bit accesses at AVX-512 only (`half.rs`).
+    if w == Width::Y && rb.plan.accesses.iter().any(|a| a.dtype.is_half()) {
+        return None;
+    }
     for &hoist in body::Hoist::levels(w) {
         match Rows::new(rb, hoist, w, lane).and_then(|e| e.run()) {
             Ok((bytes, prefetched, held)) => {
@@ -64,10 +68,6 @@ pub fn build(rb: &RowBody, t: &Target) -> Option<Code> {
 /// and output of one float type.
 fn supported(rb: &RowBody) -> Option<Lane> {
     let pl = rb.plan;
-    // FIXME: row kernels over 16-bit floats go to Cranelift for now.
-    if pl.accesses.iter().any(|a| a.dtype.is_half()) {
-        return None;
-    }
     let lane = Lane::uniform(pl.accesses.iter().map(|a| a.dtype))?;
     let f = lane.dtype();
     if (pl.accesses.iter()).any(|a| pl.n > 1 && a.i_stride != 0 && a.i_stride != 1) {
@@ -83,7 +83,10 @@ fn supported(rb: &RowBody) -> Option<Lane> {
             LocalOp::Broadcast(_) => l.dtype == f,
             _ => node_ok(&rb.locals, v, lane, false),
         }
-    }) && rb.outputs.iter().all(|&(o, _)| rb.locals[o].dtype == f);
+    }) && rb
+        .outputs
+        .iter()
+        .all(|&(o, _)| rb.locals[o].dtype.compute() == f);
     ok.then_some(lane)
 }
 
@@ -193,6 +196,13 @@ impl<'a> Rows<'a> {
         })
     }
 
+    /// The 16-bit float type of each access of one (`half.rs`).
+    fn halves(&self) -> Vec<Option<DType>> {
+        (self.pl.accesses.iter())
+            .map(|a| a.dtype.is_half().then_some(a.dtype))
+            .collect()
+    }
+
     /// The frame slot of row-level value `v` (through broadcasts).
     fn slot(&self, mut v: LocalId) -> Option<i32> {
         loop {
@@ -227,9 +237,10 @@ impl<'a> Rows<'a> {
         let size = self.size;
         prologue(&mut self.asm.a, size, SAVED, BEGIN, END)?;
         for (i, acc) in self.pl.accesses.iter().enumerate() {
+            let bytes = self.asm.elem_bytes(acc.dtype) as i64;
             let a = &mut self.asm.a;
             a.mov(rax, qword_ptr(rdi + (acc.ptr as i32) * 8))?;
-            add_imm(a, rax, acc.offset * self.asm.lane.bytes() as i64)?;
+            add_imm(a, rax, acc.offset * bytes)?;
             a.mov(qword_ptr(rsp + (self.start + 8 * i as i32)), rax)?;
         }
         let nd = self.pl.o_dims.len();
@@ -241,8 +252,8 @@ impl<'a> Rows<'a> {
         first_row(a, IDX, nd, BEGIN, END, done)?;
         let mut top = a.create_label();
         mark(a, &mut top)?;
-        let scale = self.asm.lane.bytes();
         for (i, acc) in self.pl.accesses.iter().enumerate() {
+            let scale = self.asm.elem_bytes(acc.dtype);
             let a = &mut self.asm.a;
             a.mov(rcx, qword_ptr(rsp + (self.start + 8 * i as i32)))?;
             add_strided(a, rcx, IDX, &acc.o_strides, scale, rdx)?;
@@ -286,7 +297,9 @@ impl<'a> Rows<'a> {
                 .collect();
             if !stores.is_empty() {
                 let leaf = |x: LocalId| self.leaf(x, &avail);
-                let pass = Sweep::of(&rb.locals, self.inner.clone(), &sweep.cone, &leaf, stores);
+                let mut pass =
+                    Sweep::of(&rb.locals, self.inner.clone(), &sweep.cone, &leaf, stores);
+                pass.halves = self.halves();
                 // The last pass over the row (softmax's divide of the stashed exp) works from
                 // L1: it prefetches the next row, which the first pass then finds in cache.
                 // Rows of 4 KiB are each a page, where the hardware's streamer stops and
@@ -299,9 +312,22 @@ impl<'a> Rows<'a> {
             {
                 let slot = self.slot(o).expect("a row-level output has a slot");
                 let out = qword_ptr(rsp + (self.row + 8 * a as i32));
+                let d = self.pl.accesses[a].dtype;
                 let a = &mut self.asm.a;
                 a.mov(rax, out)?;
                 match self.asm.lane {
+                    // (The slot holds the value rounded to its 16-bit type: its high half for
+                    // bf16, converted exactly for f16.)
+                    Lane::F32 if d == DType::BF16 => {
+                        a.mov(ecx, dword_ptr(rsp + slot))?;
+                        a.shr(ecx, 16)?;
+                        a.mov(word_ptr(rax), cx)?;
+                    }
+                    Lane::F32 if d == DType::F16 => {
+                        a.vmovss(xmm0, dword_ptr(rsp + slot))?;
+                        a.vcvtps2ph(xmm0, xmm0, 0)?;
+                        a.vpextrw(word_ptr(rax), xmm0, 0)?;
+                    }
                     Lane::F32 => {
                         a.vmovss(xmm0, dword_ptr(rsp + slot))?;
                         a.vmovss(dword_ptr(rax), xmm0)?;
@@ -345,7 +371,8 @@ impl<'a> Rows<'a> {
             .collect();
         let before = avail.clone();
         let leaf = |x: LocalId| self.leaf(x, &before);
-        let pass = Sweep::of(&self.rb.locals, self.inner.clone(), cands, &leaf, stores);
+        let mut pass = Sweep::of(&self.rb.locals, self.inner.clone(), cands, &leaf, stores);
+        pass.halves = self.halves();
         let ptrs = self.pointers(&pass)?;
         // Nothing hoisted: a value stored by this pass may be read by a later node of it.
         let hoisted = body::Hoisted::default();
@@ -406,7 +433,8 @@ impl<'a> Rows<'a> {
             }
         }
         let leaf = |x: LocalId| self.leaf(x, avail);
-        let pass = Sweep::of(locals, self.inner.clone(), cone, &leaf, stores);
+        let mut pass = Sweep::of(locals, self.inner.clone(), cone, &leaf, stores);
+        pass.halves = self.halves();
         let accs = self.loop_pass(&pass, &ops, prefetch_next)?;
         self.stash_ready.extend(stored);
         let lane = self.asm.lane;
@@ -524,7 +552,7 @@ impl<'a> Rows<'a> {
         let lane = self.asm.lane.bytes() as i64;
         let moving: Vec<(usize, i64)> = (self.pl.accesses.iter().enumerate())
             .filter_map(|(ai, acc)| {
-                let step = acc.o_strides.last()? * lane;
+                let step = acc.o_strides.last()? * self.asm.elem_bytes(acc.dtype) as i64;
                 let run = acc.i_stride == 1;
                 (run && (64..MAX_PREFETCH_BYTES).contains(&step.abs())).then_some((ai, step))
             })
