@@ -176,8 +176,6 @@ pub(crate) struct Builder<'g> {
     /// The local of each node computed in the kernel or read into it, by the key the caller
     /// gives (row kernels read one value apart per row and per element).
     pub of: HashMap<(ValueId, bool), LocalId>,
-    /// The f32 local of each 16-bit local an op computes from (`Builder::wide`).
-    widened: HashMap<LocalId, LocalId>,
     /// The 16-bit rounding of each f32 local holding a 16-bit value (`Builder::stored`).
     rounded: HashMap<LocalId, LocalId>,
 }
@@ -188,7 +186,6 @@ impl<'g> Builder<'g> {
             g,
             locals: Vec::new(),
             of: HashMap::new(),
-            widened: HashMap::new(),
             rounded: HashMap::new(),
         }
     }
@@ -213,11 +210,14 @@ impl<'g> Builder<'g> {
         if let Some(&l) = self.of.get(&(x, level)) {
             return l;
         }
-        let op = match const_value(self.g, x) {
-            Some(c) => LocalOp::Const(c),
-            None => LocalOp::Read(read()),
+        let d = self.g.node(x).dtype;
+        let (op, d) = match const_value(self.g, x) {
+            // A 16-bit constant is its value as an f32 constant (nothing to widen per vector).
+            Some(c) if d.is_half() => (LocalOp::Const(Literal::Float(c.as_f64(d))), DType::F32),
+            Some(c) => (LocalOp::Const(c), d),
+            None => (LocalOp::Read(read()), d),
         };
-        let l = self.push(op, self.g.node(x).dtype);
+        let l = self.push(op, d);
         self.of.insert((x, level), l);
         l
     }
@@ -233,9 +233,9 @@ impl<'g> Builder<'g> {
     pub fn compute(&mut self, v: ValueId, args: &[LocalId]) -> LocalId {
         let n = self.g.node(v);
         if n.dtype.is_half() && !matches!(n.op, Op::Cast(_)) {
-            // In f32 inside the kernel: rounded where it is stored (`Builder::stored`).
-            let args: Vec<LocalId> = args.iter().map(|&a| self.wide(a)).collect();
-            return self.compute_as(v, &args, DType::F32);
+            // In f32 inside the kernel (a 16-bit operand is an f32 lane to every backend):
+            // rounded where it is stored (`Builder::stored`).
+            return self.compute_as(v, args, DType::F32);
         }
         // A value leaving its 16-bit type (compared, cast) is a value of that type: rounded
         // first, so that no comparison flips on precision the value does not have.
@@ -258,20 +258,6 @@ impl<'g> Builder<'g> {
         let r = self.push(LocalOp::Cast(l), d);
         self.rounded.insert(l, r);
         r
-    }
-
-    /// The f32 value of local `a` if it is of a 16-bit float type (a cast the backends spell
-    /// as nothing: they hold such values in f32 lanes), `a` itself otherwise.
-    fn wide(&mut self, a: LocalId) -> LocalId {
-        if !self.locals[a].dtype.is_half() {
-            return a;
-        }
-        if let Some(&w) = self.widened.get(&a) {
-            return w;
-        }
-        let w = self.push(LocalOp::Cast(a), DType::F32);
-        self.widened.insert(a, w);
-        w
     }
 
     /// `compute` with the result computed in dtype `d`.
