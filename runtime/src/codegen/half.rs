@@ -15,15 +15,21 @@
 
 use crate::DType;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::{types, InstBuilder, MemFlagsData, Value};
+use cranelift_codegen::ir::{types, Endianness, InstBuilder, MemFlagsData, Value};
 use cranelift_frontend::FunctionBuilder;
 
+/// Bitcasts between vector types name their lane order (the verifier requires it where the
+/// lane count changes).
+fn le() -> MemFlagsData {
+    MemFlagsData::new().with_endianness(Endianness::Little)
+}
+
 fn bits(b: &mut FunctionBuilder, x: Value) -> Value {
-    b.ins().bitcast(types::I32X4, MemFlagsData::new(), x)
+    b.ins().bitcast(types::I32X4, le(), x)
 }
 
 fn float(b: &mut FunctionBuilder, x: Value) -> Value {
-    b.ins().bitcast(types::F32X4, MemFlagsData::new(), x)
+    b.ins().bitcast(types::F32X4, le(), x)
 }
 
 fn splat(b: &mut FunctionBuilder, v: u32) -> Value {
@@ -131,7 +137,7 @@ pub fn narrow(b: &mut FunctionBuilder, d: DType, x: Value) -> Value {
 pub fn round(b: &mut FunctionBuilder, d: DType, x: Value) -> Value {
     let xb = bits(b, x);
     let nan = b.ins().fcmp(FloatCC::Unordered, x, x);
-    let nan = b.ins().bitcast(types::I32X4, MemFlagsData::new(), nan);
+    let nan = b.ins().bitcast(types::I32X4, le(), nan);
     if d == DType::BF16 {
         // Add half an ulp less one, plus the kept lsb (ties to even), and cut.
         let lsb = shr(b, xb, 16);
@@ -186,7 +192,7 @@ pub fn round_f64(b: &mut FunctionBuilder, d: DType, lo: Value, hi: Value) -> Val
             let over = b.ins().fcmp(FloatCC::GreaterThan, ab, ax);
             // The two f64 masks narrowed to lanes 0-1 of an I32X4.
             let pick = |b: &mut FunctionBuilder, m: Value| {
-                let m = b.ins().bitcast(types::I32X4, MemFlagsData::new(), m);
+                let m = b.ins().bitcast(types::I32X4, le(), m);
                 let (l0, l1) = (b.ins().extractlane(m, 0), b.ins().extractlane(m, 2));
                 let v = b.ins().splat(types::I32X4, l0);
                 b.ins().insertlane(v, l1, 1)
