@@ -591,3 +591,25 @@ fn the_schedule_starts_collectives_as_early_as_their_operands_allow() {
         }
     }
 }
+
+#[jitfuse::jit]
+fn summed_bf16(x: &Tensor) -> Tensor {
+    dist::all_reduce(x, Reduce::Sum).unwrap() + dist::all_gather(x, 0).unwrap().sum(0)
+}
+
+#[test]
+fn collectives_of_16_bit_floats_run_on_f32_values_and_keep_their_type() {
+    let x = Tensor::vector(&[1.5f32, -2.25, 3.0]).cast(DType::BF16);
+    let eager = dist::all_reduce(&x, Reduce::Sum).unwrap();
+    assert_eq!(eager.dtype(), DType::BF16);
+    assert_eq!(
+        eager.cast(DType::F32).to_vec::<f32>().unwrap(),
+        vec![1.5, -2.25, 3.0]
+    );
+    let jitted = summed_bf16(&x);
+    assert_eq!(jitted.dtype(), DType::BF16);
+    assert_eq!(
+        jitted.cast(DType::F32).to_vec::<f32>().unwrap(),
+        vec![3.0, -4.5, 6.0]
+    );
+}

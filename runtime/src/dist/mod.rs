@@ -194,6 +194,13 @@ pub fn broadcast(x: &Tensor, root: usize) -> Result<Tensor, Error> {
 /// The collective `op` of `x`, its result of `shape`: a step of the program being traced, or
 /// run now on a concrete `x` (the compiled step's own function, `collective::eval`).
 fn step(op: Op, x: &Tensor, shape: Vec<usize>, loc: crate::SourceLoc) -> Result<Tensor, Error> {
+    if x.dtype().is_half() {
+        // On f32 values (a sum of 16-bit values accumulates in f32 and rounds once, as every
+        // 16-bit reduction does). FIXME: twice the bytes on the wire for a gather or a
+        // broadcast; MPI has no 16-bit float type of its own.
+        let wide = step(op, &x.cast(DType::F32), shape, loc)?;
+        return Ok(wide.cast(x.dtype()));
+    }
     match x.to_array() {
         None => Ok(apply(op, &[x], shape, x.dtype(), loc)),
         Some(a) => Ok(Tensor::from_array(world::eval(&op, &a, &shape)?)),

@@ -1,6 +1,7 @@
 //! The library steps that compute in f32 on 16-bit floats: a `matmul`, `attention`, its
-//! gradient or a `scatter_add` whose result is `bf16` or `f16` becomes the f32 step on its
-//! operands cast to f32, its result cast back (rounded once). The casts are elementwise:
+//! gradient, a `scatter_add` or a collective whose result is `bf16` or `f16` becomes the f32
+//! step on its operands cast to f32, its result cast back (rounded once). The casts are
+//! elementwise:
 //! fusion puts them in the kernels around the step (a producer's kernel writes the f32
 //! operand, the consumer's reads the f32 result), and the step runs the f32 code, whose
 //! accumulation in f32 is what the 16-bit op means (`DType::BF16`).
@@ -14,9 +15,17 @@ use std::collections::HashMap;
 
 /// Whether `op` on 16-bit floats runs as the f32 library step.
 fn widened(op: &Op) -> bool {
+    // (Collectives too: MPI has no 16-bit float type; a sum accumulates in f32.)
     matches!(
         op,
-        Op::Matmul | Op::Attention(_) | Op::AttentionGrad(_) | Op::ScatterAdd(_)
+        Op::Matmul
+            | Op::Attention(_)
+            | Op::AttentionGrad(_)
+            | Op::ScatterAdd(_)
+            | Op::AllReduce(_)
+            | Op::AllGather(..)
+            | Op::ReduceScatter(..)
+            | Op::BroadcastFrom(_)
     )
 }
 

@@ -98,6 +98,7 @@ macro_rules! typed {
                 let ($s, $r) = cast::<u8>($b.send, $b.recv);
                 $body
             }
+            DType::BF16 | DType::F16 => unreachable!("16-bit collectives run on f32 (dist::step)"),
         }
     }};
 }
