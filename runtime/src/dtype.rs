@@ -274,7 +274,7 @@ impl Literal {
     /// i64 constants beyond 2^53 go through `as_i64`).
     pub fn as_f64(self, dtype: DType) -> f64 {
         match dtype {
-            DType::F32 | DType::F64 | DType::BF16 | DType::F16 => self.float_rounded(dtype),
+            DType::F32 | DType::F64 | DType::BF16 | DType::F16 => dtype.round_f64(self.raw_f64()),
             DType::I32 => self.as_i64(dtype) as f64,
             DType::I64 => self.as_i64(dtype) as f64,
             DType::Bool => (self.raw_f64() != 0.0) as u8 as f64,
@@ -292,17 +292,6 @@ impl Literal {
         match dtype {
             DType::I32 => v as i32 as i64,
             DType::Bool => (v != 0) as i64,
-            _ => v,
-        }
-    }
-
-    /// The value rounded once to float dtype `dtype` (an integer goes through `f64`).
-    fn float_rounded(self, dtype: DType) -> f64 {
-        let v = self.raw_f64();
-        match dtype {
-            DType::F32 => v as f32 as f64,
-            DType::BF16 => bf16_of(v).to_f64(),
-            DType::F16 => f16_of(v).to_f64(),
             _ => v,
         }
     }
