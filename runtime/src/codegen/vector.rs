@@ -208,6 +208,18 @@ pub fn store_lane0(b: &mut FunctionBuilder, d: DType, v: &Vals, addr: Value, off
 /// Store scalar `s` of dtype `from` (of `scalar_type(from)`) as one element of dtype `d`,
 /// converted (and rounded) once.
 pub fn store_scalar(b: &mut FunctionBuilder, from: DType, d: DType, s: Value, addr: Value) {
+    if d != DType::Bool && !d.is_half() {
+        // One scalar conversion (an f64 total to f32), no vector round trip.
+        let s = match (from, d) {
+            (DType::F64, DType::F32) => b.ins().fdemote(types::F32, s),
+            _ => {
+                debug_assert_eq!(from, d, "a scalar stored in its own type");
+                s
+            }
+        };
+        b.ins().store(flags(), s, addr, 0);
+        return;
+    }
     let (ty, n) = part_type(from);
     let v = b.ins().splat(ty, s);
     let v = cast(b, from, d, &vec![v; n]);
