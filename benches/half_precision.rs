@@ -2,8 +2,11 @@
 //! machine is shared and noisy: only the ratios of one run count), with the temporaries
 //! each compiled program reports. `cargo bench --bench half_precision`.
 //!
-//! Rows: streaming kernels (gelu, layer norm, softmax: bf16 moves half the bytes), and a
-//! matmul (bf16 operands run the f32 GEMM on f32 copies for now: no speed-up expected).
+//! Rows: streaming kernels (gelu, layer norm, softmax: bf16 moves half the bytes), and
+//! products at 1024³, 2048³ and the shapes of nanoGPT's GPU-size training step (16,384
+//! rows of width 384; the weight gradient's `xᵀ · dy` sums over those rows), with their
+//! rates: bf16 products run on `vdpbf16ps` where the CPU has AVX-512 BF16
+//! (`library/gemm16.rs`), on f32 copies elsewhere.
 
 use jitfuse::prelude::*;
 use std::hint::black_box;
@@ -27,6 +30,27 @@ fn softmax(x: &Tensor) -> Tensor {
 #[jit]
 fn matmul(a: &Tensor, b: &Tensor) -> Tensor {
     a.matmul(b)
+}
+
+#[jit]
+fn matmul_tn(a: &Tensor, b: &Tensor) -> Tensor {
+    a.t().matmul(b)
+}
+
+/// A product row: `[m, k] @ [k, n]` (`a` stored as `[k, m]` and read transposed where
+/// `tn`), with its multiply-adds.
+fn product(m: usize, k: usize, n: usize, tn: bool) -> (usize, Box<dyn Fn(DType) -> Box<dyn Fn()>>) {
+    let make = move |d| -> Box<dyn Fn()> {
+        let b = filled(&[k, n], d, 7);
+        if tn {
+            let a = filled(&[k, m], d, 6);
+            Box::new(move || drop(black_box(matmul_tn(&a, &b))))
+        } else {
+            let a = filled(&[m, k], d, 6);
+            Box::new(move || drop(black_box(matmul(&a, &b))))
+        }
+    };
+    (m * k * n, Box::new(make))
 }
 
 fn filled(shape: &[usize], dtype: DType, seed: u64) -> Tensor {
@@ -77,21 +101,43 @@ fn main() {
                 Box::new(move || drop(black_box(softmax(&x))))
             }),
         ),
+    ];
+    let products: Vec<(&str, (usize, Box<dyn Fn(DType) -> Box<dyn Fn()>>))> = vec![
+        ("matmul 1024^3", product(1024, 1024, 1024, false)),
+        ("matmul 2048^3", product(2048, 2048, 2048, false)),
         (
-            "matmul 1024^3",
-            Box::new(|d| {
-                let (a, b) = (filled(&[1024, 1024], d, 6), filled(&[1024, 1024], d, 7));
-                Box::new(move || drop(black_box(matmul(&a, &b))))
-            }),
+            "GPT x @ W_qkv [16384,384]x[384,1152]",
+            product(16384, 384, 1152, false),
+        ),
+        (
+            "GPT h @ W_down [16384,1536]x[1536,384]",
+            product(16384, 1536, 384, false),
+        ),
+        (
+            "GPT x^T @ dy [384,16384]x[16384,1536]",
+            product(384, 16384, 1536, true),
         ),
     ];
-    println!("| workload | f32 ms | bf16 ms | bf16 / f32 |");
-    println!("|---|---|---|---|");
-    for (name, make) in &cases {
+    let cases = (cases.into_iter())
+        .map(|(name, make)| (name, 0, make))
+        .chain(
+            products
+                .into_iter()
+                .map(|(name, (macs, make))| (name, macs, make)),
+        );
+    println!("| workload | f32 ms | bf16 ms | bf16 / f32 | f32 GFLOP/s | bf16 GFLOP/s |");
+    println!("|---|---|---|---|---|---|");
+    for (name, macs, make) in cases {
         let (f, h) = (make(DType::F32), make(DType::BF16));
         f();
         h();
         let (mut tf, mut th) = (Vec::new(), Vec::new());
+        // The large products fewer times (about 2 s of each side).
+        let runs = if macs > 0 {
+            runs.min((1e10 / macs as f64).ceil() as usize).max(5)
+        } else {
+            runs
+        };
         for _ in 0..runs {
             for (run, times) in [(&f, &mut tf), (&h, &mut th)] {
                 let t = Instant::now();
@@ -100,6 +146,15 @@ fn main() {
             }
         }
         let (mf, mh) = (median(&mut tf), median(&mut th));
-        println!("| {name} | {mf:.2} | {mh:.2} | {:.2} |", mh / mf);
+        let rate = |ms: f64| 2.0 * macs as f64 / ms / 1e6;
+        if macs > 0 {
+            let (rf, rh) = (rate(mf), rate(mh));
+            println!(
+                "| {name} | {mf:.2} | {mh:.2} | {:.2} | {rf:.0} | {rh:.0} |",
+                mh / mf
+            );
+        } else {
+            println!("| {name} | {mf:.2} | {mh:.2} | {:.2} | | |", mh / mf);
+        }
     }
 }

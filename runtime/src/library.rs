@@ -37,8 +37,32 @@ pub unsafe fn matmul_strided(
     dtype: DType,
     out: *mut u8,
     split: Option<GemmSplit>,
+    scratch: *mut u8,
 ) {
-    matmul_strided_by((None, split), a, b, out_shape, dtype, out);
+    matmul_strided_by((None, split), a, b, out_shape, dtype, out, scratch);
+}
+
+/// Whether products of `dtype` run on `gemm16` (bf16 on a CPU with AVX-512 BF16; other
+/// 16-bit products run on f32 copies: `passes/widen.rs`).
+pub fn runs_gemm16(dtype: DType) -> bool {
+    dtype == DType::BF16 && gemm16::native()
+}
+
+/// Scratch bytes of a product `[.., m, k] @ [.., k, n]` giving `out_shape` of `dtype`
+/// (`matmul_strided`'s `scratch`): a bf16 product's packed operands where the CPU runs
+/// `gemm16` (the most of the product folded into one and of one matrix of the batch).
+pub fn matmul_scratch(a_shape: &[usize], out_shape: &[usize], dtype: DType) -> usize {
+    if !runs_gemm16(dtype) {
+        return 0;
+    }
+    let r = out_shape.len();
+    let (m, n, k) = (
+        out_shape[r - 2],
+        out_shape[r - 1],
+        a_shape[a_shape.len() - 1],
+    );
+    let rows = shape::numel(&out_shape[..r - 2]) * m;
+    gemm16::scratch_bytes(m, k, n).max(gemm16::scratch_bytes(rows, k, n))
 }
 
 /// `matmul_strided` on the given library (`None`: `Gemm::pick` for each product) and split
@@ -53,6 +77,7 @@ unsafe fn matmul_strided_by(
     out_shape: &[usize],
     dtype: DType,
     out: *mut u8,
+    scratch: *mut u8,
 ) {
     let r = out_shape.len();
     let (m, n) = (out_shape[r - 2], out_shape[r - 1]);
@@ -87,7 +112,8 @@ unsafe fn matmul_strided_by(
         match dtype {
             DType::F32 => lib.run::<f32>(rows, k, n, a, b, out as *mut f32, split),
             DType::F64 => lib.run::<f64>(rows, k, n, a, b, out as *mut f64, split),
-            _ => unreachable!("matmul is float-only (checked at trace time)"),
+            DType::BF16 => gemm16::run(rows, k, n, a, b, out as *mut u16, scratch),
+            _ => unreachable!("matmul is f32, f64 or (native) bf16 here (passes/widen.rs)"),
         }
         return;
     }
@@ -103,7 +129,8 @@ unsafe fn matmul_strided_by(
         match dtype {
             DType::F32 => lib.run::<f32>(m, k, n, a, b, pc as *mut f32, split),
             DType::F64 => lib.run::<f64>(m, k, n, a, b, pc as *mut f64, split),
-            _ => unreachable!("matmul is float-only (checked at trace time)"),
+            DType::BF16 => gemm16::run(m, k, n, a, b, pc as *mut u16, scratch),
+            _ => unreachable!("matmul is f32, f64 or (native) bf16 here (passes/widen.rs)"),
         }
         for d in (0..batch.len()).rev() {
             idx[d] += 1;
@@ -602,6 +629,7 @@ mod tests {
                                 &out_shape,
                                 dtype,
                                 c.as_mut_ptr() as *mut u8,
+                                std::ptr::null_mut(),
                             )
                         };
                         c.iter().map(|&v| v as f64).collect::<Vec<f64>>()
@@ -673,6 +701,7 @@ mod tests {
                     &[2, 3, m, n],
                     DType::F32,
                     c.as_mut_ptr() as *mut u8,
+                    std::ptr::null_mut(),
                 )
             };
             for (e, (g, w)) in c.iter().zip(&want).enumerate() {

@@ -18,6 +18,7 @@ mod eager;
 mod fuzz;
 mod gpt;
 mod half_floats;
+mod half_matmul;
 mod ir_text;
 mod layering;
 mod listings;

@@ -79,6 +79,9 @@ impl Executable {
                 continue;
             };
             let n = g.node(*v);
+            if crate::library::runs_gemm16(n.dtype) {
+                continue; // its packing is the step's planned scratch
+            }
             let a = &g.node(n.inputs[0]).shape;
             let b = &g.node(n.inputs[1]).shape;
             let (m, k) = (a[a.len().saturating_sub(2)], a[a.len() - 1]);

@@ -475,6 +475,7 @@ impl Executable {
                         n.dtype,
                         ptr[v.index()],
                         *split,
+                        scratch,
                     )
                 };
             }

@@ -150,7 +150,15 @@ pub fn scratch_bytes(m: usize, k: usize, n: usize) -> usize {
 /// # Safety
 /// `native()`; the operands' elements in live memory; `c` valid for `m · n` bf16 values
 /// overlapping neither operand nor the scratch.
-pub unsafe fn run(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: *mut u16, scratch: *mut u8) {
+pub(super) unsafe fn run(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: Mat,
+    b: Mat,
+    c: *mut u16,
+    scratch: *mut u8,
+) {
     debug_assert!(native());
     if m == 0 || n == 0 {
         return;
@@ -185,8 +193,12 @@ pub unsafe fn run(m: usize, k: usize, n: usize, a: Mat, b: Mat, c: *mut u16, scr
         let p = &p;
         for j in range(t, g.slots, shared_panels) {
             match g.shared {
-                Shared::Right => pack_right(&g, p.b, j, p.shared.wrapping_add(j * g.panel_bytes(NR) / 4)),
-                Shared::Left => pack_left(&g, p.a, j, p.shared.wrapping_add(j * g.panel_bytes(MR) / 4)),
+                Shared::Right => {
+                    pack_right(&g, p.b, j, p.shared.wrapping_add(j * g.panel_bytes(NR) / 4))
+                }
+                Shared::Left => {
+                    pack_left(&g, p.a, j, p.shared.wrapping_add(j * g.panel_bytes(MR) / 4))
+                }
             }
         }
     };
@@ -257,7 +269,15 @@ fn range(t: usize, parts: usize, len: usize) -> std::ops::Range<usize> {
 ///
 /// # Safety
 /// As `run`'s; the panels packed.
-unsafe fn tile_at(g: &Geometry, ap: *const u32, bp: *const u32, c: *mut u16, ldc: usize, i: usize, j: usize) {
+unsafe fn tile_at(
+    g: &Geometry,
+    ap: *const u32,
+    bp: *const u32,
+    c: *mut u16,
+    ldc: usize,
+    i: usize,
+    j: usize,
+) {
     let (r0, c0) = (i * MR, j * NR);
     let rows = (g.m - r0).min(MR);
     let cols = (g.n - c0).min(NR);
@@ -297,7 +317,15 @@ unsafe fn pack_right(g: &Geometry, b: Mat, j: usize, dst: *mut u32) {
 ///
 /// # Safety
 /// Every `x[q, l]` (`q < k`, `l < lanes`) readable; `dst` holds `ceil(k/2) · width` values.
-unsafe fn pack(src: *const u16, ks: isize, ls: isize, k: usize, lanes: usize, width: usize, dst: *mut u32) {
+unsafe fn pack(
+    src: *const u16,
+    ks: isize,
+    ls: isize,
+    k: usize,
+    lanes: usize,
+    width: usize,
+    dst: *mut u32,
+) {
     let kp = k.div_ceil(2);
     #[cfg(target_arch = "x86_64")]
     if ls == 1 && width == NR {
@@ -365,9 +393,20 @@ mod kernel {
         let hi = lanes(cols.saturating_sub(16));
         for r in 0..rows {
             let row = c.add(r * ldc);
-            let (x0, x1) = (_mm512_cvtneps_pbh(acc[2 * r]), _mm512_cvtneps_pbh(acc[2 * r + 1]));
-            _mm256_mask_storeu_epi16(row as *mut i16, lo, std::mem::transmute::<__m256bh, __m256i>(x0));
-            _mm256_mask_storeu_epi16(row.add(16) as *mut i16, hi, std::mem::transmute::<__m256bh, __m256i>(x1));
+            let (x0, x1) = (
+                _mm512_cvtneps_pbh(acc[2 * r]),
+                _mm512_cvtneps_pbh(acc[2 * r + 1]),
+            );
+            _mm256_mask_storeu_epi16(
+                row as *mut i16,
+                lo,
+                std::mem::transmute::<__m256bh, __m256i>(x0),
+            );
+            _mm256_mask_storeu_epi16(
+                row.add(16) as *mut i16,
+                hi,
+                std::mem::transmute::<__m256bh, __m256i>(x1),
+            );
         }
     }
 
@@ -399,15 +438,22 @@ mod kernel {
         );
         for p in 0..k.div_ceil(2) {
             let q = 2 * p;
-            let even = _mm512_maskz_loadu_epi16(mask, src.wrapping_offset(q as isize * ks) as *const i16);
+            let even =
+                _mm512_maskz_loadu_epi16(mask, src.wrapping_offset(q as isize * ks) as *const i16);
             let odd = if q + 1 < k {
-                _mm512_maskz_loadu_epi16(mask, src.wrapping_offset((q + 1) as isize * ks) as *const i16)
+                _mm512_maskz_loadu_epi16(
+                    mask,
+                    src.wrapping_offset((q + 1) as isize * ks) as *const i16,
+                )
             } else {
                 _mm512_setzero_si512()
             };
             let out = dst.add(p * NR);
             _mm512_storeu_si512(out as *mut _, _mm512_permutex2var_epi16(even, i0, odd));
-            _mm512_storeu_si512(out.add(16) as *mut _, _mm512_permutex2var_epi16(even, i1, odd));
+            _mm512_storeu_si512(
+                out.add(16) as *mut _,
+                _mm512_permutex2var_epi16(even, i1, odd),
+            );
         }
     }
 }
@@ -427,61 +473,52 @@ mod tests {
         if !native() {
             return;
         }
-        for &(m, k, n) in &[(1, 1, 1), (3, 5, 7), (14, 2, 32), (15, 33, 33), (29, 64, 100), (200, 97, 70), (64, 300, 500)] {
+        for &(m, k, n) in &[
+            (1, 1, 1),
+            (3, 5, 7),
+            (14, 2, 32),
+            (15, 33, 33),
+            (29, 64, 100),
+            (200, 97, 70),
+            (64, 300, 500),
+        ] {
             for lay in 0..4 {
                 let (ta, tb) = (lay & 1 == 1, lay & 2 == 2);
-                let av: Vec<u16> = (0..m * k).map(|i| bits(((i * 7919 % 61) as f32 - 30.0) / 16.0)).collect();
-                let bv: Vec<u16> = (0..k * n).map(|i| bits(((i * 104729 % 53) as f32 - 26.0) / 8.0)).collect();
+                let av: Vec<u16> = (0..m * k)
+                    .map(|i| bits(((i * 7919 % 61) as f32 - 30.0) / 16.0))
+                    .collect();
+                let bv: Vec<u16> = (0..k * n)
+                    .map(|i| bits(((i * 104729 % 53) as f32 - 26.0) / 8.0))
+                    .collect();
                 // Stored transposed where `ta`/`tb`: element (i, j) at j·rows + i.
-                let a = Mat { p: av.as_ptr() as *mut u8, rs: if ta { 1 } else { k as isize }, cs: if ta { m as isize } else { 1 } };
-                let b = Mat { p: bv.as_ptr() as *mut u8, rs: if tb { 1 } else { n as isize }, cs: if tb { k as isize } else { 1 } };
+                let a = Mat {
+                    p: av.as_ptr() as *mut u8,
+                    rs: if ta { 1 } else { k as isize },
+                    cs: if ta { m as isize } else { 1 },
+                };
+                let b = Mat {
+                    p: bv.as_ptr() as *mut u8,
+                    rs: if tb { 1 } else { n as isize },
+                    cs: if tb { k as isize } else { 1 },
+                };
                 let mut c = vec![0u16; m * n];
                 unsafe { run(m, k, n, a, b, c.as_mut_ptr(), std::ptr::null_mut()) };
-                let at = |i: usize, j: usize| half::bf16::from_bits(av[if ta { j * m + i } else { i * k + j }]).to_f64();
-                let bt = |i: usize, j: usize| half::bf16::from_bits(bv[if tb { j * k + i } else { i * n + j }]).to_f64();
+                let at = |i: usize, j: usize| {
+                    half::bf16::from_bits(av[if ta { j * m + i } else { i * k + j }]).to_f64()
+                };
+                let bt = |i: usize, j: usize| {
+                    half::bf16::from_bits(bv[if tb { j * k + i } else { i * n + j }]).to_f64()
+                };
                 for i in 0..m {
                     for j in 0..n {
                         let exact: f64 = (0..k).map(|q| at(i, q) * bt(q, j)).sum();
                         let got = half::bf16::from_bits(c[i * n + j]).to_f64();
-                        assert!((got - exact).abs() <= exact.abs() / 128.0 + 1e-3, "{m}x{k}x{n} layout {lay} at ({i}, {j}): {got} vs {exact}");
+                        assert!(
+                            (got - exact).abs() <= exact.abs() / 128.0 + 1e-3,
+                            "{m}x{k}x{n} layout {lay} at ({i}, {j}): {got} vs {exact}"
+                        );
                     }
                 }
-            }
-        }
-    }
-
-    #[test]
-    fn timing() {
-        if !native() || std::env::var("GEMM16_TIME").is_err() {
-            return;
-        }
-        for &s in &[512usize, 1024, 2048] {
-            let (m, k, n) = (s, s, s);
-            let av: Vec<u16> = (0..m * k).map(|i| bits((i % 7) as f32 / 7.0)).collect();
-            let bv: Vec<u16> = (0..k * n).map(|i| bits((i % 5) as f32 / 5.0)).collect();
-            let af: Vec<f32> = (0..m * k).map(|i| (i % 7) as f32 / 7.0).collect();
-            let bf: Vec<f32> = (0..k * n).map(|i| (i % 5) as f32 / 5.0).collect();
-            let mut c = vec![0u16; m * n];
-            let mut cf = vec![0f32; m * n];
-            let a = Mat { p: av.as_ptr() as *mut u8, rs: k as isize, cs: 1 };
-            let b = Mat { p: bv.as_ptr() as *mut u8, rs: n as isize, cs: 1 };
-            let mut scratch = vec![0u8; scratch_bytes(m, k, n)];
-            let flops = 2.0 * (m * k * n) as f64;
-            for _ in 0..3 {
-                let t = std::time::Instant::now();
-                let reps = 5;
-                for _ in 0..reps {
-                    unsafe { run(m, k, n, a, b, c.as_mut_ptr(), scratch.as_mut_ptr()) };
-                }
-                let bf16 = t.elapsed().as_secs_f64() / reps as f64;
-                let t = std::time::Instant::now();
-                for _ in 0..reps {
-                    let fa = Mat { p: af.as_ptr() as *mut u8, rs: k as isize, cs: 1 };
-                    let fb = Mat { p: bf.as_ptr() as *mut u8, rs: n as isize, cs: 1 };
-                    unsafe { super::super::Gemm::Faer.run::<f32>(m, k, n, fa, fb, cf.as_mut_ptr(), None) };
-                }
-                let f32t = t.elapsed().as_secs_f64() / reps as f64;
-                eprintln!("{s}^3: bf16 {:.0} GFLOP/s, f32 {:.0} GFLOP/s, ratio {:.2}", flops / bf16 / 1e9, flops / f32t / 1e9, f32t / bf16);
             }
         }
     }

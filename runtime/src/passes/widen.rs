@@ -6,15 +6,20 @@
 //! operand, the consumer's reads the f32 result), and the step runs the f32 code, whose
 //! accumulation in f32 is what the 16-bit op means (`DType::BF16`).
 //!
-//! FIXME: the f32 operands are whole temporaries; a GEMM reading 16-bit panels
-//! (`vdpbf16ps` where the CPU has it) would need neither them nor their memory.
+//! A bf16 `matmul` on a CPU with AVX-512 BF16 is not widened: `library/gemm16.rs` reads its
+//! bf16 operands itself. FIXME: elsewhere (f16, other CPUs) the f32 operands are whole
+//! temporaries; a GEMM converting panels as it packs them would need neither.
 
 use crate::ir::{Graph, Node, Op, ValueId};
 use crate::DType;
 use std::collections::HashMap;
 
-/// Whether `op` on 16-bit floats runs as the f32 library step.
-fn widened(op: &Op) -> bool {
+/// Whether `op` on 16-bit floats of type `d` runs as the f32 library step, where products
+/// of the types `native` accepts run as they are.
+fn widened(op: &Op, d: DType, native: &dyn Fn(DType) -> bool) -> bool {
+    if *op == Op::Matmul && native(d) {
+        return false;
+    }
     // (Collectives too: MPI has no 16-bit float type; a sum accumulates in f32.)
     matches!(
         op,
@@ -29,9 +34,15 @@ fn widened(op: &Op) -> bool {
     )
 }
 
-/// The rewritten graph, or None when no step computes on 16-bit floats.
-pub fn widen(g: &Graph) -> Option<Graph> {
-    if !g.nodes.iter().any(|n| n.dtype.is_half() && widened(&n.op)) {
+/// The rewritten graph, or None when no step computes on 16-bit floats. Products of the
+/// 16-bit types `native` accepts are kept (the executor's test of its GEMMs:
+/// `library::runs_gemm16`).
+pub fn widen(g: &Graph, native: &dyn Fn(DType) -> bool) -> Option<Graph> {
+    if !g
+        .nodes
+        .iter()
+        .any(|n| n.dtype.is_half() && widened(&n.op, n.dtype, native))
+    {
         return None;
     }
     let mut out = Graph::new();
@@ -43,7 +54,7 @@ pub fn widen(g: &Graph) -> Option<Graph> {
     for (i, n) in g.nodes.iter().enumerate() {
         let old = ValueId(i as u32);
         let inputs: Vec<ValueId> = n.inputs.iter().map(|x| map[x.index()]).collect();
-        let v = if n.dtype.is_half() && widened(&n.op) {
+        let v = if n.dtype.is_half() && widened(&n.op, n.dtype, native) {
             let inputs = (inputs.iter())
                 .map(|&x| {
                     let d = out.node(x).dtype;

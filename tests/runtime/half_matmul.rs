@@ -1,0 +1,184 @@
+//! Products of bf16 matrices: accumulated in f32 and rounded once (on `vdpbf16ps` where the
+//! CPU has AVX-512 BF16, on f32 copies elsewhere), against f64 sums of the same values, on
+//! every layout the library step reads in place, batched, jitted and eager, with the same
+//! bits under any thread count; the native kernel's program holds no f32 copy of an
+//! operand; gradients.
+
+use crate::common::*;
+use jitfuse::internals::codegen::Target;
+use jitfuse::{DType, Tensor};
+
+/// Whether the CPU runs the bf16 kernel (`library/gemm16.rs`).
+fn native() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        ["avx512f", "avx512bw", "avx512vl", "avx512bf16"]
+            .iter()
+            .all(|f| match *f {
+                "avx512f" => std::arch::is_x86_feature_detected!("avx512f"),
+                "avx512bw" => std::arch::is_x86_feature_detected!("avx512bw"),
+                "avx512vl" => std::arch::is_x86_feature_detected!("avx512vl"),
+                _ => std::arch::is_x86_feature_detected!("avx512bf16"),
+            })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// `got` (bf16) against the product of the same bf16 values summed in f64: within half a
+/// bf16 unit of the exact value plus what an f32 sum of `k` terms may lose
+/// (`k · 2⁻²⁴ · Σ|a||b|`), element by element.
+fn assert_f32_accumulated(got: &Tensor, a: &Tensor, b: &Tensor, what: &str) {
+    assert_eq!(got.dtype(), DType::BF16, "{what}");
+    let (a64, b64) = (a.cast(DType::F64), b.cast(DType::F64));
+    let exact = to_f64s(&a64.matmul(&b64));
+    let magnitude = to_f64s(&a64.abs().matmul(&b64.abs()));
+    let k = a.shape()[a.shape().len() - 1] as f64;
+    let got = to_f64s(got);
+    assert_eq!(got.len(), exact.len(), "{what}");
+    for (e, ((g, x), s)) in got.iter().zip(&exact).zip(&magnitude).enumerate() {
+        let bound = x.abs() * 2f64.powi(-8) + 1.01 * k * 2f64.powi(-24) * s + 1e-37;
+        assert!(
+            (g - x).abs() <= bound,
+            "{what}: element {e}: {g} vs exact {x} (bound {bound})"
+        );
+    }
+}
+
+fn bf16_tensor(rng: &mut Rng, shape: &[usize]) -> Tensor {
+    random_tensor(rng, shape, DType::F32, -2.0, 2.0, false).cast(DType::BF16)
+}
+
+/// `f` on `args` traced and compiled for the host.
+fn jitted(args: &[&Tensor], f: impl FnOnce(&[Tensor]) -> Tensor) -> Tensor {
+    let owned: Vec<Tensor> = args.iter().map(|t| (*t).clone()).collect();
+    let g = trace_fn(&owned, |ts| vec![f(ts)]);
+    let exe = compile_at(g, Target::host()).unwrap();
+    exe.run_with(args).unwrap().remove(0)
+}
+
+#[test]
+fn bf16_products_accumulate_in_f32_and_round_once_on_every_layout() {
+    let mut rng = Rng::new(32);
+    // Tile edges (14 x 32), odd k, one-element sides, and products large enough to split.
+    let shapes = [
+        (1, 1, 1),
+        (3, 5, 7),
+        (14, 2, 32),
+        (15, 33, 33),
+        (29, 97, 70),
+        (130, 300, 257),
+        (40, 64, 700),
+    ];
+    for &(m, k, n) in &shapes {
+        let (a, b) = (
+            bf16_tensor(&mut rng, &[m, k]),
+            bf16_tensor(&mut rng, &[k, n]),
+        );
+        // Stored transposed: read in place through their strides by the library step.
+        let (at, bt) = (a.t(), b.t());
+        let what = |s: &str| format!("{m}x{k}x{n} {s}");
+        assert_f32_accumulated(
+            &jitted(&[&a, &b], |t| t[0].matmul(&t[1])),
+            &a,
+            &b,
+            &what("jit"),
+        );
+        assert_f32_accumulated(
+            &jitted(&[&at, &b], |t| t[0].t().matmul(&t[1])),
+            &a,
+            &b,
+            &what("a^T"),
+        );
+        assert_f32_accumulated(
+            &jitted(&[&a, &bt], |t| t[0].matmul(&t[1].t())),
+            &a,
+            &b,
+            &what("b^T"),
+        );
+        assert_f32_accumulated(&a.matmul(&b), &a, &b, &what("eager"));
+    }
+    // Batches: one shared right operand (folded into one product of all rows), and a
+    // batch on both sides (one product per matrix).
+    let a = bf16_tensor(&mut rng, &[2, 3, 17, 40]);
+    let b = bf16_tensor(&mut rng, &[40, 45]);
+    assert_f32_accumulated(
+        &jitted(&[&a, &b], |t| t[0].matmul(&t[1])),
+        &a,
+        &b,
+        "folded batch",
+    );
+    let b = bf16_tensor(&mut rng, &[2, 3, 40, 45]);
+    assert_f32_accumulated(&jitted(&[&a, &b], |t| t[0].matmul(&t[1])), &a, &b, "batch");
+}
+
+#[test]
+fn a_bf16_product_has_the_same_bits_under_any_thread_count() {
+    let mut rng = Rng::new(33);
+    let (a, b) = (
+        bf16_tensor(&mut rng, &[300, 513]),
+        bf16_tensor(&mut rng, &[513, 190]),
+    );
+    let g = trace_fn(&[a.clone(), b.clone()], |t| vec![t[0].matmul(&t[1])]);
+    let exe = compile_at(g, Target::host()).unwrap();
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| bits(&exe.run_with(&[&a, &b]).unwrap().remove(0)))
+    };
+    let one = run(1);
+    for threads in [2, 3, 8] {
+        assert!(
+            run(threads) == one,
+            "{threads} threads changed the product's bits"
+        );
+    }
+}
+
+/// Where the kernel runs, a bf16 product reads its bf16 operands itself: the compiled
+/// program has no cast to f32 and its temporaries (the packed operands) are smaller than
+/// f32 copies of them would be.
+#[test]
+fn the_native_bf16_product_needs_no_f32_copy_of_its_operands() {
+    let mut rng = Rng::new(34);
+    let (a, b) = (
+        bf16_tensor(&mut rng, &[256, 384]),
+        bf16_tensor(&mut rng, &[384, 512]),
+    );
+    let g = trace_fn(&[a.clone(), b.clone()], |t| vec![t[0].matmul(&t[1])]);
+    let exe = compile_at(g, Target::host()).unwrap();
+    let text = exe.optimized_text();
+    let temp = exe.memory_analysis().temp_bytes;
+    let f32_copies = (256 * 384 + 384 * 512) * 4;
+    if native() {
+        assert!(!text.contains("cast"), "{text}");
+        assert!(temp > 0 && temp < f32_copies, "temp {temp} bytes:\n{text}");
+    } else {
+        // FIXME: elsewhere the operands are cast to f32 whole (passes/widen.rs).
+        assert!(text.contains("cast"), "{text}");
+        assert!(temp >= f32_copies, "temp {temp} bytes:\n{text}");
+    }
+}
+
+/// The gradient of a bf16 product is bf16 products of the cotangent (`dA = G Bᵀ`,
+/// `dB = Aᵀ G`), each accumulated in f32.
+#[test]
+fn the_gradient_of_a_bf16_product_is_bf16_products() {
+    let mut rng = Rng::new(35);
+    let (a, b) = (
+        bf16_tensor(&mut rng, &[37, 70]),
+        bf16_tensor(&mut rng, &[70, 50]),
+    );
+    let c = bf16_tensor(&mut rng, &[37, 50]);
+    let (da, db) = jitfuse::grad(
+        |(a, b): &(Tensor, Tensor)| (a.matmul(b) * &c).sum_all().cast(DType::F32),
+        &(a.clone(), b.clone()),
+    );
+    assert_eq!((da.dtype(), db.dtype()), (DType::BF16, DType::BF16));
+    assert_f32_accumulated(&da, &c, &b.t(), "dA");
+    assert_f32_accumulated(&db, &a.t(), &c, "dB");
+}
