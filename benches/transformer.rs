@@ -9,7 +9,9 @@
 //! Then the GPT training step of `examples/gpt` at nanoGPT's CPU size and GPU default
 //! (`JITFUSE_BENCH_GPT=cpu` for one, `=none` for neither), with checkpointed blocks (the
 //! example's setting) and with every activation kept, beside the same model in JAX; and the
-//! checkpointed step's body called without `#[jit]` (every op eager), against its jitted step.
+//! checkpointed step's body called without `#[jit]` (every op eager), against its jitted step;
+//! and each step under the mixed-precision policy `Policy::new(F32, BF16, F32)` (bf16
+//! compute, f32 parameters and AdamW state), timed interleaved with the f32 step.
 //!
 //! Run: `cargo bench --bench transformer` (seq 1024 and 4096; `JITFUSE_BENCH_SEQS=1024,4096,
 //! 8192,16384` for more; the composition runs up to seq 4096, `JITFUSE_BENCH_UNFUSED_MAX`
@@ -365,7 +367,24 @@ fn gpt_rows(size: &str, rounds: usize, reference: &HashMap<(String, usize), (f64
             .unwrap()
             .memory_analysis();
         let compile_ms = t.elapsed().as_secs_f64() * 1e3;
-        let mut samples = Vec::new();
+        // The same step under the mixed policy (bf16 compute, f32 parameters and state),
+        // timed interleaved with the f32 one.
+        let policy = jitfuse::precision::Policy::new(DType::F32, DType::BF16, DType::F32);
+        let mixed = model::mixed_train_step::lower(
+            p.clone(),
+            s.clone(),
+            &x,
+            &y,
+            cfg.heads,
+            remat,
+            2000,
+            policy,
+        )
+        .and_then(|l| l.compile())
+        .unwrap()
+        .memory_analysis();
+        let (mut q, mut qs) = (p.clone(), s.clone());
+        let (mut samples, mut mixed_samples) = (Vec::new(), Vec::new());
         for i in 0..=rounds {
             let t = Instant::now();
             let (p2, s2, l) = model::train_step(p, s, &x, &y, cfg.heads, remat, 2000);
@@ -374,19 +393,28 @@ fn gpt_rows(size: &str, rounds: usize, reference: &HashMap<(String, usize), (f64
                 samples.push(t.elapsed().as_secs_f64() * 1e3);
             }
             (p, s) = (p2, s2);
+            let t = Instant::now();
+            let (q2, qs2, l) =
+                model::mixed_train_step(q, qs, &x, &y, cfg.heads, remat, 2000, policy);
+            std::hint::black_box(l.item::<f32>().unwrap());
+            if i > 0 {
+                mixed_samples.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+            (q, qs) = (q2, qs2);
         }
         let ms = median(samples);
+        let mixed_ms = median(mixed_samples);
         let (xms, xtemp) = reference
             .get(&("gpt step".to_string(), key))
             .copied()
             .unwrap_or((f64::NAN, f64::NAN));
+        let kept = if remat {
+            ", checkpointed blocks"
+        } else {
+            ", everything kept"
+        };
         println!(
-            "| GPT step, {size} size{} | {} | {ms:.1} | {} | {} | {} | {} | {} |",
-            if remat {
-                ", checkpointed blocks"
-            } else {
-                ", everything kept"
-            },
+            "| GPT step, {size} size{kept} | {} | {ms:.1} | {} | {} | {} | {} | {} |",
             cfg.block,
             mib(m.temp_bytes as f64),
             if xms.is_nan() {
@@ -397,6 +425,13 @@ fn gpt_rows(size: &str, rounds: usize, reference: &HashMap<(String, usize), (f64
             mib(xtemp),
             ratio(ms, xms),
             ratio(m.temp_bytes as f64, xtemp),
+        );
+        println!(
+            "| GPT step, {size} size{kept}, bf16 compute ({}× the f32 step's time, {}× its temp) | {} | {mixed_ms:.1} | {} | — | — | — | — |",
+            ratio(mixed_ms, ms),
+            ratio(mixed.temp_bytes as f64, m.temp_bytes as f64),
+            cfg.block,
+            mib(mixed.temp_bytes as f64),
         );
         eprintln!("(GPT {size}, remat {remat}: first compile {compile_ms:.0} ms; memory:\n{m})");
         if remat {

@@ -105,8 +105,8 @@ pub use jitfuse_runtime::{
     set_eager_mode, softmax_cross_entropy, softmax_cross_entropy_with_labels, stack, stop_gradient,
     try_vmap, value_and_grad, vjp, vmap, where_, while_loop, zip_axis, AttnMask, AttnOptions, Axes,
     AxisIter, BatchAxes, CacheStats, Compiled, DType, EagerMode, Element, Error, ErrorKind,
-    IntoOperand, Key, Literal, Lowered, MemoryAnalysis, MemoryBudget, Policy, Profile, Scalar,
-    Slice, SourceLoc, Tensor, Tree, ZipAxis, AUTO_MEMORY_BUDGET,
+    IntoOperand, Key, Literal, Lowered, MatmulOptions, MemoryAnalysis, MemoryBudget, Policy,
+    Profile, Scalar, Slice, SourceLoc, Tensor, Tree, ZipAxis, AUTO_MEMORY_BUDGET,
 };
 /// The user-facing modules: trees and transformations, staged control flow, dtypes, eager
 /// mode, errors, checkpoints, the per-function cache and its reports, optimisers, random

@@ -11,8 +11,9 @@ use jitfuse::dist::{self, Reduce};
 use jitfuse::optim::{
     self, Adam, Chain, ClipByGlobalNorm, DataParallel, Mask, Optimizer, StateOf, WarmupCosine,
 };
+use jitfuse::precision::Policy;
 use jitfuse::prelude::*;
-use jitfuse::{attention, AttnMask};
+use jitfuse::{attention, AttnMask, MatmulOptions};
 
 /// The sizes of a model and of its training batches.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -173,13 +174,35 @@ pub fn logits(p: &Gpt, ids: &Tensor, heads: usize, remat: bool) -> Tensor {
             step(&x)
         };
     }
-    norm(&x, &p.ln_f).matmul(&p.wte.t())
+    // The logits as f32 sums even when the model computes in bf16 (`matmul_with`: the
+    // cross-entropy reads them unrounded; in f32 this is `matmul`).
+    let f32_sums = MatmulOptions {
+        accumulate: DType::F32,
+        result: DType::F32,
+    };
+    norm(&x, &p.ln_f).matmul_with(&p.wte.t(), f32_sums)
 }
 
 /// Mean cross-entropy of the next character: `ids`, `targets` are i32 `[B, T]`.
 pub fn loss(p: &Gpt, ids: &Tensor, targets: &Tensor, heads: usize, remat: bool) -> Tensor {
+    loss_in(&Policy::uniform(DType::F32), p, ids, targets, heads, remat)
+}
+
+/// [`loss`] under a mixed-precision policy (JAX's `jmp`): the parameters cast to
+/// `policy.compute` inside the differentiated function (so their gradients come back in
+/// the parameters' type), the model run on values of that type (16-bit activations,
+/// residuals and products), the logits cast to `policy.output` for the cross-entropy.
+pub fn loss_in(
+    policy: &Policy,
+    p: &Gpt,
+    ids: &Tensor,
+    targets: &Tensor,
+    heads: usize,
+    remat: bool,
+) -> Tensor {
     let v = p.wte.shape()[0] as isize;
-    let l = logits(p, ids, heads, remat);
+    let l = logits(&policy.cast_to_compute(p), ids, heads, remat);
+    let l = policy.cast_to_output(&l);
     softmax_cross_entropy_with_labels(&l.reshape(&[-1, v]), &targets.reshape(&[-1]))
 }
 
@@ -223,7 +246,16 @@ pub fn dp_train_step(
     remat: bool,
     total_steps: usize,
 ) -> (Gpt, StateOf<DpOpt, Gpt>, Tensor) {
-    let (p, s, l) = step_with(&dp_opt(total_steps), p, s, (ids, targets), heads, remat);
+    let f32 = Policy::uniform(DType::F32);
+    let (p, s, l) = step_with(
+        &dp_opt(total_steps),
+        &f32,
+        p,
+        s,
+        (ids, targets),
+        heads,
+        remat,
+    );
     (p, s, dist::all_reduce(&l, Reduce::Mean).unwrap())
 }
 
@@ -253,19 +285,47 @@ pub fn step_body(
     remat: bool,
     total_steps: usize,
 ) -> (Gpt, StateOf<Opt, Gpt>, Tensor) {
-    step_with(&opt(total_steps), p, s, (ids, targets), heads, remat)
+    let f32 = Policy::uniform(DType::F32);
+    step_with(&opt(total_steps), &f32, p, s, (ids, targets), heads, remat)
 }
 
-/// The loss and gradient of a batch, and `o`'s update.
+/// [`train_step`] under a mixed-precision policy (`Policy::new(F32, BF16, F32)`: f32
+/// parameters and optimiser state, the model computed on bf16 values, the loss in f32).
+#[jit]
+#[allow(clippy::too_many_arguments)]
+pub fn mixed_train_step(
+    p: Gpt,
+    s: StateOf<Opt, Gpt>,
+    ids: &Tensor,
+    targets: &Tensor,
+    heads: usize,
+    remat: bool,
+    total_steps: usize,
+    policy: Policy,
+) -> (Gpt, StateOf<Opt, Gpt>, Tensor) {
+    step_with(
+        &opt(total_steps),
+        &policy,
+        p,
+        s,
+        (ids, targets),
+        heads,
+        remat,
+    )
+}
+
+/// The loss and gradient of a batch under `policy`, and `o`'s update (on the parameters'
+/// own type: f32 master weights and moments).
 fn step_with<O: Optimizer>(
     o: &O,
+    policy: &Policy,
     p: Gpt,
     s: StateOf<O, Gpt>,
     (ids, targets): (&Tensor, &Tensor),
     heads: usize,
     remat: bool,
 ) -> (Gpt, StateOf<O, Gpt>, Tensor) {
-    let (l, g) = value_and_grad(|p: &Gpt| loss(p, ids, targets, heads, remat), &p);
+    let (l, g) = value_and_grad(|p: &Gpt| loss_in(policy, p, ids, targets, heads, remat), &p);
     let (p, s) = o.update(&g, s, p);
     (p, s, l)
 }

@@ -25,7 +25,8 @@ pub struct Strided {
 
 /// `a[..., m, k] @ b[..., k, n]` over strided operands (transposed or sliced
 /// views are read in place: the GEMM takes any row and column strides),
-/// batch dims broadcast, written contiguously into `out`.
+/// batch dims broadcast, written contiguously into `out`: operands of type `dtype`, the
+/// result of type `result` (the same, or f32 for bf16 operands run on `gemm16`).
 ///
 /// # Safety
 /// The operands' maps must stay inside live buffers; `out` must be valid for
@@ -34,12 +35,20 @@ pub unsafe fn matmul_strided(
     a: &Strided,
     b: &Strided,
     out_shape: &[usize],
-    dtype: DType,
+    (dtype, result): (DType, DType),
     out: *mut u8,
     split: Option<GemmSplit>,
     scratch: *mut u8,
 ) {
-    matmul_strided_by((None, split), a, b, out_shape, dtype, out, scratch);
+    matmul_strided_by(
+        (None, split),
+        a,
+        b,
+        out_shape,
+        (dtype, result),
+        out,
+        scratch,
+    );
 }
 
 /// Whether products of `dtype` run on `gemm16` (bf16 on a CPU with AVX-512 BF16; other
@@ -48,8 +57,8 @@ pub fn runs_gemm16(dtype: DType) -> bool {
     dtype == DType::BF16 && gemm16::native()
 }
 
-/// Scratch bytes of a product `[.., m, k] @ [.., k, n]` giving `out_shape` of `dtype`
-/// (`matmul_strided`'s `scratch`): a bf16 product's packed operands where the CPU runs
+/// Scratch bytes of a product `[.., m, k] @ [.., k, n]` of operands of `dtype` giving
+/// `out_shape` (`matmul_strided`'s `scratch`): a bf16 product's packed operands where the CPU runs
 /// `gemm16` (the most of the product folded into one and of one matrix of the batch).
 pub fn matmul_scratch(a_shape: &[usize], out_shape: &[usize], dtype: DType) -> usize {
     if !runs_gemm16(dtype) {
@@ -75,7 +84,7 @@ unsafe fn matmul_strided_by(
     a: &Strided,
     b: &Strided,
     out_shape: &[usize],
-    dtype: DType,
+    (dtype, result): (DType, DType),
     out: *mut u8,
     scratch: *mut u8,
 ) {
@@ -109,10 +118,10 @@ unsafe fn matmul_strided_by(
         // products one by one ran at a third of the GEMM's speed for m = 64.
         let (a, b) = (mat(a.ptr, rsa, csa), mat(b.ptr, rsb, csb));
         let lib = lib.unwrap_or_else(|| Gemm::pick(rows, k, n));
-        match dtype {
-            DType::F32 => lib.run::<f32>(rows, k, n, a, b, out as *mut f32, split),
-            DType::F64 => lib.run::<f64>(rows, k, n, a, b, out as *mut f64, split),
-            DType::BF16 => gemm16::run(rows, k, n, a, b, out as *mut u16, scratch),
+        match (dtype, result) {
+            (DType::F32, DType::F32) => lib.run::<f32>(rows, k, n, a, b, out as *mut f32, split),
+            (DType::F64, DType::F64) => lib.run::<f64>(rows, k, n, a, b, out as *mut f64, split),
+            (DType::BF16, r) => gemm16::run(rows, k, n, a, b, (out, r), scratch),
             _ => unreachable!("matmul is f32, f64 or (native) bf16 here (passes/widen.rs)"),
         }
         return;
@@ -124,12 +133,12 @@ unsafe fn matmul_strided_by(
         let bo: i64 = idx.iter().zip(&sb).map(|(&i, &s)| i as i64 * s).sum();
         let pa = a.ptr.wrapping_offset(ao as isize * size);
         let pb = b.ptr.wrapping_offset(bo as isize * size);
-        let pc = out.wrapping_offset((bi * m * n) as isize * size);
+        let pc = out.wrapping_offset((bi * m * n * result.size()) as isize);
         let (a, b) = (mat(pa, rsa, csa), mat(pb, rsb, csb));
-        match dtype {
-            DType::F32 => lib.run::<f32>(m, k, n, a, b, pc as *mut f32, split),
-            DType::F64 => lib.run::<f64>(m, k, n, a, b, pc as *mut f64, split),
-            DType::BF16 => gemm16::run(m, k, n, a, b, pc as *mut u16, scratch),
+        match (dtype, result) {
+            (DType::F32, DType::F32) => lib.run::<f32>(m, k, n, a, b, pc as *mut f32, split),
+            (DType::F64, DType::F64) => lib.run::<f64>(m, k, n, a, b, pc as *mut f64, split),
+            (DType::BF16, r) => gemm16::run(m, k, n, a, b, (pc, r), scratch),
             _ => unreachable!("matmul is f32, f64 or (native) bf16 here (passes/widen.rs)"),
         }
         for d in (0..batch.len()).rev() {
@@ -627,7 +636,7 @@ mod tests {
                                 &op(&a, base_a, m, k, &sa),
                                 &op(&b, base_b, k, n, &sb),
                                 &out_shape,
-                                dtype,
+                                (dtype, dtype),
                                 c.as_mut_ptr() as *mut u8,
                                 std::ptr::null_mut(),
                             )
@@ -699,7 +708,7 @@ mod tests {
                     &sa,
                     &sb,
                     &[2, 3, m, n],
-                    DType::F32,
+                    (DType::F32, DType::F32),
                     c.as_mut_ptr() as *mut u8,
                     std::ptr::null_mut(),
                 )

@@ -182,3 +182,121 @@ fn the_gradient_of_a_bf16_product_is_bf16_products() {
     assert_f32_accumulated(&da, &c, &b.t(), "dA");
     assert_f32_accumulated(&db, &a.t(), &c, "dB");
 }
+
+/// `matmul_with(.., MatmulOptions { accumulate: F32, result: F32 })` of bf16 operands
+/// returns the f32 sums themselves (no rounding to bf16), jitted, eager and on the f32
+/// copies the fallback runs (`passes/widen.rs` as on a CPU without AVX-512 BF16); its
+/// gradients are bf16 products; it prints and parses.
+#[test]
+fn a_bf16_product_asked_for_f32_returns_the_f32_sums() {
+    use jitfuse::MatmulOptions;
+    let f32_sums = MatmulOptions {
+        accumulate: DType::F32,
+        result: DType::F32,
+    };
+    let mut rng = Rng::new(36);
+    for &(m, k, n) in &[(3, 5, 7), (29, 97, 70), (130, 300, 257)] {
+        let (a, b) = (
+            bf16_tensor(&mut rng, &[m, k]),
+            bf16_tensor(&mut rng, &[k, n]),
+        );
+        let (a64, b64) = (a.cast(DType::F64), b.cast(DType::F64));
+        let exact = to_f64s(&a64.matmul(&b64));
+        let magnitude = to_f64s(&a64.abs().matmul(&b64.abs()));
+        let check = |got: &Tensor, what: &str| {
+            assert_eq!(got.dtype(), DType::F32, "{what}");
+            for (e, ((g, x), s)) in to_f64s(got).iter().zip(&exact).zip(&magnitude).enumerate() {
+                // No bf16 rounding: only what an f32 sum of k terms may lose.
+                let bound = 1.01 * k as f64 * 2f64.powi(-24) * s + 1e-37;
+                assert!(
+                    (g - x).abs() <= bound,
+                    "{what} {m}x{k}x{n} element {e}: {g} vs {x}"
+                );
+            }
+        };
+        let g = trace_fn(&[a.clone(), b.clone()], |t| {
+            vec![t[0].matmul_with(&t[1], f32_sums)]
+        });
+        let text = g.to_text();
+        let parsed = jitfuse::internals::ir::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert_eq!(parsed.to_text(), text);
+        let exe = compile_at(g.clone(), Target::host()).unwrap();
+        check(&exe.run_with(&[&a, &b]).unwrap().remove(0), "jit");
+        check(&a.matmul_with(&b, f32_sums), "eager");
+        // The fallback: the operands cast to f32 for the f32 GEMM, no cast of the result.
+        let wide = jitfuse::internals::passes::widen::widen(&g, &|_| false).unwrap();
+        let wide_text = wide.to_text();
+        assert!(wide_text.contains("cast"), "{wide_text}");
+        let exe = compile_at(wide, Target::host()).unwrap();
+        check(&exe.run_with(&[&a, &b]).unwrap().remove(0), "f32 copies");
+        if native() {
+            let direct = compile_at(g, Target::host()).unwrap();
+            assert!(
+                !direct.optimized_text().contains("cast"),
+                "{}",
+                direct.optimized_text()
+            );
+        }
+    }
+    // Gradients: bf16, the cotangent rounded to bf16 for the products.
+    let (a, b) = (
+        bf16_tensor(&mut rng, &[37, 70]),
+        bf16_tensor(&mut rng, &[70, 50]),
+    );
+    let c = random_tensor(&mut rng, &[37, 50], DType::F32, -1.0, 1.0, false);
+    let (da, db) = jitfuse::grad(
+        |(a, b): &(Tensor, Tensor)| (a.matmul_with(b, f32_sums) * &c).sum_all(),
+        &(a.clone(), b.clone()),
+    );
+    assert_eq!((da.dtype(), db.dtype()), (DType::BF16, DType::BF16));
+    let c16 = c.cast(DType::BF16);
+    assert_f32_accumulated(&da, &c16, &b.t(), "dA");
+    assert_f32_accumulated(&db, &a.t(), &c16, "dB");
+}
+
+/// The other options: f32 operands summed in f64, a narrower result rounded once, and
+/// clear errors for sums narrower than the operands compute in or a non-float result.
+#[test]
+fn matmul_with_sums_in_f64_and_refuses_what_it_cannot_do() {
+    use jitfuse::MatmulOptions;
+    let mut rng = Rng::new(37);
+    let a = random_tensor(&mut rng, &[9, 400], DType::F32, -1.0, 1.0, false);
+    let b = random_tensor(&mut rng, &[400, 6], DType::F32, -1.0, 1.0, false);
+    let wide = MatmulOptions {
+        accumulate: DType::F64,
+        result: DType::F32,
+    };
+    let got = a.matmul_with(&b, wide);
+    let want = a
+        .cast(DType::F64)
+        .matmul(&b.cast(DType::F64))
+        .cast(DType::F32);
+    assert_eq!(got.dtype(), DType::F32);
+    assert_eq!(bits(&got), bits(&want), "f64 sums rounded once to f32");
+    let narrow = MatmulOptions {
+        accumulate: DType::F32,
+        result: DType::BF16,
+    };
+    let got = a.matmul_with(&b, narrow);
+    assert_eq!(bits(&got), bits(&a.matmul(&b).cast(DType::BF16)));
+    let refused = |o: MatmulOptions| {
+        let (a, b) = (a.clone(), b.clone());
+        std::panic::catch_unwind(move || a.matmul_with(&b, o))
+            .err()
+            .map(|e| panic_text(&*e))
+            .unwrap_or_default()
+    };
+    let e = refused(MatmulOptions {
+        accumulate: DType::BF16,
+        result: DType::F32,
+    });
+    assert!(
+        e.contains("matmul_with") && e.contains("f32[9,400]") && e.contains("bf16"),
+        "{e}"
+    );
+    let e = refused(MatmulOptions {
+        accumulate: DType::F32,
+        result: DType::I32,
+    });
+    assert!(e.contains("matmul_with") && e.contains("i32"), "{e}");
+}

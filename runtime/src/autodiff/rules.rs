@@ -496,6 +496,13 @@ pub fn backward(g: &Graph, vals: &[Tensor], seeds: &[(ValueId, Tensor)]) -> Vec<
             Op::AttentionGrad(_) => unreachable!("handled above"),
             Op::Matmul => {
                 let (a, b) = (x(0), x(1));
+                // A product of 16-bit operands with an f32 result (`matmul_with`): the
+                // gradients of its 16-bit operands are 16-bit products of the cotangent.
+                let c = if c.dtype() != a.dtype() {
+                    c.cast(a.dtype())
+                } else {
+                    c.clone()
+                };
                 if need(0) {
                     add(&mut ct, inp(0), sum_to(&transposed_matmul(&c, b, false), a.shape()));
                 }

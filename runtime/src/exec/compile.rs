@@ -327,7 +327,8 @@ impl Executable {
                 let ins: Vec<&[usize]> = (n.inputs.iter())
                     .map(|&x| graph.node(x).shape.as_slice())
                     .collect();
-                crate::library::ops::scratch_bytes(&n.op, &ins, &n.shape, n.dtype)
+                let operands = n.inputs.first().map_or(n.dtype, |&x| graph.node(x).dtype);
+                crate::library::ops::scratch_bytes(&n.op, &ins, operands, &n.shape, n.dtype)
             }
             _ => 0,
         };

@@ -79,7 +79,7 @@ impl Executable {
                 continue;
             };
             let n = g.node(*v);
-            if crate::library::runs_gemm16(n.dtype) {
+            if crate::library::runs_gemm16(g.node(n.inputs[0]).dtype) {
                 continue; // its packing is the step's planned scratch
             }
             let a = &g.node(n.inputs[0]).shape;

@@ -472,7 +472,7 @@ impl Executable {
                         &a,
                         &b,
                         &n.shape,
-                        n.dtype,
+                        (g.node(n.inputs[0]).dtype, n.dtype),
                         ptr[v.index()],
                         *split,
                         scratch,

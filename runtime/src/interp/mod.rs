@@ -429,7 +429,7 @@ pub fn eval_op(op: &Op, ins: &[&Array], shape: &[usize], dtype: DType) -> Result
             }
             Array::new(Arc::new(buf), s.to_vec(), dtype)
         }
-        Op::Matmul => reduce::matmul(ins[0], ins[1], s),
+        Op::Matmul => reduce::matmul(ins[0], ins[1], s, dtype),
         Op::Attention(a) => attention::attention(a, ins, s),
         // `dq` (the node's own result; `eval_nodes` keeps `dk`, `dv` for its `get`s).
         Op::AttentionGrad(a) => attention::attention_grad(a, ins).swap_remove(0),

@@ -134,8 +134,9 @@ pub fn arg_extreme(max: bool, axis: usize, x: &Array, out_shape: &[usize]) -> Ar
     array_of(out, out_shape)
 }
 
-/// Batched matmul with broadcast batch dimensions, accumulated in f64.
-pub fn matmul(a: &Array, b: &Array, out_shape: &[usize]) -> Array {
+/// Batched matmul with broadcast batch dimensions, accumulated in f64, rounded once to
+/// `dtype` (the operands' type, or f32 for 16-bit operands asked for an f32 result).
+pub fn matmul(a: &Array, b: &Array, out_shape: &[usize], dtype: DType) -> Array {
     let r = out_shape.len();
     let (m, n) = (out_shape[r - 2], out_shape[r - 1]);
     let k = a.shape[a.shape.len() - 1];
@@ -166,5 +167,5 @@ pub fn matmul(a: &Array, b: &Array, out_shape: &[usize]) -> Array {
             idx[d] = 0;
         }
     }
-    from_f64s(out, out_shape, a.dtype)
+    from_f64s(out, out_shape, dtype)
 }

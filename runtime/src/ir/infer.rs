@@ -190,7 +190,7 @@ pub fn infer(op: &Op, ins: &[Ty], declared: Ty) -> Result<(Vec<usize>, DType), S
             let ((a, da), (b, db)) = (ins[0], ins[1]);
             if da != db || !da.is_float() {
                 return Err(format!(
-                    "matmul takes two f32 or two f64 operands, not {da} and {db}"
+                    "matmul takes two operands of one float type, not {da} and {db}"
                 ));
             }
             if a.len() < 2 || b.len() < 2 {
@@ -210,7 +210,14 @@ pub fn infer(op: &Op, ins: &[Ty], declared: Ty) -> Result<(Vec<usize>, DType), S
                     )
                 })?;
             out.extend([m, n]);
-            Ok((out, da))
+            // 16-bit operands give their own type, or f32 where the node says so
+            // (`Tensor::matmul_with`: the f32 sums are not rounded to 16 bits).
+            let result = if da.is_half() && declared.1 == DType::F32 {
+                DType::F32
+            } else {
+                da
+            };
+            Ok((out, result))
         }
         Op::SliceScatter(sl) => {
             arity(1)?;

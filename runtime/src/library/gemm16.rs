@@ -144,11 +144,12 @@ pub fn scratch_bytes(m: usize, k: usize, n: usize) -> usize {
 }
 
 /// `c[m, n] = a[m, k] @ b[k, n]` of bf16 operands (elements at `p + i·rs + j·cs`, in
-/// elements), `c` contiguous bf16, on the kernel of this module; `scratch` holds
+/// elements), `c` contiguous of type `result` (bf16, or f32: the sums unrounded), on the
+/// kernel of this module; `scratch` holds
 /// `scratch_bytes(m, k, n)` bytes (or is null: the product then allocates them).
 ///
 /// # Safety
-/// `native()`; the operands' elements in live memory; `c` valid for `m · n` bf16 values
+/// `native()`; the operands' elements in live memory; `c` valid for `m · n` values
 /// overlapping neither operand nor the scratch.
 pub(super) unsafe fn run(
     m: usize,
@@ -156,10 +157,15 @@ pub(super) unsafe fn run(
     n: usize,
     a: Mat,
     b: Mat,
-    c: *mut u16,
+    (c, result): (*mut u8, crate::DType),
     scratch: *mut u8,
 ) {
     debug_assert!(native());
+    let f32_out = match result {
+        crate::DType::BF16 => false,
+        crate::DType::F32 => true,
+        d => unreachable!("a bf16 product gives bf16 or f32, not {d}"),
+    };
     if m == 0 || n == 0 {
         return;
     }
@@ -182,6 +188,7 @@ pub(super) unsafe fn run(
         a,
         b,
         c,
+        f32_out,
         shared,
         panels: base.wrapping_add(shared_bytes),
     };
@@ -222,11 +229,11 @@ pub(super) unsafe fn run(
                     match g.shared {
                         Shared::Right => {
                             let bp = p.shared.wrapping_add(s * g.panel_bytes(NR) / 4);
-                            tile_at(&g, own(q), bp, p.c, ldc, i, s);
+                            tile_at(&g, own(q), bp, p, ldc, i, s);
                         }
                         Shared::Left => {
                             let ap = p.shared.wrapping_add(s * g.panel_bytes(MR) / 4);
-                            tile_at(&g, ap, own(q), p.c, ldc, s, i);
+                            tile_at(&g, ap, own(q), p, ldc, s, i);
                         }
                     }
                 }
@@ -249,7 +256,9 @@ pub(super) unsafe fn run(
 struct Ptrs {
     a: Mat,
     b: Mat,
-    c: *mut u16,
+    c: *mut u8,
+    /// Whether `c` holds f32 (else bf16).
+    f32_out: bool,
     shared: *mut u32,
     /// The tasks' own panels, one after another.
     panels: *mut u8,
@@ -273,7 +282,7 @@ unsafe fn tile_at(
     g: &Geometry,
     ap: *const u32,
     bp: *const u32,
-    c: *mut u16,
+    p: &Ptrs,
     ldc: usize,
     i: usize,
     j: usize,
@@ -281,10 +290,15 @@ unsafe fn tile_at(
     let (r0, c0) = (i * MR, j * NR);
     let rows = (g.m - r0).min(MR);
     let cols = (g.n - c0).min(NR);
+    let at = r0 * ldc + c0;
     #[cfg(target_arch = "x86_64")]
-    kernel::tile(g.kp, ap, bp, c.add(r0 * ldc + c0), ldc, rows, cols);
+    if p.f32_out {
+        kernel::tile::<true>(g.kp, ap, bp, p.c.add(at * 4), ldc, rows, cols);
+    } else {
+        kernel::tile::<false>(g.kp, ap, bp, p.c.add(at * 2), ldc, rows, cols);
+    }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (ap, bp, c, ldc, rows, cols);
+    let _ = (ap, bp, p, ldc, rows, cols, at);
 }
 
 /// Packs left panel `i` (rows `i·MR ..`) at `dst`: for each pair `p`, the pairs of its `MR`
@@ -361,17 +375,18 @@ mod kernel {
     use super::{MR, NR};
     use std::arch::x86_64::*;
 
-    /// `c[r, j] = bf16(Σ_p a[p, r] · b[p, j])` for the `rows × cols` of a tile (`c`'s rows
-    /// `ldc` apart), from a left panel `a` (`kp × MR` pairs) and a right one `b` (`kp × NR`).
+    /// `c[r, j] = bf16(Σ_p a[p, r] · b[p, j])` (the f32 sum itself where `F32_OUT`) for the
+    /// `rows × cols` of a tile (`c`'s rows `ldc` elements apart), from a left panel `a`
+    /// (`kp × MR` pairs) and a right one `b` (`kp × NR`).
     ///
     /// # Safety
     /// `native()`; the panels hold `kp` pairs; `c` valid for the tile.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
-    pub unsafe fn tile(
+    pub unsafe fn tile<const F32_OUT: bool>(
         kp: usize,
         a: *const u32,
         b: *const u32,
-        c: *mut u16,
+        c: *mut u8,
         ldc: usize,
         rows: usize,
         cols: usize,
@@ -391,8 +406,16 @@ mod kernel {
         }
         let lo = lanes(cols.min(16));
         let hi = lanes(cols.saturating_sub(16));
+        if F32_OUT {
+            for r in 0..rows {
+                let row = (c as *mut f32).add(r * ldc);
+                _mm512_mask_storeu_ps(row, lo, acc[2 * r]);
+                _mm512_mask_storeu_ps(row.add(16), hi, acc[2 * r + 1]);
+            }
+            return;
+        }
         for r in 0..rows {
-            let row = c.add(r * ldc);
+            let row = (c as *mut u16).add(r * ldc);
             let (x0, x1) = (
                 _mm512_cvtneps_pbh(acc[2 * r]),
                 _mm512_cvtneps_pbh(acc[2 * r + 1]),
@@ -502,7 +525,17 @@ mod tests {
                     cs: if tb { k as isize } else { 1 },
                 };
                 let mut c = vec![0u16; m * n];
-                unsafe { run(m, k, n, a, b, c.as_mut_ptr(), std::ptr::null_mut()) };
+                unsafe {
+                    run(
+                        m,
+                        k,
+                        n,
+                        a,
+                        b,
+                        (c.as_mut_ptr() as *mut u8, crate::DType::BF16),
+                        std::ptr::null_mut(),
+                    )
+                };
                 let at = |i: usize, j: usize| {
                     half::bf16::from_bits(av[if ta { j * m + i } else { i * k + j }]).to_f64()
                 };

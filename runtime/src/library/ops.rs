@@ -29,10 +29,19 @@ unsafe impl Sync for Operand<'_> {}
 /// Bytes of scratch a step needs besides its output (planned once per executable, at the end
 /// of the arena): `scatter_add`'s grouping of the indices by target row, attention's tiles
 /// (one set per worker), a bf16 product's packed operands.
-pub fn scratch_bytes(op: &Op, in_shapes: &[&[usize]], out_shape: &[usize], dtype: DType) -> usize {
+///
+/// `dtype` is the step's result type, `operands` its first operand's (a product of bf16
+/// operands may give f32).
+pub fn scratch_bytes(
+    op: &Op,
+    in_shapes: &[&[usize]],
+    operands: DType,
+    out_shape: &[usize],
+    dtype: DType,
+) -> usize {
     match op {
         Op::ScatterAdd(axis) => scatter_scratch(out_shape[*axis], shape::numel(in_shapes[1])),
-        Op::Matmul => super::matmul_scratch(in_shapes[0], out_shape, dtype),
+        Op::Matmul => super::matmul_scratch(in_shapes[0], out_shape, operands),
         // The operand gathered into one contiguous block, MPI's send buffer (and for a
         // gather, every rank's block as MPI leaves them, before they are laid out).
         Op::AllReduce(_) | Op::ReduceScatter(..) => shape::numel(in_shapes[0]) * dtype.size(),

@@ -34,15 +34,22 @@ fn widened(op: &Op, d: DType, native: &dyn Fn(DType) -> bool) -> bool {
     )
 }
 
+/// Whether `n` runs as the f32 step: it computes on 16-bit floats (its own type, or for a
+/// product asked for an f32 result by `Tensor::matmul_with`, its operands') that its step
+/// does not take as they are.
+fn widened_node(g: &Graph, n: &Node, native: &dyn Fn(DType) -> bool) -> bool {
+    let d = match n.op {
+        Op::Matmul => g.node(n.inputs[0]).dtype,
+        _ => n.dtype,
+    };
+    d.is_half() && widened(&n.op, d, native)
+}
+
 /// The rewritten graph, or None when no step computes on 16-bit floats. Products of the
 /// 16-bit types `native` accepts are kept (the executor's test of its GEMMs:
 /// `library::runs_gemm16`).
 pub fn widen(g: &Graph, native: &dyn Fn(DType) -> bool) -> Option<Graph> {
-    if !g
-        .nodes
-        .iter()
-        .any(|n| n.dtype.is_half() && widened(&n.op, n.dtype, native))
-    {
+    if !g.nodes.iter().any(|n| widened_node(g, n, native)) {
         return None;
     }
     let mut out = Graph::new();
@@ -54,7 +61,7 @@ pub fn widen(g: &Graph, native: &dyn Fn(DType) -> bool) -> Option<Graph> {
     for (i, n) in g.nodes.iter().enumerate() {
         let old = ValueId(i as u32);
         let inputs: Vec<ValueId> = n.inputs.iter().map(|x| map[x.index()]).collect();
-        let v = if n.dtype.is_half() && widened(&n.op, n.dtype, native) {
+        let v = if widened_node(g, n, native) {
             let inputs = (inputs.iter())
                 .map(|&x| {
                     let d = out.node(x).dtype;
@@ -73,7 +80,11 @@ pub fn widen(g: &Graph, native: &dyn Fn(DType) -> bool) -> Option<Graph> {
                 ..n.clone()
             });
             raw.insert(old, f);
-            out.push(cast(f, n.shape.clone(), n.dtype, n))
+            if n.dtype == DType::F32 {
+                f // (a product asked for its f32 sums)
+            } else {
+                out.push(cast(f, n.shape.clone(), n.dtype, n))
+            }
         } else if let (Op::Get(_), Some(&f)) = (&n.op, n.inputs.first().and_then(|x| raw.get(x))) {
             let got = out.push(Node {
                 inputs: vec![f],

@@ -7,7 +7,17 @@ use super::Tensor;
 use crate::error::type_str;
 use crate::ir::Op;
 use crate::trace::fail;
-use crate::{shape, Error, Scalar};
+use crate::{shape, DType, Error, Scalar};
+
+/// How [`Tensor::matmul_with`] sums and what it returns (JAX's `preferred_element_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MatmulOptions {
+    /// The type the products are summed in: f32 for f32, bf16 and f16 operands (what
+    /// `matmul` does), or f64.
+    pub accumulate: DType,
+    /// The result's type: the sums rounded once to it.
+    pub result: DType,
+}
 use std::panic::Location;
 
 impl Tensor {
@@ -16,7 +26,38 @@ impl Tensor {
     /// dimensions broadcast (NumPy's `matmul`).
     #[track_caller]
     pub fn matmul(&self, other: &Tensor) -> Tensor {
-        let loc = Location::caller();
+        self.product(other, None, Location::caller())
+    }
+
+    /// [`Tensor::matmul`] with the type its products are summed in and the type of its
+    /// result (JAX's `preferred_element_type`): bf16 or f16 operands summed in f32 give an
+    /// f32 result with `MatmulOptions { accumulate: F32, result: F32 }` (the sums not
+    /// rounded to 16 bits: the logits of a bf16 model, a layer's f32 output); f32 operands
+    /// summed in f64 (`accumulate: F64`) are products of their f64 values. The result type
+    /// is any float type (a narrower one rounds the sums once).
+    ///
+    /// ```
+    /// use jitfuse_runtime::{DType, MatmulOptions, Tensor};
+    /// let a = Tensor::ones(&[2, 300], DType::BF16) * 1.01;
+    /// let b = Tensor::ones(&[300, 3], DType::BF16);
+    /// let f32_sums = a.matmul_with(&b, MatmulOptions { accumulate: DType::F32, result: DType::F32 });
+    /// assert_eq!(f32_sums.dtype(), DType::F32);
+    /// // 300 × bf16(1.01) = 300 × 1.0078125, exact in f32; in bf16 it rounds to 302.
+    /// assert_eq!(f32_sums.to_vec::<f32>().unwrap()[0], 302.34375);
+    /// assert_eq!(a.matmul(&b).to_vec::<jitfuse_runtime::bf16>().unwrap()[0].to_f32(), 302.0);
+    /// ```
+    #[track_caller]
+    pub fn matmul_with(&self, other: &Tensor, options: MatmulOptions) -> Tensor {
+        self.product(other, Some(options), Location::caller())
+    }
+
+    /// `matmul` (no options) or `matmul_with`.
+    fn product(
+        &self,
+        other: &Tensor,
+        options: Option<MatmulOptions>,
+        loc: &'static Location<'static>,
+    ) -> Tensor {
         let (a, b) = (self, other);
         if a.ndim() == 0 || b.ndim() == 0 {
             fail(
@@ -71,13 +112,56 @@ impl Tensor {
         }
         let mut out = batch.unwrap();
         out.extend([a2.shape[ra - 2], b2.shape[rb - 1]]);
-        let r = apply(
-            Op::Matmul,
-            &[&a2.cast(dtype), &b2.cast(dtype)],
-            out.clone(),
-            dtype,
-            loc,
-        );
+        let product = |d: DType, result: DType| {
+            apply(
+                Op::Matmul,
+                &[&a2.cast(d), &b2.cast(d)],
+                out.clone(),
+                result,
+                loc,
+            )
+        };
+        let r = match options {
+            None => product(dtype, dtype),
+            Some(o) => {
+                let what = || {
+                    format!(
+                        "`matmul_with` of {} @ {}",
+                        type_str(a.dtype, &a.shape),
+                        type_str(b.dtype, &b.shape)
+                    )
+                };
+                if !o.result.is_float() {
+                    fail(
+                        Error::dtype(format!(
+                            "{}: the result type {} is not a float type",
+                            what(),
+                            o.result
+                        ))
+                        .at(loc),
+                    );
+                }
+                match (o.accumulate, dtype.compute()) {
+                    // Sums in the type the operands compute in: the product itself, or for
+                    // 16-bit operands the product with f32 sums.
+                    (acc, own) if acc == own => {
+                        if dtype.is_half() && o.result != dtype {
+                            product(dtype, DType::F32).cast(o.result)
+                        } else {
+                            product(dtype, dtype).cast(o.result)
+                        }
+                    }
+                    (DType::F64, _) => product(DType::F64, DType::F64).cast(o.result),
+                    (acc, own) => fail(
+                        Error::dtype(format!(
+                            "{}: sums of {dtype} products are carried in {own} or f64, not {acc}",
+                            what()
+                        ))
+                        .at(loc),
+                    ),
+                }
+            }
+        };
         let mut fin: Vec<isize> = out.iter().map(|&d| d as isize).collect();
         let n = fin.len();
         if b.ndim() == 1 {

@@ -8,7 +8,7 @@ use super::{control, indexing};
 use crate::autodiff::replay_node;
 use crate::ir::{CheckpointRegion, Graph, Node, Op, ValueId};
 use crate::tensor::ops::apply;
-use crate::{trace, Tensor};
+use crate::{trace, DType, Tensor};
 use std::collections::HashMap;
 
 /// The outputs of `g` batched: its parameters are `params`, its `captured k`
@@ -132,7 +132,7 @@ fn batch_node(n: &Node, ins: &[BVal], lanes: &Lanes) -> Vec<BVal> {
         Op::ScatterAdd(axis) => vec![BVal::batched(indexing::scatter_add(
             *axis, n, &ins[0], &ins[1], lanes,
         ))],
-        Op::Matmul => vec![BVal::batched(matmul(&ins[0], &ins[1], &bs, lanes))],
+        Op::Matmul => vec![BVal::batched(matmul(&ins[0], &ins[1], &bs, d, lanes))],
         Op::Barrier => {
             // The value of operand 0, ordered after operand 1: batched as operand 0 is.
             let s = x.shape().to_vec();
@@ -167,9 +167,8 @@ fn batch_node(n: &Node, ins: &[BVal], lanes: &Lanes) -> Vec<BVal> {
     }
 }
 
-/// `a @ b` with a batch axis on either or both.
-fn matmul(a: &BVal, b: &BVal, bs: &[usize], lanes: &Lanes) -> Tensor {
-    let d = a.t.dtype();
+/// `a @ b` with a batch axis on either or both, of result type `d` (the node's).
+fn matmul(a: &BVal, b: &BVal, bs: &[usize], d: DType, lanes: &Lanes) -> Tensor {
     let (sa, sb) = (a.t.shape(), b.t.shape());
     let k = sa[sa.len() - 1];
     if a.batched && !b.batched && sb.len() == 2 && k > 0 {

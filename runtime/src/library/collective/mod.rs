@@ -251,7 +251,7 @@ pub(crate) unsafe fn reduce_scatter_step(
 pub(crate) fn eval(op: &Op, x: &Array, shape: &[usize]) -> Result<Array, crate::Error> {
     let dtype = x.dtype();
     let what = || format!("{} of {}", op.name(), type_str(dtype, x.shape()));
-    let scratch = super::ops::scratch_bytes(op, &[x.shape()], shape, dtype);
+    let scratch = super::ops::scratch_bytes(op, &[x.shape()], x.dtype(), shape, dtype);
     let scratch = Buffer::try_zeroed(scratch, what)?;
     let out = Buffer::try_zeroed(crate::shape::numel(shape) * dtype.size(), what)?;
     let strides = super::ops::contiguous(x.shape());
