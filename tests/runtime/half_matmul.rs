@@ -64,6 +64,8 @@ fn bf16_products_accumulate_in_f32_and_round_once_on_every_layout() {
     let mut rng = Rng::new(32);
     // Tile edges (14 x 32), odd k, one-element sides, and products large enough to split.
     let shapes = [
+        (3, 0, 4),
+        (0, 5, 4),
         (1, 1, 1),
         (3, 5, 7),
         (14, 2, 32),

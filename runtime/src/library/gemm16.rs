@@ -109,7 +109,8 @@ impl Geometry {
             group: 1,
         };
         let (_, panel) = g.regions();
-        g.group = (GROUP_BYTES / panel).clamp(1, GROUP);
+        // (`k = 0`: empty panels; the tiles still write their zeros.)
+        g.group = (GROUP_BYTES / panel.max(1)).clamp(1, GROUP);
         g
     }
 
@@ -497,6 +498,9 @@ mod tests {
             return;
         }
         for &(m, k, n) in &[
+            (0, 3, 4),
+            (3, 0, 4),
+            (3, 4, 0),
             (1, 1, 1),
             (3, 5, 7),
             (14, 2, 32),
@@ -524,7 +528,7 @@ mod tests {
                     rs: if tb { 1 } else { n as isize },
                     cs: if tb { k as isize } else { 1 },
                 };
-                let mut c = vec![0u16; m * n];
+                let mut c = vec![0x7fc0u16; m * n]; // NaN: every element must be written
                 unsafe {
                     run(
                         m,
