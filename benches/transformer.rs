@@ -4,7 +4,10 @@
 //! jitfuse with its pattern fusion off: with it on, the composition is the fused op), forward and the gradient of its sum with respect to q, k, v, at batch 1,
 //! 8 heads (`JITFUSE_BENCH_HEADS`), head dim 64, f32 — beside XLA measured in the same run by
 //! `benches/jax_transformer.py` when Python has JAX (`pip install "jax[cpu]"`;
-//! `JITFUSE_BENCH_JAX=0` skips it).
+//! `JITFUSE_BENCH_JAX=0` skips it), and PyTorch (SDPA; the GPT step eager and under
+//! `torch.compile`, in f32 and under CPU autocast to bf16) by `benches/torch_transformer.py`
+//! when it has torch (`pip install torch`; `JITFUSE_BENCH_TORCH=0` skips it). The peers'
+//! scripts run first, then jitfuse's rows.
 //!
 //! Then the GPT training step of `examples/gpt` at nanoGPT's CPU size and GPU default
 //! (`JITFUSE_BENCH_GPT=cpu` for one, `=none` for neither), with checkpointed blocks (the
@@ -126,14 +129,29 @@ fn heads() -> usize {
     env_list("JITFUSE_BENCH_HEADS", &[8])[0].max(1)
 }
 
-fn xla(seqs: &[usize], gpt: &[&str]) -> HashMap<(String, usize), (f64, f64)> {
+fn xla(seqs: &[usize], gpt: &[&str]) -> Reference {
+    peer("jax_transformer.py", "JITFUSE_BENCH_JAX", seqs, gpt)
+}
+
+/// `(name, size) -> (ms, temp bytes)` from PyTorch's script (`benches/torch_transformer.py`:
+/// SDPA, the GPT step eager and compiled, f32 and autocast bf16), when torch is installed.
+fn torch(seqs: &[usize], gpt: &[&str]) -> Reference {
+    peer("torch_transformer.py", "JITFUSE_BENCH_TORCH", seqs, gpt)
+}
+
+type Reference = HashMap<(String, usize), (f64, f64)>;
+
+/// The figures of a peer's script in `benches/` (skipped where `skip` is set to 0, or where
+/// the script fails: the peer is not installed), each line `name, size, ms, temp`.
+fn peer(script: &str, skip: &str, seqs: &[usize], gpt: &[&str]) -> Reference {
     let mut out = HashMap::new();
-    if std::env::var("JITFUSE_BENCH_JAX").as_deref() == Ok("0") {
+    if std::env::var(skip).as_deref() == Ok("0") {
+        eprintln!("({skip}=0: {script} skipped)");
         return out;
     }
-    let script = format!("{}/benches/jax_transformer.py", env!("CARGO_MANIFEST_DIR"));
+    let script = format!("{}/benches/{script}", env!("CARGO_MANIFEST_DIR"));
     let list: Vec<String> = seqs.iter().map(|s| s.to_string()).collect();
-    eprintln!("measuring XLA with {script} ...");
+    eprintln!("measuring a peer with {script} ...");
     let Ok(o) = std::process::Command::new("python3")
         .args([
             script.as_str(),
@@ -152,7 +170,7 @@ fn xla(seqs: &[usize], gpt: &[&str]) -> HashMap<(String, usize), (f64, f64)> {
     };
     if !o.status.success() {
         eprintln!(
-            "(no XLA figures: {})",
+            "(no figures from {script}: {})",
             String::from_utf8_lossy(&o.stderr)
                 .lines()
                 .last()
@@ -208,10 +226,14 @@ fn main() {
     let xla_max = env_list("JITFUSE_BENCH_XLA_MAX", &[8192])[0];
     let xla_seqs: Vec<usize> = seqs.iter().copied().filter(|&s| s <= xla_max).collect();
     let reference = xla(&xla_seqs, &gpt);
+    let pytorch = torch(&seqs, &gpt);
+    if pytorch.is_empty() {
+        println!("(PyTorch columns empty: `pip install torch` to measure it in the same run)");
+    }
     println!(
-        "| case | seq | jitfuse ms | jitfuse temp | XLA ms | XLA temp | time ratio | temp ratio |"
+        "| case | seq | jitfuse ms | jitfuse temp | XLA ms | XLA temp | time ratio | temp ratio | PyTorch eager ms | torch.compile ms | jitfuse / best PyTorch |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let mut seed = 7u64;
     for &s in &seqs {
         let shape = [1, heads(), s, 64];
@@ -313,8 +335,13 @@ fn main() {
                 .get(&(xla_name.to_string(), s))
                 .copied()
                 .unwrap_or((f64::NAN, f64::NAN));
+            let sdpa = if xla_name.ends_with("fwd") {
+                "sdpa fwd"
+            } else {
+                "sdpa grad"
+            };
             println!(
-                "| {name} | {s} | {ms:.1} | {} | {} | {} | {} | {} |",
+                "| {name} | {s} | {ms:.1} | {} | {} | {} | {} | {} | {} |",
                 mib(temp),
                 if xms.is_nan() {
                     "—".into()
@@ -324,17 +351,36 @@ fn main() {
                 mib(xtemp),
                 ratio(ms, xms),
                 ratio(temp, xtemp),
+                torch_columns(&pytorch, sdpa, "", s, ms),
             );
         }
     }
     for size in &gpt {
-        gpt_rows(size, rounds, &reference);
+        gpt_rows(size, rounds, &reference, &pytorch);
     }
+}
+
+/// PyTorch's eager and compiled times of case `name` (with `suffix`: " bf16" for autocast)
+/// at `size`, and `ms` over the faster of them.
+fn torch_columns(pytorch: &Reference, name: &str, suffix: &str, size: usize, ms: f64) -> String {
+    let get = |mode: &str| {
+        (pytorch.get(&(format!("{name} {mode}{suffix}"), size))).map_or(f64::NAN, |&(t, _)| t)
+    };
+    let (eager, compiled) = (get("eager"), get("compiled"));
+    let show = |t: f64| {
+        if t.is_nan() {
+            "—".to_string()
+        } else {
+            format!("{t:.1}")
+        }
+    };
+    let best = eager.min(compiled);
+    format!("{} | {} | {}", show(eager), show(compiled), ratio(ms, best))
 }
 
 /// The GPT training step (loss, gradient, clipping, AdamW; parameters and optimiser state
 /// donated) at nanoGPT's CPU size or GPU default, with and without checkpointed blocks.
-fn gpt_rows(size: &str, rounds: usize, reference: &HashMap<(String, usize), (f64, f64)>) {
+fn gpt_rows(size: &str, rounds: usize, reference: &Reference, pytorch: &Reference) {
     let (key, base) = match size {
         "cpu" => (0, model::Config::SHAKESPEARE_CPU),
         _ => (1, model::Config::SHAKESPEARE_GPU),
@@ -414,7 +460,7 @@ fn gpt_rows(size: &str, rounds: usize, reference: &HashMap<(String, usize), (f64
             ", everything kept"
         };
         println!(
-            "| GPT step, {size} size{kept} | {} | {ms:.1} | {} | {} | {} | {} | {} |",
+            "| GPT step, {size} size{kept} | {} | {ms:.1} | {} | {} | {} | {} | {} | {} |",
             cfg.block,
             mib(m.temp_bytes as f64),
             if xms.is_nan() {
@@ -425,19 +471,53 @@ fn gpt_rows(size: &str, rounds: usize, reference: &HashMap<(String, usize), (f64
             mib(xtemp),
             ratio(ms, xms),
             ratio(m.temp_bytes as f64, xtemp),
+            torch_columns(pytorch, "gpt step", "", key, ms),
         );
         println!(
-            "| GPT step, {size} size{kept}, bf16 compute ({}× the f32 step's time, {}× its temp) | {} | {mixed_ms:.1} | {} | — | — | — | — |",
+            "| GPT step, {size} size{kept}, bf16 compute ({}× the f32 step's time, {}× its temp; PyTorch under CPU autocast) | {} | {mixed_ms:.1} | {} | — | — | — | — | {} |",
             ratio(mixed_ms, ms),
             ratio(mixed.temp_bytes as f64, m.temp_bytes as f64),
             cfg.block,
             mib(mixed.temp_bytes as f64),
+            torch_columns(pytorch, "gpt step", " bf16", key, mixed_ms),
         );
         eprintln!("(GPT {size}, remat {remat}: first compile {compile_ms:.0} ms; memory:\n{m})");
-        if remat {
-            eager_gpt_row(size, &cfg, p, s, &x, &y, rounds.min(5), ms, xms);
+        // Eagerly, every intermediate the gradient reads is a buffer of its own: at the GPU
+        // size that is more than this kind of machine has (the step's `eager_bytes`).
+        let fits = m.eager_bytes < free_memory() / 2;
+        if remat && fits {
+            let torch_eager =
+                (pytorch.get(&("gpt step eager".to_string(), key))).map_or(f64::NAN, |&(t, _)| t);
+            eager_gpt_row(
+                size,
+                &cfg,
+                p,
+                s,
+                &x,
+                &y,
+                rounds.min(5),
+                (ms, xms, torch_eager),
+            );
+        } else if remat {
+            println!(
+                "| GPT step, {size} size, eager: not run (its intermediates, {}, exceed half the free memory) | {} | — | — | — | — | — | — | — | — | — |",
+                mib(m.eager_bytes as f64),
+                cfg.block
+            );
         }
     }
+}
+
+/// Bytes of memory free for the bench (`MemAvailable`; all of it where that is unknown).
+fn free_memory() -> usize {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            let line = m.lines().find(|l| l.starts_with("MemAvailable:"))?;
+            let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kib * 1024)
+        })
+        .unwrap_or(usize::MAX)
 }
 
 /// The same step's body called without `#[jit]`: every op eager (a cached compiled
@@ -451,8 +531,7 @@ fn eager_gpt_row(
     x: &Tensor,
     y: &Tensor,
     rounds: usize,
-    jitted_ms: f64,
-    xla_ms: f64,
+    (jitted_ms, xla_ms, torch_eager_ms): (f64, f64, f64),
 ) {
     let mut samples = Vec::new();
     for i in 0..=rounds {
@@ -466,7 +545,7 @@ fn eager_gpt_row(
     }
     let ms = median(samples);
     println!(
-        "| GPT step, {size} size, checkpointed blocks, eager ({}× the jitted step) | {} | {ms:.1} | — | {} | — | {} | — |",
+        "| GPT step, {size} size, checkpointed blocks, eager ({}× the jitted step; PyTorch eager) | {} | {ms:.1} | — | {} | — | {} | — | {} |",
         ratio(ms, jitted_ms),
         cfg.block,
         if xla_ms.is_nan() {
@@ -475,5 +554,10 @@ fn eager_gpt_row(
             format!("{xla_ms:.1}")
         },
         ratio(ms, xla_ms),
+        if torch_eager_ms.is_nan() {
+            "— | — | —".to_string()
+        } else {
+            format!("{torch_eager_ms:.1} | — | {}", ratio(ms, torch_eager_ms))
+        },
     );
 }
