@@ -25,7 +25,8 @@
 //! one process computes, each rank doing its share; rank 0 prints, evaluates and saves. It
 //! prints each rank's step time and the time it waited for communication the step did not
 //! hide (`dist::time_waiting`). `--check` also trains one process's copy on whole batches on
-//! every rank and compares: the loss at every step (relative 1e-6) and, at the end, the
+//! every rank and compares: the loss at every step (relative 1e-6; 1e-3 with `--dtype bf16`,
+//! where a last-bit difference of an f32 sum can move a bf16 rounding) and, at the end, the
 //! parameters of every rank bit for bit (a checksum gathered from every rank); it exits
 //! non-zero where they differ.
 //!
@@ -125,10 +126,6 @@ fn options() -> Options {
     }
     if o.iters == 0 {
         fail("--iters must be at least 1");
-    }
-    if o.data_parallel && o.compute != DType::F32 {
-        // FIXME: the data-parallel step under a mixed policy.
-        fail("--data-parallel trains in f32 only (--dtype f32)");
     }
     o
 }
@@ -269,7 +266,7 @@ fn main() {
                 x.slice_axis(0, rows.start, rows.end, 1),
                 y.slice_axis(0, rows.start, rows.end, 1),
             );
-            dp_train_step(p, s, &x, &y, cfg.heads, cfg.remat, o.iters)
+            dp_train_step(p, s, &x, &y, cfg.heads, cfg.remat, o.iters, policy)
         }
     };
     say!(
@@ -312,7 +309,10 @@ fn main() {
         times.push(t.elapsed());
         waits.push(dist::time_waiting() - waited);
         if let Some((q, qs)) = copy.take() {
-            let (q, qs, lq) = train_step(q, qs, &x, &y, cfg.heads, cfg.remat, o.iters);
+            let (q, qs, lq) = match o.compute {
+                DType::F32 => train_step(q, qs, &x, &y, cfg.heads, cfg.remat, o.iters),
+                _ => mixed_train_step(q, qs, &x, &y, cfg.heads, cfg.remat, o.iters, policy),
+            };
             let lq = lq.item::<f32>().unwrap() as f64;
             worst = worst.max((loss as f64 - lq).abs() / lq.abs());
             copy = Some((q, qs));
@@ -334,11 +334,11 @@ fn main() {
                         x.slice_axis(0, rows.start, rows.end, 1),
                         y.slice_axis(0, rows.start, rows.end, 1),
                     );
-                    dp_train_step::lower(p.clone(), s, &x, &y, h, r, o.iters)
+                    dp_train_step::lower(p.clone(), s, &x, &y, h, r, o.iters, policy)
                 }
             };
             let m = lowered.and_then(|l| l.compile()).unwrap().memory_analysis();
-            if o.compute == DType::F32 {
+            if o.compute == DType::F32 || o.data_parallel {
                 say!("memory of the train step:\n{m}\n");
             } else {
                 let (s, x2, y2) = (state.clone(), x.clone(), y.clone());
@@ -397,7 +397,8 @@ fn main() {
              steps: {worst:.2e}; the parameters the same bits on every rank: {same}",
             o.iters
         );
-        if worst > 1e-6 || !same {
+        let bound = if o.compute == DType::F32 { 1e-6 } else { 1e-3 };
+        if worst > bound || !same {
             eprintln!("gpt: --check failed on rank {rank}");
             std::process::exit(1);
         }

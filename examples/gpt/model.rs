@@ -235,8 +235,10 @@ pub fn dp_opt(total_steps: usize) -> DpOpt {
 /// [`train_step`] on several processes: each rank passes its rows of the batch, the
 /// gradients are averaged over the ranks before clipping and AdamW (so every rank makes the
 /// update of the whole batch), and the loss returned is the whole batch's (the mean of the
-/// ranks' means). The state is [`Opt`]'s.
+/// ranks' means). The state is [`Opt`]'s; the model computes under `policy`
+/// (`Policy::uniform(F32)`, or mixed as [`mixed_train_step`]'s).
 #[jit]
+#[allow(clippy::too_many_arguments)]
 pub fn dp_train_step(
     p: Gpt,
     s: StateOf<DpOpt, Gpt>,
@@ -245,17 +247,10 @@ pub fn dp_train_step(
     heads: usize,
     remat: bool,
     total_steps: usize,
+    policy: Policy,
 ) -> (Gpt, StateOf<DpOpt, Gpt>, Tensor) {
-    let f32 = Policy::uniform(DType::F32);
-    let (p, s, l) = step_with(
-        &dp_opt(total_steps),
-        &f32,
-        p,
-        s,
-        (ids, targets),
-        heads,
-        remat,
-    );
+    let o = dp_opt(total_steps);
+    let (p, s, l) = step_with(&o, &policy, p, s, (ids, targets), heads, remat);
     (p, s, dist::all_reduce(&l, Reduce::Mean).unwrap())
 }
 

@@ -146,7 +146,10 @@ impl Gen<'_> {
         // Values that may be far from the inputs' size: a last-bit difference
         // in them is a large absolute one.
         let big = match &ins {
-            Ins::Reduce(Red::Prod, ..) | Ins::ReduceAll(Red::Prod, _) | Ins::Matmul(..) => true,
+            Ins::Reduce(Red::Prod, ..)
+            | Ins::ReduceAll(Red::Prod, _)
+            | Ins::Matmul(..)
+            | Ins::MatmulF32(..) => true,
             Ins::Unary(Un::Exp | Un::Square, _) | Ins::Binary(Bin::Mul, ..) => true,
             // `a / (|b| + 0.5)` scales a's last-bit error by up to 2, and b's by |a| / 0.25:
             // `cos(x / (|cos x| + 0.5))` of a layer norm's x ≈ 26 moved by 1e-4 for a 1-ulp
@@ -578,11 +581,17 @@ impl Gen<'_> {
                 {
                     return None;
                 }
+                // 16-bit operands: half the products return their f32 sums (`matmul_with`).
+                let (ins, dtype) = if fl.is_half() && self.rng.chance(0.5) {
+                    (Ins::MatmulF32(a, b), DType::F32)
+                } else {
+                    (Ins::Matmul(a, b), fl)
+                };
                 self.push(
-                    Ins::Matmul(a, b),
+                    ins,
                     Ty {
                         shape,
-                        dtype: fl,
+                        dtype,
                         exact: false,
                     },
                 );

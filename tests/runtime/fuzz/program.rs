@@ -102,6 +102,8 @@ pub enum Ins {
     ArgMax(usize, isize),
     RowOp(Row, usize, isize),
     Matmul(usize, usize),
+    /// `a.matmul_with(b, { accumulate: F32, result: F32 })` of 16-bit operands: their f32 sums.
+    MatmulF32(usize, usize),
     Concat(usize, usize, isize),
     Pad(usize, Vec<(usize, usize)>, f64),
     /// `a.take(idx, axis)` with `idx = (iota(k) * mul + add) % n`, or from
@@ -141,7 +143,9 @@ impl Ins {
             Flip(a, _) | Reshape(a, _) | BroadcastTo(a, _) | Reduce(_, a, ..) => vec![*a],
             ReduceAll(_, a) | ArgMax(a, _) | RowOp(_, a, _) | Pad(a, ..) | Cond(a) => vec![*a],
             Fori(a, _) | While(a, _) => vec![*a],
-            Binary(_, a, b) | Less(a, b) | Matmul(a, b) | Concat(a, b, _) => vec![*a, *b],
+            Binary(_, a, b) | Less(a, b) | Matmul(a, b) | MatmulF32(a, b) | Concat(a, b, _) => {
+                vec![*a, *b]
+            }
             Loop(a, b, ..) => vec![*a, *b],
             Select(c, a, b) => vec![*c, *a, *b],
             Take(a, _, _, _, idx) | Random(_, a, _, idx) => {
@@ -159,7 +163,12 @@ impl Ins {
             Flip(a, _) | Reshape(a, _) | BroadcastTo(a, _) | Reduce(_, a, ..) => *a = f(*a),
             ReduceAll(_, a) | ArgMax(a, _) | RowOp(_, a, _) | Pad(a, ..) | Cond(a) => *a = f(*a),
             Fori(a, _) | While(a, _) => *a = f(*a),
-            Binary(_, a, b) | Less(a, b) | Matmul(a, b) | Concat(a, b, _) | Loop(a, b, ..) => {
+            Binary(_, a, b)
+            | Less(a, b)
+            | Matmul(a, b)
+            | MatmulF32(a, b)
+            | Concat(a, b, _)
+            | Loop(a, b, ..) => {
                 *a = f(*a);
                 *b = f(*b);
             }
@@ -295,6 +304,13 @@ fn one(ins: &Ins, v: &[Tensor]) -> Tensor {
             x.layer_norm(&w, &b, 0.1, -1)
         }
         Matmul(a, b) => v[*a].matmul(&v[*b]),
+        MatmulF32(a, b) => v[*a].matmul_with(
+            &v[*b],
+            jitfuse::MatmulOptions {
+                accumulate: DType::F32,
+                result: DType::F32,
+            },
+        ),
         Concat(a, b, axis) => jitfuse::concat(&[&v[*a], &v[*b]], *axis),
         Pad(a, pads, c) if is_float(v[*a].dtype()) => v[*a].pad(pads, *c),
         Pad(a, pads, c) => v[*a].pad(pads, *c as i64),
