@@ -5,8 +5,9 @@
 //! Rows: streaming kernels (gelu, layer norm, softmax: bf16 moves half the bytes), and
 //! products at 1024³, 2048³ and the shapes of nanoGPT's GPU-size training step (16,384
 //! rows of width 384; the weight gradient's `xᵀ · dy` sums over those rows), with their
-//! rates: bf16 products run on `vdpbf16ps` where the CPU has AVX-512 BF16
-//! (`library/gemm16.rs`), on f32 copies elsewhere.
+//! rates, in f32, bf16 and f16: 16-bit products run on `library/gemm16.rs` (bf16 on
+//! `vdpbf16ps` where the CPU has AVX-512 BF16, f16 and other bf16 on f32 FMAs over panels
+//! converted as they are packed), on f32 copies without AVX-512.
 
 use jitfuse::prelude::*;
 use std::hint::black_box;
@@ -125,36 +126,48 @@ fn main() {
                 .into_iter()
                 .map(|(name, (macs, make))| (name, macs, make)),
         );
-    println!("| workload | f32 ms | bf16 ms | bf16 / f32 | f32 GFLOP/s | bf16 GFLOP/s |");
-    println!("|---|---|---|---|---|---|");
+    println!(
+        "| workload | f32 ms | bf16 ms | f16 ms | bf16 / f32 | f16 / f32 | f32 GFLOP/s | bf16 GFLOP/s | f16 GFLOP/s |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
     for (name, macs, make) in cases {
-        let (f, h) = (make(DType::F32), make(DType::BF16));
-        f();
-        h();
-        let (mut tf, mut th) = (Vec::new(), Vec::new());
-        // The large products fewer times (about 2 s of each side).
+        let runs_of: Vec<Box<dyn Fn()>> = [DType::F32, DType::BF16, DType::F16]
+            .into_iter()
+            .map(|d| make(d))
+            .collect();
+        runs_of.iter().for_each(|f| f());
+        let mut times = vec![Vec::new(); runs_of.len()];
+        // The large products fewer times (about 2 s of each type).
         let runs = if macs > 0 {
             runs.min((1e10 / macs as f64).ceil() as usize).max(5)
         } else {
             runs
         };
         for _ in 0..runs {
-            for (run, times) in [(&f, &mut tf), (&h, &mut th)] {
-                let t = Instant::now();
+            for (run, t) in runs_of.iter().zip(times.iter_mut()) {
+                let start = Instant::now();
                 run();
-                times.push(t.elapsed().as_secs_f64() * 1e3);
+                t.push(start.elapsed().as_secs_f64() * 1e3);
             }
         }
-        let (mf, mh) = (median(&mut tf), median(&mut th));
-        let rate = |ms: f64| 2.0 * macs as f64 / ms / 1e6;
-        if macs > 0 {
-            let (rf, rh) = (rate(mf), rate(mh));
-            println!(
-                "| {name} | {mf:.2} | {mh:.2} | {:.2} | {rf:.0} | {rh:.0} |",
-                mh / mf
-            );
-        } else {
-            println!("| {name} | {mf:.2} | {mh:.2} | {:.2} | | |", mh / mf);
-        }
+        let ms: Vec<f64> = times.iter_mut().map(|t| median(t)).collect();
+        let rate = |ms: f64| {
+            if macs > 0 {
+                format!("{:.0}", 2.0 * macs as f64 / ms / 1e6)
+            } else {
+                String::new()
+            }
+        };
+        println!(
+            "| {name} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {} | {} | {} |",
+            ms[0],
+            ms[1],
+            ms[2],
+            ms[1] / ms[0],
+            ms[2] / ms[0],
+            rate(ms[0]),
+            rate(ms[1]),
+            rate(ms[2])
+        );
     }
 }

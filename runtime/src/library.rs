@@ -51,19 +51,20 @@ pub unsafe fn matmul_strided(
     );
 }
 
-/// Whether products of `dtype` run on `gemm16` (bf16 on a CPU with AVX-512 BF16; other
-/// 16-bit products run on f32 copies: `passes/widen.rs`).
+/// Whether products of `dtype` run on `gemm16` (bf16 and f16 on a CPU with AVX-512, on
+/// `vdpbf16ps` for bf16 where it has AVX-512 BF16; elsewhere 16-bit products run on f32
+/// copies: `passes/widen.rs`).
 pub fn runs_gemm16(dtype: DType) -> bool {
-    dtype == DType::BF16 && gemm16::native()
+    gemm16::kind_for(dtype).is_some()
 }
 
 /// Scratch bytes of a product `[.., m, k] @ [.., k, n]` of operands of `dtype` giving
 /// `out_shape` (`matmul_strided`'s `scratch`): a bf16 product's packed operands where the CPU runs
 /// `gemm16` (the most of the product folded into one and of one matrix of the batch).
 pub fn matmul_scratch(a_shape: &[usize], out_shape: &[usize], dtype: DType) -> usize {
-    if !runs_gemm16(dtype) {
+    let Some(kind) = gemm16::kind_for(dtype) else {
         return 0;
-    }
+    };
     let r = out_shape.len();
     let (m, n, k) = (
         out_shape[r - 2],
@@ -71,7 +72,7 @@ pub fn matmul_scratch(a_shape: &[usize], out_shape: &[usize], dtype: DType) -> u
         a_shape[a_shape.len() - 1],
     );
     let rows = shape::numel(&out_shape[..r - 2]) * m;
-    gemm16::scratch_bytes(m, k, n).max(gemm16::scratch_bytes(rows, k, n))
+    gemm16::scratch_bytes(m, k, n, kind).max(gemm16::scratch_bytes(rows, k, n, kind))
 }
 
 /// `matmul_strided` on the given library (`None`: `Gemm::pick` for each product) and split
@@ -121,8 +122,11 @@ unsafe fn matmul_strided_by(
         match (dtype, result) {
             (DType::F32, DType::F32) => lib.run::<f32>(rows, k, n, a, b, out as *mut f32, split),
             (DType::F64, DType::F64) => lib.run::<f64>(rows, k, n, a, b, out as *mut f64, split),
-            (DType::BF16, r) => gemm16::run(rows, k, n, a, b, (out, r), scratch),
-            _ => unreachable!("matmul is f32, f64 or (native) bf16 here (passes/widen.rs)"),
+            (DType::BF16 | DType::F16, r) => {
+                let kind = gemm16::kind_for(dtype).expect("passes/widen.rs: run on f32 copies");
+                gemm16::run(rows, k, n, (a, b, dtype), (out, r), kind, scratch)
+            }
+            _ => unreachable!("matmul is f32, f64 or 16-bit on gemm16 here (passes/widen.rs)"),
         }
         return;
     }
@@ -138,8 +142,11 @@ unsafe fn matmul_strided_by(
         match (dtype, result) {
             (DType::F32, DType::F32) => lib.run::<f32>(m, k, n, a, b, pc as *mut f32, split),
             (DType::F64, DType::F64) => lib.run::<f64>(m, k, n, a, b, pc as *mut f64, split),
-            (DType::BF16, r) => gemm16::run(m, k, n, a, b, (pc, r), scratch),
-            _ => unreachable!("matmul is f32, f64 or (native) bf16 here (passes/widen.rs)"),
+            (DType::BF16 | DType::F16, r) => {
+                let kind = gemm16::kind_for(dtype).expect("passes/widen.rs: run on f32 copies");
+                gemm16::run(m, k, n, (a, b, dtype), (pc, r), kind, scratch)
+            }
+            _ => unreachable!("matmul is f32, f64 or 16-bit on gemm16 here (passes/widen.rs)"),
         }
         for d in (0..batch.len()).rev() {
             idx[d] += 1;

@@ -8,18 +8,14 @@ use crate::common::*;
 use jitfuse::internals::codegen::Target;
 use jitfuse::{DType, Tensor};
 
-/// Whether the CPU runs the bf16 kernel (`library/gemm16.rs`).
+/// Whether the CPU runs the kernels of `library/gemm16.rs` (bf16 and f16 products read as
+/// they are, on AVX-512).
 fn native() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        ["avx512f", "avx512bw", "avx512vl", "avx512bf16"]
-            .iter()
-            .all(|f| match *f {
-                "avx512f" => std::arch::is_x86_feature_detected!("avx512f"),
-                "avx512bw" => std::arch::is_x86_feature_detected!("avx512bw"),
-                "avx512vl" => std::arch::is_x86_feature_detected!("avx512vl"),
-                _ => std::arch::is_x86_feature_detected!("avx512bf16"),
-            })
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512vl")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -27,11 +23,16 @@ fn native() -> bool {
     }
 }
 
-/// `got` (bf16) against the product of the same bf16 values summed in f64: within half a
-/// bf16 unit of the exact value plus what an f32 sum of `k` terms may lose
-/// (`k · 2⁻²⁴ · Σ|a||b|`), element by element.
+/// `got` (of the operands' 16-bit type) against the product of the same values summed in
+/// f64: within half a unit of that type of the exact value plus what an f32 sum of `k`
+/// terms may lose (`k · 2⁻²⁴ · Σ|a||b|`), element by element.
 fn assert_f32_accumulated(got: &Tensor, a: &Tensor, b: &Tensor, what: &str) {
-    assert_eq!(got.dtype(), DType::BF16, "{what}");
+    assert_eq!(got.dtype(), a.dtype(), "{what}");
+    let half_unit = if a.dtype() == DType::F16 {
+        2f64.powi(-11)
+    } else {
+        2f64.powi(-8)
+    };
     let (a64, b64) = (a.cast(DType::F64), b.cast(DType::F64));
     let exact = to_f64s(&a64.matmul(&b64));
     let magnitude = to_f64s(&a64.abs().matmul(&b64.abs()));
@@ -39,7 +40,7 @@ fn assert_f32_accumulated(got: &Tensor, a: &Tensor, b: &Tensor, what: &str) {
     let got = to_f64s(got);
     assert_eq!(got.len(), exact.len(), "{what}");
     for (e, ((g, x), s)) in got.iter().zip(&exact).zip(&magnitude).enumerate() {
-        let bound = x.abs() * 2f64.powi(-8) + 1.01 * k * 2f64.powi(-24) * s + 1e-37;
+        let bound = x.abs() * half_unit + 1.01 * k * 2f64.powi(-24) * s + 1e-37;
         assert!(
             (g - x).abs() <= bound,
             "{what}: element {e}: {g} vs exact {x} (bound {bound})"
@@ -48,7 +49,11 @@ fn assert_f32_accumulated(got: &Tensor, a: &Tensor, b: &Tensor, what: &str) {
 }
 
 fn bf16_tensor(rng: &mut Rng, shape: &[usize]) -> Tensor {
-    random_tensor(rng, shape, DType::F32, -2.0, 2.0, false).cast(DType::BF16)
+    half_tensor(rng, shape, DType::BF16)
+}
+
+fn half_tensor(rng: &mut Rng, shape: &[usize], d: DType) -> Tensor {
+    random_tensor(rng, shape, DType::F32, -2.0, 2.0, false).cast(d)
 }
 
 /// `f` on `args` traced and compiled for the host.
@@ -60,7 +65,14 @@ fn jitted(args: &[&Tensor], f: impl FnOnce(&[Tensor]) -> Tensor) -> Tensor {
 }
 
 #[test]
-fn bf16_products_accumulate_in_f32_and_round_once_on_every_layout() {
+fn bf16_and_f16_products_accumulate_in_f32_and_round_once_on_every_layout() {
+    for d in [DType::BF16, DType::F16] {
+        products_on_every_layout(d);
+    }
+}
+
+fn products_on_every_layout(d: DType) {
+    let bf16_tensor = |rng: &mut Rng, shape: &[usize]| half_tensor(rng, shape, d);
     let mut rng = Rng::new(32);
     // Tile edges (14 x 32), odd k, one-element sides, and products large enough to split.
     let shapes = [
@@ -81,7 +93,7 @@ fn bf16_products_accumulate_in_f32_and_round_once_on_every_layout() {
         );
         // Stored transposed: read in place through their strides by the library step.
         let (at, bt) = (a.t(), b.t());
-        let what = |s: &str| format!("{m}x{k}x{n} {s}");
+        let what = |s: &str| format!("{d} {m}x{k}x{n} {s}");
         assert_f32_accumulated(
             &jitted(&[&a, &b], |t| t[0].matmul(&t[1])),
             &a,
@@ -141,15 +153,21 @@ fn a_bf16_product_has_the_same_bits_under_any_thread_count() {
     }
 }
 
-/// Where the kernel runs, a bf16 product reads its bf16 operands itself: the compiled
-/// program has no cast to f32 and its temporaries (the packed operands) are smaller than
-/// f32 copies of them would be.
+/// Where the kernels run, a 16-bit product reads its operands itself: the compiled program
+/// has no cast to f32 and its temporaries (the packed operands: bf16 pairs on `vdpbf16ps`;
+/// otherwise f32 panels, the smaller operand whole) are smaller than f32 copies of both.
 #[test]
-fn the_native_bf16_product_needs_no_f32_copy_of_its_operands() {
+fn the_native_16_bit_product_needs_no_f32_copy_of_its_operands() {
+    for d in [DType::BF16, DType::F16] {
+        no_f32_copies(d);
+    }
+}
+
+fn no_f32_copies(d: DType) {
     let mut rng = Rng::new(34);
     let (a, b) = (
-        bf16_tensor(&mut rng, &[256, 384]),
-        bf16_tensor(&mut rng, &[384, 512]),
+        half_tensor(&mut rng, &[256, 384], d),
+        half_tensor(&mut rng, &[384, 512], d),
     );
     let g = trace_fn(&[a.clone(), b.clone()], |t| vec![t[0].matmul(&t[1])]);
     let exe = compile_at(g, Target::host()).unwrap();

@@ -1,5 +1,7 @@
-//! Products of bf16 matrices on `vdpbf16ps` (AVX-512 BF16): operands read as bf16, every
-//! product accumulated in f32 over the whole of `k`, the result rounded once to bf16.
+//! Products of 16-bit matrices read as they are: bf16 on `vdpbf16ps` (AVX-512 BF16,
+//! `Kind::Dot`), f16 — and bf16 on AVX-512 CPUs without BF16 — on f32 FMAs over panels
+//! converted to f32 as they are packed (`Kind::Fma`); every product accumulated in f32 over
+//! the whole of `k`, the result rounded once to the operands' type (or kept in f32).
 //!
 //! `vdpbf16ps` adds to each of 16 f32 lanes the dot product of a pair of bf16 values of one
 //! operand with a pair of the other: `acc[j] += a[2j]·b[2j] + a[2j+1]·b[2j+1]` (products
@@ -10,7 +12,8 @@
 //! its `NR` columns (two vectors of 16 lanes). The tile kernel keeps `MR × NR` f32
 //! accumulators in 28 registers and runs over every pair of `k` before it rounds and
 //! stores, so each result is one sum in a fixed order: the same bits whatever the split of
-//! the work and the number of threads.
+//! the work and the number of threads. `Kind::Fma` packs one f32 per lane and step of `k`
+//! instead of a pair, and its tiles are the same 14 × 32 f32 accumulators on `vfmadd231ps`.
 //!
 //! No `k` blocking: a tile reads 184 bytes per 28 instructions, which the L2 and L3 caches
 //! serve, and with the whole sum in registers no f32 partial result needs memory.
@@ -22,6 +25,7 @@
 //! Measured against the f32 GEMM by `benches/gemm_compare.rs` (docs/performance.md).
 
 use super::Mat;
+use crate::DType;
 
 /// Rows of a tile: the left operand's panel height (28 accumulators, 2 right-operand
 /// vectors and the broadcast pair fill the 32 vector registers but one).
@@ -36,24 +40,49 @@ const PARALLEL_MACS: usize = 1 << 21;
 /// The most panels of the streamed operand a task packs at once, and their most bytes.
 const GROUP: usize = 4;
 const GROUP_BYTES: usize = 256 << 10;
+/// The most bytes of the tasks' own panels (over all tasks), or a quarter of the operands'
+/// packed size where that is more: groups cost memory, which a small product does not buy
+/// back in speed.
+const TASKS_BYTES: usize = 512 << 10;
 /// Alignment of the scratch regions (a cache line).
 const ALIGN: usize = 64;
 
-/// Whether this CPU runs the bf16 kernel (AVX-512 F, BW, VL and BF16).
-pub fn native() -> bool {
+/// The tile kernel a product runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// bf16 pairs on `vdpbf16ps` (AVX-512 BF16).
+    Dot,
+    /// f32 FMAs on panels converted from the 16-bit operands as they are packed (AVX-512 F):
+    /// f16 products, and bf16 ones on CPUs without AVX-512 BF16.
+    Fma,
+}
+
+/// What this CPU has: (AVX-512 F, BW and VL; and BF16).
+fn features() -> (bool, bool) {
     #[cfg(target_arch = "x86_64")]
     {
-        static NATIVE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        *NATIVE.get_or_init(|| {
-            std::arch::is_x86_feature_detected!("avx512f")
+        static FEATURES: std::sync::OnceLock<(bool, bool)> = std::sync::OnceLock::new();
+        *FEATURES.get_or_init(|| {
+            let f = std::arch::is_x86_feature_detected!("avx512f")
                 && std::arch::is_x86_feature_detected!("avx512bw")
-                && std::arch::is_x86_feature_detected!("avx512vl")
-                && std::arch::is_x86_feature_detected!("avx512bf16")
+                && std::arch::is_x86_feature_detected!("avx512vl");
+            (f, f && std::arch::is_x86_feature_detected!("avx512bf16"))
         })
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        false
+        (false, false)
+    }
+}
+
+/// The kernel products of 16-bit operands of type `d` run on here, if this module runs them:
+/// bf16 on `vdpbf16ps` where the CPU has it, bf16 and f16 on f32 FMAs where it has AVX-512.
+pub fn kind_for(d: DType) -> Option<Kind> {
+    let (avx512, bf16) = features();
+    match d {
+        DType::BF16 if bf16 => Some(Kind::Dot),
+        DType::BF16 | DType::F16 if avx512 => Some(Kind::Fma),
+        _ => None,
     }
 }
 
@@ -72,8 +101,11 @@ struct Geometry {
     m: usize,
     k: usize,
     n: usize,
-    /// Pairs of `k` (the last one padded with a zero where `k` is odd).
+    /// Steps along `k` of the packed panels: pairs of `k` for `Kind::Dot` (the last one
+    /// padded with a zero where `k` is odd), `k` itself for `Kind::Fma`; 4 bytes per lane
+    /// each.
     kp: usize,
+    kind: Kind,
     shared: Shared,
     /// Tasks, each with a contiguous range of the streamed operand's panels.
     slots: usize,
@@ -82,8 +114,11 @@ struct Geometry {
 }
 
 impl Geometry {
-    fn of(m: usize, k: usize, n: usize) -> Geometry {
-        let kp = k.div_ceil(2);
+    fn of(m: usize, k: usize, n: usize, kind: Kind) -> Geometry {
+        let kp = match kind {
+            Kind::Dot => k.div_ceil(2),
+            Kind::Fma => k,
+        };
         let (rows, cols) = (m.div_ceil(MR), n.div_ceil(NR));
         let shared = if cols * NR <= rows * MR {
             Shared::Right
@@ -104,13 +139,17 @@ impl Geometry {
             k,
             n,
             kp,
+            kind,
             shared,
             slots,
             group: 1,
         };
         let (_, panel) = g.regions();
         // (`k = 0`: empty panels; the tiles still write their zeros.)
-        g.group = (GROUP_BYTES / panel.max(1)).clamp(1, GROUP);
+        let panel = panel.max(1);
+        let operands = rows * g.panel_bytes(MR) + cols * g.panel_bytes(NR);
+        let tasks = TASKS_BYTES.max(operands / 4) / (slots * panel);
+        g.group = (GROUP_BYTES / panel).min(tasks).clamp(1, GROUP);
         g
     }
 
@@ -139,38 +178,38 @@ impl Geometry {
     }
 }
 
-/// Scratch bytes of a bf16 product `[m, k] @ [k, n]` (`run`'s `scratch`).
-pub fn scratch_bytes(m: usize, k: usize, n: usize) -> usize {
-    Geometry::of(m, k, n).scratch_bytes()
+/// Scratch bytes of a product `[m, k] @ [k, n]` on `kind` (`run`'s `scratch`).
+pub fn scratch_bytes(m: usize, k: usize, n: usize, kind: Kind) -> usize {
+    Geometry::of(m, k, n, kind).scratch_bytes()
 }
 
-/// `c[m, n] = a[m, k] @ b[k, n]` of bf16 operands (elements at `p + i·rs + j·cs`, in
-/// elements), `c` contiguous of type `result` (bf16, or f32: the sums unrounded), on the
-/// kernel of this module; `scratch` holds
-/// `scratch_bytes(m, k, n)` bytes (or is null: the product then allocates them).
+/// `c[m, n] = a[m, k] @ b[k, n]` of 16-bit operands of type `src` (elements at
+/// `p + i·rs + j·cs`, in elements), `c` contiguous of type `result` (`src`, or f32: the
+/// sums unrounded), on `kind` (`kind_for(src)`); `scratch` holds `scratch_bytes(m, k, n,
+/// kind)` bytes (or is null: the product then allocates them).
 ///
 /// # Safety
-/// `native()`; the operands' elements in live memory; `c` valid for `m · n` values
-/// overlapping neither operand nor the scratch.
+/// `kind` runs on this CPU; the operands' elements in live memory; `c` valid for `m · n`
+/// values overlapping neither operand nor the scratch.
+#[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn run(
     m: usize,
     k: usize,
     n: usize,
-    a: Mat,
-    b: Mat,
-    (c, result): (*mut u8, crate::DType),
+    (a, b, src): (Mat, Mat, DType),
+    (c, result): (*mut u8, DType),
+    kind: Kind,
     scratch: *mut u8,
 ) {
-    debug_assert!(native());
-    let f32_out = match result {
-        crate::DType::BF16 => false,
-        crate::DType::F32 => true,
-        d => unreachable!("a bf16 product gives bf16 or f32, not {d}"),
-    };
+    debug_assert!(kind_for(src).is_some() && (kind == Kind::Fma || src == DType::BF16));
+    debug_assert!(
+        result == src || result == DType::F32,
+        "{src} product giving {result}"
+    );
     if m == 0 || n == 0 {
         return;
     }
-    let g = Geometry::of(m, k, n);
+    let g = Geometry::of(m, k, n, kind);
     let mut own = Vec::new();
     let scratch = if scratch.is_null() {
         own.resize(g.scratch_bytes(), 0u8);
@@ -188,8 +227,9 @@ pub(super) unsafe fn run(
     let p = Ptrs {
         a,
         b,
+        src,
         c,
-        f32_out,
+        result,
         shared,
         panels: base.wrapping_add(shared_bytes),
     };
@@ -201,12 +241,18 @@ pub(super) unsafe fn run(
         let p = &p;
         for j in range(t, g.slots, shared_panels) {
             match g.shared {
-                Shared::Right => {
-                    pack_right(&g, p.b, j, p.shared.wrapping_add(j * g.panel_bytes(NR) / 4))
-                }
-                Shared::Left => {
-                    pack_left(&g, p.a, j, p.shared.wrapping_add(j * g.panel_bytes(MR) / 4))
-                }
+                Shared::Right => pack_right(
+                    &g,
+                    (p.b, p.src),
+                    j,
+                    p.shared.wrapping_add(j * g.panel_bytes(NR) / 4),
+                ),
+                Shared::Left => pack_left(
+                    &g,
+                    (p.a, p.src),
+                    j,
+                    p.shared.wrapping_add(j * g.panel_bytes(MR) / 4),
+                ),
             }
         }
     };
@@ -221,8 +267,8 @@ pub(super) unsafe fn run(
             let group = first..(first + g.group).min(mine.end);
             for (q, i) in group.clone().enumerate() {
                 match g.shared {
-                    Shared::Right => pack_left(&g, p.a, i, own(q)),
-                    Shared::Left => pack_right(&g, p.b, i, own(q)),
+                    Shared::Right => pack_left(&g, (p.a, p.src), i, own(q)),
+                    Shared::Left => pack_right(&g, (p.b, p.src), i, own(q)),
                 }
             }
             for s in 0..shared_panels {
@@ -257,9 +303,11 @@ pub(super) unsafe fn run(
 struct Ptrs {
     a: Mat,
     b: Mat,
+    /// The operands' type.
+    src: DType,
     c: *mut u8,
-    /// Whether `c` holds f32 (else bf16).
-    f32_out: bool,
+    /// `c`'s type.
+    result: DType,
     shared: *mut u32,
     /// The tasks' own panels, one after another.
     panels: *mut u8,
@@ -291,15 +339,21 @@ unsafe fn tile_at(
     let (r0, c0) = (i * MR, j * NR);
     let rows = (g.m - r0).min(MR);
     let cols = (g.n - c0).min(NR);
-    let at = r0 * ldc + c0;
+    let c = p.c.add((r0 * ldc + c0) * p.result.size());
     #[cfg(target_arch = "x86_64")]
-    if p.f32_out {
-        kernel::tile::<true>(g.kp, ap, bp, p.c.add(at * 4), ldc, rows, cols);
-    } else {
-        kernel::tile::<false>(g.kp, ap, bp, p.c.add(at * 2), ldc, rows, cols);
+    match (g.kind, p.result) {
+        (Kind::Dot, DType::F32) => kernel::tile::<true>(g.kp, ap, bp, c, ldc, rows, cols),
+        (Kind::Dot, _) => kernel::tile::<false>(g.kp, ap, bp, c, ldc, rows, cols),
+        (Kind::Fma, DType::F32) => {
+            kernel::tile_fma::<{ kernel::F32 }>(g.kp, ap, bp, c, ldc, rows, cols)
+        }
+        (Kind::Fma, DType::BF16) => {
+            kernel::tile_fma::<{ kernel::BF16 }>(g.kp, ap, bp, c, ldc, rows, cols)
+        }
+        (Kind::Fma, _) => kernel::tile_fma::<{ kernel::F16 }>(g.kp, ap, bp, c, ldc, rows, cols),
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (ap, bp, p, ldc, rows, cols, at);
+    let _ = (ap, bp, c, ldc, rows, cols);
 }
 
 /// Packs left panel `i` (rows `i·MR ..`) at `dst`: for each pair `p`, the pairs of its `MR`
@@ -307,12 +361,15 @@ unsafe fn tile_at(
 ///
 /// # Safety
 /// As `run`'s; `dst` holds `kp · MR` values.
-unsafe fn pack_left(g: &Geometry, a: Mat, i: usize, dst: *mut u32) {
+unsafe fn pack_left(g: &Geometry, (a, d): (Mat, DType), i: usize, dst: *mut u32) {
     let r0 = i * MR;
     let lanes = (g.m - r0).min(MR);
     // Lane `r` of the panel is row `r0 + r`: along `k` the stride is `cs`, across lanes `rs`.
     let src = (a.p as *const u16).wrapping_offset(r0 as isize * a.rs);
-    pack(src, a.cs, a.rs, g.k, lanes, MR, dst);
+    match g.kind {
+        Kind::Dot => pack(src, a.cs, a.rs, g.k, lanes, MR, dst),
+        Kind::Fma => pack_f32(src, d, a.cs, a.rs, (g.k, lanes, MR), dst as *mut f32),
+    }
 }
 
 /// Packs right panel `j` (columns `j·NR ..`) at `dst`: for each pair `p`, the pairs of its
@@ -320,11 +377,14 @@ unsafe fn pack_left(g: &Geometry, a: Mat, i: usize, dst: *mut u32) {
 ///
 /// # Safety
 /// As `run`'s; `dst` holds `kp · NR` values.
-unsafe fn pack_right(g: &Geometry, b: Mat, j: usize, dst: *mut u32) {
+unsafe fn pack_right(g: &Geometry, (b, d): (Mat, DType), j: usize, dst: *mut u32) {
     let c0 = j * NR;
     let lanes = (g.n - c0).min(NR);
     let src = (b.p as *const u16).wrapping_offset(c0 as isize * b.cs);
-    pack(src, b.rs, b.cs, g.k, lanes, NR, dst);
+    match g.kind {
+        Kind::Dot => pack(src, b.rs, b.cs, g.k, lanes, NR, dst),
+        Kind::Fma => pack_f32(src, d, b.rs, b.cs, (g.k, lanes, NR), dst as *mut f32),
+    }
 }
 
 /// `dst[p · width + l] = x[2p, l] | x[2p + 1, l] << 16` for the `lanes` of `width` (zero
@@ -367,6 +427,40 @@ unsafe fn pack(
     for p in 0..kp {
         for l in 0..width {
             *dst.add(p * width + l) = x(2 * p, l) | x(2 * p + 1, l) << 16;
+        }
+    }
+}
+
+/// `dst[q · width + l] = f32(x[q, l])` for the `lanes` of `width` (zero beyond them), where
+/// `x[q, l]`, of 16-bit type `d`, is at `src + q·ks + l·ls` (the panels of `Kind::Fma`).
+///
+/// # Safety
+/// Every `x[q, l]` (`q < k`, `l < lanes`) readable; `dst` holds `k · width` values.
+unsafe fn pack_f32(
+    src: *const u16,
+    d: DType,
+    ks: isize,
+    ls: isize,
+    (k, lanes, width): (usize, usize, usize),
+    dst: *mut f32,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if ls == 1 {
+        // Each step of `k` is a contiguous run of lanes: converted 16 at a time.
+        kernel::convert_runs(src, d == DType::F16, ks, (k, lanes, width), dst);
+        return;
+    }
+    let widen = |bits: u16| match d {
+        DType::F16 => half::f16::from_bits(bits).to_f32(),
+        _ => half::bf16::from_bits(bits).to_f32(),
+    };
+    for l in 0..width {
+        for q in 0..k {
+            *dst.add(q * width + l) = if l < lanes {
+                widen(*src.wrapping_offset(q as isize * ks + l as isize * ls))
+            } else {
+                0.0
+            };
         }
     }
 }
@@ -434,6 +528,108 @@ mod kernel {
         }
     }
 
+    /// `tile_fma`'s result types.
+    pub const F32: u8 = 0;
+    pub const BF16: u8 = 1;
+    pub const F16: u8 = 2;
+
+    /// `c[r, j] = Σ_q a[q, r] · b[q, j]` (f32 FMAs in order of `q`) for the `rows × cols` of
+    /// a tile (`c`'s rows `ldc` elements apart), rounded once to `OUT` (`F32`: stored as
+    /// they are), from f32 panels `a` (`kp × MR`) and `b` (`kp × NR`).
+    ///
+    /// # Safety
+    /// AVX-512 F, BW and VL; the panels hold `kp` steps; `c` valid for the tile.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    pub unsafe fn tile_fma<const OUT: u8>(
+        kp: usize,
+        a: *const u32,
+        b: *const u32,
+        c: *mut u8,
+        ldc: usize,
+        rows: usize,
+        cols: usize,
+    ) {
+        let (mut a, mut b) = (a as *const f32, b as *const f32);
+        let mut acc = [_mm512_setzero_ps(); 2 * MR];
+        for _ in 0..kp {
+            let b0 = _mm512_loadu_ps(b);
+            let b1 = _mm512_loadu_ps(b.add(16));
+            for r in 0..MR {
+                let x = _mm512_set1_ps(*a.add(r));
+                acc[2 * r] = _mm512_fmadd_ps(x, b0, acc[2 * r]);
+                acc[2 * r + 1] = _mm512_fmadd_ps(x, b1, acc[2 * r + 1]);
+            }
+            a = a.add(MR);
+            b = b.add(NR);
+        }
+        let lo = lanes(cols.min(16));
+        let hi = lanes(cols.saturating_sub(16));
+        for r in 0..rows {
+            for (half, mask) in [(0, lo), (1, hi)] {
+                let v = acc[2 * r + half];
+                let at = r * ldc + 16 * half;
+                match OUT {
+                    F32 => _mm512_mask_storeu_ps((c as *mut f32).add(at), mask, v),
+                    _ => {
+                        let h = if OUT == BF16 {
+                            round_bf16(v)
+                        } else {
+                            round_f16(v)
+                        };
+                        _mm256_mask_storeu_epi16((c as *mut i16).add(at), mask, h);
+                    }
+                }
+            }
+        }
+    }
+
+    /// f32 lanes rounded to bf16 to nearest even (NaN kept NaN, quiet), in integer
+    /// arithmetic: the CPUs this path serves have no `vcvtneps2bf16`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    unsafe fn round_bf16(v: __m512) -> __m256i {
+        let bits = _mm512_castps_si512(v);
+        let lsb = _mm512_and_si512(_mm512_srli_epi32::<16>(bits), _mm512_set1_epi32(1));
+        let rounded = _mm512_add_epi32(bits, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
+        let nan = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v);
+        let quiet = _mm512_or_si512(bits, _mm512_set1_epi32(0x0040_0000));
+        let out = _mm512_mask_blend_epi32(nan, rounded, quiet);
+        _mm512_cvtepi32_epi16(_mm512_srli_epi32::<16>(out))
+    }
+
+    /// f32 lanes rounded to f16 to nearest even (`vcvtps2ph`: overflow to infinity, NaN kept).
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    unsafe fn round_f16(v: __m512) -> __m256i {
+        _mm512_cvtps_ph::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(v)
+    }
+
+    /// `dst[q · width + l] = f32(x[q, l])` with `x[q, l]` (f16 where `f16`, else bf16) at
+    /// `src + q·ks + l`: 16 lanes at a time (zero for `l ≥ count`, up to `width`).
+    ///
+    /// # Safety
+    /// As `pack_f32`'s.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    pub unsafe fn convert_runs(
+        src: *const u16,
+        f16: bool,
+        ks: isize,
+        (k, count, width): (usize, usize, usize),
+        dst: *mut f32,
+    ) {
+        for q in 0..k {
+            let row = src.wrapping_offset(q as isize * ks);
+            for l0 in (0..width).step_by(16) {
+                let valid = count.saturating_sub(l0).min(16);
+                let h = _mm256_maskz_loadu_epi16(lanes(valid), row.wrapping_add(l0) as *const i16);
+                let v = if f16 {
+                    _mm512_cvtph_ps(h)
+                } else {
+                    _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(h)))
+                };
+                _mm512_mask_storeu_ps(dst.add(q * width + l0), lanes((width - l0).min(16)), v);
+            }
+        }
+    }
+
     /// The mask of the first `n` of 16 lanes.
     fn lanes(n: usize) -> __mmask16 {
         ((1u32 << n) - 1) as __mmask16
@@ -486,76 +682,111 @@ mod kernel {
 mod tests {
     use super::*;
 
-    fn bits(x: f32) -> u16 {
-        half::bf16::from_f32(x).to_bits()
+    /// The bits of `x` in `d` and back as f64.
+    fn to_bits(d: DType, x: f32) -> u16 {
+        match d {
+            DType::F16 => half::f16::from_f32(x).to_bits(),
+            _ => half::bf16::from_f32(x).to_bits(),
+        }
     }
 
-    /// Every split, shape edge, odd `k` and operand layout against f64 sums of the same
-    /// bf16 values (within f32 accumulation's error and one bf16 rounding).
-    #[test]
-    fn products_match_f64_sums_on_every_layout() {
-        if !native() {
-            return;
+    fn from_bits(d: DType, b: u16) -> f64 {
+        match d {
+            DType::F16 => half::f16::from_bits(b).to_f64(),
+            _ => half::bf16::from_bits(b).to_f64(),
         }
-        for &(m, k, n) in &[
-            (0, 3, 4),
-            (3, 0, 4),
-            (3, 4, 0),
-            (1, 1, 1),
-            (3, 5, 7),
-            (14, 2, 32),
-            (15, 33, 33),
-            (29, 64, 100),
-            (200, 97, 70),
-            (64, 300, 500),
-        ] {
-            for lay in 0..4 {
-                let (ta, tb) = (lay & 1 == 1, lay & 2 == 2);
-                let av: Vec<u16> = (0..m * k)
-                    .map(|i| bits(((i * 7919 % 61) as f32 - 30.0) / 16.0))
-                    .collect();
-                let bv: Vec<u16> = (0..k * n)
-                    .map(|i| bits(((i * 104729 % 53) as f32 - 26.0) / 8.0))
-                    .collect();
-                // Stored transposed where `ta`/`tb`: element (i, j) at j·rows + i.
-                let a = Mat {
-                    p: av.as_ptr() as *mut u8,
-                    rs: if ta { 1 } else { k as isize },
-                    cs: if ta { m as isize } else { 1 },
-                };
-                let b = Mat {
-                    p: bv.as_ptr() as *mut u8,
-                    rs: if tb { 1 } else { n as isize },
-                    cs: if tb { k as isize } else { 1 },
-                };
-                let mut c = vec![0x7fc0u16; m * n]; // NaN: every element must be written
-                unsafe {
-                    run(
-                        m,
-                        k,
-                        n,
-                        a,
-                        b,
-                        (c.as_mut_ptr() as *mut u8, crate::DType::BF16),
-                        std::ptr::null_mut(),
-                    )
-                };
-                let at = |i: usize, j: usize| {
-                    half::bf16::from_bits(av[if ta { j * m + i } else { i * k + j }]).to_f64()
-                };
-                let bt = |i: usize, j: usize| {
-                    half::bf16::from_bits(bv[if tb { j * k + i } else { i * n + j }]).to_f64()
-                };
-                for i in 0..m {
-                    for j in 0..n {
-                        let exact: f64 = (0..k).map(|q| at(i, q) * bt(q, j)).sum();
-                        let got = half::bf16::from_bits(c[i * n + j]).to_f64();
-                        assert!(
-                            (got - exact).abs() <= exact.abs() / 128.0 + 1e-3,
-                            "{m}x{k}x{n} layout {lay} at ({i}, {j}): {got} vs {exact}"
-                        );
+    }
+
+    /// Every kernel this CPU runs, operand type and result type, on every split, shape edge,
+    /// odd `k` and operand layout, against f64 sums of the same 16-bit values: within f32
+    /// accumulation's error (`k · 2⁻²⁴ · Σ|a||b|`) and one rounding to the result's type.
+    #[test]
+    fn products_match_f64_sums_on_every_kernel_and_layout() {
+        let (avx512, bf16) = features();
+        let mut runs = vec![];
+        if avx512 {
+            runs.extend([(Kind::Fma, DType::BF16), (Kind::Fma, DType::F16)]);
+        }
+        if bf16 {
+            runs.push((Kind::Dot, DType::BF16));
+        }
+        for (kind, src) in runs {
+            for result in [src, DType::F32] {
+                for &(m, k, n) in &[
+                    (0, 3, 4),
+                    (3, 0, 4),
+                    (3, 4, 0),
+                    (1, 1, 1),
+                    (3, 5, 7),
+                    (14, 2, 32),
+                    (15, 33, 33),
+                    (29, 64, 100),
+                    (200, 97, 70),
+                    (64, 300, 500),
+                ] {
+                    for lay in 0..4 {
+                        check(kind, src, result, (m, k, n), lay);
                     }
                 }
+            }
+        }
+    }
+
+    fn check(kind: Kind, src: DType, result: DType, (m, k, n): (usize, usize, usize), lay: usize) {
+        let (ta, tb) = (lay & 1 == 1, lay & 2 == 2);
+        let av: Vec<u16> = (0..m * k)
+            .map(|i| to_bits(src, ((i * 7919 % 61) as f32 - 30.0) / 16.0))
+            .collect();
+        let bv: Vec<u16> = (0..k * n)
+            .map(|i| to_bits(src, ((i * 104729 % 53) as f32 - 26.0) / 8.0))
+            .collect();
+        // Stored transposed where `ta`/`tb`: element (i, j) at j·rows + i.
+        let a = Mat {
+            p: av.as_ptr() as *mut u8,
+            rs: if ta { 1 } else { k as isize },
+            cs: if ta { m as isize } else { 1 },
+        };
+        let b = Mat {
+            p: bv.as_ptr() as *mut u8,
+            rs: if tb { 1 } else { n as isize },
+            cs: if tb { k as isize } else { 1 },
+        };
+        // NaN: every element must be written.
+        let mut c = vec![0xffu8; m * n * result.size()];
+        unsafe {
+            run(
+                m,
+                k,
+                n,
+                (a, b, src),
+                (c.as_mut_ptr(), result),
+                kind,
+                std::ptr::null_mut(),
+            )
+        };
+        let at = |i: usize, j: usize| from_bits(src, av[if ta { j * m + i } else { i * k + j }]);
+        let bt = |i: usize, j: usize| from_bits(src, bv[if tb { j * k + i } else { i * n + j }]);
+        let ulp = match result {
+            DType::F32 => 0.0,
+            DType::F16 => 2f64.powi(-11),
+            _ => 2f64.powi(-8),
+        };
+        for i in 0..m {
+            for j in 0..n {
+                let exact: f64 = (0..k).map(|q| at(i, q) * bt(q, j)).sum();
+                let size: f64 = (0..k).map(|q| (at(i, q) * bt(q, j)).abs()).sum();
+                let e = i * n + j;
+                let got = match result {
+                    DType::F32 => {
+                        f32::from_le_bytes(c[4 * e..4 * e + 4].try_into().unwrap()) as f64
+                    }
+                    _ => from_bits(result, u16::from_le_bytes([c[2 * e], c[2 * e + 1]])),
+                };
+                let bound = exact.abs() * ulp + 1.01 * k as f64 * 2f64.powi(-24) * size;
+                assert!(
+                    (got - exact).abs() <= bound,
+                    "{kind:?} {src} -> {result} {m}x{k}x{n} layout {lay} at ({i}, {j}): {got} vs {exact}"
+                );
             }
         }
     }

@@ -6,9 +6,9 @@
 //! operand, the consumer's reads the f32 result), and the step runs the f32 code, whose
 //! accumulation in f32 is what the 16-bit op means (`DType::BF16`).
 //!
-//! A bf16 `matmul` on a CPU with AVX-512 BF16 is not widened: `library/gemm16.rs` reads its
-//! bf16 operands itself. FIXME: elsewhere (f16, other CPUs) the f32 operands are whole
-//! temporaries; a GEMM converting panels as it packs them would need neither.
+//! A 16-bit `matmul` on a CPU with AVX-512 is not widened: `library/gemm16.rs` reads its
+//! operands itself. FIXME: on other CPUs the f32 operands are whole temporaries (an AVX2
+//! tile kernel for `gemm16` would need neither).
 
 use crate::ir::{Graph, Node, Op, ValueId};
 use crate::DType;
