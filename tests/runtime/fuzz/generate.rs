@@ -548,6 +548,15 @@ impl Gen<'_> {
                 if self.big[a] && !t.exact {
                     return None;
                 }
+                // The gradient of a row op of a row op's f16 result cancels (`dp - Σ p dp`
+                // twice): the interpreter's rounding after every op of that chain moved one
+                // element by 0.6 % of the output's scale against the kernels' f32 chains, at
+                // every level and with either GEMM (a false alarm).
+                let params = self.tys.len() - self.ins.len();
+                let of_row_op = a >= params && matches!(self.ins[a - params], Ins::RowOp(..));
+                if fl == DType::F16 && self.grad && of_row_op {
+                    return None;
+                }
                 let op = [Row::Softmax, Row::LogSoftmax, Row::LayerNorm][self.rng.below(3)];
                 let ax = if op == Row::LayerNorm {
                     -1
