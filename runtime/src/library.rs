@@ -113,21 +113,22 @@ unsafe fn matmul_strided_by(
     let (rsb, csb) = (b.strides[rb - 2] as isize, b.strides[rb - 1] as isize);
     let size = dtype.size() as isize;
     let mat = |p: *mut u8, rs: isize, cs: isize| Mat { p, rs, cs };
+    // One product of `mm` rows into `c`, on the library its types and shape pick.
+    let product = |lib: Gemm, mm: usize, a: Mat, b: Mat, c: *mut u8| match (dtype, result) {
+        (DType::F32, DType::F32) => lib.run::<f32>(mm, k, n, a, b, c as *mut f32, split),
+        (DType::F64, DType::F64) => lib.run::<f64>(mm, k, n, a, b, c as *mut f64, split),
+        (DType::BF16 | DType::F16, r) => {
+            let kind = gemm16::kind_for(dtype).expect("passes/widen.rs: run on f32 copies");
+            gemm16::run(mm, k, n, (a, b, dtype), (c, r), kind, scratch)
+        }
+        _ => unreachable!("matmul is f32, f64 or 16-bit on gemm16 here (passes/widen.rs)"),
+    };
     if let Some(rows) = folded_rows(batch, &sa, &sb, m, rsa) {
         // One product of `rows` rows: a batch of `[m, k]` blocks stacked at row stride
         // times a shared `[k, n]` matrix (a layer's activations times its weight); `m`-row
         // products one by one ran at a third of the GEMM's speed for m = 64.
         let (a, b) = (mat(a.ptr, rsa, csa), mat(b.ptr, rsb, csb));
-        let lib = lib.unwrap_or_else(|| Gemm::pick(rows, k, n));
-        match (dtype, result) {
-            (DType::F32, DType::F32) => lib.run::<f32>(rows, k, n, a, b, out as *mut f32, split),
-            (DType::F64, DType::F64) => lib.run::<f64>(rows, k, n, a, b, out as *mut f64, split),
-            (DType::BF16 | DType::F16, r) => {
-                let kind = gemm16::kind_for(dtype).expect("passes/widen.rs: run on f32 copies");
-                gemm16::run(rows, k, n, (a, b, dtype), (out, r), kind, scratch)
-            }
-            _ => unreachable!("matmul is f32, f64 or 16-bit on gemm16 here (passes/widen.rs)"),
-        }
+        product(lib.unwrap_or_else(|| Gemm::pick(rows, k, n)), rows, a, b, out);
         return;
     }
     let lib = lib.unwrap_or_else(|| Gemm::pick(m, k, n));
@@ -138,16 +139,7 @@ unsafe fn matmul_strided_by(
         let pa = a.ptr.wrapping_offset(ao as isize * size);
         let pb = b.ptr.wrapping_offset(bo as isize * size);
         let pc = out.wrapping_offset((bi * m * n * result.size()) as isize);
-        let (a, b) = (mat(pa, rsa, csa), mat(pb, rsb, csb));
-        match (dtype, result) {
-            (DType::F32, DType::F32) => lib.run::<f32>(m, k, n, a, b, pc as *mut f32, split),
-            (DType::F64, DType::F64) => lib.run::<f64>(m, k, n, a, b, pc as *mut f64, split),
-            (DType::BF16 | DType::F16, r) => {
-                let kind = gemm16::kind_for(dtype).expect("passes/widen.rs: run on f32 copies");
-                gemm16::run(m, k, n, (a, b, dtype), (pc, r), kind, scratch)
-            }
-            _ => unreachable!("matmul is f32, f64 or 16-bit on gemm16 here (passes/widen.rs)"),
-        }
+        product(lib, m, mat(pa, rsa, csa), mat(pb, rsb, csb), pc);
         for d in (0..batch.len()).rev() {
             idx[d] += 1;
             if idx[d] < batch[d] {
