@@ -18,11 +18,14 @@
 //! No `k` blocking: a tile reads 184 bytes per 28 instructions, which the L2 and L3 caches
 //! serve, and with the whole sum in registers no f32 partial result needs memory.
 //! The operand of fewer packed bytes is packed whole once (shared by every task); each
-//! task packs one panel of the other at a time and runs it against all of the shared one.
+//! task packs a group of panels of the other at a time (up to 4, within `GROUP_BYTES` and
+//! `TASKS_BYTES`) and runs them against every shared panel, which so comes from the outer
+//! cache once per group.
 //! Both live in the program's scratch (`scratch_bytes`), planned in its arena and counted in
 //! its memory report.
 //!
-//! Measured against the f32 GEMM by `benches/gemm_compare.rs` (docs/performance.md).
+//! Measured against the f32 GEMM by `benches/half_precision.rs` (docs/performance.md,
+//! "bf16 products on `vdpbf16ps`").
 
 use super::Mat;
 use crate::DType;
