@@ -128,7 +128,13 @@ unsafe fn matmul_strided_by(
         // times a shared `[k, n]` matrix (a layer's activations times its weight); `m`-row
         // products one by one ran at a third of the GEMM's speed for m = 64.
         let (a, b) = (mat(a.ptr, rsa, csa), mat(b.ptr, rsb, csb));
-        product(lib.unwrap_or_else(|| Gemm::pick(rows, k, n)), rows, a, b, out);
+        product(
+            lib.unwrap_or_else(|| Gemm::pick(rows, k, n)),
+            rows,
+            a,
+            b,
+            out,
+        );
         return;
     }
     let lib = lib.unwrap_or_else(|| Gemm::pick(m, k, n));
