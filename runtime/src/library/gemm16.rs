@@ -359,34 +359,42 @@ unsafe fn tile_at(
     let _ = (ap, bp, c, ldc, rows, cols);
 }
 
-/// Packs left panel `i` (rows `i·MR ..`) at `dst`: for each pair `p`, the pairs of its `MR`
-/// rows (zero past `m` and past `k`).
+/// Packs left panel `i` (rows `i·MR ..`: lane `r` is row `i·MR + r`, along `k` the
+/// column stride) at `dst`.
 ///
 /// # Safety
-/// As `run`'s; `dst` holds `kp · MR` values.
+/// As `pack_panel`'s.
 unsafe fn pack_left(g: &Geometry, (a, d): (Mat, DType), i: usize, dst: *mut u32) {
-    let r0 = i * MR;
-    let lanes = (g.m - r0).min(MR);
-    // Lane `r` of the panel is row `r0 + r`: along `k` the stride is `cs`, across lanes `rs`.
-    let src = (a.p as *const u16).wrapping_offset(r0 as isize * a.rs);
-    match g.kind {
-        Kind::Dot => pack(src, a.cs, a.rs, g.k, lanes, MR, dst),
-        Kind::Fma => pack_f32(src, d, a.cs, a.rs, (g.k, lanes, MR), dst as *mut f32),
-    }
+    pack_panel(g, (a.p, d), (a.cs, a.rs), (i * MR, g.m, MR), dst);
 }
 
-/// Packs right panel `j` (columns `j·NR ..`) at `dst`: for each pair `p`, the pairs of its
-/// `NR` columns (zero past `n` and past `k`).
+/// Packs right panel `j` (columns `j·NR ..`: lane `c` is column `j·NR + c`, along `k` the
+/// row stride) at `dst`.
 ///
 /// # Safety
-/// As `run`'s; `dst` holds `kp · NR` values.
+/// As `pack_panel`'s.
 unsafe fn pack_right(g: &Geometry, (b, d): (Mat, DType), j: usize, dst: *mut u32) {
-    let c0 = j * NR;
-    let lanes = (g.n - c0).min(NR);
-    let src = (b.p as *const u16).wrapping_offset(c0 as isize * b.cs);
+    pack_panel(g, (b.p, d), (b.rs, b.cs), (j * NR, g.n, NR), dst);
+}
+
+/// Packs the panel of `width` lanes from lane `first` of an operand seen as `k` steps of
+/// `extent` lanes (element `(q, l)` of type `d` at `p + q·ks + l·ls` elements) at `dst`: pairs
+/// of steps for `Kind::Dot`, f32 values for `Kind::Fma`, zero past `extent` and past `k`.
+///
+/// # Safety
+/// As `run`'s; `dst` holds `kp · width` values.
+unsafe fn pack_panel(
+    g: &Geometry,
+    (p, d): (*mut u8, DType),
+    (ks, ls): (isize, isize),
+    (first, extent, width): (usize, usize, usize),
+    dst: *mut u32,
+) {
+    let lanes = (extent - first).min(width);
+    let src = (p as *const u16).wrapping_offset(first as isize * ls);
     match g.kind {
-        Kind::Dot => pack(src, b.rs, b.cs, g.k, lanes, NR, dst),
-        Kind::Fma => pack_f32(src, d, b.rs, b.cs, (g.k, lanes, NR), dst as *mut f32),
+        Kind::Dot => pack(src, ks, ls, g.k, lanes, width, dst),
+        Kind::Fma => pack_f32(src, d, ks, ls, (g.k, lanes, width), dst as *mut f32),
     }
 }
 
