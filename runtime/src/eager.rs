@@ -122,6 +122,7 @@ fn compiles(op: &Op) -> bool {
             | Op::Random(_)
             | Op::Attention(_)
             | Op::AttentionGrad(_)
+            | Op::Conv(_)
             // Control flow: the node with its traced bodies, compiled once per body and
             // operand types (the key spells the bodies), its sub-programs cached with it.
             | Op::Cond(_)

@@ -7,6 +7,7 @@
 
 pub mod attention;
 pub mod collective;
+pub mod conv;
 pub mod gemm16;
 pub mod ops;
 pub mod random;

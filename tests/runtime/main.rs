@@ -9,6 +9,7 @@ mod cache_memory;
 mod checkpoint_memory;
 mod common;
 mod control_flow;
+mod conv;
 mod cross_entropy;
 mod determinism;
 mod differential;

@@ -13,7 +13,7 @@ fn saved(g: &Graph, policy: &Policy, v: ValueId) -> bool {
         Policy::NothingSaveable => false,
         // Attention is the fused form of two products; its result is the second's (the
         // score matrix is never a value, and its gradient recomputes it anyway).
-        Policy::DotsSaveable => matches!(g.node(v).op, Op::Matmul | Op::Attention(_)),
+        Policy::DotsSaveable => matches!(g.node(v).op, Op::Matmul | Op::Attention(_) | Op::Conv(_)),
         Policy::SaveOnlyTheseNames(names) => {
             g.names.iter().any(|(x, n)| *x == v && names.contains(n))
         }

@@ -494,6 +494,25 @@ pub fn backward(g: &Graph, vals: &[Tensor], seeds: &[(ValueId, Tensor)]) -> Vec<
                 }
             }
             Op::AttentionGrad(_) => unreachable!("handled above"),
+            // The family's members are the partial derivatives of one trilinear form
+            // (`ir::conv`): the gradient of each is another member.
+            Op::Conv(spec) => {
+                use crate::ir::ConvRole::{Input, Output, Weight};
+                use crate::tensor::conv::conv_part;
+                let (a, b) = (x(0), x(1));
+                // The role and operands giving the cotangent of operand 0, then of 1.
+                let [first, second] = match spec.role {
+                    Output => [(Input, (&c, b)), (Weight, (a, &c))],
+                    Input => [(Output, (&c, b)), (Weight, (&c, a))],
+                    Weight => [(Input, (b, &c)), (Output, (a, &c))],
+                };
+                for (k, (role, ops)) in [first, second].into_iter().enumerate() {
+                    if need(k) {
+                        let shape = x(k).shape().to_vec();
+                        add(&mut ct, inp(k), conv_part(spec, role, ops, &shape, loc));
+                    }
+                }
+            }
             Op::Matmul => {
                 let (a, b) = (x(0), x(1));
                 // A product of 16-bit operands with an f32 result (`matmul_with`): the

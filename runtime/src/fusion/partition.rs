@@ -113,6 +113,7 @@ fn is_library(op: &Op) -> bool {
             | Op::SliceScatter(_)
             | Op::ScatterAdd(_)
             | Op::Attention(_)
+            | Op::Conv(_)
             | Op::AllReduce(_)
             | Op::AllGather(..)
             | Op::ReduceScatter(..)

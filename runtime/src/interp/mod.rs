@@ -5,6 +5,7 @@
 //! true value for the transcendentals).
 
 mod attention;
+mod conv;
 mod reduce;
 
 pub use attention::attention_grad;
@@ -430,6 +431,7 @@ pub fn eval_op(op: &Op, ins: &[&Array], shape: &[usize], dtype: DType) -> Result
             Array::new(Arc::new(buf), s.to_vec(), dtype)
         }
         Op::Matmul => reduce::matmul(ins[0], ins[1], s, dtype),
+        Op::Conv(c) => conv::conv(c, ins, s),
         Op::Attention(a) => attention::attention(a, ins, s),
         // `dq` (the node's own result; `eval_nodes` keeps `dk`, `dv` for its `get`s).
         Op::AttentionGrad(a) => attention::attention_grad(a, ins).swap_remove(0),

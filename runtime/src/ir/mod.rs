@@ -7,6 +7,7 @@
 //! tracer inserts explicit `broadcast` nodes); dtypes follow the op's rule;
 //! `param k` nodes are numbered 0.. in order of appearance.
 
+pub mod conv;
 pub mod infer;
 mod op;
 pub use print::{attr_text, literal_text};
@@ -15,6 +16,7 @@ mod print;
 pub mod semantics;
 mod verify;
 
+pub use conv::{ConvRole, ConvShapes, ConvSpec};
 pub use op::{
     AttnSpec, BinaryOp, CmpOp, CondOp, MaskKind, Op, RandomOp, ReduceOp, ScanOp, UnaryOp, WhileOp,
 };

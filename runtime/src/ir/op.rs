@@ -178,6 +178,10 @@ pub enum Op {
     /// is a function of the key and `i` alone (its flat index), computed by
     /// `random::native` in the interpreter and in compiled programs alike.
     Random(RandomOp),
+    /// A member of the convolution family (`ir::conv`): `conv(x, w)`,
+    /// `conv_input_grad(dy, w)` or `conv_weight_grad(x, dy)` as `spec.role` says; channels
+    /// last (`x [N, S.., C]`, `w [K.., C/G, F]`). A library step (`library::conv`).
+    Conv(super::ConvSpec),
 }
 
 /// Which keys a query row of `attention` sees.
@@ -543,6 +547,7 @@ impl Op {
             Op::Attention(_) => "attention",
             Op::AttentionGrad(_) => "attention_grad",
             Op::Random(r) => r.name(),
+            Op::Conv(c) => c.role.name(),
             Op::AllGather(..) => "all_gather",
             Op::BroadcastFrom(_) => "broadcast_from",
             Op::ReduceScatter(r, ..) => match r {

@@ -139,6 +139,17 @@ fn parse_graph(lines: &[(usize, &str)], pos: &mut usize, nested: bool) -> Result
                     (Op::AttentionGrad(spec), args)
                 }
             }
+            "conv" | "conv_input_grad" | "conv_weight_grad" => {
+                let role = match opname {
+                    "conv" => super::ConvRole::Output,
+                    "conv_input_grad" => super::ConvRole::Input,
+                    _ => super::ConvRole::Weight,
+                };
+                let text = attr("strides and padding, e.g. `s=1,1;p=0:0,0:0`")?;
+                let spec = super::ConvSpec::parse(role, text)
+                    .map_err(|e| Error::parse(line_no, format!("`{opname}`: {e}")))?;
+                (Op::Conv(spec), args)
+            }
             "cond" => {
                 let else_ = sub_graph(lines, pos, line_no)?;
                 let then = sub_graph(lines, pos, line_no)?;

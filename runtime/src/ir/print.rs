@@ -113,6 +113,7 @@ pub fn attr_text(op: &Op) -> String {
             literal_text(Literal::Float(*lo)),
             literal_text(Literal::Float(*hi))
         ),
+        Op::Conv(c) => c.attr_text(),
         Op::Scan(sc) => format!(
             "[{},{},{},{}]",
             sc.length, sc.carried, sc.xs, sc.reverse as u8

@@ -89,6 +89,11 @@ pub fn kind_for(d: DType) -> Option<Kind> {
     }
 }
 
+/// Whether this CPU runs the f32 tiles (`kernel::tile_fma`): AVX-512 F, BW and VL.
+pub fn fma_tiles() -> bool {
+    features().0
+}
+
 /// Which operand is packed whole.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Shared {
@@ -348,12 +353,12 @@ unsafe fn tile_at(
         (Kind::Dot, DType::F32) => kernel::tile::<true>(g.kp, ap, bp, c, ldc, rows, cols),
         (Kind::Dot, _) => kernel::tile::<false>(g.kp, ap, bp, c, ldc, rows, cols),
         (Kind::Fma, DType::F32) => {
-            kernel::tile_fma::<{ kernel::F32 }>(g.kp, ap, bp, c, ldc, rows, cols)
+            kernel::tile_fma::<{ kernel::F32 }, false>(g.kp, ap, bp, c, ldc, rows, cols)
         }
         (Kind::Fma, DType::BF16) => {
-            kernel::tile_fma::<{ kernel::BF16 }>(g.kp, ap, bp, c, ldc, rows, cols)
+            kernel::tile_fma::<{ kernel::BF16 }, false>(g.kp, ap, bp, c, ldc, rows, cols)
         }
-        (Kind::Fma, _) => kernel::tile_fma::<{ kernel::F16 }>(g.kp, ap, bp, c, ldc, rows, cols),
+        (Kind::Fma, _) => kernel::tile_fma::<{ kernel::F16 }, false>(g.kp, ap, bp, c, ldc, rows, cols),
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (ap, bp, c, ldc, rows, cols);
@@ -477,7 +482,7 @@ unsafe fn pack_f32(
 }
 
 #[cfg(target_arch = "x86_64")]
-mod kernel {
+pub(super) mod kernel {
     use super::{MR, NR};
     use std::arch::x86_64::*;
 
@@ -546,12 +551,14 @@ mod kernel {
 
     /// `c[r, j] = Σ_q a[q, r] · b[q, j]` (f32 FMAs in order of `q`) for the `rows × cols` of
     /// a tile (`c`'s rows `ldc` elements apart), rounded once to `OUT` (`F32`: stored as
-    /// they are), from f32 panels `a` (`kp × MR`) and `b` (`kp × NR`).
+    /// they are), from f32 panels `a` (`kp × MR`) and `b` (`kp × NR`). With `ACC` (f32
+    /// only) the sums start from `c`'s values instead of 0, so a sum over `k` run in
+    /// consecutive pieces gives the bits of the whole sum (`library::conv`'s blocks of `k`).
     ///
     /// # Safety
     /// AVX-512 F, BW and VL; the panels hold `kp` steps; `c` valid for the tile.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-    pub unsafe fn tile_fma<const OUT: u8>(
+    pub unsafe fn tile_fma<const OUT: u8, const ACC: bool>(
         kp: usize,
         a: *const u32,
         b: *const u32,
@@ -562,6 +569,16 @@ mod kernel {
     ) {
         let (mut a, mut b) = (a as *const f32, b as *const f32);
         let mut acc = [_mm512_setzero_ps(); 2 * MR];
+        if ACC {
+            debug_assert_eq!(OUT, F32);
+            let lo = lanes(cols.min(16));
+            let hi = lanes(cols.saturating_sub(16));
+            for r in 0..rows {
+                let row = (c as *const f32).add(r * ldc);
+                acc[2 * r] = _mm512_maskz_loadu_ps(lo, row);
+                acc[2 * r + 1] = _mm512_maskz_loadu_ps(hi, row.add(16));
+            }
+        }
         for _ in 0..kp {
             let b0 = _mm512_loadu_ps(b);
             let b1 = _mm512_loadu_ps(b.add(16));

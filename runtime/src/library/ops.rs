@@ -42,6 +42,7 @@ pub fn scratch_bytes(
     match op {
         Op::ScatterAdd(axis) => scatter_scratch(out_shape[*axis], shape::numel(in_shapes[1])),
         Op::Matmul => super::matmul_scratch(in_shapes[0], out_shape, operands),
+        Op::Conv(spec) => super::conv::scratch_bytes(spec, in_shapes, out_shape, dtype),
         // The operand gathered into one contiguous block, MPI's send buffer (and for a
         // gather, every rank's block as MPI leaves them, before they are laid out).
         Op::AllReduce(_) | Op::ReduceScatter(..) => shape::numel(in_shapes[0]) * dtype.size(),
@@ -183,6 +184,7 @@ pub unsafe fn run(
         },
         Op::Take(axis) => take(size, &ins[0], &ins[1], *axis, out, out_numel),
         Op::Attention(a) => super::attention::run(a, ins, dtype, out, scratch),
+        Op::Conv(spec) => super::conv::run(spec, ins, out_shape, dtype, out, scratch)?,
         // Three outputs: the executor calls `attention::run_grad` with their buffers.
         Op::AttentionGrad(_) => return Err(unsupported(op, dtype)),
         Op::Random(r) => {

@@ -26,6 +26,7 @@ fn widened(op: &Op, d: DType, native: &dyn Fn(DType) -> bool) -> bool {
         Op::Matmul
             | Op::Attention(_)
             | Op::AttentionGrad(_)
+            | Op::Conv(_)
             | Op::ScatterAdd(_)
             | Op::AllReduce(_)
             | Op::AllGather(..)

@@ -9,6 +9,7 @@ mod arith;
 pub mod attention;
 pub mod call;
 pub mod composite;
+pub mod conv;
 mod display;
 pub mod interpret;
 #[cfg(feature = "ndarray")]

@@ -155,6 +155,24 @@ fn batch_node(n: &Node, ins: &[BVal], lanes: &Lanes) -> Vec<BVal> {
                 .map(BVal::batched)
                 .collect()
         }
+        // The lanes of the operand that carries the batch (x, or dy) become more batch;
+        // a batched kernel (or a weight gradient of two batched operands) runs per lane.
+        Op::Conv(spec) => {
+            let carries = spec.role != crate::ir::ConvRole::Weight;
+            match carries {
+                true if ins[0].batched && !ins[1].batched => {
+                    let t = &ins[0].t;
+                    let mut merged = vec![t.shape()[0] * t.shape()[1]];
+                    merged.extend_from_slice(&t.shape()[2..]);
+                    let t2 = lanes.reshape(t, merged);
+                    let mut out = vec![lanes.size * n.shape[0]];
+                    out.extend_from_slice(&n.shape[1..]);
+                    let y = apply(n.op.clone(), &[&t2, &ins[1].t], out, d, loc);
+                    vec![BVal::batched(lanes.reshape(&y, bs.clone()))]
+                }
+                _ => per_lane(n, ins, lanes),
+            }
+        }
         Op::Cond(c) => control::cond(c, ins, lanes),
         Op::While(w) => control::while_loop(w, ins, lanes),
         Op::Scan(s) => control::scan(s, ins, lanes),

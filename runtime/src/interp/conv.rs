@@ -1,0 +1,69 @@
+//! The interpreter's convolutions: the trilinear form of `ir::conv` summed term by term in
+//! f64, in one loop for all three roles, the result rounded once to its type.
+
+use crate::array::Array;
+use crate::interp::{as_f64s, from_f64s};
+use crate::ir::conv::source;
+use crate::ir::{ConvRole, ConvSpec};
+use crate::shape;
+
+/// `conv`, `conv_input_grad` or `conv_weight_grad` (as `spec.role`) of `ins`, giving
+/// `out_shape`.
+pub fn conv(spec: &ConvSpec, ins: &[&Array], out_shape: &[usize]) -> Array {
+    let s = spec
+        .shapes(&ins[0].shape, &ins[1].shape, out_shape)
+        .expect("verified convolution");
+    let (a, b) = (as_f64s(ins[0]), as_f64s(ins[1]));
+    let mut out = vec![0.0f64; shape::numel(out_shape)];
+    let (xst, wst, yst) = (
+        shape::strides(&s.x),
+        shape::strides(&s.w),
+        shape::strides(&s.y),
+    );
+    let r = s.rank();
+    let (cg, fg) = (s.w[r], s.out_channels() / spec.groups);
+    let (outs, wins) = (s.output().to_vec(), s.window().to_vec());
+    let input = s.input().to_vec();
+    let mut o = vec![0usize; r];
+    let mut k = vec![0usize; r];
+    for n in 0..s.batch() {
+        for oi in 0..shape::numel(&outs) {
+            unflatten(oi, &outs, &mut o);
+            let ybase = n * yst[0] + (0..r).map(|d| o[d] * yst[1 + d]).sum::<usize>();
+            'window: for ki in 0..shape::numel(&wins) {
+                unflatten(ki, &wins, &mut k);
+                let mut xbase = n * xst[0];
+                for d in 0..r {
+                    match source(spec, d, o[d], k[d], input[d]) {
+                        Some(i) => xbase += i * xst[1 + d],
+                        None => continue 'window,
+                    }
+                }
+                let wbase: usize = (0..r).map(|d| k[d] * wst[d]).sum();
+                for g in 0..spec.groups {
+                    for c in 0..cg {
+                        let xi = xbase + g * cg + c;
+                        for f in 0..fg {
+                            let wi = wbase + c * wst[r] + g * fg + f;
+                            let yi = ybase + g * fg + f;
+                            match spec.role {
+                                ConvRole::Output => out[yi] += a[xi] * b[wi],
+                                ConvRole::Input => out[xi] += a[yi] * b[wi],
+                                ConvRole::Weight => out[wi] += a[xi] * b[yi],
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    from_f64s(out, out_shape, ins[0].dtype)
+}
+
+/// The multi-index of flat index `i` of `shape` (row-major) into `idx`.
+fn unflatten(mut i: usize, shape: &[usize], idx: &mut [usize]) {
+    for d in (0..shape.len()).rev() {
+        idx[d] = i % shape[d];
+        i /= shape[d];
+    }
+}

@@ -1,0 +1,538 @@
+//! Convolutions as implicit GEMMs: no patch matrix is ever built.
+//!
+//! Each member of the family (`ir::conv`) is, per feature group `g`, a product
+//! `c[m, ncol] = a[m, kc] · b[kc, ncol]` whose operands are read through index maps:
+//!
+//! | role | rows `m` | steps `kc` | columns `ncol` | `a[row, q]` | `b[q, col]` |
+//! |---|---|---|---|---|---|
+//! | `conv` | output pixels `(n, o)` | `(k, c)` | `f` | `x[n, src(o, k), c]` | `w[k, c, f]` |
+//! | `conv_input_grad` | input pixels `(n, i)` | `(k, f)` | `c` | `dy[n, dst(i, k), f]` | `w[k, c, f]` |
+//! | `conv_weight_grad` | `(k, c)` | output pixels `(n, o)` | `f` | `x[n, src(o, k), c]` | `dy[n, o, f]` |
+//!
+//! (`c` and `f` within the group; zero where the window position reads outside the input or
+//! between the elements of a dilated one). The operands are gathered straight into the
+//! panels of `gemm16`'s f32 tile kernel (14 × 32 accumulators on FMAs): a task packs a block
+//! of `b` (at most `BLOCK_BYTES`, so it stays in the L2 cache) and then, one panel of 14 rows
+//! at a time, the matching block of `a`, and runs the tiles. A tile continues the sums the
+//! previous block left in `c` (`tile_fma::<_, true>`), so each result is one f32 sum over
+//! its steps in order: the same bits whatever the blocking, the split or the thread count.
+//! The weight gradient is so a reduction over the batch with no partial sums per thread:
+//! its tasks own rows of `dw`. Tasks are contiguous ranges of the (group, row panel) pairs,
+//! at most `SLOTS`, a function of the sizes only. Their panels are the step's planned scratch
+//! (`scratch_bytes`), in the arena and the memory report.
+//!
+//! f64 convolutions, and f32 ones on CPUs without AVX-512, run the same driver on a
+//! portable tile. 16-bit convolutions run on f32 copies (`passes/widen.rs`).
+//!
+//! FIXME: a transposed or strided input gradient multiplies the zeros between the
+//! dilated elements (a stride-2 2-D gradient does 4x its useful work; the phase
+//! decomposition that skips them is not written yet); layers with fewer than 32 output
+//! features fill part of a tile's columns.
+
+use super::gemm16::{MR, NR};
+use super::ops::Operand;
+use crate::ir::conv::{source, target};
+use crate::ir::{ConvRole, ConvShapes, ConvSpec};
+use crate::{shape, DType, Error};
+
+/// The most tasks a convolution is split into (rayon spreads them over the threads).
+const SLOTS: usize = 8;
+/// Below this many multiply-adds a convolution runs on the calling thread.
+const PARALLEL_MACS: usize = 1 << 21;
+/// The most bytes of a task's packed block of `b`.
+const BLOCK_BYTES: usize = 256 << 10;
+/// Alignment of the scratch regions (a cache line).
+const ALIGN: usize = 64;
+/// A window position that reads no input element.
+const NONE: i64 = i64::MIN;
+
+/// The product a convolution is, and how it is blocked and split.
+struct Problem {
+    role: ConvRole,
+    s: ConvShapes,
+    groups: usize,
+    /// Input and output features per group.
+    cg: usize,
+    fg: usize,
+    m: usize,
+    kc: usize,
+    ncol: usize,
+    /// Window positions (the product of the window's extents).
+    kvol: usize,
+    /// Steps of `kc` per block.
+    kb: usize,
+    /// Row panels per group.
+    panels: usize,
+    slots: usize,
+    /// Bytes of a compute element (f32 or f64).
+    elem: usize,
+}
+
+impl Problem {
+    fn of(spec: &ConvSpec, a: &[usize], b: &[usize], out: &[usize], elem: usize) -> Problem {
+        let s = spec.shapes(a, b, out).expect("verified convolution");
+        let groups = spec.groups;
+        let (cg, fg) = (s.in_channels() / groups, s.out_channels() / groups);
+        let kvol = shape::numel(s.window());
+        let (n, ivol, ovol) = (s.batch(), shape::numel(s.input()), shape::numel(s.output()));
+        let (m, kc, ncol) = match spec.role {
+            ConvRole::Output => (n * ovol, kvol * cg, fg),
+            ConvRole::Input => (n * ivol, kvol * fg, cg),
+            ConvRole::Weight => (kvol * cg, n * ovol, fg),
+        };
+        let cols = ncol.div_ceil(NR).max(1) * NR;
+        let kb = (BLOCK_BYTES / (cols * elem)).clamp(16, kc.max(16));
+        let panels = m.div_ceil(MR);
+        let macs = groups
+            .saturating_mul(m)
+            .saturating_mul(kc)
+            .saturating_mul(ncol);
+        let slots = if macs < PARALLEL_MACS {
+            1
+        } else {
+            (groups * panels).clamp(1, SLOTS)
+        };
+        Problem {
+            role: spec.role,
+            s,
+            groups,
+            cg,
+            fg,
+            m,
+            kc,
+            ncol,
+            kvol,
+            kb,
+            panels,
+            slots,
+            elem,
+        }
+    }
+
+    /// Column panels of `b` and `c`.
+    fn col_panels(&self) -> usize {
+        self.ncol.div_ceil(NR)
+    }
+
+    /// Bytes of one task's regions: its block of `b`, its panel of `a`, and the input
+    /// offsets of the panel's window positions (or of a block's pixels).
+    fn regions(&self) -> [usize; 3] {
+        let up = |x: usize| x.next_multiple_of(ALIGN);
+        [
+            up(self.col_panels() * self.kb * NR * self.elem),
+            up(MR * self.kb * self.elem),
+            up((MR * self.kvol).max(self.kb) * 8),
+        ]
+    }
+
+    fn task_bytes(&self) -> usize {
+        self.regions().iter().sum()
+    }
+}
+
+/// Bytes of scratch the convolution `spec` of operands shaped `ins` giving `out` of
+/// `dtype` needs (`run`'s `scratch`).
+pub fn scratch_bytes(spec: &ConvSpec, ins: &[&[usize]], out: &[usize], dtype: DType) -> usize {
+    let p = Problem::of(spec, ins[0], ins[1], out, dtype.size());
+    p.slots * p.task_bytes() + ALIGN
+}
+
+/// The compute types: f32 and f64.
+trait Real: Copy + Send + Sync + std::ops::Add<Output = Self> + std::ops::Mul<Output = Self> {
+    const ZERO: Self;
+}
+impl Real for f32 {
+    const ZERO: f32 = 0.0;
+}
+impl Real for f64 {
+    const ZERO: f64 = 0.0;
+}
+
+/// Runs the convolution `spec` of `ins` (its two operands, read through their strides),
+/// writing its contiguous result of `out_shape` to `out`.
+///
+/// # Safety
+/// The operands' maps stay inside live buffers; `out` is valid for the result and overlaps
+/// no operand; `scratch` holds `scratch_bytes` bytes.
+pub unsafe fn run(
+    spec: &ConvSpec,
+    ins: &[Operand],
+    out_shape: &[usize],
+    dtype: DType,
+    out: *mut u8,
+    scratch: *mut u8,
+) -> Result<(), Error> {
+    match dtype {
+        DType::F32 => drive::<f32>(spec, ins, out_shape, out, scratch),
+        DType::F64 => drive::<f64>(spec, ins, out_shape, out, scratch),
+        d => {
+            return Err(Error::verify(format!(
+                "`{}` on {d} is not a native library step (passes/widen.rs runs it on f32)",
+                spec.role.name()
+            )))
+        }
+    }
+    Ok(())
+}
+
+/// The pointers and strides every task reads (shared: each writes its own rows of `c`
+/// and its own scratch).
+#[derive(Clone, Copy)]
+struct Ptrs<'a> {
+    a: &'a Operand<'a>,
+    b: &'a Operand<'a>,
+    c: *mut u8,
+    scratch: *mut u8,
+}
+// SAFETY: tasks write disjoint rows of `c` and disjoint scratch; operands are only read.
+unsafe impl Send for Ptrs<'_> {}
+unsafe impl Sync for Ptrs<'_> {}
+
+unsafe fn drive<T: Real>(
+    spec: &ConvSpec,
+    ins: &[Operand],
+    out_shape: &[usize],
+    out: *mut u8,
+    scratch: *mut u8,
+) {
+    let p = Problem::of(spec, ins[0].shape, ins[1].shape, out_shape, size_of::<T>());
+    if p.kc == 0 {
+        // No steps: every sum is empty.
+        std::ptr::write_bytes(out, 0, shape::numel(out_shape) * p.elem);
+        return;
+    }
+    let base = scratch.wrapping_add(scratch.align_offset(ALIGN));
+    let ptrs = Ptrs {
+        a: &ins[0],
+        b: &ins[1],
+        c: out,
+        scratch: base,
+    };
+    let task = |t: usize| {
+        let ptrs = ptrs;
+        task::<T>(spec, &p, t, ptrs);
+    };
+    if p.slots == 1 {
+        task(0);
+    } else {
+        use rayon::prelude::*;
+        (0..p.slots).into_par_iter().for_each(task);
+    }
+}
+
+/// Task `t`: its range of (group, row panel) pairs, block by block of `kc`.
+unsafe fn task<T: Real>(spec: &ConvSpec, p: &Problem, t: usize, ptrs: Ptrs) {
+    let [b_bytes, a_bytes, _] = p.regions();
+    let own = ptrs.scratch.wrapping_add(t * p.task_bytes());
+    let (bp, ap) = (own as *mut T, own.wrapping_add(b_bytes) as *mut T);
+    let offs = own.wrapping_add(b_bytes + a_bytes) as *mut i64;
+    let total = p.groups * p.panels;
+    let mine = (t * total / p.slots)..((t + 1) * total / p.slots);
+    let (ldc, col_base) = match p.role {
+        ConvRole::Input => (p.s.in_channels(), p.cg),
+        _ => (p.s.out_channels(), p.fg),
+    };
+    for q0 in (0..p.kc).step_by(p.kb) {
+        let q1 = (q0 + p.kb).min(p.kc);
+        let mut packed = None;
+        for item in mine.clone() {
+            let (g, panel) = (item / p.panels, item % p.panels);
+            if packed != Some(g) {
+                for j in 0..p.col_panels() {
+                    pack_b(spec, p, &ptrs, g, j, (q0, q1), bp.add(j * p.kb * NR));
+                }
+                packed = Some(g);
+            }
+            pack_a(spec, p, &ptrs, g, panel, (q0, q1), ap, offs);
+            let r0 = panel * MR;
+            let rows = (p.m - r0).min(MR);
+            for j in 0..p.col_panels() {
+                let c0 = j * NR;
+                let cols = (p.ncol - c0).min(NR);
+                let c = (ptrs.c as *mut T).add(r0 * ldc + g * col_base + c0);
+                tile::<T>(
+                    q1 - q0,
+                    ap,
+                    bp.add(j * p.kb * NR),
+                    c,
+                    (ldc, rows, cols),
+                    q0 > 0,
+                );
+            }
+        }
+    }
+}
+
+/// `c += a · b` (or `=` for the first block) over `kp` steps of an `MR`-row and an
+/// `NR`-column panel, into the `rows × cols` of a tile (`c`'s rows `ldc` apart).
+unsafe fn tile<T: Real>(
+    kp: usize,
+    a: *const T,
+    b: *const T,
+    c: *mut T,
+    (ldc, rows, cols): (usize, usize, usize),
+    continues: bool,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if size_of::<T>() == 4 && super::gemm16::fma_tiles() {
+        use super::gemm16::kernel::{tile_fma, F32};
+        let (a, b, c) = (a as *const u32, b as *const u32, c as *mut u8);
+        if continues {
+            tile_fma::<F32, true>(kp, a, b, c, ldc, rows, cols);
+        } else {
+            tile_fma::<F32, false>(kp, a, b, c, ldc, rows, cols);
+        }
+        return;
+    }
+    let mut acc = [[T::ZERO; NR]; MR];
+    if continues {
+        for (r, row) in acc.iter_mut().enumerate().take(rows) {
+            for (j, v) in row.iter_mut().enumerate().take(cols) {
+                *v = *c.add(r * ldc + j);
+            }
+        }
+    }
+    for q in 0..kp {
+        let (aq, bq) = (a.add(q * MR), b.add(q * NR));
+        for (r, row) in acc.iter_mut().enumerate() {
+            let x = *aq.add(r);
+            for (j, v) in row.iter_mut().enumerate() {
+                *v = *v + x * *bq.add(j);
+            }
+        }
+    }
+    for (r, row) in acc.iter().enumerate().take(rows) {
+        for (j, v) in row.iter().enumerate().take(cols) {
+            *c.add(r * ldc + j) = *v;
+        }
+    }
+}
+
+/// Element offset of `t[lead, pos.., ..]` along its leading and spatial axes.
+fn offset(t: &Operand, lead: usize, pos: &[usize]) -> i64 {
+    lead as i64 * t.strides[0]
+        + pos
+            .iter()
+            .enumerate()
+            .map(|(d, &i)| i as i64 * t.strides[1 + d])
+            .sum::<i64>()
+}
+
+/// The multi-index of flat index `i` of `shape` (row-major) into `idx`.
+fn unflatten(mut i: usize, shape: &[usize], idx: &mut [usize]) {
+    for d in (0..shape.len()).rev() {
+        idx[d] = i % shape[d];
+        i /= shape[d];
+    }
+}
+
+/// Advances a row-major multi-index of `shape` by one.
+fn step(shape: &[usize], idx: &mut [usize]) {
+    for d in (0..shape.len()).rev() {
+        idx[d] += 1;
+        if idx[d] < shape[d] {
+            return;
+        }
+        idx[d] = 0;
+    }
+}
+
+/// Reads element `at` of an operand of the compute type.
+#[inline(always)]
+unsafe fn load<T: Real>(t: &Operand, at: i64) -> T {
+    *(t.ptr as *const T).offset(at as isize)
+}
+
+/// Packs column panel `j` of block `q0..q1` of `b` for group `g`: `dst[(q − q0)·NR + l]`
+/// is `b[q, j·NR + l]`, zero past `ncol`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn pack_b<T: Real>(
+    spec: &ConvSpec,
+    p: &Problem,
+    ptrs: &Ptrs,
+    g: usize,
+    j: usize,
+    (q0, q1): (usize, usize),
+    dst: *mut T,
+) {
+    let r = p.s.rank();
+    let lanes = (p.ncol - j * NR).min(NR);
+    let mut k = vec![0usize; r];
+    let _ = spec;
+    match p.role {
+        // b[(k, c), f] = w[k, c, g·Fg + f] and b[(k, f), c] = w[k, c, g·Fg + f].
+        ConvRole::Output | ConvRole::Input => {
+            let w = ptrs.b;
+            let inner = if p.role == ConvRole::Output { p.cg } else { p.fg };
+            let (sc, sf) = (w.strides[r], w.strides[r + 1]);
+            for q in q0..q1 {
+                let (kpos, ch) = (q / inner, q % inner);
+                unflatten(kpos, p.s.window(), &mut k);
+                let kbase: i64 = k.iter().zip(w.strides).map(|(&i, &s)| i as i64 * s).sum();
+                let row = dst.add((q - q0) * NR);
+                for l in 0..NR {
+                    *row.add(l) = if l >= lanes {
+                        T::ZERO
+                    } else {
+                        let col = j * NR + l;
+                        let (c, f) = if p.role == ConvRole::Output {
+                            (ch, g * p.fg + col)
+                        } else {
+                            (col, g * p.fg + ch)
+                        };
+                        load(w, kbase + c as i64 * sc + f as i64 * sf)
+                    };
+                }
+            }
+        }
+        // b[(n, o), f] = dy[n, o, g·Fg + f].
+        ConvRole::Weight => {
+            let dy = ptrs.b;
+            let out = p.s.output();
+            let mut o = vec![0usize; r];
+            let sf = dy.strides[r + 1];
+            let ovol = shape::numel(out).max(1);
+            unflatten(q0 % ovol, out, &mut o);
+            let mut n = q0 / ovol;
+            for q in q0..q1 {
+                let base = offset(dy, n, &o);
+                let row = dst.add((q - q0) * NR);
+                for l in 0..NR {
+                    *row.add(l) = if l >= lanes {
+                        T::ZERO
+                    } else {
+                        load(dy, base + (g * p.fg + j * NR + l) as i64 * sf)
+                    };
+                }
+                step(out, &mut o);
+                if o.iter().all(|&i| i == 0) {
+                    n += 1;
+                }
+            }
+        }
+    }
+}
+
+/// Packs row panel `panel` of block `q0..q1` of `a` for group `g`: `dst[(q − q0)·MR + r]`
+/// is `a[panel·MR + r, q]`, zero past `m` and where the window reads no element.
+#[allow(clippy::too_many_arguments)]
+unsafe fn pack_a<T: Real>(
+    spec: &ConvSpec,
+    p: &Problem,
+    ptrs: &Ptrs,
+    g: usize,
+    panel: usize,
+    (q0, q1): (usize, usize),
+    dst: *mut T,
+    offs: *mut i64,
+) {
+    let r = p.s.rank();
+    let rows = (p.m - panel * MR).min(MR);
+    let kb = q1 - q0;
+    // Rows past `m` stay zero.
+    if rows < MR {
+        for q in 0..kb {
+            for row in rows..MR {
+                *dst.add(q * MR + row) = T::ZERO;
+            }
+        }
+    }
+    let mut k = vec![0usize; r];
+    let mut pos = vec![0usize; r];
+    let mut at = vec![0usize; r];
+    match p.role {
+        // a[(n, o), (k, c)] = x[n, src(o, k), g·Cg + c]; a[(n, i), (k, f)] = dy[n, dst(i, k), g·Fg + f].
+        ConvRole::Output | ConvRole::Input => {
+            let t = ptrs.a;
+            let (lead_shape, inner, ch_base) = if p.role == ConvRole::Output {
+                (p.s.output(), p.cg, g * p.cg)
+            } else {
+                (p.s.input(), p.fg, g * p.fg)
+            };
+            let sc = t.strides[r + 1];
+            let space = shape::numel(lead_shape).max(1);
+            // The offset of each row's element at each window position.
+            for row in 0..rows {
+                let flat = panel * MR + row;
+                let n = flat / space;
+                unflatten(flat % space, lead_shape, &mut pos);
+                for kpos in 0..p.kvol {
+                    unflatten(kpos, p.s.window(), &mut k);
+                    let mut ok = true;
+                    for d in 0..r {
+                        let hit = if p.role == ConvRole::Output {
+                            source(spec, d, pos[d], k[d], p.s.input()[d])
+                        } else {
+                            target(spec, d, pos[d], k[d], p.s.output()[d])
+                        };
+                        match hit {
+                            Some(i) => at[d] = i,
+                            None => ok = false,
+                        }
+                    }
+                    *offs.add(row * p.kvol + kpos) = if ok { offset(t, n, &at) } else { NONE };
+                }
+            }
+            let (mut kpos, mut ch) = (q0 / inner, q0 % inner);
+            for q in 0..kb {
+                let col = dst.add(q * MR);
+                let c_off = (ch_base + ch) as i64 * sc;
+                for row in 0..rows {
+                    let o = *offs.add(row * p.kvol + kpos);
+                    *col.add(row) = if o == NONE {
+                        T::ZERO
+                    } else {
+                        load(t, o + c_off)
+                    };
+                }
+                ch += 1;
+                if ch == inner {
+                    ch = 0;
+                    kpos += 1;
+                }
+            }
+        }
+        // a[(k, c), (n, o)] = x[n, src(o, k), g·Cg + c].
+        ConvRole::Weight => {
+            let x = ptrs.a;
+            let out = p.s.output();
+            let sc = x.strides[r + 1];
+            let ovol = shape::numel(out).max(1);
+            let mut done = None;
+            for row in 0..rows {
+                let flat = panel * MR + row;
+                let (kpos, c) = (flat / p.cg, flat % p.cg);
+                if done != Some(kpos) {
+                    // The input offset each pixel of the block reads at this window position.
+                    unflatten(kpos, p.s.window(), &mut k);
+                    unflatten(q0 % ovol, out, &mut pos);
+                    let mut n = q0 / ovol;
+                    for q in 0..kb {
+                        let mut ok = true;
+                        for d in 0..r {
+                            match source(spec, d, pos[d], k[d], p.s.input()[d]) {
+                                Some(i) => at[d] = i,
+                                None => ok = false,
+                            }
+                        }
+                        *offs.add(q) = if ok { offset(x, n, &at) } else { NONE };
+                        step(out, &mut pos);
+                        if pos.iter().all(|&i| i == 0) {
+                            n += 1;
+                        }
+                    }
+                    done = Some(kpos);
+                }
+                let c_off = (g * p.cg + c) as i64 * sc;
+                for q in 0..kb {
+                    let o = *offs.add(q);
+                    *dst.add(q * MR + row) = if o == NONE {
+                        T::ZERO
+                    } else {
+                        load(x, o + c_off)
+                    };
+                }
+            }
+        }
+    }
+}
