@@ -181,7 +181,7 @@ pub enum Op {
     /// A member of the convolution family (`ir::conv`): `conv(x, w)`,
     /// `conv_input_grad(dy, w)` or `conv_weight_grad(x, dy)` as `spec.role` says; channels
     /// last (`x [N, S.., C]`, `w [K.., C/G, F]`). A library step (`library::conv`).
-    Conv(super::ConvSpec),
+    Conv(std::sync::Arc<super::ConvSpec>),
 }
 
 /// Which keys a query row of `attention` sees.
@@ -579,5 +579,19 @@ impl Op {
             self,
             Op::Unary(_) | Op::Binary(_) | Op::Compare(_) | Op::Select | Op::Cast(_)
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every node of every cached graph holds an `Op`, so the eager cache's per-program
+    /// bytes grow with it: large attributes live behind an `Arc` (control flow, convolutions).
+    #[test]
+    fn an_op_stays_small() {
+        assert!(
+            std::mem::size_of::<super::Op>() <= 48,
+            "Op is {} bytes",
+            std::mem::size_of::<super::Op>()
+        );
     }
 }

@@ -148,7 +148,7 @@ fn parse_graph(lines: &[(usize, &str)], pos: &mut usize, nested: bool) -> Result
                 let text = attr("strides and padding, e.g. `s=1,1;p=0:0,0:0`")?;
                 let spec = super::ConvSpec::parse(role, text)
                     .map_err(|e| Error::parse(line_no, format!("`{opname}`: {e}")))?;
-                (Op::Conv(spec), args)
+                (Op::Conv(std::sync::Arc::new(spec)), args)
             }
             "cond" => {
                 let else_ = sub_graph(lines, pos, line_no)?;

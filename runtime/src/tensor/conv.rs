@@ -209,7 +209,7 @@ fn conv_at(
     let shapes = spec
         .shapes(&x2.shape, &w2.shape, &[])
         .unwrap_or_else(|e| bad(e));
-    let y = apply(Op::Conv(spec), &[&x2, &w2], shapes.y, x.dtype, loc);
+    let y = apply(Op::Conv(std::sync::Arc::new(spec)), &[&x2, &w2], shapes.y, x.dtype, loc);
     match o.layout {
         ConvLayout::ChannelsLast => y,
         ConvLayout::ChannelsFirst => {
@@ -230,7 +230,7 @@ pub(crate) fn conv_part(
     loc: &'static Location<'static>,
 ) -> Tensor {
     apply(
-        Op::Conv(spec.with_role(role)),
+        Op::Conv(std::sync::Arc::new(spec.with_role(role))),
         &[a, b],
         shape.to_vec(),
         a.dtype,
