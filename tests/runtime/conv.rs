@@ -78,8 +78,19 @@ fn cases() -> Vec<Case> {
             },
         ),
         case(&[1, 4, 5, 4, 2], &[2, 3, 2, 2, 3], opts(&[1, 2, 1], Same)),
-        // More than one block of steps (k = 7·7·40 > 2048) and many row panels.
+        // Many row panels, and more than one block of steps (blocks hold at most 256 KiB
+        // of the kernel: 600 steps of 70 features), split over tasks, with groups.
         case(&[2, 12, 11, 40], &[7, 7, 40, 17], opts(&[1, 1], Same)),
+        case(&[1, 5, 6, 100], &[3, 3, 100, 70], opts(&[1, 1], Same)),
+        case(
+            &[2, 5, 6, 200],
+            &[3, 3, 100, 140],
+            ConvOptions {
+                padding: Same,
+                groups: 2,
+                ..Default::default()
+            },
+        ),
     ]
 }
 
@@ -315,9 +326,17 @@ fn gradients_match_central_differences() {
 #[test]
 fn convolutions_give_the_same_bits_under_1_2_3_and_8_threads() {
     let mut rng = Rng::new(334);
-    let c = case(&[4, 16, 16, 24], &[3, 3, 24, 40], opts(&[1, 1], Padding::Same));
-    let args = operands(&mut rng, &c, DType::F32);
-    let g = trace_fn(&args, forward_and_grads(&c));
+    for c in [
+        case(&[4, 16, 16, 24], &[3, 3, 24, 40], opts(&[1, 1], Padding::Same)),
+        cases().pop().unwrap(),
+    ] {
+        same_bits_under_every_pool(&mut rng, &c);
+    }
+}
+
+fn same_bits_under_every_pool(rng: &mut Rng, c: &Case) {
+    let args = operands(rng, c, DType::F32);
+    let g = trace_fn(&args, forward_and_grads(c));
     let exe = Executable::from_graph(g, vec![]).unwrap();
     let refs: Vec<&Tensor> = args.iter().collect();
     let run = |threads: usize| -> Vec<Vec<u64>> {

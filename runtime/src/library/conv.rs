@@ -59,7 +59,10 @@ struct Problem {
     ncol: usize,
     /// Window positions (the product of the window's extents).
     kvol: usize,
-    /// Steps of `kc` per block.
+    /// Steps per window position: `Cg` for `conv`, `Fg` for `conv_input_grad`, 1 for
+    /// `conv_weight_grad`.
+    inner: usize,
+    /// Steps of `kc` per block (whole window positions where `inner > 1`).
     kb: usize,
     /// Row panels per group.
     panels: usize,
@@ -81,7 +84,16 @@ impl Problem {
             ConvRole::Weight => (kvol * cg, n * ovol, fg),
         };
         let cols = ncol.div_ceil(NR).max(1) * NR;
-        let kb = (BLOCK_BYTES / (cols * elem)).clamp(16, kc.max(16));
+        // Blocks of whole window positions where the steps are (window position, feature),
+        // so a block's rows are read through one pointer per row and position (`indirect`).
+        let inner = match spec.role {
+            ConvRole::Output => cg,
+            ConvRole::Input => fg,
+            ConvRole::Weight => 1,
+        }
+        .max(1);
+        let kb = ((BLOCK_BYTES / (cols * elem)).max(16) / inner).max(1) * inner;
+        let kb = kb.min(kc.max(1));
         let panels = m.div_ceil(MR);
         let macs = groups
             .saturating_mul(m)
@@ -102,6 +114,7 @@ impl Problem {
             kc,
             ncol,
             kvol,
+            inner,
             kb,
             panels,
             slots,
@@ -114,14 +127,43 @@ impl Problem {
         self.ncol.div_ceil(NR)
     }
 
-    /// Bytes of one task's regions: its block of `b`, its panel of `a`, and the input
-    /// offsets of the panel's window positions (or of a block's pixels).
-    fn regions(&self) -> [usize; 3] {
+    /// Blocks of `kc`.
+    fn blocks(&self) -> usize {
+        self.kc.div_ceil(self.kb)
+    }
+
+    /// Whether `b` (the kernel, for `conv` and `conv_input_grad`) is packed once for every
+    /// task: packed by each, the tasks of a product of few rows each (512 features at 7²)
+    /// spent more time packing the kernel than multiplying. The weight gradient's `b` is
+    /// `dy`, as large as an activation: each task packs the blocks it runs.
+    fn shared_b(&self) -> bool {
+        self.role != ConvRole::Weight
+    }
+
+    /// Bytes of one packed block of `b` (every column panel).
+    fn b_block_bytes(&self) -> usize {
+        (self.col_panels() * self.kb * NR * self.elem).next_multiple_of(ALIGN)
+    }
+
+    /// Bytes of `b` packed for every task: every group and block.
+    fn shared_bytes(&self) -> usize {
+        if self.shared_b() {
+            self.groups * self.blocks() * self.b_block_bytes()
+        } else {
+            0
+        }
+    }
+
+    /// Bytes of one task's regions: its block of `b` (unless shared), its panel of `a`, the
+    /// input offsets of the panel's window positions (or of a block's pixels), and zeros.
+    fn regions(&self) -> [usize; 4] {
         let up = |x: usize| x.next_multiple_of(ALIGN);
         [
-            up(self.col_panels() * self.kb * NR * self.elem),
+            if self.shared_b() { 0 } else { self.b_block_bytes() },
             up(MR * self.kb * self.elem),
             up((MR * self.kvol).max(self.kb) * 8),
+            // Zeros that rows reading no input point at (`indirect`).
+            up(self.inner * self.elem),
         ]
     }
 
@@ -134,7 +176,7 @@ impl Problem {
 /// `dtype` needs (`run`'s `scratch`).
 pub fn scratch_bytes(spec: &ConvSpec, ins: &[&[usize]], out: &[usize], dtype: DType) -> usize {
     let p = Problem::of(spec, ins[0], ins[1], out, dtype.size());
-    p.slots * p.task_bytes() + ALIGN
+    p.shared_bytes() + p.slots * p.task_bytes() + ALIGN
 }
 
 /// The compute types: f32 and f64.
@@ -208,44 +250,103 @@ unsafe fn drive<T: Real>(
         c: out,
         scratch: base,
     };
+    // The shared `b`: every (group, block, column panel), split over the tasks.
+    let packs = if p.shared_b() {
+        p.groups * p.blocks() * p.col_panels()
+    } else {
+        0
+    };
+    let pack = |t: usize| {
+        let ptrs = ptrs;
+        for item in (t * packs / p.slots)..((t + 1) * packs / p.slots) {
+            let (g, rest) = (item / (p.blocks() * p.col_panels()), item % (p.blocks() * p.col_panels()));
+            let (bi, j) = (rest / p.col_panels(), rest % p.col_panels());
+            let q0 = bi * p.kb;
+            let dst = shared_block(&p, ptrs.scratch, g, bi).add(j * p.kb * NR * p.elem) as *mut T;
+            pack_b(spec, &p, &ptrs, g, j, (q0, (q0 + p.kb).min(p.kc)), dst);
+        }
+    };
     let task = |t: usize| {
         let ptrs = ptrs;
-        task::<T>(spec, &p, t, ptrs);
+        let shared = ptrs.scratch;
+        let own = Ptrs {
+            scratch: shared.wrapping_add(p.shared_bytes()),
+            ..ptrs
+        };
+        task::<T>(spec, &p, t, (own, shared));
     };
     if p.slots == 1 {
+        pack(0);
         task(0);
     } else {
         use rayon::prelude::*;
+        (0..p.slots).into_par_iter().for_each(pack);
         (0..p.slots).into_par_iter().for_each(task);
     }
 }
 
+/// Where block `bi` of group `g` of the shared `b` starts.
+fn shared_block(p: &Problem, base: *mut u8, g: usize, bi: usize) -> *mut u8 {
+    base.wrapping_add((g * p.blocks() + bi) * p.b_block_bytes())
+}
+
 /// Task `t`: its range of (group, row panel) pairs, block by block of `kc`.
-unsafe fn task<T: Real>(spec: &ConvSpec, p: &Problem, t: usize, ptrs: Ptrs) {
-    let [b_bytes, a_bytes, _] = p.regions();
+unsafe fn task<T: Real>(spec: &ConvSpec, p: &Problem, t: usize, (ptrs, shared): (Ptrs, *mut u8)) {
+    let [b_bytes, a_bytes, o_bytes, z_bytes] = p.regions();
     let own = ptrs.scratch.wrapping_add(t * p.task_bytes());
     let (bp, ap) = (own as *mut T, own.wrapping_add(b_bytes) as *mut T);
     let offs = own.wrapping_add(b_bytes + a_bytes) as *mut i64;
+    let zeros = own.wrapping_add(b_bytes + a_bytes + o_bytes);
+    std::ptr::write_bytes(zeros, 0, z_bytes);
+    // Rows read in place through a pointer per row and window position where the features
+    // are contiguous and the CPU runs the f32 tiles; packed panels otherwise.
+    let direct = cfg!(target_arch = "x86_64")
+        && p.role != ConvRole::Weight
+        && size_of::<T>() == 4
+        && ptrs.a.strides[p.s.rank() + 1] == 1
+        && super::gemm16::fma_tiles();
     let total = p.groups * p.panels;
     let mine = (t * total / p.slots)..((t + 1) * total / p.slots);
     let (ldc, col_base) = match p.role {
         ConvRole::Input => (p.s.in_channels(), p.cg),
         _ => (p.s.out_channels(), p.fg),
     };
-    for q0 in (0..p.kc).step_by(p.kb) {
+    for (bi, q0) in (0..p.kc).step_by(p.kb).enumerate() {
         let q1 = (q0 + p.kb).min(p.kc);
         let mut packed = None;
+        let mut bp = bp;
         for item in mine.clone() {
             let (g, panel) = (item / p.panels, item % p.panels);
-            if packed != Some(g) {
+            if p.shared_b() {
+                bp = shared_block(p, shared, g, bi) as *mut T;
+            } else if packed != Some(g) {
                 for j in 0..p.col_panels() {
                     pack_b(spec, p, &ptrs, g, j, (q0, q1), bp.add(j * p.kb * NR));
                 }
                 packed = Some(g);
             }
-            pack_a(spec, p, &ptrs, g, panel, (q0, q1), ap, offs);
             let r0 = panel * MR;
             let rows = (p.m - r0).min(MR);
+            if direct {
+                row_pointers(spec, p, &ptrs, (g, panel), offs, zeros);
+                #[cfg(target_arch = "x86_64")]
+                for j in 0..p.col_panels() {
+                    let c0 = j * NR;
+                    let cols = (p.ncol - c0).min(NR);
+                    let c = (ptrs.c as *mut f32).add(r0 * ldc + g * col_base + c0);
+                    let (k0, k1) = (q0 / p.inner, q1 / p.inner);
+                    let rp = (offs as *const *const f32).add(k0 * MR);
+                    let b = bp.add(j * p.kb * NR) as *const f32;
+                    let shape = (k1 - k0, p.inner, ldc, rows, cols);
+                    if q0 > 0 {
+                        indirect::tile::<true>(rp, b, c, shape);
+                    } else {
+                        indirect::tile::<false>(rp, b, c, shape);
+                    }
+                }
+                continue;
+            }
+            pack_a(spec, p, &ptrs, g, panel, (q0, q1), ap, offs);
             for j in 0..p.col_panels() {
                 let c0 = j * NR;
                 let cols = (p.ncol - c0).min(NR);
@@ -370,6 +471,16 @@ unsafe fn pack_b<T: Real>(
                 unflatten(kpos, p.s.window(), &mut k);
                 let kbase: i64 = k.iter().zip(w.strides).map(|(&i, &s)| i as i64 * s).sum();
                 let row = dst.add((q - q0) * NR);
+                if p.role == ConvRole::Output && sf == 1 {
+                    // A run of the kernel's output features: copied.
+                    let at = kbase + ch as i64 * sc + (g * p.fg + j * NR) as i64;
+                    let src = (w.ptr as *const T).offset(at as isize);
+                    std::ptr::copy_nonoverlapping(src, row, lanes);
+                    for l in lanes..NR {
+                        *row.add(l) = T::ZERO;
+                    }
+                    continue;
+                }
                 for l in 0..NR {
                     *row.add(l) = if l >= lanes {
                         T::ZERO
@@ -534,5 +645,123 @@ unsafe fn pack_a<T: Real>(
                 }
             }
         }
+    }
+}
+
+/// The pointer each row of row panel `panel` of group `g` reads at each window position,
+/// `ptrs[k · MR + r]`: its run of features in `a`'s operand (`x` for `conv`, `dy` for
+/// `conv_input_grad`), or `zeros` where the window position reads nothing (and for rows
+/// past `m`).
+///
+/// # Safety
+/// As `pack_a`'s; `ptrs` holds `MR · kvol` pointers.
+unsafe fn row_pointers(
+    spec: &ConvSpec,
+    p: &Problem,
+    ptrs: &Ptrs,
+    (g, panel): (usize, usize),
+    out: *mut i64,
+    zeros: *mut u8,
+) {
+    let r = p.s.rank();
+    let rows = (p.m - panel * MR).min(MR);
+    let t = ptrs.a;
+    let (lead_shape, ch_base) = if p.role == ConvRole::Output {
+        (p.s.output(), g * p.cg)
+    } else {
+        (p.s.input(), g * p.fg)
+    };
+    let space = shape::numel(lead_shape).max(1);
+    let (mut pos, mut k, mut at) = (vec![0usize; r], vec![0usize; r], vec![0usize; r]);
+    let out = out as *mut *const u8;
+    for row in 0..MR {
+        if row >= rows {
+            for kpos in 0..p.kvol {
+                *out.add(kpos * MR + row) = zeros;
+            }
+            continue;
+        }
+        let flat = panel * MR + row;
+        let n = flat / space;
+        unflatten(flat % space, lead_shape, &mut pos);
+        for kpos in 0..p.kvol {
+            unflatten(kpos, p.s.window(), &mut k);
+            let mut ok = true;
+            for d in 0..r {
+                let hit = if p.role == ConvRole::Output {
+                    source(spec, d, pos[d], k[d], p.s.input()[d])
+                } else {
+                    target(spec, d, pos[d], k[d], p.s.output()[d])
+                };
+                match hit {
+                    Some(i) => at[d] = i,
+                    None => ok = false,
+                }
+            }
+            *out.add(kpos * MR + row) = if ok {
+                let off = offset(t, n, &at) + ch_base as i64 * t.strides[r + 1];
+                t.ptr.wrapping_offset(off as isize * p.elem as isize)
+            } else {
+                zeros
+            };
+        }
+    }
+}
+
+/// The tile of an indirect product (XNNPACK's "indirect GEMM"): the rows of `a` are read
+/// where they lie, through one pointer per row and window position, never packed.
+#[cfg(target_arch = "x86_64")]
+mod indirect {
+    use super::{MR, NR};
+    use std::arch::x86_64::*;
+
+    /// `c[r, j] (+)= Σ_k Σ_ch rows[k·MR + r][ch] · b[(k·inner + ch)·NR + j]` for the `rows ×
+    /// cols` of a tile over `nk` window positions of `inner` steps (f32 FMAs in order of
+    /// the steps, continuing `c`'s sums where `ACC`): the same sums, in the same order, as
+    /// `gemm16::kernel::tile_fma` on the packed panel.
+    ///
+    /// # Safety
+    /// AVX-512 F, BW and VL; each pointer valid for `inner` values; `b` holds `nk · inner`
+    /// steps of `NR`; `c` valid for the tile.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    pub unsafe fn tile<const ACC: bool>(
+        rows_at: *const *const f32,
+        b: *const f32,
+        c: *mut f32,
+        (nk, inner, ldc, rows, cols): (usize, usize, usize, usize, usize),
+    ) {
+        let lo = lanes(cols.min(16));
+        let hi = lanes(cols.saturating_sub(16));
+        let mut acc = [_mm512_setzero_ps(); 2 * MR];
+        if ACC {
+            for r in 0..rows {
+                let row = c.add(r * ldc);
+                acc[2 * r] = _mm512_maskz_loadu_ps(lo, row);
+                acc[2 * r + 1] = _mm512_maskz_loadu_ps(hi, row.add(16));
+            }
+        }
+        let mut b = b;
+        for k in 0..nk {
+            let p: [*const f32; MR] = *(rows_at.add(k * MR) as *const [*const f32; MR]);
+            for ch in 0..inner {
+                let b0 = _mm512_loadu_ps(b);
+                let b1 = _mm512_loadu_ps(b.add(16));
+                for r in 0..MR {
+                    let x = _mm512_set1_ps(*p[r].add(ch));
+                    acc[2 * r] = _mm512_fmadd_ps(x, b0, acc[2 * r]);
+                    acc[2 * r + 1] = _mm512_fmadd_ps(x, b1, acc[2 * r + 1]);
+                }
+                b = b.add(NR);
+            }
+        }
+        for r in 0..rows {
+            let row = c.add(r * ldc);
+            _mm512_mask_storeu_ps(row, lo, acc[2 * r]);
+            _mm512_mask_storeu_ps(row.add(16), hi, acc[2 * r + 1]);
+        }
+    }
+
+    fn lanes(n: usize) -> __mmask16 {
+        ((1u32 << n) - 1) as __mmask16
     }
 }
