@@ -91,6 +91,9 @@ fn cases() -> Vec<Case> {
                 ..Default::default()
             },
         ),
+        // Weight gradients over more pixels than a pass (1024) and a chunk (4096): partial
+        // sums added in chunk order.
+        case(&[6, 40, 40, 6], &[3, 3, 6, 20], opts(&[1, 1], Same)),
     ]
 }
 

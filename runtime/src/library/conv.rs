@@ -176,7 +176,209 @@ impl Problem {
 /// `dtype` needs (`run`'s `scratch`).
 pub fn scratch_bytes(spec: &ConvSpec, ins: &[&[usize]], out: &[usize], dtype: DType) -> usize {
     let p = Problem::of(spec, ins[0], ins[1], out, dtype.size());
-    p.shared_bytes() + p.slots * p.task_bytes() + ALIGN
+    let packed = p.shared_bytes() + p.slots * p.task_bytes();
+    // (The direct weight gradient's needs, where it may run: the larger of the two.)
+    let direct = if p.role == ConvRole::Weight && dtype == DType::F32 {
+        WeightGrad::plan(&p).scratch_bytes(&p)
+    } else {
+        0
+    };
+    packed.max(direct) + ALIGN
+}
+
+/// The weight gradient without packing: `dwᵀ[g, k, f, c] = Σ_q dy[q, g·Fg + f] · x[src(q,
+/// k), g·Cg + c]` as tiles of 14 output features (broadcast from `dy`'s rows, read where
+/// they lie) by 32 input features (vectors loaded from the row of `x` each pixel reads at
+/// window position `k`, through a pointer per pixel: zeros where it reads nothing), over
+/// the pixels in order. The pixels are cut into `chunks` (a function of the sizes), each
+/// summed into its own partial `dwᵀ` by tasks owning ranges of its tiles; the partials are
+/// then added in chunk order and transposed into `dw`. Runs where both operands' features
+/// are contiguous, in f32 on AVX-512 (`conv_weight_grad`'s packed path otherwise).
+#[derive(Clone, Copy, Debug)]
+struct WeightGrad {
+    /// Pixel chunks, each with its partial `dwᵀ`.
+    chunks: usize,
+    /// Tasks per chunk, each a range of the chunk's tiles.
+    splits: usize,
+    /// Tiles of a chunk: (group, window position, row panel of `f`, column panel of `c`).
+    tiles: usize,
+    /// Pixels a tile's pass covers before its sums go back to the partial.
+    pass: usize,
+}
+
+/// Pixels per chunk of the direct weight gradient (at least), and per pass of a tile.
+const CHUNK_PIXELS: usize = 4096;
+const PASS_PIXELS: usize = 1024;
+
+impl WeightGrad {
+    fn plan(p: &Problem) -> WeightGrad {
+        let tiles = p.groups * p.kvol * p.fg.div_ceil(MR) * p.cg.div_ceil(NR);
+        let chunks = (p.kc / CHUNK_PIXELS).clamp(1, SLOTS);
+        let splits = if p.slots == 1 {
+            1
+        } else {
+            (SLOTS / chunks).clamp(1, tiles.max(1))
+        };
+        WeightGrad {
+            chunks: if p.slots == 1 { 1 } else { chunks },
+            splits,
+            tiles,
+            pass: PASS_PIXELS,
+        }
+    }
+
+    /// The plan, where the direct path runs this product.
+    #[cfg(target_arch = "x86_64")]
+    fn of(p: &Problem, ins: &[Operand]) -> Option<WeightGrad> {
+        let r = p.s.rank();
+        let runs = p.role == ConvRole::Weight
+            && ins[0].strides[r + 1] == 1
+            && ins[1].strides[r + 1] == 1
+            && super::gemm16::fma_tiles();
+        runs.then(|| WeightGrad::plan(p))
+    }
+
+    /// Bytes of one partial `dwᵀ`.
+    fn partial_bytes(&self, p: &Problem) -> usize {
+        (p.groups * p.kvol * p.fg * p.cg * 4).next_multiple_of(ALIGN)
+    }
+
+    /// Bytes of one task's pointers (to `dy`'s and `x`'s rows of a pass) and the zeros a
+    /// pixel reading nothing points at (a group's features).
+    fn task_bytes(&self, p: &Problem) -> usize {
+        (2 * self.pass * 8 + p.cg.next_multiple_of(NR) * 4).next_multiple_of(ALIGN)
+    }
+
+    fn scratch_bytes(&self, p: &Problem) -> usize {
+        self.chunks * self.partial_bytes(p) + self.chunks * self.splits * self.task_bytes(p)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn run(self, spec: &ConvSpec, p: &Problem, ins: &[Operand], out: *mut u8, base: *mut u8) {
+        #[derive(Clone, Copy)]
+        struct Shared(*mut u8, *mut u8);
+        unsafe impl Send for Shared {}
+        unsafe impl Sync for Shared {}
+        let sh = Shared(base, out);
+        let (x, dy) = (&ins[0], &ins[1]);
+        let tasks = self.chunks * self.splits;
+        let task = |t: usize| {
+            let sh = sh;
+            let (chunk, split) = (t / self.splits, t % self.splits);
+            let partial = sh.0.add(chunk * self.partial_bytes(p)) as *mut f32;
+            let own = sh.0.add(self.chunks * self.partial_bytes(p) + t * self.task_bytes(p));
+            let pixels = (chunk * p.kc / self.chunks)..((chunk + 1) * p.kc / self.chunks);
+            let tiles = (split * self.tiles / self.splits)..((split + 1) * self.tiles / self.splits);
+            self.task(spec, p, (x, dy), partial, own, (pixels, tiles));
+        };
+        if tasks == 1 {
+            task(0);
+        } else {
+            use rayon::prelude::*;
+            (0..tasks).into_par_iter().for_each(task);
+        }
+        // dw[k, c, g·Fg + f] = Σ_chunks dwᵀ[g, k, f, c], in chunk order.
+        let (f_all, kvol, cg, fg) = (p.s.out_channels(), p.kvol, p.cg, p.fg);
+        let reduce = |gk: usize| {
+            let sh = sh;
+            let (g, k) = (gk / kvol, gk % kvol);
+            let dw = sh.1 as *mut f32;
+            for c in 0..cg {
+                for f in 0..fg {
+                    let at = ((g * kvol + k) * fg + f) * cg + c;
+                    let mut sum = *(sh.0 as *const f32).add(at);
+                    for ch in 1..self.chunks {
+                        sum += *(sh.0.add(ch * self.partial_bytes(p)) as *const f32).add(at);
+                    }
+                    *dw.add((k * cg + c) * f_all + g * fg + f) = sum;
+                }
+            }
+        };
+        if tasks == 1 {
+            (0..p.groups * kvol).for_each(reduce);
+        } else {
+            use rayon::prelude::*;
+            (0..p.groups * kvol).into_par_iter().for_each(reduce);
+        }
+    }
+
+    /// One task: tiles `tiles` of the partial over the pixels `pixels`, a pass at a time.
+    #[cfg(target_arch = "x86_64")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn task(
+        self,
+        spec: &ConvSpec,
+        p: &Problem,
+        (x, dy): (&Operand, &Operand),
+        partial: *mut f32,
+        own: *mut u8,
+        (pixels, tiles): (std::ops::Range<usize>, std::ops::Range<usize>),
+    ) {
+        let r = p.s.rank();
+        let dyp = own as *mut *const f32;
+        let xp = own.add(self.pass * 8) as *mut *const f32;
+        let zeros = own.add(2 * self.pass * 8) as *mut f32;
+        std::ptr::write_bytes(zeros, 0, p.cg.next_multiple_of(NR));
+        let (fpan, cpan) = (p.fg.div_ceil(MR), p.cg.div_ceil(NR));
+        let out = p.s.output();
+        let ovol = shape::numel(out).max(1);
+        let (mut o, mut k, mut at) = (vec![0usize; r], vec![0usize; r], vec![0usize; r]);
+        let first = pixels.start;
+        for q0 in pixels.clone().step_by(self.pass) {
+            let q1 = (q0 + self.pass).min(pixels.end);
+            // `dy`'s row of each pixel (its feature 0).
+            unflatten(q0 % ovol, out, &mut o);
+            let mut n = q0 / ovol;
+            for q in q0..q1 {
+                *dyp.add(q - q0) = (dy.ptr as *const f32).offset(offset(dy, n, &o) as isize);
+                step(out, &mut o);
+                if o.iter().all(|&i| i == 0) {
+                    n += 1;
+                }
+            }
+            let mut at_k = None;
+            for tile in tiles.clone() {
+                let (gk, rest) = (tile / (fpan * cpan), tile % (fpan * cpan));
+                let (g, kpos) = (gk / p.kvol, gk % p.kvol);
+                let (fi, ci) = (rest / cpan, rest % cpan);
+                if at_k != Some(gk) {
+                    // `x`'s row (at the group's feature 0) each pixel reads at `kpos`.
+                    unflatten(kpos, p.s.window(), &mut k);
+                    unflatten(q0 % ovol, out, &mut o);
+                    let mut n = q0 / ovol;
+                    for q in q0..q1 {
+                        let mut ok = true;
+                        for d in 0..r {
+                            match source(spec, d, o[d], k[d], p.s.input()[d]) {
+                                Some(i) => at[d] = i,
+                                None => ok = false,
+                            }
+                        }
+                        *xp.add(q - q0) = if ok {
+                            (x.ptr as *const f32).offset((offset(x, n, &at) + (g * p.cg) as i64) as isize)
+                        } else {
+                            zeros
+                        };
+                        step(out, &mut o);
+                        if o.iter().all(|&i| i == 0) {
+                            n += 1;
+                        }
+                    }
+                    at_k = Some(gk);
+                }
+                let (f0, c0) = (fi * MR, ci * NR);
+                let rows = (p.fg - f0).min(MR);
+                let cols = (p.cg - c0).min(NR);
+                let c = partial.add(((g * p.kvol + kpos) * p.fg + f0) * p.cg + c0);
+                let shape = (q1 - q0, g * p.fg + f0, c0, p.cg, rows, cols);
+                if q0 > first {
+                    weight_tile::tile::<true>(dyp, xp, c, shape);
+                } else {
+                    weight_tile::tile::<false>(dyp, xp, c, shape);
+                }
+            }
+        }
+    }
 }
 
 /// The compute types: f32 and f64.
@@ -244,6 +446,13 @@ unsafe fn drive<T: Real>(
         return;
     }
     let base = scratch.wrapping_add(scratch.align_offset(ALIGN));
+    #[cfg(target_arch = "x86_64")]
+    if let Some(w) = WeightGrad::of(&p, ins) {
+        if size_of::<T>() == 4 {
+            w.run(spec, &p, ins, out, base);
+            return;
+        }
+    }
     let ptrs = Ptrs {
         a: &ins[0],
         b: &ins[1],
@@ -752,6 +961,65 @@ mod indirect {
                     acc[2 * r + 1] = _mm512_fmadd_ps(x, b1, acc[2 * r + 1]);
                 }
                 b = b.add(NR);
+            }
+        }
+        for r in 0..rows {
+            let row = c.add(r * ldc);
+            _mm512_mask_storeu_ps(row, lo, acc[2 * r]);
+            _mm512_mask_storeu_ps(row.add(16), hi, acc[2 * r + 1]);
+        }
+    }
+
+    fn lanes(n: usize) -> __mmask16 {
+        ((1u32 << n) - 1) as __mmask16
+    }
+}
+
+/// The tile of the direct weight gradient (`WeightGrad`).
+#[cfg(target_arch = "x86_64")]
+mod weight_tile {
+    use super::MR;
+    use std::arch::x86_64::*;
+
+    /// `c[r, j] (+)= Σ_q dy[q][f0 + r] · x[q][c0 + j]` for the `rows × cols` of a tile
+    /// (`c`'s rows `ldc` apart) over `len` pixels, where `dy[q]` and `x[q]` are the rows
+    /// `dyp[q]` and `xp[q]` point at (a pixel reading no input points at zeros): f32 FMAs in order
+    /// of the pixels, continuing `c`'s sums where `ACC`.
+    ///
+    /// # Safety
+    /// AVX-512 F, BW and VL; every row valid for the features read (`f0 + rows`, `c0 +
+    /// cols`); `c` valid for the tile.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    pub unsafe fn tile<const ACC: bool>(
+        dyp: *const *const f32,
+        xp: *const *const f32,
+        c: *mut f32,
+        (len, f0, c0, ldc, rows, cols): (usize, usize, usize, usize, usize, usize),
+    ) {
+        let lo = lanes(cols.min(16));
+        let hi = lanes(cols.saturating_sub(16));
+        let mut acc = [_mm512_setzero_ps(); 2 * MR];
+        if ACC {
+            for r in 0..rows {
+                let row = c.add(r * ldc);
+                acc[2 * r] = _mm512_maskz_loadu_ps(lo, row);
+                acc[2 * r + 1] = _mm512_maskz_loadu_ps(hi, row.add(16));
+            }
+        }
+        // Rows past `rows` broadcast row 0 (their sums are never stored).
+        let mut off = [0usize; MR];
+        for (r, o) in off.iter_mut().enumerate() {
+            *o = f0 + if r < rows { r } else { 0 };
+        }
+        for q in 0..len {
+            let xq = (*xp.add(q)).add(c0);
+            let b0 = _mm512_maskz_loadu_ps(lo, xq);
+            let b1 = _mm512_maskz_loadu_ps(hi, xq.add(16));
+            let d = *dyp.add(q);
+            for r in 0..MR {
+                let v = _mm512_set1_ps(*d.add(off[r]));
+                acc[2 * r] = _mm512_fmadd_ps(v, b0, acc[2 * r]);
+                acc[2 * r + 1] = _mm512_fmadd_ps(v, b1, acc[2 * r + 1]);
             }
         }
         for r in 0..rows {
