@@ -124,7 +124,10 @@ fn peer(script: &str, skip: &str, keys: &[String]) -> HashMap<(String, String), 
     };
     if !o.status.success() {
         let err = String::from_utf8_lossy(&o.stderr);
-        println!("({script} did not run: {})", err.lines().last().unwrap_or(""));
+        println!(
+            "({script} did not run: {})",
+            err.lines().last().unwrap_or("")
+        );
         return out;
     }
     for line in String::from_utf8_lossy(&o.stdout).lines() {
@@ -155,7 +158,9 @@ fn main() {
         println!("(PyTorch columns empty: `pip install torch` to measure it in the same run)");
     }
     if jax.is_empty() {
-        println!("(JAX columns empty: `pip install \"jax[cpu]==0.10.2\"` to measure it in the same run)");
+        println!(
+            "(JAX columns empty: `pip install \"jax[cpu]==0.10.2\"` to measure it in the same run)"
+        );
     }
     // The GEMM rate of this run: 1024³ f32.
     let (a, b) = (filled(&[1024, 1024], 1), filled(&[1024, 1024], 2));
@@ -178,8 +183,14 @@ fn main() {
         let dy = filled(&[s.n, s.side, s.side, s.f], 5);
         let ops: [(&str, Box<dyn Fn()>); 3] = [
             ("forward", Box::new(|| drop(black_box(forward(&x, &w))))),
-            ("input grad", Box::new(|| drop(black_box(input_grad(&x, &w, &dy))))),
-            ("weight grad", Box::new(|| drop(black_box(weight_grad(&x, &w, &dy))))),
+            (
+                "input grad",
+                Box::new(|| drop(black_box(input_grad(&x, &w, &dy)))),
+            ),
+            (
+                "weight grad",
+                Box::new(|| drop(black_box(weight_grad(&x, &w, &dy)))),
+            ),
         ];
         let mut samples = vec![vec![]; 3];
         for (_, f) in &ops {
@@ -197,12 +208,30 @@ fn main() {
             let ms = median(&mut samples[k]);
             let rate = s.flops() / ms / 1e6;
             let get = |m: &HashMap<(String, String), f64>, mode: &str| {
-                m.get(&(format!("{op} {mode}"), s.key())).copied().unwrap_or(f64::NAN)
+                m.get(&(format!("{op} {mode}"), s.key()))
+                    .copied()
+                    .unwrap_or(f64::NAN)
             };
-            let (eager, compiled, xla) = (get(&torch, "eager"), get(&torch, "compiled"), get(&jax, "jit"));
+            let (eager, compiled, xla) = (
+                get(&torch, "eager"),
+                get(&torch, "compiled"),
+                get(&jax, "jit"),
+            );
             let best = eager.min(compiled);
-            let cell = |v: f64| if v.is_nan() { "—".to_string() } else { format!("{v:.2}") };
-            let ratio = |v: f64| if v.is_nan() { "—".to_string() } else { format!("{:.2}", ms / v) };
+            let cell = |v: f64| {
+                if v.is_nan() {
+                    "—".to_string()
+                } else {
+                    format!("{v:.2}")
+                }
+            };
+            let ratio = |v: f64| {
+                if v.is_nan() {
+                    "—".to_string()
+                } else {
+                    format!("{:.2}", ms / v)
+                }
+            };
             println!(
                 "| {} | {op} | {ms:.2} | {rate:.0} | {:.0} % | {} | {} | {} | {} | {} |",
                 s.label(),

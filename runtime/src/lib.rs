@@ -75,10 +75,10 @@ pub mod interop {
 }
 pub use random::Key;
 pub use tensor::attention::{attention, attention_with, AttnMask, AttnOptions};
-pub use tensor::conv::{conv, conv_transpose, ConvLayout, ConvOptions, Padding};
 pub use tensor::composite::{
     softmax_cross_entropy, softmax_cross_entropy_with_labels, MatmulOptions,
 };
+pub use tensor::conv::{conv, conv_transpose, ConvLayout, ConvOptions, Padding};
 pub use tensor::ops::{select, where_, IntoOperand};
 pub use tensor::reduce::Axes;
 pub use tensor::shape_ops::{concat, stack, Slice};

@@ -41,12 +41,12 @@ fn cases() -> Vec<Case> {
         case(&[2, 9, 3], &[3, 3, 4], opts(&[], Valid)),
         case(&[2, 9, 3], &[3, 3, 4], opts(&[2], Same)),
         case(&[1, 10, 2], &[4, 2, 3], opts(&[3], Explicit(vec![(2, -1)]))),
+        case(&[2, 7, 6, 3], &[3, 3, 3, 5], opts(&[1, 1], Same)),
         case(
-            &[2, 7, 6, 3],
-            &[3, 3, 3, 5],
-            opts(&[1, 1], Same),
+            &[2, 8, 7, 4],
+            &[3, 2, 4, 33],
+            opts(&[2, 1], Explicit(vec![(1, 2), (0, 1)])),
         ),
-        case(&[2, 8, 7, 4], &[3, 2, 4, 33], opts(&[2, 1], Explicit(vec![(1, 2), (0, 1)]))),
         case(
             &[1, 9, 8, 4],
             &[3, 3, 2, 6],
@@ -128,7 +128,9 @@ fn reference(x: &Tensor, w: &Tensor, o: &ConvOptions) -> Tensor {
         }
         Some(at)
     };
-    let win: Vec<i64> = (0..r).map(|d| (ws[d] as i64 - 1) * rd[d] as i64 + 1).collect();
+    let win: Vec<i64> = (0..r)
+        .map(|d| (ws[d] as i64 - 1) * rd[d] as i64 + 1)
+        .collect();
     let outs: Vec<usize> = (0..r)
         .map(|d| ((dims[d] - win[d]) / s[d] as i64 + 1) as usize)
         .collect();
@@ -136,9 +138,8 @@ fn reference(x: &Tensor, w: &Tensor, o: &ConvOptions) -> Tensor {
     yshape.extend(&outs);
     yshape.push(f);
     let mut y = vec![0.0; yshape.iter().product()];
-    let flat = |shape: &[usize], idx: &[usize]| {
-        idx.iter().zip(shape).fold(0, |a, (&i, &s)| a * s + i)
-    };
+    let flat =
+        |shape: &[usize], idx: &[usize]| idx.iter().zip(shape).fold(0, |a, (&i, &s)| a * s + i);
     let each = |shape: &[usize]| -> Vec<Vec<usize>> {
         let mut all = vec![vec![]];
         for &len in shape {
@@ -248,7 +249,10 @@ fn compiled_convolutions_and_both_gradients_match_the_interpreter_for_every_opti
             let g = trace_fn(&args, forward_and_grads(c));
             let text = g.to_string();
             for role in ["conv", "conv_input_grad", "conv_weight_grad"] {
-                assert!(text.contains(&format!("= {role}[")), "case {i}: {role}\n{text}");
+                assert!(
+                    text.contains(&format!("= {role}[")),
+                    "case {i}: {role}\n{text}"
+                );
             }
             check_graph_with(&g, &args, &format!("{d} case {i}"), |_, want| {
                 float_norm_tol(d, want)
@@ -300,12 +304,7 @@ fn gradients_match_central_differences() {
         }
         // Second order: d/dw Σ (∂L/∂x) · q, the input gradient's own gradient.
         let q = random_tensor(&mut rng, x.shape(), DType::F64, -1.0, 1.0, false);
-        let inner = |w: &Tensor| {
-            grad(
-                |x: &Tensor| (conv(x, w, c.o.clone()) * r).sum_all(),
-                x,
-            )
-        };
+        let inner = |w: &Tensor| grad(|x: &Tensor| (conv(x, w, c.o.clone()) * r).sum_all(), x);
         let second = grad(|w: &Tensor| (inner(w) * &q).sum_all(), w);
         let wv = w.to_vec::<f64>().unwrap();
         let sv = second.to_vec::<f64>().unwrap();
@@ -330,7 +329,11 @@ fn gradients_match_central_differences() {
 fn convolutions_give_the_same_bits_under_1_2_3_and_8_threads() {
     let mut rng = Rng::new(334);
     for c in [
-        case(&[4, 16, 16, 24], &[3, 3, 24, 40], opts(&[1, 1], Padding::Same)),
+        case(
+            &[4, 16, 16, 24],
+            &[3, 3, 24, 40],
+            opts(&[1, 1], Padding::Same),
+        ),
         cases().pop().unwrap(),
     ] {
         same_bits_under_every_pool(&mut rng, &c);
@@ -393,8 +396,14 @@ fn conv_transpose_spreads_each_input_over_its_window() {
     // 2-D, 3 x 3 at stride 2: 4 x 5 -> 8 x 10 (Same) and 9 x 11 (Valid).
     let x = Tensor::ones(&[1, 4, 5, 2], DType::F32);
     let w = Tensor::ones(&[3, 3, 2, 3], DType::F32);
-    assert_eq!(conv_transpose(&x, &w, opts(&[2, 2], Padding::Same)).shape(), &[1, 8, 10, 3]);
-    assert_eq!(conv_transpose(&x, &w, opts(&[2, 2], Padding::Valid)).shape(), &[1, 9, 11, 3]);
+    assert_eq!(
+        conv_transpose(&x, &w, opts(&[2, 2], Padding::Same)).shape(),
+        &[1, 8, 10, 3]
+    );
+    assert_eq!(
+        conv_transpose(&x, &w, opts(&[2, 2], Padding::Valid)).shape(),
+        &[1, 9, 11, 3]
+    );
 }
 
 /// A batch of inputs under `vmap` is one convolution over a larger batch; a batch of
@@ -425,7 +434,12 @@ fn vmap_of_conv_matches_the_calls_one_by_one() {
         let one = conv(&lane(&xs, i), &lane(&ws, 0), o.clone());
         assert_close(&lane(&by_x, i), &one, float_tol(DType::F64), "vmap over x");
         let own = conv(&lane(&xs, i), &lane(&ws, i), o.clone());
-        assert_close(&lane(&by_both, i), &own, float_tol(DType::F64), "vmap over x and w");
+        assert_close(
+            &lane(&by_both, i),
+            &own,
+            float_tol(DType::F64),
+            "vmap over x and w",
+        );
     }
 }
 
@@ -439,23 +453,42 @@ fn bad_convolutions_are_errors_naming_the_op_and_shapes() {
             .unwrap_or_default()
     };
     let e = refused(&[1, 5, 5, 3], &[3, 3, 4, 8], Default::default());
-    assert!(e.contains("`conv`") && e.contains("[1,5,5,3]") && e.contains("groups"), "{e}");
+    assert!(
+        e.contains("`conv`") && e.contains("[1,5,5,3]") && e.contains("groups"),
+        "{e}"
+    );
     let e = refused(&[1, 5, 3], &[3, 3, 3, 8], Default::default());
     assert!(e.contains("rank"), "{e}");
     let e = refused(&[1, 2, 2, 3], &[3, 3, 3, 8], Default::default());
     assert!(e.contains("window") && e.contains("does not fit"), "{e}");
-    let e = refused(&[1, 5, 5, 4], &[3, 3, 2, 3], ConvOptions { groups: 2, ..Default::default() });
+    let e = refused(
+        &[1, 5, 5, 4],
+        &[3, 3, 2, 3],
+        ConvOptions {
+            groups: 2,
+            ..Default::default()
+        },
+    );
     assert!(e.contains("divisible"), "{e}");
     let e = refused(&[1, 5, 5, 3], &[3, 3, 3, 8], opts(&[0, 1], Padding::Valid));
     assert!(e.contains("strides") && e.contains("at least 1"), "{e}");
     let e = refused(&[1, 5, 5, 3], &[3, 3, 3, 8], opts(&[1], Padding::Valid));
-    assert!(e.contains("strides has 1 entries for 2 spatial axes"), "{e}");
-    let (x, w) = (Tensor::ones(&[1, 5, 3], DType::F32), Tensor::ones(&[3, 3, 2], DType::F64));
+    assert!(
+        e.contains("strides has 1 entries for 2 spatial axes"),
+        "{e}"
+    );
+    let (x, w) = (
+        Tensor::ones(&[1, 5, 3], DType::F32),
+        Tensor::ones(&[3, 3, 2], DType::F64),
+    );
     let e = std::panic::catch_unwind(move || conv(&x, &w, Default::default()))
         .err()
         .map(|e| panic_text(&*e))
         .unwrap_or_default();
-    assert!(e.contains("one float dtype") && e.contains("f64[3,3,2]"), "{e}");
+    assert!(
+        e.contains("one float dtype") && e.contains("f64[3,3,2]"),
+        "{e}"
+    );
 }
 
 /// Eager convolutions (compiled one-op programs) and a `#[jit]`-style trace agree.

@@ -142,9 +142,7 @@ impl ConvSpec {
         ];
         for (what, n) in lens {
             if n != rank {
-                return Err(format!(
-                    "{what} has {n} entries for {rank} spatial axes"
-                ));
+                return Err(format!("{what} has {n} entries for {rank} spatial axes"));
             }
         }
         let ones = [
@@ -166,7 +164,12 @@ impl ConvSpec {
     /// The shapes of `x`, `w` and `y` from two of them, checked: `(x, w)` for `conv`,
     /// `(dy, w)` and the node's `x` for `conv_input_grad`, `(x, dy)` and the node's `w` for
     /// `conv_weight_grad`.
-    pub fn shapes(&self, a: &[usize], b: &[usize], declared: &[usize]) -> Result<ConvShapes, String> {
+    pub fn shapes(
+        &self,
+        a: &[usize],
+        b: &[usize],
+        declared: &[usize],
+    ) -> Result<ConvShapes, String> {
         let (x, w) = match self.role {
             ConvRole::Output => (a, b),
             ConvRole::Input => (declared, b),
@@ -307,7 +310,11 @@ impl ConvSpec {
                 }
                 "ld" => ld = Some(usizes(value)?),
                 "rd" => rd = Some(usizes(value)?),
-                "g" => groups = value.parse().map_err(|_| format!("`{value}` is not a count"))?,
+                "g" => {
+                    groups = value
+                        .parse()
+                        .map_err(|_| format!("`{value}` is not a count"))?
+                }
                 other => return Err(format!("unknown convolution attribute `{other}`")),
             }
         }

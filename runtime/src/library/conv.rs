@@ -159,7 +159,11 @@ impl Problem {
     fn regions(&self) -> [usize; 4] {
         let up = |x: usize| x.next_multiple_of(ALIGN);
         [
-            if self.shared_b() { 0 } else { self.b_block_bytes() },
+            if self.shared_b() {
+                0
+            } else {
+                self.b_block_bytes()
+            },
             up(MR * self.kb * self.elem),
             up((MR * self.kvol).max(self.kb) * 8),
             // Zeros that rows reading no input point at (`indirect`).
@@ -254,7 +258,14 @@ impl WeightGrad {
     }
 
     #[cfg(target_arch = "x86_64")]
-    unsafe fn run(self, spec: &ConvSpec, p: &Problem, ins: &[Operand], out: *mut u8, base: *mut u8) {
+    unsafe fn run(
+        self,
+        spec: &ConvSpec,
+        p: &Problem,
+        ins: &[Operand],
+        out: *mut u8,
+        base: *mut u8,
+    ) {
         #[derive(Clone, Copy)]
         struct Shared(*mut u8, *mut u8);
         unsafe impl Send for Shared {}
@@ -266,9 +277,11 @@ impl WeightGrad {
             let sh = sh;
             let (chunk, split) = (t / self.splits, t % self.splits);
             let partial = sh.0.add(chunk * self.partial_bytes(p)) as *mut f32;
-            let own = sh.0.add(self.chunks * self.partial_bytes(p) + t * self.task_bytes(p));
+            let own =
+                sh.0.add(self.chunks * self.partial_bytes(p) + t * self.task_bytes(p));
             let pixels = (chunk * p.kc / self.chunks)..((chunk + 1) * p.kc / self.chunks);
-            let tiles = (split * self.tiles / self.splits)..((split + 1) * self.tiles / self.splits);
+            let tiles =
+                (split * self.tiles / self.splits)..((split + 1) * self.tiles / self.splits);
             self.task(spec, p, (x, dy), partial, own, (pixels, tiles));
         };
         if tasks == 1 {
@@ -355,7 +368,8 @@ impl WeightGrad {
                             }
                         }
                         *xp.add(q - q0) = if ok {
-                            (x.ptr as *const f32).offset((offset(x, n, &at) + (g * p.cg) as i64) as isize)
+                            (x.ptr as *const f32)
+                                .offset((offset(x, n, &at) + (g * p.cg) as i64) as isize)
                         } else {
                             zeros
                         };
@@ -468,7 +482,10 @@ unsafe fn drive<T: Real>(
     let pack = |t: usize| {
         let ptrs = ptrs;
         for item in (t * packs / p.slots)..((t + 1) * packs / p.slots) {
-            let (g, rest) = (item / (p.blocks() * p.col_panels()), item % (p.blocks() * p.col_panels()));
+            let (g, rest) = (
+                item / (p.blocks() * p.col_panels()),
+                item % (p.blocks() * p.col_panels()),
+            );
             let (bi, j) = (rest / p.col_panels(), rest % p.col_panels());
             let q0 = bi * p.kb;
             let dst = shared_block(&p, ptrs.scratch, g, bi).add(j * p.kb * NR * p.elem) as *mut T;
@@ -673,7 +690,11 @@ unsafe fn pack_b<T: Real>(
         // b[(k, c), f] = w[k, c, g·Fg + f] and b[(k, f), c] = w[k, c, g·Fg + f].
         ConvRole::Output | ConvRole::Input => {
             let w = ptrs.b;
-            let inner = if p.role == ConvRole::Output { p.cg } else { p.fg };
+            let inner = if p.role == ConvRole::Output {
+                p.cg
+            } else {
+                p.fg
+            };
             let (sc, sf) = (w.strides[r], w.strides[r + 1]);
             for q in q0..q1 {
                 let (kpos, ch) = (q / inner, q % inner);

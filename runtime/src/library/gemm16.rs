@@ -358,7 +358,9 @@ unsafe fn tile_at(
         (Kind::Fma, DType::BF16) => {
             kernel::tile_fma::<{ kernel::BF16 }, false>(g.kp, ap, bp, c, ldc, rows, cols)
         }
-        (Kind::Fma, _) => kernel::tile_fma::<{ kernel::F16 }, false>(g.kp, ap, bp, c, ldc, rows, cols),
+        (Kind::Fma, _) => {
+            kernel::tile_fma::<{ kernel::F16 }, false>(g.kp, ap, bp, c, ldc, rows, cols)
+        }
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (ap, bp, c, ldc, rows, cols);

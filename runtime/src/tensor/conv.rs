@@ -96,7 +96,14 @@ fn conv_at(
 ) -> Tensor {
     let desc = |t: &Tensor| type_str(t.dtype, &t.shape);
     let bad = |msg: String| -> ! {
-        fail(Error::shape(format!("`{name}`: {msg} (input {}, kernel {})", desc(x), desc(w))).at(loc))
+        fail(
+            Error::shape(format!(
+                "`{name}`: {msg} (input {}, kernel {})",
+                desc(x),
+                desc(w)
+            ))
+            .at(loc),
+        )
     };
     if !x.dtype.is_float() || w.dtype != x.dtype {
         fail(
@@ -200,7 +207,11 @@ fn conv_at(
     };
     let spec = ConvSpec {
         role: ConvRole::Output,
-        strides: if transpose { vec![1; rank] } else { strides.clone() },
+        strides: if transpose {
+            vec![1; rank]
+        } else {
+            strides.clone()
+        },
         padding,
         lhs_dilation: if transpose { strides } else { lhs_dilation },
         rhs_dilation,
@@ -209,7 +220,13 @@ fn conv_at(
     let shapes = spec
         .shapes(&x2.shape, &w2.shape, &[])
         .unwrap_or_else(|e| bad(e));
-    let y = apply(Op::Conv(std::sync::Arc::new(spec)), &[&x2, &w2], shapes.y, x.dtype, loc);
+    let y = apply(
+        Op::Conv(std::sync::Arc::new(spec)),
+        &[&x2, &w2],
+        shapes.y,
+        x.dtype,
+        loc,
+    );
     match o.layout {
         ConvLayout::ChannelsLast => y,
         ConvLayout::ChannelsFirst => {
