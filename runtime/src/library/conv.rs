@@ -236,6 +236,7 @@ impl WeightGrad {
     fn of(p: &Problem, ins: &[Operand]) -> Option<WeightGrad> {
         let r = p.s.rank();
         let runs = p.role == ConvRole::Weight
+            && p.elem == 4
             && ins[0].strides[r + 1] == 1
             && ins[1].strides[r + 1] == 1
             && super::gemm16::fma_tiles();
@@ -334,21 +335,14 @@ impl WeightGrad {
         std::ptr::write_bytes(zeros, 0, p.cg.next_multiple_of(NR));
         let (fpan, cpan) = (p.fg.div_ceil(MR), p.cg.div_ceil(NR));
         let out = p.s.output();
-        let ovol = shape::numel(out).max(1);
         let (mut o, mut k, mut at) = (vec![0usize; r], vec![0usize; r], vec![0usize; r]);
         let first = pixels.start;
         for q0 in pixels.clone().step_by(self.pass) {
             let q1 = (q0 + self.pass).min(pixels.end);
             // `dy`'s row of each pixel (its feature 0).
-            unflatten(q0 % ovol, out, &mut o);
-            let mut n = q0 / ovol;
-            for q in q0..q1 {
-                *dyp.add(q - q0) = (dy.ptr as *const f32).offset(offset(dy, n, &o) as isize);
-                step(out, &mut o);
-                if o.iter().all(|&i| i == 0) {
-                    n += 1;
-                }
-            }
+            each_pixel(out, q0..q1, &mut o, |q, n, o| {
+                *dyp.add(q - q0) = (dy.ptr as *const f32).offset(offset(dy, n, o) as isize);
+            });
             let mut at_k = None;
             for tile in tiles.clone() {
                 let (gk, rest) = (tile / (fpan * cpan), tile % (fpan * cpan));
@@ -357,27 +351,14 @@ impl WeightGrad {
                 if at_k != Some(gk) {
                     // `x`'s row (at the group's feature 0) each pixel reads at `kpos`.
                     unflatten(kpos, p.s.window(), &mut k);
-                    unflatten(q0 % ovol, out, &mut o);
-                    let mut n = q0 / ovol;
-                    for q in q0..q1 {
-                        let mut ok = true;
-                        for d in 0..r {
-                            match source(spec, d, o[d], k[d], p.s.input()[d]) {
-                                Some(i) => at[d] = i,
-                                None => ok = false,
-                            }
-                        }
-                        *xp.add(q - q0) = if ok {
+                    each_pixel(out, q0..q1, &mut o, |q, n, o| {
+                        *xp.add(q - q0) = if window_hit(spec, &p.s, true, (o, &k), &mut at) {
                             (x.ptr as *const f32)
                                 .offset((offset(x, n, &at) + (g * p.cg) as i64) as isize)
                         } else {
                             zeros
                         };
-                        step(out, &mut o);
-                        if o.iter().all(|&i| i == 0) {
-                            n += 1;
-                        }
-                    }
+                    });
                     at_k = Some(gk);
                 }
                 let (f0, c0) = (fi * MR, ci * NR);
@@ -462,10 +443,8 @@ unsafe fn drive<T: Real>(
     let base = scratch.wrapping_add(scratch.align_offset(ALIGN));
     #[cfg(target_arch = "x86_64")]
     if let Some(w) = WeightGrad::of(&p, ins) {
-        if size_of::<T>() == 4 {
-            w.run(spec, &p, ins, out, base);
-            return;
-        }
+        w.run(spec, &p, ins, out, base);
+        return;
     }
     let ptrs = Ptrs {
         a: &ins[0],
@@ -489,7 +468,7 @@ unsafe fn drive<T: Real>(
             let (bi, j) = (rest / p.col_panels(), rest % p.col_panels());
             let q0 = bi * p.kb;
             let dst = shared_block(&p, ptrs.scratch, g, bi).add(j * p.kb * NR * p.elem) as *mut T;
-            pack_b(spec, &p, &ptrs, g, j, (q0, (q0 + p.kb).min(p.kc)), dst);
+            pack_b(&p, &ptrs, g, j, (q0, (q0 + p.kb).min(p.kc)), dst);
         }
     };
     let task = |t: usize| {
@@ -547,7 +526,7 @@ unsafe fn task<T: Real>(spec: &ConvSpec, p: &Problem, t: usize, (ptrs, shared): 
                 bp = shared_block(p, shared, g, bi) as *mut T;
             } else if packed != Some(g) {
                 for j in 0..p.col_panels() {
-                    pack_b(spec, p, &ptrs, g, j, (q0, q1), bp.add(j * p.kb * NR));
+                    pack_b(p, &ptrs, g, j, (q0, q1), bp.add(j * p.kb * NR));
                 }
                 packed = Some(g);
             }
@@ -664,6 +643,78 @@ fn step(shape: &[usize], idx: &mut [usize]) {
     }
 }
 
+/// Calls `f(q, n, o)` for each pixel `q` of `pixels`, flat over `[N, out..]`: its batch
+/// index `n` and output position `o` (`o` is the caller's buffer of `out.len()`), in order.
+fn each_pixel(
+    out: &[usize],
+    pixels: std::ops::Range<usize>,
+    o: &mut [usize],
+    mut f: impl FnMut(usize, usize, &[usize]),
+) {
+    let ovol = shape::numel(out).max(1);
+    unflatten(pixels.start % ovol, out, o);
+    let mut n = pixels.start / ovol;
+    for q in pixels {
+        f(q, n, o);
+        step(out, o);
+        if o.iter().all(|&i| i == 0) {
+            n += 1;
+        }
+    }
+}
+
+/// The position window position `k` of `pos` meets on the other side, into `at`: the input
+/// position an output position reads (`forward`), or the output position that reads an
+/// input position; false where there is none.
+fn window_hit(
+    spec: &ConvSpec,
+    s: &ConvShapes,
+    forward: bool,
+    (pos, k): (&[usize], &[usize]),
+    at: &mut [usize],
+) -> bool {
+    for d in 0..pos.len() {
+        let hit = if forward {
+            source(spec, d, pos[d], k[d], s.input()[d])
+        } else {
+            target(spec, d, pos[d], k[d], s.output()[d])
+        };
+        match hit {
+            Some(i) => at[d] = i,
+            None => return false,
+        }
+    }
+    true
+}
+
+/// For each row of row panel `panel` (pixels of the output for `conv`, of the input for
+/// `conv_input_grad`) and each window position, `set(row, k, offset)`: the element offset
+/// of the pixel it reads in `t` (feature 0), or `None`.
+fn row_offsets(
+    spec: &ConvSpec,
+    p: &Problem,
+    t: &Operand,
+    panel: usize,
+    mut set: impl FnMut(usize, usize, Option<i64>),
+) {
+    let r = p.s.rank();
+    let rows = (p.m - panel * MR).min(MR);
+    let forward = p.role == ConvRole::Output;
+    let lead_shape = if forward { p.s.output() } else { p.s.input() };
+    let space = shape::numel(lead_shape).max(1);
+    let (mut pos, mut k, mut at) = (vec![0usize; r], vec![0usize; r], vec![0usize; r]);
+    for row in 0..rows {
+        let flat = panel * MR + row;
+        let n = flat / space;
+        unflatten(flat % space, lead_shape, &mut pos);
+        for kpos in 0..p.kvol {
+            unflatten(kpos, p.s.window(), &mut k);
+            let hit = window_hit(spec, &p.s, forward, (&pos, &k), &mut at);
+            set(row, kpos, hit.then(|| offset(t, n, &at)));
+        }
+    }
+}
+
 /// Reads element `at` of an operand of the compute type.
 #[inline(always)]
 unsafe fn load<T: Real>(t: &Operand, at: i64) -> T {
@@ -674,7 +725,6 @@ unsafe fn load<T: Real>(t: &Operand, at: i64) -> T {
 /// is `b[q, j·NR + l]`, zero past `ncol`.
 #[allow(clippy::too_many_arguments)]
 unsafe fn pack_b<T: Real>(
-    spec: &ConvSpec,
     p: &Problem,
     ptrs: &Ptrs,
     g: usize,
@@ -685,7 +735,6 @@ unsafe fn pack_b<T: Real>(
     let r = p.s.rank();
     let lanes = (p.ncol - j * NR).min(NR);
     let mut k = vec![0usize; r];
-    let _ = spec;
     match p.role {
         // b[(k, c), f] = w[k, c, g·Fg + f] and b[(k, f), c] = w[k, c, g·Fg + f].
         ConvRole::Output | ConvRole::Input => {
@@ -732,11 +781,8 @@ unsafe fn pack_b<T: Real>(
             let out = p.s.output();
             let mut o = vec![0usize; r];
             let sf = dy.strides[r + 1];
-            let ovol = shape::numel(out).max(1);
-            unflatten(q0 % ovol, out, &mut o);
-            let mut n = q0 / ovol;
-            for q in q0..q1 {
-                let base = offset(dy, n, &o);
+            each_pixel(out, q0..q1, &mut o, |q, n, o| {
+                let base = offset(dy, n, o);
                 let row = dst.add((q - q0) * NR);
                 for l in 0..NR {
                     *row.add(l) = if l >= lanes {
@@ -745,11 +791,7 @@ unsafe fn pack_b<T: Real>(
                         load(dy, base + (g * p.fg + j * NR + l) as i64 * sf)
                     };
                 }
-                step(out, &mut o);
-                if o.iter().all(|&i| i == 0) {
-                    n += 1;
-                }
-            }
+            });
         }
     }
 }
@@ -778,42 +820,16 @@ unsafe fn pack_a<T: Real>(
             }
         }
     }
-    let mut k = vec![0usize; r];
-    let mut pos = vec![0usize; r];
-    let mut at = vec![0usize; r];
     match p.role {
         // a[(n, o), (k, c)] = x[n, src(o, k), g·Cg + c]; a[(n, i), (k, f)] = dy[n, dst(i, k), g·Fg + f].
         ConvRole::Output | ConvRole::Input => {
             let t = ptrs.a;
-            let (lead_shape, inner, ch_base) = if p.role == ConvRole::Output {
-                (p.s.output(), p.cg, g * p.cg)
-            } else {
-                (p.s.input(), p.fg, g * p.fg)
-            };
+            let ch_base = g * p.inner;
             let sc = t.strides[r + 1];
-            let space = shape::numel(lead_shape).max(1);
-            // The offset of each row's element at each window position.
-            for row in 0..rows {
-                let flat = panel * MR + row;
-                let n = flat / space;
-                unflatten(flat % space, lead_shape, &mut pos);
-                for kpos in 0..p.kvol {
-                    unflatten(kpos, p.s.window(), &mut k);
-                    let mut ok = true;
-                    for d in 0..r {
-                        let hit = if p.role == ConvRole::Output {
-                            source(spec, d, pos[d], k[d], p.s.input()[d])
-                        } else {
-                            target(spec, d, pos[d], k[d], p.s.output()[d])
-                        };
-                        match hit {
-                            Some(i) => at[d] = i,
-                            None => ok = false,
-                        }
-                    }
-                    *offs.add(row * p.kvol + kpos) = if ok { offset(t, n, &at) } else { NONE };
-                }
-            }
+            let inner = p.inner;
+            row_offsets(spec, p, t, panel, |row, kpos, off| {
+                *offs.add(row * p.kvol + kpos) = off.unwrap_or(NONE);
+            });
             let (mut kpos, mut ch) = (q0 / inner, q0 % inner);
             for q in 0..kb {
                 let col = dst.add(q * MR);
@@ -838,7 +854,7 @@ unsafe fn pack_a<T: Real>(
             let x = ptrs.a;
             let out = p.s.output();
             let sc = x.strides[r + 1];
-            let ovol = shape::numel(out).max(1);
+            let (mut k, mut pos, mut at) = (vec![0usize; r], vec![0usize; r], vec![0usize; r]);
             let mut done = None;
             for row in 0..rows {
                 let flat = panel * MR + row;
@@ -846,22 +862,13 @@ unsafe fn pack_a<T: Real>(
                 if done != Some(kpos) {
                     // The input offset each pixel of the block reads at this window position.
                     unflatten(kpos, p.s.window(), &mut k);
-                    unflatten(q0 % ovol, out, &mut pos);
-                    let mut n = q0 / ovol;
-                    for q in 0..kb {
-                        let mut ok = true;
-                        for d in 0..r {
-                            match source(spec, d, pos[d], k[d], p.s.input()[d]) {
-                                Some(i) => at[d] = i,
-                                None => ok = false,
-                            }
-                        }
-                        *offs.add(q) = if ok { offset(x, n, &at) } else { NONE };
-                        step(out, &mut pos);
-                        if pos.iter().all(|&i| i == 0) {
-                            n += 1;
-                        }
-                    }
+                    each_pixel(out, q0..q1, &mut pos, |q, n, o| {
+                        *offs.add(q - q0) = if window_hit(spec, &p.s, true, (o, &k), &mut at) {
+                            offset(x, n, &at)
+                        } else {
+                            NONE
+                        };
+                    });
                     done = Some(kpos);
                 }
                 let c_off = (g * p.cg + c) as i64 * sc;
@@ -893,55 +900,25 @@ unsafe fn row_pointers(
     out: *mut i64,
     zeros: *mut u8,
 ) {
-    let r = p.s.rank();
-    let rows = (p.m - panel * MR).min(MR);
     let t = ptrs.a;
-    let (lead_shape, ch_base) = if p.role == ConvRole::Output {
-        (p.s.output(), g * p.cg)
-    } else {
-        (p.s.input(), g * p.fg)
-    };
-    let space = shape::numel(lead_shape).max(1);
-    let (mut pos, mut k, mut at) = (vec![0usize; r], vec![0usize; r], vec![0usize; r]);
+    let ch_base = (g * p.inner) as i64 * t.strides[p.s.rank() + 1];
     let out = out as *mut *const u8;
-    for row in 0..MR {
-        if row >= rows {
-            for kpos in 0..p.kvol {
-                *out.add(kpos * MR + row) = zeros;
-            }
-            continue;
-        }
-        let flat = panel * MR + row;
-        let n = flat / space;
-        unflatten(flat % space, lead_shape, &mut pos);
-        for kpos in 0..p.kvol {
-            unflatten(kpos, p.s.window(), &mut k);
-            let mut ok = true;
-            for d in 0..r {
-                let hit = if p.role == ConvRole::Output {
-                    source(spec, d, pos[d], k[d], p.s.input()[d])
-                } else {
-                    target(spec, d, pos[d], k[d], p.s.output()[d])
-                };
-                match hit {
-                    Some(i) => at[d] = i,
-                    None => ok = false,
-                }
-            }
-            *out.add(kpos * MR + row) = if ok {
-                let off = offset(t, n, &at) + ch_base as i64 * t.strides[r + 1];
-                t.ptr.wrapping_offset(off as isize * p.elem as isize)
-            } else {
-                zeros
-            };
-        }
+    for i in 0..p.kvol * MR {
+        *out.add(i) = zeros;
     }
+    row_offsets(spec, p, t, panel, |row, kpos, off| {
+        if let Some(off) = off {
+            let at = (off + ch_base) as isize * p.elem as isize;
+            *out.add(kpos * MR + row) = t.ptr.wrapping_offset(at);
+        }
+    });
 }
 
 /// The tile of an indirect product (XNNPACK's "indirect GEMM"): the rows of `a` are read
 /// where they lie, through one pointer per row and window position, never packed.
 #[cfg(target_arch = "x86_64")]
 mod indirect {
+    use super::super::gemm16::kernel::{load_tile, store_tile};
     use super::{MR, NR};
     use std::arch::x86_64::*;
 
@@ -960,16 +937,11 @@ mod indirect {
         c: *mut f32,
         (nk, inner, ldc, rows, cols): (usize, usize, usize, usize, usize),
     ) {
-        let lo = lanes(cols.min(16));
-        let hi = lanes(cols.saturating_sub(16));
-        let mut acc = [_mm512_setzero_ps(); 2 * MR];
-        if ACC {
-            for r in 0..rows {
-                let row = c.add(r * ldc);
-                acc[2 * r] = _mm512_maskz_loadu_ps(lo, row);
-                acc[2 * r + 1] = _mm512_maskz_loadu_ps(hi, row.add(16));
-            }
-        }
+        let mut acc = if ACC {
+            load_tile(c, ldc, rows, cols)
+        } else {
+            [_mm512_setzero_ps(); 2 * MR]
+        };
         let mut b = b;
         for k in 0..nk {
             let p: [*const f32; MR] = *(rows_at.add(k * MR) as *const [*const f32; MR]);
@@ -984,21 +956,14 @@ mod indirect {
                 b = b.add(NR);
             }
         }
-        for r in 0..rows {
-            let row = c.add(r * ldc);
-            _mm512_mask_storeu_ps(row, lo, acc[2 * r]);
-            _mm512_mask_storeu_ps(row.add(16), hi, acc[2 * r + 1]);
-        }
-    }
-
-    fn lanes(n: usize) -> __mmask16 {
-        ((1u32 << n) - 1) as __mmask16
+        store_tile(c, ldc, rows, cols, &acc);
     }
 }
 
 /// The tile of the direct weight gradient (`WeightGrad`).
 #[cfg(target_arch = "x86_64")]
 mod weight_tile {
+    use super::super::gemm16::kernel::{lanes, load_tile, store_tile};
     use super::MR;
     use std::arch::x86_64::*;
 
@@ -1019,14 +984,11 @@ mod weight_tile {
     ) {
         let lo = lanes(cols.min(16));
         let hi = lanes(cols.saturating_sub(16));
-        let mut acc = [_mm512_setzero_ps(); 2 * MR];
-        if ACC {
-            for r in 0..rows {
-                let row = c.add(r * ldc);
-                acc[2 * r] = _mm512_maskz_loadu_ps(lo, row);
-                acc[2 * r + 1] = _mm512_maskz_loadu_ps(hi, row.add(16));
-            }
-        }
+        let mut acc = if ACC {
+            load_tile(c, ldc, rows, cols)
+        } else {
+            [_mm512_setzero_ps(); 2 * MR]
+        };
         // Rows past `rows` broadcast row 0 (their sums are never stored).
         let mut off = [0usize; MR];
         for (r, o) in off.iter_mut().enumerate() {
@@ -1043,14 +1005,6 @@ mod weight_tile {
                 acc[2 * r + 1] = _mm512_fmadd_ps(v, b1, acc[2 * r + 1]);
             }
         }
-        for r in 0..rows {
-            let row = c.add(r * ldc);
-            _mm512_mask_storeu_ps(row, lo, acc[2 * r]);
-            _mm512_mask_storeu_ps(row.add(16), hi, acc[2 * r + 1]);
-        }
-    }
-
-    fn lanes(n: usize) -> __mmask16 {
-        ((1u32 << n) - 1) as __mmask16
+        store_tile(c, ldc, rows, cols, &acc);
     }
 }

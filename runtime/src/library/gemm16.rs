@@ -573,13 +573,7 @@ pub(super) mod kernel {
         let mut acc = [_mm512_setzero_ps(); 2 * MR];
         if ACC {
             debug_assert_eq!(OUT, F32);
-            let lo = lanes(cols.min(16));
-            let hi = lanes(cols.saturating_sub(16));
-            for r in 0..rows {
-                let row = (c as *const f32).add(r * ldc);
-                acc[2 * r] = _mm512_maskz_loadu_ps(lo, row);
-                acc[2 * r + 1] = _mm512_maskz_loadu_ps(hi, row.add(16));
-            }
+            acc = load_tile(c as *const f32, ldc, rows, cols);
         }
         for _ in 0..kp {
             let b0 = _mm512_loadu_ps(b);
@@ -661,8 +655,52 @@ pub(super) mod kernel {
     }
 
     /// The mask of the first `n` of 16 lanes.
-    fn lanes(n: usize) -> __mmask16 {
+    pub fn lanes(n: usize) -> __mmask16 {
         ((1u32 << n) - 1) as __mmask16
+    }
+
+    /// The `rows × cols` of an f32 tile at `c` (rows `ldc` apart) as the accumulators of a
+    /// tile kernel (zero elsewhere): where a sum over `k` continues.
+    ///
+    /// # Safety
+    /// AVX-512 F; `c` valid for the tile.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    pub unsafe fn load_tile(
+        c: *const f32,
+        ldc: usize,
+        rows: usize,
+        cols: usize,
+    ) -> [__m512; 2 * MR] {
+        let (lo, hi) = (lanes(cols.min(16)), lanes(cols.saturating_sub(16)));
+        let mut acc = [_mm512_setzero_ps(); 2 * MR];
+        for r in 0..rows {
+            let row = c.add(r * ldc);
+            acc[2 * r] = _mm512_maskz_loadu_ps(lo, row);
+            acc[2 * r + 1] = _mm512_maskz_loadu_ps(hi, row.add(16));
+        }
+        acc
+    }
+
+    /// Stores the `rows × cols` of the f32 accumulators `acc` at `c` (rows `ldc` apart).
+    ///
+    /// # Safety
+    /// AVX-512 F; `c` valid for the tile.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    pub unsafe fn store_tile(
+        c: *mut f32,
+        ldc: usize,
+        rows: usize,
+        cols: usize,
+        acc: &[__m512; 2 * MR],
+    ) {
+        let (lo, hi) = (lanes(cols.min(16)), lanes(cols.saturating_sub(16)));
+        for r in 0..rows {
+            let row = c.add(r * ldc);
+            _mm512_mask_storeu_ps(row, lo, acc[2 * r]);
+            _mm512_mask_storeu_ps(row.add(16), hi, acc[2 * r + 1]);
+        }
     }
 
     /// A right panel packed from contiguous runs: `dst[p · NR + l] = x[2p, l] | x[2p+1, l] << 16`
