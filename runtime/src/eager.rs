@@ -123,6 +123,7 @@ fn compiles(op: &Op) -> bool {
             | Op::Attention(_)
             | Op::AttentionGrad(_)
             | Op::Conv(_)
+            | Op::Window(_)
             // Control flow: the node with its traced bodies, compiled once per body and
             // operand types (the key spells the bodies), its sub-programs cached with it.
             | Op::Cond(_)

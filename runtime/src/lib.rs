@@ -82,6 +82,7 @@ pub use tensor::conv::{conv, conv_transpose, ConvLayout, ConvOptions, Padding};
 pub use tensor::ops::{select, where_, IntoOperand};
 pub use tensor::reduce::Axes;
 pub use tensor::shape_ops::{concat, stack, Slice};
+pub use tensor::window::{avg_pool, max_pool, reduce_window, PoolOptions, Reducer};
 pub use units::human_bytes;
 pub use vmap::{try_vmap, vmap, BatchAxes};
 

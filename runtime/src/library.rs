@@ -11,6 +11,7 @@ pub mod conv;
 pub mod gemm16;
 pub mod ops;
 pub mod random;
+pub mod window;
 pub mod workspace;
 
 use crate::codegen::GemmSplit;

@@ -190,3 +190,11 @@ pub fn clamp_index(i: i64, n: usize) -> usize {
     let i = if i < 0 { i + n as i64 } else { i };
     i.clamp(0, n as i64 - 1) as usize
 }
+
+/// The multi-index of flat index `i` of `shape` (row-major) into `idx`.
+pub fn unflatten(mut i: usize, shape: &[usize], idx: &mut [usize]) {
+    for d in (0..shape.len()).rev() {
+        idx[d] = i % shape[d];
+        i /= shape[d];
+    }
+}

@@ -42,6 +42,7 @@ mod short_reductions;
 mod statistics;
 mod tensor_api;
 mod vmap;
+mod window;
 mod x86;
 
 /// Counts the process's large allocations (>= 64 KiB, the pool's smallest

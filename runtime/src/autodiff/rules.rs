@@ -513,6 +513,31 @@ pub fn backward(g: &Graph, vals: &[Tensor], seeds: &[(ValueId, Tensor)]) -> Vec<
                     }
                 }
             }
+            // The family (`ir::window`) is closed: each member's gradient is another.
+            Op::Window(spec) => {
+                use crate::ir::WindowRole::{Max, MaxGather, MaxScatter, Sum, SumTranspose};
+                use crate::tensor::window::window_part;
+                let shape = |k: usize| x(k).shape().to_vec();
+                match spec.role {
+                    Max if need(0) => {
+                        add(&mut ct, inp(0), window_part(spec, MaxScatter, &[x(0), &c], &shape(0), loc))
+                    }
+                    Sum if need(0) => {
+                        add(&mut ct, inp(0), window_part(spec, SumTranspose, &[&c], &shape(0), loc))
+                    }
+                    SumTranspose if need(0) => {
+                        add(&mut ct, inp(0), window_part(spec, Sum, &[&c], &shape(0), loc))
+                    }
+                    // The winners are piecewise constant in `x`: no gradient through them.
+                    MaxScatter if need(1) => {
+                        add(&mut ct, inp(1), window_part(spec, MaxGather, &[x(0), &c], &shape(1), loc))
+                    }
+                    MaxGather if need(1) => {
+                        add(&mut ct, inp(1), window_part(spec, MaxScatter, &[x(0), &c], &shape(1), loc))
+                    }
+                    _ => {}
+                }
+            }
             Op::Matmul => {
                 let (a, b) = (x(0), x(1));
                 // A product of 16-bit operands with an f32 result (`matmul_with`): the

@@ -114,6 +114,7 @@ fn is_library(op: &Op) -> bool {
             | Op::ScatterAdd(_)
             | Op::Attention(_)
             | Op::Conv(_)
+            | Op::Window(_)
             | Op::AllReduce(_)
             | Op::AllGather(..)
             | Op::ReduceScatter(..)

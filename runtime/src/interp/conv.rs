@@ -28,10 +28,10 @@ pub fn conv(spec: &ConvSpec, ins: &[&Array], out_shape: &[usize]) -> Array {
     let mut k = vec![0usize; r];
     for n in 0..s.batch() {
         for oi in 0..shape::numel(&outs) {
-            unflatten(oi, &outs, &mut o);
+            shape::unflatten(oi, &outs, &mut o);
             let ybase = n * yst[0] + (0..r).map(|d| o[d] * yst[1 + d]).sum::<usize>();
             'window: for ki in 0..shape::numel(&wins) {
-                unflatten(ki, &wins, &mut k);
+                shape::unflatten(ki, &wins, &mut k);
                 let mut xbase = n * xst[0];
                 for d in 0..r {
                     match source(spec, d, o[d], k[d], input[d]) {
@@ -58,12 +58,4 @@ pub fn conv(spec: &ConvSpec, ins: &[&Array], out_shape: &[usize]) -> Array {
         }
     }
     from_f64s(out, out_shape, ins[0].dtype)
-}
-
-/// The multi-index of flat index `i` of `shape` (row-major) into `idx`.
-fn unflatten(mut i: usize, shape: &[usize], idx: &mut [usize]) {
-    for d in (0..shape.len()).rev() {
-        idx[d] = i % shape[d];
-        i /= shape[d];
-    }
 }

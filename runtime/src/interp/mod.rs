@@ -7,6 +7,7 @@
 mod attention;
 mod conv;
 mod reduce;
+mod window;
 
 pub use attention::attention_grad;
 
@@ -432,6 +433,7 @@ pub fn eval_op(op: &Op, ins: &[&Array], shape: &[usize], dtype: DType) -> Result
         }
         Op::Matmul => reduce::matmul(ins[0], ins[1], s, dtype),
         Op::Conv(c) => conv::conv(c, ins, s),
+        Op::Window(w) => window::window(w, ins, s),
         Op::Attention(a) => attention::attention(a, ins, s),
         // `dq` (the node's own result; `eval_nodes` keeps `dk`, `dv` for its `get`s).
         Op::AttentionGrad(a) => attention::attention_grad(a, ins).swap_remove(0),

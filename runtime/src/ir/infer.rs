@@ -298,6 +298,7 @@ pub fn infer(op: &Op, ins: &[Ty], declared: Ty) -> Result<(Vec<usize>, DType), S
             Ok((ins[0].0.to_vec(), d))
         }
         Op::Conv(spec) => spec.infer(ins, declared),
+        Op::Window(spec) => spec.infer(ins, declared),
         Op::Attention(spec) | Op::AttentionGrad(spec) => {
             let grad = matches!(op, Op::AttentionGrad(_));
             let layout = if grad {

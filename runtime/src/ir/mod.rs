@@ -15,6 +15,7 @@ mod parse;
 mod print;
 pub mod semantics;
 mod verify;
+pub mod window;
 
 pub use conv::{ConvRole, ConvShapes, ConvSpec};
 pub use op::{
@@ -22,6 +23,7 @@ pub use op::{
 };
 pub use parse::parse;
 pub use verify::verify;
+pub use window::{WindowRole, WindowSpec};
 
 use crate::{DType, SourceLoc};
 

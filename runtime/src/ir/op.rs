@@ -182,6 +182,10 @@ pub enum Op {
     /// `conv_input_grad(dy, w)` or `conv_weight_grad(x, dy)` as `spec.role` says; channels
     /// last (`x [N, S.., C]`, `w [K.., C/G, F]`). A library step (`library::conv`).
     Conv(std::sync::Arc<super::ConvSpec>),
+    /// A member of the windowed-reduction family (`ir::window`): `window_max(x)`,
+    /// `window_sum(x)` and the ops of their gradients, as `spec.role` says. A library step
+    /// (`library::window`).
+    Window(std::sync::Arc<super::WindowSpec>),
 }
 
 /// Which keys a query row of `attention` sees.
@@ -548,6 +552,7 @@ impl Op {
             Op::AttentionGrad(_) => "attention_grad",
             Op::Random(r) => r.name(),
             Op::Conv(c) => c.role.name(),
+            Op::Window(w) => w.role.name(),
             Op::AllGather(..) => "all_gather",
             Op::BroadcastFrom(_) => "broadcast_from",
             Op::ReduceScatter(r, ..) => match r {

@@ -150,6 +150,15 @@ fn parse_graph(lines: &[(usize, &str)], pos: &mut usize, nested: bool) -> Result
                     .map_err(|e| Error::parse(line_no, format!("`{opname}`: {e}")))?;
                 (Op::Conv(std::sync::Arc::new(spec)), args)
             }
+            name if super::WindowRole::from_name(name).is_some() => {
+                let role = super::WindowRole::from_name(name).expect("matched");
+                let text = attr(
+                    "a window, strides and padding, e.g. `w=1,2,2,1;s=1,2,2,1;p=0:0,0:0,0:0,0:0`",
+                )?;
+                let spec = super::WindowSpec::parse(role, text)
+                    .map_err(|e| Error::parse(line_no, format!("`{opname}`: {e}")))?;
+                (Op::Window(std::sync::Arc::new(spec)), args)
+            }
             "cond" => {
                 let else_ = sub_graph(lines, pos, line_no)?;
                 let then = sub_graph(lines, pos, line_no)?;

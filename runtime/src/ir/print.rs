@@ -114,6 +114,7 @@ pub fn attr_text(op: &Op) -> String {
             literal_text(Literal::Float(*hi))
         ),
         Op::Conv(c) => c.attr_text(),
+        Op::Window(w) => w.attr_text(),
         Op::Scan(sc) => format!(
             "[{},{},{},{}]",
             sc.length, sc.carried, sc.xs, sc.reverse as u8

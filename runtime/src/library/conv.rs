@@ -350,7 +350,7 @@ impl WeightGrad {
                 let (fi, ci) = (rest / cpan, rest % cpan);
                 if at_k != Some(gk) {
                     // `x`'s row (at the group's feature 0) each pixel reads at `kpos`.
-                    unflatten(kpos, p.s.window(), &mut k);
+                    shape::unflatten(kpos, p.s.window(), &mut k);
                     each_pixel(out, q0..q1, &mut o, |q, n, o| {
                         *xp.add(q - q0) = if window_hit(spec, &p.s, true, (o, &k), &mut at) {
                             (x.ptr as *const f32)
@@ -624,14 +624,6 @@ fn offset(t: &Operand, lead: usize, pos: &[usize]) -> i64 {
             .sum::<i64>()
 }
 
-/// The multi-index of flat index `i` of `shape` (row-major) into `idx`.
-fn unflatten(mut i: usize, shape: &[usize], idx: &mut [usize]) {
-    for d in (0..shape.len()).rev() {
-        idx[d] = i % shape[d];
-        i /= shape[d];
-    }
-}
-
 /// Advances a row-major multi-index of `shape` by one.
 fn step(shape: &[usize], idx: &mut [usize]) {
     for d in (0..shape.len()).rev() {
@@ -652,7 +644,7 @@ fn each_pixel(
     mut f: impl FnMut(usize, usize, &[usize]),
 ) {
     let ovol = shape::numel(out).max(1);
-    unflatten(pixels.start % ovol, out, o);
+    shape::unflatten(pixels.start % ovol, out, o);
     let mut n = pixels.start / ovol;
     for q in pixels {
         f(q, n, o);
@@ -706,9 +698,9 @@ fn row_offsets(
     for row in 0..rows {
         let flat = panel * MR + row;
         let n = flat / space;
-        unflatten(flat % space, lead_shape, &mut pos);
+        shape::unflatten(flat % space, lead_shape, &mut pos);
         for kpos in 0..p.kvol {
-            unflatten(kpos, p.s.window(), &mut k);
+            shape::unflatten(kpos, p.s.window(), &mut k);
             let hit = window_hit(spec, &p.s, forward, (&pos, &k), &mut at);
             set(row, kpos, hit.then(|| offset(t, n, &at)));
         }
@@ -747,7 +739,7 @@ unsafe fn pack_b<T: Real>(
             let (sc, sf) = (w.strides[r], w.strides[r + 1]);
             for q in q0..q1 {
                 let (kpos, ch) = (q / inner, q % inner);
-                unflatten(kpos, p.s.window(), &mut k);
+                shape::unflatten(kpos, p.s.window(), &mut k);
                 let kbase: i64 = k.iter().zip(w.strides).map(|(&i, &s)| i as i64 * s).sum();
                 let row = dst.add((q - q0) * NR);
                 if p.role == ConvRole::Output && sf == 1 {
@@ -861,7 +853,7 @@ unsafe fn pack_a<T: Real>(
                 let (kpos, c) = (flat / p.cg, flat % p.cg);
                 if done != Some(kpos) {
                     // The input offset each pixel of the block reads at this window position.
-                    unflatten(kpos, p.s.window(), &mut k);
+                    shape::unflatten(kpos, p.s.window(), &mut k);
                     each_pixel(out, q0..q1, &mut pos, |q, n, o| {
                         *offs.add(q - q0) = if window_hit(spec, &p.s, true, (o, &k), &mut at) {
                             offset(x, n, &at)

@@ -43,6 +43,7 @@ pub fn scratch_bytes(
         Op::ScatterAdd(axis) => scatter_scratch(out_shape[*axis], shape::numel(in_shapes[1])),
         Op::Matmul => super::matmul_scratch(in_shapes[0], out_shape, operands),
         Op::Conv(spec) => super::conv::scratch_bytes(spec, in_shapes, out_shape, dtype),
+        Op::Window(spec) => super::window::scratch_bytes(spec, in_shapes),
         // The operand gathered into one contiguous block, MPI's send buffer (and for a
         // gather, every rank's block as MPI leaves them, before they are laid out).
         Op::AllReduce(_) | Op::ReduceScatter(..) => shape::numel(in_shapes[0]) * dtype.size(),
@@ -185,6 +186,7 @@ pub unsafe fn run(
         Op::Take(axis) => take(size, &ins[0], &ins[1], *axis, out, out_numel),
         Op::Attention(a) => super::attention::run(a, ins, dtype, out, scratch),
         Op::Conv(spec) => super::conv::run(spec, ins, out_shape, dtype, out, scratch)?,
+        Op::Window(spec) => super::window::run(spec, ins, out_shape, dtype, out, scratch)?,
         // Three outputs: the executor calls `attention::run_grad` with their buffers.
         Op::AttentionGrad(_) => return Err(unsupported(op, dtype)),
         Op::Random(r) => {
@@ -265,7 +267,7 @@ unsafe impl Sync for Shared {}
 const PARALLEL_MIN_BYTES: usize = 1 << 20;
 
 /// `f(begin, end)` over `0..count`, split across rayon's pool when `work_bytes` is large.
-fn par_for(count: usize, work_bytes: usize, f: impl Fn(usize, usize) + Sync) {
+pub(super) fn par_for(count: usize, work_bytes: usize, f: impl Fn(usize, usize) + Sync) {
     let threads = rayon::current_num_threads();
     if work_bytes < PARALLEL_MIN_BYTES || count < 2 || threads < 2 {
         f(0, count);

@@ -17,6 +17,7 @@ mod ndarray_interop;
 pub mod ops;
 pub mod reduce;
 pub mod shape_ops;
+pub mod window;
 
 use crate::array::{Array, ArrayRef};
 use crate::ir::ValueId;

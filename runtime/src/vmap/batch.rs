@@ -173,6 +173,18 @@ fn batch_node(n: &Node, ins: &[BVal], lanes: &Lanes) -> Vec<BVal> {
                 _ => per_lane(n, ins, lanes),
             }
         }
+        // Every operand batched; the batch axis gains a window of 1.
+        Op::Window(spec) => {
+            let full = all();
+            let mut s = (**spec).clone();
+            s.window.insert(0, 1);
+            s.strides.insert(0, 1);
+            s.padding.insert(0, (0, 0));
+            emit(
+                Op::Window(std::sync::Arc::new(s)),
+                &full.iter().collect::<Vec<_>>(),
+            )
+        }
         Op::Cond(c) => control::cond(c, ins, lanes),
         Op::While(w) => control::while_loop(w, ins, lanes),
         Op::Scan(s) => control::scan(s, ins, lanes),
