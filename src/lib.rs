@@ -95,20 +95,26 @@
 //! assert_eq!(step::cache_stats().misses, 1);
 //! ```
 
+// The layers of `nn` derive `Tree`, whose expansion names `::jitfuse`.
+extern crate self as jitfuse;
+
+pub mod nn;
+
 pub use jitfuse_macros::jit;
 /// `#[derive(Tree)]` (the macro; the trait of the same name is
 /// `jitfuse::Tree` too, in the type namespace, as serde's `Serialize`).
 pub use jitfuse_macros::Tree;
 pub use jitfuse_runtime::{
-    attention, attention_with, avg_pool, bf16, checkpoint, checkpoint_name, checkpoint_with,
-    clear_caches, concat, cond, conv, conv_transpose, f16, fori_loop, grad, half, human_bytes, jvp,
-    load, max_pool, profile, reduce_window, save, scan, select, set_eager_mode,
-    softmax_cross_entropy, softmax_cross_entropy_with_labels, stack, stop_gradient, try_vmap,
-    value_and_grad, vjp, vmap, where_, while_loop, zip_axis, AttnMask, AttnOptions, Axes, AxisIter,
-    BatchAxes, CacheStats, Compiled, ConvLayout, ConvOptions, DType, EagerMode, Element, Error,
-    ErrorKind, IntoOperand, Key, Literal, Lowered, MatmulOptions, MemoryAnalysis, MemoryBudget,
-    Padding, Policy, PoolOptions, Profile, Reducer, Scalar, Slice, SourceLoc, Tensor, Tree,
-    ZipAxis, AUTO_MEMORY_BUDGET,
+    attention, attention_with, avg_pool, batch_norm_eval, batch_norm_train, bf16, checkpoint,
+    checkpoint_name, checkpoint_with, clear_caches, concat, cond, conv, conv_transpose, dropout,
+    f16, fori_loop, grad, group_norm, half, human_bytes, jvp, load, max_pool, profile,
+    reduce_window, save, scan, select, set_eager_mode, softmax_cross_entropy,
+    softmax_cross_entropy_with_labels, stack, stop_gradient, try_vmap, value_and_grad, vjp, vmap,
+    where_, while_loop, zip_axis, AttnMask, AttnOptions, Axes, AxisIter, BatchAxes, CacheStats,
+    Compiled, ConvLayout, ConvOptions, DType, EagerMode, Element, Error, ErrorKind, IntoOperand,
+    Key, Literal, Lowered, MatmulOptions, MemoryAnalysis, MemoryBudget, Padding, Policy,
+    PoolOptions, Profile, Reducer, Scalar, Slice, SourceLoc, Tensor, Tree, ZipAxis,
+    AUTO_MEMORY_BUDGET,
 };
 /// The user-facing modules: trees and transformations, staged control flow, dtypes, eager
 /// mode, errors, checkpoints, the per-function cache and its reports, optimisers, random

@@ -73,12 +73,14 @@ pub mod interop {
     #[cfg(feature = "ndarray")]
     pub use ndarray;
 }
+pub use random::dropout;
 pub use random::Key;
 pub use tensor::attention::{attention, attention_with, AttnMask, AttnOptions};
 pub use tensor::composite::{
     softmax_cross_entropy, softmax_cross_entropy_with_labels, MatmulOptions,
 };
 pub use tensor::conv::{conv, conv_transpose, ConvLayout, ConvOptions, Padding};
+pub use tensor::norm::{batch_norm_eval, batch_norm_train, group_norm};
 pub use tensor::ops::{select, where_, IntoOperand};
 pub use tensor::reduce::Axes;
 pub use tensor::shape_ops::{concat, stack, Slice};

@@ -28,6 +28,7 @@ mod math_ops;
 mod memory;
 mod nanogpt;
 mod ndarray_interop;
+mod norm;
 mod optim;
 mod passes;
 mod precision;

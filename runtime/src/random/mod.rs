@@ -292,6 +292,28 @@ pub fn bernoulli<'a>(key: &Key, p: impl IntoOperand<'a>, shape: &[usize]) -> Ten
     compare(CmpOp::Lt, u.into_operand(), p.into_operand(), loc)
 }
 
+/// `x` with each element zeroed with probability `rate` and the others scaled by
+/// `1 / (1 − rate)` (inverted dropout, as flax's `Dropout`), the mask drawn from `key`;
+/// `rate = 0` returns `x`. The same key gives the same mask eagerly and jitted.
+#[track_caller]
+pub fn dropout(key: &Key, x: &Tensor, rate: f64) -> Tensor {
+    let loc = Location::caller();
+    if !(0.0..1.0).contains(&rate) || !x.dtype().is_float() {
+        fail(
+            Error::argument(format!(
+                "`dropout`: the rate {rate} must be in [0, 1) and the input a float tensor, not {}",
+                crate::error::type_str(x.dtype(), x.shape())
+            ))
+            .at(loc),
+        );
+    }
+    if rate == 0.0 {
+        return x.clone();
+    }
+    let keep = bernoulli(key, 1.0 - rate, x.shape());
+    crate::tensor::ops::select(&keep, x * (1.0 / (1.0 - rate)), 0.0)
+}
+
 fn float_dtype(op: &str, dtype: DType, loc: SourceLoc) {
     if !dtype.is_float() {
         fail(

@@ -14,6 +14,7 @@ mod display;
 pub mod interpret;
 #[cfg(feature = "ndarray")]
 mod ndarray_interop;
+pub mod norm;
 pub mod ops;
 pub mod reduce;
 pub mod shape_ops;
