@@ -109,12 +109,12 @@ pub use jitfuse_runtime::{
     checkpoint_name, checkpoint_with, clear_caches, concat, cond, conv, conv_transpose, dropout,
     f16, fori_loop, grad, group_norm, half, human_bytes, jvp, load, max_pool, profile,
     reduce_window, save, scan, select, set_eager_mode, softmax_cross_entropy,
-    softmax_cross_entropy_with_labels, stack, stop_gradient, try_vmap, value_and_grad, vjp, vmap,
-    where_, while_loop, zip_axis, AttnMask, AttnOptions, Axes, AxisIter, BatchAxes, CacheStats,
-    Compiled, ConvLayout, ConvOptions, DType, EagerMode, Element, Error, ErrorKind, IntoOperand,
-    Key, Literal, Lowered, MatmulOptions, MemoryAnalysis, MemoryBudget, Padding, Policy,
-    PoolOptions, Profile, Reducer, Scalar, Slice, SourceLoc, Tensor, Tree, ZipAxis,
-    AUTO_MEMORY_BUDGET,
+    softmax_cross_entropy_with_labels, stack, stop_gradient, try_vmap, value_and_grad,
+    value_and_grad_with_aux, vjp, vmap, where_, while_loop, zip_axis, AttnMask, AttnOptions, Axes,
+    AxisIter, BatchAxes, CacheStats, Compiled, ConvLayout, ConvOptions, DType, EagerMode, Element,
+    Error, ErrorKind, IntoOperand, Key, Literal, Lowered, MatmulOptions, MemoryAnalysis,
+    MemoryBudget, Padding, Policy, PoolOptions, Profile, Reducer, Scalar, Slice, SourceLoc, Tensor,
+    Tree, ZipAxis, AUTO_MEMORY_BUDGET,
 };
 /// The user-facing modules: trees and transformations, staged control flow, dtypes, eager
 /// mode, errors, checkpoints, the per-function cache and its reports, optimisers, random
@@ -148,7 +148,7 @@ pub mod prelude {
     pub use jitfuse_runtime::{
         checkpoint, checkpoint_name, checkpoint_with, concat, cond, fori_loop, grad, jvp, random,
         scan, select, softmax_cross_entropy, softmax_cross_entropy_with_labels, stack,
-        stop_gradient, try_vmap, value_and_grad, vjp, vmap, where_, while_loop, zip_axis,
-        BatchAxes, DType, Error, Key, Policy, Slice, Tensor, Tree,
+        stop_gradient, try_vmap, value_and_grad, value_and_grad_with_aux, vjp, vmap, where_,
+        while_loop, zip_axis, BatchAxes, DType, Error, Key, Policy, Slice, Tensor, Tree,
     };
 }

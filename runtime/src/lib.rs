@@ -54,8 +54,8 @@ pub mod units;
 pub mod vmap;
 
 pub use autodiff::{
-    checkpoint, checkpoint_name, checkpoint_with, grad, jvp, stop_gradient, value_and_grad, vjp,
-    Policy, Tree,
+    checkpoint, checkpoint_name, checkpoint_with, grad, jvp, stop_gradient, value_and_grad,
+    value_and_grad_with_aux, vjp, Policy, Tree,
 };
 pub use control::{cond, fori_loop, scan, while_loop, zip_axis, AxisIter, ZipAxis};
 pub use diag::profile::{profile, Profile};

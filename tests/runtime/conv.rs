@@ -92,8 +92,11 @@ fn cases() -> Vec<Case> {
             },
         ),
         // Weight gradients over more pixels than a pass (1024) and a chunk (4096): partial
-        // sums added in chunk order.
+        // sums added in chunk order (packed, then direct).
         case(&[6, 40, 40, 6], &[3, 3, 6, 20], opts(&[1, 1], Same)),
+        // The same with enough input features for the weight gradient's direct tiles
+        // (fewer gather `x` into packed panels: the case above).
+        case(&[5, 40, 40, 8], &[3, 3, 8, 20], opts(&[1, 1], Same)),
     ]
 }
 

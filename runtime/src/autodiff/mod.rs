@@ -31,7 +31,7 @@ pub use tree::{join_path, Tree};
 use crate::diag::phases::phase;
 use crate::error::type_str;
 use crate::trace::{self, fail, ParamSpec};
-use crate::{Error, ErrorKind, Tensor};
+use crate::{Error, ErrorKind, SourceLoc, Tensor};
 use std::panic::Location;
 
 /// Identity whose gradient is zero.
@@ -80,8 +80,36 @@ fn trace_leaves<T: Tree>(
 /// `x`. The value must be a float scalar (shape `[]`).
 #[track_caller]
 pub fn value_and_grad<T: Tree>(f: impl Fn(&T) -> Tensor, x: &T) -> (Tensor, T) {
-    let loc = Location::caller();
-    let body = |ts: &[Tensor]| vec![f(&x.rebuild(&mut ts.iter().cloned()))];
+    let ((value, ()), g) = aux_at(|x: &T| (f(x), ()), x, Location::caller());
+    (value, g)
+}
+
+/// `value_and_grad` of a function that also returns an auxiliary tree (JAX's
+/// `has_aux=True`): `((value, aux), gradient)`, the gradient of the value alone. What a
+/// batch-normalised model returns beside its loss (the updated running statistics) comes
+/// out of the one forward pass.
+#[track_caller]
+pub fn value_and_grad_with_aux<T: Tree, A: Tree>(
+    f: impl Fn(&T) -> (Tensor, A),
+    x: &T,
+) -> ((Tensor, A), T) {
+    aux_at(f, x, Location::caller())
+}
+
+fn aux_at<T: Tree, A: Tree>(
+    f: impl Fn(&T) -> (Tensor, A),
+    x: &T,
+    loc: SourceLoc,
+) -> ((Tensor, A), T) {
+    // The traced auxiliary tree is kept for its structure only.
+    let structure: std::cell::RefCell<Option<A>> = std::cell::RefCell::new(None);
+    let body = |ts: &[Tensor]| {
+        let (value, aux) = f(&x.rebuild(&mut ts.iter().cloned()));
+        let mut outs = vec![value];
+        aux.collect_leaves(&mut outs);
+        *structure.borrow_mut() = Some(aux);
+        outs
+    };
     let mut traced = trace_leaves("value_and_grad", x, &body, loc);
     // The attention pattern becomes one op before it is differentiated: its gradient is
     // then the fused one (no score matrix saved).
@@ -110,6 +138,14 @@ pub fn value_and_grad<T: Tree>(f: impl Fn(&T) -> Tensor, x: &T) -> (Tensor, T) {
     let start = trace::graph_len();
     let vals = phase("autodiff replay", || replay(g, &leaves, &traced.captured));
     let value = vals[out.index()].clone();
+    let aux_leaves: Vec<Tensor> = g.outputs[1..]
+        .iter()
+        .map(|o| vals[o.index()].clone())
+        .collect();
+    let aux = structure
+        .into_inner()
+        .expect("traced")
+        .rebuild(&mut aux_leaves.into_iter());
     let seed = value.ones_like();
     let mid = trace::graph_len();
     let cts = phase("autodiff backward", || backward(g, &vals, &[(out, seed)]));
@@ -122,7 +158,7 @@ pub fn value_and_grad<T: Tree>(f: impl Fn(&T) -> Tensor, x: &T) -> (Tensor, T) {
         .zip(&leaves)
         .map(|(p, l)| cts[p.index()].clone().unwrap_or_else(|| l.zeros_like()))
         .collect();
-    (value, x.rebuild(&mut grads.into_iter()))
+    ((value, aux), x.rebuild(&mut grads.into_iter()))
 }
 
 /// The gradient of `f` at `x` (see `value_and_grad`).

@@ -69,6 +69,14 @@ struct Problem {
     slots: usize,
     /// Bytes of a compute element (f32 or f64).
     elem: usize,
+    /// Window position `kpos`'s index along spatial axis `d`: `kidx[kpos · rank + d]`.
+    kidx: Vec<usize>,
+    /// Per spatial axis `d`, `source` and `target` as tables (a pixel's window costs
+    /// lookups, not divisions): `fwd[d][o · K_d + k]` the input position output position `o`
+    /// reads at window index `k`, `bwd[d][i · K_d + k]` the output position reading input
+    /// position `i` there; −1 for none.
+    fwd: Vec<Vec<i32>>,
+    bwd: Vec<Vec<i32>>,
 }
 
 impl Problem {
@@ -104,7 +112,35 @@ impl Problem {
         } else {
             (groups * panels).clamp(1, SLOTS)
         };
+        let r = s.rank();
+        let mut kidx = vec![0usize; kvol * r];
+        for (kpos, k) in kidx.chunks_mut(r.max(1)).enumerate().take(kvol) {
+            shape::unflatten(kpos, s.window(), &mut k[..r]);
+        }
+        let table = |len: usize, d: usize, f: &dyn Fn(usize, usize) -> Option<usize>| {
+            let kd = s.window()[d];
+            (0..len * kd)
+                .map(|q| f(q / kd, q % kd).map_or(-1, |v| v as i32))
+                .collect::<Vec<i32>>()
+        };
+        let fwd = (0..r)
+            .map(|d| {
+                table(s.output()[d], d, &|o, k| {
+                    source(spec, d, o, k, s.input()[d])
+                })
+            })
+            .collect();
+        let bwd = (0..r)
+            .map(|d| {
+                table(s.input()[d], d, &|i, k| {
+                    target(spec, d, i, k, s.output()[d])
+                })
+            })
+            .collect();
         Problem {
+            kidx,
+            fwd,
+            bwd,
             role: spec.role,
             s,
             groups,
@@ -210,6 +246,12 @@ struct WeightGrad {
     pass: usize,
 }
 
+/// Input features per group below which the weight gradient gathers `x` into packed panels
+/// rather than running tiles of 32 of its features (a first layer on grey or RGB images
+/// has 1 or 3: a tile would compute 32 columns to keep 1 to 3). The forward and input
+/// gradient keep their pointer per row and window position (measured faster there).
+const DIRECT_MIN_FEATURES: usize = 8;
+
 /// Pixels per chunk of the direct weight gradient (at least), and per pass of a tile.
 const CHUNK_PIXELS: usize = 4096;
 const PASS_PIXELS: usize = 1024;
@@ -237,6 +279,7 @@ impl WeightGrad {
         let r = p.s.rank();
         let runs = p.role == ConvRole::Weight
             && p.elem == 4
+            && p.cg >= DIRECT_MIN_FEATURES
             && ins[0].strides[r + 1] == 1
             && ins[1].strides[r + 1] == 1
             && super::gemm16::fma_tiles();
@@ -259,14 +302,7 @@ impl WeightGrad {
     }
 
     #[cfg(target_arch = "x86_64")]
-    unsafe fn run(
-        self,
-        spec: &ConvSpec,
-        p: &Problem,
-        ins: &[Operand],
-        out: *mut u8,
-        base: *mut u8,
-    ) {
+    unsafe fn run(self, p: &Problem, ins: &[Operand], out: *mut u8, base: *mut u8) {
         #[derive(Clone, Copy)]
         struct Shared(*mut u8, *mut u8);
         unsafe impl Send for Shared {}
@@ -283,7 +319,7 @@ impl WeightGrad {
             let pixels = (chunk * p.kc / self.chunks)..((chunk + 1) * p.kc / self.chunks);
             let tiles =
                 (split * self.tiles / self.splits)..((split + 1) * self.tiles / self.splits);
-            self.task(spec, p, (x, dy), partial, own, (pixels, tiles));
+            self.task(p, (x, dy), partial, own, (pixels, tiles));
         };
         if tasks == 1 {
             task(0);
@@ -321,7 +357,6 @@ impl WeightGrad {
     #[allow(clippy::too_many_arguments)]
     unsafe fn task(
         self,
-        spec: &ConvSpec,
         p: &Problem,
         (x, dy): (&Operand, &Operand),
         partial: *mut f32,
@@ -335,7 +370,7 @@ impl WeightGrad {
         std::ptr::write_bytes(zeros, 0, p.cg.next_multiple_of(NR));
         let (fpan, cpan) = (p.fg.div_ceil(MR), p.cg.div_ceil(NR));
         let out = p.s.output();
-        let (mut o, mut k, mut at) = (vec![0usize; r], vec![0usize; r], vec![0usize; r]);
+        let (mut o, mut at) = (vec![0usize; r], vec![0usize; r]);
         let first = pixels.start;
         for q0 in pixels.clone().step_by(self.pass) {
             let q1 = (q0 + self.pass).min(pixels.end);
@@ -350,9 +385,8 @@ impl WeightGrad {
                 let (fi, ci) = (rest / cpan, rest % cpan);
                 if at_k != Some(gk) {
                     // `x`'s row (at the group's feature 0) each pixel reads at `kpos`.
-                    shape::unflatten(kpos, p.s.window(), &mut k);
                     each_pixel(out, q0..q1, &mut o, |q, n, o| {
-                        *xp.add(q - q0) = if window_hit(spec, &p.s, true, (o, &k), &mut at) {
+                        *xp.add(q - q0) = if window_hit(p, true, o, kpos, &mut at) {
                             (x.ptr as *const f32)
                                 .offset((offset(x, n, &at) + (g * p.cg) as i64) as isize)
                         } else {
@@ -443,7 +477,7 @@ unsafe fn drive<T: Real>(
     let base = scratch.wrapping_add(scratch.align_offset(ALIGN));
     #[cfg(target_arch = "x86_64")]
     if let Some(w) = WeightGrad::of(&p, ins) {
-        w.run(spec, &p, ins, out, base);
+        w.run(&p, ins, out, base);
         return;
     }
     let ptrs = Ptrs {
@@ -478,7 +512,7 @@ unsafe fn drive<T: Real>(
             scratch: shared.wrapping_add(p.shared_bytes()),
             ..ptrs
         };
-        task::<T>(spec, &p, t, (own, shared));
+        task::<T>(&p, t, (own, shared));
     };
     if p.slots == 1 {
         pack(0);
@@ -496,7 +530,7 @@ fn shared_block(p: &Problem, base: *mut u8, g: usize, bi: usize) -> *mut u8 {
 }
 
 /// Task `t`: its range of (group, row panel) pairs, block by block of `kc`.
-unsafe fn task<T: Real>(spec: &ConvSpec, p: &Problem, t: usize, (ptrs, shared): (Ptrs, *mut u8)) {
+unsafe fn task<T: Real>(p: &Problem, t: usize, (ptrs, shared): (Ptrs, *mut u8)) {
     let [b_bytes, a_bytes, o_bytes, z_bytes] = p.regions();
     let own = ptrs.scratch.wrapping_add(t * p.task_bytes());
     let (bp, ap) = (own as *mut T, own.wrapping_add(b_bytes) as *mut T);
@@ -533,7 +567,7 @@ unsafe fn task<T: Real>(spec: &ConvSpec, p: &Problem, t: usize, (ptrs, shared): 
             let r0 = panel * MR;
             let rows = (p.m - r0).min(MR);
             if direct {
-                row_pointers(spec, p, &ptrs, (g, panel), offs, zeros);
+                row_pointers(p, &ptrs, (g, panel), offs, zeros);
                 #[cfg(target_arch = "x86_64")]
                 for j in 0..p.col_panels() {
                     let c0 = j * NR;
@@ -551,7 +585,7 @@ unsafe fn task<T: Real>(spec: &ConvSpec, p: &Problem, t: usize, (ptrs, shared): 
                 }
                 continue;
             }
-            pack_a(spec, p, &ptrs, g, panel, (q0, q1), ap, offs);
+            pack_a(p, &ptrs, g, panel, (q0, q1), ap, offs);
             for j in 0..p.col_panels() {
                 let c0 = j * NR;
                 let cols = (p.ncol - c0).min(NR);
@@ -658,23 +692,16 @@ fn each_pixel(
 /// The position window position `k` of `pos` meets on the other side, into `at`: the input
 /// position an output position reads (`forward`), or the output position that reads an
 /// input position; false where there is none.
-fn window_hit(
-    spec: &ConvSpec,
-    s: &ConvShapes,
-    forward: bool,
-    (pos, k): (&[usize], &[usize]),
-    at: &mut [usize],
-) -> bool {
-    for d in 0..pos.len() {
-        let hit = if forward {
-            source(spec, d, pos[d], k[d], s.input()[d])
-        } else {
-            target(spec, d, pos[d], k[d], s.output()[d])
-        };
-        match hit {
-            Some(i) => at[d] = i,
-            None => return false,
+fn window_hit(p: &Problem, forward: bool, pos: &[usize], kpos: usize, at: &mut [usize]) -> bool {
+    let r = pos.len();
+    let k = &p.kidx[kpos * r..kpos * r + r];
+    let tables = if forward { &p.fwd } else { &p.bwd };
+    for d in 0..r {
+        let hit = tables[d][pos[d] * p.s.window()[d] + k[d]];
+        if hit < 0 {
+            return false;
         }
+        at[d] = hit as usize;
     }
     true
 }
@@ -683,7 +710,6 @@ fn window_hit(
 /// `conv_input_grad`) and each window position, `set(row, k, offset)`: the element offset
 /// of the pixel it reads in `t` (feature 0), or `None`.
 fn row_offsets(
-    spec: &ConvSpec,
     p: &Problem,
     t: &Operand,
     panel: usize,
@@ -694,14 +720,13 @@ fn row_offsets(
     let forward = p.role == ConvRole::Output;
     let lead_shape = if forward { p.s.output() } else { p.s.input() };
     let space = shape::numel(lead_shape).max(1);
-    let (mut pos, mut k, mut at) = (vec![0usize; r], vec![0usize; r], vec![0usize; r]);
+    let (mut pos, mut at) = (vec![0usize; r], vec![0usize; r]);
     for row in 0..rows {
         let flat = panel * MR + row;
         let n = flat / space;
         shape::unflatten(flat % space, lead_shape, &mut pos);
         for kpos in 0..p.kvol {
-            shape::unflatten(kpos, p.s.window(), &mut k);
-            let hit = window_hit(spec, &p.s, forward, (&pos, &k), &mut at);
+            let hit = window_hit(p, forward, &pos, kpos, &mut at);
             set(row, kpos, hit.then(|| offset(t, n, &at)));
         }
     }
@@ -792,7 +817,6 @@ unsafe fn pack_b<T: Real>(
 /// is `a[panel·MR + r, q]`, zero past `m` and where the window reads no element.
 #[allow(clippy::too_many_arguments)]
 unsafe fn pack_a<T: Real>(
-    spec: &ConvSpec,
     p: &Problem,
     ptrs: &Ptrs,
     g: usize,
@@ -819,7 +843,7 @@ unsafe fn pack_a<T: Real>(
             let ch_base = g * p.inner;
             let sc = t.strides[r + 1];
             let inner = p.inner;
-            row_offsets(spec, p, t, panel, |row, kpos, off| {
+            row_offsets(p, t, panel, |row, kpos, off| {
                 *offs.add(row * p.kvol + kpos) = off.unwrap_or(NONE);
             });
             let (mut kpos, mut ch) = (q0 / inner, q0 % inner);
@@ -846,16 +870,15 @@ unsafe fn pack_a<T: Real>(
             let x = ptrs.a;
             let out = p.s.output();
             let sc = x.strides[r + 1];
-            let (mut k, mut pos, mut at) = (vec![0usize; r], vec![0usize; r], vec![0usize; r]);
+            let (mut pos, mut at) = (vec![0usize; r], vec![0usize; r]);
             let mut done = None;
             for row in 0..rows {
                 let flat = panel * MR + row;
                 let (kpos, c) = (flat / p.cg, flat % p.cg);
                 if done != Some(kpos) {
                     // The input offset each pixel of the block reads at this window position.
-                    shape::unflatten(kpos, p.s.window(), &mut k);
                     each_pixel(out, q0..q1, &mut pos, |q, n, o| {
-                        *offs.add(q - q0) = if window_hit(spec, &p.s, true, (o, &k), &mut at) {
+                        *offs.add(q - q0) = if window_hit(p, true, o, kpos, &mut at) {
                             offset(x, n, &at)
                         } else {
                             NONE
@@ -885,7 +908,6 @@ unsafe fn pack_a<T: Real>(
 /// # Safety
 /// As `pack_a`'s; `ptrs` holds `MR · kvol` pointers.
 unsafe fn row_pointers(
-    spec: &ConvSpec,
     p: &Problem,
     ptrs: &Ptrs,
     (g, panel): (usize, usize),
@@ -898,7 +920,7 @@ unsafe fn row_pointers(
     for i in 0..p.kvol * MR {
         *out.add(i) = zeros;
     }
-    row_offsets(spec, p, t, panel, |row, kpos, off| {
+    row_offsets(p, t, panel, |row, kpos, off| {
         if let Some(off) = off {
             let at = (off + ch_base) as isize * p.elem as isize;
             *out.add(kpos * MR + row) = t.ptr.wrapping_offset(at);

@@ -7,7 +7,7 @@
 //! (vectorised over the contiguous features). Outputs are split across the cores by rows,
 //! each element written by one thread, so results do not depend on the thread count.
 //! `window_max_scatter` first records each window's winner per lane (the window position,
-//! 2 bytes of scratch per element of the window grid), then gathers: every input element
+//! 4 bytes of scratch per element of the window grid), then gathers: every input element
 //! sums the cotangents of the windows it wins, in ascending order of the window.
 
 use super::ops::{par_for, Operand};
@@ -18,13 +18,13 @@ use crate::{shape, DType, Error};
 /// The scratch a step needs: `window_max_scatter`'s winners.
 pub fn scratch_bytes(spec: &WindowSpec, in_shapes: &[&[usize]]) -> usize {
     match spec.role {
-        WindowRole::MaxScatter => shape::numel(in_shapes[1]) * 2,
+        WindowRole::MaxScatter => shape::numel(in_shapes[1]) * 4,
         _ => 0,
     }
 }
 
 /// "No winner": a window of padding only.
-const NONE: u16 = u16::MAX;
+const NONE: u32 = u32::MAX;
 
 /// Runs `spec` on `ins`, writing its contiguous result of `out_shape` to `out`.
 ///
@@ -39,7 +39,7 @@ pub unsafe fn run(
     out: *mut u8,
     scratch: *mut u8,
 ) -> Result<(), Error> {
-    if shape::numel(&spec.window) >= NONE as usize {
+    if shape::numel(&spec.window) >= u16::MAX as usize {
         return Err(Error::verify(format!(
             "`{}`: a window of {:?} has more positions than the kernel numbers",
             spec.role.name(),
@@ -117,7 +117,8 @@ impl Elem for half::f16 {
 }
 
 /// The window grid walked row by row: the axes before the block one by one, the block's
-/// lanes together.
+/// lanes together. The per-axis maps between window and input positions are tables built
+/// once (a row costs lookups, not divisions).
 struct Geometry<'a> {
     spec: &'a WindowSpec,
     x: Vec<usize>,
@@ -126,6 +127,14 @@ struct Geometry<'a> {
     outer: usize,
     /// Lanes reduced together (the trailing axis' length, or 1).
     block: usize,
+    /// Each window position's multi-index over the walked axes, in row-major order.
+    jpos: Vec<[usize; 8]>,
+    /// Per walked axis `d`: `src[d][o·k + j]` the input position window position `j` of
+    /// output position `o` reads, or −1 (padding).
+    src: Vec<Vec<i32>>,
+    /// Per walked axis `d`: `dst[d][i·k + j]` the output position whose window position `j`
+    /// reads input position `i`, or −1.
+    dst: Vec<Vec<i32>>,
 }
 
 impl<'a> Geometry<'a> {
@@ -137,12 +146,35 @@ impl<'a> Geometry<'a> {
             && spec.strides[r - 1] == 1
             && spec.padding[r - 1] == (0, 0);
         let (outer, block) = if blocked { (r - 1, x[r - 1]) } else { (r, 1) };
+        let win = &spec.window[..outer];
+        let jpos = (0..shape::numel(win))
+            .map(|p| {
+                let mut j = [0usize; 8];
+                shape::unflatten(p, win, &mut j[..outer]);
+                j
+            })
+            .collect();
+        let table = |len: usize, d: usize, f: &dyn Fn(usize, usize) -> Option<usize>| {
+            let k = spec.window[d];
+            (0..len * k)
+                .map(|q| f(q / k, q % k).map_or(-1, |v| v as i32))
+                .collect::<Vec<i32>>()
+        };
+        let src = (0..outer)
+            .map(|d| table(y[d], d, &|o, j| spec.source(d, o, j, x[d])))
+            .collect();
+        let dst = (0..outer)
+            .map(|d| table(x[d], d, &|i, j| spec.target(d, i, j, y[d])))
+            .collect();
         Geometry {
             spec,
             x: x.to_vec(),
             y,
             outer,
             block,
+            jpos,
+            src,
+            dst,
         }
     }
 
@@ -154,54 +186,64 @@ impl<'a> Geometry<'a> {
         shape::numel(&self.x[..self.outer])
     }
 
-    fn positions(&self) -> usize {
-        shape::numel(&self.spec.window[..self.outer])
-    }
-
-    /// Row `row` of the grid's real window positions, in row-major window order:
-    /// `(position, offset of the input row under strides xs)` into `real`.
-    fn sources(&self, row: usize, xs: &[i64], real: &mut Vec<(u16, i64)>) {
-        let n = self.outer;
-        let (mut o, mut j) = ([0usize; 8], [0usize; 8]);
-        let (o, j) = if n <= 8 {
-            (&mut o[..n], &mut j[..n])
-        } else {
-            unreachable!("checked in `go`")
-        };
-        shape::unflatten(row, &self.y[..n], o);
+    /// The grid row `o` (a multi-index over the walked axes)'s real window positions, in
+    /// row-major window order: `(position, offset of the input row under strides xs)`.
+    fn sources(&self, o: &[usize], xs: &[i64], real: &mut Vec<(u16, i64)>) {
         real.clear();
-        'window: for p in 0..self.positions() {
-            shape::unflatten(p, &self.spec.window[..n], j);
+        'window: for (p, j) in self.jpos.iter().enumerate() {
             let mut at = 0i64;
-            for d in 0..n {
-                match self.spec.source(d, o[d], j[d], self.x[d]) {
-                    Some(i) => at += i as i64 * xs[d],
-                    None => continue 'window,
+            for d in 0..self.outer {
+                let i = self.src[d][o[d] * self.spec.window[d] + j[d]];
+                if i < 0 {
+                    continue 'window;
                 }
+                at += i as i64 * xs[d];
             }
             real.push((p as u16, at));
         }
     }
 
-    /// The windows covering input row `row`, in ascending order of the window:
-    /// `(window position, flat row of the grid, offset of that row under strides ys)`.
-    fn targets(&self, row: usize, ys: &[i64], hits: &mut Vec<(u16, usize, i64)>) {
-        let n = self.outer;
-        let (mut i, mut j, mut o) = ([0usize; 8], [0usize; 8], [0usize; 8]);
-        shape::unflatten(row, &self.x[..n], &mut i[..n]);
+    /// The windows covering input row `i` (a multi-index), in ascending order of the
+    /// window: `(window position, flat row of the grid, offset of that row under ys)`.
+    fn targets(&self, i: &[usize], ys: &[i64], hits: &mut Vec<(u16, usize, i64)>) {
         hits.clear();
         // Descending window positions give ascending windows (`ir::window`).
-        'window: for p in (0..self.positions()).rev() {
-            shape::unflatten(p, &self.spec.window[..n], &mut j[..n]);
-            for d in 0..n {
-                match self.spec.target(d, i[d], j[d], self.y[d]) {
-                    Some(t) => o[d] = t,
-                    None => continue 'window,
+        'window: for (p, j) in self.jpos.iter().enumerate().rev() {
+            let (mut flat, mut at) = (0usize, 0i64);
+            for d in 0..self.outer {
+                let o = self.dst[d][i[d] * self.spec.window[d] + j[d]];
+                if o < 0 {
+                    continue 'window;
                 }
+                flat = flat * self.y[d] + o as usize;
+                at += o as i64 * ys[d];
             }
-            let flat = (0..n).fold(0, |f, d| f * self.y[d] + o[d]);
-            let at = (0..n).map(|d| o[d] as i64 * ys[d]).sum();
             hits.push((p as u16, flat, at));
+        }
+    }
+
+    /// The input offset (under `ts`) window position `p` of grid row `o` reads.
+    fn source_offset(&self, o: &[usize], p: u16, ts: &[i64]) -> i64 {
+        let j = &self.jpos[p as usize];
+        (0..self.outer)
+            .map(|d| self.src[d][o[d] * self.spec.window[d] + j[d]] as i64 * ts[d])
+            .sum()
+    }
+}
+
+/// Rows `lo..hi` of `shape` (row-major) as multi-indices, stepped like an odometer.
+fn each_row(shape: &[usize], lo: usize, hi: usize, mut f: impl FnMut(usize, &[usize])) {
+    let n = shape.len();
+    let mut idx = [0usize; 8];
+    shape::unflatten(lo, shape, &mut idx[..n]);
+    for r in lo..hi {
+        f(r, &idx[..n]);
+        for d in (0..n).rev() {
+            idx[d] += 1;
+            if idx[d] < shape[d] {
+                break;
+            }
+            idx[d] = 0;
         }
     }
 }
@@ -256,10 +298,11 @@ unsafe fn go<T: Elem>(
                 let dst = out;
                 let (mut real, mut tmp) = (Vec::new(), Vec::<T>::new());
                 let mut best: Vec<T> = vec![T::ZERO; b];
-                let mut arg: Vec<u16> = vec![NONE; b];
+                let mut arg: Vec<u32> = vec![NONE; b];
                 let mut sum = vec![0.0f64; b];
-                for r in lo..hi {
-                    g.sources(r, &xs, &mut real);
+                let ts = ins.get(1).map(|t| walked(t, g.outer));
+                each_row(&g.y[..g.outer], lo, hi, |r, o| {
+                    g.sources(o, &xs, &mut real);
                     let y = std::slice::from_raw_parts_mut((dst.0 as *mut T).add(r * b), b);
                     match spec.role {
                         WindowRole::Sum => {
@@ -273,34 +316,31 @@ unsafe fn go<T: Elem>(
                                 *y = T::from_f64(*s);
                             }
                         }
+                        WindowRole::Max => maxima(&ins[0], &real, y, &mut tmp),
                         _ => {
                             winners(&ins[0], &real, b, &mut best, &mut arg, &mut tmp);
-                            if spec.role == WindowRole::Max {
-                                for (y, (v, a)) in y.iter_mut().zip(best.iter().zip(&arg)) {
-                                    *y = if *a == NONE { T::NEG_INFINITY } else { *v };
-                                }
-                            } else {
+                            {
                                 // `t` at the winner: the winner's row of `t`, lane by lane.
                                 let t = &ins[1];
-                                let ts = walked(t, g.outer);
+                                let ts = ts.as_deref().expect("two operands");
                                 let step = t.strides.last().copied().unwrap_or(1);
                                 for (c, (y, a)) in y.iter_mut().zip(&arg).enumerate() {
                                     *y = if *a == NONE {
                                         T::ZERO
                                     } else {
-                                        let at = t_offset(&g, r, *a, &ts);
+                                        let at = g.source_offset(o, *a as u16, ts);
                                         *(t.ptr as *const T).offset((at + c as i64 * step) as isize)
                                     };
                                 }
                             }
                         }
                     }
-                }
+                });
             });
         }
         WindowRole::SumTranspose | WindowRole::MaxScatter => {
             let dy = &ins[ins.len() - 1];
-            let wins = scratch as *mut u16;
+            let wins = scratch as *mut u32;
             if spec.role == WindowRole::MaxScatter {
                 let xs = walked(&ins[0], g.outer);
                 let w = Out(scratch);
@@ -308,11 +348,11 @@ unsafe fn go<T: Elem>(
                     let w = w;
                     let (mut real, mut tmp) = (Vec::new(), Vec::<T>::new());
                     let mut best: Vec<T> = vec![T::ZERO; b];
-                    for r in lo..hi {
-                        g.sources(r, &xs, &mut real);
-                        let arg = std::slice::from_raw_parts_mut((w.0 as *mut u16).add(r * b), b);
+                    each_row(&g.y[..g.outer], lo, hi, |r, o| {
+                        g.sources(o, &xs, &mut real);
+                        let arg = std::slice::from_raw_parts_mut((w.0 as *mut u32).add(r * b), b);
                         winners(&ins[0], &real, b, &mut best, arg, &mut tmp);
-                    }
+                    });
                 });
             }
             let ys = walked(dy, g.outer);
@@ -321,8 +361,8 @@ unsafe fn go<T: Elem>(
                 let (dst, wins) = (out, wins);
                 let (mut hits, mut tmp) = (Vec::new(), Vec::<T>::new());
                 let mut sum = vec![0.0f64; b];
-                for r in lo..hi {
-                    g.targets(r, &ys, &mut hits);
+                each_row(&g.x[..g.outer], lo, hi, |r, i| {
+                    g.targets(i, &ys, &mut hits);
                     sum.fill(0.0);
                     for &(p, flat, at) in &hits {
                         let d = row(dy, at, b, &mut tmp);
@@ -332,11 +372,10 @@ unsafe fn go<T: Elem>(
                             }
                         } else {
                             let won =
-                                std::slice::from_raw_parts((wins.0 as *const u16).add(flat * b), b);
+                                std::slice::from_raw_parts((wins.0 as *const u32).add(flat * b), b);
+                            let p = p as u32;
                             for ((s, v), w) in sum.iter_mut().zip(d).zip(won) {
-                                if *w == p {
-                                    *s += v.widen();
-                                }
+                                *s = if *w == p { *s + v.widen() } else { *s };
                             }
                         }
                     }
@@ -344,8 +383,26 @@ unsafe fn go<T: Elem>(
                     for (x, s) in x.iter_mut().zip(&sum) {
                         *x = T::from_f64(*s);
                     }
-                }
+                });
             });
+        }
+    }
+}
+
+/// The maxima of one window row into `y` (−∞ for a window of padding only).
+///
+/// # Safety
+/// The rows of `real` lie inside `x`'s buffer.
+unsafe fn maxima<T: Elem>(x: &Operand, real: &[(u16, i64)], y: &mut [T], tmp: &mut Vec<T>) {
+    let b = y.len();
+    let Some((&(_, first), rest)) = real.split_first() else {
+        y.fill(T::NEG_INFINITY);
+        return;
+    };
+    y.copy_from_slice(row(x, first, b, tmp));
+    for &(_, at) in rest {
+        for (m, v) in y.iter_mut().zip(row(x, at, b, tmp)) {
+            *m = if v.beats(*m) { *v } else { *m };
         }
     }
 }
@@ -360,7 +417,7 @@ unsafe fn winners<T: Elem>(
     real: &[(u16, i64)],
     b: usize,
     best: &mut [T],
-    arg: &mut [u16],
+    arg: &mut [u32],
     tmp: &mut Vec<T>,
 ) {
     arg.fill(NONE);
@@ -368,30 +425,14 @@ unsafe fn winners<T: Elem>(
         return;
     };
     best.copy_from_slice(row(x, first, b, tmp));
-    arg.fill(p0);
+    arg.fill(p0 as u32);
     for &(p, at) in rest {
+        let p = p as u32;
+        // Branch-free selects of equal-width lanes: vectorised.
         for ((bv, a), v) in best.iter_mut().zip(arg.iter_mut()).zip(row(x, at, b, tmp)) {
-            if v.beats(*bv) {
-                *bv = *v;
-                *a = p;
-            }
+            let wins = v.beats(*bv);
+            *a = if wins { p } else { *a };
+            *bv = if wins { *v } else { *bv };
         }
     }
-}
-
-/// The offset (under `ts`) of the input row window position `p` of grid row `r` reads.
-fn t_offset(g: &Geometry, r: usize, p: u16, ts: &[i64]) -> i64 {
-    let n = g.outer;
-    let (mut o, mut j) = ([0usize; 8], [0usize; 8]);
-    shape::unflatten(r, &g.y[..n], &mut o[..n]);
-    shape::unflatten(p as usize, &g.spec.window[..n], &mut j[..n]);
-    (0..n)
-        .map(|d| {
-            let i = g
-                .spec
-                .source(d, o[d], j[d], g.x[d])
-                .expect("a winner is real");
-            i as i64 * ts[d]
-        })
-        .sum()
 }
