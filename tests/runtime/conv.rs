@@ -506,3 +506,62 @@ fn eager_convolutions_match_the_interpreter() {
         assert_close(g, w, float_norm_tol(DType::F32, w), &format!("output {k}"));
     }
 }
+
+/// A term whose input element lies in the padding (or between dilated elements) multiplies
+/// a zero, as `lax` convolves the padded input: a NaN in the kernel reaches every output of
+/// its feature, windows of padding only included, in the interpreter and the kernels of
+/// every member of the family (the interpreter once skipped those terms: 0 against NaN).
+#[test]
+fn terms_in_the_padding_multiply_zeros_so_a_nan_kernel_reaches_every_output() {
+    let mut rng = Rng::new(338);
+    for d in [DType::F32, DType::F64] {
+        for c in [
+            case(
+                &[2, 5, 3],
+                &[1, 3, 4],
+                opts(&[1], Padding::Explicit(vec![(2, 0)])),
+            ),
+            case(
+                &[3, 4, 17],
+                &[1, 17, 17],
+                opts(&[2], Padding::Explicit(vec![(2, 1)])),
+            ),
+            case(
+                &[1, 4, 6, 3],
+                &[2, 2, 3, 5],
+                opts(&[1, 1], Padding::Explicit(vec![(3, 0), (0, 3)])),
+            ),
+            case(
+                &[2, 40, 40, 8],
+                &[1, 1, 8, 20],
+                opts(&[1, 1], Padding::Explicit(vec![(2, 2), (0, 0)])),
+            ),
+        ] {
+            let mut args = operands(&mut rng, &c, d);
+            let mut w = args[1].cast(DType::F64).to_vec::<f64>().unwrap();
+            w[0] = f64::NAN;
+            args[1] = Tensor::from_vec(w, &c.w).unwrap().cast(d);
+            let g = trace_fn(&args, forward_and_grads(&c));
+            // (The last case's weight gradient sums 3,520 f32 terms in another order.)
+            let sums = Tol {
+                rel: 1e-4,
+                abs: 1e-4,
+            };
+            check_graph_with(&g, &args, &format!("{d} {:?}", c.x), |_, want| {
+                if d == DType::F32 {
+                    sums
+                } else {
+                    float_norm_tol(d, want)
+                }
+            });
+            let y = conv(&args[0], &args[1], c.o.clone());
+            let f = *c.w.last().unwrap();
+            let y = y.cast(DType::F64).to_vec::<f64>().unwrap();
+            assert!(
+                y.iter().step_by(f).all(|v| v.is_nan()),
+                "{d} {:?}: every output of feature 0 is NaN",
+                c.x
+            );
+        }
+    }
+}

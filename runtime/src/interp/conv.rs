@@ -3,7 +3,7 @@
 
 use crate::array::Array;
 use crate::interp::{as_f64s, from_f64s};
-use crate::ir::conv::source;
+use crate::ir::conv::{source, target};
 use crate::ir::{ConvRole, ConvSpec};
 use crate::shape;
 
@@ -26,19 +26,36 @@ pub fn conv(spec: &ConvSpec, ins: &[&Array], out_shape: &[usize]) -> Array {
     let input = s.input().to_vec();
     let mut o = vec![0usize; r];
     let mut k = vec![0usize; r];
+    let mut i = vec![0usize; r];
+    // The pixels a term is indexed by: output pixels for `conv` and `conv_weight_grad`,
+    // input pixels for `conv_input_grad` (the transposed convolution, over its own
+    // dilated and padded `dy`).
+    let by_input = spec.role == ConvRole::Input;
+    let lead = if by_input { &input } else { &outs };
     for n in 0..s.batch() {
-        for oi in 0..shape::numel(&outs) {
-            shape::unflatten(oi, &outs, &mut o);
-            let ybase = n * yst[0] + (0..r).map(|d| o[d] * yst[1 + d]).sum::<usize>();
-            'window: for ki in 0..shape::numel(&wins) {
+        for pi in 0..shape::numel(lead) {
+            shape::unflatten(pi, lead, &mut o);
+            for ki in 0..shape::numel(&wins) {
                 shape::unflatten(ki, &wins, &mut k);
-                let mut xbase = n * xst[0];
+                // The pixel on the other side, where it exists: a term whose gathered
+                // operand lies in the padding or between dilated elements multiplies a
+                // zero (as the kernels do, and as `lax` convolves the padded input), so a
+                // NaN or infinity on the other side still reaches the result.
+                let mut hit = true;
                 for d in 0..r {
-                    match source(spec, d, o[d], k[d], input[d]) {
-                        Some(i) => xbase += i * xst[1 + d],
-                        None => continue 'window,
+                    let other = if by_input {
+                        target(spec, d, o[d], k[d], outs[d])
+                    } else {
+                        source(spec, d, o[d], k[d], input[d])
+                    };
+                    match other {
+                        Some(v) => i[d] = v,
+                        None => hit = false,
                     }
                 }
+                let (xpix, ypix) = if by_input { (&o, &i) } else { (&i, &o) };
+                let xbase = n * xst[0] + (0..r).map(|d| xpix[d] * xst[1 + d]).sum::<usize>();
+                let ybase = n * yst[0] + (0..r).map(|d| ypix[d] * yst[1 + d]).sum::<usize>();
                 let wbase: usize = (0..r).map(|d| k[d] * wst[d]).sum();
                 for g in 0..spec.groups {
                     for c in 0..cg {
@@ -47,9 +64,13 @@ pub fn conv(spec: &ConvSpec, ins: &[&Array], out_shape: &[usize]) -> Array {
                             let wi = wbase + c * wst[r] + g * fg + f;
                             let yi = ybase + g * fg + f;
                             match spec.role {
-                                ConvRole::Output => out[yi] += a[xi] * b[wi],
-                                ConvRole::Input => out[xi] += a[yi] * b[wi],
-                                ConvRole::Weight => out[wi] += a[xi] * b[yi],
+                                ConvRole::Output => {
+                                    out[yi] += if hit { a[xi] } else { 0.0 } * b[wi]
+                                }
+                                ConvRole::Input => out[xi] += if hit { a[yi] } else { 0.0 } * b[wi],
+                                ConvRole::Weight => {
+                                    out[wi] += if hit { a[xi] } else { 0.0 } * b[yi]
+                                }
                             }
                         }
                     }

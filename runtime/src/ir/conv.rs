@@ -10,7 +10,11 @@
 //! ```
 //!
 //! over every `n, o, k` whose `i` exists (inside the input, on its dilated grid), every
-//! group `g < G` and `c < Cg = C/G`, `f < Fg = F/G`. `conv` is `∂T/∂y` (the
+//! group `g < G` and `c < Cg = C/G`, `f < Fg = F/G`. The terms whose `i` does not exist
+//! are zeros that are still multiplied (by `w` for `conv` and the weight gradient, and
+//! for the input gradient those of its own transposed convolution, over input pixels,
+//! whose `dy` lies in the padding or between dilated elements): as `lax` convolves the
+//! padded input, a NaN or infinity in the other operand reaches every such output. `conv` is `∂T/∂y` (the
 //! convolution, JAX's `lax.conv_general_dilated`), `conv_input_grad` is `∂T/∂x` and
 //! `conv_weight_grad` is `∂T/∂w`. The gradient of each with respect to either operand is
 //! one of the others, so the family is closed under differentiation to any order, and one

@@ -192,7 +192,7 @@ impl Gen<'_> {
     pub fn step(&mut self) -> Option<()> {
         let fl = self.float;
         let is_fl = move |t: &Ty| t.dtype == fl;
-        let choice = self.rng.below(100);
+        let choice = self.rng.below(101);
         let rng_un = |g: &mut Self| {
             const U: [Un; 18] = [
                 Un::Neg,
@@ -707,7 +707,9 @@ impl Gen<'_> {
                 shape[u] = k;
                 self.push(Ins::Take(a, ax, k, mul, idx), Ty { shape, ..t });
             }
-            94..=95 => {
+            94 => return self.conv(),
+            95 => return self.window(),
+            98..=99 => {
                 let a = self.pick(&|t: &Ty| t.dtype == fl && t.exact)?;
                 let t = self.tys[a].clone();
                 self.push(Ins::Cond(a), Ty { exact: false, ..t });
@@ -737,6 +739,118 @@ impl Gen<'_> {
                 let n = self.rng.below(4);
                 self.push(Ins::While(a, n), Ty { exact: false, ..t });
             }
+        }
+        Some(())
+    }
+}
+
+/// The most multiply-adds a generated convolution may take (the interpreter's f64 loop).
+const MAX_CONV_MACS: usize = 1 << 21;
+
+impl Gen<'_> {
+    /// A convolution of a float value viewed as `[N, spatial.., C]` (1 or 2 spatial axes):
+    /// random window, strides, padding (negative: cropped), dilations and groups.
+    fn conv(&mut self) -> Option<()> {
+        let fl = self.float;
+        let a = self.pick(&|t: &Ty| {
+            t.dtype == fl && (2..=3).contains(&t.shape.len()) && t.shape.iter().all(|&d| d > 0)
+        })?;
+        let t = self.tys[a].clone();
+        let s = &t.shape;
+        let x: Vec<usize> = match (s.len(), self.rng.below(2)) {
+            (2, 0) => vec![s[0], s[1], 1],
+            (2, _) => vec![1, s[0], s[1], 1],
+            (_, 0) => s.clone(),
+            _ => vec![1, s[0], s[1], s[2]],
+        };
+        let r = x.len() - 2;
+        let c = x[r + 1];
+        let divisors: Vec<usize> = (1..=c).filter(|g| c % g == 0).collect();
+        let groups = if self.rng.chance(0.3) {
+            divisors[self.rng.below(divisors.len())]
+        } else {
+            1
+        };
+        let f = groups * [1, 2, 3, 5, 17][self.rng.below(5)];
+        let rng = &mut *self.rng;
+        let mut w: Vec<usize> = (0..r).map(|_| 1 + rng.below(3)).collect();
+        w.extend([c / groups, f]);
+        let pick = |rng: &mut Rng, p: f64| if rng.chance(p) { 2 } else { 1 };
+        let strides: Vec<usize> = (0..r).map(|_| pick(rng, 0.3)).collect();
+        let lhs_dilation: Vec<usize> = (0..r).map(|_| pick(rng, 0.15)).collect();
+        let rhs_dilation: Vec<usize> = (0..r).map(|_| pick(rng, 0.2)).collect();
+        let padding: Vec<(i64, i64)> = (0..r)
+            .map(|_| {
+                let mut p = || [-1, 0, 0, 1, 2][rng.below(5)];
+                (p(), p())
+            })
+            .collect();
+        let o = jitfuse::ConvOptions {
+            strides,
+            padding: jitfuse::Padding::Explicit(padding.clone()),
+            lhs_dilation,
+            rhs_dilation,
+            groups,
+            layout: jitfuse::ConvLayout::ChannelsLast,
+        };
+        let spec = jitfuse::internals::ir::ConvSpec {
+            role: jitfuse::internals::ir::ConvRole::Output,
+            strides: o.strides.clone(),
+            padding,
+            lhs_dilation: o.lhs_dilation.clone(),
+            rhs_dilation: o.rhs_dilation.clone(),
+            groups,
+        };
+        let y = spec.shapes(&x, &w, &[]).ok()?.y;
+        if numel(&y) == 0 || numel(&y) * numel(&w[..r]) * (c / groups) > MAX_CONV_MACS {
+            return None;
+        }
+        let ty = Ty {
+            shape: y,
+            dtype: fl,
+            exact: false,
+        };
+        self.push(Ins::Conv(a, x, w, o), ty);
+        Some(())
+    }
+
+    /// A windowed max or sum over every axis of a float value. Both are exact on exact
+    /// values (a maximum, or an f64 sum of a few values rounded once, in every backend); a
+    /// gradient program takes the max of exact values only (its gradient picks a winner).
+    fn window(&mut self) -> Option<()> {
+        let fl = self.float;
+        let a = self.pick(&|t: &Ty| t.dtype == fl && !t.shape.is_empty())?;
+        let t = self.tys[a].clone();
+        let rng = &mut *self.rng;
+        let window: Vec<usize> = t.shape.iter().map(|_| 1 + rng.below(3)).collect();
+        let strides: Vec<usize> = t.shape.iter().map(|_| 1 + rng.below(2)).collect();
+        let padding: Vec<(i64, i64)> = t
+            .shape
+            .iter()
+            .map(|_| (rng.below(2) as i64, rng.below(2) as i64))
+            .collect();
+        let mut shape = vec![];
+        for d in 0..t.shape.len() {
+            let padded = t.shape[d] as i64 + padding[d].0 + padding[d].1;
+            if padded < window[d] as i64 {
+                return None;
+            }
+            shape.push(((padded - window[d] as i64) / strides[d] as i64) as usize + 1);
+        }
+        let reducer = if (self.grad && !t.exact) || self.rng.chance(0.5) {
+            jitfuse::Reducer::Sum
+        } else {
+            jitfuse::Reducer::Max
+        };
+        let big = self.big[a] || (reducer == jitfuse::Reducer::Sum && numel(&window) > LONG_SUM);
+        let ty = Ty {
+            shape,
+            dtype: fl,
+            exact: t.exact,
+        };
+        self.push(Ins::Window(a, reducer, window, strides, padding), ty);
+        if big {
+            *self.big.last_mut().unwrap() = true;
         }
         Some(())
     }
