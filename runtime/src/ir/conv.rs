@@ -247,26 +247,16 @@ impl ConvSpec {
     /// The attributes as the IR text writes them: `[s=2,2;p=1:1,0:1]` plus `ld=`, `rd=`
     /// and `g=` where they are not the identity.
     pub fn attr_text(&self) -> String {
-        let list = |v: &[usize]| {
-            v.iter()
-                .map(|x| x.to_string())
-                .collect::<Vec<_>>()
-                .join(",")
-        };
         let mut s = format!(
             "[s={};p={}",
-            list(&self.strides),
-            self.padding
-                .iter()
-                .map(|(a, b)| format!("{a}:{b}"))
-                .collect::<Vec<_>>()
-                .join(",")
+            counts_text(&self.strides),
+            pads_text(&self.padding)
         );
         if self.lhs_dilation.iter().any(|&d| d != 1) {
-            s += &format!(";ld={}", list(&self.lhs_dilation));
+            s += &format!(";ld={}", counts_text(&self.lhs_dilation));
         }
         if self.rhs_dilation.iter().any(|&d| d != 1) {
-            s += &format!(";rd={}", list(&self.rhs_dilation));
+            s += &format!(";rd={}", counts_text(&self.rhs_dilation));
         }
         if self.groups != 1 {
             s += &format!(";g={}", self.groups);
@@ -276,44 +266,15 @@ impl ConvSpec {
 
     /// Reads `attr_text`'s form back (without the brackets).
     pub fn parse(role: ConvRole, text: &str) -> Result<ConvSpec, String> {
-        let usizes = |v: &str| -> Result<Vec<usize>, String> {
-            if v.is_empty() {
-                return Ok(vec![]);
-            }
-            v.split(',')
-                .map(|x| x.parse().map_err(|_| format!("`{x}` is not a count")))
-                .collect()
-        };
         let mut strides = None;
         let mut padding = None;
         let (mut ld, mut rd, mut groups) = (None, None, 1);
-        for part in text.split(';') {
-            let (key, value) = part
-                .split_once('=')
-                .ok_or_else(|| format!("`{part}` is not `key=value`"))?;
+        for (key, value) in attr_pairs(text)? {
             match key {
-                "s" => strides = Some(usizes(value)?),
-                "p" => {
-                    let pairs: Result<Vec<(i64, i64)>, String> = if value.is_empty() {
-                        Ok(vec![])
-                    } else {
-                        value
-                            .split(',')
-                            .map(|p| {
-                                let (a, b) = p
-                                    .split_once(':')
-                                    .ok_or_else(|| format!("padding `{p}` is not `lo:hi`"))?;
-                                Ok((
-                                    a.parse().map_err(|_| format!("`{a}` is not an integer"))?,
-                                    b.parse().map_err(|_| format!("`{b}` is not an integer"))?,
-                                ))
-                            })
-                            .collect()
-                    };
-                    padding = Some(pairs?);
-                }
-                "ld" => ld = Some(usizes(value)?),
-                "rd" => rd = Some(usizes(value)?),
+                "s" => strides = Some(parse_counts(value)?),
+                "p" => padding = Some(parse_pads(value)?),
+                "ld" => ld = Some(parse_counts(value)?),
+                "rd" => rd = Some(parse_counts(value)?),
                 "g" => {
                     groups = value
                         .parse()
@@ -334,6 +295,54 @@ impl ConvSpec {
             groups,
         })
     }
+}
+
+/// `1,2,3`: a list of counts as the IR text writes them (the convolution and window ops).
+pub(super) fn counts_text(v: &[usize]) -> String {
+    v.iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// `1:0,2:2`: padding pairs as the IR text writes them.
+pub(super) fn pads_text(p: &[(i64, i64)]) -> String {
+    p.iter()
+        .map(|(a, b)| format!("{a}:{b}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The `key=value` parts of `a=..;b=..`.
+pub(super) fn attr_pairs(text: &str) -> Result<Vec<(&str, &str)>, String> {
+    text.split(';')
+        .map(|part| {
+            part.split_once('=')
+                .ok_or_else(|| format!("`{part}` is not `key=value`"))
+        })
+        .collect()
+}
+
+/// Reads `counts_text`'s form back.
+pub(super) fn parse_counts(v: &str) -> Result<Vec<usize>, String> {
+    v.split(',')
+        .filter(|x| !x.is_empty())
+        .map(|x| x.parse().map_err(|_| format!("`{x}` is not a count")))
+        .collect()
+}
+
+/// Reads `pads_text`'s form back.
+pub(super) fn parse_pads(v: &str) -> Result<Vec<(i64, i64)>, String> {
+    v.split(',')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (a, b) = p
+                .split_once(':')
+                .ok_or_else(|| format!("padding `{p}` is not `lo:hi`"))?;
+            let int = |t: &str| t.parse().map_err(|_| format!("`{t}` is not an integer"));
+            Ok((int(a)?, int(b)?))
+        })
+        .collect()
 }
 
 /// Input position `i` (per spatial axis) read by window position `k` of output position

@@ -27,6 +27,7 @@
 //! window (for the transposes: of the output position), rounded once, in the interpreter
 //! and in the library kernels alike.
 
+use super::conv::{attr_pairs, counts_text, pads_text, parse_counts, parse_pads};
 use crate::DType;
 
 /// Which of the family's ops a node computes.
@@ -204,54 +205,22 @@ impl WindowSpec {
 
     /// The attributes as the IR text writes them: `[w=1,2,2,1;s=1,2,2,1;p=0:0,..]`.
     pub fn attr_text(&self) -> String {
-        let list = |v: &[usize]| {
-            v.iter()
-                .map(|x| x.to_string())
-                .collect::<Vec<_>>()
-                .join(",")
-        };
         format!(
             "[w={};s={};p={}]",
-            list(&self.window),
-            list(&self.strides),
-            self.padding
-                .iter()
-                .map(|(a, b)| format!("{a}:{b}"))
-                .collect::<Vec<_>>()
-                .join(",")
+            counts_text(&self.window),
+            counts_text(&self.strides),
+            pads_text(&self.padding)
         )
     }
 
     /// Reads `attr_text`'s form back (without the brackets).
     pub fn parse(role: WindowRole, text: &str) -> Result<WindowSpec, String> {
-        let counts = |v: &str| -> Result<Vec<usize>, String> {
-            if v.is_empty() {
-                return Ok(vec![]);
-            }
-            v.split(',')
-                .map(|x| x.parse().map_err(|_| format!("`{x}` is not a count")))
-                .collect()
-        };
         let (mut window, mut strides, mut padding) = (None, None, None);
-        for part in text.split(';') {
-            let (key, value) = part
-                .split_once('=')
-                .ok_or_else(|| format!("`{part}` is not `key=value`"))?;
+        for (key, value) in attr_pairs(text)? {
             match key {
-                "w" => window = Some(counts(value)?),
-                "s" => strides = Some(counts(value)?),
-                "p" => {
-                    let mut pairs = vec![];
-                    for p in value.split(',').filter(|p| !p.is_empty()) {
-                        let (a, b) = p
-                            .split_once(':')
-                            .ok_or_else(|| format!("padding `{p}` is not `lo:hi`"))?;
-                        let int =
-                            |t: &str| t.parse().map_err(|_| format!("`{t}` is not an integer"));
-                        pairs.push((int(a)?, int(b)?));
-                    }
-                    padding = Some(pairs);
-                }
+                "w" => window = Some(parse_counts(value)?),
+                "s" => strides = Some(parse_counts(value)?),
+                "p" => padding = Some(parse_pads(value)?),
                 other => return Err(format!("unknown window attribute `{other}`")),
             }
         }

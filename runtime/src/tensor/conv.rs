@@ -194,16 +194,7 @@ fn conv_at(
             })
             .collect(),
         Padding::Valid => vec![(0, 0); rank],
-        Padding::Same => input
-            .iter()
-            .zip(&dilated_window)
-            .zip(&strides)
-            .map(|((&len, &k), &s)| {
-                let out = len.div_ceil(s);
-                let total = ((out.max(1) - 1) * s + k).saturating_sub(len) as i64;
-                (total / 2, total - total / 2)
-            })
-            .collect(),
+        Padding::Same => same_padding(input, &dilated_window, &strides),
     };
     let spec = ConvSpec {
         role: ConvRole::Output,
@@ -235,6 +226,26 @@ fn conv_at(
             y.transpose(&p)
         }
     }
+}
+
+/// The padding `'SAME'` stands for on inputs of `input` with (dilated) windows `window` at
+/// `strides` (`lax.padtype_to_pads`): `ceil(len / s)` outputs, the padding split evenly with
+/// the odd element after.
+pub(crate) fn same_padding(
+    input: &[usize],
+    window: &[usize],
+    strides: &[usize],
+) -> Vec<(i64, i64)> {
+    input
+        .iter()
+        .zip(window)
+        .zip(strides)
+        .map(|((&len, &k), &s)| {
+            let out = len.div_ceil(s);
+            let total = ((out.max(1) - 1) * s + k).saturating_sub(len) as i64;
+            (total / 2, total - total / 2)
+        })
+        .collect()
 }
 
 /// Another member of `spec`'s family on `a` and `b` (its operands for `role`), giving

@@ -162,16 +162,7 @@ fn pool_spec(
     let input = &x.shape[first..first + rank];
     let padding: Vec<(i64, i64)> = match &o.padding {
         Padding::Valid => vec![(0, 0); rank],
-        Padding::Same => input
-            .iter()
-            .zip(window)
-            .zip(&strides)
-            .map(|((&len, &k), &s)| {
-                let out = len.div_ceil(s);
-                let total = ((out.max(1) - 1) * s + k).saturating_sub(len) as i64;
-                (total / 2, total - total / 2)
-            })
-            .collect(),
+        Padding::Same => super::conv::same_padding(input, window, &strides),
         Padding::Explicit(p) if p.len() == rank => p.clone(),
         Padding::Explicit(p) => bad(format!(
             "padding has {} pairs for {rank} spatial axes",
