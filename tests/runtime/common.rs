@@ -370,3 +370,31 @@ pub fn compile_at(
     use jitfuse::internals::exec::{CompileOptions, Executable};
     Executable::from_graph_with(g, vec![], None, &CompileOptions::at(target))
 }
+
+/// Every multi-index of `shape`, in row-major order.
+pub fn multi_indices(shape: &[usize]) -> Vec<Vec<usize>> {
+    let mut all = vec![vec![]];
+    for &len in shape {
+        all = all
+            .into_iter()
+            .flat_map(|p: Vec<usize>| {
+                (0..len).map(move |i| {
+                    let mut q = p.clone();
+                    q.push(i);
+                    q
+                })
+            })
+            .collect();
+    }
+    all
+}
+
+/// The row-major flat index of multi-index `idx` of `shape`.
+pub fn flat_index(shape: &[usize], idx: &[usize]) -> usize {
+    idx.iter().zip(shape).fold(0, |a, (&i, &s)| a * s + i)
+}
+
+/// Lane `i` of a stacked tensor (its slice `i` along axis 0).
+pub fn lane(t: &Tensor, i: usize) -> Tensor {
+    t.slice_axis(0, i as isize, i as isize + 1, 1).squeeze(&[0])
+}

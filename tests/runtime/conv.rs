@@ -141,27 +141,9 @@ fn reference(x: &Tensor, w: &Tensor, o: &ConvOptions) -> Tensor {
     yshape.extend(&outs);
     yshape.push(f);
     let mut y = vec![0.0; yshape.iter().product()];
-    let flat =
-        |shape: &[usize], idx: &[usize]| idx.iter().zip(shape).fold(0, |a, (&i, &s)| a * s + i);
-    let each = |shape: &[usize]| -> Vec<Vec<usize>> {
-        let mut all = vec![vec![]];
-        for &len in shape {
-            all = all
-                .into_iter()
-                .flat_map(|p: Vec<usize>| {
-                    (0..len).map(move |i| {
-                        let mut q = p.clone();
-                        q.push(i);
-                        q
-                    })
-                })
-                .collect();
-        }
-        all
-    };
     for b in 0..n {
-        for op in each(&outs) {
-            for kp in each(&ws[..r]) {
+        for op in multi_indices(&outs) {
+            for kp in multi_indices(&ws[..r]) {
                 let idx: Vec<i64> = (0..r)
                     .map(|d| op[d] as i64 * s[d] as i64 + kp[d] as i64 * rd[d] as i64)
                     .collect();
@@ -177,7 +159,8 @@ fn reference(x: &Tensor, w: &Tensor, o: &ConvOptions) -> Tensor {
                         let mut yi = vec![b];
                         yi.extend(&op);
                         yi.push(fo);
-                        y[flat(&yshape, &yi)] += xv[flat(&xs, &xi)] * wv[flat(&ws, &wi)];
+                        y[flat_index(&yshape, &yi)] +=
+                            xv[flat_index(&xs, &xi)] * wv[flat_index(&ws, &wi)];
                     }
                 }
             }
@@ -411,11 +394,6 @@ fn conv_transpose_spreads_each_input_over_its_window() {
 
 /// A batch of inputs under `vmap` is one convolution over a larger batch; a batch of
 /// kernels runs kernel by kernel. Both as the calls one by one.
-/// Lane `i` of a stacked tensor.
-fn lane(t: &Tensor, i: usize) -> Tensor {
-    t.slice_axis(0, i as isize, i as isize + 1, 1).squeeze(&[0])
-}
-
 #[test]
 fn vmap_of_conv_matches_the_calls_one_by_one() {
     let mut rng = Rng::new(336);

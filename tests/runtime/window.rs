@@ -83,27 +83,6 @@ fn tied(rng: &mut Rng, shape: &[usize], d: DType, specials: bool) -> Tensor {
     Tensor::from_vec(v, shape).unwrap().cast(d)
 }
 
-fn every(shape: &[usize]) -> Vec<Vec<usize>> {
-    let mut all = vec![vec![]];
-    for &len in shape {
-        all = all
-            .into_iter()
-            .flat_map(|p: Vec<usize>| {
-                (0..len).map(move |i| {
-                    let mut q = p.clone();
-                    q.push(i);
-                    q
-                })
-            })
-            .collect();
-    }
-    all
-}
-
-fn flat(shape: &[usize], idx: &[usize]) -> usize {
-    idx.iter().zip(shape).fold(0, |a, (&i, &s)| a * s + i)
-}
-
 /// The reduction of each window of the explicitly padded input (padding −∞ or 0), with
 /// NaN propagating through the maximum: the definition, not the interpreter's loop.
 fn reference(x: &Tensor, c: &Case, reducer: Reducer) -> Tensor {
@@ -117,18 +96,18 @@ fn reference(x: &Tensor, c: &Case, reducer: Reducer) -> Tensor {
         Reducer::Sum => 0.0,
     };
     let mut big = vec![fill; padded.iter().product()];
-    for idx in every(&c.x) {
+    for idx in multi_indices(&c.x) {
         let at: Vec<usize> = (0..r).map(|d| idx[d] + c.padding[d].0 as usize).collect();
-        big[flat(&padded, &at)] = xv[flat(&c.x, &idx)];
+        big[flat_index(&padded, &at)] = xv[flat_index(&c.x, &idx)];
     }
     let y: Vec<usize> = (0..r)
         .map(|d| (padded[d] - c.window[d]) / c.strides[d] + 1)
         .collect();
     let mut out = vec![];
-    for o in every(&y) {
-        let vals = every(&c.window).into_iter().map(|j| {
+    for o in multi_indices(&y) {
+        let vals = multi_indices(&c.window).into_iter().map(|j| {
             let at: Vec<usize> = (0..r).map(|d| o[d] * c.strides[d] + j[d]).collect();
-            big[flat(&padded, &at)]
+            big[flat_index(&padded, &at)]
         });
         out.push(match reducer {
             Reducer::Max => vals.fold(f64::NEG_INFINITY, |m, v| {
@@ -397,10 +376,6 @@ fn window_ops_give_the_same_bits_under_1_2_3_and_8_threads() {
     for t in [2, 3, 8] {
         assert!(run(t) == want, "{t} threads give other bits");
     }
-}
-
-fn lane(t: &Tensor, i: usize) -> Tensor {
-    t.slice_axis(0, i as isize, i as isize + 1, 1).squeeze(&[0])
 }
 
 #[test]
