@@ -188,8 +188,27 @@ impl Gen<'_> {
         }
     }
 
-    /// One random instruction (None when the picked form does not apply).
+    /// One random instruction (None when the picked form does not apply, or when it
+    /// would make a value past `MAX_BROADCAST` elements). The cap is checked here, once for
+    /// every form: a concatenation of a `[1030, 1030, 3]` parameter with itself made 6.4 M
+    /// elements, as a pad or a broadcast of a large value could.
     pub fn step(&mut self) -> Option<()> {
+        let before = self.ins.len();
+        let made = self.any_step();
+        if self.tys[self.tys.len() - (self.ins.len() - before)..]
+            .iter()
+            .any(|t| numel(&t.shape) > MAX_BROADCAST)
+        {
+            let keep = self.tys.len() - (self.ins.len() - before);
+            self.tys.truncate(keep);
+            self.big.truncate(keep);
+            self.ins.truncate(before);
+            return None;
+        }
+        made
+    }
+
+    fn any_step(&mut self) -> Option<()> {
         let fl = self.float;
         let is_fl = move |t: &Ty| t.dtype == fl;
         let choice = self.rng.below(101);

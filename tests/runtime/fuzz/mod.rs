@@ -417,8 +417,9 @@ fn random_programs_match_the_interpreter_at_every_level_donated_or_not() {
 
 /// The generator bounds every value it makes, empty operands included: case 378,509 of seed
 /// 905000's run multiplied `[1, 257, 1030, 0] @ [1, 257, 0, 1030]` (no multiply-adds, a
-/// 272 M-element output) and ran out of memory. Every value of that case and of the 20,000
-/// cases around it stays within the cap of a broadcast result.
+/// 272 M-element output) and ran out of memory; case 374,173 concatenated a `[1030, 1030, 3]`
+/// parameter with itself (6.4 M elements). Every value of those cases and of the 20,000
+/// cases around them stays within the cap of a broadcast result.
 #[test]
 fn generated_programs_make_no_value_beyond_the_size_cap() {
     let seed = 905000u64 ^ 1;
