@@ -242,6 +242,12 @@ struct WeightGrad {
     splits: usize,
     /// Tiles of a chunk: (group, window position, row panel of `f`, column panel of `c`).
     tiles: usize,
+    /// Vectors of 16 input features per tile row (1 or 2), rows of output features per
+    /// tile (at most `TILE_VECTORS / v`), and the panels of each.
+    v: usize,
+    rows: usize,
+    fpan: usize,
+    cpan: usize,
     /// Pixels a tile's pass covers before its sums go back to the partial.
     pass: usize,
 }
@@ -254,11 +260,22 @@ const DIRECT_MIN_FEATURES: usize = 8;
 
 /// Pixels per chunk of the direct weight gradient (at least), and per pass of a tile.
 const CHUNK_PIXELS: usize = 4096;
+/// Accumulator vectors of a weight-gradient tile (of the 32 registers: 1 or 2 more hold the
+/// row of `x`, one the broadcast of `dy`).
+const TILE_VECTORS: usize = 28;
 const PASS_PIXELS: usize = 1024;
 
 impl WeightGrad {
     fn plan(p: &Problem) -> WeightGrad {
-        let tiles = p.groups * p.kvol * p.fg.div_ceil(MR) * p.cg.div_ceil(NR);
+        // Two vectors per row unless one wastes fewer lanes (16 or 48 input features: a
+        // 32-wide tile computed 32 columns to keep 16); as many rows as the accumulators
+        // allow, the panels of `f` balanced (64 features: 5 panels of 13 rows, not 14 + 8).
+        let lanes = |v: usize| p.cg.div_ceil(16 * v) * 16 * v;
+        let v = if lanes(1) < lanes(2) { 1 } else { 2 };
+        let fpan = p.fg.div_ceil(TILE_VECTORS / v).max(1);
+        let rows = p.fg.div_ceil(fpan).max(1);
+        let cpan = p.cg.div_ceil(16 * v).max(1);
+        let tiles = p.groups * p.kvol * fpan * cpan;
         let chunks = (p.kc / CHUNK_PIXELS).clamp(1, SLOTS);
         let splits = if p.slots == 1 {
             1
@@ -269,6 +286,10 @@ impl WeightGrad {
             chunks: if p.slots == 1 { 1 } else { chunks },
             splits,
             tiles,
+            v,
+            rows,
+            fpan,
+            cpan,
             pass: PASS_PIXELS,
         }
     }
@@ -309,6 +330,7 @@ impl WeightGrad {
         unsafe impl Sync for Shared {}
         let sh = Shared(base, out);
         let (x, dy) = (&ins[0], &ins[1]);
+        let taps = Taps::of(p, x, true);
         let tasks = self.chunks * self.splits;
         let task = |t: usize| {
             let sh = sh;
@@ -319,7 +341,7 @@ impl WeightGrad {
             let pixels = (chunk * p.kc / self.chunks)..((chunk + 1) * p.kc / self.chunks);
             let tiles =
                 (split * self.tiles / self.splits)..((split + 1) * self.tiles / self.splits);
-            self.task(p, (x, dy), partial, own, (pixels, tiles));
+            self.task(p, (x, dy, &taps), partial, own, (pixels, tiles));
         };
         if tasks == 1 {
             task(0);
@@ -358,7 +380,7 @@ impl WeightGrad {
     unsafe fn task(
         self,
         p: &Problem,
-        (x, dy): (&Operand, &Operand),
+        (x, dy, taps): (&Operand, &Operand, &Taps),
         partial: *mut f32,
         own: *mut u8,
         (pixels, tiles): (std::ops::Range<usize>, std::ops::Range<usize>),
@@ -368,9 +390,9 @@ impl WeightGrad {
         let xp = own.add(self.pass * 8) as *mut *const f32;
         let zeros = own.add(2 * self.pass * 8) as *mut f32;
         std::ptr::write_bytes(zeros, 0, p.cg.next_multiple_of(NR));
-        let (fpan, cpan) = (p.fg.div_ceil(MR), p.cg.div_ceil(NR));
+        let (fpan, cpan) = (self.fpan, self.cpan);
         let out = p.s.output();
-        let (mut o, mut at) = (vec![0usize; r], vec![0usize; r]);
+        let mut o = vec![0usize; r];
         let first = pixels.start;
         for q0 in pixels.clone().step_by(self.pass) {
             let q1 = (q0 + self.pass).min(pixels.end);
@@ -385,26 +407,34 @@ impl WeightGrad {
                 let (fi, ci) = (rest / cpan, rest % cpan);
                 if at_k != Some(gk) {
                     // `x`'s row (at the group's feature 0) each pixel reads at `kpos`.
+                    let k = &p.kidx[kpos * r..(kpos + 1) * r];
                     each_pixel(out, q0..q1, &mut o, |q, n, o| {
-                        *xp.add(q - q0) = if window_hit(p, true, o, kpos, &mut at) {
-                            (x.ptr as *const f32)
-                                .offset((offset(x, n, &at) + (g * p.cg) as i64) as isize)
-                        } else {
+                        let at = taps.at(n, o, k);
+                        *xp.add(q - q0) = if at == NONE {
                             zeros
+                        } else {
+                            (x.ptr as *const f32).offset((at + (g * p.cg) as i64) as isize)
                         };
                     });
                     at_k = Some(gk);
                 }
-                let (f0, c0) = (fi * MR, ci * NR);
-                let rows = (p.fg - f0).min(MR);
-                let cols = (p.cg - c0).min(NR);
+                // The last panel of `f` ends at `fg`, its first `skip` rows (the previous
+                // panel's) computed but not stored: every tile has `rows` rows.
+                let f0 = (fi * self.rows).min(p.fg - self.rows);
+                let skip = fi * self.rows - f0;
+                let c0 = ci * 16 * self.v;
+                let cols = (p.cg - c0).min(16 * self.v);
                 let c = partial.add(((g * p.kvol + kpos) * p.fg + f0) * p.cg + c0);
-                let shape = (q1 - q0, g * p.fg + f0, c0, p.cg, rows, cols);
-                if q0 > first {
-                    weight_tile::tile::<true>(dyp, xp, c, shape);
-                } else {
-                    weight_tile::tile::<false>(dyp, xp, c, shape);
-                }
+                let shape = weight_tile::Shape {
+                    len: q1 - q0,
+                    f0: g * p.fg + f0,
+                    c0,
+                    ldc: p.cg,
+                    skip,
+                    cols,
+                    continues: q0 > first,
+                };
+                weight_tile::run(self.v, self.rows, dyp, xp, c, shape);
             }
         }
     }
@@ -454,6 +484,8 @@ pub unsafe fn run(
 struct Ptrs<'a> {
     a: &'a Operand<'a>,
     b: &'a Operand<'a>,
+    /// Where the rows of `a` read (`Taps` of `a`).
+    taps: &'a Taps,
     c: *mut u8,
     scratch: *mut u8,
 }
@@ -480,9 +512,11 @@ unsafe fn drive<T: Real>(
         w.run(&p, ins, out, base);
         return;
     }
+    let taps = Taps::of(&p, &ins[0], p.role != ConvRole::Input);
     let ptrs = Ptrs {
         a: &ins[0],
         b: &ins[1],
+        taps: &taps,
         c: out,
         scratch: base,
     };
@@ -689,46 +723,110 @@ fn each_pixel(
     }
 }
 
-/// The position window position `k` of `pos` meets on the other side, into `at`: the input
-/// position an output position reads (`forward`), or the output position that reads an
-/// input position; false where there is none.
-fn window_hit(p: &Problem, forward: bool, pos: &[usize], kpos: usize, at: &mut [usize]) -> bool {
-    let r = pos.len();
-    let k = &p.kidx[kpos * r..kpos * r + r];
-    let tables = if forward { &p.fwd } else { &p.bwd };
-    for d in 0..r {
-        let hit = tables[d][pos[d] * p.s.window()[d] + k[d]];
-        if hit < 0 {
-            return false;
+/// Where the pixels' windows read in one operand (`x` for `conv` and its weight gradient,
+/// `dy` for the input gradient): per spatial axis `d`, `tab[d][pos · K_d + k]` is the
+/// element offset along that axis of the position that `pos` meets at window index `k` on
+/// the other side, `NONE` where it meets none. A pixel's offset at a window position is so
+/// its batch offset plus one lookup and one add per axis; over a whole window, one add per
+/// position (`each`). Built once per call from `Problem`'s tables and the operand's strides.
+struct Taps {
+    lead: i64,
+    window: Vec<usize>,
+    tab: Vec<Vec<i64>>,
+}
+
+impl Taps {
+    /// Output pixels reading `t` (`forward`), or input pixels meeting the output `t`.
+    fn of(p: &Problem, t: &Operand, forward: bool) -> Taps {
+        let tables = if forward { &p.fwd } else { &p.bwd };
+        let tab = tables
+            .iter()
+            .enumerate()
+            .map(|(d, hits)| {
+                let stride = t.strides[1 + d];
+                hits.iter()
+                    .map(|&h| if h < 0 { NONE } else { h as i64 * stride })
+                    .collect()
+            })
+            .collect();
+        Taps {
+            lead: t.strides[0],
+            window: p.s.window().to_vec(),
+            tab,
         }
-        at[d] = hit as usize;
     }
-    true
+
+    /// The offset pixel `(n, pos)` reads at the window position of per-axis indices `k`
+    /// (`NONE` for none).
+    #[inline]
+    fn at(&self, n: usize, pos: &[usize], k: &[usize]) -> i64 {
+        let mut off = n as i64 * self.lead;
+        for (d, tab) in self.tab.iter().enumerate() {
+            let v = tab[pos[d] * self.window[d] + k[d]];
+            if v == NONE {
+                return NONE;
+            }
+            off += v;
+        }
+        off
+    }
+
+    /// `f(kpos, offset)` for every window position of pixel `(n, pos)`, in order.
+    #[inline]
+    fn each(&self, n: usize, pos: &[usize], f: &mut impl FnMut(usize, i64)) {
+        let mut kpos = 0;
+        self.walk(0, pos, n as i64 * self.lead, &mut kpos, f);
+    }
+
+    fn walk(
+        &self,
+        d: usize,
+        pos: &[usize],
+        off: i64,
+        kpos: &mut usize,
+        f: &mut impl FnMut(usize, i64),
+    ) {
+        if d == self.tab.len() {
+            f(*kpos, off);
+            *kpos += 1;
+            return;
+        }
+        let kd = self.window[d];
+        let row = &self.tab[d][pos[d] * kd..(pos[d] + 1) * kd];
+        let last = d + 1 == self.tab.len();
+        for &v in row {
+            if v == NONE {
+                // Every position below this index reads nothing.
+                for _ in 0..shape::numel(&self.window[d + 1..]) {
+                    f(*kpos, NONE);
+                    *kpos += 1;
+                }
+            } else if last {
+                f(*kpos, off + v);
+                *kpos += 1;
+            } else {
+                self.walk(d + 1, pos, off + v, kpos, f);
+            }
+        }
+    }
 }
 
 /// For each row of row panel `panel` (pixels of the output for `conv`, of the input for
 /// `conv_input_grad`) and each window position, `set(row, k, offset)`: the element offset
-/// of the pixel it reads in `t` (feature 0), or `None`.
-fn row_offsets(
-    p: &Problem,
-    t: &Operand,
-    panel: usize,
-    mut set: impl FnMut(usize, usize, Option<i64>),
-) {
-    let r = p.s.rank();
+/// of the pixel it reads (feature 0), or `NONE`.
+fn row_offsets(p: &Problem, taps: &Taps, panel: usize, mut set: impl FnMut(usize, usize, i64)) {
     let rows = (p.m - panel * MR).min(MR);
-    let forward = p.role == ConvRole::Output;
-    let lead_shape = if forward { p.s.output() } else { p.s.input() };
+    let lead_shape = if p.role == ConvRole::Output {
+        p.s.output()
+    } else {
+        p.s.input()
+    };
     let space = shape::numel(lead_shape).max(1);
-    let (mut pos, mut at) = (vec![0usize; r], vec![0usize; r]);
+    let mut pos = vec![0usize; p.s.rank()];
     for row in 0..rows {
         let flat = panel * MR + row;
-        let n = flat / space;
         shape::unflatten(flat % space, lead_shape, &mut pos);
-        for kpos in 0..p.kvol {
-            let hit = window_hit(p, forward, &pos, kpos, &mut at);
-            set(row, kpos, hit.then(|| offset(t, n, &at)));
-        }
+        taps.each(flat / space, &pos, &mut |kpos, off| set(row, kpos, off));
     }
 }
 
@@ -843,8 +941,8 @@ unsafe fn pack_a<T: Real>(
             let ch_base = g * p.inner;
             let sc = t.strides[r + 1];
             let inner = p.inner;
-            row_offsets(p, t, panel, |row, kpos, off| {
-                *offs.add(row * p.kvol + kpos) = off.unwrap_or(NONE);
+            row_offsets(p, ptrs.taps, panel, |row, kpos, off| {
+                *offs.add(row * p.kvol + kpos) = off;
             });
             let (mut kpos, mut ch) = (q0 / inner, q0 % inner);
             for q in 0..kb {
@@ -870,19 +968,16 @@ unsafe fn pack_a<T: Real>(
             let x = ptrs.a;
             let out = p.s.output();
             let sc = x.strides[r + 1];
-            let (mut pos, mut at) = (vec![0usize; r], vec![0usize; r]);
+            let mut pos = vec![0usize; r];
             let mut done = None;
             for row in 0..rows {
                 let flat = panel * MR + row;
                 let (kpos, c) = (flat / p.cg, flat % p.cg);
                 if done != Some(kpos) {
                     // The input offset each pixel of the block reads at this window position.
+                    let k = &p.kidx[kpos * r..(kpos + 1) * r];
                     each_pixel(out, q0..q1, &mut pos, |q, n, o| {
-                        *offs.add(q - q0) = if window_hit(p, true, o, kpos, &mut at) {
-                            offset(x, n, &at)
-                        } else {
-                            NONE
-                        };
+                        *offs.add(q - q0) = ptrs.taps.at(n, o, k);
                     });
                     done = Some(kpos);
                 }
@@ -920,8 +1015,8 @@ unsafe fn row_pointers(
     for i in 0..p.kvol * MR {
         *out.add(i) = zeros;
     }
-    row_offsets(p, t, panel, |row, kpos, off| {
-        if let Some(off) = off {
+    row_offsets(p, ptrs.taps, panel, |row, kpos, off| {
+        if off != NONE {
             let at = (off + ch_base) as isize * p.elem as isize;
             *out.add(kpos * MR + row) = t.ptr.wrapping_offset(at);
         }
@@ -977,48 +1072,92 @@ mod indirect {
 /// The tile of the direct weight gradient (`WeightGrad`).
 #[cfg(target_arch = "x86_64")]
 mod weight_tile {
-    use super::super::gemm16::kernel::{lanes, load_tile, store_tile};
-    use super::MR;
+    use super::super::gemm16::kernel::lanes;
     use std::arch::x86_64::*;
 
-    /// `c[r, j] (+)= Σ_q dy[q][f0 + r] · x[q][c0 + j]` for the `rows × cols` of a tile
-    /// (`c`'s rows `ldc` apart) over `len` pixels, where `dy[q]` and `x[q]` are the rows
-    /// `dyp[q]` and `xp[q]` point at (a pixel reading no input points at zeros): f32 FMAs in order
-    /// of the pixels, continuing `c`'s sums where `ACC`.
+    /// Where a tile reads and writes: `len` pixels; `dy`'s features from `f0`, `x`'s from
+    /// `c0`; `c`'s rows `ldc` apart, the first `skip` not stored, `cols` columns; whether
+    /// the sums continue those in `c`.
+    pub struct Shape {
+        pub len: usize,
+        pub f0: usize,
+        pub c0: usize,
+        pub ldc: usize,
+        pub skip: usize,
+        pub cols: usize,
+        pub continues: bool,
+    }
+
+    /// Runs the tile of `v` vectors by `rows` rows (each count its own code: the
+    /// accumulators are registers).
     ///
     /// # Safety
-    /// AVX-512 F, BW and VL; every row valid for the features read (`f0 + rows`, `c0 +
-    /// cols`); `c` valid for the tile.
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-    pub unsafe fn tile<const ACC: bool>(
+    /// As `tile`'s.
+    pub unsafe fn run(
+        v: usize,
+        rows: usize,
         dyp: *const *const f32,
         xp: *const *const f32,
         c: *mut f32,
-        (len, f0, c0, ldc, rows, cols): (usize, usize, usize, usize, usize, usize),
+        s: Shape,
     ) {
-        let lo = lanes(cols.min(16));
-        let hi = lanes(cols.saturating_sub(16));
-        let mut acc = if ACC {
-            load_tile(c, ldc, rows, cols)
-        } else {
-            [_mm512_setzero_ps(); 2 * MR]
-        };
-        // Rows past `rows` broadcast row 0 (their sums are never stored).
-        let mut off = [0usize; MR];
-        for (r, o) in off.iter_mut().enumerate() {
-            *o = f0 + if r < rows { r } else { 0 };
+        macro_rules! by_rows {
+            ($v:literal: $($r:literal)*) => {
+                match rows {
+                    $($r => tile::<$v, $r>(dyp, xp, c, s),)*
+                    _ => unreachable!("{rows} rows of {} vectors", $v),
+                }
+            };
         }
-        for q in 0..len {
-            let xq = (*xp.add(q)).add(c0);
-            let b0 = _mm512_maskz_loadu_ps(lo, xq);
-            let b1 = _mm512_maskz_loadu_ps(hi, xq.add(16));
-            let d = *dyp.add(q);
-            for r in 0..MR {
-                let v = _mm512_set1_ps(*d.add(off[r]));
-                acc[2 * r] = _mm512_fmadd_ps(v, b0, acc[2 * r]);
-                acc[2 * r + 1] = _mm512_fmadd_ps(v, b1, acc[2 * r + 1]);
+        if v == 1 {
+            by_rows!(1: 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28)
+        } else {
+            by_rows!(2: 1 2 3 4 5 6 7 8 9 10 11 12 13 14)
+        }
+    }
+
+    /// `c[r, j] (+)= Σ_q dy[q][f0 + r] · x[q][c0 + j]` for the `R × cols` of a tile over
+    /// `len` pixels, where `dy[q]` and `x[q]` are the rows `dyp[q]` and `xp[q]` point at (a
+    /// pixel reading no input points at zeros): f32 FMAs in order of the pixels,
+    /// continuing `c`'s sums where `continues`. Rows below `skip` are not stored.
+    ///
+    /// # Safety
+    /// AVX-512 F, BW and VL; every row valid for the features read (`f0 + R`, `c0 +
+    /// cols`); `c` valid for the tile.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    unsafe fn tile<const V: usize, const R: usize>(
+        dyp: *const *const f32,
+        xp: *const *const f32,
+        c: *mut f32,
+        s: Shape,
+    ) {
+        let mask = [lanes(s.cols.min(16)), lanes(s.cols.saturating_sub(16))];
+        let mut acc = [[_mm512_setzero_ps(); V]; R];
+        if s.continues {
+            for (r, row) in acc.iter_mut().enumerate().skip(s.skip) {
+                for (v, a) in row.iter_mut().enumerate() {
+                    *a = _mm512_maskz_loadu_ps(mask[v], c.add(r * s.ldc + 16 * v));
+                }
             }
         }
-        store_tile(c, ldc, rows, cols, &acc);
+        for q in 0..s.len {
+            let xq = (*xp.add(q)).add(s.c0);
+            let mut b = [_mm512_setzero_ps(); V];
+            for (v, b) in b.iter_mut().enumerate() {
+                *b = _mm512_maskz_loadu_ps(mask[v], xq.add(16 * v));
+            }
+            let d = (*dyp.add(q)).add(s.f0);
+            for (r, row) in acc.iter_mut().enumerate() {
+                let x = _mm512_set1_ps(*d.add(r));
+                for (a, b) in row.iter_mut().zip(&b) {
+                    *a = _mm512_fmadd_ps(x, *b, *a);
+                }
+            }
+        }
+        for (r, row) in acc.iter().enumerate().skip(s.skip) {
+            for (v, a) in row.iter().enumerate() {
+                _mm512_mask_storeu_ps(c.add(r * s.ldc + 16 * v), mask[v], *a);
+            }
+        }
     }
 }
