@@ -43,6 +43,9 @@ const PARALLEL_MACS: usize = 1 << 21;
 const BLOCK_BYTES: usize = 256 << 10;
 /// Alignment of the scratch regions (a cache line).
 const ALIGN: usize = 64;
+/// Rows of a direct tile of at most 16 columns: 28 accumulators of one vector (a tile of
+/// 14 × 32 would compute 32 columns to keep 16).
+const DIRECT_NARROW_ROWS: usize = 28;
 /// A window position that reads no input element.
 const NONE: i64 = i64::MIN;
 
@@ -64,6 +67,11 @@ struct Problem {
     inner: usize,
     /// Steps of `kc` per block (whole window positions where `inner > 1`).
     kb: usize,
+    /// Whether the rows of `a` are read in place (`indirect`) rather than packed.
+    direct: bool,
+    /// Rows per panel: `MR` (the packed tile's), or `DIRECT_NARROW_ROWS` for a direct
+    /// product of at most 16 columns (one vector per row).
+    mr: usize,
     /// Row panels per group.
     panels: usize,
     slots: usize,
@@ -80,7 +88,12 @@ struct Problem {
 }
 
 impl Problem {
-    fn of(spec: &ConvSpec, a: &[usize], b: &[usize], out: &[usize], elem: usize) -> Problem {
+    fn of(
+        spec: &ConvSpec,
+        (a, b, out): (&[usize], &[usize], &[usize]),
+        elem: usize,
+        direct: bool,
+    ) -> Problem {
         let s = spec.shapes(a, b, out).expect("verified convolution");
         let groups = spec.groups;
         let (cg, fg) = (s.in_channels() / groups, s.out_channels() / groups);
@@ -102,7 +115,13 @@ impl Problem {
         .max(1);
         let kb = ((BLOCK_BYTES / (cols * elem)).max(16) / inner).max(1) * inner;
         let kb = kb.min(kc.max(1));
-        let panels = m.div_ceil(MR);
+        let direct = direct && spec.role != ConvRole::Weight && elem == 4;
+        let mr = if direct && ncol <= 16 {
+            DIRECT_NARROW_ROWS
+        } else {
+            MR
+        };
+        let panels = m.div_ceil(mr);
         let macs = groups
             .saturating_mul(m)
             .saturating_mul(kc)
@@ -152,6 +171,8 @@ impl Problem {
             kvol,
             inner,
             kb,
+            direct,
+            mr,
             panels,
             slots,
             elem,
@@ -200,8 +221,12 @@ impl Problem {
             } else {
                 self.b_block_bytes()
             },
-            up(MR * self.kb * self.elem),
-            up((MR * self.kvol).max(self.kb) * 8),
+            if self.direct {
+                0
+            } else {
+                up(MR * self.kb * self.elem)
+            },
+            up((self.mr * self.kvol).max(self.kb) * 8),
             // Zeros that rows reading no input point at (`indirect`).
             up(self.inner * self.elem),
         ]
@@ -215,8 +240,12 @@ impl Problem {
 /// Bytes of scratch the convolution `spec` of operands shaped `ins` giving `out` of
 /// `dtype` needs (`run`'s `scratch`).
 pub fn scratch_bytes(spec: &ConvSpec, ins: &[&[usize]], out: &[usize], dtype: DType) -> usize {
-    let p = Problem::of(spec, ins[0], ins[1], out, dtype.size());
-    let packed = p.shared_bytes() + p.slots * p.task_bytes();
+    // (Whether the rows are read in place depends on the operand's strides, unknown here:
+    // the larger of the two.)
+    let p = Problem::of(spec, (ins[0], ins[1], out), dtype.size(), false);
+    let d = Problem::of(spec, (ins[0], ins[1], out), dtype.size(), true);
+    let packed = (p.shared_bytes() + p.slots * p.task_bytes())
+        .max(d.shared_bytes() + d.slots * d.task_bytes());
     // (The direct weight gradient's needs, where it may run: the larger of the two.)
     let direct = if p.role == ConvRole::Weight && dtype == DType::F32 {
         WeightGrad::plan(&p).scratch_bytes(&p)
@@ -500,7 +529,18 @@ unsafe fn drive<T: Real>(
     out: *mut u8,
     scratch: *mut u8,
 ) {
-    let p = Problem::of(spec, ins[0].shape, ins[1].shape, out_shape, size_of::<T>());
+    // Rows read in place through a pointer per row and window position where the features
+    // are contiguous and the CPU runs the f32 tiles; packed panels otherwise.
+    let rank = ins[0].shape.len().saturating_sub(2);
+    let direct = cfg!(target_arch = "x86_64")
+        && ins[0].strides.get(rank + 1) == Some(&1)
+        && super::gemm16::fma_tiles();
+    let p = Problem::of(
+        spec,
+        (ins[0].shape, ins[1].shape, out_shape),
+        size_of::<T>(),
+        direct,
+    );
     if p.kc == 0 {
         // No steps: every sum is empty.
         std::ptr::write_bytes(out, 0, shape::numel(out_shape) * p.elem);
@@ -571,13 +611,6 @@ unsafe fn task<T: Real>(p: &Problem, t: usize, (ptrs, shared): (Ptrs, *mut u8)) 
     let offs = own.wrapping_add(b_bytes + a_bytes) as *mut i64;
     let zeros = own.wrapping_add(b_bytes + a_bytes + o_bytes);
     std::ptr::write_bytes(zeros, 0, z_bytes);
-    // Rows read in place through a pointer per row and window position where the features
-    // are contiguous and the CPU runs the f32 tiles; packed panels otherwise.
-    let direct = cfg!(target_arch = "x86_64")
-        && p.role != ConvRole::Weight
-        && size_of::<T>() == 4
-        && ptrs.a.strides[p.s.rank() + 1] == 1
-        && super::gemm16::fma_tiles();
     let total = p.groups * p.panels;
     let mine = (t * total / p.slots)..((t + 1) * total / p.slots);
     let (ldc, col_base) = match p.role {
@@ -598,9 +631,9 @@ unsafe fn task<T: Real>(p: &Problem, t: usize, (ptrs, shared): (Ptrs, *mut u8)) 
                 }
                 packed = Some(g);
             }
-            let r0 = panel * MR;
-            let rows = (p.m - r0).min(MR);
-            if direct {
+            let r0 = panel * p.mr;
+            let rows = (p.m - r0).min(p.mr);
+            if p.direct {
                 row_pointers(p, &ptrs, (g, panel), offs, zeros);
                 #[cfg(target_arch = "x86_64")]
                 for j in 0..p.col_panels() {
@@ -608,13 +641,13 @@ unsafe fn task<T: Real>(p: &Problem, t: usize, (ptrs, shared): (Ptrs, *mut u8)) 
                     let cols = (p.ncol - c0).min(NR);
                     let c = (ptrs.c as *mut f32).add(r0 * ldc + g * col_base + c0);
                     let (k0, k1) = (q0 / p.inner, q1 / p.inner);
-                    let rp = (offs as *const *const f32).add(k0 * MR);
+                    let rp = (offs as *const *const f32).add(k0 * p.mr);
                     let b = bp.add(j * p.kb * NR) as *const f32;
                     let shape = (k1 - k0, p.inner, ldc, rows, cols);
-                    if q0 > 0 {
-                        indirect::tile::<true>(rp, b, c, shape);
+                    if p.mr == DIRECT_NARROW_ROWS {
+                        indirect::tile::<1, DIRECT_NARROW_ROWS>(rp, b, c, shape, q0 > 0);
                     } else {
-                        indirect::tile::<false>(rp, b, c, shape);
+                        indirect::tile::<2, MR>(rp, b, c, shape, q0 > 0);
                     }
                 }
                 continue;
@@ -815,7 +848,7 @@ impl Taps {
 /// `conv_input_grad`) and each window position, `set(row, k, offset)`: the element offset
 /// of the pixel it reads (feature 0), or `NONE`.
 fn row_offsets(p: &Problem, taps: &Taps, panel: usize, mut set: impl FnMut(usize, usize, i64)) {
-    let rows = (p.m - panel * MR).min(MR);
+    let rows = (p.m - panel * p.mr).min(p.mr);
     let lead_shape = if p.role == ConvRole::Output {
         p.s.output()
     } else {
@@ -824,7 +857,7 @@ fn row_offsets(p: &Problem, taps: &Taps, panel: usize, mut set: impl FnMut(usize
     let space = shape::numel(lead_shape).max(1);
     let mut pos = vec![0usize; p.s.rank()];
     for row in 0..rows {
-        let flat = panel * MR + row;
+        let flat = panel * p.mr + row;
         shape::unflatten(flat % space, lead_shape, &mut pos);
         taps.each(flat / space, &pos, &mut |kpos, off| set(row, kpos, off));
     }
@@ -1012,13 +1045,13 @@ unsafe fn row_pointers(
     let t = ptrs.a;
     let ch_base = (g * p.inner) as i64 * t.strides[p.s.rank() + 1];
     let out = out as *mut *const u8;
-    for i in 0..p.kvol * MR {
+    for i in 0..p.kvol * p.mr {
         *out.add(i) = zeros;
     }
     row_offsets(p, ptrs.taps, panel, |row, kpos, off| {
         if off != NONE {
             let at = (off + ch_base) as isize * p.elem as isize;
-            *out.add(kpos * MR + row) = t.ptr.wrapping_offset(at);
+            *out.add(kpos * p.mr + row) = t.ptr.wrapping_offset(at);
         }
     });
 }
@@ -1027,45 +1060,58 @@ unsafe fn row_pointers(
 /// where they lie, through one pointer per row and window position, never packed.
 #[cfg(target_arch = "x86_64")]
 mod indirect {
-    use super::super::gemm16::kernel::{load_tile, store_tile};
-    use super::{MR, NR};
+    use super::super::gemm16::kernel::lanes;
+    use super::NR;
     use std::arch::x86_64::*;
 
-    /// `c[r, j] (+)= Σ_k Σ_ch rows[k·MR + r][ch] · b[(k·inner + ch)·NR + j]` for the `rows ×
-    /// cols` of a tile over `nk` window positions of `inner` steps (f32 FMAs in order of
-    /// the steps, continuing `c`'s sums where `ACC`): the same sums, in the same order, as
-    /// `gemm16::kernel::tile_fma` on the packed panel.
+    /// `c[r, j] (+)= Σ_k Σ_ch rows[k·R + r][ch] · b[(k·inner + ch)·NR + j]` for the `rows ×
+    /// cols` of a tile of `R` rows and `V` vectors (`cols ≤ 16·V`) over `nk` window
+    /// positions of `inner` steps (f32 FMAs in order of the steps, continuing `c`'s sums
+    /// where `continues`): the same sums, in the same order, as `gemm16::kernel::tile_fma`
+    /// on the packed panel.
     ///
     /// # Safety
     /// AVX-512 F, BW and VL; each pointer valid for `inner` values; `b` holds `nk · inner`
     /// steps of `NR`; `c` valid for the tile.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-    pub unsafe fn tile<const ACC: bool>(
+    pub unsafe fn tile<const V: usize, const R: usize>(
         rows_at: *const *const f32,
         b: *const f32,
         c: *mut f32,
         (nk, inner, ldc, rows, cols): (usize, usize, usize, usize, usize),
+        continues: bool,
     ) {
-        let mut acc = if ACC {
-            load_tile(c, ldc, rows, cols)
-        } else {
-            [_mm512_setzero_ps(); 2 * MR]
-        };
+        let mask = [lanes(cols.min(16)), lanes(cols.saturating_sub(16))];
+        let mut acc = [[_mm512_setzero_ps(); V]; R];
+        if continues {
+            for (r, row) in acc.iter_mut().enumerate().take(rows) {
+                for (v, a) in row.iter_mut().enumerate() {
+                    *a = _mm512_maskz_loadu_ps(mask[v], c.add(r * ldc + 16 * v));
+                }
+            }
+        }
         let mut b = b;
         for k in 0..nk {
-            let p: [*const f32; MR] = *(rows_at.add(k * MR) as *const [*const f32; MR]);
+            let p: [*const f32; R] = *(rows_at.add(k * R) as *const [*const f32; R]);
             for ch in 0..inner {
-                let b0 = _mm512_loadu_ps(b);
-                let b1 = _mm512_loadu_ps(b.add(16));
-                for r in 0..MR {
+                let mut bv = [_mm512_setzero_ps(); V];
+                for (v, bv) in bv.iter_mut().enumerate() {
+                    *bv = _mm512_loadu_ps(b.add(16 * v));
+                }
+                for (r, row) in acc.iter_mut().enumerate() {
                     let x = _mm512_set1_ps(*p[r].add(ch));
-                    acc[2 * r] = _mm512_fmadd_ps(x, b0, acc[2 * r]);
-                    acc[2 * r + 1] = _mm512_fmadd_ps(x, b1, acc[2 * r + 1]);
+                    for (a, bv) in row.iter_mut().zip(&bv) {
+                        *a = _mm512_fmadd_ps(x, *bv, *a);
+                    }
                 }
                 b = b.add(NR);
             }
         }
-        store_tile(c, ldc, rows, cols, &acc);
+        for (r, row) in acc.iter().enumerate().take(rows) {
+            for (v, a) in row.iter().enumerate() {
+                _mm512_mask_storeu_ps(c.add(r * ldc + 16 * v), mask[v], *a);
+            }
+        }
     }
 }
 

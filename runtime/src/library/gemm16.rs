@@ -666,12 +666,7 @@ pub(super) mod kernel {
     /// AVX-512 F; `c` valid for the tile.
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-    pub unsafe fn load_tile(
-        c: *const f32,
-        ldc: usize,
-        rows: usize,
-        cols: usize,
-    ) -> [__m512; 2 * MR] {
+    unsafe fn load_tile(c: *const f32, ldc: usize, rows: usize, cols: usize) -> [__m512; 2 * MR] {
         let (lo, hi) = (lanes(cols.min(16)), lanes(cols.saturating_sub(16)));
         let mut acc = [_mm512_setzero_ps(); 2 * MR];
         for r in 0..rows {
@@ -680,27 +675,6 @@ pub(super) mod kernel {
             acc[2 * r + 1] = _mm512_maskz_loadu_ps(hi, row.add(16));
         }
         acc
-    }
-
-    /// Stores the `rows × cols` of the f32 accumulators `acc` at `c` (rows `ldc` apart).
-    ///
-    /// # Safety
-    /// AVX-512 F; `c` valid for the tile.
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-    pub unsafe fn store_tile(
-        c: *mut f32,
-        ldc: usize,
-        rows: usize,
-        cols: usize,
-        acc: &[__m512; 2 * MR],
-    ) {
-        let (lo, hi) = (lanes(cols.min(16)), lanes(cols.saturating_sub(16)));
-        for r in 0..rows {
-            let row = c.add(r * ldc);
-            _mm512_mask_storeu_ps(row, lo, acc[2 * r]);
-            _mm512_mask_storeu_ps(row.add(16), hi, acc[2 * r + 1]);
-        }
     }
 
     /// A right panel packed from contiguous runs: `dst[p · NR + l] = x[2p, l] | x[2p+1, l] << 16`
