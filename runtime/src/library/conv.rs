@@ -29,6 +29,8 @@
 //! decomposition that skips them is not written yet); layers with fewer than 32 output
 //! features fill part of a tile's columns.
 
+mod padded;
+
 use super::gemm16::{MR, NR};
 use super::ops::Operand;
 use crate::ir::conv::{source, target};
@@ -248,7 +250,8 @@ pub fn scratch_bytes(spec: &ConvSpec, ins: &[&[usize]], out: &[usize], dtype: DT
         .max(d.shared_bytes() + d.slots * d.task_bytes());
     // (The direct weight gradient's needs, where it may run: the larger of the two.)
     let direct = if p.role == ConvRole::Weight && dtype == DType::F32 {
-        WeightGrad::plan(&p).scratch_bytes(&p)
+        let padded = padded::Padded::plan(&p, spec).map_or(0, |w| w.scratch_bytes(&p));
+        WeightGrad::plan(&p).scratch_bytes(&p).max(padded)
     } else {
         0
     };
@@ -547,6 +550,13 @@ unsafe fn drive<T: Real>(
         return;
     }
     let base = scratch.wrapping_add(scratch.align_offset(ALIGN));
+    #[cfg(target_arch = "x86_64")]
+    if let Some(w) = padded::Padded::plan(&p, spec) {
+        if ins[1].strides[rank + 1] == 1 && super::gemm16::fma_tiles() {
+            w.run(&p, spec, ins, out, base);
+            return;
+        }
+    }
     #[cfg(target_arch = "x86_64")]
     if let Some(w) = WeightGrad::of(&p, ins) {
         w.run(&p, ins, out, base);
