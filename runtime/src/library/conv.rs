@@ -815,10 +815,36 @@ impl Taps {
     }
 
     /// `f(kpos, offset)` for every window position of pixel `(n, pos)`, in order.
-    #[inline]
+    #[inline(always)]
     fn each(&self, n: usize, pos: &[usize], f: &mut impl FnMut(usize, i64)) {
-        let mut kpos = 0;
-        self.walk(0, pos, n as i64 * self.lead, &mut kpos, f);
+        let base = n as i64 * self.lead;
+        let row = |d: usize| {
+            let kd = self.window[d];
+            &self.tab[d][pos[d] * kd..(pos[d] + 1) * kd]
+        };
+        // One and two spatial axes as plain loops (the walk's calls per position cost
+        // as much as a first layer's multiply-adds).
+        match self.tab.len() {
+            1 => {
+                for (k, &v) in row(0).iter().enumerate() {
+                    f(k, if v == NONE { NONE } else { base + v });
+                }
+            }
+            2 => {
+                let (t0, t1) = (row(0), row(1));
+                let mut k = 0;
+                for &a in t0 {
+                    for &b in t1 {
+                        f(k, if a == NONE || b == NONE { NONE } else { base + a + b });
+                        k += 1;
+                    }
+                }
+            }
+            _ => {
+                let mut kpos = 0;
+                self.walk(0, pos, base, &mut kpos, f);
+            }
+        }
     }
 
     fn walk(
@@ -1053,17 +1079,37 @@ unsafe fn row_pointers(
     zeros: *mut u8,
 ) {
     let t = ptrs.a;
+    let (mr, elem) = (p.mr, p.elem as isize);
     let ch_base = (g * p.inner) as i64 * t.strides[p.s.rank() + 1];
+    let base = t.ptr.wrapping_offset(ch_base as isize * elem);
     let out = out as *mut *const u8;
-    for i in 0..p.kvol * p.mr {
-        *out.add(i) = zeros;
+    let zeros = zeros as *const u8;
+    let rows = (p.m - panel * mr).min(mr);
+    let lead_shape = if p.role == ConvRole::Output {
+        p.s.output()
+    } else {
+        p.s.input()
+    };
+    let space = shape::numel(lead_shape).max(1);
+    let mut pos = vec![0usize; p.s.rank()];
+    for row in 0..rows {
+        let flat = panel * mr + row;
+        shape::unflatten(flat % space, lead_shape, &mut pos);
+        // (Copies, not references, so the writes through `out` need not reload them.)
+        let put = move |kpos: usize, off: i64| {
+            *out.add(kpos * mr + row) = if off == NONE {
+                zeros
+            } else {
+                base.wrapping_offset(off as isize * elem)
+            };
+        };
+        ptrs.taps.each(flat / space, &pos, &mut { put });
     }
-    row_offsets(p, ptrs.taps, panel, |row, kpos, off| {
-        if off != NONE {
-            let at = (off + ch_base) as isize * p.elem as isize;
-            *out.add(kpos * p.mr + row) = t.ptr.wrapping_offset(at);
+    for kpos in 0..p.kvol {
+        for row in rows..mr {
+            *out.add(kpos * mr + row) = zeros;
         }
-    });
+    }
 }
 
 /// The tile of an indirect product (XNNPACK's "indirect GEMM"): the rows of `a` are read

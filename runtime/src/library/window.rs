@@ -8,7 +8,8 @@
 //! each element written by one thread, so results do not depend on the thread count.
 //! `window_max_scatter` first records each window's winner per lane (the window position,
 //! 4 bytes of scratch per element of the window grid), then gathers: every input element
-//! sums the cotangents of the windows it wins, in ascending order of the window.
+//! sums the cotangents of the windows it wins, in ascending order of the window. Where no
+//! two windows overlap (the usual pools) it writes each window's rows directly instead.
 
 use super::ops::{par_for, Operand};
 use crate::ir::window::beats;
@@ -222,6 +223,20 @@ impl<'a> Geometry<'a> {
         }
     }
 
+    /// Whether no two windows share an input row: strides at least the window on every
+    /// walked axis (the usual pools).
+    fn disjoint(&self) -> bool {
+        (0..self.outer).all(|d| self.spec.strides[d] >= self.spec.window[d])
+    }
+
+    /// Whether every input row lies in some window.
+    fn covered(&self) -> bool {
+        (0..self.outer).all(|d| {
+            let k = self.spec.window[d];
+            self.dst[d].chunks(k).all(|hits| hits.iter().any(|&o| o >= 0))
+        })
+    }
+
     /// The input offset (under `ts`) window position `p` of grid row `o` reads.
     fn source_offset(&self, o: &[usize], p: u16, ts: &[i64]) -> i64 {
         let j = &self.jpos[p as usize];
@@ -338,6 +353,7 @@ unsafe fn go<T: Elem>(
                 });
             });
         }
+        WindowRole::MaxScatter if g.disjoint() => scatter_disjoint::<T>(&g, ins, out, bytes),
         WindowRole::SumTranspose | WindowRole::MaxScatter => {
             let dy = &ins[ins.len() - 1];
             let wins = scratch as *mut u32;
@@ -387,6 +403,52 @@ unsafe fn go<T: Elem>(
             });
         }
     }
+}
+
+/// `window_max_scatter` where no two windows share an input row: each window's winners take
+/// its cotangent, written straight into the rows the window reads (the winners in
+/// registers, no scratch, one pass over the grid), every other element zero. The same bits
+/// as the general gather: one term, `0 + dy` rounded once.
+///
+/// # Safety
+/// As `go`'s.
+unsafe fn scatter_disjoint<T: Elem>(g: &Geometry, ins: &[Operand], out: Out, bytes: usize) {
+    let (x, dy) = (&ins[0], &ins[1]);
+    let b = g.block;
+    if !g.covered() {
+        std::ptr::write_bytes(out.0 as *mut T, 0, shape::numel(&g.x));
+    }
+    let (xs, ys) = (walked(x, g.outer), walked(dy, g.outer));
+    // The result's (contiguous) strides over the walked axes.
+    let mut os = vec![b as i64; g.outer];
+    for d in (0..g.outer.saturating_sub(1)).rev() {
+        os[d] = os[d + 1] * g.x[d + 1] as i64;
+    }
+    par_for(g.y_rows(), bytes, |lo, hi| {
+        let dst = out;
+        let (mut real, mut places) = (Vec::new(), Vec::new());
+        let (mut tmp, mut tmp_dy) = (Vec::<T>::new(), Vec::<T>::new());
+        let mut best: Vec<T> = vec![T::ZERO; b];
+        let mut arg: Vec<u32> = vec![NONE; b];
+        each_row(&g.y[..g.outer], lo, hi, |_, o| {
+            g.sources(o, &xs, &mut real);
+            g.sources(o, &os, &mut places);
+            winners(x, &real, b, &mut best, &mut arg, &mut tmp);
+            let at: i64 = o.iter().zip(&ys).map(|(&i, &s)| i as i64 * s).sum();
+            let d = row(dy, at, b, &mut tmp_dy);
+            for &(p, off) in &places {
+                let p = p as u32;
+                let xr = std::slice::from_raw_parts_mut((dst.0 as *mut T).offset(off as isize), b);
+                for ((xv, a), v) in xr.iter_mut().zip(&arg).zip(d) {
+                    *xv = if *a == p {
+                        T::from_f64(0.0 + v.widen())
+                    } else {
+                        T::ZERO
+                    };
+                }
+            }
+        });
+    });
 }
 
 /// The maxima of one window row into `y` (−∞ for a window of padding only).
