@@ -1,0 +1,206 @@
+//! Training steps of the convolutional networks of `examples/cnn` on batches of 128 images
+//! of 28×28×1, against PyTorch (eager, channels last, and `torch.compile`) and JAX
+//! (`jit(value_and_grad)`) measured by `benches/torch_cnn.py` and `benches/jax_cnn.py` in
+//! the same run when they are installed (`JITFUSE_BENCH_TORCH=0`, `JITFUSE_BENCH_JAX=0` skip
+//! them). `cargo bench --bench cnn_step`.
+//!
+//! Rows: the network of Fashion-MNIST's own benchmark (conv 5×5×32 Same + ReLU, max-pool 2,
+//! conv 5×5×64 + ReLU, max-pool 2, dense 1024 + ReLU, dense 10) with Adam 1e-3; the
+//! ResNet-20-shaped network (3×3 convolutions of 16, 32, 64 features with batch norm in
+//! training mode, strided 1×1 projections, global average pool) with SGD and momentum 0.9.
+//! Each step: the loss and gradients, the optimiser's update, the new parameters, state and
+//! running statistics. Also the temporaries each compiled step holds (jitfuse's
+//! `memory_analysis().temp_bytes`, XLA's `temp_size_in_bytes`). `JITFUSE_BENCH_RUNS` sets
+//! the samples (median).
+
+#[path = "../examples/cnn/model.rs"]
+mod model;
+
+use jitfuse::optim::{self, Optimizer, StateOf};
+use jitfuse::prelude::*;
+use model::{Cnn, ResNet, ResNetStats};
+use std::collections::HashMap;
+use std::time::Instant;
+
+const BATCH: usize = 128;
+
+type Adam = optim::Adam<optim::Constant>;
+type Sgd = optim::Momentum<optim::Constant>;
+
+fn adam() -> Adam {
+    optim::adam(optim::constant(1e-3), 0.9, 0.999, 1e-8)
+}
+
+fn sgd() -> Sgd {
+    optim::momentum(optim::constant(0.1), 0.9)
+}
+
+#[jit]
+fn cnn_step(
+    p: Cnn,
+    s: StateOf<Adam, Cnn>,
+    x: &Tensor,
+    y: &Tensor,
+) -> (Cnn, StateOf<Adam, Cnn>, Tensor) {
+    let (l, g) = value_and_grad(
+        |p: &Cnn| softmax_cross_entropy_with_labels(&p.logits(x), y),
+        &p,
+    );
+    let (p, s) = adam().update(&g, s, p);
+    (p, s, l)
+}
+
+#[jit]
+fn resnet_step(
+    p: ResNet,
+    s: StateOf<Sgd, ResNet>,
+    stats: ResNetStats,
+    x: &Tensor,
+    y: &Tensor,
+) -> (ResNet, StateOf<Sgd, ResNet>, ResNetStats, Tensor) {
+    let ((l, stats), g) = value_and_grad_with_aux(
+        |p: &ResNet| {
+            let (z, stats) = p.logits(x, &stats, true);
+            (softmax_cross_entropy_with_labels(&z, y), stats)
+        },
+        &p,
+    );
+    let (p, s) = sgd().update(&g, s, p);
+    (p, s, stats, l)
+}
+
+fn batch() -> (Tensor, Tensor) {
+    let mut s = 0x9e3779b97f4a7c15u64;
+    let mut next = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    };
+    let x: Vec<f32> = (0..BATCH * 28 * 28)
+        .map(|_| (next() >> 40) as f32 / (1u64 << 24) as f32)
+        .collect();
+    let y: Vec<i32> = (0..BATCH).map(|_| (next() % 10) as i32).collect();
+    (
+        Tensor::from_vec(x, &[BATCH, 28, 28, 1]).unwrap(),
+        Tensor::from_vec(y, &[BATCH]).unwrap(),
+    )
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+/// `(network, mode) -> (ms, temp bytes)` from a peer's script, when the peer is installed.
+fn peer(script: &str, skip: &str, runs: usize) -> HashMap<(String, String), (f64, f64)> {
+    let mut out = HashMap::new();
+    if std::env::var(skip).as_deref() == Ok("0") {
+        println!("({script} skipped: {skip}=0)");
+        return out;
+    }
+    let path = format!("{}/benches/{script}", env!("CARGO_MANIFEST_DIR"));
+    let o = std::process::Command::new("python3")
+        .args([path.as_str(), "--reps", &runs.to_string()])
+        .output();
+    let o = match o {
+        Ok(o) if o.status.success() => o,
+        Ok(o) => {
+            let err = String::from_utf8_lossy(&o.stderr);
+            println!("({script} did not run: {})", err.lines().last().unwrap_or(""));
+            return out;
+        }
+        Err(e) => {
+            println!("({script} did not run: {e})");
+            return out;
+        }
+    };
+    for line in String::from_utf8_lossy(&o.stdout).lines() {
+        let f: Vec<&str> = line.split('\t').collect();
+        if let [net, mode, ms, temp] = f[..] {
+            if let (Ok(ms), Ok(temp)) = (ms.parse(), temp.parse()) {
+                out.insert((net.to_string(), mode.to_string()), (ms, temp));
+            }
+        }
+    }
+    out
+}
+
+fn main() {
+    let runs: usize = std::env::var("JITFUSE_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(11);
+    let (x, y) = batch();
+    let key = Key::new(0);
+    let mut rows: Vec<(&str, f64, usize)> = vec![];
+
+    // Each step's parameters and state are donated and returned: the steady state of
+    // training (the first call traces and compiles).
+    {
+        let p = Cnn::init(&key);
+        let s = adam().init(&p);
+        let temp = cnn_step::lower(p.clone(), s.clone(), &x, &y)
+            .and_then(|l| l.compile())
+            .unwrap()
+            .memory_analysis()
+            .temp_bytes;
+        let (mut p, mut s, _) = cnn_step(p, s, &x, &y);
+        let mut t = vec![];
+        for _ in 0..runs {
+            let start = Instant::now();
+            let (p2, s2, l) = cnn_step(p, s, &x, &y);
+            l.item::<f32>().unwrap();
+            t.push(start.elapsed().as_secs_f64() * 1e3);
+            (p, s) = (p2, s2);
+        }
+        rows.push(("fmnist_cnn", median(t), temp));
+    }
+    {
+        let (p, stats) = ResNet::init(&key);
+        let s = sgd().init(&p);
+        let temp = resnet_step::lower(p.clone(), s.clone(), stats.clone(), &x, &y)
+            .and_then(|l| l.compile())
+            .unwrap()
+            .memory_analysis()
+            .temp_bytes;
+        let (mut p, mut s, mut stats, _) = resnet_step(p, s, stats, &x, &y);
+        let mut t = vec![];
+        for _ in 0..runs {
+            let start = Instant::now();
+            let (p2, s2, st2, l) = resnet_step(p, s, stats, &x, &y);
+            l.item::<f32>().unwrap();
+            t.push(start.elapsed().as_secs_f64() * 1e3);
+            (p, s, stats) = (p2, s2, st2);
+        }
+        rows.push(("resnet20", median(t), temp));
+    }
+
+    let torch = peer("torch_cnn.py", "JITFUSE_BENCH_TORCH", runs);
+    let jax = peer("jax_cnn.py", "JITFUSE_BENCH_JAX", runs);
+    let mib = |b: f64| b / (1u64 << 20) as f64;
+    let cell = |v: Option<f64>| v.map_or("—".to_string(), |v| format!("{v:.1}"));
+    let ratio = |a: f64, b: Option<f64>| b.map_or("—".to_string(), |b| format!("{:.2}", a / b));
+    println!(
+        "\n| network (batch {BATCH}) | jitfuse ms | PyTorch eager ms | channels-last ms | torch.compile ms | JAX ms | jitfuse / best PyTorch | jitfuse / JAX | jitfuse temp MiB | XLA temp MiB | temp ratio |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    for (net, ms, temp) in rows {
+        let t = |mode: &str| torch.get(&(net.to_string(), mode.to_string())).map(|v| v.0);
+        let (eager, cl, comp) = (t("eager"), t("channels_last"), t("compiled"));
+        let best = [eager, cl, comp].into_iter().flatten().reduce(f64::min);
+        let j = jax.get(&(net.to_string(), "jit".to_string())).copied();
+        println!(
+            "| {net} | {ms:.1} | {} | {} | {} | {} | {} | {} | {:.1} | {} | {} |",
+            cell(eager),
+            cell(cl),
+            cell(comp),
+            cell(j.map(|v| v.0)),
+            ratio(ms, best),
+            ratio(ms, j.map(|v| v.0)),
+            mib(temp as f64),
+            cell(j.map(|v| mib(v.1))),
+            ratio(temp as f64, j.map(|v| v.1)),
+        );
+    }
+}
