@@ -835,7 +835,14 @@ impl Taps {
                 let mut k = 0;
                 for &a in t0 {
                     for &b in t1 {
-                        f(k, if a == NONE || b == NONE { NONE } else { base + a + b });
+                        f(
+                            k,
+                            if a == NONE || b == NONE {
+                                NONE
+                            } else {
+                                base + a + b
+                            },
+                        );
                         k += 1;
                     }
                 }

@@ -233,7 +233,9 @@ impl<'a> Geometry<'a> {
     fn covered(&self) -> bool {
         (0..self.outer).all(|d| {
             let k = self.spec.window[d];
-            self.dst[d].chunks(k).all(|hits| hits.iter().any(|&o| o >= 0))
+            self.dst[d]
+                .chunks(k)
+                .all(|hits| hits.iter().any(|&o| o >= 0))
         })
     }
 
