@@ -107,7 +107,10 @@ fn peer(script: &str, skip: &str, runs: usize) -> HashMap<(String, String), (f64
         Ok(o) if o.status.success() => o,
         Ok(o) => {
             let err = String::from_utf8_lossy(&o.stderr);
-            println!("({script} did not run: {})", err.lines().last().unwrap_or(""));
+            println!(
+                "({script} did not run: {})",
+                err.lines().last().unwrap_or("")
+            );
             return out;
         }
         Err(e) => {

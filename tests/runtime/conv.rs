@@ -101,9 +101,9 @@ fn cases() -> Vec<Case> {
         // (fewer gather `x` into packed panels: the case above).
         case(&[5, 40, 40, 8], &[3, 3, 8, 20], opts(&[1, 1], Same)),
         // The direct weight gradient's tile shapes: one vector of 16 input features per row
-        // (16, 48) or two (33: a second panel of 1); panels of output features balanced, the
-        // last ending at `Fg` over rows it does not store (29 = 15 + 14, 64 = 3 × 22 − 2,
-        // 15 per group = 2 × 8 − 1).
+        // (16, 48; 33: a third panel of 1) or two (32 per group); panels of output features
+        // balanced, the last ending at `Fg` over rows it does not store (29 = 15 + 14,
+        // 64 = 3 × 22 − 2, 15 per group = 2 × 8 − 1).
         case(&[3, 24, 24, 16], &[3, 3, 16, 29], opts(&[1, 1], Same)),
         case(&[2, 5, 5, 48], &[3, 3, 48, 64], opts(&[1, 1], Same)),
         case(&[1, 5, 5, 33], &[2, 2, 33, 13], opts(&[1, 1], Valid)),

@@ -61,7 +61,12 @@ fn cases() -> Vec<Case> {
         // Windows that share no input (the usual pools): leaving inputs out (7 by 3s,
         // strides past the window), and partly in the padding.
         case(&[1, 7, 8, 5], &[1, 3, 2, 1], &[1, 3, 3, 1], &[z, z, z, z]),
-        case(&[2, 5, 5, 3], &[1, 2, 2, 1], &[1, 2, 2, 1], &[z, (0, 1), (1, 0), z]),
+        case(
+            &[2, 5, 5, 3],
+            &[1, 2, 2, 1],
+            &[1, 2, 2, 1],
+            &[z, (0, 1), (1, 0), z],
+        ),
         // More features than a vector, a window larger than the stride.
         case(
             &[2, 8, 8, 37],

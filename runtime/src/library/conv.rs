@@ -275,7 +275,7 @@ struct WeightGrad {
     /// Tiles of a chunk: (group, window position, row panel of `f`, column panel of `c`).
     tiles: usize,
     /// Vectors of 16 input features per tile row (1 or 2), rows of output features per
-    /// tile (at most `TILE_VECTORS / v`), and the panels of each.
+    /// tile (at most `tile_rows(v)`), and the panels of each.
     v: usize,
     rows: usize,
     fpan: usize,
@@ -292,9 +292,16 @@ const DIRECT_MIN_FEATURES: usize = 8;
 
 /// Pixels per chunk of the direct weight gradient (at least), and per pass of a tile.
 const CHUNK_PIXELS: usize = 4096;
-/// Accumulator vectors of a weight-gradient tile (of the 32 registers: 1 or 2 more hold the
-/// row of `x`, one the broadcast of `dy`).
-const TILE_VECTORS: usize = 28;
+/// Rows of a weight-gradient tile of `v` vectors per row: 28 accumulators of one vector, 13
+/// rows of two (14 rows, 28 accumulators beside the two vectors of `x` and the broadcast,
+/// spilled: 256 features ran at 40 % of the GEMM rate, 13 rows at 94 %).
+fn tile_rows(v: usize) -> usize {
+    if v == 1 {
+        28
+    } else {
+        13
+    }
+}
 const PASS_PIXELS: usize = 1024;
 
 impl WeightGrad {
@@ -304,7 +311,7 @@ impl WeightGrad {
         // allow, the panels of `f` balanced (64 features: 5 panels of 13 rows, not 14 + 8).
         let lanes = |v: usize| p.cg.div_ceil(16 * v) * 16 * v;
         let v = if lanes(1) < lanes(2) { 1 } else { 2 };
-        let fpan = p.fg.div_ceil(TILE_VECTORS / v).max(1);
+        let fpan = p.fg.div_ceil(tile_rows(v)).max(1);
         let rows = p.fg.div_ceil(fpan).max(1);
         let cpan = p.cg.div_ceil(16 * v).max(1);
         let tiles = p.groups * p.kvol * fpan * cpan;
@@ -1221,7 +1228,7 @@ mod weight_tile {
         if v == 1 {
             by_rows!(1: 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28)
         } else {
-            by_rows!(2: 1 2 3 4 5 6 7 8 9 10 11 12 13 14)
+            by_rows!(2: 1 2 3 4 5 6 7 8 9 10 11 12 13)
         }
     }
 

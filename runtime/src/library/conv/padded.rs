@@ -13,7 +13,7 @@
 //! added in chunk order, so the bits do not depend on the thread count. The copy is the
 //! step's planned scratch (`scratch_bytes`), as small as `x` and its border.
 
-use super::{Problem, ALIGN, CHUNK_PIXELS, NONE, SLOTS, TILE_VECTORS};
+use super::{tile_rows, Problem, ALIGN, CHUNK_PIXELS, NONE, SLOTS};
 use crate::ir::{ConvRole, ConvSpec};
 use crate::library::ops::Operand;
 use crate::shape;
@@ -67,7 +67,7 @@ impl Padded {
         let lanes = |v: usize| p.fg.div_ceil(16 * v) * 16 * v;
         let v = if lanes(1) < lanes(2) { 1 } else { 2 };
         let kr = p.kvol * p.cg;
-        let rpan = kr.div_ceil(TILE_VECTORS / v).max(1);
+        let rpan = kr.div_ceil(tile_rows(v)).max(1);
         let rows = kr.div_ceil(rpan).max(1);
         let fpan = p.fg.div_ceil(16 * v).max(1);
         let tiles = p.groups * rpan * fpan;
@@ -237,7 +237,7 @@ impl Padded {
         let out = p.s.output();
         let kr = p.kvol * p.cg;
         let mut o = vec![0usize; r];
-        let mut roff = [0isize; TILE_VECTORS];
+        let mut roff = [0isize; 28]; // (`tile_rows(1)`, the most rows)
         for q0 in pixels.clone().step_by(PASS_PIXELS) {
             let q1 = (q0 + PASS_PIXELS).min(pixels.end);
             super::each_pixel(out, q0..q1, &mut o, |q, n, o| {
@@ -317,7 +317,7 @@ mod tile {
         if v == 1 {
             by_rows!(1: 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28)
         } else {
-            by_rows!(2: 1 2 3 4 5 6 7 8 9 10 11 12 13 14)
+            by_rows!(2: 1 2 3 4 5 6 7 8 9 10 11 12 13)
         }
     }
 
