@@ -29,6 +29,25 @@
 //! decomposition that skips them is not written yet); layers with fewer than 32 output
 //! features fill part of a tile's columns.
 
+/// Calls `$tile::<V, R> $args` for the `$rows` rows of a tile of `$v` vectors per row
+/// (`tile_rows`): each count is its own code, as the accumulators are registers.
+macro_rules! by_tile_rows {
+    (@arms $v:literal, $rows:expr, $tile:ident $args:tt, $($r:literal)*) => {
+        match $rows {
+            $($r => $tile::<$v, $r> $args,)*
+            rows => unreachable!("{rows} rows of {} vectors", $v),
+        }
+    };
+    ($v:expr, $rows:expr, $tile:ident $args:tt) => {
+        if $v == 1 {
+            by_tile_rows!(@arms 1, $rows, $tile $args,
+                1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28)
+        } else {
+            by_tile_rows!(@arms 2, $rows, $tile $args, 1 2 3 4 5 6 7 8 9 10 11 12 13)
+        }
+    };
+}
+
 mod padded;
 
 use super::gemm16::{MR, NR};
@@ -1098,27 +1117,16 @@ unsafe fn row_pointers(
     let base = t.ptr.wrapping_offset(ch_base as isize * elem);
     let out = out as *mut *const u8;
     let zeros = zeros as *const u8;
-    let rows = (p.m - panel * mr).min(mr);
-    let lead_shape = if p.role == ConvRole::Output {
-        p.s.output()
-    } else {
-        p.s.input()
-    };
-    let space = shape::numel(lead_shape).max(1);
-    let mut pos = vec![0usize; p.s.rank()];
-    for row in 0..rows {
-        let flat = panel * mr + row;
-        shape::unflatten(flat % space, lead_shape, &mut pos);
-        // (Copies, not references, so the writes through `out` need not reload them.)
-        let put = move |kpos: usize, off: i64| {
-            *out.add(kpos * mr + row) = if off == NONE {
-                zeros
-            } else {
-                base.wrapping_offset(off as isize * elem)
-            };
+    // (A closure of copies, not references, so the writes through `out` need not reload
+    // them.)
+    row_offsets(p, ptrs.taps, panel, move |row, kpos, off| {
+        *out.add(kpos * mr + row) = if off == NONE {
+            zeros
+        } else {
+            base.wrapping_offset(off as isize * elem)
         };
-        ptrs.taps.each(flat / space, &pos, &mut { put });
-    }
+    });
+    let rows = (p.m - panel * mr).min(mr);
     for kpos in 0..p.kvol {
         for row in rows..mr {
             *out.add(kpos * mr + row) = zeros;
@@ -1188,7 +1196,7 @@ mod indirect {
 /// The tile of the direct weight gradient (`WeightGrad`).
 #[cfg(target_arch = "x86_64")]
 mod weight_tile {
-    use super::super::gemm16::kernel::lanes;
+    use super::acc;
     use std::arch::x86_64::*;
 
     /// Where a tile reads and writes: `len` pixels; `dy`'s features from `f0`, `x`'s from
@@ -1217,19 +1225,7 @@ mod weight_tile {
         c: *mut f32,
         s: Shape,
     ) {
-        macro_rules! by_rows {
-            ($v:literal: $($r:literal)*) => {
-                match rows {
-                    $($r => tile::<$v, $r>(dyp, xp, c, s),)*
-                    _ => unreachable!("{rows} rows of {} vectors", $v),
-                }
-            };
-        }
-        if v == 1 {
-            by_rows!(1: 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28)
-        } else {
-            by_rows!(2: 1 2 3 4 5 6 7 8 9 10 11 12 13)
-        }
+        by_tile_rows!(v, rows, tile(dyp, xp, c, s))
     }
 
     /// `c[r, j] (+)= Σ_q dy[q][f0 + r] · x[q][c0 + j]` for the `R × cols` of a tile over
@@ -1247,15 +1243,8 @@ mod weight_tile {
         c: *mut f32,
         s: Shape,
     ) {
-        let mask = [lanes(s.cols.min(16)), lanes(s.cols.saturating_sub(16))];
-        let mut acc = [[_mm512_setzero_ps(); V]; R];
-        if s.continues {
-            for (r, row) in acc.iter_mut().enumerate().skip(s.skip) {
-                for (v, a) in row.iter_mut().enumerate() {
-                    *a = _mm512_maskz_loadu_ps(mask[v], c.add(r * s.ldc + 16 * v));
-                }
-            }
-        }
+        let mask = acc::masks(s.cols);
+        let mut acc = acc::start::<V, R>(s.continues, c, s.ldc, s.skip, mask);
         for q in 0..s.len {
             let xq = (*xp.add(q)).add(s.c0);
             let mut b = [_mm512_setzero_ps(); V];
@@ -1270,9 +1259,62 @@ mod weight_tile {
                 }
             }
         }
-        for (r, row) in acc.iter().enumerate().skip(s.skip) {
+        acc::store(&acc, c, s.ldc, s.skip, mask);
+    }
+}
+
+/// The accumulators of the weight-gradient tiles (`weight_tile`, `padded`): `R` rows of `V`
+/// vectors of a tile in `c` (rows `ldc` apart), the first `skip` rows not read or written.
+#[cfg(target_arch = "x86_64")]
+mod acc {
+    use super::super::gemm16::kernel::lanes;
+    use std::arch::x86_64::*;
+
+    /// The masks of a tile's two vectors for `cols` columns.
+    pub fn masks(cols: usize) -> [__mmask16; 2] {
+        [lanes(cols.min(16)), lanes(cols.saturating_sub(16))]
+    }
+
+    /// The accumulators where a sum starts: zero, or the tile in `c` where it continues.
+    ///
+    /// # Safety
+    /// AVX-512 F; `c` valid for the tile's rows from `skip`.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    pub unsafe fn start<const V: usize, const R: usize>(
+        continues: bool,
+        c: *const f32,
+        ldc: usize,
+        skip: usize,
+        mask: [__mmask16; 2],
+    ) -> [[__m512; V]; R] {
+        let mut acc = [[_mm512_setzero_ps(); V]; R];
+        if continues {
+            for (r, row) in acc.iter_mut().enumerate().skip(skip) {
+                for (v, a) in row.iter_mut().enumerate() {
+                    *a = _mm512_maskz_loadu_ps(mask[v], c.add(r * ldc + 16 * v));
+                }
+            }
+        }
+        acc
+    }
+
+    /// Stores the accumulators' rows from `skip`.
+    ///
+    /// # Safety
+    /// AVX-512 F; `c` valid for the tile's rows from `skip`.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    pub unsafe fn store<const V: usize, const R: usize>(
+        acc: &[[__m512; V]; R],
+        c: *mut f32,
+        ldc: usize,
+        skip: usize,
+        mask: [__mmask16; 2],
+    ) {
+        for (r, row) in acc.iter().enumerate().skip(skip) {
             for (v, a) in row.iter().enumerate() {
-                _mm512_mask_storeu_ps(c.add(r * s.ldc + 16 * v), mask[v], *a);
+                _mm512_mask_storeu_ps(c.add(r * ldc + 16 * v), mask[v], *a);
             }
         }
     }

@@ -284,7 +284,7 @@ impl Padded {
 
 #[cfg(target_arch = "x86_64")]
 mod tile {
-    use crate::library::gemm16::kernel::lanes;
+    use super::super::acc;
     use std::arch::x86_64::*;
 
     /// `len` pixels; `dy`'s features from `f0`, `cols` of them; `c`'s rows `ldc` apart,
@@ -306,19 +306,7 @@ mod tile {
     /// # Safety
     /// As `tile`'s.
     pub unsafe fn run(v: usize, rows: usize, reads: Reads, c: *mut f32, s: Shape) {
-        macro_rules! by_rows {
-            ($v:literal: $($r:literal)*) => {
-                match rows {
-                    $($r => tile::<$v, $r>(reads, c, s),)*
-                    _ => unreachable!("{rows} rows of {} vectors", $v),
-                }
-            };
-        }
-        if v == 1 {
-            by_rows!(1: 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28)
-        } else {
-            by_rows!(2: 1 2 3 4 5 6 7 8 9 10 11 12 13)
-        }
+        by_tile_rows!(v, rows, tile(reads, c, s))
     }
 
     /// `c[r, j] (+)= Σ_q base[q][off[r]] · dy[q][f0 + j]` for the `R × cols` of a tile over
@@ -334,16 +322,9 @@ mod tile {
         c: *mut f32,
         s: Shape,
     ) {
-        let mask = [lanes(s.cols.min(16)), lanes(s.cols.saturating_sub(16))];
+        let mask = acc::masks(s.cols);
         let off: [isize; R] = *(off as *const [isize; R]);
-        let mut acc = [[_mm512_setzero_ps(); V]; R];
-        if s.continues {
-            for (r, row) in acc.iter_mut().enumerate().skip(s.skip) {
-                for (v, a) in row.iter_mut().enumerate() {
-                    *a = _mm512_maskz_loadu_ps(mask[v], c.add(r * s.ldc + 16 * v));
-                }
-            }
-        }
+        let mut acc = acc::start::<V, R>(s.continues, c, s.ldc, s.skip, mask);
         for q in 0..s.len {
             let d = (*dys.add(q)).add(s.f0);
             let mut b = [_mm512_setzero_ps(); V];
@@ -358,10 +339,6 @@ mod tile {
                 }
             }
         }
-        for (r, row) in acc.iter().enumerate().skip(s.skip) {
-            for (v, a) in row.iter().enumerate() {
-                _mm512_mask_storeu_ps(c.add(r * s.ldc + 16 * v), mask[v], *a);
-            }
-        }
+        acc::store(&acc, c, s.ldc, s.skip, mask);
     }
 }
