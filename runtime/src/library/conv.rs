@@ -24,10 +24,15 @@
 //! f64 convolutions, and f32 ones on CPUs without AVX-512, run the same driver on a
 //! portable tile. 16-bit convolutions run on f32 copies (`passes/widen.rs`).
 //!
+//! Products of at most 16 columns read in place run on tiles of 28 rows by one vector
+//! (`DIRECT_NARROW_ROWS`); the weight gradient picks one or two vectors per tile row and
+//! balances its panels (`WeightGrad::plan`); a layer with fewer than 8 input features takes
+//! its weight gradient on a padded copy of `x` (`padded`).
+//!
 //! FIXME: a transposed or strided input gradient multiplies the zeros between the
 //! dilated elements (a stride-2 2-D gradient does 4x its useful work; the phase
-//! decomposition that skips them is not written yet); layers with fewer than 32 output
-//! features fill part of a tile's columns.
+//! decomposition that skips them is not written yet); products of 17 to 31 columns fill
+//! part of a 32-column tile.
 
 /// Calls `$tile::<V, R> $args` for the `$rows` rows of a tile of `$v` vectors per row
 /// (`tile_rows`): each count is its own code, as the accumulators are registers.
