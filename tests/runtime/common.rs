@@ -398,3 +398,31 @@ pub fn flat_index(shape: &[usize], idx: &[usize]) -> usize {
 pub fn lane(t: &Tensor, i: usize) -> Tensor {
     t.slice_axis(0, i as isize, i as isize + 1, 1).squeeze(&[0])
 }
+
+/// The thread counts results must not depend on.
+pub const THREADS: [usize; 4] = [1, 2, 3, 8];
+
+/// A rayon pool of `threads` threads.
+pub fn pool(threads: usize) -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap()
+}
+
+/// `f` under every pool gives the bits it gives under one thread.
+pub fn same_bits(what: &str, f: impl Fn() -> Vec<Tensor> + Sync) {
+    let want: Vec<Vec<u64>> = pool(1).install(|| f().iter().map(bits).collect());
+    for &t in &THREADS[1..] {
+        let got: Vec<Vec<u64>> = pool(t).install(|| f().iter().map(bits).collect());
+        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+            let differ = g.iter().zip(w).filter(|(a, b)| a != b).count();
+            assert_eq!(
+                differ,
+                0,
+                "{what}: result {k} differs in {differ} of {} elements with {t} threads",
+                w.len()
+            );
+        }
+    }
+}

@@ -370,17 +370,9 @@ fn same_bits_under_every_pool(rng: &mut Rng, c: &Case) {
     let g = trace_fn(&args, forward_and_grads(c));
     let exe = Executable::from_graph(g, vec![]).unwrap();
     let refs: Vec<&Tensor> = args.iter().collect();
-    let run = |threads: usize| -> Vec<Vec<u64>> {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap()
-            .install(|| exe.run_with(&refs).unwrap().iter().map(bits).collect())
-    };
-    let want = run(1);
-    for t in [2, 3, 8] {
-        assert!(run(t) == want, "{t} threads give other bits");
-    }
+    same_bits(&format!("conv {:?} {:?}", c.x, c.w), || {
+        exe.run_with(&refs).unwrap()
+    });
 }
 
 #[test]

@@ -7,7 +7,7 @@
 #[path = "../../examples/gpt/model.rs"]
 mod model;
 
-use crate::common::{bits, Rng};
+use crate::common::{same_bits, Rng};
 use crate::fuzz::{check, generate, trace_program};
 use jitfuse::internals::exec::CompileOptions;
 use jitfuse::internals::exec::Executable;
@@ -15,32 +15,6 @@ use jitfuse::jit::{ArgKind, CallArgs};
 use jitfuse::optim::Optimizer;
 use jitfuse::prelude::*;
 use jitfuse::{attention_with, AttnMask, AttnOptions};
-
-const THREADS: [usize; 4] = [1, 2, 3, 8];
-
-fn pool(threads: usize) -> rayon::ThreadPool {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .unwrap()
-}
-
-/// `f` under every pool gives the bits it gives under one thread.
-fn same_bits(what: &str, f: impl Fn() -> Vec<Tensor> + Sync) {
-    let want: Vec<Vec<u64>> = pool(1).install(|| f().iter().map(bits).collect());
-    for &t in &THREADS[1..] {
-        let got: Vec<Vec<u64>> = pool(t).install(|| f().iter().map(bits).collect());
-        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
-            let differ = g.iter().zip(w).filter(|(a, b)| a != b).count();
-            assert_eq!(
-                differ,
-                0,
-                "{what}: result {k} differs in {differ} of {} elements with {t} threads",
-                w.len()
-            );
-        }
-    }
-}
 
 fn random(shape: &[usize], seed: u64) -> Tensor {
     let mut rng = Rng::new(seed);

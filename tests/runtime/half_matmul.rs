@@ -137,20 +137,7 @@ fn a_bf16_product_has_the_same_bits_under_any_thread_count() {
     );
     let g = trace_fn(&[a.clone(), b.clone()], |t| vec![t[0].matmul(&t[1])]);
     let exe = compile_at(g, Target::host()).unwrap();
-    let run = |threads: usize| {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap();
-        pool.install(|| bits(&exe.run_with(&[&a, &b]).unwrap().remove(0)))
-    };
-    let one = run(1);
-    for threads in [2, 3, 8] {
-        assert!(
-            run(threads) == one,
-            "{threads} threads changed the product's bits"
-        );
-    }
+    same_bits("a bf16 product", || exe.run_with(&[&a, &b]).unwrap());
 }
 
 /// Where the kernels run, a 16-bit product reads its operands itself: the compiled program

@@ -374,17 +374,7 @@ fn window_ops_give_the_same_bits_under_1_2_3_and_8_threads() {
     let g = trace_fn(&args, the_family(&c));
     let exe = Executable::from_graph(g, vec![]).unwrap();
     let refs: Vec<&Tensor> = args.iter().collect();
-    let run = |threads: usize| -> Vec<Vec<u64>> {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap()
-            .install(|| exe.run_with(&refs).unwrap().iter().map(bits).collect())
-    };
-    let want = run(1);
-    for t in [2, 3, 8] {
-        assert!(run(t) == want, "{t} threads give other bits");
-    }
+    same_bits("window ops", || exe.run_with(&refs).unwrap());
 }
 
 #[test]
