@@ -2,6 +2,7 @@
 //! against the event format here) and as a table per program.
 
 use jitfuse::prelude::*;
+use jitfuse::{conv, ConvOptions};
 use serde_json::Value;
 
 #[jit]
@@ -109,6 +110,47 @@ fn profiled_calls_give_a_trace_of_every_step_and_a_table() {
     let _ = mlp_layer(&x, &w);
     let ((), empty) = jitfuse::profile(|| ());
     assert_eq!(empty.calls(), 0);
+}
+
+#[jit]
+fn conv_loss_grads(x: &Tensor, w: &Tensor) -> (Tensor, Tensor) {
+    let o = ConvOptions {
+        strides: vec![2, 1],
+        ..Default::default()
+    };
+    let loss = |(x, w): &(Tensor, Tensor)| conv(x, w, o.clone()).square().sum_all();
+    grad(loss, &(x.clone(), w.clone()))
+}
+
+/// Each convolution step (forward, input and weight gradient) counts the forward's products,
+/// `2 · |y| · |window| · C`, so the table gives its GFLOP/s.
+#[test]
+fn convolution_steps_count_their_products() {
+    if !crate::common::measure_alone("profile::convolution_steps_count_their_products") {
+        return;
+    }
+    let mut rng = crate::common::Rng::new(6);
+    let x = crate::common::random_tensor(&mut rng, &[2, 9, 8, 3], DType::F32, -1.0, 1.0, false);
+    let w = crate::common::random_tensor(&mut rng, &[3, 2, 3, 5], DType::F32, -1.0, 1.0, false);
+    let _ = conv_loss_grads(&x, &w);
+    let (_, p) = jitfuse::profile(|| conv_loss_grads(&x, &w));
+    let events = events(&p.chrome_trace());
+    // y = [2, 4, 7, 5] (stride 2 over 9 rows, valid); a window of 3 · 2 over 3 features.
+    let want = 2 * (2 * 4 * 7 * 5) * (3 * 2) * 3;
+    let mut roles: Vec<&str> = Vec::new();
+    for e in events
+        .iter()
+        .filter(|e| e["cat"].as_str().unwrap().starts_with("conv"))
+    {
+        assert_eq!(e["args"]["flops"].as_u64(), Some(want), "{e}");
+        roles.push(e["cat"].as_str().unwrap());
+    }
+    roles.sort();
+    assert_eq!(
+        roles,
+        ["conv", "conv_input_grad", "conv_weight_grad"],
+        "{events:?}"
+    );
 }
 
 /// `JITFUSE_PROFILE=path` profiles the whole process and writes the trace at exit (a child

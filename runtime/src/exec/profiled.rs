@@ -93,7 +93,9 @@ fn label(g: &Graph, nodes: &[ValueId], written: Option<ValueId>) -> String {
 
 /// Floating-point operations of one node: a product's `2mkn`, attention's four products of
 /// the scores (the gradient's ten: the scores recomputed and four more products), one per
-/// element of arithmetic and reductions (what they read), none for views and integers.
+/// element of arithmetic and reductions (what they read), a convolution's `2 · |y| · |window|
+/// · C/groups` (each role: the forward's products, zeros of a dilation included), none for
+/// views and integers.
 fn flops(g: &Graph, v: ValueId) -> u64 {
     let n = g.node(v);
     if !n.dtype.is_float() && !matches!(n.op, Op::Compare(_)) {
@@ -114,6 +116,17 @@ fn flops(g: &Graph, v: ValueId) -> u64 {
                 10
             };
             per * numel(n.inputs[0]) * keys
+        }
+        Op::Conv(spec) => {
+            let (a, b) = (&g.node(n.inputs[0]).shape, &g.node(n.inputs[1]).shape);
+            match spec.shapes(a, b, &n.shape) {
+                // w = [window.., C/groups, F]: per output element, |window| · C/groups products.
+                Ok(s) => {
+                    2 * shape::numel(&s.y) as u64 * shape::numel(&s.w) as u64
+                        / s.w[s.w.len() - 1] as u64
+                }
+                Err(_) => 0,
+            }
         }
         Op::Unary(_) | Op::Binary(_) | Op::Compare(_) | Op::Select => numel(v),
         Op::Reduce(..) | Op::ArgMax(_) | Op::ArgMin(_) => numel(n.inputs[0]),
