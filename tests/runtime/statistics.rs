@@ -161,3 +161,36 @@ fn statistics_are_within_a_few_ulp_of_the_f64_result() {
         }
     }
 }
+
+/// The reduction steps of the compiled gradient of `Σ w · stat(x)` over the batch axis.
+fn gradient_reductions(stat: fn(&Tensor) -> Tensor, x: &Tensor, w: &Tensor) -> usize {
+    let g = trace_fn(&[x.clone(), w.clone()], |ts| {
+        let w = ts[1].clone();
+        vec![grad(move |x: &Tensor| (stat(x) * &w).sum_all(), &ts[0])]
+    });
+    check_graph_with(&g, &[x.clone(), w.clone()], "gradient", |_, want| {
+        float_norm_tol(DType::F32, want)
+    });
+    let exe = jitfuse::internals::exec::Executable::from_graph(g, vec![]).unwrap();
+    let text = exe.kernels_text();
+    (text.lines())
+        .filter(|l| l.starts_with("step") && (l.contains("reduce") || l.contains("row kernel")))
+        .count()
+}
+
+/// The estimate the compensated mean corrects, and the mean the variance's deviations are
+/// taken from, carry no gradient (neither result depends on them): the gradient of
+/// `Σ w · mean(x, 0)` is `w / n`, no reduction at all, and that of `Σ w · var(x, 0)`,
+/// `2 w (x - mean(x)) / n`, the forward's four: the mean's two and the deviations' two (the
+/// clamp at 0 reads the variance).
+/// Differentiated through the shifts, each added terms that cancel and their passes over
+/// the cotangent (a batch norm's gradient had four more column sums, and a short feature
+/// axis split them into a pass per feature).
+#[test]
+fn the_shifts_of_mean_and_var_carry_no_gradient() {
+    let mut rng = Rng::new(31);
+    let x = random_tensor(&mut rng, &[300, 24], DType::F32, -2.0, 3.0, false);
+    let w = random_tensor(&mut rng, &[24], DType::F32, -1.0, 1.0, false);
+    assert_eq!(gradient_reductions(|x| x.mean(0), &x, &w), 0);
+    assert_eq!(gradient_reductions(|x| x.var(0), &x, &w), 4);
+}

@@ -210,10 +210,14 @@ float_reductions! {
 /// where the values sit far from 0 (the case where it is large against the mean). Both
 /// sums read the row in one row kernel (two phases); the division is by `n`, exact in the
 /// tensor's type, never by a rounded `1/n`.
+///
+/// `m + sum(x - m) / n` is `sum(x) / n` for any `m`, so the estimate carries no gradient:
+/// the derivative is exactly `1/n` per element, where differentiating through `m` would add
+/// its own `+1/n` and `-1/n` (a cancellation, and two more passes over the cotangent).
 fn mean_at(t: &Tensor, axes: &[usize], keepdims: bool, loc: SourceLoc) -> Tensor {
     float_only("mean", t, loc);
     let n = count(t, axes) as f64;
-    let m = reduce_at(t, ReduceOp::Sum, axes, true, loc) / n;
+    let m = super::ops::stop_gradient(&(reduce_at(t, ReduceOp::Sum, axes, true, loc) / n));
     let correction = reduce_at(&(t - &m), ReduceOp::Sum, axes, keepdims, loc) / n;
     let m = if keepdims { m } else { drop_kept(t, &m, axes) };
     m + correction
@@ -224,10 +228,14 @@ fn mean_at(t: &Tensor, axes: &[usize], keepdims: bool, loc: SourceLoc) -> Tensor
 /// sums over one read: the mean's rounding, squared into every deviation, no longer
 /// biases it). A constant row gives 0, never the square of a rounding error (which
 /// overflowed to inf for values near 1e30).
+///
+/// `mean(d²) - mean(d)²` is the same for deviations from any shift, so the mean carries no
+/// gradient: the derivative is `2 (x - mean(x)) / n` through `d` alone, where
+/// differentiating through the mean would add terms that cancel (and their passes).
 fn var_at(t: &Tensor, axes: &[usize], keepdims: bool, loc: SourceLoc) -> Tensor {
     float_only("var", t, loc);
     let n = count(t, axes) as f64;
-    let d = t - &mean_at(t, axes, true, loc);
+    let d = t - &super::ops::stop_gradient(&mean_at(t, axes, true, loc));
     let squares = reduce_at(&d.square(), ReduceOp::Sum, axes, keepdims, loc) / n;
     let bias = reduce_at(&d, ReduceOp::Sum, axes, keepdims, loc) / n;
     (squares - bias.square()).maximum(0.0)
