@@ -762,6 +762,79 @@ fn short_axis_splits_reductions_into_lanes() {
     assert!(jitfuse::internals::passes::short_axis::split(&g).is_none());
 }
 
+/// `column_split::split`: a column reduction of many rows reduces chunks of rows, then the
+/// chunks' results (the chunk count a function of the shape); max and integer sums too;
+/// 16-bit sums, products, row reductions, views' reductions and short columns are left
+/// whole. The split graph computes what the whole one computes, and compiled, the same bits
+/// under 1, 2, 3 and 8 threads.
+#[test]
+fn column_split_reduces_chunks_of_rows_then_their_results() {
+    use jitfuse::internals::passes::column_split::split;
+    let g = ir::parse(
+        "%x = param 0 : f32[8,64,12,5]
+         %y = exp %x : f32[8,64,12,5]
+         %s = reduce_sum[0,1,2] %y : f32[5]
+         %m = reduce_max[0,1] %x : f32[12,5]
+         return %s, %m",
+    )
+    .unwrap();
+    let s = split(&g).expect("splits");
+    ir::verify(&s).unwrap_or_else(|e| panic!("{e}\n{s}"));
+    expect![[r#"
+        %0 = param 0 : f32[8,64,12,5]
+        %1 = exp %0 : f32[8,64,12,5]
+        %2 = reshape %1 : f32[24,256,5]
+        %3 = reduce_sum[1] %2 : f32[24,5]
+        %4 = reduce_sum[0] %3 : f32[5]
+        %5 = reshape %0 : f32[2,256,12,5]
+        %6 = reduce_max[1] %5 : f32[2,12,5]
+        %7 = reduce_max[0] %6 : f32[12,5]
+        return %4, %7
+    "#]]
+    .assert_eq(&s.to_text());
+    let args = random_args(&g, 4);
+    let before = interpret::eval_graph(&g, &args, &[]).unwrap();
+    let after = interpret::eval_graph(&s, &args, &[]).unwrap();
+    assert_close(
+        &after[0],
+        &before[0],
+        Tol::rel(DType::F32, 2e-7).normwise(&before[0]),
+        "sum",
+    );
+    assert_eq!(
+        crate::common::bits(&after[1]),
+        crate::common::bits(&before[1]),
+        "max"
+    );
+    let exe = Executable::from_graph(g.clone(), vec![]).unwrap();
+    let text = exe.kernels_text();
+    assert!(
+        text.contains("reduce_sum[1]") && text.contains("reduce_max[1]"),
+        "{text}"
+    );
+    let refs: Vec<&Tensor> = args.iter().collect();
+    crate::common::same_bits("column reductions in chunks", || {
+        exe.run_with(&refs).unwrap()
+    });
+    check_graph_with(&g, &args, "column reductions in chunks", |_, want| {
+        Tol::rel(DType::F32, 2e-7).normwise(want)
+    });
+    for whole in [
+        // 16-bit sums, products, row reductions, reductions of views, short columns.
+        "%x = param 0 : bf16[4096,8]\n%s = reduce_sum[0] %x : bf16[8]\nreturn %s",
+        "%x = param 0 : f32[4096,8]\n%s = reduce_prod[0] %x : f32[8]\nreturn %s",
+        "%x = param 0 : f32[8,4096]\n%s = reduce_sum[1] %x : f32[8]\nreturn %s",
+        "%x = param 0 : f32[8,4096]\n%t = transpose[1,0] %x : f32[4096,8]\n\
+         %s = reduce_sum[0] %t : f32[8]\nreturn %s",
+        "%x = param 0 : f32[4096,3]\n%s = reduce_sum[0] %x : f32[3]\nreturn %s",
+        "%x = param 0 : f32[4096,256]\n%s = reduce_sum[0] %x : f32[256]\nreturn %s",
+        "%x = param 0 : f32[257,8]\n%s = reduce_sum[0] %x : f32[8]\nreturn %s",
+    ] {
+        let g = ir::parse(whole).unwrap();
+        assert!(split(&g).is_none(), "{whole}");
+    }
+}
+
 /// Constant folding computes what the interpreter computes, element for element: every
 /// elementwise op on every dtype it takes, on values at the edges (NaN, infinities, -0,
 /// the integer extremes, floats that saturate when cast and integers that wrap).

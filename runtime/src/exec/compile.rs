@@ -241,10 +241,12 @@ impl Executable {
             };
             // Reductions and short trailing axes split into lanes (then their common
             // operands merged, the split inputs dropped).
-            match crate::passes::short_axis::split(&g) {
+            let g = match crate::passes::short_axis::split(&g) {
                 Some(split) => crate::passes::simplify(&split),
                 None => g,
-            }
+            };
+            // Column reductions of many rows in chunks the threads share.
+            crate::passes::column_split::split(&g).unwrap_or(g)
         });
         if checks {
             verify(&graph).map_err(|e| Error::verify(format!("after simplify: {e}")))?;

@@ -2,6 +2,7 @@
 //! in → IR text out (`tests/runtime/passes.rs`), the verifier run after each.
 
 pub mod attention;
+pub mod column_split;
 pub mod remat;
 pub mod short_axis;
 pub mod simplify;
