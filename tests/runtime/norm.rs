@@ -305,3 +305,39 @@ fn a_conv_net_step_with_batch_norm_trains_and_matches_its_eager_self() {
     );
     assert_eq!(net_step::cache_stats().misses, 1);
 }
+
+/// The gradient of a training batch norm sums over the batch twice, `Σ g` and
+/// `Σ g · (x - mean)` (the forward four times: the mean's two sums and the deviations'
+/// two), as PyTorch's and XLA's hand-written gradients do; the mean's cotangent
+/// `-k · Σ g` reuses the bias's sum. And it still matches the interpreter.
+#[test]
+fn the_batch_norm_gradient_sums_over_the_batch_twice() {
+    let mut rng = Rng::new(353);
+    let c = 8;
+    let x = random_tensor(&mut rng, &[4, 5, 5, c], DType::F32, -2.0, 3.0, false);
+    let scale = random_tensor(&mut rng, &[c], DType::F32, 0.5, 1.5, false);
+    let bias = random_tensor(&mut rng, &[c], DType::F32, -1.0, 1.0, false);
+    let r = random_tensor(&mut rng, x.shape(), DType::F32, -1.0, 1.0, false);
+    let args = [x, scale, bias, r];
+    let g = trace_fn(&args, |ts| {
+        let r = ts[3].clone();
+        let (rm, rv) = (
+            Tensor::zeros(&[c], DType::F32),
+            Tensor::ones(&[c], DType::F32),
+        );
+        let loss = move |(x, s, b): &(Tensor, Tensor, Tensor)| {
+            (batch_norm_train(x, s, b, (&rm, &rv), 0.9, 1e-5).0 * &r).sum_all()
+        };
+        let (gx, gs, gb) = grad(loss, &(ts[0].clone(), ts[1].clone(), ts[2].clone()));
+        vec![gx, gs, gb]
+    });
+    check_graph_with(&g, &args, "batch norm gradient", |_, want| {
+        float_norm_tol(DType::F32, want)
+    });
+    let s = jitfuse::internals::passes::simplify(&g);
+    let batch_sums = (s.nodes.iter())
+        .filter(|n| matches!(n.op, jitfuse::internals::ir::Op::Reduce(..)))
+        .filter(|n| s.node(n.inputs[0]).shape == args[0].shape())
+        .count();
+    assert_eq!(batch_sums, 6, "{s}");
+}

@@ -36,7 +36,16 @@ pub fn batch_norm_train(
     let axes: Vec<isize> = (0..x.ndim() as isize - 1).collect();
     let mean = x.mean_keepdims(axes.as_slice());
     let var = x.var_keepdims(axes.as_slice());
-    let y = (x - &mean) * (&var + eps).rsqrt() * scale + bias;
+    // `y = (x - mean) · k + bias` with one multiplier per feature, written so that the
+    // gradient takes two sums over the batch, `Σ g` and `Σ g · (x - mean)` (PyTorch's and
+    // XLA's batch-norm gradients), where differentiating the plain form also summed
+    // `g · k` for the mean's cotangent. That cotangent is `-k · Σ g`: it reaches the mean
+    // through `zero = (mean - sg(mean)) · -sg(k)`, 0 (or -0) per feature, whose own
+    // cotangent is the bias's `Σ g`. (`sg`: `stop_gradient`.)
+    let k = (&var + eps).rsqrt() * scale;
+    let fixed = stop_gradient(&mean);
+    let zero = (&mean - &fixed) * -stop_gradient(&k);
+    let y = (x - &fixed) * &k + bias + zero;
     let update = |run: &Tensor, batch: &Tensor| {
         run * momentum + stop_gradient(&batch.reshape(&[c as isize])) * (1.0 - momentum)
     };
