@@ -460,8 +460,12 @@ impl WeightGrad {
         for q0 in pixels.clone().step_by(self.pass) {
             let q1 = (q0 + self.pass).min(pixels.end);
             // `dy`'s row of each pixel (its feature 0).
-            each_pixel(out, q0..q1, &mut o, |q, n, o| {
-                *dyp.add(q - q0) = (dy.ptr as *const f32).offset(offset(dy, n, o) as isize);
+            let along = dy.strides[r];
+            each_run(out, q0..q1, &mut o, |q, n, o, run| {
+                let start = (dy.ptr as *const f32).offset(offset(dy, n, o) as isize);
+                for i in 0..run {
+                    *dyp.add(q - q0 + i) = start.offset(i as isize * along as isize);
+                }
             });
             let mut at_k = None;
             for tile in tiles.clone() {
@@ -471,13 +475,11 @@ impl WeightGrad {
                 if at_k != Some(gk) {
                     // `x`'s row (at the group's feature 0) each pixel reads at `kpos`.
                     let k = &p.kidx[kpos * r..(kpos + 1) * r];
-                    each_pixel(out, q0..q1, &mut o, |q, n, o| {
-                        let at = taps.at(n, o, k);
-                        *xp.add(q - q0) = if at == NONE {
-                            zeros
-                        } else {
-                            (x.ptr as *const f32).offset((at + (g * p.cg) as i64) as isize)
-                        };
+                    let group = (x.ptr as *const f32).add(g * p.cg);
+                    each_run(out, q0..q1, &mut o, |q, n, o, run| {
+                        let base = group.offset((n as i64 * taps.lead) as isize);
+                        let dst = xp.add(q - q0) as *mut *const u8;
+                        taps.run_at(base, o, run, k, zeros as *const u8, dst);
                     });
                     at_k = Some(gk);
                 }
@@ -797,6 +799,35 @@ fn each_pixel(
     }
 }
 
+/// Calls `f(q, n, pos, run)` for each run of `pixels` (flat over `[N, out..]`) along the
+/// last axis, in order: its first pixel `q`, batch index `n` and position `pos` (the
+/// caller's buffer of `out.len()`), and its length (one image row of a 2-D convolution, or
+/// the part of it in the range). One unflatten per call, not the integer divisions of one
+/// per pixel.
+fn each_run(
+    out: &[usize],
+    pixels: std::ops::Range<usize>,
+    pos: &mut [usize],
+    mut f: impl FnMut(usize, usize, &[usize], usize),
+) {
+    let space = shape::numel(out).max(1);
+    let mut n = pixels.start / space;
+    shape::unflatten(pixels.start % space, out, pos);
+    let (len, last) = (*out.last().expect("a spatial axis"), out.len() - 1);
+    let mut q = pixels.start;
+    while q < pixels.end {
+        let run = (len - pos[last]).min(pixels.end - q);
+        f(q, n, pos, run);
+        q += run;
+        // The first pixel of the next run.
+        pos[last] += run - 1;
+        step(out, pos);
+        if pos.iter().all(|&i| i == 0) {
+            n += 1;
+        }
+    }
+}
+
 /// Where the pixels' windows read in one operand (`x` for `conv` and its weight gradient,
 /// `dy` for the input gradient): per spatial axis `d`, `tab[d][pos · K_d + k]` is the
 /// element offset along that axis of the position that `pos` meets at window index `k` on
@@ -970,6 +1001,45 @@ impl Taps {
                 }
                 lead_k[d] = 0;
             }
+        }
+    }
+
+    /// `dst[r]` for the `run` pixels that follow the pixel at `pos` along the last axis:
+    /// the pointer into `base` (the pixel's batch entry, elements of `T`) each reads at the
+    /// window position of per-axis indices `k`, `zeros` where it reads none (`pointers`
+    /// for one window position: the weight gradient's rows of `x`).
+    ///
+    /// # Safety
+    /// `dst` valid for `run` pointers; `pos` + `run` within the last axis.
+    #[inline(always)]
+    unsafe fn run_at<T>(
+        &self,
+        base: *const T,
+        pos: &[usize],
+        run: usize,
+        k: &[usize],
+        zeros: *const u8,
+        dst: *mut *const u8,
+    ) {
+        let last = pos.len() - 1;
+        let out = std::slice::from_raw_parts_mut(dst, run);
+        let mut off = 0i64;
+        for d in 0..last {
+            let v = self.tab[d][pos[d] * self.window[d] + k[d]];
+            if v == NONE {
+                return out.fill(zeros);
+            }
+            off += v;
+        }
+        let len = self.last.len() / self.window[last];
+        let from = k[last] * len + pos[last];
+        let at = base.wrapping_offset(off as isize);
+        for (d, &o) in out.iter_mut().zip(&self.last[from..from + run]) {
+            *d = if o == NONE {
+                zeros
+            } else {
+                at.wrapping_offset(o as isize) as *const u8
+            };
         }
     }
 
@@ -1239,27 +1309,11 @@ unsafe fn row_pointers<T: Real>(
     };
     let (mut stack, mut heap) = ([0usize; STACK_RANK], Vec::new());
     let pos = position(p, &mut stack, &mut heap);
-    let space = shape::numel(lead_shape).max(1);
     let first = panel * mr;
-    let mut n = first / space;
-    shape::unflatten(first % space, lead_shape, pos);
-    // Runs of pixels along the last axis (one image row of a 2-D convolution, or the part
-    // of it in the panel).
-    let len = *lead_shape.last().unwrap();
-    let mut row = 0;
-    while row < rows {
-        let run = (len - pos[pos.len() - 1]).min(rows - row);
+    each_run(lead_shape, first..first + rows, pos, |q, n, pos, run| {
         let at = base.wrapping_offset((n as i64 * taps.lead) as isize);
-        taps.pointers(at, pos, run, zeros, (out.add(row), mr));
-        row += run;
-        // The first pixel of the next run.
-        let last = pos.len() - 1;
-        pos[last] += run - 1;
-        step(lead_shape, pos);
-        if pos.iter().all(|&i| i == 0) {
-            n += 1;
-        }
-    }
+        taps.pointers(at, pos, run, zeros, (out.add(q - first), mr));
+    });
     for kpos in 0..p.kvol {
         for row in rows..mr {
             *out.add(kpos * mr + row) = zeros;
