@@ -1,8 +1,9 @@
 //! The normalisations convolutional networks are made of, channels last (`[N, spatial.., C]`
 //! or `[N, C]`): `batch_norm_train` (batch statistics, the running averages updated as
-//! flax's `BatchNorm` does), `batch_norm_eval` and `group_norm`. Compositions of the
-//! accurate `mean`/`var` reductions and elementwise ops, so fusion reads each input once
-//! per statistic pass and autodiff differentiates them.
+//! flax's `BatchNorm` does), `batch_norm_eval` and `group_norm`. Compositions of sums and
+//! elementwise ops (`Moments`: the accuracy of `mean` and `var` in three sums), written so
+//! that autodiff gives the gradients' two sums over the batch, and fusion reads each
+//! input once per pass.
 
 use super::ops::stop_gradient;
 use super::Tensor;
@@ -34,18 +35,16 @@ pub fn batch_norm_train(
         loc,
     );
     let axes: Vec<isize> = (0..x.ndim() as isize - 1).collect();
-    let mean = x.mean_keepdims(axes.as_slice());
-    let var = x.var_keepdims(axes.as_slice());
-    // `y = (x - mean) · k + bias` with one multiplier per feature, written so that the
-    // gradient takes two sums over the batch, `Σ g` and `Σ g · (x - mean)` (PyTorch's and
-    // XLA's batch-norm gradients), where differentiating the plain form also summed
-    // `g · k` for the mean's cotangent. That cotangent is `-k · Σ g`: it reaches the mean
-    // through `zero = (mean - sg(mean)) · -sg(k)`, 0 (or -0) per feature, whose own
-    // cotangent is the bias's `Σ g`. (`sg`: `stop_gradient`.)
-    let k = (&var + eps).rsqrt() * scale;
-    let fixed = stop_gradient(&mean);
-    let zero = (&mean - &fixed) * -stop_gradient(&k);
-    let y = (x - &fixed) * &k + bias + zero;
+    let st = Moments::of(x, &axes);
+    // `y = (x - mean) · k + bias` with one multiplier `k` per feature, written as
+    // `dev · k + (bias - shift · k)`: the gradient then takes two sums over the batch, `Σ g`
+    // (the bias's, and the per-feature term's) and `Σ g · dev` (`k`'s), as PyTorch's and
+    // XLA's batch-norm gradients do, where differentiating `(x - mean) · k` also summed
+    // `g · k` for the mean's cotangent; and `dev` serves the statistics, the output and
+    // the gradient.
+    let k = (&st.var + eps).rsqrt() * scale;
+    let y = &st.dev * &k + (bias - &st.shift * &k);
+    let (mean, var) = (st.mean(), st.var);
     let update = |run: &Tensor, batch: &Tensor| {
         run * momentum + stop_gradient(&batch.reshape(&[c as isize])) * (1.0 - momentum)
     };
@@ -90,11 +89,46 @@ pub fn group_norm(x: &Tensor, groups: usize, scale: &Tensor, bias: &Tensor, eps:
     }
     let n = x.shape()[0] as isize;
     let g = x.reshape(&[n, -1, groups as isize, (c / groups) as isize]);
-    let mean = g.mean_keepdims([1, 3]);
-    let var = g.var_keepdims([1, 3]);
-    let y = ((g - mean) * (var + eps).rsqrt())
+    let st = Moments::of(&g, &[1, 3]);
+    let y = ((&st.dev - &st.shift) * (&st.var + eps).rsqrt())
         .reshape(&x.shape().iter().map(|&d| d as isize).collect::<Vec<_>>());
     y * scale + bias
+}
+
+/// The moments of `x` over `axes` (kept as size 1), from the deviations from a first
+/// estimate of the mean, `first = Σx / n`: `dev = x - first`, `shift = Σdev / n`, the mean
+/// `first + shift` (what `mean` computes) and the biased variance `Σdev² / n - shift²`
+/// (`var`'s bias-corrected form, around `first` rather than the corrected mean: the
+/// correction takes back the estimate's rounding either way). Three sums over one pass of
+/// deviations, where `mean` then `var` take four over two (the variance's deviations are
+/// from the corrected mean). The estimate carries no gradient (neither the mean nor the
+/// variance depends on it), so a normalisation written on `dev` and `shift` shares `dev`
+/// between its statistics, its output and its gradient.
+struct Moments {
+    first: Tensor,
+    dev: Tensor,
+    shift: Tensor,
+    var: Tensor,
+}
+
+impl Moments {
+    fn of(x: &Tensor, axes: &[isize]) -> Moments {
+        let n = (axes.iter()).map(|&a| x.shape()[a as usize]).product::<usize>() as f64;
+        let first = stop_gradient(&(x.sum_keepdims(axes) / n));
+        let dev = x - &first;
+        let shift = dev.sum_keepdims(axes) / n;
+        let var = (dev.square().sum_keepdims(axes) / n - shift.square()).maximum(0.0);
+        Moments {
+            first,
+            dev,
+            shift,
+            var,
+        }
+    }
+
+    fn mean(&self) -> Tensor {
+        &self.first + &self.shift
+    }
 }
 
 /// Checks a normalisation's operands: `x` of rank at least 2 and one float type, each
