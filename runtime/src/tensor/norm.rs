@@ -113,7 +113,9 @@ struct Moments {
 
 impl Moments {
     fn of(x: &Tensor, axes: &[isize]) -> Moments {
-        let n = (axes.iter()).map(|&a| x.shape()[a as usize]).product::<usize>() as f64;
+        let n = (axes.iter())
+            .map(|&a| x.shape()[a as usize])
+            .product::<usize>() as f64;
         let first = stop_gradient(&(x.sum_keepdims(axes) / n));
         let dev = x - &first;
         let shift = dev.sum_keepdims(axes) / n;
