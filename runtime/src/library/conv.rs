@@ -929,78 +929,25 @@ impl Taps {
     }
 
     /// `dst[kpos · stride + r]` for the `run` pixels `r` that follow the pixel at `pos` along
-    /// the last axis (same batch entry and other axes): the pointer into `base` (the batch
-    /// entry, elements of `T`) each reads at each window position, `zeros` where it reads
-    /// none. Per window position of the other axes, one offset; per index along the last
-    /// axis, a contiguous run of the transposed table (`last`) and of `dst`: a pointer costs
-    /// a load, a compare, an add and a store, where one written per pixel and position cost
-    /// about 20 instructions (a third of a 16-feature row's multiply-adds).
+    /// the last axis (same batch entry and other axes), at every window position `kpos` (of
+    /// per-axis indices `kidx[kpos · rank..]`): `run_at` for each. A pointer costs a load, a
+    /// compare, an add and a store, where one written per pixel and position cost about 20
+    /// instructions (a third of a 16-feature row's multiply-adds).
     ///
     /// # Safety
-    /// `dst` valid for `kvol` runs of `run` pointers, `stride` apart; `pos` + `run` within
-    /// the last axis.
+    /// As `run_at`'s, for `kvol` runs of `dst`, `stride` apart.
     #[inline(always)]
     unsafe fn pointers<T>(
         &self,
         base: *const T,
-        pos: &[usize],
-        run: usize,
+        (pos, run): (&[usize], usize),
+        kidx: &[usize],
         zeros: *const u8,
         (dst, stride): (*mut *const u8, usize),
     ) {
-        let (lead, last_axis) = pos.split_at(pos.len() - 1);
-        let k = *self.window.last().unwrap();
-        let len = self.last.len() / k;
-        let p = last_axis[0];
-        // The window positions of the leading axes, in order, each with its offset.
-        let (mut stack, mut heap) = ([0usize; STACK_RANK], Vec::new());
-        let lead_k = if lead.len() <= STACK_RANK {
-            &mut stack[..lead.len()]
-        } else {
-            heap.resize(lead.len(), 0);
-            &mut heap[..]
-        };
-        let mut kpos = 0;
-        loop {
-            let mut off = 0i64;
-            for (d, &kd) in lead_k.iter().enumerate() {
-                let v = self.tab[d][lead[d] * self.window[d] + kd];
-                if v == NONE || off == NONE {
-                    off = NONE;
-                } else {
-                    off += v;
-                }
-            }
-            for kl in 0..k {
-                let out = std::slice::from_raw_parts_mut(dst.add(kpos * stride), run);
-                if off == NONE {
-                    out.fill(zeros);
-                } else {
-                    let at = base.wrapping_offset(off as isize);
-                    let src = &self.last[kl * len + p..kl * len + p + run];
-                    for (d, &o) in out.iter_mut().zip(src) {
-                        *d = if o == NONE {
-                            zeros
-                        } else {
-                            at.wrapping_offset(o as isize) as *const u8
-                        };
-                    }
-                }
-                kpos += 1;
-            }
-            // The next window position of the leading axes (row-major), or done.
-            let mut d = lead_k.len();
-            loop {
-                if d == 0 {
-                    return;
-                }
-                d -= 1;
-                lead_k[d] += 1;
-                if lead_k[d] < self.window[d] {
-                    break;
-                }
-                lead_k[d] = 0;
-            }
+        let r = pos.len();
+        for (kpos, k) in kidx.chunks_exact(r).enumerate() {
+            self.run_at(base, pos, run, k, zeros, dst.add(kpos * stride));
         }
     }
 
@@ -1312,7 +1259,7 @@ unsafe fn row_pointers<T: Real>(
     let first = panel * mr;
     each_run(lead_shape, first..first + rows, pos, |q, n, pos, run| {
         let at = base.wrapping_offset((n as i64 * taps.lead) as isize);
-        taps.pointers(at, pos, run, zeros, (out.add(q - first), mr));
+        taps.pointers(at, (pos, run), &p.kidx, zeros, (out.add(q - first), mr));
     });
     for kpos in 0..p.kvol {
         for row in rows..mr {
