@@ -125,6 +125,7 @@ pub use jitfuse_runtime::{
 };
 
 /// `ndarray`, with the `ndarray` feature (`From`/`TryFrom` between `Tensor` and its arrays).
+#[cfg(feature = "ndarray")]
 pub use jitfuse_runtime::interop::*;
 
 /// What the macro's generated code calls; not an API.
