@@ -125,7 +125,9 @@ pub use jitfuse_runtime::{
 };
 
 /// `ndarray`, with the `ndarray` feature (`From`/`TryFrom` between `Tensor` and its arrays).
-#[cfg(feature = "ndarray")]
+/// (The runtime's feature decides: a dev-dependency turns it on for the tests alone, so the
+/// module is empty, and its import unused, in other builds.)
+#[allow(unused_imports)]
 pub use jitfuse_runtime::interop::*;
 
 /// What the macro's generated code calls; not an API.

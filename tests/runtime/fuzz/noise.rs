@@ -192,19 +192,46 @@ pub fn node_values(
 }
 
 /// Every node's noise magnitude (its value for integers and bools), from every node's
-/// value `v` (`node_values`).
-fn magnitudes(g: &Graph, v: &[Tensor]) -> Vec<Tensor> {
+/// value `v` (`node_values`); the parameters' magnitudes are `params` where given (a
+/// branch's operands), else their own values.
+fn magnitudes(g: &Graph, v: &[Tensor], params: Option<&[Tensor]>) -> Vec<Tensor> {
     let mut s: Vec<Tensor> = Vec::with_capacity(v.len());
     for i in 0..g.nodes.len() {
-        let t = if is_float(g.nodes[i].dtype) {
-            let p = propagate(g, i, &s, v).unwrap_or_else(|| v[i].clone());
-            abs(&p)
-        } else {
-            v[i].clone()
+        let t = match (&g.nodes[i].op, params) {
+            (Op::Param(k), Some(p)) => p[*k].clone(),
+            _ if is_float(g.nodes[i].dtype) => {
+                let p = propagate(g, i, &s, v)
+                    .or_else(|| taken_branch(g, i, &s, v))
+                    .unwrap_or_else(|| v[i].clone());
+                abs(&p)
+            }
+            _ => v[i].clone(),
         };
         s.push(t);
     }
     s
+}
+
+/// The magnitude of a one-output `cond`: its taken branch's, the operands' magnitudes
+/// carried in (a softmax gradient's cancelled terms, `(1/s - Σe/s²)·e`, stay noise of
+/// their terms' size when a branch multiplies them by `exp(x)`, where starting afresh
+/// from the branch's value, 0, failed on one bf16 ulp of `1/s`).
+fn taken_branch(g: &Graph, i: usize, s: &[Tensor], v: &[Tensor]) -> Option<Tensor> {
+    let n = &g.nodes[i];
+    let Op::Cond(c) = &n.op else {
+        return None;
+    };
+    let taken = *v[n.inputs[0].index()].to_vec::<bool>().ok()?.first()?;
+    let branch = &c.branches[taken as usize];
+    if branch.outputs.len() != 1 {
+        return None;
+    }
+    let operands = |of: &[Tensor]| -> Vec<Tensor> {
+        n.inputs[1..].iter().map(|x| of[x.index()].clone()).collect()
+    };
+    let values = node_values(branch, &operands(v), &[]).ok()?;
+    let inner = magnitudes(branch, &values, Some(&operands(s)));
+    Some(inner[branch.outputs[0].index()].clone())
 }
 
 /// For each output, whether it depends on an infinity multiplied by (or divided into) a
@@ -262,7 +289,7 @@ pub struct Noise {
 /// The noise of each output of `g`, from every node's value `v` (`node_values`); the
 /// magnitudes are propagated once for both figures.
 pub fn analyse(g: &Graph, v: &[Tensor]) -> Noise {
-    let s = magnitudes(g, v);
+    let s = magnitudes(g, v, None);
     Noise {
         scales: scales(g, &s),
         noisy_infinities: noisy_infinities(g, v, &s),
