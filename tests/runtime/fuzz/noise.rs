@@ -227,7 +227,10 @@ fn taken_branch(g: &Graph, i: usize, s: &[Tensor], v: &[Tensor]) -> Option<Tenso
         return None;
     }
     let operands = |of: &[Tensor]| -> Vec<Tensor> {
-        n.inputs[1..].iter().map(|x| of[x.index()].clone()).collect()
+        n.inputs[1..]
+            .iter()
+            .map(|x| of[x.index()].clone())
+            .collect()
     };
     let values = node_values(branch, &operands(v), &[]).ok()?;
     let inner = magnitudes(branch, &values, Some(&operands(s)));
