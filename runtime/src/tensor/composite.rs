@@ -206,20 +206,15 @@ impl Tensor {
         eps: f64,
         axis: isize,
     ) -> Tensor {
-        // Deviations from a first estimate of the mean, corrected by their own mean: the
-        // two sums of the second pass share one read of the row (as one sum of squares
-        // did), and a constant row gives exactly 0 (its deviations are one rounding
-        // error, summed exactly), where `x - mean(x)` gave that rounding error times
-        // `1/sqrt(eps)`. The estimate carries no gradient: the result does not depend on
-        // it.
-        let n = self.shape()
-            [super::shape_ops::norm_axis("layer_norm", self, axis, self.ndim(), Location::caller())]
-            as f64;
-        let estimate = super::ops::stop_gradient(&(self.sum_keepdims(axis) / n));
-        let d = self - &estimate;
-        let correction = d.sum_keepdims(axis) / n;
-        let var = (d.square().sum_keepdims(axis) / n - correction.square()).maximum(0.0);
-        let y = (d - correction) * (var + eps).rsqrt() * gamma;
+        // Deviations from a first estimate of the mean, corrected by their own mean
+        // (`Moments`): the two sums of the second pass share one read of the row (as one
+        // sum of squares did), and a constant row gives exactly 0 (its deviations are one
+        // rounding error, summed exactly), where `x - mean(x)` gave that rounding error
+        // times `1/sqrt(eps)`.
+        let loc = Location::caller();
+        let axis = super::shape_ops::norm_axis("layer_norm", self, axis, self.ndim(), loc);
+        let st = super::reduce::Moments::of(self, &[axis], loc);
+        let y = (st.dev - st.shift) * (st.var + eps).rsqrt() * gamma;
         match beta.into() {
             Some(b) => y + b,
             None => y,

@@ -6,6 +6,7 @@
 //! input once per pass.
 
 use super::ops::stop_gradient;
+use super::reduce::Moments;
 use super::Tensor;
 use crate::error::type_str;
 use crate::trace::fail;
@@ -34,8 +35,8 @@ pub fn batch_norm_train(
         &[scale, bias, running_mean, running_var],
         loc,
     );
-    let axes: Vec<isize> = (0..x.ndim() as isize - 1).collect();
-    let st = Moments::of(x, &axes);
+    let axes: Vec<usize> = (0..x.ndim() - 1).collect();
+    let st = Moments::of(x, &axes, loc);
     // `y = (x - mean) · k + bias` with one multiplier `k` per feature, written as
     // `dev · k + (bias - shift · k)`: the gradient then takes two sums over the batch, `Σ g`
     // (the bias's, and the per-feature term's) and `Σ g · dev` (`k`'s), as PyTorch's and
@@ -89,48 +90,10 @@ pub fn group_norm(x: &Tensor, groups: usize, scale: &Tensor, bias: &Tensor, eps:
     }
     let n = x.shape()[0] as isize;
     let g = x.reshape(&[n, -1, groups as isize, (c / groups) as isize]);
-    let st = Moments::of(&g, &[1, 3]);
+    let st = Moments::of(&g, &[1, 3], loc);
     let y = ((&st.dev - &st.shift) * (&st.var + eps).rsqrt())
         .reshape(&x.shape().iter().map(|&d| d as isize).collect::<Vec<_>>());
     y * scale + bias
-}
-
-/// The moments of `x` over `axes` (kept as size 1), from the deviations from a first
-/// estimate of the mean, `first = Σx / n`: `dev = x - first`, `shift = Σdev / n`, the mean
-/// `first + shift` (what `mean` computes) and the biased variance `Σdev² / n - shift²`
-/// (`var`'s bias-corrected form, around `first` rather than the corrected mean: the
-/// correction takes back the estimate's rounding either way). Three sums over one pass of
-/// deviations, where `mean` then `var` take four over two (the variance's deviations are
-/// from the corrected mean). The estimate carries no gradient (neither the mean nor the
-/// variance depends on it), so a normalisation written on `dev` and `shift` shares `dev`
-/// between its statistics, its output and its gradient.
-struct Moments {
-    first: Tensor,
-    dev: Tensor,
-    shift: Tensor,
-    var: Tensor,
-}
-
-impl Moments {
-    fn of(x: &Tensor, axes: &[isize]) -> Moments {
-        let n = (axes.iter())
-            .map(|&a| x.shape()[a as usize])
-            .product::<usize>() as f64;
-        let first = stop_gradient(&(x.sum_keepdims(axes) / n));
-        let dev = x - &first;
-        let shift = dev.sum_keepdims(axes) / n;
-        let var = (dev.square().sum_keepdims(axes) / n - shift.square()).maximum(0.0);
-        Moments {
-            first,
-            dev,
-            shift,
-            var,
-        }
-    }
-
-    fn mean(&self) -> Tensor {
-        &self.first + &self.shift
-    }
 }
 
 /// Checks a normalisation's operands: `x` of rank at least 2 and one float type, each

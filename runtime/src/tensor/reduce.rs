@@ -241,6 +241,45 @@ fn var_at(t: &Tensor, axes: &[usize], keepdims: bool, loc: SourceLoc) -> Tensor 
     (squares - bias.square()).maximum(0.0)
 }
 
+/// The moments of `x` over `axes` (kept as size 1), from the deviations from a first
+/// estimate of the mean, `first = Σx / n`: `dev = x - first`, `shift = Σdev / n`, the mean
+/// `first + shift` (what `mean` computes) and the biased variance `Σdev² / n - shift²`
+/// (`var`'s bias-corrected form, around `first` rather than the corrected mean: the
+/// correction takes back the estimate's rounding either way). Three sums over one pass of
+/// deviations, where `mean` then `var` take four over two (the variance's deviations are
+/// from the corrected mean). The estimate carries no gradient (neither the mean nor the
+/// variance depends on it), so a normalisation written on `dev` and `shift` shares `dev`
+/// between its statistics, its output and its gradient (`layer_norm`, `batch_norm_train`,
+/// `group_norm`).
+pub(crate) struct Moments {
+    pub first: Tensor,
+    pub dev: Tensor,
+    pub shift: Tensor,
+    pub var: Tensor,
+}
+
+impl Moments {
+    /// The moments over `axes` (normalised).
+    pub fn of(x: &Tensor, axes: &[usize], loc: SourceLoc) -> Moments {
+        let n = count(x, axes) as f64;
+        let sum = |t: &Tensor| reduce_at(t, ReduceOp::Sum, axes, true, loc);
+        let first = super::ops::stop_gradient(&(sum(x) / n));
+        let dev = x - &first;
+        let shift = sum(&dev) / n;
+        let var = (sum(&dev.square()) / n - shift.square()).maximum(0.0);
+        Moments {
+            first,
+            dev,
+            shift,
+            var,
+        }
+    }
+
+    pub fn mean(&self) -> Tensor {
+        &self.first + &self.shift
+    }
+}
+
 fn std_at(t: &Tensor, axes: &[usize], keepdims: bool, loc: SourceLoc) -> Tensor {
     float_only("std", t, loc);
     var_at(t, axes, keepdims, loc).sqrt()
