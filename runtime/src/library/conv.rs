@@ -831,16 +831,16 @@ fn each_run(
 /// Where the pixels' windows read in one operand (`x` for `conv` and its weight gradient,
 /// `dy` for the input gradient): per spatial axis `d`, `tab[d][pos · K_d + k]` is the
 /// element offset along that axis of the position that `pos` meets at window index `k` on
-/// the other side, `NONE` where it meets none. A pixel's offset at a window position is so
-/// its batch offset plus one lookup and one add per axis; over a whole window, one add per
-/// position (`each`). Built once per call from `Problem`'s tables and the operand's strides.
+/// the other side, `NONE` where it meets none. A run of pixels along the last axis reads
+/// the other axes' offsets once and the last axis' contiguously (`run_with`, the one
+/// reader). Built once per call from `Problem`'s tables and the operand's strides.
 struct Taps {
     lead: i64,
     window: Vec<usize>,
     tab: Vec<Vec<i64>>,
     /// The last axis' table by window index: `last[k · len + pos]` is `tab[last][pos · K +
     /// k]`, so a run of pixels along the last axis reads one window index's offsets
-    /// contiguously (`pointers`).
+    /// contiguously (`run_with`).
     last: Vec<i64>,
 }
 
@@ -873,61 +873,6 @@ impl Taps {
         }
     }
 
-    /// The offset pixel `(n, pos)` reads at the window position of per-axis indices `k`
-    /// (`NONE` for none).
-    #[inline]
-    fn at(&self, n: usize, pos: &[usize], k: &[usize]) -> i64 {
-        let mut off = n as i64 * self.lead;
-        for (d, tab) in self.tab.iter().enumerate() {
-            let v = tab[pos[d] * self.window[d] + k[d]];
-            if v == NONE {
-                return NONE;
-            }
-            off += v;
-        }
-        off
-    }
-
-    /// `f(kpos, offset)` for every window position of pixel `(n, pos)`, in order.
-    #[inline(always)]
-    fn each(&self, n: usize, pos: &[usize], f: &mut impl FnMut(usize, i64)) {
-        let base = n as i64 * self.lead;
-        let row = |d: usize| {
-            let kd = self.window[d];
-            &self.tab[d][pos[d] * kd..(pos[d] + 1) * kd]
-        };
-        // One and two spatial axes as plain loops (the walk's calls per position cost
-        // as much as a first layer's multiply-adds).
-        match self.tab.len() {
-            1 => {
-                for (k, &v) in row(0).iter().enumerate() {
-                    f(k, if v == NONE { NONE } else { base + v });
-                }
-            }
-            2 => {
-                let (t0, t1) = (row(0), row(1));
-                let mut k = 0;
-                for &a in t0 {
-                    for &b in t1 {
-                        f(
-                            k,
-                            if a == NONE || b == NONE {
-                                NONE
-                            } else {
-                                base + a + b
-                            },
-                        );
-                        k += 1;
-                    }
-                }
-            }
-            _ => {
-                let mut kpos = 0;
-                self.walk(0, pos, base, &mut kpos, f);
-            }
-        }
-    }
-
     /// `dst[kpos · stride + r]` for the `run` pixels `r` that follow the pixel at `pos` along
     /// the last axis (same batch entry and other axes), at every window position `kpos` (of
     /// per-axis indices `kidx[kpos · rank..]`): `run_at` for each. A pointer costs a load, a
@@ -951,10 +896,31 @@ impl Taps {
         }
     }
 
-    /// `dst[r]` for the `run` pixels that follow the pixel at `pos` along the last axis:
-    /// the pointer into `base` (the pixel's batch entry, elements of `T`) each reads at the
-    /// window position of per-axis indices `k`, `zeros` where it reads none (`pointers`
-    /// for one window position: the weight gradient's rows of `x`).
+    /// `put(r, offset)` for the `run` pixels `r` that follow the pixel at `pos` along the
+    /// last axis (same batch entry and other axes): the element offset within the batch
+    /// entry that each reads at the window position of per-axis indices `k`, `NONE` where it
+    /// reads none. The one reader of the tables: the other axes' offsets once per run, the
+    /// last axis' a contiguous run of its transposed table (`last`).
+    #[inline(always)]
+    fn run_with(&self, pos: &[usize], run: usize, k: &[usize], mut put: impl FnMut(usize, i64)) {
+        let last = pos.len() - 1;
+        let mut off = 0i64;
+        for d in 0..last {
+            let v = self.tab[d][pos[d] * self.window[d] + k[d]];
+            if v == NONE {
+                return (0..run).for_each(|r| put(r, NONE));
+            }
+            off += v;
+        }
+        let len = self.last.len() / self.window[last];
+        let from = k[last] * len + pos[last];
+        for (r, &o) in self.last[from..from + run].iter().enumerate() {
+            put(r, if o == NONE { NONE } else { off + o });
+        }
+    }
+
+    /// `dst[r]` for the `run` pixels of `run_with`: the pointer into `base` (the pixels'
+    /// batch entry, elements of `T`) each reads at window index `k`, `zeros` where none.
     ///
     /// # Safety
     /// `dst` valid for `run` pointers; `pos` + `run` within the last axis.
@@ -968,58 +934,13 @@ impl Taps {
         zeros: *const u8,
         dst: *mut *const u8,
     ) {
-        let last = pos.len() - 1;
-        let out = std::slice::from_raw_parts_mut(dst, run);
-        let mut off = 0i64;
-        for d in 0..last {
-            let v = self.tab[d][pos[d] * self.window[d] + k[d]];
-            if v == NONE {
-                return out.fill(zeros);
-            }
-            off += v;
-        }
-        let len = self.last.len() / self.window[last];
-        let from = k[last] * len + pos[last];
-        let at = base.wrapping_offset(off as isize);
-        for (d, &o) in out.iter_mut().zip(&self.last[from..from + run]) {
-            *d = if o == NONE {
+        self.run_with(pos, run, k, |r, off| {
+            *dst.add(r) = if off == NONE {
                 zeros
             } else {
-                at.wrapping_offset(o as isize) as *const u8
+                base.wrapping_offset(off as isize) as *const u8
             };
-        }
-    }
-
-    fn walk(
-        &self,
-        d: usize,
-        pos: &[usize],
-        off: i64,
-        kpos: &mut usize,
-        f: &mut impl FnMut(usize, i64),
-    ) {
-        if d == self.tab.len() {
-            f(*kpos, off);
-            *kpos += 1;
-            return;
-        }
-        let kd = self.window[d];
-        let row = &self.tab[d][pos[d] * kd..(pos[d] + 1) * kd];
-        let last = d + 1 == self.tab.len();
-        for &v in row {
-            if v == NONE {
-                // Every position below this index reads nothing.
-                for _ in 0..shape::numel(&self.window[d + 1..]) {
-                    f(*kpos, NONE);
-                    *kpos += 1;
-                }
-            } else if last {
-                f(*kpos, off + v);
-                *kpos += 1;
-            } else {
-                self.walk(d + 1, pos, off + v, kpos, f);
-            }
-        }
+        });
     }
 }
 
@@ -1033,16 +954,22 @@ fn row_offsets(p: &Problem, taps: &Taps, panel: usize, mut set: impl FnMut(usize
     } else {
         p.s.input()
     };
-    // The pixels stepped from the panel's first: one unflatten per panel, not the integer
-    // divisions of one per row (they cost as much as a 16-feature row's multiply-adds).
     let (mut stack, mut heap) = ([0usize; STACK_RANK], Vec::new());
     let first = panel * p.mr;
-    each_pixel(
-        lead_shape,
-        first..first + rows,
-        position(p, &mut stack, &mut heap),
-        |q, n, pos| taps.each(n, pos, &mut |kpos, off| set(q - first, kpos, off)),
-    );
+    let pos = position(p, &mut stack, &mut heap);
+    let r = pos.len();
+    each_run(lead_shape, first..first + rows, pos, |q, n, pos, run| {
+        let batch = n as i64 * taps.lead;
+        for (kpos, k) in p.kidx.chunks_exact(r).enumerate() {
+            taps.run_with(pos, run, k, |i, off| {
+                set(
+                    q - first + i,
+                    kpos,
+                    if off == NONE { NONE } else { batch + off },
+                )
+            });
+        }
+    });
 }
 
 /// Spatial axes whose position a panel's walk keeps on the stack.
@@ -1209,8 +1136,12 @@ unsafe fn pack_a<T: Real>(
                 if done != Some(kpos) {
                     // The input offset each pixel of the block reads at this window position.
                     let k = &p.kidx[kpos * r..(kpos + 1) * r];
-                    each_pixel(out, q0..q1, &mut pos, |q, n, o| {
-                        *offs.add(q - q0) = ptrs.taps.at(n, o, k);
+                    let taps = ptrs.taps;
+                    each_run(out, q0..q1, &mut pos, |q, n, o, run| {
+                        let batch = n as i64 * taps.lead;
+                        taps.run_with(o, run, k, |i, off| {
+                            *offs.add(q - q0 + i) = if off == NONE { NONE } else { batch + off };
+                        });
                     });
                     done = Some(kpos);
                 }
