@@ -67,6 +67,14 @@ fn cases() -> Vec<Case> {
             &[1, 2, 2, 1],
             &[z, (0, 1), (1, 0), z],
         ),
+        // Disjoint windows over more features than a vector (whole chunks and a tail),
+        // partly in the padding.
+        case(
+            &[2, 5, 4, 37],
+            &[1, 2, 2, 1],
+            &[1, 2, 2, 1],
+            &[z, (0, 1), z, z],
+        ),
         // More features than a vector, a window larger than the stride.
         case(
             &[2, 8, 8, 37],

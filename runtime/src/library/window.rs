@@ -11,6 +11,8 @@
 //! sums the cotangents of the windows it wins, in ascending order of the window. Where no
 //! two windows overlap (the usual pools) it writes each window's rows directly instead.
 
+mod lanes;
+
 use super::ops::{par_for, Operand};
 use crate::ir::window::beats;
 use crate::ir::{WindowRole, WindowSpec};
@@ -317,6 +319,7 @@ unsafe fn go<T: Elem>(
                 let mut best: Vec<T> = vec![T::ZERO; b];
                 let mut arg: Vec<u32> = vec![NONE; b];
                 let mut sum = vec![0.0f64; b];
+                let mut rows: Vec<*const f32> = Vec::new();
                 let ts = ins.get(1).map(|t| walked(t, g.outer));
                 each_row(&g.y[..g.outer], lo, hi, |r, o| {
                     g.sources(o, &xs, &mut real);
@@ -333,7 +336,14 @@ unsafe fn go<T: Elem>(
                                 *y = T::from_f64(*s);
                             }
                         }
-                        WindowRole::Max => maxima(&ins[0], &real, y, &mut tmp),
+                        WindowRole::Max => match f32_rows::<T>(&[&ins[0]], b) {
+                            Some(x) if !real.is_empty() => {
+                                rows.clear();
+                                rows.extend(real.iter().map(|&(_, at)| x.offset(at as isize)));
+                                lanes::maxima(&rows, y.as_mut_ptr() as *mut f32, b)
+                            }
+                            _ => maxima(&ins[0], &real, y, &mut tmp),
+                        },
                         _ => {
                             winners(&ins[0], &real, b, &mut best, &mut arg, &mut tmp);
                             {
@@ -432,11 +442,26 @@ unsafe fn scatter_disjoint<T: Elem>(g: &Geometry, ins: &[Operand], out: Out, byt
         let (mut tmp, mut tmp_dy) = (Vec::<T>::new(), Vec::<T>::new());
         let mut best: Vec<T> = vec![T::ZERO; b];
         let mut arg: Vec<u32> = vec![NONE; b];
+        let (mut rows, mut outs) = (Vec::<*const f32>::new(), Vec::<*mut f32>::new());
+        let fast = f32_rows::<T>(&[x, dy], b);
         each_row(&g.y[..g.outer], lo, hi, |_, o| {
             g.sources(o, &xs, &mut real);
             g.sources(o, &os, &mut places);
-            winners(x, &real, b, &mut best, &mut arg, &mut tmp);
             let at: i64 = o.iter().zip(&ys).map(|(&i, &s)| i as i64 * s).sum();
+            if let (Some(xp), false) = (fast, real.is_empty()) {
+                rows.clear();
+                rows.extend(real.iter().map(|&(_, at)| xp.offset(at as isize)));
+                outs.clear();
+                outs.extend(
+                    places
+                        .iter()
+                        .map(|&(_, off)| (dst.0 as *mut f32).offset(off as isize)),
+                );
+                let d = (dy.ptr as *const f32).offset(at as isize);
+                lanes::scatter(&rows, &outs, d, b);
+                return;
+            }
+            winners(x, &real, b, &mut best, &mut arg, &mut tmp);
             let d = row(dy, at, b, &mut tmp_dy);
             for &(p, off) in &places {
                 let p = p as u32;
@@ -451,6 +476,16 @@ unsafe fn scatter_disjoint<T: Elem>(g: &Geometry, ins: &[Operand], out: Out, byt
             }
         });
     });
+}
+
+/// `ts[0]`'s base as f32 when `T` is f32 and every operand of `ts` has contiguous lanes:
+/// the rows the vectorised `lanes` loops take.
+fn f32_rows<T: Elem>(ts: &[&Operand], b: usize) -> Option<*const f32> {
+    let contiguous = ts
+        .iter()
+        .all(|t| b == 1 || t.strides.last().copied().unwrap_or(1) == 1);
+    (std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() && contiguous)
+        .then(|| ts[0].ptr as *const f32)
 }
 
 /// The maxima of one window row into `y` (−∞ for a window of padding only).
