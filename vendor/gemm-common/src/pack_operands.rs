@@ -156,6 +156,35 @@ unsafe fn pack_generic_inner_loop<T: Copy, const N: usize, const DST_WIDTH: usiz
     src_width: usize,
     k: usize,
 ) {
+    // jitfuse: a source whose rows run along `k` (a row-major left operand, a transposed
+    // right one) was gathered one value per row for every step of `k`, each from another
+    // cache line (and, at power-of-two row lengths, the same cache set). A blocked
+    // transpose reads a cache line of each row at a time and writes a block of the panel
+    // that stays in L1. The same values land in the same places.
+    if src_cs == 1 && src_rs != 1 {
+        const KB: usize = 16;
+        let zero_tail = !(src_width == DST_WIDTH || src_width == N || src_width == 2 * N);
+        let mut kk = 0;
+        while kk < k {
+            let kb = KB.min(k - kk);
+            for j in 0..src_width {
+                let s = src.offset(j as isize * src_rs + kk as isize);
+                for q in 0..kb {
+                    *dst.add((kk + q) * DST_WIDTH + j) = *s.add(q);
+                }
+            }
+            if zero_tail {
+                for q in 0..kb {
+                    quick_zero::<T>(core::slice::from_raw_parts_mut(
+                        dst.add((kk + q) * DST_WIDTH + src_width) as _,
+                        DST_WIDTH - src_width,
+                    ));
+                }
+            }
+            kk += kb;
+        }
+        return;
+    }
     if src_width == DST_WIDTH {
         if src_rs == 1 {
             for _ in 0..k {
