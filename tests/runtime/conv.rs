@@ -67,6 +67,30 @@ fn cases() -> Vec<Case> {
                 ..Default::default()
             },
         ),
+        // Few input features in one group: the forward on the padded copy, one pointer per
+        // window row (a dilated window's rows; strided; narrow and wide tiles), and with
+        // the window dilated along the last axis (its runs are not contiguous: the
+        // general path).
+        case(
+            &[2, 9, 8, 3],
+            &[3, 3, 3, 7],
+            ConvOptions {
+                strides: vec![1, 2],
+                padding: Same,
+                rhs_dilation: vec![2, 1],
+                ..Default::default()
+            },
+        ),
+        case(&[3, 11, 10, 1], &[5, 5, 1, 40], opts(&[1, 1], Same)),
+        case(
+            &[2, 9, 8, 2],
+            &[3, 3, 2, 5],
+            ConvOptions {
+                padding: Same,
+                rhs_dilation: vec![1, 2],
+                ..Default::default()
+            },
+        ),
         // Depthwise.
         case(
             &[2, 6, 6, 5],
@@ -357,6 +381,12 @@ fn convolutions_give_the_same_bits_under_1_2_3_and_8_threads() {
         case(
             &[4, 16, 16, 24],
             &[3, 3, 24, 40],
+            opts(&[1, 1], Padding::Same),
+        ),
+        // A first layer on grey images (the forward on the padded copy, split over tasks).
+        case(
+            &[8, 28, 28, 1],
+            &[5, 5, 1, 32],
             opts(&[1, 1], Padding::Same),
         ),
         cases().pop().unwrap(),

@@ -54,6 +54,7 @@ macro_rules! by_tile_rows {
 }
 
 mod padded;
+mod padded_forward;
 
 use super::gemm16::{MR, NR};
 use super::ops::Operand;
@@ -277,7 +278,7 @@ pub fn scratch_bytes(spec: &ConvSpec, ins: &[&[usize]], out: &[usize], dtype: DT
         let padded = padded::Padded::plan(&p, spec).map_or(0, |w| w.scratch_bytes(&p));
         WeightGrad::plan(&p).scratch_bytes(&p).max(padded)
     } else {
-        0
+        padded_forward::PaddedForward::plan(&d, spec).map_or(0, |f| f.scratch_bytes(&d))
     };
     packed.max(direct) + ALIGN
 }
@@ -589,6 +590,11 @@ unsafe fn drive<T: Real>(
             w.run(&p, spec, ins, out, base);
             return;
         }
+    }
+    #[cfg(target_arch = "x86_64")]
+    if let Some(f) = padded_forward::PaddedForward::plan(&p, spec) {
+        f.run(&p, spec, ins, out, base);
+        return;
     }
     #[cfg(target_arch = "x86_64")]
     if let Some(w) = WeightGrad::of(&p, ins) {

@@ -50,15 +50,7 @@ impl Padded {
         if p.role != ConvRole::Weight || p.elem != 4 || p.cg > MAX_FEATURES || p.kc == 0 {
             return None;
         }
-        let (input, out, window) = (p.s.input(), p.s.output(), p.s.window());
-        let extent: Vec<usize> = (0..r)
-            .map(|d| spec.strides[d] * (out[d] - 1) + spec.rhs_dilation[d] * (window[d] - 1) + 1)
-            .collect();
-        let copy = p.s.batch() * shape::numel(&extent) * p.s.in_channels();
-        let x = (p.s.batch() * shape::numel(input) * p.s.in_channels()).max(1);
-        if copy > MAX_GROWTH * x + (1 << 16) {
-            return None;
-        }
+        let extent = extent(p, spec)?;
         let mut strides = vec![0usize; r + 1];
         strides[r] = p.s.in_channels();
         for d in (0..r).rev() {
@@ -132,7 +124,7 @@ impl Padded {
         unsafe impl Sync for Shared {}
         let (x, dy) = (&ins[0], &ins[1]);
         let xp = base as *mut f32;
-        self.copy(p, spec, x, xp);
+        copy(p, spec, x, &self.extent, xp);
         let partials = base.add(self.copy_bytes(p));
         let own = partials.add(self.chunks * self.partial_bytes(p));
         let sh = Shared(partials, own, xp);
@@ -166,56 +158,6 @@ impl Padded {
                     }
                     *dw.add(row * f_all + g * fg + f) = sum;
                 }
-            }
-        }
-    }
-
-    /// Writes the padded, dilated copy of `x` (zeros where no element lands).
-    unsafe fn copy(&self, p: &Problem, spec: &ConvSpec, x: &Operand, xp: *mut f32) {
-        let r = p.s.rank();
-        let c_all = p.s.in_channels();
-        // Per axis, the input position each padded position holds (`NONE` for none).
-        let src: Vec<Vec<i64>> = (0..r)
-            .map(|d| {
-                (0..self.extent[d])
-                    .map(|a| {
-                        let at = a as i64 - spec.padding[d].0;
-                        let ld = spec.lhs_dilation[d] as i64;
-                        let i = at.div_euclid(ld);
-                        if at < 0 || at % ld != 0 || i >= p.s.input()[d] as i64 {
-                            NONE
-                        } else {
-                            i * x.strides[1 + d]
-                        }
-                    })
-                    .collect()
-            })
-            .collect();
-        let sc = x.strides[r + 1];
-        let xs = x.ptr as *const f32;
-        let mut pos = vec![0usize; r];
-        let mut dst = xp;
-        for n in 0..p.s.batch() {
-            pos.iter_mut().for_each(|i| *i = 0);
-            for _ in 0..shape::numel(&self.extent) {
-                let mut off = n as i64 * x.strides[0];
-                for d in 0..r {
-                    let s = src[d][pos[d]];
-                    if s == NONE {
-                        off = NONE;
-                        break;
-                    }
-                    off += s;
-                }
-                for c in 0..c_all {
-                    *dst.add(c) = if off == NONE {
-                        0.0
-                    } else {
-                        *xs.offset((off + c as i64 * sc) as isize)
-                    };
-                }
-                dst = dst.add(c_all);
-                super::step(&self.extent, &mut pos);
             }
         }
     }
@@ -280,6 +222,97 @@ impl Padded {
             }
         }
     }
+}
+
+/// The extent of each spatial axis of the padded, dilated copy of `x` the output's windows
+/// read, where the copy has at most `MAX_GROWTH` times `x`'s elements (and its border).
+pub fn extent(p: &Problem, spec: &ConvSpec) -> Option<Vec<usize>> {
+    let r = p.s.rank();
+    let (input, out, window) = (p.s.input(), p.s.output(), p.s.window());
+    let extent: Vec<usize> = (0..r)
+        .map(|d| spec.strides[d] * (out[d] - 1) + spec.rhs_dilation[d] * (window[d] - 1) + 1)
+        .collect();
+    let copy = p.s.batch() * shape::numel(&extent) * p.s.in_channels();
+    let x = (p.s.batch() * shape::numel(input) * p.s.in_channels()).max(1);
+    (copy <= MAX_GROWTH * x + (1 << 16)).then_some(extent)
+}
+
+/// Writes the padded, dilated copy of `x` of `extent` (zeros where no element lands).
+///
+/// # Safety
+/// `xp` holds `N · Π extent · C` elements.
+pub unsafe fn copy(p: &Problem, spec: &ConvSpec, x: &Operand, extent: &[usize], xp: *mut f32) {
+    let r = p.s.rank();
+    let c_all = p.s.in_channels();
+    // Per axis, the input position each padded position holds (`NONE` for none).
+    let src: Vec<Vec<i64>> = (0..r)
+        .map(|d| {
+            (0..extent[d])
+                .map(|a| {
+                    let at = a as i64 - spec.padding[d].0;
+                    let ld = spec.lhs_dilation[d] as i64;
+                    let i = at.div_euclid(ld);
+                    if at < 0 || at % ld != 0 || i >= p.s.input()[d] as i64 {
+                        NONE
+                    } else {
+                        i * x.strides[1 + d]
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let sc = x.strides[r + 1];
+    // Rows of the copy: one per batch index and position over the axes but the last, each
+    // `extent_last · C` long, filled from the last axis' table (in parallel: a row is
+    // written by one thread, so the copy is the same under any split).
+    #[derive(Clone, Copy)]
+    struct Ptrs(*const f32, *mut f32);
+    unsafe impl Send for Ptrs {}
+    unsafe impl Sync for Ptrs {}
+    let ptrs = Ptrs(x.ptr as *const f32, xp);
+    let (prefix, last) = match r {
+        0 => (&[][..], 1),
+        _ => (&extent[..r - 1], extent[r - 1]),
+    };
+    let row_len = last * c_all;
+    let per_image = shape::numel(prefix);
+    let rows = p.s.batch() * per_image;
+    let bytes = rows * row_len * 4;
+    crate::library::ops::par_for(rows, bytes, |lo, hi| {
+        let ptrs = ptrs;
+        let Ptrs(xs, xp) = ptrs;
+        let mut pos = vec![0usize; prefix.len()];
+        for row in lo..hi {
+            let n = row / per_image;
+            shape::unflatten(row % per_image, prefix, &mut pos);
+            let mut off = n as i64 * x.strides[0];
+            for (d, &a) in pos.iter().enumerate() {
+                let s = src[d][a];
+                off = if s == NONE || off == NONE {
+                    NONE
+                } else {
+                    off + s
+                };
+            }
+            let dst = xp.add(row * row_len);
+            if off == NONE {
+                std::ptr::write_bytes(dst, 0, row_len);
+                continue;
+            }
+            for a in 0..last {
+                let s = if r == 0 { 0 } else { src[r - 1][a] };
+                let dst = dst.add(a * c_all);
+                if s == NONE {
+                    std::ptr::write_bytes(dst, 0, c_all);
+                } else {
+                    let at = xs.offset((off + s) as isize);
+                    for c in 0..c_all {
+                        *dst.add(c) = *at.offset(c as isize * sc as isize);
+                    }
+                }
+            }
+        }
+    });
 }
 
 #[cfg(target_arch = "x86_64")]
