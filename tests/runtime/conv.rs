@@ -41,6 +41,8 @@ fn cases() -> Vec<Case> {
         case(&[2, 9, 3], &[3, 3, 4], opts(&[], Valid)),
         case(&[2, 9, 3], &[3, 3, 4], opts(&[2], Same)),
         case(&[1, 10, 2], &[4, 2, 3], opts(&[3], Explicit(vec![(2, -1)]))),
+        // A stride past the window: the input gradient's pixels of one phase meet no output.
+        case(&[2, 10, 3], &[2, 3, 4], opts(&[3], Valid)),
         case(&[2, 7, 6, 3], &[3, 3, 3, 5], opts(&[1, 1], Same)),
         case(
             &[2, 8, 7, 4],
@@ -382,6 +384,12 @@ fn convolutions_give_the_same_bits_under_1_2_3_and_8_threads() {
             &[4, 16, 16, 24],
             &[3, 3, 24, 40],
             opts(&[1, 1], Padding::Same),
+        ),
+        // A strided layer (its input gradient phase by phase, split over tasks).
+        case(
+            &[8, 16, 16, 16],
+            &[3, 3, 16, 32],
+            opts(&[2, 2], Padding::Same),
         ),
         // A first layer on grey images (the forward on the padded copy, split over tasks).
         case(

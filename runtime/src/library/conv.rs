@@ -29,9 +29,12 @@
 //! balances its panels (`WeightGrad::plan`); a layer with fewer than 8 input features takes
 //! its weight gradient on a padded copy of `x` (`padded`).
 //!
-//! FIXME: a transposed or strided input gradient multiplies the zeros between the
-//! dilated elements (a stride-2 2-D gradient does 4x its useful work; the phase
-//! decomposition that skips them is not written yet); products of 17 to 31 columns fill
+//! The input gradient of a strided convolution runs phase by phase (`phased`: only the
+//! window positions that meet an output pixel), and the forward of a layer with few input
+//! features on a padded copy of `x` (`padded_forward`: a pointer per window row).
+//!
+//! FIXME: the input gradient of a transposed convolution (`lhs_dilation` > 1) still
+//! multiplies the zeros between the dilated elements; products of 17 to 31 columns fill
 //! part of a 32-column tile.
 
 /// Calls `$tile::<V, R> $args` for the `$rows` rows of a tile of `$v` vectors per row
@@ -55,6 +58,7 @@ macro_rules! by_tile_rows {
 
 mod padded;
 mod padded_forward;
+mod phased;
 
 use super::gemm16::{MR, NR};
 use super::ops::Operand;
@@ -278,7 +282,10 @@ pub fn scratch_bytes(spec: &ConvSpec, ins: &[&[usize]], out: &[usize], dtype: DT
         let padded = padded::Padded::plan(&p, spec).map_or(0, |w| w.scratch_bytes(&p));
         WeightGrad::plan(&p).scratch_bytes(&p).max(padded)
     } else {
-        padded_forward::PaddedForward::plan(&d, spec).map_or(0, |f| f.scratch_bytes(&d))
+        let forward =
+            padded_forward::PaddedForward::plan(&d, spec).map_or(0, |f| f.scratch_bytes(&d));
+        let phased = phased::Phased::plan(&d, spec).map_or(0, |f| f.scratch_bytes(&d));
+        forward.max(phased)
     };
     packed.max(direct) + ALIGN
 }
@@ -597,6 +604,12 @@ unsafe fn drive<T: Real>(
         return;
     }
     #[cfg(target_arch = "x86_64")]
+    if let Some(ph) = phased::Phased::plan(&p, spec) {
+        if ph.run(&p, ins, out, base) {
+            return;
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
     if let Some(w) = WeightGrad::of(&p, ins) {
         w.run(&p, ins, out, base);
         return;
@@ -692,11 +705,11 @@ unsafe fn task<T: Real>(p: &Problem, t: usize, (ptrs, shared): (Ptrs, *mut u8)) 
                     let (k0, k1) = (q0 / p.inner, q1 / p.inner);
                     let rp = (offs as *const *const f32).add(k0 * p.mr);
                     let b = bp.add(j * p.kb * NR) as *const f32;
-                    let shape = (k1 - k0, p.inner, ldc, rows, cols);
+                    let (shape, c) = ((k1 - k0, p.inner, rows, cols), indirect::Strided(c, ldc));
                     if p.mr == DIRECT_NARROW_ROWS {
-                        indirect::tile::<1, DIRECT_NARROW_ROWS>(rp, b, c, shape, q0 > 0);
+                        indirect::tile::<1, DIRECT_NARROW_ROWS, _>(rp, b, c, shape, q0 > 0);
                     } else {
-                        indirect::tile::<2, MR>(rp, b, c, shape, q0 > 0);
+                        indirect::tile::<2, MR, _>(rp, b, c, shape, q0 > 0);
                     }
                 }
                 continue;
@@ -1213,8 +1226,8 @@ mod indirect {
     use super::NR;
     use std::arch::x86_64::*;
 
-    /// `c[r, j] (+)= Σ_k Σ_ch rows[k·R + r][ch] · b[(k·inner + ch)·NR + j]` for the `rows ×
-    /// cols` of a tile of `R` rows and `V` vectors (`cols ≤ 16·V`) over `nk` window
+    /// `c[r, j] (+)= Σ_k Σ_ch rows[k·R + r][ch] · b[(k·inner + ch)·NR + j]` (`c`'s rows
+    /// where `Rows` puts them) for the `rows × cols` of a tile of `R` rows and `V` vectors (`cols ≤ 16·V`) over `nk` window
     /// positions of `inner` steps (f32 FMAs in order of the steps, continuing `c`'s sums
     /// where `continues`): the same sums, in the same order, as `gemm16::kernel::tile_fma`
     /// on the packed panel.
@@ -1223,11 +1236,11 @@ mod indirect {
     /// AVX-512 F, BW and VL; each pointer valid for `inner` values; `b` holds `nk · inner`
     /// steps of `NR`; `c` valid for the tile.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-    pub unsafe fn tile<const V: usize, const R: usize>(
+    pub unsafe fn tile<const V: usize, const R: usize, C: Rows>(
         rows_at: *const *const f32,
         b: *const f32,
-        c: *mut f32,
-        (nk, inner, ldc, rows, cols): (usize, usize, usize, usize, usize),
+        c: C,
+        (nk, inner, rows, cols): (usize, usize, usize, usize),
         continues: bool,
     ) {
         let mask = [lanes(cols.min(16)), lanes(cols.saturating_sub(16))];
@@ -1235,7 +1248,7 @@ mod indirect {
         if continues {
             for (r, row) in acc.iter_mut().enumerate().take(rows) {
                 for (v, a) in row.iter_mut().enumerate() {
-                    *a = _mm512_maskz_loadu_ps(mask[v], c.add(r * ldc + 16 * v));
+                    *a = _mm512_maskz_loadu_ps(mask[v], c.at(r).add(16 * v));
                 }
             }
         }
@@ -1258,8 +1271,37 @@ mod indirect {
         }
         for (r, row) in acc.iter().enumerate().take(rows) {
             for (v, a) in row.iter().enumerate() {
-                _mm512_mask_storeu_ps(c.add(r * ldc + 16 * v), mask[v], *a);
+                _mm512_mask_storeu_ps(c.at(r).add(16 * v), mask[v], *a);
             }
+        }
+    }
+
+    /// Where a tile's rows of `c` lie.
+    pub trait Rows: Copy {
+        /// Row `r`'s first element.
+        ///
+        /// # Safety
+        /// `r` is a row of the tile.
+        unsafe fn at(self, r: usize) -> *mut f32;
+    }
+
+    /// Rows `ldc` elements apart from `c`.
+    #[derive(Clone, Copy)]
+    pub struct Strided(pub *mut f32, pub usize);
+    impl Rows for Strided {
+        #[inline(always)]
+        unsafe fn at(self, r: usize) -> *mut f32 {
+            self.0.add(r * self.1)
+        }
+    }
+
+    /// A pointer per row, each offset by a column.
+    #[derive(Clone, Copy)]
+    pub struct Scattered(pub *const *mut f32, pub usize);
+    impl Rows for Scattered {
+        #[inline(always)]
+        unsafe fn at(self, r: usize) -> *mut f32 {
+            (*self.0.add(r)).add(self.1)
         }
     }
 }

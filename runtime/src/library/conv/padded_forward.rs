@@ -12,8 +12,10 @@
 //! order: the same sums in the same order as the general path (padding read as zeros
 //! there, as elements of the copy here), so the same bits.
 
+#[cfg(target_arch = "x86_64")]
+use super::indirect::{tile, Strided};
 use super::padded::{copy, extent, MAX_FEATURES};
-use super::{Problem, Ptrs, Taps, ALIGN, DIRECT_NARROW_ROWS, NR};
+use super::{Problem, Ptrs, Taps, ALIGN, DIRECT_NARROW_ROWS, MR, NR};
 use crate::ir::{ConvRole, ConvSpec};
 use crate::library::ops::Operand;
 use crate::shape;
@@ -208,19 +210,13 @@ impl PaddedForward {
                     let c0 = j * NR;
                     let cols = (p.ncol - c0).min(NR);
                     let c = y.add(r0 * ldc + c0);
-                    let shape = (k1 - k0, self.inner, ldc, rows, cols);
+                    let shape = (k1 - k0, self.inner, rows, cols);
                     let rows_at = rp.add(k0 * p.mr) as *const *const f32;
-                    let b = b.add(j * self.kb * NR);
+                    let (b, c) = (b.add(j * self.kb * NR), Strided(c, ldc));
                     if p.mr == DIRECT_NARROW_ROWS {
-                        super::indirect::tile::<1, DIRECT_NARROW_ROWS>(
-                            rows_at,
-                            b,
-                            c,
-                            shape,
-                            q0 > 0,
-                        );
+                        tile::<1, DIRECT_NARROW_ROWS, _>(rows_at, b, c, shape, q0 > 0);
                     } else {
-                        super::indirect::tile::<2, { super::MR }>(rows_at, b, c, shape, q0 > 0);
+                        tile::<2, MR, _>(rows_at, b, c, shape, q0 > 0);
                     }
                 }
             }
