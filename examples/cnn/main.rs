@@ -243,6 +243,7 @@ fn main() {
     let mut order: Vec<usize> = (0..n).collect();
     let mut shuffle = Shuffle(0x9E37_79B9_7F4A_7C15);
     let steps = n / BATCH;
+    let started = Instant::now();
     for epoch in 0..o.epochs {
         shuffle.permute(&mut order);
         let (mut total, mut timed, mut timed_steps) = (0.0f64, 0.0f64, 0usize);
@@ -271,6 +272,13 @@ fn main() {
             100.0 * acc
         );
     }
+
+    println!(
+        "trained {} epochs in {:.2} s (the first step's compilation and each epoch's \
+         evaluation included)",
+        o.epochs,
+        started.elapsed().as_secs_f64()
+    );
 
     // ---- checkpoint: save, load into a fresh tree, check the predictions ----
     std::fs::create_dir_all(&o.out).unwrap_or_else(|e| fail(&format!("{}: {e}", o.out)));
