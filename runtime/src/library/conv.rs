@@ -395,16 +395,12 @@ impl WeightGrad {
 
     #[cfg(target_arch = "x86_64")]
     unsafe fn run(self, p: &Problem, ins: &[Operand], out: *mut u8, base: *mut u8) {
-        #[derive(Clone, Copy)]
-        struct Shared(*mut u8, *mut u8);
-        unsafe impl Send for Shared {}
-        unsafe impl Sync for Shared {}
-        let sh = Shared(base, out);
+        let sh = Shared((base, out));
         let (x, dy) = (&ins[0], &ins[1]);
         let taps = Taps::of(p, x, true);
         let tasks = self.chunks * self.splits;
         let task = |t: usize| {
-            let sh = sh;
+            let sh = sh.get();
             let (chunk, split) = (t / self.splits, t % self.splits);
             let partial = sh.0.add(chunk * self.partial_bytes(p)) as *mut f32;
             let own =
@@ -414,16 +410,11 @@ impl WeightGrad {
                 (split * self.tiles / self.splits)..((split + 1) * self.tiles / self.splits);
             self.task(p, (x, dy, &taps), partial, own, (pixels, tiles));
         };
-        if tasks == 1 {
-            task(0);
-        } else {
-            use rayon::prelude::*;
-            (0..tasks).into_par_iter().for_each(task);
-        }
+        run_tasks(tasks, task);
         // dw[k, c, g·Fg + f] = Σ_chunks dwᵀ[g, k, f, c], in chunk order.
         let (f_all, kvol, cg, fg) = (p.s.out_channels(), p.kvol, p.cg, p.fg);
         let reduce = |gk: usize| {
-            let sh = sh;
+            let sh = sh.get();
             let (g, k) = (gk / kvol, gk % kvol);
             let dw = sh.1 as *mut f32;
             for c in 0..cg {
@@ -566,6 +557,45 @@ struct Ptrs<'a> {
 unsafe impl Send for Ptrs<'_> {}
 unsafe impl Sync for Ptrs<'_> {}
 
+impl<'a> Ptrs<'a> {
+    /// The product's operands `ins` (`a`, `b`), read through `taps`, into `c` with `scratch`.
+    fn new(ins: &'a [Operand<'a>], taps: &'a Taps, c: *mut u8, scratch: *mut u8) -> Ptrs<'a> {
+        Ptrs {
+            a: &ins[0],
+            b: &ins[1],
+            taps,
+            c,
+            scratch,
+        }
+    }
+}
+
+/// Runs tasks `0..n` over rayon's pool (one on the calling thread). What a task computes
+/// depends on its index only, never on the thread that runs it.
+fn run_tasks(n: usize, task: impl Fn(usize) + Sync + Send) {
+    if n == 1 {
+        task(0);
+    } else {
+        use rayon::prelude::*;
+        (0..n).into_par_iter().for_each(task);
+    }
+}
+
+/// Raw pointers a step's tasks share (a tuple of them): each task writes its own part of
+/// what they point at.
+#[derive(Clone, Copy)]
+struct Shared<T: Copy>(T);
+// SAFETY: the tasks write disjoint parts; what they read is not written during the step.
+unsafe impl<T: Copy> Send for Shared<T> {}
+unsafe impl<T: Copy> Sync for Shared<T> {}
+
+impl<T: Copy> Shared<T> {
+    /// The pointers (a method, so a closure captures the whole wrapper, not its field).
+    fn get(self) -> T {
+        self.0
+    }
+}
+
 unsafe fn drive<T: Real>(
     spec: &ConvSpec,
     ins: &[Operand],
@@ -615,13 +645,7 @@ unsafe fn drive<T: Real>(
         return;
     }
     let taps = Taps::of(&p, &ins[0], p.role != ConvRole::Input);
-    let ptrs = Ptrs {
-        a: &ins[0],
-        b: &ins[1],
-        taps: &taps,
-        c: out,
-        scratch: base,
-    };
+    let ptrs = Ptrs::new(ins, &taps, out, base);
     // The shared `b`: every (group, block, column panel), split over the tasks.
     let packs = if p.shared_b() {
         p.groups * p.blocks() * p.col_panels()
@@ -650,14 +674,8 @@ unsafe fn drive<T: Real>(
         };
         task::<T>(&p, t, (own, shared));
     };
-    if p.slots == 1 {
-        pack(0);
-        task(0);
-    } else {
-        use rayon::prelude::*;
-        (0..p.slots).into_par_iter().for_each(pack);
-        (0..p.slots).into_par_iter().for_each(task);
-    }
+    run_tasks(p.slots, pack);
+    run_tasks(p.slots, task);
 }
 
 /// Where block `bi` of group `g` of the shared `b` starts.

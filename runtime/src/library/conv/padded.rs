@@ -13,7 +13,7 @@
 //! added in chunk order, so the bits do not depend on the thread count. The copy is the
 //! step's planned scratch (`scratch_bytes`), as small as `x` and its border.
 
-use super::{tile_rows, Problem, ALIGN, CHUNK_PIXELS, NONE, SLOTS};
+use super::{tile_rows, Problem, Shared, ALIGN, CHUNK_PIXELS, NONE, SLOTS};
 use crate::ir::{ConvRole, ConvSpec};
 use crate::library::ops::Operand;
 use crate::shape;
@@ -118,19 +118,15 @@ impl Padded {
         out: *mut u8,
         base: *mut u8,
     ) {
-        #[derive(Clone, Copy)]
-        struct Shared(*mut u8, *mut u8, *const f32);
-        unsafe impl Send for Shared {}
-        unsafe impl Sync for Shared {}
         let (x, dy) = (&ins[0], &ins[1]);
         let xp = base as *mut f32;
         copy(p, spec, x, &self.extent, xp);
         let partials = base.add(self.copy_bytes(p));
         let own = partials.add(self.chunks * self.partial_bytes(p));
-        let sh = Shared(partials, own, xp);
+        let sh = Shared((partials, own, xp as *const f32));
         let tasks = self.chunks * self.splits;
         let task = |t: usize| {
-            let sh = sh;
+            let sh = sh.get();
             let (chunk, split) = (t / self.splits, t % self.splits);
             let partial = sh.0.add(chunk * self.partial_bytes(p)) as *mut f32;
             let own = sh.1.add(t * self.task_bytes());
@@ -139,12 +135,7 @@ impl Padded {
                 (split * self.tiles / self.splits)..((split + 1) * self.tiles / self.splits);
             self.task(p, spec, (sh.2, dy), partial, own, (pixels, tiles));
         };
-        if tasks == 1 {
-            task(0);
-        } else {
-            use rayon::prelude::*;
-            (0..tasks).into_par_iter().for_each(task);
-        }
+        super::run_tasks(tasks, task);
         // dw[k, c, g·Fg + f] = Σ_chunks partial[g, k·Cg + c, f], in chunk order.
         let (kr, fg, f_all) = (p.kvol * p.cg, p.fg, p.s.out_channels());
         let dw = out as *mut f32;
@@ -265,11 +256,7 @@ pub unsafe fn copy(p: &Problem, spec: &ConvSpec, x: &Operand, extent: &[usize], 
     // Rows of the copy: one per batch index and position over the axes but the last, each
     // `extent_last · C` long, filled from the last axis' table (in parallel: a row is
     // written by one thread, so the copy is the same under any split).
-    #[derive(Clone, Copy)]
-    struct Ptrs(*const f32, *mut f32);
-    unsafe impl Send for Ptrs {}
-    unsafe impl Sync for Ptrs {}
-    let ptrs = Ptrs(x.ptr as *const f32, xp);
+    let ptrs = Shared((x.ptr as *const f32, xp));
     let (prefix, last) = match r {
         0 => (&[][..], 1),
         _ => (&extent[..r - 1], extent[r - 1]),
@@ -279,8 +266,7 @@ pub unsafe fn copy(p: &Problem, spec: &ConvSpec, x: &Operand, extent: &[usize], 
     let rows = p.s.batch() * per_image;
     let bytes = rows * row_len * 4;
     crate::library::ops::par_for(rows, bytes, |lo, hi| {
-        let ptrs = ptrs;
-        let Ptrs(xs, xp) = ptrs;
+        let (xs, xp) = ptrs.get();
         let mut pos = vec![0usize; prefix.len()];
         for row in lo..hi {
             let n = row / per_image;

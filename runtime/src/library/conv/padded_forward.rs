@@ -15,7 +15,7 @@
 #[cfg(target_arch = "x86_64")]
 use super::indirect::{tile, Strided};
 use super::padded::{copy, extent, MAX_FEATURES};
-use super::{Problem, Ptrs, Taps, ALIGN, DIRECT_NARROW_ROWS, MR, NR};
+use super::{Problem, Ptrs, Shared, Taps, ALIGN, DIRECT_NARROW_ROWS, MR, NR};
 use crate::ir::{ConvRole, ConvSpec};
 use crate::library::ops::Operand;
 use crate::shape;
@@ -118,23 +118,13 @@ impl PaddedForward {
         out: *mut u8,
         base: *mut u8,
     ) {
-        #[derive(Clone, Copy)]
-        struct Shared(*mut u8, *mut u8, *mut u8, *mut u8);
-        unsafe impl Send for Shared {}
-        unsafe impl Sync for Shared {}
         let xp = base as *mut f32;
         copy(p, spec, &ins[0], &self.extent, xp);
         let packed = base.add(self.copy_bytes(p));
         let own = packed.add(self.blocks(p) * self.b_bytes(p));
         // The kernel, packed block by block: rows `(k, c)` in order, as the runs read them.
         let taps = Taps::of(p, &ins[0], true);
-        let ptrs = Ptrs {
-            a: &ins[0],
-            b: &ins[1],
-            taps: &taps,
-            c: out,
-            scratch: base,
-        };
+        let ptrs = Ptrs::new(ins, &taps, out, base);
         for (bi, q0) in (0..p.kc).step_by(self.kb).enumerate() {
             let q1 = (q0 + self.kb).min(p.kc);
             let dst = packed.add(bi * self.b_bytes(p)) as *mut f32;
@@ -142,9 +132,9 @@ impl PaddedForward {
                 super::pack_b(p, &ptrs, 0, j, (q0, q1), dst.add(j * self.kb * NR));
             }
         }
-        let sh = Shared(xp as *mut u8, packed, own, out);
+        let sh = Shared((xp as *const f32, packed, own, out as *mut f32));
         let task = |t: usize| {
-            let sh = sh;
+            let sh = sh.get();
             let rp = sh.2.add(t * self.task_bytes(p)) as *mut *const f32;
             let panels = (t * p.panels / p.slots)..((t + 1) * p.panels / p.slots);
             self.task(
@@ -155,12 +145,7 @@ impl PaddedForward {
                 panels,
             );
         };
-        if p.slots == 1 {
-            task(0);
-        } else {
-            use rayon::prelude::*;
-            (0..p.slots).into_par_iter().for_each(task);
-        }
+        super::run_tasks(p.slots, task);
     }
 
     /// One task: its row panels, block by block of the packed kernel.

@@ -19,7 +19,7 @@
 //! takes the general path.
 
 use super::indirect::{tile, Scattered};
-use super::{Problem, Ptrs, Taps, ALIGN, DIRECT_NARROW_ROWS, MR, NONE, NR, SLOTS};
+use super::{Problem, Ptrs, Shared, Taps, ALIGN, DIRECT_NARROW_ROWS, MR, NONE, NR, SLOTS};
 use crate::ir::{ConvRole, ConvSpec};
 use crate::library::ops::Operand;
 use crate::shape;
@@ -144,13 +144,7 @@ impl Phased {
             return false;
         }
         let taps = Taps::of(p, dy, false);
-        let ptrs = Ptrs {
-            a: dy,
-            b: w,
-            taps: &taps,
-            c: out,
-            scratch: base,
-        };
+        let ptrs = Ptrs::new(ins, &taps, out, base);
         // The kernel class by class: rows `(k, f)` for the class's positions in order.
         let packed = base as *mut f32;
         for g in 0..p.groups {
@@ -163,11 +157,7 @@ impl Phased {
                 }
             }
         }
-        #[derive(Clone, Copy)]
-        struct Shared(*mut u8, *mut u8);
-        unsafe impl Send for Shared {}
-        unsafe impl Sync for Shared {}
-        let sh = Shared(base, out);
+        let sh = Shared((base, out));
         let items: Vec<(usize, usize, usize)> = (0..p.groups)
             .flat_map(|g| {
                 self.classes
@@ -177,7 +167,7 @@ impl Phased {
             })
             .collect();
         let task = |t: usize| {
-            let sh = sh;
+            let sh = sh.get();
             let own = sh.0.add(self.packed_bytes(p) + t * self.task_bytes(p));
             let mine = &items[t * items.len() / self.slots..(t + 1) * items.len() / self.slots];
             self.task(
@@ -188,12 +178,7 @@ impl Phased {
                 mine,
             );
         };
-        if self.slots == 1 {
-            task(0);
-        } else {
-            use rayon::prelude::*;
-            (0..self.slots).into_par_iter().for_each(task);
-        }
+        super::run_tasks(self.slots, task);
         true
     }
 
