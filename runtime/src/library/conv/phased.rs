@@ -13,10 +13,10 @@
 //! (`indirect::Scattered`).
 //!
 //! The sums are the general path's with the terms by a skipped zero left out, in the same
-//! order: the same values (a zero term changes a sum only by turning `−0` into `+0`), and
-//! so the same bits under any split. A skipped term is `0 · w`, NaN where `w` is not
-//! finite, which `lax` and the interpreter propagate: a kernel with a non-finite element
-//! takes the general path.
+//! order, so the same bits: a sum that starts at `+0` is never `−0`, and adding a zero to
+//! anything else leaves it as it is. A skipped term is `0 · w`, NaN where `w` is not finite,
+//! which `lax` and the interpreter propagate: a kernel with a non-finite element takes the
+//! general path.
 
 use super::indirect::{tile, Scattered};
 use super::{Problem, Ptrs, Shared, Taps, ALIGN, DIRECT_NARROW_ROWS, MR, NONE, NR, SLOTS};
