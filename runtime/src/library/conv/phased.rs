@@ -295,3 +295,115 @@ unsafe fn finite(w: &Operand) -> bool {
     }
     true
 }
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    use super::super::{run, scratch_bytes};
+    use crate::ir::{ConvRole, ConvSpec};
+    use crate::library::ops::Operand;
+    use crate::DType;
+
+    /// The phased input gradient gives the general path's bits: `dy` with contiguous
+    /// features runs by phases, the same values with strided features (stored as `[N, F,
+    /// H, W]`) on the packed panels, which multiply every zero; both against each other at
+    /// strides 2 and 3, with padding, a kernel dilation and groups.
+    #[test]
+    fn the_phases_give_the_bits_of_the_full_sum() {
+        if !crate::library::gemm16::fma_tiles() {
+            // Without AVX-512 both runs take the packed panels: nothing to compare.
+            return;
+        }
+        let specs = [
+            (
+                [2usize, 2],
+                vec![(1i64, 1i64), (1, 1)],
+                [1usize, 1],
+                1usize,
+                [3usize, 3],
+            ),
+            ([3, 2], vec![(0, 2), (2, 0)], [1, 2], 2, [2, 3]),
+        ];
+        for (strides, padding, rhs, groups, window) in specs {
+            let spec = ConvSpec {
+                role: ConvRole::Input,
+                strides: strides.to_vec(),
+                padding,
+                lhs_dilation: vec![1, 1],
+                rhs_dilation: rhs.to_vec(),
+                groups,
+            };
+            let (n, c, f) = (3usize, 4 * groups, 8 * groups);
+            let x = [n, 11, 10, c];
+            let w = [window[0], window[1], c / groups, f];
+            let forward = ConvSpec {
+                role: ConvRole::Output,
+                ..spec.clone()
+            };
+            let y = forward.shapes(&x, &w, &[]).unwrap().y;
+            let (h, wd) = (y[1], y[2]);
+            let direct = super::super::Problem::of(&spec, (&y, &w, &x), 4, true);
+            assert!(super::Phased::plan(&direct, &spec).is_some());
+            let mut s = 0x2545_f491_4f6c_dd1du64;
+            let mut next = || {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+            };
+            let dy: Vec<f32> = (0..n * h * wd * f).map(|_| next()).collect();
+            let wv: Vec<f32> = (0..w.iter().product::<usize>()).map(|_| next()).collect();
+            // The same dy stored as [N, F, H, W].
+            let mut dy_t = vec![0f32; dy.len()];
+            for (i, v) in dy.iter().enumerate() {
+                let (b, rest) = (i / (h * wd * f), i % (h * wd * f));
+                let (p, ch) = (rest / f, rest % f);
+                dy_t[b * f * h * wd + ch * h * wd + p] = *v;
+            }
+            let w_strides = [
+                (w[1] * w[2] * w[3]) as i64,
+                (w[2] * w[3]) as i64,
+                w[3] as i64,
+                1,
+            ];
+            let y_contig = [(h * wd * f) as i64, (wd * f) as i64, f as i64, 1];
+            let y_strided = [(f * h * wd) as i64, wd as i64, 1, (h * wd) as i64];
+            let mut results = Vec::new();
+            for (data, strides) in [(&dy, y_contig), (&dy_t, y_strided)] {
+                let ins = [
+                    Operand {
+                        ptr: data.as_ptr() as *const u8,
+                        dtype: DType::F32,
+                        shape: &y,
+                        strides: &strides,
+                    },
+                    Operand {
+                        ptr: wv.as_ptr() as *const u8,
+                        dtype: DType::F32,
+                        shape: &w,
+                        strides: &w_strides,
+                    },
+                ];
+                let bytes = scratch_bytes(&spec, &[&y, &w], &x, DType::F32);
+                let mut scratch = vec![0u8; bytes];
+                let mut out = vec![0f32; x.iter().product()];
+                unsafe {
+                    run(
+                        &spec,
+                        &ins,
+                        &x,
+                        DType::F32,
+                        out.as_mut_ptr() as *mut u8,
+                        scratch.as_mut_ptr(),
+                    )
+                    .unwrap();
+                }
+                results.push(out.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
+            }
+            assert!(results[0].iter().any(|&b| b != 0));
+            assert_eq!(
+                results[0], results[1],
+                "strides {strides:?}, groups {groups}"
+            );
+        }
+    }
+}
