@@ -662,7 +662,7 @@ unsafe fn drive<T: Real>(
             let (bi, j) = (rest / p.col_panels(), rest % p.col_panels());
             let q0 = bi * p.kb;
             let dst = shared_block(&p, ptrs.scratch, g, bi).add(j * p.kb * NR * p.elem) as *mut T;
-            pack_b(&p, &ptrs, g, j, (q0, (q0 + p.kb).min(p.kc)), dst);
+            pack_b(&p, ptrs.b, g, j, (q0, (q0 + p.kb).min(p.kc)), dst);
         }
     };
     let task = |t: usize| {
@@ -707,7 +707,7 @@ unsafe fn task<T: Real>(p: &Problem, t: usize, (ptrs, shared): (Ptrs, *mut u8)) 
                 bp = shared_block(p, shared, g, bi) as *mut T;
             } else if packed != Some(g) {
                 for j in 0..p.col_panels() {
-                    pack_b(p, &ptrs, g, j, (q0, q1), bp.add(j * p.kb * NR));
+                    pack_b(p, ptrs.b, g, j, (q0, q1), bp.add(j * p.kb * NR));
                 }
                 packed = Some(g);
             }
@@ -1038,7 +1038,7 @@ unsafe fn load<T: Real>(t: &Operand, at: i64) -> T {
 #[allow(clippy::too_many_arguments)]
 unsafe fn pack_b<T: Real>(
     p: &Problem,
-    ptrs: &Ptrs,
+    b: &Operand,
     g: usize,
     j: usize,
     (q0, q1): (usize, usize),
@@ -1046,11 +1046,10 @@ unsafe fn pack_b<T: Real>(
 ) {
     let r = p.s.rank();
     let lanes = (p.ncol - j * NR).min(NR);
-    let mut k = vec![0usize; r];
     match p.role {
         // b[(k, c), f] = w[k, c, g·Fg + f] and b[(k, f), c] = w[k, c, g·Fg + f].
         ConvRole::Output | ConvRole::Input => {
-            let w = ptrs.b;
+            let w = b;
             let inner = if p.role == ConvRole::Output {
                 p.cg
             } else {
@@ -1059,7 +1058,7 @@ unsafe fn pack_b<T: Real>(
             let (sc, sf) = (w.strides[r], w.strides[r + 1]);
             for q in q0..q1 {
                 let (kpos, ch) = (q / inner, q % inner);
-                shape::unflatten(kpos, p.s.window(), &mut k);
+                let k = &p.kidx[kpos * r..(kpos + 1) * r];
                 let kbase: i64 = k.iter().zip(w.strides).map(|(&i, &s)| i as i64 * s).sum();
                 let row = dst.add((q - q0) * NR);
                 if p.role == ConvRole::Output && sf == 1 {
@@ -1089,7 +1088,7 @@ unsafe fn pack_b<T: Real>(
         }
         // b[(n, o), f] = dy[n, o, g·Fg + f].
         ConvRole::Weight => {
-            let dy = ptrs.b;
+            let dy = b;
             let out = p.s.output();
             let mut o = vec![0usize; r];
             let sf = dy.strides[r + 1];
@@ -1245,8 +1244,8 @@ mod indirect {
     use std::arch::x86_64::*;
 
     /// `c[r, j] (+)= Σ_k Σ_ch rows[k·R + r][ch] · b[(k·inner + ch)·NR + j]` (`c`'s rows
-    /// where `Rows` puts them) for the `rows × cols` of a tile of `R` rows and `V` vectors (`cols ≤ 16·V`) over `nk` window
-    /// positions of `inner` steps (f32 FMAs in order of the steps, continuing `c`'s sums
+    /// where `Rows` puts them) for the `rows × cols` of a tile of `R` rows and `V` vectors
+    /// (`cols ≤ 16·V`) over `nk` window positions of `inner` steps (f32 FMAs in order of the steps, continuing `c`'s sums
     /// where `continues`): the same sums, in the same order, as `gemm16::kernel::tile_fma`
     /// on the packed panel.
     ///

@@ -320,6 +320,7 @@ unsafe fn go<T: Elem>(
                 let mut arg: Vec<u32> = vec![NONE; b];
                 let mut sum = vec![0.0f64; b];
                 let mut rows: Vec<*const f32> = Vec::new();
+                let fast = f32_rows::<T>(&[&ins[0]], b);
                 let ts = ins.get(1).map(|t| walked(t, g.outer));
                 each_row(&g.y[..g.outer], lo, hi, |r, o| {
                     g.sources(o, &xs, &mut real);
@@ -336,7 +337,7 @@ unsafe fn go<T: Elem>(
                                 *y = T::from_f64(*s);
                             }
                         }
-                        WindowRole::Max => match f32_rows::<T>(&[&ins[0]], b) {
+                        WindowRole::Max => match fast {
                             Some(x) if !real.is_empty() => {
                                 rows.clear();
                                 rows.extend(real.iter().map(|&(_, at)| x.offset(at as isize)));

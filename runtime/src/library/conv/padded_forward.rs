@@ -15,7 +15,7 @@
 #[cfg(target_arch = "x86_64")]
 use super::indirect::{tile, Strided};
 use super::padded::{copy, extent, MAX_FEATURES};
-use super::{Problem, Ptrs, Shared, Taps, ALIGN, DIRECT_NARROW_ROWS, MR, NR};
+use super::{Problem, Shared, ALIGN, DIRECT_NARROW_ROWS, MR, NR};
 use crate::ir::{ConvRole, ConvSpec};
 use crate::library::ops::Operand;
 use crate::shape;
@@ -123,13 +123,11 @@ impl PaddedForward {
         let packed = base.add(self.copy_bytes(p));
         let own = packed.add(self.blocks(p) * self.b_bytes(p));
         // The kernel, packed block by block: rows `(k, c)` in order, as the runs read them.
-        let taps = Taps::of(p, &ins[0], true);
-        let ptrs = Ptrs::new(ins, &taps, out, base);
         for (bi, q0) in (0..p.kc).step_by(self.kb).enumerate() {
             let q1 = (q0 + self.kb).min(p.kc);
             let dst = packed.add(bi * self.b_bytes(p)) as *mut f32;
             for j in 0..p.col_panels() {
-                super::pack_b(p, &ptrs, 0, j, (q0, q1), dst.add(j * self.kb * NR));
+                super::pack_b(p, &ins[1], 0, j, (q0, q1), dst.add(j * self.kb * NR));
             }
         }
         let sh = Shared((xp as *const f32, packed, own, out as *mut f32));

@@ -19,7 +19,7 @@
 //! general path.
 
 use super::indirect::{tile, Scattered};
-use super::{Problem, Ptrs, Shared, Taps, ALIGN, DIRECT_NARROW_ROWS, MR, NONE, NR, SLOTS};
+use super::{Problem, Shared, Taps, ALIGN, DIRECT_NARROW_ROWS, MR, NONE, NR, SLOTS};
 use crate::ir::{ConvRole, ConvSpec};
 use crate::library::ops::Operand;
 use crate::shape;
@@ -65,12 +65,11 @@ impl Phased {
         {
             return None;
         }
-        let (input, window) = (p.s.input(), p.s.window());
+        let input = p.s.input();
         let phases: Vec<usize> = spec.strides.clone();
         let mut classes = Vec::new();
         let mut packed = 0;
         let mut phi = vec![0usize; r];
-        let mut k = vec![0usize; r];
         for c in 0..shape::numel(&phases) {
             shape::unflatten(c, &phases, &mut phi);
             let first: Vec<usize> = (0..r)
@@ -81,7 +80,7 @@ impl Phased {
                 .collect();
             let ks: Vec<usize> = (0..p.kvol)
                 .filter(|&kp| {
-                    shape::unflatten(kp, window, &mut k);
+                    let k = &p.kidx[kp * r..(kp + 1) * r];
                     (0..r).all(|d| {
                         let at = phi[d] as i64 - (spec.rhs_dilation[d] * k[d]) as i64;
                         at.rem_euclid(spec.strides[d] as i64) == 0
@@ -92,15 +91,16 @@ impl Phased {
             if rows == 0 {
                 continue;
             }
+            let elems = ks.len() * p.fg * p.col_panels() * NR;
             classes.push(Class {
                 panels: rows.div_ceil(p.mr),
                 first,
                 extent,
                 rows,
                 packed,
-                ks: ks.clone(),
+                ks,
             });
-            packed += ks.len() * p.fg * p.col_panels() * NR;
+            packed += elems;
         }
         let most = classes.iter().map(|c| c.ks.len()).max().unwrap_or(0);
         let items: usize = classes.iter().map(|c| c.panels).sum::<usize>() * p.groups;
@@ -144,7 +144,6 @@ impl Phased {
             return false;
         }
         let taps = Taps::of(p, dy, false);
-        let ptrs = Ptrs::new(ins, &taps, out, base);
         // The kernel class by class: rows `(k, f)` for the class's positions in order.
         let packed = base as *mut f32;
         for g in 0..p.groups {
@@ -152,7 +151,7 @@ impl Phased {
                 for (i, &kp) in class.ks.iter().enumerate() {
                     for j in 0..p.col_panels() {
                         let dst = packed.add(self.panel_at(p, g, class, j) + i * p.fg * NR);
-                        super::pack_b(p, &ptrs, g, j, (kp * p.fg, (kp + 1) * p.fg), dst);
+                        super::pack_b(p, w, g, j, (kp * p.fg, (kp + 1) * p.fg), dst);
                     }
                 }
             }
@@ -212,7 +211,6 @@ impl Phased {
         std::ptr::write_bytes(zeros, 0, p.fg);
         let window = p.s.window();
         let mut t = vec![0usize; r];
-        let mut k = vec![0usize; r];
         let mut i = vec![0usize; r];
         for &(g, ci, panel) in items {
             let class = &self.classes[ci];
@@ -239,7 +237,7 @@ impl Phased {
                 }
                 *c_rows.add(row) = dx.add(at + g * p.cg);
                 for (ki, &kp) in class.ks.iter().enumerate() {
-                    shape::unflatten(kp, window, &mut k);
+                    let k = &p.kidx[kp * r..(kp + 1) * r];
                     let mut off = n as i64 * taps.lead;
                     for d in 0..r {
                         let o = taps.tab[d][i[d] * window[d] + k[d]];
