@@ -8,7 +8,7 @@
 //! comparison's scale must be that size, not the result's.
 //!
 //! Linear structure (views, sums, products, quotients, selects) carries
-//! magnitude forward. Where an input is mostly noise (its noise more than
+//! magnitude forward; a max or min carries the noise of the operand it took. Where an input is mostly noise (its noise more than
 //! twice its magnitude: terms cancelled in it), a smooth function carries that
 //! noise times its slope (`tanh`, `sin`, `cos`: 1; `sigmoid` 1/4; `erf` 2/√π;
 //! `square`, `exp`, `ln`, `sqrt`, `rsqrt`, `recip`, `log1p`, `expm1`: |f'| at
@@ -69,10 +69,34 @@ fn propagate(g: &Graph, i: usize, s: &[Tensor], v: &[Tensor]) -> Option<Tensor> 
         | Op::Barrier
         | Op::Select
         | Op::Reduce(_, _)
-        | Op::Binary(BinaryOp::Add | BinaryOp::Mul | BinaryOp::Max | BinaryOp::Min)
+        | Op::Binary(BinaryOp::Add | BinaryOp::Mul)
         | Op::Unary(UnaryOp::Neg | UnaryOp::Abs | UnaryOp::StopGradient) => same(&n.op),
         Op::Cast(_) if is_float(g.node(n.inputs[0]).dtype) => same(&n.op),
         Op::Binary(BinaryOp::Sub) => same(&Op::Binary(BinaryOp::Add)),
+        Op::Binary(BinaryOp::Max | BinaryOp::Min) => {
+            // The noise of the operand the value is taken from (either where they tie),
+            // not the max or min of the two noises: `min(x, log_softmax(x))` is the log-
+            // softmax term, however small `x`'s own noise.
+            let (a, b) = (n.inputs[0].index(), n.inputs[1].index());
+            let (va, vb, sa, sb) = (
+                to_f64s(&v[a]),
+                to_f64s(&v[b]),
+                to_f64s(&s[a]),
+                to_f64s(&s[b]),
+            );
+            let own = to_f64s(&v[i]);
+            let out = (0..own.len())
+                .map(|k| {
+                    let (from_a, from_b) = (own[k] == va[k], own[k] == vb[k]);
+                    match (from_a, from_b) {
+                        (true, false) => sa[k],
+                        (false, true) => sb[k],
+                        _ => sa[k].max(sb[k]),
+                    }
+                })
+                .collect();
+            Some(from_f64s(out, &n.shape, n.dtype))
+        }
         Op::Binary(BinaryOp::Div) => {
             let (a, b) = (n.inputs[0].index(), n.inputs[1].index());
             let (sa, sb, vb) = (to_f64s(&s[a]), to_f64s(&s[b]), to_f64s(&v[b]));
