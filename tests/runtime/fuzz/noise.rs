@@ -74,9 +74,10 @@ fn propagate(g: &Graph, i: usize, s: &[Tensor], v: &[Tensor]) -> Option<Tensor> 
         Op::Cast(_) if is_float(g.node(n.inputs[0]).dtype) => same(&n.op),
         Op::Binary(BinaryOp::Sub) => same(&Op::Binary(BinaryOp::Add)),
         Op::Binary(BinaryOp::Max | BinaryOp::Min) => {
-            // The noise of the operand the value is taken from (either where they tie),
-            // not the max or min of the two noises: `min(x, log_softmax(x))` is the log-
-            // softmax term, however small `x`'s own noise.
+            // The noise of the operand the value is taken from, not the max or min of the
+            // two noises (`min(x, log_softmax(x))` is the log-softmax term, however small
+            // `x`'s own noise); both where the operands are within their noise of each
+            // other and rounding may pick either (`max(var, 0)` of a cancelled variance).
             let (a, b) = (n.inputs[0].index(), n.inputs[1].index());
             let (va, vb, sa, sb) = (
                 to_f64s(&v[a]),
@@ -87,10 +88,10 @@ fn propagate(g: &Graph, i: usize, s: &[Tensor], v: &[Tensor]) -> Option<Tensor> 
             let own = to_f64s(&v[i]);
             let out = (0..own.len())
                 .map(|k| {
-                    let (from_a, from_b) = (own[k] == va[k], own[k] == vb[k]);
-                    match (from_a, from_b) {
-                        (true, false) => sa[k],
-                        (false, true) => sb[k],
+                    let close = mostly_noise(sa[k] + sb[k], va[k] - vb[k]);
+                    match (own[k] == va[k], own[k] == vb[k]) {
+                        (true, false) if !close => sa[k],
+                        (false, true) if !close => sb[k],
                         _ => sa[k].max(sb[k]),
                     }
                 })
