@@ -276,6 +276,7 @@ fn emit_inner(
             size: acc.dtype.size(),
             stride: *acc.strides.last().unwrap(),
             output: p.is_output(a),
+            read: p.is_read(a),
         })
         .collect();
     vector_loop(
@@ -292,11 +293,13 @@ fn emit_inner(
 }
 
 /// How one access moves along a run of elements: element size, stride in
-/// elements (0: the same element for every lane), and whether it is written.
+/// elements (0: the same element for every lane), whether it is written, and whether it is
+/// read (an output may be both: a fused column sum).
 pub(super) struct Lane {
     pub size: usize,
     pub stride: i64,
     pub output: bool,
+    pub read: bool,
 }
 
 /// Run `body` over elements `lo..hi` of a run, LANES at a time: an unrolled
@@ -389,7 +392,7 @@ pub(super) fn vector_loop(
                     } else {
                         size as i64
                     };
-                    if !lanes[a].output {
+                    if lanes[a].read {
                         let src = ad.first(b);
                         copy_elems(b, src, step, slots[a], r, size);
                     }
@@ -546,11 +549,14 @@ fn emit_tiled(
         let cone = st.cone(p, r);
         let mut used = vec![false; na + st.locals.len()];
         let mut out = vec![false; na + st.locals.len()];
+        let mut read = vec![false; na + st.locals.len()];
         for v in (0..p.locals.len()).filter(|&v| cone[v]) {
             if let Some(j) = st.done_before(v, r) {
                 used[na + j] = true;
+                read[na + j] = true;
             } else if let LocalOp::Read(a) = p.locals[v].op {
                 used[a] = true;
+                read[a] = true;
             }
         }
         // Where the pass stores: its roots' tiles, or (the last pass) the outputs.
@@ -576,6 +582,7 @@ fn emit_tiled(
                     size,
                     stride: if used[a] { stride } else { 0 },
                     output: out[a],
+                    read: read[a],
                 }
             })
             .collect();

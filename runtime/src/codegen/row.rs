@@ -239,6 +239,7 @@ fn row_loop(
                 // An output outside the final pass: no address, no copy.
                 stride: if output && !writes { 0 } else { acc.i_stride },
                 output: output && writes,
+                read: !(output && writes),
             }
         })
         .collect();

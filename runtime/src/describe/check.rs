@@ -31,8 +31,22 @@ pub fn check(g: &Graph, p: &Partition, described: &[Description]) -> Result<(), 
                 }
                 for (j, &ai) in pl.outs.iter().enumerate() {
                     let a = &pl.accesses[ai];
-                    let axes: Vec<(usize, i64)> =
-                        dims.iter().copied().zip(a.strides.clone()).collect();
+                    // A column sum is written once per chunk and kept position: its dims
+                    // along the rows (stride 0) add to the same elements.
+                    let sums = pl.accumulators.contains(&j);
+                    let axes: Vec<(usize, i64)> = (dims.iter().copied().zip(a.strides.clone()))
+                        .filter(|&(_, st)| !(sums && st == 0))
+                        .collect();
+                    if sums && !matches!(g.node(k.outputs[j]).op, Op::Reduce(..)) {
+                        return Err(at(format!("loop kernel output {j} accumulates")));
+                    }
+                    // The lanes of a vector walk the innermost dim: each must add into an
+                    // element of its own.
+                    if sums && a.strides.last() == Some(&0) && dims.last() > Some(&1) {
+                        return Err(at(format!(
+                            "column sum {j}: every lane adds into one element"
+                        )));
+                    }
                     one_to_one(g, k.outputs[j], a.offset, &axes)
                         .map_err(|e| at(format!("loop kernel output {j}: {e}")))?;
                 }

@@ -1,8 +1,9 @@
 //! Loop kernels (elementwise steps): the collapsed iteration space and how each operand is
 //! addressed in it. `begin..end` of a kernel's call ranges over the first collapsed dim.
 
+use super::restride;
 use crate::fusion::partition::{const_value, Kernel, Partition};
-use crate::ir::{Graph, ValueId};
+use crate::ir::{Graph, Op, ValueId};
 use crate::{shape, DType};
 use std::collections::HashMap;
 
@@ -26,11 +27,20 @@ pub struct LoopDescription {
     pub reads: HashMap<ValueId, usize>,
     /// Access of each output, in output order.
     pub outs: Vec<usize>,
+    /// The outputs (indices into `outs`) that are fused column sums: read, added to and
+    /// stored through their access along the rows, so the executor zeroes them first.
+    pub accumulators: Vec<usize>,
 }
 
-pub fn describe(g: &Graph, p: &Partition, k: &Kernel) -> LoopDescription {
-    let s = &k.shape;
-    let contiguous: Vec<i64> = shape::strides(s).into_iter().map(|x| x as i64).collect();
+/// Each read's `(pointer, dtype, offset, strides over the kernel's shape)`, and the read of
+/// each value.
+type Reads = (Vec<(usize, DType, i64, Vec<i64>)>, HashMap<ValueId, usize>);
+
+fn reads(g: &Graph, p: &Partition, k: &Kernel) -> Reads {
+    let contiguous: Vec<i64> = shape::strides(&k.shape)
+        .into_iter()
+        .map(|x| x as i64)
+        .collect();
     let mut raw: Vec<(usize, DType, i64, Vec<i64>)> = Vec::new();
     let mut reads = HashMap::new();
     let in_kernel: std::collections::HashSet<ValueId> = k.nodes.iter().copied().collect();
@@ -64,6 +74,9 @@ pub fn describe(g: &Graph, p: &Partition, k: &Kernel) -> LoopDescription {
             add_read(v, &mut raw, &mut reads);
             continue;
         }
+        if matches!(n.op, Op::Reduce(..)) {
+            continue; // a fused column sum: reads its operand in the kernel (`columns`)
+        }
         for &x in &n.inputs {
             if in_kernel.contains(&x) {
                 continue;
@@ -71,9 +84,41 @@ pub fn describe(g: &Graph, p: &Partition, k: &Kernel) -> LoopDescription {
             add_read(x, &mut raw, &mut reads);
         }
     }
+    (raw, reads)
+}
+
+/// The strides of each read of kernel `k` over its shape (`columns` asks whether they walk
+/// another shape).
+pub fn strides_over_shape(g: &Graph, p: &Partition, k: &Kernel) -> Vec<Vec<i64>> {
+    reads(g, p, k).0.into_iter().map(|r| r.3).collect()
+}
+
+pub fn describe(g: &Graph, p: &Partition, k: &Kernel) -> LoopDescription {
+    let (mut raw, reads) = reads(g, p, k);
+    // The shape walked: the kernel's, or the `[chunks, rows, ..kept]` of its column sums.
+    let s = k.columns.as_ref().unwrap_or(&k.shape);
+    if k.columns.is_some() {
+        for r in raw.iter_mut() {
+            r.3 = restride(&k.shape, &r.3, s).expect("`columns::fuse` checked every access");
+        }
+    }
+    let contiguous: Vec<i64> = shape::strides(s).into_iter().map(|x| x as i64).collect();
     let mut outs = Vec::new();
+    let mut accumulators = Vec::new();
     for (j, &o) in k.outputs.iter().enumerate() {
-        raw.push((k.inputs.len() + j, g.node(o).dtype, 0, contiguous.clone()));
+        let strides = match g.node(o).op {
+            // A column sum: one element per chunk and kept position, the same along the rows.
+            Op::Reduce(..) => {
+                accumulators.push(j);
+                let kept: Vec<i64> = shape::strides(&s[2..])
+                    .into_iter()
+                    .map(|x| x as i64)
+                    .collect();
+                [vec![shape::numel(&s[2..]) as i64, 0], kept].concat()
+            }
+            _ => contiguous.clone(),
+        };
+        raw.push((k.inputs.len() + j, g.node(o).dtype, 0, strides));
         outs.push(raw.len() - 1);
     }
     // Collapse: drop size-1 dims, merge a dim into the previous one where
@@ -101,6 +146,7 @@ pub fn describe(g: &Graph, p: &Partition, k: &Kernel) -> LoopDescription {
         accesses,
         reads,
         outs,
+        accumulators,
     }
 }
 
@@ -114,6 +160,10 @@ pub fn inplace_ok(pl: &LoopDescription, k: &Kernel, input: ValueId, output: Valu
     ) else {
         return false;
     };
+    // A column sum is zeroed before the kernel runs and read as it goes: never over an input.
+    if pl.accumulators.contains(&j) {
+        return false;
+    }
     let out = &pl.accesses[pl.outs[j]];
     pl.accesses
         .iter()

@@ -8,9 +8,11 @@
 //! - `describe`: the description of every step of a partition, built once for the backends;
 //!   `check` proves that each stays inside its buffers and writes each output element once.
 //! - `partition` / `partition_barriers`: the partition whose row groups all have a row kernel
-//!   (groups the row kernel cannot address are left unfused).
+//!   (groups the row kernel cannot address are left unfused), with chunked column sums fused
+//!   into the loop kernels computing their operands (`columns`).
 
 mod check;
+pub mod columns;
 pub mod loops;
 pub mod reduce;
 pub mod row;
@@ -91,7 +93,11 @@ pub fn partition_barriers(g: &Graph, copy_barriers: bool) -> Partition {
         let groups = find_row_groups(g, &excluded);
         let p = partition_with(g, groups, copy_barriers);
         match row::check(g, &p) {
-            Ok(()) => return p,
+            Ok(()) => {
+                let mut p = p;
+                columns::fuse(g, &mut p);
+                return p;
+            }
             // A group the row kernel cannot address (its within-row dims do
             // not collapse to one run): leave its reductions unfused.
             // The value named need not be the group's seed: exclude every
@@ -153,4 +159,44 @@ pub fn collapse(dims: &[usize], strides: &[Vec<i64>]) -> (Vec<usize>, Vec<Vec<i6
         }
     }
     (out, st)
+}
+
+/// The strides over `to` of the access that `strides` make over `from` (the same number of
+/// elements, visited in the same row-major order), where one affine map does it: each group
+/// of `from`'s dims that `to` splits or merges differently must be linear across itself
+/// (numpy's reshape without a copy). A fused column sum walks its kernel's elements in the
+/// `[chunks, rows, ..kept]` shape of its operand (`columns`).
+pub fn restride(from: &[usize], strides: &[i64], to: &[usize]) -> Option<Vec<i64>> {
+    let (od, os): (Vec<usize>, Vec<i64>) = (from.iter().zip(strides))
+        .filter(|(&d, _)| d != 1)
+        .map(|(&d, &s)| (d, s))
+        .unzip();
+    if from.iter().product::<usize>() != to.iter().product::<usize>() || to.contains(&0) {
+        return None;
+    }
+    let mut out = vec![0i64; to.len()];
+    let (mut oi, mut ni) = (0, 0);
+    while oi < od.len() {
+        // The smallest groups `od[oi..oj]` and `to[ni..nj]` of equal size.
+        let (mut oj, mut nj) = (oi + 1, ni);
+        let (mut op, mut np) = (od[oi], 1usize);
+        while np < op || nj == ni {
+            np *= to[nj];
+            nj += 1;
+            while op < np {
+                op *= od[oj];
+                oj += 1;
+            }
+        }
+        if (oi..oj - 1).any(|k| os[k] != od[k + 1] as i64 * os[k + 1]) {
+            return None;
+        }
+        let mut s = os[oj - 1];
+        for k in (ni..nj).rev() {
+            out[k] = s;
+            s *= to[k] as i64;
+        }
+        (oi, ni) = (oj, nj);
+    }
+    Some(out)
 }

@@ -12,7 +12,7 @@ use crate::error::CompileError;
 use crate::fusion::partition::{self, Partition, Step};
 use crate::ir::{self, Graph, Op, ValueId};
 use crate::plan::{self, BufferPlan, Place};
-use crate::Error;
+use crate::{shape, Error};
 use std::sync::Mutex;
 
 /// A budget of this many bytes means "choose automatically" (`MemoryBudget::Auto`).
@@ -272,15 +272,21 @@ impl Executable {
             })
             .map_err(|e| Error::verify(format!("kernel descriptions: {e}")))?;
         }
-        let layouts: Vec<parallel::Split> = described
+        // Each compiled step's split, and its outputs that are column sums (zeroed first).
+        let layouts: Vec<(parallel::Split, Vec<usize>)> = described
             .iter()
             .filter_map(|d| {
                 let (extent, work, align) = d.split()?;
-                Some(parallel::Split {
+                let sums = match d {
+                    Description::Loop(l) => l.accumulators.clone(),
+                    _ => Vec::new(),
+                };
+                let split = parallel::Split {
                     extent,
                     work,
                     align,
-                })
+                };
+                Some((split, sums))
             })
             .collect();
         crate::internal::injection_point("codegen");
@@ -481,7 +487,7 @@ impl Executable {
         part: &Partition,
         io: Vec<(Vec<ValueId>, Vec<ValueId>)>,
         operand_maps: Vec<Vec<partition::Affine>>,
-        (fns, splits): (Vec<codegen::KernelFn>, Vec<parallel::Split>),
+        (fns, splits): (Vec<codegen::KernelFn>, Vec<(parallel::Split, Vec<usize>)>),
         opts: &CompileOptions,
     ) -> Result<Vec<steps::RunStep>, CompileError> {
         let mut kernels = fns.into_iter().zip(splits);
@@ -503,8 +509,14 @@ impl Executable {
                     collective: None,
                 },
                 Step::Kernel(_) | Step::Row(_) | Step::Reduce(_) => {
-                    let (f, split) = kernels.next().expect("a kernel per compiled step");
-                    steps::Run::Kernel { f, split }
+                    let (f, (split, sums)) = kernels.next().expect("a kernel per compiled step");
+                    let zeroed = (sums.iter())
+                        .map(|&j| {
+                            let n = graph.node(writes[j]);
+                            (reads.len() + j, shape::numel(&n.shape) * n.dtype.size())
+                        })
+                        .collect();
+                    steps::Run::Kernel { f, split, zeroed }
                 }
             };
             out.push(steps::RunStep { reads, writes, run });

@@ -405,7 +405,12 @@ impl Executable {
                 ptrs[j] = ptr[x.index()];
             }
             match &step.run {
-                steps::Run::Kernel { f, split } => {
+                steps::Run::Kernel { f, split, zeroed } => {
+                    for &(j, bytes) in zeroed {
+                        // SAFETY: operand j is a live buffer of `bytes` bytes (planned and
+                        // checked), written by this step alone.
+                        unsafe { std::ptr::write_bytes(ptrs[j], 0, bytes) };
+                    }
                     if split.extent > 0 {
                         // SAFETY: the pointers are live buffers of the sizes the
                         // kernel was compiled for (arguments checked above,

@@ -17,8 +17,14 @@ pub(crate) struct RunStep {
 
 /// How a step runs.
 pub(crate) enum Run {
-    /// A compiled kernel (loop, row or reduction) over its range, split across threads.
-    Kernel { f: KernelFn, split: Split },
+    /// A compiled kernel (loop, row or reduction) over its range, split across threads;
+    /// `zeroed`: the operands (index, bytes) it adds into, zeroed before it runs (a loop
+    /// kernel's fused column sums).
+    Kernel {
+        f: KernelFn,
+        split: Split,
+        zeroed: Vec<(usize, usize)>,
+    },
     /// The product `v` on the GEMM libraries, its two operands read through their maps, split
     /// as the target forces (`Target::gemm_split`) or by its shape.
     Matmul {

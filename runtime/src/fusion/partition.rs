@@ -52,6 +52,10 @@ pub struct Kernel {
     pub inputs: Vec<ValueId>,
     /// Values written to buffers: graph outputs and values later steps read.
     pub outputs: Vec<ValueId>,
+    /// Where the kernel also sums columns (`describe::columns`): the iteration shape
+    /// `[chunks, rows, ..kept]` of its sums' operands, which it walks instead of `shape` (the
+    /// same elements in the same order). Its `reduce_sum` nodes over axis 1 accumulate there.
+    pub columns: Option<Vec<usize>>,
 }
 
 /// A row group (see `fusion::row_groups`) with the buffers its kernel reads
@@ -149,6 +153,27 @@ pub fn read_map(g: &Graph, p: &Partition, x: ValueId) -> Affine {
             offset: 0,
             strides: contiguous(&g.node(x).shape),
         },
+    }
+}
+
+/// Values a step reads (materialised buffers) and writes.
+pub fn step_io(g: &Graph, p: &Partition, s: &Step) -> (Vec<ValueId>, Vec<ValueId>) {
+    match s {
+        Step::Kernel(k) => (k.inputs.clone(), k.outputs.clone()),
+        Step::Row(r) => (r.inputs.clone(), r.outputs.clone()),
+        Step::Reduce(v) => (vec![read_map(g, p, g.node(*v).inputs[0]).root], vec![*v]),
+        Step::Library(v) => (
+            g.node(*v)
+                .inputs
+                .iter()
+                .map(|&x| read_map(g, p, x).root)
+                .collect(),
+            if g.node(*v).op.is_multi_output() {
+                control_outputs(g, *v)
+            } else {
+                vec![*v]
+            },
+        ),
     }
 }
 
@@ -567,6 +592,7 @@ pub fn partition_with(g: &Graph, groups: Vec<RowGroup>, copy_barriers: bool) -> 
                     nodes: vec![],
                     inputs: vec![],
                     outputs: vec![],
+                    columns: None,
                 }));
                 last_kernel.insert(n.shape.clone(), steps.len() - 1);
                 steps.len() - 1
@@ -853,8 +879,12 @@ pub fn steps_text(g: &Graph, p: &Partition) -> String {
             ),
             Step::Kernel(k) => (
                 format!(
-                    "kernel over {:?} reads ({}) writes ({})",
+                    "kernel over {:?}{} reads ({}) writes ({})",
                     k.shape,
+                    match &k.columns {
+                        Some(c) => format!(" in columns {c:?}"),
+                        None => String::new(),
+                    },
                     list(&k.inputs),
                     list(&k.outputs)
                 ),

@@ -7,7 +7,9 @@
 //! `R` rows of `C` kept elements, becomes `x.reshape([K, R/K, ..kept]).reduce(1).reduce(0)`:
 //! the first reduction keeps `K` chunks of rows, split over the threads, the second combines
 //! `K` partial results. `K` is a function of the shape alone, so the bits do not depend on
-//! the thread count.
+//! the thread count. Chunks are as short as `MIN_CHUNK_ROWS` allows: a loop kernel that
+//! computes `x` then sums each chunk as it goes (`describe::columns`), in f32, and the
+//! partials' f64 sum keeps the error of a chunk's length, not of all the rows.
 //!
 //! Sums of f32 and f64 take one more rounding per partial (the error stays within two
 //! roundings of `Σ|x|`); 16-bit sums are left whole (a partial rounded to 8 bits of
@@ -26,7 +28,7 @@ pub const MAX_KEPT: usize = 256;
 pub const MIN_CHUNK_ROWS: usize = 256;
 
 /// Most chunks (partial results per kept element).
-pub const MAX_CHUNKS: usize = 32;
+pub const MAX_CHUNKS: usize = 1024;
 
 /// The split graph, or None when no reduction qualifies.
 pub fn split(g: &Graph) -> Option<Graph> {

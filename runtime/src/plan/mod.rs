@@ -20,7 +20,7 @@
 
 pub mod svg;
 
-use crate::fusion::partition::{self, Partition, Step};
+use crate::fusion::partition::Partition;
 use crate::ir::{Graph, Op, ValueId};
 use crate::{shape, Error};
 use std::collections::HashMap;
@@ -92,29 +92,7 @@ pub struct BufferPlan {
     pub lower_bound_bytes: usize,
 }
 
-/// Values a step reads (materialised buffers) and writes.
-pub fn step_io(g: &Graph, p: &Partition, s: &Step) -> (Vec<ValueId>, Vec<ValueId>) {
-    match s {
-        Step::Kernel(k) => (k.inputs.clone(), k.outputs.clone()),
-        Step::Row(r) => (r.inputs.clone(), r.outputs.clone()),
-        Step::Reduce(v) => (
-            vec![partition::read_map(g, p, g.node(*v).inputs[0]).root],
-            vec![*v],
-        ),
-        Step::Library(v) => (
-            g.node(*v)
-                .inputs
-                .iter()
-                .map(|&x| partition::read_map(g, p, x).root)
-                .collect(),
-            if g.node(*v).op.is_multi_output() {
-                partition::control_outputs(g, *v)
-            } else {
-                vec![*v]
-            },
-        ),
-    }
-}
+pub use crate::fusion::partition::step_io;
 
 fn align(n: usize) -> usize {
     n.div_ceil(ARENA_ALIGN) * ARENA_ALIGN

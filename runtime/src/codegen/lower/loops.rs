@@ -7,7 +7,7 @@ use crate::codegen::micro::{self, MicroFn};
 use crate::codegen::target::Target;
 use crate::describe::loops::{Access, LoopDescription};
 use crate::fusion::partition::Kernel;
-use crate::ir::Graph;
+use crate::ir::{BinaryOp, Graph, Op};
 use std::collections::HashSet;
 
 /// Shortest innermost run (elements) worth tiling: the micro-kernel call and the extra passes
@@ -41,6 +41,27 @@ pub fn lower<'p>(g: &Graph, k: &Kernel, p: &'p LoopDescription, t: &Target) -> L
         if n.op.is_view() {
             // Read through its folded access (or a constant's view).
             b.leaf(v, false, || p.reads[&v]);
+            continue;
+        }
+        if matches!(n.op, Op::Reduce(..)) {
+            // A fused column sum (`describe::columns`): its partial so far, read through its
+            // output's access, plus its operand here (an element of the kernel seen through
+            // reshapes).
+            let mut x = n.inputs[0];
+            while !in_kernel.contains(&x) {
+                x = g.node(x).inputs[0];
+            }
+            let j = k
+                .outputs
+                .iter()
+                .position(|o| *o == v)
+                .expect("a sum is an output");
+            let partial = b.push(LocalOp::Read(p.outs[j]), n.dtype);
+            let sum = b.push(
+                LocalOp::Binary(BinaryOp::Add, partial, b.of[&(x, false)]),
+                n.dtype,
+            );
+            b.of.insert((v, false), sum);
             continue;
         }
         let args: Vec<LocalId> = (n.inputs.iter())
@@ -82,6 +103,11 @@ impl LoopKernel<'_> {
     /// Whether access `a` is an output's.
     pub fn is_output(&self, a: usize) -> bool {
         self.outputs.iter().any(|o| o.1 == a)
+    }
+
+    /// Whether access `a` is read (an input's, or a column sum's partial).
+    pub fn is_read(&self, a: usize) -> bool {
+        self.locals.iter().any(|l| l.op == LocalOp::Read(a))
     }
 
     /// The length of the innermost run.
