@@ -1001,3 +1001,124 @@ fn constant_folding_computes_what_the_interpreter_computes() {
     }
     assert!(checked > 5000, "{checked}");
 }
+
+/// A batch norm's column sums join the loop kernel computing their operands
+/// (`describe::columns`): the chunked sums of `x − mean` and of its square are accumulated
+/// where the deviation is computed, the square is never written, and no reduction step reads
+/// the deviation back. Compiled at every level, the results are the interpreter's and have
+/// the same bits at every level and thread count; sums that must stay apart stay apart.
+#[test]
+fn column_sums_join_the_kernel_computing_their_operand() {
+    use crate::common::{bits, compile_at, same_bits};
+    use jitfuse::internals::codegen::{Isa, Target};
+    let bn = "%x = param 0 : f32[64,8,8,16]
+         %s = reduce_sum[0,1,2] %x : f32[16]
+         %n = const 4096.0 : f32[16]
+         %m = div %s, %n : f32[16]
+         %mb = broadcast %m : f32[64,8,8,16]
+         %d = sub %x, %mb : f32[64,8,8,16]
+         %d2 = square %d : f32[64,8,8,16]
+         %v = reduce_sum[0,1,2] %d2 : f32[16]
+         %sd = reduce_sum[0,1,2] %d : f32[16]
+         %vn = div %v, %n : f32[16]
+         %e = const 0.00001 : f32[16]
+         %ve = add %vn, %e : f32[16]
+         %r = rsqrt %ve : f32[16]
+         %rb = broadcast %r : f32[64,8,8,16]
+         %y = mul %d, %rb : f32[64,8,8,16]
+         return %y, %v, %sd";
+    let g = ir::parse(bn).unwrap();
+    let exe = Executable::from_graph(g.clone(), vec![]).unwrap();
+    let text = exe.kernels_text();
+    let steps = &text[..text.find("// step 0").unwrap_or(text.len())];
+    expect![[r#"
+        step 0: reduce kernel %2 = reduce_sum[1] %1 : f32[16,16]
+        step 1: reduce kernel %3 = reduce_sum[0] %2 : f32[16]
+        step 2: kernel over [16] reads (%3) writes (%5)
+          %5 = div %3, %4 : f32[16]
+        step 3: kernel over [64, 8, 8, 16] in columns [16, 256, 16] reads (%0, %5) writes (%7, %10, %13)
+          %7 = sub %0, %6 : f32[64,8,8,16]
+          %8 = square %7 : f32[64,8,8,16]
+          %10 = reduce_sum[1] %9 : f32[16,16]
+          %13 = reduce_sum[1] %12 : f32[16,16]
+        step 4: reduce kernel %11 = reduce_sum[0] %10 : f32[16]
+        step 5: reduce kernel %14 = reduce_sum[0] %13 : f32[16]
+        step 6: kernel over [16] reads (%11) writes (%18)
+          %15 = div %11, %4 : f32[16]
+          %17 = add %15, %16 : f32[16]
+          %18 = rsqrt %17 : f32[16]
+        step 7: kernel over [64, 8, 8, 16] reads (%7, %18) writes (%20)
+          %20 = mul %7, %19 : f32[64,8,8,16]
+    "#]]
+    .assert_eq(steps);
+    let args = random_args(&g, 7);
+    let refs: Vec<&Tensor> = args.iter().collect();
+    let want = interpret::eval_graph(&g, &args, &[]).unwrap();
+    let mut first: Option<Vec<Vec<u64>>> = None;
+    for level in [Isa::Portable, Isa::Avx2, Isa::Avx512] {
+        if level > Isa::detected() {
+            continue;
+        }
+        let exe = compile_at(g.clone(), &Target::at(level)).unwrap();
+        exe.check_plan().unwrap();
+        let got = exe.run_with(&refs).unwrap();
+        for (k, (a, b)) in got.iter().zip(&want).enumerate() {
+            // `Σ(x − mean)` cancels to rounding noise: compared against the size of its terms
+            // (`Σ(x − mean)²` is of that size for values of order 1).
+            let tol = Tol {
+                rel: 1e-5,
+                abs: 1e-5,
+            }
+            .normwise(if k == 2 { &want[1] } else { b });
+            assert_close(a, b, tol, &format!("{level}, output {k}"));
+        }
+        let now: Vec<Vec<u64>> = got.iter().map(bits).collect();
+        match &first {
+            None => first = Some(now),
+            Some(f) => assert!(f == &now, "{level}: other bits than the portable level"),
+        }
+        same_bits(&format!("fused column sums at {level}"), || {
+            exe.run_with(&refs).unwrap()
+        });
+    }
+    // Sums that stay reductions of their own: more rows a partial than f32 should sum
+    // alone, a single kept element (every lane would add into it), an operand read through a
+    // broadcast the chunks cannot walk, f64 (fused: Cranelift), a 16-bit sum (not chunked).
+    for (program, fused) in [
+        (
+            "%x = param 0 : f32[4,1024,8]\n%y = exp %x : f32[4,1024,8]\n\
+          %s = reduce_sum[1] %y : f32[4,8]\nreturn %s",
+            false,
+        ),
+        (
+            "%x = param 0 : f32[16,64,1]\n%y = exp %x : f32[16,64,1]\n\
+          %s = reduce_sum[1] %y : f32[16,1]\nreturn %s",
+            false,
+        ),
+        (
+            "%x = param 0 : f32[64,8,8,16]\n%b = param 1 : f32[8,8,16]\n\
+          %bb = broadcast %b : f32[64,8,8,16]\n%y = mul %x, %bb : f32[64,8,8,16]\n\
+          %s = reduce_sum[0,1,2] %y : f32[16]\nreturn %s",
+            false,
+        ),
+        (
+            "%x = param 0 : f64[64,8,8,16]\n%y = exp %x : f64[64,8,8,16]\n\
+          %s = reduce_sum[0,1,2] %y : f64[16]\nreturn %s",
+            true,
+        ),
+        (
+            "%x = param 0 : bf16[64,8,8,16]\n%y = exp %x : bf16[64,8,8,16]\n\
+          %s = reduce_sum[0,1,2] %y : bf16[16]\nreturn %s",
+            false,
+        ),
+    ] {
+        let g = ir::parse(program).unwrap();
+        let exe = Executable::from_graph(g.clone(), vec![]).unwrap();
+        let text = exe.kernels_text();
+        assert_eq!(text.contains("in columns"), fused, "{text}");
+        let args = random_args(&g, 3);
+        check_graph_with(&g, &args, program, |_, want| {
+            Tol::rel(want.dtype(), 1e-5).normwise(want)
+        });
+    }
+}
