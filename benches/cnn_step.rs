@@ -11,7 +11,7 @@
 //! Each step: the loss and gradients, the optimiser's update, the new parameters, state and
 //! running statistics. Also the temporaries each compiled step holds (jitfuse's
 //! `memory_analysis().temp_bytes`, XLA's `temp_size_in_bytes`). `JITFUSE_BENCH_RUNS` sets
-//! the samples (median).
+//! the samples (median), taken before and after the peers' runs.
 
 #[path = "../examples/cnn/model.rs"]
 mod model;
@@ -129,58 +129,71 @@ fn peer(script: &str, skip: &str, runs: usize) -> HashMap<(String, String), (f64
     out
 }
 
+/// Each network's step times (ms) and its temporaries: `runs` calls after a first one.
+fn jitfuse_rows(runs: usize, x: &Tensor, y: &Tensor) -> Vec<(&'static str, Vec<f64>, usize)> {
+    let key = Key::new(0);
+    let mut rows = vec![];
+    // Each step's parameters and state are donated and returned: the steady state of
+    // training (the first call traces and compiles).
+    {
+        let p = Cnn::init(&key);
+        let s = adam().init(&p);
+        let temp = cnn_step::lower(p.clone(), s.clone(), x, y)
+            .and_then(|l| l.compile())
+            .unwrap()
+            .memory_analysis()
+            .temp_bytes;
+        let (mut p, mut s, _) = cnn_step(p, s, x, y);
+        let mut t = vec![];
+        for _ in 0..runs {
+            let start = Instant::now();
+            let (p2, s2, l) = cnn_step(p, s, x, y);
+            l.item::<f32>().unwrap();
+            t.push(start.elapsed().as_secs_f64() * 1e3);
+            (p, s) = (p2, s2);
+        }
+        rows.push(("fmnist_cnn", t, temp));
+    }
+    {
+        let (p, stats) = ResNet::init(&key);
+        let s = sgd().init(&p);
+        let temp = resnet_step::lower(p.clone(), s.clone(), stats.clone(), x, y)
+            .and_then(|l| l.compile())
+            .unwrap()
+            .memory_analysis()
+            .temp_bytes;
+        let (mut p, mut s, mut stats, _) = resnet_step(p, s, stats, x, y);
+        let mut t = vec![];
+        for _ in 0..runs {
+            let start = Instant::now();
+            let (p2, s2, st2, l) = resnet_step(p, s, stats, x, y);
+            l.item::<f32>().unwrap();
+            t.push(start.elapsed().as_secs_f64() * 1e3);
+            (p, s, stats) = (p2, s2, st2);
+        }
+        rows.push(("resnet20", t, temp));
+    }
+    rows
+}
+
 fn main() {
     let runs: usize = std::env::var("JITFUSE_BENCH_RUNS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(11);
     let (x, y) = batch();
-    let key = Key::new(0);
-    let mut rows: Vec<(&str, f64, usize)> = vec![];
-
-    // Each step's parameters and state are donated and returned: the steady state of
-    // training (the first call traces and compiles).
-    {
-        let p = Cnn::init(&key);
-        let s = adam().init(&p);
-        let temp = cnn_step::lower(p.clone(), s.clone(), &x, &y)
-            .and_then(|l| l.compile())
-            .unwrap()
-            .memory_analysis()
-            .temp_bytes;
-        let (mut p, mut s, _) = cnn_step(p, s, &x, &y);
-        let mut t = vec![];
-        for _ in 0..runs {
-            let start = Instant::now();
-            let (p2, s2, l) = cnn_step(p, s, &x, &y);
-            l.item::<f32>().unwrap();
-            t.push(start.elapsed().as_secs_f64() * 1e3);
-            (p, s) = (p2, s2);
-        }
-        rows.push(("fmnist_cnn", median(t), temp));
-    }
-    {
-        let (p, stats) = ResNet::init(&key);
-        let s = sgd().init(&p);
-        let temp = resnet_step::lower(p.clone(), s.clone(), stats.clone(), &x, &y)
-            .and_then(|l| l.compile())
-            .unwrap()
-            .memory_analysis()
-            .temp_bytes;
-        let (mut p, mut s, mut stats, _) = resnet_step(p, s, stats, &x, &y);
-        let mut t = vec![];
-        for _ in 0..runs {
-            let start = Instant::now();
-            let (p2, s2, st2, l) = resnet_step(p, s, stats, &x, &y);
-            l.item::<f32>().unwrap();
-            t.push(start.elapsed().as_secs_f64() * 1e3);
-            (p, s, stats) = (p2, s2, st2);
-        }
-        rows.push(("resnet20", median(t), temp));
-    }
-
+    // jitfuse before and after the peers: its median is over both rounds, so that a change
+    // of the machine's load during the peers' runs shows on both sides.
+    let before = jitfuse_rows(runs, &x, &y);
     let torch = peer("torch_cnn.py", "JITFUSE_BENCH_TORCH", runs);
     let jax = peer("jax_cnn.py", "JITFUSE_BENCH_JAX", runs);
+    let after = jitfuse_rows(runs, &x, &y);
+    let rows: Vec<(&str, f64, usize)> = (before.into_iter().zip(after))
+        .map(|((net, mut t, temp), (_, t2, _))| {
+            t.extend(t2);
+            (net, median(t), temp)
+        })
+        .collect();
     let mib = |b: f64| b / (1u64 << 20) as f64;
     let cell = |v: Option<f64>| v.map_or("—".to_string(), |v| format!("{v:.1}"));
     let ratio = |a: f64, b: Option<f64>| b.map_or("—".to_string(), |b| format!("{:.2}", a / b));
