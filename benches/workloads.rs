@@ -4,7 +4,7 @@
 //!
 //! The workloads are defined once in `workloads/defs.rs` (which `benches/memory.rs` shares
 //! for the residual chain), the baselines in `workloads/hand.rs` (rustc loops) and
-//! `workloads/nd.rs` (ndarray), XLA's worker in `workloads/xla.rs`, the chart in
+//! `workloads/nd.rs` (ndarray), the peers' workers in `workloads/peer.rs`, the chart in
 //! `workloads/svg.rs`; this file is the harness and the table.
 //!
 //! Run: `cargo bench --bench workloads` (about a minute). Prints a Markdown
@@ -32,8 +32,11 @@
 //!   is reported as bytes-that-must-move / time and as a fraction of it;
 //! - **XLA**: when Python has JAX, `benches/jax_compare.py --serve` runs as a
 //!   worker process and takes one XLA sample right after each of ours
-//!   (`workloads/xla.rs`; `JITFUSE_BENCH_JAX=0` leaves it out and shows the
-//!   anchors' figures instead).
+//!   (`workloads/peer.rs`; `JITFUSE_BENCH_JAX=0` leaves it out and shows the
+//!   anchors' figures instead);
+//! - **PyTorch**: when Python has torch, `benches/torch_compare.py --serve` takes one
+//!   eager and one `torch.compile` sample right after each of ours
+//!   (`JITFUSE_BENCH_TORCH=0` leaves it out).
 //!
 //! Samples are taken round-robin over every case (one sample of each case per
 //! round, a warm-up round discarded), so drift of the shared machine hits every
@@ -92,21 +95,36 @@ fn xla_anchor(id: &str) -> Option<(f64, f64)> {
     XLA_ANCHORS.iter().find(|r| r.0 == id).map(|r| (r.1, r.2))
 }
 
-#[path = "workloads/xla.rs"]
-mod xla;
+#[path = "workloads/peer.rs"]
+mod peer;
 
 /// The JAX worker (`benches/jax_compare.py --serve`) unless
 /// `JITFUSE_BENCH_JAX=0`; `None` when Python or JAX is missing (the anchors
 /// are shown then).
-fn start_xla() -> Option<xla::Shared> {
+fn start_xla() -> Option<peer::Shared> {
     if std::env::var("JITFUSE_BENCH_JAX").as_deref() == Ok("0") {
         return None;
     }
     eprintln!("starting the JAX worker, benches/jax_compare.py --serve (JITFUSE_BENCH_JAX=0 skips it) ...");
-    xla::Worker::start(&format!(
-        "{}/benches/jax_compare.py",
-        env!("CARGO_MANIFEST_DIR")
-    ))
+    peer::Worker::start(
+        &format!("{}/benches/jax_compare.py", env!("CARGO_MANIFEST_DIR")),
+        "JAX",
+        "pip install \"jax[cpu]\" numpy",
+    )
+}
+
+/// The PyTorch worker (`benches/torch_compare.py --serve`: eager and `torch.compile`) unless
+/// `JITFUSE_BENCH_TORCH=0`; `None` when Python or PyTorch is missing (its columns stay empty).
+fn start_torch() -> Option<peer::Shared> {
+    if std::env::var("JITFUSE_BENCH_TORCH").as_deref() == Ok("0") {
+        return None;
+    }
+    eprintln!("starting the PyTorch worker, benches/torch_compare.py --serve (JITFUSE_BENCH_TORCH=0 skips it) ...");
+    peer::Worker::start(
+        &format!("{}/benches/torch_compare.py", env!("CARGO_MANIFEST_DIR")),
+        "PyTorch",
+        "pip install torch numpy",
+    )
 }
 
 #[path = "workloads/defs.rs"]
@@ -190,6 +208,10 @@ enum Kind {
     Copy,
     /// XLA, one sample taken by the JAX worker right after ours.
     Xla,
+    /// PyTorch eager and `torch.compile`, one sample each taken by the PyTorch worker
+    /// right after ours (and XLA's).
+    TorchEager,
+    TorchCompiled,
 }
 
 /// One thing to time: `run` returns the seconds of one sample (a compile
@@ -420,6 +442,7 @@ fn main() {
         return;
     }
     let xla_worker = start_xla();
+    let torch_worker = start_torch();
     let rounds: usize = std::env::var("JITFUSE_BENCH_ROUNDS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -1094,26 +1117,33 @@ fn main() {
         compile_case!(w4_layernorm(&t3d, &tg4d, &tb4d)),
     );
 
-    // XLA's sample of each workload is taken right after ours, in the same round.
-    if let Some(w) = &xla_worker {
-        let mut with_xla = Vec::with_capacity(cases.len() * 2);
-        for c in cases {
-            let id = c.id;
-            let jit = c.kind == Kind::Jit;
-            with_xla.push(c);
-            if jit {
-                let w = w.clone();
-                add(
-                    &mut with_xla,
-                    id,
-                    Kind::Xla,
-                    1,
-                    Box::new(move || w.borrow_mut().sample(id)),
-                );
-            }
+    // The peers' samples of each workload are taken right after ours, in the same round.
+    let peers: Vec<(&peer::Shared, Kind, &str)> = [
+        xla_worker.as_ref().map(|w| (w, Kind::Xla, "")),
+        torch_worker.as_ref().map(|w| (w, Kind::TorchEager, ":eager")),
+        torch_worker.as_ref().map(|w| (w, Kind::TorchCompiled, ":compiled")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let mut with_peers = Vec::with_capacity(cases.len() * (1 + peers.len()));
+    for c in cases {
+        let id = c.id;
+        let jit = c.kind == Kind::Jit;
+        with_peers.push(c);
+        for &(w, kind, mode) in peers.iter().filter(|_| jit) {
+            let w = w.clone();
+            let request = format!("{id}{mode}");
+            add(
+                &mut with_peers,
+                id,
+                kind,
+                1,
+                Box::new(move || w.borrow_mut().sample(&request)),
+            );
         }
-        cases = with_xla;
     }
+    cases = with_peers;
     // JITFUSE_BENCH_ONLY=W5,W9 keeps those workloads (and the copy) only.
     if let Ok(only) = std::env::var("JITFUSE_BENCH_ONLY") {
         let keep: Vec<&str> = only.split(',').collect();
@@ -1374,6 +1404,14 @@ fn main() {
                 .to_string()
         }
     };
+    let torch_source = match &torch_worker {
+        Some(w) => format!(
+            "{} on the CPU, eager and `torch.compile`, measured in this run by the \
+             `benches/torch_compare.py` worker, one sample of each right after each of ours",
+            w.borrow().version
+        ),
+        None => "not measured (`pip install torch` to measure them)".to_string(),
+    };
     let hand_isa = if hand_width_is_avx512() {
         "AVX-512F"
     } else if hand_width_is_avx2() {
@@ -1383,15 +1421,16 @@ fn main() {
     };
     writeln!(
         md,
-        "Times in ms (dispatch row: µs per call). XLA columns: {xla_source}. Hand loops: rustc, {hand_isa}, \
+        "Times in ms (dispatch row: µs per call). XLA columns: {xla_source}. PyTorch columns: {torch_source}. \
+         Hand loops: rustc, {hand_isa}, \
          rayon over {threads} threads; matmul: {gemm_lib} called directly. ndarray: eager, NumPy-style code. \
          GB/s = bytes that must move (inputs + outputs) / jitfuse time; % = of the copy bandwidth below.\n"
     )
     .unwrap();
-    writeln!(md, "| workload | jitfuse | compile | hand loop | ndarray | eager | XLA † | XLA compile † | ours/XLA | ours/hand | ours/ndarray | eager/ndarray | compile ours/XLA | GB/s (% of copy) | steps | faults/call | XLA faults/call |").unwrap();
+    writeln!(md, "| workload | jitfuse | compile | hand loop | ndarray | eager | XLA † | XLA compile † | PyTorch eager | torch.compile | ours/XLA | ours/best PyTorch | ours/hand | ours/ndarray | eager/ndarray | eager/PyTorch eager | compile ours/XLA | GB/s (% of copy) | steps | faults/call | XLA faults/call |").unwrap();
     writeln!(
         md,
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     )
     .unwrap();
     let mut svg_rows: Vec<(String, f64, f64)> = Vec::new();
@@ -1403,7 +1442,7 @@ fn main() {
                 .unwrap_or((f64::NAN, f64::NAN));
             writeln!(
                 md,
-                "| {} | {why} | | | | | {xr} | {xc} | | | | | | | | | |",
+                "| {} | {why} | | | | | {xr} | {xc} | | | | | | | | | | | | | |",
                 r.name
             )
             .unwrap();
@@ -1489,9 +1528,11 @@ fn main() {
         }
         .map_or("?".to_string(), |(s, k)| format!("{s} ({k} k)"));
         let faults = get(r.id, Kind::Jit).and_then(median_faults).unwrap_or(0);
+        let (te, tc) = (med(r.id, Kind::TorchEager), med(r.id, Kind::TorchCompiled));
+        let best_torch = if te.is_nan() || tc < te { tc } else { te };
         writeln!(
             md,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {bw} | {steps} | {faults} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {bw} | {steps} | {faults} | {} |",
             r.name,
             fmt_t(ours, r.unit_us),
             fmt_t(comp, false),
@@ -1500,10 +1541,14 @@ fn main() {
             fmt_t(eager, r.unit_us),
             fmt_t(xr, r.unit_us),
             fmt_t(xc, false),
+            fmt_t(te, r.unit_us),
+            fmt_t(tc, r.unit_us),
             ratio(ours, xr),
+            ratio(ours, best_torch),
             ratio(ours, hand),
             ratio(ours, ndm),
             ratio(eager, ndm),
+            ratio(eager, te),
             ratio(comp, xc),
             xla_faults(r.id),
         )

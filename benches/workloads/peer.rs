@@ -1,14 +1,14 @@
-//! XLA timed in the same rounds as jitfuse: `benches/jax_compare.py --serve`
-//! runs as a worker process and takes one XLA sample per request, so XLA's
-//! samples are interleaved with ours and see the same machine. (Timing XLA
-//! first and ours after let the machine's bandwidth, which drifts by 1.5×
-//! within minutes here, decide some ratios.)
+//! A peer timed in the same rounds as jitfuse: `benches/jax_compare.py --serve` (XLA) and
+//! `benches/torch_compare.py --serve` (PyTorch, eager and compiled) run as worker processes
+//! and take one sample per request, so the peers' samples are interleaved with ours and see
+//! the same machine. (Timing XLA first and ours after let the machine's bandwidth, which
+//! drifts by 1.5× within minutes here, decide some ratios.)
 //!
 //! The worker is idle (blocked on its stdin) between requests, so the two
-//! processes take turns (XLA's thread pool may spin briefly after a call; the
+//! processes take turns (a peer's thread pool may spin briefly after a call; the
 //! warm-up runs before each timed one absorb that). Each reply is timed inside
 //! Python (around `block_until_ready`), so the pipe round trip is not counted.
-//! A request the worker fails gives NaN samples: that row's XLA columns stay
+//! A request the worker fails gives NaN samples: that row's columns of the peer stay
 //! empty and the bench goes on.
 
 use std::cell::RefCell;
@@ -23,19 +23,21 @@ pub struct Worker {
     stdout: BufReader<ChildStdout>,
     /// "JAX 0.10.2", from the worker's greeting.
     pub version: String,
+    /// "JAX", "PyTorch": for messages.
+    peer: &'static str,
     /// Per row id: the compile time (s) reported by `setup` (NaN: it failed).
     compile: HashMap<String, f64>,
     /// Minor page faults per call of the last sample, counted by the worker.
     pub last_faults: u64,
 }
 
-/// Shared by the sample closures of every XLA case.
+/// Shared by the sample closures of every case of the peer.
 pub type Shared = Rc<RefCell<Worker>>;
 
 impl Worker {
-    /// Start the worker; `None` (with the reason on stderr) when Python, JAX
-    /// or the script is missing or fails to start.
-    pub fn start(script: &str) -> Option<Shared> {
+    /// Start the worker of `peer`; `None` (with the reason on stderr) when Python, the
+    /// peer (`install`: how to get it) or the script is missing or fails to start.
+    pub fn start(script: &str, peer: &'static str, install: &str) -> Option<Shared> {
         let mut child = Command::new("python3")
             .arg(script)
             .arg("--serve")
@@ -51,9 +53,7 @@ impl Worker {
         let version = loop {
             let mut line = String::new();
             if stdout.read_line(&mut line).map_or(true, |n| n == 0) {
-                eprintln!(
-                    "{script} --serve did not start (is JAX installed? pip install \"jax[cpu]\" numpy)"
-                );
+                eprintln!("{script} --serve did not start (is {peer} installed? {install})");
                 let _ = child.kill();
                 let _ = child.wait();
                 return None;
@@ -67,26 +67,28 @@ impl Worker {
             stdin,
             stdout,
             version,
+            peer,
             compile: HashMap::new(),
             last_faults: 0,
         })))
     }
 
     fn request(&mut self, line: &str) -> String {
-        writeln!(self.stdin, "{line}").expect("write to the JAX worker");
-        self.stdin.flush().expect("flush the JAX worker's stdin");
+        let peer = self.peer;
+        writeln!(self.stdin, "{line}").unwrap_or_else(|e| panic!("write to the {peer} worker: {e}"));
+        self.stdin.flush().unwrap_or_else(|e| panic!("flush the {peer} worker's stdin: {e}"));
         let mut reply = String::new();
         self.stdout
             .read_line(&mut reply)
-            .expect("read from the JAX worker");
+            .unwrap_or_else(|e| panic!("read from the {peer} worker: {e}"));
         assert!(
             !reply.is_empty(),
-            "the JAX worker exited during `{line}` (see its stderr above)"
+            "the {peer} worker exited during `{line}` (see its stderr above)"
         );
         reply.trim().to_string()
     }
 
-    /// One XLA sample of row `id`: seconds per call, or NaN when the worker
+    /// One sample of row `id`: seconds per call, or NaN when the worker
     /// failed it (the reason is printed once). Compiles on first use, so rows
     /// left out by `JITFUSE_BENCH_ONLY` are never compiled.
     pub fn sample(&mut self, id: &str) -> f64 {
@@ -95,7 +97,8 @@ impl Worker {
             let s = match reply.strip_prefix("ok ").and_then(|s| s.parse().ok()) {
                 Some(s) => s,
                 None => {
-                    eprintln!("JAX worker, setup {id}: {reply} (its XLA columns stay empty)");
+                    let peer = self.peer;
+                    eprintln!("{peer} worker, setup {id}: {reply} (its {peer} columns stay empty)");
                     f64::NAN
                 }
             };
@@ -112,14 +115,15 @@ impl Worker {
                 s
             }
             _ => {
-                eprintln!("JAX worker, run {id}: {reply} (its XLA columns stay empty)");
+                let peer = self.peer;
+                eprintln!("{peer} worker, run {id}: {reply} (its {peer} columns stay empty)");
                 self.compile.insert(id.to_string(), f64::NAN);
                 f64::NAN
             }
         }
     }
 
-    /// XLA's compile time of row `id` in seconds (after its first sample;
+    /// The peer's compile time of row `id` in seconds (after its first sample;
     /// NaN when it failed).
     pub fn compile_s(&self, id: &str) -> Option<f64> {
         self.compile.get(id).copied()
