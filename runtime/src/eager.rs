@@ -146,6 +146,23 @@ struct Cache {
     clock: u64,
     compiled: u64,
     evicted: u64,
+    /// Hashes of the keys whose programs were too large to keep (`MAX_PROGRAM_SHARE`):
+    /// their ops run one by one, without compiling the whole again.
+    refused: std::collections::HashSet<u64>,
+    /// Programs compiled and refused (each key once, unless the process compiles it again).
+    refusals: u64,
+}
+
+/// A program may take at most this share of the cache: a larger one (a whole gradient of a
+/// large model, `autodiff::eager_value_and_grad`) would evict every other program and be
+/// evicted by the next ones, compiled again each time.
+const MAX_PROGRAM_SHARE: usize = 4;
+
+fn key_hash(k: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    k.hash(&mut h);
+    h.finish()
 }
 
 static CACHE: Lazy<Mutex<Cache>> = Lazy::new(|| Mutex::new(Cache::default()));
@@ -163,6 +180,9 @@ pub struct EagerStats {
     /// temporaries and materialised constants, their own descriptions (graph, schedule,
     /// plan) and the cache's entries for them.
     pub cached_bytes: usize,
+    /// Programs compiled but not kept, too large for the cache (over a quarter of its
+    /// bound: a whole eager gradient of a large model); their ops run one by one.
+    pub refused: u64,
 }
 
 /// The eager cache's counters now.
@@ -173,6 +193,7 @@ pub fn eager_stats() -> EagerStats {
         evicted: c.evicted,
         entries: c.map.len(),
         cached_bytes: c.bytes,
+        refused: c.refusals,
     }
 }
 
@@ -284,6 +305,9 @@ fn cached(
             e.hits += 1;
             return Some(e.exe.clone());
         }
+        if c.refused.contains(&key_hash(&k)) {
+            return None;
+        }
     }
     // A program that does not compile (or a bug that panics compiling it) leaves the op to
     // the interpreter: an eager op never fails where the interpreter would not.
@@ -303,6 +327,11 @@ fn cached(
     let bytes = m.code_bytes + m.temp_bytes + m.program_bytes + entry;
     let mut c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
     c.compiled += 1;
+    if bytes > EAGER_CACHE_BYTES / MAX_PROGRAM_SHARE {
+        c.refused.insert(key_hash(&k));
+        c.refusals += 1;
+        return None;
+    }
     while c.bytes + bytes > EAGER_CACHE_BYTES && !c.map.is_empty() {
         let oldest = c
             .map

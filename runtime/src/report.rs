@@ -147,6 +147,13 @@ impl fmt::Display for EagerStats {
                 plural(self.evicted, "program", "programs")
             )?;
         }
+        if self.refused > 0 {
+            write!(
+                f,
+                "; {} too large to keep (their ops run one by one)",
+                plural(self.refused, "program", "programs")
+            )?;
+        }
         Ok(())
     }
 }

@@ -583,3 +583,93 @@ fn eager_control_flow_runs_compiled_and_cached() {
     let (a, b) = (branchy(&x), interpreted(|| branchy(&x)));
     assert_close(&a, &b, tol, "eager cond and fori_loop");
 }
+
+/// A gradient called eagerly runs its traced forward and backward as one cached compiled
+/// program (fused as a jitted call would be), keyed by the traced graph: the second call
+/// reuses it, a closure's captured data are operands of the program (new data, new
+/// results, no new program), a function whose graph changes gets another program, and
+/// results are the interpreter's (op by op). A program too large for the eager cache runs
+/// its ops one by one instead, without being compiled again on the next call.
+#[test]
+fn eager_gradients_run_as_one_cached_program() {
+    use jitfuse::eager::eager_stats;
+    let mut rng = Rng::new(77);
+    let x = random_tensor(&mut rng, &[6, 16], DType::F32, -2.0, 2.0, false);
+    let w = random_tensor(&mut rng, &[16, 5], DType::F32, -1.0, 1.0, false);
+    let data = random_tensor(&mut rng, &[6, 5], DType::F32, -1.0, 1.0, false);
+    let loss = |d: &Tensor| {
+        let d = d.clone();
+        move |p: &Vec<Tensor>| {
+            let h = p[0].matmul(&p[1]).tanh();
+            ((h - &d).square().sum_all() + p[0].softmax(-1).max_all()) * 0.5
+        }
+    };
+    let tol = Tol {
+        rel: 1e-5,
+        abs: 1e-5,
+    };
+    let params = vec![x.clone(), w.clone()];
+    let check = |d: &Tensor, what: &str| {
+        let (v, g) = value_and_grad(loss(d), &params);
+        let (wv, wg) = interpreted(|| value_and_grad(loss(d), &params));
+        assert_close(&v, &wv, tol, &format!("{what}: value"));
+        for (k, (a, b)) in g.iter().zip(&wg).enumerate() {
+            assert_close(a, b, tol, &format!("{what}: gradient {k}"));
+        }
+    };
+    let programs = |prefix: &str| {
+        eager_cache_entries()
+            .into_iter()
+            .filter(|e| e.0.starts_with(prefix))
+            .collect::<Vec<_>>()
+    };
+    check(&data, "first call");
+    let whole: Vec<_> = programs("Fused(value_and_grad")
+        .into_iter()
+        .filter(|e| e.0.contains("f32[6,16]") && e.0.contains("tanh"))
+        .collect();
+    assert_eq!(whole.len(), 1, "{whole:?}");
+    // New captured data: the same program, the new data's results.
+    let other = random_tensor(&mut rng, &[6, 5], DType::F32, -1.0, 1.0, false);
+    check(&other, "other data");
+    let again: Vec<_> = programs(&whole[0].0[..whole[0].0.len().min(200)]);
+    assert!(
+        again.iter().any(|e| e.0 == whole[0].0 && e.1 >= 1),
+        "the second call reuses the program"
+    );
+    // Another graph (a different function) is another program.
+    let f2 = |p: &Vec<Tensor>| (p[0].matmul(&p[1]).sin()).sum_all();
+    let g2 = grad(f2, &params);
+    let w2 = interpreted(|| grad(f2, &params));
+    for (a, b) in g2.iter().zip(&w2) {
+        assert_close(a, b, tol, "another function");
+    }
+    assert!(programs("Fused(value_and_grad")
+        .iter()
+        .any(|e| e.0.contains("sin")));
+    // Temporaries too large for the cache (over a quarter of its bound: the concatenation,
+    // 72 MiB): op by op, and not compiled again on the next call.
+    let big = Tensor::ones(&[9 << 20], DType::F32);
+    let f3 = |p: &Vec<Tensor>| {
+        let c = Tensor::concat(&[&p[0], &p[0].sin()], 0);
+        (c.exp() * &c).sum_all()
+    };
+    let refused = eager_stats().refused;
+    let g3 = grad(f3, &vec![big.clone()]);
+    assert_eq!(
+        eager_stats().refused,
+        refused + 1,
+        "the whole program refused"
+    );
+    let g3b = grad(f3, &vec![big.clone()]);
+    assert_eq!(eager_stats().refused, refused + 1, "and not compiled again");
+    assert_eq!(g3[0].shape(), &[9 << 20]);
+    assert_eq!(
+        crate::common::bits(&g3[0]),
+        crate::common::bits(&g3b[0]),
+        "the same gradient op by op"
+    );
+    assert!(!programs("Fused(value_and_grad")
+        .iter()
+        .any(|e| e.0.contains("f32[9437184]")));
+}

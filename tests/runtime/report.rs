@@ -115,6 +115,7 @@ fn eager_stats_print_what_was_compiled_held_and_dropped() {
         evicted: 0,
         entries: 1,
         cached_bytes: 5 << 10,
+        refused: 0,
     };
     expect![[r#"eager ops: 1 single-op program compiled; 1 program held in 5.0 KiB (code, arenas, descriptions; at most 256.0 MiB)"#]]
     .assert_eq(&s.to_string());
@@ -123,8 +124,9 @@ fn eager_stats_print_what_was_compiled_held_and_dropped() {
         evicted: 3,
         entries: 37,
         cached_bytes: 3 << 20,
+        refused: 2,
     };
-    expect![[r#"eager ops: 40 single-op programs compiled; 37 programs held in 3.0 MiB (code, arenas, descriptions; at most 256.0 MiB); 3 programs dropped to keep within that"#]]
+    expect![[r#"eager ops: 40 single-op programs compiled; 37 programs held in 3.0 MiB (code, arenas, descriptions; at most 256.0 MiB); 3 programs dropped to keep within that; 2 programs too large to keep (their ops run one by one)"#]]
     .assert_eq(&many.to_string());
     // The process's own counters.
     let x = Tensor::from_vec(vec![0.25f32; 9], &[9]).unwrap();

@@ -135,6 +135,17 @@ fn aux_at<T: Tree, A: Tree>(
         );
     }
     let leaves = x.leaves();
+    if let Some(outs) = eager_value_and_grad(&traced, &leaves) {
+        // Outputs: the value, the auxiliary leaves, then the gradient of each leaf.
+        let mut outs = outs.into_iter();
+        let value = outs.next().expect("the value");
+        let aux_leaves: Vec<Tensor> = outs.by_ref().take(g.outputs.len() - 1).collect();
+        let aux = structure
+            .into_inner()
+            .expect("traced")
+            .rebuild(&mut aux_leaves.into_iter());
+        return ((value, aux), x.rebuild(&mut outs));
+    }
     let start = trace::graph_len();
     let vals = phase("autodiff replay", || replay(g, &leaves, &traced.captured));
     let value = vals[out.index()].clone();
@@ -159,6 +170,37 @@ fn aux_at<T: Tree, A: Tree>(
         .map(|(p, l)| cts[p.index()].clone().unwrap_or_else(|| l.zeros_like()))
         .collect();
     ((value, aux), x.rebuild(&mut grads.into_iter()))
+}
+
+/// Called eagerly (outside every trace, on concrete leaves and captured tensors), the value,
+/// the auxiliary leaves and the gradient of each leaf of the traced function, computed by one
+/// cached compiled program of its forward and backward (`eager::fused`, keyed by the traced
+/// graph and the operands' types): the kernels fuse as in a jitted call (row kernels for
+/// softmax, layer norm and cross-entropy, fused attention, products reading transposed
+/// operands in place) where op by op every intermediate would be a program and a buffer of
+/// its own. The function is traced on every call as before, so what it computes may change
+/// between calls (another graph is another program). None where the ops are to run one by
+/// one: inside a trace, on the interpreter, or when the program does not compile.
+fn eager_value_and_grad(traced: &trace::Traced, leaves: &[Tensor]) -> Option<Vec<Tensor>> {
+    if trace::current_trace().is_some() {
+        return None;
+    }
+    let g = &traced.graph;
+    let inputs: Vec<&Tensor> = leaves.iter().chain(&traced.captured).collect();
+    let key = format!("value_and_grad\n{}", g.to_text());
+    crate::eager::fused(&key, &inputs, |ts| {
+        let (ls, cs) = ts.split_at(leaves.len());
+        let vals = replay(g, ls, cs);
+        let out = g.outputs[0];
+        let seed = vals[out.index()].ones_like();
+        let cts = backward(g, &vals, &[(out, seed)]);
+        let mut outs: Vec<Tensor> = g.outputs.iter().map(|o| vals[o.index()].clone()).collect();
+        outs.extend(
+            (g.params().iter().zip(ls))
+                .map(|(p, l)| cts[p.index()].clone().unwrap_or_else(|| l.zeros_like())),
+        );
+        outs
+    })
 }
 
 /// The gradient of `f` at `x` (see `value_and_grad`).
