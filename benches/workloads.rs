@@ -29,7 +29,9 @@
 //!   `mapv(f32::tanh)` for the transcendentals);
 //! - **copy bandwidth**: a 256 MiB `copy_from_slice` in the same run (read + write
 //!   counted, as the anchors' NumPy figure); each memory-bound workload (W1–W5)
-//!   is reported as bytes-that-must-move / time and as a fraction of it;
+//!   is reported as bytes-that-must-move / time and as a fraction of it, and as a fraction
+//!   of the copy at its own working-set size (32 or 64 MiB, timed warm like the workloads,
+//!   on every thread; one thread's figure beside it: `WORKING_SETS`);
 //! - **XLA**: when Python has JAX, `benches/jax_compare.py --serve` runs as a
 //!   worker process and takes one XLA sample right after each of ours
 //!   (`workloads/peer.rs`; `JITFUSE_BENCH_JAX=0` leaves it out and shows the
@@ -94,6 +96,28 @@ const ANCHOR_COPY_GBS: f64 = 19.55;
 fn xla_anchor(id: &str) -> Option<(f64, f64)> {
     XLA_ANCHORS.iter().find(|r| r.0 == id).map(|r| (r.1, r.2))
 }
+
+/// A working-set size at which the bench measures the copy bandwidth (half read, half
+/// written; on every thread and on one), and the ids of its two cases: each memory-bound
+/// row is compared with the copy of the size nearest to the bytes it moves.
+struct WorkingSet {
+    bytes: usize,
+    all: &'static str,
+    one: &'static str,
+}
+
+const WORKING_SETS: [WorkingSet; 2] = [
+    WorkingSet {
+        bytes: 32 << 20,
+        all: "copy 32 MiB",
+        one: "copy 32 MiB, 1 thread",
+    },
+    WorkingSet {
+        bytes: 64 << 20,
+        all: "copy 64 MiB",
+        one: "copy 64 MiB, 1 thread",
+    },
+];
 
 #[path = "workloads/peer.rs"]
 mod peer;
@@ -509,6 +533,11 @@ fn main() {
     let tnb3d: Vec<Tensor> = coords.iter().map(|c| tensor64(c, &[NB])).collect();
     let copy_src = vec![1.0f32; COPY_BYTES / 4];
     let mut copy_dst = vec![0.0f32; COPY_BYTES / 4];
+    // The copy at each working-set size, on every thread and on one (`WORKING_SETS`).
+    let mut ws_bufs: Vec<(Vec<f32>, Vec<f32>)> = WORKING_SETS
+        .iter()
+        .map(|w| (vec![1.0f32; w.bytes / 8], vec![0.0f32; w.bytes / 8]))
+        .collect();
 
     // ---- check every implementation against jitfuse once ----
     let f = |t: Tensor| t.to_vec::<f32>().unwrap();
@@ -644,6 +673,38 @@ fn main() {
         1,
         Box::new(|| secs(|| copy_dst.copy_from_slice(black_box(&copy_src)))),
     );
+    for (w, (src, dst)) in WORKING_SETS.iter().zip(ws_bufs.iter_mut()) {
+        let src = &*src;
+        let dst = std::cell::RefCell::new(dst);
+        let chunk = (src.len() / (4 * rayon::current_num_threads())).max(1 << 14);
+        let all = std::rc::Rc::new(dst);
+        let one = all.clone();
+        add(
+            &mut cases,
+            w.all,
+            Kind::Copy,
+            1,
+            Box::new(move || {
+                let mut d = all.borrow_mut();
+                secs(|| {
+                    use rayon::prelude::*;
+                    d.par_chunks_mut(chunk)
+                        .zip(black_box(src).par_chunks(chunk))
+                        .for_each(|(d, s)| d.copy_from_slice(s))
+                })
+            }),
+        );
+        add(
+            &mut cases,
+            w.one,
+            Kind::Copy,
+            1,
+            Box::new(move || {
+                let mut d = one.borrow_mut();
+                secs(|| d.copy_from_slice(black_box(src)))
+            }),
+        );
+    }
 
     add(
         &mut cases,
@@ -1120,8 +1181,12 @@ fn main() {
     // The peers' samples of each workload are taken right after ours, in the same round.
     let peers: Vec<(&peer::Shared, Kind, &str)> = [
         xla_worker.as_ref().map(|w| (w, Kind::Xla, "")),
-        torch_worker.as_ref().map(|w| (w, Kind::TorchEager, ":eager")),
-        torch_worker.as_ref().map(|w| (w, Kind::TorchCompiled, ":compiled")),
+        torch_worker
+            .as_ref()
+            .map(|w| (w, Kind::TorchEager, ":eager")),
+        torch_worker
+            .as_ref()
+            .map(|w| (w, Kind::TorchCompiled, ":compiled")),
     ]
     .into_iter()
     .flatten()
@@ -1147,7 +1212,7 @@ fn main() {
     // JITFUSE_BENCH_ONLY=W5,W9 keeps those workloads (and the copy) only.
     if let Ok(only) = std::env::var("JITFUSE_BENCH_ONLY") {
         let keep: Vec<&str> = only.split(',').collect();
-        cases.retain(|c| c.id == "copy" || keep.contains(&c.id));
+        cases.retain(|c| c.kind == Kind::Copy || keep.contains(&c.id));
     }
     // ---- sample round-robin; round 0 is a warm-up ----
     // Each sample is the last of 1 + JITFUSE_BENCH_WARM (default 5)
@@ -1427,10 +1492,10 @@ fn main() {
          GB/s = bytes that must move (inputs + outputs) / jitfuse time; % = of the copy bandwidth below.\n"
     )
     .unwrap();
-    writeln!(md, "| workload | jitfuse | compile | hand loop | ndarray | eager | XLA † | XLA compile † | PyTorch eager | torch.compile | ours/XLA | ours/best PyTorch | ours/hand | ours/ndarray | eager/ndarray | eager/PyTorch eager | compile ours/XLA | GB/s (% of copy) | steps | faults/call | XLA faults/call |").unwrap();
+    writeln!(md, "| workload | jitfuse | compile | hand loop | ndarray | eager | XLA † | XLA compile † | PyTorch eager | torch.compile | ours/XLA | ours/best PyTorch | ours/hand | ours/ndarray | eager/ndarray | eager/PyTorch eager | compile ours/XLA | GB/s (% of copy) | % of the copy at its size (GB/s) | steps | faults/call | XLA faults/call |").unwrap();
     writeln!(
         md,
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     )
     .unwrap();
     let mut svg_rows: Vec<(String, f64, f64)> = Vec::new();
@@ -1442,7 +1507,7 @@ fn main() {
                 .unwrap_or((f64::NAN, f64::NAN));
             writeln!(
                 md,
-                "| {} | {why} | | | | | {xr} | {xc} | | | | | | | | | | | | | |",
+                "| {} | {why} | | | | | {xr} | {xc} | | | | | | | | | | | | | | |",
                 r.name
             )
             .unwrap();
@@ -1456,6 +1521,27 @@ fn main() {
         let (xr, xc) = match x {
             Some((c, r)) => (r / 1e3, c / 1e3),
             None => (f64::NAN, f64::NAN),
+        };
+        let at_size = |b: f64| {
+            let w = (WORKING_SETS.iter())
+                .min_by(|x, y| {
+                    (x.bytes as f64 - b)
+                        .abs()
+                        .total_cmp(&(y.bytes as f64 - b).abs())
+                })
+                .expect("a working set");
+            let gbs = |id: &str| w.bytes as f64 / med(id, Kind::Copy) / 1e9;
+            (gbs(w.all), gbs(w.one))
+        };
+        let limit = match r.bytes {
+            Some(b) => {
+                let (all, one) = at_size(b);
+                format!(
+                    "{:.0} % ({all:.1}; 1 thread {one:.1})",
+                    100.0 * b / ours / 1e9 / all
+                )
+            }
+            None => String::new(),
         };
         let bw = match (r.bytes, r.flops) {
             (Some(b), _) => {
@@ -1532,7 +1618,7 @@ fn main() {
         let best_torch = if te.is_nan() || tc < te { tc } else { te };
         writeln!(
             md,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {bw} | {steps} | {faults} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {bw} | {limit} | {steps} | {faults} | {} |",
             r.name,
             fmt_t(ours, r.unit_us),
             fmt_t(comp, false),
@@ -1564,6 +1650,26 @@ fn main() {
          a copy mixes reads and writes one for one, row sums only read. Stream limits this run: gelu, softmax, layer norm {:.2} ms; axpby chain, row sums {:.2} ms.",
         2.0 * 16.0 * MIB / (copy_gbs * 1e9) * 1e3,
         4.0 * 16.0 * MIB / (copy_gbs * 1e9) * 1e3
+    )
+    .unwrap();
+    let sizes: Vec<String> = WORKING_SETS
+        .iter()
+        .map(|w| {
+            let gbs = |id: &str| w.bytes as f64 / med(id, Kind::Copy) / 1e9;
+            format!(
+                "{} MiB {:.1} GB/s (1 thread {:.1})",
+                w.bytes >> 20,
+                gbs(w.all),
+                gbs(w.one)
+            )
+        })
+        .collect();
+    writeln!(
+        md,
+        "\nCopies at the workloads' working-set sizes (half read, half written, warm as the workloads are \
+         timed; a row is compared with the size nearest to the bytes it moves, in the column \
+         `% of the copy at its size`): {}.",
+        sizes.join("; ")
     )
     .unwrap();
     writeln!(
