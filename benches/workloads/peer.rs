@@ -75,8 +75,11 @@ impl Worker {
 
     fn request(&mut self, line: &str) -> String {
         let peer = self.peer;
-        writeln!(self.stdin, "{line}").unwrap_or_else(|e| panic!("write to the {peer} worker: {e}"));
-        self.stdin.flush().unwrap_or_else(|e| panic!("flush the {peer} worker's stdin: {e}"));
+        writeln!(self.stdin, "{line}")
+            .unwrap_or_else(|e| panic!("write to the {peer} worker: {e}"));
+        self.stdin
+            .flush()
+            .unwrap_or_else(|e| panic!("flush the {peer} worker's stdin: {e}"));
         let mut reply = String::new();
         self.stdout
             .read_line(&mut reply)

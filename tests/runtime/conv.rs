@@ -69,6 +69,16 @@ fn cases() -> Vec<Case> {
                 ..Default::default()
             },
         ),
+        // One input feature, dilated along the last axis only (found by the fuzzer).
+        case(
+            &[1, 33, 33, 1],
+            &[2, 3, 1, 17],
+            ConvOptions {
+                padding: Explicit(vec![(0, 2), (1, 0)]),
+                lhs_dilation: vec![1, 2],
+                ..Default::default()
+            },
+        ),
         // Few input features in one group: the forward on the padded copy, one pointer per
         // window row (a dilated window's rows; strided; narrow and wide tiles), and with
         // the window dilated along the last axis (its runs are not contiguous: the
