@@ -198,3 +198,97 @@ pub fn unflatten(mut i: usize, shape: &[usize], idx: &mut [usize]) {
         i /= shape[d];
     }
 }
+
+/// The strides over `to` of the access that `strides` make over `from` (the same number of
+/// elements, visited in the same row-major order), where one affine map does it: each group
+/// of `from`'s dims that `to` splits or merges differently must be linear across itself
+/// (numpy's reshape without a copy). A fused column sum walks its kernel's elements in the
+/// `[chunks, rows, ..kept]` shape of its operand (`describe::columns`).
+pub fn restride(from: &[usize], strides: &[i64], to: &[usize]) -> Option<Vec<i64>> {
+    let (od, os): (Vec<usize>, Vec<i64>) = (from.iter().zip(strides))
+        .filter(|(&d, _)| d != 1)
+        .map(|(&d, &s)| (d, s))
+        .unzip();
+    if from.iter().product::<usize>() != to.iter().product::<usize>() || to.contains(&0) {
+        return None;
+    }
+    let mut out = vec![0i64; to.len()];
+    let (mut oi, mut ni) = (0, 0);
+    while oi < od.len() {
+        // The smallest groups `od[oi..oj]` and `to[ni..nj]` of equal size.
+        let (mut oj, mut nj) = (oi + 1, ni);
+        let (mut op, mut np) = (od[oi], 1usize);
+        while np < op || nj == ni {
+            np *= to[nj];
+            nj += 1;
+            while op < np {
+                op *= od[oj];
+                oj += 1;
+            }
+        }
+        if (oi..oj - 1).any(|k| os[k] != od[k + 1] as i64 * os[k + 1]) {
+            return None;
+        }
+        let mut s = os[oj - 1];
+        for k in (ni..nj).rev() {
+            out[k] = s;
+            s *= to[k] as i64;
+        }
+        (oi, ni) = (oj, nj);
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod restride_tests {
+    use super::restride;
+
+    /// Every element the strides reach over `from` is the one they reach over `to` at the
+    /// same row-major position (or there is no map).
+    fn same_elements(from: &[usize], strides: &[i64], to: &[usize]) -> Option<Vec<i64>> {
+        let got = restride(from, strides, to)?;
+        let at = |shape: &[usize], st: &[i64], mut i: usize| -> i64 {
+            let mut off = 0;
+            for (&d, &s) in shape.iter().zip(st).rev() {
+                off += (i % d) as i64 * s;
+                i /= d;
+            }
+            off
+        };
+        let n: usize = from.iter().product();
+        for i in 0..n {
+            assert_eq!(at(from, strides, i), at(to, &got, i), "element {i}");
+        }
+        Some(got)
+    }
+
+    #[test]
+    fn restride_splits_and_merges_linear_groups_only() {
+        // Contiguous: any regrouping.
+        assert_eq!(
+            same_elements(&[8, 6, 4], &[24, 4, 1], &[4, 12, 4]),
+            Some(vec![48, 4, 1])
+        );
+        // A broadcast channel vector, rows split across a dim boundary.
+        assert_eq!(
+            same_elements(&[4, 6, 6, 16], &[0, 0, 0, 1], &[9, 16, 16]),
+            Some(vec![0, 0, 1])
+        );
+        // Size-1 dims on either side (a new one takes any stride).
+        assert_eq!(
+            same_elements(&[1, 4, 1, 8], &[5, 8, 7, 1], &[2, 1, 16]),
+            Some(vec![16, 16, 1])
+        );
+        // A transposed view regrouped within its linear runs.
+        assert_eq!(
+            same_elements(&[4, 3, 2], &[1, 8, 4], &[4, 6]),
+            Some(vec![1, 4])
+        );
+        // Broadcast along the first dim only: its rows cannot be regrouped across it.
+        assert_eq!(same_elements(&[4, 6, 16], &[0, 16, 1], &[8, 3, 16]), None);
+        // A transpose split across its non-linear boundary.
+        assert_eq!(same_elements(&[4, 3, 2], &[1, 8, 4], &[2, 12]), None);
+        // Different sizes.
+        assert_eq!(restride(&[4, 4], &[4, 1], &[15]), None);
+    }
+}

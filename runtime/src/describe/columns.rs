@@ -20,9 +20,9 @@
 //! that of a sum of `M` terms, not of all the rows (docs/accuracy.md).
 
 use super::reduce::COLUMN_LANES;
-use super::restride;
 use crate::fusion::partition::{const_value, step_io, Kernel, Partition, Step};
 use crate::ir::{Graph, Op, ReduceOp, ValueId};
+use crate::shape::restride;
 use crate::{shape, DType};
 use std::collections::{HashMap, HashSet};
 

@@ -1,9 +1,9 @@
 //! Loop kernels (elementwise steps): the collapsed iteration space and how each operand is
 //! addressed in it. `begin..end` of a kernel's call ranges over the first collapsed dim.
 
-use super::restride;
 use crate::fusion::partition::{const_value, Kernel, Partition};
 use crate::ir::{Graph, Op, ValueId};
+use crate::shape::restride;
 use crate::{shape, DType};
 use std::collections::HashMap;
 
