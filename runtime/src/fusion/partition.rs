@@ -697,7 +697,7 @@ pub fn partition_with(g: &Graph, groups: Vec<RowGroup>, copy_barriers: bool) -> 
             _ => {}
         }
     }
-    sink_cheap_outputs(g, &mut steps, &materialised, &views, &aliases);
+    sink_cheap_outputs(g, &mut steps, &materialised, &aliases);
     steps.retain(|s| {
         !matches!(s, Step::Kernel(k) if k.outputs.is_empty())
             && !matches!(s, Step::Row(r) if r.outputs.is_empty())
@@ -739,7 +739,6 @@ fn sink_cheap_outputs(
     g: &Graph,
     steps: &mut [Step],
     materialised: &[bool],
-    views: &HashMap<ValueId, Affine>,
     aliases: &HashMap<ValueId, ValueId>,
 ) {
     let outputs: HashSet<ValueId> = g
@@ -767,20 +766,9 @@ fn sink_cheap_outputs(
                     || prod.inputs.contains(x)
                     || (prod.outputs.contains(x) && *x != o)
             });
-            // A value the producer also uses itself is computed there still, only not stored:
-            // worth it where its readers then read no more than they did (one operand as
-            // large as the value: `x − mean` read as `x` and a broadcast mean).
+            // The producer itself must not need it internally.
             let used_in_prod = prod.nodes.iter().any(|v| g.node(*v).inputs.contains(&o));
-            let large = |x: &ValueId| {
-                let root = match views.get(x) {
-                    Some(a) if !materialised[x.index()] => a.root,
-                    _ => *x,
-                };
-                const_value(g, *x).is_none()
-                    && shape::numel(&g.node(root).shape) >= shape::numel(&n.shape)
-            };
-            if !operands_ready || (used_in_prod && n.inputs.iter().filter(|x| large(x)).count() > 1)
-            {
+            if !operands_ready || used_in_prod {
                 continue;
             }
             // Every reader: a later kernel reading it directly at its shape.
@@ -851,9 +839,7 @@ fn sink_cheap_outputs(
                 unreachable!()
             };
             prod.outputs.retain(|x| *x != o);
-            if !used_in_prod {
-                prod.nodes.retain(|x| *x != o);
-            }
+            prod.nodes.retain(|x| *x != o);
         }
     }
 }
