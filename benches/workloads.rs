@@ -122,30 +122,35 @@ const WORKING_SETS: [WorkingSet; 2] = [
 #[path = "workloads/peer.rs"]
 mod peer;
 
-/// The JAX worker (`benches/jax_compare.py --serve`) unless
-/// `JITFUSE_BENCH_JAX=0`; `None` when Python or JAX is missing (the anchors
-/// are shown then).
-fn start_xla() -> Option<peer::Shared> {
-    if std::env::var("JITFUSE_BENCH_JAX").as_deref() == Ok("0") {
+/// The worker of `peer` (`benches/<script> --serve`) unless `<skip>=0`; `None` when
+/// Python or the peer (`install`: how to get it) is missing.
+fn start_peer(skip: &str, script: &str, peer: &'static str, install: &str) -> Option<peer::Shared> {
+    if std::env::var(skip).as_deref() == Ok("0") {
         return None;
     }
-    eprintln!("starting the JAX worker, benches/jax_compare.py --serve (JITFUSE_BENCH_JAX=0 skips it) ...");
+    eprintln!("starting the {peer} worker, benches/{script} --serve ({skip}=0 skips it) ...");
     peer::Worker::start(
-        &format!("{}/benches/jax_compare.py", env!("CARGO_MANIFEST_DIR")),
+        &format!("{}/benches/{script}", env!("CARGO_MANIFEST_DIR")),
+        peer,
+        install,
+    )
+}
+
+/// The JAX worker (the anchors are shown without it).
+fn start_xla() -> Option<peer::Shared> {
+    start_peer(
+        "JITFUSE_BENCH_JAX",
+        "jax_compare.py",
         "JAX",
         "pip install \"jax[cpu]\" numpy",
     )
 }
 
-/// The PyTorch worker (`benches/torch_compare.py --serve`: eager and `torch.compile`) unless
-/// `JITFUSE_BENCH_TORCH=0`; `None` when Python or PyTorch is missing (its columns stay empty).
+/// The PyTorch worker (eager and `torch.compile`; its columns stay empty without it).
 fn start_torch() -> Option<peer::Shared> {
-    if std::env::var("JITFUSE_BENCH_TORCH").as_deref() == Ok("0") {
-        return None;
-    }
-    eprintln!("starting the PyTorch worker, benches/torch_compare.py --serve (JITFUSE_BENCH_TORCH=0 skips it) ...");
-    peer::Worker::start(
-        &format!("{}/benches/torch_compare.py", env!("CARGO_MANIFEST_DIR")),
+    start_peer(
+        "JITFUSE_BENCH_TORCH",
+        "torch_compare.py",
         "PyTorch",
         "pip install torch numpy",
     )
