@@ -87,10 +87,8 @@ fn chunked_sum(g: &Graph, p: &Partition, r: ValueId) -> Option<(ValueId, Vec<usi
     // The kept run is the innermost one the kernel walks, each lane its own partial: at
     // least a vector's worth of them (with one, every lane would add into the same element).
     let kept = shape::numel(cols.get(2..).unwrap_or(&[]));
-    if !sum_type || axes[..] != [1] || kept < COLUMN_LANES || cols[1] > MAX_ROWS {
-        return None;
-    }
-    if shape::numel(&cols) == 0 {
+    let empty = shape::numel(&cols) == 0;
+    if !sum_type || axes[..] != [1] || kept < COLUMN_LANES || cols[1] > MAX_ROWS || empty {
         return None;
     }
     let mut x = n.inputs[0];

@@ -108,13 +108,12 @@ pub fn describe(g: &Graph, p: &Partition, k: &Kernel) -> LoopDescription {
     for (j, &o) in k.outputs.iter().enumerate() {
         let strides = match g.node(o).op {
             // A column sum: one element per chunk and kept position, the same along the rows.
+            // Over `[K, M, ..kept]` that is the walk's own strides with `M`'s taken by `K`.
             Op::Reduce(..) => {
                 accumulators.push(j);
-                let kept: Vec<i64> = shape::strides(&s[2..])
-                    .into_iter()
-                    .map(|x| x as i64)
-                    .collect();
-                [vec![shape::numel(&s[2..]) as i64, 0], kept].concat()
+                let mut st = contiguous.clone();
+                (st[0], st[1]) = (st[1], 0);
+                st
             }
             _ => contiguous.clone(),
         };

@@ -1245,9 +1245,9 @@ mod indirect {
 
     /// `c[r, j] (+)= Σ_k Σ_ch rows[k·R + r][ch] · b[(k·inner + ch)·NR + j]` (`c`'s rows
     /// where `Rows` puts them) for the `rows × cols` of a tile of `R` rows and `V` vectors
-    /// (`cols ≤ 16·V`) over `nk` window positions of `inner` steps (f32 FMAs in order of the steps, continuing `c`'s sums
-    /// where `continues`): the same sums, in the same order, as `gemm16::kernel::tile_fma`
-    /// on the packed panel.
+    /// (`cols ≤ 16·V`) over `nk` window positions of `inner` steps (f32 FMAs in order of the
+    /// steps, continuing `c`'s sums where `continues`): the same sums, in the same order, as
+    /// `gemm16::kernel::tile_fma` on the packed panel.
     ///
     /// # Safety
     /// AVX-512 F, BW and VL; each pointer valid for `inner` values; `b` holds `nk · inner`
