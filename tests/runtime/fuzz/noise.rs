@@ -28,7 +28,7 @@
 use crate::common::to_f64s;
 use jitfuse::internals::interpret;
 use jitfuse::internals::interpret::eval_graph;
-use jitfuse::internals::ir::{BinaryOp, Graph, Op, UnaryOp, ValueId};
+use jitfuse::internals::ir::{BinaryOp, Graph, Node, Op, UnaryOp, ValueId};
 use jitfuse::{DType, Tensor};
 
 fn is_float(d: DType) -> bool {
@@ -38,6 +38,17 @@ fn is_float(d: DType) -> bool {
 fn abs(t: &Tensor) -> Tensor {
     interpret::eval_op(&Op::Unary(UnaryOp::Abs), &[t], t.shape(), t.dtype())
         .expect("abs of a float tensor")
+}
+
+/// A binary node's operands' values and noise scales, as f64s: `(va, vb, sa, sb)`.
+fn operand_pair(n: &Node, v: &[Tensor], s: &[Tensor]) -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>) {
+    let (a, b) = (n.inputs[0].index(), n.inputs[1].index());
+    (
+        to_f64s(&v[a]),
+        to_f64s(&v[b]),
+        to_f64s(&s[a]),
+        to_f64s(&s[b]),
+    )
 }
 
 /// The magnitude tensor of node `n` from its inputs' magnitudes `s` (floats)
@@ -78,13 +89,7 @@ fn propagate(g: &Graph, i: usize, s: &[Tensor], v: &[Tensor]) -> Option<Tensor> 
             // two noises (`min(x, log_softmax(x))` is the log-softmax term, however small
             // `x`'s own noise); both where the operands are within their noise of each
             // other and rounding may pick either (`max(var, 0)` of a cancelled variance).
-            let (a, b) = (n.inputs[0].index(), n.inputs[1].index());
-            let (va, vb, sa, sb) = (
-                to_f64s(&v[a]),
-                to_f64s(&v[b]),
-                to_f64s(&s[a]),
-                to_f64s(&s[b]),
-            );
+            let (va, vb, sa, sb) = operand_pair(n, v, s);
             let own = to_f64s(&v[i]);
             let out = (0..own.len())
                 .map(|k| {
@@ -274,13 +279,7 @@ fn noisy_infinities(g: &Graph, v: &[Tensor], s: &[Tensor]) -> Vec<bool> {
             if !matches!(n.op, Op::Binary(BinaryOp::Mul | BinaryOp::Div)) || !is_float(n.dtype) {
                 return false;
             }
-            let (a, b) = (n.inputs[0].index(), n.inputs[1].index());
-            let (va, vb, sa, sb) = (
-                to_f64s(&v[a]),
-                to_f64s(&v[b]),
-                to_f64s(&s[a]),
-                to_f64s(&s[b]),
-            );
+            let (va, vb, sa, sb) = operand_pair(n, v, s);
             (0..va.len()).any(|k| {
                 (va[k].is_infinite() && mostly_noise(sb[k], vb[k]))
                     || (vb[k].is_infinite() && mostly_noise(sa[k], va[k]))
