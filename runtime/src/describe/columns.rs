@@ -87,8 +87,11 @@ fn chunked_sum(g: &Graph, p: &Partition, r: ValueId) -> Option<(ValueId, Vec<usi
     // The kept run is the innermost one the kernel walks, each lane its own partial: at
     // least a vector's worth of them (with one, every lane would add into the same element).
     let kept = shape::numel(cols.get(2..).unwrap_or(&[]));
+    // Threads share out the chunks: one chunk would leave the kernel on one thread.
     let empty = shape::numel(&cols) == 0;
-    if !sum_type || axes[..] != [1] || kept < COLUMN_LANES || cols[1] > MAX_ROWS || empty {
+    let chunks = cols.first().is_some_and(|&k| k >= 2);
+    if !sum_type || axes[..] != [1] || kept < COLUMN_LANES || cols[1] > MAX_ROWS || empty || !chunks
+    {
         return None;
     }
     let mut x = n.inputs[0];

@@ -39,7 +39,15 @@ impl Description {
     pub fn split(&self) -> Option<(usize, usize, usize)> {
         match self {
             Description::Loop(p) => {
-                let align = if p.dims.len() == 1 { 64 } else { 1 };
+                // A column sum the first dim moves along its rows (stride 0) must not be
+                // split there: two threads would add into the same partials. One chunk.
+                let rows_first = (p.accumulators.iter())
+                    .any(|&j| p.accesses[p.outs[j]].strides[0] == 0 && p.dims[0] > 1);
+                let align = match (rows_first, p.dims.len()) {
+                    (true, _) => p.dims[0],
+                    (false, 1) => 64,
+                    _ => 1,
+                };
                 Some((p.dims[0], p.dims.iter().product(), align))
             }
             Description::Reduce(r) => Some(reduce::extent(r)),
