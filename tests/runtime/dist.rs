@@ -335,9 +335,17 @@ fn data_parallel_in_a_world_of_one_is_the_optimiser_itself() {
 
 type Pair = (Tensor, Tensor);
 type ShardedAdam = jitfuse::optim::Sharded<jitfuse::optim::Adam<f64>>;
-type ShardedClipped = jitfuse::optim::Sharded<
-    jitfuse::optim::Chain<jitfuse::optim::ClipByGlobalNorm, jitfuse::optim::Adam<f64>>,
->;
+/// Global-norm clipping, then AdamW decaying the matrices only: nanoGPT's optimiser, neither
+/// part elementwise.
+type Clipped = jitfuse::optim::Chain<jitfuse::optim::ClipByGlobalNorm, jitfuse::optim::Adam<f64>>;
+type ShardedClipped = jitfuse::optim::Sharded<Clipped>;
+type ShardedDp = jitfuse::optim::Sharded<jitfuse::optim::DataParallel<jitfuse::optim::Adam<f64>>>;
+
+fn clipped() -> Clipped {
+    use jitfuse::optim::{adamw, clip_by_global_norm, Mask, Optimizer};
+    let decay = Mask::by_leaf(|t| t.ndim() >= 2);
+    clip_by_global_norm(0.5).then(adamw(1e-2, 0.9, 0.999, 1e-8, 0.1).decay_mask(decay))
+}
 
 fn sharded_adam() -> ShardedAdam {
     jitfuse::optim::sharded(jitfuse::optim::adam(1e-2, 0.9, 0.999, 1e-8)).bucket_bytes(16)
@@ -358,9 +366,22 @@ fn sharded_clipped_step(
     p: Pair,
     s: jitfuse::optim::StateOf<ShardedClipped, Pair>,
     g: &Pair,
+    bucket_bytes: usize,
 ) -> (Pair, jitfuse::optim::StateOf<ShardedClipped, Pair>) {
-    use jitfuse::optim::{adam, clip_by_global_norm, sharded, Optimizer};
-    sharded(clip_by_global_norm(1.0).then(adam(1e-2, 0.9, 0.999, 1e-8))).update(g, s, p)
+    use jitfuse::optim::{sharded, Optimizer};
+    sharded(clipped())
+        .bucket_bytes(bucket_bytes)
+        .update(g, s, p)
+}
+
+#[jitfuse::jit]
+fn sharded_dp_step(
+    p: Pair,
+    s: jitfuse::optim::StateOf<ShardedDp, Pair>,
+    g: &Pair,
+) -> (Pair, jitfuse::optim::StateOf<ShardedDp, Pair>) {
+    use jitfuse::optim::{adam, data_parallel, sharded, Optimizer};
+    sharded(data_parallel(adam(1e-2, 0.9, 0.999, 1e-8))).update(g, s, p)
 }
 
 /// `optim::sharded(opt)` in a world of one: the state is `opt`'s over the packed parameters
@@ -393,19 +414,72 @@ fn sharded_in_a_world_of_one_is_the_optimiser_on_packed_parameters() {
     let _ = (sa, sb, sc);
 }
 
-/// An optimiser that is not elementwise (global-norm clipping reads every element) cannot be
-/// sharded: the jitted step's error names `optim::sharded` and says why; eagerly a panic.
+/// Sharded global-norm clipping and masked AdamW (nanoGPT's optimiser) compute the unsharded
+/// optimiser's steps: bit for bit when every leaf is a bucket of its own (each block's sum of
+/// squares is its leaf's, and each block is decayed or not as a whole), and to f32 rounding
+/// when the leaves share a bucket (one sum over the bucket, a 0/1 decay mask over its
+/// elements). Eagerly and jitted, with the clip active at every step.
 #[test]
-fn sharding_a_global_norm_clip_is_an_error_naming_it() {
-    use jitfuse::optim::{adam, clip_by_global_norm, sharded, Optimizer};
+fn sharded_clipping_and_masked_decay_are_the_unsharded_steps() {
+    use jitfuse::optim::{sharded, Optimizer};
     let p: Pair = (sample(&[3, 4], DType::F32), sample(&[5], DType::F32));
-    let opt = sharded(clip_by_global_norm(1.0).then(adam(1e-2, 0.9, 0.999, 1e-8)));
+    let plain = clipped();
+    for bucket_bytes in [16, 1024] {
+        let opt = sharded(clipped()).bucket_bytes(bucket_bytes);
+        let (mut a, mut sa) = (p.clone(), plain.init(&p));
+        let (mut b, mut sb) = (p.clone(), opt.init(&p));
+        let (mut c, mut sc) = (p.clone(), opt.init(&p));
+        let blocks: Vec<usize> = sb.1.mu.iter().map(|t| t.len()).collect();
+        assert_eq!(
+            blocks,
+            if bucket_bytes == 16 {
+                vec![5, 12]
+            } else {
+                vec![17]
+            }
+        );
+        for step in 0..4 {
+            let grads = |x: &Pair| (&x.0 * (3.0 + step as f64), &x.1 - 2.0);
+            assert!(global_norm(&grads(&a)).item::<f64>().unwrap() > 0.5);
+            let g = grads(&a);
+            (a, sa) = plain.update(&g, sa, a);
+            let g = grads(&b);
+            (b, sb) = opt.update(&g, sb, b);
+            let g = grads(&c);
+            (c, sc) = sharded_clipped_step(c, sc, &g, bucket_bytes);
+            for (x, y) in [(&a.0, &b.0), (&a.1, &b.1), (&a.0, &c.0), (&a.1, &c.1)] {
+                match bucket_bytes {
+                    16 => assert_eq!(bits(x), bits(y), "step {step}"),
+                    _ => crate::common::assert_close(
+                        y,
+                        x,
+                        crate::common::Tol::rel(DType::F32, 1e-6),
+                        &format!("bucket of both, step {step}"),
+                    ),
+                }
+            }
+        }
+        let _ = (sa, sb, sc);
+    }
+}
+
+fn global_norm(p: &Pair) -> Tensor {
+    jitfuse::optim::global_norm(p)
+}
+
+/// An optimiser that is not elementwise and does not update blocks (`data_parallel`) cannot
+/// be sharded: the jitted step's error names `optim::sharded` and says why; eagerly a panic.
+#[test]
+fn sharding_an_optimiser_without_block_updates_is_an_error_naming_it() {
+    use jitfuse::optim::{adam, data_parallel, sharded, Optimizer};
+    let p: Pair = (sample(&[3, 4], DType::F32), sample(&[5], DType::F32));
+    let opt = sharded(data_parallel(adam(1e-2, 0.9, 0.999, 1e-8)));
     let s = opt.init(&p);
     let g = p.clone();
-    let err = sharded_clipped_step::try_call(p.clone(), s, &g).unwrap_err();
+    let err = sharded_dp_step::try_call(p.clone(), s, &g).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Argument, "{err}");
     assert!(
-        err.message.contains("`optim::sharded`") && err.message.contains("elementwise"),
+        err.message.contains("`optim::sharded`") && err.message.contains("block_updates"),
         "{err}"
     );
     let s = opt.init(&p);
@@ -415,8 +489,8 @@ fn sharding_a_global_norm_clip_is_an_error_naming_it() {
         .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
         .unwrap_or_default();
     assert!(msg.contains("`optim::sharded`"), "{msg}");
-    // And the elementwise chains are: SGD then momentum, Adam, AdamW decaying every leaf.
-    use jitfuse::optim::{adamw, momentum, sgd, Mask};
+    // The elementwise chains: SGD then momentum, Adam, AdamW decaying every leaf.
+    use jitfuse::optim::{adamw, clip_by_global_norm, momentum, sgd, Mask};
     assert!(sgd(0.1).then(momentum(0.1, 0.9)).elementwise());
     assert!(adamw(1e-3, 0.9, 0.99, 1e-8, 0.1).elementwise());
     let masked = adamw(1e-3, 0.9, 0.99, 1e-8, 0.1).decay_mask(Mask::by_leaf(|t| t.ndim() >= 2));

@@ -1,7 +1,7 @@
 //! Adam and AdamW.
 
 use super::{
-    check_count, check_like, check_rate, state_tree, zero_count, Mask, Optimizer, Schedule,
+    check_count, check_like, check_rate, state_tree, zero_count, Blocks, Mask, Optimizer, Schedule,
 };
 use crate::{DType, Tensor, Tree};
 
@@ -101,6 +101,43 @@ impl<S: Schedule> Optimizer for Adam<S> {
 
     #[track_caller]
     fn updates<P: Tree>(&self, grads: &P, state: AdamState<P>, params: &P) -> (P, AdamState<P>) {
+        let decay = match self.weight_decay {
+            0.0 => Vec::new(),
+            _ => self.mask.resolve(params),
+        };
+        let one = Tensor::scalar(1f64).into_weak();
+        let decay = decay.into_iter().map(|d| d.then(|| one.clone())).collect();
+        self.step(grads, state, params, decay)
+    }
+
+    /// The decay mask is each block's mask of the leaves it decays.
+    #[track_caller]
+    fn block_updates(
+        &self,
+        grads: &Vec<Tensor>,
+        state: AdamState<Vec<Tensor>>,
+        params: &Vec<Tensor>,
+        blocks: &Blocks,
+    ) -> (Vec<Tensor>, AdamState<Vec<Tensor>>) {
+        let decay = match self.weight_decay {
+            0.0 => Vec::new(),
+            _ => blocks.mask(&self.mask),
+        };
+        self.step(grads, state, params, decay)
+    }
+}
+
+impl<S: Schedule> Adam<S> {
+    /// The update, with `weight_decay p mask` added to leaf `i`'s where `decay[i]` is a mask
+    /// (a scalar 1, or 0/1 elements), none where it is `None` or missing.
+    #[track_caller]
+    fn step<P: Tree>(
+        &self,
+        grads: &P,
+        state: AdamState<P>,
+        params: &P,
+        decay: Vec<Option<Tensor>>,
+    ) -> (P, AdamState<P>) {
         let (b1, b2, eps, wd) = (self.b1, self.b2, self.eps, self.weight_decay);
         let op = if wd != 0.0 {
             "`adamw` update"
@@ -118,19 +155,16 @@ impl<S: Schedule> Optimizer for Adam<S> {
         let t = count.cast(DType::F64);
         let bc1 = (1.0 - Tensor::scalar(b1).powf(&t)).into_weak();
         let bc2 = (1.0 - Tensor::scalar(b2).powf(&t)).into_weak();
-        let decay = if wd != 0.0 {
-            self.mask.resolve(params)
-        } else {
-            Vec::new()
-        };
         let mut leaf = 0;
         let [u, mu, nu] = Tree::map_n_unzip(&[grads, &state.mu, &state.nu, params], |l| {
             let (g, m, v, p) = (&l[0], &l[1], &l[2], &l[3]);
             let m = b1 * m + (1.0 - b1) * g;
             let v = b2 * v + (1.0 - b2) * g.square();
             let mut u = (&m / &bc1) / ((&v / &bc2).sqrt() + eps);
-            if decay.get(leaf).copied().unwrap_or(false) {
-                u = u + wd * p;
+            match decay.get(leaf) {
+                Some(Some(mask)) if mask.ndim() == 0 => u = u + wd * p,
+                Some(Some(mask)) => u = u + wd * p * mask,
+                _ => {}
             }
             leaf += 1;
             [&neg_lr * &u, m, v]

@@ -1,6 +1,6 @@
 //! Clipping by the global norm, and chaining transformations.
 
-use super::{check_like, Optimizer};
+use super::{check_like, Blocks, Optimizer};
 use crate::{where_, DType, Tensor, Tree};
 
 /// The Euclidean norm of all the leaves of `tree` taken together, as an
@@ -8,11 +8,16 @@ use crate::{where_, DType, Tensor, Tree};
 /// dtype, then summed in `f64`).
 #[track_caller]
 pub fn global_norm<T: Tree>(tree: &T) -> Tensor {
+    sum_of_squares(tree).sqrt()
+}
+
+/// The square of [`global_norm`].
+fn sum_of_squares<T: Tree>(tree: &T) -> Tensor {
     let mut total = Tensor::scalar(0f64);
     for l in tree.leaves() {
         total = total + l.square().sum_all().cast(DType::F64);
     }
-    total.sqrt()
+    total
 }
 
 /// Scales the updates by `max_norm / norm` when their [`global_norm`] is
@@ -45,9 +50,28 @@ impl Optimizer for ClipByGlobalNorm {
     #[track_caller]
     fn updates<P: Tree>(&self, grads: &P, _state: (), params: &P) -> (P, ()) {
         check_like("`clip_by_global_norm`", "gradient", grads, params);
-        let norm = global_norm(grads);
+        (self.scaled(grads, global_norm(grads)), ())
+    }
+
+    /// The norm is the whole gradient's: every rank's sum of squares, added.
+    #[track_caller]
+    fn block_updates(
+        &self,
+        grads: &Vec<Tensor>,
+        _state: (),
+        _params: &Vec<Tensor>,
+        blocks: &Blocks,
+    ) -> (Vec<Tensor>, ()) {
+        let norm = blocks.sum_over_ranks(&sum_of_squares(grads)).sqrt();
+        (self.scaled(grads, norm), ())
+    }
+}
+
+impl ClipByGlobalNorm {
+    /// `grads` scaled to norm `max_norm` if `norm` (theirs) is larger.
+    fn scaled<P: Tree>(&self, grads: &P, norm: Tensor) -> P {
         let scale = where_(&norm.lt(self.max_norm), 1.0, &(self.max_norm / &norm)).into_weak();
-        (grads.map(|g| g * &scale), ())
+        grads.map(|g| g * &scale)
     }
 }
 
@@ -89,6 +113,19 @@ impl<A: Optimizer, B: Optimizer> Optimizer for Chain<A, B> {
     ) -> (P, Self::State<P>) {
         let (u, a) = self.0.updates(grads, state.0, params);
         let (u, b) = self.1.updates(&u, state.1, params);
+        (u, (a, b))
+    }
+
+    #[track_caller]
+    fn block_updates(
+        &self,
+        grads: &Vec<Tensor>,
+        state: Self::State<Vec<Tensor>>,
+        params: &Vec<Tensor>,
+        blocks: &Blocks,
+    ) -> (Vec<Tensor>, Self::State<Vec<Tensor>>) {
+        let (u, a) = self.0.block_updates(grads, state.0, params, blocks);
+        let (u, b) = self.1.block_updates(&u, state.1, params, blocks);
         (u, (a, b))
     }
 }

@@ -85,17 +85,22 @@ impl Mask {
     /// another length than the tree's leaves is an error (`Argument`).
     #[track_caller]
     pub fn resolve<P: Tree>(&self, params: &P) -> Vec<bool> {
-        let leaves = params.leaves();
+        let names = match &self.0 {
+            Kind::Pred { by_name: true, .. } => params.leaf_names(),
+            _ => Vec::new(),
+        };
+        self.resolve_leaves(&names, &params.leaves())
+    }
+
+    /// [`resolve`](Mask::resolve) of a tree given as its leaves and their names (`names` may
+    /// be empty unless the mask is `by_name`).
+    #[track_caller]
+    pub(crate) fn resolve_leaves(&self, names: &[String], leaves: &[Tensor]) -> Vec<bool> {
         match &self.0 {
             Kind::All => vec![true; leaves.len()],
-            Kind::Pred { by_name, f } => {
-                let names = if *by_name {
-                    params.leaf_names()
-                } else {
-                    vec![String::new(); leaves.len()]
-                };
-                names.iter().zip(&leaves).map(|(n, t)| f(n, t)).collect()
-            }
+            Kind::Pred { by_name, f } => (leaves.iter().enumerate())
+                .map(|(i, t)| f(if *by_name { &names[i] } else { "" }, t))
+                .collect(),
             Kind::Flags(v) => {
                 if v.len() != leaves.len() {
                     fail(

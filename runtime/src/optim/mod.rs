@@ -35,7 +35,7 @@ pub use data_parallel::{data_parallel, DataParallel};
 pub use mask::Mask;
 pub use schedule::{constant, from_fn, warmup_cosine, Constant, FromFn, Schedule, WarmupCosine};
 pub use sgd::{momentum, sgd, Momentum, MomentumState, Sgd, SgdState};
-pub use sharded::{sharded, Sharded};
+pub use sharded::{sharded, Blocks, Sharded};
 
 use crate::error::type_str;
 use crate::trace::fail;
@@ -94,6 +94,34 @@ pub trait Optimizer {
              be sharded or checkpointed across ranks",
             std::any::type_name::<Self>()
         )))
+    }
+
+    /// The updates of this rank's blocks of the packed parameters, under [`sharded`]:
+    /// `grads`, `state` and `params` hold one flat block per bucket, and `blocks` says which
+    /// parameter each part of a block belongs to and sums a value over every rank's blocks.
+    /// An [`elementwise`](Optimizer::elementwise) optimiser's block updates are its updates.
+    /// The optimisers of this module that are not elementwise implement it (global-norm
+    /// clipping sums its squares over the ranks; AdamW's decay mask becomes a mask of each
+    /// block's elements); for any other it is an error naming `optim::sharded`.
+    #[track_caller]
+    fn block_updates(
+        &self,
+        grads: &Vec<Tensor>,
+        state: Self::State<Vec<Tensor>>,
+        params: &Vec<Tensor>,
+        blocks: &Blocks,
+    ) -> (Vec<Tensor>, Self::State<Vec<Tensor>>) {
+        let _ = blocks;
+        if !self.elementwise() {
+            fail(Error::argument(format!(
+                "`optim::sharded`: {} does not compute each element of its update from that \
+                 element alone and does not say how to update a rank's block of the \
+                 parameters (`Optimizer::block_updates`); shard elementwise optimisers, \
+                 global-norm clipping and AdamW, or use `data_parallel`",
+                std::any::type_name::<Self>()
+            )));
+        }
+        self.updates(grads, state, params)
     }
 
     /// `self`, then `next` on its updates (optax's `chain`):

@@ -2,7 +2,7 @@
 //! one block of the parameters, updates that block from its block of the averaged gradients,
 //! and the ranks gather the updates.
 
-use super::{check_like, Optimizer, StateOf};
+use super::{check_like, Mask, Optimizer, StateOf};
 use crate::dist::buckets::{block, buckets, pack, unpack};
 use crate::dist::{self, Reduce, DEFAULT_BUCKET_BYTES};
 use crate::error::Error;
@@ -25,10 +25,11 @@ pub struct Sharded<O> {
 /// the updates, so every rank ends with the same parameters, bit for bit. In a world of one
 /// process the state is `opt`'s over the packed parameters and the steps are `opt`'s.
 ///
-/// `opt` must be [`elementwise`](Optimizer::elementwise) (SGD, momentum, Adam, AdamW decaying
-/// every leaf, chains of them): an update computed from a block alone must be the update of
-/// that block. Anything else is an error naming it, when the step is traced (eagerly, a
-/// panic).
+/// `opt` updates blocks through [`Optimizer::block_updates`]: any elementwise optimiser (SGD,
+/// momentum, Adam), global-norm clipping (the sum of squares added over the ranks, so the
+/// norm is the whole gradient's), AdamW with a decay mask (a mask of each block's elements),
+/// and chains of them. Anything else is an error naming `optim::sharded`, when the step is
+/// traced (eagerly, a panic).
 pub fn sharded<O: Optimizer>(opt: O) -> Sharded<O> {
     Sharded {
         inner: opt,
@@ -157,15 +158,6 @@ impl<O: Optimizer> Optimizer for Sharded<O> {
         state: Self::State<P>,
         params: &P,
     ) -> (P, Self::State<P>) {
-        if !self.inner.elementwise() {
-            fail(Error::argument(format!(
-                "`optim::sharded`: {} does not compute each element of its update from that \
-                 element alone (global-norm clipping, a weight-decay mask, ...), so a rank \
-                 cannot update its block of the parameters by itself; shard only elementwise \
-                 optimisers (clip with `data_parallel` instead)",
-                std::any::type_name::<O>()
-            )));
-        }
         check_like("`sharded`", "gradient", grads, params);
         let (g, p) = (grads.leaves(), params.leaves());
         let bks = buckets(&p, self.bucket_bytes);
@@ -173,9 +165,9 @@ impl<O: Optimizer> Optimizer for Sharded<O> {
             .map(|b| dist::reduce_scatter(&pack(&g, b), 0, Reduce::Mean))
             .collect();
         let mine = mine.unwrap_or_else(|e| fail(e));
-        let (u, state) = self
-            .inner
-            .updates(&mine, state, &self.blocks(params, params));
+        let blocks = Blocks::new(params, &bks);
+        let (u, state) =
+            (self.inner).block_updates(&mine, state, &self.blocks(params, params), &blocks);
         let mut updates: Vec<Option<Tensor>> = vec![None; p.len()];
         for (b, u) in bks.iter().zip(&u) {
             let all = dist::all_gather(u, 0).unwrap_or_else(|e| fail(e));
@@ -186,5 +178,87 @@ impl<O: Optimizer> Optimizer for Sharded<O> {
         // (Empty leaves are in no bucket: their update is empty too.)
         let mut updates = (updates.into_iter().zip(&p)).map(|(u, x)| u.unwrap_or_else(|| x * 0.0));
         (params.rebuild(&mut updates), state)
+    }
+}
+
+/// Where the elements of this rank's blocks come from, for an optimiser updating blocks
+/// alone ([`Optimizer::block_updates`]): which parameter each part of a block belongs to, and
+/// sums over every rank's blocks.
+pub struct Blocks {
+    /// The parameters' leaves and their names (`Tree::leaf_names`), as a [`Mask`] sees them.
+    leaves: Vec<Tensor>,
+    names: Vec<String>,
+    /// Per block: (leaf, first element in the block, elements) of each leaf it holds a part
+    /// of, in the block's order; the rest of a block is padding.
+    parts: Vec<Vec<(usize, usize, usize)>>,
+    /// Elements per block.
+    lens: Vec<usize>,
+}
+
+impl Blocks {
+    /// The blocks of this rank of `params` packed into `bks` (as `pack` and `block` cut them).
+    fn new<P: Tree>(params: &P, bks: &[Vec<usize>]) -> Blocks {
+        let leaves = params.leaves();
+        let (rank, ranks) = (dist::rank(), dist::size());
+        let (mut parts, mut lens) = (Vec::new(), Vec::new());
+        for b in bks {
+            let total: usize = b.iter().map(|&i| leaves[i].len()).sum();
+            let per = total.div_ceil(ranks);
+            let (lo, hi) = (rank * per, (rank + 1) * per);
+            let mut at = 0;
+            let mut mine = Vec::new();
+            for &i in b {
+                let (start, end) = (at.max(lo), (at + leaves[i].len()).min(hi));
+                if start < end {
+                    mine.push((i, start - lo, end - start));
+                }
+                at += leaves[i].len();
+            }
+            parts.push(mine);
+            lens.push(per);
+        }
+        Blocks {
+            names: params.leaf_names(),
+            leaves,
+            parts,
+            lens,
+        }
+    }
+
+    /// The sum over every rank of `x` (a scalar computed from this rank's blocks), the same
+    /// bits on every rank: the ranks' values gathered and added in rank order.
+    #[track_caller]
+    pub fn sum_over_ranks(&self, x: &Tensor) -> Tensor {
+        let all = dist::all_gather(&x.reshape(&[1]), 0).unwrap_or_else(|e| fail(e));
+        all.sum_all()
+    }
+
+    /// Per block, where `mask` selects its elements: `None` for none of them, a scalar 1 for
+    /// all, otherwise a 0/1 vector of the block's dtype (padding is 0).
+    #[track_caller]
+    pub fn mask(&self, mask: &Mask) -> Vec<Option<Tensor>> {
+        let flags = mask.resolve_leaves(&self.names, &self.leaves);
+        (self.parts.iter().zip(&self.lens))
+            .map(|(parts, &len)| {
+                let on: usize = parts.iter().filter(|p| flags[p.0]).map(|p| p.2).sum();
+                if on == 0 {
+                    return None;
+                }
+                let dtype = self.leaves[parts[0].0].dtype();
+                if on == len {
+                    return Some(Tensor::full(&[], 1, dtype));
+                }
+                let mut pieces = Vec::new();
+                let mut at = 0;
+                for &(i, start, n) in parts {
+                    pieces.push(Tensor::full(&[n], flags[i] as i32, dtype));
+                    at = start + n;
+                }
+                if at < len {
+                    pieces.push(Tensor::zeros(&[len - at], dtype));
+                }
+                Some(Tensor::concat(&pieces.iter().collect::<Vec<_>>(), 0))
+            })
+            .collect()
     }
 }

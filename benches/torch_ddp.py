@@ -1,0 +1,263 @@
+# pip install torch
+"""The data-parallel GPT training step of examples/gpt in PyTorch: DistributedDataParallel
+over the gloo backend, N processes on one machine, one thread each (the peer of
+`mpirun -np N gpt --data-parallel`).
+
+The model and recipe are those of benches/torch_transformer.py (`Gpt`, `GPT_SIZES`, as in
+`gpt_case`: AdamW with decay 0.1 on the matrices, warm-up and cosine decay through
+LambdaLR, clipping at global norm 1, the loss in f32). The global batch of the size (12
+rows at the CPU size, 64 at the GPU default), drawn as `gpt_case` draws it, is split
+evenly across the ranks; each step is forward, loss, backward (DDP all-reduces the
+gradients in its default 25 MB buckets), clipping, the optimiser and scheduler steps and
+`loss.item()`. Each rank times every step after 3 warm-up steps; the step time reported is
+the largest of the ranks' medians.
+
+Run: python3 benches/torch_ddp.py --size cpu,gpu [--ranks 2] [--steps K] [--compiled]
+(the script starts its own N worker processes; MASTER_ADDR=127.0.0.1, a free port).
+Prints one tab-separated line per size: name (`ddp eager`, or `ddp compiled` with the
+model under `torch.compile`), size, ranks, median ms, tokens per second over the global
+batch. On stderr: rank 0's first loss (about ln 65 = 4.17 at initialisation), each rank's
+median step, backward (which includes waiting for the gradient all-reduce) and CPU time
+per step, and whether the ranks' parameters agree after the run.
+"""
+
+import argparse
+import importlib.util
+import json
+import math
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+WARMUP = 3
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def worker(a):
+    """One rank: runs the steps and writes its result to <outdir>/<rank>.json."""
+    rank, n = a.worker, a.ranks
+    out = os.path.join(a.outdir, f"{rank}.json")
+    try:
+        import torch
+        import torch.distributed as dist
+        import torch.nn.functional as F
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch_transformer import GPT_SIZES, Gpt
+
+        torch.set_num_threads(1)
+        torch.set_num_interop_threads(1)
+        dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=n)
+        size = a.size
+        vocab, block, _, _, _, batch = GPT_SIZES[size]
+        if batch % n:
+            raise ValueError(f"global batch {batch} does not split into {n} ranks")
+        rows = batch // n
+        total_steps = 2000
+        torch.manual_seed(1337)
+        model = Gpt(size)
+        ddp = DDP(model)  # broadcasts rank 0's parameters; the seed makes them equal anyway
+        decay = [p for p in model.parameters() if p.ndim >= 2]
+        rest = [p for p in model.parameters() if p.ndim < 2]
+        opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
+                                 {"params": rest, "weight_decay": 0.0}],
+                                lr=1e-3, betas=(0.9, 0.99), eps=1e-8)
+
+        def lr(it):
+            if it < 100:
+                return (it + 1) / 100
+            ratio = min(1.0, (it - 100) / max(1, total_steps - 100))
+            return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * ratio))
+
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lr)
+        forward = torch.compile(ddp) if a.compiled else ddp
+        g = torch.Generator().manual_seed(3)
+        ids = torch.randint(0, vocab, (batch, block), generator=g)
+        tg = torch.randint(0, vocab, (batch, block), generator=g)
+        ids = ids[rank * rows:(rank + 1) * rows].contiguous()
+        tg = tg[rank * rows:(rank + 1) * rows].contiguous()
+
+        def step():
+            logits = forward(ids)
+            loss = F.cross_entropy(logits.float().view(-1, vocab), tg.view(-1))
+            opt.zero_grad(set_to_none=True)
+            t = time.perf_counter()
+            loss.backward()
+            bwd = time.perf_counter() - t
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            sched.step()
+            return loss.item(), bwd
+
+        for i in range(WARMUP):
+            l, _ = step()
+            if i == 0:
+                mean = torch.tensor([l / n], dtype=torch.float64)
+                dist.all_reduce(mean)
+                if rank == 0:
+                    log(f"# ddp {size} ranks {n}: first loss rank 0 {l:.4f}, "
+                        f"global mean {mean.item():.4f} (ln {vocab} = {math.log(vocab):.4f})")
+        dist.barrier()
+        steps, bwds = [], []
+        cpu, wall = time.process_time(), time.perf_counter()
+        for _ in range(a.steps):
+            t = time.perf_counter()
+            l, bwd = step()
+            steps.append(time.perf_counter() - t)
+            bwds.append(bwd)
+        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        if not math.isfinite(l):
+            raise FloatingPointError(f"loss {l} after {WARMUP + a.steps} steps")
+        mine = dict(step=statistics.median(steps), bwd=statistics.median(bwds), cpu=cpu / len(steps),
+                    wall=wall / len(steps), loss=l,
+                    check=float(sum(p.detach().double().sum() for p in model.parameters())))
+        every = [None] * n
+        dist.all_gather_object(every, mine)
+        line = None
+        if rank == 0:
+            for r, m in enumerate(every):
+                log(f"# ddp {size} rank {r}: median step {m['step'] * 1e3:.2f} ms, backward "
+                    f"{m['bwd'] * 1e3:.2f} ms, cpu {m['cpu'] * 1e3:.2f} ms per {m['wall'] * 1e3:.2f} ms wall, "
+                    f"last loss {m['loss']:.4f}")
+            checks = [m["check"] for m in every]
+            log(f"# ddp {size}: parameters {'agree' if max(checks) == min(checks) else 'DIFFER'} across ranks "
+                f"(sums {', '.join(f'{c:.9g}' for c in checks)})")
+            ms = max(m["step"] for m in every) * 1e3
+            line = f"{a.name}\t{size}\t{n}\t{ms:.3f}\t{batch * block / (ms / 1e3):.1f}"
+        dist.destroy_process_group()
+        result = dict(line=line)
+    except Exception as e:
+        result = dict(error=f"{type(e).__name__}: {e}".replace("\n", " ")[:500], time=time.time())
+        log(f"# rank {rank}: {result['error']}")
+    with open(out + ".tmp", "w") as f:
+        json.dump(result, f)
+    os.replace(out + ".tmp", out)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # no teardown that could hang on a dead peer
+
+
+class WorkerError(Exception):
+    """A worker's own exception, as `Type: message`."""
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def kill(procs):
+    for p in procs:
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)  # the worker and anything it started
+            except ProcessLookupError:
+                pass
+    for p in procs:
+        p.wait()
+
+
+def stderr_of(outdir, r):
+    try:
+        with open(os.path.join(outdir, f"{r}.err"), errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def run(a, size, steps):
+    """Starts the ranks for one size and returns the output line or raises."""
+    with tempfile.TemporaryDirectory() as outdir:
+        env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), OMP_NUM_THREADS="1",
+                   MKL_NUM_THREADS="1", TORCHINDUCTOR_COMPILE_THREADS="1")
+        procs = []
+        try:
+            for r in range(a.ranks):
+                cmd = [sys.executable, os.path.abspath(__file__), "--worker", str(r), "--ranks", str(a.ranks),
+                       "--size", size, "--steps", str(steps), "--outdir", outdir, "--name", a.name]
+                if a.compiled:
+                    cmd.append("--compiled")
+                with open(os.path.join(outdir, f"{r}.err"), "w") as err:
+                    procs.append(subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                                  stderr=err, start_new_session=True))
+            deadline = time.monotonic() + a.timeout
+            failed_at = None
+            while any(p.poll() is None for p in procs):
+                now = time.monotonic()
+                if now > deadline:
+                    raise TimeoutError(f"no result within {a.timeout} s")
+                done = [p.poll() is not None or os.path.exists(os.path.join(outdir, f"{r}.json"))
+                        for r, p in enumerate(procs)]
+                if any(done) and failed_at is None:
+                    failed_at = now  # one rank is finished; the others have 30 s more
+                if failed_at is not None and now - failed_at > 30:
+                    break
+                time.sleep(0.2)
+            results = {}
+            for r in range(a.ranks):
+                path = os.path.join(outdir, f"{r}.json")
+                if os.path.exists(path):
+                    with open(path) as f:
+                        results[r] = json.load(f)
+            if results.get(0, {}).get("line"):
+                return results[0]["line"]
+            errors = sorted((v["time"], r, v["error"]) for r, v in results.items() if "error" in v)
+            if errors:  # the first rank to fail is the cause; the others lost their peer
+                raise WorkerError(f"{errors[0][2]} (rank {errors[0][1]})")
+            codes = [p.poll() for p in procs]
+            for r, p in enumerate(procs):  # a rank that died without a word: the end of its stderr
+                last = [x for x in stderr_of(outdir, r).splitlines() if x.strip()]
+                if p.returncode and last:
+                    raise WorkerError(f"ChildProcessError: rank {r} exited with code {p.returncode}: "
+                                      f"{' / '.join(last[-3:])[:400]}")
+            raise RuntimeError(f"ranks ended without a result (exit codes {codes})")
+        finally:
+            kill(procs)
+            for r in range(len(procs)):
+                sys.stderr.write(stderr_of(outdir, r))
+            sys.stderr.flush()
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--size", default="cpu", help="cpu, gpu or a comma list")
+    p.add_argument("--ranks", type=int, default=2)
+    p.add_argument("--steps", type=int, default=0, help="timed steps (default 30 at cpu, 5 at gpu)")
+    p.add_argument("--compiled", action="store_true", help="the model under torch.compile")
+    p.add_argument("--timeout", type=float, default=600, help="seconds per size")
+    p.add_argument("--worker", type=int, default=-1, help=argparse.SUPPRESS)
+    p.add_argument("--outdir", help=argparse.SUPPRESS)
+    p.add_argument("--name", help=argparse.SUPPRESS)
+    a = p.parse_args()
+    a.name = a.name or f"ddp {'compiled' if a.compiled else 'eager'}"
+    if a.worker >= 0:
+        worker(a)
+        return
+    if importlib.util.find_spec("torch") is None:
+        print("# torch not installed: skipped", flush=True)
+        return
+    for size in [s for s in a.size.split(",") if s]:
+        steps = a.steps or (30 if size == "cpu" else 5)
+        try:
+            if a.ranks < 1:
+                raise ValueError(f"--ranks {a.ranks}")
+            print(run(a, size, steps), flush=True)
+        except BaseException as e:  # a peer's failure is a note, not the bench's
+            why = e if isinstance(e, WorkerError) else f"{type(e).__name__}: {e}"
+            print(f"{a.name}\t{size}\t{a.ranks}\tnan\tnan\t# {why}".replace("\n", " "), flush=True)
+            if isinstance(e, KeyboardInterrupt):
+                raise
+
+
+if __name__ == "__main__":
+    main()
