@@ -9,7 +9,8 @@
 //!
 //! Options: `--iters N` (2000), `--eval-every N` (250), `--seed N` (1337), `--sample N`
 //! characters (500), `--data PATH` (the copy in `data/`), `--checkpoint PATH`
-//! (`target/gpt-shakespeare.safetensors`), `--data-parallel`, `--check`, `--dtype f32|bf16`,
+//! (`target/gpt-shakespeare.safetensors`), `--data-parallel`, `--sharded`, `--check`,
+//! `--dtype f32|bf16`,
 //! `--size cpu|gpu` (nanoGPT's GPU default: 6 layers, 6 heads, width 384, block 256, batch
 //! 64; about 8 s a step on 2 cores).
 //!
@@ -18,6 +19,11 @@
 //! values (activations, residuals and products stored in 16 bits, every op computing in
 //! f32), the loss in f32; it prints the memory report of the f32 step beside the bf16
 //! one's. Evaluation and sampling run the f32 parameters in f32.
+//!
+//! `--sharded` is `--data-parallel` with the optimiser state split over the ranks
+//! (`optim::sharded`: each rank keeps the AdamW moments of its block of the parameters,
+//! clips by the global norm over every rank's block and gathers the updates); it prints the
+//! state each rank keeps beside the whole state's size.
 //!
 //! `--data-parallel` trains on every process of `mpirun` (built with `--features mpi`):
 //! every rank draws the same batch and takes its rows (12 rows: 1, 2, 3, 4 or 6 ranks), the
@@ -50,10 +56,12 @@ mod model;
 
 use jitfuse::dist;
 use jitfuse::optim::Optimizer;
+use jitfuse::optim::StateOf;
 use jitfuse::precision::Policy;
 use jitfuse::prelude::*;
 use model::{
-    context_logits, dp_train_step, eval_loss, mixed_train_step, opt, train_step, Config, Gpt,
+    context_logits, dp_train_step, eval_loss, mixed_train_step, opt, sharded_opt,
+    sharded_train_step, train_step, Config, Gpt, Opt, ShardedOpt,
 };
 use std::time::{Duration, Instant};
 
@@ -65,6 +73,8 @@ struct Options {
     data: String,
     checkpoint: String,
     data_parallel: bool,
+    /// `--sharded`: data-parallel with the optimiser state split over the ranks.
+    sharded: bool,
     check: bool,
     /// The type the model computes on (`--dtype`): f32, or bf16 under a mixed policy.
     compute: DType,
@@ -82,6 +92,7 @@ fn options() -> Options {
         data: format!("{root}/data/tinyshakespeare.txt"),
         checkpoint: format!("{root}/target/gpt-shakespeare.safetensors"),
         data_parallel: false,
+        sharded: false,
         check: false,
         compute: DType::F32,
         config: Config::SHAKESPEARE_CPU,
@@ -104,6 +115,7 @@ fn options() -> Options {
             "--data" => o.data = value(),
             "--checkpoint" => o.checkpoint = value(),
             "--data-parallel" => o.data_parallel = true,
+            "--sharded" => (o.data_parallel, o.sharded) = (true, true),
             "--check" => o.check = true,
             "--size" => {
                 o.config = match value().as_str() {
@@ -256,17 +268,24 @@ fn main() {
     // This rank's rows of every batch.
     let rows = (cfg.batch / ranks * rank) as isize..(cfg.batch / ranks * (rank + 1)) as isize;
     let policy = Policy::new(DType::F32, o.compute, DType::F32);
-    let step_fn = |p, s, x: &Tensor, y: &Tensor| match o.data_parallel {
-        false if o.compute != DType::F32 => {
-            mixed_train_step(p, s, x, y, cfg.heads, cfg.remat, o.iters, policy)
-        }
-        false => train_step(p, s, x, y, cfg.heads, cfg.remat, o.iters),
-        true => {
-            let (x, y) = (
-                x.slice_axis(0, rows.start, rows.end, 1),
-                y.slice_axis(0, rows.start, rows.end, 1),
-            );
-            dp_train_step(p, s, &x, &y, cfg.heads, cfg.remat, o.iters, policy)
+    let step_fn = |p, s: State, x: &Tensor, y: &Tensor| {
+        let (h, r, n) = (cfg.heads, cfg.remat, o.iters);
+        let mine = |t: &Tensor| t.slice_axis(0, rows.start, rows.end, 1);
+        match s {
+            State::Sharded(s) => {
+                let (p, s, l) = sharded_train_step(p, s, &mine(x), &mine(y), h, r, n, policy);
+                (p, State::Sharded(s), l)
+            }
+            State::Whole(s) => {
+                let (p, s, l) = match o.data_parallel {
+                    false if o.compute != DType::F32 => {
+                        mixed_train_step(p, s, x, y, h, r, n, policy)
+                    }
+                    false => train_step(p, s, x, y, h, r, n),
+                    true => dp_train_step(p, s, &mine(x), &mine(y), h, r, n, policy),
+                };
+                (p, State::Whole(s), l)
+            }
         }
     };
     say!(
@@ -278,7 +297,10 @@ fn main() {
     );
 
     let mut p = Gpt::init(&cfg, &Key::new(o.seed));
-    let mut state = opt(o.iters).init(&p);
+    let mut state = match o.sharded {
+        true => State::Sharded(sharded_opt(o.iters).init(&p)),
+        false => State::Whole(opt(o.iters).init(&p)),
+    };
     say!(
         "model: {} layers, {} heads, width {}, block {}, batch {}: {} parameters\n",
         cfg.layers,
@@ -288,6 +310,14 @@ fn main() {
         cfg.batch,
         p.parameters()
     );
+    if let State::Sharded(s) = &state {
+        let (mine, whole) = (bytes(s), bytes(&opt(o.iters).init(&p)));
+        say!(
+            "optimiser state (--sharded): {mine} bytes on each rank of {whole} for the whole \
+             state ({:.3})\n",
+            mine as f64 / whole as f64
+        );
+    }
 
     let mut rng = Rng(o.seed);
     let mut eval_rng = Rng(o.seed ^ 0xE7A1);
@@ -327,21 +357,30 @@ fn main() {
             );
             let (x, y) = batch(&corpus.train, &cfg, &mut rng);
             let (s, h, r) = (state.clone(), cfg.heads, cfg.remat);
-            let lowered = match o.data_parallel {
-                false => train_step::lower(p.clone(), s, &x, &y, h, r, o.iters),
-                true => {
-                    let (x, y) = (
-                        x.slice_axis(0, rows.start, rows.end, 1),
-                        y.slice_axis(0, rows.start, rows.end, 1),
-                    );
+            let (x, y) = match o.data_parallel {
+                true => (
+                    x.slice_axis(0, rows.start, rows.end, 1),
+                    y.slice_axis(0, rows.start, rows.end, 1),
+                ),
+                false => (x, y),
+            };
+            let lowered = match s {
+                State::Sharded(s) => {
+                    sharded_train_step::lower(p.clone(), s, &x, &y, h, r, o.iters, policy)
+                }
+                State::Whole(s) if o.data_parallel => {
                     dp_train_step::lower(p.clone(), s, &x, &y, h, r, o.iters, policy)
                 }
+                State::Whole(s) => train_step::lower(p.clone(), s, &x, &y, h, r, o.iters),
             };
             let m = lowered.and_then(|l| l.compile()).unwrap().memory_analysis();
             if o.compute == DType::F32 || o.data_parallel {
                 say!("memory of the train step:\n{m}\n");
             } else {
-                let (s, x2, y2) = (state.clone(), x.clone(), y.clone());
+                let State::Whole(s) = state.clone() else {
+                    unreachable!("--sharded trains on several processes")
+                };
+                let (x2, y2) = (x.clone(), y.clone());
                 let mixed = mixed_train_step::lower(p.clone(), s, &x2, &y2, h, r, o.iters, policy);
                 let b = mixed.and_then(|l| l.compile()).unwrap().memory_analysis();
                 say!("memory of the train step in f32:\n{m}\n");
@@ -441,6 +480,17 @@ fn main() {
         "\n---- {} characters sampled from the loaded model ----\n{text}",
         o.sample
     );
+}
+
+/// The optimiser state: [`Opt`]'s, or under `--sharded` this rank's share of it.
+#[derive(Clone)]
+enum State {
+    Whole(StateOf<Opt, Gpt>),
+    Sharded(StateOf<ShardedOpt, Gpt>),
+}
+
+fn bytes<T: Tree>(t: &T) -> usize {
+    t.leaves().iter().map(|x| x.size_bytes()).sum()
 }
 
 /// Each rank's median step time and the communication it waited for in it, printed by rank 0

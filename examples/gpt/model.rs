@@ -9,7 +9,8 @@
 
 use jitfuse::dist::{self, Reduce};
 use jitfuse::optim::{
-    self, Adam, Chain, ClipByGlobalNorm, DataParallel, Mask, Optimizer, StateOf, WarmupCosine,
+    self, Adam, Chain, ClipByGlobalNorm, DataParallel, Mask, Optimizer, Sharded, StateOf,
+    WarmupCosine,
 };
 use jitfuse::precision::Policy;
 use jitfuse::prelude::*;
@@ -232,6 +233,14 @@ pub fn dp_opt(total_steps: usize) -> DpOpt {
     optim::data_parallel(opt(total_steps))
 }
 
+/// [`opt`] with its state split over the ranks (ZeRO stages 1 and 2): each rank keeps the
+/// moments of its block of the parameters (`optim::sharded`).
+pub type ShardedOpt = Sharded<Opt>;
+
+pub fn sharded_opt(total_steps: usize) -> ShardedOpt {
+    optim::sharded(opt(total_steps))
+}
+
 /// [`train_step`] on several processes: each rank passes its rows of the batch, the
 /// gradients are averaged over the ranks before clipping and AdamW (so every rank makes the
 /// update of the whole batch), and the loss returned is the whole batch's (the mean of the
@@ -250,7 +259,39 @@ pub fn dp_train_step(
     policy: Policy,
 ) -> (Gpt, StateOf<DpOpt, Gpt>, Tensor) {
     let o = dp_opt(total_steps);
-    let (p, s, l) = step_with(&o, &policy, p, s, (ids, targets), heads, remat);
+    ranks_step(&o, &policy, p, s, (ids, targets), heads, remat)
+}
+
+/// [`dp_train_step`] with the optimiser state split over the ranks ([`ShardedOpt`]): the
+/// gradients are reduce-scattered, each rank clips (by the global norm over every rank's
+/// block) and updates its block, and the updates are gathered.
+#[jit]
+#[allow(clippy::too_many_arguments)]
+pub fn sharded_train_step(
+    p: Gpt,
+    s: StateOf<ShardedOpt, Gpt>,
+    ids: &Tensor,
+    targets: &Tensor,
+    heads: usize,
+    remat: bool,
+    total_steps: usize,
+    policy: Policy,
+) -> (Gpt, StateOf<ShardedOpt, Gpt>, Tensor) {
+    let o = sharded_opt(total_steps);
+    ranks_step(&o, &policy, p, s, (ids, targets), heads, remat)
+}
+
+/// [`step_with`] on this rank's rows, with the loss of the whole batch.
+fn ranks_step<O: Optimizer>(
+    o: &O,
+    policy: &Policy,
+    p: Gpt,
+    s: StateOf<O, Gpt>,
+    batch: (&Tensor, &Tensor),
+    heads: usize,
+    remat: bool,
+) -> (Gpt, StateOf<O, Gpt>, Tensor) {
+    let (p, s, l) = step_with(o, policy, p, s, batch, heads, remat);
     (p, s, dist::all_reduce(&l, Reduce::Mean).unwrap())
 }
 
