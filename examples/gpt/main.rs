@@ -10,7 +10,8 @@
 //! Options: `--iters N` (2000), `--eval-every N` (250), `--seed N` (1337), `--sample N`
 //! characters (500), `--data PATH` (the copy in `data/`), `--checkpoint PATH`
 //! (`target/gpt-shakespeare.safetensors`), `--data-parallel`, `--sharded`, `--check`,
-//! `--dtype f32|bf16`,
+//! `--bucket-kib N` (the gradients' buckets; `data_parallel` chooses by default), `--dtype
+//! f32|bf16`,
 //! `--size cpu|gpu` (nanoGPT's GPU default: 6 layers, 6 heads, width 384, block 256, batch
 //! 64; about 8 s a step on 2 cores).
 //!
@@ -75,6 +76,8 @@ struct Options {
     data_parallel: bool,
     /// `--sharded`: data-parallel with the optimiser state split over the ranks.
     sharded: bool,
+    /// `--bucket-kib`: the gradients' buckets (`DataParallel::bucket_bytes`; 0: its choice).
+    bucket_bytes: usize,
     check: bool,
     /// The type the model computes on (`--dtype`): f32, or bf16 under a mixed policy.
     compute: DType,
@@ -93,6 +96,7 @@ fn options() -> Options {
         checkpoint: format!("{root}/target/gpt-shakespeare.safetensors"),
         data_parallel: false,
         sharded: false,
+        bucket_bytes: 0,
         check: false,
         compute: DType::F32,
         config: Config::SHAKESPEARE_CPU,
@@ -116,6 +120,7 @@ fn options() -> Options {
             "--checkpoint" => o.checkpoint = value(),
             "--data-parallel" => o.data_parallel = true,
             "--sharded" => (o.data_parallel, o.sharded) = (true, true),
+            "--bucket-kib" => o.bucket_bytes = (number(value()) as usize).max(1) << 10,
             "--check" => o.check = true,
             "--size" => {
                 o.config = match value().as_str() {
@@ -269,11 +274,11 @@ fn main() {
     let rows = (cfg.batch / ranks * rank) as isize..(cfg.batch / ranks * (rank + 1)) as isize;
     let policy = Policy::new(DType::F32, o.compute, DType::F32);
     let step_fn = |p, s: State, x: &Tensor, y: &Tensor| {
-        let (h, r, n) = (cfg.heads, cfg.remat, o.iters);
+        let (h, r, n, b) = (cfg.heads, cfg.remat, o.iters, o.bucket_bytes);
         let mine = |t: &Tensor| t.slice_axis(0, rows.start, rows.end, 1);
         match s {
             State::Sharded(s) => {
-                let (p, s, l) = sharded_train_step(p, s, &mine(x), &mine(y), h, r, n, policy);
+                let (p, s, l) = sharded_train_step(p, s, &mine(x), &mine(y), h, r, n, policy, b);
                 (p, State::Sharded(s), l)
             }
             State::Whole(s) => {
@@ -282,7 +287,7 @@ fn main() {
                         mixed_train_step(p, s, x, y, h, r, n, policy)
                     }
                     false => train_step(p, s, x, y, h, r, n),
-                    true => dp_train_step(p, s, &mine(x), &mine(y), h, r, n, policy),
+                    true => dp_train_step(p, s, &mine(x), &mine(y), h, r, n, policy, b),
                 };
                 (p, State::Whole(s), l)
             }
@@ -298,7 +303,7 @@ fn main() {
 
     let mut p = Gpt::init(&cfg, &Key::new(o.seed));
     let mut state = match o.sharded {
-        true => State::Sharded(sharded_opt(o.iters).init(&p)),
+        true => State::Sharded(sharded_opt(o.iters, o.bucket_bytes).init(&p)),
         false => State::Whole(opt(o.iters).init(&p)),
     };
     say!(
@@ -356,7 +361,7 @@ fn main() {
                 times[0].as_secs_f64()
             );
             let (x, y) = batch(&corpus.train, &cfg, &mut rng);
-            let (s, h, r) = (state.clone(), cfg.heads, cfg.remat);
+            let (s, h, r, b) = (state.clone(), cfg.heads, cfg.remat, o.bucket_bytes);
             let (x, y) = match o.data_parallel {
                 true => (
                     x.slice_axis(0, rows.start, rows.end, 1),
@@ -366,10 +371,10 @@ fn main() {
             };
             let lowered = match s {
                 State::Sharded(s) => {
-                    sharded_train_step::lower(p.clone(), s, &x, &y, h, r, o.iters, policy)
+                    sharded_train_step::lower(p.clone(), s, &x, &y, h, r, o.iters, policy, b)
                 }
                 State::Whole(s) if o.data_parallel => {
-                    dp_train_step::lower(p.clone(), s, &x, &y, h, r, o.iters, policy)
+                    dp_train_step::lower(p.clone(), s, &x, &y, h, r, o.iters, policy, b)
                 }
                 State::Whole(s) => train_step::lower(p.clone(), s, &x, &y, h, r, o.iters),
             };

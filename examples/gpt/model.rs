@@ -229,16 +229,23 @@ pub fn opt(total_steps: usize) -> Opt {
 /// [`opt`] on the gradients averaged over the ranks of `jitfuse::dist`.
 pub type DpOpt = DataParallel<Opt>;
 
-pub fn dp_opt(total_steps: usize) -> DpOpt {
-    optim::data_parallel(opt(total_steps))
+/// (`bucket_bytes` 0: `data_parallel`'s own choice.)
+pub fn dp_opt(total_steps: usize, bucket_bytes: usize) -> DpOpt {
+    match bucket_bytes {
+        0 => optim::data_parallel(opt(total_steps)),
+        b => optim::data_parallel(opt(total_steps)).bucket_bytes(b),
+    }
 }
 
 /// [`opt`] with its state split over the ranks (ZeRO stages 1 and 2): each rank keeps the
 /// moments of its block of the parameters (`optim::sharded`).
 pub type ShardedOpt = Sharded<Opt>;
 
-pub fn sharded_opt(total_steps: usize) -> ShardedOpt {
-    optim::sharded(opt(total_steps))
+pub fn sharded_opt(total_steps: usize, bucket_bytes: usize) -> ShardedOpt {
+    match bucket_bytes {
+        0 => optim::sharded(opt(total_steps)),
+        b => optim::sharded(opt(total_steps)).bucket_bytes(b),
+    }
 }
 
 /// [`train_step`] on several processes: each rank passes its rows of the batch, the
@@ -257,8 +264,9 @@ pub fn dp_train_step(
     remat: bool,
     total_steps: usize,
     policy: Policy,
+    bucket_bytes: usize,
 ) -> (Gpt, StateOf<DpOpt, Gpt>, Tensor) {
-    let o = dp_opt(total_steps);
+    let o = dp_opt(total_steps, bucket_bytes);
     ranks_step(&o, &policy, p, s, (ids, targets), heads, remat)
 }
 
@@ -276,8 +284,9 @@ pub fn sharded_train_step(
     remat: bool,
     total_steps: usize,
     policy: Policy,
+    bucket_bytes: usize,
 ) -> (Gpt, StateOf<ShardedOpt, Gpt>, Tensor) {
-    let o = sharded_opt(total_steps);
+    let o = sharded_opt(total_steps, bucket_bytes);
     ranks_step(&o, &policy, p, s, (ids, targets), heads, remat)
 }
 

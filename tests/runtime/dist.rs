@@ -688,3 +688,25 @@ fn collectives_of_16_bit_floats_run_on_f32_values_and_keep_their_type() {
         vec![3.75, 0.0, 5.25]
     );
 }
+
+/// Unless told, `data_parallel` and `sharded` cut the gradients into about eight buckets, none
+/// under 512 KiB (a call's fixed cost) nor over 25 MiB (DDP's bucket).
+#[test]
+fn buckets_are_an_eighth_of_the_gradients_within_bounds() {
+    assert_eq!(dist::bucket_bytes_for(1 << 20), dist::MIN_BUCKET_BYTES);
+    assert_eq!(dist::bucket_bytes_for(80 << 20), 10 << 20);
+    assert_eq!(dist::bucket_bytes_for(1 << 30), dist::DEFAULT_BUCKET_BYTES);
+    // The CPU-size GPT's gradients (3.2 MB over 26 leaves) make 7 buckets of 512 KiB at most.
+    let leaves: Vec<Tensor> = (0..26)
+        .map(|i| Tensor::zeros(&[if i % 2 == 0 { 128 * 384 } else { 128 }], DType::F32))
+        .chain([Tensor::zeros(&[65 * 128 * 20], DType::F32)])
+        .collect();
+    let total: usize = leaves.iter().map(|t| t.size_bytes()).sum();
+    let b = dist::bucket_bytes_for(total);
+    let bks = dist::buckets(&leaves, b);
+    assert!(
+        bks.len() >= 4 && bks.len() <= 9,
+        "{} buckets of {b} for {total}",
+        bks.len()
+    );
+}

@@ -5,8 +5,22 @@
 use super::{all_gather, reduce_scatter, size, Reduce};
 use crate::{Error, Tensor, Tree};
 
-/// The bucket size of `optim::data_parallel` unless set: PyTorch DDP's default (25 MiB).
+/// The largest bucket `optim::data_parallel` and `optim::sharded` choose: PyTorch DDP's
+/// bucket size (25 MiB).
 pub const DEFAULT_BUCKET_BYTES: usize = 25 << 20;
+
+/// The smallest bucket they choose: below it a bucket's fixed cost (an MPI call, its latency,
+/// the program's step) outweighs what starting earlier hides.
+pub const MIN_BUCKET_BYTES: usize = 512 << 10;
+
+/// The bucket size of `optim::data_parallel` and `optim::sharded` unless set, for `total`
+/// bytes of gradients: an eighth of them, within [`MIN_BUCKET_BYTES`] and
+/// [`DEFAULT_BUCKET_BYTES`]. The last bucket can only start once the backward pass has
+/// finished its gradients, so its communication is exposed; with eight the others start
+/// while the backward pass goes on (docs/distributed.md gives the model behind it).
+pub fn bucket_bytes_for(total: usize) -> usize {
+    (total / 8).clamp(MIN_BUCKET_BYTES, DEFAULT_BUCKET_BYTES)
+}
 
 /// Every leaf of `tree` reduced elementwise with `op` over the ranks, as `all_reduce` of each
 /// leaf gives it, in buckets of at most `bucket_bytes`.

@@ -20,7 +20,9 @@
 
 pub(crate) mod buckets;
 
-pub use buckets::{all_reduce_tree, buckets, DEFAULT_BUCKET_BYTES};
+pub use buckets::{
+    all_reduce_tree, bucket_bytes_for, buckets, DEFAULT_BUCKET_BYTES, MIN_BUCKET_BYTES,
+};
 
 use crate::error::type_str;
 use crate::ir::{Op, ReduceOp};

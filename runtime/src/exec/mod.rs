@@ -389,6 +389,7 @@ impl Executable {
             .then(|| crate::diag::profile::CallTimer::start(self.profile_info()));
         for (si, step) in self.steps.iter().enumerate() {
             in_flight.wait_before(si);
+            in_flight.progress();
             let started = timer.as_ref().map(|_| std::time::Instant::now());
             // Threads the step was split over (0: the library splits its own work).
             let mut threads = 0;

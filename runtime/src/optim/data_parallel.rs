@@ -2,8 +2,8 @@
 //! the gradients are averaged over the ranks, and every rank applies the same update, so
 //! every rank holds the same parameters (bit for bit) after every step.
 
-use super::{check_like, Optimizer};
-use crate::dist::{self, Reduce, DEFAULT_BUCKET_BYTES};
+use super::{check_like, size_bytes, Optimizer};
+use crate::dist::{self, Reduce};
 use crate::trace::fail;
 use crate::Tree;
 
@@ -12,12 +12,13 @@ use crate::Tree;
 #[derive(Clone, Debug)]
 pub struct DataParallel<O> {
     inner: O,
-    bucket_bytes: usize,
+    /// Set by `bucket_bytes`; otherwise `dist::bucket_bytes_for` the gradients.
+    bucket_bytes: Option<usize>,
 }
 
 /// `opt` on the gradients averaged over the ranks (`dist::all_reduce_tree` with
-/// `Reduce::Mean`, in buckets of 25 MiB unless [`DataParallel::bucket_bytes`] says
-/// otherwise). Each rank passes the gradient of the mean loss over its shard of the batch
+/// `Reduce::Mean`, in buckets of an eighth of the gradients between 512 KiB and 25 MiB,
+/// `dist::bucket_bytes_for`, unless [`DataParallel::bucket_bytes`] says otherwise). Each rank passes the gradient of the mean loss over its shard of the batch
 /// (`dist::shard`, shards of one size): the mean over the ranks is the gradient of the whole
 /// batch's mean loss. In a world of one process it is `opt` itself, with no extra work.
 ///
@@ -26,7 +27,7 @@ pub struct DataParallel<O> {
 pub fn data_parallel<O: Optimizer>(opt: O) -> DataParallel<O> {
     DataParallel {
         inner: opt,
-        bucket_bytes: DEFAULT_BUCKET_BYTES,
+        bucket_bytes: None,
     }
 }
 
@@ -34,7 +35,7 @@ impl<O> DataParallel<O> {
     /// At most `bytes` of gradients per collective (a larger leaf is one of its own): smaller
     /// buckets start earlier, larger ones pay the per-call latency fewer times.
     pub fn bucket_bytes(mut self, bytes: usize) -> Self {
-        self.bucket_bytes = bytes.max(1);
+        self.bucket_bytes = Some(bytes.max(1));
         self
     }
 }
@@ -65,8 +66,9 @@ impl<O: Optimizer> Optimizer for DataParallel<O> {
             return self.inner.updates(grads, state, params);
         }
         check_like("`data_parallel`", "gradient", grads, params);
-        let mean = dist::all_reduce_tree(grads, Reduce::Mean, self.bucket_bytes)
-            .unwrap_or_else(|e| fail(e));
+        let bytes =
+            (self.bucket_bytes).unwrap_or_else(|| dist::bucket_bytes_for(size_bytes(grads)));
+        let mean = dist::all_reduce_tree(grads, Reduce::Mean, bytes).unwrap_or_else(|e| fail(e));
         self.inner.updates(&mean, state, params)
     }
 }

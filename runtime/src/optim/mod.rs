@@ -251,6 +251,11 @@ fn check_rate(op: &str, lr: &Tensor) {
     }
 }
 
+/// The bytes of a tree's leaves (the gradients' size, which picks their buckets).
+fn size_bytes<T: Tree>(tree: &T) -> usize {
+    tree.leaves().iter().map(|t| t.size_bytes()).sum()
+}
+
 /// The step counter of a fresh state: an `i32` scalar 0.
 fn zero_count() -> Tensor {
     Tensor::scalar(0i32)

@@ -4,7 +4,7 @@
 
 use super::{check_like, Mask, Optimizer, StateOf};
 use crate::dist::buckets::{block, buckets, pack, unpack};
-use crate::dist::{self, Reduce, DEFAULT_BUCKET_BYTES};
+use crate::dist::{self, Reduce};
 use crate::error::Error;
 use crate::trace::fail;
 use crate::{Tensor, Tree};
@@ -14,7 +14,8 @@ use crate::{Tensor, Tree};
 #[derive(Clone, Debug)]
 pub struct Sharded<O> {
     inner: O,
-    bucket_bytes: usize,
+    /// Set by `bucket_bytes`; otherwise `dist::bucket_bytes_for` the parameters.
+    bucket_bytes: Option<usize>,
 }
 
 /// `opt` with its state split over the ranks: the parameters are packed into buckets (as
@@ -33,23 +34,29 @@ pub struct Sharded<O> {
 pub fn sharded<O: Optimizer>(opt: O) -> Sharded<O> {
     Sharded {
         inner: opt,
-        bucket_bytes: DEFAULT_BUCKET_BYTES,
+        bucket_bytes: None,
     }
 }
 
 impl<O> Sharded<O> {
     /// At most `bytes` of parameters per bucket (a larger leaf is one of its own).
     pub fn bucket_bytes(mut self, bytes: usize) -> Self {
-        self.bucket_bytes = bytes.max(1);
+        self.bucket_bytes = Some(bytes.max(1));
         self
     }
 }
 
 impl<O: Optimizer> Sharded<O> {
+    /// The bucket size for parameters `leaves`.
+    fn bytes(&self, leaves: &[Tensor]) -> usize {
+        let total = leaves.iter().map(|t| t.size_bytes()).sum();
+        (self.bucket_bytes).unwrap_or_else(|| dist::bucket_bytes_for(total))
+    }
+
     /// This rank's block of each bucket of `tree` (shaped like the parameters).
     fn blocks<P: Tree>(&self, tree: &P, params: &P) -> Vec<Tensor> {
         let (leaves, like) = (tree.leaves(), params.leaves());
-        (buckets(&like, self.bucket_bytes).iter())
+        (buckets(&like, self.bytes(&like)).iter())
             .map(|b| block(&pack(&leaves, b)))
             .collect()
     }
@@ -62,7 +69,7 @@ impl<O: Optimizer> Sharded<O> {
         params: &P,
     ) -> Result<O::State<P>, Error> {
         let p = params.leaves();
-        let bks = buckets(&p, self.bucket_bytes);
+        let bks = buckets(&p, self.bytes(&p));
         let mut failed = None;
         let full = self.inner.map_state(state, &mut |blocks: Vec<Tensor>| {
             let mut leaves: Vec<Option<Tensor>> = vec![None; p.len()];
@@ -160,7 +167,7 @@ impl<O: Optimizer> Optimizer for Sharded<O> {
     ) -> (P, Self::State<P>) {
         check_like("`sharded`", "gradient", grads, params);
         let (g, p) = (grads.leaves(), params.leaves());
-        let bks = buckets(&p, self.bucket_bytes);
+        let bks = buckets(&p, self.bytes(&p));
         let mine: Result<Vec<Tensor>, Error> = (bks.iter())
             .map(|b| dist::reduce_scatter(&pack(&g, b), 0, Reduce::Mean))
             .collect();

@@ -195,6 +195,7 @@ pub(crate) unsafe fn all_gather_step(
     let gathered = gathered as *const u8;
     Ok(InFlight {
         pending,
+        done: false,
         // SAFETY: (in the wait) the gathered blocks are complete, `out` valid as promised.
         then: Some(Box::new(move || unsafe {
             copy(
@@ -303,6 +304,11 @@ pub(crate) mod one {
 
     pub fn wait(_: Pending) {}
 
+    /// Done at once.
+    pub fn progress(_: &mut Pending) -> bool {
+        true
+    }
+
     /// The fold of one value is that value.
     ///
     /// # Safety
@@ -352,6 +358,8 @@ pub(crate) static WAITED_NANOS: std::sync::atomic::AtomicU64 = std::sync::atomic
 pub(crate) struct InFlight {
     pending: transport::Pending,
     then: Option<Box<dyn FnOnce()>>,
+    /// Completed (seen by `progress`): the wait returns at once.
+    done: bool,
 }
 
 impl InFlight {
@@ -359,6 +367,7 @@ impl InFlight {
         InFlight {
             pending,
             then: None,
+            done: false,
         }
     }
 
@@ -396,6 +405,17 @@ impl InFlightSet {
         self.0 = later;
         for (_, c) in now {
             c.wait();
+        }
+    }
+
+    /// Let MPI move the collectives in flight along, without waiting: a non-blocking
+    /// collective of Open MPI advances only inside MPI calls (it has no progress thread), so
+    /// one started where the backward pass produced its operand would otherwise do its
+    /// transfers only in the wait. Called between the steps of a call; tests the oldest
+    /// collective not seen complete (one test runs the whole progress engine).
+    pub(crate) fn progress(&mut self) {
+        if let Some((_, c)) = self.0.iter_mut().find(|(_, c)| !c.done) {
+            c.done = transport::progress(&mut c.pending);
         }
     }
 

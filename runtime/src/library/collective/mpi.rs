@@ -158,6 +158,19 @@ pub fn wait(p: Pending) {
     }
 }
 
+/// Whether a collective started by `start_*` has completed, without waiting: an
+/// `MPI_Test`, which also runs MPI's progress engine for every request in flight. A completed
+/// request becomes `MPI_REQUEST_NULL`, for which `wait` returns at once.
+pub fn progress(p: &mut Pending) -> bool {
+    let _one = CALLS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut done = 0;
+    // SAFETY: a live request from `pending` (or the null request once completed).
+    unsafe {
+        mpi::ffi::MPI_Test(&mut p.request, &mut done, mpi::ffi::RSMPI_STATUS_IGNORE);
+    }
+    done != 0
+}
+
 /// End every rank's process, after a failure on this one.
 pub fn abort(code: i32) -> ! {
     world().abort(code)
