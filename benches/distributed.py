@@ -14,7 +14,9 @@ Rows, alternated round by round so that every row sees the same machine state:
 Each row is the median step in milliseconds (jitfuse: rank 0's median over the run, every
 rank within a few percent; the peers: the largest of the ranks' medians), then the median
 over the rounds. The jitfuse rows also give the time each rank waited for communication the
-step did not hide (`dist::time_waiting`).
+step did not hide (`dist::time_waiting`), for the rank that waited least and the one that
+waited most: the step ends together on every rank, so the faster rank also waits for the
+slower one, and the least waiting rank's figure is the communication no rank hid.
 
 Run: python3 benches/distributed.py [--size cpu|gpu] [--ranks 2] [--rounds 3] [--iters N]
 (builds `examples/gpt` with `--features mpi` first). Prints the rows as they come, then a
@@ -62,7 +64,7 @@ def jitfuse_ranks(size, iters, ranks, sharded):
     waits = [float(w) for w in re.findall(r"waited ([\d.]+) ms per step", out)]
     if code != 0 or not m:
         return None, f"exit {code}: {(out + err).strip()[-300:]}"
-    return (float(m.group(1)), max(waits) if waits else None), None
+    return (float(m.group(1)), (min(waits), max(waits)) if waits else None), None
 
 
 def peer(script, size, ranks, steps):
@@ -127,13 +129,14 @@ def main():
             results[name].append(got[0])
             if got[1] is not None:
                 waits[name].append(got[1])
-            wait = f", waited {got[1]:.2f} ms" if got[1] is not None else ""
+            wait = f", waited {got[1][0]:.2f} to {got[1][1]:.2f} ms" if got[1] is not None else ""
             print(f"round {r}: {name}: {got[0]:.1f} ms per step{wait}", flush=True)
     med = {n: statistics.median(v) for n, v in results.items() if v}
     ours = med.get(rows[1][0])
     print(f"\nGPT step, size {a.size}, global batch split over {a.ranks} ranks; "
           f"medians of {a.rounds} rounds\n")
-    print("| run | ms per step (rounds) | median | waited ms (% of step) | jitfuse ranks / this |")
+    print("| run | ms per step (rounds) | median | waited ms, least and most waiting rank (% of step) "
+          "| jitfuse ranks / this |")
     print("|---|---|---|---|---|")
     for name, _ in rows:
         if name not in med:
@@ -142,8 +145,9 @@ def main():
         runs = ", ".join(f"{v:.1f}" for v in results[name])
         w = ""
         if waits[name]:
-            mw = statistics.median(waits[name])
-            w = f"{mw:.2f} ({100 * mw / med[name]:.1f} %)"
+            lo = statistics.median(w[0] for w in waits[name])
+            hi = statistics.median(w[1] for w in waits[name])
+            w = f"{lo:.2f} / {hi:.2f} ({100 * lo / med[name]:.1f} / {100 * hi / med[name]:.1f} %)"
         ratio = f"{ours / med[name]:.2f}" if ours else ""
         print(f"| {name} | {runs} | {med[name]:.1f} | {w} | {ratio} |")
 

@@ -710,3 +710,41 @@ fn buckets_are_an_eighth_of_the_gradients_within_bounds() {
         bks.len()
     );
 }
+
+/// Collectives start in the order they were traced, whatever the memory-aware schedule and
+/// the hoisting would prefer: MPI matches the ranks' collectives by the order they start in,
+/// and ranks whose programs differ (a sharded optimiser's per-rank constants) could otherwise
+/// schedule them differently. Here the second all-reduce's operand exists at once and the
+/// first's only after a chain of kernels: hoisted on its own, the second would start first.
+#[test]
+fn collectives_start_in_the_order_they_were_traced() {
+    use jitfuse::internals::codegen::{Isa, Target};
+    let (x, w) = (sample(&[64], DType::F32), sample(&[300, 40], DType::F32));
+    let g = crate::common::trace_fn(&[x.clone(), w.clone()], |ts| {
+        let late = ((&ts[1] * 0.01).exp().sum(-1).sqrt() + 1.0).sum_all();
+        let first = dist::all_reduce(&late, Reduce::Sum).unwrap();
+        let second = dist::all_gather(&(&ts[0] * 2.0), 0).unwrap();
+        vec![&second * &first]
+    });
+    let want = jitfuse::internals::interpret::eval_graph(&g, &[x.clone(), w.clone()], &[]).unwrap();
+    for level in Isa::supported() {
+        let exe = crate::common::compile_at(g.clone(), &Target::at(level)).unwrap();
+        let text = exe.collectives_text();
+        let start = |name: &str| -> usize {
+            let l = (text.lines().find(|l| l.contains(name))).unwrap_or_else(|| panic!("{text}"));
+            l.split(' ').nth(1).unwrap().parse().unwrap()
+        };
+        assert!(
+            start("all_reduce_sum") < start("all_gather"),
+            "{text}\n{}",
+            exe.kernels_text()
+        );
+        let got = exe.run_with(&[&x, &w]).unwrap();
+        for (a, b) in bits(&got[0]).iter().zip(bits(&want[0])) {
+            assert!(
+                (a - b).abs() <= 1e-5 * b.abs(),
+                "{a} against {b} at {level}"
+            );
+        }
+    }
+}

@@ -82,7 +82,8 @@ pub fn schedule(
     if n < 3 {
         return (part, trace);
     }
-    let deps = steps_deps(g, &part);
+    let real = steps_deps(g, &part);
+    let deps = collectives_in_trace_order(g, &part, real.clone());
     let model = Model::new(g, &part, &deps);
     let mut best: Option<(usize, Vec<usize>)> = None;
     for order in [model.list_order(), model.dfs_order()] {
@@ -99,12 +100,45 @@ pub fn schedule(
         Some((c, order)) if c < cost(&part, &trace) => order,
         _ => trace.clone(),
     };
-    let order = hoist_collectives(g, &part, &deps, chosen);
+    let order = hoist_collectives(g, &part, &real, chosen);
     debug_assert!(is_valid(&deps, &order), "hoisting broke a dependence");
     if order == trace {
         return (part, trace);
     }
     (reordered(&part, &order), order)
+}
+
+/// The library steps of `part` that are collectives, in the order they were traced.
+fn collectives(g: &Graph, part: &Partition) -> Vec<usize> {
+    use crate::fusion::partition::Step;
+    let mut c: Vec<(ValueId, usize)> = (part.steps.iter().enumerate())
+        .filter_map(|(i, s)| match s {
+            Step::Library(v) if g.node(*v).op.is_collective() => Some((*v, i)),
+            _ => None,
+        })
+        .collect();
+    c.sort();
+    c.into_iter().map(|(_, i)| i).collect()
+}
+
+/// `deps` with each collective depending on the one traced before it. MPI matches the
+/// collectives of the ranks by the order they start in, and the ranks' programs may differ
+/// (a sharded optimiser's block of a decay mask is a constant of its own on each rank), so
+/// that one rank's memory-aware schedule could start two collectives in the other order
+/// than another rank's: the messages then meet the wrong receives. The order they were
+/// traced in is the order the program calls them, the same on every rank.
+fn collectives_in_trace_order(
+    g: &Graph,
+    part: &Partition,
+    mut deps: Vec<Vec<usize>>,
+) -> Vec<Vec<usize>> {
+    for pair in collectives(g, part).windows(2) {
+        if !deps[pair[1]].contains(&pair[0]) {
+            deps[pair[1]].push(pair[0]);
+            deps[pair[1]].sort();
+        }
+    }
+    deps
 }
 
 /// `order` with each collective (and the steps that only feed it: a bucket's packing) moved
@@ -114,7 +148,9 @@ pub fn schedule(
 /// where it is: moved up against that one, the call would wait for the first at once. Moving
 /// a step earlier keeps every dependence (its operands are before the new place; its readers,
 /// in the moved chain or after the collective, are after it); the buffers of the moved steps
-/// live longer, which is the price of the overlap.
+/// live longer, which is the price of the overlap. No collective moves ahead of one traced
+/// before it (`collectives_in_trace_order`): `order` keeps them in trace order, and so does
+/// this.
 pub fn hoist_collectives(
     g: &Graph,
     part: &Partition,
@@ -135,8 +171,17 @@ pub fn hoist_collectives(
             users[d].push(s);
         }
     }
-    let collectives: Vec<usize> = order.iter().copied().filter(|&s| collective[s]).collect();
-    for c in collectives {
+    let traced = collectives(g, part);
+    debug_assert!(
+        traced
+            == order
+                .iter()
+                .copied()
+                .filter(|&s| collective[s])
+                .collect::<Vec<_>>(),
+        "collectives out of trace order"
+    );
+    for (k, &c) in traced.iter().enumerate() {
         // The chain: `c` and the steps whose every reader is in the chain.
         let mut chain = vec![c];
         loop {
@@ -163,11 +208,13 @@ pub fn hoist_collectives(
         for (i, &s) in order.iter().enumerate() {
             pos[s] = i;
         }
+        let previous = k.checked_sub(1).map_or(0, |p| pos[traced[p]] + 1);
         let after = (chain.iter().flat_map(|&s| deps[s].iter()))
             .filter(|d| !chain.contains(d))
             .map(|&d| pos[d] + 1)
             .max()
-            .unwrap_or(0);
+            .unwrap_or(0)
+            .max(previous);
         // (Chain steps already before that place stay there.)
         let (moved, rest): (Vec<usize>, Vec<usize>) =
             order[after..].iter().partition(|s| chain.contains(s));
