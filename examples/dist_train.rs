@@ -7,7 +7,8 @@
 //! is at most its share (plus padding) of the whole state. Halfway the sharded run is saved
 //! (`Sharded::save_state`: one file of the whole state) and resumed both on the same ranks
 //! (the same bits as straight through) and on one process with plain Adam (within 1e-6 of the
-//! one-process run). Last, a sharded run of global-norm clipping and AdamW decaying only the
+//! one-process run); saved again as a file per rank (`Sharded::save_state_per_rank`), it is
+//! read back with the same bits and joins into the whole state. Last, a sharded run of global-norm clipping and AdamW decaying only the
 //! matrices (neither elementwise) against the same optimiser in one process. Prints four
 //! lines per rank and exits non-zero on any failure.
 //!
@@ -200,7 +201,9 @@ fn main() {
     let dir = std::env::temp_dir();
     let state_file = dir.join(format!("jitfuse-dist-train-{size}-state.safetensors"));
     let params_file = dir.join(format!("jitfuse-dist-train-{size}-params.safetensors"));
+    let rank_dir = dir.join(format!("jitfuse-dist-train-{size}-per-rank"));
     let mut resumed: Option<(Mlp, StateOf<Split, Mlp>, Mlp, StateOf<Plain, Mlp>)> = None;
+    let mut per_rank_ok = false;
     for b in 0..STEPS {
         let (x, y) = batch(b);
         let (xs, ys) = (
@@ -229,6 +232,22 @@ fn main() {
             let one = jitfuse::io::load(&params_file, &init).unwrap();
             let v = jitfuse::io::load(&state_file, &plain().init(&init)).unwrap();
             resumed = Some((r.clone(), u2, one, v));
+            // The same state as a directory of one file per rank: read back here, and joined
+            // into the whole state (what one process would continue from).
+            split().save_state_per_rank(&u, &r, &rank_dir).unwrap();
+            let u3 = split().load_state(&rank_dir, &r).unwrap();
+            let joined = split().whole_state_of_ranks(&rank_dir, &r).unwrap();
+            let gathered = split()
+                .gather_state(Tree::map(&u, |t| t.clone()), &r)
+                .unwrap();
+            let state_bits = |t: Vec<Tensor>| -> Vec<u32> {
+                (t.iter()
+                    .flat_map(|x| x.cast(DType::F32).to_vec::<f32>().unwrap()))
+                .map(f32::to_bits)
+                .collect()
+            };
+            per_rank_ok = state_bits(u3.leaves()) == state_bits(u.leaves())
+                && state_bits(joined.leaves()) == state_bits(gathered.leaves());
         }
     }
     dist::barrier();
@@ -236,6 +255,7 @@ fn main() {
         let _ = (
             std::fs::remove_file(&state_file),
             std::fs::remove_file(&params_file),
+            std::fs::remove_dir_all(&rank_dir),
         );
     }
     let want = params(&q);
@@ -279,12 +299,13 @@ fn main() {
         .iter()
         .zip(params(&r))
         .all(|(a, b)| a.to_bits() == b.to_bits());
-    let good = same && diff <= 1e-6;
+    let good = same && diff <= 1e-6 && per_rank_ok;
     ok &= good;
     println!(
         "rank {rank} of {size}: checkpointed after {} steps; resumed on {size} ranks: the same \
          bits as straight through: {same}; resumed on one process: largest difference \
-         {diff:.2e}: {}",
+         {diff:.2e}; saved a file per rank, read back and joined into the whole state bit for \
+         bit: {per_rank_ok}: {}",
         STEPS / 2,
         if good { "ok" } else { "FAILED" }
     );

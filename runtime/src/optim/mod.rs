@@ -28,6 +28,7 @@ mod mask;
 mod schedule;
 mod sgd;
 mod sharded;
+mod sharded_checkpoint;
 
 pub use adam::{adam, adamw, Adam, AdamState};
 pub use clip::{chain, clip_by_global_norm, global_norm, Chain, ClipByGlobalNorm};

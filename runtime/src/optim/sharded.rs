@@ -13,9 +13,9 @@ use crate::{Tensor, Tree};
 /// PyTorch's `ZeroRedundancyOptimizer`).
 #[derive(Clone, Debug)]
 pub struct Sharded<O> {
-    inner: O,
+    pub(super) inner: O,
     /// Set by `bucket_bytes`; otherwise `dist::bucket_bytes_for` the parameters.
-    bucket_bytes: Option<usize>,
+    pub(super) bucket_bytes: Option<usize>,
 }
 
 /// `opt` with its state split over the ranks: the parameters are packed into buckets (as
@@ -48,7 +48,7 @@ impl<O> Sharded<O> {
 
 impl<O: Optimizer> Sharded<O> {
     /// The bucket size for parameters `leaves`.
-    fn bytes(&self, leaves: &[Tensor]) -> usize {
+    pub(super) fn bytes(&self, leaves: &[Tensor]) -> usize {
         let total = leaves.iter().map(|t| t.size_bytes()).sum();
         (self.bucket_bytes).unwrap_or_else(|| dist::bucket_bytes_for(total))
     }
@@ -99,45 +99,6 @@ impl<O: Optimizer> Sharded<O> {
     ) -> Result<StateOf<Self, P>, Error> {
         self.inner
             .map_state(full, &mut |t: P| self.blocks(&t, params))
-    }
-
-    /// Save the state as one safetensors file of the whole state (`gather_state`, written by
-    /// rank 0 through `io::save`): the file of an unsharded `opt`, so it loads on any number
-    /// of ranks, and into `opt` itself. Every rank returns rank 0's error if its write failed.
-    pub fn save_state<P: Tree>(
-        &self,
-        state: &StateOf<Self, P>,
-        params: &P,
-        path: impl AsRef<std::path::Path>,
-    ) -> Result<(), Error> {
-        let full = self.gather_state(state.map(|t| t.clone()), params)?;
-        let written = match dist::rank() {
-            0 => crate::io::save(&full, path.as_ref()),
-            _ => Ok(()),
-        };
-        let ok = Tensor::scalar(written.is_ok() as i32);
-        if dist::broadcast(&ok, 0)?.item::<i32>()? == 1 {
-            return Ok(());
-        }
-        written.and(Err(Error::new(
-            crate::ErrorKind::Io,
-            format!(
-                "`Sharded::save_state`: rank 0 could not write {}",
-                path.as_ref().display()
-            ),
-        )))
-    }
-
-    /// This rank's share of the state saved at `path` by `save_state` (on any number of
-    /// ranks) or by `io::save` of an unsharded `opt`'s state: every rank reads the file
-    /// (checked against `opt.init(params)`, as `io::load` checks) and keeps its blocks.
-    pub fn load_state<P: Tree>(
-        &self,
-        path: impl AsRef<std::path::Path>,
-        params: &P,
-    ) -> Result<StateOf<Self, P>, Error> {
-        let full = crate::io::load(path, &self.inner.init(params))?;
-        self.shard_state(full, params)
     }
 }
 
