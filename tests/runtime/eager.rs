@@ -178,11 +178,14 @@ fn eager_ops_compute_what_the_interpreter_computes() {
         "Broadcast",
         "Iota",
         "Random",
-        "SliceScatter",
-        "ScatterAdd",
-        "AttentionGrad",
     ] {
         assert!(keys.iter().any(|k| k.starts_with(op)), "{op}: {keys:?}");
+    }
+    // The gradients (a slice's is a slice-scatter, a gather's a scatter-add, attention's its
+    // gradient op) ran as one compiled program each, keyed by the traced function.
+    for op in ["slice[", "take[", "attention["] {
+        let whole = |k: &&String| k.starts_with("Fused(value_and_grad") && k.contains(op);
+        assert!(keys.iter().any(|k| whole(&k)), "{op}: {keys:?}");
     }
 }
 
@@ -218,9 +221,10 @@ fn eager_programs_are_cached_by_op_and_types() {
     assert!(mine("f64[3, 91]").is_empty());
 }
 
-/// An eager matmul's gradient multiplies by a transposed operand as one program (the GEMM
-/// reads the operand with strides; no transpose is copied first), in 2-D, batched and
-/// batch-broadcast shapes, and computes what the interpreter does.
+/// An eager matmul's gradient multiplies by a transposed operand inside one program (the
+/// whole gradient is one program, whose GEMMs read the operands with strides: no transpose
+/// is copied first), in 2-D, batched and batch-broadcast shapes, and computes what the
+/// interpreter does.
 #[test]
 fn eager_matmul_gradients_read_the_transposed_operand_in_one_program() {
     let mut rng = Rng::new(41);
@@ -258,8 +262,12 @@ fn eager_matmul_gradients_read_the_transposed_operand_in_one_program() {
         }
     }
     let keys: Vec<String> = eager_cache_entries().into_iter().map(|e| e.0).collect();
-    for name in ["Fused(aT b)", "Fused(a bT)"] {
-        assert!(keys.iter().any(|k| k.starts_with(name)), "{name}: {keys:?}");
+    for types in ["|f32[5, 7]|f32[7, 3]", "|f64[1, 4, 6]|f64[3, 6, 2]"] {
+        let whole = |k: &&String| k.starts_with("Fused(value_and_grad") && k.ends_with(types);
+        assert!(
+            keys.iter().any(|k| whole(&k) && k.contains("matmul")),
+            "{types}: {keys:?}"
+        );
     }
 }
 
@@ -672,4 +680,66 @@ fn eager_gradients_run_as_one_cached_program() {
     assert!(!programs("Fused(value_and_grad")
         .iter()
         .any(|e| e.0.contains("f32[9437184]")));
+}
+
+/// The composites users call eagerly run as one cached compiled program each (a row kernel
+/// for `softmax` where op by op it was five programs and four temporaries): after a call,
+/// the eager cache holds one program of the composite, keyed by its arguments, and the
+/// results are the interpreter's (op by op) within f32 rounding. An axis out of range is
+/// still the op's error.
+#[test]
+fn eager_composites_run_as_one_cached_program_each() {
+    let mut rng = Rng::new(5);
+    let x = random_tensor(&mut rng, &[7, 33], DType::F32, -3.0, 3.0, false);
+    let gamma = random_tensor(&mut rng, &[33], DType::F32, 0.5, 1.5, false);
+    let beta = random_tensor(&mut rng, &[33], DType::F32, -1.0, 1.0, false);
+    let labels =
+        Tensor::from_vec((0..7).map(|i| (i * 5) % 33).collect::<Vec<i32>>(), &[7]).unwrap();
+    let one_hot = labels.one_hot_as(33, DType::F32);
+    type Case<'a> = (&'a str, Box<dyn Fn() -> Tensor + 'a>);
+    let cases: Vec<Case> = vec![
+        ("softmax[-1]", Box::new(|| x.softmax(-1))),
+        ("softmax[0]", Box::new(|| x.softmax(0))),
+        ("log_softmax[1]", Box::new(|| x.log_softmax(1))),
+        (
+            "layer_norm[-1,1e-5,true]",
+            Box::new(|| x.layer_norm(&gamma, &beta, 1e-5, -1)),
+        ),
+        (
+            "layer_norm[-1,1e-5,false]",
+            Box::new(|| x.layer_norm(&gamma, None, 1e-5, -1)),
+        ),
+        ("gelu", Box::new(|| x.gelu())),
+        ("gelu_erf", Box::new(|| x.gelu_erf())),
+        ("silu", Box::new(|| x.silu())),
+        ("softplus", Box::new(|| x.softplus())),
+        (
+            "softmax_cross_entropy",
+            Box::new(|| softmax_cross_entropy(&x, &one_hot)),
+        ),
+        (
+            "softmax_cross_entropy_with_labels",
+            Box::new(|| softmax_cross_entropy_with_labels(&x, &labels)),
+        ),
+    ];
+    let tol = Tol {
+        rel: 2e-6,
+        abs: 1e-6,
+    };
+    for (name, f) in &cases {
+        let got = f();
+        let want = interpreted(f);
+        assert_close(&got, &want, tol, name);
+        let key = format!("Fused({name})|f32[7, 33]");
+        let entries: Vec<_> = (eager_cache_entries().into_iter())
+            .filter(|e| e.0.starts_with(&key))
+            .collect();
+        assert_eq!(entries.len(), 1, "{name}: {entries:?}");
+    }
+    let bad = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| x.softmax(2)));
+    let payload = bad.unwrap_err();
+    let msg = (payload.downcast_ref::<String>().cloned())
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default();
+    assert!(msg.contains("axis 2"), "{msg}");
 }

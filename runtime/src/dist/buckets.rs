@@ -38,8 +38,19 @@ pub fn bucket_bytes_for(total: usize) -> usize {
 pub fn all_reduce_tree<T: Tree>(tree: &T, op: Reduce, bucket_bytes: usize) -> Result<T, Error> {
     let leaves = tree.leaves();
     let mut out: Vec<Option<Tensor>> = vec![None; leaves.len()];
-    for bucket in buckets(&leaves, bucket_bytes) {
-        for (i, x) in bucket.iter().zip(reduce_bucket(&leaves, &bucket, op)?) {
+    let bks = buckets(&leaves, bucket_bytes);
+    // Every reduce-scatter before the first all-gather: collectives start in the order they
+    // are called (the same on every rank) and a gather only once its scatter is done, so a
+    // gather called between two scatters would hold the next scatter back until the first
+    // had completed. (Called one bucket later instead, the gathers waited for their scatters
+    // inside the backward pass: on 2 ranks of one machine, where MPI copies through shared
+    // memory on the ranks' own cores, no faster.)
+    let mine: Vec<Tensor> = (bks.iter())
+        .map(|b| reduce_scatter(&pack(&leaves, b), 0, op))
+        .collect::<Result<_, _>>()?;
+    for (bucket, mine) in bks.iter().zip(&mine) {
+        let all = all_gather(mine, 0)?;
+        for (i, x) in bucket.iter().zip(unpack(&all, &leaves, bucket)) {
             out[*i] = Some(x);
         }
     }
@@ -73,12 +84,6 @@ pub fn buckets(leaves: &[Tensor], bucket_bytes: usize) -> Vec<Vec<usize>> {
         }
     }
     out
-}
-
-/// One bucket's leaves reduced: packed, reduce-scattered, gathered, unpacked.
-fn reduce_bucket(leaves: &[Tensor], bucket: &[usize], op: Reduce) -> Result<Vec<Tensor>, Error> {
-    let mine = reduce_scatter(&pack(leaves, bucket), 0, op)?;
-    Ok(unpack(&all_gather(&mine, 0)?, leaves, bucket))
 }
 
 /// A bucket's leaves flattened into one array, last leaf first as the bucket lists them,

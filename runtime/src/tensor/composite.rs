@@ -182,6 +182,14 @@ impl Tensor {
     /// JAX's `softmax`): the backward pass builds no argmax mask.
     #[track_caller]
     pub fn softmax(&self, axis: isize) -> Tensor {
+        if let Some(r) = eager_composite(
+            || format!("softmax[{axis}]"),
+            &[self],
+            Some(axis),
+            |t| t[0].softmax(axis),
+        ) {
+            return r;
+        }
         let m = super::ops::stop_gradient(&self.max_keepdims(axis));
         let e = (self - &m).exp();
         &e / e.sum_keepdims(axis)
@@ -191,6 +199,10 @@ impl Tensor {
     /// `softmax`).
     #[track_caller]
     pub fn log_softmax(&self, axis: isize) -> Tensor {
+        let key = || format!("log_softmax[{axis}]");
+        if let Some(r) = eager_composite(key, &[self], Some(axis), |t| t[0].log_softmax(axis)) {
+            return r;
+        }
         let m = super::ops::stop_gradient(&self.max_keepdims(axis));
         let shifted = self - &m;
         &shifted - shifted.exp().sum_keepdims(axis).ln()
@@ -211,11 +223,20 @@ impl Tensor {
         // sum of squares did), and a constant row gives exactly 0 (its deviations are one
         // rounding error, summed exactly), where `x - mean(x)` gave that rounding error
         // times `1/sqrt(eps)`.
+        let beta = beta.into();
+        let mut inputs = vec![self, gamma];
+        inputs.extend(beta);
+        let key = || format!("layer_norm[{axis},{eps:?},{}]", beta.is_some());
+        if let Some(r) = eager_composite(key, &inputs, Some(axis), |t| {
+            t[0].layer_norm(&t[1], t.get(2), eps, axis)
+        }) {
+            return r;
+        }
         let loc = Location::caller();
         let axis = super::shape_ops::norm_axis("layer_norm", self, axis, self.ndim(), loc);
         let st = super::reduce::Moments::of(self, &[axis], loc);
         let y = (st.dev - st.shift) * (st.var + eps).rsqrt() * gamma;
-        match beta.into() {
+        match beta {
             Some(b) => y + b,
             None => y,
         }
@@ -261,6 +282,9 @@ impl Tensor {
     /// GELU, tanh approximation.
     #[track_caller]
     pub fn gelu(&self) -> Tensor {
+        if let Some(r) = eager_composite(|| "gelu".into(), &[self], None, |t| t[0].gelu()) {
+            return r;
+        }
         0.5 * self
             * (1.0 + (0.797_884_560_802_865_4 * (self + 0.044_715 * self * self * self)).tanh())
     }
@@ -268,12 +292,18 @@ impl Tensor {
     /// GELU, exact form with `erf`.
     #[track_caller]
     pub fn gelu_erf(&self) -> Tensor {
+        if let Some(r) = eager_composite(|| "gelu_erf".into(), &[self], None, |t| t[0].gelu_erf()) {
+            return r;
+        }
         0.5 * self * (1.0 + (self * std::f64::consts::FRAC_1_SQRT_2).erf())
     }
 
     /// `x * sigmoid(x)`.
     #[track_caller]
     pub fn silu(&self) -> Tensor {
+        if let Some(r) = eager_composite(|| "silu".into(), &[self], None, |t| t[0].silu()) {
+            return r;
+        }
         self * self.sigmoid()
     }
 
@@ -282,6 +312,9 @@ impl Tensor {
     /// `ln(1 + e)` rounds to 0). `-|x|` is `x` at 0, so the gradient there is 1/2.
     #[track_caller]
     pub fn softplus(&self) -> Tensor {
+        if let Some(r) = eager_composite(|| "softplus".into(), &[self], None, |t| t[0].softplus()) {
+            return r;
+        }
         let pos = self.gt(0.0);
         let neg_abs = crate::select(&pos, -self, self);
         crate::select(&pos, self, 0.0) + neg_abs.exp().log1p()
@@ -307,6 +340,13 @@ pub fn softmax_cross_entropy(logits: &Tensor, labels_one_hot: &Tensor) -> Tensor
             ))
             .at(loc),
         );
+    }
+    let key = || "softmax_cross_entropy".into();
+    let inputs = [logits, labels_one_hot];
+    if let Some(r) = eager_composite(key, &inputs, Some(-1), |t| {
+        softmax_cross_entropy(&t[0], &t[1])
+    }) {
+        return r;
     }
     let per_row = -(labels_one_hot * logits.log_softmax(-1)).sum(-1);
     per_row.mean_all()
@@ -375,6 +415,12 @@ pub fn softmax_cross_entropy_with_labels(logits: &Tensor, labels: &Tensor) -> Te
             );
         }
     }
+    let key = || "softmax_cross_entropy_with_labels".into();
+    if let Some(r) = eager_composite(key, &[logits, labels], None, |t| {
+        softmax_cross_entropy_with_labels(&t[0], &t[1])
+    }) {
+        return r;
+    }
     // Flat positions `r * C + label`, in i64 once they pass i32's range.
     let index_dtype = if rows.saturating_mul(classes) > i32::MAX as usize {
         crate::DType::I64
@@ -400,4 +446,30 @@ pub fn softmax_cross_entropy_with_labels(logits: &Tensor, labels: &Tensor) -> Te
     // the product makes the row's gradient NaN like its loss.
     let poison = crate::select(&valid, per_row.full_like(1.0), f64::NAN);
     (per_row * poison).mean_all()
+}
+
+/// `body` of `inputs`, run eagerly as one cached compiled program (`eager::fused`, keyed by
+/// `key` (the composite and its other arguments) and the inputs' types), where PyTorch's
+/// eager mode runs one kernel per op: `softmax` is one row kernel rather than five programs
+/// and four temporaries. `None` where this does not apply, and the composite then runs op by
+/// op: inside a trace (its ops join the traced program), under the interpreter, with a
+/// first input that is not float or an `axis` out of its range (the ops report the error at
+/// the caller's line), or a body that does not trace.
+fn eager_composite(
+    key: impl FnOnce() -> String,
+    inputs: &[&Tensor],
+    axis: Option<isize>,
+    body: impl FnOnce(&[Tensor]) -> Tensor,
+) -> Option<Tensor> {
+    let x = inputs[0];
+    let rank = x.ndim() as isize;
+    let axis_ok = axis.is_none_or(|a| (-rank..rank).contains(&a));
+    if crate::trace::current_trace().is_some()
+        || inputs.iter().any(|t| t.is_traced())
+        || !x.dtype.is_float()
+        || !axis_ok
+    {
+        return None;
+    }
+    crate::eager::fused(&key(), inputs, |t| vec![body(t)]).map(|mut r| r.remove(0))
 }
