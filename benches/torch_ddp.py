@@ -22,19 +22,15 @@ per step, and whether the ranks' parameters agree after the run.
 """
 
 import argparse
-import importlib.util
-import json
 import math
 import os
-import signal
-import socket
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from dist_launch import free_port, launch, main as main_loop, write_result  # noqa: E402
 
 WARMUP = 3
 
@@ -46,7 +42,6 @@ def log(msg):
 def worker(a):
     """One rank: runs the steps and writes its result to <outdir>/<rank>.json."""
     rank, n = a.worker, a.ranks
-    out = os.path.join(a.outdir, f"{rank}.json")
     try:
         import torch
         import torch.distributed as dist
@@ -138,94 +133,22 @@ def worker(a):
     except Exception as e:
         result = dict(error=f"{type(e).__name__}: {e}".replace("\n", " ")[:500], time=time.time())
         log(f"# rank {rank}: {result['error']}")
-    with open(out + ".tmp", "w") as f:
-        json.dump(result, f)
-    os.replace(out + ".tmp", out)
+    write_result(a.outdir, rank, result)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)  # no teardown that could hang on a dead peer
 
 
-class WorkerError(Exception):
-    """A worker's own exception, as `Type: message`."""
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def kill(procs):
-    for p in procs:
-        if p.poll() is None:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)  # the worker and anything it started
-            except ProcessLookupError:
-                pass
-    for p in procs:
-        p.wait()
-
-
-def stderr_of(outdir, r):
-    try:
-        with open(os.path.join(outdir, f"{r}.err"), errors="replace") as f:
-            return f.read()
-    except OSError:
-        return ""
-
-
 def run(a, size, steps):
     """Starts the ranks for one size and returns the output line or raises."""
-    with tempfile.TemporaryDirectory() as outdir:
-        env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), OMP_NUM_THREADS="1",
-                   MKL_NUM_THREADS="1", TORCHINDUCTOR_COMPILE_THREADS="1")
-        procs = []
-        try:
-            for r in range(a.ranks):
-                cmd = [sys.executable, os.path.abspath(__file__), "--worker", str(r), "--ranks", str(a.ranks),
-                       "--size", size, "--steps", str(steps), "--outdir", outdir, "--name", a.name]
-                if a.compiled:
-                    cmd.append("--compiled")
-                with open(os.path.join(outdir, f"{r}.err"), "w") as err:
-                    procs.append(subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                                  stderr=err, start_new_session=True))
-            deadline = time.monotonic() + a.timeout
-            failed_at = None
-            while any(p.poll() is None for p in procs):
-                now = time.monotonic()
-                if now > deadline:
-                    raise TimeoutError(f"no result within {a.timeout} s")
-                done = [p.poll() is not None or os.path.exists(os.path.join(outdir, f"{r}.json"))
-                        for r, p in enumerate(procs)]
-                if any(done) and failed_at is None:
-                    failed_at = now  # one rank is finished; the others have 30 s more
-                if failed_at is not None and now - failed_at > 30:
-                    break
-                time.sleep(0.2)
-            results = {}
-            for r in range(a.ranks):
-                path = os.path.join(outdir, f"{r}.json")
-                if os.path.exists(path):
-                    with open(path) as f:
-                        results[r] = json.load(f)
-            if results.get(0, {}).get("line"):
-                return results[0]["line"]
-            errors = sorted((v["time"], r, v["error"]) for r, v in results.items() if "error" in v)
-            if errors:  # the first rank to fail is the cause; the others lost their peer
-                raise WorkerError(f"{errors[0][2]} (rank {errors[0][1]})")
-            codes = [p.poll() for p in procs]
-            for r, p in enumerate(procs):  # a rank that died without a word: the end of its stderr
-                last = [x for x in stderr_of(outdir, r).splitlines() if x.strip()]
-                if p.returncode and last:
-                    raise WorkerError(f"ChildProcessError: rank {r} exited with code {p.returncode}: "
-                                      f"{' / '.join(last[-3:])[:400]}")
-            raise RuntimeError(f"ranks ended without a result (exit codes {codes})")
-        finally:
-            kill(procs)
-            for r in range(len(procs)):
-                sys.stderr.write(stderr_of(outdir, r))
-            sys.stderr.flush()
+    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), OMP_NUM_THREADS="1",
+               MKL_NUM_THREADS="1", TORCHINDUCTOR_COMPILE_THREADS="1")
+
+    def args_of(r):
+        extra = ["--compiled"] if a.compiled else []
+        return ["--ranks", str(a.ranks), "--size", size, "--steps", str(steps), "--name", a.name] + extra
+
+    return launch(__file__, a.ranks, args_of, env, a.timeout)
 
 
 def main():
@@ -243,20 +166,7 @@ def main():
     if a.worker >= 0:
         worker(a)
         return
-    if importlib.util.find_spec("torch") is None:
-        print("# torch not installed: skipped", flush=True)
-        return
-    for size in [s for s in a.size.split(",") if s]:
-        steps = a.steps or (30 if size == "cpu" else 5)
-        try:
-            if a.ranks < 1:
-                raise ValueError(f"--ranks {a.ranks}")
-            print(run(a, size, steps), flush=True)
-        except BaseException as e:  # a peer's failure is a note, not the bench's
-            why = e if isinstance(e, WorkerError) else f"{type(e).__name__}: {e}"
-            print(f"{a.name}\t{size}\t{a.ranks}\tnan\tnan\t# {why}".replace("\n", " "), flush=True)
-            if isinstance(e, KeyboardInterrupt):
-                raise
+    main_loop(a.name, "torch", a, lambda size, steps: run(a, size, steps))
 
 
 if __name__ == "__main__":

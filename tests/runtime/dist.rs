@@ -484,10 +484,7 @@ fn sharding_an_optimiser_without_block_updates_is_an_error_naming_it() {
     );
     let s = opt.init(&p);
     let eager = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| opt.update(&g, s, p)));
-    let payload = eager.unwrap_err();
-    let msg = (payload.downcast_ref::<String>().cloned())
-        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_default();
+    let msg = crate::common::panic_text(&*eager.unwrap_err());
     assert!(msg.contains("`optim::sharded`"), "{msg}");
     // The elementwise chains: SGD then momentum, Adam, AdamW decaying every leaf.
     use jitfuse::optim::{adamw, clip_by_global_norm, momentum, sgd, Mask};

@@ -737,9 +737,6 @@ fn eager_composites_run_as_one_cached_program_each() {
         assert_eq!(entries.len(), 1, "{name}: {entries:?}");
     }
     let bad = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| x.softmax(2)));
-    let payload = bad.unwrap_err();
-    let msg = (payload.downcast_ref::<String>().cloned())
-        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_default();
+    let msg = crate::common::panic_text(&*bad.unwrap_err());
     assert!(msg.contains("axis 2"), "{msg}");
 }
