@@ -1,4 +1,4 @@
-AVX-512 row kernel, 2961 bytes of machine code, 0 micro-kernel calls per tile, 2 values held in registers:
+AVX-512 row kernel, 2859 bytes of machine code, 0 micro-kernel calls per tile, 1 values held in registers:
   0000  push rbx
   0001  push rbp
   0002  push r12
@@ -19,7 +19,7 @@ AVX-512 row kernel, 2961 bytes of machine code, 0 micro-kernel calls per tile, 2
   003e  mov [rsp+0x30], rax
   0043  mov rax, [rsp+8]
   0048  cmp rax, [rsp+0x10]
-  004d  jge 0xb3f
+  004d  jge 0xad9
   0053  mov [rsp+0x20], rax
   0058  mov rcx, [rsp+0x28]
   005d  mov rax, [rsp+0x20]
@@ -35,10 +35,10 @@ AVX-512 row kernel, 2961 bytes of machine code, 0 micro-kernel calls per tile, 2
   0092  mov rdx, [rsp+0x38]
   0097  kxorw k2, k2, k2
   009b  xor rbx, rbx
-  009e  vbroadcastss zmm0, [0xb51]
-  00a8  vbroadcastss zmm1, [0xb51]
-  00b2  vbroadcastss zmm2, [0xb51]
-  00bc  vbroadcastss zmm3, [0xb51]
+  009e  vbroadcastss zmm0, [0xaeb]
+  00a8  vbroadcastss zmm1, [0xaeb]
+  00b2  vbroadcastss zmm2, [0xaeb]
+  00bc  vbroadcastss zmm3, [0xaeb]
   00c6  lea r15, [rbx+0x3e8]
   00cd  lea r14, [r15-0x40]
   00d1  cmp rbx, r14
@@ -81,7 +81,7 @@ AVX-512 row kernel, 2961 bytes of machine code, 0 micro-kernel calls per tile, 2
   017e  sub eax, 1
   0183  kmovw k1, eax
   0187  vmovups zmm4{k1}{z}, [rdx+rbx*4]
-  018e  vbroadcastss zmm6, [0xb51]
+  018e  vbroadcastss zmm6, [0xaeb]
   0198  vmovaps zmm5, zmm6
   019e  vmovaps zmm5{k1}, zmm4
   01a4  vcmpunordps k7, zmm5, zmm5
@@ -119,33 +119,33 @@ AVX-512 row kernel, 2961 bytes of machine code, 0 micro-kernel calls per tile, 2
   0260  jg 0x6f2
   0266  vmovups zmm5, [rdx+rbx*4]
   026d  vsubps zmm6, zmm5, zmm4
-  0273  vbroadcastss zmm5, [0xb55]
+  0273  vbroadcastss zmm5, [0xaef]
   027d  vminps zmm7, zmm5, zmm6
-  0283  vbroadcastss zmm5, [0xb59]
+  0283  vbroadcastss zmm5, [0xaf3]
   028d  vmaxps zmm8, zmm5, zmm7
-  0293  vbroadcastss zmm7, [0xb5d]
-  029d  vbroadcastss zmm5, [0xb61]
+  0293  vbroadcastss zmm7, [0xaf7]
+  029d  vbroadcastss zmm5, [0xafb]
   02a7  vfmadd213ps zmm5, zmm8, zmm7
   02ad  vsubps zmm9, zmm5, zmm7
-  02b3  vbroadcastss zmm7, [0xb65]
+  02b3  vbroadcastss zmm7, [0xaff]
   02bd  vfmadd231ps zmm8, zmm9, zmm7
-  02c3  vbroadcastss zmm7, [0xb69]
+  02c3  vbroadcastss zmm7, [0xb03]
   02cd  vfmadd231ps zmm8, zmm9, zmm7
-  02d3  vbroadcastss zmm7, [0xb6d]
-  02dd  vbroadcastss zmm10, [0xb71]
+  02d3  vbroadcastss zmm7, [0xb07]
+  02dd  vbroadcastss zmm10, [0xb0b]
   02e7  vfmadd213ps zmm7, zmm8, zmm10
-  02ed  vbroadcastss zmm10, [0xb75]
+  02ed  vbroadcastss zmm10, [0xb0f]
   02f7  vfmadd213ps zmm7, zmm8, zmm10
-  02fd  vbroadcastss zmm10, [0xb79]
+  02fd  vbroadcastss zmm10, [0xb13]
   0307  vfmadd213ps zmm7, zmm8, zmm10
-  030d  vbroadcastss zmm10, [0xb7d]
+  030d  vbroadcastss zmm10, [0xb17]
   0317  vfmadd213ps zmm7, zmm8, zmm10
-  031d  vbroadcastss zmm10, [0xb81]
+  031d  vbroadcastss zmm10, [0xb1b]
   0327  vfmadd213ps zmm7, zmm8, zmm10
-  032d  vbroadcastss zmm10, [0xb81]
+  032d  vbroadcastss zmm10, [0xb1b]
   0337  vfmadd213ps zmm7, zmm8, zmm10
-  033d  vbroadcastss zmm10, [0xb85]
-  0347  vbroadcastss zmm8, [0xb89]
+  033d  vbroadcastss zmm10, [0xb1f]
+  0347  vbroadcastss zmm8, [0xb23]
   0351  vfmadd213ps zmm9, zmm8, zmm10
   0357  vpslld zmm10, zmm9, 0x17
   035e  vpsubd zmm8, zmm5, zmm9
@@ -156,33 +156,33 @@ AVX-512 row kernel, 2961 bytes of machine code, 0 micro-kernel calls per tile, 2
   037d  vmovups [rsp+rbx*4+0x80], zmm10
   0385  vmovups zmm5, [rdx+rbx*4+0x40]
   038d  vsubps zmm6, zmm5, zmm4
-  0393  vbroadcastss zmm5, [0xb55]
+  0393  vbroadcastss zmm5, [0xaef]
   039d  vminps zmm7, zmm5, zmm6
-  03a3  vbroadcastss zmm5, [0xb59]
+  03a3  vbroadcastss zmm5, [0xaf3]
   03ad  vmaxps zmm8, zmm5, zmm7
-  03b3  vbroadcastss zmm7, [0xb5d]
-  03bd  vbroadcastss zmm5, [0xb61]
+  03b3  vbroadcastss zmm7, [0xaf7]
+  03bd  vbroadcastss zmm5, [0xafb]
   03c7  vfmadd213ps zmm5, zmm8, zmm7
   03cd  vsubps zmm9, zmm5, zmm7
-  03d3  vbroadcastss zmm7, [0xb65]
+  03d3  vbroadcastss zmm7, [0xaff]
   03dd  vfmadd231ps zmm8, zmm9, zmm7
-  03e3  vbroadcastss zmm7, [0xb69]
+  03e3  vbroadcastss zmm7, [0xb03]
   03ed  vfmadd231ps zmm8, zmm9, zmm7
-  03f3  vbroadcastss zmm7, [0xb6d]
-  03fd  vbroadcastss zmm10, [0xb71]
+  03f3  vbroadcastss zmm7, [0xb07]
+  03fd  vbroadcastss zmm10, [0xb0b]
   0407  vfmadd213ps zmm7, zmm8, zmm10
-  040d  vbroadcastss zmm10, [0xb75]
+  040d  vbroadcastss zmm10, [0xb0f]
   0417  vfmadd213ps zmm7, zmm8, zmm10
-  041d  vbroadcastss zmm10, [0xb79]
+  041d  vbroadcastss zmm10, [0xb13]
   0427  vfmadd213ps zmm7, zmm8, zmm10
-  042d  vbroadcastss zmm10, [0xb7d]
+  042d  vbroadcastss zmm10, [0xb17]
   0437  vfmadd213ps zmm7, zmm8, zmm10
-  043d  vbroadcastss zmm10, [0xb81]
+  043d  vbroadcastss zmm10, [0xb1b]
   0447  vfmadd213ps zmm7, zmm8, zmm10
-  044d  vbroadcastss zmm10, [0xb81]
+  044d  vbroadcastss zmm10, [0xb1b]
   0457  vfmadd213ps zmm7, zmm8, zmm10
-  045d  vbroadcastss zmm10, [0xb85]
-  0467  vbroadcastss zmm8, [0xb89]
+  045d  vbroadcastss zmm10, [0xb1f]
+  0467  vbroadcastss zmm8, [0xb23]
   0471  vfmadd213ps zmm9, zmm8, zmm10
   0477  vpslld zmm10, zmm9, 0x17
   047e  vpsubd zmm8, zmm5, zmm9
@@ -193,33 +193,33 @@ AVX-512 row kernel, 2961 bytes of machine code, 0 micro-kernel calls per tile, 2
   049d  vmovups [rsp+rbx*4+0xc0], zmm10
   04a5  vmovups zmm5, [rdx+rbx*4+0x80]
   04ad  vsubps zmm6, zmm5, zmm4
-  04b3  vbroadcastss zmm5, [0xb55]
+  04b3  vbroadcastss zmm5, [0xaef]
   04bd  vminps zmm7, zmm5, zmm6
-  04c3  vbroadcastss zmm5, [0xb59]
+  04c3  vbroadcastss zmm5, [0xaf3]
   04cd  vmaxps zmm8, zmm5, zmm7
-  04d3  vbroadcastss zmm7, [0xb5d]
-  04dd  vbroadcastss zmm5, [0xb61]
+  04d3  vbroadcastss zmm7, [0xaf7]
+  04dd  vbroadcastss zmm5, [0xafb]
   04e7  vfmadd213ps zmm5, zmm8, zmm7
   04ed  vsubps zmm9, zmm5, zmm7
-  04f3  vbroadcastss zmm7, [0xb65]
+  04f3  vbroadcastss zmm7, [0xaff]
   04fd  vfmadd231ps zmm8, zmm9, zmm7
-  0503  vbroadcastss zmm7, [0xb69]
+  0503  vbroadcastss zmm7, [0xb03]
   050d  vfmadd231ps zmm8, zmm9, zmm7
-  0513  vbroadcastss zmm7, [0xb6d]
-  051d  vbroadcastss zmm10, [0xb71]
+  0513  vbroadcastss zmm7, [0xb07]
+  051d  vbroadcastss zmm10, [0xb0b]
   0527  vfmadd213ps zmm7, zmm8, zmm10
-  052d  vbroadcastss zmm10, [0xb75]
+  052d  vbroadcastss zmm10, [0xb0f]
   0537  vfmadd213ps zmm7, zmm8, zmm10
-  053d  vbroadcastss zmm10, [0xb79]
+  053d  vbroadcastss zmm10, [0xb13]
   0547  vfmadd213ps zmm7, zmm8, zmm10
-  054d  vbroadcastss zmm10, [0xb7d]
+  054d  vbroadcastss zmm10, [0xb17]
   0557  vfmadd213ps zmm7, zmm8, zmm10
-  055d  vbroadcastss zmm10, [0xb81]
+  055d  vbroadcastss zmm10, [0xb1b]
   0567  vfmadd213ps zmm7, zmm8, zmm10
-  056d  vbroadcastss zmm10, [0xb81]
+  056d  vbroadcastss zmm10, [0xb1b]
   0577  vfmadd213ps zmm7, zmm8, zmm10
-  057d  vbroadcastss zmm10, [0xb85]
-  0587  vbroadcastss zmm8, [0xb89]
+  057d  vbroadcastss zmm10, [0xb1f]
+  0587  vbroadcastss zmm8, [0xb23]
   0591  vfmadd213ps zmm9, zmm8, zmm10
   0597  vpslld zmm10, zmm9, 0x17
   059e  vpsubd zmm8, zmm5, zmm9
@@ -230,33 +230,33 @@ AVX-512 row kernel, 2961 bytes of machine code, 0 micro-kernel calls per tile, 2
   05bd  vmovups [rsp+rbx*4+0x100], zmm10
   05c5  vmovups zmm5, [rdx+rbx*4+0xc0]
   05cd  vsubps zmm6, zmm5, zmm4
-  05d3  vbroadcastss zmm5, [0xb55]
+  05d3  vbroadcastss zmm5, [0xaef]
   05dd  vminps zmm7, zmm5, zmm6
-  05e3  vbroadcastss zmm5, [0xb59]
+  05e3  vbroadcastss zmm5, [0xaf3]
   05ed  vmaxps zmm8, zmm5, zmm7
-  05f3  vbroadcastss zmm7, [0xb5d]
-  05fd  vbroadcastss zmm5, [0xb61]
+  05f3  vbroadcastss zmm7, [0xaf7]
+  05fd  vbroadcastss zmm5, [0xafb]
   0607  vfmadd213ps zmm5, zmm8, zmm7
   060d  vsubps zmm9, zmm5, zmm7
-  0613  vbroadcastss zmm7, [0xb65]
+  0613  vbroadcastss zmm7, [0xaff]
   061d  vfmadd231ps zmm8, zmm9, zmm7
-  0623  vbroadcastss zmm7, [0xb69]
+  0623  vbroadcastss zmm7, [0xb03]
   062d  vfmadd231ps zmm8, zmm9, zmm7
-  0633  vbroadcastss zmm7, [0xb6d]
-  063d  vbroadcastss zmm10, [0xb71]
+  0633  vbroadcastss zmm7, [0xb07]
+  063d  vbroadcastss zmm10, [0xb0b]
   0647  vfmadd213ps zmm7, zmm8, zmm10
-  064d  vbroadcastss zmm10, [0xb75]
+  064d  vbroadcastss zmm10, [0xb0f]
   0657  vfmadd213ps zmm7, zmm8, zmm10
-  065d  vbroadcastss zmm10, [0xb79]
+  065d  vbroadcastss zmm10, [0xb13]
   0667  vfmadd213ps zmm7, zmm8, zmm10
-  066d  vbroadcastss zmm10, [0xb7d]
+  066d  vbroadcastss zmm10, [0xb17]
   0677  vfmadd213ps zmm7, zmm8, zmm10
-  067d  vbroadcastss zmm10, [0xb81]
+  067d  vbroadcastss zmm10, [0xb1b]
   0687  vfmadd213ps zmm7, zmm8, zmm10
-  068d  vbroadcastss zmm10, [0xb81]
+  068d  vbroadcastss zmm10, [0xb1b]
   0697  vfmadd213ps zmm7, zmm8, zmm10
-  069d  vbroadcastss zmm10, [0xb85]
-  06a7  vbroadcastss zmm8, [0xb89]
+  069d  vbroadcastss zmm10, [0xb1f]
+  06a7  vbroadcastss zmm8, [0xb23]
   06b1  vfmadd213ps zmm9, zmm8, zmm10
   06b7  vpslld zmm10, zmm9, 0x17
   06be  vpsubd zmm8, zmm5, zmm9
@@ -273,33 +273,33 @@ AVX-512 row kernel, 2961 bytes of machine code, 0 micro-kernel calls per tile, 2
   06f9  jg 0x82b
   06ff  vmovups zmm5, [rdx+rbx*4]
   0706  vsubps zmm6, zmm5, zmm4
-  070c  vbroadcastss zmm5, [0xb55]
+  070c  vbroadcastss zmm5, [0xaef]
   0716  vminps zmm7, zmm5, zmm6
-  071c  vbroadcastss zmm5, [0xb59]
+  071c  vbroadcastss zmm5, [0xaf3]
   0726  vmaxps zmm8, zmm5, zmm7
-  072c  vbroadcastss zmm7, [0xb5d]
-  0736  vbroadcastss zmm5, [0xb61]
+  072c  vbroadcastss zmm7, [0xaf7]
+  0736  vbroadcastss zmm5, [0xafb]
   0740  vfmadd213ps zmm5, zmm8, zmm7
   0746  vsubps zmm9, zmm5, zmm7
-  074c  vbroadcastss zmm7, [0xb65]
+  074c  vbroadcastss zmm7, [0xaff]
   0756  vfmadd231ps zmm8, zmm9, zmm7
-  075c  vbroadcastss zmm7, [0xb69]
+  075c  vbroadcastss zmm7, [0xb03]
   0766  vfmadd231ps zmm8, zmm9, zmm7
-  076c  vbroadcastss zmm7, [0xb6d]
-  0776  vbroadcastss zmm10, [0xb71]
+  076c  vbroadcastss zmm7, [0xb07]
+  0776  vbroadcastss zmm10, [0xb0b]
   0780  vfmadd213ps zmm7, zmm8, zmm10
-  0786  vbroadcastss zmm10, [0xb75]
+  0786  vbroadcastss zmm10, [0xb0f]
   0790  vfmadd213ps zmm7, zmm8, zmm10
-  0796  vbroadcastss zmm10, [0xb79]
+  0796  vbroadcastss zmm10, [0xb13]
   07a0  vfmadd213ps zmm7, zmm8, zmm10
-  07a6  vbroadcastss zmm10, [0xb7d]
+  07a6  vbroadcastss zmm10, [0xb17]
   07b0  vfmadd213ps zmm7, zmm8, zmm10
-  07b6  vbroadcastss zmm10, [0xb81]
+  07b6  vbroadcastss zmm10, [0xb1b]
   07c0  vfmadd213ps zmm7, zmm8, zmm10
-  07c6  vbroadcastss zmm10, [0xb81]
+  07c6  vbroadcastss zmm10, [0xb1b]
   07d0  vfmadd213ps zmm7, zmm8, zmm10
-  07d6  vbroadcastss zmm10, [0xb85]
-  07e0  vbroadcastss zmm8, [0xb89]
+  07d6  vbroadcastss zmm10, [0xb1f]
+  07e0  vbroadcastss zmm8, [0xb23]
   07ea  vfmadd213ps zmm9, zmm8, zmm10
   07f0  vpslld zmm10, zmm9, 0x17
   07f7  vpsubd zmm8, zmm5, zmm9
@@ -321,40 +321,40 @@ AVX-512 row kernel, 2961 bytes of machine code, 0 micro-kernel calls per tile, 2
   0846  kmovw k1, eax
   084a  vmovups zmm5{k1}{z}, [rdx+rbx*4]
   0851  vsubps zmm6, zmm5, zmm4
-  0857  vbroadcastss zmm5, [0xb55]
+  0857  vbroadcastss zmm5, [0xaef]
   0861  vminps zmm7, zmm5, zmm6
-  0867  vbroadcastss zmm5, [0xb59]
+  0867  vbroadcastss zmm5, [0xaf3]
   0871  vmaxps zmm8, zmm5, zmm7
-  0877  vbroadcastss zmm7, [0xb5d]
-  0881  vbroadcastss zmm5, [0xb61]
+  0877  vbroadcastss zmm7, [0xaf7]
+  0881  vbroadcastss zmm5, [0xafb]
   088b  vfmadd213ps zmm5, zmm8, zmm7
   0891  vsubps zmm9, zmm5, zmm7
-  0897  vbroadcastss zmm7, [0xb65]
+  0897  vbroadcastss zmm7, [0xaff]
   08a1  vfmadd231ps zmm8, zmm9, zmm7
-  08a7  vbroadcastss zmm7, [0xb69]
+  08a7  vbroadcastss zmm7, [0xb03]
   08b1  vfmadd231ps zmm8, zmm9, zmm7
-  08b7  vbroadcastss zmm7, [0xb6d]
-  08c1  vbroadcastss zmm10, [0xb71]
+  08b7  vbroadcastss zmm7, [0xb07]
+  08c1  vbroadcastss zmm10, [0xb0b]
   08cb  vfmadd213ps zmm7, zmm8, zmm10
-  08d1  vbroadcastss zmm10, [0xb75]
+  08d1  vbroadcastss zmm10, [0xb0f]
   08db  vfmadd213ps zmm7, zmm8, zmm10
-  08e1  vbroadcastss zmm10, [0xb79]
+  08e1  vbroadcastss zmm10, [0xb13]
   08eb  vfmadd213ps zmm7, zmm8, zmm10
-  08f1  vbroadcastss zmm10, [0xb7d]
+  08f1  vbroadcastss zmm10, [0xb17]
   08fb  vfmadd213ps zmm7, zmm8, zmm10
-  0901  vbroadcastss zmm10, [0xb81]
+  0901  vbroadcastss zmm10, [0xb1b]
   090b  vfmadd213ps zmm7, zmm8, zmm10
-  0911  vbroadcastss zmm10, [0xb81]
+  0911  vbroadcastss zmm10, [0xb1b]
   091b  vfmadd213ps zmm7, zmm8, zmm10
-  0921  vbroadcastss zmm10, [0xb85]
-  092b  vbroadcastss zmm8, [0xb89]
+  0921  vbroadcastss zmm10, [0xb1f]
+  092b  vbroadcastss zmm8, [0xb23]
   0935  vfmadd213ps zmm9, zmm8, zmm10
   093b  vpslld zmm10, zmm9, 0x17
   0942  vpsubd zmm8, zmm5, zmm9
   0948  vpslld zmm9, zmm8, 0x17
   094f  vmulps zmm8, zmm7, zmm10
   0955  vmulps zmm10, zmm8, zmm9
-  095b  vbroadcastss zmm9, [0xb8d]
+  095b  vbroadcastss zmm9, [0xb27]
   0965  vmovaps zmm6, zmm9
   096b  vmovaps zmm6{k1}, zmm10
   0971  vaddps zmm0, zmm0, zmm6
@@ -375,76 +375,62 @@ AVX-512 row kernel, 2961 bytes of machine code, 0 micro-kernel calls per tile, 2
   09d3  vmovsd [rsp+0x60], xmm0
   09db  vcvtsd2ss xmm0, xmm0, [rsp+0x60]
   09e1  vmovss [rsp+0x58], xmm0
-  09e7  mov rdx, [rsp+0x38]
-  09ec  mov rsi, [rsp+0x40]
-  09f1  vbroadcastss zmm0, [rsp+0x48]
-  09f9  vbroadcastss zmm1, [rsp+0x58]
-  0a01  xor rbx, rbx
-  0a04  lea r15, [rbx+0x3e8]
-  0a0b  lea r14, [r15-0x40]
-  0a0f  cmp rbx, r14
-  0a12  jg 0xab3
-  0a18  vmovups zmm2, [rdx+rbx*4]
-  0a1f  vsubps zmm3, zmm2, zmm0
-  0a25  vmovups zmm3, [rsp+rbx*4+0x80]
-  0a2d  vdivps zmm2, zmm3, zmm1
-  0a33  vmovups [rsi+rbx*4], zmm2
-  0a3a  vmovups zmm2, [rdx+rbx*4+0x40]
-  0a42  vsubps zmm3, zmm2, zmm0
-  0a48  vmovups zmm3, [rsp+rbx*4+0xc0]
-  0a50  vdivps zmm2, zmm3, zmm1
-  0a56  vmovups [rsi+rbx*4+0x40], zmm2
-  0a5e  vmovups zmm2, [rdx+rbx*4+0x80]
-  0a66  vsubps zmm3, zmm2, zmm0
-  0a6c  vmovups zmm3, [rsp+rbx*4+0x100]
-  0a74  vdivps zmm2, zmm3, zmm1
-  0a7a  vmovups [rsi+rbx*4+0x80], zmm2
-  0a82  vmovups zmm2, [rdx+rbx*4+0xc0]
-  0a8a  vsubps zmm3, zmm2, zmm0
-  0a90  vmovups zmm3, [rsp+rbx*4+0x140]
-  0a98  vdivps zmm2, zmm3, zmm1
-  0a9e  vmovups [rsi+rbx*4+0xc0], zmm2
-  0aa6  add rbx, 0x40
-  0aaa  cmp rbx, r14
-  0aad  jle 0xa18
-  0ab3  lea r14, [r15-0x10]
-  0ab7  cmp rbx, r14
-  0aba  jg short 0xae7
-  0abc  vmovups zmm2, [rdx+rbx*4]
-  0ac3  vsubps zmm3, zmm2, zmm0
-  0ac9  vmovups zmm3, [rsp+rbx*4+0x80]
-  0ad1  vdivps zmm2, zmm3, zmm1
-  0ad7  vmovups [rsi+rbx*4], zmm2
-  0ade  add rbx, 0x10
-  0ae2  cmp rbx, r14
-  0ae5  jle short 0xabc
-  0ae7  cmp rbx, r15
-  0aea  jge short 0xb24
-  0aec  mov rcx, r15
-  0aef  sub rcx, rbx
-  0af2  mov eax, 1
-  0af7  shl eax, cl
-  0af9  sub eax, 1
-  0afe  kmovw k1, eax
-  0b02  vmovups zmm2{k1}{z}, [rdx+rbx*4]
-  0b09  vsubps zmm3, zmm2, zmm0
-  0b0f  vmovups zmm3{k1}{z}, [rsp+rbx*4+0x80]
-  0b17  vdivps zmm2, zmm3, zmm1
-  0b1d  vmovups [rsi+rbx*4]{k1}, zmm2
-  0b24  mov rax, [rsp+0x20]
-  0b29  add rax, 1
-  0b2f  mov [rsp+0x20], rax
-  0b34  cmp rax, [rsp+0x10]
-  0b39  jl 0x58
-  0b3f  mov rsp, [rsp]
-  0b43  pop r15
-  0b45  pop r14
-  0b47  pop r13
-  0b49  pop r12
-  0b4b  pop rbp
-  0b4c  pop rbx
-  0b4d  vzeroupper
-  0b50  ret
+  09e7  mov rdx, [rsp+0x40]
+  09ec  vbroadcastss zmm0, [rsp+0x58]
+  09f4  xor rbx, rbx
+  09f7  lea r15, [rbx+0x3e8]
+  09fe  lea r14, [r15-0x40]
+  0a02  cmp rbx, r14
+  0a05  jg short 0xa67
+  0a07  vmovups zmm1, [rsp+rbx*4+0x80]
+  0a0f  vdivps zmm2, zmm1, zmm0
+  0a15  vmovups [rdx+rbx*4], zmm2
+  0a1c  vmovups zmm1, [rsp+rbx*4+0xc0]
+  0a24  vdivps zmm2, zmm1, zmm0
+  0a2a  vmovups [rdx+rbx*4+0x40], zmm2
+  0a32  vmovups zmm1, [rsp+rbx*4+0x100]
+  0a3a  vdivps zmm2, zmm1, zmm0
+  0a40  vmovups [rdx+rbx*4+0x80], zmm2
+  0a48  vmovups zmm1, [rsp+rbx*4+0x140]
+  0a50  vdivps zmm2, zmm1, zmm0
+  0a56  vmovups [rdx+rbx*4+0xc0], zmm2
+  0a5e  add rbx, 0x40
+  0a62  cmp rbx, r14
+  0a65  jle short 0xa07
+  0a67  lea r14, [r15-0x10]
+  0a6b  cmp rbx, r14
+  0a6e  jg short 0xa8e
+  0a70  vmovups zmm1, [rsp+rbx*4+0x80]
+  0a78  vdivps zmm2, zmm1, zmm0
+  0a7e  vmovups [rdx+rbx*4], zmm2
+  0a85  add rbx, 0x10
+  0a89  cmp rbx, r14
+  0a8c  jle short 0xa70
+  0a8e  cmp rbx, r15
+  0a91  jge short 0xabe
+  0a93  mov rcx, r15
+  0a96  sub rcx, rbx
+  0a99  mov eax, 1
+  0a9e  shl eax, cl
+  0aa0  sub eax, 1
+  0aa5  kmovw k1, eax
+  0aa9  vmovups zmm1{k1}{z}, [rsp+rbx*4+0x80]
+  0ab1  vdivps zmm2, zmm1, zmm0
+  0ab7  vmovups [rdx+rbx*4]{k1}, zmm2
+  0abe  mov rax, [rsp+0x20]
+  0ac3  add rax, 1
+  0ac9  mov [rsp+0x20], rax
+  0ace  cmp rax, [rsp+0x10]
+  0ad3  jl 0x58
+  0ad9  mov rsp, [rsp]
+  0add  pop r15
+  0adf  pop r14
+  0ae1  pop r13
+  0ae3  pop r12
+  0ae5  pop rbp
+  0ae6  pop rbx
+  0ae7  vzeroupper
+  0aea  ret
   constants (64 bytes):
     ff800000 42b20000 c2d00000 4b4000fe 3fb8aa3b bf317218 3102e308 3ab5144a
     3c091d3a 3d2aac79 3e2aaa48 3efffffe 3f800000 4b40007f 3f000000 00000000

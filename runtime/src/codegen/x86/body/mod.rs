@@ -16,7 +16,7 @@ use crate::codegen::traced::Function;
 use crate::ir::{BinaryOp, CmpOp, UnaryOp};
 use crate::{DType, Literal};
 use iced_x86::code_asm::*;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// What a vector's code needs besides the pass: pointer registers, hoisted values, tiles.
 pub(super) struct Ctx<'c> {
@@ -134,6 +134,16 @@ impl<'a> Sweep<'a> {
         leaf: &dyn Fn(LocalId) -> Option<Leaf>,
         stores: Vec<(LocalId, Dest)>,
     ) -> Self {
+        // Only what a store needs: below a value read as a leaf (a row stashed by an earlier
+        // pass, a value of the frame) nothing is computed again (softmax's last pass read
+        // `x` and subtracted the max only to drop the difference for the stashed exp).
+        let mut needed: HashSet<LocalId> = HashSet::new();
+        let mut stack: Vec<LocalId> = stores.iter().map(|s| s.0).collect();
+        while let Some(v) = stack.pop() {
+            if leaf(v).is_none() && needed.insert(v) {
+                stack.extend(locals[v].op.operands().iter().copied());
+            }
+        }
         let mut pass = Sweep {
             locals,
             used: vec![false; inner.len()],
@@ -155,7 +165,7 @@ impl<'a> Sweep<'a> {
             }
         };
         for &v in candidates {
-            if leaf(v).is_some() {
+            if leaf(v).is_some() || !needed.contains(&v) {
                 continue;
             }
             pass.nodes.push(v);
