@@ -104,6 +104,21 @@ def launch(script, ranks, args_of, env, timeout):
             sys.stderr.flush()
 
 
+def arguments(description=None):
+    """The options both scripts take (`--size`, `--ranks`, `--steps`, `--timeout`) and the
+    workers' own; each adds its others."""
+    import argparse
+
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--size", default="cpu", help="cpu, gpu or a comma list")
+    p.add_argument("--ranks", type=int, default=2)
+    p.add_argument("--steps", type=int, default=0, help="timed steps (default 30 at cpu, 5 at gpu)")
+    p.add_argument("--timeout", type=float, default=600, help="seconds per size")
+    p.add_argument("--worker", type=int, default=-1, help=argparse.SUPPRESS)
+    p.add_argument("--outdir", help=argparse.SUPPRESS)
+    return p
+
+
 def main(name, module, a, run):
     """`run(size, steps)` for each size of `a.size` (the default steps: 30 at the CPU size, 5
     at the GPU's), printing its line, or a `nan` line with the reason: a peer's failure is a

@@ -33,7 +33,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from dist_launch import free_port, launch, main as main_loop, write_result  # noqa: E402
+from dist_launch import arguments, free_port, launch, main as main_loop, write_result  # noqa: E402
 
 WARMUP = 3
 NAME = "jax distributed"
@@ -153,14 +153,8 @@ def run(a, size, steps):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--size", default="cpu", help="cpu, gpu or a comma list")
-    p.add_argument("--ranks", type=int, default=2)
-    p.add_argument("--steps", type=int, default=0, help="timed steps (default 30 at cpu, 5 at gpu)")
+    p = arguments()
     p.add_argument("--collectives", default="gloo", help="jax_cpu_collectives_implementation: gloo or mpi")
-    p.add_argument("--timeout", type=float, default=600, help="seconds per size")
-    p.add_argument("--worker", type=int, default=-1, help=argparse.SUPPRESS)
-    p.add_argument("--outdir", help=argparse.SUPPRESS)
     p.add_argument("--port", type=int, help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.worker >= 0:

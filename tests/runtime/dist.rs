@@ -495,6 +495,23 @@ fn sharding_an_optimiser_without_block_updates_is_an_error_naming_it() {
     assert!(!clip_by_global_norm(1.0).elementwise());
 }
 
+/// A made-up gradient of step `k` at `x`.
+fn grads(x: &Pair, k: usize) -> Pair {
+    (&x.0 * (0.5 + k as f64), &x.1 - 1.0)
+}
+
+/// Parameters and their `sharded_adam` state after two steps (a world of one).
+fn two_sharded_steps() -> (Pair, jitfuse::optim::StateOf<ShardedAdam, Pair>) {
+    use jitfuse::optim::Optimizer;
+    let p: Pair = (sample(&[3, 4], DType::F32), sample(&[5], DType::F32));
+    let opt = sharded_adam();
+    let (mut a, mut sa) = (p.clone(), opt.init(&p));
+    for k in 0..2 {
+        (a, sa) = opt.update(&grads(&a, k), sa, a);
+    }
+    (a, sa)
+}
+
 /// `Sharded::save_state` writes the whole state (the file of an unsharded optimiser) and
 /// `load_state` takes this rank's share back: resumed training gives the bits of training
 /// straight through, and the file loads into the unsharded optimiser, which continues with
@@ -504,13 +521,8 @@ fn sharding_an_optimiser_without_block_updates_is_an_error_naming_it() {
 fn sharded_state_checkpoints_resume_sharded_or_not() {
     use jitfuse::optim::{adam, Optimizer};
     use jitfuse::Tree;
-    let p: Pair = (sample(&[3, 4], DType::F32), sample(&[5], DType::F32));
-    let grads = |x: &Pair, k: usize| (&x.0 * (0.5 + k as f64), &x.1 - 1.0);
     let opt = sharded_adam();
-    let (mut a, mut sa) = (p.clone(), opt.init(&p));
-    for k in 0..2 {
-        (a, sa) = opt.update(&grads(&a, k), sa, a);
-    }
+    let (mut a, mut sa) = two_sharded_steps();
     let dir = std::env::temp_dir().join(format!("jitfuse-sharded-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("state.safetensors");
@@ -754,13 +766,8 @@ fn collectives_start_in_the_order_they_were_traced() {
 fn sharded_state_saved_per_rank_loads_on_any_number_of_ranks() {
     use jitfuse::optim::{AdamState, Optimizer};
     use jitfuse::Tree;
-    let p: Pair = (sample(&[3, 4], DType::F32), sample(&[5], DType::F32));
-    let grads = |x: &Pair, k: usize| (&x.0 * (0.5 + k as f64), &x.1 - 1.0);
     let opt = sharded_adam();
-    let (mut a, mut sa) = (p.clone(), opt.init(&p));
-    for k in 0..2 {
-        (a, sa) = opt.update(&grads(&a, k), sa, a);
-    }
+    let (a, sa) = two_sharded_steps();
     let root = std::env::temp_dir().join(format!("jitfuse-per-rank-{}", std::process::id()));
     let one = root.join("one");
     opt.save_state_per_rank(&sa, &a, &one).unwrap();
