@@ -120,17 +120,38 @@ impl<O: Optimizer> Sharded<O> {
 
     /// This rank's share of a state saved by `save_state_per_rank`: on as many ranks with the
     /// same buckets, this rank's file; otherwise (another rank count, another bucket size)
-    /// every rank reads every file, rebuilds the whole state and keeps its blocks.
+    /// every rank reads every file, rebuilds the whole state and keeps its blocks. Where a
+    /// rank cannot read its part, every rank returns an error naming it (the others would
+    /// otherwise train on and wait for it in their next collective).
     fn load_state_per_rank<P: Tree>(
         &self,
         dir: &Path,
         params: &P,
     ) -> Result<StateOf<Self, P>, Error> {
-        let (ranks, bytes) = read_index(dir)?;
-        if ranks == dist::size() && bytes == self.bytes(&params.leaves()) {
-            return io::load(rank_file(dir, dist::rank()), &self.init(params));
+        let loaded = read_index(dir).and_then(|(ranks, bytes)| {
+            if ranks == dist::size() && bytes == self.bytes(&params.leaves()) {
+                return io::load(rank_file(dir, dist::rank()), &self.init(params));
+            }
+            self.shard_state(self.whole_state_of_ranks(dir, params)?, params)
+        });
+        let ok = Tensor::from_vec(vec![loaded.is_ok() as i32], &[1])?;
+        let all = dist::all_gather(&ok, 0)?.to_vec::<i32>()?;
+        let failed: Vec<String> = (all.iter().enumerate())
+            .filter(|(_, ok)| **ok == 0)
+            .map(|(r, _)| r.to_string())
+            .collect();
+        match (loaded, failed.is_empty()) {
+            (Ok(state), true) => Ok(state),
+            (Err(e), _) => Err(e),
+            (Ok(_), false) => Err(Error::new(
+                ErrorKind::Checkpoint,
+                format!(
+                    "`Sharded::load_state`: rank {} could not read its part of {}",
+                    failed.join(", "),
+                    dir.display()
+                ),
+            )),
         }
-        self.shard_state(self.whole_state_of_ranks(dir, params)?, params)
     }
 
     /// The whole state (`O::State<P>`, what `opt` keeps for unsharded parameters) of a
