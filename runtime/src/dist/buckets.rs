@@ -37,7 +37,6 @@ pub fn bucket_bytes_for(total: usize) -> usize {
 /// first bucket that differs is an error on every rank, naming both.
 pub fn all_reduce_tree<T: Tree>(tree: &T, op: Reduce, bucket_bytes: usize) -> Result<T, Error> {
     let leaves = tree.leaves();
-    let mut out: Vec<Option<Tensor>> = vec![None; leaves.len()];
     let bks = buckets(&leaves, bucket_bytes);
     // Every reduce-scatter before the first all-gather: collectives start in the order they
     // are called (the same on every rank) and a gather only once its scatter is done, so a
@@ -48,17 +47,11 @@ pub fn all_reduce_tree<T: Tree>(tree: &T, op: Reduce, bucket_bytes: usize) -> Re
     let mine: Vec<Tensor> = (bks.iter())
         .map(|b| reduce_scatter(&pack(&leaves, b), 0, op))
         .collect::<Result<_, _>>()?;
-    for (bucket, mine) in bks.iter().zip(&mine) {
-        let all = all_gather(mine, 0)?;
-        for (i, x) in bucket.iter().zip(unpack(&all, &leaves, bucket)) {
-            out[*i] = Some(x);
-        }
-    }
-    let mut reduced = out
-        .into_iter()
-        .zip(&leaves)
-        .map(|(r, x)| r.unwrap_or_else(|| x.clone()));
-    Ok(tree.rebuild(&mut reduced))
+    let all: Vec<Tensor> = mine
+        .iter()
+        .map(|m| all_gather(m, 0))
+        .collect::<Result<_, _>>()?;
+    Ok(unpack_tree(tree, &leaves, &bks, &all))
 }
 
 /// The leaves of each bucket (indices into `leaves`), in the order they are filled: last leaf
@@ -99,6 +92,35 @@ pub(crate) fn pack(leaves: &[Tensor], bucket: &[usize]) -> Tensor {
         0 => packed,
         r => packed.pad(&[(0, n - r)], 0),
     }
+}
+
+/// Elements of each rank's block of `bucket` packed for `ranks` ranks (`pack` pads the bucket
+/// to `ranks` such blocks).
+pub(crate) fn block_len(leaves: &[Tensor], bucket: &[usize], ranks: usize) -> usize {
+    bucket
+        .iter()
+        .map(|&i| leaves[i].len())
+        .sum::<usize>()
+        .div_ceil(ranks)
+}
+
+/// A tree shaped like `like` (whose leaves are `leaves`, cut into `bks`) from each bucket
+/// packed whole (`packed[j]` for bucket `j`, padding at its end ignored); a leaf in no bucket
+/// (an empty one) is zeros.
+pub(crate) fn unpack_tree<P: Tree>(
+    like: &P,
+    leaves: &[Tensor],
+    bks: &[Vec<usize>],
+    packed: &[Tensor],
+) -> P {
+    let mut out: Vec<Option<Tensor>> = vec![None; leaves.len()];
+    for (b, all) in bks.iter().zip(packed) {
+        for (&i, t) in b.iter().zip(unpack(all, leaves, b)) {
+            out[i] = Some(t);
+        }
+    }
+    let mut out = (out.into_iter().zip(leaves)).map(|(l, x)| l.unwrap_or_else(|| x.zeros_like()));
+    like.rebuild(&mut out)
 }
 
 /// This rank's block of a packed bucket (`pack`): what `reduce_scatter` of it leaves here.

@@ -2,6 +2,7 @@
 
 use super::{
     check_count, check_like, check_rate, state_tree, zero_count, Blocks, Mask, Optimizer, Schedule,
+    Selected,
 };
 use crate::{DType, Tensor, Tree};
 
@@ -103,10 +104,13 @@ impl<S: Schedule> Optimizer for Adam<S> {
     fn updates<P: Tree>(&self, grads: &P, state: AdamState<P>, params: &P) -> (P, AdamState<P>) {
         let decay = match self.weight_decay {
             0.0 => Vec::new(),
-            _ => self.mask.resolve(params),
+            _ => self
+                .mask
+                .resolve(params)
+                .into_iter()
+                .map(Selected::of)
+                .collect(),
         };
-        let one = Tensor::scalar(1f64).into_weak();
-        let decay = decay.into_iter().map(|d| d.then(|| one.clone())).collect();
         self.step(grads, state, params, decay)
     }
 
@@ -128,15 +132,15 @@ impl<S: Schedule> Optimizer for Adam<S> {
 }
 
 impl<S: Schedule> Adam<S> {
-    /// The update, with `weight_decay p mask` added to leaf `i`'s where `decay[i]` is a mask
-    /// (a scalar 1, or 0/1 elements), none where it is `None` or missing.
+    /// The update, with `weight_decay p` added to leaf `i`'s where `decay[i]` selects it (all
+    /// of it, or the elements of a 0/1 mask), none where it selects nothing or is missing.
     #[track_caller]
     fn step<P: Tree>(
         &self,
         grads: &P,
         state: AdamState<P>,
         params: &P,
-        decay: Vec<Option<Tensor>>,
+        decay: Vec<Selected>,
     ) -> (P, AdamState<P>) {
         let (b1, b2, eps, wd) = (self.b1, self.b2, self.eps, self.weight_decay);
         let op = if wd != 0.0 {
@@ -162,9 +166,9 @@ impl<S: Schedule> Adam<S> {
             let v = b2 * v + (1.0 - b2) * g.square();
             let mut u = (&m / &bc1) / ((&v / &bc2).sqrt() + eps);
             match decay.get(leaf) {
-                Some(Some(mask)) if mask.ndim() == 0 => u = u + wd * p,
-                Some(Some(mask)) => u = u + wd * p * mask,
-                _ => {}
+                Some(Selected::All) => u = u + wd * p,
+                Some(Selected::Elements(mask)) => u = u + wd * p * mask,
+                Some(Selected::Nothing) | None => {}
             }
             leaf += 1;
             [&neg_lr * &u, m, v]

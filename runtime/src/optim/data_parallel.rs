@@ -66,8 +66,8 @@ impl<O: Optimizer> Optimizer for DataParallel<O> {
             return self.inner.updates(grads, state, params);
         }
         check_like("`data_parallel`", "gradient", grads, params);
-        let bytes =
-            (self.bucket_bytes).unwrap_or_else(|| dist::bucket_bytes_for(size_bytes(grads)));
+        let bytes = (self.bucket_bytes)
+            .unwrap_or_else(|| dist::bucket_bytes_for(size_bytes(&grads.leaves())));
         let mean = dist::all_reduce_tree(grads, Reduce::Mean, bytes).unwrap_or_else(|e| fail(e));
         self.inner.updates(&mean, state, params)
     }

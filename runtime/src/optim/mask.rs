@@ -118,6 +118,28 @@ impl Mask {
     }
 }
 
+/// What a [`Mask`] selects of one leaf, or of one block of packed leaves (`Blocks::mask`).
+#[derive(Clone, Debug)]
+pub enum Selected {
+    /// None of its elements.
+    Nothing,
+    /// Every element.
+    All,
+    /// A 0/1 tensor of the block's elements.
+    Elements(Tensor),
+}
+
+impl Selected {
+    /// `All` or `Nothing`, as a leaf's flag says.
+    pub fn of(flag: bool) -> Selected {
+        if flag {
+            Selected::All
+        } else {
+            Selected::Nothing
+        }
+    }
+}
+
 impl fmt::Debug for Mask {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.0 {

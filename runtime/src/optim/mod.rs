@@ -33,7 +33,7 @@ mod sharded_checkpoint;
 pub use adam::{adam, adamw, Adam, AdamState};
 pub use clip::{chain, clip_by_global_norm, global_norm, Chain, ClipByGlobalNorm};
 pub use data_parallel::{data_parallel, DataParallel};
-pub use mask::Mask;
+pub use mask::{Mask, Selected};
 pub use schedule::{constant, from_fn, warmup_cosine, Constant, FromFn, Schedule, WarmupCosine};
 pub use sgd::{momentum, sgd, Momentum, MomentumState, Sgd, SgdState};
 pub use sharded::{sharded, Blocks, Sharded};
@@ -252,9 +252,10 @@ fn check_rate(op: &str, lr: &Tensor) {
     }
 }
 
-/// The bytes of a tree's leaves (the gradients' size, which picks their buckets).
-fn size_bytes<T: Tree>(tree: &T) -> usize {
-    tree.leaves().iter().map(|t| t.size_bytes()).sum()
+/// The bytes of a tree's leaves (the gradients' or parameters' size, which picks their
+/// buckets).
+fn size_bytes(leaves: &[Tensor]) -> usize {
+    leaves.iter().map(|t| t.size_bytes()).sum()
 }
 
 /// The step counter of a fresh state: an `i32` scalar 0.

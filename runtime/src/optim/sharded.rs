@@ -2,8 +2,8 @@
 //! one block of the parameters, updates that block from its block of the averaged gradients,
 //! and the ranks gather the updates.
 
-use super::{check_like, Mask, Optimizer, StateOf};
-use crate::dist::buckets::{block, buckets, pack, unpack};
+use super::{check_like, size_bytes, Mask, Optimizer, Selected, StateOf};
+use crate::dist::buckets::{block, block_len, buckets, pack, unpack_tree};
 use crate::dist::{self, Reduce};
 use crate::error::Error;
 use crate::trace::fail;
@@ -49,8 +49,7 @@ impl<O> Sharded<O> {
 impl<O: Optimizer> Sharded<O> {
     /// The bucket size for parameters `leaves`.
     pub(super) fn bytes(&self, leaves: &[Tensor]) -> usize {
-        let total = leaves.iter().map(|t| t.size_bytes()).sum();
-        (self.bucket_bytes).unwrap_or_else(|| dist::bucket_bytes_for(total))
+        (self.bucket_bytes).unwrap_or_else(|| dist::bucket_bytes_for(size_bytes(leaves)))
     }
 
     /// This rank's block of each bucket of `tree` (shaped like the parameters).
@@ -72,20 +71,16 @@ impl<O: Optimizer> Sharded<O> {
         let bks = buckets(&p, self.bytes(&p));
         let mut failed = None;
         let full = self.inner.map_state(state, &mut |blocks: Vec<Tensor>| {
-            let mut leaves: Vec<Option<Tensor>> = vec![None; p.len()];
-            for (b, x) in bks.iter().zip(&blocks) {
-                match dist::all_gather(x, 0) {
-                    Ok(all) => {
-                        for (&i, t) in b.iter().zip(unpack(&all, &p, b)) {
-                            leaves[i] = Some(t);
-                        }
-                    }
-                    Err(e) => drop(failed.get_or_insert(e)),
+            let all: Result<Vec<Tensor>, Error> =
+                blocks.iter().map(|x| dist::all_gather(x, 0)).collect();
+            match all {
+                Ok(all) => unpack_tree(params, &p, &bks, &all),
+                // (Zeros in a state that is returned as an error.)
+                Err(e) => {
+                    failed.get_or_insert(e);
+                    unpack_tree(params, &p, &[], &[])
                 }
             }
-            let mut leaves =
-                (leaves.into_iter().zip(&p)).map(|(l, x)| l.unwrap_or_else(|| x.zeros_like()));
-            params.rebuild(&mut leaves)
         })?;
         failed.map_or(Ok(full), Err)
     }
@@ -136,16 +131,11 @@ impl<O: Optimizer> Optimizer for Sharded<O> {
         let blocks = Blocks::new(params, &bks);
         let (u, state) =
             (self.inner).block_updates(&mine, state, &self.blocks(params, params), &blocks);
-        let mut updates: Vec<Option<Tensor>> = vec![None; p.len()];
-        for (b, u) in bks.iter().zip(&u) {
-            let all = dist::all_gather(u, 0).unwrap_or_else(|e| fail(e));
-            for (&i, x) in b.iter().zip(unpack(&all, &p, b)) {
-                updates[i] = Some(x);
-            }
-        }
+        let all: Vec<Tensor> = (u.iter())
+            .map(|u| dist::all_gather(u, 0).unwrap_or_else(|e| fail(e)))
+            .collect();
         // (Empty leaves are in no bucket: their update is empty too.)
-        let mut updates = (updates.into_iter().zip(&p)).map(|(u, x)| u.unwrap_or_else(|| x * 0.0));
-        (params.rebuild(&mut updates), state)
+        (unpack_tree(params, &p, &bks, &all), state)
     }
 }
 
@@ -170,8 +160,7 @@ impl Blocks {
         let (rank, ranks) = (dist::rank(), dist::size());
         let (mut parts, mut lens) = (Vec::new(), Vec::new());
         for b in bks {
-            let total: usize = b.iter().map(|&i| leaves[i].len()).sum();
-            let per = total.div_ceil(ranks);
+            let per = block_len(&leaves, b, ranks);
             let (lo, hi) = (rank * per, (rank + 1) * per);
             let mut at = 0;
             let mut mine = Vec::new();
@@ -201,21 +190,18 @@ impl Blocks {
         all.sum_all()
     }
 
-    /// Per block, where `mask` selects its elements: `None` for none of them, a scalar 1 for
-    /// all, otherwise a 0/1 vector of the block's dtype (padding is 0).
+    /// Per block, what `mask` selects of its elements: nothing, all, or a 0/1 vector of the
+    /// block's dtype (padding is 0).
     #[track_caller]
-    pub fn mask(&self, mask: &Mask) -> Vec<Option<Tensor>> {
+    pub fn mask(&self, mask: &Mask) -> Vec<Selected> {
         let flags = mask.resolve_leaves(&self.names, &self.leaves);
         (self.parts.iter().zip(&self.lens))
             .map(|(parts, &len)| {
                 let on: usize = parts.iter().filter(|p| flags[p.0]).map(|p| p.2).sum();
-                if on == 0 {
-                    return None;
+                if on == 0 || on == len {
+                    return Selected::of(on == len);
                 }
                 let dtype = self.leaves[parts[0].0].dtype();
-                if on == len {
-                    return Some(Tensor::full(&[], 1, dtype));
-                }
                 let mut pieces = Vec::new();
                 let mut at = 0;
                 for &(i, start, n) in parts {
@@ -225,7 +211,7 @@ impl Blocks {
                 if at < len {
                     pieces.push(Tensor::zeros(&[len - at], dtype));
                 }
-                Some(Tensor::concat(&pieces.iter().collect::<Vec<_>>(), 0))
+                Selected::Elements(Tensor::concat(&pieces.iter().collect::<Vec<_>>(), 0))
             })
             .collect()
     }

@@ -5,7 +5,7 @@
 use super::sharded::Sharded;
 use super::{Optimizer, StateOf};
 use crate::dist;
-use crate::dist::buckets::{buckets, unpack};
+use crate::dist::buckets::{block_len, buckets, unpack_tree};
 use crate::{io, Error, ErrorKind, Tensor, Tree};
 use std::path::{Path, PathBuf};
 
@@ -31,10 +31,31 @@ fn read_index(dir: &Path) -> Result<(usize, usize), Error> {
     }
 }
 
+/// `result` on every rank where it is `Ok` on every rank; otherwise an error on every rank:
+/// this rank's own, or one naming the ranks that failed (`what` of their list: "rank 1 could
+/// not ..."). A rank failing alone would leave the others waiting in their next collective.
+fn on_every_rank<T>(
+    result: Result<T, Error>,
+    kind: ErrorKind,
+    what: impl FnOnce(&str) -> String,
+) -> Result<T, Error> {
+    let ok = Tensor::from_vec(vec![result.is_ok() as i32], &[1])?;
+    let all = dist::all_gather(&ok, 0)?.to_vec::<i32>()?;
+    let failed: Vec<String> = (all.iter().enumerate())
+        .filter(|(_, ok)| **ok == 0)
+        .map(|(r, _)| r.to_string())
+        .collect();
+    match (result, failed.is_empty()) {
+        (Ok(v), true) => Ok(v),
+        (Err(e), _) => Err(e),
+        (Ok(_), false) => Err(Error::new(kind, what(&failed.join(", ")))),
+    }
+}
+
 impl<O: Optimizer> Sharded<O> {
     /// Save the state as one safetensors file of the whole state (`gather_state`, written by
     /// rank 0 through `io::save`): the file of an unsharded `opt`, so it loads on any number
-    /// of ranks, and into `opt` itself. Every rank returns rank 0's error if its write failed.
+    /// of ranks, and into `opt` itself. Every rank returns an error if rank 0's write failed.
     pub fn save_state<P: Tree>(
         &self,
         state: &StateOf<Self, P>,
@@ -46,17 +67,12 @@ impl<O: Optimizer> Sharded<O> {
             0 => io::save(&full, path.as_ref()),
             _ => Ok(()),
         };
-        let ok = Tensor::scalar(written.is_ok() as i32);
-        if dist::broadcast(&ok, 0)?.item::<i32>()? == 1 {
-            return Ok(());
-        }
-        written.and(Err(Error::new(
-            ErrorKind::Io,
+        on_every_rank(written, ErrorKind::Io, |ranks| {
             format!(
-                "`Sharded::save_state`: rank 0 could not write {}",
+                "`Sharded::save_state`: rank {ranks} could not write {}",
                 path.as_ref().display()
-            ),
-        )))
+            )
+        })
     }
 
     /// This rank's share of a saved state, on any number of ranks: a file written by
@@ -99,23 +115,12 @@ impl<O: Optimizer> Sharded<O> {
             }
             _ => Ok(()),
         });
-        let ok = Tensor::from_vec(vec![written.is_ok() as i32], &[1])?;
-        let all = dist::all_gather(&ok, 0)?.to_vec::<i32>()?;
-        let failed: Vec<String> = (all.iter().enumerate())
-            .filter(|(_, ok)| **ok == 0)
-            .map(|(r, _)| r.to_string())
-            .collect();
-        if failed.is_empty() {
-            return Ok(());
-        }
-        written.and(Err(Error::new(
-            ErrorKind::Io,
+        on_every_rank(written, ErrorKind::Io, |ranks| {
             format!(
-                "`Sharded::save_state_per_rank`: rank {} could not write its part of {}",
-                failed.join(", "),
+                "`Sharded::save_state_per_rank`: rank {ranks} could not write its part of {}",
                 dir.display()
-            ),
-        )))
+            )
+        })
     }
 
     /// This rank's share of a state saved by `save_state_per_rank`: on as many ranks with the
@@ -134,24 +139,12 @@ impl<O: Optimizer> Sharded<O> {
             }
             self.shard_state(self.whole_state_of_ranks(dir, params)?, params)
         });
-        let ok = Tensor::from_vec(vec![loaded.is_ok() as i32], &[1])?;
-        let all = dist::all_gather(&ok, 0)?.to_vec::<i32>()?;
-        let failed: Vec<String> = (all.iter().enumerate())
-            .filter(|(_, ok)| **ok == 0)
-            .map(|(r, _)| r.to_string())
-            .collect();
-        match (loaded, failed.is_empty()) {
-            (Ok(state), true) => Ok(state),
-            (Err(e), _) => Err(e),
-            (Ok(_), false) => Err(Error::new(
-                ErrorKind::Checkpoint,
-                format!(
-                    "`Sharded::load_state`: rank {} could not read its part of {}",
-                    failed.join(", "),
-                    dir.display()
-                ),
-            )),
-        }
+        on_every_rank(loaded, ErrorKind::Checkpoint, |ranks| {
+            format!(
+                "`Sharded::load_state`: rank {ranks} could not read its part of {}",
+                dir.display()
+            )
+        })
     }
 
     /// The whole state (`O::State<P>`, what `opt` keeps for unsharded parameters) of a
@@ -169,10 +162,7 @@ impl<O: Optimizer> Sharded<O> {
         let bks = buckets(&p, bytes);
         // The state of one rank's blocks, as that run cut them.
         let blocks: Vec<Tensor> = (bks.iter())
-            .map(|b| {
-                let total: usize = b.iter().map(|&i| p[i].len()).sum();
-                Tensor::zeros(&[total.div_ceil(ranks)], p[b[0]].dtype())
-            })
+            .map(|b| Tensor::zeros(&[block_len(&p, b, ranks)], p[b[0]].dtype()))
             .collect();
         let template = self.inner.init(&blocks);
         let mut states = (0..ranks).map(|r| io::load(rank_file(dir, r), &template));
@@ -189,19 +179,15 @@ impl<O: Optimizer> Sharded<O> {
         }
         let mut k = 0;
         self.inner.map_state(first, &mut |mine: Vec<Tensor>| {
-            let mut leaves: Vec<Option<Tensor>> = vec![None; p.len()];
-            for (j, b) in bks.iter().enumerate() {
-                let mut rows = vec![&mine[j]];
-                rows.extend(others.iter().map(|o| &o[k][j]));
-                let packed = Tensor::concat(&rows, 0);
-                for (&i, t) in b.iter().zip(unpack(&packed, &p, b)) {
-                    leaves[i] = Some(t);
-                }
-            }
+            let packed: Vec<Tensor> = (0..bks.len())
+                .map(|j| {
+                    let mut rows = vec![&mine[j]];
+                    rows.extend(others.iter().map(|o| &o[k][j]));
+                    Tensor::concat(&rows, 0)
+                })
+                .collect();
             k += 1;
-            let mut leaves =
-                (leaves.into_iter().zip(&p)).map(|(l, x)| l.unwrap_or_else(|| x.zeros_like()));
-            params.rebuild(&mut leaves)
+            unpack_tree(params, &p, &bks, &packed)
         })
     }
 }
