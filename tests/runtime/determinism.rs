@@ -57,16 +57,25 @@ fn forward(q: &Tensor, k: &Tensor, v: &Tensor, mask: usize) -> Tensor {
 /// split by batch element.
 #[test]
 fn attention_and_its_gradient_do_not_depend_on_the_thread_count() {
-    for (heads, seq) in [(1usize, 1024usize), (2, 700), (3, 300), (9, 200)] {
+    // bf16 operands (read a tile at a time, dQ summed in f32) on both kinds of split.
+    let cases = [
+        (1usize, 1024usize, DType::F32),
+        (2, 700, DType::F32),
+        (3, 300, DType::F32),
+        (9, 200, DType::F32),
+        (1, 1024, DType::BF16),
+        (3, 300, DType::BF16),
+    ];
+    for (heads, seq, d) in cases {
         for mask in 0..3 {
             let shape = [heads, seq, 64];
             let (q, k, v, w) = (
-                random(&shape, 1),
-                random(&shape, 2),
-                random(&shape, 3),
-                random(&shape, 4),
+                random(&shape, 1).cast(d),
+                random(&shape, 2).cast(d),
+                random(&shape, 3).cast(d),
+                random(&shape, 4).cast(d),
             );
-            let what = format!("attention grads heads {heads} seq {seq} mask {mask}");
+            let what = format!("attention grads {d} heads {heads} seq {seq} mask {mask}");
             // Compiled under the default pool, then run under each.
             attention_grads(&q, &k, &v, &w, mask);
             same_bits(&what, || {

@@ -23,6 +23,10 @@
 //! all the output is zero (an empty sum). Scratch comes from the executable's arena, one
 //! slot per task running at once (`SLOTS`; a function of the sizes, never of the thread
 //! count).
+//!
+//! bf16 and f16 operands run the f32 code a tile at a time (`staged`): each tile of rows is
+//! converted to f32 in the worker's slot as it is read, each result rounded once as it is
+//! stored.
 
 use super::ops::Operand;
 use super::GemmElement;
@@ -32,6 +36,9 @@ use crate::{shape, DType};
 use rayon::prelude::*;
 
 mod fill;
+mod staged;
+
+use staged::Src;
 
 /// Query rows per tile.
 const BR: usize = 64;
@@ -53,6 +60,8 @@ trait Float:
 {
     const NEG_INF: Self;
     fn from_f64(x: f64) -> Self;
+    /// The value rounded to f32 (exact for f32: 16-bit results are stored from f32 sums).
+    fn to_f32(self) -> f32;
     fn exp(self) -> Self;
     /// `x[i] = exp(x[i])` for the whole slice.
     fn exp_slice(x: &mut [Self]);
@@ -62,6 +71,9 @@ impl Float for f32 {
     const NEG_INF: Self = f32::NEG_INFINITY;
     fn from_f64(x: f64) -> Self {
         x as f32
+    }
+    fn to_f32(self) -> f32 {
+        self
     }
     fn exp(self) -> Self {
         f32::exp(self)
@@ -86,6 +98,9 @@ impl Float for f64 {
     const NEG_INF: Self = f64::NEG_INFINITY;
     fn from_f64(x: f64) -> Self {
         x
+    }
+    fn to_f32(self) -> f32 {
+        self as f32
     }
     fn exp(self) -> Self {
         f64::exp(self)
@@ -147,7 +162,7 @@ fn backward_slots(d: Dims) -> usize {
     if splits_keys(d) {
         key_parts(d)
     } else {
-        let fit = GRAD_SLOTS_BYTES / slot_bytes(backward_elems(d), 4);
+        let fit = GRAD_SLOTS_BYTES / slot_bytes(backward_elems(d, false), 4);
         d.batch.clamp(1, SLOTS).min(fit.max(2))
     }
 }
@@ -166,35 +181,49 @@ fn slot_bytes(elems: usize, size: usize) -> usize {
 }
 
 /// Elements of a forward slot: the score tile, the running output, `m` and `l`, and the
-/// `v` sum of the keys a finite fill masks past the diagonal.
-fn forward_elems(d: Dims) -> usize {
-    BR * BC + BR * d.dv + 2 * BR + d.dv
-}
-
-/// Scratch bytes of the forward step: the slots, then under a causal finite fill every
-/// batch element's suffix sums of `v` by key tile (`fill::tile_suffixes`).
-pub fn forward_scratch(spec: &AttnSpec, d: Dims, size: usize) -> usize {
-    let suffixes = if fill::closed_form(spec) {
-        slot_bytes(d.batch * d.sk.div_ceil(BC) * d.dv, size)
+/// `v` sum of the keys a finite fill masks past the diagonal; for 16-bit operands
+/// (`half`), their f32 tiles: q's, k's and v's.
+fn forward_elems(d: Dims, half: bool) -> usize {
+    let tiles = if half {
+        BR * d.d + BC * (d.d + d.dv)
     } else {
         0
     };
-    forward_slots(d) * slot_bytes(forward_elems(d), size) + suffixes
+    BR * BC + BR * d.dv + 2 * BR + d.dv + tiles
 }
 
-/// Scratch bytes of the gradient step (with room to recompute a tile of the output when
-/// it was not saved).
-pub fn backward_scratch(d: Dims, size: usize) -> usize {
-    backward_slots(d) * slot_bytes(backward_elems(d), size)
-        + partials_bytes(d, size)
+/// Scratch bytes of the forward step on `dtype`: the slots, then under a causal finite fill
+/// every batch element's suffix sums of `v` by key tile (`fill::tile_suffixes`).
+pub fn forward_scratch(spec: &AttnSpec, d: Dims, dtype: DType) -> usize {
+    let size = dtype.compute().size();
+    forward_slots(d) * slot_bytes(forward_elems(d, dtype.is_half()), size)
+        + suffixes_bytes(spec, d, size)
+}
+
+/// The forward's suffix sums of `v` (`fill::tile_suffixes`; none without a causal fill).
+fn suffixes_bytes(spec: &AttnSpec, d: Dims, size: usize) -> usize {
+    if fill::closed_form(spec) {
+        slot_bytes(d.batch * d.sk.div_ceil(BC) * d.dv, size)
+    } else {
+        0
+    }
+}
+
+/// Scratch bytes of the gradient step on `dtype` (with room to recompute a tile of the
+/// output when it was not saved).
+pub fn backward_scratch(d: Dims, dtype: DType) -> usize {
+    let size = dtype.compute().size();
+    backward_slots(d) * slot_bytes(backward_elems(d, dtype.is_half()), size)
+        + partials_bytes(d, size, dtype.is_half())
         + shared_stats_bytes(d, size)
 }
 
 /// With the keys split (`splits_keys`), the partial `dQ` of every key part but the first
-/// (which adds into `dq` itself), after the slots.
-fn partials_bytes(d: Dims, size: usize) -> usize {
+/// (which adds into `dq` itself; of every part when dq is 16-bit), after the slots.
+fn partials_bytes(d: Dims, size: usize, half: bool) -> usize {
     if splits_keys(d) {
-        (key_parts(d) - 1) * slot_bytes(d.sq * d.d, size)
+        // (Part 0's too when dq is 16-bit: it is summed in f32.)
+        (key_parts(d) - usize::from(!half)) * slot_bytes(d.sq * d.d, size)
     } else {
         0
     }
@@ -256,9 +285,16 @@ impl<T: Copy> Stats<T> {
     }
 }
 
-/// Elements of a gradient slot.
-fn backward_elems(d: Dims) -> usize {
-    stats_elems(d) + 2 * BR * BC + BC * d.d + BC * d.dv + BR * d.dv + d.dv
+/// Elements of a gradient slot; for 16-bit operands (`half`) then their f32 tiles (`Tiles`)
+/// and the f32 sum of a batch element's `dQ`.
+fn backward_elems(d: Dims, half: bool) -> usize {
+    let staged = if half { tiles_elems(d) + d.sq * d.d } else { 0 };
+    stats_elems(d) + 2 * BR * BC + BC * d.d + BC * d.dv + BR * d.dv + d.dv + staged
+}
+
+/// Elements of a gradient slot's f32 tiles of 16-bit operands (`Tiles`).
+fn tiles_elems(d: Dims) -> usize {
+    BR * d.d + BC * (d.d + d.dv) + 2 * BR * d.dv
 }
 
 /// One operand of a step as a batch of matrices: element `(b, i, j)` at
@@ -266,10 +302,22 @@ fn backward_elems(d: Dims) -> usize {
 #[derive(Clone, Copy)]
 struct Mats<'a, T> {
     ptr: *const T,
-    batch_shape: &'a [usize],
-    batch_strides: &'a [i64],
+    batch: Batch<'a>,
     rs: isize,
     cs: isize,
+}
+
+/// Where a batch element's matrix starts.
+#[derive(Clone, Copy)]
+enum Batch<'a> {
+    /// In the operand's buffer, through its batch axes' strides.
+    Strided {
+        shape: &'a [usize],
+        strides: &'a [i64],
+    },
+    /// A tile of batch element `b`'s rows converted to f32 in a worker's slot
+    /// (`staged::Src::rows`): `ptr` is where its row 0 would be.
+    Tile { b: usize },
 }
 
 // SAFETY: only read, by the step that holds the operand, while its buffer lives.
@@ -281,8 +329,10 @@ impl<'a, T> Mats<'a, T> {
         let r = x.shape.len();
         Mats {
             ptr: x.ptr as *const T,
-            batch_shape: &x.shape[..r - 2],
-            batch_strides: &x.strides[..r - 2],
+            batch: Batch::Strided {
+                shape: &x.shape[..r - 2],
+                strides: &x.strides[..r - 2],
+            },
             rs: x.strides[r - 2] as isize,
             cs: x.strides[r - 1] as isize,
         }
@@ -290,13 +340,22 @@ impl<'a, T> Mats<'a, T> {
 
     /// The offset (elements) of matrix `b`'s row `i`.
     fn offset(&self, b: usize, i: usize) -> isize {
-        let mut rest = b;
-        let mut off = 0i64;
-        for (&n, &s) in self.batch_shape.iter().zip(self.batch_strides).rev() {
-            off += (rest % n) as i64 * s;
-            rest /= n;
-        }
-        off as isize + i as isize * self.rs
+        let start = match self.batch {
+            Batch::Strided { shape, strides } => {
+                let mut rest = b;
+                let mut off = 0i64;
+                for (&n, &s) in shape.iter().zip(strides).rev() {
+                    off += (rest % n) as i64 * s;
+                    rest /= n;
+                }
+                off as isize
+            }
+            Batch::Tile { b: tile } => {
+                debug_assert_eq!(b, tile, "a staged tile read for another batch element");
+                0
+            }
+        };
+        start + i as isize * self.rs
     }
 
     /// The first element of matrix `b`'s row `i`.
@@ -417,7 +476,7 @@ unsafe fn scores<T: Float>(
                             *x = masked;
                         }
                     } else {
-                        *x = *x + *(e as *const T);
+                        *x = *x + staged::read::<T>(e, m.dtype);
                     }
                 }
             }
@@ -558,17 +617,24 @@ unsafe fn slot<'s, T>(scratch: *mut u8, w: usize, bytes: usize, n: usize) -> &'s
     std::slice::from_raw_parts_mut(scratch.add(w * bytes) as *mut T, n)
 }
 
-/// The forward step: `o [.., Sq, Dv]` (contiguous) from `ins = [q, k, v, (mask)]`.
+/// The forward step: `o [.., Sq, Dv]` (contiguous, of `out_type`) from
+/// `ins = [q, k, v, (mask)]`, computed in `T` (f32 for 16-bit operands, read a tile at a
+/// time: `staged`).
 ///
 /// # Safety
 /// The operands' maps stay inside live buffers; `out` is valid for the output and overlaps
 /// no operand; `scratch` is valid for `forward_scratch` bytes.
-unsafe fn forward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: *mut T, scratch: *mut u8) {
+unsafe fn forward<T: Float>(
+    spec: &AttnSpec,
+    ins: &[Operand],
+    (out, out_type): (*mut u8, DType),
+    scratch: *mut u8,
+) {
     let dims = Dims::of(ins[0].shape, ins[2].shape);
     let (q, k, v) = (
-        Mats::<T>::new(&ins[0]),
-        Mats::<T>::new(&ins[1]),
-        Mats::<T>::new(&ins[2]),
+        Src::<T>::new(&ins[0]),
+        Src::<T>::new(&ins[1]),
+        Src::<T>::new(&ins[2]),
     );
     let mask = ins.get(3);
     let Dims {
@@ -581,29 +647,42 @@ unsafe fn forward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: *mut T, scrat
     let q_tiles = sq.div_ceil(BR);
     let tasks = batch * q_tiles;
     let size = std::mem::size_of::<T>();
-    let elems = forward_elems(dims);
+    let half = ins[0].dtype.is_half();
+    let elems = forward_elems(dims, half);
     let bytes = slot_bytes(elems, size);
     let n_workers = forward_slots(dims);
-    let p = Shared(out, scratch);
-    // The v-sums from each key tile on, read by every query tile's keys past the diagonal.
-    let k_tiles = sk.div_ceil(BC);
-    let suffixes = Ptr(scratch.add(n_workers * bytes) as *mut T);
-    if fill::closed_form(spec) {
-        (0..batch).into_par_iter().for_each(|b| {
-            let suffixes = suffixes;
-            let mine =
-                std::slice::from_raw_parts_mut(suffixes.0.add(b * k_tiles * dv), k_tiles * dv);
-            fill::tile_suffixes(&v, b, sk, mine);
-        });
-    }
-    (0..n_workers).into_par_iter().for_each(|w| {
-        let suffixes = suffixes;
+    let p = Shared(out as *mut T, scratch);
+    // A worker's slot: the score tile, the running output, m, l, the v sum of filled keys,
+    // then (16-bit operands) its f32 tiles of q, k and v.
+    let split = move |w: usize| {
         let p = p;
         let buf: &mut [T] = slot(p.1, w, bytes, elems);
         let (s, rest) = buf.split_at_mut(BR * BC);
         let (acc, rest) = rest.split_at_mut(BR * dv);
         let (m, rest) = rest.split_at_mut(BR);
-        let (l, vsum) = rest.split_at_mut(BR);
+        let (l, rest) = rest.split_at_mut(BR);
+        let (vsum, rest) = rest.split_at_mut(dv);
+        let (qb, rest) = rest.split_at_mut(if half { BR * d } else { 0 });
+        let (kb, vb) = rest.split_at_mut(if half { BC * d } else { 0 });
+        (s, acc, m, l, vsum, qb, kb, vb)
+    };
+    // The v-sums from each key tile on, read by every query tile's keys past the diagonal.
+    let k_tiles = sk.div_ceil(BC);
+    let suffixes = Ptr(scratch.add(n_workers * bytes) as *mut T);
+    if fill::closed_form(spec) {
+        (0..n_workers).into_par_iter().for_each(|w| {
+            let suffixes = suffixes;
+            let (.., vb) = split(w);
+            for b in (w..batch).step_by(n_workers) {
+                let mine =
+                    std::slice::from_raw_parts_mut(suffixes.0.add(b * k_tiles * dv), k_tiles * dv);
+                fill::tile_suffixes(&v, b, sk, vb, mine);
+            }
+        });
+    }
+    (0..n_workers).into_par_iter().for_each(|w| {
+        let (suffixes, p) = (suffixes, p);
+        let (s, acc, m, l, vsum, qb, kb, vb) = split(w);
         let mut alpha = [T::ZERO; BR];
         for t in (w..tasks).step_by(n_workers) {
             let (b, i0) = (t / q_tiles, (t % q_tiles) * BR);
@@ -611,54 +690,57 @@ unsafe fn forward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: *mut T, scrat
             m[..rows].fill(T::NEG_INF);
             l[..rows].fill(T::ZERO);
             acc[..rows * dv].fill(T::ZERO);
+            let qt = q.rows(b, (i0, rows), d, qb);
             let end = key_end(spec, sk, i0, rows);
             for j0 in (0..end).step_by(BC) {
                 let cols = BC.min(end - j0);
+                let vt = v.rows(b, (j0, cols), dv, vb);
                 if fill::masked_tile(spec, mask, b, (i0, rows), (j0, cols)) {
-                    fill::sum_rows(&v, b, (j0, j0 + cols), vsum);
+                    fill::sum_rows(&vt, b, (j0, j0 + cols), vsum);
                     let f = fill::value::<T>(spec);
                     fill::add_filled_keys(f, cols, vsum, rows, (m, l), Some(acc));
                     continue;
                 }
-                scores(spec, &q, &k, mask, b, d, (i0, rows), (j0, cols), s);
+                let kt = k.rows(b, (j0, cols), d, kb);
+                scores(spec, &qt, &kt, mask, b, d, (i0, rows), (j0, cols), s);
                 online(s, rows, cols, m, l, &mut alpha);
-                rescale_accumulate(acc, &alpha, s, (rows, cols, dv), &v, b, j0);
+                rescale_accumulate(acc, &alpha, s, (rows, cols, dv), &vt, b, j0);
             }
             if fill::closed_form(spec) && end < sk {
                 let mine =
                     std::slice::from_raw_parts(suffixes.0.add(b * k_tiles * dv), k_tiles * dv);
-                fill::sum_from(&v, b, (end, sk), mine, vsum);
+                fill::sum_from(&v, b, (end, sk), mine, vb, vsum);
                 let f = fill::value::<T>(spec);
                 fill::add_filled_keys(f, sk - end, vsum, rows, (m, l), Some(acc));
             }
             for r in 0..rows {
-                let o = p.0.add((b * sq + i0 + r) * dv);
-                for c in 0..dv {
-                    // With no keys at all the output is an empty sum: 0. A row whose keys
-                    // are all masked has l = 0 and acc = 0: 0/0 = NaN, the composition's.
-                    *o.add(c) = if sk == 0 {
-                        T::ZERO
-                    } else {
-                        acc[r * dv + c] / l[r]
-                    };
+                let row = &mut acc[r * dv..(r + 1) * dv];
+                // With no keys at all the output is an empty sum: 0. A row whose keys are
+                // all masked has l = 0 and acc = 0: 0/0 = NaN, the composition's.
+                for x in row.iter_mut() {
+                    *x = if sk == 0 { T::ZERO } else { *x / l[r] };
                 }
+                staged::store(out_type, p.0 as *mut u8, (b * sq + i0 + r) * dv, row);
             }
         }
     });
 }
 
-/// What every part of the gradient reads: the operands as matrices and the step's sizes.
+/// What every part of the gradient reads: the operands and the step's sizes.
+#[derive(Clone, Copy)]
 struct Grad<'a, T> {
     spec: &'a AttnSpec,
-    q: Mats<'a, T>,
-    k: Mats<'a, T>,
-    v: Mats<'a, T>,
+    q: Src<'a, T>,
+    k: Src<'a, T>,
+    v: Src<'a, T>,
     /// The forward output when it was saved (else recomputed tile by tile).
-    o: Option<Mats<'a, T>>,
-    dout: Mats<'a, T>,
+    o: Option<Src<'a, T>>,
+    dout: Src<'a, T>,
     mask: Option<&'a Operand<'a>>,
     dims: Dims,
     scale: T,
+    /// The type of `dK` and `dV` as stored (`T`, or 16 bits rounded from `T`).
+    out_type: DType,
 }
 
 // SAFETY: only read, by the step that holds the operands, while their buffers live.
@@ -673,6 +755,16 @@ fn splits_keys(d: Dims) -> bool {
     d.batch < KEY_PARTS && d.sk > BC
 }
 
+/// A gradient slot's f32 tiles of 16-bit operands (`staged::Src::rows`; empty for f32 and
+/// f64 operands, read in place).
+struct Tiles<'s, T> {
+    q: &'s mut [T],
+    k: &'s mut [T],
+    v: &'s mut [T],
+    o: &'s mut [T],
+    dout: &'s mut [T],
+}
+
 impl<T: Float> Grad<'_, T> {
     /// Pass 1 for query rows `i0..i0 + rows` of batch element `b`: each row's `m`, `1/l`
     /// and `D = rowsum(dO ∘ O)` into `stats`, `O` recomputed (as the forward does it, in
@@ -685,31 +777,37 @@ impl<T: Float> Grad<'_, T> {
         stats: Stats<T>,
         s: &mut [T],
         (acc, vsum): (&mut [T], &mut [T]),
+        tiles: &mut Tiles<T>,
     ) {
         let Dims { sk, d, dv, .. } = self.dims;
         let mut alpha = [T::ZERO; BR];
         let mut m = [T::NEG_INF; BR];
         let mut l = [T::ZERO; BR];
-        if self.o.is_none() {
+        // Without the saved output, O is recomputed from v's tiles.
+        let o_acc = self.o.is_none();
+        if o_acc {
             acc[..rows * dv].fill(T::ZERO);
         }
+        let qt = self.q.rows(b, (i0, rows), d, tiles.q);
         let end = key_end(self.spec, sk, i0, rows);
         for j0 in (0..end).step_by(BC) {
             let cols = BC.min(end - j0);
+            let vt = o_acc.then(|| self.v.rows(b, (j0, cols), dv, tiles.v));
             if fill::masked_tile(self.spec, self.mask, b, (i0, rows), (j0, cols)) {
                 // As the forward adds it.
-                let (o_acc, f) = (self.o.is_none(), fill::value::<T>(self.spec));
-                if o_acc {
-                    fill::sum_rows(&self.v, b, (j0, j0 + cols), vsum);
+                let f = fill::value::<T>(self.spec);
+                if let Some(vt) = &vt {
+                    fill::sum_rows(vt, b, (j0, j0 + cols), vsum);
                 }
                 let acc = o_acc.then_some(&mut *acc);
                 fill::add_filled_keys(f, cols, vsum, rows, (&mut m, &mut l), acc);
                 continue;
             }
+            let kt = self.k.rows(b, (j0, cols), d, tiles.k);
             scores(
                 self.spec,
-                &self.q,
-                &self.k,
+                &qt,
+                &kt,
                 self.mask,
                 b,
                 d,
@@ -718,20 +816,22 @@ impl<T: Float> Grad<'_, T> {
                 s,
             );
             online(s, rows, cols, &mut m, &mut l, &mut alpha);
-            if self.o.is_none() {
-                rescale_accumulate(acc, &alpha, s, (rows, cols, dv), &self.v, b, j0);
+            if let Some(vt) = &vt {
+                rescale_accumulate(acc, &alpha, s, (rows, cols, dv), vt, b, j0);
             }
         }
         let closed = fill::closed_form(self.spec);
         if closed && end < sk {
             // The keys past the diagonal, as the forward adds them.
-            let (o_acc, f) = (self.o.is_none(), fill::value::<T>(self.spec));
+            let f = fill::value::<T>(self.spec);
             if o_acc {
-                fill::sum_rows(&self.v, b, (end, sk), vsum);
+                fill::sum_src_rows(&self.v, b, (end, sk), tiles.v, vsum);
             }
             let acc = o_acc.then_some(&mut *acc);
             fill::add_filled_keys(f, sk - end, vsum, rows, (&mut m, &mut l), acc);
         }
+        let dt = self.dout.rows(b, (i0, rows), dv, tiles.dout);
+        let ot = self.o.map(|o| o.rows(b, (i0, rows), dv, tiles.o));
         for r in 0..rows {
             let sub = if m[r] == T::NEG_INF { T::ZERO } else { m[r] };
             // A row masked by -inf: 1/0 = inf, and exp(-inf) · inf = NaN below, as the
@@ -739,14 +839,14 @@ impl<T: Float> Grad<'_, T> {
             let at = stats.softmax(i0 + r);
             *at = sub;
             *at.add(1) = T::ONE / l[r];
-            let drow = self.dout.row(b, i0 + r);
+            let drow = dt.row(b, i0 + r);
             let mut dot = T::ZERO;
             for c in 0..dv {
-                let oc = match &self.o {
+                let oc = match &ot {
                     Some(o) => *o.row(b, i0 + r).offset(c as isize * o.cs),
                     None => acc[r * dv + c] / l[r],
                 };
-                dot = dot + oc * *drow.offset(c as isize * self.dout.cs);
+                dot = dot + oc * *drow.offset(c as isize * dt.cs);
             }
             *stats.dvec(i0 + r) = dot;
         }
@@ -754,13 +854,14 @@ impl<T: Float> Grad<'_, T> {
             let out = std::slice::from_raw_parts_mut(stats.wdo(i0 / BR), dv);
             let rows_stats = std::slice::from_raw_parts(stats.softmax(i0), 2 * rows);
             let f = fill::value(self.spec);
-            fill::weighted_dout(f, rows_stats, &self.dout, (b, i0), out);
+            fill::weighted_dout(f, rows_stats, &dt, (b, i0), out);
         }
     }
 
     /// Pass 2 for the key tile at `j0` of batch element `b`: its rows of `dK` and `dV`
-    /// written (where wanted), `scale · dS K` added into `dq` (the `sq × d` rows of `b`),
-    /// over the query tiles that see the keys.
+    /// stored (where wanted: `dk`, `dvo` are batch element `b`'s matrices), `scale · dS K`
+    /// added into `dq` (the `sq × d` rows of `b`, in `T`), over the query tiles that see the
+    /// keys.
     #[allow(clippy::too_many_arguments)]
     unsafe fn key_tile(
         &self,
@@ -768,13 +869,15 @@ impl<T: Float> Grad<'_, T> {
         j0: usize,
         stats: Stats<T>,
         dq: *mut T,
-        (dk, dvo): (Option<*mut T>, Option<*mut T>),
+        (dk, dvo): (Option<*mut u8>, Option<*mut u8>),
         (s, dp): (&mut [T], &mut [T]),
         (dk_acc, dv_acc): (&mut [T], &mut [T]),
+        tiles: &mut Tiles<T>,
     ) {
         let Dims { sq, sk, d, dv, .. } = self.dims;
-        let (q, k, v, dout) = (&self.q, &self.k, &self.v, &self.dout);
         let cols = BC.min(sk - j0);
+        let kt = self.k.rows(b, (j0, cols), d, tiles.k);
+        let vt = self.v.rows(b, (j0, cols), dv, tiles.v);
         dk_acc[..cols * d].fill(T::ZERO);
         dv_acc[..cols * dv].fill(T::ZERO);
         let first = match self.spec.mask {
@@ -808,7 +911,19 @@ impl<T: Float> Grad<'_, T> {
                 }
                 continue;
             }
-            scores(self.spec, q, k, self.mask, b, d, (i0, rows), (j0, cols), s);
+            let qt = self.q.rows(b, (i0, rows), d, tiles.q);
+            let dt = self.dout.rows(b, (i0, rows), dv, tiles.dout);
+            scores(
+                self.spec,
+                &qt,
+                &kt,
+                self.mask,
+                b,
+                d,
+                (i0, rows),
+                (j0, cols),
+                s,
+            );
             for r in 0..rows {
                 let row = &mut s[r * BC..r * BC + cols];
                 let at = stats.softmax(i0 + r);
@@ -829,9 +944,9 @@ impl<T: Float> Grad<'_, T> {
                     s.as_ptr(),
                     1,
                     BC as isize,
-                    dout.row(b, i0),
-                    dout.rs,
-                    dout.cs,
+                    dt.row(b, i0),
+                    dt.rs,
+                    dt.cs,
                     T::ONE,
                 );
             }
@@ -843,12 +958,12 @@ impl<T: Float> Grad<'_, T> {
                 dp.as_mut_ptr(),
                 BC as isize,
                 false,
-                dout.row(b, i0),
-                dout.rs,
-                dout.cs,
-                v.row(b, j0),
-                v.cs,
-                v.rs,
+                dt.row(b, i0),
+                dt.rs,
+                dt.cs,
+                vt.row(b, j0),
+                vt.cs,
+                vt.rs,
                 T::ONE,
             );
             for r in 0..rows {
@@ -872,9 +987,9 @@ impl<T: Float> Grad<'_, T> {
                 dp.as_ptr(),
                 BC as isize,
                 1,
-                k.row(b, j0),
-                k.rs,
-                k.cs,
+                kt.row(b, j0),
+                kt.rs,
+                kt.cs,
                 self.scale,
             );
             // dK += scale · dSᵀ Q
@@ -891,23 +1006,24 @@ impl<T: Float> Grad<'_, T> {
                 dp.as_ptr(),
                 1,
                 BC as isize,
-                q.row(b, i0),
-                q.rs,
-                q.cs,
+                qt.row(b, i0),
+                qt.rs,
+                qt.cs,
                 self.scale,
             );
         }
         if let Some(dk) = dk {
-            std::ptr::copy_nonoverlapping(dk_acc.as_ptr(), dk.add(j0 * d), cols * d);
+            staged::store(self.out_type, dk, j0 * d, &dk_acc[..cols * d]);
         }
         if let Some(dvo) = dvo {
-            std::ptr::copy_nonoverlapping(dv_acc.as_ptr(), dvo.add(j0 * dv), cols * dv);
+            staged::store(self.out_type, dvo, j0 * dv, &dv_acc[..cols * dv]);
         }
     }
 }
 
 /// A worker's scratch slot split into its parts: the row statistics (`Stats`), the score and
-/// cotangent tiles, the `dK`/`dV` tile accumulators and the recomputed output tile.
+/// cotangent tiles, the `dK`/`dV` tile accumulators, the recomputed output tile, and for
+/// 16-bit operands their f32 tiles and the f32 sum of a batch element's `dQ`.
 struct Slot<'s, T> {
     stats: &'s mut [T],
     s: &'s mut [T],
@@ -916,16 +1032,25 @@ struct Slot<'s, T> {
     dv_acc: &'s mut [T],
     acc: &'s mut [T],
     vsum: &'s mut [T],
+    tiles: Tiles<'s, T>,
+    dq: &'s mut [T],
 }
 
-fn split_slot<T>(buf: &mut [T], d: Dims) -> Slot<'_, T> {
+fn split_slot<T>(buf: &mut [T], d: Dims, half: bool) -> Slot<'_, T> {
     let (stats, rest) = buf.split_at_mut(stats_elems(d));
     let (s, rest) = rest.split_at_mut(BR * BC);
     let (dp, rest) = rest.split_at_mut(BR * BC);
     let (dk_acc, rest) = rest.split_at_mut(BC * d.d);
     let (dv_acc, rest) = rest.split_at_mut(BC * d.dv);
     let (acc, rest) = rest.split_at_mut(BR * d.dv);
-    let vsum = &mut rest[..d.dv];
+    let (vsum, rest) = rest.split_at_mut(d.dv);
+    let n = |elems: usize| if half { elems } else { 0 };
+    let (q, rest) = rest.split_at_mut(n(BR * d.d));
+    let (k, rest) = rest.split_at_mut(n(BC * d.d));
+    let (v, rest) = rest.split_at_mut(n(BC * d.dv));
+    let (o, rest) = rest.split_at_mut(n(BR * d.dv));
+    let (dout, rest) = rest.split_at_mut(n(BR * d.dv));
+    let dq = &mut rest[..n(d.sq * d.d)];
     Slot {
         stats,
         s,
@@ -934,12 +1059,15 @@ fn split_slot<T>(buf: &mut [T], d: Dims) -> Slot<'_, T> {
         dv_acc,
         acc,
         vsum,
+        tiles: Tiles { q, k, v, o, dout },
+        dq,
     }
 }
 
-/// The gradient step: `dq`, `dk`, `dv` into `out` (`dk`, `dv` may be null: not needed)
-/// from `ins = [q, k, v, (o,) do, (mask)]`. Without the forward output `o` the first pass
-/// recomputes each tile of it (the forward's work again) for `D = rowsum(dO ∘ O)`.
+/// The gradient step: `dq`, `dk`, `dv` into `out` (of `out_type`; `dk`, `dv` may be null:
+/// not needed) from `ins = [q, k, v, (o,) do, (mask)]`, computed in `T` (f32 for 16-bit
+/// operands, read a tile at a time: `staged`). Without the forward output `o` the first
+/// pass recomputes each tile of it (the forward's work again) for `D = rowsum(dO ∘ O)`.
 ///
 /// With at least `KEY_PARTS` batch elements, each task takes whole batch elements. With
 /// fewer (one head of a long sequence), each batch element is split: its query tiles over
@@ -950,21 +1078,28 @@ fn split_slot<T>(buf: &mut [T], d: Dims) -> Slot<'_, T> {
 /// # Safety
 /// As `forward`'s, with `backward_scratch` bytes of scratch; each non-null output is valid
 /// for its operand's size and overlaps no operand or other output.
-unsafe fn backward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: [*mut T; 3], scratch: *mut u8) {
+unsafe fn backward<T: Float>(
+    spec: &AttnSpec,
+    ins: &[Operand],
+    (out, out_type): ([*mut u8; 3], DType),
+    scratch: *mut u8,
+) {
     let dims = Dims::of(ins[0].shape, ins[2].shape);
     let layout = spec
         .grad_operands(ins.len())
         .expect("attention_grad operands checked by the verifier");
+    let half = ins[0].dtype.is_half();
     let g = Grad {
         spec,
-        q: Mats::<T>::new(&ins[0]),
-        k: Mats::<T>::new(&ins[1]),
-        v: Mats::<T>::new(&ins[2]),
-        o: layout.saved_output.map(|at| Mats::<T>::new(&ins[at])),
-        dout: Mats::<T>::new(&ins[layout.dout]),
+        q: Src::<T>::new(&ins[0]),
+        k: Src::<T>::new(&ins[1]),
+        v: Src::<T>::new(&ins[2]),
+        o: layout.saved_output.map(|at| Src::<T>::new(&ins[at])),
+        dout: Src::<T>::new(&ins[layout.dout]),
         mask: layout.mask.map(|at| &ins[at]),
         dims,
         scale: T::from_f64(spec.scale),
+        out_type,
     };
     let Dims {
         batch,
@@ -973,52 +1108,57 @@ unsafe fn backward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: [*mut T; 3],
         d,
         dv,
     } = dims;
-    let elems = backward_elems(dims);
-    let bytes = slot_bytes(elems, std::mem::size_of::<T>());
-    let p = Shared3(out, scratch);
+    let size = std::mem::size_of::<T>();
+    let elems = backward_elems(dims, half);
+    let bytes = slot_bytes(elems, size);
+    let p = Shared3(out.map(|x| x as *mut T), scratch);
+    let esize = out_type.size();
+    // Batch element b's dq, dk and dv (null: not needed), by byte.
     let outputs = move |b: usize| {
         let p = p;
         (
-            p.0[0].add(b * sq * d),
-            (!p.0[1].is_null()).then(|| p.0[1].add(b * sk * d)),
-            (!p.0[2].is_null()).then(|| p.0[2].add(b * sk * dv)),
+            (p.0[0] as *mut u8).add(b * sq * d * esize),
+            (!p.0[1].is_null()).then(|| (p.0[1] as *mut u8).add(b * sk * d * esize)),
+            (!p.0[2].is_null()).then(|| (p.0[2] as *mut u8).add(b * sk * dv * esize)),
         )
     };
     if splits_keys(dims) {
         let n = key_parts(dims);
         let (q_tiles, k_tiles) = (sq.div_ceil(BR), sk.div_ceil(BC));
-        // The partial dQ of parts 1.. after the slots (part 0 adds into dq itself), then
-        // every row's statistics: written by all in pass 1 (disjoint rows), read by all in
-        // pass 2; no worker holds a reference into them.
-        let partial_bytes = slot_bytes(sq * d, std::mem::size_of::<T>());
+        // The partial dQ of the parts after the slots (part 0 adds into dq itself, unless
+        // dq is 16-bit), then every row's statistics: written by all in pass 1 (disjoint
+        // rows), read by all in pass 2; no worker holds a reference into them.
+        let in_place = usize::from(!half);
+        let partial_bytes = slot_bytes(sq * d, size);
         let partials = Ptr(scratch.add(n * bytes) as *mut T);
         let shared = Stats::new(
-            scratch.add(n * bytes + (n - 1) * partial_bytes) as *mut T,
+            scratch.add(n * bytes + (n - in_place) * partial_bytes) as *mut T,
             dims,
         );
         let partial = move |dq: *mut T, w: usize| -> *mut T {
             let partials = partials;
-            if w == 0 {
+            if w < in_place {
                 dq
             } else {
-                (partials.0 as *mut u8).add((w - 1) * partial_bytes) as *mut T
+                (partials.0 as *mut u8).add((w - in_place) * partial_bytes) as *mut T
             }
         };
         for b in 0..batch {
-            let (dq, dk, dvo) = outputs(b);
+            let (dq_out, dk, dvo) = outputs(b);
             (0..n).into_par_iter().for_each(|w| {
                 let (p, sh) = (p, shared);
-                let mine = split_slot(slot::<T>(p.1, w, bytes, elems), dims);
+                let mut mine = split_slot(slot::<T>(p.1, w, bytes, elems), dims, half);
                 for t in (w..q_tiles).step_by(n) {
                     let i0 = t * BR;
                     let rows = BR.min(sq - i0);
-                    g.row_stats(b, (i0, rows), sh, mine.s, (mine.acc, mine.vsum));
+                    let tail = (&mut *mine.acc, &mut *mine.vsum);
+                    g.row_stats(b, (i0, rows), sh, mine.s, tail, &mut mine.tiles);
                 }
             });
-            let (dk, dvo, dq) = (dk.map(Ptr), dvo.map(Ptr), Ptr(dq));
+            let (dk, dvo, dq) = (dk.map(Ptr), dvo.map(Ptr), Ptr(dq_out as *mut T));
             (0..n).into_par_iter().for_each(|w| {
                 let (p, sh, dk, dvo, dq) = (p, shared, dk, dvo, dq);
-                let mine = split_slot(slot::<T>(p.1, w, bytes, elems), dims);
+                let mut mine = split_slot(slot::<T>(p.1, w, bytes, elems), dims, half);
                 let part = partial(dq.0, w);
                 std::slice::from_raw_parts_mut(part, sq * d).fill(T::ZERO);
                 for t in (w..k_tiles).step_by(n) {
@@ -1030,22 +1170,26 @@ unsafe fn backward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: [*mut T; 3],
                         (dk.map(|x| x.0), dvo.map(|x| x.0)),
                         (&mut *mine.s, &mut *mine.dp),
                         (&mut *mine.dk_acc, &mut *mine.dv_acc),
+                        &mut mine.tiles,
                     );
                 }
             });
-            // dQ = the partials' sum, in part order (part 0's is dq), each task over a
-            // band of it.
+            // dQ = the partials' sum, in part order, each task over a band of it, stored
+            // (rounded where dq is 16-bit) from part 0's.
             let total = sq * d;
             let band = total.div_ceil(n).max(1);
             (0..n).into_par_iter().for_each(|w| {
                 let dq = dq;
                 let (lo, hi) = ((w * band).min(total), ((w + 1) * band).min(total));
-                let out = std::slice::from_raw_parts_mut(dq.0.add(lo), hi - lo);
+                let sum = std::slice::from_raw_parts_mut(partial(dq.0, 0).add(lo), hi - lo);
                 for part in 1..n {
                     // Read only: the partials are no worker's any more.
                     let at = partial(dq.0, part) as *const T;
                     let src = std::slice::from_raw_parts(at.add(lo), hi - lo);
-                    out.iter_mut().zip(src).for_each(|(o, x)| *o = *o + *x);
+                    sum.iter_mut().zip(src).for_each(|(o, x)| *o = *o + *x);
+                }
+                if half {
+                    staged::store(out_type, dq.0 as *mut u8, lo, sum);
                 }
             });
         }
@@ -1054,34 +1198,39 @@ unsafe fn backward<T: Float>(spec: &AttnSpec, ins: &[Operand], out: [*mut T; 3],
     let n_workers = backward_slots(dims);
     (0..n_workers).into_par_iter().for_each(|w| {
         let p = p;
-        let mine = split_slot(slot::<T>(p.1, w, bytes, elems), dims);
+        let mut mine = split_slot(slot::<T>(p.1, w, bytes, elems), dims, half);
         for b in (w..batch).step_by(n_workers) {
-            let (dq, dk, dvo) = outputs(b);
+            let (dq_out, dk, dvo) = outputs(b);
+            // dQ is summed in place, or (16-bit) in f32 in the slot.
+            let dq = if half {
+                mine.dq.as_mut_ptr()
+            } else {
+                dq_out as *mut T
+            };
             std::slice::from_raw_parts_mut(dq, sq * d).fill(T::ZERO);
-            if sk == 0 {
-                // No keys: every gradient is an empty sum.
-                for (ptr, n) in [(dk, sk * d), (dvo, sk * dv)] {
-                    if let Some(ptr) = ptr {
-                        std::slice::from_raw_parts_mut(ptr, n).fill(T::ZERO);
-                    }
+            if sk > 0 {
+                let stats = Stats::new(mine.stats.as_mut_ptr(), dims);
+                for i0 in (0..sq).step_by(BR) {
+                    let tail = (&mut *mine.acc, &mut *mine.vsum);
+                    let rows = BR.min(sq - i0);
+                    g.row_stats(b, (i0, rows), stats, mine.s, tail, &mut mine.tiles);
                 }
-                continue;
+                for j0 in (0..sk).step_by(BC) {
+                    g.key_tile(
+                        b,
+                        j0,
+                        stats,
+                        dq,
+                        (dk, dvo),
+                        (&mut *mine.s, &mut *mine.dp),
+                        (&mut *mine.dk_acc, &mut *mine.dv_acc),
+                        &mut mine.tiles,
+                    );
+                }
             }
-            let stats = Stats::new(mine.stats.as_mut_ptr(), dims);
-            for i0 in (0..sq).step_by(BR) {
-                let tail = (&mut *mine.acc, &mut *mine.vsum);
-                g.row_stats(b, (i0, BR.min(sq - i0)), stats, mine.s, tail);
-            }
-            for j0 in (0..sk).step_by(BC) {
-                g.key_tile(
-                    b,
-                    j0,
-                    stats,
-                    dq,
-                    (dk, dvo),
-                    (&mut *mine.s, &mut *mine.dp),
-                    (&mut *mine.dk_acc, &mut *mine.dv_acc),
-                );
+            // (No keys: dQ is an empty sum, and dK and dV have no elements.)
+            if half {
+                staged::store(out_type, dq_out, 0, std::slice::from_raw_parts(dq, sq * d));
             }
         }
     });
@@ -1094,18 +1243,20 @@ struct Ptr<T>(*mut T);
 unsafe impl<T> Send for Ptr<T> {}
 unsafe impl<T> Sync for Ptr<T> {}
 
-/// Run the forward step on `dtype` into `out`.
+/// Run the forward step on `dtype` into `out`: f32 and f64 as they are, bf16 and f16 in f32
+/// (`staged`).
 ///
 /// # Safety
 /// As `forward`'s.
 pub unsafe fn run(spec: &AttnSpec, ins: &[Operand], dtype: DType, out: *mut u8, scratch: *mut u8) {
     match dtype {
-        DType::F32 => forward::<f32>(spec, ins, out as *mut f32, scratch),
-        _ => forward::<f64>(spec, ins, out as *mut f64, scratch),
+        DType::F64 => forward::<f64>(spec, ins, (out, dtype), scratch),
+        _ => forward::<f32>(spec, ins, (out, dtype), scratch),
     }
 }
 
-/// Run the gradient step on `dtype` into `out = [dq, dk, dv]` (`dk`, `dv` may be null).
+/// Run the gradient step on `dtype` into `out = [dq, dk, dv]` (`dk`, `dv` may be null), as
+/// `run` computes the forward.
 ///
 /// # Safety
 /// As `backward`'s.
@@ -1117,7 +1268,7 @@ pub unsafe fn run_grad(
     scratch: *mut u8,
 ) {
     match dtype {
-        DType::F32 => backward::<f32>(spec, ins, out.map(|p| p as *mut f32), scratch),
-        _ => backward::<f64>(spec, ins, out.map(|p| p as *mut f64), scratch),
+        DType::F64 => backward::<f64>(spec, ins, (out, dtype), scratch),
+        _ => backward::<f32>(spec, ins, (out, dtype), scratch),
     }
 }

@@ -54,9 +54,9 @@ pub fn scratch_bytes(
                 let Op::Attention(spec) = op else {
                     unreachable!()
                 };
-                super::attention::forward_scratch(spec, d, dtype.size())
+                super::attention::forward_scratch(spec, d, dtype)
             } else {
-                super::attention::backward_scratch(d, dtype.size())
+                super::attention::backward_scratch(d, dtype)
             }
         }
         _ => 0,

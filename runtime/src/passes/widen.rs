@@ -1,6 +1,7 @@
-//! The library steps that compute in f32 on 16-bit floats: a `matmul`, `attention`, its
-//! gradient, a `scatter_add` or a collective whose result is `bf16` or `f16` becomes the f32
-//! step on its operands cast to f32, its result cast back (rounded once). The casts are
+//! The library steps that compute in f32 on 16-bit floats: a `matmul`, a convolution, a
+//! `scatter_add` or a collective whose result is `bf16` or `f16` becomes the f32 step on
+//! its operands cast to f32, its result cast back (rounded once). (`attention` and its
+//! gradient read 16-bit operands themselves: `library/attention/staged.rs`.) The casts are
 //! elementwise:
 //! fusion puts them in the kernels around the step (a producer's kernel writes the f32
 //! operand, the consumer's reads the f32 result), and the step runs the f32 code, whose
@@ -24,8 +25,6 @@ fn widened(op: &Op, d: DType, native: &dyn Fn(DType) -> bool) -> bool {
     matches!(
         op,
         Op::Matmul
-            | Op::Attention(_)
-            | Op::AttentionGrad(_)
             | Op::Conv(_)
             | Op::ScatterAdd(_)
             | Op::AllReduce(_)

@@ -14,7 +14,7 @@
 //! (`masked_tile`: a padding mask's keys past a sequence's end). When `fill` is so
 //! low that `exp(fill - m)` is 0 these add zeros, and remain exact when it is not.
 
-use super::{Float, Mats, BC};
+use super::{Float, Mats, Src, BC};
 use crate::ir::{AttnSpec, MaskKind};
 use crate::library::ops::Operand;
 
@@ -73,17 +73,45 @@ pub(super) unsafe fn sum_rows<T: Float>(
     }
 }
 
+/// `out = Σ_{j in j0..j1} x[b, j]` (`out.len()` columns), in key order, reading (16-bit)
+/// `x` a tile of at most `BC` rows at a time through `buf`.
+///
+/// # Safety
+/// Rows `j0..j1` of `x`'s matrix `b` are inside its live buffer; `buf` holds `BC` rows.
+pub(super) unsafe fn sum_src_rows<T: Float>(
+    x: &Src<T>,
+    b: usize,
+    (j0, j1): (usize, usize),
+    buf: &mut [T],
+    out: &mut [T],
+) {
+    out.fill(T::ZERO);
+    for j in (j0..j1).step_by(BC) {
+        let n = BC.min(j1 - j);
+        let tile = x.rows(b, (j, n), out.len(), buf);
+        for i in j..j + n {
+            add_row(out, T::ONE, &tile, (b, i));
+        }
+    }
+}
+
 /// `suffixes[t] = Σ_{j >= t·BC} v[b, j]` (`dv` columns each) for the key tiles `t` of
 /// batch element `b`, from the last tile back (each tile's rows in key order, then the
 /// sum of the tiles after it).
 ///
 /// # Safety
-/// Rows `0..sk` of `v`'s matrix `b` are inside its live buffer.
-pub(super) unsafe fn tile_suffixes<T: Float>(v: &Mats<T>, b: usize, sk: usize, suffixes: &mut [T]) {
+/// Rows `0..sk` of `v`'s matrix `b` are inside its live buffer; `buf` holds `BC` rows.
+pub(super) unsafe fn tile_suffixes<T: Float>(
+    v: &Src<T>,
+    b: usize,
+    sk: usize,
+    buf: &mut [T],
+    suffixes: &mut [T],
+) {
     let dv = suffixes.len() / sk.div_ceil(BC).max(1);
     for t in (0..sk.div_ceil(BC)).rev() {
         let (this, after) = suffixes[t * dv..].split_at_mut(dv);
-        sum_rows(v, b, (t * BC, sk.min((t + 1) * BC)), this);
+        sum_src_rows(v, b, (t * BC, sk.min((t + 1) * BC)), buf, this);
         if !after.is_empty() {
             this.iter_mut()
                 .zip(&after[..dv])
@@ -96,17 +124,18 @@ pub(super) unsafe fn tile_suffixes<T: Float>(v: &Mats<T>, b: usize, sk: usize, s
 /// boundary, then that tile's suffix (fewer than `BC` rows read, not `sk - j0`).
 ///
 /// # Safety
-/// As `sum_rows`'; `suffixes` are `tile_suffixes` of `v`'s matrix `b`.
+/// As `sum_src_rows`'; `suffixes` are `tile_suffixes` of `v`'s matrix `b`.
 pub(super) unsafe fn sum_from<T: Float>(
-    v: &Mats<T>,
+    v: &Src<T>,
     b: usize,
     (j0, sk): (usize, usize),
     suffixes: &[T],
+    buf: &mut [T],
     out: &mut [T],
 ) {
     let dv = out.len();
     let next = j0.div_ceil(BC);
-    sum_rows(v, b, (j0, sk.min(next * BC)), out);
+    sum_src_rows(v, b, (j0, sk.min(next * BC)), buf, out);
     if next * BC < sk {
         let x = &suffixes[next * dv..(next + 1) * dv];
         out.iter_mut().zip(x).for_each(|(a, &x)| *a = *a + x);
