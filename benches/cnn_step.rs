@@ -57,10 +57,11 @@ fn resnet_step(
     stats: ResNetStats,
     x: &Tensor,
     y: &Tensor,
+    remat: bool,
 ) -> (ResNet, StateOf<Sgd, ResNet>, ResNetStats, Tensor) {
     let ((l, stats), g) = value_and_grad_with_aux(
         |p: &ResNet| {
-            let (z, stats) = p.logits(x, &stats, true);
+            let (z, stats) = p.logits(x, &stats, true, remat);
             (softmax_cross_entropy_with_labels(&z, y), stats)
         },
         &p,
@@ -86,6 +87,9 @@ fn batch() -> (Tensor, Tensor) {
         Tensor::from_vec(y, &[BATCH]).unwrap(),
     )
 }
+
+/// The ResNet row whose blocks are checkpointed (`Policy::DotsSaveable`).
+const REMAT: &str = "resnet20, blocks checkpointed";
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -129,7 +133,9 @@ fn peer(script: &str, skip: &str, runs: usize) -> HashMap<(String, String), (f64
     out
 }
 
-/// Each network's step times (ms) and its temporaries: `runs` calls after a first one.
+/// Each network's step times (ms) and its temporaries: `runs` calls after a first one. The
+/// ResNet twice: everything kept, and each block checkpointed keeping its convolutions'
+/// outputs (`--remat` in the example; measured against the peers' plain step).
 fn jitfuse_rows(runs: usize, x: &Tensor, y: &Tensor) -> Vec<(&'static str, Vec<f64>, usize)> {
     let key = Key::new(0);
     let mut rows = vec![];
@@ -154,24 +160,24 @@ fn jitfuse_rows(runs: usize, x: &Tensor, y: &Tensor) -> Vec<(&'static str, Vec<f
         }
         rows.push(("fmnist_cnn", t, temp));
     }
-    {
+    for (net, remat) in [("resnet20", false), (REMAT, true)] {
         let (p, stats) = ResNet::init(&key);
         let s = sgd().init(&p);
-        let temp = resnet_step::lower(p.clone(), s.clone(), stats.clone(), x, y)
+        let temp = resnet_step::lower(p.clone(), s.clone(), stats.clone(), x, y, remat)
             .and_then(|l| l.compile())
             .unwrap()
             .memory_analysis()
             .temp_bytes;
-        let (mut p, mut s, mut stats, _) = resnet_step(p, s, stats, x, y);
+        let (mut p, mut s, mut stats, _) = resnet_step(p, s, stats, x, y, remat);
         let mut t = vec![];
         for _ in 0..runs {
             let start = Instant::now();
-            let (p2, s2, st2, l) = resnet_step(p, s, stats, x, y);
+            let (p2, s2, st2, l) = resnet_step(p, s, stats, x, y, remat);
             l.item::<f32>().unwrap();
             t.push(start.elapsed().as_secs_f64() * 1e3);
             (p, s, stats) = (p2, s2, st2);
         }
-        rows.push(("resnet20", t, temp));
+        rows.push((net, t, temp));
     }
     rows
 }
@@ -202,10 +208,16 @@ fn main() {
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for (net, ms, temp) in rows {
-        let t = |mode: &str| torch.get(&(net.to_string(), mode.to_string())).map(|v| v.0);
+        // (The checkpointed ResNet against the peers' plain step.)
+        let peer_net = if net == REMAT { "resnet20" } else { net };
+        let t = |mode: &str| {
+            torch
+                .get(&(peer_net.to_string(), mode.to_string()))
+                .map(|v| v.0)
+        };
         let (eager, cl, comp) = (t("eager"), t("channels_last"), t("compiled"));
         let best = [eager, cl, comp].into_iter().flatten().reduce(f64::min);
-        let j = jax.get(&(net.to_string(), "jit".to_string())).copied();
+        let j = jax.get(&(peer_net.to_string(), "jit".to_string())).copied();
         println!(
             "| {net} | {ms:.1} | {} | {} | {} | {} | {} | {} | {:.1} | {} | {} |",
             cell(eager),

@@ -7,10 +7,11 @@
 //! prints its mean loss, examples per second and the test accuracy; the first step prints
 //! the compiled train step's memory report. At the end the parameters are saved as a
 //! safetensors checkpoint, loaded back and checked, and the test set's confusion matrix is
-//! printed and drawn as an SVG next to the checkpoint.
+//! printed and drawn as an SVG next to the checkpoint. `--remat` (resnet20) checkpoints each
+//! residual block, keeping only its convolutions' outputs for the gradient.
 //!
 //! Run: `cargo run --release --example cnn -- [--model cnn|resnet20] [--epochs N]
-//! [--limit TRAIN_EXAMPLES] [--out DIR] [--data DIR]`
+//! [--limit TRAIN_EXAMPLES] [--out DIR] [--data DIR] [--remat]`
 
 mod data;
 mod model;
@@ -57,10 +58,11 @@ fn resnet_step(
     stats: ResNetStats,
     x: &Tensor,
     y: &Tensor,
+    remat: bool,
 ) -> (ResNet, StateOf<Opt, ResNet>, ResNetStats, Tensor) {
     let ((l, stats), g) = value_and_grad_with_aux(
         |p: &ResNet| {
-            let (z, stats) = p.logits(x, &stats, true);
+            let (z, stats) = p.logits(x, &stats, true, remat);
             (softmax_cross_entropy_with_labels(&z, y), stats)
         },
         &p,
@@ -71,7 +73,7 @@ fn resnet_step(
 
 #[jit]
 fn resnet_predict(p: &ResNet, stats: &ResNetStats, x: &Tensor) -> Tensor {
-    p.logits(x, stats, false).0.argmax(-1)
+    p.logits(x, stats, false, false).0.argmax(-1)
 }
 
 struct Options {
@@ -80,6 +82,7 @@ struct Options {
     limit: usize,
     out: String,
     data: Option<String>,
+    remat: bool,
 }
 
 fn fail(msg: &str) -> ! {
@@ -94,6 +97,7 @@ fn options() -> Options {
         limit: 60_000,
         out: "target/cnn".into(),
         data: None,
+        remat: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -111,13 +115,18 @@ fn options() -> Options {
             "--limit" => o.limit = count(value()),
             "--out" => o.out = value(),
             "--data" => o.data = Some(value()),
+            "--remat" => o.remat = true,
             _ => fail(&format!(
-                "unknown flag {flag} (--model cnn|resnet20, --epochs, --limit, --out, --data)"
+                "unknown flag {flag} (--model cnn|resnet20, --epochs, --limit, --out, --data, \
+                 --remat)"
             )),
         }
     }
     if o.model != "cnn" && o.model != "resnet20" {
         fail(&format!("--model {}: cnn or resnet20", o.model));
+    }
+    if o.remat && o.model != "resnet20" {
+        fail("--remat checkpoints the residual blocks: --model resnet20 only");
     }
     o
 }
@@ -125,7 +134,8 @@ fn options() -> Options {
 /// The model being trained, with its optimiser state.
 enum Model {
     Cnn(Cnn, StateOf<Opt, Cnn>),
-    ResNet(ResNet, StateOf<Opt, ResNet>, ResNetStats),
+    /// With whether its blocks are checkpointed (`--remat`).
+    ResNet(ResNet, StateOf<Opt, ResNet>, ResNetStats, bool),
 }
 
 impl Model {
@@ -135,9 +145,9 @@ impl Model {
                 let (p, s, l) = cnn_step(p, s, x, y);
                 (Model::Cnn(p, s), l)
             }
-            Model::ResNet(p, s, st) => {
-                let (p, s, st, l) = resnet_step(p, s, st, x, y);
-                (Model::ResNet(p, s, st), l)
+            Model::ResNet(p, s, st, remat) => {
+                let (p, s, st, l) = resnet_step(p, s, st, x, y, remat);
+                (Model::ResNet(p, s, st, remat), l)
             }
         };
         (m, l.item::<f32>().unwrap())
@@ -146,7 +156,7 @@ impl Model {
     fn predict(&self, x: &Tensor) -> Vec<i64> {
         let t = match self {
             Model::Cnn(p, _) => cnn_predict(p, x),
-            Model::ResNet(p, _, st) => resnet_predict(p, st, x),
+            Model::ResNet(p, _, st, _) => resnet_predict(p, st, x),
         };
         t.to_vec::<i64>().unwrap()
     }
@@ -155,7 +165,9 @@ impl Model {
     fn memory(&self, x: &Tensor, y: &Tensor) -> String {
         let lowered = match self {
             Model::Cnn(p, s) => cnn_step::lower(p.clone(), s.clone(), x, y),
-            Model::ResNet(p, s, st) => resnet_step::lower(p.clone(), s.clone(), st.clone(), x, y),
+            Model::ResNet(p, s, st, remat) => {
+                resnet_step::lower(p.clone(), s.clone(), st.clone(), x, y, *remat)
+            }
         };
         let m = lowered.and_then(|l| l.compile()).unwrap().memory_analysis();
         m.to_string()
@@ -164,7 +176,7 @@ impl Model {
     fn parameters(&self) -> usize {
         let leaves = match self {
             Model::Cnn(p, _) => p.leaves(),
-            Model::ResNet(p, _, _) => p.leaves(),
+            Model::ResNet(p, _, _, _) => p.leaves(),
         };
         leaves.iter().map(|t| t.len()).sum()
     }
@@ -230,7 +242,7 @@ fn main() {
         _ => {
             let (p, st) = ResNet::init(&key);
             let s = opt().init(&p);
-            Model::ResNet(p, s, st)
+            Model::ResNet(p, s, st, o.remat)
         }
     };
     println!(
@@ -291,12 +303,12 @@ fn main() {
                 .unwrap_or_else(|e| fail(&e.to_string()));
             Model::Cnn(q, s.clone())
         }
-        Model::ResNet(p, s, st) => {
+        Model::ResNet(p, s, st, remat) => {
             let tree = (p.clone(), st.clone());
             jitfuse::save(&tree, &path).unwrap_or_else(|e| fail(&e.to_string()));
             let (q, qs): (ResNet, ResNetStats) = jitfuse::load(&path, &ResNet::init(&Key::new(1)))
                 .unwrap_or_else(|e| fail(&e.to_string()));
-            Model::ResNet(q, s.clone(), qs)
+            Model::ResNet(q, s.clone(), qs, *remat)
         }
     };
     let same = predictions(&reloaded, &test) == pred;

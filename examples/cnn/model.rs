@@ -10,7 +10,7 @@
 
 use jitfuse::nn::{BatchNorm, BatchStats, Conv, Dense};
 use jitfuse::prelude::*;
-use jitfuse::{avg_pool, max_pool, ConvOptions, Padding};
+use jitfuse::{avg_pool, checkpoint_with, max_pool, ConvOptions, Padding, Policy};
 
 fn same(stride: usize) -> ConvOptions {
     ConvOptions {
@@ -138,34 +138,61 @@ impl ResNet {
         )
     }
 
-    /// The logits and the running statistics (updated when `train`).
-    pub fn logits(&self, x: &Tensor, s: &ResNetStats, train: bool) -> (Tensor, ResNetStats) {
+    /// The logits and the running statistics (updated when `train`). With `remat`, each
+    /// block is a checkpoint region that saves only its convolutions' outputs
+    /// (`Policy::DotsSaveable`): the gradient recomputes its batch norms and ReLUs from them
+    /// instead of keeping their results.
+    pub fn logits(
+        &self,
+        x: &Tensor,
+        s: &ResNetStats,
+        train: bool,
+        remat: bool,
+    ) -> (Tensor, ResNetStats) {
         let h = self.stem.apply(x, same(1));
         let (mut h, stem) = norm(&self.stem_bn, &h, &s.stem, train);
         h = h.relu();
         let mut blocks = vec![];
         for (b, bs) in self.blocks.iter().zip(&s.blocks) {
-            // A block with a projection halves the resolution.
-            let stride = if b.proj.is_some() { 2 } else { 1 };
-            let (y, s1) = norm(&b.bn1, &b.conv1.apply(&h, same(stride)), &bs.bn1, train);
-            let (y, s2) = norm(&b.bn2, &b.conv2.apply(&y.relu(), same(1)), &bs.bn2, train);
-            let (shortcut, sp) = match (&b.proj, &bs.proj) {
-                (Some((conv, bn)), Some(ps)) => {
-                    let (t, s) = norm(bn, &conv.apply(&h, same(2)), ps, train);
-                    (t, Some(s))
-                }
-                _ => (h.clone(), None),
+            let (next, stats) = if remat {
+                checkpoint_with(Policy::DotsSaveable, |h: &Tensor| b.apply(h, bs, train), &h)
+            } else {
+                b.apply(&h, bs, train)
             };
-            h = (y + shortcut).relu();
-            blocks.push(BlockStats {
-                bn1: s1,
-                bn2: s2,
-                proj: sp,
-            });
+            h = next;
+            blocks.push(stats);
         }
         // Global average pool over the 7 x 7 positions.
         let (side, c) = (h.shape()[1], h.shape()[3]);
         let pooled = avg_pool(&h, &[side, side], Default::default()).reshape(&[-1, c as isize]);
         (self.head.apply(&pooled), ResNetStats { stem, blocks })
+    }
+}
+
+impl Block {
+    /// The block's output and its batch norms' running statistics.
+    fn apply(&self, h: &Tensor, s: &BlockStats, train: bool) -> (Tensor, BlockStats) {
+        // A block with a projection halves the resolution.
+        let stride = if self.proj.is_some() { 2 } else { 1 };
+        let (y, s1) = norm(&self.bn1, &self.conv1.apply(h, same(stride)), &s.bn1, train);
+        let (y, s2) = norm(
+            &self.bn2,
+            &self.conv2.apply(&y.relu(), same(1)),
+            &s.bn2,
+            train,
+        );
+        let (shortcut, sp) = match (&self.proj, &s.proj) {
+            (Some((conv, bn)), Some(ps)) => {
+                let (t, s) = norm(bn, &conv.apply(h, same(2)), ps, train);
+                (t, Some(s))
+            }
+            _ => (h.clone(), None),
+        };
+        let stats = BlockStats {
+            bn1: s1,
+            bn2: s2,
+            proj: sp,
+        };
+        ((y + shortcut).relu(), stats)
     }
 }

@@ -317,3 +317,146 @@ fn budgets_at_or_above_auto_are_met_on_every_path() {
         }
     }
 }
+
+/// A residual conv net (ResNet's basic blocks: conv, batch norm, ReLU, conv, batch norm,
+/// the shortcut added, ReLU), each block optionally a checkpoint region that saves only its
+/// convolutions' outputs (`Policy::DotsSaveable`).
+mod residual {
+    use jitfuse::nn::{BatchNorm, BatchStats, Conv, Dense};
+    use jitfuse::prelude::*;
+    use jitfuse::{avg_pool, checkpoint_with, ConvOptions, Padding};
+
+    #[derive(Tree, Clone, Debug)]
+    pub struct Block {
+        conv1: Conv,
+        bn1: BatchNorm,
+        conv2: Conv,
+        bn2: BatchNorm,
+    }
+
+    #[derive(Tree, Clone, Debug)]
+    pub struct Net {
+        stem: Conv,
+        blocks: Vec<Block>,
+        head: Dense,
+    }
+
+    pub const FEATURES: usize = 8;
+
+    pub fn init(blocks: usize) -> (Net, Vec<(BatchStats, BatchStats)>) {
+        let k = Key::new(5).split(2 + 2 * blocks);
+        let mut stats = vec![];
+        let blocks = (0..blocks)
+            .map(|i| {
+                let ((bn1, s1), (bn2, s2)) = (BatchNorm::init(FEATURES), BatchNorm::init(FEATURES));
+                stats.push((s1, s2));
+                Block {
+                    conv1: Conv::init_without_bias(&k[2 + 2 * i], &[3, 3], FEATURES, FEATURES),
+                    bn1,
+                    conv2: Conv::init_without_bias(&k[3 + 2 * i], &[3, 3], FEATURES, FEATURES),
+                    bn2,
+                }
+            })
+            .collect();
+        let net = Net {
+            stem: Conv::init(&k[0], &[3, 3], 1, FEATURES),
+            blocks,
+            head: Dense::init(&k[1], FEATURES, 10),
+        };
+        (net, stats)
+    }
+
+    fn same() -> ConvOptions {
+        ConvOptions {
+            padding: Padding::Same,
+            ..Default::default()
+        }
+    }
+
+    fn block(b: &Block, h: &Tensor, s: &(BatchStats, BatchStats)) -> (Tensor, Vec<BatchStats>) {
+        let (y, s1) = b.bn1.train(&b.conv1.apply(h, same()), &s.0);
+        let (y, s2) = b.bn2.train(&b.conv2.apply(&y.relu(), same()), &s.1);
+        ((y + h).relu(), vec![s1, s2])
+    }
+
+    fn loss(
+        p: &Net,
+        s: &[(BatchStats, BatchStats)],
+        x: &Tensor,
+        y: &Tensor,
+        remat: bool,
+    ) -> (Tensor, Vec<BatchStats>) {
+        let mut h = p.stem.apply(x, same()).relu();
+        let mut out = vec![];
+        for (b, bs) in p.blocks.iter().zip(s) {
+            let (next, st) = if remat {
+                checkpoint_with(Policy::DotsSaveable, |h: &Tensor| block(b, h, bs), &h)
+            } else {
+                block(b, &h, bs)
+            };
+            h = next;
+            out.extend(st);
+        }
+        let side = h.shape()[1];
+        let pooled =
+            avg_pool(&h, &[side, side], Default::default()).reshape(&[-1, FEATURES as isize]);
+        (
+            softmax_cross_entropy_with_labels(&p.head.apply(&pooled), y),
+            out,
+        )
+    }
+
+    /// The loss, the gradient and the batch norms' updated statistics.
+    #[jit]
+    pub fn grads(
+        p: &Net,
+        s: &Vec<(BatchStats, BatchStats)>,
+        x: &Tensor,
+        y: &Tensor,
+        remat: bool,
+    ) -> (Tensor, Net, Vec<BatchStats>) {
+        let ((l, st), g) = value_and_grad_with_aux(|p: &Net| loss(p, s, x, y, remat), p);
+        (l, g, st)
+    }
+}
+
+/// Checkpointing each residual block with `Policy::DotsSaveable` keeps only what its
+/// convolutions computed: the batch norms and ReLUs are recomputed from those in the
+/// gradient, which is the same (loss, gradient and running statistics), in temporaries
+/// smaller by an activation per block but one.
+#[test]
+fn residual_blocks_that_keep_only_their_convolutions_outputs() {
+    use crate::common::{assert_close, float_norm_tol, float_tol};
+    let blocks = 3;
+    let (p, s) = residual::init(blocks);
+    let (n, side) = (32, 28);
+    let x = data(&[n, side, side, 1], 6);
+    let y = Tensor::from_vec((0..n as i32).map(|i| i % 10).collect(), &[n]).unwrap();
+    let kept = residual::grads(&p, &s, &x, &y, false);
+    let remat = residual::grads(&p, &s, &x, &y, true);
+    assert_close(&remat.0, &kept.0, float_tol(DType::F32), "loss");
+    for (a, b) in remat.1.leaves().iter().zip(kept.1.leaves()) {
+        assert_close(a, &b, float_norm_tol(DType::F32, &b), "gradient");
+    }
+    for (a, b) in remat.2.leaves().iter().zip(kept.2.leaves()) {
+        assert_close(a, &b, float_tol(DType::F32), "running statistics");
+    }
+    let temp = |remat: bool| {
+        residual::grads::lower(&p, &s, &x, &y, remat)
+            .and_then(|l| l.compile())
+            .unwrap()
+            .memory_analysis()
+            .temp_bytes
+    };
+    let (t_kept, t_remat) = (temp(false), temp(true));
+    let activation = n * side * side * residual::FEATURES * 4;
+    // Kept, a block saves its input, both convolutions' outputs and the ReLU of the first
+    // batch norm (the second convolution's input; the compiler recomputes the masks and the
+    // normalised values from the convolutions' outputs either way). Checkpointed, that ReLU
+    // is recomputed when the gradient reaches the block: one activation less per block but
+    // the last, whose recomputed ReLU is live at the peak.
+    assert!(
+        t_kept >= t_remat + (blocks - 1) * activation,
+        "kept {t_kept} bytes, checkpointed {t_remat}, an activation {activation}"
+    );
+}
