@@ -726,6 +726,7 @@ impl Gen<'_> {
                 shape[u] = k;
                 self.push(Ins::Take(a, ax, k, mul, idx), Ty { shape, ..t });
             }
+            94 if self.rng.chance(0.5) => return self.attend(),
             94 => return self.conv(),
             95 => return self.window(),
             98..=99 => {
@@ -830,6 +831,25 @@ impl Gen<'_> {
             exact: false,
         };
         self.push(Ins::Conv(a, x, w, o), ty);
+        Some(())
+    }
+
+    /// Self-attention of a float value of rank 2 or 3 over its last two axes (`Ins::Attend`).
+    fn attend(&mut self) -> Option<()> {
+        let fl = self.float;
+        let a = self.pick(&|t: &Ty| {
+            t.dtype == fl && (2..=3).contains(&t.shape.len()) && t.shape.iter().all(|&d| d > 0)
+        })?;
+        let t = self.tys[a].clone();
+        let r = t.shape.len();
+        let (n, d) = (t.shape[r - 2], t.shape[r - 1]);
+        let batch: usize = t.shape[..r - 2].iter().product();
+        // The interpreter builds the composition's scores: two products of n × n × d.
+        if batch * n * n * d > MAX_MATMUL_MACS || batch * n * n > MAX_BROADCAST {
+            return None;
+        }
+        let causal = self.rng.chance(0.5);
+        self.push(Ins::Attend(a, causal), Ty { exact: false, ..t });
         Some(())
     }
 

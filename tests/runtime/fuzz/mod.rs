@@ -824,3 +824,51 @@ fn an_infinity_times_a_cancelled_sum_may_be_any_non_finite_value() {
     let v = noise::node_values(&g, &args, &[]).unwrap();
     assert_eq!(noise::analyse(&g, &v).noisy_infinities, [false, false]);
 }
+
+/// The generator's self-attention (`Ins::Attend`, spelled as users write it) compiles to the
+/// fused `attention` step (and its gradient to `attention_grad`) in every float type, so the
+/// random programs check the fused op against the interpreter's composition.
+#[test]
+fn generated_self_attention_compiles_to_the_fused_step() {
+    use jitfuse::internals::exec::Executable;
+    use std::collections::BTreeMap;
+    // (dtype, gradient) -> (programs with attention, of which fused)
+    let mut seen: BTreeMap<(String, bool), (usize, usize)> = BTreeMap::new();
+    for case in 0..40_000u64 {
+        let p = generate::program(&mut Rng::new(case ^ 0x5eed));
+        // Values the outputs read (an attention nothing reads is not compiled).
+        let params = p.params.len();
+        let mut live = vec![false; params + p.ins.len()];
+        p.outputs.iter().for_each(|&o| live[o] = true);
+        for i in (0..p.ins.len()).rev() {
+            if live[params + i] {
+                p.ins[i].operands().into_iter().for_each(|a| live[a] = true);
+            }
+        }
+        let attends = (0..p.ins.len())
+            .any(|i| live[params + i] && matches!(p.ins[i], program::Ins::Attend(..)));
+        if !attends {
+            continue;
+        }
+        let Ok((g, captured)) = trace_program(&p) else {
+            continue;
+        };
+        let exe = Executable::from_graph_with(g, captured, None, &CompileOptions::default())
+            .unwrap_or_else(|e| panic!("case {case}: {e}\n{p:?}"));
+        let text = exe.optimized_text();
+        let fused = text.contains(if p.grad {
+            "attention_grad["
+        } else {
+            "attention["
+        });
+        let float = p.params.iter().map(|q| q.dtype).find(|d| d.is_float());
+        let entry = seen.entry((format!("{float:?}"), p.grad)).or_default();
+        entry.0 += 1;
+        entry.1 += fused as usize;
+    }
+    println!("{seen:?}");
+    assert!(seen.len() >= 6, "{seen:?}");
+    for (k, (n, fused)) in &seen {
+        assert!(*fused * 10 >= *n * 9, "{k:?}: {fused} of {n} fused");
+    }
+}

@@ -122,6 +122,10 @@ pub enum Ins {
     /// `conv(a.reshape(x), w)` with `w` a fixed pattern of dyadic values scaled by
     /// `1 + tanh(mean(a)) / 4` (so a gradient reaches both operands' members of the family).
     Conv(usize, Vec<usize>, Vec<usize>, jitfuse::ConvOptions),
+    /// Self-attention over the last two axes as users write it (`softmax(a aᵀ · 0.5
+    /// [causal: -inf above the diagonal]) a`), which the compiler turns into one `attention`
+    /// step (its tiles, online softmax and gradient) against the interpreter's composition.
+    Attend(usize, bool),
     /// `reduce_window(a, reducer, window, strides, padding)`.
     Window(
         usize,
@@ -153,7 +157,7 @@ impl Ins {
             }
             Flip(a, _) | Reshape(a, _) | BroadcastTo(a, _) | Reduce(_, a, ..) => vec![*a],
             ReduceAll(_, a) | ArgMax(a, _) | RowOp(_, a, _) | Pad(a, ..) | Cond(a) => vec![*a],
-            Fori(a, _) | While(a, _) | Conv(a, ..) | Window(a, ..) => vec![*a],
+            Fori(a, _) | While(a, _) | Conv(a, ..) | Window(a, ..) | Attend(a, _) => vec![*a],
             Binary(_, a, b) | Less(a, b) | Matmul(a, b) | MatmulF32(a, b) | Concat(a, b, _) => {
                 vec![*a, *b]
             }
@@ -173,7 +177,7 @@ impl Ins {
             }
             Flip(a, _) | Reshape(a, _) | BroadcastTo(a, _) | Reduce(_, a, ..) => *a = f(*a),
             ReduceAll(_, a) | ArgMax(a, _) | RowOp(_, a, _) | Pad(a, ..) | Cond(a) => *a = f(*a),
-            Fori(a, _) | While(a, _) | Conv(a, ..) | Window(a, ..) => *a = f(*a),
+            Fori(a, _) | While(a, _) | Conv(a, ..) | Window(a, ..) | Attend(a, _) => *a = f(*a),
             Binary(_, a, b)
             | Less(a, b)
             | Matmul(a, b)
@@ -324,6 +328,22 @@ fn one(ins: &Ins, v: &[Tensor]) -> Tensor {
             jitfuse::conv(&a.reshape(&shape(x)), &w, o.clone())
         }
         Window(a, r, w, s, p) => jitfuse::reduce_window(&v[*a], *r, w, s, p),
+        Attend(a, causal) => {
+            let x = &v[*a];
+            let r = x.ndim();
+            let mut perm: Vec<usize> = (0..r).collect();
+            perm.swap(r - 2, r - 1);
+            let s = x.matmul(&x.transpose(&perm)) * 0.5;
+            let s = if *causal {
+                let n = x.shape()[r - 2];
+                let row = Tensor::iota(&[n, n], 0, DType::I32);
+                let col = Tensor::iota(&[n, n], 1, DType::I32);
+                jitfuse::where_(&col.le(&row), &s, f64::NEG_INFINITY)
+            } else {
+                s
+            };
+            s.softmax(-1).matmul(x)
+        }
         Matmul(a, b) => v[*a].matmul(&v[*b]),
         MatmulF32(a, b) => v[*a].matmul_with(
             &v[*b],
