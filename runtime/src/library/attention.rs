@@ -189,7 +189,23 @@ fn forward_elems(d: Dims, half: bool) -> usize {
     } else {
         0
     };
-    BR * BC + BR * d.dv + 2 * BR + d.dv + tiles
+    BR * BC + BR * d.dv + 2 * BR + d.dv + tiles + whole_kv_elems(d, half)
+}
+
+/// The most bytes of a batch element's k and v in f32 that a forward slot holds whole.
+const WHOLE_KV_BYTES: usize = 256 << 10;
+
+/// f32 elements of a forward slot's copy of a whole batch element's k and v (16-bit
+/// operands, at least as many batch elements as workers, and within `WHOLE_KV_BYTES`): each
+/// worker then takes whole batch elements and converts their k and v once, not once per
+/// query tile (at a GPT's sequence of 256, 2.5 times as many rows).
+fn whole_kv_elems(d: Dims, half: bool) -> usize {
+    let elems = d.sk * (d.d + d.dv);
+    if half && d.batch >= forward_slots(d) && elems * 4 <= WHOLE_KV_BYTES {
+        elems
+    } else {
+        0
+    }
 }
 
 /// Scratch bytes of the forward step on `dtype`: the slots, then under a causal finite fill
@@ -653,7 +669,9 @@ unsafe fn forward<T: Float>(
     let n_workers = forward_slots(dims);
     let p = Shared(out as *mut T, scratch);
     // A worker's slot: the score tile, the running output, m, l, the v sum of filled keys,
-    // then (16-bit operands) its f32 tiles of q, k and v.
+    // then (16-bit operands) its f32 tiles of q, k and v, and its f32 copy of a whole batch
+    // element's k and v where it takes whole batch elements.
+    let whole = whole_kv_elems(dims, half);
     let split = move |w: usize| {
         let p = p;
         let buf: &mut [T] = slot(p.1, w, bytes, elems);
@@ -663,8 +681,10 @@ unsafe fn forward<T: Float>(
         let (l, rest) = rest.split_at_mut(BR);
         let (vsum, rest) = rest.split_at_mut(dv);
         let (qb, rest) = rest.split_at_mut(if half { BR * d } else { 0 });
-        let (kb, vb) = rest.split_at_mut(if half { BC * d } else { 0 });
-        (s, acc, m, l, vsum, qb, kb, vb)
+        let (kb, rest) = rest.split_at_mut(if half { BC * d } else { 0 });
+        let (vb, rest) = rest.split_at_mut(if half { BC * dv } else { 0 });
+        let (kw, vw) = rest[..whole].split_at_mut(whole.min(sk * d));
+        (s, acc, m, l, vsum, (qb, kb, vb), (kw, vw))
     };
     // The v-sums from each key tile on, read by every query tile's keys past the diagonal.
     let k_tiles = sk.div_ceil(BC);
@@ -672,7 +692,7 @@ unsafe fn forward<T: Float>(
     if fill::closed_form(spec) {
         (0..n_workers).into_par_iter().for_each(|w| {
             let suffixes = suffixes;
-            let (.., vb) = split(w);
+            let (.., (_, _, vb), _) = split(w);
             for b in (w..batch).step_by(n_workers) {
                 let mine =
                     std::slice::from_raw_parts_mut(suffixes.0.add(b * k_tiles * dv), k_tiles * dv);
@@ -682,10 +702,11 @@ unsafe fn forward<T: Float>(
     }
     (0..n_workers).into_par_iter().for_each(|w| {
         let (suffixes, p) = (suffixes, p);
-        let (s, acc, m, l, vsum, qb, kb, vb) = split(w);
+        let (s, acc, m, l, vsum, (qb, kb, vb), (kw, vw)) = split(w);
         let mut alpha = [T::ZERO; BR];
-        for t in (w..tasks).step_by(n_workers) {
-            let (b, i0) = (t / q_tiles, (t % q_tiles) * BR);
+        // Query rows i0.. of batch element b, reading k and v from `kv` where given (the
+        // batch element's, whole) or a tile at a time.
+        let mut task = |b: usize, i0: usize, kv: Option<(Mats<T>, Mats<T>)>| {
             let rows = BR.min(sq - i0);
             m[..rows].fill(T::NEG_INF);
             l[..rows].fill(T::ZERO);
@@ -694,14 +715,20 @@ unsafe fn forward<T: Float>(
             let end = key_end(spec, sk, i0, rows);
             for j0 in (0..end).step_by(BC) {
                 let cols = BC.min(end - j0);
-                let vt = v.rows(b, (j0, cols), dv, vb);
+                let vt = match kv {
+                    Some((_, vt)) => vt,
+                    None => v.rows(b, (j0, cols), dv, vb),
+                };
                 if fill::masked_tile(spec, mask, b, (i0, rows), (j0, cols)) {
                     fill::sum_rows(&vt, b, (j0, j0 + cols), vsum);
                     let f = fill::value::<T>(spec);
                     fill::add_filled_keys(f, cols, vsum, rows, (m, l), Some(acc));
                     continue;
                 }
-                let kt = k.rows(b, (j0, cols), d, kb);
+                let kt = match kv {
+                    Some((kt, _)) => kt,
+                    None => k.rows(b, (j0, cols), d, kb),
+                };
                 scores(spec, &qt, &kt, mask, b, d, (i0, rows), (j0, cols), s);
                 online(s, rows, cols, m, l, &mut alpha);
                 rescale_accumulate(acc, &alpha, s, (rows, cols, dv), &vt, b, j0);
@@ -721,6 +748,18 @@ unsafe fn forward<T: Float>(
                     *x = if sk == 0 { T::ZERO } else { *x / l[r] };
                 }
                 staged::store(out_type, p.0 as *mut u8, (b * sq + i0 + r) * dv, row);
+            }
+        };
+        if whole > 0 {
+            for b in (w..batch).step_by(n_workers) {
+                let kv = (k.rows(b, (0, sk), d, kw), v.rows(b, (0, sk), dv, vw));
+                for i0 in (0..sq).step_by(BR) {
+                    task(b, i0, Some(kv));
+                }
+            }
+        } else {
+            for t in (w..tasks).step_by(n_workers) {
+                task(t / q_tiles, (t % q_tiles) * BR, None);
             }
         }
     });

@@ -5,7 +5,9 @@
 //! is converted into f32 in the worker's scratch slot just before it is read (`Src::rows`),
 //! and each result is rounded once as it is stored (`store`; `dQ` is summed in f32 in the
 //! slot and rounded at the end). A tile is converted once per tile it meets on the other
-//! side: one conversion per `2 · BR` (or `2 · BC`) multiply-adds. bf16 and f16 values are
+//! side: one conversion per `2 · BR` (or `2 · BC`) multiply-adds; where the forward's
+//! workers take whole batch elements, their k and v are converted once, whole
+//! (`attention::whole_kv_elems`). bf16 and f16 values are
 //! exact in f32, so every sum is the one the f32 step computes on widened operands: the
 //! results are those of the widened step rounded once, bit for bit
 //! (`tests/runtime/attention.rs`), in a few tiles of scratch per worker instead of f32
