@@ -1402,3 +1402,37 @@ fn sixteen_bit_attention_needs_no_f32_copy_of_its_operands() {
         );
     }
 }
+
+/// FIXME (`passes/attention.rs`): an infinite element of `v` at a key every query before it
+/// masks makes the spelled-out composition's output NaN in that column for those queries
+/// (a weight of 0 times infinity), while the fused step, which skips the key tiles past the
+/// causal diagonal, keeps their finite values. Both as they are today, so a fix shows here.
+#[test]
+fn non_finite_values_of_masked_keys_reach_the_composition_not_the_fused_step() {
+    let mut rng = Rng::new(18);
+    let t = |rng: &mut Rng| random_tensor(rng, &[200, 8], DType::F32, -1.5, 1.5, false);
+    let (q, k) = (t(&mut rng), t(&mut rng));
+    let mut v = t(&mut rng).to_vec::<f32>().unwrap();
+    v[150 * 8 + 3] = f32::INFINITY; // key 150, column 3
+    let v = Tensor::from_vec(v, &[200, 8]).unwrap();
+    let fused_out = spelled_causal(&q, &k, &v).to_vec::<f32>().unwrap();
+    jitfuse::internals::passes::set_pattern_fusion(false);
+    let composed_out = spelled_causal_unfused(&q, &k, &v).to_vec::<f32>().unwrap();
+    jitfuse::internals::passes::set_pattern_fusion(true);
+    // Query 10 (first query tile: keys from 64 on are skipped) sees keys 0..=10 only.
+    assert!(composed_out[10 * 8 + 3].is_nan());
+    assert!(fused_out[10 * 8 + 3].is_finite());
+    // Query 160 sees key 150: infinite weight-times-value in both.
+    assert!(!fused_out[160 * 8 + 3].is_finite());
+    assert!(!composed_out[160 * 8 + 3].is_finite());
+}
+
+/// `spelled_causal` compiled with pattern fusion off (the switch is read when it compiles).
+#[jit]
+fn spelled_causal_unfused(q: &Tensor, k: &Tensor, v: &Tensor) -> Tensor {
+    let s = q.matmul(&swap_last(k)) / (q.shape()[q.ndim() - 1] as f64).sqrt();
+    let (sq, sk) = (q.shape()[q.ndim() - 2], k.shape()[k.ndim() - 2]);
+    jitfuse::where_(&tril(sq, sk), &s, f64::NEG_INFINITY)
+        .softmax(-1)
+        .matmul(v)
+}

@@ -835,8 +835,20 @@ impl Gen<'_> {
     }
 
     /// Self-attention of a float value of rank 2 or 3 over its last two axes (`Ins::Attend`).
+    ///
+    /// Not in 16-bit gradient programs: the gradient reads the forward output rounded to 16
+    /// bits (`D = rowsum(dO ∘ O)`), and `dP - D` cancels. The compiled forward (f32, rounded
+    /// once) and the interpreter's (f64, rounded once) differ by an ulp of bf16 in places,
+    /// which that cancellation amplified to 5 % of the output's scale (program seed
+    /// 12201037753: `exp` of a bf16 `[7, 33, 31]`, causal; the same program in f32 passes).
+    /// The noise model does not follow noise through `attention_grad`'s operands; the
+    /// 16-bit gradient is checked bit for bit against the f32 step instead
+    /// (`attention::sixteen_bit_attention_is_the_f32_step_rounded_once`).
     fn attend(&mut self) -> Option<()> {
         let fl = self.float;
+        if fl.is_half() && self.grad {
+            return None;
+        }
         let a = self.pick(&|t: &Ty| {
             t.dtype == fl && (2..=3).contains(&t.shape.len()) && t.shape.iter().all(|&d| d > 0)
         })?;

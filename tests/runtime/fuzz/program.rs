@@ -123,8 +123,9 @@ pub enum Ins {
     /// `1 + tanh(mean(a)) / 4` (so a gradient reaches both operands' members of the family).
     Conv(usize, Vec<usize>, Vec<usize>, jitfuse::ConvOptions),
     /// Self-attention over the last two axes as users write it (`softmax(a aᵀ · 0.5
-    /// [causal: -inf above the diagonal]) a`), which the compiler turns into one `attention`
-    /// step (its tiles, online softmax and gradient) against the interpreter's composition.
+    /// [causal: -inf above the diagonal]) a`, `a`'s non-finite elements made 0), which the
+    /// compiler turns into one `attention` step (its tiles, online softmax and gradient)
+    /// against the interpreter's composition.
     Attend(usize, bool),
     /// `reduce_window(a, reducer, window, strides, padding)`.
     Window(
@@ -329,7 +330,11 @@ fn one(ins: &Ins, v: &[Tensor]) -> Tensor {
         }
         Window(a, r, w, s, p) => jitfuse::reduce_window(&v[*a], *r, w, s, p),
         Attend(a, causal) => {
+            // Non-finite elements made 0 first: the fused step skips the keys past a causal
+            // diagonal, where the composition multiplies their v by a weight of 0 (NaN for an
+            // infinite or NaN v: program seed 12201073905; passes/attention.rs, FIXME).
             let x = &v[*a];
+            let x = &jitfuse::where_(&x.abs().lt(f64::INFINITY), x, 0.0);
             let r = x.ndim();
             let mut perm: Vec<usize> = (0..r).collect();
             perm.swap(r - 2, r - 1);
