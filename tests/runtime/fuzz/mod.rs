@@ -826,9 +826,8 @@ fn an_infinity_times_a_cancelled_sum_may_be_any_non_finite_value() {
 }
 
 /// The generator's self-attention (`Ins::Attend`, spelled as users write it) compiles to the
-/// fused `attention` step in every float type (and its gradient to `attention_grad` in f32
-/// and f64: `generate::attend` says why not in 16 bits), so the random programs check the
-/// fused op against the interpreter.
+/// fused `attention` step in every float type, so the random programs check the fused op
+/// against the interpreter's composition (in forward programs: `generate::attend` says why).
 #[test]
 fn generated_self_attention_compiles_to_the_fused_step() {
     use jitfuse::internals::exec::Executable;
@@ -868,7 +867,7 @@ fn generated_self_attention_compiles_to_the_fused_step() {
         entry.1 += fused as usize;
     }
     println!("{seen:?}");
-    assert_eq!(seen.len(), 6, "{seen:?}");
+    assert_eq!(seen.len(), 4, "{seen:?}");
     for (k, (n, fused)) in &seen {
         assert!(*fused * 10 >= *n * 9, "{k:?}: {fused} of {n} fused");
     }

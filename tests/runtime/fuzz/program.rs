@@ -124,8 +124,8 @@ pub enum Ins {
     Conv(usize, Vec<usize>, Vec<usize>, jitfuse::ConvOptions),
     /// Self-attention over the last two axes as users write it (`softmax(a aᵀ · 0.5
     /// [causal: -inf above the diagonal]) a`, `a`'s non-finite elements made 0), which the
-    /// compiler turns into one `attention` step (its tiles, online softmax and gradient)
-    /// against the interpreter's composition.
+    /// compiler turns into one `attention` step (its tiles, online softmax, 16-bit reading)
+    /// against the interpreter's composition (forward programs only: `generate::attend`).
     Attend(usize, bool),
     /// `reduce_window(a, reducer, window, strides, padding)`.
     Window(
