@@ -454,7 +454,7 @@ unsafe fn pack(
 ///
 /// # Safety
 /// Every `x[q, l]` (`q < k`, `l < lanes`) readable; `dst` holds `k · width` values.
-unsafe fn pack_f32(
+pub(super) unsafe fn pack_f32(
     src: *const u16,
     d: DType,
     ks: isize,
@@ -463,23 +463,27 @@ unsafe fn pack_f32(
     dst: *mut f32,
 ) {
     #[cfg(target_arch = "x86_64")]
-    if ls == 1 {
+    if ls == 1 && fma_tiles() {
         // Each step of `k` is a contiguous run of lanes: converted 16 at a time.
         kernel::convert_runs(src, d == DType::F16, ks, (k, lanes, width), dst);
         return;
     }
-    let widen = |bits: u16| match d {
-        DType::F16 => half::f16::from_bits(bits).to_f32(),
-        _ => half::bf16::from_bits(bits).to_f32(),
-    };
     for l in 0..width {
         for q in 0..k {
             *dst.add(q * width + l) = if l < lanes {
-                widen(*src.wrapping_offset(q as isize * ks + l as isize * ls))
+                widen(d, *src.wrapping_offset(q as isize * ks + l as isize * ls))
             } else {
                 0.0
             };
         }
+    }
+}
+
+/// The 16-bit value `bits` of type `d` (f16, else bf16) as an f32 (exact).
+pub(super) fn widen(d: DType, bits: u16) -> f32 {
+    match d {
+        DType::F16 => half::f16::from_bits(bits).to_f32(),
+        _ => half::bf16::from_bits(bits).to_f32(),
     }
 }
 

@@ -14,6 +14,7 @@
 //! copies of every operand and result.
 
 use super::{Batch, Float, Mats};
+use crate::library::gemm16::{pack_f32, widen};
 use crate::library::ops::Operand;
 use crate::DType;
 
@@ -56,10 +57,13 @@ impl<'a, T: Float> Src<'a, T> {
                     4,
                     "16-bit attention computes in f32"
                 );
-                let out = std::slice::from_raw_parts_mut(buf.as_mut_ptr() as *mut f32, n * cols);
-                for (i, row) in out.chunks_exact_mut(cols.max(1)).enumerate().take(n) {
-                    widen_row(&m, dtype, m.row(b, r0 + i), row);
-                }
+                assert!(
+                    buf.len() >= n * cols,
+                    "a tile of {n} × {cols} in {}",
+                    buf.len()
+                );
+                let dst = buf.as_mut_ptr() as *mut f32;
+                pack_f32(m.row(b, r0), dtype, m.rs, m.cs, (n, cols, cols), dst);
                 Mats {
                     ptr: buf.as_ptr().wrapping_sub(r0 * cols),
                     batch: Batch::Tile { b },
@@ -68,35 +72,6 @@ impl<'a, T: Float> Src<'a, T> {
                 }
             }
         }
-    }
-}
-
-/// The 16-bit row at `src` (`out.len()` elements `m.cs` apart) as f32.
-unsafe fn widen_row(m: &Mats<u16>, dtype: DType, src: *const u16, out: &mut [f32]) {
-    if m.cs == 1 {
-        let src = std::slice::from_raw_parts(src, out.len());
-        match dtype {
-            DType::BF16 => out
-                .iter_mut()
-                .zip(src)
-                .for_each(|(o, &h)| *o = f32::from_bits((h as u32) << 16)),
-            _ => out
-                .iter_mut()
-                .zip(src)
-                .for_each(|(o, &h)| *o = half::f16::from_bits(h).to_f32()),
-        }
-    } else {
-        for (j, o) in out.iter_mut().enumerate() {
-            *o = widen(dtype, *src.offset(j as isize * m.cs));
-        }
-    }
-}
-
-/// The 16-bit value `bits` of type `d` as an f32 (exact).
-fn widen(d: DType, bits: u16) -> f32 {
-    match d {
-        DType::BF16 => f32::from_bits((bits as u32) << 16),
-        _ => half::f16::from_bits(bits).to_f32(),
     }
 }
 
