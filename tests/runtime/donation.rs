@@ -181,6 +181,60 @@ fn row_kernel_outputs_over_donated_rows() {
 }
 
 #[jit]
+fn softmax_times(x: &Tensor, y: Tensor) -> Tensor {
+    x.softmax(-1) * y
+}
+
+#[jit]
+fn softmax_of_donated(x: Tensor, y: &Tensor) -> Tensor {
+    x.softmax(-1) * y
+}
+
+/// A row kernel may keep a stashed value (softmax's exp) in its output's row until its last
+/// sweep: never when that output is written over an input the last sweep still reads (the
+/// donated `y` of `softmax(x) * y`), always when the input it replaces is read only before
+/// (`softmax(x)` over a donated `x`).
+#[test]
+fn row_kernels_keep_stashed_rows_in_outputs_only_where_no_later_sweep_reads_what_they_replace() {
+    for n in [5, 16, 1000, 1024, 4100] {
+        let rows = 7;
+        let mk = |sc: f32, shift: usize| {
+            Tensor::from_vec(
+                (0..rows * n)
+                    .map(|i| (((i + shift) * 13 % 29) as f32 - 14.0) * sc)
+                    .collect(),
+                &[rows, n],
+            )
+            .unwrap()
+        };
+        let (x, y) = (mk(0.3, 0), mk(1.0, 5));
+        let want = jitfuse::eager::interpreted(|| &x.softmax(-1) * &y);
+        let got = donated_matches_shared(&[x.clone(), y.clone()], |a| {
+            let mut a = a.into_iter();
+            let x = a.next().unwrap();
+            vec![softmax_times(&x, a.next().unwrap())]
+        });
+        crate::common::assert_close(
+            &got[0],
+            &want,
+            crate::common::float_tol(DType::F32),
+            "softmax(x) * donated y",
+        );
+        let got = donated_matches_shared(&[x.clone(), y.clone()], |a| {
+            let mut a = a.into_iter();
+            let x = a.next().unwrap();
+            vec![softmax_of_donated(x, &a.next().unwrap())]
+        });
+        crate::common::assert_close(
+            &got[0],
+            &want,
+            crate::common::float_tol(DType::F32),
+            "softmax(donated x) * y",
+        );
+    }
+}
+
+#[jit]
 fn read_late(p: Tensor, q: &Tensor) -> (Tensor, Tensor) {
     let a = &p * 2.0;
     (a, p.matmul(q))

@@ -183,10 +183,18 @@ pub fn inplace_ok(
         return false;
     }
     let out = &pl.accesses[pl.outs[j]];
-    pl.accesses.iter().filter(|a| a.ptr == pi).all(|a| {
-        a.offset == 0
-            && a.o_strides == out.o_strides
-            && a.i_stride == out.i_stride
-            && a.dtype.size() == out.dtype.size()
-    })
+    (pl.accesses.iter())
+        .filter(|a| a.ptr == pi)
+        .all(|a| same_place(a, out))
+}
+
+/// Whether input access `a` reads, row by row, exactly the elements output access `out`
+/// writes: the condition for writing the output over that input (`inplace_ok`), and so for
+/// a kernel to allow that its output's row is written before the input's last read
+/// (`RowBody::stash_homes`).
+pub fn same_place(a: &Access, out: &Access) -> bool {
+    a.offset == 0
+        && a.o_strides == out.o_strides
+        && a.i_stride == out.i_stride
+        && a.dtype.size() == out.dtype.size()
 }

@@ -5,9 +5,11 @@
 
 use super::{Builder, Local, LocalId, LocalOp};
 use crate::codegen::micro::MicroFn;
+use crate::describe::row::same_place;
 use crate::describe::row::RowDescription;
 use crate::fusion::partition::RowKernel;
 use crate::ir::{Graph, Op};
+use crate::DType;
 use std::collections::HashSet;
 
 /// Scratch budget for stashed rows, per thread (the stack).
@@ -210,6 +212,87 @@ impl RowBody<'_> {
     /// Bytes of one stashed row of `v` (padded for the widest vector's tail, whole lines).
     pub fn stash_bytes(&self, v: LocalId) -> usize {
         ((self.plan.n + 16) * self.locals[v].dtype.size()).div_ceil(64) * 64
+    }
+
+    /// Where each of `stash` can be kept instead of a scratch: the row of an element output
+    /// of its own float type that the last sweep writes anyway (softmax's exp in its output,
+    /// divided there in place, as PyTorch's CPU kernel does). The sweep computing the value
+    /// then stores its row while it computes, where the stores to memory overlap the work,
+    /// instead of all in the last sweep. One value per output, and only where no input the
+    /// output may be written over (`describe::row::same_place`) is read by a later sweep:
+    /// each sweep reads an element before it writes the same element, so the output's row
+    /// may hold the value while the input is still read at that sweep, not after it.
+    pub fn stash_homes(&self, stash: &[LocalId]) -> Vec<Option<usize>> {
+        let pl = self.plan;
+        let last = self.sweeps.len().saturating_sub(1);
+        // The sweep first computing each stashed value; a later one reads it from its row.
+        let firsts: Vec<Option<usize>> = (stash.iter())
+            .map(|&v| self.sweeps.iter().position(|s| s.cone.contains(&v)))
+            .collect();
+        // The accesses each sweep reads: its row values' operands, and below what it stores
+        // (its reductions' operands, the stashed values it computes first, the element
+        // outputs in the last) down to row-level values and values stashed before it.
+        let reads: Vec<HashSet<usize>> = (self.sweeps.iter().enumerate())
+            .map(|(i, s)| {
+                let stashed_before = |v: LocalId| {
+                    (stash.iter().zip(&firsts)).any(|(&x, f)| x == v && f.is_some_and(|f| f < i))
+                };
+                let mut stack: Vec<LocalId> = s.row_values.clone();
+                stack.extend(
+                    s.reductions
+                        .iter()
+                        .map(|&r| self.locals[r].op.operands()[0]),
+                );
+                stack.extend(
+                    (stash.iter().zip(&firsts))
+                        .filter(|p| *p.1 == Some(i))
+                        .map(|p| *p.0),
+                );
+                if s.reductions.is_empty() {
+                    stack.extend(self.element_outputs().map(|o| o.0));
+                }
+                let mut seen = HashSet::new();
+                let mut out = HashSet::new();
+                while let Some(v) = stack.pop() {
+                    if !seen.insert(v) {
+                        continue;
+                    }
+                    match self.locals[v].op {
+                        LocalOp::Read(a) => {
+                            out.insert(a);
+                        }
+                        _ if stashed_before(v) => {}
+                        _ if self.row_level[v] && !s.row_values.contains(&v) => {}
+                        _ => stack.extend(self.locals[v].op.operands().iter().copied()),
+                    }
+                }
+                out
+            })
+            .collect();
+        let mut taken: HashSet<usize> = HashSet::new();
+        (stash.iter().zip(&firsts))
+            .map(|(&v, &first)| {
+                let first = first?;
+                if first >= last {
+                    return None;
+                }
+                let dtype = self.locals[v].dtype;
+                let home = self.element_outputs().map(|(_, a)| a).find(|&a| {
+                    let out = &pl.accesses[a];
+                    let overwritten = (0..pl.accesses.len())
+                        .filter(|i| !pl.outs.contains(i))
+                        .filter(|&i| same_place(&pl.accesses[i], out))
+                        .any(|i| reads[first + 1..].iter().any(|r| r.contains(&i)));
+                    !taken.contains(&a)
+                        && out.dtype == dtype
+                        && matches!(dtype, DType::F32 | DType::F64)
+                        && out.i_stride == 1
+                        && !overwritten
+                })?;
+                taken.insert(home);
+                Some(home)
+            })
+            .collect()
     }
 
     /// The element values kept in a row-sized scratch, the one rule of every backend: an

@@ -42,6 +42,10 @@ fn header(code: &Code) -> String {
         (n, "row kernel") => format!(", next row prefetched for {n} accesses"),
         (n, _) => format!(", {PREFETCH_AHEAD} bytes ahead prefetched for {n} accesses"),
     };
+    let homed = match code.homed {
+        0 => String::new(),
+        n => format!(", {n} stashed rows kept in outputs"),
+    };
     let lanes = match (code.lane, code.int) {
         (Lane::F32, false) => "",
         (Lane::F64, false) => " (f64 lanes)",
@@ -50,7 +54,7 @@ fn header(code: &Code) -> String {
     };
     format!(
         "{} {}{lanes}, {} bytes of machine code, {} micro-kernel calls per tile, {} values held \
-         in registers{prefetch}:\n",
+         in registers{homed}{prefetch}:\n",
         code.width.name(),
         code.kind,
         code.bytes.len(),

@@ -192,6 +192,8 @@ pub struct Code {
     pub prefetched: usize,
     /// Constants, splats and row-level values kept in registers by the pass keeping most.
     pub held: usize,
+    /// Stashed row values kept in an output's row (row kernels: `RowBody::stash_homes`).
+    pub homed: usize,
 }
 
 /// The loop kernel as x86 machine code at the target's width, or None when this backend does
@@ -227,6 +229,7 @@ pub fn build(lk: &LoopKernel, t: &Target) -> Option<Code> {
                         tiled: tiling.map_or(0, |s| s.locals.len()),
                         prefetched,
                         held,
+                        homed: 0,
                     })
                 }
                 Err(Fail::Registers) => continue,
