@@ -629,6 +629,41 @@ fn a_collective_is_waited_for_where_its_result_is_first_read() {
     }
 }
 
+/// A collective whose result the next step reads has nothing to overlap: it runs at once
+/// (`ops::run_collective_now`), sending its operand from where it is when that is
+/// contiguous, from a staged contiguous copy when it is a view (a transpose read through
+/// its strides). The same values at every level.
+#[test]
+fn a_collective_nothing_can_overlap_runs_at_once_from_its_operand_or_a_staged_copy() {
+    use jitfuse::internals::codegen::{Isa, Target};
+    let x = sample(&[24, 40], DType::F32);
+    let programs: [fn(&[Tensor]) -> Vec<Tensor>; 2] = [
+        |ts| vec![dist::all_reduce(&ts[0].t(), Reduce::Sum).unwrap().exp()],
+        |ts| {
+            vec![dist::all_reduce(&(&ts[0] * 2.0), Reduce::Max)
+                .unwrap()
+                .abs()
+                .sqrt()]
+        },
+    ];
+    for f in programs {
+        let g = crate::common::trace_fn(&[x.clone()], f);
+        let want = jitfuse::internals::interpret::eval_graph(&g, &[x.clone()], &[]).unwrap();
+        for level in Isa::supported() {
+            let exe = crate::common::compile_at(g.clone(), &Target::at(level)).unwrap();
+            let text = exe.collectives_text();
+            assert_eq!(text.lines().count(), 1, "{text}");
+            assert!(
+                text.trim_end().ends_with("run at once"),
+                "{text}\n{}",
+                exe.kernels_text()
+            );
+            let got = exe.run_with(&[&x]).unwrap();
+            assert_eq!(bits(&got[0]), bits(&want[0]), "{text} at {level}");
+        }
+    }
+}
+
 /// The schedule starts a collective as soon as its operand exists: traced after an
 /// independent chain of kernels, `all_reduce(exp(x) * 2)` (with the kernel computing its
 /// operand) moves ahead of that chain, so that the chain runs while it is in flight; a

@@ -185,9 +185,15 @@ impl Executable {
                 _ => "its first reader",
             };
             let op = self.graph.node(*v).op.name();
+            // Nothing runs between it and its wait: run at once (`ops::run_collective_now`).
+            let now = if c.wait_before == si + 1 {
+                ", run at once"
+            } else {
+                ""
+            };
             let _ = writeln!(
                 s,
-                "step {si} {op} %{}: waited for before step {} ({why})",
+                "step {si} {op} %{}: waited for before step {} ({why}){now}",
                 v.0, c.wait_before
             );
         }
@@ -423,7 +429,7 @@ impl Executable {
                 // the kernels run in stays small in the instruction cache (a cached call of a
                 // one-kernel program is mostly this loop).
                 _ => {
-                    self.run_library_step(step, &ptr, arena.as_mut_ptr(), scratch, &mut in_flight)?
+                    self.run_library_step(si, &ptr, arena.as_mut_ptr(), scratch, &mut in_flight)?
                 }
             }
             if let (Some(t), Some(started)) = (&mut timer, started) {
@@ -444,19 +450,21 @@ impl Executable {
         Ok(outs)
     }
 
-    /// A step that is not a compiled kernel (`Run::Matmul`, `Run::Control`, `Run::Library`)
-    /// with the buffers `ptr` of this call, its arena and scratch; a collective is started
-    /// and added to `in_flight`.
+    /// Step `si`, one that is not a compiled kernel (`Run::Matmul`, `Run::Control`,
+    /// `Run::Library`) with the buffers `ptr` of this call, its arena and scratch; a
+    /// collective is started and added to `in_flight`, or run at once when the next step
+    /// waits for it.
     #[inline(never)]
     fn run_library_step(
         &self,
-        step: &steps::RunStep,
+        si: usize,
         ptr: &[*mut u8],
         arena: *mut u8,
         scratch: *mut u8,
         in_flight: &mut crate::library::collective::InFlightSet,
     ) -> Result<(), Error> {
         let g = &self.graph;
+        let step = &self.steps[si];
         match &step.run {
             steps::Run::Matmul { v, operands, split } => {
                 let n = g.node(*v);
@@ -519,7 +527,20 @@ impl Executable {
                 // element read with zero strides); the destination was
                 // planned for this value and overlaps no operand (no
                 // in-place for library steps); the scratch is this call's.
-                if let Some(c) = collective {
+                if let Some(c) = collective.filter(|c| c.wait_before == si + 1) {
+                    // Waited for before the next step: nothing to overlap it with.
+                    // SAFETY: as below; the staging region is this step's alone.
+                    unsafe {
+                        crate::library::ops::run_collective_now(
+                            &n.op,
+                            &ins,
+                            &n.shape,
+                            n.dtype,
+                            ptr[v.index()],
+                            arena.wrapping_add(c.stage),
+                        )?
+                    };
+                } else if let Some(c) = collective {
                     // SAFETY: as below; the staging region is this step's alone and the
                     // output is read only after the wait (`Collective::wait_before`).
                     let started = unsafe {

@@ -120,6 +120,51 @@ pub unsafe fn start_collective(
     }
 }
 
+/// The collective `op` of `ins[0]` whose result the next step reads (nothing to overlap):
+/// an all-reduce of a contiguous operand sends it from where it is, with no staging copy,
+/// through a blocking call (`collective::all_reduce_step_now`); any other collective is
+/// started and waited for at once.
+///
+/// # Safety
+/// As `start_collective`'s, until it returns.
+pub unsafe fn run_collective_now(
+    op: &Op,
+    ins: &[Operand],
+    out_shape: &[usize],
+    dtype: DType,
+    out: *mut u8,
+    stage: *mut u8,
+) -> Result<(), Error> {
+    let x = &ins[0];
+    let bytes = shape::numel(out_shape) * dtype.size();
+    match op {
+        Op::AllReduce(r) => {
+            let ost = contiguous(out_shape);
+            let send = if x.strides == ost.as_slice() || bytes == 0 {
+                x.ptr as *const u8
+            } else {
+                copy(dtype.size(), x.shape, x.ptr, x.strides, stage, &ost);
+                stage as *const u8
+            };
+            // SAFETY: `send` holds the operand's `bytes` (the operand itself, contiguous, or
+            // its staged copy), the output is valid for `bytes` and overlaps neither.
+            let (send, recv) = unsafe {
+                (
+                    std::slice::from_raw_parts(send, bytes),
+                    std::slice::from_raw_parts_mut(out, bytes),
+                )
+            };
+            super::collective::all_reduce_step_now(*r, dtype, send, recv);
+            Ok(())
+        }
+        _ => {
+            // SAFETY: as the caller promises; waited for before returning.
+            unsafe { start_collective(op, ins, out_shape, dtype, out, stage) }?.wait();
+            Ok(())
+        }
+    }
+}
+
 /// Run `op` on `ins`, writing its contiguous result of `out_shape` and `dtype` to `out`.
 ///
 /// # Safety
