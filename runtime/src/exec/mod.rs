@@ -551,6 +551,7 @@ impl Executable {
                             n.dtype,
                             ptr[v.index()],
                             arena.wrapping_add(c.stage),
+                            crate::library::collective::When::Later,
                         )?
                     };
                     in_flight.push(c.wait_before, started);

@@ -8,6 +8,7 @@
 //! literal conversions of `pad` and `iota`); the random ops call the interpreter's own
 //! function (`random::native`).
 
+use super::collective::When;
 use crate::ir::Op;
 use crate::{shape, DType, Error, Literal};
 use rayon::prelude::*;
@@ -65,7 +66,8 @@ pub fn scratch_bytes(
 
 /// Start the collective `op` of `ins[0]`: its operand staged in `stage`
 /// (`scratch_bytes(op, ..)` of them) and MPI writing `out` (or `stage`, for a gather laid out
-/// by the wait). The result is there once the returned collective is waited for.
+/// by the wait). The result is there once the returned collective is waited for; `when`
+/// says whether it is waited for at once (an all-reduce may then run blocking).
 ///
 /// # Safety
 /// As `run`'s; besides, `stage` and `out` stay valid, `out` unread and `stage` untouched,
@@ -77,6 +79,7 @@ pub unsafe fn start_collective(
     dtype: DType,
     out: *mut u8,
     stage: *mut u8,
+    when: When,
 ) -> Result<super::collective::InFlight, Error> {
     let size = dtype.size();
     let out_numel = shape::numel(out_shape);
@@ -94,7 +97,9 @@ pub unsafe fn start_collective(
                     std::slice::from_raw_parts_mut(out, bytes),
                 )
             };
-            Ok(super::collective::all_reduce_step(*r, dtype, send, recv))
+            Ok(super::collective::all_reduce_step(
+                *r, dtype, send, recv, when,
+            ))
         }
         Op::BroadcastFrom(root) => {
             copy(size, x.shape, x.ptr, x.strides, out, &ost);
@@ -120,10 +125,10 @@ pub unsafe fn start_collective(
     }
 }
 
-/// The collective `op` of `ins[0]` whose result the next step reads (nothing to overlap):
-/// an all-reduce of a contiguous operand sends it from where it is, with no staging copy,
-/// through a blocking call (`collective::all_reduce_step_now`); any other collective is
-/// started and waited for at once.
+/// The collective `op` of `ins[0]` whose result the next step reads: nothing can overlap
+/// it, so it runs to its end at once (`When::Now`: an all-reduce may take MPI's blocking
+/// call, `collective::mpi::blocking`), its whole time counted as waiting; an all-reduce of a
+/// contiguous operand sends it from where it is, with no staging copy.
 ///
 /// # Safety
 /// As `start_collective`'s, until it returns.
@@ -135,34 +140,27 @@ pub unsafe fn run_collective_now(
     out: *mut u8,
     stage: *mut u8,
 ) -> Result<(), Error> {
+    let start = std::time::Instant::now();
     let x = &ins[0];
-    let bytes = shape::numel(out_shape) * dtype.size();
-    match op {
-        Op::AllReduce(r) => {
-            let ost = contiguous(out_shape);
-            let send = if x.strides == ost.as_slice() || bytes == 0 {
-                x.ptr as *const u8
-            } else {
-                copy(dtype.size(), x.shape, x.ptr, x.strides, stage, &ost);
-                stage as *const u8
-            };
-            // SAFETY: `send` holds the operand's `bytes` (the operand itself, contiguous, or
-            // its staged copy), the output is valid for `bytes` and overlaps neither.
-            let (send, recv) = unsafe {
-                (
-                    std::slice::from_raw_parts(send, bytes),
-                    std::slice::from_raw_parts_mut(out, bytes),
-                )
-            };
-            super::collective::all_reduce_step_now(*r, dtype, send, recv);
-            Ok(())
-        }
-        _ => {
-            // SAFETY: as the caller promises; waited for before returning.
-            unsafe { start_collective(op, ins, out_shape, dtype, out, stage) }?.wait();
-            Ok(())
-        }
-    }
+    let ost = contiguous(out_shape);
+    let direct = matches!(op, Op::AllReduce(_)) && x.strides == ost.as_slice();
+    let c = if let (true, Op::AllReduce(r)) = (direct, op) {
+        let bytes = shape::numel(out_shape) * dtype.size();
+        // SAFETY: the operand is contiguous and holds the output's `bytes`; the output is
+        // valid for them and overlaps no operand; both outlive this call.
+        let (send, recv) = unsafe {
+            (
+                std::slice::from_raw_parts(x.ptr as *const u8, bytes),
+                std::slice::from_raw_parts_mut(out, bytes),
+            )
+        };
+        unsafe { super::collective::all_reduce_step(*r, dtype, send, recv, When::Now) }
+    } else {
+        // SAFETY: as the caller promises; finished before returning.
+        unsafe { start_collective(op, ins, out_shape, dtype, out, stage, When::Now) }?
+    };
+    c.finish(start);
+    Ok(())
 }
 
 /// Run `op` on `ins`, writing its contiguous result of `out_shape` and `dtype` to `out`.
@@ -188,7 +186,7 @@ pub unsafe fn run(
     match op {
         Op::Barrier => copy(size, ins[0].shape, ins[0].ptr, ins[0].strides, out, &ost),
         Op::AllReduce(_) | Op::BroadcastFrom(_) | Op::AllGather(..) | Op::ReduceScatter(..) => {
-            start_collective(op, ins, out_shape, dtype, out, scratch)?.wait()
+            start_collective(op, ins, out_shape, dtype, out, scratch, When::Now)?.wait()
         }
         Op::Concat(axis) => {
             let mut at = 0;

@@ -46,6 +46,7 @@ pub(crate) fn set_timeout(limit: Option<std::time::Duration>) {
 }
 
 /// The collectives' time limit, if any.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub(crate) fn timeout() -> Option<std::time::Duration> {
     *TIMEOUT.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -83,6 +84,17 @@ impl Fold {
     }
 }
 
+/// When a collective runs: started now and waited for later (`Later`: the steps in between
+/// run while it is in flight), or to its end at once (`Now`: the next step waits for it, so
+/// nothing could overlap it; the transport may then take a blocking call: an all-reduce's,
+/// `mpi::blocking`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum When {
+    Later,
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    Now,
+}
+
 /// `Op::AllReduce(op)` of a program's step, started: `recv` = the fold of every rank's `send`
 /// once waited for.
 ///
@@ -93,6 +105,7 @@ pub(crate) unsafe fn all_reduce_step(
     dtype: DType,
     send: &[u8],
     recv: &mut [u8],
+    when: When,
 ) -> InFlight {
     world();
     let what = Op::AllReduce(op).name();
@@ -102,30 +115,7 @@ pub(crate) unsafe fn all_reduce_step(
         send,
         recv,
     };
-    InFlight::started(transport::start_all_reduce(b, Fold::of(op)))
-}
-
-/// `Op::AllReduce(op)` of a program's step whose result the next step waits for: nothing
-/// runs in between, so a blocking call where no timeout is set (`transport::all_reduce_now`),
-/// else started and waited for at once. Its time counts as waiting (`WAITED_NANOS`).
-pub(crate) fn all_reduce_step_now(op: ReduceOp, dtype: DType, send: &[u8], recv: &mut [u8]) {
-    world();
-    let what = Op::AllReduce(op).name();
-    let b = Bytes {
-        what,
-        dtype,
-        send,
-        recv,
-    };
-    if timeout().is_some() {
-        // SAFETY: the buffers are borrowed until the wait, just below.
-        InFlight::started(unsafe { transport::start_all_reduce(b, Fold::of(op)) }).wait();
-        return;
-    }
-    let start = std::time::Instant::now();
-    transport::all_reduce_now(b, Fold::of(op));
-    let waited = start.elapsed().as_nanos().min(u64::MAX as u128) as u64;
-    WAITED_NANOS.fetch_add(waited, std::sync::atomic::Ordering::Relaxed);
+    InFlight::started(transport::start_all_reduce(b, Fold::of(op), when))
 }
 
 /// Gather every rank's `send` into `recv` now (the argument exchange of `dist`).
@@ -313,7 +303,7 @@ pub(crate) struct Bytes<'a> {
 /// starts.
 #[cfg_attr(feature = "mpi", allow(dead_code))]
 pub(crate) mod one {
-    use super::{Bytes, Fold};
+    use super::{Bytes, Fold, When};
 
     pub fn init() -> (usize, usize) {
         (0, 1)
@@ -335,14 +325,10 @@ pub(crate) mod one {
     ///
     /// # Safety
     /// None beyond `Bytes`' (kept `unsafe` as MPI's twin).
-    pub unsafe fn start_all_reduce(b: Bytes, _: Fold) -> Pending {
+    pub unsafe fn start_all_reduce(b: Bytes, _: Fold, _: When) -> Pending {
         debug_assert_eq!(b.send.len() % b.dtype.size(), 0);
         b.recv.copy_from_slice(b.send);
         Pending
-    }
-
-    pub fn all_reduce_now(b: Bytes, _: Fold) {
-        b.recv.copy_from_slice(b.send);
     }
 
     /// # Safety
@@ -395,6 +381,17 @@ impl InFlight {
             then: None,
             done: false,
         }
+    }
+
+    /// Finish a collective run at once (`When::Now`), counting its whole time since `started`
+    /// as waiting: nothing overlapped it.
+    pub(crate) fn finish(self, started: std::time::Instant) {
+        transport::wait(self.pending);
+        if let Some(f) = self.then {
+            f();
+        }
+        let waited = started.elapsed().as_nanos().min(u64::MAX as u128) as u64;
+        WAITED_NANOS.fetch_add(waited, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Wait for the collective and finish its step.

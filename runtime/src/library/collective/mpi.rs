@@ -5,7 +5,7 @@
 //! compiled program waits where the collective's result is first read, and a timeout can end
 //! a collective some rank never joins.
 
-use super::{Bytes, Fold};
+use super::{Bytes, Fold, When};
 use crate::DType;
 use mpi::collective::SystemOperation;
 use mpi::request::{Request, StaticScope};
@@ -112,6 +112,32 @@ pub struct Pending {
 // SAFETY: an MPI request handle is a plain value; every MPI call on it holds `CALLS`.
 unsafe impl Send for Pending {}
 
+/// A collective already run to its end (`When::Now`): its request is the null request, for
+/// which `wait` returns at once.
+fn completed(what: &str) -> Pending {
+    Pending {
+        // SAFETY: reads the null request constant.
+        request: unsafe { mpi::ffi::RSMPI_REQUEST_NULL },
+        what: what.to_string(),
+    }
+}
+
+/// Arrays up to which an all-reduce run at once takes the blocking call.
+const BLOCKING_ALL_REDUCE_BYTES: usize = 32 << 20;
+
+/// Whether an all-reduce of `bytes` started `when` runs blocking: `When::Now`, at most
+/// `BLOCKING_ALL_REDUCE_BYTES`, and no timeout set (a blocking call cannot be ended). Open
+/// MPI runs a blocking all-reduce on the algorithm its `coll/tuned` component picks by size,
+/// a non-blocking one on libnbc's. Measured here (2 ranks on one machine, Open MPI 4.1.4,
+/// alternating builds; docs/distributed.md): blocking 1 MiB 0.14 against 0.23 ms, 4 MiB 0.70-
+/// 0.75 against 1.34-1.61 ms, 16 MiB 5.9-6.3 against 7.9-10.3 ms, but 64 MiB 39-41 against
+/// 32-36 ms. The blocking reduce-scatter and all-gather were slower than libnbc's at every
+/// size from 256 KiB (a bucket's pair at 1 MiB: 0.69-0.72 against 0.31-0.34 ms): they stay
+/// non-blocking.
+fn blocking(when: When, bytes: usize) -> bool {
+    when == When::Now && bytes <= BLOCKING_ALL_REDUCE_BYTES && super::timeout().is_none()
+}
+
 /// The raw request of a started collective.
 fn pending<D: ?Sized>(what: &str, req: Request<'static, D, StaticScope>) -> Pending {
     // SAFETY: the request is completed by `wait` (every `Pending` is waited for: the
@@ -184,25 +210,20 @@ pub fn barrier() {
     wait(req);
 }
 
-/// Start the elementwise `fold` of every rank's `send` into `recv`.
+/// Start the elementwise `fold` of every rank's `send` into `recv` (run to its end now where
+/// `blocking(when)`).
 ///
 /// # Safety
 /// `b`'s buffers stay valid, and `recv` unread and `send` unwritten, until `wait`.
-pub unsafe fn start_all_reduce(b: Bytes, fold: Fold) -> Pending {
+pub unsafe fn start_all_reduce(b: Bytes, fold: Fold, when: When) -> Pending {
+    if blocking(when, b.send.len()) {
+        typed!(b, |s, r| world().all_reduce_into(s, r, op(fold)));
+        return completed(b.what);
+    }
     typed!(b, |s, r| pending(
         b.what,
         world().immediate_all_reduce_into(StaticScope, s, r, op(fold))
     ))
-}
-
-/// The elementwise `fold` of every rank's `send` into `recv`, now: a blocking
-/// `MPI_Allreduce`, for a collective nothing can overlap. Open MPI runs it on the algorithms
-/// its `coll/tuned` component picks by size, where the non-blocking call of `start_all_reduce`
-/// runs libnbc's, slower here up to several MiB (2 ranks on one machine: 1 MiB 0.17-0.19
-/// against 0.24-0.27 ms, 4 MiB 1.0-1.4 against 1.5-1.9 ms). No timeout can end it: callers
-/// take it only where none is set.
-pub fn all_reduce_now(b: Bytes, fold: Fold) {
-    typed!(b, |s, r| world().all_reduce_into(s, r, op(fold)))
 }
 
 /// Start gathering every rank's `send` into `recv`, rank 0 first.
