@@ -598,6 +598,67 @@ fn eager_control_flow_runs_compiled_and_cached() {
 /// results, no new program), a function whose graph changes gets another program, and
 /// results are the interpreter's (op by op). A program too large for the eager cache runs
 /// its ops one by one instead, without being compiled again on the next call.
+/// `vjp` called eagerly runs its forward as one cached program and its pullback as another
+/// (the forward computed again there, so no intermediate value is kept between the calls),
+/// computing what the interpreter computes; a second pullback reuses the program, and `jvp`
+/// (a `vjp` of the pullback, which it traces) stays right.
+#[test]
+fn eager_vjp_runs_its_forward_and_its_pullback_as_one_program_each() {
+    let mut rng = Rng::new(78);
+    let x = random_tensor(&mut rng, &[5, 12], DType::F32, -2.0, 2.0, false);
+    let w = random_tensor(&mut rng, &[12, 7], DType::F32, -1.0, 1.0, false);
+    let f = |p: &Vec<Tensor>| {
+        let h = p[0].matmul(&p[1]).softmax(-1);
+        vec![(&h * 3.0).sin(), h.sum(-1)]
+    };
+    let tol = Tol {
+        rel: 1e-5,
+        abs: 1e-5,
+    };
+    let params = vec![x, w];
+    let cts = [
+        random_tensor(&mut rng, &[5, 7], DType::F32, -1.0, 1.0, false),
+        random_tensor(&mut rng, &[5], DType::F32, -1.0, 1.0, false),
+    ];
+    let programs = |prefix: &str| -> Vec<(String, u64)> {
+        (eager_cache_entries().into_iter())
+            .filter(|e| e.0.starts_with(prefix) && e.0.contains("sin"))
+            .collect()
+    };
+    let (y, back) = vjp(f, &params);
+    let (wy, wback) = interpreted(|| vjp(f, &params));
+    for (k, (a, b)) in y.iter().zip(&wy).enumerate() {
+        assert_close(a, b, tol, &format!("output {k}"));
+    }
+    let g = back(&cts.to_vec());
+    let wg = interpreted(|| wback(&cts.to_vec()));
+    for (k, (a, b)) in g.iter().zip(&wg).enumerate() {
+        assert_close(a, b, tol, &format!("cotangent of leaf {k}"));
+    }
+    assert_eq!(
+        programs("Fused(vjp forward").len(),
+        1,
+        "{:?}",
+        eager_cache_entries()
+    );
+    let pullback = programs("Fused(vjp pullback");
+    assert_eq!(pullback.len(), 1, "{:?}", eager_cache_entries());
+    // Another cotangent: the same program, its own result.
+    let other = [&cts[0] * -1.0, cts[1].clone()];
+    let g2 = back(&other.to_vec());
+    let wg2 = interpreted(|| wback(&other.to_vec()));
+    assert_close(&g2[1], &wg2[1], tol, "second pullback");
+    let again = programs("Fused(vjp pullback");
+    assert!(again[0].1 > pullback[0].1, "{again:?} after {pullback:?}");
+    // jvp: the pullback traced inside another vjp (op by op there), then fused again.
+    let t = vec![params[0].ones_like(), params[1].zeros_like()];
+    let (_, jt) = jvp(f, &params, &t);
+    let (_, wjt) = interpreted(|| jvp(f, &params, &t));
+    for (k, (a, b)) in jt.iter().zip(&wjt).enumerate() {
+        assert_close(a, b, tol, &format!("tangent of output {k}"));
+    }
+}
+
 #[test]
 fn eager_gradients_run_as_one_cached_program() {
     use jitfuse::eager::eager_stats;

@@ -228,13 +228,21 @@ pub fn vjp<T: Tree + Clone + 'static, U: Tree>(
     let mut traced = trace_leaves("vjp", x, &body, loc);
     traced.graph = crate::passes::fuse_attention(&traced.graph);
     let leaves = x.leaves();
-    let vals = replay(&traced.graph, &leaves, &traced.captured);
-    let outs: Vec<Tensor> = traced
-        .graph
-        .outputs
-        .iter()
-        .map(|o| vals[o.index()].clone())
-        .collect();
+    // Eagerly, the forward is one cached program and so is the pullback, which computes the
+    // forward again rather than keeping every intermediate value alive between the two
+    // calls (`eager_vjp`); in a trace, or where those do not compile, op by op, every
+    // value kept for the pullback.
+    let fused = eager_vjp(&traced, &leaves, None);
+    let vals = fused
+        .is_none()
+        .then(|| replay(&traced.graph, &leaves, &traced.captured));
+    let outs: Vec<Tensor> = match (fused, &vals) {
+        (Some(outs), _) => outs,
+        (None, Some(vals)) => (traced.graph.outputs.iter())
+            .map(|o| vals[o.index()].clone())
+            .collect(),
+        (None, None) => unreachable!("replayed when not fused"),
+    };
     let y = structure
         .into_inner()
         .expect("traced")
@@ -242,17 +250,74 @@ pub fn vjp<T: Tree + Clone + 'static, U: Tree>(
     let x = x.clone();
     let back = move |ct: &U| -> T {
         let g = &traced.graph;
-        let seeds: Vec<_> = g.outputs.iter().copied().zip(ct.leaves()).collect();
-        let cts = backward(g, &vals, &seeds);
-        let grads: Vec<Tensor> = g
-            .params()
-            .iter()
-            .zip(&leaves)
-            .map(|(p, l)| cts[p.index()].clone().unwrap_or_else(|| l.zeros_like()))
-            .collect();
+        let ct = ct.leaves();
+        let grads = match vals
+            .is_none()
+            .then(|| eager_vjp(&traced, &leaves, Some(&ct)))
+        {
+            Some(Some(grads)) => grads,
+            _ => {
+                let replayed;
+                let vals = match &vals {
+                    Some(v) => v,
+                    None => {
+                        replayed = replay(g, &leaves, &traced.captured);
+                        &replayed
+                    }
+                };
+                let seeds: Vec<_> = g.outputs.iter().copied().zip(ct).collect();
+                let cts = backward(g, vals, &seeds);
+                (g.params().iter().zip(&leaves))
+                    .map(|(p, l)| cts[p.index()].clone().unwrap_or_else(|| l.zeros_like()))
+                    .collect()
+            }
+        };
         x.rebuild(&mut grads.into_iter())
     };
     (y, back)
+}
+
+/// Called eagerly, `vjp`'s forward (`cotangents` None: the outputs) or its pullback (the
+/// gradient of each leaf for the cotangents of the outputs, the forward computed again in
+/// the same program) as one cached compiled program each (`eager::fused`, keyed by the
+/// traced graph and the operands' types), as `eager_value_and_grad` does for gradients.
+/// None where the ops are to run one by one.
+fn eager_vjp(
+    traced: &trace::Traced,
+    leaves: &[Tensor],
+    cotangents: Option<&[Tensor]>,
+) -> Option<Vec<Tensor>> {
+    if trace::current_trace().is_some() {
+        return None;
+    }
+    let g = &traced.graph;
+    let mut inputs: Vec<&Tensor> = leaves.iter().chain(&traced.captured).collect();
+    let Some(ct) = cotangents else {
+        let key = format!("vjp forward\n{}", g.to_text());
+        return crate::eager::fused(&key, &inputs, |ts| {
+            let (ls, cs) = ts.split_at(leaves.len());
+            let vals = replay(g, ls, cs);
+            g.outputs.iter().map(|o| vals[o.index()].clone()).collect()
+        });
+    };
+    inputs.extend(ct);
+    let key = format!("vjp pullback\n{}", g.to_text());
+    let (nl, nc) = (leaves.len(), traced.captured.len());
+    crate::eager::fused(&key, &inputs, |ts| {
+        let (ls, rest) = ts.split_at(nl);
+        let (cs, seeds) = rest.split_at(nc);
+        let vals = replay(g, ls, cs);
+        let seeds: Vec<_> = g
+            .outputs
+            .iter()
+            .copied()
+            .zip(seeds.iter().cloned())
+            .collect();
+        let cts = backward(g, &vals, &seeds);
+        (g.params().iter().zip(ls))
+            .map(|(p, l)| cts[p.index()].clone().unwrap_or_else(|| l.zeros_like()))
+            .collect()
+    })
 }
 
 /// `f(x)` and the directional derivative `J_f(x) v` (forward mode; `v` is a
