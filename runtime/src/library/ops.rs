@@ -87,13 +87,20 @@ pub unsafe fn start_collective(
     let x = &ins[0];
     match op {
         Op::AllReduce(r) => {
-            copy(size, x.shape, x.ptr, x.strides, stage, &ost);
+            // Run at once, a contiguous operand is sent from where it is: no later step can
+            // write it before the collective ends. In flight, it is staged.
+            let send = if when == When::Now && x.strides == ost.as_slice() {
+                x.ptr as *const u8
+            } else {
+                copy(size, x.shape, x.ptr, x.strides, stage, &ost);
+                stage as *const u8
+            };
             let bytes = out_numel * size;
-            // SAFETY: the stage holds the operand's `bytes` (just written), the output is
-            // valid for `bytes` and overlaps neither the stage nor any operand.
+            // SAFETY: `send` holds the operand's `bytes` (the operand itself, contiguous, or
+            // its copy just staged), the output is valid for `bytes` and overlaps neither.
             let (send, recv) = unsafe {
                 (
-                    std::slice::from_raw_parts(stage as *const u8, bytes),
+                    std::slice::from_raw_parts(send, bytes),
                     std::slice::from_raw_parts_mut(out, bytes),
                 )
             };
@@ -141,24 +148,8 @@ pub unsafe fn run_collective_now(
     stage: *mut u8,
 ) -> Result<(), Error> {
     let start = std::time::Instant::now();
-    let x = &ins[0];
-    let ost = contiguous(out_shape);
-    let direct = matches!(op, Op::AllReduce(_)) && x.strides == ost.as_slice();
-    let c = if let (true, Op::AllReduce(r)) = (direct, op) {
-        let bytes = shape::numel(out_shape) * dtype.size();
-        // SAFETY: the operand is contiguous and holds the output's `bytes`; the output is
-        // valid for them and overlaps no operand; both outlive this call.
-        let (send, recv) = unsafe {
-            (
-                std::slice::from_raw_parts(x.ptr as *const u8, bytes),
-                std::slice::from_raw_parts_mut(out, bytes),
-            )
-        };
-        unsafe { super::collective::all_reduce_step(*r, dtype, send, recv, When::Now) }
-    } else {
-        // SAFETY: as the caller promises; finished before returning.
-        unsafe { start_collective(op, ins, out_shape, dtype, out, stage, When::Now) }?
-    };
+    // SAFETY: as the caller promises; finished before returning.
+    let c = unsafe { start_collective(op, ins, out_shape, dtype, out, stage, When::Now) }?;
     c.finish(start);
     Ok(())
 }
