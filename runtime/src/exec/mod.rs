@@ -185,8 +185,7 @@ impl Executable {
                 _ => "its first reader",
             };
             let op = self.graph.node(*v).op.name();
-            // Nothing runs between it and its wait: run at once (`ops::run_collective_now`).
-            let now = if c.wait_before == si + 1 {
+            let now = if c.runs_at_once(si) {
                 ", run at once"
             } else {
                 ""
@@ -527,8 +526,7 @@ impl Executable {
                 // element read with zero strides); the destination was
                 // planned for this value and overlaps no operand (no
                 // in-place for library steps); the scratch is this call's.
-                if let Some(c) = collective.filter(|c| c.wait_before == si + 1) {
-                    // Waited for before the next step: nothing to overlap it with.
+                if let Some(c) = collective.filter(|c| c.runs_at_once(si)) {
                     // SAFETY: as below; the staging region is this step's alone.
                     unsafe {
                         crate::library::ops::run_collective_now(

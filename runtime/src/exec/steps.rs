@@ -56,6 +56,14 @@ pub(crate) struct Collective {
     pub wait_before: usize,
 }
 
+impl Collective {
+    /// Whether the collective of step `si` runs to its end at once: the next step waits for
+    /// it, so nothing could overlap it (`ops::run_collective_now`).
+    pub fn runs_at_once(&self, si: usize) -> bool {
+        self.wait_before == si + 1
+    }
+}
+
 impl RunStep {
     /// The control-flow node and its sub-programs, if the step runs one.
     pub fn control(&self) -> Option<(ValueId, &ControlProgram)> {

@@ -239,18 +239,23 @@ impl<'a> Rows<'a> {
         if let Some(l) = Leaf::of(&self.rb.locals[x]) {
             return Some(l);
         }
-        let home = self.homed.iter().find(|h| h.0 == x);
-        if let (true, Some(&(_, a))) = (self.stash_ready.contains(&x), home) {
-            return Some(Leaf::Read(a));
-        }
         if self.stash_ready.contains(&x) {
-            let j = self.stash.iter().position(|&s| s == x).expect("stashed");
-            return Some(Leaf::Tile(j));
+            return self.stashed_at(x).map(|(leaf, _)| leaf);
         }
         if matches!(self.rb.locals[x].op, LocalOp::Broadcast(_)) || avail.contains(&x) {
             return self.slot(x).map(Leaf::Row);
         }
         None
+    }
+
+    /// Where stashed value `x` lives, as a later sweep reads it and as the sweep computing it
+    /// stores it: its scratch `j`, or the row of the output `a` holding it.
+    fn stashed_at(&self, x: LocalId) -> Option<(Leaf, Dest)> {
+        if let Some(&(_, a)) = self.homed.iter().find(|h| h.0 == x) {
+            return Some((Leaf::Read(a), Dest::Access(a)));
+        }
+        let j = self.stash.iter().position(|&s| s == x)?;
+        Some((Leaf::Tile(j), Dest::Tile(j)))
     }
 
     /// The kernel's bytes, how many accesses it prefetches the next row of, the most values
@@ -446,17 +451,13 @@ impl<'a> Rows<'a> {
         let mut stores: Vec<(LocalId, Dest)> = (ready.iter().enumerate())
             .map(|(j, &r)| (locals[r].op.operands()[0], Dest::Acc(j)))
             .collect();
-        // Stashed values this phase computes first go to their scratch.
+        // Stashed values this phase computes first go to their scratch or output row.
         let mut stored = Vec::new();
-        for (j, &m) in self.stash.iter().enumerate() {
+        let stashed = self.stash.iter().chain(self.homed.iter().map(|h| &h.0));
+        for &m in stashed {
             if cone.contains(&m) && !self.stash_ready.contains(&m) {
-                stores.push((m, Dest::Tile(j)));
-                stored.push(m);
-            }
-        }
-        for &(m, a) in &self.homed {
-            if cone.contains(&m) && !self.stash_ready.contains(&m) {
-                stores.push((m, Dest::Access(a)));
+                let (_, dest) = self.stashed_at(m).expect("stashed");
+                stores.push((m, dest));
                 stored.push(m);
             }
         }

@@ -91,7 +91,6 @@ impl Fold {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum When {
     Later,
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     Now,
 }
 
