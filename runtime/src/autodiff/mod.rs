@@ -30,6 +30,7 @@ pub use tree::{join_path, Tree};
 
 use crate::diag::phases::phase;
 use crate::error::type_str;
+use crate::ir::Graph;
 use crate::trace::{self, fail, ParamSpec};
 use crate::{Error, ErrorKind, SourceLoc, Tensor};
 use std::panic::Location;
@@ -163,13 +164,28 @@ fn aux_at<T: Tree, A: Tree>(
     if let (Some(s), Some(m), Some(e)) = (start, mid, trace::graph_len()) {
         trace::with_graph(|g| g.grad_ranges.push((s, m, e)));
     }
-    let grads: Vec<Tensor> = g
-        .params()
-        .iter()
-        .zip(&leaves)
-        .map(|(p, l)| cts[p.index()].clone().unwrap_or_else(|| l.zeros_like()))
-        .collect();
+    let grads = leaf_grads(g, &cts, &leaves);
     ((value, aux), x.rebuild(&mut grads.into_iter()))
+}
+
+/// The cotangent of each leaf (the graph's parameters, in order) among the backward pass's
+/// `cts`: zeros where none reaches it.
+fn leaf_grads(g: &Graph, cts: &[Option<Tensor>], leaves: &[Tensor]) -> Vec<Tensor> {
+    (g.params().iter().zip(leaves))
+        .map(|(p, l)| cts[p.index()].clone().unwrap_or_else(|| l.zeros_like()))
+        .collect()
+}
+
+/// The values of the graph's outputs among the forward values `vals`.
+fn output_values(g: &Graph, vals: &[Tensor]) -> Vec<Tensor> {
+    g.outputs.iter().map(|o| vals[o.index()].clone()).collect()
+}
+
+/// `vjp`'s pullback on the forward values `vals`: the cotangent of each leaf for the
+/// cotangents `ct` of the outputs.
+fn pullback(g: &Graph, vals: &[Tensor], ct: &[Tensor], leaves: &[Tensor]) -> Vec<Tensor> {
+    let seeds: Vec<_> = g.outputs.iter().copied().zip(ct.iter().cloned()).collect();
+    leaf_grads(g, &backward(g, vals, &seeds), leaves)
 }
 
 /// Called eagerly (outside every trace, on concrete leaves and captured tensors), the value,
@@ -194,11 +210,8 @@ fn eager_value_and_grad(traced: &trace::Traced, leaves: &[Tensor]) -> Option<Vec
         let out = g.outputs[0];
         let seed = vals[out.index()].ones_like();
         let cts = backward(g, &vals, &[(out, seed)]);
-        let mut outs: Vec<Tensor> = g.outputs.iter().map(|o| vals[o.index()].clone()).collect();
-        outs.extend(
-            (g.params().iter().zip(ls))
-                .map(|(p, l)| cts[p.index()].clone().unwrap_or_else(|| l.zeros_like())),
-        );
+        let mut outs = output_values(g, &vals);
+        outs.extend(leaf_grads(g, &cts, ls));
         outs
     })
 }
@@ -236,11 +249,9 @@ pub fn vjp<T: Tree + Clone + 'static, U: Tree>(
     let vals = fused
         .is_none()
         .then(|| replay(&traced.graph, &leaves, &traced.captured));
-    let outs: Vec<Tensor> = match (fused, &vals) {
+    let outs = match (fused, &vals) {
         (Some(outs), _) => outs,
-        (None, Some(vals)) => (traced.graph.outputs.iter())
-            .map(|o| vals[o.index()].clone())
-            .collect(),
+        (None, Some(vals)) => output_values(&traced.graph, vals),
         (None, None) => unreachable!("replayed when not fused"),
     };
     let y = structure
@@ -251,26 +262,11 @@ pub fn vjp<T: Tree + Clone + 'static, U: Tree>(
     let back = move |ct: &U| -> T {
         let g = &traced.graph;
         let ct = ct.leaves();
-        let grads = match vals
-            .is_none()
-            .then(|| eager_vjp(&traced, &leaves, Some(&ct)))
-        {
-            Some(Some(grads)) => grads,
-            _ => {
-                let replayed;
-                let vals = match &vals {
-                    Some(v) => v,
-                    None => {
-                        replayed = replay(g, &leaves, &traced.captured);
-                        &replayed
-                    }
-                };
-                let seeds: Vec<_> = g.outputs.iter().copied().zip(ct).collect();
-                let cts = backward(g, vals, &seeds);
-                (g.params().iter().zip(&leaves))
-                    .map(|(p, l)| cts[p.index()].clone().unwrap_or_else(|| l.zeros_like()))
-                    .collect()
-            }
+        let grads = match &vals {
+            Some(vals) => pullback(g, vals, &ct, &leaves),
+            None => eager_vjp(&traced, &leaves, Some(&ct)).unwrap_or_else(|| {
+                pullback(g, &replay(g, &leaves, &traced.captured), &ct, &leaves)
+            }),
         };
         x.rebuild(&mut grads.into_iter())
     };
@@ -296,8 +292,7 @@ fn eager_vjp(
         let key = format!("vjp forward\n{}", g.to_text());
         return crate::eager::fused(&key, &inputs, |ts| {
             let (ls, cs) = ts.split_at(leaves.len());
-            let vals = replay(g, ls, cs);
-            g.outputs.iter().map(|o| vals[o.index()].clone()).collect()
+            output_values(g, &replay(g, ls, cs))
         });
     };
     inputs.extend(ct);
@@ -305,18 +300,8 @@ fn eager_vjp(
     let (nl, nc) = (leaves.len(), traced.captured.len());
     crate::eager::fused(&key, &inputs, |ts| {
         let (ls, rest) = ts.split_at(nl);
-        let (cs, seeds) = rest.split_at(nc);
-        let vals = replay(g, ls, cs);
-        let seeds: Vec<_> = g
-            .outputs
-            .iter()
-            .copied()
-            .zip(seeds.iter().cloned())
-            .collect();
-        let cts = backward(g, &vals, &seeds);
-        (g.params().iter().zip(ls))
-            .map(|(p, l)| cts[p.index()].clone().unwrap_or_else(|| l.zeros_like()))
-            .collect()
+        let (cs, ct) = rest.split_at(nc);
+        pullback(g, &replay(g, ls, cs), ct, ls)
     })
 }
 
