@@ -466,8 +466,14 @@ fn attention_in_ir_text_round_trips() {
     jitfuse::internals::ir::verify(&g).unwrap();
     assert_eq!(g.to_text(), text);
     // A finite fill round-trips exactly (f32::MIN as f64 has 17 significant digits).
-    for fill in ["-1e30", "-3.4028234663852886e38", "-2.5"] {
-        let filled = text.replace("[causal,0.125]", &format!("[causal,0.125,fill={fill}]"));
+    // So does a causal mask added as a bias.
+    for spec in [
+        "fill=-1e30",
+        "fill=-3.4028234663852886e38",
+        "fill=-2.5",
+        "bias",
+    ] {
+        let filled = text.replace("[causal,0.125]", &format!("[causal,0.125,{spec}]"));
         let g = jitfuse::internals::ir::parse(&filled).unwrap();
         jitfuse::internals::ir::verify(&g).unwrap();
         assert_eq!(g.to_text(), filled);
@@ -477,6 +483,8 @@ fn attention_in_ir_text_round_trips() {
         "[none,0.125,fill=-1e9]",
         "[causal,0.125,fill=inf]",
         "[causal,0.125,-1e9]",
+        "[bool,0.125,bias]",
+        "[causal,0.125,fill=-1e9,bias]",
     ] {
         let e = jitfuse::internals::ir::parse(&text.replace("[causal,0.125]", bad)).unwrap_err();
         assert!(e.to_string().contains("fill"), "{bad}: {e}");
@@ -1408,33 +1416,200 @@ fn sixteen_bit_attention_needs_no_f32_copy_of_its_operands() {
     }
 }
 
-/// FIXME (`passes/attention.rs`): an infinite element of `v` at a key every query before it
-/// masks makes the spelled-out composition's output NaN in that column for those queries
-/// (a weight of 0 times infinity), while the fused step, which skips the key tiles past the
-/// causal diagonal, keeps their finite values. Both as they are today, so a fix shows here.
-#[test]
-fn non_finite_values_of_masked_keys_reach_the_composition_not_the_fused_step() {
-    let mut rng = Rng::new(18);
-    let t = |rng: &mut Rng| random_tensor(rng, &[200, 8], DType::F32, -1.5, 1.5, false);
-    let (q, k) = (t(&mut rng), t(&mut rng));
-    let mut v = t(&mut rng).to_vec::<f32>().unwrap();
-    v[150 * 8 + 3] = f32::INFINITY; // key 150, column 3
-    let v = Tensor::from_vec(v, &[200, 8]).unwrap();
-    let fused_out = spelled_causal(&q, &k, &v).to_vec::<f32>().unwrap();
-    jitfuse::internals::passes::set_pattern_fusion(false);
-    let composed_out = spelled_causal_unfused(&q, &k, &v).to_vec::<f32>().unwrap();
-    jitfuse::internals::passes::set_pattern_fusion(true);
-    // Query 10 (first query tile: keys from 64 on are skipped) sees keys 0..=10 only.
-    assert!(composed_out[10 * 8 + 3].is_nan());
-    assert!(fused_out[10 * 8 + 3].is_finite());
-    // Query 160 sees key 150: infinite weight-times-value in both.
-    assert!(!fused_out[160 * 8 + 3].is_finite());
-    assert!(!composed_out[160 * 8 + 3].is_finite());
+/// A mask spelled around the scores as users write it: selected (`where_`) with -inf or a
+/// finite fill, causal or from a bool operand; a causal `-inf` bias added; a float bias
+/// added; none.
+const SPELLINGS: [&str; 7] = [
+    "causal select",
+    "causal fill",
+    "causal bias",
+    "bool select",
+    "bool fill",
+    "additive",
+    "none",
+];
+
+/// `softmax(mask(0.3 · q kᵀ)) v` spelled as `form` says (`m` a bool mask, `bias` a float
+/// one).
+fn spelled(form: &str, x: &[Tensor], m: &Tensor, bias: &Tensor) -> Tensor {
+    let (q, k, v) = (&x[0], &x[1], &x[2]);
+    let s = q.matmul(&swap_last(k)) * 0.3;
+    let causal = tril(q.shape()[q.ndim() - 2], k.shape()[k.ndim() - 2]);
+    let s = match form {
+        "causal select" => jitfuse::where_(&causal, &s, f64::NEG_INFINITY),
+        "causal fill" => jitfuse::where_(&causal, &s, -1e9),
+        "causal bias" => s + jitfuse::where_(&causal, 0.0, f64::NEG_INFINITY),
+        "bool select" => jitfuse::where_(m, &s, f64::NEG_INFINITY),
+        "bool fill" => jitfuse::where_(m, &s, -1e9),
+        "additive" => s + bias,
+        _ => s,
+    };
+    s.softmax(-1).matmul(v)
 }
 
-/// `spelled_causal` as a function of its own, compiled with pattern fusion off (the switch
-/// is read when a function compiles; `spelled_causal`'s program is cached fused).
-#[jit]
-fn spelled_causal_unfused(q: &Tensor, k: &Tensor, v: &Tensor) -> Tensor {
-    causal_composition(q, k, v)
+/// The non-finite and overflowing operands that reach the composition through the keys a
+/// mask hides: each writes into batch element 1 of `[q, k, v, w]` (`w` the cotangent's
+/// weights), leaving element 0 finite.
+fn poison(what: &str, args: &mut [Vec<f32>; 4], (s, d): (usize, usize)) {
+    let last = args[0].len() / (s * d) - 1;
+    let at = |row: usize, col: usize| (last * s + row) * d + col; // the last batch element
+    match what {
+        // Keys 150 (past the diagonal of queries 0..150) and 5.
+        "inf v" => args[2][at(150, 3)] = f32::INFINITY,
+        "nan v" => args[2][at(150, 3)] = f32::NAN,
+        "-inf v early" => args[2][at(5, 1)] = f32::NEG_INFINITY,
+        "inf k" => args[1][at(150, 2)] = f32::INFINITY,
+        "nan q" => args[0][at(10, 0)] = f32::NAN,
+        // Finite, but q · k past f32's range for query 20 and keys 180 (+inf) and 181
+        // (-inf), which it does not see: column 0 is zero elsewhere, so no other score is
+        // huge (a saturated softmax would make the gradients' rounding ill-conditioned).
+        "huge q k" => {
+            (0..s).for_each(|r| (args[0][at(r, 0)], args[1][at(r, 0)]) = (0.0, 0.0));
+            args[0][at(20, 0)] = 1e20;
+            args[1][at(180, 0)] = 1e20;
+            args[1][at(181, 0)] = -1e20;
+        }
+        "inf do" => args[3][at(30, 1)] = f32::INFINITY,
+        _ => {}
+    }
+}
+
+/// Every mask spelling, forward and gradient, with infinite, NaN and overflowing operands
+/// where a mask hides them: the fused step (which skips the keys past a causal diagonal and
+/// sums the regions a finite fill masks in closed form) and the interpreter's attention
+/// give what the spelled-out composition gives, NaN for NaN and infinity for infinity, and
+/// the finite batch element beside the poisoned one keeps its values.
+#[test]
+fn masked_keys_with_non_finite_or_overflowing_operands_give_the_compositions_values() {
+    // Two batch elements (a task each) and one (its keys split between two parts), in f32
+    // and in bf16 (read a tile at a time).
+    for (batch, dtype) in [(2, DType::F32), (1, DType::F32), (2, DType::BF16)] {
+        poisoned_masked_keys(batch, dtype);
+    }
+}
+
+fn poisoned_masked_keys(batch: usize, dtype: DType) {
+    // f32: the same values; bf16 (whose composition rounds every intermediate): NaN, an
+    // infinity or a finite value in the same places.
+    let same_values = |got: &Tensor, want: &Tensor, what: &str| {
+        if dtype == DType::F32 {
+            return assert_close(got, want, tol(dtype), what);
+        }
+        let (g, w) = (crate::common::to_f64s(got), crate::common::to_f64s(want));
+        for (e, (a, b)) in g.iter().zip(&w).enumerate() {
+            let class = |x: &f64| (x.is_nan(), x.is_infinite());
+            assert_eq!(
+                class(a),
+                class(b),
+                "{what}: element {e}: {a:e} against {b:e}"
+            );
+        }
+    };
+    use crate::common::{compile_at, trace_fn};
+    use jitfuse::internals::codegen::Target;
+    use jitfuse::internals::interpret::eval_graph;
+    let (s, d) = (200, 8);
+    let shape = [batch, s, d];
+    let mut rng = Rng::new(18);
+    let base: Vec<Vec<f32>> = (0..4)
+        .map(|_| {
+            random_tensor(&mut rng, &shape, DType::F32, -1.5, 1.5, false)
+                .to_vec()
+                .unwrap()
+        })
+        .collect();
+    let keep = random_tensor(&mut rng, &[batch, s, s], DType::F32, 0.0, 1.0, false);
+    // Every row keeps its own key; key tiles 128.. are masked for the first query tile.
+    let own = Tensor::iota(&[batch, s, s], 1, DType::I32).eq(&Tensor::iota(
+        &[batch, s, s],
+        2,
+        DType::I32,
+    ));
+    let early = Tensor::iota(&[batch, s, s], 1, DType::I32).lt(64);
+    let late = Tensor::iota(&[batch, s, s], 2, DType::I32).ge(128);
+    let m = keep
+        .gt(0.3)
+        .logical_and(&early.logical_and(&late).logical_not())
+        .logical_or(&own);
+    let bias = jitfuse::where_(
+        &m,
+        &random_tensor(&mut rng, &[batch, s, s], DType::F32, -1.0, 1.0, false),
+        f64::NEG_INFINITY,
+    )
+    .cast(dtype);
+    let cases = [
+        "finite",
+        "inf v",
+        "nan v",
+        "-inf v early",
+        "inf k",
+        "nan q",
+        "huge q k",
+        "inf do",
+    ];
+    for form in SPELLINGS {
+        if dtype != DType::F32 && form == "causal bias" {
+            // `where_(causal, 0.0, -inf)` is an f32 bias: it promotes the scores to f32,
+            // and a cast between the product and the mask is not the pattern.
+            continue;
+        }
+        for what in cases {
+            let mut args: [Vec<f32>; 4] = [0, 1, 2, 3].map(|i| base[i].clone());
+            poison(what, &mut args, (s, d));
+            let t: Vec<Tensor> = args
+                .iter()
+                .map(|a| Tensor::from_vec(a.clone(), &shape).unwrap().cast(dtype))
+                .collect();
+            let inputs = vec![
+                t[0].clone(),
+                t[1].clone(),
+                t[2].clone(),
+                t[3].clone(),
+                m.clone(),
+                bias.clone(),
+            ];
+            // The output, then dq, dk and dv of sum(output · w).
+            let program = |x: &[Tensor]| {
+                let (m, bias, w) = (&x[4], &x[5], &x[3]);
+                let out = spelled(form, &x[..3], m, bias);
+                let mut all = vec![out];
+                all.extend(jitfuse::grad(
+                    |y: &Vec<Tensor>| (spelled(form, y, m, bias) * w).sum_all(),
+                    &vec![x[0].clone(), x[1].clone(), x[2].clone()],
+                ));
+                all
+            };
+            let refs: Vec<&Tensor> = inputs.iter().collect();
+            jitfuse::internals::passes::set_pattern_fusion(false);
+            let composed = trace_fn(&inputs, program);
+            let want = compile_at(composed, Target::host())
+                .unwrap()
+                .run_with(&refs)
+                .unwrap();
+            jitfuse::internals::passes::set_pattern_fusion(true);
+            let g = trace_fn(&inputs, program);
+            let fused = jitfuse::internals::passes::fuse_attention(&g);
+            let text = fused.to_string();
+            assert!(text.contains("attention_grad"), "{form}: not fused\n{text}");
+            assert_eq!(
+                text.contains(",bias]"),
+                form == "causal bias",
+                "{form}\n{text}"
+            );
+            let got = compile_at(g, Target::host())
+                .unwrap()
+                .run_with(&refs)
+                .unwrap();
+            let defined = eval_graph(&fused, &inputs, &[]).unwrap();
+            let names = ["output", "dq", "dk", "dv"];
+            for (i, name) in names.iter().enumerate() {
+                let how = format!("{form}, {what}, {dtype}, batch {batch}: {name}");
+                same_values(&got[i], &want[i], &format!("{how}, fused step"));
+                // (The interpreter computes in f64, where 1e20 · 1e20 does not overflow.)
+                if what != "huge q k" {
+                    same_values(&defined[i], &want[i], &format!("{how}, interpreter"));
+                }
+            }
+        }
+    }
 }

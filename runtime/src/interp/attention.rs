@@ -5,7 +5,9 @@
 //! the spec's finite fill when it has one; `p = exp(s - max s) / Σ exp(s - max s)`;
 //! `o_i = Σ_j p_j v_j`. A row whose keys are all masked is NaN (as the composition's
 //! softmax of -infs), uniform with a finite fill; no keys at all give 0. A masked score is
-//! a constant (the fill), so its gradient is zero whatever its weight.
+//! a constant (the fill, or -inf), so its gradient is zero whatever its weight, except
+//! under a causal mask added as a bias (`AttnSpec::bias`): its masked score is `s - inf`
+//! (NaN for a NaN or +inf `s`) and its gradient flows as an unmasked one's.
 
 use crate::array::Array;
 use crate::interp::{as_f64s, from_f64s};
@@ -56,7 +58,9 @@ fn weights(spec: &AttnSpec, q: &[f64], k: &[f64], mask: Option<&[f64]>, n: &Dims
                 let kj = &k[(b * n.sk + j) * n.d..(b * n.sk + j + 1) * n.d];
                 let dot: f64 = qi.iter().zip(kj).map(|(a, b)| a * b).sum();
                 let m = mask.map(|m| m[(b * n.sq + i) * n.sk + j]);
-                *s = if masked(spec, mask, n, (b, i, j)) {
+                *s = if masked(spec, mask, n, (b, i, j)) && spec.bias {
+                    spec.scale * dot + f64::NEG_INFINITY
+                } else if masked(spec, mask, n, (b, i, j)) {
                     spec.fill.unwrap_or(f64::NEG_INFINITY)
                 } else if spec.mask == MaskKind::Additive {
                     spec.scale * dot + m.unwrap()
@@ -133,9 +137,10 @@ pub fn attention_grad(spec: &AttnSpec, ins: &[&Array]) -> Vec<Array> {
             let dot: f64 = (0..n.sk).map(|j| p[row + j] * dp[j]).sum();
             for j in 0..n.sk {
                 let pj = p[row + j];
-                // A filled score is a constant: no gradient flows to q or k through it.
-                let filled = spec.fill.is_some() && masked(spec, mask.as_deref(), &n, (b, i, j));
-                let ds = if filled {
+                // A selected score is a constant: no gradient flows to q or k through it
+                // (not even the NaN of a weight 0 times an infinite dp).
+                let selected = spec.selects() && masked(spec, mask.as_deref(), &n, (b, i, j));
+                let ds = if selected {
                     0.0
                 } else {
                     pj * (dp[j] - dot) * spec.scale

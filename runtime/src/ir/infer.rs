@@ -380,6 +380,12 @@ pub fn infer(op: &Op, ins: &[Ty], declared: Ty) -> Result<(Vec<usize>, DType), S
             if !spec.scale.is_finite() {
                 return Err(format!("scale {} is not finite", spec.scale));
             }
+            if spec.bias && (spec.mask != crate::ir::MaskKind::Causal || spec.fill.is_some()) {
+                return Err(format!(
+                    "an added bias mask needs a causal mask without a fill, not {}",
+                    spec.mask.name()
+                ));
+            }
             if let Some(f) = spec.fill {
                 if *spec != crate::ir::AttnSpec::new(spec.mask, spec.scale, spec.fill) {
                     return Err(format!(

@@ -230,6 +230,12 @@ pub struct AttnSpec {
     /// every key masked is uniform: the composition's meaning, not a mask's. Always `None`
     /// under `None` and `Additive` (`AttnSpec::new` keeps it so).
     pub fill: Option<f64>,
+    /// Under a `Causal` mask without a fill: the mask was added as a bias
+    /// (`s + where_(causal, 0, -inf)`), so a masked score is `s - inf` (NaN where `s` is
+    /// +inf or NaN) and its cotangent reaches q and k. Otherwise a masked score is selected
+    /// (`where_(causal, s, -inf)`): a constant whatever `s` is, with a zero cotangent.
+    /// The two differ only for non-finite scores or cotangents.
+    pub bias: bool,
 }
 
 /// Where `attention_grad`'s operands are: `q, k, v`, then the forward output `o` when it
@@ -248,7 +254,26 @@ impl AttnSpec {
     pub fn new(mask: MaskKind, scale: f64, fill: Option<f64>) -> AttnSpec {
         let fill =
             fill.filter(|f| f.is_finite() && matches!(mask, MaskKind::Causal | MaskKind::Bool));
-        AttnSpec { mask, scale, fill }
+        AttnSpec {
+            mask,
+            scale,
+            fill,
+            bias: false,
+        }
+    }
+
+    /// A causal mask added to the scores as a `-inf` bias (`AttnSpec::bias`).
+    pub fn causal_bias(scale: f64) -> AttnSpec {
+        AttnSpec {
+            bias: true,
+            ..AttnSpec::new(MaskKind::Causal, scale, None)
+        }
+    }
+
+    /// Whether a masked score is selected (a constant, its cotangent zero) rather than
+    /// added to (`bias`, or an `Additive` mask's `-inf` entries).
+    pub fn selects(&self) -> bool {
+        matches!(self.mask, MaskKind::Causal | MaskKind::Bool) && !self.bias
     }
 
     /// The layout of an `attention_grad` with `n` operands (`None`: no valid layout).

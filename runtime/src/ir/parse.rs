@@ -393,21 +393,23 @@ fn pairs<T: std::str::FromStr>(s: &str, line: usize) -> Result<Vec<(T, T)>, Erro
         .collect()
 }
 
-/// `causal,0.125` or `causal,0.125,fill=-1e30`: an attention's mask kind, scale and the
-/// finite value of a masked score (only under a causal or bool mask).
+/// `causal,0.125`, `causal,0.125,fill=-1e30` or `causal,0.125,bias`: an attention's mask
+/// kind, scale and the finite value of a masked score (only under a causal or bool mask),
+/// or that a causal mask is an added `-inf` bias (`AttnSpec::bias`).
 fn attn_spec(text: &str, line_no: usize) -> Result<super::AttnSpec, Error> {
     use super::MaskKind;
     let bad = || {
-        Error::parse(line_no, format!("attention needs `[mask,scale]` or `[mask,scale,fill=x]` with mask none, causal, bool or additive (a finite fill x only with causal or bool), found `[{text}]`"))
+        Error::parse(line_no, format!("attention needs `[mask,scale]`, `[mask,scale,fill=x]` or `[causal,scale,bias]` with mask none, causal, bool or additive (a finite fill x only with causal or bool), found `[{text}]`"))
     };
     let (kind, rest) = text.split_once(',').ok_or_else(bad)?;
-    let (scale, fill) = match rest.split_once(',') {
+    let (scale, fill, bias) = match rest.split_once(',') {
+        Some((scale, b)) if b.trim() == "bias" => (scale, None, true),
         Some((scale, fill)) => {
             let x = fill.trim().strip_prefix("fill=").ok_or_else(bad)?;
             let x: f64 = x.trim().parse().map_err(|_| bad())?;
-            (scale, Some(x))
+            (scale, Some(x), false)
         }
-        None => (rest, None),
+        None => (rest, None, false),
     };
     let mask = match kind.trim() {
         "none" => MaskKind::None,
@@ -417,7 +419,14 @@ fn attn_spec(text: &str, line_no: usize) -> Result<super::AttnSpec, Error> {
         _ => return Err(bad()),
     };
     let scale: f64 = scale.trim().parse().map_err(|_| bad())?;
-    let spec = super::AttnSpec::new(mask, scale, fill);
+    let spec = if bias {
+        if mask != MaskKind::Causal {
+            return Err(bad());
+        }
+        super::AttnSpec::causal_bias(scale)
+    } else {
+        super::AttnSpec::new(mask, scale, fill)
+    };
     if spec.fill != fill {
         return Err(bad());
     }

@@ -106,6 +106,7 @@ pub fn attr_text(op: &Op) -> String {
         Op::Attention(a) | Op::AttentionGrad(a) => match a.fill {
             // `{:?}` round-trips every f64 exactly (`-1e30`, `-3.4028234663852886e38`).
             Some(f) => format!("[{},{:?},fill={f:?}]", a.mask.name(), a.scale),
+            None if a.bias => format!("[{},{:?},bias]", a.mask.name(), a.scale),
             None => format!("[{},{:?}]", a.mask.name(), a.scale),
         },
         Op::Random(crate::ir::RandomOp::Uniform { lo, hi }) => format!(

@@ -20,7 +20,9 @@
 //! Semantics are the composition's: a row with every key masked is NaN (the softmax of
 //! `-inf`s), uniform under a finite fill (`fill`: masked scores equal a constant, the keys
 //! past a causal diagonal added in closed form), NaN inputs give NaN rows; with no keys at
-//! all the output is zero (an empty sum). Scratch comes from the executable's arena, one
+//! all the output is zero (an empty sum). A batch element whose operands are not all finite
+//! (or could overflow) runs every key tile, skipped ones included, so that a masked key's
+//! `0 · inf` is the composition's NaN (`exact`). Scratch comes from the executable's arena, one
 //! slot per task running at once (`SLOTS`; a function of the sizes, never of the thread
 //! count).
 //!
@@ -35,6 +37,7 @@ use crate::ir::{AttnSpec, MaskKind, UnaryOp};
 use crate::{shape, DType};
 use rayon::prelude::*;
 
+mod exact;
 mod fill;
 mod staged;
 
@@ -59,7 +62,10 @@ trait Float:
     + Sync
 {
     const NEG_INF: Self;
+    /// The largest finite value.
+    const LARGEST: f64;
     fn from_f64(x: f64) -> Self;
+    fn to_f64(self) -> f64;
     /// The value rounded to f32 (exact for f32: 16-bit results are stored from f32 sums).
     fn to_f32(self) -> f32;
     fn exp(self) -> Self;
@@ -69,8 +75,12 @@ trait Float:
 
 impl Float for f32 {
     const NEG_INF: Self = f32::NEG_INFINITY;
+    const LARGEST: f64 = f32::MAX as f64;
     fn from_f64(x: f64) -> Self {
         x as f32
+    }
+    fn to_f64(self) -> f64 {
+        self as f64
     }
     fn to_f32(self) -> f32 {
         self
@@ -96,8 +106,12 @@ impl Float for f32 {
 
 impl Float for f64 {
     const NEG_INF: Self = f64::NEG_INFINITY;
+    const LARGEST: f64 = f64::MAX;
     fn from_f64(x: f64) -> Self {
         x
+    }
+    fn to_f64(self) -> f64 {
+        self
     }
     fn to_f32(self) -> f32 {
         self as f32
@@ -214,6 +228,17 @@ pub fn forward_scratch(spec: &AttnSpec, d: Dims, dtype: DType) -> usize {
     let size = dtype.compute().size();
     forward_slots(d) * slot_bytes(forward_elems(d, dtype.is_half()), size)
         + suffixes_bytes(spec, d, size)
+        + flags_bytes(spec, d)
+}
+
+/// The forward's flag per batch element, after the suffix sums: whether it runs every key
+/// (`exact`; none when the step skips nothing).
+fn flags_bytes(spec: &AttnSpec, d: Dims) -> usize {
+    if exact::skips(spec) {
+        slot_bytes(d.batch, 1)
+    } else {
+        0
+    }
 }
 
 /// The forward's suffix sums of `v` (`fill::tile_suffixes`; none without a causal fill).
@@ -473,7 +498,9 @@ unsafe fn scores<T: Float>(
                 for r in 0..rows {
                     let first_masked = (i0 + r + 1).saturating_sub(j0);
                     for c in first_masked..cols {
-                        s[r * BC + c] = masked;
+                        let x = &mut s[r * BC + c];
+                        // Added as a bias: `s - inf`, NaN for a NaN or +inf score.
+                        *x = if spec.bias { *x + T::NEG_INF } else { masked };
                     }
                 }
             }
@@ -689,17 +716,30 @@ unsafe fn forward<T: Float>(
     // The v-sums from each key tile on, read by every query tile's keys past the diagonal.
     let k_tiles = sk.div_ceil(BC);
     let suffixes = Ptr(scratch.add(n_workers * bytes) as *mut T);
-    if fill::closed_form(spec) {
+    // Whether batch element b runs every key (`exact`), after the suffix sums.
+    let every = Ptr(scratch.add(n_workers * bytes + suffixes_bytes(spec, dims, size)));
+    if fill::closed_form(spec) || exact::skips(spec) {
         (0..n_workers).into_par_iter().for_each(|w| {
-            let suffixes = suffixes;
-            let (.., (_, _, vb), _) = split(w);
+            let (suffixes, every) = (suffixes, every);
+            let (.., (qb, kb, vb), _) = split(w);
             for b in (w..batch).step_by(n_workers) {
-                let mine =
-                    std::slice::from_raw_parts_mut(suffixes.0.add(b * k_tiles * dv), k_tiles * dv);
-                fill::tile_suffixes(&v, b, sk, vb, mine);
+                let m = exact::of_qkv((&q, &k, &v), b, dims, (&mut *qb, &mut *kb, &mut *vb));
+                let all = exact::every_key(spec, dims, m, T::LARGEST);
+                if exact::skips(spec) {
+                    *every.0.add(b) = u8::from(all);
+                }
+                if fill::closed_form(spec) && !all {
+                    let at = suffixes.0.add(b * k_tiles * dv);
+                    let mine = std::slice::from_raw_parts_mut(at, k_tiles * dv);
+                    fill::tile_suffixes(&v, b, sk, vb, mine);
+                }
             }
         });
     }
+    let every = move |b: usize| {
+        let every = every;
+        exact::skips(spec) && *every.0.add(b) != 0
+    };
     (0..n_workers).into_par_iter().for_each(|w| {
         let (suffixes, p) = (suffixes, p);
         let (s, acc, m, l, vsum, (qb, kb, vb), (kw, vw)) = split(w);
@@ -712,14 +752,17 @@ unsafe fn forward<T: Float>(
             l[..rows].fill(T::ZERO);
             acc[..rows * dv].fill(T::ZERO);
             let qt = q.rows(b, (i0, rows), d, qb);
-            let end = key_end(spec, sk, i0, rows);
+            // Every key as the composition multiplies them (`exact`), or the keys past a
+            // causal diagonal skipped and wholly masked tiles summed in closed form.
+            let all = every(b);
+            let end = if all { sk } else { key_end(spec, sk, i0, rows) };
             for j0 in (0..end).step_by(BC) {
                 let cols = BC.min(end - j0);
                 let vt = match kv {
                     Some((_, vt)) => vt,
                     None => v.rows(b, (j0, cols), dv, vb),
                 };
-                if fill::masked_tile(spec, mask, b, (i0, rows), (j0, cols)) {
+                if !all && fill::masked_tile(spec, mask, b, (i0, rows), (j0, cols)) {
                     fill::sum_rows(&vt, b, (j0, j0 + cols), vsum);
                     let f = fill::value::<T>(spec);
                     fill::add_filled_keys(f, cols, vsum, rows, (m, l), Some(acc));
@@ -805,16 +848,42 @@ struct Tiles<'s, T> {
 }
 
 impl<T: Float> Grad<'_, T> {
+    /// Whether batch element `b` runs every key tile, and whether its `D` is summed over
+    /// every key (`exact`), reading its operands through the slot's tiles.
+    unsafe fn exact(&self, b: usize, tiles: &mut Tiles<T>) -> (bool, bool) {
+        let dims = self.dims;
+        let mut m = if exact::skips(self.spec) {
+            let qkv = (&self.q, &self.k, &self.v);
+            let bufs = (&mut *tiles.q, &mut *tiles.k, &mut *tiles.v);
+            exact::of_qkv(qkv, b, dims, bufs)
+        } else {
+            let v = exact::magnitude(&self.v, b, (dims.sk, dims.dv), BC, tiles.v);
+            exact::Magnitudes {
+                q: 0.0,
+                k: 0.0,
+                v,
+                dout: None,
+            }
+        };
+        let shape = (dims.sq, dims.dv);
+        m.dout = Some(exact::magnitude(&self.dout, b, shape, BR, tiles.dout));
+        (
+            exact::every_key(self.spec, dims, m, T::LARGEST),
+            exact::sums_every_dp(dims, m, T::LARGEST),
+        )
+    }
+
     /// Pass 1 for query rows `i0..i0 + rows` of batch element `b`: each row's `m`, `1/l`
     /// and `D = rowsum(dO ∘ O)` into `stats`, `O` recomputed (as the forward does it, in
     /// `acc`) when it was not saved; under a causal finite fill, the tile's fill-weighted
     /// `dO` sum.
+    #[allow(clippy::too_many_arguments)]
     unsafe fn row_stats(
         &self,
-        b: usize,
+        (b, (all, every_dp)): (usize, (bool, bool)),
         (i0, rows): (usize, usize),
         stats: Stats<T>,
-        s: &mut [T],
+        (s, dp): (&mut [T], &mut [T]),
         (acc, vsum): (&mut [T], &mut [T]),
         tiles: &mut Tiles<T>,
     ) {
@@ -828,11 +897,16 @@ impl<T: Float> Grad<'_, T> {
             acc[..rows * dv].fill(T::ZERO);
         }
         let qt = self.q.rows(b, (i0, rows), d, tiles.q);
-        let end = key_end(self.spec, sk, i0, rows);
+        // As the forward reads them (`all`: every key, `exact`).
+        let end = if all {
+            sk
+        } else {
+            key_end(self.spec, sk, i0, rows)
+        };
         for j0 in (0..end).step_by(BC) {
             let cols = BC.min(end - j0);
             let vt = o_acc.then(|| self.v.rows(b, (j0, cols), dv, tiles.v));
-            if fill::masked_tile(self.spec, self.mask, b, (i0, rows), (j0, cols)) {
+            if !all && fill::masked_tile(self.spec, self.mask, b, (i0, rows), (j0, cols)) {
                 // As the forward adds it.
                 let f = fill::value::<T>(self.spec);
                 if let Some(vt) = &vt {
@@ -889,11 +963,66 @@ impl<T: Float> Grad<'_, T> {
             }
             *stats.dvec(i0 + r) = dot;
         }
+        if every_dp {
+            self.exact_dvec((b, i0, rows), stats, (&qt, &dt), (s, dp), tiles);
+        }
         if self.spec.fill.is_some() {
             let out = std::slice::from_raw_parts_mut(stats.wdo(i0 / BR), dv);
             let rows_stats = std::slice::from_raw_parts(stats.softmax(i0), 2 * rows);
             let f = fill::value(self.spec);
             fill::weighted_dout(f, rows_stats, &dt, (b, i0), out);
+        }
+    }
+
+    /// `D` of rows `i0..i0 + rows` as the composition sums it, `Σ_j p_ij dP_ij` over every
+    /// key, masked ones included (`0 · dP`: NaN where `dP` is not finite), into `stats`,
+    /// whose `(m, 1/l)` are written: for a batch element whose `dO` or `v` is not finite or
+    /// whose `dP` may overflow (`exact::sums_every_dp`), where `rowsum(dO ∘ O)` would miss
+    /// those NaNs. (Two more tile products per tile.)
+    unsafe fn exact_dvec(
+        &self,
+        (b, i0, rows): (usize, usize, usize),
+        stats: Stats<T>,
+        (qt, dt): (&Mats<T>, &Mats<T>),
+        (s, dp): (&mut [T], &mut [T]),
+        tiles: &mut Tiles<T>,
+    ) {
+        let Dims { sk, d, dv, .. } = self.dims;
+        let mut sums = [T::ZERO; BR];
+        for j0 in (0..sk).step_by(BC) {
+            let cols = BC.min(sk - j0);
+            let kt = self.k.rows(b, (j0, cols), d, tiles.k);
+            let (tile, mask) = ((i0, rows), (j0, cols));
+            scores(self.spec, qt, &kt, self.mask, b, d, tile, mask, s);
+            let vt = self.v.rows(b, (j0, cols), dv, tiles.v);
+            mm(
+                rows,
+                cols,
+                dv,
+                dp.as_mut_ptr(),
+                BC as isize,
+                false,
+                dt.row(b, i0),
+                dt.rs,
+                dt.cs,
+                vt.row(b, j0),
+                vt.cs,
+                vt.rs,
+                T::ONE,
+            );
+            for (r, sum) in sums[..rows].iter_mut().enumerate() {
+                let at = stats.softmax(i0 + r);
+                let (x, rl) = (*at, *at.add(1));
+                let row = &mut s[r * BC..r * BC + cols];
+                row.iter_mut().for_each(|v| *v = *v - x);
+                T::exp_slice(row);
+                for (c, &e) in row.iter().enumerate() {
+                    *sum = *sum + e * rl * dp[r * BC + c];
+                }
+            }
+        }
+        for (r, &sum) in sums[..rows].iter().enumerate() {
+            *stats.dvec(i0 + r) = sum;
         }
     }
 
@@ -904,7 +1033,7 @@ impl<T: Float> Grad<'_, T> {
     #[allow(clippy::too_many_arguments)]
     unsafe fn key_tile(
         &self,
-        b: usize,
+        (b, all): (usize, bool),
         j0: usize,
         stats: Stats<T>,
         dq: *mut T,
@@ -919,8 +1048,9 @@ impl<T: Float> Grad<'_, T> {
         let vt = self.v.rows(b, (j0, cols), dv, tiles.v);
         dk_acc[..cols * d].fill(T::ZERO);
         dv_acc[..cols * dv].fill(T::ZERO);
+        // The query tiles that see the keys (`all`: every one, `exact`).
         let first = match self.spec.mask {
-            MaskKind::Causal => (j0 / BR) * BR,
+            MaskKind::Causal if !all => (j0 / BR) * BR,
             _ => 0,
         };
         if fill::closed_form(self.spec) && first > 0 && dvo.is_some() {
@@ -938,7 +1068,7 @@ impl<T: Float> Grad<'_, T> {
         }
         for i0 in (first..sq).step_by(BR) {
             let rows = BR.min(sq - i0);
-            if fill::masked_tile(self.spec, self.mask, b, (i0, rows), (j0, cols)) {
+            if !all && fill::masked_tile(self.spec, self.mask, b, (i0, rows), (j0, cols)) {
                 // Filled scores are constants (no dS); each key gets the tile's
                 // fill-weighted dO.
                 if dvo.is_some() {
@@ -1012,7 +1142,9 @@ impl<T: Float> Grad<'_, T> {
                     dp[at] = s[at] * (dp[at] - x);
                 }
             }
-            if self.spec.fill.is_some() {
+            if self.spec.selects() {
+                // A selected score is a constant: its dS is 0 even where dP - D is not
+                // finite (the composition's select passes no cotangent to it).
                 fill::zero_masked(self.spec, self.mask, b, (i0, rows), (j0, cols), dp);
             }
             // dQ += scale · dS K
@@ -1184,6 +1316,10 @@ unsafe fn backward<T: Float>(
         };
         for b in 0..batch {
             let (dq_out, dk, dvo) = outputs(b);
+            let (all, every_dp) = {
+                let mut mine = split_slot(slot::<T>(p.1, 0, bytes, elems), dims, half);
+                g.exact(b, &mut mine.tiles)
+            };
             (0..n).into_par_iter().for_each(|w| {
                 let (p, sh) = (p, shared);
                 let mut mine = split_slot(slot::<T>(p.1, w, bytes, elems), dims, half);
@@ -1191,7 +1327,15 @@ unsafe fn backward<T: Float>(
                     let i0 = t * BR;
                     let rows = BR.min(sq - i0);
                     let tail = (&mut *mine.acc, &mut *mine.vsum);
-                    g.row_stats(b, (i0, rows), sh, mine.s, tail, &mut mine.tiles);
+                    let sdp = (&mut *mine.s, &mut *mine.dp);
+                    g.row_stats(
+                        (b, (all, every_dp)),
+                        (i0, rows),
+                        sh,
+                        sdp,
+                        tail,
+                        &mut mine.tiles,
+                    );
                 }
             });
             let (dk, dvo, dq) = (dk.map(Ptr), dvo.map(Ptr), Ptr(dq_out as *mut T));
@@ -1202,7 +1346,7 @@ unsafe fn backward<T: Float>(
                 std::slice::from_raw_parts_mut(part, sq * d).fill(T::ZERO);
                 for t in (w..k_tiles).step_by(n) {
                     g.key_tile(
-                        b,
+                        (b, all),
                         t * BC,
                         sh,
                         part,
@@ -1248,15 +1392,24 @@ unsafe fn backward<T: Float>(
             };
             std::slice::from_raw_parts_mut(dq, sq * d).fill(T::ZERO);
             if sk > 0 {
+                let (all, every_dp) = g.exact(b, &mut mine.tiles);
                 let stats = Stats::new(mine.stats.as_mut_ptr(), dims);
                 for i0 in (0..sq).step_by(BR) {
                     let tail = (&mut *mine.acc, &mut *mine.vsum);
                     let rows = BR.min(sq - i0);
-                    g.row_stats(b, (i0, rows), stats, mine.s, tail, &mut mine.tiles);
+                    let sdp = (&mut *mine.s, &mut *mine.dp);
+                    g.row_stats(
+                        (b, (all, every_dp)),
+                        (i0, rows),
+                        stats,
+                        sdp,
+                        tail,
+                        &mut mine.tiles,
+                    );
                 }
                 for j0 in (0..sk).step_by(BC) {
                     g.key_tile(
-                        b,
+                        (b, all),
                         j0,
                         stats,
                         dq,

@@ -8,8 +8,8 @@
 //! - `select(cond, s, f)` (`where_`): a `Bool` mask, `Causal` when `cond` is causal;
 //! - `select(cond, f, s)`: `Causal` when `cond` is the complement of a causal condition,
 //!   a `Bool` mask `m` when `cond` is `!m`;
-//! - `s + m` (either order): an `Additive` mask, `Causal` when `m` is a causal bias
-//!   `select(cond, 0, -inf)` (or `select(!cond, -inf, 0)`);
+//! - `s + m` (either order): an `Additive` mask, `Causal` (with `bias`) when `m` is a
+//!   causal bias `select(cond, 0, -inf)` (or `select(!cond, -inf, 0)`);
 //!
 //! where a condition is causal when it is `col <= row` of `iota`s over the score axes (also
 //! spelled `row >= col`, `!(col > row)`, `!(row < col)`), through broadcasts and reshapes,
@@ -27,12 +27,12 @@
 //! (`s + where_(causal, 0, -1e9)`) makes masked scores `s - 1e9`, not a constant: it stays
 //! an `Additive` operand (its `[Sq, Sk]` matrix kept), reported as a near miss.
 //!
-//! FIXME: the rewrite keeps the composition's values for finite operands only. Under a
-//! causal mask the fused step skips the key tiles past the diagonal, where the composition
-//! multiplies their `v` by a weight of 0: an infinite or NaN element of `v` there makes the
-//! composition's output NaN in its column for every earlier query, the fused step's not
-//! (the gradient likewise: `0 · q` for masked scores). Test
-//! `attention::non_finite_values_of_masked_keys_reach_the_composition_not_the_fused_step`.
+//! The rewrite keeps the composition's values for every operand, finite or not: a causal
+//! `-inf` bias is kept apart from a selected `-inf` (`AttnSpec::bias`: `s - inf` is NaN
+//! where `s` is +inf or NaN, and passes its cotangent on), and the step computes the keys
+//! it would skip wherever a non-finite or overflowing operand makes them count
+//! (`library/attention/exact.rs`). Test
+//! `attention::masked_keys_with_non_finite_or_overflowing_operands_give_the_compositions_values`.
 
 use crate::ir::{AttnSpec, BinaryOp, CmpOp, Graph, MaskKind, Node, Op, ReduceOp, UnaryOp, ValueId};
 use crate::{DType, Literal};
@@ -47,6 +47,8 @@ struct Found {
     mask_value: Option<ValueId>,
     /// The finite value masked scores take (`None`: -inf).
     fill: Option<f64>,
+    /// A causal mask added as a `-inf` bias (`AttnSpec::bias`).
+    bias: bool,
     scale: f64,
     /// The nodes the rewrite replaces (the final matmul last).
     interior: Vec<ValueId>,
@@ -168,7 +170,7 @@ impl Matcher<'_> {
             return None;
         }
         let x = self.softmax(p)?;
-        let (mask, mask_value, s, fill) = self.mask(x, d)?;
+        let (mask, mask_value, s, fill, bias) = self.mask(x, d)?;
         let (q, k, scale) = self.scores(s, d)?;
         self.take(o);
         Some(Found {
@@ -178,6 +180,7 @@ impl Matcher<'_> {
             mask,
             mask_value,
             fill,
+            bias,
             scale,
             interior: std::mem::take(&mut self.seen),
         })
@@ -231,7 +234,7 @@ impl Matcher<'_> {
         &mut self,
         x: ValueId,
         d: DType,
-    ) -> Option<(MaskKind, Option<ValueId>, ValueId, Option<f64>)> {
+    ) -> Option<(MaskKind, Option<ValueId>, ValueId, Option<f64>, bool)> {
         let n = self.node(x).clone();
         // A fill is -inf or finite: `None` for the op's -inf, `Some` for a finite one.
         let fill_of = |f: Option<f64>| match f {
@@ -247,9 +250,9 @@ impl Matcher<'_> {
                     if let Some(fill) = fill_of(fb) {
                         self.take(x);
                         return Some(if self.causal(cond) == Some(true) {
-                            (MaskKind::Causal, None, a, fill)
+                            (MaskKind::Causal, None, a, fill, false)
                         } else {
-                            (MaskKind::Bool, Some(cond), a, fill)
+                            (MaskKind::Bool, Some(cond), a, fill, false)
                         });
                     }
                 }
@@ -258,14 +261,14 @@ impl Matcher<'_> {
                         if self.causal(cond) == Some(false) {
                             // `where_(col > row, f, s)`: the scores where the condition fails.
                             self.take(x);
-                            return Some((MaskKind::Causal, None, b, fill));
+                            return Some((MaskKind::Causal, None, b, fill, false));
                         }
                         if self.node(cond).op == Op::Unary(UnaryOp::Not) {
                             // `where_(!keep, f, s)`: `keep` is the mask (the `not` is left
                             // unread).
                             self.take(x);
                             let keep = self.node(cond).inputs[0];
-                            return Some((MaskKind::Bool, Some(keep), b, fill));
+                            return Some((MaskKind::Bool, Some(keep), b, fill, false));
                         }
                     }
                 }
@@ -294,7 +297,8 @@ impl Matcher<'_> {
                     return None;
                 };
                 match self.causal_bias(m, d) {
-                    Some(None) => Some((MaskKind::Causal, None, s, None)),
+                    // A masked score is `s - inf`: the op's bias form.
+                    Some(None) => Some((MaskKind::Causal, None, s, None, true)),
                     Some(Some(f)) => {
                         self.partial = Some(format!(
                             "with its [Sq, Sk] bias as an operand: the causal bias adds the \
@@ -302,12 +306,12 @@ impl Matcher<'_> {
                              (select the fill, where_(causal, s, {f:e}), to skip the masked \
                              tiles)"
                         ));
-                        Some((MaskKind::Additive, Some(m), s, None))
+                        Some((MaskKind::Additive, Some(m), s, None, false))
                     }
-                    None => Some((MaskKind::Additive, Some(m), s, None)),
+                    None => Some((MaskKind::Additive, Some(m), s, None, false)),
                 }
             }
-            _ => Some((MaskKind::None, None, x, None)),
+            _ => Some((MaskKind::None, None, x, None, false)),
         }
     }
 
@@ -562,7 +566,11 @@ fn rebuild(g: &Graph, found: &[Option<Found>]) -> Graph {
             ));
         }
         map.push(out.push(Node {
-            op: Op::Attention(AttnSpec::new(f.mask, f.scale, f.fill)),
+            op: Op::Attention(if f.bias {
+                AttnSpec::causal_bias(f.scale)
+            } else {
+                AttnSpec::new(f.mask, f.scale, f.fill)
+            }),
             inputs,
             shape: n.shape.clone(),
             dtype: n.dtype,
