@@ -1483,12 +1483,18 @@ fn poison(what: &str, args: &mut [Vec<f32>; 4], (s, d): (usize, usize)) {
 fn masked_keys_with_non_finite_or_overflowing_operands_give_the_compositions_values() {
     // Two batch elements (a task each) and one (its keys split between two parts), in f32
     // and in bf16 (read a tile at a time).
-    for (batch, dtype) in [(2, DType::F32), (1, DType::F32), (2, DType::BF16)] {
-        poisoned_masked_keys(batch, dtype);
+    // And q read through a transpose (its rows strided).
+    for (batch, dtype, q_t) in [
+        (2, DType::F32, false),
+        (1, DType::F32, false),
+        (2, DType::BF16, false),
+        (2, DType::F32, true),
+    ] {
+        poisoned_masked_keys(batch, dtype, q_t);
     }
 }
 
-fn poisoned_masked_keys(batch: usize, dtype: DType) {
+fn poisoned_masked_keys(batch: usize, dtype: DType, q_transposed: bool) {
     // f32: the same values; bf16 (whose composition rounds every intermediate): NaN, an
     // infinity or a finite value in the same places.
     let same_values = |got: &Tensor, want: &Tensor, what: &str| {
@@ -1560,8 +1566,14 @@ fn poisoned_masked_keys(batch: usize, dtype: DType) {
                 .iter()
                 .map(|a| Tensor::from_vec(a.clone(), &shape).unwrap().cast(dtype))
                 .collect();
+            // q as a parameter [batch, d, s], transposed back in the program.
+            let q_param = if q_transposed {
+                t[0].transpose(&[0, 2, 1])
+            } else {
+                t[0].clone()
+            };
             let inputs = vec![
-                t[0].clone(),
+                q_param,
                 t[1].clone(),
                 t[2].clone(),
                 t[3].clone(),
@@ -1571,7 +1583,13 @@ fn poisoned_masked_keys(batch: usize, dtype: DType) {
             // The output, then dq, dk and dv of sum(output · w).
             let program = |x: &[Tensor]| {
                 let (m, bias, w) = (&x[4], &x[5], &x[3]);
-                let out = spelled(form, &x[..3], m, bias);
+                let q = if q_transposed {
+                    x[0].transpose(&[0, 2, 1])
+                } else {
+                    x[0].clone()
+                };
+                let x = &[q, x[1].clone(), x[2].clone()];
+                let out = spelled(form, x, m, bias);
                 let mut all = vec![out];
                 all.extend(jitfuse::grad(
                     |y: &Vec<Tensor>| (spelled(form, y, m, bias) * w).sum_all(),

@@ -82,25 +82,54 @@ pub(super) unsafe fn magnitude<T: Float>(
     tile: usize,
     buf: &mut [T],
 ) -> f64 {
-    let mut most = 0f64;
+    let mut most = T::ZERO;
+    let mut finite = true;
     for r0 in (0..rows).step_by(tile.max(1)) {
         let n = tile.min(rows - r0);
         let m = x.rows(b, (r0, n), cols, buf);
-        for r in r0..r0 + n {
-            let row = m.row(b, r);
-            for c in 0..cols {
-                let a = (*row.offset(c as isize * m.cs)).to_f64().abs();
-                // NaN fails every comparison: counted as infinite.
-                if !(a <= most) {
-                    most = if a.is_nan() { f64::INFINITY } else { a };
-                }
+        if m.cs == 1 && m.rs == cols as isize {
+            // The tile's rows one after the other: one slice.
+            let tile = std::slice::from_raw_parts(m.row(b, r0), n * cols);
+            let (tile_most, tile_finite) = row_magnitude(tile);
+            if !tile_finite {
+                return f64::INFINITY;
             }
+            most = if tile_most > most { tile_most } else { most };
+            continue;
         }
-        if most.is_infinite() {
-            break;
+        for r in r0..r0 + n {
+            let p = m.row(b, r);
+            let (row_most, row_finite) = match m.cs {
+                1 => row_magnitude(std::slice::from_raw_parts(p, cols)),
+                // Broadcast along the row (a sum's cotangent): one element.
+                0 => row_magnitude(std::slice::from_raw_parts(p, cols.min(1))),
+                cs => strided_magnitude((0..cols).map(|c| *p.offset(c as isize * cs))),
+            };
+            if row_most > most {
+                most = row_most;
+            }
+            finite &= row_finite;
+        }
+        if !finite {
+            return f64::INFINITY;
         }
     }
-    most
+    most.to_f64()
+}
+
+/// The largest `|x|` of `row` and whether every element is finite.
+fn row_magnitude<T: Float>(row: &[T]) -> (T, bool) {
+    let most = T::largest_magnitude(row);
+    (most, most.to_f64() <= T::LARGEST)
+}
+
+/// `row_magnitude` of elements read one by one (`|x| <= largest` is false for NaN).
+fn strided_magnitude<T: Float>(xs: impl Iterator<Item = T>) -> (T, bool) {
+    let largest = T::from_f64(T::LARGEST);
+    xs.fold((T::ZERO, true), |(most, finite), x| {
+        let a = x.abs();
+        (if a > most { a } else { most }, finite && a <= largest)
+    })
 }
 
 /// `magnitude` of batch element `b`'s q, k and v, reading through the forward's (or the
