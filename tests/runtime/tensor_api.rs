@@ -414,6 +414,17 @@ fn weak_scalars_take_the_tensor_dtype() {
     assert_eq!((&w * Tensor::vector(&[1i32, 2])).dtype(), DType::F32);
     assert!((&w * 2.0).is_weak());
     assert!(!(&w * Tensor::vector(&[1.0f32])).is_weak());
+    // A select of weak values is weak (JAX's `where(c, 0.0, -inf)`): a causal bias added
+    // to bf16 scores keeps them bf16; one strong value makes it strong.
+    let c = Tensor::vector(&[1.0f32, 2.0]).gt(1.5);
+    let bias = jitfuse::where_(&c, 0.0, f64::NEG_INFINITY);
+    assert!(bias.is_weak() && bias.dtype() == DType::F32);
+    let scores = Tensor::vector(&[1.0f32, 2.0]).cast(DType::BF16);
+    assert_eq!((&scores + &bias).dtype(), DType::BF16);
+    assert!(jitfuse::where_(&c, &w, 1.0).is_weak());
+    let strong = jitfuse::where_(&c, Tensor::vector(&[1.0f32, 2.0]), 0.0);
+    assert!(!strong.is_weak());
+    assert_eq!((&scores + &strong).dtype(), DType::F32);
 }
 
 /// `f64` and `i32` scalars go on the left of an operator (an unsuffixed

@@ -320,7 +320,13 @@ impl Matcher<'_> {
     /// `Some(Some(f))` when finite (not a mask: masked scores are `s + f`). Its nodes are
     /// not taken: a bias computed once is read by every layer.
     fn causal_bias(&self, mut bias: ValueId, d: DType) -> Option<Option<f64>> {
-        while matches!(self.node(bias).op, Op::Broadcast | Op::Reshape) {
+        // Through casts between float types too (a weakly typed `where_(c, 0.0, -inf)` meeting
+        // bf16 scores): 0 and -inf are the same in every one.
+        let float_cast = |v: ValueId| match self.node(v).op {
+            Op::Cast(t) => t.is_float() && self.node(self.node(v).inputs[0]).dtype.is_float(),
+            _ => false,
+        };
+        while matches!(self.node(bias).op, Op::Broadcast | Op::Reshape) || float_cast(bias) {
             bias = self.node(bias).inputs[0];
         }
         let n = self.node(bias);

@@ -436,8 +436,19 @@ pub fn select<'a, 'b, 'c>(
     }
     let dtype = common_dtype("select", &[&a, &b], loc);
     let shape = common_shape("select", &[&cond, &a, &b], loc);
+    // Weakly typed when both values are (as JAX's `where(c, 0.0, -inf)`): the result then
+    // takes the type of what it meets, a bf16 score matrix's as a scalar would.
+    let weak = [&a, &b].iter().all(|o| match o {
+        Operand::Tensor(t) => t.weak,
+        Operand::Scalar(_) => true,
+    });
     let operands = [(cond, DType::Bool), (a, dtype), (b, dtype)];
-    broadcasting(Op::Select, operands, shape, dtype, loc)
+    let r = broadcasting(Op::Select, operands, shape, dtype, loc);
+    if weak {
+        r.into_weak()
+    } else {
+        r
+    }
 }
 
 macro_rules! unary_methods {

@@ -330,11 +330,10 @@ fn one(ins: &Ins, v: &[Tensor]) -> Tensor {
         }
         Window(a, r, w, s, p) => jitfuse::reduce_window(&v[*a], *r, w, s, p),
         Attend(a, causal) => {
-            // Non-finite elements made 0 first: the fused step skips the keys past a causal
-            // diagonal, where the composition multiplies their v by a weight of 0 (NaN for an
-            // infinite or NaN v: program seed 12201073905; passes/attention.rs, FIXME).
+            // Non-finite elements included: where the composition multiplies an infinite or
+            // NaN v by a weight of 0 past a causal diagonal, the fused step does too (program
+            // seed 12201073905; library/attention/exact.rs).
             let x = &v[*a];
-            let x = &jitfuse::where_(&x.abs().lt(f64::INFINITY), x, 0.0);
             let r = x.ndim();
             let mut perm: Vec<usize> = (0..r).collect();
             perm.swap(r - 2, r - 1);
