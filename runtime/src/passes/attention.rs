@@ -9,7 +9,8 @@
 //! - `select(cond, f, s)`: `Causal` when `cond` is the complement of a causal condition,
 //!   a `Bool` mask `m` when `cond` is `!m`;
 //! - `s + m` (either order): an `Additive` mask, `Causal` (with `bias`) when `m` is a
-//!   causal bias `select(cond, 0, -inf)` (or `select(!cond, -inf, 0)`);
+//!   causal bias `select(cond, 0, -inf)` (or `select(!cond, -inf, 0)`), through broadcasts,
+//!   reshapes and casts between float types;
 //!
 //! where a condition is causal when it is `col <= row` of `iota`s over the score axes (also
 //! spelled `row >= col`, `!(col > row)`, `!(row < col)`), through broadcasts and reshapes,
