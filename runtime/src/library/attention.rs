@@ -1052,29 +1052,11 @@ impl<T: Float> Grad<'_, T> {
             let (tile, mask) = ((i0, rows), (j0, cols));
             scores(self.spec, qt, &kt, self.mask, b, d, tile, mask, s);
             let vt = self.v.rows(b, (j0, cols), dv, tiles.v);
-            mm(
-                rows,
-                cols,
-                dv,
-                dp.as_mut_ptr(),
-                BC as isize,
-                false,
-                dt.row(b, i0),
-                dt.rs,
-                dt.cs,
-                vt.row(b, j0),
-                vt.cs,
-                vt.rs,
-                T::ONE,
-            );
+            dout_vt(dp, (dt, &vt), b, (i0, rows), (j0, cols), dv);
+            weights(s, stats, (i0, rows), cols);
             for (r, sum) in sums[..rows].iter_mut().enumerate() {
-                let at = stats.softmax(i0 + r);
-                let (x, rl) = (*at, *at.add(1));
-                let row = &mut s[r * BC..r * BC + cols];
-                row.iter_mut().for_each(|v| *v = *v - x);
-                T::exp_slice(row);
-                for (c, &e) in row.iter().enumerate() {
-                    *sum = *sum + e * rl * dp[r * BC + c];
+                for c in 0..cols {
+                    *sum = *sum + s[r * BC + c] * dp[r * BC + c];
                 }
             }
         }
@@ -1150,14 +1132,7 @@ impl<T: Float> Grad<'_, T> {
                 (j0, cols),
                 s,
             );
-            for r in 0..rows {
-                let row = &mut s[r * BC..r * BC + cols];
-                let at = stats.softmax(i0 + r);
-                let (x, rl) = (*at, *at.add(1));
-                row.iter_mut().for_each(|v| *v = *v - x);
-                T::exp_slice(row);
-                row.iter_mut().for_each(|v| *v = *v * rl);
-            }
+            weights(s, stats, (i0, rows), cols);
             // dV += Pᵀ dO
             if dvo.is_some() {
                 mm(
@@ -1177,21 +1152,7 @@ impl<T: Float> Grad<'_, T> {
                 );
             }
             // dP = dO Vᵀ, then dS = P ∘ (dP - D) in its place.
-            mm(
-                rows,
-                cols,
-                dv,
-                dp.as_mut_ptr(),
-                BC as isize,
-                false,
-                dt.row(b, i0),
-                dt.rs,
-                dt.cs,
-                vt.row(b, j0),
-                vt.cs,
-                vt.rs,
-                T::ONE,
-            );
+            dout_vt(dp, (&dt, &vt), b, (i0, rows), (j0, cols), dv);
             for r in 0..rows {
                 let x = *stats.dvec(i0 + r);
                 for c in 0..cols {
@@ -1247,6 +1208,52 @@ impl<T: Float> Grad<'_, T> {
             staged::store(self.out_type, dvo, j0 * dv, &dv_acc[..cols * dv]);
         }
     }
+}
+
+/// The score tile `s` (rows `i0..i0 + rows`, `cols` keys, row stride `BC`) turned into the
+/// softmax weights `exp(s - m) / l`, from the rows' `(m, 1/l)` in `stats`.
+///
+/// # Safety
+/// `stats` holds those rows.
+unsafe fn weights<T: Float>(s: &mut [T], stats: Stats<T>, (i0, rows): (usize, usize), cols: usize) {
+    for r in 0..rows {
+        let row = &mut s[r * BC..r * BC + cols];
+        let at = stats.softmax(i0 + r);
+        let (x, rl) = (*at, *at.add(1));
+        row.iter_mut().for_each(|v| *v = *v - x);
+        T::exp_slice(row);
+        row.iter_mut().for_each(|v| *v = *v * rl);
+    }
+}
+
+/// `dp = dO Vᵀ` for query rows `i0..i0 + rows` and keys `j0..j0 + cols` of batch element
+/// `b` (row stride `BC`).
+///
+/// # Safety
+/// Those rows of `dt` and `vt` are inside their live buffers.
+unsafe fn dout_vt<T: Float>(
+    dp: &mut [T],
+    (dt, vt): (&Mats<T>, &Mats<T>),
+    b: usize,
+    (i0, rows): (usize, usize),
+    (j0, cols): (usize, usize),
+    dv: usize,
+) {
+    mm(
+        rows,
+        cols,
+        dv,
+        dp.as_mut_ptr(),
+        BC as isize,
+        false,
+        dt.row(b, i0),
+        dt.rs,
+        dt.cs,
+        vt.row(b, j0),
+        vt.cs,
+        vt.rs,
+        T::ONE,
+    );
 }
 
 /// A worker's scratch slot split into its parts: the row statistics (`Stats`), the score and
