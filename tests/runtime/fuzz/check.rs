@@ -324,10 +324,26 @@ pub fn check_graph(
     levels: &[Isa],
     floor: f64,
 ) -> Result<(), String> {
+    check_graph_against(g, captured, (g, captured), args, modes, levels, floor)
+}
+
+/// `check_graph` with the interpreter's values and the noise scales taken from `oracle`
+/// (its graph and captured tensors): the same function traced otherwise, as a gradient
+/// program whose attention was left as its composition (the noise model follows a
+/// composition's rounding, and restarts at an `attention_grad` node).
+pub fn check_graph_against(
+    g: &Graph,
+    captured: &[Tensor],
+    (oracle, oracle_captured): (&Graph, &[Tensor]),
+    args: &[Tensor],
+    modes: &[Mode],
+    levels: &[Isa],
+    floor: f64,
+) -> Result<(), String> {
     // One interpretation gives the outputs and every value the noise scales read.
-    let values =
-        super::noise::node_values(g, args, captured).map_err(|e| format!("interpreter: {e}"))?;
-    let want: Vec<Tensor> = g
+    let values = super::noise::node_values(oracle, args, oracle_captured)
+        .map_err(|e| format!("interpreter: {e}"))?;
+    let want: Vec<Tensor> = oracle
         .outputs
         .iter()
         .map(|o| values[o.index()].clone())
@@ -335,7 +351,7 @@ pub fn check_graph(
     let super::noise::Noise {
         scales: noise,
         noisy_infinities: noisy_inf,
-    } = super::noise::analyse(g, &values);
+    } = super::noise::analyse(oracle, &values);
     let f32 = coarsest(g);
     let kinds: Vec<ArgKind> = modes
         .iter()

@@ -836,25 +836,17 @@ impl Gen<'_> {
 
     /// Self-attention of a float value of rank 2 or 3 over its last two axes (`Ins::Attend`).
     ///
-    /// Not in gradient programs: autodiff fuses the pattern before the interpreter sees it,
-    /// so the oracle's graph holds `attention` and `attention_grad` nodes, through which the
-    /// noise model does not carry its operands' noise (it restarts from their results'
-    /// magnitudes). Two false alarms showed it:
-    /// - program seed 12301068945 (f32): attention over a Gram matrix `xᵀx`, scores near
-    ///   1e5, where the operands' rounding moves the softmax weights by 1e-4;
-    /// - program seed 12201037753 (bf16): the gradient reads the forward output rounded to
-    ///   bf16 (`D = rowsum(dO ∘ O)`), and the compiled and interpreted forwards differ by an
-    ///   ulp there, which `dP - D` amplified to 5 % of the output's scale.
-    ///
-    /// A forward program's oracle is the composition itself, whose noise the model follows.
-    /// The gradient is checked against the composition's and finite differences
-    /// (`attention::attention_gradients_match_*`), and in 16 bits bit for bit against the
-    /// f32 step (`attention::sixteen_bit_attention_is_the_f32_step_rounded_once`).
+    /// In gradient programs too: autodiff fuses the pattern before the interpreter sees it,
+    /// so the oracle is the program traced again with pattern fusion off (`run_case`): the
+    /// composition's gradient, whose rounding the noise model follows. (Checked against the
+    /// fused graph itself, the noise model restarted at `attention_grad` from its results'
+    /// magnitudes, and two false alarms showed it: program seed 12301068945 (f32), attention
+    /// over a Gram matrix `xᵀx` with scores near 1e5, where the operands' rounding moves the
+    /// softmax weights by 1e-4; program seed 12201037753 (bf16), the gradient reading the
+    /// forward output rounded to bf16 for `D = rowsum(dO ∘ O)`, an ulp that `dP - D`
+    /// amplified to 5 % of the output's scale.)
     fn attend(&mut self) -> Option<()> {
         let fl = self.float;
-        if self.grad {
-            return None;
-        }
         let a = self.pick(&|t: &Ty| {
             t.dtype == fl && (2..=3).contains(&t.shape.len()) && t.shape.iter().all(|&d| d > 0)
         })?;

@@ -84,7 +84,23 @@ pub fn run_case(p: &Program, seed: u64) -> Outcome {
     let draws: Vec<u64> = p.params.iter().map(|q| q.draw).collect();
     let args = check::arguments(&g, seed, &draws, seed % 3 == 0);
     let floor = floor(p);
-    if let Err(e) = check::check_graph(&g, &captured, &args, &modes, &check::levels(seed), floor) {
+    // A gradient through self-attention is checked against the composition's gradient
+    // (traced with pattern fusion off), whose rounding the noise model follows.
+    let composed = if p.grad && p.ins.iter().any(|i| matches!(i, program::Ins::Attend(..))) {
+        jitfuse::internals::passes::set_pattern_fusion(false);
+        let t = trace_program(p);
+        jitfuse::internals::passes::set_pattern_fusion(true);
+        match t {
+            Ok(t) => Some(t),
+            Err(e) => return Outcome::Invalid(e),
+        }
+    } else {
+        None
+    };
+    let oracle = composed.as_ref().map_or((&g, &captured[..]), |(o, c)| (o, &c[..]));
+    let levels = check::levels(seed);
+    if let Err(e) = check::check_graph_against(&g, &captured, oracle, &args, &modes, &levels, floor)
+    {
         return Outcome::Fail(e);
     }
     match checkpointed_loops_agree(p, &g, &captured, &args, floor) {
@@ -826,8 +842,9 @@ fn an_infinity_times_a_cancelled_sum_may_be_any_non_finite_value() {
 }
 
 /// The generator's self-attention (`Ins::Attend`, spelled as users write it) compiles to the
-/// fused `attention` step in every float type, so the random programs check the fused op
-/// against the interpreter's composition (in forward programs: `generate::attend` says why).
+/// fused `attention` step (and `attention_grad` in gradient programs) in every float type,
+/// so the random programs check the fused ops against the interpreter's composition
+/// (`generate::attend`).
 #[test]
 fn generated_self_attention_compiles_to_the_fused_step() {
     use jitfuse::internals::exec::Executable;
@@ -867,7 +884,8 @@ fn generated_self_attention_compiles_to_the_fused_step() {
         entry.1 += fused as usize;
     }
     println!("{seen:?}");
-    assert_eq!(seen.len(), 4, "{seen:?}");
+    // Four float types, in forward and gradient programs.
+    assert_eq!(seen.len(), 8, "{seen:?}");
     for (k, (n, fused)) in &seen {
         assert!(*fused * 10 >= *n * 9, "{k:?}: {fused} of {n} fused");
     }
