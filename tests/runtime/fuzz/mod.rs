@@ -97,7 +97,9 @@ pub fn run_case(p: &Program, seed: u64) -> Outcome {
     } else {
         None
     };
-    let oracle = composed.as_ref().map_or((&g, &captured[..]), |(o, c)| (o, &c[..]));
+    let oracle = composed
+        .as_ref()
+        .map_or((&g, &captured[..]), |(o, c)| (o, &c[..]));
     let levels = check::levels(seed);
     if let Err(e) = check::check_graph_against(&g, &captured, oracle, &args, &modes, &levels, floor)
     {
