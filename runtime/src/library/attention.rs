@@ -66,7 +66,6 @@ trait Float:
     const LARGEST: f64;
     fn from_f64(x: f64) -> Self;
     fn to_f64(self) -> f64;
-    fn abs(self) -> Self;
     /// The largest `|x|` of `row`, or +inf where an element is NaN or infinite: the
     /// maximum of the bits without the sign (NaNs' are the largest), which vectorises.
     fn largest_magnitude(row: &[Self]) -> Self;
@@ -86,26 +85,27 @@ impl Float for f32 {
     fn to_f64(self) -> f64 {
         self as f64
     }
-    fn abs(self) -> Self {
-        f32::abs(self)
-    }
     fn largest_magnitude(row: &[f32]) -> f32 {
         /// The same with AVX2's 8-lane unsigned maximum (the build's baseline, SSE2, has
         /// none: emulated, the scan took 6 % of a forward step).
+        #[inline(always)]
+        fn portable(row: &[f32]) -> u32 {
+            magnitude_bits(row, |x| x.to_bits() & !(1 << 31))
+        }
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = "avx2")]
         unsafe fn avx2(row: &[f32]) -> u32 {
-            magnitude_bits(row, |x| x.to_bits() & !(1 << 31))
+            portable(row)
         }
         #[cfg(target_arch = "x86_64")]
         let bits = if std::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has AVX2.
             unsafe { avx2(row) }
         } else {
-            magnitude_bits(row, |x| x.to_bits() & !(1 << 31))
+            portable(row)
         };
         #[cfg(not(target_arch = "x86_64"))]
-        let bits = magnitude_bits(row, |x| x.to_bits() & !(1 << 31));
+        let bits = portable(row);
         if bits >= f32::INFINITY.to_bits() {
             f32::INFINITY
         } else {
@@ -142,9 +142,6 @@ impl Float for f64 {
     }
     fn to_f64(self) -> f64 {
         self
-    }
-    fn abs(self) -> Self {
-        f64::abs(self)
     }
     fn largest_magnitude(row: &[f64]) -> f64 {
         let bits = magnitude_bits(row, |x| x.to_bits() & !(1 << 63));
@@ -775,16 +772,15 @@ unsafe fn forward<T: Float>(
     let suffixes = Ptr(scratch.add(n_workers * bytes) as *mut T);
     // Whether batch element b runs every key (`exact`), after the suffix sums.
     let every = Ptr(scratch.add(n_workers * bytes + suffixes_bytes(spec, dims, size)));
-    if fill::closed_form(spec) || exact::skips(spec) {
+    // (A closed form is a skip: `exact::skips` covers it.)
+    if exact::skips(spec) {
         (0..n_workers).into_par_iter().for_each(|w| {
             let (suffixes, every) = (suffixes, every);
             let (.., (qb, kb, vb), _) = split(w);
             for b in (w..batch).step_by(n_workers) {
                 let m = exact::of_qkv((&q, &k, &v), b, dims, (&mut *qb, &mut *kb, &mut *vb));
                 let all = exact::every_key(spec, dims, m, T::LARGEST);
-                if exact::skips(spec) {
-                    *every.0.add(b) = u8::from(all);
-                }
+                *every.0.add(b) = u8::from(all);
                 if fill::closed_form(spec) && !all {
                     let at = suffixes.0.add(b * k_tiles * dv);
                     let mine = std::slice::from_raw_parts_mut(at, k_tiles * dv);

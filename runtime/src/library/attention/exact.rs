@@ -82,54 +82,38 @@ pub(super) unsafe fn magnitude<T: Float>(
     tile: usize,
     buf: &mut [T],
 ) -> f64 {
+    // `largest_magnitude` is +inf for a non-finite element: the maximum says it all.
     let mut most = T::ZERO;
-    let mut finite = true;
+    let mut keep = |x: T| most = if x > most { x } else { most };
     for r0 in (0..rows).step_by(tile.max(1)) {
         let n = tile.min(rows - r0);
         let m = x.rows(b, (r0, n), cols, buf);
         if m.cs == 1 && m.rs == cols as isize {
             // The tile's rows one after the other: one slice.
-            let tile = std::slice::from_raw_parts(m.row(b, r0), n * cols);
-            let (tile_most, tile_finite) = row_magnitude(tile);
-            if !tile_finite {
-                return f64::INFINITY;
-            }
-            most = if tile_most > most { tile_most } else { most };
+            keep(T::largest_magnitude(std::slice::from_raw_parts(
+                m.row(b, r0),
+                n * cols,
+            )));
             continue;
         }
         for r in r0..r0 + n {
             let p = m.row(b, r);
-            let (row_most, row_finite) = match m.cs {
-                1 => row_magnitude(std::slice::from_raw_parts(p, cols)),
+            match m.cs {
+                1 => keep(T::largest_magnitude(std::slice::from_raw_parts(p, cols))),
                 // Broadcast along the row (a sum's cotangent): one element.
-                0 => row_magnitude(std::slice::from_raw_parts(p, cols.min(1))),
-                cs => strided_magnitude((0..cols).map(|c| *p.offset(c as isize * cs))),
-            };
-            if row_most > most {
-                most = row_most;
+                0 => keep(T::largest_magnitude(std::slice::from_raw_parts(
+                    p,
+                    cols.min(1),
+                ))),
+                cs => (0..cols).for_each(|c| {
+                    keep(T::largest_magnitude(std::slice::from_ref(
+                        &*p.offset(c as isize * cs),
+                    )))
+                }),
             }
-            finite &= row_finite;
-        }
-        if !finite {
-            return f64::INFINITY;
         }
     }
     most.to_f64()
-}
-
-/// The largest `|x|` of `row` and whether every element is finite.
-fn row_magnitude<T: Float>(row: &[T]) -> (T, bool) {
-    let most = T::largest_magnitude(row);
-    (most, most.to_f64() <= T::LARGEST)
-}
-
-/// `row_magnitude` of elements read one by one (`|x| <= largest` is false for NaN).
-fn strided_magnitude<T: Float>(xs: impl Iterator<Item = T>) -> (T, bool) {
-    let largest = T::from_f64(T::LARGEST);
-    xs.fold((T::ZERO, true), |(most, finite), x| {
-        let a = x.abs();
-        (if a > most { a } else { most }, finite && a <= largest)
-    })
 }
 
 /// `magnitude` of batch element `b`'s q, k and v, reading through the forward's (or the
