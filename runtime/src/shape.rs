@@ -191,6 +191,11 @@ pub fn clamp_index(i: i64, n: usize) -> usize {
     i.clamp(0, n as i64 - 1) as usize
 }
 
+/// The flat index (row-major) of multi-index `idx` of `shape`: `unflatten`'s inverse.
+pub fn flatten(idx: &[usize], shape: &[usize]) -> usize {
+    idx.iter().zip(shape).fold(0, |flat, (&i, &n)| flat * n + i)
+}
+
 /// The multi-index of flat index `i` of `shape` (row-major) into `idx`.
 pub fn unflatten(mut i: usize, shape: &[usize], idx: &mut [usize]) {
     for d in (0..shape.len()).rev() {

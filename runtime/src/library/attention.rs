@@ -51,7 +51,7 @@ const BC: usize = 128;
 const SLOT_ALIGN: usize = 64;
 
 /// The element types attention runs on.
-trait Float:
+pub(super) trait Float:
     GemmElement
     + PartialOrd
     + std::ops::Add<Output = Self>

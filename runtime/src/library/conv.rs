@@ -56,6 +56,7 @@ macro_rules! by_tile_rows {
     };
 }
 
+mod classes;
 mod padded;
 mod padded_forward;
 mod phased;
@@ -257,7 +258,8 @@ impl Problem {
             } else {
                 up(MR * self.kb * self.elem)
             },
-            up((self.mr * self.kvol).max(self.kb) * 8),
+            // (And a pointer per row into `c`, where `classes` groups the rows.)
+            up((self.mr * (self.kvol + 1)).max(self.kb) * 8),
             // Zeros that rows reading no input point at (`indirect`).
             up(self.inner * self.elem),
         ]
@@ -646,6 +648,9 @@ unsafe fn drive<T: Real>(
     }
     let taps = Taps::of(&p, &ins[0], p.role != ConvRole::Input);
     let ptrs = Ptrs::new(ins, &taps, out, base);
+    // The rows grouped by the window positions they read inside, where that skips enough
+    // zeros and no skipped zero would have multiplied a non-finite kernel element.
+    let classes = classes::Classes::plan(&p).filter(|_| finite(&ins[1]));
     // The shared `b`: every (group, block, column panel), split over the tasks.
     let packs = if p.shared_b() {
         p.groups * p.blocks() * p.col_panels()
@@ -672,7 +677,7 @@ unsafe fn drive<T: Real>(
             scratch: shared.wrapping_add(p.shared_bytes()),
             ..ptrs
         };
-        task::<T>(&p, t, (own, shared));
+        task::<T>(&p, t, (own, shared), classes.as_ref());
     };
     run_tasks(p.slots, pack);
     run_tasks(p.slots, task);
@@ -683,15 +688,24 @@ fn shared_block(p: &Problem, base: *mut u8, g: usize, bi: usize) -> *mut u8 {
     base.wrapping_add((g * p.blocks() + bi) * p.b_block_bytes())
 }
 
-/// Task `t`: its range of (group, row panel) pairs, block by block of `kc`.
-unsafe fn task<T: Real>(p: &Problem, t: usize, (ptrs, shared): (Ptrs, *mut u8)) {
+/// Task `t`: its range of (group, row panel) pairs, block by block of `kc` (the panels of
+/// `classes` where it groups the rows).
+unsafe fn task<T: Real>(
+    p: &Problem,
+    t: usize,
+    (ptrs, shared): (Ptrs, *mut u8),
+    classes: Option<&classes::Classes>,
+) {
     let [b_bytes, a_bytes, o_bytes, z_bytes] = p.regions();
     let own = ptrs.scratch.wrapping_add(t * p.task_bytes());
     let (bp, ap) = (own as *mut T, own.wrapping_add(b_bytes) as *mut T);
     let offs = own.wrapping_add(b_bytes + a_bytes) as *mut i64;
     let zeros = own.wrapping_add(b_bytes + a_bytes + o_bytes);
     std::ptr::write_bytes(zeros, 0, z_bytes);
-    let total = p.groups * p.panels;
+    // The pointers to the rows of `c` a class's panel stores through.
+    let c_rows = offs.add(p.mr * p.kvol) as *mut *mut T;
+    let panels = classes.map_or(p.panels, |c| c.panels);
+    let total = p.groups * panels;
     let mine = (t * total / p.slots)..((t + 1) * total / p.slots);
     let (ldc, col_base) = match p.role {
         ConvRole::Input => (p.s.in_channels(), p.cg),
@@ -702,7 +716,7 @@ unsafe fn task<T: Real>(p: &Problem, t: usize, (ptrs, shared): (Ptrs, *mut u8)) 
         let mut packed = None;
         let mut bp = bp;
         for item in mine.clone() {
-            let (g, panel) = (item / p.panels, item % p.panels);
+            let (g, panel) = (item / panels, item % panels);
             if p.shared_b() {
                 bp = shared_block(p, shared, g, bi) as *mut T;
             } else if packed != Some(g) {
@@ -713,21 +727,55 @@ unsafe fn task<T: Real>(p: &Problem, t: usize, (ptrs, shared): (Ptrs, *mut u8)) 
             }
             let r0 = panel * p.mr;
             let rows = (p.m - r0).min(p.mr);
+            #[cfg(target_arch = "x86_64")]
             if p.direct {
-                row_pointers::<T>(p, &ptrs, (g, panel), offs, zeros);
-                #[cfg(target_arch = "x86_64")]
+                use indirect::{tile, Every, Listed, Scattered, Strided};
+                let (k0, k1) = (q0 / p.inner, q1 / p.inner);
+                let rp = (offs as *const *const f32).add(k0 * p.mr);
+                let wide = p.mr != DIRECT_NARROW_ROWS;
+                if let Some(classes) = classes {
+                    // The class's positions in this block; its sums start at the first.
+                    let class_panel = classes.panel(panel);
+                    let ks = class_panel.positions();
+                    let (lo, hi) = (
+                        ks.partition_point(|&k| k < k0),
+                        ks.partition_point(|&k| k < k1),
+                    );
+                    if lo == hi && lo > 0 {
+                        continue;
+                    }
+                    let rows = row_pointers::<T>(
+                        p,
+                        &ptrs,
+                        (g, panel),
+                        (offs, zeros),
+                        Some((&class_panel, c_rows)),
+                    );
+                    for j in 0..p.col_panels() {
+                        let c0 = j * NR;
+                        let cols = (p.ncol - c0).min(NR);
+                        let c = Scattered(c_rows as *const *mut f32, c0);
+                        let b = bp.add(j * p.kb * NR) as *const f32;
+                        let shape = (Listed(&ks[lo..hi], k0), p.inner, rows, cols);
+                        if wide {
+                            tile::<2, MR, _, _>(rp, b, c, shape, lo > 0);
+                        } else {
+                            tile::<1, DIRECT_NARROW_ROWS, _, _>(rp, b, c, shape, lo > 0);
+                        }
+                    }
+                    continue;
+                }
+                row_pointers::<T>(p, &ptrs, (g, panel), (offs, zeros), None);
                 for j in 0..p.col_panels() {
                     let c0 = j * NR;
                     let cols = (p.ncol - c0).min(NR);
                     let c = (ptrs.c as *mut f32).add(r0 * ldc + g * col_base + c0);
-                    let (k0, k1) = (q0 / p.inner, q1 / p.inner);
-                    let rp = (offs as *const *const f32).add(k0 * p.mr);
                     let b = bp.add(j * p.kb * NR) as *const f32;
-                    let (shape, c) = ((k1 - k0, p.inner, rows, cols), indirect::Strided(c, ldc));
-                    if p.mr == DIRECT_NARROW_ROWS {
-                        indirect::tile::<1, DIRECT_NARROW_ROWS, _>(rp, b, c, shape, q0 > 0);
+                    let (shape, c) = ((Every(k1 - k0), p.inner, rows, cols), Strided(c, ldc));
+                    if wide {
+                        tile::<2, MR, _, _>(rp, b, c, shape, q0 > 0);
                     } else {
-                        indirect::tile::<2, MR, _>(rp, b, c, shape, q0 > 0);
+                        tile::<1, DIRECT_NARROW_ROWS, _, _>(rp, b, c, shape, q0 > 0);
                     }
                 }
                 continue;
@@ -1027,6 +1075,41 @@ fn position<'a>(
     }
 }
 
+/// Whether every element of the f32 kernel `w` is finite: where its map is a permutation
+/// of a dense buffer (any layout of a contiguous kernel), one vectorised scan of the buffer;
+/// element by element otherwise.
+///
+/// # Safety
+/// `w`'s map stays inside its buffer; f32.
+unsafe fn finite(w: &Operand) -> bool {
+    use super::attention::Float;
+    let numel = shape::numel(w.shape);
+    let mut dims: Vec<(i64, usize)> = (w.strides.iter().copied())
+        .zip(w.shape.iter().copied())
+        .filter(|&(_, n)| n != 1)
+        .collect();
+    dims.sort_unstable();
+    let mut dense = 1i64;
+    let permuted = dims.iter().all(|&(s, n)| {
+        let ok = s == dense;
+        dense *= n as i64;
+        ok
+    });
+    if permuted {
+        let all = std::slice::from_raw_parts(w.ptr as *const f32, numel);
+        return f32::largest_magnitude(all).is_finite();
+    }
+    let mut idx = vec![0usize; w.shape.len()];
+    for _ in 0..numel {
+        let at: i64 = idx.iter().zip(w.strides).map(|(&i, &s)| i as i64 * s).sum();
+        if !(*(w.ptr as *const f32).offset(at as isize)).is_finite() {
+            return false;
+        }
+        step(w.shape, &mut idx);
+    }
+    true
+}
+
 /// Reads element `at` of an operand of the compute type.
 #[inline(always)]
 unsafe fn load<T: Real>(t: &Operand, at: i64) -> T {
@@ -1196,26 +1279,27 @@ unsafe fn pack_a<T: Real>(
 }
 
 /// The pointer each row of row panel `panel` of group `g` reads at each window position,
-/// `ptrs[k · MR + r]`: its run of features in `a`'s operand (`x` for `conv`, `dy` for
+/// `ptrs[k · mr + r]`: its run of features in `a`'s operand (`x` for `conv`, `dy` for
 /// `conv_input_grad`), or `zeros` where the window position reads nothing (and for rows
-/// past `m`).
+/// past the panel's). The panel's rows are the `panel`-th `mr` of `m`, or of a class where
+/// `classes` groups them; then `c_rows[r]` is where row `r`'s result starts in `c` (group
+/// `g`'s first column). Returns the panel's rows.
 ///
 /// # Safety
-/// As `pack_a`'s; `ptrs` holds `MR · kvol` pointers.
+/// As `pack_a`'s; `ptrs` holds `mr · kvol` pointers, `c_rows` `mr`.
 unsafe fn row_pointers<T: Real>(
     p: &Problem,
     ptrs: &Ptrs,
     (g, panel): (usize, usize),
-    out: *mut i64,
-    zeros: *mut u8,
-) {
+    (out, zeros): (*mut i64, *mut u8),
+    classes: Option<(&classes::Panel, *mut *mut T)>,
+) -> usize {
     let (t, taps) = (ptrs.a, ptrs.taps);
     let mr = p.mr;
     let ch_base = (g * p.inner) as i64 * t.strides[p.s.rank() + 1];
     let base = (t.ptr as *const T).wrapping_offset(ch_base as isize);
     let out = out as *mut *const u8;
     let zeros = zeros as *const u8;
-    let rows = (p.m - panel * mr).min(mr);
     let lead_shape = if p.role == ConvRole::Output {
         p.s.output()
     } else {
@@ -1223,16 +1307,42 @@ unsafe fn row_pointers<T: Real>(
     };
     let (mut stack, mut heap) = ([0usize; STACK_RANK], Vec::new());
     let pos = position(p, &mut stack, &mut heap);
-    let first = panel * mr;
-    each_run(lead_shape, first..first + rows, pos, |q, n, pos, run| {
+    let each = |row: usize, n: usize, pos: &[usize], run: usize| {
         let at = base.wrapping_offset((n as i64 * taps.lead) as isize);
-        taps.pointers(at, (pos, run), &p.kidx, zeros, (out.add(q - first), mr));
-    });
+        taps.pointers(at, (pos, run), &p.kidx, zeros, (out.add(row), mr));
+    };
+    let rows = match classes {
+        None => {
+            let (first, rows) = (panel * mr, (p.m - panel * mr).min(mr));
+            each_run(lead_shape, first..first + rows, pos, |q, n, pos, run| {
+                each(q - first, n, pos, run)
+            });
+            rows
+        }
+        Some((panel, c_rows)) => {
+            // `c`'s rows: the pixel's flat index over `[N, lead..]`, `ldc` apart.
+            let (ldc, col_base) = match p.role {
+                ConvRole::Input => (p.s.in_channels(), p.cg),
+                _ => (p.s.out_channels(), p.fg),
+            };
+            let c = (ptrs.c as *mut T).add(g * col_base);
+            let space = shape::numel(lead_shape);
+            panel.each_run(pos, |row, n, pos, run| {
+                each(row, n, pos, run);
+                let first = c.add((n * space + shape::flatten(pos, lead_shape)) * ldc);
+                for i in 0..run {
+                    *c_rows.add(row + i) = first.add(i * ldc);
+                }
+            });
+            panel.rows
+        }
+    };
     for kpos in 0..p.kvol {
         for row in rows..mr {
             *out.add(kpos * mr + row) = zeros;
         }
     }
+    rows
 }
 
 /// The tile of an indirect product (XNNPACK's "indirect GEMM"): the rows of `a` are read
@@ -1245,19 +1355,20 @@ mod indirect {
 
     /// `c[r, j] (+)= Σ_k Σ_ch rows[k·R + r][ch] · b[(k·inner + ch)·NR + j]` (`c`'s rows
     /// where `Rows` puts them) for the `rows × cols` of a tile of `R` rows and `V` vectors
-    /// (`cols ≤ 16·V`) over `nk` window positions of `inner` steps (f32 FMAs in order of the
-    /// steps, continuing `c`'s sums where `continues`): the same sums, in the same order, as
-    /// `gemm16::kernel::tile_fma` on the packed panel.
+    /// (`cols ≤ 16·V`) over the window positions `ks` lists (ascending), `inner` steps each
+    /// (f32 FMAs in order of the steps, continuing `c`'s sums where `continues`): over
+    /// `Every` position, the same sums, in the same order, as `gemm16::kernel::tile_fma` on
+    /// the packed panel.
     ///
     /// # Safety
-    /// AVX-512 F, BW and VL; each pointer valid for `inner` values; `b` holds `nk · inner`
-    /// steps of `NR`; `c` valid for the tile.
+    /// AVX-512 F, BW and VL; each pointer valid for `inner` values; `b` holds `inner` steps
+    /// of `NR` for each listed position; `c` valid for the tile.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-    pub unsafe fn tile<const V: usize, const R: usize, C: Rows>(
+    pub unsafe fn tile<const V: usize, const R: usize, C: Rows, K: Positions>(
         rows_at: *const *const f32,
         b: *const f32,
         c: C,
-        (nk, inner, rows, cols): (usize, usize, usize, usize),
+        (ks, inner, rows, cols): (K, usize, usize, usize),
         continues: bool,
     ) {
         let mask = [lanes(cols.min(16)), lanes(cols.saturating_sub(16))];
@@ -1269,9 +1380,10 @@ mod indirect {
                 }
             }
         }
-        let mut b = b;
-        for k in 0..nk {
+        for i in 0..ks.len() {
+            let k = ks.at(i);
             let p: [*const f32; R] = *(rows_at.add(k * R) as *const [*const f32; R]);
+            let mut b = b.add(k * inner * NR);
             for ch in 0..inner {
                 let mut bv = [_mm512_setzero_ps(); V];
                 for (v, bv) in bv.iter_mut().enumerate() {
@@ -1290,6 +1402,41 @@ mod indirect {
             for (v, a) in row.iter().enumerate() {
                 _mm512_mask_storeu_ps(c.at(r).add(16 * v), mask[v], *a);
             }
+        }
+    }
+
+    /// The window positions a tile runs.
+    pub trait Positions: Copy {
+        fn len(self) -> usize;
+        /// The `i`-th position, counted from the block's first.
+        fn at(self, i: usize) -> usize;
+    }
+
+    /// Every position of the block: `0..n`.
+    #[derive(Clone, Copy)]
+    pub struct Every(pub usize);
+    impl Positions for Every {
+        #[inline(always)]
+        fn len(self) -> usize {
+            self.0
+        }
+        #[inline(always)]
+        fn at(self, i: usize) -> usize {
+            i
+        }
+    }
+
+    /// The positions listed (ascending), of a block starting at the second field.
+    #[derive(Clone, Copy)]
+    pub struct Listed<'a>(pub &'a [usize], pub usize);
+    impl Positions for Listed<'_> {
+        #[inline(always)]
+        fn len(self) -> usize {
+            self.0.len()
+        }
+        #[inline(always)]
+        fn at(self, i: usize) -> usize {
+            self.0[i] - self.1
         }
     }
 

@@ -13,7 +13,7 @@
 //! there, as elements of the copy here), so the same bits.
 
 #[cfg(target_arch = "x86_64")]
-use super::indirect::{tile, Strided};
+use super::indirect::{tile, Every, Strided};
 use super::padded::{copy, extent, MAX_FEATURES};
 use super::{Problem, Shared, ALIGN, DIRECT_NARROW_ROWS, MR, NR};
 use crate::ir::{ConvRole, ConvSpec};
@@ -193,13 +193,13 @@ impl PaddedForward {
                     let c0 = j * NR;
                     let cols = (p.ncol - c0).min(NR);
                     let c = y.add(r0 * ldc + c0);
-                    let shape = (k1 - k0, self.inner, rows, cols);
+                    let shape = (Every(k1 - k0), self.inner, rows, cols);
                     let rows_at = rp.add(k0 * p.mr) as *const *const f32;
                     let (b, c) = (b.add(j * self.kb * NR), Strided(c, ldc));
                     if p.mr == DIRECT_NARROW_ROWS {
-                        tile::<1, DIRECT_NARROW_ROWS, _>(rows_at, b, c, shape, q0 > 0);
+                        tile::<1, DIRECT_NARROW_ROWS, _, _>(rows_at, b, c, shape, q0 > 0);
                     } else {
-                        tile::<2, MR, _>(rows_at, b, c, shape, q0 > 0);
+                        tile::<2, MR, _, _>(rows_at, b, c, shape, q0 > 0);
                     }
                 }
             }

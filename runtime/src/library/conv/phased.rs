@@ -18,7 +18,7 @@
 //! which `lax` and the interpreter propagate: a kernel with a non-finite element takes the
 //! general path.
 
-use super::indirect::{tile, Scattered};
+use super::indirect::{tile, Every, Scattered};
 use super::{Problem, Shared, Taps, ALIGN, DIRECT_NARROW_ROWS, MR, NONE, NR, SLOTS};
 use crate::ir::{ConvRole, ConvSpec};
 use crate::library::ops::Operand;
@@ -140,7 +140,7 @@ impl Phased {
     #[cfg(target_arch = "x86_64")]
     pub unsafe fn run(&self, p: &Problem, ins: &[Operand], out: *mut u8, base: *mut u8) -> bool {
         let (dy, w) = (&ins[0], &ins[1]);
-        if !finite(w) {
+        if !super::finite(w) {
             return false;
         }
         let taps = Taps::of(p, dy, false);
@@ -265,33 +265,17 @@ impl Phased {
                 let c0 = j * NR;
                 let cols = (p.ncol - c0).min(NR);
                 let b = packed.add(self.panel_at(p, g, class, j));
-                let shape = (class.ks.len(), p.fg, rows, cols);
+                let shape = (Every(class.ks.len()), p.fg, rows, cols);
                 let c = Scattered(c_rows as *const *mut f32, c0);
                 let rp = rows_at as *const *const f32;
                 if mr == DIRECT_NARROW_ROWS {
-                    tile::<1, DIRECT_NARROW_ROWS, _>(rp, b, c, shape, false);
+                    tile::<1, DIRECT_NARROW_ROWS, _, _>(rp, b, c, shape, false);
                 } else {
-                    tile::<2, MR, _>(rp, b, c, shape, false);
+                    tile::<2, MR, _, _>(rp, b, c, shape, false);
                 }
             }
         }
     }
-}
-
-/// Whether every element of the kernel `w` is finite.
-///
-/// # Safety
-/// `w`'s map stays inside its buffer; f32.
-unsafe fn finite(w: &Operand) -> bool {
-    let mut idx = vec![0usize; w.shape.len()];
-    for _ in 0..shape::numel(w.shape) {
-        let at: i64 = idx.iter().zip(w.strides).map(|(&i, &s)| i as i64 * s).sum();
-        if !(*(w.ptr as *const f32).offset(at as isize)).is_finite() {
-            return false;
-        }
-        super::step(w.shape, &mut idx);
-    }
-    true
 }
 
 #[cfg(all(test, target_arch = "x86_64"))]
