@@ -130,6 +130,10 @@ fn cases() -> Vec<Case> {
                 ..Default::default()
             },
         ),
+        // Enough images and features (wide tiles) for the rows to be grouped by the window
+        // positions they read inside (`library/conv/classes.rs`): forward and input
+        // gradient skip the padding's positions.
+        case(&[16, 8, 8, 24], &[3, 3, 24, 40], opts(&[1, 1], Same)),
         // Weight gradients over more pixels than a pass (1024) and a chunk (4096): partial
         // sums added in chunk order (packed, then direct).
         case(&[6, 40, 40, 6], &[3, 3, 6, 20], opts(&[1, 1], Same)),
@@ -593,6 +597,9 @@ fn terms_in_the_padding_multiply_zeros_so_a_nan_kernel_reaches_every_output() {
                 &[1, 1, 8, 20],
                 opts(&[1, 1], Padding::Explicit(vec![(2, 2), (0, 0)])),
             ),
+            // Rows the finite kernel would group by the positions they read inside: the
+            // NaN makes every position run.
+            case(&[16, 8, 8, 24], &[3, 3, 24, 20], opts(&[1, 1], Padding::Same)),
         ] {
             let mut args = operands(&mut rng, &c, d);
             let mut w = args[1].cast(DType::F64).to_vec::<f64>().unwrap();
