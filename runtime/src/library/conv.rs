@@ -31,7 +31,9 @@
 //!
 //! The input gradient of a strided convolution runs phase by phase (`phased`: only the
 //! window positions that meet an output pixel), and the forward of a layer with few input
-//! features on a padded copy of `x` (`padded_forward`: a pointer per window row).
+//! features on a padded copy of `x` (`padded_forward`: a pointer per window row). Elsewhere
+//! the direct forward and input gradient on the wide tiles group their rows by the window
+//! positions they read inside (`classes`), so the positions in the padding are skipped.
 //!
 //! FIXME: the input gradient of a transposed convolution (`lhs_dilation` > 1) still
 //! multiplies the zeros between the dilated elements; products of 17 to 31 columns fill
