@@ -599,7 +599,11 @@ fn terms_in_the_padding_multiply_zeros_so_a_nan_kernel_reaches_every_output() {
             ),
             // Rows the finite kernel would group by the positions they read inside: the
             // NaN makes every position run.
-            case(&[16, 8, 8, 24], &[3, 3, 24, 20], opts(&[1, 1], Padding::Same)),
+            case(
+                &[16, 8, 8, 24],
+                &[3, 3, 24, 20],
+                opts(&[1, 1], Padding::Same),
+            ),
         ] {
             let mut args = operands(&mut rng, &c, d);
             let mut w = args[1].cast(DType::F64).to_vec::<f64>().unwrap();

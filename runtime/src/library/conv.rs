@@ -213,6 +213,12 @@ impl Problem {
         }
     }
 
+    /// Whether a direct product runs on the narrow tiles (`DIRECT_NARROW_ROWS` rows by one
+    /// vector: at most 16 columns).
+    fn narrow(&self) -> bool {
+        self.direct && self.ncol <= 16
+    }
+
     /// Column panels of `b` and `c`.
     fn col_panels(&self) -> usize {
         self.ncol.div_ceil(NR)
@@ -734,7 +740,7 @@ unsafe fn task<T: Real>(
                 use indirect::{tile, Every, Listed, Scattered, Strided};
                 let (k0, k1) = (q0 / p.inner, q1 / p.inner);
                 let rp = (offs as *const *const f32).add(k0 * p.mr);
-                let wide = p.mr != DIRECT_NARROW_ROWS;
+                let wide = !p.narrow();
                 if let Some(classes) = classes {
                     // The class's positions in this block; its sums start at the first.
                     let class_panel = classes.panel(panel);

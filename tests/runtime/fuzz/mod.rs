@@ -784,6 +784,43 @@ fn nonlinear_functions_of_a_cancelled_product_carry_its_noise() {
     assert!((s[1] - 2.25).abs() < 1e-6, "{}", s[1]);
 }
 
+/// A false alarm of a long run (seed 14301092779, and the class of several before it):
+/// bf16 `exp((x + x)²)`. The interpreter rounds the square to bf16 before `exp`, the fused
+/// kernel keeps it in f32; at an argument near 27 one bf16 ulp of it (0.1) is 10 % of the
+/// result. `exp` of a computed argument carries the argument's noise times its slope
+/// (`noise.rs`); of an exact one, it keeps its own scale.
+#[test]
+fn smooth_functions_of_a_rounded_argument_carry_its_rounding() {
+    use program::{Bin, Ins, Un};
+    let bf16 = program::Param {
+        dtype: jitfuse::DType::BF16,
+        ..borrowed_f32(&[5, 2], 0)
+    };
+    let p = Program {
+        params: vec![bf16],
+        ins: vec![
+            Ins::Binary(Bin::Add, 0, 0),
+            Ins::Binary(Bin::Mul, 1, 1),
+            Ins::Unary(Un::Exp, 2),
+        ],
+        outputs: vec![3],
+        grad: false,
+    };
+    assert_passes(&p, 14301092779);
+    let text = "%0 = param 0 : f32[2]\n\
+                %1 = mul %0, %0 : f32[2]\n\
+                %2 = exp %1 : f32[2]\n\
+                %3 = exp %0 : f32[2]\n\
+                return %2, %3\n";
+    let g = jitfuse::internals::ir::parse(text).unwrap();
+    let x = Tensor::from_vec(vec![2.0f32, 0.5], &[2]).unwrap();
+    let s = noise::analyse(&g, &noise::node_values(&g, &[x], &[]).unwrap()).scales;
+    // exp(4) with noise 4 carried at slope exp(4); exp of the exact 2 keeps exp(2).
+    let e4 = 4f64.exp() * 4.0;
+    assert!((s[0] - e4).abs() < 1e-3 * e4, "{}", s[0]);
+    assert!((s[1] - 2f64.exp()).abs() < 1e-5, "{}", s[1]);
+}
+
 /// Found on an AMD Zen 4 machine: the gradient of a row product of `gelu(2x)` over a row
 /// holding a NaN. One `gelu` rounded to exactly 0 compiled (its tanh to -1) and to -1.5e-7
 /// in the interpreter; the product rule's "one zero" branch gave 0 off the zero, so the

@@ -12,7 +12,11 @@
 //! twice its magnitude: terms cancelled in it), a smooth function carries that
 //! noise times its slope (`tanh`, `sin`, `cos`: 1; `sigmoid` 1/4; `erf` 2/√π;
 //! `square`, `exp`, `ln`, `sqrt`, `rsqrt`, `recip`, `log1p`, `expm1`: |f'| at
-//! the input), and a quotient the noise of its divisor. Two false alarms of
+//! the input), and a quotient the noise of its divisor. A computed input that is not
+//! mostly noise is still rounded: a smooth function carries its noise times |f'| at the
+//! input (`exp` of a rounded argument near 27 moves by 27 times the argument's relative
+//! rounding: a false alarm of bf16 programs, where the interpreter rounds the argument to
+//! bf16 and a fused kernel keeps it in f32). Two false alarms of
 //! long runs: `tanh` of a product whose factor `1 + tanh(-8)` came out 0
 //! compiled and 2.4e-7 interpreted is that product's noise, not its own tiny
 //! value; `ln(|s²/(s²+0.5)| + 0.5)` of an element `s ≈ 0.75` of `x xᵀ` summed
@@ -152,7 +156,20 @@ fn propagate(g: &Graph, i: usize, s: &[Tensor], v: &[Tensor]) -> Option<Tensor> 
                 UnaryOp::Recip => |_, y| y * y,
                 _ => return None,
             };
+            // |f'| itself, where the input is not noise but rounded: a relative rounding
+            // of the input moves the result by |x f'(x)| times as much relatively (`exp`
+            // of a bf16 product near 27, one bf16 ulp of it 0.1 and of the result 10 %:
+            // the interpreter rounds the product to bf16, the fused kernel keeps it in f32).
+            let rounded: fn(f64, f64) -> f64 = match op {
+                UnaryOp::Tanh => |_, y| 1.0 - y * y,
+                UnaryOp::Sigmoid => |_, y| y * (1.0 - y),
+                UnaryOp::Erf => |x, _| 1.1284 * (-x * x).exp(),
+                UnaryOp::Sin => |x, _| x.cos().abs(),
+                UnaryOp::Cos => |x, _| x.sin().abs(),
+                _ => slope,
+            };
             let a = n.inputs[0].index();
+            let computed = !exact(g, n.inputs[0]);
             let (noise, value) = (to_f64s(&s[a]), to_f64s(&v[a]));
             let own = to_f64s(&v[i]);
             let out: Vec<f64> = own
@@ -161,6 +178,8 @@ fn propagate(g: &Graph, i: usize, s: &[Tensor], v: &[Tensor]) -> Option<Tensor> 
                 .map(|(&y, (&e, &x))| {
                     if mostly_noise(e, x) {
                         y.abs().max(slope(x, y) * e)
+                    } else if computed {
+                        y.abs().max(rounded(x, y).abs() * e)
                     } else {
                         y.abs()
                     }

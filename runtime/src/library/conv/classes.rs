@@ -19,7 +19,7 @@
 //! `w` is not finite, which `lax` and the interpreter propagate: a kernel with a non-finite
 //! element runs every position (`conv::finite`).
 
-use super::{Problem, MR};
+use super::Problem;
 use crate::ir::ConvRole;
 use crate::shape;
 
@@ -66,7 +66,7 @@ impl Classes {
         // row's pointers and its scattered lines cost as much as a third of its multiply-adds,
         // and the border classes' rows come one at a time (a column of pixels), so at 32 ×
         // 32 maps and 16 features the grouping took 13 % longer for 4 % fewer multiply-adds.
-        if !p.direct || p.mr != MR || p.role == ConvRole::Weight || p.m == 0 || p.kc == 0 || r == 0
+        if !p.direct || p.narrow() || p.role == ConvRole::Weight || p.m == 0 || p.kc == 0 || r == 0
         {
             return None;
         }

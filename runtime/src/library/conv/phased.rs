@@ -268,7 +268,7 @@ impl Phased {
                 let shape = (Every(class.ks.len()), p.fg, rows, cols);
                 let c = Scattered(c_rows as *const *mut f32, c0);
                 let rp = rows_at as *const *const f32;
-                if mr == DIRECT_NARROW_ROWS {
+                if p.narrow() {
                     tile::<1, DIRECT_NARROW_ROWS, _, _>(rp, b, c, shape, false);
                 } else {
                     tile::<2, MR, _, _>(rp, b, c, shape, false);
