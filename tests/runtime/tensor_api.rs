@@ -427,6 +427,103 @@ fn weak_scalars_take_the_tensor_dtype() {
     assert_eq!((&scores + &strong).dtype(), DType::F32);
 }
 
+/// Views, data movement and reductions of weak values are weak (JAX's standard rule: weak
+/// where every operand the values come from is weak), eagerly and traced: a causal bias
+/// built from scalars, reshaped, broadcast or sliced before it meets bf16 scores, keeps them
+/// bf16. A cast, an iota and one strong operand give strong results.
+#[test]
+fn views_and_reductions_of_weak_values_stay_weak() {
+    use jitfuse::{Slice, Tensor};
+    let rows = Tensor::iota(&[4, 4], 0, DType::I32);
+    let cols = Tensor::iota(&[4, 4], 1, DType::I32);
+    assert!(!rows.is_weak());
+    let bias = jitfuse::where_(&cols.le(&rows), 0.0, f64::NEG_INFINITY);
+    assert!(bias.is_weak());
+    let scores = Tensor::from_vec((0..16).map(|i| i as f32).collect(), &[4, 4])
+        .unwrap()
+        .cast(DType::BF16);
+    let weak = [
+        ("reshape", bias.reshape(&[2, 8]).reshape(&[4, 4])),
+        (
+            "broadcast",
+            bias.reshape(&[1, 4, 4]).broadcast_to(&[2, 4, 4]),
+        ),
+        ("transpose", bias.t()),
+        ("slice", bias.slice(&[Slice::full(), Slice::rev()])),
+        (
+            "pad",
+            bias.slice(&[Slice::full(), (1..).into()])
+                .pad(&[(0, 0), (1, 0)], 0.0),
+        ),
+        (
+            "concat",
+            jitfuse::concat(
+                &[&bias.slice(&[(..2).into()]), &bias.slice(&[(2..).into()])],
+                0,
+            ),
+        ),
+        ("take", bias.take(&Tensor::vector(&[3i32, 2, 1, 0]), 0)),
+        ("sum", bias.sum_keepdims(1).broadcast_to(&[4, 4])),
+        ("max", bias.max_keepdims(1).broadcast_to(&[4, 4])),
+    ];
+    for (what, b) in &weak {
+        assert!(b.is_weak(), "{what}");
+        assert_eq!(b.dtype(), DType::F32, "{what}");
+        let added = &scores + b;
+        assert_eq!(added.dtype(), DType::BF16, "{what}");
+    }
+    // The values are the ops' (a weak result is the same tensor, typed loosely).
+    let flipped = weak[3].1.to_vec::<f32>().unwrap();
+    assert_eq!(
+        flipped[..4],
+        [f32::NEG_INFINITY, f32::NEG_INFINITY, f32::NEG_INFINITY, 0.0]
+    );
+    // Strong results.
+    assert!(!bias.cast(DType::F32).is_weak());
+    assert_eq!((&scores + &bias.cast(DType::F32)).dtype(), DType::F32);
+    let strong = Tensor::vector(&[1.0f32; 4]).reshape(&[4, 1]);
+    assert!(!jitfuse::concat(&[&bias, &strong.broadcast_to(&[4, 4])], 0).is_weak());
+    // Beside a strong operand, a weak one takes its type (as in arithmetic).
+    let mixed = jitfuse::concat(&[&bias, &scores], 0);
+    assert!(!mixed.is_weak());
+    assert_eq!(mixed.dtype(), DType::BF16);
+    // Traced: a weak parameter reshaped and broadcast, added to bf16 scores.
+    use jitfuse::internals::trace::{trace, ParamSpec};
+    let specs = [
+        ParamSpec {
+            shape: vec![4],
+            dtype: DType::F64,
+            weak: true,
+        },
+        ParamSpec {
+            shape: vec![4, 4],
+            dtype: DType::BF16,
+            weak: false,
+        },
+    ];
+    let t = trace(&specs, |ts| {
+        let b = ts[0].reshape(&[1, 4]).broadcast_to(&[4, 4]);
+        vec![
+            &ts[1] + &b,
+            &ts[1] + &b.cast(DType::F32),
+            &ts[1] + b.sum_all(),
+        ]
+    })
+    .unwrap();
+    let outs: Vec<DType> = t
+        .graph
+        .outputs
+        .iter()
+        .map(|&o| t.graph.node(o).dtype)
+        .collect();
+    assert_eq!(
+        outs,
+        vec![DType::BF16, DType::F32, DType::BF16],
+        "{}",
+        t.graph
+    );
+}
+
 /// `f64` and `i32` scalars go on the left of an operator (an unsuffixed
 /// literal infers to them); an `f32` or `i64` variable goes through
 /// `f64::from(s)` or a weak scalar tensor, as `arith.rs` says: the same

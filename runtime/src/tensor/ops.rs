@@ -66,6 +66,44 @@ pub(crate) fn apply(
     dtype: DType,
     loc: SourceLoc,
 ) -> Tensor {
+    let weak = keeps_weak(&op, inputs);
+    let r = apply_strong(op, inputs, shape, dtype, loc);
+    if weak {
+        r.into_weak()
+    } else {
+        r
+    }
+}
+
+/// Whether the result of `op` on `inputs` is weakly typed, by JAX's standard rule: where
+/// every operand its values come from is weak. So views, data movement and reductions keep
+/// a weak value weak (a causal bias `where_(c, 0.0, -inf)` reshaped or broadcast before it
+/// meets bf16 scores keeps them bf16); a cast, an iota or a product of matrices gives a
+/// strong result, and unary, binary and select ops decide for themselves (`unary`,
+/// `binary`, `select`).
+fn keeps_weak(op: &Op, inputs: &[&Tensor]) -> bool {
+    let values = match op {
+        Op::Broadcast
+        | Op::Reshape
+        | Op::Transpose(_)
+        | Op::Slice(_)
+        | Op::Pad(..)
+        | Op::Concat(_)
+        | Op::Reduce(..) => inputs,
+        // The gathered operand, not the indices.
+        Op::Take(_) => &inputs[..1.min(inputs.len())],
+        _ => return false,
+    };
+    !values.is_empty() && values.iter().all(|t| t.weak)
+}
+
+fn apply_strong(
+    op: Op,
+    inputs: &[&Tensor],
+    shape: Vec<usize>,
+    dtype: DType,
+    loc: SourceLoc,
+) -> Tensor {
     let _internal = crate::internal::Scope::enter();
     if inputs.iter().any(|t| t.is_traced()) {
         if trace::current_trace().is_none() {
@@ -187,7 +225,7 @@ pub(crate) fn constant(l: Literal, shape: &[usize], dtype: DType, loc: SourceLoc
 }
 
 /// The common dtype of operands, by the promotion rules (weak scalars adapt).
-fn common_dtype(name: &str, ops: &[&Operand], loc: SourceLoc) -> DType {
+pub(crate) fn common_dtype(name: &str, ops: &[&Operand], loc: SourceLoc) -> DType {
     let mut strong: Option<DType> = None;
     for (i, o) in ops.iter().enumerate() {
         if let Operand::Tensor(t) = o {
@@ -582,11 +620,14 @@ impl Tensor {
     }
 
     /// Convert every element to `dtype` (float to int saturates and maps NaN
-    /// to 0, like Rust's `as`; anything to bool is `!= 0`).
+    /// to 0, like Rust's `as`; anything to bool is `!= 0`). The result is strongly typed,
+    /// as JAX's `astype`: casting a weak value to its own dtype fixes its type.
     #[track_caller]
     pub fn cast(&self, dtype: DType) -> Tensor {
         if dtype == self.dtype {
-            return self.clone();
+            let mut t = self.clone();
+            t.weak = false;
+            return t;
         }
         apply(
             Op::Cast(dtype),

@@ -581,8 +581,8 @@ fn concat_at(ts: &[&Tensor], axis: isize, loc: SourceLoc) -> Tensor {
     }
     let first = ts[0];
     let a = norm_axis("concat", first, axis, first.ndim(), loc);
-    let dtype = ts
-        .iter()
+    // Any two types combine (nothing is computed, unlike arithmetic's bools)...
+    ts.iter()
         .enumerate()
         .skip(1)
         .fold(first.dtype, |d, (i, t)| {
@@ -598,6 +598,27 @@ fn concat_at(ts: &[&Tensor], axis: isize, loc: SourceLoc) -> Tensor {
                 )
             })
         });
+    // ...into the binary ops' common type: weak operands take the strong ones' (a weak f32
+    // bias beside bf16 scores gives bf16), and a concat of weak operands is weak.
+    let operands: Vec<super::ops::Operand> = ts
+        .iter()
+        .map(|t| super::ops::Operand::Tensor(std::borrow::Cow::Borrowed(*t)))
+        .collect();
+    let refs: Vec<&super::ops::Operand> = operands.iter().collect();
+    let dtype = super::ops::common_dtype("concat", &refs, loc);
+    // The operands in `dtype`, keeping their weak type (`cast` would fix it).
+    let to = |t: &Tensor| -> Tensor {
+        if t.dtype == dtype {
+            t.clone()
+        } else {
+            let c = apply(Op::Cast(dtype), &[t], t.shape.clone(), dtype, loc);
+            if t.weak {
+                c.into_weak()
+            } else {
+                c
+            }
+        }
+    };
     for (i, t) in ts.iter().enumerate() {
         if t.ndim() != first.ndim() || (0..t.ndim()).any(|d| d != a && t.shape[d] != first.shape[d])
         {
@@ -612,9 +633,9 @@ fn concat_at(ts: &[&Tensor], axis: isize, loc: SourceLoc) -> Tensor {
         }
     }
     if ts.len() == 1 {
-        return first.cast(dtype);
+        return to(first);
     }
-    let cast: Vec<Tensor> = ts.iter().map(|t| t.cast(dtype)).collect();
+    let cast: Vec<Tensor> = ts.iter().map(|t| to(t)).collect();
     let refs: Vec<&Tensor> = cast.iter().collect();
     let mut out = first.shape.clone();
     out[a] = ts
