@@ -1246,3 +1246,77 @@ fn avx512_machine_code_is_the_recorded_code() {
     }
     expect_test::expect_file!["snapshots/avx512_code.txt"].assert_eq(&out);
 }
+
+/// Loop kernels that move at least `Target::streaming_min_bytes` (the last-level cache's
+/// size; 1 here) store their outputs around the caches (`vmovntps`/`vmovntpd`) on rows whose
+/// outputs start on a vector boundary, and with ordinary stores on the others: the same bits
+/// as the interpreter at AVX-512 and AVX2 widths, for f32, f64 and i32 outputs, rows aligned
+/// and not (101 elements: every other row starts off a boundary, a 2-D kernel's rows), a
+/// 16-bit output beside them (never streamed), and the default threshold leaves small kernels
+/// alone.
+#[test]
+fn outputs_stored_around_the_caches_keep_their_bits() {
+    let mut rng = Rng::new(41);
+    let levels: Vec<Isa> = [Isa::Avx512, Isa::Avx2]
+        .into_iter()
+        .filter(|&l| l <= Isa::detected())
+        .collect();
+    for (shape, dtype) in [
+        (vec![4096usize], DType::F32),
+        (vec![37, 101], DType::F32),
+        (vec![64, 64], DType::F64),
+        (vec![33, 101], DType::F64),
+        (vec![3000], DType::I32),
+    ] {
+        let args: Vec<Tensor> = (0..3)
+            .map(|_| random_tensor(&mut rng, &shape, dtype, -4.0, 4.0, false))
+            .collect();
+        // (At AVX2 a kernel with a 16-bit access is Cranelift's.)
+        let half = shape.len() == 1 && dtype == DType::F32;
+        let g = trace_fn(&args, |t| {
+            let axpby = &(&t[0] * 3) + &(&t[1] * 2);
+            let mut outs = vec![&axpby + &t[2], axpby.clone()];
+            if shape.len() == 2 {
+                // A row broadcast keeps the kernel 2-D: rows of 101 elements.
+                outs.push(&axpby + &t[2].sum_keepdims(0));
+            }
+            if half {
+                // A 16-bit output of the same kernel: stored the ordinary way.
+                outs.push(axpby.cast(DType::BF16));
+            }
+            outs
+        });
+        let want = jitfuse::internals::interpret::eval_graph(&g, &args, &[]).unwrap();
+        for &level in &levels {
+            let target = Target {
+                streaming_min_bytes: 1,
+                ..Target::at(level)
+            };
+            let exe = compile_at(g.clone(), &target).unwrap();
+            let listing = exe.asm_text();
+            let nt = if dtype == DType::F64 {
+                "vmovntpd"
+            } else {
+                "vmovntps"
+            };
+            if !(half && level == Isa::Avx2) {
+                assert!(listing.contains(nt), "{level} {shape:?} {dtype}: {listing}");
+                assert!(listing.contains("sfence"), "{level} {shape:?}");
+            }
+            let refs: Vec<&Tensor> = args.iter().collect();
+            let got = exe.run_with(&refs).unwrap();
+            assert_eq!(got.len(), want.len());
+            for (k, (a, b)) in got.iter().zip(&want).enumerate() {
+                assert_eq!(a.dtype(), b.dtype());
+                assert_eq!(
+                    to_f64s(a),
+                    to_f64s(b),
+                    "{level} {shape:?} {dtype}: output {k}"
+                );
+            }
+            // At the default threshold (the cache's size) these kernels store as before.
+            let small = compile_at(g.clone(), &Target::at(level)).unwrap();
+            assert!(!small.asm_text().contains(nt), "{level} {shape:?}");
+        }
+    }
+}

@@ -97,6 +97,9 @@ pub struct Target {
     /// The split every product takes, where forced (`GemmSplit`); each compiled product
     /// carries it, so its run and its workspace figure agree.
     pub gemm_split: Option<GemmSplit>,
+    /// The bytes a loop kernel moves from which the x86 backend stores its outputs around the
+    /// caches (`x86::Emitter::streamed`): the last-level cache's size.
+    pub streaming_min_bytes: usize,
 }
 
 static HOST: Lazy<Target> = Lazy::new(|| {
@@ -132,8 +135,23 @@ static HOST: Lazy<Target> = Lazy::new(|| {
             Ok("gemm") => Some(GemmSplit::Gemm),
             _ => None,
         },
+        streaming_min_bytes: last_level_cache_bytes(),
     }
 });
+
+/// The last-level cache's size, from Linux's sysfs (32 MiB where it does not say).
+fn last_level_cache_bytes() -> usize {
+    (0..8)
+        .filter_map(|i| {
+            let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{i}");
+            let level = std::fs::read_to_string(format!("{dir}/level")).ok()?;
+            let size = std::fs::read_to_string(format!("{dir}/size")).ok()?;
+            let kib: usize = size.trim().strip_suffix('K')?.parse().ok()?;
+            Some((level.trim().parse::<u32>().ok()?, kib << 10))
+        })
+        .max()
+        .map_or(32 << 20, |(_, bytes)| bytes)
+}
 
 impl Target {
     /// The target programs are compiled for by default: the best level of this CPU, capped by
@@ -165,6 +183,8 @@ impl Target {
             tiled_first: false,
             trace_order: false,
             gemm_split: None,
+            // (Not this machine's cache: listings that do not depend on where they are made.)
+            streaming_min_bytes: 32 << 20,
         }
     }
 

@@ -129,6 +129,21 @@ impl Asm {
         Ok(())
     }
 
+    /// The vector at `m` = vector register `r`, stored around the caches (`m` aligned to the
+    /// vector's size): an output larger than the last-level cache is written without first
+    /// reading its lines.
+    pub(super) fn store_streaming(&mut self, m: AsmMemoryOperand, r: u8) -> R<()> {
+        use body::{Y, Z};
+        let r = r as usize;
+        match (self.w, self.lane) {
+            (Width::Z, Lane::F32) => self.a.vmovntps(m, Z[r])?,
+            (Width::Z, Lane::F64) => self.a.vmovntpd(m, Z[r])?,
+            (Width::Y, Lane::F32) => self.a.vmovntps(m, Y[r])?,
+            (Width::Y, Lane::F64) => self.a.vmovntpd(m, Y[r])?,
+        }
+        Ok(())
+    }
+
     pub(super) fn vmov(&mut self, d: u8, x: u8) -> R<()> {
         match self.w {
             Width::Z => self.a.vmovaps(body::Z[d as usize], body::Z[x as usize])?,

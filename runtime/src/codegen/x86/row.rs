@@ -411,6 +411,7 @@ impl<'a> Rows<'a> {
             tile_bytes: 0,
             prefetch: &[],
             bool_tail: None,
+            stream: &[],
         };
         self.asm.a.xor(R_I, R_I)?;
         let mut regs = Regs::new(self.asm.w);
@@ -535,6 +536,7 @@ impl<'a> Rows<'a> {
             tile_bytes: self.stash_bytes,
             prefetch: &prefetch,
             bool_tail: None,
+            stream: &[],
         };
         let n = self.pl.n as i64;
         let block = if accs.is_empty() { n.max(1) } else { BLOCK };

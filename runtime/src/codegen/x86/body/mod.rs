@@ -34,6 +34,9 @@ pub(super) struct Ctx<'c> {
     /// The frame slot (32 bytes) through which the tail vector reads and writes bool
     /// accesses (`bools.rs`); None where the pass has none.
     pub bool_tail: Option<i32>,
+    /// The accesses whose whole vectors are stored non-temporally (`Emitter::streamed`;
+    /// their pointers aligned to a vector), by access; empty for none.
+    pub stream: &'c [bool],
 }
 
 /// A value the pass reads rather than computes.
@@ -554,7 +557,12 @@ impl Vector<'_, '_, '_> {
                 return Ok(());
             }
         };
-        e.store(mem, r, self.masked)?;
+        match dest {
+            Dest::Access(a) if !self.masked && self.ctx.stream.get(a) == Some(&true) => {
+                e.store_streaming(mem, r)?
+            }
+            _ => e.store(mem, r, self.masked)?,
+        }
         self.stored |= matches!(dest, Dest::Access(_));
         self.release(val);
         Ok(())
