@@ -395,15 +395,9 @@ fn weak_scalars_take_the_tensor_dtype() {
         vec![&ts[0] * &ts[1], &ts[0] * 2.0, ts[0].exp()]
     })
     .unwrap();
-    let outs: Vec<DType> = t
-        .graph
-        .outputs
-        .iter()
-        .map(|&o| t.graph.node(o).dtype)
-        .collect();
     assert_eq!(
-        outs,
-        vec![DType::F32, DType::F64, DType::F64],
+        output_dtypes(&t.graph),
+        [DType::F32, DType::F64, DType::F64],
         "{}",
         t.graph
     );
@@ -510,18 +504,17 @@ fn views_and_reductions_of_weak_values_stay_weak() {
         ]
     })
     .unwrap();
-    let outs: Vec<DType> = t
-        .graph
-        .outputs
-        .iter()
-        .map(|&o| t.graph.node(o).dtype)
-        .collect();
     assert_eq!(
-        outs,
-        vec![DType::BF16, DType::F32, DType::BF16],
+        output_dtypes(&t.graph),
+        [DType::BF16, DType::F32, DType::BF16],
         "{}",
         t.graph
     );
+}
+
+/// The dtypes of a graph's outputs.
+fn output_dtypes(g: &jitfuse::internals::ir::Graph) -> Vec<DType> {
+    g.outputs.iter().map(|&o| g.node(o).dtype).collect()
 }
 
 /// `f64` and `i32` scalars go on the left of an operator (an unsuffixed

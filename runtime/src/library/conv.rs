@@ -1083,6 +1083,18 @@ fn position<'a>(
     }
 }
 
+/// Values in [-1, 1) from a fixed xorshift stream, for the tests of the convolution paths.
+#[cfg(test)]
+fn test_values() -> impl FnMut() -> f32 {
+    let mut s = 0x2545_f491_4f6c_dd1du64;
+    move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+    }
+}
+
 /// Whether every element of the f32 kernel `w` is finite: where its map is a permutation
 /// of a dense buffer (any layout of a contiguous kernel), one vectorised scan of the buffer;
 /// element by element otherwise.

@@ -395,13 +395,7 @@ mod tests {
                 8,
             ),
         ];
-        let mut s = 0x2545_f491_4f6c_dd1du64;
-        let mut next = || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-        };
+        let mut next = super::super::test_values();
         let mut grouped = 0;
         for (input, window, padding, strides, dil, groups, per) in cases {
             let r = input.len();

@@ -325,13 +325,7 @@ mod tests {
             let (h, wd) = (y[1], y[2]);
             let direct = super::super::Problem::of(&spec, (&y, &w, &x), 4, true);
             assert!(super::Phased::plan(&direct, &spec).is_some());
-            let mut s = 0x2545_f491_4f6c_dd1du64;
-            let mut next = || {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-            };
+            let mut next = super::super::test_values();
             let dy: Vec<f32> = (0..n * h * wd * f).map(|_| next()).collect();
             let wv: Vec<f32> = (0..w.iter().product::<usize>()).map(|_| next()).collect();
             // The same dy stored as [N, F, H, W].
