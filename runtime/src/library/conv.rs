@@ -733,8 +733,9 @@ unsafe fn task<T: Real>(
                 }
                 packed = Some(g);
             }
+            // (A class's panel numbers run past `m`'s: its rows are the class's.)
             let r0 = panel * p.mr;
-            let rows = (p.m - r0).min(p.mr);
+            let rows = p.m.saturating_sub(r0).min(p.mr);
             #[cfg(target_arch = "x86_64")]
             if p.direct {
                 use indirect::{tile, Every, Listed, Scattered, Strided};
