@@ -733,47 +733,50 @@ unsafe fn task<T: Real>(
                 }
                 packed = Some(g);
             }
-            // (A class's panel numbers run past `m`'s: its rows are the class's.)
-            let r0 = panel * p.mr;
-            let rows = p.m.saturating_sub(r0).min(p.mr);
             #[cfg(target_arch = "x86_64")]
-            if p.direct {
-                use indirect::{tile, Every, Listed, Scattered, Strided};
+            if let Some(classes) = classes {
+                // A class's panel (direct tiles only): the class's positions in this block;
+                // its sums start at the first.
+                use indirect::{tile, Listed, Scattered};
                 let (k0, k1) = (q0 / p.inner, q1 / p.inner);
                 let rp = (offs as *const *const f32).add(k0 * p.mr);
-                let wide = !p.narrow();
-                if let Some(classes) = classes {
-                    // The class's positions in this block; its sums start at the first.
-                    let class_panel = classes.panel(panel);
-                    let ks = class_panel.positions();
-                    let (lo, hi) = (
-                        ks.partition_point(|&k| k < k0),
-                        ks.partition_point(|&k| k < k1),
-                    );
-                    if lo == hi && lo > 0 {
-                        continue;
-                    }
-                    let rows = row_pointers::<T>(
-                        p,
-                        &ptrs,
-                        (g, panel),
-                        (offs, zeros),
-                        Some((&class_panel, c_rows)),
-                    );
-                    for j in 0..p.col_panels() {
-                        let c0 = j * NR;
-                        let cols = (p.ncol - c0).min(NR);
-                        let c = Scattered(c_rows as *const *mut f32, c0);
-                        let b = bp.add(j * p.kb * NR) as *const f32;
-                        let shape = (Listed(&ks[lo..hi], k0), p.inner, rows, cols);
-                        if wide {
-                            tile::<2, MR, _, _>(rp, b, c, shape, lo > 0);
-                        } else {
-                            tile::<1, DIRECT_NARROW_ROWS, _, _>(rp, b, c, shape, lo > 0);
-                        }
-                    }
+                let class_panel = classes.panel(panel);
+                let ks = class_panel.positions();
+                let (lo, hi) = (
+                    ks.partition_point(|&k| k < k0),
+                    ks.partition_point(|&k| k < k1),
+                );
+                if lo == hi && lo > 0 {
                     continue;
                 }
+                let rows = row_pointers::<T>(
+                    p,
+                    &ptrs,
+                    (g, panel),
+                    (offs, zeros),
+                    Some((&class_panel, c_rows)),
+                );
+                for j in 0..p.col_panels() {
+                    let c0 = j * NR;
+                    let cols = (p.ncol - c0).min(NR);
+                    let c = Scattered(c_rows as *const *mut f32, c0);
+                    let b = bp.add(j * p.kb * NR) as *const f32;
+                    let shape = (Listed(&ks[lo..hi], k0), p.inner, rows, cols);
+                    if p.narrow() {
+                        tile::<1, DIRECT_NARROW_ROWS, _, _>(rp, b, c, shape, lo > 0);
+                    } else {
+                        tile::<2, MR, _, _>(rp, b, c, shape, lo > 0);
+                    }
+                }
+                continue;
+            }
+            let r0 = panel * p.mr;
+            let rows = (p.m - r0).min(p.mr);
+            #[cfg(target_arch = "x86_64")]
+            if p.direct {
+                use indirect::{tile, Every, Strided};
+                let (k0, k1) = (q0 / p.inner, q1 / p.inner);
+                let rp = (offs as *const *const f32).add(k0 * p.mr);
                 row_pointers::<T>(p, &ptrs, (g, panel), (offs, zeros), None);
                 for j in 0..p.col_panels() {
                     let c0 = j * NR;
@@ -781,10 +784,10 @@ unsafe fn task<T: Real>(
                     let c = (ptrs.c as *mut f32).add(r0 * ldc + g * col_base + c0);
                     let b = bp.add(j * p.kb * NR) as *const f32;
                     let (shape, c) = ((Every(k1 - k0), p.inner, rows, cols), Strided(c, ldc));
-                    if wide {
-                        tile::<2, MR, _, _>(rp, b, c, shape, q0 > 0);
-                    } else {
+                    if p.narrow() {
                         tile::<1, DIRECT_NARROW_ROWS, _, _>(rp, b, c, shape, q0 > 0);
+                    } else {
+                        tile::<2, MR, _, _>(rp, b, c, shape, q0 > 0);
                     }
                 }
                 continue;

@@ -217,10 +217,7 @@ pub fn build(lk: &LoopKernel, t: &Target) -> Option<Code> {
     let tries = if inline_ok { &order[..] } else { &order[..1] };
     for &tiling in tries {
         for &hoist in body::Hoist::levels(w) {
-            let e = Emitter::new(lk, tiling, hoist, t.tile, w, lane, int).map(|e| Emitter {
-                streaming_min_bytes: t.streaming_min_bytes,
-                ..e
-            });
+            let e = Emitter::new(lk, tiling, hoist, t, w, lane, int);
             match e.and_then(|e| e.run()) {
                 Ok((bytes, prefetched, held)) => {
                     return Some(Code {
@@ -392,7 +389,7 @@ impl<'a> Emitter<'a> {
         p: &'a LoopKernel<'a>,
         tiling: Option<&'a Tiling>,
         hoist: body::Hoist,
-        tile: usize,
+        t: &Target,
         w: Width,
         lane: Lane,
         int: bool,
@@ -406,7 +403,7 @@ impl<'a> Emitter<'a> {
         let bools = p.accesses.iter().any(|a| a.dtype == DType::Bool);
         let tiles = (bool_tail + if bools { 32 } else { 0 } + 63) / 64 * 64;
         let tiled = tiling.map_or(0, |s| s.locals.len()) as i32;
-        let size = tiles + tiled * (tile as i32) * 4;
+        let size = tiles + tiled * (t.tile as i32) * 4;
         let size = (size + 63) / 64 * 64;
         let mut asm = Asm::new(w, lane)?;
         asm.int = int;
@@ -429,10 +426,10 @@ impl<'a> Emitter<'a> {
                 tiles,
                 size,
             },
-            tile,
+            tile: t.tile,
             prefetched: 0,
             streams: false,
-            streaming_min_bytes: usize::MAX,
+            streaming_min_bytes: t.streaming_min_bytes,
         })
     }
 
@@ -651,12 +648,11 @@ impl<'a> Emitter<'a> {
         (0..self.p.accesses.len())
             .map(|ai| {
                 let a = &self.p.accesses[ai];
+                // (Of the lane's size: neither a bool nor a 16-bit float.)
                 self.p.is_output(ai)
                     && ptrs[ai].is_some()
                     && a.strides.last() == Some(&1)
-                    && a.dtype != DType::Bool
                     && a.dtype.size() == lane
-                    && !a.dtype.is_half()
             })
             .collect()
     }
