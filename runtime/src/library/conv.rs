@@ -987,6 +987,45 @@ impl Taps {
         zeros: *const u8,
         (dst, stride): (*mut *const u8, usize),
     ) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            return self.pointers_wide(base, (pos, run), kidx, zeros, (dst, stride));
+        }
+        self.pointers_on(base, (pos, run), kidx, zeros, (dst, stride))
+    }
+
+    /// `pointers` compiled for AVX-512: a run's pointers are selects eight at a time (a
+    /// panel's 252 pointers of a 28-row, 3×3 narrow tile cost about a fifth of its
+    /// multiply-adds one at a time).
+    ///
+    /// # Safety
+    /// As `pointers`'; AVX-512 F.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw")]
+    unsafe fn pointers_wide<T>(
+        &self,
+        base: *const T,
+        (pos, run): (&[usize], usize),
+        kidx: &[usize],
+        zeros: *const u8,
+        (dst, stride): (*mut *const u8, usize),
+    ) {
+        self.pointers_on(base, (pos, run), kidx, zeros, (dst, stride))
+    }
+
+    /// `pointers`, inlined into each caller so it compiles for the caller's vectors.
+    ///
+    /// # Safety
+    /// As `pointers`'.
+    #[inline(always)]
+    unsafe fn pointers_on<T>(
+        &self,
+        base: *const T,
+        (pos, run): (&[usize], usize),
+        kidx: &[usize],
+        zeros: *const u8,
+        (dst, stride): (*mut *const u8, usize),
+    ) {
         let r = pos.len();
         for (kpos, k) in kidx.chunks_exact(r).enumerate() {
             self.run_at(base, pos, run, k, zeros, dst.add(kpos * stride));
@@ -1031,13 +1070,27 @@ impl Taps {
         zeros: *const u8,
         dst: *mut *const u8,
     ) {
-        self.run_with(pos, run, k, |r, off| {
-            *dst.add(r) = if off == NONE {
+        let last = pos.len() - 1;
+        let mut off = 0i64;
+        for d in 0..last {
+            let v = self.tab[d][pos[d] * self.window[d] + k[d]];
+            if v == NONE {
+                return (0..run).for_each(|r| *dst.add(r) = zeros);
+            }
+            off += v;
+        }
+        let len = self.last.len() / self.window[last];
+        let from = k[last] * len + pos[last];
+        // A select per pointer, which vectorises where the caller enables wide vectors
+        // (`pointers_wide`).
+        let at = base.wrapping_offset(off as isize);
+        for (r, &o) in self.last[from..from + run].iter().enumerate() {
+            *dst.add(r) = if o == NONE {
                 zeros
             } else {
-                base.wrapping_offset(off as isize) as *const u8
+                at.wrapping_offset(o as isize) as *const u8
             };
-        });
+        }
     }
 }
 
