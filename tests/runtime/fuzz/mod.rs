@@ -821,6 +821,50 @@ fn smooth_functions_of_a_rounded_argument_carry_its_rounding() {
     assert!((s[1] - 2f64.exp()).abs() < 1e-5, "{}", s[1]);
 }
 
+/// Noise magnitudes are f64 whatever the values' type, and a product carries its operands'
+/// noise to first order. The f16 gradient of `tanh(var(x) + x)` (fuzz seed 14601067088)
+/// multiplies noisy values whose magnitudes, multiplied, passed f16's largest finite value:
+/// as f16 they were infinite and dropped from the output's scale, so the gradient was held
+/// to its result's scale, 1, against roundings of values 20 times larger; as f64, products
+/// of magnitudes compounded to 9,000. The square of 0.5 of noise 400 carries 2·0.5·400 (and
+/// the product of the two noises), not 400².
+#[test]
+fn noise_magnitudes_do_not_overflow_and_products_carry_noise_to_first_order() {
+    let text = "%0 = param 0 : f16[2]\n\
+                %1 = sub %0, %0 : f16[2]\n\
+                %2 = mul %1, %1 : f16[2]\n\
+                %3 = mul %2, %1 : f16[2]\n\
+                %4 = const 0.5 : f16[2]\n\
+                %5 = add %1, %4 : f16[2]\n\
+                %6 = mul %5, %5 : f16[2]\n\
+                return %3, %6\n";
+    let g = jitfuse::internals::ir::parse(text).unwrap();
+    let x = Tensor::from_vec(vec![jitfuse::f16::from_f64(200.0); 2], &[2]).unwrap();
+    let s = noise::analyse(&g, &noise::node_values(&g, &[x], &[]).unwrap()).scales;
+    // 0 times 0 of noises 400² and 400: their product in f16's unit of tolerance
+    // (u = 2⁻⁸), finite.
+    let u = 2f64.powi(-8);
+    let want = u * u * 400f64.powi(3);
+    assert!((s[0] - want).abs() < 1e-9 * want, "{s:?}");
+    // (0 + 0.5)² with noise 400.5: 2 · 0.5 · 400.5 and u · 400.5².
+    let want = 400.5 + u * 400.5 * 400.5;
+    assert!((s[1] - want).abs() < 1e-9 * want, "{s:?}");
+    let shrunk = Program {
+        params: vec![program::Param {
+            dtype: jitfuse::DType::F16,
+            ..borrowed_f32(&[31, 1], 0)
+        }],
+        ins: vec![
+            program::Ins::Reduce(program::Red::Var, 0, -2, true),
+            program::Ins::Binary(program::Bin::Add, 1, 0),
+            program::Ins::Unary(program::Un::Tanh, 2),
+        ],
+        outputs: vec![3],
+        grad: true,
+    };
+    assert_passes(&shrunk, 14601067088);
+}
+
 /// Found on an AMD Zen 4 machine: the gradient of a row product of `gelu(2x)` over a row
 /// holding a NaN. One `gelu` rounded to exactly 0 compiled (its tanh to -1) and to -1.5e-7
 /// in the interpreter; the product rule's "one zero" branch gave 0 off the zero, so the
