@@ -280,6 +280,8 @@ fn main() {
         Case { name: "GPT x@W_qkv", m: 16384, k: 384, n: 1152, la: N, lb: N },
         Case { name: "GPT h@W_down", m: 16384, k: 1536, n: 384, la: N, lb: N },
         Case { name: "GPT dW=x^T@dy", m: 384, k: 16384, n: 1536, la: T, lb: N },
+        Case { name: "attn q@k^T tile", m: 64, k: 64, n: 128, la: N, lb: T },
+        Case { name: "attn p@v tile", m: 64, k: 128, n: 64, la: N, lb: N },
         Case { name: "small 4", m: 4, k: 4, n: 4, la: N, lb: N },
         Case { name: "small 16x64x16", m: 16, k: 64, n: 16, la: N, lb: N },
         Case { name: "small 16x64x16 T", m: 16, k: 64, n: 16, la: T, lb: T },
