@@ -7,8 +7,9 @@
 //! Rows: the network of Fashion-MNIST's own benchmark (conv 5×5×32 Same + ReLU, max-pool 2,
 //! conv 5×5×64 + ReLU, max-pool 2, dense 1024 + ReLU, dense 10) with Adam 1e-3; the
 //! ResNet-20-shaped network (3×3 convolutions of 16, 32, 64 features with batch norm in
-//! training mode, strided 1×1 projections, global average pool) with SGD and momentum 0.9.
-//! Each step: the loss and gradients, the optimiser's update, the new parameters, state and
+//! training mode, strided 1×1 projections, global average pool) with SGD and momentum 0.9,
+//! also with its blocks checkpointed and under the bf16 compute policy (both against the
+//! peers' plain f32 step). Each step: the loss and gradients, the optimiser's update, the new parameters, state and
 //! running statistics. Also the temporaries each compiled step holds (jitfuse's
 //! `memory_analysis().temp_bytes`, XLA's `temp_size_in_bytes`). `JITFUSE_BENCH_RUNS` sets
 //! the samples (median), taken before and after the peers' runs.
@@ -70,6 +71,31 @@ fn resnet_step(
     (p, s, stats, l)
 }
 
+/// `resnet_step` under the mixed-precision policy (bf16 compute: parameters, images and
+/// running statistics cast to bf16 inside the loss; f32 parameters, momentum, running
+/// statistics and loss outside it).
+#[jit]
+fn resnet_step_bf16(
+    p: ResNet,
+    s: StateOf<Sgd, ResNet>,
+    stats: ResNetStats,
+    x: &Tensor,
+    y: &Tensor,
+) -> (ResNet, StateOf<Sgd, ResNet>, ResNetStats, Tensor) {
+    let policy = jitfuse::precision::Policy::new(DType::F32, DType::BF16, DType::F32);
+    let ((l, stats), g) = value_and_grad_with_aux(
+        |p: &ResNet| {
+            let (p, x, stats) = policy.cast_to_compute(&(p.clone(), x.clone(), stats.clone()));
+            let (z, stats) = p.logits(&x, &stats, true, false);
+            let l = softmax_cross_entropy_with_labels(&z, y);
+            (policy.cast_to_output(&l), policy.cast_to_param(&stats))
+        },
+        &p,
+    );
+    let (p, s) = sgd().update(&g, s, p);
+    (p, s, stats, l)
+}
+
 fn batch() -> (Tensor, Tensor) {
     let mut s = 0x9e3779b97f4a7c15u64;
     let mut next = move || {
@@ -90,6 +116,8 @@ fn batch() -> (Tensor, Tensor) {
 
 /// The ResNet row whose blocks are checkpointed (`Policy::DotsSaveable`).
 const REMAT: &str = "resnet20, blocks checkpointed";
+/// The ResNet row under the bf16 compute policy (against the peers' f32 step).
+const BF16: &str = "resnet20, bf16 compute";
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -179,6 +207,25 @@ fn jitfuse_rows(runs: usize, x: &Tensor, y: &Tensor) -> Vec<(&'static str, Vec<f
         }
         rows.push((net, t, temp));
     }
+    {
+        let (p, stats) = ResNet::init(&key);
+        let s = sgd().init(&p);
+        let temp = resnet_step_bf16::lower(p.clone(), s.clone(), stats.clone(), x, y)
+            .and_then(|l| l.compile())
+            .unwrap()
+            .memory_analysis()
+            .temp_bytes;
+        let (mut p, mut s, mut stats, _) = resnet_step_bf16(p, s, stats, x, y);
+        let mut t = vec![];
+        for _ in 0..runs {
+            let start = Instant::now();
+            let (p2, s2, st2, l) = resnet_step_bf16(p, s, stats, x, y);
+            l.item::<f32>().unwrap();
+            t.push(start.elapsed().as_secs_f64() * 1e3);
+            (p, s, stats) = (p2, s2, st2);
+        }
+        rows.push((BF16, t, temp));
+    }
     rows
 }
 
@@ -208,8 +255,12 @@ fn main() {
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for (net, ms, temp) in rows {
-        // (The checkpointed ResNet against the peers' plain step.)
-        let peer_net = if net == REMAT { "resnet20" } else { net };
+        // (The checkpointed and bf16 ResNets against the peers' plain f32 step.)
+        let peer_net = if net == REMAT || net == BF16 {
+            "resnet20"
+        } else {
+            net
+        };
         let t = |mode: &str| {
             torch
                 .get(&(peer_net.to_string(), mode.to_string()))
