@@ -1070,27 +1070,15 @@ impl Taps {
         zeros: *const u8,
         dst: *mut *const u8,
     ) {
-        let last = pos.len() - 1;
-        let mut off = 0i64;
-        for d in 0..last {
-            let v = self.tab[d][pos[d] * self.window[d] + k[d]];
-            if v == NONE {
-                return (0..run).for_each(|r| *dst.add(r) = zeros);
-            }
-            off += v;
-        }
-        let len = self.last.len() / self.window[last];
-        let from = k[last] * len + pos[last];
         // A select per pointer, which vectorises where the caller enables wide vectors
         // (`pointers_wide`).
-        let at = base.wrapping_offset(off as isize);
-        for (r, &o) in self.last[from..from + run].iter().enumerate() {
-            *dst.add(r) = if o == NONE {
+        self.run_with(pos, run, k, |r, off| {
+            *dst.add(r) = if off == NONE {
                 zeros
             } else {
-                at.wrapping_offset(o as isize) as *const u8
+                base.wrapping_offset(off as isize) as *const u8
             };
-        }
+        });
     }
 }
 

@@ -8,11 +8,13 @@
 //! comparison's scale must be that size, not the result's.
 //!
 //! Linear structure (views, sums, products, quotients, selects, convolutions) carries
-//! magnitude forward (a select whose predicate compares values within their rounding of
-//! each other takes either branch, and the branches' difference as noise: the sign in the
-//! gradient of `1/(|conv| + 0.5)` where the conv sum cancelled, fuzz seed 14501095106) (an elementwise product to first order where that is smaller:
-//! `|b|·|a|~ + |a|·|b|~`, each value times the other's magnitude, when an operand is
-//! mostly noise); magnitudes are f64 whatever the values' type; a max or min carries the noise of the operand it took. Where an input is mostly noise (its noise more than
+//! magnitude forward, in f64 whatever the values' type. An elementwise product takes the
+//! first-order propagation where that is smaller (`|b|·|a|~ + |a|·|b|~`, each value times
+//! the other's magnitude, when an operand is mostly noise). A select whose predicate
+//! compares values within their rounding of each other may take either branch, and carries
+//! the branches' difference as noise (the sign in the gradient of `1/(|conv| + 0.5)` where
+//! the conv sum cancelled, fuzz seed 14501095106). A max or min carries the noise of the
+//! operand it took. Where an input is mostly noise (its noise more than
 //! twice its magnitude: terms cancelled in it), a smooth function carries that
 //! noise times its slope (`tanh`, `sin`, `cos`: 1; `sigmoid` 1/4; `erf` 2/√π;
 //! `square`, `exp`, `ln`, `sqrt`, `rsqrt`, `recip`, `log1p`, `expm1`: |f'| at
@@ -99,11 +101,8 @@ fn propagate(g: &Graph, i: usize, s: &[Tensor], v: &[Tensor]) -> Option<Tensor> 
             // gradient of `|x|`), either branch, and their difference as noise: the two
             // results may differ by all of it.
             let taken = same(&n.op)?;
-            let Op::Compare(_) = g.node(n.inputs[0]).op else {
-                return Some(taken);
-            };
             let c = g.node(n.inputs[0]);
-            if !is_float(g.node(c.inputs[0]).dtype) {
+            if !matches!(c.op, Op::Compare(_)) || !is_float(g.node(c.inputs[0]).dtype) {
                 return Some(taken);
             }
             let (va, vb, sa, sb) = operand_pair(c, v, s);
@@ -127,7 +126,7 @@ fn propagate(g: &Graph, i: usize, s: &[Tensor], v: &[Tensor]) -> Option<Tensor> 
                     }
                 })
                 .collect();
-            Some(Tensor::from_vec(out, &n.shape).expect("a magnitude of the node's shape"))
+            Some(magnitude(out, &n.shape))
         }
         Op::Binary(BinaryOp::Mul) => {
             // `|a|·|b|` of the magnitudes, or the propagation of their noise, where that is
@@ -146,7 +145,7 @@ fn propagate(g: &Graph, i: usize, s: &[Tensor], v: &[Tensor]) -> Option<Tensor> 
                 })
                 .map(|m| if m.is_nan() { f64::INFINITY } else { m })
                 .collect();
-            Some(Tensor::from_vec(out, &n.shape).expect("a magnitude of the node's shape"))
+            Some(magnitude(out, &n.shape))
         }
         Op::Binary(BinaryOp::Max | BinaryOp::Min) => {
             // The noise of the operand the value is taken from, not the max or min of the
@@ -165,7 +164,7 @@ fn propagate(g: &Graph, i: usize, s: &[Tensor], v: &[Tensor]) -> Option<Tensor> 
                     }
                 })
                 .collect();
-            Some(Tensor::from_vec(out, &n.shape).expect("a magnitude of the node's shape"))
+            Some(magnitude(out, &n.shape))
         }
         Op::Binary(BinaryOp::Div) => {
             let (a, b) = (n.inputs[0].index(), n.inputs[1].index());
@@ -183,7 +182,7 @@ fn propagate(g: &Graph, i: usize, s: &[Tensor], v: &[Tensor]) -> Option<Tensor> 
                     }
                 })
                 .collect();
-            Some(Tensor::from_vec(out, &n.shape).expect("a magnitude of the node's shape"))
+            Some(magnitude(out, &n.shape))
         }
         Op::Unary(op @ (UnaryOp::Sin | UnaryOp::Cos)) if !exact(g, n.inputs[0]) => {
             // A periodic function of a computed argument: the argument's rounding error
@@ -198,7 +197,7 @@ fn propagate(g: &Graph, i: usize, s: &[Tensor], v: &[Tensor]) -> Option<Tensor> 
                 .zip(&noise)
                 .map(|(y, e)| y.abs().max(*e))
                 .collect();
-            Some(Tensor::from_vec(out, &n.shape).expect("a magnitude of the node's shape"))
+            Some(magnitude(out, &n.shape))
         }
         Op::Unary(op) => {
             // |f'| at the input `x` (result `y`).
@@ -245,7 +244,7 @@ fn propagate(g: &Graph, i: usize, s: &[Tensor], v: &[Tensor]) -> Option<Tensor> 
                     }
                 })
                 .collect();
-            Some(Tensor::from_vec(out, &n.shape).expect("a magnitude of the node's shape"))
+            Some(magnitude(out, &n.shape))
         }
         _ => None,
     }
@@ -285,12 +284,17 @@ fn mostly_noise(noise: f64, value: f64) -> bool {
     noise > 2.0 * value.abs()
 }
 
+/// A magnitude tensor of `shape` from its f64 values.
+fn magnitude(x: Vec<f64>, shape: &[usize]) -> Tensor {
+    Tensor::from_vec(x, shape).expect("a magnitude of the node's shape")
+}
+
 /// `t`'s values as f64: magnitudes are kept in f64, where products of 16-bit magnitudes
 /// overflowed to infinity (and so out of an output's scale: the gradient of
 /// `tanh(var(x) + x)` in f16 came out with no noise at all, and failed on roundings of
 /// values 20 times its size).
 fn as_f64(t: &Tensor) -> Tensor {
-    Tensor::from_vec(to_f64s(t), t.shape()).expect("a float tensor")
+    magnitude(to_f64s(t), t.shape())
 }
 
 /// Every node's value, from the interpreter: the outputs and the input of `scales`
