@@ -60,6 +60,22 @@ pub fn runs_gemm16(dtype: DType) -> bool {
     gemm16::kind_for(dtype).is_some()
 }
 
+/// Whether the 16-bit step `n` of `g` reads its operands as they are (a `matmul` on
+/// `gemm16`, a bf16 `conv` or `conv_input_grad` on pairs: `conv/pairs.rs`), giving its own
+/// type or its f32 sums; `passes/widen.rs` runs the others on f32 copies.
+pub fn runs_natively(g: &crate::ir::Graph, n: &crate::ir::Node) -> bool {
+    let operand = |i: usize| g.node(n.inputs[i]);
+    match &n.op {
+        crate::ir::Op::Matmul => runs_gemm16(operand(0).dtype),
+        crate::ir::Op::Conv(spec) => conv::pairs::runs(
+            spec,
+            &[&operand(0).shape, &operand(1).shape],
+            operand(0).dtype,
+        ),
+        _ => false,
+    }
+}
+
 /// Scratch bytes of a product `[.., m, k] @ [.., k, n]` of operands of `dtype` giving
 /// `out_shape` (`matmul_strided`'s `scratch`): a bf16 product's packed operands where the CPU runs
 /// `gemm16` (the most of the product folded into one and of one matrix of the batch).

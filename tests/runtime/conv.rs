@@ -288,7 +288,9 @@ fn operands(rng: &mut Rng, c: &Case, d: DType) -> Vec<Tensor> {
 #[test]
 fn compiled_convolutions_and_both_gradients_match_the_interpreter_for_every_option() {
     let mut rng = Rng::new(331);
-    for d in [DType::F32, DType::F64] {
+    // (bf16: `conv` and its input gradient on pairs of features where the CPU has AVX-512
+    // BF16 and a group's features are even, on f32 copies elsewhere; f16 on f32 copies.)
+    for d in [DType::F32, DType::F64, DType::BF16, DType::F16] {
         for (i, c) in cases().iter().enumerate() {
             let args = operands(&mut rng, c, d);
             let g = trace_fn(&args, forward_and_grads(c));
@@ -303,10 +305,11 @@ fn compiled_convolutions_and_both_gradients_match_the_interpreter_for_every_opti
             // it is its Σ|terms|: an f32 sum in another order is about u·Σ|terms| off (1.2e-4
             // for one of 8,000 random terms; a wrong term is off by its size, about 0.25).
             let abs: Vec<Tensor> = args.iter().map(|t| t.abs()).collect();
-            let unit = if d == DType::F32 {
-                f64::from(f32::EPSILON) / 2.0
-            } else {
+            // (16-bit operands sum in f32.)
+            let unit = if d == DType::F64 {
                 f64::EPSILON / 2.0
+            } else {
+                f64::from(f32::EPSILON) / 2.0
             };
             let mags: Vec<f64> = jitfuse::eager::interpreted(|| forward_and_grads(c)(&abs))
                 .iter()
@@ -413,12 +416,28 @@ fn convolutions_give_the_same_bits_under_1_2_3_and_8_threads() {
         ),
         cases().pop().unwrap(),
     ] {
-        same_bits_under_every_pool(&mut rng, &c);
+        same_bits_under_every_pool(&mut rng, &c, DType::F32);
+    }
+    // bf16 on pairs of features (the grouped rows and the narrow tiles), where the CPU has
+    // AVX-512 BF16.
+    for c in [
+        case(
+            &[4, 16, 16, 24],
+            &[3, 3, 24, 40],
+            opts(&[1, 1], Padding::Same),
+        ),
+        case(
+            &[8, 16, 16, 16],
+            &[3, 3, 16, 16],
+            opts(&[1, 1], Padding::Same),
+        ),
+    ] {
+        same_bits_under_every_pool(&mut rng, &c, DType::BF16);
     }
 }
 
-fn same_bits_under_every_pool(rng: &mut Rng, c: &Case) {
-    let args = operands(rng, c, DType::F32);
+fn same_bits_under_every_pool(rng: &mut Rng, c: &Case, d: DType) {
+    let args = operands(rng, c, d);
     let g = trace_fn(&args, forward_and_grads(c));
     let exe = Executable::from_graph(g, vec![]).unwrap();
     let refs: Vec<&Tensor> = args.iter().collect();
@@ -629,6 +648,117 @@ fn terms_in_the_padding_multiply_zeros_so_a_nan_kernel_reaches_every_output() {
                 y.iter().step_by(f).all(|v| v.is_nan()),
                 "{d} {:?}: every output of feature 0 is NaN",
                 c.x
+            );
+        }
+    }
+}
+
+/// bf16 convolutions read their operands as they are where the CPU has AVX-512 BF16 (`conv`
+/// and its input gradient on pairs of features: `library/conv/pairs.rs`), giving f32 sums
+/// rounded once to bf16: each result within half a bf16 unit of the exact sum of the same
+/// values plus what an f32 sum of its terms may lose; the program keeps no f32 copy of the
+/// activations (less memory than on f32 copies); and the paths that do not read pairs (odd
+/// features, channels-first operands read through strides, the weight gradient) give the
+/// same bounds.
+#[test]
+fn bf16_convolutions_read_pairs_of_features_and_round_their_f32_sums_once() {
+    use jitfuse::internals::codegen::Target;
+    use jitfuse::internals::passes::widen::widen;
+    let mut rng = Rng::new(336);
+    let nchw = |c: Case| Case {
+        o: ConvOptions {
+            layout: ConvLayout::ChannelsFirst,
+            ..c.o
+        },
+        x: vec![c.x[0], c.x[3], c.x[1], c.x[2]],
+        w: vec![c.w[3], c.w[2], c.w[0], c.w[1]],
+    };
+    let grouped = ConvOptions {
+        padding: Padding::Same,
+        groups: 2,
+        ..Default::default()
+    };
+    let cases = [
+        // Wide tiles with grouped rows; the narrow tiles; a group's features even; a
+        // strided layer; odd features (widened panels); channels first (strided operands).
+        (
+            case(
+                &[3, 9, 10, 32],
+                &[3, 3, 32, 40],
+                opts(&[1, 1], Padding::Same),
+            ),
+            true,
+        ),
+        (
+            case(
+                &[4, 8, 8, 16],
+                &[3, 3, 16, 16],
+                opts(&[1, 1], Padding::Same),
+            ),
+            true,
+        ),
+        (case(&[2, 6, 7, 12], &[3, 3, 6, 20], grouped), true),
+        (
+            case(&[2, 9, 9, 8], &[3, 3, 8, 34], opts(&[2, 2], Padding::Same)),
+            true,
+        ),
+        (
+            case(&[2, 6, 6, 5], &[3, 3, 5, 7], opts(&[1, 1], Padding::Same)),
+            false,
+        ),
+        (
+            nchw(case(
+                &[2, 6, 7, 8],
+                &[3, 3, 8, 10],
+                opts(&[1, 1], Padding::Same),
+            )),
+            false,
+        ),
+    ];
+    for (i, (c, pairs)) in cases.iter().enumerate() {
+        let args = operands(&mut rng, c, DType::BF16);
+        let g = trace_fn(&args, forward_and_grads(c));
+        let wide: Vec<Tensor> = args.iter().map(|t| t.cast(DType::F64)).collect();
+        let exact = jitfuse::eager::interpreted(|| forward_and_grads(c)(&wide));
+        let abs: Vec<Tensor> = wide.iter().map(|t| t.abs()).collect();
+        let size = jitfuse::eager::interpreted(|| forward_and_grads(c)(&abs));
+        // The most terms of one sum: the weight gradient's, over every output pixel.
+        let terms = exact[0].shape()[..exact[0].shape().len() - 1]
+            .iter()
+            .product::<usize>()
+            .max(c.w.iter().product());
+        let exe = compile_at(g.clone(), Target::host()).unwrap();
+        let got = exe.run_with(&args.iter().collect::<Vec<_>>()).unwrap();
+        for (o, name) in ["y", "dx", "dw"].iter().enumerate() {
+            assert_eq!(got[o].dtype(), DType::BF16, "case {i} {name}");
+            let (g, x, m) = (to_f64s(&got[o]), to_f64s(&exact[o]), to_f64s(&size[o]));
+            for e in 0..g.len() {
+                let bound =
+                    x[e].abs() * 2f64.powi(-8) + 1.01 * terms as f64 * 2f64.powi(-24) * m[e];
+                assert!(
+                    (g[e] - x[e]).abs() <= bound,
+                    "case {i} {name}[{e}]: {} vs {}",
+                    g[e],
+                    x[e]
+                );
+            }
+        }
+        // On pairs: less memory than the program on f32 copies of the operands.
+        let native =
+            cfg!(target_arch = "x86_64") && std::arch::is_x86_feature_detected!("avx512bf16");
+        let copies = compile_at(widen(&g, &|_, _| false).unwrap(), Target::host()).unwrap();
+        let (temp, copied) = (
+            exe.memory_analysis().temp_bytes,
+            copies.memory_analysis().temp_bytes,
+        );
+        if native && *pairs {
+            // The convolution reads the bf16 parameters and gives its f32 sums.
+            let text = exe.optimized_text();
+            let line = text.lines().find(|l| l.contains("= conv[")).unwrap();
+            assert!(line.contains("] %0, %1 : f32["), "case {i}:\n{text}");
+            assert!(
+                temp < copied,
+                "case {i}: {temp} bytes, {copied} on f32 copies"
             );
         }
     }

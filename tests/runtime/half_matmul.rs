@@ -231,7 +231,7 @@ fn a_bf16_product_asked_for_f32_returns_the_f32_sums() {
         check(&exe.run_with(&[&a, &b]).unwrap().remove(0), "jit");
         check(&a.matmul_with(&b, f32_sums), "eager");
         // The fallback: the operands cast to f32 for the f32 GEMM, no cast of the result.
-        let wide = jitfuse::internals::passes::widen::widen(&g, &|_| false).unwrap();
+        let wide = jitfuse::internals::passes::widen::widen(&g, &|_, _| false).unwrap();
         let wide_text = wide.to_text();
         assert!(wide_text.contains("cast"), "{wide_text}");
         let exe = compile_at(wide, Target::host()).unwrap();

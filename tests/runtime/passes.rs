@@ -1122,3 +1122,47 @@ fn column_sums_join_the_kernel_computing_their_operand() {
         });
     }
 }
+
+/// `widen`: a 16-bit convolution its step reads as it is (`native`) becomes the
+/// convolution's f32 sums cast to bf16; the others (here the weight gradient) run on f32
+/// copies of their operands, their result cast back; the widened text parses back and
+/// computes what the graph computes.
+#[test]
+fn widen_keeps_native_convolutions_on_16_bit_operands_and_copies_the_others() {
+    use jitfuse::internals::ir::Op;
+    let g = ir::parse(
+        "%x = param 0 : bf16[2,5,5,4]
+         %w = param 1 : bf16[3,3,4,6]
+         %y = conv[s=1,1;p=1:1,1:1] %x, %w : bf16[2,5,5,6]
+         %dw = conv_weight_grad[s=1,1;p=1:1,1:1] %x, %y : bf16[3,3,4,6]
+         return %y, %dw",
+    )
+    .unwrap();
+    ir::verify(&g).unwrap();
+    let native = |g: &Graph, n: &jitfuse::internals::ir::Node| {
+        matches!(&n.op, Op::Conv(s) if s.role.name() == "conv")
+            && g.node(n.inputs[0]).dtype == DType::BF16
+    };
+    let w = jitfuse::internals::passes::widen::widen(&g, &native).expect("widens");
+    ir::verify(&w).unwrap_or_else(|e| panic!("{e}\n{w}"));
+    expect![[r#"
+        %0 = param 0 : bf16[2,5,5,4]
+        %1 = param 1 : bf16[3,3,4,6]
+        %2 = conv[s=1,1;p=1:1,1:1] %0, %1 : f32[2,5,5,6]
+        %3 = cast %2 : bf16[2,5,5,6]
+        %4 = cast %0 : f32[2,5,5,4]
+        %5 = cast %3 : f32[2,5,5,6]
+        %6 = conv_weight_grad[s=1,1;p=1:1,1:1] %4, %5 : f32[3,3,4,6]
+        %7 = cast %6 : bf16[3,3,4,6]
+        return %3, %7
+    "#]]
+    .assert_eq(&w.to_text());
+    assert_eq!(ir::parse(&w.to_text()).unwrap().to_text(), w.to_text());
+    let args = random_args(&g, 5);
+    let before = interpret::eval_graph(&g, &args, &[]).unwrap();
+    let after = interpret::eval_graph(&w, &args, &[]).unwrap();
+    for (a, b) in after.iter().zip(&before) {
+        assert_eq!(a.dtype(), b.dtype());
+        assert_close(a, b, Tol::half_ulp(DType::BF16).normwise(b), "widened");
+    }
+}

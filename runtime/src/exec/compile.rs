@@ -235,7 +235,7 @@ impl Executable {
                 None => g,
             };
             // Library steps on 16-bit floats run on f32 operands.
-            let g = match crate::passes::widen::widen(&g, &crate::library::runs_gemm16) {
+            let g = match crate::passes::widen::widen(&g, &crate::library::runs_natively) {
                 Some(w) => crate::passes::simplify(&w),
                 None => g,
             };

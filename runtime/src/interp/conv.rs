@@ -5,11 +5,11 @@ use crate::array::Array;
 use crate::interp::{as_f64s, from_f64s};
 use crate::ir::conv::{source, target};
 use crate::ir::{ConvRole, ConvSpec};
-use crate::shape;
+use crate::{shape, DType};
 
 /// `conv`, `conv_input_grad` or `conv_weight_grad` (as `spec.role`) of `ins`, giving
-/// `out_shape`.
-pub fn conv(spec: &ConvSpec, ins: &[&Array], out_shape: &[usize]) -> Array {
+/// `out_shape` of `dtype` (the operands' type, or f32 for 16-bit operands' f32 sums).
+pub fn conv(spec: &ConvSpec, ins: &[&Array], out_shape: &[usize], dtype: DType) -> Array {
     let s = spec
         .shapes(&ins[0].shape, &ins[1].shape, out_shape)
         .expect("verified convolution");
@@ -78,5 +78,5 @@ pub fn conv(spec: &ConvSpec, ins: &[&Array], out_shape: &[usize]) -> Array {
             }
         }
     }
-    from_f64s(out, out_shape, ins[0].dtype)
+    from_f64s(out, out_shape, dtype)
 }

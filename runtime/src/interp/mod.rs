@@ -5,7 +5,7 @@
 //! true value for the transcendentals).
 
 mod attention;
-mod conv;
+pub(crate) mod conv;
 mod reduce;
 mod window;
 
@@ -432,7 +432,7 @@ pub fn eval_op(op: &Op, ins: &[&Array], shape: &[usize], dtype: DType) -> Result
             Array::new(Arc::new(buf), s.to_vec(), dtype)
         }
         Op::Matmul => reduce::matmul(ins[0], ins[1], s, dtype),
-        Op::Conv(c) => conv::conv(c, ins, s),
+        Op::Conv(c) => conv::conv(c, ins, s, dtype),
         Op::Window(w) => window::window(w, ins, s),
         Op::Attention(a) => attention::attention(a, ins, s),
         // `dq` (the node's own result; `eval_nodes` keeps `dk`, `dv` for its `get`s).

@@ -241,7 +241,14 @@ impl ConvSpec {
             ConvRole::Input => s.x,
             ConvRole::Weight => s.w,
         };
-        Ok((shape, da))
+        // 16-bit operands give their own type, or f32 where the node says so (the f32 sums
+        // of a convolution that reads its 16-bit operands itself: `passes/widen.rs`).
+        let result = if da.is_half() && declared.1 == DType::F32 {
+            DType::F32
+        } else {
+            da
+        };
+        Ok((shape, result))
     }
 
     /// The attributes as the IR text writes them: `[s=2,2;p=1:1,0:1]` plus `ld=`, `rd=`

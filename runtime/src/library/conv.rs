@@ -22,7 +22,10 @@
 //! (`scratch_bytes`), in the arena and the memory report.
 //!
 //! f64 convolutions, and f32 ones on CPUs without AVX-512, run the same driver on a
-//! portable tile. 16-bit convolutions run on f32 copies (`passes/widen.rs`).
+//! portable tile. bf16 `conv` and `conv_input_grad` run the direct tiles on pairs of
+//! features (`pairs`, on `vdpbf16ps`), giving their f32 sums; other 16-bit convolutions run
+//! on f32 copies (`passes/widen.rs`), or, given 16-bit operands the pairs do not read, on
+//! packed panels widened as they are packed.
 //!
 //! Products of at most 16 columns read in place run on tiles of 28 rows by one vector
 //! (`DIRECT_NARROW_ROWS`); the weight gradient picks one or two vectors per tile row and
@@ -61,6 +64,7 @@ macro_rules! by_tile_rows {
 mod classes;
 mod padded;
 mod padded_forward;
+pub(super) mod pairs;
 mod phased;
 
 use super::gemm16::{MR, NR};
@@ -109,8 +113,10 @@ struct Problem {
     /// Row panels per group.
     panels: usize,
     slots: usize,
-    /// Bytes of a compute element (f32 or f64).
+    /// Bytes of a compute element (f32 or f64; a pair of bf16 values where `dot`).
     elem: usize,
+    /// Whether a step of `kc` is a pair of bf16 values multiplied on `vdpbf16ps` (`pairs`).
+    dot: bool,
     /// Window position `kpos`'s index along spatial axis `d`: `kidx[kpos · rank + d]`.
     kidx: Vec<usize>,
     /// Per spatial axis `d`, `source` and `target` as tables (a pixel's window costs
@@ -210,6 +216,7 @@ impl Problem {
             panels,
             slots,
             elem,
+            dot: false,
         }
     }
 
@@ -278,9 +285,21 @@ impl Problem {
     }
 }
 
-/// Bytes of scratch the convolution `spec` of operands shaped `ins` giving `out` of
-/// `dtype` needs (`run`'s `scratch`).
-pub fn scratch_bytes(spec: &ConvSpec, ins: &[&[usize]], out: &[usize], dtype: DType) -> usize {
+/// Bytes of scratch the convolution `spec` of operands of type `operands` shaped `ins`
+/// giving `out` of `dtype` needs (`run`'s `scratch`).
+pub fn scratch_bytes(
+    spec: &ConvSpec,
+    ins: &[&[usize]],
+    out: &[usize],
+    operands: DType,
+    dtype: DType,
+) -> usize {
+    if operands.is_half() {
+        // On pairs where they are read as pairs, else on widened packed panels.
+        let p = Problem::of(spec, (ins[0], ins[1], out), 4, false);
+        let packed = p.shared_bytes() + p.slots * p.task_bytes();
+        return packed.max(pairs::scratch_bytes(spec, ins, out)) + ALIGN;
+    }
     // (Whether the rows are read in place depends on the operand's strides, unknown here:
     // the larger of the two.)
     let p = Problem::of(spec, (ins[0], ins[1], out), dtype.size(), false);
@@ -517,16 +536,24 @@ impl WeightGrad {
 /// The compute types: f32 and f64.
 trait Real: Copy + Send + Sync + std::ops::Add<Output = Self> + std::ops::Mul<Output = Self> {
     const ZERO: Self;
+    fn from_f32(x: f32) -> Self;
 }
 impl Real for f32 {
     const ZERO: f32 = 0.0;
+    fn from_f32(x: f32) -> f32 {
+        x
+    }
 }
 impl Real for f64 {
     const ZERO: f64 = 0.0;
+    fn from_f32(x: f32) -> f64 {
+        x as f64
+    }
 }
 
 /// Runs the convolution `spec` of `ins` (its two operands, read through their strides),
-/// writing its contiguous result of `out_shape` to `out`.
+/// writing its contiguous result of `out_shape` and `dtype` to `out`: f32 or f64 on operands
+/// of its type, or the f32 sums of bf16 or f16 operands (`pairs` where it runs them).
 ///
 /// # Safety
 /// The operands' maps stay inside live buffers; `out` is valid for the result and overlaps
@@ -539,7 +566,17 @@ pub unsafe fn run(
     out: *mut u8,
     scratch: *mut u8,
 ) -> Result<(), Error> {
+    let half = ins[0].dtype.is_half();
     match dtype {
+        DType::F32 if half => {
+            #[cfg(target_arch = "x86_64")]
+            if pairs::run(spec, ins, out_shape, out, scratch) {
+                return Ok(());
+            }
+            // Operands the pairs do not read (strided, odd features, no AVX-512 BF16):
+            // widened element by element into the packed panels.
+            drive::<f32>(spec, ins, out_shape, out, scratch)
+        }
         DType::F32 => drive::<f32>(spec, ins, out_shape, out, scratch),
         DType::F64 => drive::<f64>(spec, ins, out_shape, out, scratch),
         d => {
@@ -614,9 +651,12 @@ unsafe fn drive<T: Real>(
     scratch: *mut u8,
 ) {
     // Rows read in place through a pointer per row and window position where the features
-    // are contiguous and the CPU runs the f32 tiles; packed panels otherwise.
+    // are contiguous and the CPU runs the f32 tiles; packed panels otherwise (and for
+    // 16-bit operands, widened as they are packed).
     let rank = ins[0].shape.len().saturating_sub(2);
+    let half = ins[0].dtype.is_half();
     let direct = cfg!(target_arch = "x86_64")
+        && !half
         && ins[0].strides.get(rank + 1) == Some(&1)
         && super::gemm16::fma_tiles();
     let p = Problem::of(
@@ -631,6 +671,10 @@ unsafe fn drive<T: Real>(
         return;
     }
     let base = scratch.wrapping_add(scratch.align_offset(ALIGN));
+    if half {
+        let pack = |p: &Problem, b: &Operand, g, j, qs, dst: *mut T| pack_b(p, b, g, j, qs, dst);
+        return products::<T>(&p, ins, (out, base), None, &pack);
+    }
     #[cfg(target_arch = "x86_64")]
     if let Some(w) = padded::Padded::plan(&p, spec) {
         if ins[1].strides[rank + 1] == 1 && super::gemm16::fma_tiles() {
@@ -654,11 +698,29 @@ unsafe fn drive<T: Real>(
         w.run(&p, ins, out, base);
         return;
     }
-    let taps = Taps::of(&p, &ins[0], p.role != ConvRole::Input);
-    let ptrs = Ptrs::new(ins, &taps, out, base);
     // The rows grouped by the window positions they read inside, where that skips enough
     // zeros and no skipped zero would have multiplied a non-finite kernel element.
     let classes = classes::Classes::plan(&p).filter(|_| finite(&ins[1]));
+    let pack = |p: &Problem, b: &Operand, g, j, qs, dst: *mut T| pack_b(p, b, g, j, qs, dst);
+    products::<T>(&p, ins, (out, base), classes.as_ref(), &pack);
+}
+
+/// Packs column panel `j` of block `(q0, q1)` of group `g`'s `b` (of operand `b`) at `dst`.
+type PackB<'a, T> = dyn Fn(&Problem, &Operand, usize, usize, (usize, usize), *mut T) + Sync + 'a;
+
+/// The product `p` of `ins` into `out` with the scratch at `base`: `b` packed by `pack`
+/// (shared by the tasks, or each task's own), then the tasks' panels (grouped by `classes`
+/// where given).
+unsafe fn products<T: Real>(
+    p: &Problem,
+    ins: &[Operand],
+    (out, base): (*mut u8, *mut u8),
+    classes: Option<&classes::Classes>,
+    pack_b: &PackB<T>,
+) {
+    let p = p;
+    let taps = Taps::of(p, &ins[0], p.role != ConvRole::Input);
+    let ptrs = Ptrs::new(ins, &taps, out, base);
     // The shared `b`: every (group, block, column panel), split over the tasks.
     let packs = if p.shared_b() {
         p.groups * p.blocks() * p.col_panels()
@@ -674,8 +736,8 @@ unsafe fn drive<T: Real>(
             );
             let (bi, j) = (rest / p.col_panels(), rest % p.col_panels());
             let q0 = bi * p.kb;
-            let dst = shared_block(&p, ptrs.scratch, g, bi).add(j * p.kb * NR * p.elem) as *mut T;
-            pack_b(&p, ptrs.b, g, j, (q0, (q0 + p.kb).min(p.kc)), dst);
+            let dst = shared_block(p, ptrs.scratch, g, bi).add(j * p.kb * NR * p.elem) as *mut T;
+            pack_b(p, ptrs.b, g, j, (q0, (q0 + p.kb).min(p.kc)), dst);
         }
     };
     let task = |t: usize| {
@@ -685,7 +747,7 @@ unsafe fn drive<T: Real>(
             scratch: shared.wrapping_add(p.shared_bytes()),
             ..ptrs
         };
-        task::<T>(&p, t, (own, shared), classes.as_ref());
+        task::<T>(p, t, (own, shared), classes, pack_b);
     };
     run_tasks(p.slots, pack);
     run_tasks(p.slots, task);
@@ -703,6 +765,7 @@ unsafe fn task<T: Real>(
     t: usize,
     (ptrs, shared): (Ptrs, *mut u8),
     classes: Option<&classes::Classes>,
+    pack_b: &PackB<T>,
 ) {
     let [b_bytes, a_bytes, o_bytes, z_bytes] = p.regions();
     let own = ptrs.scratch.wrapping_add(t * p.task_bytes());
@@ -763,9 +826,9 @@ unsafe fn task<T: Real>(
                     let b = bp.add(j * p.kb * NR) as *const f32;
                     let shape = (Listed(&ks[lo..hi], k0), p.inner, rows, cols);
                     if p.narrow() {
-                        tile::<1, DIRECT_NARROW_ROWS, _, _>(rp, b, c, shape, lo > 0);
+                        tile::<1, DIRECT_NARROW_ROWS, _, _>(p.dot, rp, b, c, shape, lo > 0);
                     } else {
-                        tile::<2, MR, _, _>(rp, b, c, shape, lo > 0);
+                        tile::<2, MR, _, _>(p.dot, rp, b, c, shape, lo > 0);
                     }
                 }
                 continue;
@@ -785,9 +848,9 @@ unsafe fn task<T: Real>(
                     let b = bp.add(j * p.kb * NR) as *const f32;
                     let (shape, c) = ((Every(k1 - k0), p.inner, rows, cols), Strided(c, ldc));
                     if p.narrow() {
-                        tile::<1, DIRECT_NARROW_ROWS, _, _>(rp, b, c, shape, q0 > 0);
+                        tile::<1, DIRECT_NARROW_ROWS, _, _>(p.dot, rp, b, c, shape, q0 > 0);
                     } else {
-                        tile::<2, MR, _, _>(rp, b, c, shape, q0 > 0);
+                        tile::<2, MR, _, _>(p.dot, rp, b, c, shape, q0 > 0);
                     }
                 }
                 continue;
@@ -1140,14 +1203,24 @@ fn test_values() -> impl FnMut() -> f32 {
     }
 }
 
-/// Whether every element of the f32 kernel `w` is finite: where its map is a permutation
-/// of a dense buffer (any layout of a contiguous kernel), one vectorised scan of the buffer;
-/// element by element otherwise.
+/// Whether every element of the kernel `w` (f32, bf16 or f16) is finite: where its map is a
+/// permutation of a dense buffer (any layout of a contiguous kernel), one scan of the
+/// buffer (vectorised for f32); element by element otherwise.
 ///
 /// # Safety
-/// `w`'s map stays inside its buffer; f32.
+/// `w`'s map stays inside its buffer.
 unsafe fn finite(w: &Operand) -> bool {
     use super::attention::Float;
+    // The exponent bits of a 16-bit type (all ones: infinite or NaN).
+    let exponent = match w.dtype {
+        DType::BF16 => Some(0x7f80u16),
+        DType::F16 => Some(0x7c00u16),
+        _ => None,
+    };
+    let at = |i: i64| match exponent {
+        Some(e) => *(w.ptr as *const u16).offset(i as isize) & e != e,
+        None => (*(w.ptr as *const f32).offset(i as isize)).is_finite(),
+    };
     let numel = shape::numel(w.shape);
     let mut dims: Vec<(i64, usize)> = (w.strides.iter().copied())
         .zip(w.shape.iter().copied())
@@ -1161,13 +1234,17 @@ unsafe fn finite(w: &Operand) -> bool {
         ok
     });
     if permuted {
-        let all = std::slice::from_raw_parts(w.ptr as *const f32, numel);
-        return f32::largest_magnitude(all).is_finite();
+        return match exponent {
+            Some(_) => (0..numel as i64).all(at),
+            None => {
+                let all = std::slice::from_raw_parts(w.ptr as *const f32, numel);
+                f32::largest_magnitude(all).is_finite()
+            }
+        };
     }
     let mut idx = vec![0usize; w.shape.len()];
     for _ in 0..numel {
-        let at: i64 = idx.iter().zip(w.strides).map(|(&i, &s)| i as i64 * s).sum();
-        if !(*(w.ptr as *const f32).offset(at as isize)).is_finite() {
+        if !at(idx.iter().zip(w.strides).map(|(&i, &s)| i as i64 * s).sum()) {
             return false;
         }
         step(w.shape, &mut idx);
@@ -1175,10 +1252,16 @@ unsafe fn finite(w: &Operand) -> bool {
     true
 }
 
-/// Reads element `at` of an operand of the compute type.
+/// Reads element `at` of an operand of the compute type, or of a 16-bit type (widened).
 #[inline(always)]
 unsafe fn load<T: Real>(t: &Operand, at: i64) -> T {
-    *(t.ptr as *const T).offset(at as isize)
+    match t.dtype {
+        DType::BF16 | DType::F16 => {
+            let bits = *(t.ptr as *const u16).offset(at as isize);
+            T::from_f32(super::gemm16::widen(t.dtype, bits))
+        }
+        _ => *(t.ptr as *const T).offset(at as isize),
+    }
 }
 
 /// Packs column panel `j` of block `q0..q1` of `b` for group `g`: `dst[(q − q0)·NR + l]`
@@ -1209,7 +1292,7 @@ unsafe fn pack_b<T: Real>(
                 let k = &p.kidx[kpos * r..(kpos + 1) * r];
                 let kbase: i64 = k.iter().zip(w.strides).map(|(&i, &s)| i as i64 * s).sum();
                 let row = dst.add((q - q0) * NR);
-                if p.role == ConvRole::Output && sf == 1 {
+                if p.role == ConvRole::Output && sf == 1 && !w.dtype.is_half() {
                     // A run of the kernel's output features: copied.
                     let at = kbase + ch as i64 * sc + (g * p.fg + j * NR) as i64;
                     let src = (w.ptr as *const T).offset(at as isize);
@@ -1423,52 +1506,103 @@ mod indirect {
     /// (`cols ≤ 16·V`) over the window positions `ks` lists (ascending), `inner` steps each
     /// (f32 FMAs in order of the steps, continuing `c`'s sums where `continues`): over
     /// `Every` position, the same sums, in the same order, as `gemm16::kernel::tile_fma` on
-    /// the packed panel.
+    /// the packed panel. Where `dot`, a step is a pair of bf16 values in each row and in
+    /// each lane of `b`, multiplied and added on `vdpbf16ps` (`pairs`).
     ///
     /// # Safety
-    /// AVX-512 F, BW and VL; each pointer valid for `inner` values; `b` holds `inner` steps
-    /// of `NR` for each listed position; `c` valid for the tile.
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    /// AVX-512 F, BW and VL (and BF16 where `dot`); each pointer valid for `inner` values
+    /// (f32, or pairs of bf16); `b` holds `inner` steps of `NR` for each listed position; `c`
+    /// valid for the tile.
+    #[inline(always)]
     pub unsafe fn tile<const V: usize, const R: usize, C: Rows, K: Positions>(
+        dot: bool,
         rows_at: *const *const f32,
         b: *const f32,
         c: C,
-        (ks, inner, rows, cols): (K, usize, usize, usize),
+        shape: (K, usize, usize, usize),
         continues: bool,
     ) {
-        let mask = [lanes(cols.min(16)), lanes(cols.saturating_sub(16))];
-        let mut acc = [[_mm512_setzero_ps(); V]; R];
-        if continues {
-            for (r, row) in acc.iter_mut().enumerate().take(rows) {
-                for (v, a) in row.iter_mut().enumerate() {
-                    *a = _mm512_maskz_loadu_ps(mask[v], c.at(r).add(16 * v));
-                }
-            }
-        }
-        for i in 0..ks.len() {
-            let k = ks.at(i);
-            let p: [*const f32; R] = *(rows_at.add(k * R) as *const [*const f32; R]);
-            let mut b = b.add(k * inner * NR);
-            for ch in 0..inner {
-                let mut bv = [_mm512_setzero_ps(); V];
-                for (v, bv) in bv.iter_mut().enumerate() {
-                    *bv = _mm512_loadu_ps(b.add(16 * v));
-                }
-                for (r, row) in acc.iter_mut().enumerate() {
-                    let x = _mm512_set1_ps(*p[r].add(ch));
-                    for (a, bv) in row.iter_mut().zip(&bv) {
-                        *a = _mm512_fmadd_ps(x, *bv, *a);
-                    }
-                }
-                b = b.add(NR);
-            }
-        }
-        for (r, row) in acc.iter().enumerate().take(rows) {
-            for (v, a) in row.iter().enumerate() {
-                _mm512_mask_storeu_ps(c.at(r).add(16 * v), mask[v], *a);
-            }
+        if dot {
+            tile_dot::<V, R, C, K>(rows_at, b, c, shape, continues)
+        } else {
+            tile_fma::<V, R, C, K>(rows_at, b, c, shape, continues)
         }
     }
+
+    /// `tile`'s body with `$step(acc, row value, b vector)` the multiply-add of one step,
+    /// `$broadcast(p)` a row's value at `p` in every lane.
+    macro_rules! indirect_tile {
+        ($(#[$attr:meta])* $name:ident, |$p:ident| $broadcast:expr,
+            |$a:ident, $x:ident, $b:ident| $step:expr) => {
+            $(#[$attr])*
+            unsafe fn $name<const V: usize, const R: usize, C: Rows, K: Positions>(
+                rows_at: *const *const f32,
+                b: *const f32,
+                c: C,
+                (ks, inner, rows, cols): (K, usize, usize, usize),
+                continues: bool,
+            ) {
+                let mask = [lanes(cols.min(16)), lanes(cols.saturating_sub(16))];
+                let mut acc = [[_mm512_setzero_ps(); V]; R];
+                if continues {
+                    for (r, row) in acc.iter_mut().enumerate().take(rows) {
+                        for (v, a) in row.iter_mut().enumerate() {
+                            *a = _mm512_maskz_loadu_ps(mask[v], c.at(r).add(16 * v));
+                        }
+                    }
+                }
+                for i in 0..ks.len() {
+                    let k = ks.at(i);
+                    let p: [*const f32; R] = *(rows_at.add(k * R) as *const [*const f32; R]);
+                    let mut b = b.add(k * inner * NR);
+                    for ch in 0..inner {
+                        let mut bv = [_mm512_setzero_ps(); V];
+                        for (v, bv) in bv.iter_mut().enumerate() {
+                            *bv = _mm512_loadu_ps(b.add(16 * v));
+                        }
+                        for (r, row) in acc.iter_mut().enumerate() {
+                            let x = {
+                                let $p = p[r].add(ch);
+                                $broadcast
+                            };
+                            for (a, bv) in row.iter_mut().zip(&bv) {
+                                *a = {
+                                    let ($a, $x, $b) = (*a, x, *bv);
+                                    $step
+                                };
+                            }
+                        }
+                        b = b.add(NR);
+                    }
+                }
+                for (r, row) in acc.iter().enumerate().take(rows) {
+                    for (v, a) in row.iter().enumerate() {
+                        _mm512_mask_storeu_ps(c.at(r).add(16 * v), mask[v], *a);
+                    }
+                }
+            }
+        };
+    }
+
+    indirect_tile!(
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+        tile_fma,
+        |p| _mm512_set1_ps(*p),
+        |a, x, b| _mm512_fmadd_ps(x, b, a)
+    );
+
+    indirect_tile!(
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
+        tile_dot,
+        // (A pair's 32 bits, not necessarily aligned to 4 bytes: `pairs` views 16-bit
+        // operands.)
+        |p| _mm512_castsi512_ps(_mm512_set1_epi32((p as *const i32).read_unaligned())),
+        |a, x, b| _mm512_dpbf16_ps(
+            a,
+            std::mem::transmute::<__m512, __m512bh>(x),
+            std::mem::transmute::<__m512, __m512bh>(b)
+        )
+    );
 
     /// The window positions a tile runs.
     pub trait Positions: Copy {

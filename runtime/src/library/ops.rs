@@ -43,7 +43,7 @@ pub fn scratch_bytes(
     match op {
         Op::ScatterAdd(axis) => scatter_scratch(out_shape[*axis], shape::numel(in_shapes[1])),
         Op::Matmul => super::matmul_scratch(in_shapes[0], out_shape, operands),
-        Op::Conv(spec) => super::conv::scratch_bytes(spec, in_shapes, out_shape, dtype),
+        Op::Conv(spec) => super::conv::scratch_bytes(spec, in_shapes, out_shape, operands, dtype),
         Op::Window(spec) => super::window::scratch_bytes(spec, in_shapes),
         // The operand gathered into one contiguous block, MPI's send buffer (and for a
         // gather, every rank's block as MPI leaves them, before they are laid out).

@@ -8,22 +8,27 @@
 //! accumulation in f32 is what the 16-bit op means (`DType::BF16`).
 //!
 //! A 16-bit `matmul` on a CPU with AVX-512 is not widened: `library/gemm16.rs` reads its
-//! operands itself. FIXME: on other CPUs the f32 operands are whole temporaries (an AVX2
-//! tile kernel for `gemm16` would need neither).
+//! operands itself. Nor is a bf16 `conv` or `conv_input_grad` on a CPU with AVX-512 BF16
+//! (`library/conv/pairs.rs`): it becomes the convolution of the bf16 operands giving its
+//! f32 sums, cast to bf16 (so rounded once, in the kernel that reads it). FIXME: on other
+//! CPUs the f32 operands are whole temporaries (an AVX2 tile kernel for `gemm16` would need
+//! neither).
 
 use crate::ir::{Graph, Node, Op, ValueId};
 use crate::DType;
 use std::collections::HashMap;
 
-/// Whether `op` on 16-bit floats of type `d` runs as the f32 library step, where products
-/// of the types `native` accepts run as they are.
-fn widened(op: &Op, d: DType, native: &dyn Fn(DType) -> bool) -> bool {
-    if *op == Op::Matmul && native(d) {
-        return false;
-    }
-    // (Collectives too: MPI has no 16-bit float type; a sum accumulates in f32.)
-    matches!(
-        op,
+/// Whether `n` runs as an f32 step: it computes on 16-bit floats (its own type, or for a
+/// product asked for an f32 result by `Tensor::matmul_with`, its operands') and its step does
+/// not read them as they are (`native`). (Collectives too: MPI has no 16-bit float type; a
+/// sum accumulates in f32.)
+fn widened_node(g: &Graph, n: &Node, native: &dyn Fn(&Graph, &Node) -> bool) -> bool {
+    let d = match n.op {
+        Op::Matmul => g.node(n.inputs[0]).dtype,
+        _ => n.dtype,
+    };
+    let library = matches!(
+        n.op,
         Op::Matmul
             | Op::Conv(_)
             | Op::ScatterAdd(_)
@@ -31,25 +36,21 @@ fn widened(op: &Op, d: DType, native: &dyn Fn(DType) -> bool) -> bool {
             | Op::AllGather(..)
             | Op::ReduceScatter(..)
             | Op::BroadcastFrom(_)
-    )
+    );
+    d.is_half() && library && !native(g, n)
 }
 
-/// Whether `n` runs as the f32 step: it computes on 16-bit floats (its own type, or for a
-/// product asked for an f32 result by `Tensor::matmul_with`, its operands') that its step
-/// does not take as they are.
-fn widened_node(g: &Graph, n: &Node, native: &dyn Fn(DType) -> bool) -> bool {
-    let d = match n.op {
-        Op::Matmul => g.node(n.inputs[0]).dtype,
-        _ => n.dtype,
-    };
-    d.is_half() && widened(&n.op, d, native)
+/// Whether `n` is a convolution of 16-bit operands its step reads as they are: it gives
+/// its f32 sums, cast to its type.
+fn summed_in_f32(g: &Graph, n: &Node, native: &dyn Fn(&Graph, &Node) -> bool) -> bool {
+    matches!(n.op, Op::Conv(_)) && n.dtype.is_half() && native(g, n)
 }
 
-/// The rewritten graph, or None when no step computes on 16-bit floats. Products of the
-/// 16-bit types `native` accepts are kept (the executor's test of its GEMMs:
-/// `library::runs_gemm16`).
-pub fn widen(g: &Graph, native: &dyn Fn(DType) -> bool) -> Option<Graph> {
-    if !g.nodes.iter().any(|n| widened_node(g, n, native)) {
+/// The rewritten graph, or None when no step computes on 16-bit floats. The steps `native`
+/// accepts read their 16-bit operands (the executor's test: `library::runs_natively`).
+pub fn widen(g: &Graph, native: &dyn Fn(&Graph, &Node) -> bool) -> Option<Graph> {
+    let rewritten = |n: &Node| widened_node(g, n, native) || summed_in_f32(g, n, native);
+    if !g.nodes.iter().any(rewritten) {
         return None;
     }
     let mut out = Graph::new();
@@ -61,7 +62,14 @@ pub fn widen(g: &Graph, native: &dyn Fn(DType) -> bool) -> Option<Graph> {
     for (i, n) in g.nodes.iter().enumerate() {
         let old = ValueId(i as u32);
         let inputs: Vec<ValueId> = n.inputs.iter().map(|x| map[x.index()]).collect();
-        let v = if widened_node(g, n, native) {
+        let v = if summed_in_f32(g, n, native) {
+            let f = out.push(Node {
+                inputs,
+                dtype: DType::F32,
+                ..n.clone()
+            });
+            out.push(cast(f, n.shape.clone(), n.dtype, n))
+        } else if widened_node(g, n, native) {
             let inputs = (inputs.iter())
                 .map(|&x| {
                     let d = out.node(x).dtype;

@@ -287,7 +287,7 @@ mod tests {
                     strides: &w_row,
                 },
             ];
-            let bytes = scratch_bytes(spec, &[a_shape, w_shape], out_shape, DType::F32);
+            let bytes = scratch_bytes(spec, &[a_shape, w_shape], out_shape, DType::F32, DType::F32);
             let mut scratch = vec![0xffu8; bytes];
             let mut out = vec![f32::NAN; shape::numel(out_shape)];
             unsafe {

@@ -197,9 +197,9 @@ impl PaddedForward {
                     let rows_at = rp.add(k0 * p.mr) as *const *const f32;
                     let (b, c) = (b.add(j * self.kb * NR), Strided(c, ldc));
                     if p.narrow() {
-                        tile::<1, DIRECT_NARROW_ROWS, _, _>(rows_at, b, c, shape, q0 > 0);
+                        tile::<1, DIRECT_NARROW_ROWS, _, _>(false, rows_at, b, c, shape, q0 > 0);
                     } else {
-                        tile::<2, MR, _, _>(rows_at, b, c, shape, q0 > 0);
+                        tile::<2, MR, _, _>(false, rows_at, b, c, shape, q0 > 0);
                     }
                 }
             }

@@ -269,9 +269,9 @@ impl Phased {
                 let c = Scattered(c_rows as *const *mut f32, c0);
                 let rp = rows_at as *const *const f32;
                 if p.narrow() {
-                    tile::<1, DIRECT_NARROW_ROWS, _, _>(rp, b, c, shape, false);
+                    tile::<1, DIRECT_NARROW_ROWS, _, _>(false, rp, b, c, shape, false);
                 } else {
-                    tile::<2, MR, _, _>(rp, b, c, shape, false);
+                    tile::<2, MR, _, _>(false, rp, b, c, shape, false);
                 }
             }
         }
@@ -359,7 +359,7 @@ mod tests {
                         strides: &w_strides,
                     },
                 ];
-                let bytes = scratch_bytes(&spec, &[&y, &w], &x, DType::F32);
+                let bytes = scratch_bytes(&spec, &[&y, &w], &x, DType::F32, DType::F32);
                 let mut scratch = vec![0u8; bytes];
                 let mut out = vec![0f32; x.iter().product()];
                 unsafe {

@@ -1,0 +1,279 @@
+//! Convolutions of bf16 operands on `vdpbf16ps` (AVX-512 BF16): `conv` and
+//! `conv_input_grad` on the direct tiles, each step of `kc` a pair of adjacent features.
+//!
+//! `vdpbf16ps` adds to each f32 lane the products of a pair of bf16 values of one operand
+//! with a pair of the other (`gemm16`). The features a step sums over — `x`'s input
+//! features for `conv`, `dy`'s output features for its input gradient — are contiguous in
+//! the operand, so a pair of them is one 32-bit word where it lies: the operand is read in
+//! place as a tensor of such words, with half the features (`halved`), through the same row
+//! pointers and window-position classes as an f32 operand. Only the kernel is repacked, its
+//! pairs along the same features interleaved per column (`pack_pairs`). The product so is
+//! the f32 one of half the steps, each step a pair: twice the multiply-adds per instruction,
+//! half the bytes per row.
+//!
+//! The result is the f32 sums (the graph rounds them to bf16 where it wants bf16:
+//! `passes/widen.rs`), each one sum in a fixed order of the pairs, so the same bits under any
+//! split and thread count. Products are exact in f32; each `vdpbf16ps` rounds its two
+//! additions to nearest even and flushes subnormal inputs and results to zero, as the bf16
+//! `matmul` on the same instruction (docs/accuracy.md).
+//!
+//! Runs where the paired features per group are even and the operand's features contiguous
+//! (every other stride even); elsewhere a bf16 convolution runs on f32 panels widened as
+//! they are packed (`conv::run`). The weight gradient sums over pixels, which are not
+//! adjacent in memory: it runs on f32 copies (`library::runs_natively`).
+
+use super::{classes, finite, products, Problem, ALIGN, NR};
+use crate::ir::{ConvRole, ConvSpec};
+use crate::library::gemm16::{kind_for, Kind};
+use crate::library::ops::Operand;
+use crate::{shape, DType};
+
+/// The shapes of the product on pairs: the paired operand's (`a`: `x` for `conv`, `dy` for
+/// `conv_input_grad`) and the kernel's (`b`) with the paired features halved. None for the
+/// weight gradient, and where a group's paired features are odd.
+fn halved(spec: &ConvSpec, a: &[usize], b: &[usize]) -> Option<(Vec<usize>, Vec<usize>)> {
+    let r = a.len().checked_sub(2)?;
+    if spec.role == ConvRole::Weight || r == 0 || b.len() != r + 2 || spec.groups == 0 {
+        return None;
+    }
+    let per_group = a[r + 1] / spec.groups;
+    if per_group == 0 || per_group % 2 != 0 {
+        return None;
+    }
+    let (mut a2, mut b2) = (a.to_vec(), b.to_vec());
+    a2[r + 1] /= 2;
+    // The kernel's input features (`conv`) or output features (`conv_input_grad`).
+    let axis = if spec.role == ConvRole::Output {
+        r
+    } else {
+        r + 1
+    };
+    b2[axis] /= 2;
+    Some((a2, b2))
+}
+
+/// Whether this CPU runs the convolution `spec` of bf16 operands shaped `ins` on pairs (its
+/// result then is the f32 sums).
+pub fn runs(spec: &ConvSpec, ins: &[&[usize]], dtype: DType) -> bool {
+    dtype == DType::BF16
+        && kind_for(DType::BF16) == Some(Kind::Dot)
+        && ins.len() == 2
+        && halved(spec, ins[0], ins[1]).is_some()
+}
+
+/// The problem on pairs, where `spec` of operands shaped `a` and `b` runs on them.
+fn problem(spec: &ConvSpec, (a, b): (&[usize], &[usize]), out: &[usize]) -> Option<Problem> {
+    let (a2, b2) = halved(spec, a, b)?;
+    let mut p = Problem::of(spec, (&a2, &b2, out), 4, true);
+    p.dot = true;
+    Some(p)
+}
+
+/// Scratch bytes of `spec` on pairs (0 where it does not run on them).
+pub fn scratch_bytes(spec: &ConvSpec, ins: &[&[usize]], out: &[usize]) -> usize {
+    problem(spec, (ins[0], ins[1]), out).map_or(0, |p| p.shared_bytes() + p.slots * p.task_bytes())
+}
+
+/// Runs `spec` of the bf16 operands `ins` on pairs, writing the f32 sums of `out_shape` to
+/// `out`; false (nothing written) where it does not run on them.
+///
+/// # Safety
+/// As `conv::run`'s.
+pub unsafe fn run(
+    spec: &ConvSpec,
+    ins: &[Operand],
+    out_shape: &[usize],
+    out: *mut u8,
+    scratch: *mut u8,
+) -> bool {
+    let (t, w) = (&ins[0], &ins[1]);
+    if !runs(spec, &[t.shape, w.shape], t.dtype) || w.dtype != DType::BF16 {
+        return false;
+    }
+    let r = t.shape.len() - 2;
+    // Pairs of features as words: the features contiguous, every other step a whole word.
+    if t.strides[r + 1] != 1 || t.strides[..=r].iter().any(|s| s % 2 != 0) {
+        return false;
+    }
+    let Some((a2, _)) = halved(spec, t.shape, w.shape) else {
+        return false;
+    };
+    let p = problem(spec, (t.shape, w.shape), out_shape).expect("halved above");
+    if p.kc == 0 {
+        std::ptr::write_bytes(out, 0, shape::numel(out_shape) * 4);
+        return true;
+    }
+    let strides: Vec<i64> = (t.strides.iter().enumerate())
+        .map(|(d, &s)| if d == r + 1 { 1 } else { s / 2 })
+        .collect();
+    let words = Operand {
+        ptr: t.ptr,
+        dtype: DType::F32,
+        shape: &a2,
+        strides: &strides,
+    };
+    let base = scratch.wrapping_add(scratch.align_offset(ALIGN));
+    let classes = classes::Classes::plan(&p).filter(|_| finite(w));
+    let pack = |p: &Problem, w: &Operand, g, j, qs, dst: *mut f32| {
+        pack_pairs(p, w, (g, j), qs, dst as *mut u32)
+    };
+    products::<f32>(&p, &[words, *w], (out, base), classes.as_ref(), &pack);
+    true
+}
+
+/// Packs column panel `j` of steps `q0..q1` of group `g`'s kernel `w` (bf16, as it lies)
+/// for the problem on pairs `p`: `dst[(q − q0)·NR + l]` is the pair of `b[q, j·NR + l]`
+/// (its two features, the first in the low half), zero past `ncol`.
+///
+/// # Safety
+/// `w`'s map stays inside its buffer; `dst` holds `(q1 − q0)·NR` words.
+unsafe fn pack_pairs(
+    p: &Problem,
+    w: &Operand,
+    (g, j): (usize, usize),
+    (q0, q1): (usize, usize),
+    dst: *mut u32,
+) {
+    let r = p.s.rank();
+    let lanes = (p.ncol - j * NR).min(NR);
+    let (sc, sf) = (w.strides[r], w.strides[r + 1]);
+    let src = w.ptr as *const u16;
+    for q in q0..q1 {
+        let (kpos, ch) = ((q / p.inner) as i64, (q % p.inner) as i64);
+        let k = &p.kidx[kpos as usize * r..(kpos as usize + 1) * r];
+        let kbase: i64 = k.iter().zip(w.strides).map(|(&i, &s)| i as i64 * s).sum();
+        let row = dst.add((q - q0) * NR);
+        for l in 0..NR {
+            *row.add(l) = if l >= lanes {
+                0
+            } else {
+                let col = (j * NR + l) as i64;
+                // The pair's first element, and the stride to its second along the paired
+                // features: `w[k, c, g·Fg + f]` of step `(k, c)` and column `f` (`conv`), of
+                // step `(k, f)` and column `c` (`conv_input_grad`), features doubled.
+                let (at, next) = match p.role {
+                    ConvRole::Output => {
+                        (kbase + 2 * ch * sc + (g * p.fg) as i64 * sf + col * sf, sc)
+                    }
+                    _ => (kbase + col * sc + 2 * ((g * p.fg) as i64 + ch) * sf, sf),
+                };
+                let lo = *src.offset(at as isize) as u32;
+                let hi = *src.offset((at + next) as isize) as u32;
+                lo | hi << 16
+            };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::interp::{as_f64s, from_f64s};
+
+    /// `conv` and `conv_input_grad` on pairs (where this CPU has AVX-512 BF16) against f64
+    /// sums of the same bf16 values: the wide tiles with and without grouped rows, the
+    /// narrow ones, groups, strides, a sum in two blocks of `kc`; each within what an f32 sum
+    /// of its terms may lose.
+    #[test]
+    fn pairs_match_f64_sums_on_every_tile() {
+        if kind_for(DType::BF16) != Some(Kind::Dot) {
+            return;
+        }
+        let mut next = super::super::test_values();
+        for &(x, w, stride, groups) in &[
+            ([2usize, 9, 10, 32], [3usize, 3, 32, 40], 1usize, 1usize),
+            ([3, 8, 8, 16], [3, 3, 16, 16], 1, 1),
+            ([2, 6, 7, 12], [3, 3, 6, 20], 1, 2),
+            ([2, 9, 9, 8], [3, 3, 8, 34], 2, 1),
+            ([1, 5, 5, 600], [3, 3, 600, 36], 1, 1),
+        ] {
+            for role in [ConvRole::Output, ConvRole::Input] {
+                let spec = ConvSpec {
+                    strides: vec![stride; 2],
+                    padding: vec![(1, 1); 2],
+                    groups,
+                    ..ConvSpec::plain(role, 2)
+                };
+                let len = |d: usize| spec.output_len(d, x[1 + d], w[d]).unwrap();
+                let y = vec![x[0], len(0), len(1), w[3]];
+                let (a_shape, out_shape) = match role {
+                    ConvRole::Output => (x.to_vec(), y),
+                    _ => (y, x.to_vec()),
+                };
+                let bits = |n: usize, next: &mut dyn FnMut() -> f32| -> Vec<u16> {
+                    (0..n)
+                        .map(|_| half::bf16::from_f32(next()).to_bits())
+                        .collect()
+                };
+                let (a, b) = (
+                    bits(shape::numel(&a_shape), &mut next),
+                    bits(shape::numel(&w), &mut next),
+                );
+                let (sa, sb) = (shape::strides(&a_shape), shape::strides(&w));
+                let (sa, sb): (Vec<i64>, Vec<i64>) = (
+                    sa.iter().map(|&v| v as i64).collect(),
+                    sb.iter().map(|&v| v as i64).collect(),
+                );
+                let ins = [
+                    Operand {
+                        ptr: a.as_ptr() as *const u8,
+                        dtype: DType::BF16,
+                        shape: &a_shape,
+                        strides: &sa,
+                    },
+                    Operand {
+                        ptr: b.as_ptr() as *const u8,
+                        dtype: DType::BF16,
+                        shape: &w,
+                        strides: &sb,
+                    },
+                ];
+                let mut out = vec![f32::NAN; shape::numel(&out_shape)];
+                let mut scratch =
+                    vec![0u8; scratch_bytes(&spec, &[&a_shape, &w], &out_shape) + ALIGN];
+                let ran = unsafe {
+                    run(
+                        &spec,
+                        &ins,
+                        &out_shape,
+                        out.as_mut_ptr() as *mut u8,
+                        scratch.as_mut_ptr(),
+                    )
+                };
+                assert!(ran, "{role:?} {x:?} {w:?}");
+                // The f64 sums and their magnitudes from the interpreter's convolution.
+                let f64s = |v: &[u16]| -> Vec<f64> {
+                    v.iter()
+                        .map(|&b| half::bf16::from_bits(b).to_f64())
+                        .collect()
+                };
+                let array = |v: Vec<f64>, shape: &[usize]| from_f64s(v, shape, DType::F64);
+                let (af, bf) = (f64s(&a), f64s(&b));
+                let sum = |a: Vec<f64>, b: Vec<f64>| {
+                    let (a, b) = (array(a, &a_shape), array(b, &w));
+                    as_f64s(&crate::interp::conv::conv(
+                        &spec,
+                        &[&a, &b],
+                        &out_shape,
+                        DType::F64,
+                    ))
+                };
+                let exact = sum(af.clone(), bf.clone());
+                let size = sum(
+                    af.iter().map(|v| v.abs()).collect(),
+                    bf.iter().map(|v| v.abs()).collect(),
+                );
+                let terms = (w.iter().product::<usize>()) as f64;
+                for e in 0..out.len() {
+                    let bound = 1.01 * terms * 2f64.powi(-24) * size[e];
+                    assert!(
+                        (out[e] as f64 - exact[e]).abs() <= bound,
+                        "{role:?} {x:?} {w:?} at {e}: {} vs {}",
+                        out[e],
+                        exact[e]
+                    );
+                }
+            }
+        }
+    }
+}
