@@ -12,9 +12,11 @@
 //! partials' f64 sum keeps the error of a chunk's length, not of all the rows.
 //!
 //! Sums of f32 and f64 take one more rounding per partial (the error stays within two
-//! roundings of `Σ|x|`); 16-bit sums are left whole (a partial rounded to 8 bits of
-//! mantissa would lose what their f32 accumulation keeps); products are left whole; max,
-//! min and integer sums are exact in any order.
+//! roundings of `Σ|x|`). A 16-bit sum sums its chunks of `x` cast to f32 (the cast is read
+//! in the chunks' kernel), so its partials are f32 and the result is rounded once to the
+//! 16-bit type from their f32 total: a partial rounded to 8 bits of mantissa would lose what
+//! the f32 accumulation keeps. Products are left whole; max, min and integer sums are exact
+//! in any order.
 
 use crate::ir::{Graph, Node, Op, ReduceOp, ValueId};
 use crate::DType;
@@ -59,7 +61,7 @@ fn chunks(g: &Graph, n: &Node) -> Option<(usize, usize)> {
     };
     let x = g.node(n.inputs[0]);
     let exact = matches!(op, ReduceOp::Max | ReduceOp::Min) || n.dtype.is_int();
-    let sum = *op == ReduceOp::Sum && matches!(n.dtype, DType::F32 | DType::F64);
+    let sum = *op == ReduceOp::Sum && n.dtype.is_float();
     // A view's reshape may not fold into the read (a transposed input would be copied).
     if !(exact || sum) || x.op.is_view() {
         return None;
@@ -88,21 +90,46 @@ fn split_one(out: &mut Graph, n: Node, lead: usize, k: usize) -> ValueId {
     let x = out.node(n.inputs[0]);
     let rows: usize = x.shape[..lead].iter().product();
     let kept = x.shape[lead..].to_vec();
+    // A 16-bit sum's partials and total in f32, rounded once at the end (the cast before
+    // the reshape: fusion reads a reshaped value of its kernel, not a cast of a reshape).
+    let (input, dtype) = if n.dtype.is_half() {
+        let wide = out.push(Node {
+            op: Op::Cast(DType::F32),
+            inputs: n.inputs.clone(),
+            shape: x.shape.clone(),
+            dtype: DType::F32,
+            loc: n.loc,
+        });
+        (wide, DType::F32)
+    } else {
+        (n.inputs[0], n.dtype)
+    };
     let chunked = out.push(Node {
         op: Op::Reshape,
-        inputs: n.inputs.clone(),
+        inputs: vec![input],
         shape: [vec![k, rows / k], kept.clone()].concat(),
+        dtype,
         ..n.clone()
     });
     let partial = out.push(Node {
         op: Op::Reduce(op, vec![1]),
         inputs: vec![chunked],
         shape: [vec![k], kept].concat(),
+        dtype,
         ..n.clone()
     });
-    out.push(Node {
+    let total = out.push(Node {
         op: Op::Reduce(op, vec![0]),
         inputs: vec![partial],
+        dtype,
+        ..n.clone()
+    });
+    if dtype == n.dtype {
+        return total;
+    }
+    out.push(Node {
+        op: Op::Cast(n.dtype),
+        inputs: vec![total],
         ..n
     })
 }
