@@ -7,7 +7,8 @@
 //!
 //! Rows: 3×3 stride-1 `Same` convolutions of ResNet-20 (16, 32, 64 features at 32², 16²,
 //! 8², batch 128) and ResNet-18 (64 to 512 features at 56² to 7², batch 16), channels last.
-//! `JITFUSE_BENCH_CONV=resnet20` keeps one family; `JITFUSE_BENCH_RUNS` sets the samples.
+//! `JITFUSE_BENCH_CONV=resnet20` keeps one family; `JITFUSE_BENCH_RUNS` sets the samples;
+//! `JITFUSE_BENCH_BF16=1` adds each op on bf16 operands (its % of the f32 GEMM rate).
 
 use jitfuse::prelude::*;
 use jitfuse::{conv, ConvOptions, Padding};
@@ -147,6 +148,8 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(11);
     let family = std::env::var("JITFUSE_BENCH_CONV").ok();
+    // bf16 rows beside the f32 ones (the same values rounded; jitfuse only).
+    let bf16 = std::env::var("JITFUSE_BENCH_BF16").as_deref() == Ok("1");
     let shapes: Vec<Shape> = shapes()
         .into_iter()
         .filter(|s| family.as_deref().is_none_or(|f| f == s.family))
@@ -181,7 +184,9 @@ fn main() {
         let x = filled(&[s.n, s.side, s.side, s.c], 3);
         let w = filled(&[3, 3, s.c, s.f], 4);
         let dy = filled(&[s.n, s.side, s.side, s.f], 5);
-        let ops: [(&str, Box<dyn Fn()>); 3] = [
+        let half = |t: &Tensor| t.cast(DType::BF16);
+        let (xh, wh, dyh) = (half(&x), half(&w), half(&dy));
+        let mut ops: Vec<(&str, Box<dyn Fn()>)> = vec![
             ("forward", Box::new(|| drop(black_box(forward(&x, &w))))),
             (
                 "input grad",
@@ -192,7 +197,23 @@ fn main() {
                 Box::new(|| drop(black_box(weight_grad(&x, &w, &dy)))),
             ),
         ];
-        let mut samples = vec![vec![]; 3];
+        if bf16 {
+            ops.extend::<[(&str, Box<dyn Fn()>); 3]>([
+                (
+                    "forward bf16",
+                    Box::new(|| drop(black_box(forward(&xh, &wh)))),
+                ),
+                (
+                    "input grad bf16",
+                    Box::new(|| drop(black_box(input_grad(&xh, &wh, &dyh)))),
+                ),
+                (
+                    "weight grad bf16",
+                    Box::new(|| drop(black_box(weight_grad(&xh, &wh, &dyh)))),
+                ),
+            ]);
+        }
+        let mut samples = vec![vec![]; ops.len()];
         for (_, f) in &ops {
             f();
         }

@@ -298,7 +298,16 @@ pub fn scratch_bytes(
         // On pairs where they are read as pairs, else on widened packed panels.
         let p = Problem::of(spec, (ins[0], ins[1], out), 4, false);
         let packed = p.shared_bytes() + p.slots * p.task_bytes();
-        return packed.max(pairs::scratch_bytes(spec, ins, out)) + ALIGN;
+        let weight = if p.role == ConvRole::Weight {
+            let w = WeightGrad {
+                pairs: true,
+                ..WeightGrad::plan(&p)
+            };
+            w.scratch_bytes(&p)
+        } else {
+            0
+        };
+        return packed.max(weight).max(pairs::scratch_bytes(spec, ins, out)) + ALIGN;
     }
     // (Whether the rows are read in place depends on the operand's strides, unknown here:
     // the larger of the two.)
@@ -326,7 +335,12 @@ pub fn scratch_bytes(
 /// the pixels in order. The pixels are cut into `chunks` (a function of the sizes), each
 /// summed into its own partial `dwᵀ` by tasks owning ranges of its tiles; the partials are
 /// then added in chunk order and transposed into `dw`. Runs where both operands' features
-/// are contiguous, in f32 on AVX-512 (`conv_weight_grad`'s packed path otherwise).
+/// are contiguous, in f32 on AVX-512 (`conv_weight_grad`'s packed path otherwise), and on
+/// bf16 operands with AVX-512 BF16 (`pairs`).
+///
+/// On bf16 operands a step is a pair of consecutive pixels of a chunk (`vdpbf16ps`): `dy`'s
+/// pairs are packed per pass, `(dy[q, f], dy[q + 1, f])` in one word, and the vector of `x`
+/// interleaves the two pixels' rows (a pixel past the chunk's end reads zeros in both).
 #[derive(Clone, Copy, Debug)]
 struct WeightGrad {
     /// Pixel chunks, each with its partial `dwᵀ`.
@@ -343,6 +357,26 @@ struct WeightGrad {
     cpan: usize,
     /// Pixels a tile's pass covers before its sums go back to the partial.
     pass: usize,
+    /// Whether the operands are bf16, multiplied in pairs of pixels on `vdpbf16ps`.
+    pairs: bool,
+}
+
+/// `dst[p · f_all + f] = dy[2p][f] | dy[2p + 1][f] << 16` (bf16 bits) for the pairs of the
+/// `len` pixels whose rows `rows` points at, the second of an odd last pair zero.
+///
+/// # Safety
+/// Each row valid for `f_all` values; `dst` for `len.div_ceil(2) · f_all` words.
+#[cfg(target_arch = "x86_64")]
+unsafe fn pack_pixel_pairs(rows: *const *const u16, len: usize, f_all: usize, dst: *mut u32) {
+    for pair in 0..len.div_ceil(2) {
+        let even = *rows.add(2 * pair);
+        let odd = (2 * pair + 1 < len).then(|| *rows.add(2 * pair + 1));
+        let out = dst.add(pair * f_all);
+        for f in 0..f_all {
+            let hi = odd.map_or(0, |o| *o.add(f) as u32);
+            *out.add(f) = *even.add(f) as u32 | hi << 16;
+        }
+    }
 }
 
 /// Input features per group below which the weight gradient gathers `x` into packed panels
@@ -376,21 +410,29 @@ impl WeightGrad {
         let rows = p.fg.div_ceil(fpan).max(1);
         let cpan = p.cg.div_ceil(16 * v).max(1);
         let tiles = p.groups * p.kvol * fpan * cpan;
-        let chunks = (p.kc / CHUNK_PIXELS).clamp(1, SLOTS);
+        let chunks = if p.slots == 1 {
+            1
+        } else {
+            (p.kc / CHUNK_PIXELS).clamp(1, SLOTS)
+        };
         let splits = if p.slots == 1 {
             1
         } else {
             (SLOTS / chunks).clamp(1, tiles.max(1))
         };
         WeightGrad {
-            chunks: if p.slots == 1 { 1 } else { chunks },
+            chunks,
             splits,
             tiles,
             v,
             rows,
             fpan,
             cpan,
-            pass: PASS_PIXELS,
+            // (Even: pairs of pixels start at a chunk's even offsets.)
+            pass: PASS_PIXELS
+                .min(p.kc.div_ceil(chunks).next_multiple_of(2))
+                .max(2),
+            pairs: false,
         }
     }
 
@@ -398,13 +440,32 @@ impl WeightGrad {
     #[cfg(target_arch = "x86_64")]
     fn of(p: &Problem, ins: &[Operand]) -> Option<WeightGrad> {
         let r = p.s.rank();
+        let pairs = ins.iter().all(|t| t.dtype == DType::BF16) && Self::pairs_run();
         let runs = p.role == ConvRole::Weight
             && p.elem == 4
             && p.cg >= DIRECT_MIN_FEATURES
             && ins[0].strides[r + 1] == 1
             && ins[1].strides[r + 1] == 1
-            && super::gemm16::fma_tiles();
-        runs.then(|| WeightGrad::plan(p))
+            && super::gemm16::fma_tiles()
+            && (pairs || ins[0].dtype == DType::F32);
+        runs.then(|| WeightGrad {
+            pairs,
+            ..WeightGrad::plan(p)
+        })
+    }
+
+    /// Whether this CPU runs the weight gradient of bf16 operands in pairs.
+    fn pairs_run() -> bool {
+        super::gemm16::kind_for(DType::BF16) == Some(super::gemm16::Kind::Dot)
+    }
+
+    /// Bytes of a pass's packed pairs of `dy` (every feature of every group).
+    fn dy_pairs_bytes(&self, p: &Problem) -> usize {
+        if self.pairs {
+            (self.pass.div_ceil(2) * p.s.out_channels() * 4).next_multiple_of(ALIGN)
+        } else {
+            0
+        }
     }
 
     /// Bytes of one partial `dwᵀ`.
@@ -416,6 +477,7 @@ impl WeightGrad {
     /// pixel reading nothing points at (a group's features).
     fn task_bytes(&self, p: &Problem) -> usize {
         (2 * self.pass * 8 + p.cg.next_multiple_of(NR) * 4).next_multiple_of(ALIGN)
+            + self.dy_pairs_bytes(p)
     }
 
     fn scratch_bytes(&self, p: &Problem) -> usize {
@@ -481,6 +543,10 @@ impl WeightGrad {
         let xp = own.add(self.pass * 8) as *mut *const f32;
         let zeros = own.add(2 * self.pass * 8) as *mut f32;
         std::ptr::write_bytes(zeros, 0, p.cg.next_multiple_of(NR));
+        let dy_pairs = own.add(self.task_bytes(p) - self.dy_pairs_bytes(p)) as *mut u32;
+        // Element size of the operands, and `dy`'s features (a packed pair's row).
+        let size = if self.pairs { 2 } else { 4 };
+        let f_all = p.s.out_channels();
         let (fpan, cpan) = (self.fpan, self.cpan);
         let out = p.s.output();
         let mut o = vec![0usize; r];
@@ -490,11 +556,14 @@ impl WeightGrad {
             // `dy`'s row of each pixel (its feature 0).
             let along = dy.strides[r];
             each_run(out, q0..q1, &mut o, |q, n, o, run| {
-                let start = (dy.ptr as *const f32).offset(offset(dy, n, o) as isize);
+                let start = dy.ptr.offset(offset(dy, n, o) as isize * size) as *const f32;
                 for i in 0..run {
-                    *dyp.add(q - q0 + i) = start.offset(i as isize * along as isize);
+                    *dyp.add(q - q0 + i) = start.byte_offset(i as isize * along as isize * size);
                 }
             });
+            if self.pairs {
+                pack_pixel_pairs(dyp as *const *const u16, q1 - q0, f_all, dy_pairs);
+            }
             let mut at_k = None;
             for tile in tiles.clone() {
                 let (gk, rest) = (tile / (fpan * cpan), tile % (fpan * cpan));
@@ -503,12 +572,24 @@ impl WeightGrad {
                 if at_k != Some(gk) {
                     // `x`'s row (at the group's feature 0) each pixel reads at `kpos`.
                     let k = &p.kidx[kpos * r..(kpos + 1) * r];
-                    let group = (x.ptr as *const f32).add(g * p.cg);
-                    each_run(out, q0..q1, &mut o, |q, n, o, run| {
-                        let base = group.offset((n as i64 * taps.lead) as isize);
-                        let dst = xp.add(q - q0) as *mut *const u8;
-                        taps.run_at(base, o, run, k, zeros as *const u8, dst);
-                    });
+                    let dst = |q: usize| xp.add(q - q0) as *mut *const u8;
+                    if self.pairs {
+                        let group = (x.ptr as *const u16).add(g * p.cg);
+                        each_run(out, q0..q1, &mut o, |q, n, o, run| {
+                            let base = group.offset((n as i64 * taps.lead) as isize);
+                            taps.run_at(base, o, run, k, zeros as *const u8, dst(q));
+                        });
+                        if (q1 - q0) % 2 == 1 {
+                            // (The pixel pairing an odd last one: `pass` is even.)
+                            *dst(q1) = zeros as *const u8;
+                        }
+                    } else {
+                        let group = (x.ptr as *const f32).add(g * p.cg);
+                        each_run(out, q0..q1, &mut o, |q, n, o, run| {
+                            let base = group.offset((n as i64 * taps.lead) as isize);
+                            taps.run_at(base, o, run, k, zeros as *const u8, dst(q));
+                        });
+                    }
                     at_k = Some(gk);
                 }
                 // The last panel of `f` ends at `fg`, its first `skip` rows (the previous
@@ -527,7 +608,12 @@ impl WeightGrad {
                     cols,
                     continues: q0 > first,
                 };
-                weight_tile::run(self.v, self.rows, dyp, xp, c, shape);
+                if self.pairs {
+                    let xp = xp as *const *const u16;
+                    weight_tile::run_pairs(self.v, self.rows, (dy_pairs, f_all), xp, c, shape);
+                } else {
+                    weight_tile::run(self.v, self.rows, dyp, xp, c, shape);
+                }
             }
         }
     }
@@ -672,6 +758,10 @@ unsafe fn drive<T: Real>(
     }
     let base = scratch.wrapping_add(scratch.align_offset(ALIGN));
     if half {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(w) = WeightGrad::of(&p, ins) {
+            return w.run(&p, ins, out, base);
+        }
         let pack = |p: &Problem, b: &Operand, g, j, qs, dst: *mut T| pack_b(p, b, g, j, qs, dst);
         return products::<T>(&p, ins, (out, base), None, &pack);
     }
@@ -1732,6 +1822,66 @@ mod weight_tile {
                 let x = _mm512_set1_ps(*d.add(r));
                 for (a, b) in row.iter_mut().zip(&b) {
                     *a = _mm512_fmadd_ps(x, *b, *a);
+                }
+            }
+        }
+        acc::store(&acc, c, s.ldc, s.skip, mask);
+    }
+
+    /// `run` on pairs of pixels of bf16 operands (`pair_tile`): `dy`'s pairs packed in rows
+    /// of `ldd` words (`dy_pairs`), `x`'s rows through `xp` (`len` rounded up to even).
+    ///
+    /// # Safety
+    /// As `pair_tile`'s.
+    pub unsafe fn run_pairs(
+        v: usize,
+        rows: usize,
+        dy_pairs: (*const u32, usize),
+        xp: *const *const u16,
+        c: *mut f32,
+        s: Shape,
+    ) {
+        by_tile_rows!(v, rows, pair_tile(dy_pairs, xp, c, s))
+    }
+
+    /// `tile` with each step a pair of pixels `2p`, `2p + 1` on `vdpbf16ps`: `c[r, j] (+)=
+    /// Σ_p dy[2p][f0 + r] · x[2p][c0 + j] + dy[2p + 1][f0 + r] · x[2p + 1][c0 + j]`, the
+    /// pair of `dy` broadcast from its packed word, the two rows of `x` interleaved (word
+    /// `2j` from the first pixel, `2j + 1` from the second).
+    ///
+    /// # Safety
+    /// AVX-512 F, BW, VL and BF16; `len.div_ceil(2)` packed rows of `dy` and as many pairs of
+    /// rows of `x`, valid for the features read; `c` valid for the tile.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
+    unsafe fn pair_tile<const V: usize, const R: usize>(
+        (dy, ldd): (*const u32, usize),
+        xp: *const *const u16,
+        c: *mut f32,
+        s: Shape,
+    ) {
+        let mask = acc::masks(s.cols);
+        let mut acc = acc::start::<V, R>(s.continues, c, s.ldc, s.skip, mask);
+        let mut order = [0i16; 32];
+        for l in 0..16 {
+            order[2 * l] = l as i16;
+            order[2 * l + 1] = 16 + l as i16;
+        }
+        let order = _mm512_loadu_si512(order.as_ptr() as *const _);
+        for pair in 0..s.len.div_ceil(2) {
+            let (x0, x1) = (*xp.add(2 * pair), *xp.add(2 * pair + 1));
+            let mut b = [_mm512_setzero_ps(); V];
+            for (v, b) in b.iter_mut().enumerate() {
+                let at = s.c0 + 16 * v;
+                let lo = _mm256_maskz_loadu_epi16(mask[v], x0.add(at) as *const i16);
+                let hi = _mm256_maskz_loadu_epi16(mask[v], x1.add(at) as *const i16);
+                let both = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(lo), hi);
+                *b = _mm512_castsi512_ps(_mm512_permutexvar_epi16(order, both));
+            }
+            let d = dy.add(pair * ldd + s.f0);
+            for (r, row) in acc.iter_mut().enumerate() {
+                let x: __m512bh = std::mem::transmute(_mm512_set1_epi32(*d.add(r) as i32));
+                for (a, b) in row.iter_mut().zip(&b) {
+                    *a = _mm512_dpbf16_ps(*a, x, std::mem::transmute::<__m512, __m512bh>(*b));
                 }
             }
         }

@@ -19,8 +19,8 @@
 //!
 //! Runs where the paired features per group are even and the operand's features contiguous
 //! (every other stride even); elsewhere a bf16 convolution runs on f32 panels widened as
-//! they are packed (`conv::run`). The weight gradient sums over pixels, which are not
-//! adjacent in memory: it runs on f32 copies (`library::runs_natively`).
+//! they are packed (`conv::run`). The weight gradient sums over pixels: its steps are pairs
+//! of pixels (`conv::WeightGrad`).
 
 use super::{classes, finite, products, Problem, ALIGN, NR};
 use crate::ir::{ConvRole, ConvSpec};
@@ -53,12 +53,21 @@ fn halved(spec: &ConvSpec, a: &[usize], b: &[usize]) -> Option<(Vec<usize>, Vec<
 }
 
 /// Whether this CPU runs the convolution `spec` of bf16 operands shaped `ins` on pairs (its
-/// result then is the f32 sums).
+/// result then is the f32 sums): of features here, of pixels for the weight gradient
+/// (`conv::WeightGrad`).
 pub fn runs(spec: &ConvSpec, ins: &[&[usize]], dtype: DType) -> bool {
-    dtype == DType::BF16
-        && kind_for(DType::BF16) == Some(Kind::Dot)
-        && ins.len() == 2
-        && halved(spec, ins[0], ins[1]).is_some()
+    let shapes = ins.len() == 2
+        && match spec.role {
+            // `WeightGrad` on pairs of pixels.
+            ConvRole::Weight => {
+                let x = ins[0];
+                spec.groups > 0
+                    && x.len() >= 3
+                    && x[x.len() - 1] / spec.groups >= super::DIRECT_MIN_FEATURES
+            }
+            _ => halved(spec, ins[0], ins[1]).is_some(),
+        };
+    dtype == DType::BF16 && kind_for(DType::BF16) == Some(Kind::Dot) && shapes
 }
 
 /// The problem on pairs, where `spec` of operands shaped `a` and `b` runs on them.
@@ -167,13 +176,15 @@ unsafe fn pack_pairs(
 
 #[cfg(test)]
 mod tests {
+    use super::super::WeightGrad;
     use super::*;
     use crate::interp::{as_f64s, from_f64s};
 
-    /// `conv` and `conv_input_grad` on pairs (where this CPU has AVX-512 BF16) against f64
-    /// sums of the same bf16 values: the wide tiles with and without grouped rows, the
-    /// narrow ones, groups, strides, a sum in two blocks of `kc`; each within what an f32 sum
-    /// of its terms may lose.
+    /// `conv`, `conv_input_grad` and `conv_weight_grad` of bf16 operands through `conv::run`
+    /// (on pairs where this CPU has AVX-512 BF16) against f64 sums of the same values: the
+    /// wide tiles with and without grouped rows, the narrow ones, groups, strides, a sum in
+    /// two blocks of `kc`, odd pixel counts; each within what an f32 sum of its terms may
+    /// lose.
     #[test]
     fn pairs_match_f64_sums_on_every_tile() {
         if kind_for(DType::BF16) != Some(Kind::Dot) {
@@ -183,11 +194,13 @@ mod tests {
         for &(x, w, stride, groups) in &[
             ([2usize, 9, 10, 32], [3usize, 3, 32, 40], 1usize, 1usize),
             ([3, 8, 8, 16], [3, 3, 16, 16], 1, 1),
-            ([2, 6, 7, 12], [3, 3, 6, 20], 1, 2),
+            ([2, 6, 7, 16], [3, 3, 8, 20], 1, 2),
             ([2, 9, 9, 8], [3, 3, 8, 34], 2, 1),
             ([1, 5, 5, 600], [3, 3, 600, 36], 1, 1),
+            ([3, 21, 23, 24], [3, 3, 24, 14], 1, 1),
+            ([1, 91, 91, 8], [3, 3, 8, 16], 1, 1),
         ] {
-            for role in [ConvRole::Output, ConvRole::Input] {
+            for role in [ConvRole::Output, ConvRole::Input, ConvRole::Weight] {
                 let spec = ConvSpec {
                     strides: vec![stride; 2],
                     padding: vec![(1, 1); 2],
@@ -196,9 +209,10 @@ mod tests {
                 };
                 let len = |d: usize| spec.output_len(d, x[1 + d], w[d]).unwrap();
                 let y = vec![x[0], len(0), len(1), w[3]];
-                let (a_shape, out_shape) = match role {
-                    ConvRole::Output => (x.to_vec(), y),
-                    _ => (y, x.to_vec()),
+                let (a_shape, b_shape, out_shape) = match role {
+                    ConvRole::Output => (x.to_vec(), w.to_vec(), y.clone()),
+                    ConvRole::Input => (y.clone(), w.to_vec(), x.to_vec()),
+                    ConvRole::Weight => (x.to_vec(), y.clone(), w.to_vec()),
                 };
                 let bits = |n: usize, next: &mut dyn FnMut() -> f32| -> Vec<u16> {
                     (0..n)
@@ -207,50 +221,58 @@ mod tests {
                 };
                 let (a, b) = (
                     bits(shape::numel(&a_shape), &mut next),
-                    bits(shape::numel(&w), &mut next),
+                    bits(shape::numel(&b_shape), &mut next),
                 );
-                let (sa, sb) = (shape::strides(&a_shape), shape::strides(&w));
-                let (sa, sb): (Vec<i64>, Vec<i64>) = (
-                    sa.iter().map(|&v| v as i64).collect(),
-                    sb.iter().map(|&v| v as i64).collect(),
-                );
-                let ins = [
-                    Operand {
-                        ptr: a.as_ptr() as *const u8,
-                        dtype: DType::BF16,
-                        shape: &a_shape,
-                        strides: &sa,
-                    },
-                    Operand {
-                        ptr: b.as_ptr() as *const u8,
-                        dtype: DType::BF16,
-                        shape: &w,
-                        strides: &sb,
-                    },
-                ];
+                let strides = |s: &[usize]| -> Vec<i64> {
+                    shape::strides(s).iter().map(|&v| v as i64).collect()
+                };
+                let (sa, sb) = (strides(&a_shape), strides(&b_shape));
+                let operand = |v: &[u16], shape, strides| Operand {
+                    ptr: v.as_ptr() as *const u8,
+                    dtype: DType::BF16,
+                    shape,
+                    strides,
+                };
+                let ins = [operand(&a, &a_shape, &sa), operand(&b, &b_shape, &sb)];
+                let shapes: [&[usize]; 2] = [&a_shape, &b_shape];
+                // The route: pairs of features, or the weight gradient on pairs of pixels.
+                let pairs = match role {
+                    ConvRole::Weight => {
+                        let p = Problem::of(&spec, (&a_shape, &b_shape, &out_shape), 4, false);
+                        WeightGrad::of(&p, &ins).is_some_and(|w| w.pairs)
+                    }
+                    _ => runs(&spec, &shapes, DType::BF16),
+                };
+                assert!(pairs, "{role:?} {x:?} {w:?}");
                 let mut out = vec![f32::NAN; shape::numel(&out_shape)];
-                let mut scratch =
-                    vec![0u8; scratch_bytes(&spec, &[&a_shape, &w], &out_shape) + ALIGN];
-                let ran = unsafe {
-                    run(
+                let bytes = super::super::scratch_bytes(
+                    &spec,
+                    &shapes,
+                    &out_shape,
+                    DType::BF16,
+                    DType::F32,
+                );
+                let mut scratch = vec![0u8; bytes];
+                unsafe {
+                    super::super::run(
                         &spec,
                         &ins,
                         &out_shape,
+                        DType::F32,
                         out.as_mut_ptr() as *mut u8,
                         scratch.as_mut_ptr(),
                     )
-                };
-                assert!(ran, "{role:?} {x:?} {w:?}");
+                }
+                .unwrap();
                 // The f64 sums and their magnitudes from the interpreter's convolution.
                 let f64s = |v: &[u16]| -> Vec<f64> {
                     v.iter()
                         .map(|&b| half::bf16::from_bits(b).to_f64())
                         .collect()
                 };
-                let array = |v: Vec<f64>, shape: &[usize]| from_f64s(v, shape, DType::F64);
-                let (af, bf) = (f64s(&a), f64s(&b));
                 let sum = |a: Vec<f64>, b: Vec<f64>| {
-                    let (a, b) = (array(a, &a_shape), array(b, &w));
+                    let a = from_f64s(a, &a_shape, DType::F64);
+                    let b = from_f64s(b, &b_shape, DType::F64);
                     as_f64s(&crate::interp::conv::conv(
                         &spec,
                         &[&a, &b],
@@ -258,12 +280,12 @@ mod tests {
                         DType::F64,
                     ))
                 };
+                let (af, bf) = (f64s(&a), f64s(&b));
                 let exact = sum(af.clone(), bf.clone());
-                let size = sum(
-                    af.iter().map(|v| v.abs()).collect(),
-                    bf.iter().map(|v| v.abs()).collect(),
-                );
-                let terms = (w.iter().product::<usize>()) as f64;
+                let abs = |v: &[f64]| v.iter().map(|v| v.abs()).collect::<Vec<f64>>();
+                let size = sum(abs(&af), abs(&bf));
+                // The most terms of a sum: a window's, or every output pixel's.
+                let terms = shape::numel(&w).max(shape::numel(&y) / w[3]) as f64;
                 for e in 0..out.len() {
                     let bound = 1.01 * terms * 2f64.powi(-24) * size[e];
                     assert!(
