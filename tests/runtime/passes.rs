@@ -1130,7 +1130,8 @@ fn column_sums_join_the_kernel_computing_their_operand() {
     }
     // Sums that stay reductions of their own: more rows a partial than f32 should sum
     // alone, a single kept element (every lane would add into it), an operand read through a
-    // broadcast the chunks cannot walk, f64 (fused: Cranelift), a 16-bit sum (not chunked).
+    // broadcast the chunks cannot walk; and sums that fuse: f64 (Cranelift), a 16-bit sum
+    // (its chunks cast to f32).
     for (program, fused) in [
         (
             "%x = param 0 : f32[4,1024,8]\n%y = exp %x : f32[4,1024,8]\n\
@@ -1156,7 +1157,7 @@ fn column_sums_join_the_kernel_computing_their_operand() {
         (
             "%x = param 0 : bf16[64,8,8,16]\n%y = exp %x : bf16[64,8,8,16]\n\
           %s = reduce_sum[0,1,2] %y : bf16[16]\nreturn %s",
-            false,
+            true,
         ),
     ] {
         let g = ir::parse(program).unwrap();

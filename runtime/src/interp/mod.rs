@@ -5,7 +5,7 @@
 //! true value for the transcendentals).
 
 mod attention;
-pub(crate) mod conv;
+mod conv;
 mod reduce;
 mod window;
 

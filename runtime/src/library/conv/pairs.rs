@@ -178,10 +178,10 @@ unsafe fn pack_pairs(
 mod tests {
     use super::super::WeightGrad;
     use super::*;
-    use crate::interp::{as_f64s, from_f64s};
 
     /// `conv`, `conv_input_grad` and `conv_weight_grad` of bf16 operands through `conv::run`
-    /// (on pairs where this CPU has AVX-512 BF16) against f64 sums of the same values: the
+    /// (on pairs where this CPU has AVX-512 BF16) against f64 sums of the same values (the
+    /// f64 convolution, on the portable tiles: a sum of the same terms in f64): the
     /// wide tiles with and without grouped rows, the narrow ones, groups, strides, a sum in
     /// two blocks of `kc`, odd pixel counts; each within what an f32 sum of its terms may
     /// lose.
@@ -264,26 +264,35 @@ mod tests {
                     )
                 }
                 .unwrap();
-                // The f64 sums and their magnitudes from the interpreter's convolution.
-                let f64s = |v: &[u16]| -> Vec<f64> {
-                    v.iter()
-                        .map(|&b| half::bf16::from_bits(b).to_f64())
-                        .collect()
+                // The f64 sums and their magnitudes from the f64 convolution.
+                let f64s = |v: &[u16], abs: bool| -> Vec<f64> {
+                    let x = v.iter().map(|&b| half::bf16::from_bits(b).to_f64());
+                    x.map(|x| if abs { x.abs() } else { x }).collect()
                 };
-                let sum = |a: Vec<f64>, b: Vec<f64>| {
-                    let a = from_f64s(a, &a_shape, DType::F64);
-                    let b = from_f64s(b, &b_shape, DType::F64);
-                    as_f64s(&crate::interp::conv::conv(
+                let sum = |abs: bool| {
+                    let (a, b) = (f64s(&a, abs), f64s(&b, abs));
+                    let wide = |v: &[f64], shape, strides| Operand {
+                        ptr: v.as_ptr() as *const u8,
+                        dtype: DType::F64,
+                        shape,
+                        strides,
+                    };
+                    let ins = [wide(&a, &a_shape, &sa), wide(&b, &b_shape, &sb)];
+                    let mut out = vec![f64::NAN; shape::numel(&out_shape)];
+                    let bytes = super::super::scratch_bytes(
                         &spec,
-                        &[&a, &b],
+                        &shapes,
                         &out_shape,
                         DType::F64,
-                    ))
+                        DType::F64,
+                    );
+                    let mut scratch = vec![0u8; bytes];
+                    let (o, s) = (out.as_mut_ptr() as *mut u8, scratch.as_mut_ptr());
+                    unsafe { super::super::run(&spec, &ins, &out_shape, DType::F64, o, s) }
+                        .unwrap();
+                    out
                 };
-                let (af, bf) = (f64s(&a), f64s(&b));
-                let exact = sum(af.clone(), bf.clone());
-                let abs = |v: &[f64]| v.iter().map(|v| v.abs()).collect::<Vec<f64>>();
-                let size = sum(abs(&af), abs(&bf));
+                let (exact, size) = (sum(false), sum(true));
                 // The most terms of a sum: a window's, or every output pixel's.
                 let terms = shape::numel(&w).max(shape::numel(&y) / w[3]) as f64;
                 for e in 0..out.len() {
