@@ -8,15 +8,18 @@
 //! the compiled train step's memory report. At the end the parameters are saved as a
 //! safetensors checkpoint, loaded back and checked, and the test set's confusion matrix is
 //! printed and drawn as an SVG next to the checkpoint. `--remat` (resnet20) checkpoints each
-//! residual block, keeping only its convolutions' outputs for the gradient.
+//! residual block, keeping only its convolutions' outputs for the gradient. `--dtype bf16`
+//! trains under the mixed-precision policy (parameters, images and running statistics cast
+//! to bf16 inside the loss; f32 master weights, optimiser state, statistics and loss).
 //!
 //! Run: `cargo run --release --example cnn -- [--model cnn|resnet20] [--epochs N]
-//! [--limit TRAIN_EXAMPLES] [--out DIR] [--data DIR] [--remat]`
+//! [--limit TRAIN_EXAMPLES] [--out DIR] [--data DIR] [--remat] [--dtype f32|bf16]`
 
 mod data;
 mod model;
 
 use jitfuse::optim::{self, Optimizer, StateOf};
+use jitfuse::precision::Policy;
 use jitfuse::prelude::*;
 use model::{Cnn, ResNet, ResNetStats};
 use std::time::Instant;
@@ -29,15 +32,25 @@ fn opt() -> Opt {
     optim::adam(optim::constant(1e-3), 0.9, 0.999, 1e-8)
 }
 
+/// The policy of a step computing in `compute` (f32 parameters, state and loss).
+fn policy(compute: DType) -> Policy {
+    Policy::new(DType::F32, compute, DType::F32)
+}
+
 #[jit]
 fn cnn_step(
     p: Cnn,
     s: StateOf<Opt, Cnn>,
     x: &Tensor,
     y: &Tensor,
+    compute: DType,
 ) -> (Cnn, StateOf<Opt, Cnn>, Tensor) {
+    let policy = policy(compute);
     let (l, g) = value_and_grad(
-        |p: &Cnn| softmax_cross_entropy_with_labels(&p.logits(x), y),
+        |p: &Cnn| {
+            let (p, x) = policy.cast_to_compute(&(p.clone(), x.clone()));
+            policy.cast_to_output(&softmax_cross_entropy_with_labels(&p.logits(&x), y))
+        },
         &p,
     );
     let (p, s) = opt().update(&g, s, p);
@@ -59,11 +72,15 @@ fn resnet_step(
     x: &Tensor,
     y: &Tensor,
     remat: bool,
+    compute: DType,
 ) -> (ResNet, StateOf<Opt, ResNet>, ResNetStats, Tensor) {
+    let policy = policy(compute);
     let ((l, stats), g) = value_and_grad_with_aux(
         |p: &ResNet| {
-            let (z, stats) = p.logits(x, &stats, true, remat);
-            (softmax_cross_entropy_with_labels(&z, y), stats)
+            let (p, x, stats) = policy.cast_to_compute(&(p.clone(), x.clone(), stats.clone()));
+            let (z, stats) = p.logits(&x, &stats, true, remat);
+            let l = softmax_cross_entropy_with_labels(&z, y);
+            (policy.cast_to_output(&l), policy.cast_to_param(&stats))
         },
         &p,
     );
@@ -83,6 +100,8 @@ struct Options {
     out: String,
     data: Option<String>,
     remat: bool,
+    /// The steps' compute type (`--dtype`).
+    compute: DType,
 }
 
 fn fail(msg: &str) -> ! {
@@ -98,6 +117,7 @@ fn options() -> Options {
         out: "target/cnn".into(),
         data: None,
         remat: false,
+        compute: DType::F32,
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -116,9 +136,16 @@ fn options() -> Options {
             "--out" => o.out = value(),
             "--data" => o.data = Some(value()),
             "--remat" => o.remat = true,
+            "--dtype" => {
+                o.compute = match value().as_str() {
+                    "f32" => DType::F32,
+                    "bf16" => DType::BF16,
+                    v => fail(&format!("--dtype {v}: f32 or bf16")),
+                }
+            }
             _ => fail(&format!(
                 "unknown flag {flag} (--model cnn|resnet20, --epochs, --limit, --out, --data, \
-                 --remat)"
+                 --remat, --dtype f32|bf16)"
             )),
         }
     }
@@ -139,14 +166,14 @@ enum Model {
 }
 
 impl Model {
-    fn step(self, x: &Tensor, y: &Tensor) -> (Model, f32) {
+    fn step(self, x: &Tensor, y: &Tensor, compute: DType) -> (Model, f32) {
         let (m, l) = match self {
             Model::Cnn(p, s) => {
-                let (p, s, l) = cnn_step(p, s, x, y);
+                let (p, s, l) = cnn_step(p, s, x, y, compute);
                 (Model::Cnn(p, s), l)
             }
             Model::ResNet(p, s, st, remat) => {
-                let (p, s, st, l) = resnet_step(p, s, st, x, y, remat);
+                let (p, s, st, l) = resnet_step(p, s, st, x, y, remat, compute);
                 (Model::ResNet(p, s, st, remat), l)
             }
         };
@@ -162,11 +189,11 @@ impl Model {
     }
 
     /// The compiled train step's memory report on one batch.
-    fn memory(&self, x: &Tensor, y: &Tensor) -> String {
+    fn memory(&self, x: &Tensor, y: &Tensor, compute: DType) -> String {
         let lowered = match self {
-            Model::Cnn(p, s) => cnn_step::lower(p.clone(), s.clone(), x, y),
+            Model::Cnn(p, s) => cnn_step::lower(p.clone(), s.clone(), x, y, compute),
             Model::ResNet(p, s, st, remat) => {
-                resnet_step::lower(p.clone(), s.clone(), st.clone(), x, y, *remat)
+                resnet_step::lower(p.clone(), s.clone(), st.clone(), x, y, *remat, compute)
             }
         };
         let m = lowered.and_then(|l| l.compile()).unwrap().memory_analysis();
@@ -246,10 +273,11 @@ fn main() {
         }
     };
     println!(
-        "model {}: {} parameters; Adam 1e-3, batches of {BATCH}, {} epochs\n",
+        "model {}: {} parameters; Adam 1e-3, batches of {BATCH}, {} epochs, computing in {}\n",
         o.model,
         model.parameters(),
-        o.epochs
+        o.epochs,
+        o.compute
     );
 
     let mut order: Vec<usize> = (0..n).collect();
@@ -262,13 +290,16 @@ fn main() {
         for b in 0..steps {
             let (x, y) = train.batch(&order[b * BATCH..(b + 1) * BATCH]);
             let t = Instant::now();
-            let (m, l) = model.step(&x, &y);
+            let (m, l) = model.step(&x, &y, o.compute);
             let took = t.elapsed().as_secs_f64();
             model = m;
             total += l as f64;
             if epoch == 0 && b == 0 {
                 println!("first step: loss {l:.4}; traced, compiled and run in {took:.2} s");
-                println!("memory of the train step:\n{}", model.memory(&x, &y));
+                println!(
+                    "memory of the train step:\n{}",
+                    model.memory(&x, &y, o.compute)
+                );
             } else {
                 timed += took;
                 timed_steps += 1;

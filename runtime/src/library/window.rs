@@ -319,8 +319,8 @@ unsafe fn go<T: Elem>(
                 let mut best: Vec<T> = vec![T::ZERO; b];
                 let mut arg: Vec<u32> = vec![NONE; b];
                 let mut sum = vec![0.0f64; b];
-                let mut rows: Vec<*const f32> = Vec::new();
-                let fast = f32_rows::<T>(&[&ins[0]], b);
+                let mut rows: Vec<*const u8> = Vec::new();
+                let fast = lane_rows::<T>(&[&ins[0]], b);
                 let ts = ins.get(1).map(|t| walked(t, g.outer));
                 each_row(&g.y[..g.outer], lo, hi, |r, o| {
                     g.sources(o, &xs, &mut real);
@@ -338,10 +338,10 @@ unsafe fn go<T: Elem>(
                             }
                         }
                         WindowRole::Max => match fast {
-                            Some(x) if !real.is_empty() => {
+                            Some((kind, x)) if !real.is_empty() => {
                                 rows.clear();
-                                rows.extend(real.iter().map(|&(_, at)| x.offset(at as isize)));
-                                lanes::maxima(&rows, y.as_mut_ptr() as *mut f32, b)
+                                rows.extend(real.iter().map(|&(_, at)| at_elem::<T>(x, at)));
+                                lanes::maxima_of(kind, &rows, y.as_mut_ptr() as *mut u8, b)
                             }
                             _ => maxima(&ins[0], &real, y, &mut tmp),
                         },
@@ -443,23 +443,19 @@ unsafe fn scatter_disjoint<T: Elem>(g: &Geometry, ins: &[Operand], out: Out, byt
         let (mut tmp, mut tmp_dy) = (Vec::<T>::new(), Vec::<T>::new());
         let mut best: Vec<T> = vec![T::ZERO; b];
         let mut arg: Vec<u32> = vec![NONE; b];
-        let (mut rows, mut outs) = (Vec::<*const f32>::new(), Vec::<*mut f32>::new());
-        let fast = f32_rows::<T>(&[x, dy], b);
+        let (mut rows, mut outs) = (Vec::<*const u8>::new(), Vec::<*mut u8>::new());
+        let fast = lane_rows::<T>(&[x, dy], b);
         each_row(&g.y[..g.outer], lo, hi, |_, o| {
             g.sources(o, &xs, &mut real);
             g.sources(o, &os, &mut places);
             let at: i64 = o.iter().zip(&ys).map(|(&i, &s)| i as i64 * s).sum();
-            if let (Some(xp), false) = (fast, real.is_empty()) {
+            if let (Some((kind, xp)), false) = (fast, real.is_empty()) {
                 rows.clear();
-                rows.extend(real.iter().map(|&(_, at)| xp.offset(at as isize)));
+                rows.extend(real.iter().map(|&(_, at)| at_elem::<T>(xp, at)));
                 outs.clear();
-                outs.extend(
-                    places
-                        .iter()
-                        .map(|&(_, off)| (dst.0 as *mut f32).offset(off as isize)),
-                );
-                let d = (dy.ptr as *const f32).offset(at as isize);
-                lanes::scatter(&rows, &outs, d, b);
+                outs.extend((places.iter()).map(|&(_, off)| at_elem::<T>(dst.0, off) as *mut u8));
+                let d = at_elem::<T>(dy.ptr, at);
+                lanes::scatter_of(kind, &rows, &outs, d, b);
                 return;
             }
             winners(x, &real, b, &mut best, &mut arg, &mut tmp);
@@ -479,14 +475,19 @@ unsafe fn scatter_disjoint<T: Elem>(g: &Geometry, ins: &[Operand], out: Out, byt
     });
 }
 
-/// `ts[0]`'s base as f32 when `T` is f32 and every operand of `ts` has contiguous lanes:
-/// the rows the vectorised `lanes` loops take.
-fn f32_rows<T: Elem>(ts: &[&Operand], b: usize) -> Option<*const f32> {
+/// The lane kind of `T` and `ts[0]`'s base when the vectorised `lanes` loops take `T` (f32,
+/// bf16) and every operand of `ts` has contiguous lanes.
+fn lane_rows<T: Elem>(ts: &[&Operand], b: usize) -> Option<(lanes::Kind, *const u8)> {
     let contiguous = ts
         .iter()
         .all(|t| b == 1 || t.strides.last().copied().unwrap_or(1) == 1);
-    (std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() && contiguous)
-        .then(|| ts[0].ptr as *const f32)
+    let kind = lanes::Kind::of::<T>()?;
+    contiguous.then_some((kind, ts[0].ptr))
+}
+
+/// Element `at` (counted in elements of `T`) from `base`.
+fn at_elem<T>(base: *const u8, at: i64) -> *const u8 {
+    base.wrapping_offset(at as isize * size_of::<T>() as isize)
 }
 
 /// The maxima of one window row into `y` (−∞ for a window of padding only).
