@@ -8,8 +8,8 @@
 //! conv 5×5×64 + ReLU, max-pool 2, dense 1024 + ReLU, dense 10) with Adam 1e-3; the
 //! ResNet-20-shaped network (3×3 convolutions of 16, 32, 64 features with batch norm in
 //! training mode, strided 1×1 projections, global average pool) with SGD and momentum 0.9,
-//! also with its blocks checkpointed and under the bf16 compute policy (both against the
-//! peers' plain f32 step). Each step: the loss and gradients, the optimiser's update, the
+//! also with its blocks checkpointed; both networks also under the bf16 compute policy (these
+//! rows against the peers' plain f32 steps). Each step: the loss and gradients, the optimiser's update, the
 //! new parameters, state and running statistics. Also the temporaries each compiled step
 //! holds (jitfuse's `memory_analysis().temp_bytes`, XLA's `temp_size_in_bytes`).
 //! `JITFUSE_BENCH_RUNS` sets the samples (median), taken before and after the peers' runs.
@@ -45,6 +45,27 @@ fn cnn_step(
 ) -> (Cnn, StateOf<Adam, Cnn>, Tensor) {
     let (l, g) = value_and_grad(
         |p: &Cnn| softmax_cross_entropy_with_labels(&p.logits(x), y),
+        &p,
+    );
+    let (p, s) = adam().update(&g, s, p);
+    (p, s, l)
+}
+
+/// `cnn_step` under the mixed-precision policy (bf16 compute, f32 parameters, state and
+/// loss).
+#[jit]
+fn cnn_step_bf16(
+    p: Cnn,
+    s: StateOf<Adam, Cnn>,
+    x: &Tensor,
+    y: &Tensor,
+) -> (Cnn, StateOf<Adam, Cnn>, Tensor) {
+    let policy = jitfuse::precision::Policy::new(DType::F32, DType::BF16, DType::F32);
+    let (l, g) = value_and_grad(
+        |p: &Cnn| {
+            let (p, x) = policy.cast_to_compute(&(p.clone(), x.clone()));
+            policy.cast_to_output(&softmax_cross_entropy_with_labels(&p.logits(&x), y))
+        },
         &p,
     );
     let (p, s) = adam().update(&g, s, p);
@@ -116,8 +137,24 @@ fn batch() -> (Tensor, Tensor) {
 
 /// The ResNet row whose blocks are checkpointed (`Policy::DotsSaveable`).
 const REMAT: &str = "resnet20, blocks checkpointed";
-/// The ResNet row under the bf16 compute policy (against the peers' f32 step).
+/// The rows under the bf16 compute policy (against the peers' f32 steps).
 const BF16: &str = "resnet20, bf16 compute";
+const CNN_BF16: &str = "fmnist_cnn, bf16 compute";
+
+/// `runs` timed calls of `step` (each call's outputs the next one's state; the loss read
+/// back, so the call has finished), after one untimed call.
+fn timed<S>(runs: usize, state: S, mut step: impl FnMut(S) -> (S, Tensor)) -> Vec<f64> {
+    let (mut state, _) = step(state);
+    let mut t = vec![];
+    for _ in 0..runs {
+        let start = Instant::now();
+        let (next, l) = step(state);
+        l.item::<f32>().unwrap();
+        t.push(start.elapsed().as_secs_f64() * 1e3);
+        state = next;
+    }
+    t
+}
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -177,16 +214,25 @@ fn jitfuse_rows(runs: usize, x: &Tensor, y: &Tensor) -> Vec<(&'static str, Vec<f
             .unwrap()
             .memory_analysis()
             .temp_bytes;
-        let (mut p, mut s, _) = cnn_step(p, s, x, y);
-        let mut t = vec![];
-        for _ in 0..runs {
-            let start = Instant::now();
-            let (p2, s2, l) = cnn_step(p, s, x, y);
-            l.item::<f32>().unwrap();
-            t.push(start.elapsed().as_secs_f64() * 1e3);
-            (p, s) = (p2, s2);
-        }
+        let t = timed(runs, (p, s), |(p, s)| {
+            let (p, s, l) = cnn_step(p, s, x, y);
+            ((p, s), l)
+        });
         rows.push(("fmnist_cnn", t, temp));
+    }
+    {
+        let p = Cnn::init(&key);
+        let s = adam().init(&p);
+        let temp = cnn_step_bf16::lower(p.clone(), s.clone(), x, y)
+            .and_then(|l| l.compile())
+            .unwrap()
+            .memory_analysis()
+            .temp_bytes;
+        let t = timed(runs, (p, s), |(p, s)| {
+            let (p, s, l) = cnn_step_bf16(p, s, x, y);
+            ((p, s), l)
+        });
+        rows.push((CNN_BF16, t, temp));
     }
     for (net, remat) in [("resnet20", false), (REMAT, true)] {
         let (p, stats) = ResNet::init(&key);
@@ -196,15 +242,10 @@ fn jitfuse_rows(runs: usize, x: &Tensor, y: &Tensor) -> Vec<(&'static str, Vec<f
             .unwrap()
             .memory_analysis()
             .temp_bytes;
-        let (mut p, mut s, mut stats, _) = resnet_step(p, s, stats, x, y, remat);
-        let mut t = vec![];
-        for _ in 0..runs {
-            let start = Instant::now();
-            let (p2, s2, st2, l) = resnet_step(p, s, stats, x, y, remat);
-            l.item::<f32>().unwrap();
-            t.push(start.elapsed().as_secs_f64() * 1e3);
-            (p, s, stats) = (p2, s2, st2);
-        }
+        let t = timed(runs, (p, s, stats), |(p, s, stats)| {
+            let (p, s, stats, l) = resnet_step(p, s, stats, x, y, remat);
+            ((p, s, stats), l)
+        });
         rows.push((net, t, temp));
     }
     {
@@ -215,15 +256,10 @@ fn jitfuse_rows(runs: usize, x: &Tensor, y: &Tensor) -> Vec<(&'static str, Vec<f
             .unwrap()
             .memory_analysis()
             .temp_bytes;
-        let (mut p, mut s, mut stats, _) = resnet_step_bf16(p, s, stats, x, y);
-        let mut t = vec![];
-        for _ in 0..runs {
-            let start = Instant::now();
-            let (p2, s2, st2, l) = resnet_step_bf16(p, s, stats, x, y);
-            l.item::<f32>().unwrap();
-            t.push(start.elapsed().as_secs_f64() * 1e3);
-            (p, s, stats) = (p2, s2, st2);
-        }
+        let t = timed(runs, (p, s, stats), |(p, s, stats)| {
+            let (p, s, stats, l) = resnet_step_bf16(p, s, stats, x, y);
+            ((p, s, stats), l)
+        });
         rows.push((BF16, t, temp));
     }
     rows
@@ -255,11 +291,11 @@ fn main() {
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for (net, ms, temp) in rows {
-        // (The checkpointed and bf16 ResNets against the peers' plain f32 step.)
-        let peer_net = if net == REMAT || net == BF16 {
-            "resnet20"
-        } else {
-            net
+        // (The checkpointed and bf16 rows against the peers' plain f32 steps.)
+        let peer_net = match net {
+            REMAT | BF16 => "resnet20",
+            CNN_BF16 => "fmnist_cnn",
+            _ => net,
         };
         let t = |mode: &str| {
             torch
