@@ -36,31 +36,22 @@ fn sgd() -> Sgd {
     optim::momentum(optim::constant(0.1), 0.9)
 }
 
+/// The mixed-precision policy of a step computing in `compute`: parameters, images and
+/// running statistics cast to it inside the loss; f32 parameters, optimiser state, running
+/// statistics and loss outside it (the identity for f32).
+fn policy(compute: DType) -> jitfuse::precision::Policy {
+    jitfuse::precision::Policy::new(DType::F32, compute, DType::F32)
+}
+
 #[jit]
 fn cnn_step(
     p: Cnn,
     s: StateOf<Adam, Cnn>,
     x: &Tensor,
     y: &Tensor,
+    compute: DType,
 ) -> (Cnn, StateOf<Adam, Cnn>, Tensor) {
-    let (l, g) = value_and_grad(
-        |p: &Cnn| softmax_cross_entropy_with_labels(&p.logits(x), y),
-        &p,
-    );
-    let (p, s) = adam().update(&g, s, p);
-    (p, s, l)
-}
-
-/// `cnn_step` under the mixed-precision policy (bf16 compute, f32 parameters, state and
-/// loss).
-#[jit]
-fn cnn_step_bf16(
-    p: Cnn,
-    s: StateOf<Adam, Cnn>,
-    x: &Tensor,
-    y: &Tensor,
-) -> (Cnn, StateOf<Adam, Cnn>, Tensor) {
-    let policy = jitfuse::precision::Policy::new(DType::F32, DType::BF16, DType::F32);
+    let policy = policy(compute);
     let (l, g) = value_and_grad(
         |p: &Cnn| {
             let (p, x) = policy.cast_to_compute(&(p.clone(), x.clone()));
@@ -80,34 +71,13 @@ fn resnet_step(
     x: &Tensor,
     y: &Tensor,
     remat: bool,
+    compute: DType,
 ) -> (ResNet, StateOf<Sgd, ResNet>, ResNetStats, Tensor) {
-    let ((l, stats), g) = value_and_grad_with_aux(
-        |p: &ResNet| {
-            let (z, stats) = p.logits(x, &stats, true, remat);
-            (softmax_cross_entropy_with_labels(&z, y), stats)
-        },
-        &p,
-    );
-    let (p, s) = sgd().update(&g, s, p);
-    (p, s, stats, l)
-}
-
-/// `resnet_step` under the mixed-precision policy (bf16 compute: parameters, images and
-/// running statistics cast to bf16 inside the loss; f32 parameters, momentum, running
-/// statistics and loss outside it).
-#[jit]
-fn resnet_step_bf16(
-    p: ResNet,
-    s: StateOf<Sgd, ResNet>,
-    stats: ResNetStats,
-    x: &Tensor,
-    y: &Tensor,
-) -> (ResNet, StateOf<Sgd, ResNet>, ResNetStats, Tensor) {
-    let policy = jitfuse::precision::Policy::new(DType::F32, DType::BF16, DType::F32);
+    let policy = policy(compute);
     let ((l, stats), g) = value_and_grad_with_aux(
         |p: &ResNet| {
             let (p, x, stats) = policy.cast_to_compute(&(p.clone(), x.clone(), stats.clone()));
-            let (z, stats) = p.logits(&x, &stats, true, false);
+            let (z, stats) = p.logits(&x, &stats, true, remat);
             let l = softmax_cross_entropy_with_labels(&z, y);
             (policy.cast_to_output(&l), policy.cast_to_param(&stats))
         },
@@ -204,63 +174,38 @@ fn peer(script: &str, skip: &str, runs: usize) -> HashMap<(String, String), (f64
 fn jitfuse_rows(runs: usize, x: &Tensor, y: &Tensor) -> Vec<(&'static str, Vec<f64>, usize)> {
     let key = Key::new(0);
     let mut rows = vec![];
+    let temp = |l: Result<jitfuse::jit::Lowered, jitfuse::Error>| {
+        l.and_then(|l| l.compile())
+            .unwrap()
+            .memory_analysis()
+            .temp_bytes
+    };
     // Each step's parameters and state are donated and returned: the steady state of
     // training (the first call traces and compiles).
-    {
+    for (net, compute) in [("fmnist_cnn", DType::F32), (CNN_BF16, DType::BF16)] {
         let p = Cnn::init(&key);
         let s = adam().init(&p);
-        let temp = cnn_step::lower(p.clone(), s.clone(), x, y)
-            .and_then(|l| l.compile())
-            .unwrap()
-            .memory_analysis()
-            .temp_bytes;
+        let bytes = temp(cnn_step::lower(p.clone(), s.clone(), x, y, compute));
         let t = timed(runs, (p, s), |(p, s)| {
-            let (p, s, l) = cnn_step(p, s, x, y);
+            let (p, s, l) = cnn_step(p, s, x, y, compute);
             ((p, s), l)
         });
-        rows.push(("fmnist_cnn", t, temp));
+        rows.push((net, t, bytes));
     }
-    {
-        let p = Cnn::init(&key);
-        let s = adam().init(&p);
-        let temp = cnn_step_bf16::lower(p.clone(), s.clone(), x, y)
-            .and_then(|l| l.compile())
-            .unwrap()
-            .memory_analysis()
-            .temp_bytes;
-        let t = timed(runs, (p, s), |(p, s)| {
-            let (p, s, l) = cnn_step_bf16(p, s, x, y);
-            ((p, s), l)
-        });
-        rows.push((CNN_BF16, t, temp));
-    }
-    for (net, remat) in [("resnet20", false), (REMAT, true)] {
+    for (net, remat, compute) in [
+        ("resnet20", false, DType::F32),
+        (REMAT, true, DType::F32),
+        (BF16, false, DType::BF16),
+    ] {
         let (p, stats) = ResNet::init(&key);
         let s = sgd().init(&p);
-        let temp = resnet_step::lower(p.clone(), s.clone(), stats.clone(), x, y, remat)
-            .and_then(|l| l.compile())
-            .unwrap()
-            .memory_analysis()
-            .temp_bytes;
+        let lowered = resnet_step::lower(p.clone(), s.clone(), stats.clone(), x, y, remat, compute);
+        let bytes = temp(lowered);
         let t = timed(runs, (p, s, stats), |(p, s, stats)| {
-            let (p, s, stats, l) = resnet_step(p, s, stats, x, y, remat);
+            let (p, s, stats, l) = resnet_step(p, s, stats, x, y, remat, compute);
             ((p, s, stats), l)
         });
-        rows.push((net, t, temp));
-    }
-    {
-        let (p, stats) = ResNet::init(&key);
-        let s = sgd().init(&p);
-        let temp = resnet_step_bf16::lower(p.clone(), s.clone(), stats.clone(), x, y)
-            .and_then(|l| l.compile())
-            .unwrap()
-            .memory_analysis()
-            .temp_bytes;
-        let t = timed(runs, (p, s, stats), |(p, s, stats)| {
-            let (p, s, stats, l) = resnet_step_bf16(p, s, stats, x, y);
-            ((p, s, stats), l)
-        });
-        rows.push((BF16, t, temp));
+        rows.push((net, t, bytes));
     }
     rows
 }

@@ -179,6 +179,21 @@ mod tests {
     use super::super::WeightGrad;
     use super::*;
 
+    /// The values `v` of `dtype` as a contiguous operand.
+    fn operand<'a, E>(
+        v: &'a [E],
+        dtype: DType,
+        shape: &'a [usize],
+        strides: &'a [i64],
+    ) -> Operand<'a> {
+        Operand {
+            ptr: v.as_ptr() as *const u8,
+            dtype,
+            shape,
+            strides,
+        }
+    }
+
     /// `conv`, `conv_input_grad` and `conv_weight_grad` of bf16 operands through `conv::run`
     /// (on pairs where this CPU has AVX-512 BF16) against f64 sums of the same values (the
     /// f64 convolution, on the portable tiles: a sum of the same terms in f64): the
@@ -227,13 +242,10 @@ mod tests {
                     shape::strides(s).iter().map(|&v| v as i64).collect()
                 };
                 let (sa, sb) = (strides(&a_shape), strides(&b_shape));
-                let operand = |v: &[u16], shape, strides| Operand {
-                    ptr: v.as_ptr() as *const u8,
-                    dtype: DType::BF16,
-                    shape,
-                    strides,
-                };
-                let ins = [operand(&a, &a_shape, &sa), operand(&b, &b_shape, &sb)];
+                let ins = [
+                    operand(&a, DType::BF16, &a_shape, &sa),
+                    operand(&b, DType::BF16, &b_shape, &sb),
+                ];
                 let shapes: [&[usize]; 2] = [&a_shape, &b_shape];
                 // The route: pairs of features, or the weight gradient on pairs of pixels.
                 let pairs = match role {
@@ -271,13 +283,10 @@ mod tests {
                 };
                 let sum = |abs: bool| {
                     let (a, b) = (f64s(&a, abs), f64s(&b, abs));
-                    let wide = |v: &[f64], shape, strides| Operand {
-                        ptr: v.as_ptr() as *const u8,
-                        dtype: DType::F64,
-                        shape,
-                        strides,
-                    };
-                    let ins = [wide(&a, &a_shape, &sa), wide(&b, &b_shape, &sb)];
+                    let ins = [
+                        operand(&a, DType::F64, &a_shape, &sa),
+                        operand(&b, DType::F64, &b_shape, &sb),
+                    ];
                     let mut out = vec![f64::NAN; shape::numel(&out_shape)];
                     let bytes = super::super::scratch_bytes(
                         &spec,
