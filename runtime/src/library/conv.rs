@@ -808,7 +808,6 @@ unsafe fn products<T: Real>(
     classes: Option<&classes::Classes>,
     pack_b: &PackB<T>,
 ) {
-    let p = p;
     let taps = Taps::of(p, &ins[0], p.role != ConvRole::Input);
     let ptrs = Ptrs::new(ins, &taps, out, base);
     // The shared `b`: every (group, block, column panel), split over the tasks.

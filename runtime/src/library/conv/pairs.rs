@@ -37,7 +37,7 @@ fn halved(spec: &ConvSpec, a: &[usize], b: &[usize]) -> Option<(Vec<usize>, Vec<
         return None;
     }
     let per_group = a[r + 1] / spec.groups;
-    if per_group == 0 || per_group % 2 != 0 {
+    if per_group == 0 || !per_group.is_multiple_of(2) {
         return None;
     }
     let (mut a2, mut b2) = (a.to_vec(), b.to_vec());
