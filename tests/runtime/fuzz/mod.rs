@@ -299,7 +299,7 @@ pub fn shrink(p: &Program, seed: u64) -> (Program, String) {
 pub fn report(p: &Program, seed: u64) -> String {
     let (small, why) = shrink(p, seed);
     let ir = trace_program(&small)
-        .map(|(g, _)| g.to_text())
+        .and_then(|(g, captured)| constants_inlined(&g.to_text(), &captured))
         .unwrap_or_else(|e| e);
     let modes: Vec<Mode> = small.params.iter().map(|q| q.mode).collect();
     let draws: Vec<u64> = small.params.iter().map(|q| q.draw).collect();
@@ -318,6 +318,29 @@ pub fn report(p: &Program, seed: u64) -> String {
         Err(e) => format!("not written ({e}):\n{ir}"),
     };
     format!("fuzz case (seed {seed}) failed: {why}\nshrunk program: {small:?}\nregression program {saved}\n")
+}
+
+/// The IR `text` with each captured tensor (the scalar of a `Scalar` instruction, broadcast)
+/// written as the constant it is, so that a case file replays without it; an error where a
+/// captured tensor holds more than one value.
+fn constants_inlined(text: &str, captured: &[Tensor]) -> Result<String, String> {
+    let mut out = String::new();
+    for line in text.lines() {
+        let Some((lhs, rest)) = line.split_once(" = captured ") else {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        };
+        let (k, ty) = rest.split_once(" : ").ok_or_else(|| format!("unread line {line}"))?;
+        let k: usize = k.parse().map_err(|_| format!("unread line {line}"))?;
+        let values = crate::common::to_f64s(&captured[k]);
+        let v = values[0];
+        if !v.is_finite() || values.iter().any(|x| x.to_bits() != v.to_bits()) {
+            return Err(format!("captured tensor {k} is not one finite value:\n{text}"));
+        }
+        out.push_str(&format!("{lhs} = const {v:?} : {ty}\n"));
+    }
+    Ok(out)
 }
 
 fn env_u64(name: &str) -> Option<u64> {
@@ -976,4 +999,19 @@ fn generated_self_attention_compiles_to_the_fused_step() {
     for (k, (n, fused)) in &seen {
         assert!(*fused * 10 >= *n * 9, "{k:?}: {fused} of {n} fused");
     }
+}
+
+/// A failing case's captured scalar is written into its case file as the constant it is (the
+/// file replays without captured tensors); a captured tensor of several values is refused.
+#[test]
+fn a_case_file_writes_a_captured_scalar_as_its_constant() {
+    let text = "%0 = param 0 : f32[2,2]\n%1 = captured 0 : f32[2,2]\n\
+                %2 = add %0, %1 : f32[2,2]\nreturn %2";
+    let scalar = Tensor::from_vec(vec![3.25f32; 4], &[2, 2]).unwrap();
+    let ir = constants_inlined(text, &[scalar]).unwrap();
+    assert!(ir.contains("%1 = const 3.25 : f32[2,2]\n"), "{ir}");
+    let g = jitfuse::internals::ir::parse(&ir).unwrap_or_else(|e| panic!("{e}\n{ir}"));
+    jitfuse::internals::ir::verify(&g).unwrap();
+    let mixed = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
+    assert!(constants_inlined(text, &[mixed]).is_err());
 }
