@@ -603,6 +603,14 @@ impl Gen<'_> {
                 if op == Row::LayerNorm && fl.is_half() && self.grad && !t.exact {
                     op = Row::Softmax;
                 }
+                // An f16 layer norm's sum of squares over a long row overflows 65504 in the
+                // interpreter, which rounds it to f16, and not in a kernel's f32 moments: a
+                // row of 48,573 values of size 1 gave the interpreter's rsqrt 0, the kernel's
+                // a finite value (seed 15301093877).
+                let row = t.shape.last().copied().unwrap_or(1);
+                if op == Row::LayerNorm && fl == DType::F16 && row > MAX_F16_NORM_ROW {
+                    op = Row::Softmax;
+                }
                 let ax = if op == Row::LayerNorm {
                     -1
                 } else {
@@ -763,6 +771,10 @@ impl Gen<'_> {
         Some(())
     }
 }
+
+/// The longest row of an f16 layer norm: its sum of squares of values up to about 2 stays
+/// below f16's 65504.
+const MAX_F16_NORM_ROW: usize = 4096;
 
 /// The most multiply-adds a generated convolution may take (the interpreter's f64 loop).
 const MAX_CONV_MACS: usize = 1 << 21;

@@ -331,12 +331,16 @@ fn constants_inlined(text: &str, captured: &[Tensor]) -> Result<String, String> 
             out.push('\n');
             continue;
         };
-        let (k, ty) = rest.split_once(" : ").ok_or_else(|| format!("unread line {line}"))?;
+        let (k, ty) = rest
+            .split_once(" : ")
+            .ok_or_else(|| format!("unread line {line}"))?;
         let k: usize = k.parse().map_err(|_| format!("unread line {line}"))?;
         let values = crate::common::to_f64s(&captured[k]);
         let v = values[0];
         if !v.is_finite() || values.iter().any(|x| x.to_bits() != v.to_bits()) {
-            return Err(format!("captured tensor {k} is not one finite value:\n{text}"));
+            return Err(format!(
+                "captured tensor {k} is not one finite value:\n{text}"
+            ));
         }
         out.push_str(&format!("{lhs} = const {v:?} : {ty}\n"));
     }
