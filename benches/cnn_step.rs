@@ -9,8 +9,8 @@
 //! ResNet-20-shaped network (3×3 convolutions of 16, 32, 64 features with batch norm in
 //! training mode, strided 1×1 projections, global average pool) with SGD and momentum 0.9,
 //! also with its blocks checkpointed; both networks also under the bf16 compute policy (these
-//! rows against the peers' plain f32 steps). Each step: the loss and gradients, the optimiser's update, the
-//! new parameters, state and running statistics. Also the temporaries each compiled step
+//! rows against the peers' plain f32 steps). Each step: the loss and gradients, the
+//! optimiser's update, the new parameters, state and running statistics. Also the temporaries each compiled step
 //! holds (jitfuse's `memory_analysis().temp_bytes`, XLA's `temp_size_in_bytes`).
 //! `JITFUSE_BENCH_RUNS` sets the samples (median), taken before and after the peers' runs.
 
