@@ -61,8 +61,8 @@ pub fn runs_gemm16(dtype: DType) -> bool {
 }
 
 /// Whether the 16-bit step `n` of `g` reads its operands as they are (a `matmul` on
-/// `gemm16`, a bf16 `conv` or `conv_input_grad` on pairs: `conv/pairs.rs`), giving its own
-/// type or its f32 sums; `passes/widen.rs` runs the others on f32 copies.
+/// `gemm16`, a bf16 convolution on pairs of features or pixels: `conv/pairs.rs`), giving its
+/// own type or its f32 sums; `passes/widen.rs` runs the others on f32 copies.
 pub fn runs_natively(g: &crate::ir::Graph, n: &crate::ir::Node) -> bool {
     let operand = |i: usize| g.node(n.inputs[i]);
     match &n.op {

@@ -440,7 +440,7 @@ impl WeightGrad {
     #[cfg(target_arch = "x86_64")]
     fn of(p: &Problem, ins: &[Operand]) -> Option<WeightGrad> {
         let r = p.s.rank();
-        let pairs = ins.iter().all(|t| t.dtype == DType::BF16) && Self::pairs_run();
+        let pairs = ins.iter().all(|t| t.dtype == DType::BF16) && pairs::dot_available();
         let runs = p.role == ConvRole::Weight
             && p.elem == 4
             && p.cg >= DIRECT_MIN_FEATURES
@@ -452,11 +452,6 @@ impl WeightGrad {
             pairs,
             ..WeightGrad::plan(p)
         })
-    }
-
-    /// Whether this CPU runs the weight gradient of bf16 operands in pairs.
-    fn pairs_run() -> bool {
-        super::gemm16::kind_for(DType::BF16) == Some(super::gemm16::Kind::Dot)
     }
 
     /// Bytes of a pass's packed pairs of `dy` (every feature of every group).
@@ -573,22 +568,19 @@ impl WeightGrad {
                     // `x`'s row (at the group's feature 0) each pixel reads at `kpos`.
                     let k = &p.kidx[kpos * r..(kpos + 1) * r];
                     let dst = |q: usize| xp.add(q - q0) as *mut *const u8;
-                    if self.pairs {
-                        let group = (x.ptr as *const u16).add(g * p.cg);
-                        each_run(out, q0..q1, &mut o, |q, n, o, run| {
-                            let base = group.offset((n as i64 * taps.lead) as isize);
-                            taps.run_at(base, o, run, k, zeros as *const u8, dst(q));
-                        });
-                        if (q1 - q0) % 2 == 1 {
-                            // (The pixel pairing an odd last one: `pass` is even.)
-                            *dst(q1) = zeros as *const u8;
+                    // (`x`'s elements are `size` bytes: bf16 or f32.)
+                    let group = x.ptr.add(g * p.cg * size as usize);
+                    each_run(out, q0..q1, &mut o, |q, n, o, run| {
+                        let base = group.offset((n as i64 * taps.lead) as isize * size);
+                        if self.pairs {
+                            taps.run_at(base as *const u16, o, run, k, zeros as *const u8, dst(q));
+                        } else {
+                            taps.run_at(base as *const f32, o, run, k, zeros as *const u8, dst(q));
                         }
-                    } else {
-                        let group = (x.ptr as *const f32).add(g * p.cg);
-                        each_run(out, q0..q1, &mut o, |q, n, o, run| {
-                            let base = group.offset((n as i64 * taps.lead) as isize);
-                            taps.run_at(base, o, run, k, zeros as *const u8, dst(q));
-                        });
+                    });
+                    if self.pairs && (q1 - q0) % 2 == 1 {
+                        // (The pixel pairing an odd last one: `pass` is even.)
+                        *dst(q1) = zeros as *const u8;
                     }
                     at_k = Some(gk);
                 }
@@ -757,12 +749,12 @@ unsafe fn drive<T: Real>(
         return;
     }
     let base = scratch.wrapping_add(scratch.align_offset(ALIGN));
+    let pack = |p: &Problem, b: &Operand, g, j, qs, dst: *mut T| pack_b(p, b, g, j, qs, dst);
     if half {
         #[cfg(target_arch = "x86_64")]
         if let Some(w) = WeightGrad::of(&p, ins) {
             return w.run(&p, ins, out, base);
         }
-        let pack = |p: &Problem, b: &Operand, g, j, qs, dst: *mut T| pack_b(p, b, g, j, qs, dst);
         return products::<T>(&p, ins, (out, base), None, &pack);
     }
     #[cfg(target_arch = "x86_64")]
@@ -791,7 +783,6 @@ unsafe fn drive<T: Real>(
     // The rows grouped by the window positions they read inside, where that skips enough
     // zeros and no skipped zero would have multiplied a non-finite kernel element.
     let classes = classes::Classes::plan(&p).filter(|_| finite(&ins[1]));
-    let pack = |p: &Problem, b: &Operand, g, j, qs, dst: *mut T| pack_b(p, b, g, j, qs, dst);
     products::<T>(&p, ins, (out, base), classes.as_ref(), &pack);
 }
 

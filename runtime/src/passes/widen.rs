@@ -8,8 +8,8 @@
 //! accumulation in f32 is what the 16-bit op means (`DType::BF16`).
 //!
 //! A 16-bit `matmul` on a CPU with AVX-512 is not widened: `library/gemm16.rs` reads its
-//! operands itself. Nor is a bf16 `conv` or `conv_input_grad` on a CPU with AVX-512 BF16
-//! (`library/conv/pairs.rs`): it becomes the convolution of the bf16 operands giving its
+//! operands itself. Nor is a bf16 convolution on a CPU with AVX-512 BF16 whose features the
+//! library reads in pairs (`library/conv/pairs.rs`): it becomes the convolution of the bf16 operands giving its
 //! f32 sums, cast to bf16 (so rounded once, in the kernel that reads it). FIXME: on other
 //! CPUs the f32 operands are whole temporaries (an AVX2 tile kernel for `gemm16` would need
 //! neither).

@@ -55,6 +55,11 @@ fn halved(spec: &ConvSpec, a: &[usize], b: &[usize]) -> Option<(Vec<usize>, Vec<
 /// Whether this CPU runs the convolution `spec` of bf16 operands shaped `ins` on pairs (its
 /// result then is the f32 sums): of features here, of pixels for the weight gradient
 /// (`conv::WeightGrad`).
+/// Whether this CPU multiplies pairs of bf16 values (`vdpbf16ps`, AVX-512 BF16).
+pub(super) fn dot_available() -> bool {
+    kind_for(DType::BF16) == Some(Kind::Dot)
+}
+
 pub fn runs(spec: &ConvSpec, ins: &[&[usize]], dtype: DType) -> bool {
     let shapes = ins.len() == 2
         && match spec.role {
@@ -67,20 +72,26 @@ pub fn runs(spec: &ConvSpec, ins: &[&[usize]], dtype: DType) -> bool {
             }
             _ => halved(spec, ins[0], ins[1]).is_some(),
         };
-    dtype == DType::BF16 && kind_for(DType::BF16) == Some(Kind::Dot) && shapes
+    dtype == DType::BF16 && dot_available() && shapes
 }
 
-/// The problem on pairs, where `spec` of operands shaped `a` and `b` runs on them.
-fn problem(spec: &ConvSpec, (a, b): (&[usize], &[usize]), out: &[usize]) -> Option<Problem> {
+/// The problem on pairs, where `spec` of operands shaped `a` and `b` runs on them, and the
+/// paired operand's shape as words (`halved`).
+fn problem(
+    spec: &ConvSpec,
+    (a, b): (&[usize], &[usize]),
+    out: &[usize],
+) -> Option<(Problem, Vec<usize>)> {
     let (a2, b2) = halved(spec, a, b)?;
     let mut p = Problem::of(spec, (&a2, &b2, out), 4, true);
     p.dot = true;
-    Some(p)
+    Some((p, a2))
 }
 
 /// Scratch bytes of `spec` on pairs (0 where it does not run on them).
 pub fn scratch_bytes(spec: &ConvSpec, ins: &[&[usize]], out: &[usize]) -> usize {
-    problem(spec, (ins[0], ins[1]), out).map_or(0, |p| p.shared_bytes() + p.slots * p.task_bytes())
+    problem(spec, (ins[0], ins[1]), out)
+        .map_or(0, |(p, _)| p.shared_bytes() + p.slots * p.task_bytes())
 }
 
 /// Runs `spec` of the bf16 operands `ins` on pairs, writing the f32 sums of `out_shape` to
@@ -96,18 +107,17 @@ pub unsafe fn run(
     scratch: *mut u8,
 ) -> bool {
     let (t, w) = (&ins[0], &ins[1]);
-    if !runs(spec, &[t.shape, w.shape], t.dtype) || w.dtype != DType::BF16 {
+    if t.dtype != DType::BF16 || w.dtype != DType::BF16 || !dot_available() {
         return false;
     }
-    let r = t.shape.len() - 2;
+    let Some((p, a2)) = problem(spec, (t.shape, w.shape), out_shape) else {
+        return false;
+    };
+    let r = a2.len() - 2;
     // Pairs of features as words: the features contiguous, every other step a whole word.
     if t.strides[r + 1] != 1 || t.strides[..=r].iter().any(|s| s % 2 != 0) {
         return false;
     }
-    let Some((a2, _)) = halved(spec, t.shape, w.shape) else {
-        return false;
-    };
-    let p = problem(spec, (t.shape, w.shape), out_shape).expect("halved above");
     if p.kc == 0 {
         std::ptr::write_bytes(out, 0, shape::numel(out_shape) * 4);
         return true;
